@@ -1,0 +1,8 @@
+//! The cases, grouped by requirement. Each takes the backend and builds its own harness.
+
+pub mod audit;
+pub mod handoffs;
+pub mod locks;
+pub mod model;
+pub mod queue;
+pub mod sessions;

@@ -1,0 +1,149 @@
+use async_trait::async_trait;
+use coord_domain::locks::{AcquireLockRequest, AcquireLockResult};
+use coord_domain::queue::{
+    CompleteWorkRequest, CompleteWorkResult, GetTaskRequest, GetWorkRequest, GetWorkResult, SubmitWorkRequest, TaskInfo,
+};
+use coord_domain::{Caller, CoordResult, Timestamp};
+use coord_service::{Coordination, CoordConfig, Coordinator, ManualClock};
+use coord_store::Store;
+use std::sync::Arc;
+
+/// Direct access to a fixture's database, bypassing the service, for the few checks
+/// that must look underneath it (append-only audit rows, outages).
+#[async_trait]
+pub trait RawSql: Send + Sync {
+    /// Runs one statement on the store's database; `Err` carries the database's message.
+    async fn execute(&self, sql: &str) -> Result<u64, String>;
+    /// Makes the store's database unusable for the store until [`RawSql::heal_store`].
+    async fn break_store(&self);
+    async fn heal_store(&self);
+}
+
+/// A fresh, empty, migrated store and raw access to its database.
+pub struct Fixture {
+    pub store: Arc<dyn Store>,
+    pub raw: Box<dyn RawSql>,
+}
+
+/// What a store crate provides to run the suite.
+#[async_trait]
+pub trait Backend: Send + Sync {
+    async fn fixture(&self) -> Fixture;
+}
+
+pub fn agent(name: &str) -> Caller {
+    Caller::new(name, "test_agent")
+}
+
+/// A coordinator over a fresh store, with a manual clock.
+pub struct Harness {
+    pub coord: Coordinator,
+    pub clock: Arc<ManualClock>,
+    pub store: Arc<dyn Store>,
+    pub raw: Box<dyn RawSql>,
+}
+
+impl Harness {
+    /// The repository root absolute lock paths are resolved against.
+    pub const ROOT: &'static str = "/work/repo";
+
+    pub async fn new(b: &dyn Backend) -> Harness {
+        Harness::with_config(b, |_| {}).await
+    }
+
+    pub async fn with_config(b: &dyn Backend, tune: impl FnOnce(&mut CoordConfig)) -> Harness {
+        let fx = b.fixture().await;
+        let clock = Arc::new(ManualClock::starting_now());
+        let mut config = CoordConfig {
+            repo_root: Some(Harness::ROOT.into()),
+            ..CoordConfig::default()
+        };
+        tune(&mut config);
+        Harness {
+            coord: Coordinator::new(fx.store.clone(), clock.clone(), config),
+            clock,
+            store: fx.store,
+            raw: fx.raw,
+        }
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.clock.get()
+    }
+
+    pub fn advance(&self, minutes: i64) {
+        self.clock.advance_minutes(minutes);
+    }
+
+    pub async fn lock(&self, who: &Caller, path: &str, ttl: Option<i64>) -> AcquireLockResult {
+        self.coord
+            .acquire_lock(
+                who,
+                AcquireLockRequest {
+                    file_path: path.into(),
+                    reason: None,
+                    ttl_minutes: ttl,
+                },
+            )
+            .await
+            .expect("acquire_lock answers")
+    }
+
+    pub async fn submit(&self, who: &Caller, task_type: &str, priority: i64, deps: &[&str]) -> String {
+        let r = self
+            .coord
+            .submit_work(
+                who,
+                SubmitWorkRequest {
+                    task_type: task_type.into(),
+                    task_description: format!("{task_type} task"),
+                    input_data: None,
+                    priority: Some(priority),
+                    depends_on: if deps.is_empty() {
+                        None
+                    } else {
+                        Some(deps.iter().map(|d| d.to_string()).collect())
+                    },
+                },
+            )
+            .await
+            .expect("submit_work answers");
+        assert!(r.success);
+        r.task_id
+    }
+
+    pub async fn claim(&self, who: &Caller) -> GetWorkResult {
+        self.coord
+            .get_work(who, GetWorkRequest::default())
+            .await
+            .expect("get_work answers")
+    }
+
+    pub async fn claimed_id(&self, who: &Caller) -> String {
+        let r = self.claim(who).await;
+        assert!(r.success, "expected a task, got {r:?}");
+        r.task_id.unwrap()
+    }
+
+    pub async fn complete(&self, who: &Caller, task_id: &str, success: bool) -> CoordResult<CompleteWorkResult> {
+        self.coord
+            .complete_work(
+                who,
+                CompleteWorkRequest {
+                    task_id: task_id.into(),
+                    success,
+                    result: None,
+                    error_message: if success { None } else { Some("it broke".into()) },
+                },
+            )
+            .await
+    }
+
+    pub async fn task(&self, task_id: &str) -> TaskInfo {
+        self.coord
+            .get_task(&agent("observer"), GetTaskRequest { task_id: task_id.into() })
+            .await
+            .expect("get_task answers")
+            .task
+    }
+}

@@ -1,0 +1,91 @@
+//! The conformance suite of the service, generic over the store.
+//!
+//! A store crate instantiates it once in a test file:
+//!
+//! ```ignore
+//! coord_conformance::conformance_suite!(MyBackend::new());
+//! ```
+//!
+//! which expands to one `#[tokio::test]` per case. Every case builds a fresh, empty
+//! store through the [`Backend`], a [`Coordinator`] over it with a [`ManualClock`], and
+//! exercises the service only through the [`Coordination`] interface the doors use.
+
+pub mod cases;
+mod harness;
+
+pub use harness::{agent, Backend, Fixture, Harness, RawSql};
+
+/// Expands to every conformance case as a test function.
+#[macro_export]
+macro_rules! conformance_suite {
+    ($backend:expr) => {
+        $crate::__async_cases!($backend;
+            locks::locks_acquire_then_other_is_blocked,
+            locks::locks_holder_refreshes_and_keeps_token,
+            locks::locks_release_frees_for_others,
+            locks::locks_release_refusals,
+            locks::locks_ttl_bounds,
+            locks::locks_expire_with_the_clock,
+            locks::locks_fencing_tokens_increase_across_expiry_release_and_sweep,
+            locks::locks_check_lists_live_locks,
+            locks::locks_paths_are_normalised,
+            locks::locks_concurrent_acquirers_get_one_winner,
+            queue::queue_submit_and_get_task,
+            queue::queue_claims_most_urgent_then_oldest,
+            queue::queue_no_tasks_available,
+            queue::queue_claim_filters_by_type,
+            queue::queue_dependencies_block_until_completed,
+            queue::queue_failure_cancels_dependents_transitively,
+            queue::queue_completion_refusals,
+            queue::queue_expired_claims_return_then_fail,
+            queue::queue_heartbeat_extends_claim_leases,
+            queue::queue_input_validation,
+            queue::queue_listing_filters,
+            queue::queue_concurrent_workers_claim_each_task_once,
+            sessions::sessions_register_and_discover,
+            sessions::sessions_heartbeat,
+            sessions::sessions_cleanup_frees_dead_agents_only,
+            sessions::sessions_cleanup_fails_tasks_out_of_attempts,
+            handoffs::handoffs_write_and_read_newest_first,
+            handoffs::handoffs_validation,
+            audit::audit_records_every_operation_including_refusals,
+            audit::audit_query_filters,
+            audit::audit_rows_are_append_only,
+            audit::identity_is_validated,
+            audit::status_summarises,
+            audit::storage_failure_is_database_unavailable,
+        );
+        $crate::__sync_cases!($backend;
+            model::model_locks_state_machine,
+            model::model_queue_state_machine,
+        );
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __async_cases {
+    ($backend:expr; $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let backend = $backend;
+                $crate::cases::$module::$case(&backend).await;
+            }
+        )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sync_cases {
+    ($backend:expr; $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                let backend = $backend;
+                $crate::cases::$module::$case(&backend);
+            }
+        )*
+    };
+}

@@ -1,0 +1,142 @@
+//! The audit trail: one append-only row per operation, refused ones included.
+
+use crate::error::{CoordResult, ErrorCode};
+use crate::identity::Identity;
+use crate::time::Timestamp;
+use crate::validate::{self, MAX_SHORT_TEXT};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub const DEFAULT_AUDIT_LIMIT: i64 = 100;
+pub const MAX_AUDIT_LIMIT: i64 = 10_000;
+
+/// A row about to be appended. The store stamps the time (its clock) and the id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    pub agent: Identity,
+    pub operation: &'static str,
+    pub parameters: Value,
+    pub result: Value,
+    pub success: bool,
+    pub error_code: Option<&'static str>,
+    pub duration_ms: f64,
+}
+
+impl AuditRecord {
+    /// Builds the row for an outcome: the wire JSON of the result or of the error.
+    /// `success` is the wire `success` flag, so a blocked lock counts as a failure.
+    pub fn of<T: Serialize>(
+        agent: Identity,
+        operation: &'static str,
+        parameters: Value,
+        outcome: Result<&T, &crate::CoordError>,
+        duration_ms: f64,
+    ) -> AuditRecord {
+        let (result, error_code) = match outcome {
+            Ok(v) => (serde_json::to_value(v).unwrap_or(Value::Null), None),
+            Err(e) => (e.to_value(), Some(e.code.as_str())),
+        };
+        let success = result.get("success").and_then(Value::as_bool).unwrap_or(error_code.is_none());
+        AuditRecord {
+            agent,
+            operation,
+            parameters,
+            result,
+            success,
+            error_code,
+            duration_ms,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditQueryRequest {
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// Entries at or after this time.
+    #[serde(default)]
+    pub since: Option<Timestamp>,
+    /// Entries before this time.
+    #[serde(default)]
+    pub until: Option<Timestamp>,
+    /// Only successful (`true`) or only failed/refused (`false`) operations.
+    #[serde(default)]
+    pub success: Option<bool>,
+    /// Newest first, at most this many; default 100.
+    #[serde(default)]
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditFilter {
+    pub agent_id: Option<String>,
+    pub operation: Option<String>,
+    pub since: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+    pub success: Option<bool>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub timestamp: Timestamp,
+    pub agent_id: String,
+    pub agent_type: String,
+    pub operation: String,
+    pub parameters: Value,
+    pub result: Value,
+    pub success: bool,
+    #[serde(default)]
+    pub error_code: Option<String>,
+    pub duration_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditQueryResult {
+    pub entries: Vec<AuditEntry>,
+}
+
+pub fn validate_audit_query(req: AuditQueryRequest) -> CoordResult<AuditFilter> {
+    if let (Some(s), Some(u)) = (req.since, req.until) {
+        if s >= u {
+            return Err(crate::CoordError::field(
+                ErrorCode::InvalidArgument,
+                "until",
+                "until must be later than since",
+            ));
+        }
+    }
+    Ok(AuditFilter {
+        agent_id: validate::optional_text("agent_id", req.agent_id, MAX_SHORT_TEXT)?,
+        operation: validate::optional_text("operation", req.operation, MAX_SHORT_TEXT)?,
+        since: req.since,
+        until: req.until,
+        success: req.success,
+        limit: validate::int_in_range("limit", req.limit, DEFAULT_AUDIT_LIMIT, 1, MAX_AUDIT_LIMIT, ErrorCode::InvalidArgument)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::CoordError;
+
+    #[test]
+    fn success_follows_the_wire_flag() {
+        let who = Identity { agent_id: "a".into(), agent_type: "t".into() };
+        let blocked = serde_json::json!({"success": false, "action": "blocked"});
+        let r = AuditRecord::of(who.clone(), "acquire_lock", Value::Null, Ok(&blocked), 1.0);
+        assert!(!r.success);
+        assert_eq!(r.error_code, None);
+        let listed = serde_json::json!({"locks": []});
+        assert!(AuditRecord::of(who.clone(), "check_locks", Value::Null, Ok(&listed), 1.0).success);
+        let err = CoordError::new(ErrorCode::NotLockOwner, "no");
+        let r = AuditRecord::of::<Value>(who, "release_lock", Value::Null, Err(&err), 1.0);
+        assert!(!r.success);
+        assert_eq!(r.error_code, Some("not_lock_owner"));
+        assert_eq!(r.result["error"], "not_lock_owner");
+    }
+}

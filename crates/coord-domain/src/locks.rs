@@ -1,0 +1,280 @@
+//! File locks: leases on repo-relative paths.
+//!
+//! A lock is live while `now < expires_at`; an expired row is free by that predicate
+//! alone, whether or not a sweep has deleted it yet. Every acquisition (not a refresh)
+//! takes a new fencing token from a counter that only grows, so tokens strictly increase
+//! per path even across expiry, release and deletion.
+
+use crate::error::{CoordError, CoordResult, ErrorCode};
+use crate::identity::Identity;
+use crate::path::normalize_path;
+use crate::time::Timestamp;
+use crate::validate::{self, MAX_TEXT};
+use serde::{Deserialize, Serialize};
+
+pub const DEFAULT_TTL_MINUTES: i64 = 120;
+pub const MIN_TTL_MINUTES: i64 = 1;
+pub const MAX_TTL_MINUTES: i64 = 480;
+pub const MAX_PATHS_PER_CHECK: usize = 1000;
+
+pub fn validate_ttl(ttl_minutes: Option<i64>) -> CoordResult<i64> {
+    validate::int_in_range(
+        "ttl_minutes",
+        ttl_minutes,
+        DEFAULT_TTL_MINUTES,
+        MIN_TTL_MINUTES,
+        MAX_TTL_MINUTES,
+        ErrorCode::TtlOutOfRange,
+    )
+}
+
+pub fn validate_reason(reason: Option<String>) -> CoordResult<Option<String>> {
+    validate::optional_text("reason", reason, MAX_TEXT)
+}
+
+/// A validated acquisition: canonical path, reason, TTL in minutes.
+pub fn validate_acquire(req: AcquireLockRequest, repo_root: Option<&str>) -> CoordResult<(String, Option<String>, i64)> {
+    Ok((
+        normalize_path(&req.file_path, repo_root)?,
+        validate_reason(req.reason)?,
+        validate_ttl(req.ttl_minutes)?,
+    ))
+}
+
+/// Canonical paths for `check_locks`, deduplicated; `None` means all locks.
+pub fn validate_check(req: CheckLocksRequest, repo_root: Option<&str>) -> CoordResult<Option<Vec<String>>> {
+    let Some(paths) = req.file_paths else { return Ok(None) };
+    if paths.len() > MAX_PATHS_PER_CHECK {
+        return Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            "file_paths",
+            format!("at most {MAX_PATHS_PER_CHECK} paths per check"),
+        ));
+    }
+    let mut out: Vec<String> = paths
+        .iter()
+        .map(|p| normalize_path(p, repo_root).map_err(|e| e.with_field("file_paths")))
+        .collect::<CoordResult<_>>()?;
+    out.sort();
+    out.dedup();
+    Ok(Some(out))
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AcquireLockRequest {
+    /// Path of the file, relative to the repository root (absolute paths inside the
+    /// repository are accepted and made relative).
+    pub file_path: String,
+    /// Why the lock is needed; shown to agents that are blocked by it.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Lease length in minutes, 1 to 480; default 120.
+    #[serde(default)]
+    pub ttl_minutes: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseLockRequest {
+    pub file_path: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckLocksRequest {
+    /// Only these paths; all live locks when absent.
+    #[serde(default)]
+    pub file_paths: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LockAction {
+    Acquired,
+    Refreshed,
+    Blocked,
+}
+
+/// `acquire_lock` answer. Acquired/refreshed: `success`, `action`, `file_path`,
+/// `expires_at`, `fencing_token`, `reason`. Blocked: `success: false`,
+/// `action: "blocked"`, `file_path`, `locked_by`, `expires_at` (the holder's),
+/// `lock_reason` (the holder's reason).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcquireLockResult {
+    pub success: bool,
+    pub action: LockAction,
+    pub file_path: String,
+    pub expires_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fencing_token: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locked_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locked_by_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_reason: Option<String>,
+}
+
+impl AcquireLockResult {
+    pub fn granted(action: LockAction, lock: &LockInfo) -> Self {
+        AcquireLockResult {
+            success: true,
+            action,
+            file_path: lock.file_path.clone(),
+            expires_at: lock.expires_at,
+            fencing_token: Some(lock.fencing_token),
+            reason: lock.reason.clone(),
+            locked_by: None,
+            locked_by_type: None,
+            lock_reason: None,
+        }
+    }
+
+    pub fn blocked(holder: &LockInfo) -> Self {
+        AcquireLockResult {
+            success: false,
+            action: LockAction::Blocked,
+            file_path: holder.file_path.clone(),
+            expires_at: holder.expires_at,
+            fencing_token: None,
+            reason: None,
+            locked_by: Some(holder.locked_by.clone()),
+            locked_by_type: Some(holder.agent_type.clone()),
+            lock_reason: holder.reason.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseLockResult {
+    pub success: bool,
+    pub released: bool,
+    pub file_path: String,
+}
+
+/// A lock row as stored and as listed by `check_locks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockInfo {
+    pub file_path: String,
+    pub locked_by: String,
+    pub agent_type: String,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub locked_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub fencing_token: i64,
+}
+
+impl LockInfo {
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        now < self.expires_at
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckLocksResult {
+    pub locks: Vec<LockInfo>,
+}
+
+/// What an acquisition does given the row currently stored for the path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AcquireDecision {
+    /// No live lock: take it with a new fencing token.
+    Take,
+    /// The caller already holds a live lock: extend it, keep its token.
+    Refresh,
+    /// Someone else holds a live lock.
+    Blocked,
+}
+
+pub fn decide_acquire(existing: Option<&LockInfo>, me: &Identity, now: Timestamp) -> AcquireDecision {
+    match existing {
+        Some(l) if l.is_live(now) && l.locked_by == me.agent_id => AcquireDecision::Refresh,
+        Some(l) if l.is_live(now) => AcquireDecision::Blocked,
+        _ => AcquireDecision::Take,
+    }
+}
+
+/// Whether the caller may release, given the stored row; the error says why not.
+pub fn decide_release(existing: Option<&LockInfo>, me: &Identity, path: &str, now: Timestamp) -> CoordResult<()> {
+    match existing {
+        Some(l) if l.is_live(now) && l.locked_by == me.agent_id => Ok(()),
+        Some(l) if l.is_live(now) => Err(CoordError::new(
+            ErrorCode::NotLockOwner,
+            format!("{path} is locked by {}, not by {}", l.locked_by, me.agent_id),
+        )
+        .with_detail("file_path", path)
+        .with_detail("locked_by", l.locked_by.clone())),
+        _ => Err(CoordError::new(
+            ErrorCode::LockNotHeld,
+            format!("{path} is not locked (the lock may have expired)"),
+        )
+        .with_detail("file_path", path)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+
+    fn lock(holder: &str, expires_in_min: i64, now: Timestamp) -> LockInfo {
+        LockInfo {
+            file_path: "a.rs".into(),
+            locked_by: holder.into(),
+            agent_type: "t".into(),
+            session_id: None,
+            reason: None,
+            locked_at: now,
+            expires_at: now + chrono::Duration::minutes(expires_in_min),
+            fencing_token: 1,
+        }
+    }
+
+    #[test]
+    fn acquire_and_release_decisions() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let me = Identity { agent_id: "me".into(), agent_type: "t".into() };
+        let mine_live = lock("me", 5, now);
+        let mine_expired = lock("me", 0, now);
+        let other_live = lock("other", 5, now);
+        let other_expired = lock("other", -1, now);
+        let cases: &[(Option<&LockInfo>, AcquireDecision, Option<ErrorCode>)] = &[
+            (None, AcquireDecision::Take, Some(ErrorCode::LockNotHeld)),
+            (Some(&mine_live), AcquireDecision::Refresh, None),
+            (Some(&mine_expired), AcquireDecision::Take, Some(ErrorCode::LockNotHeld)),
+            (Some(&other_live), AcquireDecision::Blocked, Some(ErrorCode::NotLockOwner)),
+            (Some(&other_expired), AcquireDecision::Take, Some(ErrorCode::LockNotHeld)),
+        ];
+        for (existing, want_acquire, want_release) in cases {
+            assert_eq!(&decide_acquire(*existing, &me, now), want_acquire, "{existing:?}");
+            let got = decide_release(*existing, &me, "a.rs", now).err().map(|e| e.code);
+            assert_eq!(&got, want_release, "{existing:?}");
+        }
+    }
+
+    #[test]
+    fn ttl_bounds() {
+        assert_eq!(validate_ttl(None).unwrap(), 120);
+        assert_eq!(validate_ttl(Some(0)).unwrap_err().code, ErrorCode::TtlOutOfRange);
+        assert_eq!(validate_ttl(Some(481)).unwrap_err().code, ErrorCode::TtlOutOfRange);
+    }
+
+    #[test]
+    fn wire_shapes() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let l = lock("other", 5, now);
+        let v = serde_json::to_value(AcquireLockResult::blocked(&l)).unwrap();
+        assert_eq!(v["success"], false);
+        assert_eq!(v["action"], "blocked");
+        assert_eq!(v["locked_by"], "other");
+        assert!(v.get("fencing_token").is_none());
+        let v = serde_json::to_value(AcquireLockResult::granted(LockAction::Acquired, &l)).unwrap();
+        assert_eq!(v["success"], true);
+        assert_eq!(v["action"], "acquired");
+        assert_eq!(v["expires_at"], "2026-01-01T00:05:00Z");
+        assert_eq!(v["fencing_token"], 1);
+    }
+}

@@ -1,0 +1,159 @@
+//! Agent sessions: registration, heartbeats, discovery and dead-agent cleanup.
+//!
+//! One row per agent id holds that agent's current session. `register_session` starts
+//! a new session (new `session_id`); `heartbeat` keeps it alive and also extends the
+//! leases of the tasks the agent has claimed, so a live agent never loses its work to
+//! lease expiry while a dead one does.
+
+use crate::error::{CoordResult, ErrorCode};
+use crate::time::Timestamp;
+use crate::validate::{self, MAX_LIST_ITEMS, MAX_SHORT_TEXT, MAX_TEXT};
+use serde::{Deserialize, Serialize};
+
+pub const DEFAULT_STALE_MINUTES: i64 = 15;
+pub const MAX_STALE_MINUTES: i64 = 7 * 24 * 60;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    Active,
+    Idle,
+    Disconnected,
+}
+
+impl AgentStatus {
+    pub const ALL: [AgentStatus; 3] = [AgentStatus::Active, AgentStatus::Idle, AgentStatus::Disconnected];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Active => "active",
+            AgentStatus::Idle => "idle",
+            AgentStatus::Disconnected => "disconnected",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<AgentStatus> {
+        AgentStatus::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for AgentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RegisterSessionRequest {
+    /// What this agent can do, e.g. `["coding", "testing"]`; others discover it by these.
+    #[serde(default)]
+    pub capabilities: Option<Vec<String>>,
+    /// What the agent is working on now.
+    #[serde(default)]
+    pub current_task: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeartbeatRequest {}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiscoverAgentsRequest {
+    #[serde(default)]
+    pub capability: Option<String>,
+    /// `active`, `idle` or `disconnected`; every status when absent.
+    #[serde(default)]
+    pub status: Option<AgentStatus>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CleanupDeadAgentsRequest {
+    /// Minutes without a heartbeat after which an agent counts as dead; default 15.
+    #[serde(default)]
+    pub stale_threshold_minutes: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSession {
+    pub session_id: String,
+    pub capabilities: Vec<String>,
+    pub current_task: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionResult {
+    pub success: bool,
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    pub agent_id: String,
+    pub agent_type: String,
+    pub session_id: String,
+    pub capabilities: Vec<String>,
+    pub status: AgentStatus,
+    #[serde(default)]
+    pub current_task: Option<String>,
+    pub last_heartbeat: Timestamp,
+    pub started_at: Timestamp,
+    #[serde(default)]
+    pub ended_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoverAgentsResult {
+    pub agents: Vec<AgentInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CleanupResult {
+    pub success: bool,
+    /// Number of agents marked `disconnected`.
+    pub agents_cleaned: i64,
+    pub agents: Vec<String>,
+    pub locks_released: i64,
+    pub tasks_requeued: i64,
+    /// Claimed tasks that had used their last attempt and failed instead.
+    pub tasks_failed: i64,
+}
+
+pub fn validate_registration(req: RegisterSessionRequest, session_id: String) -> CoordResult<NewSession> {
+    Ok(NewSession {
+        session_id,
+        capabilities: validate::text_list("capabilities", req.capabilities, MAX_LIST_ITEMS, MAX_SHORT_TEXT)?,
+        current_task: validate::optional_text("current_task", req.current_task, MAX_TEXT)?,
+    })
+}
+
+pub fn validate_stale_threshold(m: Option<i64>) -> CoordResult<i64> {
+    validate::int_in_range(
+        "stale_threshold_minutes",
+        m,
+        DEFAULT_STALE_MINUTES,
+        1,
+        MAX_STALE_MINUTES,
+        ErrorCode::InvalidArgument,
+    )
+}
+
+pub fn validate_capability(c: Option<String>) -> CoordResult<Option<String>> {
+    validate::optional_text("capability", c, MAX_SHORT_TEXT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_and_registration() {
+        assert_eq!(validate_stale_threshold(None).unwrap(), 15);
+        assert!(validate_stale_threshold(Some(0)).is_err());
+        let r = validate_registration(
+            RegisterSessionRequest { capabilities: Some(vec!["".into()]), current_task: None },
+            "s".into(),
+        );
+        assert_eq!(r.unwrap_err().field.as_deref(), Some("capabilities"));
+        assert_eq!(AgentStatus::parse("idle"), Some(AgentStatus::Idle));
+        assert_eq!(AgentStatus::parse("gone"), None);
+    }
+}

@@ -1,0 +1,40 @@
+//! The one-screen summary behind `coord status`.
+
+use crate::handoffs::Handoff;
+use crate::identity::Identity;
+use crate::locks::LockInfo;
+use crate::queue::TaskInfo;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskCounts {
+    pub pending: i64,
+    /// Pending tasks still waiting on dependencies (included in `pending`).
+    pub waiting: i64,
+    pub claimed: i64,
+    pub completed: i64,
+    pub failed: i64,
+    pub cancelled: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentCounts {
+    pub active: i64,
+    pub idle: i64,
+    pub disconnected: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusResult {
+    pub success: bool,
+    pub backend: String,
+    pub database: String,
+    pub identity: Identity,
+    pub live_locks: i64,
+    pub my_locks: Vec<LockInfo>,
+    pub tasks: TaskCounts,
+    pub my_tasks: Vec<TaskInfo>,
+    pub agents: AgentCounts,
+    #[serde(default)]
+    pub latest_handoff: Option<Handoff>,
+}

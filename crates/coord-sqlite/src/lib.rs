@@ -1,0 +1,358 @@
+//! The embedded store: one SQLite file in WAL mode, shared safely by any number of
+//! `coord` processes on one machine.
+//!
+//! Every operation runs in one `BEGIN IMMEDIATE` transaction (the write lock is taken up
+//! front, so two processes never both read-then-write), which also appends the audit
+//! row. The operation itself runs inside a savepoint: a refusal rolls back to it, then the
+//! audit row is written and the transaction commits. SQLite calls are blocking, so they
+//! run on tokio's blocking pool behind one connection per process.
+
+mod audit;
+mod handoffs;
+mod locks;
+mod migrate;
+mod queue;
+mod rows;
+mod sessions;
+
+use async_trait::async_trait;
+use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
+use coord_domain::error::ErrorKind;
+use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
+use coord_domain::queue::{
+    ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
+    SubmitWorkResult, TaskFilter,
+};
+use coord_domain::sessions::{AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::status::StatusResult;
+use coord_domain::time::to_micros;
+use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
+use coord_store::{OpCtx, Store, SweepReport};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+pub use migrate::SCHEMA_VERSION;
+
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    /// How long a write waits for another process's write lock before answering
+    /// `database_unavailable`.
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            busy_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+/// Failure inside a store function: a database error or a refusal decided by a rule.
+/// Kept separate so `?` works on both and the boundary decides what the caller sees.
+pub(crate) enum Fail {
+    Db(rusqlite::Error),
+    Coord(CoordError),
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Self {
+        Fail::Db(e)
+    }
+}
+
+impl From<CoordError> for Fail {
+    fn from(e: CoordError) -> Self {
+        Fail::Coord(e)
+    }
+}
+
+impl From<serde_json::Error> for Fail {
+    fn from(e: serde_json::Error) -> Self {
+        tracing::error!(error = %e, "sqlite store: JSON encoding failed");
+        Fail::Coord(CoordError::internal())
+    }
+}
+
+impl From<Fail> for CoordError {
+    fn from(f: Fail) -> Self {
+        match f {
+            Fail::Coord(e) => e,
+            Fail::Db(e) => db_error(e),
+        }
+    }
+}
+
+pub(crate) type R<T> = Result<T, Fail>;
+
+/// Storage failures become `database_unavailable` (retry may help) or an opaque
+/// internal error (a bug); SQL text and driver messages never reach the caller.
+fn db_error(e: rusqlite::Error) -> CoordError {
+    use rusqlite::ErrorCode as C;
+    if let rusqlite::Error::SqliteFailure(f, _) = &e {
+        match f.code {
+            C::DatabaseBusy | C::DatabaseLocked => {
+                return CoordError::unavailable(
+                    "the database is locked by another process for longer than the busy timeout; retry",
+                );
+            }
+            C::CannotOpen
+            | C::ReadOnly
+            | C::DiskFull
+            | C::SystemIoFailure
+            | C::NotADatabase
+            | C::DatabaseCorrupt
+            | C::PermissionDenied
+            | C::FileLockingProtocolFailed
+            | C::NoLargeFileSupport => {
+                tracing::warn!(error = %e, "sqlite store unavailable");
+                return CoordError::unavailable(format!("the database cannot be read or written ({})", describe(f.code)));
+            }
+            _ => {}
+        }
+    }
+    tracing::error!(error = %e, "sqlite store error");
+    CoordError::internal()
+}
+
+fn describe(code: rusqlite::ErrorCode) -> &'static str {
+    use rusqlite::ErrorCode as C;
+    match code {
+        C::CannotOpen => "cannot open the file",
+        C::ReadOnly => "read-only",
+        C::DiskFull => "disk full",
+        C::SystemIoFailure => "I/O error",
+        C::NotADatabase => "not a SQLite database",
+        C::DatabaseCorrupt => "corrupt",
+        C::PermissionDenied => "permission denied",
+        _ => "storage error",
+    }
+}
+
+fn is_storage_failure(e: &CoordError) -> bool {
+    matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Internal)
+}
+
+fn now_micros(now: Option<Timestamp>) -> i64 {
+    to_micros(now.unwrap_or_else(chrono::Utc::now))
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and brings its schema up to date.
+    pub fn open(path: &Path) -> CoordResult<Self> {
+        Self::open_with(path, SqliteOptions::default())
+    }
+
+    pub fn open_with(path: &Path, options: SqliteOptions) -> CoordResult<Self> {
+        let unavailable = |what: String| CoordError::unavailable(what).with_detail("database", path.display().to_string());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| unavailable(format!("cannot create directory {}: {e}", dir.display())))?;
+        }
+        if path.is_dir() {
+            return Err(unavailable(format!("{} is a directory, not a database file", path.display())));
+        }
+        let mut conn = Connection::open(path)
+            .map_err(|e| unavailable(format!("cannot open SQLite database {}: {e}", path.display())))?;
+        configure(&conn, &options).map_err(|e| {
+            unavailable(format!("cannot use SQLite database {}: {}", path.display(), CoordError::from(Fail::Db(e)).message))
+        })?;
+        migrate::apply(&mut conn).map_err(|e| match e {
+            Fail::Db(e) => unavailable(format!(
+                "cannot prepare SQLite database {}: {}",
+                path.display(),
+                db_error(e).message
+            )),
+            Fail::Coord(e) => e,
+        })?;
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                conn: Mutex::new(conn),
+                path: path.to_path_buf(),
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs a blocking closure with the connection inside `BEGIN IMMEDIATE`.
+    async fn with_tx<T, F>(&self, f: F) -> CoordResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Transaction) -> R<T> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || -> R<T> {
+            let mut conn = inner.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&mut tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "sqlite worker task failed");
+            CoordError::internal()
+        })?
+        .map_err(CoordError::from)
+    }
+
+    /// Runs one audited operation: the operation in a savepoint, then its audit row,
+    /// in one transaction.
+    async fn op<T, F>(&self, ctx: OpCtx, f: F) -> CoordResult<T>
+    where
+        T: Serialize + Send + 'static,
+        F: FnOnce(&Connection, i64, &Identity) -> R<T> + Send + 'static,
+    {
+        self.with_tx(move |tx| {
+            let now = now_micros(ctx.now);
+            let outcome: CoordResult<T> = {
+                let sp = tx.savepoint()?;
+                match f(&sp, now, &ctx.who) {
+                    Ok(v) => {
+                        sp.commit()?;
+                        Ok(v)
+                    }
+                    Err(Fail::Db(e)) => return Err(Fail::Db(e)),
+                    Err(Fail::Coord(e)) if is_storage_failure(&e) => return Err(Fail::Coord(e)),
+                    // Dropping the savepoint rolls the refused operation back.
+                    Err(Fail::Coord(e)) => Err(e),
+                }
+            };
+            audit::insert(tx, now, &ctx.audit(outcome.as_ref()))?;
+            Ok(outcome)
+        })
+        .await?
+    }
+}
+
+fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()> {
+    conn.busy_timeout(options.busy_timeout)?;
+    // journal_mode answers with a row, so it cannot go through execute().
+    let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+    Ok(())
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn location(&self) -> String {
+        self.inner.path.display().to_string()
+    }
+
+    async fn acquire_lock(
+        &self,
+        ctx: OpCtx,
+        file_path: String,
+        reason: Option<String>,
+        ttl_minutes: i64,
+    ) -> CoordResult<AcquireLockResult> {
+        self.op(ctx, move |c, now, who| locks::acquire(c, now, who, &file_path, reason.as_deref(), ttl_minutes))
+            .await
+    }
+
+    async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult> {
+        self.op(ctx, move |c, now, who| locks::release(c, now, who, &file_path)).await
+    }
+
+    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
+        self.op(ctx, move |c, now, _| locks::check(c, now, file_paths.as_deref())).await
+    }
+
+    async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
+        self.op(ctx, move |c, now, who| queue::submit(c, now, who, &task)).await
+    }
+
+    async fn claim_work(&self, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult> {
+        self.op(ctx, move |c, now, who| queue::claim(c, now, who, &spec)).await
+    }
+
+    async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult> {
+        self.op(ctx, move |c, now, who| queue::complete(c, now, who, &completion)).await
+    }
+
+    async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult> {
+        self.op(ctx, move |c, _, _| queue::get(c, &task_id)).await
+    }
+
+    async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult> {
+        self.op(ctx, move |c, _, _| queue::list(c, &filter)).await
+    }
+
+    async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult> {
+        self.op(ctx, move |c, now, who| sessions::register(c, now, who, &session)).await
+    }
+
+    async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult> {
+        self.op(ctx, move |c, now, who| sessions::heartbeat(c, now, who, &new_session_id, lease_minutes))
+            .await
+    }
+
+    async fn discover_agents(
+        &self,
+        ctx: OpCtx,
+        capability: Option<String>,
+        status: Option<AgentStatus>,
+    ) -> CoordResult<DiscoverAgentsResult> {
+        self.op(ctx, move |c, _, _| sessions::discover(c, capability.as_deref(), status)).await
+    }
+
+    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
+        self.op(ctx, move |c, now, _| sessions::cleanup(c, now, stale_minutes)).await
+    }
+
+    async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult> {
+        self.op(ctx, move |c, now, who| handoffs::write(c, now, who, &handoff)).await
+    }
+
+    async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult> {
+        self.op(ctx, move |c, _, _| handoffs::read(c, &query)).await
+    }
+
+    async fn query_audit(&self, ctx: OpCtx, filter: AuditFilter) -> CoordResult<AuditQueryResult> {
+        self.op(ctx, move |c, _, _| audit::query(c, &filter)).await
+    }
+
+    async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult> {
+        let location = self.location();
+        self.op(ctx, move |c, now, who| audit::status(c, now, who, location)).await
+    }
+
+    async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
+        self.with_tx(move |tx| audit::insert(tx, now_micros(now), &record)).await
+    }
+
+    async fn sweep(&self, now: Option<Timestamp>, batch: i64) -> CoordResult<SweepReport> {
+        self.with_tx(move |tx| {
+            let now = now_micros(now);
+            let expired_locks_deleted = locks::sweep(tx, now, batch)?;
+            let (claims_requeued, claims_failed) = queue::settle_expired_claims(tx, now, batch)?;
+            Ok(SweepReport {
+                expired_locks_deleted,
+                claims_requeued,
+                claims_failed,
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,129 @@
+//! `file_locks`: acquisition decided by the domain rule under the write lock.
+
+use crate::rows::{minutes_to_micros, to_json, ts};
+use crate::R;
+use coord_domain::locks::{
+    decide_acquire, decide_release, AcquireDecision, AcquireLockResult, CheckLocksResult, LockAction, LockInfo,
+    ReleaseLockResult,
+};
+use coord_domain::time::from_micros;
+use coord_domain::Identity;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+pub const LOCK_COLS: &str = "file_path, agent_id, agent_type, session_id, reason, locked_at, expires_at, fencing_token";
+
+pub fn lock_from_row(r: &Row) -> rusqlite::Result<LockInfo> {
+    Ok(LockInfo {
+        file_path: r.get(0)?,
+        locked_by: r.get(1)?,
+        agent_type: r.get(2)?,
+        session_id: r.get(3)?,
+        reason: r.get(4)?,
+        locked_at: ts(r, 5)?,
+        expires_at: ts(r, 6)?,
+        fencing_token: r.get(7)?,
+    })
+}
+
+fn stored(c: &Connection, path: &str) -> rusqlite::Result<Option<LockInfo>> {
+    c.prepare_cached(&format!("SELECT {LOCK_COLS} FROM file_locks WHERE file_path = ?1"))?
+        .query_row([path], lock_from_row)
+        .optional()
+}
+
+pub fn acquire(
+    c: &Connection,
+    now: i64,
+    who: &Identity,
+    path: &str,
+    reason: Option<&str>,
+    ttl_minutes: i64,
+) -> R<AcquireLockResult> {
+    let existing = stored(c, path)?;
+    let expires_at = now + minutes_to_micros(ttl_minutes);
+    match (decide_acquire(existing.as_ref(), who, from_micros(now)), existing) {
+        (AcquireDecision::Blocked, Some(holder)) => Ok(AcquireLockResult::blocked(&holder)),
+        (AcquireDecision::Refresh, Some(_)) => {
+            let lock = c
+                .prepare_cached(&format!(
+                    "UPDATE file_locks SET expires_at = ?2, reason = COALESCE(?3, reason)
+                     WHERE file_path = ?1 RETURNING {LOCK_COLS}"
+                ))?
+                .query_row(params![path, expires_at, reason], lock_from_row)?;
+            Ok(AcquireLockResult::granted(LockAction::Refreshed, &lock))
+        }
+        _ => {
+            let token: i64 = c
+                .prepare_cached("UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' RETURNING value")?
+                .query_row([], |r| r.get(0))?;
+            let lock = c
+                .prepare_cached(&format!(
+                    "INSERT INTO file_locks ({LOCK_COLS})
+                     VALUES (?1, ?2, ?3, (SELECT session_id FROM agent_sessions WHERE agent_id = ?2), ?4, ?5, ?6, ?7)
+                     ON CONFLICT (file_path) DO UPDATE SET
+                         agent_id = excluded.agent_id, agent_type = excluded.agent_type,
+                         session_id = excluded.session_id, reason = excluded.reason,
+                         locked_at = excluded.locked_at, expires_at = excluded.expires_at,
+                         fencing_token = excluded.fencing_token
+                     RETURNING {LOCK_COLS}"
+                ))?
+                .query_row(
+                    params![path, who.agent_id, who.agent_type, reason, now, expires_at, token],
+                    lock_from_row,
+                )?;
+            Ok(AcquireLockResult::granted(LockAction::Acquired, &lock))
+        }
+    }
+}
+
+pub fn release(c: &Connection, now: i64, who: &Identity, path: &str) -> R<ReleaseLockResult> {
+    let existing = stored(c, path)?;
+    decide_release(existing.as_ref(), who, path, from_micros(now))?;
+    c.prepare_cached("DELETE FROM file_locks WHERE file_path = ?1")?.execute([path])?;
+    Ok(ReleaseLockResult {
+        success: true,
+        released: true,
+        file_path: path.to_string(),
+    })
+}
+
+pub fn check(c: &Connection, now: i64, paths: Option<&[String]>) -> R<CheckLocksResult> {
+    let locks = match paths {
+        None => c
+            .prepare_cached(&format!(
+                "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > ?1 ORDER BY file_path"
+            ))?
+            .query_map([now], lock_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?,
+        Some(paths) => c
+            .prepare_cached(&format!(
+                "SELECT {LOCK_COLS} FROM file_locks
+                 WHERE expires_at > ?1 AND file_path IN (SELECT value FROM json_each(?2))
+                 ORDER BY file_path"
+            ))?
+            .query_map(params![now, to_json(&paths)], lock_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?,
+    };
+    Ok(CheckLocksResult { locks })
+}
+
+pub fn live_locks_of(c: &Connection, now: i64, agent_id: &str) -> R<Vec<LockInfo>> {
+    Ok(c
+        .prepare_cached(&format!(
+            "SELECT {LOCK_COLS} FROM file_locks WHERE agent_id = ?1 AND expires_at > ?2 ORDER BY file_path"
+        ))?
+        .query_map(params![agent_id, now], lock_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Deletes up to `batch` expired rows. Expired rows are already free by predicate; this
+/// only keeps the table small.
+pub fn sweep(c: &Connection, now: i64, batch: i64) -> R<i64> {
+    let n = c
+        .prepare_cached(
+            "DELETE FROM file_locks WHERE file_path IN
+                 (SELECT file_path FROM file_locks WHERE expires_at <= ?1 LIMIT ?2)",
+        )?
+        .execute(params![now, batch])?;
+    Ok(n as i64)
+}

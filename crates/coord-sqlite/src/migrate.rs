@@ -1,0 +1,42 @@
+//! Versioned schema migrations, tracked in `PRAGMA user_version`.
+
+use crate::{Fail, R};
+use coord_domain::CoordError;
+use rusqlite::{Connection, TransactionBehavior};
+
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/0001_init.sql"))];
+
+pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
+fn version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+/// Applies missing migrations. Safe when several processes start at once: the version
+/// is re-read under the write lock, so exactly one of them migrates.
+pub fn apply(conn: &mut Connection) -> R<()> {
+    let newer = |v: i64| {
+        Fail::Coord(CoordError::unavailable(format!(
+            "the database schema (version {v}) is newer than this coord understands ({SCHEMA_VERSION}); upgrade coord"
+        )))
+    };
+    let seen = version(conn)?;
+    if seen == SCHEMA_VERSION {
+        return Ok(());
+    }
+    if seen > SCHEMA_VERSION {
+        return Err(newer(seen));
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current = version(&tx)?;
+    if current > SCHEMA_VERSION {
+        return Err(newer(current));
+    }
+    for (v, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+        tx.execute_batch(sql)?;
+        tracing::info!(version = v, "applied sqlite migration");
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}

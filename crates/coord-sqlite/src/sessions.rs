@@ -1,0 +1,160 @@
+//! `agent_sessions`: one row per agent holding its current session.
+
+use crate::queue;
+use crate::rows::{minutes_to_micros, opt_ts, string_list, to_json, ts};
+use crate::R;
+use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::Identity;
+use rusqlite::types::Type;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+const AGENT_COLS: &str =
+    "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at";
+
+fn agent_from_row(r: &Row) -> rusqlite::Result<AgentInfo> {
+    let status: String = r.get(4)?;
+    Ok(AgentInfo {
+        agent_id: r.get(0)?,
+        agent_type: r.get(1)?,
+        session_id: r.get(2)?,
+        capabilities: string_list(r, 3)?,
+        status: AgentStatus::parse(&status).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(4, Type::Text, format!("unknown agent status {status:?}").into())
+        })?,
+        current_task: r.get(5)?,
+        last_heartbeat: ts(r, 6)?,
+        started_at: ts(r, 7)?,
+        ended_at: opt_ts(r, 8)?,
+    })
+}
+
+pub fn register(c: &Connection, now: i64, who: &Identity, s: &NewSession) -> R<SessionResult> {
+    c.prepare_cached(
+        "INSERT INTO agent_sessions (agent_id, session_id, agent_type, capabilities, status, current_task,
+             started_at, ended_at, last_heartbeat)
+         VALUES (?1, ?2, ?3, ?4, 'active', ?5, ?6, NULL, ?6)
+         ON CONFLICT (agent_id) DO UPDATE SET
+             session_id = excluded.session_id, agent_type = excluded.agent_type,
+             capabilities = excluded.capabilities, status = 'active', current_task = excluded.current_task,
+             started_at = excluded.started_at, ended_at = NULL, last_heartbeat = excluded.last_heartbeat",
+    )?
+    .execute(params![
+        who.agent_id,
+        s.session_id,
+        who.agent_type,
+        to_json(&s.capabilities),
+        s.current_task,
+        now
+    ])?;
+    Ok(SessionResult {
+        success: true,
+        session_id: s.session_id.clone(),
+    })
+}
+
+pub fn heartbeat(c: &Connection, now: i64, who: &Identity, new_session_id: &str, lease_minutes: i64) -> R<SessionResult> {
+    let alive: Option<String> = c
+        .prepare_cached(
+            "UPDATE agent_sessions SET last_heartbeat = ?2, status = 'active'
+             WHERE agent_id = ?1 AND status <> 'disconnected' RETURNING session_id",
+        )?
+        .query_row(params![who.agent_id, now], |r| r.get(0))
+        .optional()?;
+    let session_id = match alive {
+        Some(id) => id,
+        // No session, or one that cleanup ended: a heartbeat proves the agent is alive,
+        // so it starts a new session (keeping the capabilities it declared before).
+        None => c
+            .prepare_cached(
+                "INSERT INTO agent_sessions (agent_id, session_id, agent_type, capabilities, status,
+                     started_at, last_heartbeat)
+                 VALUES (?1, ?2, ?3, '[]', 'active', ?4, ?4)
+                 ON CONFLICT (agent_id) DO UPDATE SET
+                     session_id = excluded.session_id, agent_type = excluded.agent_type, status = 'active',
+                     started_at = excluded.started_at, ended_at = NULL, last_heartbeat = excluded.last_heartbeat
+                 RETURNING session_id",
+            )?
+            .query_row(params![who.agent_id, new_session_id, who.agent_type, now], |r| r.get(0))?,
+    };
+    c.prepare_cached(
+        "UPDATE work_queue SET claimed_until = MAX(claimed_until, ?2)
+         WHERE status = 'claimed' AND claimed_by = ?1 AND claimed_until > ?3",
+    )?
+    .execute(params![who.agent_id, now + minutes_to_micros(lease_minutes), now])?;
+    Ok(SessionResult {
+        success: true,
+        session_id,
+    })
+}
+
+pub fn discover(c: &Connection, capability: Option<&str>, status: Option<AgentStatus>) -> R<DiscoverAgentsResult> {
+    let agents = c
+        .prepare_cached(&format!(
+            "SELECT {AGENT_COLS} FROM agent_sessions
+             WHERE (?1 IS NULL OR status = ?1)
+               AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(capabilities) WHERE value = ?2))
+             ORDER BY last_heartbeat DESC, agent_id"
+        ))?
+        .query_map(params![status.map(|s| s.as_str()), capability], agent_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(DiscoverAgentsResult { agents })
+}
+
+pub fn cleanup(c: &Connection, now: i64, stale_minutes: i64) -> R<CleanupResult> {
+    let cutoff = now - minutes_to_micros(stale_minutes);
+    let mut agents = c
+        .prepare_cached(
+            "UPDATE agent_sessions SET status = 'disconnected', ended_at = ?1
+             WHERE status <> 'disconnected' AND last_heartbeat < ?2 RETURNING agent_id",
+        )?
+        .query_map(params![now, cutoff], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    agents.sort();
+    if agents.is_empty() {
+        return Ok(CleanupResult {
+            success: true,
+            agents_cleaned: 0,
+            agents,
+            locks_released: 0,
+            tasks_requeued: 0,
+            tasks_failed: 0,
+        });
+    }
+    let ids = to_json(&agents);
+    let locks_released = c
+        .prepare_cached(
+            "DELETE FROM file_locks WHERE agent_id IN (SELECT value FROM json_each(?1)) RETURNING expires_at",
+        )?
+        .query_map([&ids], |r| r.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+        .into_iter()
+        .filter(|expires| *expires > now)
+        .count() as i64;
+    let claims = c
+        .prepare_cached(
+            "SELECT task_id, attempts, max_attempts FROM work_queue
+             WHERE status = 'claimed' AND claimed_by IN (SELECT value FROM json_each(?1))",
+        )?
+        .query_map([&ids], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<Vec<(String, i32, i32)>>>()?;
+    let (tasks_requeued, tasks_failed) = queue::settle(c, now, &claims, "claimer stopped responding")?;
+    Ok(CleanupResult {
+        success: true,
+        agents_cleaned: agents.len() as i64,
+        agents,
+        locks_released,
+        tasks_requeued,
+        tasks_failed,
+    })
+}
+
+pub fn counts(c: &Connection) -> R<Vec<(AgentStatus, i64)>> {
+    let rows = c
+        .prepare_cached("SELECT status, count(*) FROM agent_sessions GROUP BY status")?
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(s, n)| AgentStatus::parse(&s).map(|s| (s, n)))
+        .collect())
+}

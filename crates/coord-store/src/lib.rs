@@ -1,0 +1,108 @@
+//! The `Store` trait: every persistent operation the service needs, one method per
+//! coordination operation.
+//!
+//! Each method receives the validated arguments and an [`OpCtx`] carrying the caller,
+//! the clock reading and the audit draft. A store runs the operation and appends the
+//! audit row in the same transaction, so an operation and its audit row are committed
+//! together or not at all. A refusal (an `Err` that is not a storage failure) leaves no
+//! change behind except its audit row.
+//!
+//! Stores own all SQL. They take time from `OpCtx::now` when a clock is injected (tests)
+//! and from the database's own clock otherwise, so hosts sharing one database agree on
+//! lease expiry.
+
+use async_trait::async_trait;
+use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
+use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
+use coord_domain::queue::{
+    ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
+    SubmitWorkResult, TaskFilter,
+};
+use coord_domain::sessions::{AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::status::StatusResult;
+use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
+use serde::Serialize;
+use serde_json::Value;
+use std::time::Instant;
+
+/// Everything a store needs besides the operation's own arguments.
+#[derive(Debug, Clone)]
+pub struct OpCtx {
+    /// The injected clock's reading; `None` means "use the database's clock".
+    pub now: Option<Timestamp>,
+    pub who: Identity,
+    pub operation: &'static str,
+    pub parameters: Value,
+    pub started: Instant,
+}
+
+impl OpCtx {
+    /// The audit row for this operation's outcome, timed up to this call.
+    pub fn audit<T: Serialize>(&self, outcome: Result<&T, &CoordError>) -> AuditRecord {
+        AuditRecord::of(
+            self.who.clone(),
+            self.operation,
+            self.parameters.clone(),
+            outcome,
+            self.started.elapsed().as_secs_f64() * 1000.0,
+        )
+    }
+}
+
+/// What a maintenance sweep removed or moved.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SweepReport {
+    pub expired_locks_deleted: i64,
+    pub claims_requeued: i64,
+    pub claims_failed: i64,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+    /// Where the data lives, for people (a file path, or a URL without password).
+    fn location(&self) -> String;
+
+    async fn acquire_lock(
+        &self,
+        ctx: OpCtx,
+        file_path: String,
+        reason: Option<String>,
+        ttl_minutes: i64,
+    ) -> CoordResult<AcquireLockResult>;
+    async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult>;
+    /// Live locks, on the given paths or all.
+    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult>;
+
+    async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult>;
+    async fn claim_work(&self, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult>;
+    async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult>;
+    async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult>;
+    async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult>;
+
+    async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult>;
+    /// Marks the caller alive and extends its claims' leases by `lease_minutes`; starts a
+    /// session with `new_session_id` when the caller has none.
+    async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult>;
+    async fn discover_agents(
+        &self,
+        ctx: OpCtx,
+        capability: Option<String>,
+        status: Option<AgentStatus>,
+    ) -> CoordResult<DiscoverAgentsResult>;
+    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult>;
+
+    async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult>;
+    async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult>;
+
+    async fn query_audit(&self, ctx: OpCtx, filter: AuditFilter) -> CoordResult<AuditQueryResult>;
+    async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult>;
+
+    /// Appends an audit row on its own, for operations refused before reaching a store.
+    async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()>;
+    /// Bounded maintenance: deletes up to `batch` expired lock rows and settles up to
+    /// `batch` claims whose lease ran out. Correctness never depends on it running.
+    async fn sweep(&self, now: Option<Timestamp>, batch: i64) -> CoordResult<SweepReport>;
+}
