@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub const DEFAULT_AUDIT_LIMIT: i64 = 100;
+/// Results larger than this are stored as a summary: listings (locks, tasks, audit
+/// entries) would otherwise be copied into every audit row that reads them.
+pub const MAX_AUDIT_RESULT_BYTES: usize = 4096;
 pub const MAX_AUDIT_LIMIT: i64 = 10_000;
 
 /// A row about to be appended. The store stamps the time (its clock) and the id.
@@ -37,6 +40,7 @@ impl AuditRecord {
             Err(e) => (e.to_value(), Some(e.code.as_str())),
         };
         let success = result.get("success").and_then(Value::as_bool).unwrap_or(error_code.is_none());
+        let result = summarise(result);
         AuditRecord {
             agent,
             operation,
@@ -47,6 +51,30 @@ impl AuditRecord {
             duration_ms,
         }
     }
+}
+
+/// Keeps a result whole when small; otherwise keeps its scalar fields, replaces lists
+/// by their length and nested objects by a marker, and says it did so.
+pub fn summarise(result: Value) -> Value {
+    let bytes = serde_json::to_string(&result).map(|s| s.len()).unwrap_or(0);
+    if bytes <= MAX_AUDIT_RESULT_BYTES {
+        return result;
+    }
+    let mut out = serde_json::Map::new();
+    if let Value::Object(map) = result {
+        for (k, v) in map {
+            let short = match v {
+                Value::Array(items) => serde_json::json!({ "count": items.len() }),
+                Value::Object(_) => Value::String("(omitted)".into()),
+                Value::String(s) if s.len() > 256 => Value::String(s.chars().take(256).collect()),
+                other => other,
+            };
+            out.insert(k, short);
+        }
+    }
+    out.insert("summarised".into(), Value::Bool(true));
+    out.insert("bytes".into(), Value::from(bytes));
+    Value::Object(out)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -138,5 +166,17 @@ mod tests {
         assert!(!r.success);
         assert_eq!(r.error_code, Some("not_lock_owner"));
         assert_eq!(r.result["error"], "not_lock_owner");
+    }
+
+    #[test]
+    fn large_results_are_summarised() {
+        let small = serde_json::json!({"locks": [1, 2]});
+        assert_eq!(summarise(small.clone()), small);
+        let big = serde_json::json!({"success": true, "entries": vec!["x".repeat(100); 100], "nested": {"a": 1}});
+        let s = summarise(big);
+        assert_eq!(s["entries"], serde_json::json!({"count": 100}));
+        assert_eq!(s["success"], true);
+        assert_eq!(s["nested"], "(omitted)");
+        assert_eq!(s["summarised"], true);
     }
 }

@@ -1,0 +1,255 @@
+//! Command-line grammar. Global flags are accepted before or after the subcommand.
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+const ABOUT: &str = "Agent Coordinator: file locks, a work queue, sessions, handoffs and an audit trail \
+for many AI coding agents sharing one codebase";
+
+const LONG_ABOUT: &str = "Agent Coordinator: file locks, a work queue, sessions, handoffs and an audit \
+trail for many AI coding agents (Claude Code, Codex, Aider, cloud agents) sharing one codebase.
+
+By default the state lives in an embedded SQLite database at <git root>/.coord/coord.db, created on
+first use. Point every process at one PostgreSQL with --db postgres://… to share across machines.
+
+Exit codes: 0 success, 1 refused (e.g. the lock is held by another agent, no task available),
+2 usage or input error, 3 storage unavailable.";
+
+#[derive(Debug, Parser)]
+#[command(name = "coord", version, about = ABOUT, long_about = LONG_ABOUT, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Print machine-readable JSON (the same shapes as the MCP tools and the HTTP API)
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Database: a SQLite file path or sqlite:PATH (default <git root>/.coord/coord.db), or postgres://…
+    #[arg(long, global = true, env = "COORD_DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    pub db: Option<String>,
+    /// Who you are to other agents (default: <user>@<host>)
+    #[arg(long, global = true, env = "COORD_AGENT_ID", value_name = "ID")]
+    pub agent_id: Option<String>,
+    /// What kind of agent you are, e.g. claude_code, codex, human (default: cli)
+    #[arg(long, global = true, env = "COORD_AGENT_TYPE", value_name = "TYPE")]
+    pub agent_type: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the database (applying migrations) and print where it is
+    Init,
+    /// One-screen summary: who you are, your locks and tasks, the queue, the agents
+    Status,
+    /// File locks: take one before editing a file other agents may touch
+    #[command(subcommand)]
+    Lock(LockCommand),
+    /// The work queue: submit, claim and complete tasks
+    #[command(subcommand)]
+    Work(WorkCommand),
+    /// Agent sessions: register, heartbeat, discover peers, clean up dead agents
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+    /// Handoff documents: leave context for the next session, read the last one
+    #[command(subcommand)]
+    Handoff(HandoffCommand),
+    /// Query the append-only audit trail (newest first)
+    Audit(AuditArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LockCommand {
+    /// Lock a file (or refresh your own lock on it). Exit code 1 when another agent holds it
+    Acquire {
+        /// File to lock, relative to the current directory or absolute inside the repository
+        path: String,
+        /// Why you need it; shown to agents your lock blocks
+        #[arg(long)]
+        reason: Option<String>,
+        /// Lease length in minutes, 1-480 (default 120)
+        #[arg(long, value_name = "MINUTES")]
+        ttl: Option<i64>,
+    },
+    /// Release a lock you hold
+    Release {
+        path: String,
+    },
+    /// List live locks, all or on the given paths
+    #[command(alias = "ls")]
+    List {
+        paths: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StatusArg {
+    Pending,
+    Claimed,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkCommand {
+    /// Add a task to the queue
+    Submit {
+        /// Category of work, e.g. test, refactor, review
+        #[arg(value_name = "TYPE")]
+        task_type: String,
+        /// What needs to be done
+        description: String,
+        /// 1 (most urgent) to 10 (default 5)
+        #[arg(long, short)]
+        priority: Option<i64>,
+        /// A task id that must complete first (repeatable)
+        #[arg(long = "depends-on", value_name = "ID")]
+        depends_on: Vec<String>,
+        /// Input for the worker, as JSON
+        #[arg(long, value_name = "JSON")]
+        input: Option<String>,
+    },
+    /// Claim the most urgent available task. Exit code 1 when none is available
+    Claim {
+        /// Only claim tasks of this type (repeatable)
+        #[arg(long = "type", value_name = "TYPE")]
+        types: Vec<String>,
+    },
+    /// Finish a task you claimed
+    #[command(group(ArgGroup::new("outcome").required(true).args(["success", "failed"])))]
+    Complete {
+        #[arg(value_name = "ID")]
+        task_id: String,
+        /// The work succeeded
+        #[arg(long)]
+        success: bool,
+        /// The work failed (tasks depending on it are cancelled)
+        #[arg(long)]
+        failed: bool,
+        /// Result data, as JSON
+        #[arg(long, value_name = "JSON")]
+        result: Option<String>,
+        /// What went wrong
+        #[arg(long, value_name = "TEXT")]
+        error: Option<String>,
+    },
+    /// Show one task in full
+    Show {
+        #[arg(value_name = "ID")]
+        task_id: String,
+    },
+    /// List tasks, most urgent first
+    #[command(alias = "ls")]
+    List {
+        #[arg(long, value_enum)]
+        status: Option<StatusArg>,
+        #[arg(long = "type", value_name = "TYPE")]
+        task_type: Option<String>,
+        /// At most this many (default 100)
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum AgentStatusArg {
+    Active,
+    Idle,
+    Disconnected,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Start a session so other agents can discover you
+    Register {
+        /// Something you can do, e.g. coding, testing, review (repeatable)
+        #[arg(long = "capability", value_name = "NAME")]
+        capabilities: Vec<String>,
+        /// What you are working on
+        #[arg(long = "task", value_name = "TEXT")]
+        current_task: Option<String>,
+    },
+    /// Tell the coordinator you are alive (also extends your task claims)
+    Heartbeat,
+    /// List agents, optionally by capability and status
+    Discover {
+        #[arg(long)]
+        capability: Option<String>,
+        #[arg(long, value_enum)]
+        status: Option<AgentStatusArg>,
+    },
+    /// Disconnect agents without a recent heartbeat, release their locks, requeue their tasks
+    Cleanup {
+        /// Minutes without a heartbeat that count as dead (default 15)
+        #[arg(long = "stale-minutes", value_name = "MINUTES")]
+        stale_minutes: Option<i64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HandoffCommand {
+    /// Write a handoff document for the next session
+    Write {
+        /// What was accomplished and where things stand
+        summary: String,
+        /// A finished item (repeatable)
+        #[arg(long = "completed", value_name = "TEXT")]
+        completed_work: Vec<String>,
+        /// An unfinished item (repeatable)
+        #[arg(long = "in-progress", value_name = "TEXT")]
+        in_progress: Vec<String>,
+        /// A decision made (repeatable)
+        #[arg(long = "decision", value_name = "TEXT")]
+        decisions: Vec<String>,
+        /// What should happen next (repeatable)
+        #[arg(long = "next", value_name = "TEXT")]
+        next_steps: Vec<String>,
+        /// A relevant file (repeatable)
+        #[arg(long = "file", value_name = "PATH")]
+        relevant_files: Vec<String>,
+    },
+    /// Read the latest handoff(s): yours by default
+    Read {
+        /// Another agent's handoffs
+        #[arg(long, value_name = "AGENT", conflicts_with = "all")]
+        agent: Option<String>,
+        /// Every agent's handoffs
+        #[arg(long)]
+        all: bool,
+        /// How many, newest first (default 1)
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ResultArg {
+    Success,
+    Failure,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only this agent's operations
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
+    /// Only this operation, e.g. acquire_lock
+    #[arg(long, value_name = "NAME")]
+    pub operation: Option<String>,
+    /// From this time: RFC 3339 (2026-11-21T10:00:00Z) or an age like 15m, 2h, 1d
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Before this time, same formats as --since
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Only successful or only failed/refused operations
+    #[arg(long, value_enum)]
+    pub result: Option<ResultArg>,
+    /// At most this many entries (default 100)
+    #[arg(long)]
+    pub limit: Option<i64>,
+}

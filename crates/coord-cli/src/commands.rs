@@ -1,0 +1,485 @@
+//! Each subcommand: parse its arguments into a request, call the service, print.
+
+use crate::args::*;
+use crate::context::Context;
+use crate::output::{ellipsis, short_id, table, when, Output};
+use chrono::Utc;
+use coord_domain::audit::{AuditQueryRequest, AuditQueryResult};
+use coord_domain::handoffs::{Handoff, ReadHandoffRequest, ALL_AGENTS};
+use coord_domain::locks::{
+    AcquireLockRequest, AcquireLockResult, CheckLocksRequest, LockAction, LockInfo, ReleaseLockRequest,
+};
+use coord_domain::queue::{
+    CompleteWorkRequest, GetTaskRequest, GetWorkRequest, ListTasksRequest, SubmitWorkRequest, TaskInfo, TaskStatus,
+};
+use coord_domain::sessions::{
+    AgentStatus, CleanupDeadAgentsRequest, DiscoverAgentsRequest, HeartbeatRequest, RegisterSessionRequest,
+};
+use coord_domain::status::StatusResult;
+use coord_domain::handoffs::WriteHandoffRequest;
+use coord_domain::{CoordError, CoordResult, ErrorCode, Timestamp};
+use coord_service::Coordination;
+use serde_json::Value;
+use std::fmt::Write;
+
+fn parse_json(field: &str, raw: Option<String>) -> CoordResult<Option<Value>> {
+    raw.map(|s| {
+        serde_json::from_str(&s).map_err(|e| {
+            CoordError::field(ErrorCode::InvalidJson, field, format!("--{field} is not valid JSON: {e}"))
+        })
+    })
+    .transpose()
+}
+
+/// `15m`, `2h`, `1d` ago, or an RFC 3339 timestamp.
+pub fn parse_when(field: &str, raw: &str) -> CoordResult<Timestamp> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(raw.trim()) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    humantime::parse_duration(raw.trim())
+        .ok()
+        .and_then(|d| chrono::Duration::from_std(d).ok())
+        .map(|d| Utc::now() - d)
+        .ok_or_else(|| {
+            CoordError::field(
+                ErrorCode::InvalidArgument,
+                field,
+                format!("--{field} {raw:?} is neither an RFC 3339 time nor an age like 15m, 2h, 1d"),
+            )
+        })
+}
+
+pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
+    let me = &ctx.caller;
+    match command {
+        Command::Init | Command::Status => unreachable!("handled before a coordinator is needed"),
+        Command::Lock(cmd) => match cmd {
+            LockCommand::Acquire { path, reason, ttl } => {
+                let req = AcquireLockRequest { file_path: ctx.lock_path(&path), reason, ttl_minutes: ttl };
+                out.result(coord.acquire_lock(me, req).await, render_acquire)
+            }
+            LockCommand::Release { path } => {
+                let req = ReleaseLockRequest { file_path: ctx.lock_path(&path) };
+                out.result(coord.release_lock(me, req).await, |r| format!("released {}", r.file_path))
+            }
+            LockCommand::List { paths } => {
+                let file_paths = if paths.is_empty() {
+                    None
+                } else {
+                    Some(paths.iter().map(|p| ctx.lock_path(p)).collect())
+                };
+                out.result(coord.check_locks(me, CheckLocksRequest { file_paths }).await, |r| {
+                    render_locks(&r.locks)
+                })
+            }
+        },
+        Command::Work(cmd) => work(cmd, coord, ctx, out).await,
+        Command::Agents(cmd) => agents(cmd, coord, ctx, out).await,
+        Command::Handoff(cmd) => handoff(cmd, coord, ctx, out).await,
+        Command::Audit(args) => audit(args, coord, ctx, out).await,
+    }
+}
+
+async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
+    let me = &ctx.caller;
+    match cmd {
+        WorkCommand::Submit { task_type, description, priority, depends_on, input } => {
+            let input_data = match parse_json("input", input) {
+                Ok(v) => v,
+                Err(e) => return out.error(&e),
+            };
+            let req = SubmitWorkRequest {
+                task_type,
+                task_description: description,
+                input_data,
+                priority,
+                depends_on: if depends_on.is_empty() { None } else { Some(depends_on) },
+            };
+            out.result(coord.submit_work(me, req).await, |r| match r.status {
+                TaskStatus::Cancelled => format!(
+                    "submitted task {} but it is cancelled: a dependency has already failed",
+                    r.task_id
+                ),
+                _ => format!("submitted task {}", r.task_id),
+            })
+        }
+        WorkCommand::Claim { types } => {
+            let req = GetWorkRequest { task_types: if types.is_empty() { None } else { Some(types) } };
+            out.result(coord.get_work(me, req).await, |r| match &r.task_id {
+                None => "no tasks available".to_string(),
+                Some(id) => {
+                    let mut s = format!(
+                        "claimed task {id} [{}] priority {} (attempt {})\n  {}\n",
+                        r.task_type.as_deref().unwrap_or(""),
+                        r.priority.unwrap_or_default(),
+                        r.attempt.unwrap_or_default(),
+                        r.task_description.as_deref().unwrap_or("")
+                    );
+                    if let Some(input) = r.input_data.as_ref().filter(|v| !v.is_null()) {
+                        let _ = writeln!(s, "  input: {input}");
+                    }
+                    if let Some(until) = r.claimed_until {
+                        let _ = writeln!(s, "  lease until {} (heartbeats extend it)", when(until));
+                    }
+                    s
+                }
+            })
+        }
+        WorkCommand::Complete { task_id, success, failed: _, result, error } => {
+            let result = match parse_json("result", result) {
+                Ok(v) => v,
+                Err(e) => return out.error(&e),
+            };
+            let req = CompleteWorkRequest { task_id, success, result, error_message: error };
+            out.result(coord.complete_work(me, req).await, |r| {
+                let mut s = format!("task {} {}", r.task_id, r.status);
+                if !r.cancelled_dependents.is_empty() {
+                    let _ = write!(
+                        s,
+                        "; cancelled {} dependent task(s): {}",
+                        r.cancelled_dependents.len(),
+                        r.cancelled_dependents.join(", ")
+                    );
+                }
+                s
+            })
+        }
+        WorkCommand::Show { task_id } => {
+            out.result(coord.get_task(me, GetTaskRequest { task_id }).await, |r| render_task(&r.task))
+        }
+        WorkCommand::List { status, task_type, limit } => {
+            let status = status.map(|s| match s {
+                StatusArg::Pending => TaskStatus::Pending,
+                StatusArg::Claimed => TaskStatus::Claimed,
+                StatusArg::Completed => TaskStatus::Completed,
+                StatusArg::Failed => TaskStatus::Failed,
+                StatusArg::Cancelled => TaskStatus::Cancelled,
+            });
+            let req = ListTasksRequest { status, task_type, limit };
+            out.result(coord.list_tasks(me, req).await, |r| render_tasks(&r.tasks))
+        }
+    }
+}
+
+async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
+    let me = &ctx.caller;
+    match cmd {
+        AgentsCommand::Register { capabilities, current_task } => {
+            let req = RegisterSessionRequest {
+                capabilities: if capabilities.is_empty() { None } else { Some(capabilities) },
+                current_task,
+            };
+            out.result(coord.register_session(me, req).await, |r| {
+                format!("registered {} — session {}", me.agent_id, r.session_id)
+            })
+        }
+        AgentsCommand::Heartbeat => out.result(coord.heartbeat(me, HeartbeatRequest {}).await, |r| {
+            format!("heartbeat recorded for {} — session {}", me.agent_id, r.session_id)
+        }),
+        AgentsCommand::Discover { capability, status } => {
+            let status = status.map(|s| match s {
+                AgentStatusArg::Active => AgentStatus::Active,
+                AgentStatusArg::Idle => AgentStatus::Idle,
+                AgentStatusArg::Disconnected => AgentStatus::Disconnected,
+            });
+            out.result(
+                coord.discover_agents(me, DiscoverAgentsRequest { capability, status }).await,
+                |r| {
+                    if r.agents.is_empty() {
+                        return "no matching agents".into();
+                    }
+                    let mut t = table(&["AGENT", "TYPE", "STATUS", "CAPABILITIES", "CURRENT TASK", "LAST HEARTBEAT"]);
+                    for a in &r.agents {
+                        t.add_row(vec![
+                            a.agent_id.clone(),
+                            a.agent_type.clone(),
+                            a.status.to_string(),
+                            a.capabilities.join(","),
+                            ellipsis(a.current_task.as_deref().unwrap_or("-"), 40),
+                            when(a.last_heartbeat),
+                        ]);
+                    }
+                    t.to_string()
+                },
+            )
+        }
+        AgentsCommand::Cleanup { stale_minutes } => {
+            let req = CleanupDeadAgentsRequest { stale_threshold_minutes: stale_minutes };
+            out.result(coord.cleanup_dead_agents(me, req).await, |r| {
+                if r.agents_cleaned == 0 {
+                    return "no stale agents".into();
+                }
+                format!(
+                    "disconnected {} agent(s): {}\nreleased {} lock(s); requeued {} task(s), failed {} out of attempts",
+                    r.agents_cleaned,
+                    r.agents.join(", "),
+                    r.locks_released,
+                    r.tasks_requeued,
+                    r.tasks_failed
+                )
+            })
+        }
+    }
+}
+
+async fn handoff(cmd: HandoffCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
+    let me = &ctx.caller;
+    let list = |v: Vec<String>| if v.is_empty() { None } else { Some(v) };
+    match cmd {
+        HandoffCommand::Write { summary, completed_work, in_progress, decisions, next_steps, relevant_files } => {
+            let req = WriteHandoffRequest {
+                summary,
+                completed_work: list(completed_work),
+                in_progress: list(in_progress),
+                decisions: list(decisions),
+                next_steps: list(next_steps),
+                relevant_files: list(relevant_files),
+            };
+            out.result(coord.write_handoff(me, req).await, |r| format!("wrote handoff {}", r.handoff_id))
+        }
+        HandoffCommand::Read { agent, all, limit } => {
+            let agent_name = if all { Some(ALL_AGENTS.to_string()) } else { agent };
+            out.result(coord.read_handoff(me, ReadHandoffRequest { agent_name, limit }).await, |r| {
+                if r.handoffs.is_empty() {
+                    return "no handoff documents".into();
+                }
+                r.handoffs.iter().map(render_handoff).collect::<Vec<_>>().join("\n")
+            })
+        }
+    }
+}
+
+async fn audit(args: AuditArgs, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
+    let times = (|| -> CoordResult<_> {
+        Ok((
+            args.since.as_deref().map(|s| parse_when("since", s)).transpose()?,
+            args.until.as_deref().map(|s| parse_when("until", s)).transpose()?,
+        ))
+    })();
+    let (since, until) = match times {
+        Ok(t) => t,
+        Err(e) => return out.error(&e),
+    };
+    let req = AuditQueryRequest {
+        agent_id: args.agent,
+        operation: args.operation,
+        since,
+        until,
+        success: args.result.map(|r| matches!(r, ResultArg::Success)),
+        limit: args.limit,
+    };
+    out.result(coord.query_audit(&ctx.caller, req).await, render_audit)
+}
+
+pub fn render_acquire(r: &AcquireLockResult) -> String {
+    match r.action {
+        LockAction::Blocked => {
+            let mut s = format!(
+                "blocked: {} is locked by {} until {}",
+                r.file_path,
+                r.locked_by.as_deref().unwrap_or("?"),
+                when(r.expires_at)
+            );
+            if let Some(why) = &r.lock_reason {
+                let _ = write!(s, " — {why}");
+            }
+            s
+        }
+        action => format!(
+            "{} {} until {} (fencing token {})",
+            if action == LockAction::Refreshed { "refreshed" } else { "locked" },
+            r.file_path,
+            when(r.expires_at),
+            r.fencing_token.unwrap_or_default()
+        ),
+    }
+}
+
+pub fn render_locks(locks: &[LockInfo]) -> String {
+    if locks.is_empty() {
+        return "no live locks".into();
+    }
+    let mut t = table(&["PATH", "HOLDER", "TYPE", "EXPIRES", "TOKEN", "REASON"]);
+    for l in locks {
+        t.add_row(vec![
+            l.file_path.clone(),
+            l.locked_by.clone(),
+            l.agent_type.clone(),
+            when(l.expires_at),
+            l.fencing_token.to_string(),
+            ellipsis(l.reason.as_deref().unwrap_or("-"), 40),
+        ]);
+    }
+    t.to_string()
+}
+
+fn task_state(t: &TaskInfo) -> String {
+    match (t.status, t.pending_dependencies) {
+        (TaskStatus::Pending, n) if n > 0 => format!("pending (waiting on {n})"),
+        (TaskStatus::Claimed, _) => format!("claimed by {}", t.claimed_by.as_deref().unwrap_or("?")),
+        (TaskStatus::Failed | TaskStatus::Cancelled, _) => {
+            format!("{} ({})", t.status, t.failure_reason.as_deref().unwrap_or("-"))
+        }
+        (s, _) => s.to_string(),
+    }
+}
+
+pub fn render_tasks(tasks: &[TaskInfo]) -> String {
+    if tasks.is_empty() {
+        return "no tasks".into();
+    }
+    let mut t = table(&["ID", "TYPE", "PRIO", "STATE", "DESCRIPTION"]);
+    for task in tasks {
+        t.add_row(vec![
+            short_id(&task.task_id).to_string(),
+            task.task_type.clone(),
+            task.priority.to_string(),
+            task_state(task),
+            ellipsis(&task.task_description, 50),
+        ]);
+    }
+    t.to_string()
+}
+
+pub fn render_task(t: &TaskInfo) -> String {
+    let mut s = String::new();
+    let mut line = |k: &str, v: String| {
+        let _ = writeln!(s, "{k:<14} {v}");
+    };
+    line("task", t.task_id.clone());
+    line("type", t.task_type.clone());
+    line("priority", t.priority.to_string());
+    line("state", task_state(t));
+    line("description", t.task_description.clone());
+    if let Some(i) = &t.input_data {
+        line("input", i.to_string());
+    }
+    if !t.depends_on.is_empty() {
+        line("depends on", t.depends_on.join(", "));
+    }
+    line("created", format!("{} by {}", when(t.created_at), t.created_by));
+    if let Some(at) = t.claimed_at {
+        line("claimed", format!("{} by {}", when(at), t.claimed_by.as_deref().unwrap_or("?")));
+    }
+    if let (TaskStatus::Claimed, Some(until)) = (t.status, t.claimed_until) {
+        line("lease until", when(until));
+    }
+    line("attempts", format!("{} of {}", t.attempts, t.max_attempts));
+    if let Some(at) = t.completed_at {
+        line("finished", when(at));
+    }
+    if let Some(r) = &t.result {
+        line("result", r.to_string());
+    }
+    if let Some(e) = &t.error_message {
+        line("error", e.clone());
+    }
+    s
+}
+
+pub fn render_handoff(h: &Handoff) -> String {
+    let mut s = format!("handoff {} by {} ({}), {}\n\n{}\n", h.id, h.agent_name, h.agent_type, when(h.created_at), h.summary);
+    for (title, items) in [
+        ("Completed", &h.completed_work),
+        ("In progress", &h.in_progress),
+        ("Decisions", &h.decisions),
+        ("Next steps", &h.next_steps),
+        ("Relevant files", &h.relevant_files),
+    ] {
+        if !items.is_empty() {
+            let _ = writeln!(s, "\n{title}:");
+            for i in items {
+                let _ = writeln!(s, "  - {i}");
+            }
+        }
+    }
+    s
+}
+
+fn render_audit(r: &AuditQueryResult) -> String {
+    if r.entries.is_empty() {
+        return "no audit entries".into();
+    }
+    let mut t = table(&["ID", "TIME", "AGENT", "OPERATION", "RESULT", "MS"]);
+    for e in &r.entries {
+        let outcome = match (&e.error_code, e.success) {
+            (Some(code), _) => code.clone(),
+            (None, true) => "ok".into(),
+            (None, false) => e
+                .result
+                .get("action")
+                .or_else(|| e.result.get("reason"))
+                .and_then(Value::as_str)
+                .unwrap_or("refused")
+                .to_string(),
+        };
+        t.add_row(vec![
+            e.id.to_string(),
+            e.timestamp.format("%Y-%m-%d %H:%M:%S%.3fZ").to_string(),
+            e.agent_id.clone(),
+            e.operation.clone(),
+            outcome,
+            format!("{:.2}", e.duration_ms),
+        ]);
+    }
+    t.to_string()
+}
+
+pub fn render_status(s: &StatusResult) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "Agent Coordinator — {} at {}", s.backend, s.database);
+    let _ = writeln!(o, "You:     {} ({})", s.identity.agent_id, s.identity.agent_type);
+    let _ = writeln!(o, "Locks:   {} live, {} yours", s.live_locks, s.my_locks.len());
+    for l in &s.my_locks {
+        let _ = writeln!(o, "           {}  until {}  token {}", l.file_path, when(l.expires_at), l.fencing_token);
+    }
+    let t = &s.tasks;
+    let _ = writeln!(
+        o,
+        "Tasks:   {} pending ({} waiting on dependencies), {} claimed, {} completed, {} failed, {} cancelled",
+        t.pending, t.waiting, t.claimed, t.completed, t.failed, t.cancelled
+    );
+    for task in &s.my_tasks {
+        let _ = writeln!(
+            o,
+            "           yours: {} [{}] {}",
+            short_id(&task.task_id),
+            task.task_type,
+            ellipsis(&task.task_description, 50)
+        );
+    }
+    let a = &s.agents;
+    let _ = writeln!(o, "Agents:  {} active, {} idle, {} disconnected", a.active, a.idle, a.disconnected);
+    match &s.latest_handoff {
+        Some(h) => {
+            let _ = writeln!(o, "Handoff: {} by {}: {}", when(h.created_at), h.agent_name, ellipsis(&h.summary, 60));
+        }
+        None => {
+            let _ = writeln!(o, "Handoff: none yet");
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_as_rfc3339_or_age() {
+        let t = parse_when("since", "2026-11-21T10:00:00Z").unwrap();
+        assert_eq!(t.to_rfc3339(), "2026-11-21T10:00:00+00:00");
+        let ago = parse_when("since", "2h").unwrap();
+        let delta = Utc::now() - ago;
+        assert!(delta >= chrono::Duration::minutes(119) && delta <= chrono::Duration::minutes(121));
+        let e = parse_when("since", "yesterday-ish").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("since"));
+    }
+
+    #[test]
+    fn json_arguments_are_checked() {
+        assert_eq!(parse_json("input", Some("{\"a\":1}".into())).unwrap(), Some(serde_json::json!({"a": 1})));
+        assert_eq!(parse_json("input", None).unwrap(), None);
+        assert_eq!(parse_json("input", Some("{".into())).unwrap_err().code, ErrorCode::InvalidJson);
+    }
+}

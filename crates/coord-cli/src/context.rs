@@ -1,0 +1,158 @@
+//! Where the process stands: working directory, repository root, database, identity.
+
+use crate::args::GlobalArgs;
+use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_AGENT_TYPE: &str = "cli";
+
+/// Which database to open.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DbTarget {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl DbTarget {
+    /// Parses `--db` / `COORD_DATABASE_URL`: `postgres://…`/`postgresql://…`, `sqlite:PATH`,
+    /// `sqlite://PATH`, or a plain file path (relative to `cwd`).
+    pub fn parse(raw: &str, cwd: &Path) -> CoordResult<DbTarget> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Err(CoordError::field(ErrorCode::InvalidArgument, "db", "the database URL is empty"));
+        }
+        if raw.starts_with("postgres://") || raw.starts_with("postgresql://") {
+            return Ok(DbTarget::Postgres(raw.to_string()));
+        }
+        let path = raw
+            .strip_prefix("sqlite://")
+            .or_else(|| raw.strip_prefix("sqlite:"))
+            .unwrap_or(raw);
+        if path.is_empty() || path.contains("://") {
+            return Err(CoordError::field(
+                ErrorCode::InvalidArgument,
+                "db",
+                format!("unsupported database URL {raw:?}: use postgres://…, sqlite:PATH or a file path"),
+            ));
+        }
+        Ok(DbTarget::Sqlite(cwd.join(path)))
+    }
+
+    /// For people: the path, or the URL without its password.
+    pub fn display(&self) -> String {
+        match self {
+            DbTarget::Sqlite(p) => p.display().to_string(),
+            DbTarget::Postgres(url) => redact_password(url),
+        }
+    }
+}
+
+pub fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+/// The nearest ancestor of `start` holding `.git` (a directory, or a file for worktrees).
+pub fn git_root(start: &Path) -> Option<PathBuf> {
+    start.ancestors().find(|d| d.join(".git").exists()).map(Path::to_path_buf)
+}
+
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub cwd: PathBuf,
+    /// The git root, or the working directory outside a repository.
+    pub repo_root: PathBuf,
+    pub db: DbTarget,
+    /// Whether `db` is the default location (not given by flag or env).
+    pub db_is_default: bool,
+    pub caller: Caller,
+}
+
+impl Context {
+    pub fn resolve(global: &GlobalArgs) -> CoordResult<Context> {
+        let cwd = std::env::current_dir().map_err(|e| {
+            CoordError::new(ErrorCode::InvalidArgument, format!("cannot read the working directory: {e}"))
+        })?;
+        Context::resolve_in(global, cwd)
+    }
+
+    pub fn resolve_in(global: &GlobalArgs, cwd: PathBuf) -> CoordResult<Context> {
+        let repo_root = git_root(&cwd).unwrap_or_else(|| cwd.clone());
+        let (db, db_is_default) = match global.db.as_deref() {
+            Some(raw) => (DbTarget::parse(raw, &cwd)?, false),
+            None => (DbTarget::Sqlite(repo_root.join(".coord").join("coord.db")), true),
+        };
+        let caller = Caller::new(
+            global.agent_id.clone().unwrap_or_else(default_agent_id),
+            global.agent_type.clone().unwrap_or_else(|| DEFAULT_AGENT_TYPE.to_string()),
+        );
+        Ok(Context {
+            cwd,
+            repo_root,
+            db,
+            db_is_default,
+            caller,
+        })
+    }
+
+    /// A path the user typed, made repo-relative when it resolves inside the repository.
+    /// Paths that do not are passed on unchanged, so the service refuses (and audits) them.
+    pub fn lock_path(&self, input: &str) -> String {
+        let joined = self.cwd.join(input);
+        let root = self.repo_root.to_string_lossy();
+        coord_domain::path::normalize_path(&joined.to_string_lossy(), Some(&root)).unwrap_or_else(|_| input.to_string())
+    }
+}
+
+pub fn default_agent_id() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("USERNAME"))
+        .unwrap_or_else(|_| "user".to_string());
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    if host.is_empty() {
+        user
+    } else {
+        format!("{user}@{host}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_targets() {
+        let cwd = Path::new("/w");
+        let cases: &[(&str, Option<DbTarget>)] = &[
+            ("postgres://u:p@h/db", Some(DbTarget::Postgres("postgres://u:p@h/db".into()))),
+            ("postgresql://h/db", Some(DbTarget::Postgres("postgresql://h/db".into()))),
+            ("sqlite:x.db", Some(DbTarget::Sqlite("/w/x.db".into()))),
+            ("sqlite:///tmp/x.db", Some(DbTarget::Sqlite("/tmp/x.db".into()))),
+            ("data/c.db", Some(DbTarget::Sqlite("/w/data/c.db".into()))),
+            ("/abs/c.db", Some(DbTarget::Sqlite("/abs/c.db".into()))),
+            ("mysql://h/db", None),
+            ("", None),
+            ("sqlite:", None),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(DbTarget::parse(raw, cwd).ok(), *want, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact_password("postgres://u:secret@h:5432/db?x=1"), "postgres://u:***@h:5432/db?x=1");
+        assert_eq!(redact_password("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_password("postgres://h/db"), "postgres://h/db");
+    }
+}

@@ -1,0 +1,65 @@
+//! Opening the store a [`Context`] names and building the local coordinator over it.
+
+use crate::context::{Context, DbTarget};
+use coord_domain::{CoordError, CoordResult, ErrorCode};
+use coord_service::{CoordConfig, Coordinator, DatabaseClock};
+use coord_sqlite::{SqliteOptions, SqliteStore};
+use coord_store::Store;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub async fn open_store(target: &DbTarget) -> CoordResult<Arc<dyn Store>> {
+    match target {
+        DbTarget::Sqlite(path) => {
+            let path = path.clone();
+            let options = sqlite_options()?;
+            let store = tokio::task::spawn_blocking(move || SqliteStore::open_with(&path, options))
+                .await
+                .map_err(|_| CoordError::internal())??;
+            Ok(Arc::new(store))
+        }
+        DbTarget::Postgres(_) => Err(CoordError::unavailable("PostgreSQL support is not built into this coord")),
+    }
+}
+
+/// `COORD_SQLITE_BUSY_TIMEOUT_MS`: how long to wait for another process's write lock.
+fn sqlite_options() -> CoordResult<SqliteOptions> {
+    let mut options = SqliteOptions::default();
+    if let Ok(raw) = std::env::var("COORD_SQLITE_BUSY_TIMEOUT_MS") {
+        let ms: u64 = raw.trim().parse().map_err(|_| {
+            CoordError::field(
+                ErrorCode::InvalidArgument,
+                "COORD_SQLITE_BUSY_TIMEOUT_MS",
+                format!("COORD_SQLITE_BUSY_TIMEOUT_MS must be a number of milliseconds, got {raw:?}"),
+            )
+        })?;
+        options.busy_timeout = Duration::from_millis(ms);
+    }
+    Ok(options)
+}
+
+pub async fn coordinator(ctx: &Context) -> CoordResult<Coordinator> {
+    if let (true, DbTarget::Sqlite(path)) = (ctx.db_is_default, &ctx.db) {
+        keep_out_of_git(path);
+    }
+    let store = open_store(&ctx.db).await?;
+    Ok(Coordinator::new(
+        store,
+        Arc::new(DatabaseClock),
+        CoordConfig {
+            repo_root: Some(ctx.repo_root.to_string_lossy().into_owned()),
+            ..CoordConfig::default()
+        },
+    ))
+}
+
+/// The default database lives inside the repository; a `.gitignore` beside it keeps
+/// it (and its WAL files) out of commits.
+fn keep_out_of_git(db: &std::path::Path) {
+    if let Some(dir) = db.parent() {
+        let ignore = dir.join(".gitignore");
+        if !ignore.exists() && std::fs::create_dir_all(dir).is_ok() {
+            let _ = std::fs::write(ignore, "# Agent Coordinator state: not for version control\n*\n");
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! Black-box tests of the `coord` binary: real processes, real SQLite files.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coord");
+
+struct Repo {
+    dir: tempfile::TempDir,
+}
+
+impl Repo {
+    /// A scratch git repository (a `.git` directory is all `coord` looks for).
+    fn new() -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        Repo { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn run_in(&self, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(cwd)
+            .env_remove("COORD_DATABASE_URL")
+            .env_remove("COORD_AGENT_ID")
+            .env_remove("COORD_AGENT_TYPE")
+            .env("COORD_SQLITE_BUSY_TIMEOUT_MS", "300");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_in(self.root(), args, &[])
+    }
+
+    /// Runs with `--json` as `agent` and parses stdout; returns (json, exit code).
+    fn json_as(&self, agent: &str, args: &[&str]) -> (Value, i32) {
+        let mut all = vec!["--json", "--agent-id", agent];
+        all.extend_from_slice(args);
+        let out = self.run(&all);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v = serde_json::from_str(text.trim())
+            .unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON ({e}): {text:?} stderr {:?}", stderr(&out)));
+        (v, out.status.code().unwrap())
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap()
+}
+
+#[test]
+fn init_creates_the_default_database_in_the_git_root() {
+    let repo = Repo::new();
+    let sub = repo.root().join("src/deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    let out = repo.run_in(&sub, &["init"], &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let db = repo.root().join(".coord/coord.db");
+    assert!(stdout(&out).contains(&db.display().to_string()), "init prints where: {}", stdout(&out));
+    assert!(db.exists());
+    let ignore = std::fs::read_to_string(repo.root().join(".coord/.gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "*"), "the state directory keeps itself out of git");
+    let (v, rc) = repo.json_as("a", &["init"]);
+    assert_eq!(rc, 0);
+    assert_eq!(v["backend"], "sqlite");
+}
+
+#[test]
+fn outside_a_repository_the_working_directory_holds_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["--json", "init"])
+        .current_dir(dir.path())
+        .env_remove("COORD_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(dir.path().join(".coord/coord.db").exists());
+}
+
+#[test]
+fn locks_through_the_cli() {
+    let repo = Repo::new();
+    let (v, rc) = repo.json_as("alice", &["lock", "acquire", "src/main.rs", "--reason", "refactor", "--ttl", "30"]);
+    assert_eq!(rc, 0);
+    assert_eq!(v["success"], true);
+    assert_eq!(v["action"], "acquired");
+    assert_eq!(v["file_path"], "src/main.rs");
+    assert!(v["expires_at"].as_str().unwrap().ends_with('Z'));
+    assert!(v["fencing_token"].as_i64().unwrap() >= 1);
+
+    let (v, rc) = repo.json_as("bob", &["lock", "acquire", "./src//main.rs"]);
+    assert_eq!(rc, 1, "blocked is exit code 1");
+    assert_eq!(v["success"], false);
+    assert_eq!(v["action"], "blocked");
+    assert_eq!(v["locked_by"], "alice");
+    assert_eq!(v["lock_reason"], "refactor");
+
+    let human = repo.run(&["--agent-id", "bob", "lock", "acquire", "src/main.rs"]);
+    assert_eq!(code(&human), 1);
+    assert!(stdout(&human).contains("locked by alice"), "{}", stdout(&human));
+
+    let (v, rc) = repo.json_as("bob", &["lock", "release", "src/main.rs"]);
+    assert_eq!((rc, v["error"].as_str()), (1, Some("not_lock_owner")));
+
+    let (v, _) = repo.json_as("carol", &["lock", "list"]);
+    assert_eq!(v["locks"].as_array().unwrap().len(), 1);
+    assert_eq!(v["locks"][0]["locked_by"], "alice");
+    let table = repo.run(&["lock", "list"]);
+    assert!(stdout(&table).contains("src/main.rs") && stdout(&table).contains("alice"));
+
+    let (v, rc) = repo.json_as("alice", &["lock", "release", "src/main.rs"]);
+    assert_eq!((rc, v["released"].as_bool()), (0, Some(true)));
+    let (v, _) = repo.json_as("carol", &["lock", "list", "src/main.rs"]);
+    assert_eq!(v["locks"], serde_json::json!([]));
+}
+
+#[test]
+fn paths_are_taken_relative_to_the_working_directory() {
+    let repo = Repo::new();
+    let sub = repo.root().join("src");
+    std::fs::create_dir_all(&sub).unwrap();
+    let out = repo.run_in(&sub, &["--json", "--agent-id", "a", "lock", "acquire", "main.rs"], &[]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["file_path"], "src/main.rs");
+    let abs = repo.root().join("src/main.rs");
+    let (v, rc) = repo.json_as("b", &["lock", "acquire", abs.to_str().unwrap()]);
+    assert_eq!((rc, v["action"].as_str()), (1, Some("blocked")));
+    let (v, rc) = repo.json_as("a", &["lock", "acquire", "../outside.rs"]);
+    assert_eq!((rc, v["error"].as_str()), (2, Some("invalid_path")));
+    let (v, rc) = repo.json_as("a", &["lock", "acquire", "/etc/passwd"]);
+    assert_eq!((rc, v["error"].as_str()), (2, Some("invalid_path")));
+}
+
+#[test]
+fn global_flags_go_before_or_after_the_subcommand() {
+    let repo = Repo::new();
+    let before = repo.run(&["--json", "--agent-id", "x", "--agent-type", "codex", "lock", "acquire", "a.rs"]);
+    assert_eq!(code(&before), 0, "{}", stderr(&before));
+    let after = repo.run(&["lock", "list", "--json", "--agent-id", "y"]);
+    let v: Value = serde_json::from_str(&stdout(&after)).unwrap();
+    assert_eq!(v["locks"][0]["locked_by"], "x");
+    assert_eq!(v["locks"][0]["agent_type"], "codex");
+}
+
+#[test]
+fn identity_and_database_come_from_the_environment() {
+    let repo = Repo::new();
+    let db = repo.root().join("elsewhere/c.db");
+    let env = [
+        ("COORD_AGENT_ID", "env-agent"),
+        ("COORD_AGENT_TYPE", "aider"),
+        ("COORD_DATABASE_URL", db.to_str().unwrap()),
+    ];
+    let out = repo.run_in(repo.root(), &["--json", "status"], &env);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["identity"]["agent_id"], "env-agent");
+    assert_eq!(v["identity"]["agent_type"], "aider");
+    assert_eq!(v["database"], db.display().to_string());
+    assert!(db.exists());
+    assert!(!repo.root().join(".coord").exists(), "the default location was not used");
+    let url = format!("sqlite:{}", db.display());
+    let out = repo.run(&["--db", &url, "--json", "lock", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Without a configured identity, a default one is used and shown.
+    let out = repo.run(&["status"]);
+    assert!(stdout(&out).contains("(cli)"), "{}", stdout(&out));
+}
+
+#[test]
+fn exit_codes_and_error_shapes() {
+    let repo = Repo::new();
+    let usage = repo.run(&["lock", "frobnicate"]);
+    assert_eq!(code(&usage), 2);
+    let (v, rc) = repo.json_as("a", &["lock", "acquire", "a.rs", "--ttl", "481"]);
+    assert_eq!(rc, 2);
+    assert_eq!(v["success"], false);
+    assert_eq!(v["error"], "ttl_out_of_range");
+    assert_eq!(v["field"], "ttl_minutes");
+    assert!(v["message"].as_str().unwrap().contains("480"));
+    let (v, rc) = repo.json_as("a", &["work", "submit", "t", "d", "--input", "{nope"]);
+    assert_eq!((rc, v["error"].as_str()), (2, Some("invalid_json")));
+    let (v, rc) = repo.json_as("a", &["work", "claim"]);
+    assert_eq!(rc, 1);
+    assert_eq!(v, serde_json::json!({"success": false, "reason": "no_tasks_available"}));
+    let (v, rc) = repo.json_as("a", &["work", "show", "00000000-0000-4000-8000-000000000000"]);
+    assert_eq!((rc, v["error"].as_str()), (1, Some("task_not_found")));
+    let missing_outcome = repo.run(&["work", "complete", "00000000-0000-4000-8000-000000000000"]);
+    assert_eq!(code(&missing_outcome), 2, "--success or --failed is required");
+    let human = repo.run(&["lock", "acquire", "a.rs", "--ttl", "0"]);
+    assert!(stderr(&human).contains("ttl_out_of_range"), "{}", stderr(&human));
+}
+
+#[test]
+fn an_unusable_database_is_exit_code_3() {
+    let repo = Repo::new();
+    let not_a_db = repo.root().join("dir.db");
+    std::fs::create_dir(&not_a_db).unwrap();
+    for target in [not_a_db.to_str().unwrap(), "/proc/no/such/dir/c.db"] {
+        let out = repo.run(&["--db", target, "--json", "lock", "list"]);
+        assert_eq!(code(&out), 3, "{target}: {}", stderr(&out));
+        let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(v["error"], "database_unavailable", "{target}");
+        assert!(!stderr(&out).contains("panicked"));
+    }
+    let garbage = repo.root().join("garbage.db");
+    std::fs::write(&garbage, vec![b'x'; 8192]).unwrap();
+    let out = repo.run(&["--db", garbage.to_str().unwrap(), "status"]);
+    assert_eq!(code(&out), 3);
+    assert!(stderr(&out).contains("database_unavailable"), "{}", stderr(&out));
+    let bad_url = repo.run(&["--db", "mysql://x/y", "status"]);
+    assert_eq!(code(&bad_url), 2);
+}
+
+#[test]
+fn a_database_locked_by_another_process_is_unavailable_not_a_hang() {
+    let repo = Repo::new();
+    assert_eq!(code(&repo.run(&["init"])), 0);
+    let db = repo.root().join(".coord/coord.db");
+    let holder = hold_write_lock(&db);
+    let out = repo.run(&["--json", "lock", "acquire", "a.rs"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["error"], "database_unavailable");
+    drop(holder);
+    assert_eq!(code(&repo.run(&["lock", "acquire", "a.rs"])), 0);
+}
+
+/// Holds SQLite's write lock from this (test) process until dropped.
+fn hold_write_lock(db: &Path) -> rusqlite::Connection {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    c
+}
+
+#[test]
+fn work_queue_through_the_cli() {
+    let repo = Repo::new();
+    let (v, rc) = repo.json_as("boss", &["work", "submit", "build", "build it", "--priority", "2", "--input", r#"{"target":"x"}"#]);
+    assert_eq!(rc, 0);
+    assert_eq!(v["success"], true);
+    let build = v["task_id"].as_str().unwrap().to_string();
+    let (v, _) = repo.json_as("boss", &["work", "submit", "deploy", "ship it", "--depends-on", &build]);
+    let deploy = v["task_id"].as_str().unwrap().to_string();
+    let (v, rc) = repo.json_as("w", &["work", "claim", "--type", "deploy"]);
+    assert_eq!((rc, v["reason"].as_str()), (1, Some("no_tasks_available")), "deploy waits on build");
+    let (v, rc) = repo.json_as("w", &["work", "claim"]);
+    assert_eq!(rc, 0);
+    assert_eq!(v["task_id"], build.as_str());
+    assert_eq!(v["task_type"], "build");
+    assert_eq!(v["task_description"], "build it");
+    assert_eq!(v["input_data"], serde_json::json!({"target": "x"}));
+    assert_eq!(v["priority"], 2);
+    let (v, rc) = repo.json_as("intruder", &["work", "complete", &build, "--success"]);
+    assert_eq!((rc, v["error"].as_str()), (1, Some("not_task_owner")));
+    let (v, rc) = repo.json_as("w", &["work", "complete", &build, "--success", "--result", r#"{"ok":true}"#]);
+    assert_eq!(rc, 0);
+    assert_eq!(v, serde_json::json!({"success": true, "task_id": build, "status": "completed"}));
+    let (v, _) = repo.json_as("w", &["work", "show", &build]);
+    assert_eq!(v["task"]["result"], serde_json::json!({"ok": true}));
+    let (v, _) = repo.json_as("w", &["work", "claim"]);
+    assert_eq!(v["task_id"], deploy.as_str());
+    let (v, _) = repo.json_as("w", &["work", "complete", &deploy, "--failed", "--error", "boom"]);
+    assert_eq!(v["status"], "failed");
+    let (v, _) = repo.json_as("w", &["work", "list", "--status", "failed"]);
+    assert_eq!(v["tasks"][0]["error_message"], "boom");
+    let (v, _) = repo.json_as("w", &["work", "list", "--type", "build"]);
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 1);
+    let table = repo.run(&["work", "list"]);
+    assert!(stdout(&table).contains("completed") && stdout(&table).contains("failed"), "{}", stdout(&table));
+    let shown = repo.run(&["work", "show", &deploy]);
+    assert!(stdout(&shown).contains("boom"), "{}", stdout(&shown));
+}
+
+#[test]
+fn agents_handoffs_audit_and_status_through_the_cli() {
+    let repo = Repo::new();
+    let (v, rc) = repo.json_as("alice", &["agents", "register", "--capability", "coding", "--capability", "review", "--task", "auth"]);
+    assert_eq!(rc, 0);
+    let session = v["session_id"].as_str().unwrap().to_string();
+    let (v, _) = repo.json_as("alice", &["agents", "heartbeat"]);
+    assert_eq!(v, serde_json::json!({"success": true, "session_id": session}));
+    let (v, _) = repo.json_as("bob", &["agents", "discover", "--capability", "review", "--status", "active"]);
+    assert_eq!(v["agents"][0]["agent_id"], "alice");
+    assert_eq!(v["agents"][0]["capabilities"], serde_json::json!(["coding", "review"]));
+    assert_eq!(v["agents"][0]["current_task"], "auth");
+    let (v, _) = repo.json_as("bob", &["agents", "discover", "--capability", "flying"]);
+    assert_eq!(v, serde_json::json!({"agents": []}));
+    let (v, rc) = repo.json_as("bob", &["agents", "cleanup", "--stale-minutes", "15"]);
+    assert_eq!((rc, v["agents_cleaned"].as_i64()), (0, Some(0)));
+
+    let (v, rc) = repo.json_as(
+        "alice",
+        &["handoff", "write", "Auth half done", "--completed", "login", "--next", "logout", "--file", "src/auth.rs"],
+    );
+    assert_eq!(rc, 0);
+    let handoff = v["handoff_id"].as_str().unwrap().to_string();
+    let (v, _) = repo.json_as("alice", &["handoff", "read"]);
+    assert_eq!(v["handoffs"][0]["id"], handoff.as_str());
+    assert_eq!(v["handoffs"][0]["next_steps"], serde_json::json!(["logout"]));
+    let (v, _) = repo.json_as("bob", &["handoff", "read"]);
+    assert_eq!(v, serde_json::json!({"handoffs": []}), "bob has written none");
+    let (v, _) = repo.json_as("bob", &["handoff", "read", "--agent", "alice"]);
+    assert_eq!(v["handoffs"].as_array().unwrap().len(), 1);
+    let (v, _) = repo.json_as("bob", &["handoff", "read", "--all", "--limit", "5"]);
+    assert_eq!(v["handoffs"].as_array().unwrap().len(), 1);
+    let (_, rc) = repo.json_as("bob", &["handoff", "write", " "]);
+    assert_eq!(rc, 2, "a blank summary is an input error");
+
+    let (v, rc) = repo.json_as("admin", &["audit", "--agent", "alice", "--since", "1h"]);
+    assert_eq!(rc, 0);
+    let ops: Vec<_> = v["entries"].as_array().unwrap().iter().map(|e| e["operation"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["read_handoff", "write_handoff", "heartbeat", "register_session"]);
+    let (v, _) = repo.json_as("admin", &["audit", "--result", "failure"]);
+    assert_eq!(v["entries"][0]["error_code"], "invalid_argument");
+    let (_, rc) = repo.json_as("admin", &["audit", "--since", "last tuesday"]);
+    assert_eq!(rc, 2);
+    let table = repo.run(&["audit", "--limit", "3"]);
+    assert!(stdout(&table).contains("OPERATION"), "{}", stdout(&table));
+
+    let status = repo.run(&["--agent-id", "alice", "status"]);
+    let text = stdout(&status);
+    assert!(text.contains("alice (cli)") && text.contains("Auth half done"), "{text}");
+}
+
+#[test]
+fn help_explains_commands_and_exit_codes() {
+    let repo = Repo::new();
+    let top = stdout(&repo.run(&["--help"]));
+    for needle in ["lock", "work", "agents", "handoff", "audit", "status", "Exit codes", "--db", "--json"] {
+        assert!(top.contains(needle), "--help lacks {needle}: {top}");
+    }
+    let acquire = stdout(&repo.run(&["lock", "acquire", "--help"]));
+    assert!(acquire.contains("1-480") && acquire.contains("--reason"), "{acquire}");
+    let version = stdout(&repo.run(&["--version"]));
+    assert!(version.starts_with("coord "));
+}
