@@ -352,3 +352,26 @@ fn help_explains_commands_and_exit_codes() {
     let version = stdout(&repo.run(&["--version"]));
     assert!(version.starts_with("coord "));
 }
+
+#[test]
+fn racing_cli_processes_get_one_lock() {
+    let repo = Repo::new();
+    assert_eq!(code(&repo.run(&["init"])), 0);
+    for round in 0..3 {
+        let path = format!("shared-{round}.rs");
+        let children: Vec<_> = (0..8)
+            .map(|i| {
+                Command::new(BIN)
+                    .args(["--json", "--agent-id", &format!("p{i}"), "lock", "acquire", &path])
+                    .current_dir(repo.root())
+                    .env_remove("COORD_DATABASE_URL")
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let codes: Vec<i32> = children.into_iter().map(|c| code(&c.wait_with_output().unwrap())).collect();
+        assert_eq!(codes.iter().filter(|c| **c == 0).count(), 1, "round {round}: {codes:?}");
+        assert_eq!(codes.iter().filter(|c| **c == 1).count(), 7, "round {round}: {codes:?}");
+    }
+}

@@ -28,6 +28,11 @@ pub struct Fixture {
 /// What a store crate provides to run the suite.
 #[async_trait]
 pub trait Backend: Send + Sync {
+    /// Whether the backend can run here. A backend that cannot must say so loudly
+    /// (and fail instead where it is required, e.g. under CI).
+    async fn available(&self) -> bool {
+        true
+    }
     async fn fixture(&self) -> Fixture;
 }
 

@@ -70,6 +70,9 @@ macro_rules! __async_cases {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let backend = $backend;
+                if !$crate::Backend::available(&backend).await {
+                    return;
+                }
                 $crate::cases::$module::$case(&backend).await;
             }
         )*
@@ -84,6 +87,14 @@ macro_rules! __sync_cases {
             #[test]
             fn $case() {
                 let backend = $backend;
+                let available = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on($crate::Backend::available(&backend));
+                if !available {
+                    return;
+                }
                 $crate::cases::$module::$case(&backend);
             }
         )*

@@ -1,0 +1,130 @@
+//! `audit_log` (append-only by trigger and grants) and the status summary.
+
+use crate::rows::{get, NOW};
+use crate::{handoffs, locks, queue, sessions, Tx, R};
+use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
+use coord_domain::handoffs::HandoffQuery;
+use coord_domain::queue::TaskStatus;
+use coord_domain::sessions::AgentStatus;
+use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
+use coord_domain::Timestamp;
+use coord_store::OpCtx;
+use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
+
+pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
+    c.execute(
+        &c.prepare_cached(&format!(
+            "INSERT INTO audit_log (\"timestamp\", agent_id, agent_type, operation, parameters, result, success,
+                 error_code, duration_ms)
+             VALUES ({NOW}, $2, $3, $4, $5, $6, $7, $8, $9)"
+        ))
+        .await?,
+        &[
+            &now,
+            &rec.agent.agent_id,
+            &rec.agent.agent_type,
+            &rec.operation,
+            &rec.parameters,
+            &rec.result,
+            &rec.success,
+            &rec.error_code,
+            &rec.duration_ms,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+fn entry_from_row(r: &Row) -> R<AuditEntry> {
+    Ok(AuditEntry {
+        id: get(r, 0)?,
+        timestamp: get(r, 1)?,
+        agent_id: get(r, 2)?,
+        agent_type: get(r, 3)?,
+        operation: get(r, 4)?,
+        parameters: get(r, 5)?,
+        result: get(r, 6)?,
+        success: get(r, 7)?,
+        error_code: get(r, 8)?,
+        duration_ms: get(r, 9)?,
+    })
+}
+
+pub async fn query(tx: &Tx<'_>, f: &AuditFilter) -> R<AuditQueryResult> {
+    let rows = tx
+        .query(
+            &tx.prepare_cached(
+                "SELECT id, \"timestamp\", agent_id, agent_type, operation, parameters, result, success, error_code,
+                     duration_ms
+                 FROM audit_log
+                 WHERE ($1::text IS NULL OR agent_id = $1) AND ($2::text IS NULL OR operation = $2)
+                   AND ($3::timestamptz IS NULL OR \"timestamp\" >= $3)
+                   AND ($4::timestamptz IS NULL OR \"timestamp\" < $4)
+                   AND ($5::boolean IS NULL OR success = $5)
+                 ORDER BY id DESC LIMIT $6",
+            )
+            .await?,
+            &[&f.agent_id, &f.operation, &f.since, &f.until, &f.success, &f.limit],
+        )
+        .await?;
+    Ok(AuditQueryResult {
+        entries: rows.iter().map(entry_from_row).collect::<R<_>>()?,
+    })
+}
+
+pub async fn status(tx: &Tx<'_>, ctx: &OpCtx, location: &String) -> R<StatusResult> {
+    let live_locks: i64 = get(
+        &tx.query_one(
+            &tx.prepare_cached(&format!("SELECT count(*) FROM file_locks WHERE expires_at > {NOW}")).await?,
+            &[&ctx.now],
+        )
+        .await?,
+        0,
+    )?;
+    let mut tasks = TaskCounts::default();
+    let rows = tx
+        .query(
+            &tx.prepare_cached(
+                "SELECT status, count(*), count(*) FILTER (WHERE pending_deps > 0) FROM work_queue GROUP BY status",
+            )
+            .await?,
+            &[],
+        )
+        .await?;
+    for r in &rows {
+        let (n, waiting): (i64, i64) = (get(r, 1)?, get(r, 2)?);
+        match TaskStatus::parse(get(r, 0)?) {
+            Some(TaskStatus::Pending) => {
+                tasks.pending = n;
+                tasks.waiting = waiting;
+            }
+            Some(TaskStatus::Claimed) => tasks.claimed = n,
+            Some(TaskStatus::Completed) => tasks.completed = n,
+            Some(TaskStatus::Failed) => tasks.failed = n,
+            Some(TaskStatus::Cancelled) => tasks.cancelled = n,
+            None => {}
+        }
+    }
+    let mut agents = AgentCounts::default();
+    for (status, n) in sessions::counts(tx).await? {
+        match status {
+            AgentStatus::Active => agents.active = n,
+            AgentStatus::Idle => agents.idle = n,
+            AgentStatus::Disconnected => agents.disconnected = n,
+        }
+    }
+    let latest = handoffs::read(tx, &HandoffQuery { agent_name: None, limit: 1 }).await?;
+    Ok(StatusResult {
+        success: true,
+        backend: "postgres".into(),
+        database: location.clone(),
+        identity: ctx.who.clone(),
+        live_locks,
+        my_locks: locks::live_locks_of(tx, ctx.now, &ctx.who.agent_id).await?,
+        tasks,
+        my_tasks: queue::claimed_by(tx, &ctx.who.agent_id).await?,
+        agents,
+        latest_handoff: latest.handoffs.into_iter().next(),
+    })
+}

@@ -1,0 +1,367 @@
+//! The shared store: one PostgreSQL (or Supabase) database for every `coord` process on
+//! every host.
+//!
+//! Differences from the SQLite store, and why:
+//! - Time is the database's `now()` (unless a clock is injected), so hosts with skewed
+//!   clocks agree on lease expiry.
+//! - Lock acquisition is one atomic `INSERT … ON CONFLICT … DO UPDATE … WHERE expired OR
+//!   mine … RETURNING` statement; claiming uses `FOR UPDATE SKIP LOCKED`. There is no
+//!   process-wide write lock as in SQLite, so atomicity lives in the statements.
+//! - A refusal rolls the transaction back and appends its audit row on its own; a
+//!   successful operation commits with its audit row. Deadlocks and serialization
+//!   failures are retried.
+//! - Connections come from a pool; a dead connection is replaced on its next use, so the
+//!   store recovers from a server restart by itself.
+
+mod audit;
+mod handoffs;
+mod locks;
+mod migrate;
+mod queue;
+mod rows;
+mod sessions;
+
+use async_trait::async_trait;
+use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
+use coord_domain::error::ErrorKind;
+use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
+use coord_domain::queue::{
+    ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
+    SubmitWorkResult, TaskFilter,
+};
+use coord_domain::sessions::{AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::status::StatusResult;
+use coord_domain::{CoordError, CoordResult, Timestamp};
+use coord_store::{OpCtx, Store, SweepReport};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
+use serde::Serialize;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::NoTls;
+
+pub use migrate::{migrate, MIGRATIONS};
+
+pub(crate) type Tx<'t> = deadpool_postgres::Transaction<'t>;
+
+/// Failure inside a store function: a database error or a refusal decided by a rule.
+pub(crate) enum Fail {
+    Db(tokio_postgres::Error),
+    Coord(CoordError),
+}
+
+impl From<tokio_postgres::Error> for Fail {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Fail::Db(e)
+    }
+}
+
+impl From<CoordError> for Fail {
+    fn from(e: CoordError) -> Self {
+        Fail::Coord(e)
+    }
+}
+
+pub(crate) type R<T> = Result<T, Fail>;
+
+type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A store operation: runs inside the transaction, with the context and its arguments.
+type OpFn<A, T> = for<'a> fn(&'a Tx<'a>, &'a OpCtx, &'a A) -> BoxFut<'a, R<T>>;
+
+/// Tunables of the connection pool.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    pub pool_size: usize,
+    /// Bound on connecting, and on waiting for a free pooled connection.
+    pub timeout: Duration,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            pool_size: 16,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool,
+    location: String,
+}
+
+/// Connection-level failures (server gone, restarting, out of connections, no such
+/// database, refused credentials) are `database_unavailable`; anything else is a bug
+/// and stays in the log.
+pub(crate) fn pg_error(e: &tokio_postgres::Error) -> CoordError {
+    match e.as_db_error() {
+        Some(db) => {
+            let code = db.code().code();
+            let unavailable = matches!(&code[..2], "08" | "53" | "57" | "58" | "28" | "3D")
+                || db.code() == &SqlState::INSUFFICIENT_PRIVILEGE
+                || db.code() == &SqlState::READ_ONLY_SQL_TRANSACTION;
+            if unavailable {
+                tracing::warn!(code, message = db.message(), "postgres unavailable");
+                CoordError::unavailable(format!("PostgreSQL refused the operation: {}", db.message()))
+            } else {
+                tracing::error!(code, error = %e, "postgres error");
+                CoordError::internal()
+            }
+        }
+        None => {
+            tracing::warn!(error = %e, "postgres connection failed");
+            CoordError::unavailable(format!("cannot reach PostgreSQL: {}", describe(e)))
+        }
+    }
+}
+
+/// The error's own text and its causes, without SQL.
+fn describe(e: &tokio_postgres::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        s = format!("{s}: {cause}");
+        source = cause.source();
+    }
+    s
+}
+
+fn pool_error(e: PoolError) -> CoordError {
+    match e {
+        // Whatever stops us getting a connection (refused, unreachable, database not
+        // accepting connections) is an outage from the caller's point of view.
+        PoolError::Backend(e) => {
+            tracing::warn!(error = %describe(&e), "cannot open a postgres connection");
+            CoordError::unavailable(format!("cannot connect to PostgreSQL: {}", describe(&e)))
+        }
+        PoolError::Timeout(_) => {
+            CoordError::unavailable("no PostgreSQL connection became available in time (server down or pool exhausted)")
+        }
+        other => CoordError::unavailable(format!("cannot get a PostgreSQL connection: {other}")),
+    }
+}
+
+fn is_retryable(e: &tokio_postgres::Error) -> bool {
+    matches!(e.code(), Some(c) if c == &SqlState::T_R_DEADLOCK_DETECTED || c == &SqlState::T_R_SERIALIZATION_FAILURE)
+}
+
+fn is_storage_failure(e: &CoordError) -> bool {
+    matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Internal)
+}
+
+/// `postgres://user:***@host/db`: the URL without its password.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (authority, tail) = rest.find(['/', '?']).map_or((rest, ""), |i| rest.split_at(i));
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+impl PgStore {
+    /// Connects, checks the server is reachable, and applies pending migrations.
+    pub async fn connect(url: &str, options: PgOptions) -> CoordResult<PgStore> {
+        let store = PgStore::connect_lazy(url, &options)?;
+        let mut client = store.client().await.map_err(|e| {
+            CoordError::unavailable(format!("cannot connect to PostgreSQL at {}: {}", store.location, e.message))
+        })?;
+        migrate::migrate(&mut client).await?;
+        Ok(store)
+    }
+
+    /// Builds the pool without connecting (connections are made on first use).
+    pub fn connect_lazy(url: &str, options: &PgOptions) -> CoordResult<PgStore> {
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| CoordError::unavailable(format!("invalid PostgreSQL URL {}: {e}", redact(url))))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.timeout);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("coord");
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size)
+            .wait_timeout(Some(options.timeout))
+            .create_timeout(Some(options.timeout))
+            .recycle_timeout(Some(options.timeout))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| CoordError::unavailable(format!("cannot build the PostgreSQL pool: {e}")))?;
+        Ok(PgStore {
+            pool,
+            location: redact(url),
+        })
+    }
+
+    async fn client(&self) -> CoordResult<Object> {
+        self.pool.get().await.map_err(pool_error)
+    }
+
+    /// Runs one audited operation: the operation and its audit row commit together;
+    /// a refusal rolls back and is audited on its own. Deadlocks are retried.
+    async fn op<A: Sync, T: Serialize + Send>(&self, ctx: OpCtx, args: A, f: OpFn<A, T>) -> CoordResult<T> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut client = self.client().await?;
+            let outcome: R<T> = async {
+                let tx = client.transaction().await?;
+                let value = f(&tx, &ctx, &args).await?;
+                audit::insert(&tx, ctx.now, &ctx.audit(Ok(&value))).await?;
+                tx.commit().await?;
+                Ok(value)
+            }
+            .await;
+            match outcome {
+                Ok(v) => return Ok(v),
+                Err(Fail::Db(e)) if is_retryable(&e) && attempt < 3 => continue,
+                Err(Fail::Db(e)) => return Err(pg_error(&e)),
+                Err(Fail::Coord(e)) if is_storage_failure(&e) => return Err(e),
+                Err(Fail::Coord(e)) => {
+                    // The transaction was dropped, which rolls it back before this runs.
+                    if let Err(audit_err) = audit::insert(&client, ctx.now, &ctx.audit::<T>(Err(&e))).await {
+                        tracing::warn!(error = %CoordError::from(audit_err), "could not audit a refusal");
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+impl From<Fail> for CoordError {
+    fn from(f: Fail) -> Self {
+        match f {
+            Fail::Coord(e) => e,
+            Fail::Db(e) => pg_error(&e),
+        }
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    async fn acquire_lock(
+        &self,
+        ctx: OpCtx,
+        file_path: String,
+        reason: Option<String>,
+        ttl_minutes: i64,
+    ) -> CoordResult<AcquireLockResult> {
+        self.op(ctx, (file_path, reason, ttl_minutes), |tx, ctx, a| Box::pin(locks::acquire(tx, ctx, a)))
+            .await
+    }
+
+    async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult> {
+        self.op(ctx, file_path, |tx, ctx, a| Box::pin(locks::release(tx, ctx, a))).await
+    }
+
+    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
+        self.op(ctx, file_paths, |tx, ctx, a| Box::pin(locks::check(tx, ctx.now, a.as_deref())))
+            .await
+    }
+
+    async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
+        self.op(ctx, task, |tx, ctx, a| Box::pin(queue::submit(tx, ctx, a))).await
+    }
+
+    async fn claim_work(&self, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult> {
+        self.op(ctx, spec, |tx, ctx, a| Box::pin(queue::claim(tx, ctx, a))).await
+    }
+
+    async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult> {
+        self.op(ctx, completion, |tx, ctx, a| Box::pin(queue::complete(tx, ctx, a))).await
+    }
+
+    async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult> {
+        self.op(ctx, task_id, |tx, _, a| Box::pin(queue::show(tx, a))).await
+    }
+
+    async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult> {
+        self.op(ctx, filter, |tx, _, a| Box::pin(queue::list(tx, a))).await
+    }
+
+    async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult> {
+        self.op(ctx, session, |tx, ctx, a| Box::pin(sessions::register(tx, ctx, a))).await
+    }
+
+    async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult> {
+        self.op(ctx, (new_session_id, lease_minutes), |tx, ctx, a| Box::pin(sessions::heartbeat(tx, ctx, a)))
+            .await
+    }
+
+    async fn discover_agents(
+        &self,
+        ctx: OpCtx,
+        capability: Option<String>,
+        status: Option<AgentStatus>,
+    ) -> CoordResult<DiscoverAgentsResult> {
+        self.op(ctx, (capability, status), |tx, _, a| Box::pin(sessions::discover(tx, a))).await
+    }
+
+    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
+        self.op(ctx, stale_minutes, |tx, ctx, a| Box::pin(sessions::cleanup(tx, ctx.now, *a))).await
+    }
+
+    async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult> {
+        self.op(ctx, handoff, |tx, ctx, a| Box::pin(handoffs::write(tx, ctx, a))).await
+    }
+
+    async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult> {
+        self.op(ctx, query, |tx, _, a| Box::pin(handoffs::read(tx, a))).await
+    }
+
+    async fn query_audit(&self, ctx: OpCtx, filter: AuditFilter) -> CoordResult<AuditQueryResult> {
+        self.op(ctx, filter, |tx, _, a| Box::pin(audit::query(tx, a))).await
+    }
+
+    async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult> {
+        let location = self.location();
+        self.op(ctx, location, |tx, ctx, a| Box::pin(audit::status(tx, ctx, a))).await
+    }
+
+    async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
+        let client = self.client().await?;
+        audit::insert(&client, now, &record).await.map_err(CoordError::from)
+    }
+
+    async fn sweep(&self, now: Option<Timestamp>, batch: i64) -> CoordResult<SweepReport> {
+        let mut client = self.client().await?;
+        let report: R<SweepReport> = async {
+            let tx = client.transaction().await?;
+            let expired_locks_deleted = locks::sweep(&tx, now, batch).await?;
+            let (claims_requeued, claims_failed) = queue::settle_expired_claims(&tx, now, batch).await?;
+            tx.commit().await?;
+            Ok(SweepReport {
+                expired_locks_deleted,
+                claims_requeued,
+                claims_failed,
+            })
+        }
+        .await;
+        report.map_err(CoordError::from)
+    }
+}

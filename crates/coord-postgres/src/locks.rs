@@ -1,0 +1,168 @@
+//! `file_locks`: acquisition in one atomic upsert.
+
+use crate::rows::{get, id_text, int, NOW};
+use crate::{Tx, R};
+use coord_domain::locks::{decide_release, AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult};
+use coord_domain::Timestamp;
+use coord_store::OpCtx;
+use deadpool_postgres::GenericClient;
+use std::sync::LazyLock;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+pub const LOCK_COLS: &str = "file_path, agent_id, agent_type, session_id, reason, locked_at, expires_at, fencing_token";
+
+pub fn lock_from_row(r: &Row) -> R<LockInfo> {
+    Ok(LockInfo {
+        file_path: get(r, 0)?,
+        locked_by: get(r, 1)?,
+        agent_type: get(r, 2)?,
+        session_id: get::<Option<Uuid>>(r, 3)?.map(id_text),
+        reason: get(r, 4)?,
+        locked_at: get(r, 5)?,
+        expires_at: get(r, 6)?,
+        fencing_token: get(r, 7)?,
+    })
+}
+
+/// Takes the lock when it is free or expired, refreshes it when the caller holds it,
+/// and otherwise changes nothing — in one statement, so concurrent callers serialise on
+/// the row. A refresh keeps the fencing token; `fresh` tells the two apart because a
+/// new lease carries the token this statement drew from the sequence.
+static ACQUIRE_SQL: LazyLock<String> = LazyLock::new(|| {
+    let mine_and_live = format!("l.agent_id = EXCLUDED.agent_id AND l.expires_at > {NOW}");
+    format!(
+        "INSERT INTO file_locks AS l ({LOCK_COLS})
+         VALUES ($2, $3, $4, (SELECT session_id FROM agent_sessions WHERE agent_id = $3), $5,
+                 {NOW}, {NOW} + make_interval(mins => $6), nextval('fencing_token_seq'))
+         ON CONFLICT (file_path) DO UPDATE SET
+             agent_id = EXCLUDED.agent_id,
+             agent_type = EXCLUDED.agent_type,
+             session_id = EXCLUDED.session_id,
+             reason = CASE WHEN {mine_and_live} THEN COALESCE(EXCLUDED.reason, l.reason) ELSE EXCLUDED.reason END,
+             locked_at = CASE WHEN {mine_and_live} THEN l.locked_at ELSE EXCLUDED.locked_at END,
+             expires_at = EXCLUDED.expires_at,
+             fencing_token = CASE WHEN {mine_and_live} THEN l.fencing_token ELSE EXCLUDED.fencing_token END
+         WHERE l.expires_at <= {NOW} OR l.agent_id = EXCLUDED.agent_id
+         RETURNING {LOCK_COLS}, fencing_token = currval('fencing_token_seq') AS fresh"
+    )
+});
+
+pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, Option<String>, i64)) -> R<AcquireLockResult> {
+    let (path, reason, ttl) = args;
+    let upsert = tx.prepare_cached(&ACQUIRE_SQL).await?;
+    let holder = tx
+        .prepare_cached(&format!("SELECT {LOCK_COLS} FROM file_locks WHERE file_path = $1"))
+        .await?;
+    // A blocked answer needs the holder; if the holder released in between, try again.
+    for _ in 0..3 {
+        let granted = tx
+            .query_opt(&upsert, &[&ctx.now, path, &ctx.who.agent_id, &ctx.who.agent_type, reason, &int(*ttl)])
+            .await?;
+        if let Some(row) = granted {
+            let action = if get::<bool>(&row, 8)? { LockAction::Acquired } else { LockAction::Refreshed };
+            return Ok(AcquireLockResult::granted(action, &lock_from_row(&row)?));
+        }
+        if let Some(row) = tx.query_opt(&holder, &[path]).await? {
+            return Ok(AcquireLockResult::blocked(&lock_from_row(&row)?));
+        }
+    }
+    Err(kept_racing())
+}
+
+fn kept_racing() -> crate::Fail {
+    tracing::error!("lock acquisition kept racing with releases");
+    crate::Fail::Coord(coord_domain::CoordError::unavailable(
+        "the lock changed hands repeatedly during acquisition; retry",
+    ))
+}
+
+pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockResult> {
+    let deleted = tx
+        .query_opt(
+            &tx.prepare_cached(&format!(
+                "DELETE FROM file_locks WHERE file_path = $2 AND agent_id = $3 AND expires_at > {NOW}
+                 RETURNING file_path"
+            ))
+            .await?,
+            &[&ctx.now, path, &ctx.who.agent_id],
+        )
+        .await?;
+    if deleted.is_none() {
+        // Not ours: let the domain rule say why, from the row as it stands.
+        let row = tx
+            .query_opt(
+                &tx.prepare_cached(&format!("SELECT {LOCK_COLS}, {NOW} FROM file_locks WHERE file_path = $2"))
+                    .await?,
+                &[&ctx.now, path],
+            )
+            .await?;
+        let (existing, now) = match row {
+            Some(r) => (Some(lock_from_row(&r)?), get::<Timestamp>(&r, 8)?),
+            None => (None, ctx.now.unwrap_or_else(chrono::Utc::now)),
+        };
+        decide_release(existing.as_ref(), &ctx.who, path, now)?;
+    }
+    Ok(ReleaseLockResult {
+        success: true,
+        released: true,
+        file_path: path.clone(),
+    })
+}
+
+pub async fn check<C: GenericClient>(c: &C, now: Option<Timestamp>, paths: Option<&[String]>) -> R<CheckLocksResult> {
+    let rows = match paths {
+        None => {
+            c.query(
+                &c.prepare_cached(&format!(
+                    "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path"
+                ))
+                .await?,
+                &[&now],
+            )
+            .await?
+        }
+        Some(paths) => {
+            c.query(
+                &c.prepare_cached(&format!(
+                    "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} AND file_path = ANY($2)
+                     ORDER BY file_path"
+                ))
+                .await?,
+                &[&now, &paths],
+            )
+            .await?
+        }
+    };
+    Ok(CheckLocksResult {
+        locks: rows.iter().map(lock_from_row).collect::<R<_>>()?,
+    })
+}
+
+pub async fn live_locks_of(tx: &Tx<'_>, now: Option<Timestamp>, agent_id: &str) -> R<Vec<LockInfo>> {
+    let rows = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "SELECT {LOCK_COLS} FROM file_locks WHERE agent_id = $2 AND expires_at > {NOW} ORDER BY file_path"
+            ))
+            .await?,
+            &[&now, &agent_id],
+        )
+        .await?;
+    rows.iter().map(lock_from_row).collect()
+}
+
+/// Deletes up to `batch` expired rows, skipping rows another transaction is touching.
+pub async fn sweep(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<i64> {
+    let n = tx
+        .execute(
+            &tx.prepare_cached(&format!(
+                "DELETE FROM file_locks WHERE file_path IN
+                     (SELECT file_path FROM file_locks WHERE expires_at <= {NOW} LIMIT $2 FOR UPDATE SKIP LOCKED)"
+            ))
+            .await?,
+            &[&now, &batch],
+        )
+        .await?;
+    Ok(n as i64)
+}

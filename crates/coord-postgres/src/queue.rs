@@ -1,0 +1,345 @@
+//! `work_queue` and `task_dependencies`. Claiming takes the first claimable row with
+//! `FOR UPDATE SKIP LOCKED`, so concurrent workers never wait on, or take, each other's
+//! candidate.
+
+use crate::rows::{get, id_text, int, uuid, uuids, NOW};
+use crate::{Tx, R};
+use coord_domain::queue::{
+    decide_completion, expired_claim_status, plan_submission, ClaimSpec, CompleteWorkResult, Completion,
+    GetTaskResult, GetWorkResult, ListTasksResult, NewTask, SubmitWorkResult, TaskFilter, TaskInfo, TaskStatus,
+    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS,
+};
+use coord_domain::{CoordError, ErrorCode, Timestamp};
+use coord_store::OpCtx;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+/// Claims settled inline by `get_work` before it picks a task.
+const CLAIM_SETTLE_BATCH: i64 = 32;
+
+pub const TASK_COLS: &str = "task_id, task_type, task_description, input_data, priority, status, pending_deps,
+    created_by, created_at, claimed_by, claimed_at, claimed_until, attempts, max_attempts, completed_at,
+    result, error_message, failure_reason,
+    ARRAY(SELECT d.depends_on FROM task_dependencies d WHERE d.task_id = work_queue.task_id ORDER BY d.depends_on)";
+
+fn status(s: &str) -> R<TaskStatus> {
+    TaskStatus::parse(s).ok_or_else(|| {
+        tracing::error!(status = s, "unknown task status in postgres");
+        crate::Fail::Coord(CoordError::internal())
+    })
+}
+
+pub fn task_from_row(r: &Row) -> R<TaskInfo> {
+    Ok(TaskInfo {
+        task_id: id_text(get(r, 0)?),
+        task_type: get(r, 1)?,
+        task_description: get(r, 2)?,
+        input_data: get(r, 3)?,
+        priority: get::<i32>(r, 4)? as i64,
+        status: status(get(r, 5)?)?,
+        pending_dependencies: get::<i32>(r, 6)? as i64,
+        created_by: get(r, 7)?,
+        created_at: get(r, 8)?,
+        claimed_by: get(r, 9)?,
+        claimed_at: get(r, 10)?,
+        claimed_until: get(r, 11)?,
+        attempts: get(r, 12)?,
+        max_attempts: get(r, 13)?,
+        completed_at: get(r, 14)?,
+        result: get(r, 15)?,
+        error_message: get(r, 16)?,
+        failure_reason: get(r, 17)?,
+        depends_on: get::<Vec<Uuid>>(r, 18)?.into_iter().map(id_text).collect(),
+    })
+}
+
+pub async fn submit(tx: &Tx<'_>, ctx: &OpCtx, t: &NewTask) -> R<SubmitWorkResult> {
+    let deps = uuids(&t.depends_on)?;
+    let mut found = HashMap::new();
+    if !deps.is_empty() {
+        // FOR SHARE holds the dependencies' state until this task is committed: a
+        // concurrent completion or failure then sees the new dependency row.
+        let rows = tx
+            .query(
+                &tx.prepare_cached("SELECT task_id, status FROM work_queue WHERE task_id = ANY($1) FOR SHARE")
+                    .await?,
+                &[&deps],
+            )
+            .await?;
+        for r in &rows {
+            found.insert(id_text(get(r, 0)?), status(get(r, 1)?)?);
+        }
+    }
+    let plan = plan_submission(&t.depends_on, &found)?;
+    let error_message = plan.failure_reason.map(|_| {
+        let dead = t.depends_on.iter().find(|d| found[*d].is_dead_end()).cloned().unwrap_or_default();
+        format!("dependency {dead} had already failed or been cancelled")
+    });
+    let id = uuid(&t.task_id)?;
+    tx.execute(
+        &tx.prepare_cached(&format!(
+            "INSERT INTO work_queue (task_id, task_type, task_description, input_data, priority, status,
+                 pending_deps, created_by, created_by_type, created_at, max_attempts, error_message,
+                 failure_reason, completed_at)
+             VALUES ($2, $3, $4, $5, $6, $7, $8, $9, $10, {NOW}, $11, $12, $13,
+                     CASE WHEN $13::text IS NULL THEN NULL ELSE {NOW} END)"
+        ))
+        .await?,
+        &[
+            &ctx.now,
+            &id,
+            &t.task_type,
+            &t.task_description,
+            &t.input_data,
+            &int(t.priority),
+            &plan.status.as_str(),
+            &int(plan.waiting_on),
+            &ctx.who.agent_id,
+            &ctx.who.agent_type,
+            &t.max_attempts,
+            &error_message,
+            &plan.failure_reason,
+        ],
+    )
+    .await?;
+    if !deps.is_empty() {
+        tx.execute(
+            &tx.prepare_cached("INSERT INTO task_dependencies (task_id, depends_on) SELECT $1, unnest($2::uuid[])")
+                .await?,
+            &[&id, &deps],
+        )
+        .await?;
+    }
+    Ok(SubmitWorkResult {
+        success: true,
+        task_id: t.task_id.clone(),
+        status: plan.status,
+    })
+}
+
+static CLAIM_ANY_SQL: LazyLock<String> = LazyLock::new(|| claim_sql(""));
+static CLAIM_TYPED_SQL: LazyLock<String> = LazyLock::new(|| claim_sql("AND task_type = ANY($5)"));
+
+fn claim_sql(type_filter: &str) -> String {
+    format!(
+        "UPDATE work_queue SET status = 'claimed', claimed_by = $2, claimed_by_type = $3, claimed_at = {NOW},
+             claimed_until = {NOW} + make_interval(mins => $4), attempts = attempts + 1
+         WHERE task_id = (SELECT task_id FROM work_queue
+                          WHERE status = 'pending' AND pending_deps = 0 {type_filter}
+                          ORDER BY priority, created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING {TASK_COLS}"
+    )
+}
+
+pub async fn claim(tx: &Tx<'_>, ctx: &OpCtx, spec: &ClaimSpec) -> R<GetWorkResult> {
+    settle_expired_claims(tx, ctx.now, CLAIM_SETTLE_BATCH).await?;
+    let lease = int(spec.lease_minutes);
+    let row = if spec.task_types.is_empty() {
+        tx.query_opt(
+            &tx.prepare_cached(&CLAIM_ANY_SQL).await?,
+            &[&ctx.now, &ctx.who.agent_id, &ctx.who.agent_type, &lease],
+        )
+        .await?
+    } else {
+        tx.query_opt(
+            &tx.prepare_cached(&CLAIM_TYPED_SQL).await?,
+            &[&ctx.now, &ctx.who.agent_id, &ctx.who.agent_type, &lease, &spec.task_types],
+        )
+        .await?
+    };
+    Ok(match row {
+        Some(r) => GetWorkResult::claimed(&task_from_row(&r)?),
+        None => GetWorkResult::none_available(),
+    })
+}
+
+pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<CompleteWorkResult> {
+    let id = uuid(&done.task_id)?;
+    let row = tx
+        .query_opt(
+            &tx.prepare_cached("SELECT status, claimed_by FROM work_queue WHERE task_id = $1 FOR UPDATE").await?,
+            &[&id],
+        )
+        .await?;
+    let stored = match &row {
+        Some(r) => Some((status(get(r, 0)?)?, get::<Option<String>>(r, 1)?)),
+        None => None,
+    };
+    decide_completion(stored.as_ref().map(|(s, by)| (*s, by.as_deref())), &done.task_id, &ctx.who)?;
+    if done.success {
+        tx.execute(
+            &tx.prepare_cached(&format!(
+                "UPDATE work_queue SET status = 'completed', completed_at = {NOW}, result = $3, error_message = $4
+                 WHERE task_id = $2"
+            ))
+            .await?,
+            &[&ctx.now, &id, &done.result, &done.error_message],
+        )
+        .await?;
+        tx.execute(
+            &tx.prepare_cached(
+                "UPDATE work_queue SET pending_deps = pending_deps - 1
+                 WHERE status = 'pending'
+                   AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = $1)",
+            )
+            .await?,
+            &[&id],
+        )
+        .await?;
+        Ok(CompleteWorkResult {
+            success: true,
+            task_id: done.task_id.clone(),
+            status: TaskStatus::Completed,
+            cancelled_dependents: Vec::new(),
+        })
+    } else {
+        let message = done.error_message.clone().unwrap_or_else(|| "the agent reported failure".into());
+        let cancelled = fail_task(tx, ctx.now, id, REASON_AGENT_REPORTED, &message, done.result.as_ref()).await?;
+        Ok(CompleteWorkResult {
+            success: true,
+            task_id: done.task_id.clone(),
+            status: TaskStatus::Failed,
+            cancelled_dependents: cancelled,
+        })
+    }
+}
+
+/// Marks a task failed and cancels everything that (transitively) depends on it.
+async fn fail_task(
+    tx: &Tx<'_>,
+    now: Option<Timestamp>,
+    id: Uuid,
+    reason: &str,
+    message: &str,
+    result: Option<&Value>,
+) -> R<Vec<String>> {
+    tx.execute(
+        &tx.prepare_cached(&format!(
+            "UPDATE work_queue SET status = 'failed', failure_reason = $3, error_message = $4,
+                 result = COALESCE($5, result), completed_at = {NOW}
+             WHERE task_id = $2"
+        ))
+        .await?,
+        &[&now, &id, &reason, &message, &result],
+    )
+    .await?;
+    let rows = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "WITH RECURSIVE dependents(id) AS (
+                     SELECT task_id FROM task_dependencies WHERE depends_on = $2
+                     UNION
+                     SELECT d.task_id FROM task_dependencies d JOIN dependents ON d.depends_on = dependents.id
+                 )
+                 UPDATE work_queue SET status = 'cancelled', failure_reason = $3,
+                     error_message = 'dependency ' || $2::text || ' failed', completed_at = {NOW}
+                 WHERE status = 'pending' AND task_id IN (SELECT id FROM dependents)
+                 RETURNING task_id"
+            ))
+            .await?,
+            &[&now, &id, &REASON_DEPENDENCY_FAILED],
+        )
+        .await?;
+    let mut cancelled: Vec<String> = rows.iter().map(|r| get(r, 0).map(id_text)).collect::<R<_>>()?;
+    cancelled.sort();
+    Ok(cancelled)
+}
+
+/// Ends a claim its holder will not complete: back to `pending`, or `failed` after
+/// the last attempt (the rule is the domain's).
+async fn release_claim(tx: &Tx<'_>, now: Option<Timestamp>, id: Uuid, attempts: i32, max: i32, why: &str) -> R<TaskStatus> {
+    let next = expired_claim_status(attempts, max);
+    if next == TaskStatus::Failed {
+        let message = format!("{why} after {attempts} of {max} attempts");
+        fail_task(tx, now, id, REASON_MAX_ATTEMPTS, &message, None).await?;
+    } else {
+        tx.execute(
+            &tx.prepare_cached(
+                "UPDATE work_queue SET status = 'pending', claimed_by = NULL, claimed_by_type = NULL,
+                     claimed_at = NULL, claimed_until = NULL
+                 WHERE task_id = $1",
+            )
+            .await?,
+            &[&id],
+        )
+        .await?;
+    }
+    Ok(next)
+}
+
+pub async fn settle(tx: &Tx<'_>, now: Option<Timestamp>, claims: &[Row], why: &str) -> R<(i64, i64)> {
+    let (mut requeued, mut failed) = (0, 0);
+    for r in claims {
+        match release_claim(tx, now, get(r, 0)?, get(r, 1)?, get(r, 2)?, why).await? {
+            TaskStatus::Failed => failed += 1,
+            _ => requeued += 1,
+        }
+    }
+    Ok((requeued, failed))
+}
+
+/// Settles up to `batch` claims whose lease ran out; returns (requeued, failed).
+pub async fn settle_expired_claims(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<(i64, i64)> {
+    let expired = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "SELECT task_id, attempts, max_attempts FROM work_queue
+                 WHERE status = 'claimed' AND claimed_until <= {NOW}
+                 ORDER BY claimed_until LIMIT $2 FOR UPDATE SKIP LOCKED"
+            ))
+            .await?,
+            &[&now, &batch],
+        )
+        .await?;
+    settle(tx, now, &expired, "claim lease expired").await
+}
+
+pub async fn get_task(tx: &Tx<'_>, task_id: &str) -> R<Option<TaskInfo>> {
+    let row = tx
+        .query_opt(
+            &tx.prepare_cached(&format!("SELECT {TASK_COLS} FROM work_queue WHERE task_id = $1")).await?,
+            &[&uuid(task_id)?],
+        )
+        .await?;
+    row.as_ref().map(task_from_row).transpose()
+}
+
+pub async fn show(tx: &Tx<'_>, task_id: &String) -> R<GetTaskResult> {
+    let task = get_task(tx, task_id).await?.ok_or_else(|| {
+        CoordError::new(ErrorCode::TaskNotFound, format!("no task {task_id}")).with_detail("task_id", task_id.as_str())
+    })?;
+    Ok(GetTaskResult { success: true, task })
+}
+
+pub async fn list(tx: &Tx<'_>, f: &TaskFilter) -> R<ListTasksResult> {
+    let rows = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "SELECT {TASK_COLS} FROM work_queue
+                 WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR task_type = $2)
+                 ORDER BY priority, created_at, seq LIMIT $3"
+            ))
+            .await?,
+            &[&f.status.map(|s| s.as_str()), &f.task_type, &f.limit],
+        )
+        .await?;
+    Ok(ListTasksResult {
+        tasks: rows.iter().map(task_from_row).collect::<R<_>>()?,
+    })
+}
+
+pub async fn claimed_by(tx: &Tx<'_>, agent_id: &str) -> R<Vec<TaskInfo>> {
+    let rows = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "SELECT {TASK_COLS} FROM work_queue WHERE status = 'claimed' AND claimed_by = $1 ORDER BY claimed_at"
+            ))
+            .await?,
+            &[&agent_id],
+        )
+        .await?;
+    rows.iter().map(task_from_row).collect()
+}

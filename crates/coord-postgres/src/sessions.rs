@@ -1,0 +1,190 @@
+//! `agent_sessions`: one row per agent holding its current session.
+
+use crate::queue;
+use crate::rows::{get, id_text, int, uuid, NOW};
+use crate::{Tx, R};
+use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::{CoordError, Timestamp};
+use coord_store::OpCtx;
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+const AGENT_COLS: &str =
+    "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at";
+
+fn agent_from_row(r: &Row) -> R<AgentInfo> {
+    let status: &str = get(r, 4)?;
+    Ok(AgentInfo {
+        agent_id: get(r, 0)?,
+        agent_type: get(r, 1)?,
+        session_id: id_text(get(r, 2)?),
+        capabilities: get(r, 3)?,
+        status: AgentStatus::parse(status).ok_or_else(|| crate::Fail::Coord(CoordError::internal()))?,
+        current_task: get(r, 5)?,
+        last_heartbeat: get(r, 6)?,
+        started_at: get(r, 7)?,
+        ended_at: get(r, 8)?,
+    })
+}
+
+pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResult> {
+    tx.execute(
+        &tx.prepare_cached(&format!(
+            "INSERT INTO agent_sessions (agent_id, session_id, agent_type, capabilities, status, current_task,
+                 started_at, ended_at, last_heartbeat)
+             VALUES ($2, $3, $4, $5, 'active', $6, {NOW}, NULL, {NOW})
+             ON CONFLICT (agent_id) DO UPDATE SET
+                 session_id = EXCLUDED.session_id, agent_type = EXCLUDED.agent_type,
+                 capabilities = EXCLUDED.capabilities, status = 'active', current_task = EXCLUDED.current_task,
+                 started_at = EXCLUDED.started_at, ended_at = NULL, last_heartbeat = EXCLUDED.last_heartbeat"
+        ))
+        .await?,
+        &[
+            &ctx.now,
+            &ctx.who.agent_id,
+            &uuid(&s.session_id)?,
+            &ctx.who.agent_type,
+            &s.capabilities,
+            &s.current_task,
+        ],
+    )
+    .await?;
+    Ok(SessionResult {
+        success: true,
+        session_id: s.session_id.clone(),
+    })
+}
+
+pub async fn heartbeat(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, i64)) -> R<SessionResult> {
+    let (new_session_id, lease_minutes) = args;
+    let alive = tx
+        .query_opt(
+            &tx.prepare_cached(&format!(
+                "UPDATE agent_sessions SET last_heartbeat = {NOW}, status = 'active'
+                 WHERE agent_id = $2 AND status <> 'disconnected' RETURNING session_id"
+            ))
+            .await?,
+            &[&ctx.now, &ctx.who.agent_id],
+        )
+        .await?;
+    let session: Uuid = match alive {
+        Some(r) => get(&r, 0)?,
+        // No session, or one that cleanup ended: the heartbeat proves the agent alive,
+        // so it starts a new session, keeping the capabilities declared before.
+        None => get(
+            &tx.query_one(
+                &tx.prepare_cached(&format!(
+                    "INSERT INTO agent_sessions (agent_id, session_id, agent_type, status, started_at, last_heartbeat)
+                     VALUES ($2, $3, $4, 'active', {NOW}, {NOW})
+                     ON CONFLICT (agent_id) DO UPDATE SET
+                         session_id = EXCLUDED.session_id, agent_type = EXCLUDED.agent_type, status = 'active',
+                         started_at = EXCLUDED.started_at, ended_at = NULL, last_heartbeat = EXCLUDED.last_heartbeat
+                     RETURNING session_id"
+                ))
+                .await?,
+                &[&ctx.now, &ctx.who.agent_id, &uuid(new_session_id)?, &ctx.who.agent_type],
+            )
+            .await?,
+            0,
+        )?,
+    };
+    tx.execute(
+        &tx.prepare_cached(&format!(
+            "UPDATE work_queue SET claimed_until = GREATEST(claimed_until, {NOW} + make_interval(mins => $3))
+             WHERE status = 'claimed' AND claimed_by = $2 AND claimed_until > {NOW}"
+        ))
+        .await?,
+        &[&ctx.now, &ctx.who.agent_id, &int(*lease_minutes)],
+    )
+    .await?;
+    Ok(SessionResult {
+        success: true,
+        session_id: id_text(session),
+    })
+}
+
+pub async fn discover(tx: &Tx<'_>, args: &(Option<String>, Option<AgentStatus>)) -> R<DiscoverAgentsResult> {
+    let (capability, status) = args;
+    let rows = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "SELECT {AGENT_COLS} FROM agent_sessions
+                 WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR capabilities @> ARRAY[$2::text])
+                 ORDER BY last_heartbeat DESC, agent_id"
+            ))
+            .await?,
+            &[&status.map(|s| s.as_str()), capability],
+        )
+        .await?;
+    Ok(DiscoverAgentsResult {
+        agents: rows.iter().map(agent_from_row).collect::<R<_>>()?,
+    })
+}
+
+pub async fn cleanup(tx: &Tx<'_>, now: Option<Timestamp>, stale_minutes: i64) -> R<CleanupResult> {
+    let rows = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "UPDATE agent_sessions SET status = 'disconnected', ended_at = {NOW}
+                 WHERE status <> 'disconnected' AND last_heartbeat < {NOW} - make_interval(mins => $2)
+                 RETURNING agent_id"
+            ))
+            .await?,
+            &[&now, &int(stale_minutes)],
+        )
+        .await?;
+    let mut agents: Vec<String> = rows.iter().map(|r| get(r, 0)).collect::<R<_>>()?;
+    agents.sort();
+    if agents.is_empty() {
+        return Ok(CleanupResult {
+            success: true,
+            agents_cleaned: 0,
+            agents,
+            locks_released: 0,
+            tasks_requeued: 0,
+            tasks_failed: 0,
+        });
+    }
+    let released = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "DELETE FROM file_locks WHERE agent_id = ANY($2) RETURNING expires_at > {NOW}"
+            ))
+            .await?,
+            &[&now, &agents],
+        )
+        .await?;
+    let locks_released = released.iter().map(|r| get::<bool>(r, 0)).collect::<R<Vec<_>>>()?.into_iter().filter(|live| *live).count() as i64;
+    let claims = tx
+        .query(
+            &tx.prepare_cached(
+                "SELECT task_id, attempts, max_attempts FROM work_queue
+                 WHERE status = 'claimed' AND claimed_by = ANY($1) FOR UPDATE",
+            )
+            .await?,
+            &[&agents],
+        )
+        .await?;
+    let (tasks_requeued, tasks_failed) = queue::settle(tx, now, &claims, "claimer stopped responding").await?;
+    Ok(CleanupResult {
+        success: true,
+        agents_cleaned: agents.len() as i64,
+        agents,
+        locks_released,
+        tasks_requeued,
+        tasks_failed,
+    })
+}
+
+pub async fn counts(tx: &Tx<'_>) -> R<Vec<(AgentStatus, i64)>> {
+    let rows = tx
+        .query(&tx.prepare_cached("SELECT status, count(*) FROM agent_sessions GROUP BY status").await?, &[])
+        .await?;
+    let mut out = Vec::new();
+    for r in &rows {
+        if let Some(s) = AgentStatus::parse(get(r, 0)?) {
+            out.push((s, get(r, 1)?));
+        }
+    }
+    Ok(out)
+}
