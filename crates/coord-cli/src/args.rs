@@ -43,6 +43,8 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Create the database (applying migrations) and print where it is
     Init,
+    /// Apply pending schema migrations (also done automatically on every start)
+    Migrate,
     /// One-screen summary: who you are, your locks and tasks, the queue, the agents
     Status,
     /// File locks: take one before editing a file other agents may touch

@@ -52,7 +52,9 @@ pub fn parse_when(field: &str, raw: &str) -> CoordResult<Timestamp> {
 pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;
     match command {
-        Command::Init | Command::Status => unreachable!("handled before a coordinator is needed"),
+        Command::Init | Command::Migrate | Command::Status => {
+            unreachable!("handled by the caller, which holds the store")
+        }
         Command::Lock(cmd) => match cmd {
             LockCommand::Acquire { path, reason, ttl } => {
                 let req = AcquireLockRequest { file_path: ctx.lock_path(&path), reason, ttl_minutes: ttl };

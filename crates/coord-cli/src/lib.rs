@@ -20,6 +20,8 @@ struct InitResult {
     success: bool,
     backend: &'static str,
     database: String,
+    schema_version: i64,
+    applied_migrations: Vec<i64>,
 }
 
 pub fn main() -> ExitCode {
@@ -35,10 +37,11 @@ pub fn main() -> ExitCode {
     ExitCode::from(runtime.block_on(run(cli)))
 }
 
-/// Logs go to stderr (stdout carries results); `COORD_LOG` sets the filter.
+/// Logs go to stderr (stdout carries results); `COORD_LOG` sets the filter. By default
+/// only errors are logged: every failure a user can act on is already in the answer.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("COORD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -57,14 +60,28 @@ pub async fn run(cli: Cli) -> u8 {
         Err(e) => return out.error(&e),
     };
     match cli.command {
-        Command::Init => out.result(
-            Ok(InitResult {
-                success: true,
-                backend: coord.store().backend(),
-                database: coord.store().location(),
-            }),
-            |r| format!("coordinator database ready ({}) at {}", r.backend, r.database),
-        ),
+        Command::Init | Command::Migrate => {
+            let schema = coord.store().schema();
+            out.result(
+                Ok(InitResult {
+                    success: true,
+                    backend: coord.store().backend(),
+                    database: coord.store().location(),
+                    schema_version: schema.version,
+                    applied_migrations: schema.applied_now,
+                }),
+                |r| {
+                    let applied = match r.applied_migrations.as_slice() {
+                        [] => "schema already current".to_string(),
+                        v => format!("applied migrations {v:?}"),
+                    };
+                    format!(
+                        "coordinator database ready ({}) at {} — schema version {}, {applied}",
+                        r.backend, r.database, r.schema_version
+                    )
+                },
+            )
+        }
         Command::Status => out.result(coord.status(&ctx.caller).await, commands::render_status),
         other => commands::run(other, &coord, &ctx, out).await,
     }

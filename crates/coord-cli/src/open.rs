@@ -3,12 +3,37 @@
 use crate::context::{Context, DbTarget};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use coord_service::{CoordConfig, Coordinator, DatabaseClock};
+use coord_postgres::{PgOptions, PgStore};
 use coord_sqlite::{SqliteOptions, SqliteStore};
 use coord_store::Store;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Connections a process keeps to PostgreSQL: few for one-shot commands, more for
+/// servers; `COORD_PG_POOL_SIZE` overrides.
+pub fn pg_options(default_pool: usize) -> CoordResult<PgOptions> {
+    let pool_size = match std::env::var("COORD_PG_POOL_SIZE") {
+        Ok(raw) => raw.trim().parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            CoordError::field(
+                ErrorCode::InvalidArgument,
+                "COORD_PG_POOL_SIZE",
+                format!("COORD_PG_POOL_SIZE must be a positive number, got {raw:?}"),
+            )
+        })?,
+        Err(_) => default_pool,
+    };
+    Ok(PgOptions {
+        pool_size,
+        ..PgOptions::default()
+    })
+}
+
 pub async fn open_store(target: &DbTarget) -> CoordResult<Arc<dyn Store>> {
+    open_store_with(target, 2).await
+}
+
+/// Opens the store, applying migrations; `pg_pool` sizes a PostgreSQL pool.
+pub async fn open_store_with(target: &DbTarget, pg_pool: usize) -> CoordResult<Arc<dyn Store>> {
     match target {
         DbTarget::Sqlite(path) => {
             let path = path.clone();
@@ -18,7 +43,7 @@ pub async fn open_store(target: &DbTarget) -> CoordResult<Arc<dyn Store>> {
                 .map_err(|_| CoordError::internal())??;
             Ok(Arc::new(store))
         }
-        DbTarget::Postgres(_) => Err(CoordError::unavailable("PostgreSQL support is not built into this coord")),
+        DbTarget::Postgres(url) => Ok(Arc::new(PgStore::connect(url, pg_options(pg_pool)?).await?)),
     }
 }
 

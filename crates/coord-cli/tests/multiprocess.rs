@@ -1,33 +1,52 @@
-//! Several OS processes sharing one database.
+//! Several OS processes sharing one database, on SQLite and on PostgreSQL.
 //!
 //! The test binary re-executes itself as worker processes: `mp_worker` is a no-op in a
-//! normal run and does the work when started with `COORD_MP_ROLE` set. Mutual exclusion
-//! is checked twice, independently of the coordinator's own answers: each lock holder
-//! creates a marker file with `O_EXCL` while it holds the lock (two holders at once
-//! would collide), and afterwards the audit trail must show, per path, acquisitions
-//! and releases strictly alternating.
+//! normal run and does the work when started with `COORD_MP_ROLE` set.
+//!
+//! Lock exclusion is checked independently of the coordinator's answers, three ways:
+//! each holder creates a marker file with `O_EXCL` while it holds the lock (two holders
+//! at once would collide); a sampler thread queries the lock table directly during the
+//! run and checks that a path's fencing token never goes back and that one token never
+//! names two holders; afterwards the audit trail must show, per path, grants and
+//! releases strictly alternating.
 
+#[path = "../../coord-postgres/tests/pg_support/mod.rs"]
+mod pg_support;
+
+use chrono::Utc;
 use coord_cli::context::DbTarget;
 use coord_domain::audit::AuditQueryRequest;
-use coord_domain::locks::{AcquireLockRequest, ReleaseLockRequest};
-use coord_domain::queue::{CompleteWorkRequest, GetTaskRequest, GetWorkRequest, SubmitWorkRequest};
+use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
+use coord_domain::queue::{CompleteWorkRequest, GetTaskRequest, GetWorkRequest, SubmitWorkRequest, TaskStatus};
+use coord_domain::sessions::{CleanupDeadAgentsRequest, RegisterSessionRequest};
 use coord_domain::Caller;
-use coord_service::{Coordination, CoordConfig, Coordinator, DatabaseClock};
+use coord_service::{Clock, Coordination, CoordConfig, Coordinator, DatabaseClock, ManualClock};
 use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 const ROLE: &str = "COORD_MP_ROLE";
 
-async fn coordinator(db: &str) -> Coordinator {
+async fn coordinator_with(db: &str, clock: Arc<dyn Clock>) -> Coordinator {
     let target = DbTarget::parse(db, Path::new("/")).expect("db target");
-    let store = coord_cli::open::open_store(&target).await.expect("open store");
-    Coordinator::new(store, Arc::new(DatabaseClock), CoordConfig::default())
+    let store = coord_cli::open::open_store_with(&target, 4).await.expect("open store");
+    Coordinator::new(store, clock, CoordConfig::default())
+}
+
+async fn coordinator(db: &str) -> Coordinator {
+    coordinator_with(db, Arc::new(DatabaseClock)).await
 }
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+fn env_num(key: &str) -> usize {
+    std::env::var(key).unwrap().parse().unwrap()
 }
 
 /// Entry point of the worker processes.
@@ -35,12 +54,26 @@ fn runtime() -> tokio::runtime::Runtime {
 fn mp_worker() {
     let Ok(role) = std::env::var(ROLE) else { return };
     let db = std::env::var("COORD_MP_DB").unwrap();
-    let index: usize = std::env::var("COORD_MP_INDEX").unwrap().parse().unwrap();
+    let index = env_num("COORD_MP_INDEX");
     runtime().block_on(async {
         let coord = coordinator(&db).await;
         match role.as_str() {
-            "locks" => lock_worker(&coord, index).await,
+            "locks" => {
+                let clients = env_num("COORD_MP_CLIENTS");
+                let tasks: Vec<_> = (0..clients)
+                    .map(|c| {
+                        let coord = coord.clone();
+                        tokio::spawn(async move { lock_worker(&coord, index * clients + c).await })
+                    })
+                    .collect();
+                let mut acquired = 0;
+                for t in tasks {
+                    acquired += t.await.unwrap();
+                }
+                println!("ACQUIRED {acquired}");
+            }
             "tasks" => task_worker(&coord, index).await,
+            "holder" => holder(&coord).await,
             other => panic!("unknown role {other}"),
         }
     });
@@ -54,6 +87,7 @@ fn spawn_workers(role: &str, n: usize, db: &str, extra: &[(&str, String)]) -> Ve
                 .env(ROLE, role)
                 .env("COORD_MP_DB", db)
                 .env("COORD_MP_INDEX", i.to_string())
+                .stdin(Stdio::piped())
                 .stdout(Stdio::piped());
             for (k, v) in extra {
                 c.env(k, v);
@@ -88,16 +122,15 @@ impl XorShift {
     }
 }
 
-const LOCK_PATHS: u64 = 20;
-const LOCK_ATTEMPTS: usize = 200;
-
-async fn lock_worker(coord: &Coordinator, index: usize) {
-    let me = Caller::new(format!("proc-{index}"), "test");
+async fn lock_worker(coord: &Coordinator, client: usize) -> usize {
+    let paths = env_num("COORD_MP_PATHS") as u64;
+    let attempts = env_num("COORD_MP_ATTEMPTS");
+    let me = Caller::new(format!("client-{client}"), "test");
     let markers = std::path::PathBuf::from(std::env::var("COORD_MP_MARKERS").unwrap());
-    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1));
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ (client as u64 + 1));
     let mut acquired = 0;
-    for _ in 0..LOCK_ATTEMPTS {
-        let p = rng.next() % LOCK_PATHS;
+    for _ in 0..attempts {
+        let p = rng.next() % paths;
         let path = format!("f{p}.rs");
         let req = AcquireLockRequest { file_path: path.clone(), reason: None, ttl_minutes: Some(60) };
         let r = coord.acquire_lock(&me, req).await.expect("acquire_lock answers");
@@ -106,17 +139,18 @@ async fn lock_worker(coord: &Coordinator, index: usize) {
         }
         acquired += 1;
         let marker = markers.join(format!("f{p}"));
-        if let Err(e) = std::fs::OpenOptions::new().write(true).create_new(true).open(&marker) {
-            panic!("VIOLATION: {path} has a second live holder ({e})");
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&marker) {
+            Ok(mut f) => f.write_all(me.agent_id.as_bytes()).unwrap(),
+            Err(e) => panic!("VIOLATION: {path} has a second live holder ({e})"),
         }
-        std::thread::yield_now();
+        tokio::task::yield_now().await;
         std::fs::remove_file(&marker).unwrap();
         coord
             .release_lock(&me, ReleaseLockRequest { file_path: path })
             .await
             .expect("the holder can release");
     }
-    println!("ACQUIRED {acquired}");
+    acquired
 }
 
 async fn task_worker(coord: &Coordinator, index: usize) {
@@ -136,25 +170,154 @@ async fn task_worker(coord: &Coordinator, index: usize) {
                 if s.tasks.pending == 0 && s.tasks.claimed == 0 {
                     break;
                 }
-                // Remaining tasks wait on dependencies another worker is finishing.
+                // The remaining tasks wait on dependencies another worker is finishing.
                 tokio::task::yield_now().await;
             }
         }
     }
 }
 
-/// 8 processes x 200 attempts on 20 paths: never two live holders.
-pub fn locks_are_exclusive_across_processes(db: &str) {
+/// An agent that takes locks and claims, says READY, then keeps its session alive until
+/// its stdin closes (or it is killed).
+async fn holder(coord: &Coordinator) {
+    let me = Caller::new("doomed", "test");
+    coord.register_session(&me, RegisterSessionRequest::default()).await.unwrap();
+    for p in ["a.rs", "b.rs", "c.rs"] {
+        let r = coord
+            .acquire_lock(&me, AcquireLockRequest { file_path: p.into(), reason: None, ttl_minutes: Some(480) })
+            .await
+            .unwrap();
+        assert!(r.success);
+    }
+    for _ in 0..2 {
+        assert!(coord.get_work(&me, GetWorkRequest::default()).await.unwrap().success);
+    }
+    println!("READY");
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+/// Samples the lock table directly while workers run: per path, the fencing token never
+/// goes back, and one token never names two holders.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<(usize, Vec<String>)>,
+}
+
+impl Sampler {
+    fn start(db: Db) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let mut seen: HashMap<String, (i64, String)> = HashMap::new();
+            let mut violations = Vec::new();
+            let mut samples = 0;
+            while !flag.load(Ordering::Relaxed) {
+                for (path, agent, token) in rt.block_on(db.live_locks()) {
+                    if let Some((last_token, last_agent)) = seen.get(&path) {
+                        if token < *last_token || (token == *last_token && agent != *last_agent) {
+                            violations.push(format!("{path}: token {token} by {agent} after {last_token} by {last_agent}"));
+                        }
+                    }
+                    seen.insert(path, (token, agent));
+                }
+                samples += 1;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            (samples, violations)
+        });
+        Sampler { stop, handle }
+    }
+
+    fn finish(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let (samples, violations) = self.handle.join().unwrap();
+        assert!(samples > 0);
+        assert!(violations.is_empty(), "{violations:#?}");
+    }
+}
+
+/// A database for one test, and a way to read it without the coordinator.
+#[derive(Clone)]
+enum Db {
+    Sqlite { _dir: Arc<tempfile::TempDir>, path: String },
+    Postgres(Arc<pg_support::TestDatabase>),
+}
+
+impl Db {
+    fn sqlite() -> Db {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coord.db").display().to_string();
+        Db::Sqlite { _dir: Arc::new(dir), path }
+    }
+
+    /// `None` when no PostgreSQL server is reachable (and CI does not require one).
+    fn postgres() -> Option<Db> {
+        let rt = runtime();
+        if !rt.block_on(pg_support::available()) {
+            return None;
+        }
+        Some(Db::Postgres(Arc::new(rt.block_on(pg_support::TestDatabase::from_template()))))
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Db::Sqlite { path, .. } => path.clone(),
+            Db::Postgres(db) => db.url.clone(),
+        }
+    }
+
+    async fn live_locks(&self) -> Vec<(String, String, i64)> {
+        match self {
+            Db::Sqlite { path, .. } => {
+                let c = rusqlite::Connection::open(path).unwrap();
+                c.busy_timeout(Duration::from_secs(5)).unwrap();
+                let mut stmt = c
+                    .prepare("SELECT file_path, agent_id, fencing_token FROM file_locks WHERE expires_at > ?1")
+                    .unwrap();
+                stmt.query_map([Utc::now().timestamp_micros()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap()
+            }
+            Db::Postgres(db) => {
+                let c = pg_support::connect(&db.url).await;
+                c.query("SELECT file_path, agent_id, fencing_token FROM file_locks WHERE expires_at > now()", &[])
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2)))
+                    .collect()
+            }
+        }
+    }
+}
+
+fn locks_are_exclusive_across_processes(db: &Db, processes: usize, clients: usize, paths: usize, attempts: usize) {
+    let url = db.url();
     let markers = tempfile::tempdir().unwrap();
-    runtime().block_on(coordinator(db)); // migrate once before the race
-    let workers = spawn_workers("locks", 8, db, &[("COORD_MP_MARKERS", markers.path().display().to_string())]);
+    runtime().block_on(coordinator(&url)); // migrate once before the race
+    let sampler = Sampler::start(db.clone());
+    let workers = spawn_workers(
+        "locks",
+        processes,
+        &url,
+        &[
+            ("COORD_MP_MARKERS", markers.path().display().to_string()),
+            ("COORD_MP_CLIENTS", clients.to_string()),
+            ("COORD_MP_PATHS", paths.to_string()),
+            ("COORD_MP_ATTEMPTS", attempts.to_string()),
+        ],
+    );
     let acquired: usize = collect(workers, "ACQUIRED").iter().map(|n| n.parse::<usize>().unwrap()).sum();
+    sampler.finish();
     assert!(acquired > 0);
 
-    // Independent check from the audit trail: per path, acquire and release alternate.
+    // From the audit trail: per path, grants and releases alternate.
     let entries = runtime().block_on(async {
-        let coord = coordinator(db).await;
-        coord
+        coordinator(&url)
+            .await
             .query_audit(&Caller::new("checker", "test"), AuditQueryRequest { limit: Some(10_000), ..Default::default() })
             .await
             .unwrap()
@@ -182,71 +345,162 @@ pub fn locks_are_exclusive_across_processes(db: &str) {
     assert!(holder.is_empty());
 }
 
-/// 4 processes claiming 2,000 tasks (with dependency chains): each claimed exactly once,
-/// none lost, and no task claimed before its dependency completed.
-pub fn tasks_are_claimed_once_across_processes(db: &str) {
+/// Workers in separate processes drain a queue with dependency chains: each task
+/// claimed exactly once, none lost, none claimed before its dependency completed.
+fn tasks_are_claimed_once_across_processes(db: &Db, processes: usize, count: usize) {
+    let url = db.url();
     let rt = runtime();
     let boss = Caller::new("boss", "test");
+    // Submitted by 8 concurrent submitters; every tenth task depends on the tenth before.
     let ids: Vec<String> = rt.block_on(async {
-        let coord = coordinator(db).await;
-        let mut ids: Vec<String> = Vec::new();
-        for k in 0..2000 {
-            let depends_on = (k >= 10 && k % 10 == 0).then(|| vec![ids[k - 10].clone()]);
-            let r = coord
-                .submit_work(
-                    &boss,
-                    SubmitWorkRequest {
+        let coord = coordinator(&url).await;
+        let mut ids: Vec<String> = Vec::with_capacity(count);
+        for chunk_start in (0..count).step_by(10) {
+            let mut batch = Vec::new();
+            for k in chunk_start..(chunk_start + 10).min(count) {
+                let depends_on = (k >= 10 && k % 10 == 0).then(|| vec![ids[k - 10].clone()]);
+                let coord = coord.clone();
+                let boss = boss.clone();
+                batch.push(tokio::spawn(async move {
+                    let req = SubmitWorkRequest {
                         task_type: "t".into(),
                         task_description: format!("task {k}"),
                         priority: Some((k % 10) as i64 + 1),
                         depends_on,
                         input_data: None,
-                    },
-                )
-                .await
-                .unwrap();
-            ids.push(r.task_id);
+                    };
+                    coord.submit_work(&boss, req).await.unwrap().task_id
+                }));
+            }
+            for b in batch {
+                ids.push(b.await.unwrap());
+            }
         }
         ids
     });
-    let claimed = collect(spawn_workers("tasks", 4, db, &[]), "CLAIMED");
+    let claimed = collect(spawn_workers("tasks", processes, &url, &[]), "CLAIMED");
     let mut seen = HashSet::new();
     for id in &claimed {
         assert!(seen.insert(id.clone()), "task {id} claimed twice");
     }
     let all: HashSet<String> = ids.iter().cloned().collect();
+    assert_eq!(seen.len(), all.len());
     assert_eq!(seen, all, "every task claimed exactly once, none lost");
     rt.block_on(async {
-        let coord = coordinator(db).await;
-        for k in (10..2000).step_by(10) {
+        let coord = coordinator(&url).await;
+        for k in (10..count).step_by(10) {
             let t = coord.get_task(&boss, GetTaskRequest { task_id: ids[k].clone() }).await.unwrap().task;
             let dep = coord.get_task(&boss, GetTaskRequest { task_id: ids[k - 10].clone() }).await.unwrap().task;
             assert!(dep.completed_at.unwrap() <= t.claimed_at.unwrap(), "task {k} claimed before its dependency completed");
-            assert_eq!(t.attempts, 1);
+            assert_eq!((t.status, t.attempts), (TaskStatus::Completed, 1));
         }
     });
 }
 
-fn sqlite_db() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("coord.db").display().to_string();
-    (dir, db)
+/// `kill -9` an agent holding locks and claims: after the stale threshold (reached by
+/// moving an injected clock, not by waiting), cleanup frees its locks and requeues its
+/// tasks, which others then claim.
+fn a_killed_agent_is_cleaned_up(db: &Db) {
+    let url = db.url();
+    let rt = runtime();
+    let boss = Caller::new("boss", "test");
+    let tasks: Vec<String> = rt.block_on(async {
+        let coord = coordinator(&url).await;
+        let mut ids = Vec::new();
+        for i in 0..2 {
+            let req = SubmitWorkRequest { task_type: "t".into(), task_description: format!("t{i}"), ..Default::default() };
+            ids.push(coord.submit_work(&boss, req).await.unwrap().task_id);
+        }
+        ids
+    });
+    let mut child = spawn_workers("holder", 1, &url, &[]).remove(0);
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("READY") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "holder exited before READY");
+    }
+    child.kill().unwrap(); // SIGKILL: no cleanup of its own
+    child.wait().unwrap();
+
+    rt.block_on(async {
+        let clock = Arc::new(ManualClock::new(Utc::now() + chrono::Duration::minutes(16)));
+        let later = coordinator_with(&url, clock).await;
+        let r = later.cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default()).await.unwrap();
+        assert_eq!(r.agents, ["doomed"]);
+        assert_eq!((r.locks_released, r.tasks_requeued), (3, 2));
+
+        let coord = coordinator(&url).await;
+        let other = Caller::new("survivor", "test");
+        let locks = coord.check_locks(&other, CheckLocksRequest::default()).await.unwrap();
+        assert!(locks.locks.is_empty(), "{locks:?}");
+        let lock = coord
+            .acquire_lock(&other, AcquireLockRequest { file_path: "a.rs".into(), reason: None, ttl_minutes: None })
+            .await
+            .unwrap();
+        assert!(lock.success);
+        let mut reclaimed = HashSet::new();
+        for _ in 0..2 {
+            reclaimed.insert(coord.get_work(&other, GetWorkRequest::default()).await.unwrap().task_id.unwrap());
+        }
+        assert_eq!(reclaimed, tasks.into_iter().collect());
+    });
+}
+
+fn worker_process() -> bool {
+    std::env::var(ROLE).is_ok()
 }
 
 #[test]
-fn sqlite_locks_are_exclusive_across_processes() {
-    if std::env::var(ROLE).is_ok() {
+fn sqlite_8_processes_200_attempts_20_paths_never_two_holders() {
+    if worker_process() {
         return;
     }
-    let (_dir, db) = sqlite_db();
-    locks_are_exclusive_across_processes(&db);
+    locks_are_exclusive_across_processes(&Db::sqlite(), 8, 1, 20, 200);
 }
 
 #[test]
-fn sqlite_tasks_are_claimed_once_across_processes() {
-    if std::env::var(ROLE).is_ok() {
+fn sqlite_4_processes_claim_2000_tasks_exactly_once() {
+    if worker_process() {
         return;
     }
-    let (_dir, db) = sqlite_db();
-    tasks_are_claimed_once_across_processes(&db);
+    tasks_are_claimed_once_across_processes(&Db::sqlite(), 4, 2000);
+}
+
+#[test]
+fn sqlite_killed_agent_is_cleaned_up() {
+    if worker_process() {
+        return;
+    }
+    a_killed_agent_is_cleaned_up(&Db::sqlite());
+}
+
+#[test]
+fn postgres_16_clients_on_10_paths_never_two_holders() {
+    if worker_process() {
+        return;
+    }
+    if let Some(db) = Db::postgres() {
+        locks_are_exclusive_across_processes(&db, 8, 2, 10, 200);
+    }
+}
+
+#[test]
+fn postgres_8_workers_claim_20000_tasks_exactly_once() {
+    if worker_process() {
+        return;
+    }
+    if let Some(db) = Db::postgres() {
+        tasks_are_claimed_once_across_processes(&db, 8, 20_000);
+    }
+}
+
+#[test]
+fn postgres_killed_agent_is_cleaned_up() {
+    if worker_process() {
+        return;
+    }
+    if let Some(db) = Db::postgres() {
+        a_killed_agent_is_cleaned_up(&db);
+    }
 }

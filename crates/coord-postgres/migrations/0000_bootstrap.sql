@@ -20,9 +20,13 @@ $$;
 
 DO $$
 BEGIN
-    -- service_role bypasses RLS on Supabase; mirror that where we may.
-    ALTER ROLE service_role BYPASSRLS;
-EXCEPTION WHEN insufficient_privilege THEN
+    -- service_role bypasses RLS on Supabase; mirror that where we may. Roles are shared
+    -- by every database of the cluster, so another database's bootstrap may be altering
+    -- the same row right now ("tuple concurrently updated", XX000): it sets the same value.
+    IF NOT (SELECT rolbypassrls FROM pg_roles WHERE rolname = 'service_role') THEN
+        ALTER ROLE service_role BYPASSRLS;
+    END IF;
+EXCEPTION WHEN insufficient_privilege OR internal_error THEN
     NULL;
 END
 $$;

@@ -2,7 +2,7 @@
 //! every host.
 //!
 //! Differences from the SQLite store, and why:
-//! - Time is the database's `now()` (unless a clock is injected), so hosts with skewed
+//! - Time is the database clock (`statement_timestamp()`, unless a clock is injected), so hosts with skewed
 //!   clocks agree on lease expiry.
 //! - Lock acquisition is one atomic `INSERT … ON CONFLICT … DO UPDATE … WHERE expired OR
 //!   mine … RETURNING` statement; claiming uses `FOR UPDATE SKIP LOCKED`. There is no
@@ -33,7 +33,7 @@ use coord_domain::queue::{
 use coord_domain::sessions::{AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
 use coord_domain::status::StatusResult;
 use coord_domain::{CoordError, CoordResult, Timestamp};
-use coord_store::{OpCtx, Store, SweepReport};
+use coord_store::{OpCtx, SchemaInfo, Store, SweepReport};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
 use serde::Serialize;
 use std::future::Future;
@@ -92,6 +92,7 @@ impl Default for PgOptions {
 pub struct PgStore {
     pool: Pool,
     location: String,
+    applied: Vec<i64>,
 }
 
 /// Connection-level failures (server gone, restarting, out of connections, no such
@@ -169,11 +170,16 @@ pub fn redact(url: &str) -> String {
 impl PgStore {
     /// Connects, checks the server is reachable, and applies pending migrations.
     pub async fn connect(url: &str, options: PgOptions) -> CoordResult<PgStore> {
-        let store = PgStore::connect_lazy(url, &options)?;
-        let mut client = store.client().await.map_err(|e| {
-            CoordError::unavailable(format!("cannot connect to PostgreSQL at {}: {}", store.location, e.message))
+        let mut store = PgStore::connect_lazy(url, &options)?;
+        let mut client = store.pool.get().await.map_err(|e| {
+            let why = match e {
+                PoolError::Backend(e) => describe(&e),
+                PoolError::Timeout(_) => "timed out".to_string(),
+                other => other.to_string(),
+            };
+            CoordError::unavailable(format!("cannot connect to PostgreSQL at {}: {why}", store.location))
         })?;
-        migrate::migrate(&mut client).await?;
+        store.applied = migrate::migrate(&mut client).await?.into_iter().map(i64::from).collect();
         Ok(store)
     }
 
@@ -206,6 +212,7 @@ impl PgStore {
         Ok(PgStore {
             pool,
             location: redact(url),
+            applied: Vec::new(),
         })
     }
 
@@ -262,6 +269,13 @@ impl Store for PgStore {
 
     fn location(&self) -> String {
         self.location.clone()
+    }
+
+    fn schema(&self) -> SchemaInfo {
+        SchemaInfo {
+            version: MIGRATIONS.last().map(|m| m.0 as i64).unwrap_or(0),
+            applied_now: self.applied.clone(),
+        }
     }
 
     async fn acquire_lock(

@@ -7,8 +7,11 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 /// `now` for SQL: the injected clock's reading, or the database's own clock. Every
-/// statement that needs the time takes it as `$1`.
-pub const NOW: &str = "COALESCE($1::timestamptz, now())";
+/// statement that needs the time takes it as `$1`. The database clock is read per
+/// statement, not per transaction (`now()`): a transaction that began before another
+/// committed must not stamp its later statements with an earlier time (a task would
+/// look claimed before its dependency completed).
+pub const NOW: &str = "COALESCE($1::timestamptz, statement_timestamp())";
 
 pub fn get<'a, T: FromSql<'a>>(row: &'a Row, idx: usize) -> R<T> {
     row.try_get(idx).map_err(Fail::Db)

@@ -28,7 +28,7 @@ use coord_domain::sessions::{AgentStatus, CleanupResult, DiscoverAgentsResult, N
 use coord_domain::status::StatusResult;
 use coord_domain::time::to_micros;
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
-use coord_store::{OpCtx, Store, SweepReport};
+use coord_store::{OpCtx, SchemaInfo, Store, SweepReport};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -60,6 +60,7 @@ pub struct SqliteStore {
 struct Inner {
     conn: Mutex<Connection>,
     path: PathBuf,
+    applied: Vec<i64>,
 }
 
 /// Failure inside a store function: a database error or a refusal decided by a rule.
@@ -171,7 +172,7 @@ impl SqliteStore {
         configure(&conn, &options).map_err(|e| {
             unavailable(format!("cannot use SQLite database {}: {}", path.display(), CoordError::from(Fail::Db(e)).message))
         })?;
-        migrate::apply(&mut conn).map_err(|e| match e {
+        let applied = migrate::apply(&mut conn).map_err(|e| match e {
             Fail::Db(e) => unavailable(format!(
                 "cannot prepare SQLite database {}: {}",
                 path.display(),
@@ -183,6 +184,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 conn: Mutex::new(conn),
                 path: path.to_path_buf(),
+                applied,
             }),
         })
     }
@@ -258,6 +260,13 @@ impl Store for SqliteStore {
 
     fn location(&self) -> String {
         self.inner.path.display().to_string()
+    }
+
+    fn schema(&self) -> SchemaInfo {
+        SchemaInfo {
+            version: SCHEMA_VERSION,
+            applied_now: self.inner.applied.clone(),
+        }
     }
 
     async fn acquire_lock(

@@ -12,9 +12,9 @@ fn version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }
 
-/// Applies missing migrations. Safe when several processes start at once: the version
-/// is re-read under the write lock, so exactly one of them migrates.
-pub fn apply(conn: &mut Connection) -> R<()> {
+/// Applies missing migrations and returns their versions. Safe when several processes
+/// start at once: the version is re-read under the write lock, so exactly one migrates.
+pub fn apply(conn: &mut Connection) -> R<Vec<i64>> {
     let newer = |v: i64| {
         Fail::Coord(CoordError::unavailable(format!(
             "the database schema (version {v}) is newer than this coord understands ({SCHEMA_VERSION}); upgrade coord"
@@ -22,7 +22,7 @@ pub fn apply(conn: &mut Connection) -> R<()> {
     };
     let seen = version(conn)?;
     if seen == SCHEMA_VERSION {
-        return Ok(());
+        return Ok(Vec::new());
     }
     if seen > SCHEMA_VERSION {
         return Err(newer(seen));
@@ -32,11 +32,13 @@ pub fn apply(conn: &mut Connection) -> R<()> {
     if current > SCHEMA_VERSION {
         return Err(newer(current));
     }
+    let mut applied = Vec::new();
     for (v, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
         tx.execute_batch(sql)?;
         tracing::info!(version = v, "applied sqlite migration");
+        applied.push(*v);
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
-    Ok(())
+    Ok(applied)
 }

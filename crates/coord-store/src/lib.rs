@@ -50,6 +50,12 @@ impl OpCtx {
     }
 }
 
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SchemaInfo {
+    pub version: i64,
+    pub applied_now: Vec<i64>,
+}
+
 /// What a maintenance sweep removed or moved.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SweepReport {
@@ -64,6 +70,9 @@ pub trait Store: Send + Sync + 'static {
     fn backend(&self) -> &'static str;
     /// Where the data lives, for people (a file path, or a URL without password).
     fn location(&self) -> String;
+    /// The schema version the database is at, and the migrations this process applied
+    /// when it opened the store (empty when the schema was already current).
+    fn schema(&self) -> SchemaInfo;
 
     async fn acquire_lock(
         &self,

@@ -1,0 +1,136 @@
+//! Migrations and the Supabase-compatible schema, on a real server.
+
+mod pg_support;
+
+use coord_postgres::{PgOptions, PgStore, MIGRATIONS};
+use coord_store::Store;
+use pg_support::TestDatabase;
+
+async fn skip() -> bool {
+    !pg_support::available().await
+}
+
+#[tokio::test]
+async fn migrations_apply_to_an_empty_database_once() {
+    if skip().await {
+        return;
+    }
+    let db = TestDatabase::empty().await;
+    let first = PgStore::connect(&db.url, PgOptions::default()).await.unwrap();
+    let all: Vec<i64> = MIGRATIONS.iter().map(|m| m.0 as i64).collect();
+    assert_eq!(first.schema().applied_now, all);
+    let second = PgStore::connect(&db.url, PgOptions::default()).await.unwrap();
+    assert!(second.schema().applied_now.is_empty(), "a second start is a no-op");
+    let c = pg_support::connect(&db.url).await;
+    let rows = c.query("SELECT version FROM coord_schema_migrations ORDER BY version", &[]).await.unwrap();
+    let recorded: Vec<i64> = rows.iter().map(|r| r.get::<_, i32>(0) as i64).collect();
+    assert_eq!(recorded, all);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_starts_migrate_exactly_once() {
+    if skip().await {
+        return;
+    }
+    let db = TestDatabase::empty().await;
+    let starts: Vec<_> = (0..6)
+        .map(|_| {
+            let url = db.url.clone();
+            tokio::spawn(async move { PgStore::connect(&url, PgOptions { pool_size: 1, ..Default::default() }).await })
+        })
+        .collect();
+    let mut applied = 0;
+    for s in starts {
+        let store = s.await.unwrap().expect("every concurrent start succeeds");
+        applied += store.schema().applied_now.len();
+    }
+    assert_eq!(applied, MIGRATIONS.len(), "each migration applied by exactly one starter");
+}
+
+#[tokio::test]
+async fn supabase_bootstrap_roles_schema_and_publication() {
+    if skip().await {
+        return;
+    }
+    let db = TestDatabase::from_template().await;
+    let c = pg_support::connect(&db.url).await;
+    for role in ["anon", "authenticated", "service_role"] {
+        let row = c.query_one("SELECT rolcanlogin FROM pg_roles WHERE rolname = $1", &[&role]).await.unwrap();
+        assert!(!row.get::<_, bool>(0), "{role} is NOLOGIN");
+    }
+    let role: Option<String> = c.query_one("SELECT auth.role()", &[]).await.unwrap().get(0);
+    assert_eq!(role, None, "auth.role() exists and is null outside PostgREST");
+    let tx_role: Option<String> = c
+        .query_one("SELECT set_config('request.jwt.claim.role', 'anon', false), auth.role()", &[])
+        .await
+        .unwrap()
+        .get(1);
+    assert_eq!(tx_role.as_deref(), Some("anon"));
+    let published: Vec<String> = c
+        .query("SELECT tablename::text FROM pg_publication_tables WHERE pubname = 'supabase_realtime' ORDER BY 1", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(published, ["file_locks", "work_queue"]);
+    let without_rls: Vec<String> = c
+        .query(
+            "SELECT relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = current_schema() AND c.relkind = 'r' AND NOT c.relrowsecurity
+               AND relname <> 'coord_schema_migrations'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(without_rls.is_empty(), "tables without RLS: {without_rls:?}");
+}
+
+#[tokio::test]
+async fn row_level_security_and_grants_limit_the_application_roles() {
+    if skip().await {
+        return;
+    }
+    let db = TestDatabase::from_template().await;
+    let c = pg_support::connect(&db.url).await;
+    c.batch_execute(
+        "INSERT INTO file_locks VALUES ('a.rs', 'agent', 'cli', NULL, NULL, now(), now() + interval '1 hour', 1);
+         INSERT INTO audit_log (\"timestamp\", agent_id, agent_type, operation, parameters, result, success, duration_ms)
+             VALUES (now(), 'agent', 'cli', 'acquire_lock', '{}', '{}', true, 1);",
+    )
+    .await
+    .unwrap();
+    let as_role = |role: &'static str, sql: &'static str| {
+        let c = &c;
+        async move {
+            c.batch_execute("BEGIN").await.unwrap();
+            c.batch_execute(&format!("SET LOCAL ROLE {role}")).await.unwrap();
+            let r = c.query(sql, &[]).await;
+            c.batch_execute("ROLLBACK").await.unwrap();
+            r.map(|rows| rows.len()).map_err(|e| e.as_db_error().map(|d| d.code().code().to_string()).unwrap_or_default())
+        }
+    };
+    assert_eq!(as_role("anon", "SELECT * FROM file_locks").await, Ok(1), "anon reads locks");
+    assert_eq!(as_role("authenticated", "SELECT * FROM work_queue").await, Ok(0));
+    assert_eq!(as_role("anon", "SELECT * FROM audit_log").await, Err("42501".into()), "anon cannot read the audit log");
+    assert_eq!(as_role("anon", "SELECT * FROM agent_sessions").await, Err("42501".into()));
+    assert_eq!(as_role("anon", "DELETE FROM file_locks RETURNING 1").await, Err("42501".into()));
+    assert_eq!(as_role("service_role", "SELECT * FROM audit_log").await, Ok(1));
+    assert_eq!(
+        as_role("service_role", "INSERT INTO file_locks VALUES ('b.rs', 'x', 'cli', NULL, NULL, now(), now(), 2) RETURNING 1")
+            .await,
+        Ok(1),
+        "service_role does everything on coordination tables"
+    );
+    for sql in ["UPDATE audit_log SET operation = 'x' RETURNING 1", "DELETE FROM audit_log RETURNING 1"] {
+        assert_eq!(as_role("service_role", sql).await, Err("42501".into()), "{sql} as service_role");
+    }
+    // Even the owner (superuser here) is stopped by the triggers.
+    for sql in ["UPDATE audit_log SET operation = 'x'", "DELETE FROM audit_log", "TRUNCATE audit_log"] {
+        let e = c.batch_execute(sql).await.unwrap_err();
+        assert!(e.as_db_error().unwrap().message().contains("append-only"), "{sql}: {e}");
+    }
+}
