@@ -29,7 +29,13 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub json: bool,
     /// Database: a SQLite file path or sqlite:PATH (default <git root>/.coord/coord.db), or postgres://…
-    #[arg(long, global = true, env = "COORD_DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        env = "COORD_DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
     pub db: Option<String>,
     /// Who you are to other agents (default: <user>@<host>)
     #[arg(long, global = true, env = "COORD_AGENT_ID", value_name = "ID")]
@@ -77,14 +83,10 @@ pub enum LockCommand {
         ttl: Option<i64>,
     },
     /// Release a lock you hold
-    Release {
-        path: String,
-    },
+    Release { path: String },
     /// List live locks, all or on the given paths
     #[command(alias = "ls")]
-    List {
-        paths: Vec<String>,
-    },
+    List { paths: Vec<String> },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

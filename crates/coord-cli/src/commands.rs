@@ -2,10 +2,11 @@
 
 use crate::args::*;
 use crate::context::Context;
-use crate::output::{ellipsis, short_id, table, when, Output};
+use crate::output::{Output, ellipsis, short_id, table, when};
 use chrono::Utc;
 use coord_domain::audit::{AuditQueryRequest, AuditQueryResult};
-use coord_domain::handoffs::{Handoff, ReadHandoffRequest, ALL_AGENTS};
+use coord_domain::handoffs::WriteHandoffRequest;
+use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest};
 use coord_domain::locks::{
     AcquireLockRequest, AcquireLockResult, CheckLocksRequest, LockAction, LockInfo, ReleaseLockRequest,
 };
@@ -16,7 +17,6 @@ use coord_domain::sessions::{
     AgentStatus, CleanupDeadAgentsRequest, DiscoverAgentsRequest, HeartbeatRequest, RegisterSessionRequest,
 };
 use coord_domain::status::StatusResult;
-use coord_domain::handoffs::WriteHandoffRequest;
 use coord_domain::{CoordError, CoordResult, ErrorCode, Timestamp};
 use coord_service::Coordination;
 use serde_json::Value;
@@ -25,7 +25,11 @@ use std::fmt::Write;
 fn parse_json(field: &str, raw: Option<String>) -> CoordResult<Option<Value>> {
     raw.map(|s| {
         serde_json::from_str(&s).map_err(|e| {
-            CoordError::field(ErrorCode::InvalidJson, field, format!("--{field} is not valid JSON: {e}"))
+            CoordError::field(
+                ErrorCode::InvalidJson,
+                field,
+                format!("--{field} is not valid JSON: {e}"),
+            )
         })
     })
     .transpose()
@@ -57,12 +61,20 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         }
         Command::Lock(cmd) => match cmd {
             LockCommand::Acquire { path, reason, ttl } => {
-                let req = AcquireLockRequest { file_path: ctx.lock_path(&path), reason, ttl_minutes: ttl };
+                let req = AcquireLockRequest {
+                    file_path: ctx.lock_path(&path),
+                    reason,
+                    ttl_minutes: ttl,
+                };
                 out.result(coord.acquire_lock(me, req).await, render_acquire)
             }
             LockCommand::Release { path } => {
-                let req = ReleaseLockRequest { file_path: ctx.lock_path(&path) };
-                out.result(coord.release_lock(me, req).await, |r| format!("released {}", r.file_path))
+                let req = ReleaseLockRequest {
+                    file_path: ctx.lock_path(&path),
+                };
+                out.result(coord.release_lock(me, req).await, |r| {
+                    format!("released {}", r.file_path)
+                })
             }
             LockCommand::List { paths } => {
                 let file_paths = if paths.is_empty() {
@@ -85,7 +97,13 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
 async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;
     match cmd {
-        WorkCommand::Submit { task_type, description, priority, depends_on, input } => {
+        WorkCommand::Submit {
+            task_type,
+            description,
+            priority,
+            depends_on,
+            input,
+        } => {
             let input_data = match parse_json("input", input) {
                 Ok(v) => v,
                 Err(e) => return out.error(&e),
@@ -106,7 +124,9 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
             })
         }
         WorkCommand::Claim { types } => {
-            let req = GetWorkRequest { task_types: if types.is_empty() { None } else { Some(types) } };
+            let req = GetWorkRequest {
+                task_types: if types.is_empty() { None } else { Some(types) },
+            };
             out.result(coord.get_work(me, req).await, |r| match &r.task_id {
                 None => "no tasks available".to_string(),
                 Some(id) => {
@@ -127,12 +147,23 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
                 }
             })
         }
-        WorkCommand::Complete { task_id, success, failed: _, result, error } => {
+        WorkCommand::Complete {
+            task_id,
+            success,
+            failed: _,
+            result,
+            error,
+        } => {
             let result = match parse_json("result", result) {
                 Ok(v) => v,
                 Err(e) => return out.error(&e),
             };
-            let req = CompleteWorkRequest { task_id, success, result, error_message: error };
+            let req = CompleteWorkRequest {
+                task_id,
+                success,
+                result,
+                error_message: error,
+            };
             out.result(coord.complete_work(me, req).await, |r| {
                 let mut s = format!("task {} {}", r.task_id, r.status);
                 if !r.cancelled_dependents.is_empty() {
@@ -146,10 +177,14 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
                 s
             })
         }
-        WorkCommand::Show { task_id } => {
-            out.result(coord.get_task(me, GetTaskRequest { task_id }).await, |r| render_task(&r.task))
-        }
-        WorkCommand::List { status, task_type, limit } => {
+        WorkCommand::Show { task_id } => out.result(coord.get_task(me, GetTaskRequest { task_id }).await, |r| {
+            render_task(&r.task)
+        }),
+        WorkCommand::List {
+            status,
+            task_type,
+            limit,
+        } => {
             let status = status.map(|s| match s {
                 StatusArg::Pending => TaskStatus::Pending,
                 StatusArg::Claimed => TaskStatus::Claimed,
@@ -157,7 +192,11 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
                 StatusArg::Failed => TaskStatus::Failed,
                 StatusArg::Cancelled => TaskStatus::Cancelled,
             });
-            let req = ListTasksRequest { status, task_type, limit };
+            let req = ListTasksRequest {
+                status,
+                task_type,
+                limit,
+            };
             out.result(coord.list_tasks(me, req).await, |r| render_tasks(&r.tasks))
         }
     }
@@ -166,9 +205,16 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
 async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;
     match cmd {
-        AgentsCommand::Register { capabilities, current_task } => {
+        AgentsCommand::Register {
+            capabilities,
+            current_task,
+        } => {
             let req = RegisterSessionRequest {
-                capabilities: if capabilities.is_empty() { None } else { Some(capabilities) },
+                capabilities: if capabilities.is_empty() {
+                    None
+                } else {
+                    Some(capabilities)
+                },
                 current_task,
             };
             out.result(coord.register_session(me, req).await, |r| {
@@ -185,12 +231,21 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
                 AgentStatusArg::Disconnected => AgentStatus::Disconnected,
             });
             out.result(
-                coord.discover_agents(me, DiscoverAgentsRequest { capability, status }).await,
+                coord
+                    .discover_agents(me, DiscoverAgentsRequest { capability, status })
+                    .await,
                 |r| {
                     if r.agents.is_empty() {
                         return "no matching agents".into();
                     }
-                    let mut t = table(&["AGENT", "TYPE", "STATUS", "CAPABILITIES", "CURRENT TASK", "LAST HEARTBEAT"]);
+                    let mut t = table(&[
+                        "AGENT",
+                        "TYPE",
+                        "STATUS",
+                        "CAPABILITIES",
+                        "CURRENT TASK",
+                        "LAST HEARTBEAT",
+                    ]);
                     for a in &r.agents {
                         t.add_row(vec![
                             a.agent_id.clone(),
@@ -206,7 +261,9 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
             )
         }
         AgentsCommand::Cleanup { stale_minutes } => {
-            let req = CleanupDeadAgentsRequest { stale_threshold_minutes: stale_minutes };
+            let req = CleanupDeadAgentsRequest {
+                stale_threshold_minutes: stale_minutes,
+            };
             out.result(coord.cleanup_dead_agents(me, req).await, |r| {
                 if r.agents_cleaned == 0 {
                     return "no stale agents".into();
@@ -228,7 +285,14 @@ async fn handoff(cmd: HandoffCommand, coord: &dyn Coordination, ctx: &Context, o
     let me = &ctx.caller;
     let list = |v: Vec<String>| if v.is_empty() { None } else { Some(v) };
     match cmd {
-        HandoffCommand::Write { summary, completed_work, in_progress, decisions, next_steps, relevant_files } => {
+        HandoffCommand::Write {
+            summary,
+            completed_work,
+            in_progress,
+            decisions,
+            next_steps,
+            relevant_files,
+        } => {
             let req = WriteHandoffRequest {
                 summary,
                 completed_work: list(completed_work),
@@ -237,16 +301,21 @@ async fn handoff(cmd: HandoffCommand, coord: &dyn Coordination, ctx: &Context, o
                 next_steps: list(next_steps),
                 relevant_files: list(relevant_files),
             };
-            out.result(coord.write_handoff(me, req).await, |r| format!("wrote handoff {}", r.handoff_id))
+            out.result(coord.write_handoff(me, req).await, |r| {
+                format!("wrote handoff {}", r.handoff_id)
+            })
         }
         HandoffCommand::Read { agent, all, limit } => {
             let agent_name = if all { Some(ALL_AGENTS.to_string()) } else { agent };
-            out.result(coord.read_handoff(me, ReadHandoffRequest { agent_name, limit }).await, |r| {
-                if r.handoffs.is_empty() {
-                    return "no handoff documents".into();
-                }
-                r.handoffs.iter().map(render_handoff).collect::<Vec<_>>().join("\n")
-            })
+            out.result(
+                coord.read_handoff(me, ReadHandoffRequest { agent_name, limit }).await,
+                |r| {
+                    if r.handoffs.is_empty() {
+                        return "no handoff documents".into();
+                    }
+                    r.handoffs.iter().map(render_handoff).collect::<Vec<_>>().join("\n")
+                },
+            )
         }
     }
 }
@@ -289,7 +358,11 @@ pub fn render_acquire(r: &AcquireLockResult) -> String {
         }
         action => format!(
             "{} {} until {} (fencing token {})",
-            if action == LockAction::Refreshed { "refreshed" } else { "locked" },
+            if action == LockAction::Refreshed {
+                "refreshed"
+            } else {
+                "locked"
+            },
             r.file_path,
             when(r.expires_at),
             r.fencing_token.unwrap_or_default()
@@ -361,7 +434,10 @@ pub fn render_task(t: &TaskInfo) -> String {
     }
     line("created", format!("{} by {}", when(t.created_at), t.created_by));
     if let Some(at) = t.claimed_at {
-        line("claimed", format!("{} by {}", when(at), t.claimed_by.as_deref().unwrap_or("?")));
+        line(
+            "claimed",
+            format!("{} by {}", when(at), t.claimed_by.as_deref().unwrap_or("?")),
+        );
     }
     if let (TaskStatus::Claimed, Some(until)) = (t.status, t.claimed_until) {
         line("lease until", when(until));
@@ -380,7 +456,14 @@ pub fn render_task(t: &TaskInfo) -> String {
 }
 
 pub fn render_handoff(h: &Handoff) -> String {
-    let mut s = format!("handoff {} by {} ({}), {}\n\n{}\n", h.id, h.agent_name, h.agent_type, when(h.created_at), h.summary);
+    let mut s = format!(
+        "handoff {} by {} ({}), {}\n\n{}\n",
+        h.id,
+        h.agent_name,
+        h.agent_type,
+        when(h.created_at),
+        h.summary
+    );
     for (title, items) in [
         ("Completed", &h.completed_work),
         ("In progress", &h.in_progress),
@@ -433,7 +516,13 @@ pub fn render_status(s: &StatusResult) -> String {
     let _ = writeln!(o, "You:     {} ({})", s.identity.agent_id, s.identity.agent_type);
     let _ = writeln!(o, "Locks:   {} live, {} yours", s.live_locks, s.my_locks.len());
     for l in &s.my_locks {
-        let _ = writeln!(o, "           {}  until {}  token {}", l.file_path, when(l.expires_at), l.fencing_token);
+        let _ = writeln!(
+            o,
+            "           {}  until {}  token {}",
+            l.file_path,
+            when(l.expires_at),
+            l.fencing_token
+        );
     }
     let t = &s.tasks;
     let _ = writeln!(
@@ -451,10 +540,20 @@ pub fn render_status(s: &StatusResult) -> String {
         );
     }
     let a = &s.agents;
-    let _ = writeln!(o, "Agents:  {} active, {} idle, {} disconnected", a.active, a.idle, a.disconnected);
+    let _ = writeln!(
+        o,
+        "Agents:  {} active, {} idle, {} disconnected",
+        a.active, a.idle, a.disconnected
+    );
     match &s.latest_handoff {
         Some(h) => {
-            let _ = writeln!(o, "Handoff: {} by {}: {}", when(h.created_at), h.agent_name, ellipsis(&h.summary, 60));
+            let _ = writeln!(
+                o,
+                "Handoff: {} by {}: {}",
+                when(h.created_at),
+                h.agent_name,
+                ellipsis(&h.summary, 60)
+            );
         }
         None => {
             let _ = writeln!(o, "Handoff: none yet");
@@ -480,8 +579,14 @@ mod tests {
 
     #[test]
     fn json_arguments_are_checked() {
-        assert_eq!(parse_json("input", Some("{\"a\":1}".into())).unwrap(), Some(serde_json::json!({"a": 1})));
+        assert_eq!(
+            parse_json("input", Some("{\"a\":1}".into())).unwrap(),
+            Some(serde_json::json!({"a": 1}))
+        );
         assert_eq!(parse_json("input", None).unwrap(), None);
-        assert_eq!(parse_json("input", Some("{".into())).unwrap_err().code, ErrorCode::InvalidJson);
+        assert_eq!(
+            parse_json("input", Some("{".into())).unwrap_err().code,
+            ErrorCode::InvalidJson
+        );
     }
 }

@@ -19,7 +19,11 @@ impl DbTarget {
     pub fn parse(raw: &str, cwd: &Path) -> CoordResult<DbTarget> {
         let raw = raw.trim();
         if raw.is_empty() {
-            return Err(CoordError::field(ErrorCode::InvalidArgument, "db", "the database URL is empty"));
+            return Err(CoordError::field(
+                ErrorCode::InvalidArgument,
+                "db",
+                "the database URL is empty",
+            ));
         }
         if raw.starts_with("postgres://") || raw.starts_with("postgresql://") {
             return Ok(DbTarget::Postgres(raw.to_string()));
@@ -48,7 +52,9 @@ impl DbTarget {
 }
 
 pub fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
     let (authority, tail) = match rest.find(['/', '?']) {
         Some(i) => rest.split_at(i),
         None => (rest, ""),
@@ -64,7 +70,10 @@ pub fn redact_password(url: &str) -> String {
 
 /// The nearest ancestor of `start` holding `.git` (a directory, or a file for worktrees).
 pub fn git_root(start: &Path) -> Option<PathBuf> {
-    start.ancestors().find(|d| d.join(".git").exists()).map(Path::to_path_buf)
+    start
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
 }
 
 #[derive(Debug, Clone)]
@@ -81,7 +90,10 @@ pub struct Context {
 impl Context {
     pub fn resolve(global: &GlobalArgs) -> CoordResult<Context> {
         let cwd = std::env::current_dir().map_err(|e| {
-            CoordError::new(ErrorCode::InvalidArgument, format!("cannot read the working directory: {e}"))
+            CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!("cannot read the working directory: {e}"),
+            )
         })?;
         Context::resolve_in(global, cwd)
     }
@@ -94,7 +106,10 @@ impl Context {
         };
         let caller = Caller::new(
             global.agent_id.clone().unwrap_or_else(default_agent_id),
-            global.agent_type.clone().unwrap_or_else(|| DEFAULT_AGENT_TYPE.to_string()),
+            global
+                .agent_type
+                .clone()
+                .unwrap_or_else(|| DEFAULT_AGENT_TYPE.to_string()),
         );
         Ok(Context {
             cwd,
@@ -134,8 +149,14 @@ mod tests {
     fn database_targets() {
         let cwd = Path::new("/w");
         let cases: &[(&str, Option<DbTarget>)] = &[
-            ("postgres://u:p@h/db", Some(DbTarget::Postgres("postgres://u:p@h/db".into()))),
-            ("postgresql://h/db", Some(DbTarget::Postgres("postgresql://h/db".into()))),
+            (
+                "postgres://u:p@h/db",
+                Some(DbTarget::Postgres("postgres://u:p@h/db".into())),
+            ),
+            (
+                "postgresql://h/db",
+                Some(DbTarget::Postgres("postgresql://h/db".into())),
+            ),
             ("sqlite:x.db", Some(DbTarget::Sqlite("/w/x.db".into()))),
             ("sqlite:///tmp/x.db", Some(DbTarget::Sqlite("/tmp/x.db".into()))),
             ("data/c.db", Some(DbTarget::Sqlite("/w/data/c.db".into()))),
@@ -151,7 +172,10 @@ mod tests {
 
     #[test]
     fn passwords_are_redacted() {
-        assert_eq!(redact_password("postgres://u:secret@h:5432/db?x=1"), "postgres://u:***@h:5432/db?x=1");
+        assert_eq!(
+            redact_password("postgres://u:secret@h:5432/db?x=1"),
+            "postgres://u:***@h:5432/db?x=1"
+        );
         assert_eq!(redact_password("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(redact_password("postgres://h/db"), "postgres://h/db");
     }

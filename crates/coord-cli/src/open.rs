@@ -2,8 +2,8 @@
 
 use crate::context::{Context, DbTarget};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
-use coord_service::{CoordConfig, Coordinator, DatabaseClock};
 use coord_postgres::{PgOptions, PgStore};
+use coord_service::{CoordConfig, Coordinator, DatabaseClock};
 use coord_sqlite::{SqliteOptions, SqliteStore};
 use coord_store::Store;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! The exit code follows the outcome, whichever form is printed.
 
 use chrono::Utc;
-use comfy_table::{presets, Table};
+use comfy_table::{Table, presets};
 use coord_domain::error::ErrorKind;
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use serde::Serialize;
@@ -41,11 +41,7 @@ impl Output {
                         println!("{}", text.trim_end());
                     }
                 }
-                if ok {
-                    EXIT_OK
-                } else {
-                    EXIT_REFUSED
-                }
+                if ok { EXIT_OK } else { EXIT_REFUSED }
             }
             Err(e) => self.error(&e),
         }

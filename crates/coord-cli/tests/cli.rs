@@ -72,10 +72,17 @@ fn init_creates_the_default_database_in_the_git_root() {
     let out = repo.run_in(&sub, &["init"], &[]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let db = repo.root().join(".coord/coord.db");
-    assert!(stdout(&out).contains(&db.display().to_string()), "init prints where: {}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&db.display().to_string()),
+        "init prints where: {}",
+        stdout(&out)
+    );
     assert!(db.exists());
     let ignore = std::fs::read_to_string(repo.root().join(".coord/.gitignore")).unwrap();
-    assert!(ignore.lines().any(|l| l == "*"), "the state directory keeps itself out of git");
+    assert!(
+        ignore.lines().any(|l| l == "*"),
+        "the state directory keeps itself out of git"
+    );
     let (v, rc) = repo.json_as("a", &["init"]);
     assert_eq!(rc, 0);
     assert_eq!(v["backend"], "sqlite");
@@ -97,7 +104,10 @@ fn outside_a_repository_the_working_directory_holds_the_database() {
 #[test]
 fn locks_through_the_cli() {
     let repo = Repo::new();
-    let (v, rc) = repo.json_as("alice", &["lock", "acquire", "src/main.rs", "--reason", "refactor", "--ttl", "30"]);
+    let (v, rc) = repo.json_as(
+        "alice",
+        &["lock", "acquire", "src/main.rs", "--reason", "refactor", "--ttl", "30"],
+    );
     assert_eq!(rc, 0);
     assert_eq!(v["success"], true);
     assert_eq!(v["action"], "acquired");
@@ -151,7 +161,16 @@ fn paths_are_taken_relative_to_the_working_directory() {
 #[test]
 fn global_flags_go_before_or_after_the_subcommand() {
     let repo = Repo::new();
-    let before = repo.run(&["--json", "--agent-id", "x", "--agent-type", "codex", "lock", "acquire", "a.rs"]);
+    let before = repo.run(&[
+        "--json",
+        "--agent-id",
+        "x",
+        "--agent-type",
+        "codex",
+        "lock",
+        "acquire",
+        "a.rs",
+    ]);
     assert_eq!(code(&before), 0, "{}", stderr(&before));
     let after = repo.run(&["lock", "list", "--json", "--agent-id", "y"]);
     let v: Value = serde_json::from_str(&stdout(&after)).unwrap();
@@ -175,7 +194,10 @@ fn identity_and_database_come_from_the_environment() {
     assert_eq!(v["identity"]["agent_type"], "aider");
     assert_eq!(v["database"], db.display().to_string());
     assert!(db.exists());
-    assert!(!repo.root().join(".coord").exists(), "the default location was not used");
+    assert!(
+        !repo.root().join(".coord").exists(),
+        "the default location was not used"
+    );
     let url = format!("sqlite:{}", db.display());
     let out = repo.run(&["--db", &url, "--json", "lock", "list"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -253,14 +275,30 @@ fn hold_write_lock(db: &Path) -> rusqlite::Connection {
 #[test]
 fn work_queue_through_the_cli() {
     let repo = Repo::new();
-    let (v, rc) = repo.json_as("boss", &["work", "submit", "build", "build it", "--priority", "2", "--input", r#"{"target":"x"}"#]);
+    let (v, rc) = repo.json_as(
+        "boss",
+        &[
+            "work",
+            "submit",
+            "build",
+            "build it",
+            "--priority",
+            "2",
+            "--input",
+            r#"{"target":"x"}"#,
+        ],
+    );
     assert_eq!(rc, 0);
     assert_eq!(v["success"], true);
     let build = v["task_id"].as_str().unwrap().to_string();
     let (v, _) = repo.json_as("boss", &["work", "submit", "deploy", "ship it", "--depends-on", &build]);
     let deploy = v["task_id"].as_str().unwrap().to_string();
     let (v, rc) = repo.json_as("w", &["work", "claim", "--type", "deploy"]);
-    assert_eq!((rc, v["reason"].as_str()), (1, Some("no_tasks_available")), "deploy waits on build");
+    assert_eq!(
+        (rc, v["reason"].as_str()),
+        (1, Some("no_tasks_available")),
+        "deploy waits on build"
+    );
     let (v, rc) = repo.json_as("w", &["work", "claim"]);
     assert_eq!(rc, 0);
     assert_eq!(v["task_id"], build.as_str());
@@ -270,9 +308,15 @@ fn work_queue_through_the_cli() {
     assert_eq!(v["priority"], 2);
     let (v, rc) = repo.json_as("intruder", &["work", "complete", &build, "--success"]);
     assert_eq!((rc, v["error"].as_str()), (1, Some("not_task_owner")));
-    let (v, rc) = repo.json_as("w", &["work", "complete", &build, "--success", "--result", r#"{"ok":true}"#]);
+    let (v, rc) = repo.json_as(
+        "w",
+        &["work", "complete", &build, "--success", "--result", r#"{"ok":true}"#],
+    );
     assert_eq!(rc, 0);
-    assert_eq!(v, serde_json::json!({"success": true, "task_id": build, "status": "completed"}));
+    assert_eq!(
+        v,
+        serde_json::json!({"success": true, "task_id": build, "status": "completed"})
+    );
     let (v, _) = repo.json_as("w", &["work", "show", &build]);
     assert_eq!(v["task"]["result"], serde_json::json!({"ok": true}));
     let (v, _) = repo.json_as("w", &["work", "claim"]);
@@ -284,7 +328,11 @@ fn work_queue_through_the_cli() {
     let (v, _) = repo.json_as("w", &["work", "list", "--type", "build"]);
     assert_eq!(v["tasks"].as_array().unwrap().len(), 1);
     let table = repo.run(&["work", "list"]);
-    assert!(stdout(&table).contains("completed") && stdout(&table).contains("failed"), "{}", stdout(&table));
+    assert!(
+        stdout(&table).contains("completed") && stdout(&table).contains("failed"),
+        "{}",
+        stdout(&table)
+    );
     let shown = repo.run(&["work", "show", &deploy]);
     assert!(stdout(&shown).contains("boom"), "{}", stdout(&shown));
 }
@@ -292,12 +340,27 @@ fn work_queue_through_the_cli() {
 #[test]
 fn agents_handoffs_audit_and_status_through_the_cli() {
     let repo = Repo::new();
-    let (v, rc) = repo.json_as("alice", &["agents", "register", "--capability", "coding", "--capability", "review", "--task", "auth"]);
+    let (v, rc) = repo.json_as(
+        "alice",
+        &[
+            "agents",
+            "register",
+            "--capability",
+            "coding",
+            "--capability",
+            "review",
+            "--task",
+            "auth",
+        ],
+    );
     assert_eq!(rc, 0);
     let session = v["session_id"].as_str().unwrap().to_string();
     let (v, _) = repo.json_as("alice", &["agents", "heartbeat"]);
     assert_eq!(v, serde_json::json!({"success": true, "session_id": session}));
-    let (v, _) = repo.json_as("bob", &["agents", "discover", "--capability", "review", "--status", "active"]);
+    let (v, _) = repo.json_as(
+        "bob",
+        &["agents", "discover", "--capability", "review", "--status", "active"],
+    );
     assert_eq!(v["agents"][0]["agent_id"], "alice");
     assert_eq!(v["agents"][0]["capabilities"], serde_json::json!(["coding", "review"]));
     assert_eq!(v["agents"][0]["current_task"], "auth");
@@ -308,7 +371,17 @@ fn agents_handoffs_audit_and_status_through_the_cli() {
 
     let (v, rc) = repo.json_as(
         "alice",
-        &["handoff", "write", "Auth half done", "--completed", "login", "--next", "logout", "--file", "src/auth.rs"],
+        &[
+            "handoff",
+            "write",
+            "Auth half done",
+            "--completed",
+            "login",
+            "--next",
+            "logout",
+            "--file",
+            "src/auth.rs",
+        ],
     );
     assert_eq!(rc, 0);
     let handoff = v["handoff_id"].as_str().unwrap().to_string();
@@ -326,7 +399,12 @@ fn agents_handoffs_audit_and_status_through_the_cli() {
 
     let (v, rc) = repo.json_as("admin", &["audit", "--agent", "alice", "--since", "1h"]);
     assert_eq!(rc, 0);
-    let ops: Vec<_> = v["entries"].as_array().unwrap().iter().map(|e| e["operation"].as_str().unwrap()).collect();
+    let ops: Vec<_> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["operation"].as_str().unwrap())
+        .collect();
     assert_eq!(ops, ["read_handoff", "write_handoff", "heartbeat", "register_session"]);
     let (v, _) = repo.json_as("admin", &["audit", "--result", "failure"]);
     assert_eq!(v["entries"][0]["error_code"], "invalid_argument");
@@ -337,14 +415,27 @@ fn agents_handoffs_audit_and_status_through_the_cli() {
 
     let status = repo.run(&["--agent-id", "alice", "status"]);
     let text = stdout(&status);
-    assert!(text.contains("alice (cli)") && text.contains("Auth half done"), "{text}");
+    assert!(
+        text.contains("alice (cli)") && text.contains("Auth half done"),
+        "{text}"
+    );
 }
 
 #[test]
 fn help_explains_commands_and_exit_codes() {
     let repo = Repo::new();
     let top = stdout(&repo.run(&["--help"]));
-    for needle in ["lock", "work", "agents", "handoff", "audit", "status", "Exit codes", "--db", "--json"] {
+    for needle in [
+        "lock",
+        "work",
+        "agents",
+        "handoff",
+        "audit",
+        "status",
+        "Exit codes",
+        "--db",
+        "--json",
+    ] {
         assert!(top.contains(needle), "--help lacks {needle}: {top}");
     }
     let acquire = stdout(&repo.run(&["lock", "acquire", "--help"]));
@@ -370,7 +461,10 @@ fn racing_cli_processes_get_one_lock() {
                     .unwrap()
             })
             .collect();
-        let codes: Vec<i32> = children.into_iter().map(|c| code(&c.wait_with_output().unwrap())).collect();
+        let codes: Vec<i32> = children
+            .into_iter()
+            .map(|c| code(&c.wait_with_output().unwrap()))
+            .collect();
         assert_eq!(codes.iter().filter(|c| **c == 0).count(), 1, "round {round}: {codes:?}");
         assert_eq!(codes.iter().filter(|c| **c == 1).count(), 7, "round {round}: {codes:?}");
     }

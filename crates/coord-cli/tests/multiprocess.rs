@@ -15,18 +15,18 @@ mod pg_support;
 
 use chrono::Utc;
 use coord_cli::context::DbTarget;
+use coord_domain::Caller;
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
 use coord_domain::queue::{CompleteWorkRequest, GetTaskRequest, GetWorkRequest, SubmitWorkRequest, TaskStatus};
 use coord_domain::sessions::{CleanupDeadAgentsRequest, RegisterSessionRequest};
-use coord_domain::Caller;
-use coord_service::{Clock, Coordination, CoordConfig, Coordinator, DatabaseClock, ManualClock};
+use coord_service::{Clock, CoordConfig, Coordination, Coordinator, DatabaseClock, ManualClock};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 const ROLE: &str = "COORD_MP_ROLE";
@@ -42,7 +42,11 @@ async fn coordinator(db: &str) -> Coordinator {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn env_num(key: &str) -> usize {
@@ -105,7 +109,10 @@ fn collect(children: Vec<Child>, key: &str) -> Vec<String> {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(out.status.success(), "worker failed: {text}");
         // libtest may print its own "test mp_worker ... " prefix on the first line.
-        lines.extend(text.lines().filter_map(|l| l.find(key).map(|at| l[at + key.len()..].trim().to_string())));
+        lines.extend(
+            text.lines()
+                .filter_map(|l| l.find(key).map(|at| l[at + key.len()..].trim().to_string())),
+        );
     }
     lines
 }
@@ -132,7 +139,11 @@ async fn lock_worker(coord: &Coordinator, client: usize) -> usize {
     for _ in 0..attempts {
         let p = rng.next() % paths;
         let path = format!("f{p}.rs");
-        let req = AcquireLockRequest { file_path: path.clone(), reason: None, ttl_minutes: Some(60) };
+        let req = AcquireLockRequest {
+            file_path: path.clone(),
+            reason: None,
+            ttl_minutes: Some(60),
+        };
         let r = coord.acquire_lock(&me, req).await.expect("acquire_lock answers");
         if !r.success {
             continue;
@@ -156,11 +167,22 @@ async fn lock_worker(coord: &Coordinator, client: usize) -> usize {
 async fn task_worker(coord: &Coordinator, index: usize) {
     let me = Caller::new(format!("worker-{index}"), "test");
     loop {
-        let got = coord.get_work(&me, GetWorkRequest::default()).await.expect("get_work answers");
+        let got = coord
+            .get_work(&me, GetWorkRequest::default())
+            .await
+            .expect("get_work answers");
         match got.task_id {
             Some(id) => {
                 coord
-                    .complete_work(&me, CompleteWorkRequest { task_id: id.clone(), success: true, result: None, error_message: None })
+                    .complete_work(
+                        &me,
+                        CompleteWorkRequest {
+                            task_id: id.clone(),
+                            success: true,
+                            result: None,
+                            error_message: None,
+                        },
+                    )
                     .await
                     .expect("the claimer can complete");
                 println!("CLAIMED {id}");
@@ -181,10 +203,20 @@ async fn task_worker(coord: &Coordinator, index: usize) {
 /// its stdin closes (or it is killed).
 async fn holder(coord: &Coordinator) {
     let me = Caller::new("doomed", "test");
-    coord.register_session(&me, RegisterSessionRequest::default()).await.unwrap();
+    coord
+        .register_session(&me, RegisterSessionRequest::default())
+        .await
+        .unwrap();
     for p in ["a.rs", "b.rs", "c.rs"] {
         let r = coord
-            .acquire_lock(&me, AcquireLockRequest { file_path: p.into(), reason: None, ttl_minutes: Some(480) })
+            .acquire_lock(
+                &me,
+                AcquireLockRequest {
+                    file_path: p.into(),
+                    reason: None,
+                    ttl_minutes: Some(480),
+                },
+            )
             .await
             .unwrap();
         assert!(r.success);
@@ -209,16 +241,21 @@ impl Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             let mut seen: HashMap<String, (i64, String)> = HashMap::new();
             let mut violations = Vec::new();
             let mut samples = 0;
             while !flag.load(Ordering::Relaxed) {
                 for (path, agent, token) in rt.block_on(db.live_locks()) {
-                    if let Some((last_token, last_agent)) = seen.get(&path) {
-                        if token < *last_token || (token == *last_token && agent != *last_agent) {
-                            violations.push(format!("{path}: token {token} by {agent} after {last_token} by {last_agent}"));
-                        }
+                    if let Some((last_token, last_agent)) = seen.get(&path)
+                        && (token < *last_token || (token == *last_token && agent != *last_agent))
+                    {
+                        violations.push(format!(
+                            "{path}: token {token} by {agent} after {last_token} by {last_agent}"
+                        ));
                     }
                     seen.insert(path, (token, agent));
                 }
@@ -249,7 +286,10 @@ impl Db {
     fn sqlite() -> Db {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("coord.db").display().to_string();
-        Db::Sqlite { _dir: Arc::new(dir), path }
+        Db::Sqlite {
+            _dir: Arc::new(dir),
+            path,
+        }
     }
 
     /// `None` when no PostgreSQL server is reachable (and CI does not require one).
@@ -258,7 +298,9 @@ impl Db {
         if !rt.block_on(pg_support::available()) {
             return None;
         }
-        Some(Db::Postgres(Arc::new(rt.block_on(pg_support::TestDatabase::from_template()))))
+        Some(Db::Postgres(Arc::new(
+            rt.block_on(pg_support::TestDatabase::from_template()),
+        )))
     }
 
     fn url(&self) -> String {
@@ -276,19 +318,24 @@ impl Db {
                 let mut stmt = c
                     .prepare("SELECT file_path, agent_id, fencing_token FROM file_locks WHERE expires_at > ?1")
                     .unwrap();
-                stmt.query_map([Utc::now().timestamp_micros()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                    .unwrap()
-                    .collect::<Result<_, _>>()
-                    .unwrap()
+                stmt.query_map([Utc::now().timestamp_micros()], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
             }
             Db::Postgres(db) => {
                 let c = pg_support::connect(&db.url).await;
-                c.query("SELECT file_path, agent_id, fencing_token FROM file_locks WHERE expires_at > now()", &[])
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(|r| (r.get(0), r.get(1), r.get(2)))
-                    .collect()
+                c.query(
+                    "SELECT file_path, agent_id, fencing_token FROM file_locks WHERE expires_at > now()",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2)))
+                .collect()
             }
         }
     }
@@ -310,7 +357,10 @@ fn locks_are_exclusive_across_processes(db: &Db, processes: usize, clients: usiz
             ("COORD_MP_ATTEMPTS", attempts.to_string()),
         ],
     );
-    let acquired: usize = collect(workers, "ACQUIRED").iter().map(|n| n.parse::<usize>().unwrap()).sum();
+    let acquired: usize = collect(workers, "ACQUIRED")
+        .iter()
+        .map(|n| n.parse::<usize>().unwrap())
+        .sum();
     sampler.finish();
     assert!(acquired > 0);
 
@@ -318,7 +368,13 @@ fn locks_are_exclusive_across_processes(db: &Db, processes: usize, clients: usiz
     let entries = runtime().block_on(async {
         coordinator(&url)
             .await
-            .query_audit(&Caller::new("checker", "test"), AuditQueryRequest { limit: Some(10_000), ..Default::default() })
+            .query_audit(
+                &Caller::new("checker", "test"),
+                AuditQueryRequest {
+                    limit: Some(10_000),
+                    ..Default::default()
+                },
+            )
             .await
             .unwrap()
             .entries
@@ -336,7 +392,12 @@ fn locks_are_exclusive_across_processes(db: &Db, processes: usize, clients: usiz
                 grants += 1;
             }
             "release_lock" => {
-                assert_eq!(holder.remove(&path).as_deref(), Some(e.agent_id.as_str()), "audit id {}", e.id);
+                assert_eq!(
+                    holder.remove(&path).as_deref(),
+                    Some(e.agent_id.as_str()),
+                    "audit id {}",
+                    e.id
+                );
             }
             _ => {}
         }
@@ -389,9 +450,30 @@ fn tasks_are_claimed_once_across_processes(db: &Db, processes: usize, count: usi
     rt.block_on(async {
         let coord = coordinator(&url).await;
         for k in (10..count).step_by(10) {
-            let t = coord.get_task(&boss, GetTaskRequest { task_id: ids[k].clone() }).await.unwrap().task;
-            let dep = coord.get_task(&boss, GetTaskRequest { task_id: ids[k - 10].clone() }).await.unwrap().task;
-            assert!(dep.completed_at.unwrap() <= t.claimed_at.unwrap(), "task {k} claimed before its dependency completed");
+            let t = coord
+                .get_task(
+                    &boss,
+                    GetTaskRequest {
+                        task_id: ids[k].clone(),
+                    },
+                )
+                .await
+                .unwrap()
+                .task;
+            let dep = coord
+                .get_task(
+                    &boss,
+                    GetTaskRequest {
+                        task_id: ids[k - 10].clone(),
+                    },
+                )
+                .await
+                .unwrap()
+                .task;
+            assert!(
+                dep.completed_at.unwrap() <= t.claimed_at.unwrap(),
+                "task {k} claimed before its dependency completed"
+            );
             assert_eq!((t.status, t.attempts), (TaskStatus::Completed, 1));
         }
     });
@@ -408,7 +490,11 @@ fn a_killed_agent_is_cleaned_up(db: &Db) {
         let coord = coordinator(&url).await;
         let mut ids = Vec::new();
         for i in 0..2 {
-            let req = SubmitWorkRequest { task_type: "t".into(), task_description: format!("t{i}"), ..Default::default() };
+            let req = SubmitWorkRequest {
+                task_type: "t".into(),
+                task_description: format!("t{i}"),
+                ..Default::default()
+            };
             ids.push(coord.submit_work(&boss, req).await.unwrap().task_id);
         }
         ids
@@ -426,7 +512,10 @@ fn a_killed_agent_is_cleaned_up(db: &Db) {
     rt.block_on(async {
         let clock = Arc::new(ManualClock::new(Utc::now() + chrono::Duration::minutes(16)));
         let later = coordinator_with(&url, clock).await;
-        let r = later.cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default()).await.unwrap();
+        let r = later
+            .cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default())
+            .await
+            .unwrap();
         assert_eq!(r.agents, ["doomed"]);
         assert_eq!((r.locks_released, r.tasks_requeued), (3, 2));
 
@@ -435,13 +524,27 @@ fn a_killed_agent_is_cleaned_up(db: &Db) {
         let locks = coord.check_locks(&other, CheckLocksRequest::default()).await.unwrap();
         assert!(locks.locks.is_empty(), "{locks:?}");
         let lock = coord
-            .acquire_lock(&other, AcquireLockRequest { file_path: "a.rs".into(), reason: None, ttl_minutes: None })
+            .acquire_lock(
+                &other,
+                AcquireLockRequest {
+                    file_path: "a.rs".into(),
+                    reason: None,
+                    ttl_minutes: None,
+                },
+            )
             .await
             .unwrap();
         assert!(lock.success);
         let mut reclaimed = HashSet::new();
         for _ in 0..2 {
-            reclaimed.insert(coord.get_work(&other, GetWorkRequest::default()).await.unwrap().task_id.unwrap());
+            reclaimed.insert(
+                coord
+                    .get_work(&other, GetWorkRequest::default())
+                    .await
+                    .unwrap()
+                    .task_id
+                    .unwrap(),
+            );
         }
         assert_eq!(reclaimed, tasks.into_iter().collect());
     });

@@ -11,7 +11,7 @@ mod pg_support;
 use coord_cli::context::DbTarget;
 use coord_domain::queue::{GetTaskRequest, SubmitWorkRequest};
 use coord_domain::{Caller, ErrorCode};
-use coord_service::{Coordination, CoordConfig, Coordinator, DatabaseClock};
+use coord_service::{CoordConfig, Coordination, Coordinator, DatabaseClock};
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -83,7 +83,12 @@ impl Load {
                 })
             })
             .collect();
-        Load { stop, acked, refused, workers }
+        Load {
+            stop,
+            acked,
+            refused,
+            workers,
+        }
     }
 
     fn acked(&self) -> usize {
@@ -102,9 +107,13 @@ async fn postgres_restart_mid_load_loses_no_acknowledged_write() {
     if !pg_support::available().await {
         return;
     }
-    let Some(version) = cluster_version().filter(|_| Command::new("pg_ctlcluster").arg("--help").output().is_ok()) else {
+    let Some(version) = cluster_version().filter(|_| Command::new("pg_ctlcluster").arg("--help").output().is_ok())
+    else {
         assert!(!pg_support::required(), "pg_ctlcluster is required under CI");
-        let _ = writeln!(std::io::stderr(), "\n*** SKIPPING the PostgreSQL restart test: no pg_ctlcluster here.\n");
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPING the PostgreSQL restart test: no pg_ctlcluster here.\n"
+        );
         return;
     };
     let db = pg_support::TestDatabase::from_template().await;
@@ -125,13 +134,22 @@ async fn postgres_restart_mid_load_loses_no_acknowledged_write() {
     let probe = Caller::new("probe", "test");
     for _ in 0..5 {
         let e = coord
-            .submit_work(&probe, SubmitWorkRequest { task_type: "p".into(), task_description: "p".into(), ..Default::default() })
+            .submit_work(
+                &probe,
+                SubmitWorkRequest {
+                    task_type: "p".into(),
+                    task_description: "p".into(),
+                    ..Default::default()
+                },
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::DatabaseUnavailable);
     }
     let before_restart = load.acked();
-    tokio::task::spawn_blocking(move || pg_ctl(&version, "start")).await.unwrap();
+    tokio::task::spawn_blocking(move || pg_ctl(&version, "start"))
+        .await
+        .unwrap();
 
     // The pool recovers by itself: the same coordinator, no restart of coord.
     load.until_acked(before_restart + 200).await;

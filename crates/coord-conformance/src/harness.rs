@@ -4,7 +4,7 @@ use coord_domain::queue::{
     CompleteWorkRequest, CompleteWorkResult, GetTaskRequest, GetWorkRequest, GetWorkResult, SubmitWorkRequest, TaskInfo,
 };
 use coord_domain::{Caller, CoordResult, Timestamp};
-use coord_service::{Coordination, CoordConfig, Coordinator, ManualClock};
+use coord_service::{CoordConfig, Coordination, Coordinator, ManualClock};
 use coord_store::Store;
 use std::sync::Arc;
 
@@ -146,7 +146,12 @@ impl Harness {
 
     pub async fn task(&self, task_id: &str) -> TaskInfo {
         self.coord
-            .get_task(&agent("observer"), GetTaskRequest { task_id: task_id.into() })
+            .get_task(
+                &agent("observer"),
+                GetTaskRequest {
+                    task_id: task_id.into(),
+                },
+            )
             .await
             .expect("get_task answers")
             .task

@@ -39,7 +39,10 @@ impl AuditRecord {
             Ok(v) => (serde_json::to_value(v).unwrap_or(Value::Null), None),
             Err(e) => (e.to_value(), Some(e.code.as_str())),
         };
-        let success = result.get("success").and_then(Value::as_bool).unwrap_or(error_code.is_none());
+        let success = result
+            .get("success")
+            .and_then(Value::as_bool)
+            .unwrap_or(error_code.is_none());
         let result = summarise(result);
         AuditRecord {
             agent,
@@ -128,14 +131,14 @@ pub struct AuditQueryResult {
 }
 
 pub fn validate_audit_query(req: AuditQueryRequest) -> CoordResult<AuditFilter> {
-    if let (Some(s), Some(u)) = (req.since, req.until) {
-        if s >= u {
-            return Err(crate::CoordError::field(
-                ErrorCode::InvalidArgument,
-                "until",
-                "until must be later than since",
-            ));
-        }
+    if let (Some(s), Some(u)) = (req.since, req.until)
+        && s >= u
+    {
+        return Err(crate::CoordError::field(
+            ErrorCode::InvalidArgument,
+            "until",
+            "until must be later than since",
+        ));
     }
     Ok(AuditFilter {
         agent_id: validate::optional_text("agent_id", req.agent_id, MAX_SHORT_TEXT)?,
@@ -143,7 +146,14 @@ pub fn validate_audit_query(req: AuditQueryRequest) -> CoordResult<AuditFilter> 
         since: req.since,
         until: req.until,
         success: req.success,
-        limit: validate::int_in_range("limit", req.limit, DEFAULT_AUDIT_LIMIT, 1, MAX_AUDIT_LIMIT, ErrorCode::InvalidArgument)?,
+        limit: validate::int_in_range(
+            "limit",
+            req.limit,
+            DEFAULT_AUDIT_LIMIT,
+            1,
+            MAX_AUDIT_LIMIT,
+            ErrorCode::InvalidArgument,
+        )?,
     })
 }
 
@@ -154,7 +164,10 @@ mod tests {
 
     #[test]
     fn success_follows_the_wire_flag() {
-        let who = Identity { agent_id: "a".into(), agent_type: "t".into() };
+        let who = Identity {
+            agent_id: "a".into(),
+            agent_type: "t".into(),
+        };
         let blocked = serde_json::json!({"success": false, "action": "blocked"});
         let r = AuditRecord::of(who.clone(), "acquire_lock", Value::Null, Ok(&blocked), 1.0);
         assert!(!r.success);

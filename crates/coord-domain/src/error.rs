@@ -237,8 +237,7 @@ mod tests {
     #[test]
     fn unknown_codes_from_a_newer_server_stay_visible() {
         let e: CoordError =
-            serde_json::from_value(serde_json::json!({"success": false, "error": "brand_new"}))
-                .unwrap();
+            serde_json::from_value(serde_json::json!({"success": false, "error": "brand_new"})).unwrap();
         assert_eq!(e.code, ErrorCode::Internal);
     }
 }

@@ -95,7 +95,14 @@ pub fn validate_handoff(req: WriteHandoffRequest, handoff_id: String) -> CoordRe
 }
 
 pub fn validate_read(req: ReadHandoffRequest, caller_agent_id: &str) -> CoordResult<HandoffQuery> {
-    let limit = validate::int_in_range("limit", req.limit, DEFAULT_READ_LIMIT, 1, MAX_READ_LIMIT, ErrorCode::InvalidArgument)?;
+    let limit = validate::int_in_range(
+        "limit",
+        req.limit,
+        DEFAULT_READ_LIMIT,
+        1,
+        MAX_READ_LIMIT,
+        ErrorCode::InvalidArgument,
+    )?;
     let agent_name = match validate::optional_text("agent_name", req.agent_name, MAX_SHORT_TEXT)? {
         None => Some(caller_agent_id.to_string()),
         Some(a) if a.trim() == ALL_AGENTS => None,
@@ -111,11 +118,48 @@ mod tests {
     #[test]
     fn read_defaults_to_the_caller() {
         let q = validate_read(ReadHandoffRequest::default(), "me").unwrap();
-        assert_eq!(q, HandoffQuery { agent_name: Some("me".into()), limit: 1 });
-        let q = validate_read(ReadHandoffRequest { agent_name: Some("*".into()), limit: Some(5) }, "me").unwrap();
-        assert_eq!(q, HandoffQuery { agent_name: None, limit: 5 });
-        assert!(validate_read(ReadHandoffRequest { agent_name: None, limit: Some(0) }, "me").is_err());
-        assert!(validate_read(ReadHandoffRequest { agent_name: None, limit: Some(101) }, "me").is_err());
+        assert_eq!(
+            q,
+            HandoffQuery {
+                agent_name: Some("me".into()),
+                limit: 1
+            }
+        );
+        let q = validate_read(
+            ReadHandoffRequest {
+                agent_name: Some("*".into()),
+                limit: Some(5),
+            },
+            "me",
+        )
+        .unwrap();
+        assert_eq!(
+            q,
+            HandoffQuery {
+                agent_name: None,
+                limit: 5
+            }
+        );
+        assert!(
+            validate_read(
+                ReadHandoffRequest {
+                    agent_name: None,
+                    limit: Some(0)
+                },
+                "me"
+            )
+            .is_err()
+        );
+        assert!(
+            validate_read(
+                ReadHandoffRequest {
+                    agent_name: None,
+                    limit: Some(101)
+                },
+                "me"
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -54,7 +54,11 @@ fn check_name(field: &str, raw: &str, max: usize) -> CoordResult<String> {
         CoordError::field(
             ErrorCode::InvalidIdentity,
             field,
-            format!("{field} {why} (set --{} or COORD_{})", field.replace('_', "-"), field.to_uppercase()),
+            format!(
+                "{field} {why} (set --{} or COORD_{})",
+                field.replace('_', "-"),
+                field.to_uppercase()
+            ),
         )
     };
     if v.is_empty() {
@@ -73,9 +77,16 @@ fn check_name(field: &str, raw: &str, max: usize) -> CoordResult<String> {
 mod tests {
     use super::*;
 
+    /// (agent_id, agent_type, validated pair or the offending field)
+    type Case = (
+        &'static str,
+        &'static str,
+        Result<(&'static str, &'static str), &'static str>,
+    );
+
     #[test]
     fn identity_rules() {
-        let cases: &[(&str, &str, Result<(&str, &str), &str>)] = &[
+        let cases: &[Case] = &[
             ("alice", "claude_code", Ok(("alice", "claude_code"))),
             ("  bob ", " codex ", Ok(("bob", "codex"))),
             ("", "cli", Err("agent_id")),

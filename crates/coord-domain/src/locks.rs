@@ -33,7 +33,10 @@ pub fn validate_reason(reason: Option<String>) -> CoordResult<Option<String>> {
 }
 
 /// A validated acquisition: canonical path, reason, TTL in minutes.
-pub fn validate_acquire(req: AcquireLockRequest, repo_root: Option<&str>) -> CoordResult<(String, Option<String>, i64)> {
+pub fn validate_acquire(
+    req: AcquireLockRequest,
+    repo_root: Option<&str>,
+) -> CoordResult<(String, Option<String>, i64)> {
     Ok((
         normalize_path(&req.file_path, repo_root)?,
         validate_reason(req.reason)?,
@@ -236,7 +239,10 @@ mod tests {
     #[test]
     fn acquire_and_release_decisions() {
         let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-        let me = Identity { agent_id: "me".into(), agent_type: "t".into() };
+        let me = Identity {
+            agent_id: "me".into(),
+            agent_type: "t".into(),
+        };
         let mine_live = lock("me", 5, now);
         let mine_expired = lock("me", 0, now);
         let other_live = lock("other", 5, now);
@@ -245,8 +251,16 @@ mod tests {
             (None, AcquireDecision::Take, Some(ErrorCode::LockNotHeld)),
             (Some(&mine_live), AcquireDecision::Refresh, None),
             (Some(&mine_expired), AcquireDecision::Take, Some(ErrorCode::LockNotHeld)),
-            (Some(&other_live), AcquireDecision::Blocked, Some(ErrorCode::NotLockOwner)),
-            (Some(&other_expired), AcquireDecision::Take, Some(ErrorCode::LockNotHeld)),
+            (
+                Some(&other_live),
+                AcquireDecision::Blocked,
+                Some(ErrorCode::NotLockOwner),
+            ),
+            (
+                Some(&other_expired),
+                AcquireDecision::Take,
+                Some(ErrorCode::LockNotHeld),
+            ),
         ];
         for (existing, want_acquire, want_release) in cases {
             assert_eq!(&decide_acquire(*existing, &me, now), want_acquire, "{existing:?}");

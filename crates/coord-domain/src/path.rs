@@ -34,13 +34,14 @@ pub fn normalize_path(input: &str, repo_root: Option<&str>) -> CoordResult<Strin
     let unified = input.replace('\\', "/");
     let relative: String = if is_absolute(&unified) {
         let Some(root) = repo_root else {
-            return Err(bad("absolute paths need a known repository root; give a repo-relative path"));
+            return Err(bad(
+                "absolute paths need a known repository root; give a repo-relative path",
+            ));
         };
         let root_unified = root.replace('\\', "/");
-        let root = lexical_components(&root_unified)
-            .ok_or_else(|| bad("the repository root is not a clean absolute path"))?;
-        let full = lexical_components(&unified)
-            .ok_or_else(|| bad("it climbs above the file system root"))?;
+        let root =
+            lexical_components(&root_unified).ok_or_else(|| bad("the repository root is not a clean absolute path"))?;
+        let full = lexical_components(&unified).ok_or_else(|| bad("it climbs above the file system root"))?;
         if full.len() <= root.len() || full[..root.len()] != root[..] {
             return Err(bad("it is outside the repository"));
         }

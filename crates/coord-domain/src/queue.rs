@@ -286,7 +286,10 @@ pub fn parse_task_id(field: &str, raw: &str) -> CoordResult<String> {
             CoordError::field(
                 ErrorCode::InvalidTaskId,
                 field,
-                format!("{field} {:?} is not a task id (a UUID)", raw.chars().take(80).collect::<String>()),
+                format!(
+                    "{field} {:?} is not a task id (a UUID)",
+                    raw.chars().take(80).collect::<String>()
+                ),
             )
         })
 }
@@ -356,7 +359,14 @@ pub fn validate_task_filter(req: ListTasksRequest) -> CoordResult<TaskFilter> {
     Ok(TaskFilter {
         status: req.status,
         task_type: validate::optional_text("task_type", req.task_type, MAX_SHORT_TEXT)?,
-        limit: validate::int_in_range("limit", req.limit, DEFAULT_LIST_LIMIT, 1, MAX_LIST_LIMIT, ErrorCode::InvalidArgument)?,
+        limit: validate::int_in_range(
+            "limit",
+            req.limit,
+            DEFAULT_LIST_LIMIT,
+            1,
+            MAX_LIST_LIMIT,
+            ErrorCode::InvalidArgument,
+        )?,
     })
 }
 
@@ -380,7 +390,10 @@ pub fn plan_submission(depends_on: &[String], found: &HashMap<String, TaskStatus
                 missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             ),
         )
-        .with_detail("unknown", missing.iter().map(|s| Value::String((*s).clone())).collect::<Vec<_>>()));
+        .with_detail(
+            "unknown",
+            missing.iter().map(|s| Value::String((*s).clone())).collect::<Vec<_>>(),
+        ));
     }
     let statuses = depends_on.iter().map(|d| found[d]);
     let waiting_on = statuses.clone().filter(|s| *s != TaskStatus::Completed).count() as i64;
@@ -399,18 +412,19 @@ pub fn plan_submission(depends_on: &[String], found: &HashMap<String, TaskStatus
 }
 
 /// Whether `me` may complete the task, given its stored status and claimer.
-pub fn decide_completion(
-    stored: Option<(TaskStatus, Option<&str>)>,
-    task_id: &str,
-    me: &Identity,
-) -> CoordResult<()> {
+pub fn decide_completion(stored: Option<(TaskStatus, Option<&str>)>, task_id: &str, me: &Identity) -> CoordResult<()> {
     match stored {
-        None => Err(CoordError::new(ErrorCode::TaskNotFound, format!("no task {task_id}"))
-            .with_detail("task_id", task_id)),
+        None => {
+            Err(CoordError::new(ErrorCode::TaskNotFound, format!("no task {task_id}")).with_detail("task_id", task_id))
+        }
         Some((TaskStatus::Claimed, Some(by))) if by == me.agent_id => Ok(()),
         Some((TaskStatus::Claimed, by)) => Err(CoordError::new(
             ErrorCode::NotTaskOwner,
-            format!("task {task_id} is claimed by {}, not by {}", by.unwrap_or("?"), me.agent_id),
+            format!(
+                "task {task_id} is claimed by {}, not by {}",
+                by.unwrap_or("?"),
+                me.agent_id
+            ),
         )
         .with_detail("task_id", task_id)
         .with_detail("claimed_by", by.unwrap_or_default())),
@@ -443,7 +457,9 @@ mod tests {
     fn submission_plans() {
         use TaskStatus::*;
         let deps = vec![A.to_string(), B.to_string()];
-        let cases: &[(&[(&str, TaskStatus)], Result<(TaskStatus, i64), ErrorCode>)] = &[
+        type Found = &'static [(&'static str, TaskStatus)];
+        type Planned = Result<(TaskStatus, i64), ErrorCode>;
+        let cases: &[(Found, Planned)] = &[
             (&[(A, Completed), (B, Completed)], Ok((Pending, 0))),
             (&[(A, Completed), (B, Pending)], Ok((Pending, 1))),
             (&[(A, Claimed), (B, Pending)], Ok((Pending, 2))),
@@ -454,7 +470,9 @@ mod tests {
         ];
         for (found, want) in cases {
             let found: HashMap<String, TaskStatus> = found.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-            let got = plan_submission(&deps, &found).map(|p| (p.status, p.waiting_on)).map_err(|e| e.code);
+            let got = plan_submission(&deps, &found)
+                .map(|p| (p.status, p.waiting_on))
+                .map_err(|e| e.code);
             assert_eq!(&got, want, "{found:?}");
         }
         assert_eq!(plan_submission(&[], &HashMap::new()).unwrap().status, Pending);
@@ -463,8 +481,12 @@ mod tests {
     #[test]
     fn completion_rules() {
         use TaskStatus::*;
-        let me = Identity { agent_id: "me".into(), agent_type: "t".into() };
-        let cases: &[(Option<(TaskStatus, Option<&str>)>, Option<ErrorCode>)] = &[
+        let me = Identity {
+            agent_id: "me".into(),
+            agent_type: "t".into(),
+        };
+        type Stored = Option<(TaskStatus, Option<&'static str>)>;
+        let cases: &[(Stored, Option<ErrorCode>)] = &[
             (None, Some(ErrorCode::TaskNotFound)),
             (Some((Claimed, Some("me"))), None),
             (Some((Claimed, Some("other"))), Some(ErrorCode::NotTaskOwner)),
@@ -489,13 +511,52 @@ mod tests {
         };
         let t = validate_submission(ok.clone(), "id".into(), 3).unwrap();
         assert_eq!(t.priority, 5);
-        assert_eq!(t.depends_on, vec![A.to_string()], "ids are canonicalised and deduplicated");
+        assert_eq!(
+            t.depends_on,
+            vec![A.to_string()],
+            "ids are canonicalised and deduplicated"
+        );
         let cases: &[(SubmitWorkRequest, ErrorCode, &str)] = &[
-            (SubmitWorkRequest { task_type: " ".into(), ..ok.clone() }, ErrorCode::InvalidArgument, "task_type"),
-            (SubmitWorkRequest { task_description: "".into(), ..ok.clone() }, ErrorCode::InvalidArgument, "task_description"),
-            (SubmitWorkRequest { priority: Some(0), ..ok.clone() }, ErrorCode::PriorityOutOfRange, "priority"),
-            (SubmitWorkRequest { priority: Some(11), ..ok.clone() }, ErrorCode::PriorityOutOfRange, "priority"),
-            (SubmitWorkRequest { depends_on: Some(vec!["nope".into()]), ..ok.clone() }, ErrorCode::InvalidTaskId, "depends_on"),
+            (
+                SubmitWorkRequest {
+                    task_type: " ".into(),
+                    ..ok.clone()
+                },
+                ErrorCode::InvalidArgument,
+                "task_type",
+            ),
+            (
+                SubmitWorkRequest {
+                    task_description: "".into(),
+                    ..ok.clone()
+                },
+                ErrorCode::InvalidArgument,
+                "task_description",
+            ),
+            (
+                SubmitWorkRequest {
+                    priority: Some(0),
+                    ..ok.clone()
+                },
+                ErrorCode::PriorityOutOfRange,
+                "priority",
+            ),
+            (
+                SubmitWorkRequest {
+                    priority: Some(11),
+                    ..ok.clone()
+                },
+                ErrorCode::PriorityOutOfRange,
+                "priority",
+            ),
+            (
+                SubmitWorkRequest {
+                    depends_on: Some(vec!["nope".into()]),
+                    ..ok.clone()
+                },
+                ErrorCode::InvalidTaskId,
+                "depends_on",
+            ),
         ];
         for (req, code, field) in cases {
             let e = validate_submission(req.clone(), "id".into(), 3).unwrap_err();

@@ -149,7 +149,10 @@ mod tests {
         assert_eq!(validate_stale_threshold(None).unwrap(), 15);
         assert!(validate_stale_threshold(Some(0)).is_err());
         let r = validate_registration(
-            RegisterSessionRequest { capabilities: Some(vec!["".into()]), current_task: None },
+            RegisterSessionRequest {
+                capabilities: Some(vec!["".into()]),
+                current_task: None,
+            },
             "s".into(),
         );
         assert_eq!(r.unwrap_err().field.as_deref(), Some("capabilities"));

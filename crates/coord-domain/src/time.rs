@@ -11,9 +11,7 @@ pub fn to_micros(t: Timestamp) -> i64 {
 }
 
 pub fn from_micros(us: i64) -> Timestamp {
-    Utc.timestamp_micros(us)
-        .single()
-        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    Utc.timestamp_micros(us).single().unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
 /// Drops sub-microsecond digits so that stored and returned values compare equal.
@@ -31,8 +29,7 @@ mod tests {
 
     #[test]
     fn micros_round_trip() {
-        let t = Utc.with_ymd_and_hms(2026, 11, 21, 10, 0, 0).unwrap()
-            + chrono::Duration::nanoseconds(123_456_789);
+        let t = Utc.with_ymd_and_hms(2026, 11, 21, 10, 0, 0).unwrap() + chrono::Duration::nanoseconds(123_456_789);
         let tr = truncate_micros(t);
         assert_eq!(from_micros(to_micros(tr)), tr);
         assert_eq!(to_micros(tr) % 1_000_000, 123_456);

@@ -52,27 +52,27 @@ pub fn int_in_range(
 ) -> CoordResult<i64> {
     let v = value.unwrap_or(default);
     if v < min || v > max {
-        return Err(CoordError::field(
-            code,
-            field,
-            format!("{field} must be between {min} and {max}, got {v}"),
-        )
-        .with_detail("min", min)
-        .with_detail("max", max));
+        return Err(
+            CoordError::field(code, field, format!("{field} must be between {min} and {max}, got {v}"))
+                .with_detail("min", min)
+                .with_detail("max", max),
+        );
     }
     Ok(v)
 }
 
 /// A list of short texts: each item non-blank and bounded, at most `max_items` items.
-pub fn text_list(field: &str, value: Option<Vec<String>>, max_items: usize, max_len: usize) -> CoordResult<Vec<String>> {
+pub fn text_list(
+    field: &str,
+    value: Option<Vec<String>>,
+    max_items: usize,
+    max_len: usize,
+) -> CoordResult<Vec<String>> {
     let items = value.unwrap_or_default();
     if items.len() > max_items {
         return Err(invalid(field, format!("{field} has more than {max_items} items")));
     }
-    items
-        .iter()
-        .map(|item| required_text(field, item, max_len))
-        .collect()
+    items.iter().map(|item| required_text(field, item, max_len)).collect()
 }
 
 /// JSON payloads are stored verbatim; bound their size so one caller cannot bloat the
@@ -131,6 +131,9 @@ mod tests {
         assert!(text_list("c", Some(vec!["".into()]), 2, 5).is_err());
         assert_eq!(json_payload("d", Some(Value::Null)).unwrap(), None);
         let big = Value::String("x".repeat(MAX_JSON_BYTES + 1));
-        assert_eq!(json_payload("d", Some(big)).unwrap_err().code, ErrorCode::PayloadTooLarge);
+        assert_eq!(
+            json_payload("d", Some(big)).unwrap_err().code,
+            ErrorCode::PayloadTooLarge
+        );
     }
 }

@@ -1,13 +1,13 @@
 //! `audit_log` (append-only by trigger and grants) and the status summary.
 
-use crate::rows::{get, NOW};
-use crate::{handoffs, locks, queue, sessions, Tx, R};
+use crate::rows::{NOW, get};
+use crate::{R, Tx, handoffs, locks, queue, sessions};
+use coord_domain::Timestamp;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::HandoffQuery;
 use coord_domain::queue::TaskStatus;
 use coord_domain::sessions::AgentStatus;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
-use coord_domain::Timestamp;
 use coord_store::OpCtx;
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -73,10 +73,12 @@ pub async fn query(tx: &Tx<'_>, f: &AuditFilter) -> R<AuditQueryResult> {
     })
 }
 
+#[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
 pub async fn status(tx: &Tx<'_>, ctx: &OpCtx, location: &String) -> R<StatusResult> {
     let live_locks: i64 = get(
         &tx.query_one(
-            &tx.prepare_cached(&format!("SELECT count(*) FROM file_locks WHERE expires_at > {NOW}")).await?,
+            &tx.prepare_cached(&format!("SELECT count(*) FROM file_locks WHERE expires_at > {NOW}"))
+                .await?,
             &[&ctx.now],
         )
         .await?,
@@ -114,7 +116,14 @@ pub async fn status(tx: &Tx<'_>, ctx: &OpCtx, location: &String) -> R<StatusResu
             AgentStatus::Disconnected => agents.disconnected = n,
         }
     }
-    let latest = handoffs::read(tx, &HandoffQuery { agent_name: None, limit: 1 }).await?;
+    let latest = handoffs::read(
+        tx,
+        &HandoffQuery {
+            agent_name: None,
+            limit: 1,
+        },
+    )
+    .await?;
     Ok(StatusResult {
         success: true,
         backend: "postgres".into(),

@@ -1,7 +1,7 @@
 //! `handoff_documents`.
 
-use crate::rows::{get, id_text, uuid, NOW};
-use crate::{Tx, R};
+use crate::rows::{NOW, get, id_text, uuid};
+use crate::{R, Tx};
 use coord_domain::handoffs::{Handoff, HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
 use coord_store::OpCtx;
 use tokio_postgres::Row;

@@ -39,10 +39,10 @@ use serde::Serialize;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
-use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
 
-pub use migrate::{migrate, MIGRATIONS};
+pub use migrate::{MIGRATIONS, migrate};
 
 pub(crate) type Tx<'t> = deadpool_postgres::Transaction<'t>;
 
@@ -69,6 +69,7 @@ pub(crate) type R<T> = Result<T, Fail>;
 type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A store operation: runs inside the transaction, with the context and its arguments.
+/// (Arguments are borrowed as `&A`, so an operation over a `String` takes `&String`.)
 type OpFn<A, T> = for<'a> fn(&'a Tx<'a>, &'a OpCtx, &'a A) -> BoxFut<'a, R<T>>;
 
 /// Tunables of the connection pool.
@@ -156,7 +157,9 @@ fn is_storage_failure(e: &CoordError) -> bool {
 
 /// `postgres://user:***@host/db`: the URL without its password.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
     let (authority, tail) = rest.find(['/', '?']).map_or((rest, ""), |i| rest.split_at(i));
     match authority.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
@@ -179,7 +182,11 @@ impl PgStore {
             };
             CoordError::unavailable(format!("cannot connect to PostgreSQL at {}: {why}", store.location))
         })?;
-        store.applied = migrate::migrate(&mut client).await?.into_iter().map(i64::from).collect();
+        store.applied = migrate::migrate(&mut client)
+            .await?
+            .into_iter()
+            .map(i64::from)
+            .collect();
         Ok(store)
     }
 
@@ -285,29 +292,37 @@ impl Store for PgStore {
         reason: Option<String>,
         ttl_minutes: i64,
     ) -> CoordResult<AcquireLockResult> {
-        self.op(ctx, (file_path, reason, ttl_minutes), |tx, ctx, a| Box::pin(locks::acquire(tx, ctx, a)))
-            .await
+        self.op(ctx, (file_path, reason, ttl_minutes), |tx, ctx, a| {
+            Box::pin(locks::acquire(tx, ctx, a))
+        })
+        .await
     }
 
     async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult> {
-        self.op(ctx, file_path, |tx, ctx, a| Box::pin(locks::release(tx, ctx, a))).await
-    }
-
-    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
-        self.op(ctx, file_paths, |tx, ctx, a| Box::pin(locks::check(tx, ctx.now, a.as_deref())))
+        self.op(ctx, file_path, |tx, ctx, a| Box::pin(locks::release(tx, ctx, a)))
             .await
     }
 
+    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
+        self.op(ctx, file_paths, |tx, ctx, a| {
+            Box::pin(locks::check(tx, ctx.now, a.as_deref()))
+        })
+        .await
+    }
+
     async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
-        self.op(ctx, task, |tx, ctx, a| Box::pin(queue::submit(tx, ctx, a))).await
+        self.op(ctx, task, |tx, ctx, a| Box::pin(queue::submit(tx, ctx, a)))
+            .await
     }
 
     async fn claim_work(&self, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult> {
-        self.op(ctx, spec, |tx, ctx, a| Box::pin(queue::claim(tx, ctx, a))).await
+        self.op(ctx, spec, |tx, ctx, a| Box::pin(queue::claim(tx, ctx, a)))
+            .await
     }
 
     async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult> {
-        self.op(ctx, completion, |tx, ctx, a| Box::pin(queue::complete(tx, ctx, a))).await
+        self.op(ctx, completion, |tx, ctx, a| Box::pin(queue::complete(tx, ctx, a)))
+            .await
     }
 
     async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult> {
@@ -319,12 +334,15 @@ impl Store for PgStore {
     }
 
     async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult> {
-        self.op(ctx, session, |tx, ctx, a| Box::pin(sessions::register(tx, ctx, a))).await
+        self.op(ctx, session, |tx, ctx, a| Box::pin(sessions::register(tx, ctx, a)))
+            .await
     }
 
     async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult> {
-        self.op(ctx, (new_session_id, lease_minutes), |tx, ctx, a| Box::pin(sessions::heartbeat(tx, ctx, a)))
-            .await
+        self.op(ctx, (new_session_id, lease_minutes), |tx, ctx, a| {
+            Box::pin(sessions::heartbeat(tx, ctx, a))
+        })
+        .await
     }
 
     async fn discover_agents(
@@ -333,15 +351,22 @@ impl Store for PgStore {
         capability: Option<String>,
         status: Option<AgentStatus>,
     ) -> CoordResult<DiscoverAgentsResult> {
-        self.op(ctx, (capability, status), |tx, _, a| Box::pin(sessions::discover(tx, a))).await
+        self.op(ctx, (capability, status), |tx, _, a| {
+            Box::pin(sessions::discover(tx, a))
+        })
+        .await
     }
 
     async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
-        self.op(ctx, stale_minutes, |tx, ctx, a| Box::pin(sessions::cleanup(tx, ctx.now, *a))).await
+        self.op(ctx, stale_minutes, |tx, ctx, a| {
+            Box::pin(sessions::cleanup(tx, ctx.now, *a))
+        })
+        .await
     }
 
     async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult> {
-        self.op(ctx, handoff, |tx, ctx, a| Box::pin(handoffs::write(tx, ctx, a))).await
+        self.op(ctx, handoff, |tx, ctx, a| Box::pin(handoffs::write(tx, ctx, a)))
+            .await
     }
 
     async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult> {
@@ -354,7 +379,8 @@ impl Store for PgStore {
 
     async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult> {
         let location = self.location();
-        self.op(ctx, location, |tx, ctx, a| Box::pin(audit::status(tx, ctx, a))).await
+        self.op(ctx, location, |tx, ctx, a| Box::pin(audit::status(tx, ctx, a)))
+            .await
     }
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {

@@ -1,9 +1,11 @@
 //! `file_locks`: acquisition in one atomic upsert.
 
-use crate::rows::{get, id_text, int, NOW};
-use crate::{Tx, R};
-use coord_domain::locks::{decide_release, AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult};
+use crate::rows::{NOW, get, id_text, int};
+use crate::{R, Tx};
 use coord_domain::Timestamp;
+use coord_domain::locks::{
+    AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult, decide_release,
+};
 use coord_store::OpCtx;
 use deadpool_postgres::GenericClient;
 use std::sync::LazyLock;
@@ -57,10 +59,24 @@ pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, Option<String>, i
     // A blocked answer needs the holder; if the holder released in between, try again.
     for _ in 0..3 {
         let granted = tx
-            .query_opt(&upsert, &[&ctx.now, path, &ctx.who.agent_id, &ctx.who.agent_type, reason, &int(*ttl)])
+            .query_opt(
+                &upsert,
+                &[
+                    &ctx.now,
+                    path,
+                    &ctx.who.agent_id,
+                    &ctx.who.agent_type,
+                    reason,
+                    &int(*ttl),
+                ],
+            )
             .await?;
         if let Some(row) = granted {
-            let action = if get::<bool>(&row, 8)? { LockAction::Acquired } else { LockAction::Refreshed };
+            let action = if get::<bool>(&row, 8)? {
+                LockAction::Acquired
+            } else {
+                LockAction::Refreshed
+            };
             return Ok(AcquireLockResult::granted(action, &lock_from_row(&row)?));
         }
         if let Some(row) = tx.query_opt(&holder, &[path]).await? {
@@ -77,6 +93,7 @@ fn kept_racing() -> crate::Fail {
     ))
 }
 
+#[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
 pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockResult> {
     let deleted = tx
         .query_opt(
@@ -92,8 +109,10 @@ pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockRe
         // Not ours: let the domain rule say why, from the row as it stands.
         let row = tx
             .query_opt(
-                &tx.prepare_cached(&format!("SELECT {LOCK_COLS}, {NOW} FROM file_locks WHERE file_path = $2"))
-                    .await?,
+                &tx.prepare_cached(&format!(
+                    "SELECT {LOCK_COLS}, {NOW} FROM file_locks WHERE file_path = $2"
+                ))
+                .await?,
                 &[&ctx.now, path],
             )
             .await?;

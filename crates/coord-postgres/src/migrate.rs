@@ -1,7 +1,7 @@
 //! Versioned migrations, applied at start under an advisory lock so that processes
 //! starting together migrate exactly once.
 
-use crate::{pg_error, Fail};
+use crate::{Fail, pg_error};
 use coord_domain::{CoordError, CoordResult};
 use deadpool_postgres::Object;
 
@@ -33,7 +33,8 @@ pub async fn migrate(client: &mut Object) -> CoordResult<Vec<i32>> {
 
 async fn apply(client: &mut Object) -> Result<Vec<i32>, Fail> {
     let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK_KEY]).await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK_KEY])
+        .await?;
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS coord_schema_migrations (
              version    integer PRIMARY KEY,

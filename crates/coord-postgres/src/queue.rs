@@ -2,12 +2,12 @@
 //! `FOR UPDATE SKIP LOCKED`, so concurrent workers never wait on, or take, each other's
 //! candidate.
 
-use crate::rows::{get, id_text, int, uuid, uuids, NOW};
-use crate::{Tx, R};
+use crate::rows::{NOW, get, id_text, int, uuid, uuids};
+use crate::{R, Tx};
 use coord_domain::queue::{
-    decide_completion, expired_claim_status, plan_submission, ClaimSpec, CompleteWorkResult, Completion,
-    GetTaskResult, GetWorkResult, ListTasksResult, NewTask, SubmitWorkResult, TaskFilter, TaskInfo, TaskStatus,
-    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS,
+    ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
+    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskFilter, TaskInfo,
+    TaskStatus, decide_completion, expired_claim_status, plan_submission,
 };
 use coord_domain::{CoordError, ErrorCode, Timestamp};
 use coord_store::OpCtx;
@@ -75,7 +75,12 @@ pub async fn submit(tx: &Tx<'_>, ctx: &OpCtx, t: &NewTask) -> R<SubmitWorkResult
     }
     let plan = plan_submission(&t.depends_on, &found)?;
     let error_message = plan.failure_reason.map(|_| {
-        let dead = t.depends_on.iter().find(|d| found[*d].is_dead_end()).cloned().unwrap_or_default();
+        let dead = t
+            .depends_on
+            .iter()
+            .find(|d| found[*d].is_dead_end())
+            .cloned()
+            .unwrap_or_default();
         format!("dependency {dead} had already failed or been cancelled")
     });
     let id = uuid(&t.task_id)?;
@@ -146,7 +151,13 @@ pub async fn claim(tx: &Tx<'_>, ctx: &OpCtx, spec: &ClaimSpec) -> R<GetWorkResul
     } else {
         tx.query_opt(
             &tx.prepare_cached(&CLAIM_TYPED_SQL).await?,
-            &[&ctx.now, &ctx.who.agent_id, &ctx.who.agent_type, &lease, &spec.task_types],
+            &[
+                &ctx.now,
+                &ctx.who.agent_id,
+                &ctx.who.agent_type,
+                &lease,
+                &spec.task_types,
+            ],
         )
         .await?
     };
@@ -160,7 +171,8 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
     let id = uuid(&done.task_id)?;
     let row = tx
         .query_opt(
-            &tx.prepare_cached("SELECT status, claimed_by FROM work_queue WHERE task_id = $1 FOR UPDATE").await?,
+            &tx.prepare_cached("SELECT status, claimed_by FROM work_queue WHERE task_id = $1 FOR UPDATE")
+                .await?,
             &[&id],
         )
         .await?;
@@ -168,7 +180,11 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
         Some(r) => Some((status(get(r, 0)?)?, get::<Option<String>>(r, 1)?)),
         None => None,
     };
-    decide_completion(stored.as_ref().map(|(s, by)| (*s, by.as_deref())), &done.task_id, &ctx.who)?;
+    decide_completion(
+        stored.as_ref().map(|(s, by)| (*s, by.as_deref())),
+        &done.task_id,
+        &ctx.who,
+    )?;
     if done.success {
         tx.execute(
             &tx.prepare_cached(&format!(
@@ -196,7 +212,10 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
             cancelled_dependents: Vec::new(),
         })
     } else {
-        let message = done.error_message.clone().unwrap_or_else(|| "the agent reported failure".into());
+        let message = done
+            .error_message
+            .clone()
+            .unwrap_or_else(|| "the agent reported failure".into());
         let cancelled = fail_task(tx, ctx.now, id, REASON_AGENT_REPORTED, &message, done.result.as_ref()).await?;
         Ok(CompleteWorkResult {
             success: true,
@@ -250,7 +269,14 @@ async fn fail_task(
 
 /// Ends a claim its holder will not complete: back to `pending`, or `failed` after
 /// the last attempt (the rule is the domain's).
-async fn release_claim(tx: &Tx<'_>, now: Option<Timestamp>, id: Uuid, attempts: i32, max: i32, why: &str) -> R<TaskStatus> {
+async fn release_claim(
+    tx: &Tx<'_>,
+    now: Option<Timestamp>,
+    id: Uuid,
+    attempts: i32,
+    max: i32,
+    why: &str,
+) -> R<TaskStatus> {
     let next = expired_claim_status(attempts, max);
     if next == TaskStatus::Failed {
         let message = format!("{why} after {attempts} of {max} attempts");
@@ -300,13 +326,15 @@ pub async fn settle_expired_claims(tx: &Tx<'_>, now: Option<Timestamp>, batch: i
 pub async fn get_task(tx: &Tx<'_>, task_id: &str) -> R<Option<TaskInfo>> {
     let row = tx
         .query_opt(
-            &tx.prepare_cached(&format!("SELECT {TASK_COLS} FROM work_queue WHERE task_id = $1")).await?,
+            &tx.prepare_cached(&format!("SELECT {TASK_COLS} FROM work_queue WHERE task_id = $1"))
+                .await?,
             &[&uuid(task_id)?],
         )
         .await?;
     row.as_ref().map(task_from_row).transpose()
 }
 
+#[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
 pub async fn show(tx: &Tx<'_>, task_id: &String) -> R<GetTaskResult> {
     let task = get_task(tx, task_id).await?.ok_or_else(|| {
         CoordError::new(ErrorCode::TaskNotFound, format!("no task {task_id}")).with_detail("task_id", task_id.as_str())

@@ -2,8 +2,8 @@
 
 use crate::{Fail, R};
 use coord_domain::CoordError;
-use tokio_postgres::types::FromSql;
 use tokio_postgres::Row;
+use tokio_postgres::types::FromSql;
 use uuid::Uuid;
 
 /// `now` for SQL: the injected clock's reading, or the database's own clock. Every

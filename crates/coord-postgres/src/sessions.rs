@@ -1,8 +1,8 @@
 //! `agent_sessions`: one row per agent holding its current session.
 
 use crate::queue;
-use crate::rows::{get, id_text, int, uuid, NOW};
-use crate::{Tx, R};
+use crate::rows::{NOW, get, id_text, int, uuid};
+use crate::{R, Tx};
 use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
 use coord_domain::{CoordError, Timestamp};
 use coord_store::OpCtx;
@@ -154,7 +154,13 @@ pub async fn cleanup(tx: &Tx<'_>, now: Option<Timestamp>, stale_minutes: i64) ->
             &[&now, &agents],
         )
         .await?;
-    let locks_released = released.iter().map(|r| get::<bool>(r, 0)).collect::<R<Vec<_>>>()?.into_iter().filter(|live| *live).count() as i64;
+    let locks_released = released
+        .iter()
+        .map(|r| get::<bool>(r, 0))
+        .collect::<R<Vec<_>>>()?
+        .into_iter()
+        .filter(|live| *live)
+        .count() as i64;
     let claims = tx
         .query(
             &tx.prepare_cached(
@@ -178,7 +184,11 @@ pub async fn cleanup(tx: &Tx<'_>, now: Option<Timestamp>, stale_minutes: i64) ->
 
 pub async fn counts(tx: &Tx<'_>) -> R<Vec<(AgentStatus, i64)>> {
     let rows = tx
-        .query(&tx.prepare_cached("SELECT status, count(*) FROM agent_sessions GROUP BY status").await?, &[])
+        .query(
+            &tx.prepare_cached("SELECT status, count(*) FROM agent_sessions GROUP BY status")
+                .await?,
+            &[],
+        )
         .await?;
     let mut out = Vec::new();
     for r in &rows {

@@ -28,8 +28,13 @@ impl Backend for PgBackend {
 
     async fn fixture(&self) -> Fixture {
         let db = TestDatabase::from_template().await;
-        let options = PgOptions { pool_size: 8, timeout: Duration::from_secs(3) };
-        let store = PgStore::connect(&db.url, options).await.expect("connect to the test database");
+        let options = PgOptions {
+            pool_size: 8,
+            timeout: Duration::from_secs(3),
+        };
+        let store = PgStore::connect(&db.url, options)
+            .await
+            .expect("connect to the test database");
         Fixture {
             store: Arc::new(store),
             raw: Box::new(RawPg { db }),
@@ -41,10 +46,11 @@ impl Backend for PgBackend {
 impl RawSql for RawPg {
     async fn execute(&self, sql: &str) -> Result<u64, String> {
         let client = pg_support::connect(&self.db.url).await;
-        client
-            .execute(sql, &[])
-            .await
-            .map_err(|e| e.as_db_error().map(|d| d.message().to_string()).unwrap_or_else(|| e.to_string()))
+        client.execute(sql, &[]).await.map_err(|e| {
+            e.as_db_error()
+                .map(|d| d.message().to_string())
+                .unwrap_or_else(|| e.to_string())
+        })
     }
 
     async fn break_store(&self) {

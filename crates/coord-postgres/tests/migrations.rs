@@ -2,7 +2,7 @@
 
 mod pg_support;
 
-use coord_postgres::{PgOptions, PgStore, MIGRATIONS};
+use coord_postgres::{MIGRATIONS, PgOptions, PgStore};
 use coord_store::Store;
 use pg_support::TestDatabase;
 
@@ -22,7 +22,10 @@ async fn migrations_apply_to_an_empty_database_once() {
     let second = PgStore::connect(&db.url, PgOptions::default()).await.unwrap();
     assert!(second.schema().applied_now.is_empty(), "a second start is a no-op");
     let c = pg_support::connect(&db.url).await;
-    let rows = c.query("SELECT version FROM coord_schema_migrations ORDER BY version", &[]).await.unwrap();
+    let rows = c
+        .query("SELECT version FROM coord_schema_migrations ORDER BY version", &[])
+        .await
+        .unwrap();
     let recorded: Vec<i64> = rows.iter().map(|r| r.get::<_, i32>(0) as i64).collect();
     assert_eq!(recorded, all);
 }
@@ -36,7 +39,16 @@ async fn concurrent_starts_migrate_exactly_once() {
     let starts: Vec<_> = (0..6)
         .map(|_| {
             let url = db.url.clone();
-            tokio::spawn(async move { PgStore::connect(&url, PgOptions { pool_size: 1, ..Default::default() }).await })
+            tokio::spawn(async move {
+                PgStore::connect(
+                    &url,
+                    PgOptions {
+                        pool_size: 1,
+                        ..Default::default()
+                    },
+                )
+                .await
+            })
         })
         .collect();
     let mut applied = 0;
@@ -44,7 +56,11 @@ async fn concurrent_starts_migrate_exactly_once() {
         let store = s.await.unwrap().expect("every concurrent start succeeds");
         applied += store.schema().applied_now.len();
     }
-    assert_eq!(applied, MIGRATIONS.len(), "each migration applied by exactly one starter");
+    assert_eq!(
+        applied,
+        MIGRATIONS.len(),
+        "each migration applied by exactly one starter"
+    );
 }
 
 #[tokio::test]
@@ -55,19 +71,28 @@ async fn supabase_bootstrap_roles_schema_and_publication() {
     let db = TestDatabase::from_template().await;
     let c = pg_support::connect(&db.url).await;
     for role in ["anon", "authenticated", "service_role"] {
-        let row = c.query_one("SELECT rolcanlogin FROM pg_roles WHERE rolname = $1", &[&role]).await.unwrap();
+        let row = c
+            .query_one("SELECT rolcanlogin FROM pg_roles WHERE rolname = $1", &[&role])
+            .await
+            .unwrap();
         assert!(!row.get::<_, bool>(0), "{role} is NOLOGIN");
     }
     let role: Option<String> = c.query_one("SELECT auth.role()", &[]).await.unwrap().get(0);
     assert_eq!(role, None, "auth.role() exists and is null outside PostgREST");
     let tx_role: Option<String> = c
-        .query_one("SELECT set_config('request.jwt.claim.role', 'anon', false), auth.role()", &[])
+        .query_one(
+            "SELECT set_config('request.jwt.claim.role', 'anon', false), auth.role()",
+            &[],
+        )
         .await
         .unwrap()
         .get(1);
     assert_eq!(tx_role.as_deref(), Some("anon"));
     let published: Vec<String> = c
-        .query("SELECT tablename::text FROM pg_publication_tables WHERE pubname = 'supabase_realtime' ORDER BY 1", &[])
+        .query(
+            "SELECT tablename::text FROM pg_publication_tables WHERE pubname = 'supabase_realtime' ORDER BY 1",
+            &[],
+        )
         .await
         .unwrap()
         .iter()
@@ -110,26 +135,55 @@ async fn row_level_security_and_grants_limit_the_application_roles() {
             c.batch_execute(&format!("SET LOCAL ROLE {role}")).await.unwrap();
             let r = c.query(sql, &[]).await;
             c.batch_execute("ROLLBACK").await.unwrap();
-            r.map(|rows| rows.len()).map_err(|e| e.as_db_error().map(|d| d.code().code().to_string()).unwrap_or_default())
+            r.map(|rows| rows.len())
+                .map_err(|e| e.as_db_error().map(|d| d.code().code().to_string()).unwrap_or_default())
         }
     };
-    assert_eq!(as_role("anon", "SELECT * FROM file_locks").await, Ok(1), "anon reads locks");
+    assert_eq!(
+        as_role("anon", "SELECT * FROM file_locks").await,
+        Ok(1),
+        "anon reads locks"
+    );
     assert_eq!(as_role("authenticated", "SELECT * FROM work_queue").await, Ok(0));
-    assert_eq!(as_role("anon", "SELECT * FROM audit_log").await, Err("42501".into()), "anon cannot read the audit log");
-    assert_eq!(as_role("anon", "SELECT * FROM agent_sessions").await, Err("42501".into()));
-    assert_eq!(as_role("anon", "DELETE FROM file_locks RETURNING 1").await, Err("42501".into()));
+    assert_eq!(
+        as_role("anon", "SELECT * FROM audit_log").await,
+        Err("42501".into()),
+        "anon cannot read the audit log"
+    );
+    assert_eq!(
+        as_role("anon", "SELECT * FROM agent_sessions").await,
+        Err("42501".into())
+    );
+    assert_eq!(
+        as_role("anon", "DELETE FROM file_locks RETURNING 1").await,
+        Err("42501".into())
+    );
     assert_eq!(as_role("service_role", "SELECT * FROM audit_log").await, Ok(1));
     assert_eq!(
-        as_role("service_role", "INSERT INTO file_locks VALUES ('b.rs', 'x', 'cli', NULL, NULL, now(), now(), 2) RETURNING 1")
-            .await,
+        as_role(
+            "service_role",
+            "INSERT INTO file_locks VALUES ('b.rs', 'x', 'cli', NULL, NULL, now(), now(), 2) RETURNING 1"
+        )
+        .await,
         Ok(1),
         "service_role does everything on coordination tables"
     );
-    for sql in ["UPDATE audit_log SET operation = 'x' RETURNING 1", "DELETE FROM audit_log RETURNING 1"] {
-        assert_eq!(as_role("service_role", sql).await, Err("42501".into()), "{sql} as service_role");
+    for sql in [
+        "UPDATE audit_log SET operation = 'x' RETURNING 1",
+        "DELETE FROM audit_log RETURNING 1",
+    ] {
+        assert_eq!(
+            as_role("service_role", sql).await,
+            Err("42501".into()),
+            "{sql} as service_role"
+        );
     }
     // Even the owner (superuser here) is stopped by the triggers.
-    for sql in ["UPDATE audit_log SET operation = 'x'", "DELETE FROM audit_log", "TRUNCATE audit_log"] {
+    for sql in [
+        "UPDATE audit_log SET operation = 'x'",
+        "DELETE FROM audit_log",
+        "TRUNCATE audit_log",
+    ] {
         let e = c.batch_execute(sql).await.unwrap_err();
         assert!(e.as_db_error().unwrap().message().contains("append-only"), "{sql}: {e}");
     }

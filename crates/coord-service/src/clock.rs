@@ -2,8 +2,8 @@
 //! agree on expiry); tests inject a [`ManualClock`] and move time instead of sleeping.
 
 use chrono::{Duration, Utc};
-use coord_domain::time::truncate_micros;
 use coord_domain::Timestamp;
+use coord_domain::time::truncate_micros;
 use std::sync::{Mutex, PoisonError};
 
 pub trait Clock: Send + Sync {

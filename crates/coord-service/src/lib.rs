@@ -13,24 +13,23 @@
 pub mod clock;
 
 use async_trait::async_trait;
-use coord_domain::audit::{validate_audit_query, AuditQueryRequest, AuditQueryResult, AuditRecord};
+use coord_domain::audit::{AuditQueryRequest, AuditQueryResult, AuditRecord, validate_audit_query};
 use coord_domain::handoffs::{
-    validate_handoff, validate_read, ReadHandoffRequest, ReadHandoffResult, WriteHandoffRequest, WriteHandoffResult,
+    ReadHandoffRequest, ReadHandoffResult, WriteHandoffRequest, WriteHandoffResult, validate_handoff, validate_read,
 };
 use coord_domain::locks::{
-    validate_acquire, validate_check, AcquireLockRequest, AcquireLockResult, CheckLocksRequest, CheckLocksResult,
-    ReleaseLockRequest, ReleaseLockResult,
+    AcquireLockRequest, AcquireLockResult, CheckLocksRequest, CheckLocksResult, ReleaseLockRequest, ReleaseLockResult,
+    validate_acquire, validate_check,
 };
 use coord_domain::path::normalize_path;
 use coord_domain::queue::{
-    parse_task_id, validate_claim, validate_completion, validate_submission, validate_task_filter,
-    CompleteWorkRequest, CompleteWorkResult, GetTaskRequest, GetTaskResult, GetWorkRequest, GetWorkResult,
-    ListTasksRequest, ListTasksResult, SubmitWorkRequest, SubmitWorkResult, DEFAULT_CLAIM_LEASE_MINUTES,
-    DEFAULT_MAX_ATTEMPTS,
+    CompleteWorkRequest, CompleteWorkResult, DEFAULT_CLAIM_LEASE_MINUTES, DEFAULT_MAX_ATTEMPTS, GetTaskRequest,
+    GetTaskResult, GetWorkRequest, GetWorkResult, ListTasksRequest, ListTasksResult, SubmitWorkRequest,
+    SubmitWorkResult, parse_task_id, validate_claim, validate_completion, validate_submission, validate_task_filter,
 };
 use coord_domain::sessions::{
-    validate_capability, validate_registration, validate_stale_threshold, CleanupDeadAgentsRequest, CleanupResult,
-    DiscoverAgentsRequest, DiscoverAgentsResult, HeartbeatRequest, RegisterSessionRequest, SessionResult,
+    CleanupDeadAgentsRequest, CleanupResult, DiscoverAgentsRequest, DiscoverAgentsResult, HeartbeatRequest,
+    RegisterSessionRequest, SessionResult, validate_capability, validate_registration, validate_stale_threshold,
 };
 use coord_domain::status::StatusResult;
 use coord_domain::{Caller, CoordError, CoordResult};
@@ -183,8 +182,11 @@ impl Coordinator {
                 tick.tick().await;
                 loop {
                     match me.sweep().await {
-                        Ok(r) if r.expired_locks_deleted + r.claims_requeued + r.claims_failed >= me.config.sweep_batch => {
-                            continue
+                        Ok(r)
+                            if r.expired_locks_deleted + r.claims_requeued + r.claims_failed
+                                >= me.config.sweep_batch =>
+                        {
+                            continue;
                         }
                         Ok(_) => break,
                         Err(e) => {

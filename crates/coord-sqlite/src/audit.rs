@@ -1,15 +1,15 @@
 //! `audit_log` (append-only by trigger) and the status summary.
 
 use crate::rows::{to_json, ts};
-use crate::{handoffs, locks, queue, sessions, R};
+use crate::{R, handoffs, locks, queue, sessions};
+use coord_domain::Identity;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::HandoffQuery;
 use coord_domain::queue::TaskStatus;
 use coord_domain::sessions::AgentStatus;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
 use coord_domain::time::to_micros;
-use coord_domain::Identity;
-use rusqlite::{params, Connection, Row};
+use rusqlite::{Connection, Row, params};
 
 pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
     c.prepare_cached(
@@ -83,7 +83,9 @@ pub fn status(c: &Connection, now: i64, who: &Identity, location: String) -> R<S
     let mut tasks = TaskCounts::default();
     let rows = c
         .prepare_cached("SELECT status, count(*), sum(pending_deps > 0) FROM work_queue GROUP BY status")?
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))?
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     for (status, n, waiting) in rows {
         match TaskStatus::parse(&status) {
@@ -106,7 +108,13 @@ pub fn status(c: &Connection, now: i64, who: &Identity, location: String) -> R<S
             AgentStatus::Disconnected => agents.disconnected = n,
         }
     }
-    let latest = handoffs::read(c, &HandoffQuery { agent_name: None, limit: 1 })?;
+    let latest = handoffs::read(
+        c,
+        &HandoffQuery {
+            agent_name: None,
+            limit: 1,
+        },
+    )?;
     Ok(StatusResult {
         success: true,
         backend: "sqlite".into(),

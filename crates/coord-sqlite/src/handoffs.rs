@@ -1,10 +1,10 @@
 //! `handoff_documents`.
 
-use crate::rows::{string_list, to_json, ts};
 use crate::R;
-use coord_domain::handoffs::{Handoff, HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use crate::rows::{string_list, to_json, ts};
 use coord_domain::Identity;
-use rusqlite::{params, Connection, Row};
+use coord_domain::handoffs::{Handoff, HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use rusqlite::{Connection, Row, params};
 
 const HANDOFF_COLS: &str = "id, agent_name, agent_type, session_id, summary, completed_work, in_progress, decisions,
     next_steps, relevant_files, created_at";

@@ -121,7 +121,10 @@ fn db_error(e: rusqlite::Error) -> CoordError {
             | C::FileLockingProtocolFailed
             | C::NoLargeFileSupport => {
                 tracing::warn!(error = %e, "sqlite store unavailable");
-                return CoordError::unavailable(format!("the database cannot be read or written ({})", describe(f.code)));
+                return CoordError::unavailable(format!(
+                    "the database cannot be read or written ({})",
+                    describe(f.code)
+                ));
             }
             _ => {}
         }
@@ -159,18 +162,26 @@ impl SqliteStore {
     }
 
     pub fn open_with(path: &Path, options: SqliteOptions) -> CoordResult<Self> {
-        let unavailable = |what: String| CoordError::unavailable(what).with_detail("database", path.display().to_string());
+        let unavailable =
+            |what: String| CoordError::unavailable(what).with_detail("database", path.display().to_string());
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| unavailable(format!("cannot create directory {}: {e}", dir.display())))?;
         }
         if path.is_dir() {
-            return Err(unavailable(format!("{} is a directory, not a database file", path.display())));
+            return Err(unavailable(format!(
+                "{} is a directory, not a database file",
+                path.display()
+            )));
         }
         let mut conn = Connection::open(path)
             .map_err(|e| unavailable(format!("cannot open SQLite database {}: {e}", path.display())))?;
         configure(&conn, &options).map_err(|e| {
-            unavailable(format!("cannot use SQLite database {}: {}", path.display(), CoordError::from(Fail::Db(e)).message))
+            unavailable(format!(
+                "cannot use SQLite database {}: {}",
+                path.display(),
+                CoordError::from(Fail::Db(e)).message
+            ))
         })?;
         let applied = migrate::apply(&mut conn).map_err(|e| match e {
             Fail::Db(e) => unavailable(format!(
@@ -276,16 +287,20 @@ impl Store for SqliteStore {
         reason: Option<String>,
         ttl_minutes: i64,
     ) -> CoordResult<AcquireLockResult> {
-        self.op(ctx, move |c, now, who| locks::acquire(c, now, who, &file_path, reason.as_deref(), ttl_minutes))
-            .await
+        self.op(ctx, move |c, now, who| {
+            locks::acquire(c, now, who, &file_path, reason.as_deref(), ttl_minutes)
+        })
+        .await
     }
 
     async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult> {
-        self.op(ctx, move |c, now, who| locks::release(c, now, who, &file_path)).await
+        self.op(ctx, move |c, now, who| locks::release(c, now, who, &file_path))
+            .await
     }
 
     async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
-        self.op(ctx, move |c, now, _| locks::check(c, now, file_paths.as_deref())).await
+        self.op(ctx, move |c, now, _| locks::check(c, now, file_paths.as_deref()))
+            .await
     }
 
     async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
@@ -297,7 +312,8 @@ impl Store for SqliteStore {
     }
 
     async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult> {
-        self.op(ctx, move |c, now, who| queue::complete(c, now, who, &completion)).await
+        self.op(ctx, move |c, now, who| queue::complete(c, now, who, &completion))
+            .await
     }
 
     async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult> {
@@ -309,12 +325,15 @@ impl Store for SqliteStore {
     }
 
     async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult> {
-        self.op(ctx, move |c, now, who| sessions::register(c, now, who, &session)).await
+        self.op(ctx, move |c, now, who| sessions::register(c, now, who, &session))
+            .await
     }
 
     async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult> {
-        self.op(ctx, move |c, now, who| sessions::heartbeat(c, now, who, &new_session_id, lease_minutes))
-            .await
+        self.op(ctx, move |c, now, who| {
+            sessions::heartbeat(c, now, who, &new_session_id, lease_minutes)
+        })
+        .await
     }
 
     async fn discover_agents(
@@ -323,15 +342,18 @@ impl Store for SqliteStore {
         capability: Option<String>,
         status: Option<AgentStatus>,
     ) -> CoordResult<DiscoverAgentsResult> {
-        self.op(ctx, move |c, _, _| sessions::discover(c, capability.as_deref(), status)).await
+        self.op(ctx, move |c, _, _| sessions::discover(c, capability.as_deref(), status))
+            .await
     }
 
     async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
-        self.op(ctx, move |c, now, _| sessions::cleanup(c, now, stale_minutes)).await
+        self.op(ctx, move |c, now, _| sessions::cleanup(c, now, stale_minutes))
+            .await
     }
 
     async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult> {
-        self.op(ctx, move |c, now, who| handoffs::write(c, now, who, &handoff)).await
+        self.op(ctx, move |c, now, who| handoffs::write(c, now, who, &handoff))
+            .await
     }
 
     async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult> {
@@ -344,11 +366,13 @@ impl Store for SqliteStore {
 
     async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult> {
         let location = self.location();
-        self.op(ctx, move |c, now, who| audit::status(c, now, who, location)).await
+        self.op(ctx, move |c, now, who| audit::status(c, now, who, location))
+            .await
     }
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
-        self.with_tx(move |tx| audit::insert(tx, now_micros(now), &record)).await
+        self.with_tx(move |tx| audit::insert(tx, now_micros(now), &record))
+            .await
     }
 
     async fn sweep(&self, now: Option<Timestamp>, batch: i64) -> CoordResult<SweepReport> {

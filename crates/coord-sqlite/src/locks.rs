@@ -1,14 +1,14 @@
 //! `file_locks`: acquisition decided by the domain rule under the write lock.
 
-use crate::rows::{minutes_to_micros, to_json, ts};
 use crate::R;
+use crate::rows::{minutes_to_micros, to_json, ts};
+use coord_domain::Identity;
 use coord_domain::locks::{
-    decide_acquire, decide_release, AcquireDecision, AcquireLockResult, CheckLocksResult, LockAction, LockInfo,
-    ReleaseLockResult,
+    AcquireDecision, AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult, decide_acquire,
+    decide_release,
 };
 use coord_domain::time::from_micros;
-use coord_domain::Identity;
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 pub const LOCK_COLS: &str = "file_path, agent_id, agent_type, session_id, reason, locked_at, expires_at, fencing_token";
 
@@ -79,7 +79,8 @@ pub fn acquire(
 pub fn release(c: &Connection, now: i64, who: &Identity, path: &str) -> R<ReleaseLockResult> {
     let existing = stored(c, path)?;
     decide_release(existing.as_ref(), who, path, from_micros(now))?;
-    c.prepare_cached("DELETE FROM file_locks WHERE file_path = ?1")?.execute([path])?;
+    c.prepare_cached("DELETE FROM file_locks WHERE file_path = ?1")?
+        .execute([path])?;
     Ok(ReleaseLockResult {
         success: true,
         released: true,
@@ -108,12 +109,11 @@ pub fn check(c: &Connection, now: i64, paths: Option<&[String]>) -> R<CheckLocks
 }
 
 pub fn live_locks_of(c: &Connection, now: i64, agent_id: &str) -> R<Vec<LockInfo>> {
-    Ok(c
-        .prepare_cached(&format!(
-            "SELECT {LOCK_COLS} FROM file_locks WHERE agent_id = ?1 AND expires_at > ?2 ORDER BY file_path"
-        ))?
-        .query_map(params![agent_id, now], lock_from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?)
+    Ok(c.prepare_cached(&format!(
+        "SELECT {LOCK_COLS} FROM file_locks WHERE agent_id = ?1 AND expires_at > ?2 ORDER BY file_path"
+    ))?
+    .query_map(params![agent_id, now], lock_from_row)?
+    .collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
 /// Deletes up to `batch` expired rows. Expired rows are already free by predicate; this

@@ -4,16 +4,16 @@
 //! path is one indexed lookup (`status = 'pending' AND pending_deps = 0`) instead of a
 //! dependency join per candidate.
 
-use crate::rows::{minutes_to_micros, opt_json, opt_ts, string_list, to_json, ts};
 use crate::R;
+use crate::rows::{minutes_to_micros, opt_json, opt_ts, string_list, to_json, ts};
 use coord_domain::queue::{
-    decide_completion, expired_claim_status, plan_submission, ClaimSpec, CompleteWorkResult, Completion,
-    GetTaskResult, GetWorkResult, ListTasksResult, NewTask, SubmitWorkResult, TaskFilter, TaskInfo, TaskStatus,
-    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS,
+    ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
+    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskFilter, TaskInfo,
+    TaskStatus, decide_completion, expired_claim_status, plan_submission,
 };
 use coord_domain::{CoordError, Identity};
 use rusqlite::types::Type;
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::collections::HashMap;
 
 /// Claims settled inline by `get_work` before it picks a task; the rest wait for the
@@ -64,7 +64,9 @@ pub fn submit(c: &Connection, now: i64, who: &Identity, t: &NewTask) -> R<Submit
         let mut stmt = c.prepare_cached(
             "SELECT task_id, status FROM work_queue WHERE task_id IN (SELECT value FROM json_each(?1))",
         )?;
-        let rows = stmt.query_map([to_json(&t.depends_on)], |r| Ok((r.get::<_, String>(0)?, status_at(r, 1)?)))?;
+        let rows = stmt.query_map([to_json(&t.depends_on)], |r| {
+            Ok((r.get::<_, String>(0)?, status_at(r, 1)?))
+        })?;
         for row in rows {
             let (id, status) = row?;
             found.insert(id, status);
@@ -73,8 +75,16 @@ pub fn submit(c: &Connection, now: i64, who: &Identity, t: &NewTask) -> R<Submit
     let plan = plan_submission(&t.depends_on, &found)?;
     let (error_message, completed_at) = match plan.failure_reason {
         Some(_) => {
-            let dead = t.depends_on.iter().find(|d| found[*d].is_dead_end()).cloned().unwrap_or_default();
-            (Some(format!("dependency {dead} had already failed or been cancelled")), Some(now))
+            let dead = t
+                .depends_on
+                .iter()
+                .find(|d| found[*d].is_dead_end())
+                .cloned()
+                .unwrap_or_default();
+            (
+                Some(format!("dependency {dead} had already failed or been cancelled")),
+                Some(now),
+            )
         }
         None => (None, None),
     };
@@ -101,10 +111,8 @@ pub fn submit(c: &Connection, now: i64, who: &Identity, t: &NewTask) -> R<Submit
         completed_at,
     ])?;
     if !t.depends_on.is_empty() {
-        c.prepare_cached(
-            "INSERT INTO task_dependencies (task_id, depends_on) SELECT ?1, value FROM json_each(?2)",
-        )?
-        .execute(params![t.task_id, to_json(&t.depends_on)])?;
+        c.prepare_cached("INSERT INTO task_dependencies (task_id, depends_on) SELECT ?1, value FROM json_each(?2)")?
+            .execute(params![t.task_id, to_json(&t.depends_on)])?;
     }
     Ok(SubmitWorkResult {
         success: true,
@@ -149,11 +157,7 @@ pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> 
         .prepare_cached("SELECT status, claimed_by FROM work_queue WHERE task_id = ?1")?
         .query_row([&done.task_id], |r| Ok((status_at(r, 0)?, r.get(1)?)))
         .optional()?;
-    decide_completion(
-        stored.as_ref().map(|(s, by)| (*s, by.as_deref())),
-        &done.task_id,
-        who,
-    )?;
+    decide_completion(stored.as_ref().map(|(s, by)| (*s, by.as_deref())), &done.task_id, who)?;
     let result = done.result.as_ref().map(to_json);
     if done.success {
         c.prepare_cached(
@@ -174,8 +178,18 @@ pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> 
             cancelled_dependents: Vec::new(),
         })
     } else {
-        let message = done.error_message.clone().unwrap_or_else(|| "the agent reported failure".into());
-        let cancelled = fail_task(c, now, &done.task_id, REASON_AGENT_REPORTED, &message, result.as_deref())?;
+        let message = done
+            .error_message
+            .clone()
+            .unwrap_or_else(|| "the agent reported failure".into());
+        let cancelled = fail_task(
+            c,
+            now,
+            &done.task_id,
+            REASON_AGENT_REPORTED,
+            &message,
+            result.as_deref(),
+        )?;
         Ok(CompleteWorkResult {
             success: true,
             task_id: done.task_id.clone(),
@@ -213,7 +227,9 @@ fn fail_task(
              WHERE status = 'pending' AND task_id IN (SELECT id FROM dependents)
              RETURNING task_id",
         )?
-        .query_map(params![task_id, REASON_DEPENDENCY_FAILED, now], |r| r.get::<_, String>(0))?
+        .query_map(params![task_id, REASON_DEPENDENCY_FAILED, now], |r| {
+            r.get::<_, String>(0)
+        })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     cancelled.sort();
     Ok(cancelled)
@@ -222,7 +238,14 @@ fn fail_task(
 /// Ends a claim that will not be completed by its holder (lease ran out, or the holder
 /// was cleaned up as dead): back to `pending`, or `failed` after the last attempt.
 /// Returns the status the task moved to.
-pub fn release_claim(c: &Connection, now: i64, task_id: &str, attempts: i32, max_attempts: i32, why: &str) -> R<TaskStatus> {
+pub fn release_claim(
+    c: &Connection,
+    now: i64,
+    task_id: &str,
+    attempts: i32,
+    max_attempts: i32,
+    why: &str,
+) -> R<TaskStatus> {
     let next = expired_claim_status(attempts, max_attempts);
     match next {
         TaskStatus::Failed => {
@@ -248,7 +271,9 @@ pub fn settle_expired_claims(c: &Connection, now: i64, batch: i64) -> R<(i64, i6
             "SELECT task_id, attempts, max_attempts FROM work_queue
              WHERE status = 'claimed' AND claimed_until <= ?1 LIMIT ?2",
         )?
-        .query_map(params![now, batch], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)))?
+        .query_map(params![now, batch], |r| {
+            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
+        })?
         .collect::<rusqlite::Result<Vec<(String, i32, i32)>>>()?;
     settle(c, now, &expired, "claim lease expired")
 }
@@ -283,17 +308,19 @@ pub fn list(c: &Connection, f: &TaskFilter) -> R<ListTasksResult> {
              WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR task_type = ?2)
              ORDER BY priority, created_at, seq LIMIT ?3"
         ))?
-        .query_map(params![f.status.map(|s| s.as_str()), f.task_type, f.limit], task_from_row)?
+        .query_map(
+            params![f.status.map(|s| s.as_str()), f.task_type, f.limit],
+            task_from_row,
+        )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(ListTasksResult { tasks })
 }
 
 pub fn claimed_by(c: &Connection, agent_id: &str) -> R<Vec<TaskInfo>> {
-    Ok(c
-        .prepare_cached(&format!(
-            "SELECT {TASK_COLS} FROM work_queue WHERE status = 'claimed' AND claimed_by = ?1
+    Ok(c.prepare_cached(&format!(
+        "SELECT {TASK_COLS} FROM work_queue WHERE status = 'claimed' AND claimed_by = ?1
              ORDER BY claimed_at"
-        ))?
-        .query_map([agent_id], task_from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?)
+    ))?
+    .query_map([agent_id], task_from_row)?
+    .collect::<rusqlite::Result<Vec<_>>>()?)
 }

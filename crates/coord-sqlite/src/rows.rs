@@ -1,9 +1,9 @@
 //! Column decoding shared by the table modules.
 
-use coord_domain::time::from_micros;
 use coord_domain::Timestamp;
-use rusqlite::types::Type;
+use coord_domain::time::from_micros;
 use rusqlite::Row;
+use rusqlite::types::Type;
 use serde_json::Value;
 
 pub fn ts(row: &Row, idx: usize) -> rusqlite::Result<Timestamp> {

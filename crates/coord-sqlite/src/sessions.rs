@@ -1,12 +1,12 @@
 //! `agent_sessions`: one row per agent holding its current session.
 
+use crate::R;
 use crate::queue;
 use crate::rows::{minutes_to_micros, opt_ts, string_list, to_json, ts};
-use crate::R;
-use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
 use coord_domain::Identity;
+use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
 use rusqlite::types::Type;
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const AGENT_COLS: &str =
     "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at";
@@ -52,7 +52,13 @@ pub fn register(c: &Connection, now: i64, who: &Identity, s: &NewSession) -> R<S
     })
 }
 
-pub fn heartbeat(c: &Connection, now: i64, who: &Identity, new_session_id: &str, lease_minutes: i64) -> R<SessionResult> {
+pub fn heartbeat(
+    c: &Connection,
+    now: i64,
+    who: &Identity,
+    new_session_id: &str,
+    lease_minutes: i64,
+) -> R<SessionResult> {
     let alive: Option<String> = c
         .prepare_cached(
             "UPDATE agent_sessions SET last_heartbeat = ?2, status = 'active'

@@ -23,11 +23,20 @@ impl Backend for SqliteBackend {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("coord.db");
         // A short busy timeout so the outage case answers quickly.
-        let store = SqliteStore::open_with(&path, SqliteOptions { busy_timeout: Duration::from_millis(200) })
-            .expect("open store");
+        let store = SqliteStore::open_with(
+            &path,
+            SqliteOptions {
+                busy_timeout: Duration::from_millis(200),
+            },
+        )
+        .expect("open store");
         Fixture {
             store: Arc::new(store),
-            raw: Box::new(RawSqlite { _dir: dir, path, blocker: Mutex::new(None) }),
+            raw: Box::new(RawSqlite {
+                _dir: dir,
+                path,
+                blocker: Mutex::new(None),
+            }),
         }
     }
 }

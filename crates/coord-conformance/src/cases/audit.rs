@@ -1,6 +1,6 @@
 //! Requirement "Audit Trail", identity checks, status, and storage failure.
 
-use crate::{agent, Backend, Harness};
+use crate::{Backend, Harness, agent};
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::handoffs::WriteHandoffRequest;
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
@@ -9,7 +9,11 @@ use coord_domain::{Caller, ErrorCode};
 use coord_service::Coordination;
 
 fn acquire(path: &str, ttl: Option<i64>) -> AcquireLockRequest {
-    AcquireLockRequest { file_path: path.into(), reason: None, ttl_minutes: ttl }
+    AcquireLockRequest {
+        file_path: path.into(),
+        reason: None,
+        ttl_minutes: ttl,
+    }
 }
 
 pub async fn audit_records_every_operation_including_refusals(b: &dyn Backend) {
@@ -17,20 +21,41 @@ pub async fn audit_records_every_operation_including_refusals(b: &dyn Backend) {
     let (a, bb, admin) = (agent("agent-a"), agent("agent-b"), agent("admin"));
     h.coord.acquire_lock(&a, acquire("a.rs", Some(30))).await.unwrap(); // success
     h.coord.acquire_lock(&bb, acquire("a.rs", None)).await.unwrap(); // blocked
-    h.coord.release_lock(&bb, ReleaseLockRequest { file_path: "a.rs".into() }).await.unwrap_err(); // not owner
+    h.coord
+        .release_lock(
+            &bb,
+            ReleaseLockRequest {
+                file_path: "a.rs".into(),
+            },
+        )
+        .await
+        .unwrap_err(); // not owner
     h.coord.acquire_lock(&bb, acquire("b.rs", Some(999))).await.unwrap_err(); // refused before the store
     h.coord.check_locks(&bb, CheckLocksRequest::default()).await.unwrap(); // a read
 
     let log = h
         .coord
-        .query_audit(&admin, AuditQueryRequest { limit: Some(100), ..Default::default() })
+        .query_audit(
+            &admin,
+            AuditQueryRequest {
+                limit: Some(100),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     let rows: Vec<_> = log.entries.iter().rev().collect();
     assert_eq!(rows.len(), 5, "every operation is audited: {rows:#?}");
     let summary: Vec<_> = rows
         .iter()
-        .map(|e| (e.agent_id.as_str(), e.operation.as_str(), e.success, e.error_code.as_deref()))
+        .map(|e| {
+            (
+                e.agent_id.as_str(),
+                e.operation.as_str(),
+                e.success,
+                e.error_code.as_deref(),
+            )
+        })
         .collect();
     assert_eq!(
         summary,
@@ -51,7 +76,10 @@ pub async fn audit_records_every_operation_including_refusals(b: &dyn Backend) {
     assert!(first.duration_ms >= 0.0);
     assert_eq!(rows[1].result["action"], "blocked");
     assert_eq!(rows[2].result["error"], "not_lock_owner");
-    assert!(rows.windows(2).all(|w| w[0].id < w[1].id), "ids increase in commit order");
+    assert!(
+        rows.windows(2).all(|w| w[0].id < w[1].id),
+        "ids increase in commit order"
+    );
 }
 
 pub async fn audit_query_filters(b: &dyn Backend) {
@@ -62,7 +90,10 @@ pub async fn audit_query_filters(b: &dyn Backend) {
     h.advance(10);
     let t1 = h.now();
     h.coord.heartbeat(&bb, HeartbeatRequest {}).await.unwrap();
-    h.coord.write_handoff(&bb, WriteHandoffRequest::default()).await.unwrap_err();
+    h.coord
+        .write_handoff(&bb, WriteHandoffRequest::default())
+        .await
+        .unwrap_err();
     h.advance(10);
     h.coord.acquire_lock(&a, acquire("x.rs", None)).await.unwrap();
 
@@ -82,34 +113,67 @@ pub async fn audit_query_filters(b: &dyn Backend) {
         }
     };
     assert_eq!(
-        q(AuditQueryRequest { agent_id: Some("agent-a".into()), ..Default::default() }).await,
+        q(AuditQueryRequest {
+            agent_id: Some("agent-a".into()),
+            ..Default::default()
+        })
+        .await,
         ["agent-a:acquire_lock", "agent-a:heartbeat"],
         "newest first"
     );
     assert_eq!(
-        q(AuditQueryRequest { operation: Some("heartbeat".into()), ..Default::default() }).await,
+        q(AuditQueryRequest {
+            operation: Some("heartbeat".into()),
+            ..Default::default()
+        })
+        .await,
         ["agent-b:heartbeat", "agent-a:heartbeat"]
     );
     assert_eq!(
-        q(AuditQueryRequest { success: Some(false), ..Default::default() }).await,
+        q(AuditQueryRequest {
+            success: Some(false),
+            ..Default::default()
+        })
+        .await,
         ["agent-b:write_handoff"]
     );
     assert_eq!(
-        q(AuditQueryRequest { since: Some(t1), until: Some(t1 + chrono::Duration::minutes(5)), ..Default::default() }).await,
+        q(AuditQueryRequest {
+            since: Some(t1),
+            until: Some(t1 + chrono::Duration::minutes(5)),
+            ..Default::default()
+        })
+        .await,
         ["agent-b:write_handoff", "agent-b:heartbeat"]
     );
     assert_eq!(
-        q(AuditQueryRequest { until: Some(t1), ..Default::default() }).await,
+        q(AuditQueryRequest {
+            until: Some(t1),
+            ..Default::default()
+        })
+        .await,
         ["agent-a:heartbeat"]
     );
     assert_eq!(
-        q(AuditQueryRequest { since: Some(t0), operation: Some("heartbeat".into()), limit: Some(1), ..Default::default() })
-            .await,
+        q(AuditQueryRequest {
+            since: Some(t0),
+            operation: Some("heartbeat".into()),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await,
         ["agent-b:heartbeat"]
     );
     let e = h
         .coord
-        .query_audit(&admin, AuditQueryRequest { since: Some(t1), until: Some(t0), ..Default::default() })
+        .query_audit(
+            &admin,
+            AuditQueryRequest {
+                since: Some(t1),
+                until: Some(t0),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(e.field.as_deref(), Some("until"));
@@ -122,21 +186,44 @@ pub async fn audit_rows_are_append_only(b: &dyn Backend) {
         let r = h.raw.execute(sql).await;
         assert!(r.is_err(), "{sql} must be rejected, got {r:?}");
     }
-    let log = h.coord.query_audit(&agent("admin"), AuditQueryRequest::default()).await.unwrap();
+    let log = h
+        .coord
+        .query_audit(&agent("admin"), AuditQueryRequest::default())
+        .await
+        .unwrap();
     assert!(log.entries.iter().any(|e| e.operation == "heartbeat"));
     assert!(log.entries.iter().all(|e| e.operation != "forged"));
 }
 
 pub async fn identity_is_validated(b: &dyn Backend) {
     let h = Harness::new(b).await;
-    for bad in [Caller::new("", "t"), Caller::new("a", " "), Caller::new("x".repeat(200), "t"), Caller::new("a\u{7}", "t")] {
+    for bad in [
+        Caller::new("", "t"),
+        Caller::new("a", " "),
+        Caller::new("x".repeat(200), "t"),
+        Caller::new("a\u{7}", "t"),
+    ] {
         let e = h.coord.acquire_lock(&bad, acquire("a.rs", None)).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidIdentity, "{bad:?}");
     }
-    assert!(h.coord.check_locks(&agent("a"), CheckLocksRequest::default()).await.unwrap().locks.is_empty());
-    let log = h.coord.query_audit(&agent("admin"), AuditQueryRequest::default()).await.unwrap();
+    assert!(
+        h.coord
+            .check_locks(&agent("a"), CheckLocksRequest::default())
+            .await
+            .unwrap()
+            .locks
+            .is_empty()
+    );
+    let log = h
+        .coord
+        .query_audit(&agent("admin"), AuditQueryRequest::default())
+        .await
+        .unwrap();
     assert_eq!(
-        log.entries.iter().filter(|e| e.error_code.as_deref() == Some("invalid_identity")).count(),
+        log.entries
+            .iter()
+            .filter(|e| e.error_code.as_deref() == Some("invalid_identity"))
+            .count(),
         4,
         "refused identities are audited too"
     );
@@ -153,7 +240,13 @@ pub async fn status_summarises(b: &dyn Backend) {
     h.submit(&other, "t", 5, &[]).await;
     assert_eq!(h.claimed_id(&me).await, t1);
     h.coord
-        .write_handoff(&other, WriteHandoffRequest { summary: "latest".into(), ..Default::default() })
+        .write_handoff(
+            &other,
+            WriteHandoffRequest {
+                summary: "latest".into(),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     let s = h.coord.status(&me).await.unwrap();
@@ -178,7 +271,13 @@ pub async fn storage_failure_is_database_unavailable(b: &dyn Backend) {
     assert_eq!(e.code, ErrorCode::DatabaseUnavailable);
     let e = h
         .coord
-        .write_handoff(&a, WriteHandoffRequest { summary: "s".into(), ..Default::default() })
+        .write_handoff(
+            &a,
+            WriteHandoffRequest {
+                summary: "s".into(),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::DatabaseUnavailable);

@@ -1,8 +1,8 @@
 //! Requirement "File Locking".
 
-use crate::{agent, Backend, Harness};
-use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
+use crate::{Backend, Harness, agent};
 use coord_domain::ErrorCode;
+use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
 use coord_service::Coordination;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,14 +18,22 @@ pub async fn locks_acquire_then_other_is_blocked(b: &dyn Backend) {
         .coord
         .acquire_lock(
             &a,
-            AcquireLockRequest { file_path: "src/main.rs".into(), reason: Some("refactor".into()), ttl_minutes: None },
+            AcquireLockRequest {
+                file_path: "src/main.rs".into(),
+                reason: Some("refactor".into()),
+                ttl_minutes: None,
+            },
         )
         .await
         .unwrap();
     assert!(got.success);
     assert_eq!(got.action, LockAction::Acquired);
     assert_eq!(got.file_path, "src/main.rs");
-    assert_eq!(got.expires_at, h.now() + chrono::Duration::minutes(120), "default TTL is 120 minutes");
+    assert_eq!(
+        got.expires_at,
+        h.now() + chrono::Duration::minutes(120),
+        "default TTL is 120 minutes"
+    );
     assert_eq!(got.reason.as_deref(), Some("refactor"));
     assert!(got.fencing_token.is_some());
 
@@ -33,7 +41,10 @@ pub async fn locks_acquire_then_other_is_blocked(b: &dyn Backend) {
     assert!(!blocked.success);
     assert_eq!(blocked.action, LockAction::Blocked);
     assert_eq!(blocked.locked_by.as_deref(), Some("agent-a"));
-    assert_eq!(blocked.expires_at, got.expires_at, "blocked answer carries the holder's expiry");
+    assert_eq!(
+        blocked.expires_at, got.expires_at,
+        "blocked answer carries the holder's expiry"
+    );
     assert_eq!(blocked.lock_reason.as_deref(), Some("refactor"));
     assert_eq!(blocked.fencing_token, None);
 
@@ -51,7 +62,10 @@ pub async fn locks_holder_refreshes_and_keeps_token(b: &dyn Backend) {
     let again = h.lock(&a, "a.rs", Some(60)).await;
     assert!(again.success);
     assert_eq!(again.action, LockAction::Refreshed);
-    assert_eq!(again.fencing_token, first.fencing_token, "a refresh continues the same lease");
+    assert_eq!(
+        again.fencing_token, first.fencing_token,
+        "a refresh continues the same lease"
+    );
     assert_eq!(again.expires_at, h.now() + chrono::Duration::minutes(60));
     // Once its own lease has run out, the same agent starts a new lease with a new token.
     h.advance(60);
@@ -97,13 +111,27 @@ pub async fn locks_ttl_bounds(b: &dyn Backend) {
     for bad in [0, -1, 481, 100_000] {
         let e = h
             .coord
-            .acquire_lock(&a, AcquireLockRequest { file_path: "a.rs".into(), reason: None, ttl_minutes: Some(bad) })
+            .acquire_lock(
+                &a,
+                AcquireLockRequest {
+                    file_path: "a.rs".into(),
+                    reason: None,
+                    ttl_minutes: Some(bad),
+                },
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::TtlOutOfRange, "ttl {bad}");
         assert_eq!(e.field.as_deref(), Some("ttl_minutes"));
     }
-    assert!(h.coord.check_locks(&a, CheckLocksRequest::default()).await.unwrap().locks.is_empty());
+    assert!(
+        h.coord
+            .check_locks(&a, CheckLocksRequest::default())
+            .await
+            .unwrap()
+            .locks
+            .is_empty()
+    );
     let one = h.lock(&a, "one.rs", Some(1)).await;
     assert_eq!(one.expires_at, h.now() + chrono::Duration::minutes(1));
     let max = h.lock(&a, "max.rs", Some(480)).await;
@@ -116,12 +144,31 @@ pub async fn locks_expire_with_the_clock(b: &dyn Backend) {
     let held = h.lock(&a, "a.rs", Some(10)).await;
     h.advance(9);
     assert_eq!(h.lock(&bb, "a.rs", None).await.action, LockAction::Blocked);
-    assert_eq!(h.coord.check_locks(&a, CheckLocksRequest::default()).await.unwrap().locks.len(), 1);
+    assert_eq!(
+        h.coord
+            .check_locks(&a, CheckLocksRequest::default())
+            .await
+            .unwrap()
+            .locks
+            .len(),
+        1
+    );
     h.advance(1);
     // Exactly at expires_at the lease is over.
-    assert!(h.coord.check_locks(&a, CheckLocksRequest::default()).await.unwrap().locks.is_empty());
+    assert!(
+        h.coord
+            .check_locks(&a, CheckLocksRequest::default())
+            .await
+            .unwrap()
+            .locks
+            .is_empty()
+    );
     let e = h.coord.release_lock(&a, release("a.rs")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::LockNotHeld, "an expired lock is no longer the holder's");
+    assert_eq!(
+        e.code,
+        ErrorCode::LockNotHeld,
+        "an expired lock is no longer the holder's"
+    );
     let taken = h.lock(&bb, "a.rs", None).await;
     assert_eq!(taken.action, LockAction::Acquired);
     assert!(taken.fencing_token > held.fencing_token);
@@ -160,7 +207,14 @@ pub async fn locks_fencing_tokens_increase_across_expiry_release_and_sweep(b: &d
 pub async fn locks_check_lists_live_locks(b: &dyn Backend) {
     let h = Harness::new(b).await;
     let (a, bb) = (agent("agent-a"), agent("agent-b"));
-    assert!(h.coord.check_locks(&a, CheckLocksRequest::default()).await.unwrap().locks.is_empty());
+    assert!(
+        h.coord
+            .check_locks(&a, CheckLocksRequest::default())
+            .await
+            .unwrap()
+            .locks
+            .is_empty()
+    );
     h.lock(&a, "b.rs", Some(5)).await;
     h.lock(&bb, "a.rs", Some(60)).await;
     h.lock(&a, "c.rs", Some(60)).await;
@@ -168,11 +222,19 @@ pub async fn locks_check_lists_live_locks(b: &dyn Backend) {
     let paths: Vec<_> = all.locks.iter().map(|l| l.file_path.as_str()).collect();
     assert_eq!(paths, ["a.rs", "b.rs", "c.rs"], "sorted by path");
     let a_rs = &all.locks[0];
-    assert_eq!((a_rs.locked_by.as_str(), a_rs.agent_type.as_str()), ("agent-b", "test_agent"));
+    assert_eq!(
+        (a_rs.locked_by.as_str(), a_rs.agent_type.as_str()),
+        ("agent-b", "test_agent")
+    );
     assert_eq!(a_rs.locked_at, h.now());
     let some = h
         .coord
-        .check_locks(&a, CheckLocksRequest { file_paths: Some(vec!["./c.rs".into(), "free.rs".into(), "b.rs".into()]) })
+        .check_locks(
+            &a,
+            CheckLocksRequest {
+                file_paths: Some(vec!["./c.rs".into(), "free.rs".into(), "b.rs".into()]),
+            },
+        )
         .await
         .unwrap();
     let paths: Vec<_> = some.locks.iter().map(|l| l.file_path.as_str()).collect();
@@ -182,10 +244,18 @@ pub async fn locks_check_lists_live_locks(b: &dyn Backend) {
     assert_eq!(live.locks.len(), 2, "expired b.rs is not listed");
     let e = h
         .coord
-        .check_locks(&a, CheckLocksRequest { file_paths: Some(vec!["../x".into()]) })
+        .check_locks(
+            &a,
+            CheckLocksRequest {
+                file_paths: Some(vec!["../x".into()]),
+            },
+        )
         .await
         .unwrap_err();
-    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidPath, Some("file_paths")));
+    assert_eq!(
+        (e.code, e.field.as_deref()),
+        (ErrorCode::InvalidPath, Some("file_paths"))
+    );
 }
 
 pub async fn locks_paths_are_normalised(b: &dyn Backend) {
@@ -201,12 +271,22 @@ pub async fn locks_paths_are_normalised(b: &dyn Backend) {
     for bad in ["../secret", "/etc/passwd", "", "src/../../x"] {
         let e = h
             .coord
-            .acquire_lock(&a, AcquireLockRequest { file_path: bad.into(), reason: None, ttl_minutes: None })
+            .acquire_lock(
+                &a,
+                AcquireLockRequest {
+                    file_path: bad.into(),
+                    reason: None,
+                    ttl_minutes: None,
+                },
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidPath, "{bad:?}");
     }
-    h.coord.release_lock(&a, release("/work/repo/src/main.rs")).await.unwrap();
+    h.coord
+        .release_lock(&a, release("/work/repo/src/main.rs"))
+        .await
+        .unwrap();
 }
 
 pub async fn locks_concurrent_acquirers_get_one_winner(b: &dyn Backend) {
@@ -217,7 +297,9 @@ pub async fn locks_concurrent_acquirers_get_one_winner(b: &dyn Backend) {
         for i in 0..16 {
             let h = h.clone();
             let path = path.clone();
-            tasks.push(tokio::spawn(async move { (i, h.lock(&agent(&format!("racer-{i}")), &path, None).await) }));
+            tasks.push(tokio::spawn(async move {
+                (i, h.lock(&agent(&format!("racer-{i}")), &path, None).await)
+            }));
         }
         let mut winners = HashSet::new();
         for t in tasks {
@@ -229,7 +311,16 @@ pub async fn locks_concurrent_acquirers_get_one_winner(b: &dyn Backend) {
             }
         }
         assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
-        let listed = h.coord.check_locks(&agent("x"), CheckLocksRequest { file_paths: Some(vec![path]) }).await.unwrap();
+        let listed = h
+            .coord
+            .check_locks(
+                &agent("x"),
+                CheckLocksRequest {
+                    file_paths: Some(vec![path]),
+                },
+            )
+            .await
+            .unwrap();
         let winner = winners.into_iter().next().unwrap();
         assert_eq!(listed.locks[0].locked_by, format!("racer-{winner}"));
     }

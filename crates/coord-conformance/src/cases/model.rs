@@ -6,11 +6,11 @@
 //!
 //! Case count: `COORD_PROPTEST_CASES` (default 24), each case on a fresh store.
 
-use crate::{agent, Backend, Harness};
+use crate::{Backend, Harness, agent};
+use coord_domain::ErrorCode;
 use coord_domain::locks::{CheckLocksRequest, LockAction, ReleaseLockRequest};
 use coord_domain::queue::{ListTasksRequest, TaskStatus};
 use coord_domain::sessions::HeartbeatRequest;
-use coord_domain::ErrorCode;
 use coord_service::Coordination;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -20,7 +20,10 @@ const AGENTS: usize = 3;
 const PATHS: usize = 3;
 
 fn cases() -> u32 {
-    std::env::var("COORD_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24)
+    std::env::var("COORD_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24)
 }
 
 fn run_cases<S: Strategy>(strategy: S, body: impl Fn(S::Value)) {
@@ -93,7 +96,13 @@ pub fn model_locks_state_machine(b: &dyn Backend) {
                             Some(l) if l.holder == who => {
                                 assert_eq!(r.action, LockAction::Refreshed, "{ctx}");
                                 assert_eq!(r.fencing_token, Some(l.token), "{ctx}");
-                                locks.insert(path, ModelLock { expires: now + ttl, ..l });
+                                locks.insert(
+                                    path,
+                                    ModelLock {
+                                        expires: now + ttl,
+                                        ..l
+                                    },
+                                );
                             }
                             Some(l) => {
                                 assert_eq!(r.action, LockAction::Blocked, "{ctx}");
@@ -105,14 +114,26 @@ pub fn model_locks_state_machine(b: &dyn Backend) {
                                 let prev = last_token.get(&path).copied().unwrap_or(0);
                                 assert!(token > prev, "{ctx}: token {token} not above {prev}");
                                 last_token.insert(path, token);
-                                locks.insert(path, ModelLock { holder: who, expires: now + ttl, token });
+                                locks.insert(
+                                    path,
+                                    ModelLock {
+                                        holder: who,
+                                        expires: now + ttl,
+                                        token,
+                                    },
+                                );
                             }
                         }
                     }
                     LockOp::Release { agent: who, path } => {
                         let r = h
                             .coord
-                            .release_lock(&agent(&name(who)), ReleaseLockRequest { file_path: format!("p{path}.rs") })
+                            .release_lock(
+                                &agent(&name(who)),
+                                ReleaseLockRequest {
+                                    file_path: format!("p{path}.rs"),
+                                },
+                            )
                             .await;
                         match locks.get(&path).filter(|l| l.expires > now) {
                             Some(l) if l.holder == who => {
@@ -129,9 +150,16 @@ pub fn model_locks_state_machine(b: &dyn Backend) {
                     }
                     LockOp::Check => {}
                 }
-                let listed = h.coord.check_locks(&agent("observer"), CheckLocksRequest::default()).await.unwrap();
-                let got: BTreeMap<String, String> =
-                    listed.locks.iter().map(|l| (l.file_path.clone(), l.locked_by.clone())).collect();
+                let listed = h
+                    .coord
+                    .check_locks(&agent("observer"), CheckLocksRequest::default())
+                    .await
+                    .unwrap();
+                let got: BTreeMap<String, String> = listed
+                    .locks
+                    .iter()
+                    .map(|l| (l.file_path.clone(), l.locked_by.clone()))
+                    .collect();
                 assert_eq!(got.len(), listed.locks.len(), "{ctx}: a path listed twice");
                 let want: BTreeMap<String, String> = locks
                     .iter()
@@ -222,8 +250,7 @@ impl QueueModel {
         (0..self.tasks.len())
             .filter(|&i| {
                 let t = &self.tasks[i];
-                t.status == TaskStatus::Pending
-                    && t.deps.iter().all(|&d| self.tasks[d].status == TaskStatus::Completed)
+                t.status == TaskStatus::Pending && t.deps.iter().all(|&d| self.tasks[d].status == TaskStatus::Completed)
             })
             .min_by_key(|&i| (self.tasks[i].priority, i))
     }
@@ -237,7 +264,10 @@ pub fn model_queue_state_machine(b: &dyn Backend) {
                 c.max_attempts = MAX_ATTEMPTS;
             })
             .await;
-            let mut m = QueueModel { tasks: Vec::new(), now: 0 };
+            let mut m = QueueModel {
+                tasks: Vec::new(),
+                now: 0,
+            };
             let boss = agent("boss");
             for (step, op) in ops.iter().enumerate() {
                 let ctx = format!("step {step} {op:?} in {ops:?}");
@@ -246,12 +276,20 @@ pub fn model_queue_state_machine(b: &dyn Backend) {
                         let deps: Vec<usize> = if m.tasks.is_empty() {
                             Vec::new()
                         } else {
-                            deps.iter().map(|d| d % m.tasks.len()).collect::<BTreeSet<_>>().into_iter().collect()
+                            deps.iter()
+                                .map(|d| d % m.tasks.len())
+                                .collect::<BTreeSet<_>>()
+                                .into_iter()
+                                .collect()
                         };
                         let dep_ids: Vec<&str> = deps.iter().map(|&d| m.tasks[d].id.as_str()).collect();
                         let id = h.submit(&boss, "t", *priority, &dep_ids).await;
                         let dead = deps.iter().any(|&d| m.tasks[d].status.is_dead_end());
-                        let status = if dead { TaskStatus::Cancelled } else { TaskStatus::Pending };
+                        let status = if dead {
+                            TaskStatus::Cancelled
+                        } else {
+                            TaskStatus::Pending
+                        };
                         m.tasks.push(ModelTask {
                             id,
                             priority: *priority,
@@ -278,7 +316,11 @@ pub fn model_queue_state_machine(b: &dyn Backend) {
                             None => assert!(!r.success, "{ctx}: claimed {r:?}, model has nothing claimable"),
                         }
                     }
-                    QueueOp::Complete { agent: who, pick, success } => {
+                    QueueOp::Complete {
+                        agent: who,
+                        pick,
+                        success,
+                    } => {
                         if m.tasks.is_empty() {
                             continue;
                         }
@@ -301,7 +343,10 @@ pub fn model_queue_state_machine(b: &dyn Backend) {
                         }
                     }
                     QueueOp::Heartbeat { agent: who } => {
-                        h.coord.heartbeat(&agent(&name(*who)), HeartbeatRequest {}).await.unwrap();
+                        h.coord
+                            .heartbeat(&agent(&name(*who)), HeartbeatRequest {})
+                            .await
+                            .unwrap();
                         let now = m.now;
                         for t in m.tasks.iter_mut() {
                             if t.status == TaskStatus::Claimed && t.claimed_by == Some(*who) && t.claimed_until > now {
@@ -316,14 +361,22 @@ pub fn model_queue_state_machine(b: &dyn Backend) {
                 }
                 let listed = h
                     .coord
-                    .list_tasks(&boss, ListTasksRequest { limit: Some(1000), ..Default::default() })
+                    .list_tasks(
+                        &boss,
+                        ListTasksRequest {
+                            limit: Some(1000),
+                            ..Default::default()
+                        },
+                    )
                     .await
                     .unwrap();
                 let got: BTreeMap<String, (TaskStatus, Option<String>)> = listed
                     .tasks
                     .iter()
                     .map(|t| {
-                        let holder = (t.status == TaskStatus::Claimed).then(|| t.claimed_by.clone()).flatten();
+                        let holder = (t.status == TaskStatus::Claimed)
+                            .then(|| t.claimed_by.clone())
+                            .flatten();
                         (t.task_id.clone(), (t.status, holder))
                     })
                     .collect();
@@ -331,7 +384,9 @@ pub fn model_queue_state_machine(b: &dyn Backend) {
                     .tasks
                     .iter()
                     .map(|t| {
-                        let holder = (t.status == TaskStatus::Claimed).then(|| t.claimed_by.map(name)).flatten();
+                        let holder = (t.status == TaskStatus::Claimed)
+                            .then(|| t.claimed_by.map(name))
+                            .flatten();
                         (t.id.clone(), (t.status, holder))
                     })
                     .collect();

@@ -1,12 +1,12 @@
 //! Requirement "Work Queue", with claim leases and failure cascades.
 
-use crate::{agent, Backend, Harness};
+use crate::{Backend, Harness, agent};
+use coord_domain::ErrorCode;
 use coord_domain::queue::{
-    CompleteWorkRequest, GetTaskRequest, GetWorkRequest, ListTasksRequest, SubmitWorkRequest, TaskStatus,
-    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS,
+    CompleteWorkRequest, GetTaskRequest, GetWorkRequest, ListTasksRequest, REASON_AGENT_REPORTED,
+    REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkRequest, TaskStatus,
 };
 use coord_domain::sessions::HeartbeatRequest;
-use coord_domain::ErrorCode;
 use coord_service::Coordination;
 use serde_json::json;
 use std::collections::HashSet;
@@ -43,11 +43,25 @@ pub async fn queue_submit_and_get_task(b: &dyn Backend) {
     assert_eq!((t.attempts, t.max_attempts), (0, 3));
     let e = h
         .coord
-        .get_task(&a, GetTaskRequest { task_id: "00000000-0000-4000-8000-000000000000".into() })
+        .get_task(
+            &a,
+            GetTaskRequest {
+                task_id: "00000000-0000-4000-8000-000000000000".into(),
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::TaskNotFound);
-    let e = h.coord.get_task(&a, GetTaskRequest { task_id: "not-an-id".into() }).await.unwrap_err();
+    let e = h
+        .coord
+        .get_task(
+            &a,
+            GetTaskRequest {
+                task_id: "not-an-id".into(),
+            },
+        )
+        .await
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidTaskId);
 
     let got = h.claim(&agent("worker")).await;
@@ -83,7 +97,10 @@ pub async fn queue_claims_most_urgent_then_oldest(b: &dyn Backend) {
 pub async fn queue_no_tasks_available(b: &dyn Backend) {
     let h = Harness::new(b).await;
     let r = h.claim(&agent("w")).await;
-    assert_eq!(serde_json::to_value(&r).unwrap(), json!({"success": false, "reason": "no_tasks_available"}));
+    assert_eq!(
+        serde_json::to_value(&r).unwrap(),
+        json!({"success": false, "reason": "no_tasks_available"})
+    );
 }
 
 pub async fn queue_claim_filters_by_type(b: &dyn Backend) {
@@ -94,16 +111,35 @@ pub async fn queue_claim_filters_by_type(b: &dyn Backend) {
     let w = agent("w");
     let got = h
         .coord
-        .get_work(&w, GetWorkRequest { task_types: Some(vec!["test".into(), "lint".into()]) })
+        .get_work(
+            &w,
+            GetWorkRequest {
+                task_types: Some(vec!["test".into(), "lint".into()]),
+            },
+        )
         .await
         .unwrap();
     assert_eq!(got.task_id.as_deref(), Some(test.as_str()));
-    let none = h.coord.get_work(&w, GetWorkRequest { task_types: Some(vec!["test".into()]) }).await.unwrap();
+    let none = h
+        .coord
+        .get_work(
+            &w,
+            GetWorkRequest {
+                task_types: Some(vec!["test".into()]),
+            },
+        )
+        .await
+        .unwrap();
     assert!(!none.success);
     assert_eq!(h.claimed_id(&w).await, review);
     let e = h
         .coord
-        .get_work(&w, GetWorkRequest { task_types: Some(vec!["".into()]) })
+        .get_work(
+            &w,
+            GetWorkRequest {
+                task_types: Some(vec!["".into()]),
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(e.field.as_deref(), Some("task_types"));
@@ -199,29 +235,56 @@ pub async fn queue_failure_cancels_dependents_transitively(b: &dyn Backend) {
         .await
         .unwrap();
     assert_eq!(late.status, TaskStatus::Cancelled);
-    assert_eq!(h.task(&late.task_id).await.failure_reason.as_deref(), Some(REASON_DEPENDENCY_FAILED));
+    assert_eq!(
+        h.task(&late.task_id).await.failure_reason.as_deref(),
+        Some(REASON_DEPENDENCY_FAILED)
+    );
 }
 
 pub async fn queue_completion_refusals(b: &dyn Backend) {
     let h = Harness::new(b).await;
     let (a, w, other) = (agent("agent-a"), agent("w"), agent("other"));
     let id = h.submit(&a, "t", 5, &[]).await;
-    assert_eq!(h.complete(&w, &id, true).await.unwrap_err().code, ErrorCode::TaskNotClaimed);
+    assert_eq!(
+        h.complete(&w, &id, true).await.unwrap_err().code,
+        ErrorCode::TaskNotClaimed
+    );
     h.claimed_id(&w).await;
     let e = h.complete(&other, &id, true).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::NotTaskOwner);
     assert_eq!(e.details["claimed_by"], "w");
-    assert_eq!(h.task(&id).await.status, TaskStatus::Claimed, "a refused completion changes nothing");
+    assert_eq!(
+        h.task(&id).await.status,
+        TaskStatus::Claimed,
+        "a refused completion changes nothing"
+    );
     h.complete(&w, &id, true).await.unwrap();
-    assert_eq!(h.complete(&w, &id, true).await.unwrap_err().code, ErrorCode::TaskNotClaimed);
-    let missing = h.complete(&w, "00000000-0000-4000-8000-000000000001", true).await.unwrap_err();
+    assert_eq!(
+        h.complete(&w, &id, true).await.unwrap_err().code,
+        ErrorCode::TaskNotClaimed
+    );
+    let missing = h
+        .complete(&w, "00000000-0000-4000-8000-000000000001", true)
+        .await
+        .unwrap_err();
     assert_eq!(missing.code, ErrorCode::TaskNotFound);
     let bad = h
         .coord
-        .complete_work(&w, CompleteWorkRequest { task_id: "zzz".into(), success: true, result: None, error_message: None })
+        .complete_work(
+            &w,
+            CompleteWorkRequest {
+                task_id: "zzz".into(),
+                success: true,
+                result: None,
+                error_message: None,
+            },
+        )
         .await
         .unwrap_err();
-    assert_eq!((bad.code, bad.field.as_deref()), (ErrorCode::InvalidTaskId, Some("task_id")));
+    assert_eq!(
+        (bad.code, bad.field.as_deref()),
+        (ErrorCode::InvalidTaskId, Some("task_id"))
+    );
     let t = h.task(&id).await;
     assert_eq!(t.status, TaskStatus::Completed);
     assert!(t.completed_at.is_some());
@@ -238,7 +301,10 @@ pub async fn queue_expired_claims_return_then_fail(b: &dyn Backend) {
         assert_eq!(got.task_id.as_deref(), Some(id.as_str()), "attempt {attempt}");
         assert_eq!(got.attempt, Some(attempt));
         h.advance(9);
-        assert!(!h.claim(&agent("idle")).await.success, "a live claim is not handed out again");
+        assert!(
+            !h.claim(&agent("idle")).await.success,
+            "a live claim is not handed out again"
+        );
         h.advance(1);
         if attempt < 3 {
             let swept = h.coord.sweep().await.unwrap();
@@ -270,7 +336,10 @@ pub async fn queue_heartbeat_extends_claim_leases(b: &dyn Backend) {
         h.coord.heartbeat(&w, HeartbeatRequest {}).await.unwrap();
     }
     h.advance(8);
-    assert!(!h.claim(&agent("other")).await.success, "a heartbeating claimer keeps its task");
+    assert!(
+        !h.claim(&agent("other")).await.success,
+        "a heartbeating claimer keeps its task"
+    );
     let t = h.task(&id).await;
     assert_eq!(t.claimed_until, Some(h.now() + chrono::Duration::minutes(2)));
     h.complete(&w, &id, true).await.unwrap();
@@ -283,22 +352,67 @@ pub async fn queue_heartbeat_extends_claim_leases(b: &dyn Backend) {
     let other = agent("other");
     let got = h.claim(&other).await;
     assert_eq!((got.task_id.as_deref(), got.attempt), (Some(next.as_str()), Some(2)));
-    assert_eq!(h.complete(&w, &next, true).await.unwrap_err().code, ErrorCode::NotTaskOwner);
+    assert_eq!(
+        h.complete(&w, &next, true).await.unwrap_err().code,
+        ErrorCode::NotTaskOwner
+    );
     h.complete(&other, &next, true).await.unwrap();
 }
 
 pub async fn queue_input_validation(b: &dyn Backend) {
     let h = Harness::new(b).await;
     let a = agent("agent-a");
-    let base = SubmitWorkRequest { task_type: "t".into(), task_description: "d".into(), ..Default::default() };
+    let base = SubmitWorkRequest {
+        task_type: "t".into(),
+        task_description: "d".into(),
+        ..Default::default()
+    };
     let cases = [
-        (SubmitWorkRequest { priority: Some(0), ..base.clone() }, ErrorCode::PriorityOutOfRange, "priority"),
-        (SubmitWorkRequest { priority: Some(11), ..base.clone() }, ErrorCode::PriorityOutOfRange, "priority"),
-        (SubmitWorkRequest { task_type: "".into(), ..base.clone() }, ErrorCode::InvalidArgument, "task_type"),
-        (SubmitWorkRequest { task_description: " ".into(), ..base.clone() }, ErrorCode::InvalidArgument, "task_description"),
-        (SubmitWorkRequest { depends_on: Some(vec!["x".into()]), ..base.clone() }, ErrorCode::InvalidTaskId, "depends_on"),
         (
-            SubmitWorkRequest { input_data: Some(json!("x".repeat(300 * 1024))), ..base.clone() },
+            SubmitWorkRequest {
+                priority: Some(0),
+                ..base.clone()
+            },
+            ErrorCode::PriorityOutOfRange,
+            "priority",
+        ),
+        (
+            SubmitWorkRequest {
+                priority: Some(11),
+                ..base.clone()
+            },
+            ErrorCode::PriorityOutOfRange,
+            "priority",
+        ),
+        (
+            SubmitWorkRequest {
+                task_type: "".into(),
+                ..base.clone()
+            },
+            ErrorCode::InvalidArgument,
+            "task_type",
+        ),
+        (
+            SubmitWorkRequest {
+                task_description: " ".into(),
+                ..base.clone()
+            },
+            ErrorCode::InvalidArgument,
+            "task_description",
+        ),
+        (
+            SubmitWorkRequest {
+                depends_on: Some(vec!["x".into()]),
+                ..base.clone()
+            },
+            ErrorCode::InvalidTaskId,
+            "depends_on",
+        ),
+        (
+            SubmitWorkRequest {
+                input_data: Some(json!("x".repeat(300 * 1024))),
+                ..base.clone()
+            },
             ErrorCode::PayloadTooLarge,
             "input_data",
         ),
@@ -307,7 +421,14 @@ pub async fn queue_input_validation(b: &dyn Backend) {
         let e = h.coord.submit_work(&a, req).await.unwrap_err();
         assert_eq!((e.code, e.field.as_deref()), (code, Some(field)));
     }
-    assert!(h.coord.list_tasks(&a, ListTasksRequest::default()).await.unwrap().tasks.is_empty());
+    assert!(
+        h.coord
+            .list_tasks(&a, ListTasksRequest::default())
+            .await
+            .unwrap()
+            .tasks
+            .is_empty()
+    );
     for p in [1, 10] {
         h.submit(&a, "t", p, &[]).await;
     }
@@ -321,20 +442,56 @@ pub async fn queue_listing_filters(b: &dyn Backend) {
     let r1 = h.submit(&a, "review", 4, &[]).await;
     assert_eq!(h.claimed_id(&w).await, t1);
     let list = |status: Option<TaskStatus>, ty: Option<&str>| {
-        let req = ListTasksRequest { status, task_type: ty.map(String::from), limit: None };
+        let req = ListTasksRequest {
+            status,
+            task_type: ty.map(String::from),
+            limit: None,
+        };
         let coord = &h.coord;
         let a = a.clone();
-        async move { coord.list_tasks(&a, req).await.unwrap().tasks.into_iter().map(|t| t.task_id).collect::<Vec<_>>() }
+        async move {
+            coord
+                .list_tasks(&a, req)
+                .await
+                .unwrap()
+                .tasks
+                .into_iter()
+                .map(|t| t.task_id)
+                .collect::<Vec<_>>()
+        }
     };
     assert_eq!(list(None, None).await, [t1.clone(), t2.clone(), r1.clone()]);
     assert_eq!(list(Some(TaskStatus::Pending), None).await, [t2.clone(), r1.clone()]);
-    assert_eq!(list(Some(TaskStatus::Claimed), None).await, [t1.clone()]);
+    assert_eq!(list(Some(TaskStatus::Claimed), None).await, std::slice::from_ref(&t1));
     assert_eq!(list(None, Some("test")).await, [t1.clone(), t2.clone()]);
-    assert_eq!(list(Some(TaskStatus::Pending), Some("test")).await, [t2.clone()]);
+    assert_eq!(
+        list(Some(TaskStatus::Pending), Some("test")).await,
+        std::slice::from_ref(&t2)
+    );
     assert!(list(Some(TaskStatus::Failed), None).await.is_empty());
-    let limited = h.coord.list_tasks(&a, ListTasksRequest { limit: Some(1), ..Default::default() }).await.unwrap();
+    let limited = h
+        .coord
+        .list_tasks(
+            &a,
+            ListTasksRequest {
+                limit: Some(1),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     assert_eq!(limited.tasks.len(), 1);
-    let e = h.coord.list_tasks(&a, ListTasksRequest { limit: Some(0), ..Default::default() }).await.unwrap_err();
+    let e = h
+        .coord
+        .list_tasks(
+            &a,
+            ListTasksRequest {
+                limit: Some(0),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
     assert_eq!(e.field.as_deref(), Some("limit"));
 }
 
@@ -345,7 +502,11 @@ pub async fn queue_concurrent_workers_claim_each_task_once(b: &dyn Backend) {
     let mut chain: Vec<String> = Vec::new();
     for i in 0..60 {
         // Every fifth task depends on the previous one of its kind, so order matters.
-        let deps: Vec<&str> = if i % 5 == 0 { chain.last().map(|s| vec![s.as_str()]).unwrap_or_default() } else { vec![] };
+        let deps: Vec<&str> = if i % 5 == 0 {
+            chain.last().map(|s| vec![s.as_str()]).unwrap_or_default()
+        } else {
+            vec![]
+        };
         let id = h.submit(&a, "t", (i % 10) + 1, &deps).await;
         if i % 5 == 0 {
             chain.push(id.clone());
@@ -366,7 +527,11 @@ pub async fn queue_concurrent_workers_claim_each_task_once(b: &dyn Backend) {
                         idle_rounds = 0;
                         let t = h.task(&id).await;
                         for dep in &t.depends_on {
-                            assert_eq!(h.task(dep).await.status, TaskStatus::Completed, "claimed {id} before {dep}");
+                            assert_eq!(
+                                h.task(dep).await.status,
+                                TaskStatus::Completed,
+                                "claimed {id} before {dep}"
+                            );
                         }
                         h.complete(&me, &id, true).await.unwrap();
                         mine.push(id);

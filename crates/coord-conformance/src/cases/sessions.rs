@@ -1,12 +1,12 @@
 //! Requirements "Agent Sessions", "Agent Discovery", "Heartbeat and Dead Agent Detection".
 
-use crate::{agent, Backend, Harness};
+use crate::{Backend, Harness, agent};
+use coord_domain::ErrorCode;
 use coord_domain::locks::{CheckLocksRequest, LockAction};
-use coord_domain::queue::{TaskStatus, REASON_MAX_ATTEMPTS};
+use coord_domain::queue::{REASON_MAX_ATTEMPTS, TaskStatus};
 use coord_domain::sessions::{
     AgentStatus, CleanupDeadAgentsRequest, DiscoverAgentsRequest, HeartbeatRequest, RegisterSessionRequest,
 };
-use coord_domain::ErrorCode;
 use coord_service::Coordination;
 
 fn caps(c: &[&str]) -> Option<Vec<String>> {
@@ -18,16 +18,32 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
     let (a, bb) = (agent("agent-a"), agent("agent-b"));
     let ra = h
         .coord
-        .register_session(&a, RegisterSessionRequest { capabilities: caps(&["coding", "testing"]), current_task: Some("locks".into()) })
+        .register_session(
+            &a,
+            RegisterSessionRequest {
+                capabilities: caps(&["coding", "testing"]),
+                current_task: Some("locks".into()),
+            },
+        )
         .await
         .unwrap();
     assert!(ra.success);
     h.advance(1);
     h.coord
-        .register_session(&bb, RegisterSessionRequest { capabilities: caps(&["review"]), current_task: None })
+        .register_session(
+            &bb,
+            RegisterSessionRequest {
+                capabilities: caps(&["review"]),
+                current_task: None,
+            },
+        )
         .await
         .unwrap();
-    let all = h.coord.discover_agents(&a, DiscoverAgentsRequest::default()).await.unwrap();
+    let all = h
+        .coord
+        .discover_agents(&a, DiscoverAgentsRequest::default())
+        .await
+        .unwrap();
     let ids: Vec<_> = all.agents.iter().map(|x| x.agent_id.as_str()).collect();
     assert_eq!(ids, ["agent-b", "agent-a"], "most recently seen first");
     let found_a = &all.agents[1];
@@ -38,39 +54,77 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
     assert_eq!(found_a.agent_type, "test_agent");
     assert_eq!(found_a.last_heartbeat, h.now() - chrono::Duration::minutes(1));
     let v = serde_json::to_value(found_a).unwrap();
-    for key in ["agent_id", "agent_type", "capabilities", "status", "current_task", "last_heartbeat"] {
+    for key in [
+        "agent_id",
+        "agent_type",
+        "capabilities",
+        "status",
+        "current_task",
+        "last_heartbeat",
+    ] {
         assert!(v.get(key).is_some(), "discover_agents entries carry {key}");
     }
 
     let testing = h
         .coord
-        .discover_agents(&bb, DiscoverAgentsRequest { capability: Some("testing".into()), status: None })
+        .discover_agents(
+            &bb,
+            DiscoverAgentsRequest {
+                capability: Some("testing".into()),
+                status: None,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(testing.agents.len(), 1);
     assert_eq!(testing.agents[0].agent_id, "agent-a");
     let none = h
         .coord
-        .discover_agents(&bb, DiscoverAgentsRequest { capability: Some("deploying".into()), status: None })
+        .discover_agents(
+            &bb,
+            DiscoverAgentsRequest {
+                capability: Some("deploying".into()),
+                status: None,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(serde_json::to_value(&none).unwrap(), serde_json::json!({"agents": []}));
     let idle = h
         .coord
-        .discover_agents(&bb, DiscoverAgentsRequest { capability: None, status: Some(AgentStatus::Idle) })
+        .discover_agents(
+            &bb,
+            DiscoverAgentsRequest {
+                capability: None,
+                status: Some(AgentStatus::Idle),
+            },
+        )
         .await
         .unwrap();
     assert!(idle.agents.is_empty());
 
     // Registering again starts a new session.
-    let again = h.coord.register_session(&a, RegisterSessionRequest::default()).await.unwrap();
+    let again = h
+        .coord
+        .register_session(&a, RegisterSessionRequest::default())
+        .await
+        .unwrap();
     assert_ne!(again.session_id, ra.session_id);
     let e = h
         .coord
-        .register_session(&a, RegisterSessionRequest { capabilities: caps(&[""]), current_task: None })
+        .register_session(
+            &a,
+            RegisterSessionRequest {
+                capabilities: caps(&[""]),
+                current_task: None,
+            },
+        )
         .await
         .unwrap_err();
-    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidArgument, Some("capabilities")));
+    assert_eq!(
+        (e.code, e.field.as_deref()),
+        (ErrorCode::InvalidArgument, Some("capabilities"))
+    );
 }
 
 pub async fn sessions_heartbeat(b: &dyn Backend) {
@@ -82,13 +136,23 @@ pub async fn sessions_heartbeat(b: &dyn Backend) {
     h.advance(5);
     let second = h.coord.heartbeat(&a, HeartbeatRequest {}).await.unwrap();
     assert_eq!(second.session_id, first.session_id, "heartbeats keep the session");
-    let seen = h.coord.discover_agents(&a, DiscoverAgentsRequest::default()).await.unwrap();
+    let seen = h
+        .coord
+        .discover_agents(&a, DiscoverAgentsRequest::default())
+        .await
+        .unwrap();
     assert_eq!(seen.agents[0].last_heartbeat, h.now());
     assert_eq!(seen.agents[0].started_at, h.now() - chrono::Duration::minutes(5));
 
     let reg = h
         .coord
-        .register_session(&a, RegisterSessionRequest { capabilities: Some(vec!["x".into()]), current_task: None })
+        .register_session(
+            &a,
+            RegisterSessionRequest {
+                capabilities: Some(vec!["x".into()]),
+                current_task: None,
+            },
+        )
         .await
         .unwrap();
     let hb = h.coord.heartbeat(&a, HeartbeatRequest {}).await.unwrap();
@@ -99,7 +163,10 @@ pub async fn sessions_cleanup_frees_dead_agents_only(b: &dyn Backend) {
     let h = Harness::new(b).await;
     let (dead, live, boss) = (agent("dead"), agent("live"), agent("boss"));
     for who in [&dead, &live] {
-        h.coord.register_session(who, RegisterSessionRequest::default()).await.unwrap();
+        h.coord
+            .register_session(who, RegisterSessionRequest::default())
+            .await
+            .unwrap();
     }
     h.lock(&dead, "dead.rs", None).await;
     h.lock(&live, "live.rs", None).await;
@@ -110,18 +177,33 @@ pub async fn sessions_cleanup_frees_dead_agents_only(b: &dyn Backend) {
 
     h.advance(10);
     h.coord.heartbeat(&live, HeartbeatRequest {}).await.unwrap();
-    let early = h.coord.cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default()).await.unwrap();
-    assert_eq!(early.agents_cleaned, 0, "10 minutes is within the default 15-minute threshold");
+    let early = h
+        .coord
+        .cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        early.agents_cleaned, 0,
+        "10 minutes is within the default 15-minute threshold"
+    );
 
     h.advance(6);
-    let r = h.coord.cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default()).await.unwrap();
+    let r = h
+        .coord
+        .cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default())
+        .await
+        .unwrap();
     assert!(r.success);
     assert_eq!(r.agents_cleaned, 1);
     assert_eq!(r.agents, ["dead"]);
     assert_eq!(r.locks_released, 1);
     assert_eq!((r.tasks_requeued, r.tasks_failed), (1, 0));
 
-    let agents = h.coord.discover_agents(&boss, DiscoverAgentsRequest::default()).await.unwrap();
+    let agents = h
+        .coord
+        .discover_agents(&boss, DiscoverAgentsRequest::default())
+        .await
+        .unwrap();
     let status = |id: &str| agents.agents.iter().find(|x| x.agent_id == id).unwrap().status;
     assert_eq!(status("dead"), AgentStatus::Disconnected);
     assert_eq!(status("live"), AgentStatus::Active);
@@ -131,19 +213,37 @@ pub async fn sessions_cleanup_frees_dead_agents_only(b: &dyn Backend) {
     assert_eq!(h.lock(&boss, "dead.rs", None).await.action, LockAction::Acquired);
     assert_eq!(h.task(&dead_task).await.status, TaskStatus::Pending);
     assert_eq!(h.task(&live_task).await.claimed_by.as_deref(), Some("live"));
-    assert_eq!(h.claimed_id(&boss).await, dead_task, "the dead agent's task is claimable again");
+    assert_eq!(
+        h.claimed_id(&boss).await,
+        dead_task,
+        "the dead agent's task is claimable again"
+    );
 
-    let again = h.coord.cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default()).await.unwrap();
+    let again = h
+        .coord
+        .cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default())
+        .await
+        .unwrap();
     assert_eq!(again.agents_cleaned, 0, "disconnected agents are not cleaned twice");
     let custom = h
         .coord
-        .cleanup_dead_agents(&boss, CleanupDeadAgentsRequest { stale_threshold_minutes: Some(5) })
+        .cleanup_dead_agents(
+            &boss,
+            CleanupDeadAgentsRequest {
+                stale_threshold_minutes: Some(5),
+            },
+        )
         .await
         .unwrap();
     assert_eq!(custom.agents, ["live"], "live last beat 6 minutes ago");
     let e = h
         .coord
-        .cleanup_dead_agents(&boss, CleanupDeadAgentsRequest { stale_threshold_minutes: Some(0) })
+        .cleanup_dead_agents(
+            &boss,
+            CleanupDeadAgentsRequest {
+                stale_threshold_minutes: Some(0),
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(e.field.as_deref(), Some("stale_threshold_minutes"));
@@ -152,7 +252,13 @@ pub async fn sessions_cleanup_frees_dead_agents_only(b: &dyn Backend) {
     let back = h.coord.heartbeat(&dead, HeartbeatRequest {}).await.unwrap();
     let seen = h
         .coord
-        .discover_agents(&boss, DiscoverAgentsRequest { capability: None, status: Some(AgentStatus::Active) })
+        .discover_agents(
+            &boss,
+            DiscoverAgentsRequest {
+                capability: None,
+                status: Some(AgentStatus::Active),
+            },
+        )
         .await
         .unwrap();
     let revived = seen.agents.iter().find(|x| x.agent_id == "dead").unwrap();
@@ -163,11 +269,18 @@ pub async fn sessions_cleanup_frees_dead_agents_only(b: &dyn Backend) {
 pub async fn sessions_cleanup_fails_tasks_out_of_attempts(b: &dyn Backend) {
     let h = Harness::with_config(b, |c| c.max_attempts = 1).await;
     let (dead, boss) = (agent("dead"), agent("boss"));
-    h.coord.register_session(&dead, RegisterSessionRequest::default()).await.unwrap();
+    h.coord
+        .register_session(&dead, RegisterSessionRequest::default())
+        .await
+        .unwrap();
     let id = h.submit(&boss, "t", 1, &[]).await;
     h.claimed_id(&dead).await;
     h.advance(20);
-    let r = h.coord.cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default()).await.unwrap();
+    let r = h
+        .coord
+        .cleanup_dead_agents(&boss, CleanupDeadAgentsRequest::default())
+        .await
+        .unwrap();
     assert_eq!((r.tasks_requeued, r.tasks_failed), (0, 1));
     let t = h.task(&id).await;
     assert_eq!(t.status, TaskStatus::Failed);

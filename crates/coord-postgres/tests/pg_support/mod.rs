@@ -14,9 +14,11 @@ pub fn admin_url() -> String {
 
 /// Under CI (or when asked) a missing server is a failure, never a skip.
 pub fn required() -> bool {
-    ["CI", "COORD_REQUIRE_POSTGRES"]
-        .iter()
-        .any(|k| std::env::var(k).map(|v| !v.is_empty() && v != "0" && v != "false").unwrap_or(false))
+    ["CI", "COORD_REQUIRE_POSTGRES"].iter().any(|k| {
+        std::env::var(k)
+            .map(|v| !v.is_empty() && v != "0" && v != "false")
+            .unwrap_or(false)
+    })
 }
 
 /// `url` with its database name replaced.
@@ -36,7 +38,9 @@ pub async fn try_connect(url: &str) -> Result<tokio_postgres::Client, tokio_post
 }
 
 pub async fn connect(url: &str) -> tokio_postgres::Client {
-    try_connect(url).await.unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"))
+    try_connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"))
 }
 
 static AVAILABLE: OnceCell<bool> = OnceCell::const_new();
@@ -48,7 +52,10 @@ pub async fn available() -> bool {
             match try_connect(&admin_url()).await {
                 Ok(_) => true,
                 Err(e) if required() => {
-                    panic!("PostgreSQL is required here (CI) but unreachable at {}: {e}", admin_url())
+                    panic!(
+                        "PostgreSQL is required here (CI) but unreachable at {}: {e}",
+                        admin_url()
+                    )
                 }
                 Err(e) => {
                     let _ = writeln!(
@@ -65,7 +72,11 @@ pub async fn available() -> bool {
 }
 
 fn unique(prefix: &str) -> String {
-    format!("{prefix}_{}_{}", std::process::id(), &uuid::Uuid::new_v4().simple().to_string()[..12])
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
 }
 
 /// Drops databases left behind by test processes that no longer run.
@@ -77,10 +88,13 @@ async fn drop_stale(admin: &tokio_postgres::Client) {
     for row in rows {
         let name: String = row.get(0);
         let pid = name.split('_').nth(2).and_then(|p| p.parse::<u32>().ok());
-        if let Some(pid) = pid {
-            if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = admin.execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"), &[]).await;
-            }
+        if let Some(pid) = pid
+            && pid != std::process::id()
+            && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = admin
+                .execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"), &[])
+                .await;
         }
     }
 }
@@ -94,10 +108,19 @@ async fn template() -> &'static str {
             let admin = connect(&admin_url()).await;
             drop_stale(&admin).await;
             let name = unique("coord_tmpl");
-            admin.execute(&format!("CREATE DATABASE \"{name}\""), &[]).await.expect("create template");
-            let store = PgStore::connect(&url_for(&admin_url(), &name), PgOptions { pool_size: 1, ..Default::default() })
+            admin
+                .execute(&format!("CREATE DATABASE \"{name}\""), &[])
                 .await
-                .expect("migrate the template");
+                .expect("create template");
+            let store = PgStore::connect(
+                &url_for(&admin_url(), &name),
+                PgOptions {
+                    pool_size: 1,
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("migrate the template");
             drop(store);
             name
         })
@@ -127,7 +150,10 @@ impl TestDatabase {
             None => format!("CREATE DATABASE \"{name}\""),
         };
         admin.execute(&sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-        TestDatabase { url: url_for(&admin_url(), &name), name }
+        TestDatabase {
+            url: url_for(&admin_url(), &name),
+            name,
+        }
     }
 
     /// Cuts every session of this database and refuses new ones: an outage.
@@ -157,10 +183,15 @@ impl Drop for TestDatabase {
         let name = self.name.clone();
         // Drop runs inside the test's runtime, so the cleanup gets its own thread.
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async {
                 if let Ok(admin) = try_connect(&admin_url()).await {
-                    let _ = admin.execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"), &[]).await;
+                    let _ = admin
+                        .execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"), &[])
+                        .await;
                 }
             });
         })
