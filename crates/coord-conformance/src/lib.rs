@@ -46,6 +46,7 @@ macro_rules! conformance_suite {
             sessions::sessions_heartbeat,
             sessions::sessions_cleanup_frees_dead_agents_only,
             sessions::sessions_cleanup_fails_tasks_out_of_attempts,
+            sessions::sessions_cleanup_also_sweeps_expired_rows,
             handoffs::handoffs_write_and_read_newest_first,
             handoffs::handoffs_validation,
             audit::audit_records_every_operation_including_refusals,

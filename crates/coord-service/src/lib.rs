@@ -279,7 +279,13 @@ impl Coordination for Coordinator {
         let (ctx, minutes) = self
             .checked(ctx, validate_stale_threshold(req.stale_threshold_minutes))
             .await?;
-        self.store.cleanup_dead_agents(ctx, minutes).await
+        let cleaned = self.store.cleanup_dead_agents(ctx, minutes).await?;
+        // Cleanup is the maintenance command: it also purges one bounded batch of expired
+        // rows, so deployments without a long-lived process still shed them.
+        if let Err(e) = self.sweep().await {
+            tracing::warn!(error = %e, "sweep after cleanup failed");
+        }
+        Ok(cleaned)
     }
 
     async fn write_handoff(&self, caller: &Caller, req: WriteHandoffRequest) -> CoordResult<WriteHandoffResult> {

@@ -286,3 +286,14 @@ pub async fn sessions_cleanup_fails_tasks_out_of_attempts(b: &dyn Backend) {
     assert_eq!(t.status, TaskStatus::Failed);
     assert_eq!(t.failure_reason.as_deref(), Some(REASON_MAX_ATTEMPTS));
 }
+
+pub async fn sessions_cleanup_also_sweeps_expired_rows(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let a = agent("agent-a");
+    h.lock(&a, "short.rs", Some(1)).await;
+    h.advance(2);
+    let r = h.coord.cleanup_dead_agents(&a, CleanupDeadAgentsRequest::default()).await.unwrap();
+    assert_eq!(r.agents_cleaned, 0);
+    let after = h.coord.sweep().await.unwrap();
+    assert_eq!(after.expired_locks_deleted, 0, "cleanup already removed the expired row");
+}
