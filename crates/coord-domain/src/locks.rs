@@ -176,6 +176,14 @@ impl LockInfo {
     }
 }
 
+/// `release_my_locks` answer: every lock the caller held, now released.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseAllResult {
+    pub success: bool,
+    /// Paths whose live lock was released.
+    pub released: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckLocksResult {
     pub locks: Vec<LockInfo>,

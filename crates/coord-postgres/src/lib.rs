@@ -25,6 +25,7 @@ use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::error::ErrorKind;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
@@ -303,6 +304,11 @@ impl Store for PgStore {
             .await
     }
 
+    async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult> {
+        self.op(ctx, (), |tx, ctx, _| Box::pin(locks::release_all(tx, ctx)))
+            .await
+    }
+
     async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
         self.op(ctx, file_paths, |tx, ctx, a| {
             Box::pin(locks::check(tx, ctx.now, a.as_deref()))
@@ -362,6 +368,11 @@ impl Store for PgStore {
             Box::pin(sessions::cleanup(tx, ctx.now, *a))
         })
         .await
+    }
+
+    async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult> {
+        self.op(ctx, status, |tx, ctx, a| Box::pin(sessions::set_status(tx, ctx, *a)))
+            .await
     }
 
     async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult> {

@@ -3,6 +3,7 @@
 use crate::rows::{NOW, get, id_text, int};
 use crate::{R, Tx};
 use coord_domain::Timestamp;
+use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{
     AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult, decide_release,
 };
@@ -126,6 +127,29 @@ pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockRe
         success: true,
         released: true,
         file_path: path.clone(),
+    })
+}
+
+pub async fn release_all(tx: &Tx<'_>, ctx: &OpCtx) -> R<ReleaseAllResult> {
+    let rows = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "DELETE FROM file_locks WHERE agent_id = $2 RETURNING file_path, expires_at > {NOW}"
+            ))
+            .await?,
+            &[&ctx.now, &ctx.who.agent_id],
+        )
+        .await?;
+    let mut released = Vec::new();
+    for r in &rows {
+        if get::<bool>(r, 1)? {
+            released.push(get::<String>(r, 0)?);
+        }
+    }
+    released.sort();
+    Ok(ReleaseAllResult {
+        success: true,
+        released,
     })
 }
 

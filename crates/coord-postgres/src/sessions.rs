@@ -3,6 +3,7 @@
 use crate::queue;
 use crate::rows::{NOW, get, id_text, int, uuid};
 use crate::{R, Tx};
+use coord_domain::ErrorCode;
 use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
 use coord_domain::{CoordError, Timestamp};
 use coord_store::OpCtx;
@@ -101,6 +102,28 @@ pub async fn heartbeat(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, i64)) -> R<Sess
         success: true,
         session_id: id_text(session),
     })
+}
+
+pub async fn set_status(tx: &Tx<'_>, ctx: &OpCtx, status: AgentStatus) -> R<SessionResult> {
+    let row = tx
+        .query_opt(
+            &tx.prepare_cached("UPDATE agent_sessions SET status = $2 WHERE agent_id = $1 RETURNING session_id")
+                .await?,
+            &[&ctx.who.agent_id, &status.as_str()],
+        )
+        .await?;
+    match row {
+        Some(r) => Ok(SessionResult {
+            success: true,
+            session_id: id_text(get(&r, 0)?),
+        }),
+        None => Err(CoordError::new(
+            ErrorCode::NotFound,
+            format!("{} has no session; register first", ctx.who.agent_id),
+        )
+        .with_detail("agent_id", ctx.who.agent_id.clone())
+        .into()),
+    }
 }
 
 pub async fn discover(tx: &Tx<'_>, args: &(Option<String>, Option<AgentStatus>)) -> R<DiscoverAgentsResult> {

@@ -17,6 +17,7 @@ use coord_domain::audit::{AuditQueryRequest, AuditQueryResult, AuditRecord, vali
 use coord_domain::handoffs::{
     ReadHandoffRequest, ReadHandoffResult, WriteHandoffRequest, WriteHandoffResult, validate_handoff, validate_read,
 };
+use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{
     AcquireLockRequest, AcquireLockResult, CheckLocksRequest, CheckLocksResult, ReleaseLockRequest, ReleaseLockResult,
     validate_acquire, validate_check,
@@ -27,6 +28,7 @@ use coord_domain::queue::{
     GetTaskResult, GetWorkRequest, GetWorkResult, ListTasksRequest, ListTasksResult, SubmitWorkRequest,
     SubmitWorkResult, parse_task_id, validate_claim, validate_completion, validate_submission, validate_task_filter,
 };
+use coord_domain::sessions::AgentStatus;
 use coord_domain::sessions::{
     CleanupDeadAgentsRequest, CleanupResult, DiscoverAgentsRequest, DiscoverAgentsResult, HeartbeatRequest,
     RegisterSessionRequest, SessionResult, validate_capability, validate_registration, validate_stale_threshold,
@@ -45,6 +47,8 @@ pub use clock::{Clock, DatabaseClock, ManualClock};
 pub trait Coordination: Send + Sync {
     async fn acquire_lock(&self, caller: &Caller, req: AcquireLockRequest) -> CoordResult<AcquireLockResult>;
     async fn release_lock(&self, caller: &Caller, req: ReleaseLockRequest) -> CoordResult<ReleaseLockResult>;
+    /// Releases every lock the caller holds (a session ending).
+    async fn release_my_locks(&self, caller: &Caller) -> CoordResult<ReleaseAllResult>;
     async fn check_locks(&self, caller: &Caller, req: CheckLocksRequest) -> CoordResult<CheckLocksResult>;
 
     async fn submit_work(&self, caller: &Caller, req: SubmitWorkRequest) -> CoordResult<SubmitWorkResult>;
@@ -57,6 +61,9 @@ pub trait Coordination: Send + Sync {
     async fn heartbeat(&self, caller: &Caller, req: HeartbeatRequest) -> CoordResult<SessionResult>;
     async fn discover_agents(&self, caller: &Caller, req: DiscoverAgentsRequest) -> CoordResult<DiscoverAgentsResult>;
     async fn cleanup_dead_agents(&self, caller: &Caller, req: CleanupDeadAgentsRequest) -> CoordResult<CleanupResult>;
+    /// Marks the caller's session idle (its connection closed; its locks stay until TTL
+    /// or cleanup).
+    async fn mark_idle(&self, caller: &Caller) -> CoordResult<SessionResult>;
 
     async fn write_handoff(&self, caller: &Caller, req: WriteHandoffRequest) -> CoordResult<WriteHandoffResult>;
     async fn read_handoff(&self, caller: &Caller, req: ReadHandoffRequest) -> CoordResult<ReadHandoffResult>;
@@ -214,6 +221,11 @@ impl Coordination for Coordinator {
         self.store.release_lock(ctx, path).await
     }
 
+    async fn release_my_locks(&self, caller: &Caller) -> CoordResult<ReleaseAllResult> {
+        let ctx = self.begin(caller, "release_my_locks", &serde_json::json!({})).await?;
+        self.store.release_all_locks(ctx).await
+    }
+
     async fn check_locks(&self, caller: &Caller, req: CheckLocksRequest) -> CoordResult<CheckLocksResult> {
         let ctx = self.begin(caller, "check_locks", &req).await?;
         let (ctx, paths) = self.checked(ctx, validate_check(req, self.root())).await?;
@@ -286,6 +298,11 @@ impl Coordination for Coordinator {
             tracing::warn!(error = %e, "sweep after cleanup failed");
         }
         Ok(cleaned)
+    }
+
+    async fn mark_idle(&self, caller: &Caller) -> CoordResult<SessionResult> {
+        let ctx = self.begin(caller, "mark_idle", &serde_json::json!({})).await?;
+        self.store.set_session_status(ctx, AgentStatus::Idle).await
     }
 
     async fn write_handoff(&self, caller: &Caller, req: WriteHandoffRequest) -> CoordResult<WriteHandoffResult> {

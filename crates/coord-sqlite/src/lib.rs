@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::error::ErrorKind;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
@@ -298,6 +299,10 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult> {
+        self.op(ctx, move |c, now, who| locks::release_all(c, now, who)).await
+    }
+
     async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
         self.op(ctx, move |c, now, _| locks::check(c, now, file_paths.as_deref()))
             .await
@@ -348,6 +353,11 @@ impl Store for SqliteStore {
 
     async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
         self.op(ctx, move |c, now, _| sessions::cleanup(c, now, stale_minutes))
+            .await
+    }
+
+    async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult> {
+        self.op(ctx, move |c, _, who| sessions::set_status(c, who, status))
             .await
     }
 

@@ -3,6 +3,7 @@
 use crate::R;
 use crate::rows::{minutes_to_micros, to_json, ts};
 use coord_domain::Identity;
+use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{
     AcquireDecision, AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult, decide_acquire,
     decide_release,
@@ -85,6 +86,22 @@ pub fn release(c: &Connection, now: i64, who: &Identity, path: &str) -> R<Releas
         success: true,
         released: true,
         file_path: path.to_string(),
+    })
+}
+
+pub fn release_all(c: &Connection, now: i64, who: &Identity) -> R<ReleaseAllResult> {
+    let mut released: Vec<String> = c
+        .prepare_cached("DELETE FROM file_locks WHERE agent_id = ?1 RETURNING file_path, expires_at")?
+        .query_map([&who.agent_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+        .into_iter()
+        .filter(|(_, expires)| *expires > now)
+        .map(|(path, _)| path)
+        .collect();
+    released.sort();
+    Ok(ReleaseAllResult {
+        success: true,
+        released,
     })
 }
 

@@ -5,6 +5,7 @@ use crate::queue;
 use crate::rows::{minutes_to_micros, opt_ts, string_list, to_json, ts};
 use coord_domain::Identity;
 use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::{CoordError, ErrorCode};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -91,6 +92,25 @@ pub fn heartbeat(
         success: true,
         session_id,
     })
+}
+
+pub fn set_status(c: &Connection, who: &Identity, status: AgentStatus) -> R<SessionResult> {
+    let session: Option<String> = c
+        .prepare_cached("UPDATE agent_sessions SET status = ?2 WHERE agent_id = ?1 RETURNING session_id")?
+        .query_row(params![who.agent_id, status.as_str()], |r| r.get(0))
+        .optional()?;
+    match session {
+        Some(session_id) => Ok(SessionResult {
+            success: true,
+            session_id,
+        }),
+        None => Err(CoordError::new(
+            ErrorCode::NotFound,
+            format!("{} has no session; register first", who.agent_id),
+        )
+        .with_detail("agent_id", who.agent_id.clone())
+        .into()),
+    }
 }
 
 pub fn discover(c: &Connection, capability: Option<&str>, status: Option<AgentStatus>) -> R<DiscoverAgentsResult> {

@@ -14,7 +14,7 @@
 use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
-use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
+use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseAllResult, ReleaseLockResult};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     SubmitWorkResult, TaskFilter,
@@ -82,6 +82,8 @@ pub trait Store: Send + Sync + 'static {
         ttl_minutes: i64,
     ) -> CoordResult<AcquireLockResult>;
     async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult>;
+    /// Releases every lock the caller holds (expired rows of theirs are removed too).
+    async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult>;
     /// Live locks, on the given paths or all.
     async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult>;
 
@@ -102,6 +104,9 @@ pub trait Store: Send + Sync + 'static {
         status: Option<AgentStatus>,
     ) -> CoordResult<DiscoverAgentsResult>;
     async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult>;
+    /// Sets the caller's session status (`idle` when its connection closes); a caller
+    /// without a session gets `not_found`.
+    async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult>;
 
     async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult>;
     async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult>;

@@ -325,3 +325,20 @@ pub async fn locks_concurrent_acquirers_get_one_winner(b: &dyn Backend) {
         assert_eq!(listed.locks[0].locked_by, format!("racer-{winner}"));
     }
 }
+
+pub async fn locks_release_my_locks_frees_only_mine(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let (a, bb) = (agent("agent-a"), agent("agent-b"));
+    h.lock(&a, "one.rs", None).await;
+    h.lock(&a, "two.rs", None).await;
+    h.lock(&a, "short.rs", Some(1)).await;
+    h.lock(&bb, "theirs.rs", None).await;
+    h.advance(2);
+    let r = h.coord.release_my_locks(&a).await.unwrap();
+    assert!(r.success);
+    assert_eq!(r.released, ["one.rs", "two.rs"], "expired locks are not reported as released");
+    let left = h.coord.check_locks(&bb, CheckLocksRequest::default()).await.unwrap();
+    let paths: Vec<_> = left.locks.iter().map(|l| l.file_path.as_str()).collect();
+    assert_eq!(paths, ["theirs.rs"]);
+    assert!(h.coord.release_my_locks(&a).await.unwrap().released.is_empty(), "idempotent");
+}
