@@ -300,7 +300,7 @@ impl Store for SqliteStore {
     }
 
     async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult> {
-        self.op(ctx, move |c, now, who| locks::release_all(c, now, who)).await
+        self.op(ctx, locks::release_all).await
     }
 
     async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
