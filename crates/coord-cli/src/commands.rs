@@ -43,7 +43,7 @@ pub fn parse_when(field: &str, raw: &str) -> CoordResult<Timestamp> {
     humantime::parse_duration(raw.trim())
         .ok()
         .and_then(|d| chrono::Duration::from_std(d).ok())
-        .map(|d| Utc::now() - d)
+        .and_then(|d| Utc::now().checked_sub_signed(d))
         .ok_or_else(|| {
             CoordError::field(
                 ErrorCode::InvalidArgument,
@@ -573,8 +573,10 @@ mod tests {
         let ago = parse_when("since", "2h").unwrap();
         let delta = Utc::now() - ago;
         assert!(delta >= chrono::Duration::minutes(119) && delta <= chrono::Duration::minutes(121));
-        let e = parse_when("since", "yesterday-ish").unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("since"));
+        for bad in ["yesterday-ish", "300000y", "99999999999999d"] {
+            let e = parse_when("since", bad).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("since"), "{bad}");
+        }
     }
 
     #[test]

@@ -37,11 +37,12 @@ pub fn main() -> ExitCode {
     ExitCode::from(runtime.block_on(run(cli)))
 }
 
-/// Logs go to stderr (stdout carries results); `COORD_LOG` sets the filter. By default
-/// only errors are logged: every failure a user can act on is already in the answer.
+/// Logs go to stderr (stdout carries results); `COORD_LOG` sets the filter. They are off
+/// by default: every failure a user can act on is already in the answer, and the log
+/// carries database messages meant for whoever debugs (`COORD_LOG=error`).
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("COORD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

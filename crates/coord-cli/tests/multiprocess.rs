@@ -233,7 +233,7 @@ async fn holder(coord: &Coordinator) {
 /// goes back, and one token never names two holders.
 struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<(usize, Vec<String>)>,
+    handle: std::thread::JoinHandle<(usize, usize, Vec<String>)>,
 }
 
 impl Sampler {
@@ -247,9 +247,10 @@ impl Sampler {
                 .unwrap();
             let mut seen: HashMap<String, (i64, String)> = HashMap::new();
             let mut violations = Vec::new();
-            let mut samples = 0;
+            let (mut samples, mut observed) = (0, 0);
             while !flag.load(Ordering::Relaxed) {
                 for (path, agent, token) in rt.block_on(db.live_locks()) {
+                    observed += 1;
                     if let Some((last_token, last_agent)) = seen.get(&path)
                         && (token < *last_token || (token == *last_token && agent != *last_agent))
                     {
@@ -262,15 +263,18 @@ impl Sampler {
                 samples += 1;
                 std::thread::sleep(Duration::from_millis(2));
             }
-            (samples, violations)
+            (samples, observed, violations)
         });
         Sampler { stop, handle }
     }
 
     fn finish(self) {
         self.stop.store(true, Ordering::Relaxed);
-        let (samples, violations) = self.handle.join().unwrap();
-        assert!(samples > 0);
+        let (samples, observed, violations) = self.handle.join().unwrap();
+        assert!(
+            samples > 0 && observed >= 10,
+            "the sampler saw only {observed} live locks in {samples} samples"
+        );
         assert!(violations.is_empty(), "{violations:#?}");
     }
 }

@@ -57,15 +57,29 @@ impl Harness {
     }
 
     pub async fn with_config(b: &dyn Backend, tune: impl FnOnce(&mut CoordConfig)) -> Harness {
+        Harness::build(b, tune, false).await
+    }
+
+    /// A harness whose coordinator uses the database's clock; `clock` is unused.
+    pub async fn with_database_clock(b: &dyn Backend) -> Harness {
+        Harness::build(b, |_| {}, true).await
+    }
+
+    async fn build(b: &dyn Backend, tune: impl FnOnce(&mut CoordConfig), database_clock: bool) -> Harness {
         let fx = b.fixture().await;
         let clock = Arc::new(ManualClock::starting_now());
+        let coord_clock: Arc<dyn coord_service::Clock> = if database_clock {
+            Arc::new(coord_service::DatabaseClock)
+        } else {
+            clock.clone()
+        };
         let mut config = CoordConfig {
             repo_root: Some(Harness::ROOT.into()),
             ..CoordConfig::default()
         };
         tune(&mut config);
         Harness {
-            coord: Coordinator::new(fx.store.clone(), clock.clone(), config),
+            coord: Coordinator::new(fx.store.clone(), coord_clock, config),
             clock,
             store: fx.store,
             raw: fx.raw,

@@ -3,7 +3,7 @@
 use crate::error::{CoordResult, ErrorCode};
 use crate::identity::Identity;
 use crate::time::Timestamp;
-use crate::validate::{self, MAX_SHORT_TEXT};
+use crate::validate::{self, MAX_SHORT_TEXT, without_nul};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -11,6 +11,9 @@ pub const DEFAULT_AUDIT_LIMIT: i64 = 100;
 /// Results larger than this are stored as a summary: listings (locks, tasks, audit
 /// entries) would otherwise be copied into every audit row that reads them.
 pub const MAX_AUDIT_RESULT_BYTES: usize = 4096;
+/// Parameters are kept whole up to this size (what was asked matters more than what
+/// was answered); larger ones are summarised the same way.
+pub const MAX_AUDIT_PARAMETERS_BYTES: usize = 16 * 1024;
 pub const MAX_AUDIT_LIMIT: i64 = 10_000;
 
 /// A row about to be appended. The store stamps the time (its clock) and the id.
@@ -43,7 +46,10 @@ impl AuditRecord {
             .get("success")
             .and_then(Value::as_bool)
             .unwrap_or(error_code.is_none());
-        let result = summarise(result);
+        let result = summarise(without_nul(result), MAX_AUDIT_RESULT_BYTES);
+        // Parameters are recorded as received, so they may hold what validation refused
+        // (a NUL, an oversized payload): make them storable in every store.
+        let parameters = summarise(without_nul(parameters), MAX_AUDIT_PARAMETERS_BYTES);
         AuditRecord {
             agent,
             operation,
@@ -58,9 +64,9 @@ impl AuditRecord {
 
 /// Keeps a result whole when small; otherwise keeps its scalar fields, replaces lists
 /// by their length and nested objects by a marker, and says it did so.
-pub fn summarise(result: Value) -> Value {
+pub fn summarise(result: Value, limit: usize) -> Value {
     let bytes = serde_json::to_string(&result).map(|s| s.len()).unwrap_or(0);
-    if bytes <= MAX_AUDIT_RESULT_BYTES {
+    if bytes <= limit {
         return result;
     }
     let mut out = serde_json::Map::new();
@@ -81,6 +87,7 @@ pub fn summarise(result: Value) -> Value {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AuditQueryRequest {
     #[serde(default)]
     pub agent_id: Option<String>,
@@ -111,6 +118,7 @@ pub struct AuditFilter {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AuditEntry {
     pub id: i64,
     pub timestamp: Timestamp,
@@ -126,6 +134,7 @@ pub struct AuditEntry {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AuditQueryResult {
     pub entries: Vec<AuditEntry>,
 }
@@ -184,9 +193,9 @@ mod tests {
     #[test]
     fn large_results_are_summarised() {
         let small = serde_json::json!({"locks": [1, 2]});
-        assert_eq!(summarise(small.clone()), small);
+        assert_eq!(summarise(small.clone(), MAX_AUDIT_RESULT_BYTES), small);
         let big = serde_json::json!({"success": true, "entries": vec!["x".repeat(100); 100], "nested": {"a": 1}});
-        let s = summarise(big);
+        let s = summarise(big, MAX_AUDIT_RESULT_BYTES);
         assert_eq!(s["entries"], serde_json::json!({"count": 100}));
         assert_eq!(s["success"], true);
         assert_eq!(s["nested"], "(omitted)");

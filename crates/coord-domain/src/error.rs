@@ -149,7 +149,7 @@ impl CoordError {
     pub fn internal() -> Self {
         CoordError::new(
             ErrorCode::Internal,
-            "internal error (details are in the coordinator's log)",
+            "internal error; the coordinator logged the details (for the CLI: rerun with COORD_LOG=error)",
         )
     }
 

@@ -11,6 +11,7 @@ pub const MAX_READ_LIMIT: i64 = 100;
 pub const ALL_AGENTS: &str = "*";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WriteHandoffRequest {
     /// What was accomplished and where things stand (required).
     pub summary: String,
@@ -27,6 +28,7 @@ pub struct WriteHandoffRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReadHandoffRequest {
     /// Whose handoffs: the calling agent's when absent, every agent's with `"*"`.
     #[serde(default)]
@@ -48,12 +50,14 @@ pub struct NewHandoff {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WriteHandoffResult {
     pub success: bool,
     pub handoff_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Handoff {
     pub id: String,
     pub agent_name: String,
@@ -70,6 +74,7 @@ pub struct Handoff {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReadHandoffResult {
     pub handoffs: Vec<Handoff>,
 }

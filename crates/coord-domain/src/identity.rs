@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// An unvalidated identity as a door received it (flag, env var, API key binding).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Caller {
     pub agent_id: String,
     pub agent_type: String,
@@ -13,6 +14,7 @@ pub struct Caller {
 
 /// A validated identity: trimmed, non-empty, bounded, printable.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Identity {
     pub agent_id: String,
     pub agent_type: String,

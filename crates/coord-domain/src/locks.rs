@@ -64,6 +64,7 @@ pub fn validate_check(req: CheckLocksRequest, repo_root: Option<&str>) -> CoordR
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AcquireLockRequest {
     /// Path of the file, relative to the repository root (absolute paths inside the
     /// repository are accepted and made relative).
@@ -77,11 +78,13 @@ pub struct AcquireLockRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReleaseLockRequest {
     pub file_path: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CheckLocksRequest {
     /// Only these paths; all live locks when absent.
     #[serde(default)]
@@ -89,6 +92,7 @@ pub struct CheckLocksRequest {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LockAction {
     Acquired,
@@ -101,6 +105,7 @@ pub enum LockAction {
 /// `action: "blocked"`, `file_path`, `locked_by`, `expires_at` (the holder's),
 /// `lock_reason` (the holder's reason).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AcquireLockResult {
     pub success: bool,
     pub action: LockAction,
@@ -149,6 +154,7 @@ impl AcquireLockResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReleaseLockResult {
     pub success: bool,
     pub released: bool,
@@ -157,6 +163,7 @@ pub struct ReleaseLockResult {
 
 /// A lock row as stored and as listed by `check_locks`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LockInfo {
     pub file_path: String,
     pub locked_by: String,
@@ -178,6 +185,7 @@ impl LockInfo {
 
 /// `release_my_locks` answer: every lock the caller held, now released.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReleaseAllResult {
     pub success: bool,
     /// Paths whose live lock was released.
@@ -185,6 +193,7 @@ pub struct ReleaseAllResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CheckLocksResult {
     pub locks: Vec<LockInfo>,
 }

@@ -31,6 +31,7 @@ pub const REASON_AGENT_REPORTED: &str = "agent_reported_failure";
 pub const REASON_NO_TASKS: &str = "no_tasks_available";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     Pending,
@@ -76,6 +77,7 @@ impl std::fmt::Display for TaskStatus {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SubmitWorkRequest {
     /// Category of work, e.g. `test`, `refactor`, `review`; workers filter on it.
     pub task_type: String,
@@ -93,6 +95,7 @@ pub struct SubmitWorkRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GetWorkRequest {
     /// Claim only tasks of these types; any type when absent.
     #[serde(default)]
@@ -100,6 +103,7 @@ pub struct GetWorkRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CompleteWorkRequest {
     pub task_id: String,
     /// Whether the work succeeded (`completed`) or not (`failed`).
@@ -111,11 +115,13 @@ pub struct CompleteWorkRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GetTaskRequest {
     pub task_id: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ListTasksRequest {
     #[serde(default)]
     pub status: Option<TaskStatus>,
@@ -162,6 +168,7 @@ pub struct TaskFilter {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SubmitWorkResult {
     pub success: bool,
     pub task_id: String,
@@ -171,6 +178,7 @@ pub struct SubmitWorkResult {
 
 /// `get_work` answer: the claimed task, or `{success: false, reason: "no_tasks_available"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GetWorkResult {
     pub success: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -223,6 +231,7 @@ impl GetWorkResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CompleteWorkResult {
     pub success: bool,
     pub task_id: String,
@@ -233,6 +242,7 @@ pub struct CompleteWorkResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskInfo {
     pub task_id: String,
     pub task_type: String,
@@ -268,12 +278,14 @@ pub struct TaskInfo {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GetTaskResult {
     pub success: bool,
     pub task: TaskInfo,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ListTasksResult {
     pub tasks: Vec<TaskInfo>,
 }

@@ -14,6 +14,7 @@ pub const DEFAULT_STALE_MINUTES: i64 = 15;
 pub const MAX_STALE_MINUTES: i64 = 7 * 24 * 60;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum AgentStatus {
     Active,
@@ -44,6 +45,7 @@ impl std::fmt::Display for AgentStatus {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RegisterSessionRequest {
     /// What this agent can do, e.g. `["coding", "testing"]`; others discover it by these.
     #[serde(default)]
@@ -54,9 +56,11 @@ pub struct RegisterSessionRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HeartbeatRequest {}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DiscoverAgentsRequest {
     #[serde(default)]
     pub capability: Option<String>,
@@ -66,6 +70,7 @@ pub struct DiscoverAgentsRequest {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CleanupDeadAgentsRequest {
     /// Minutes without a heartbeat after which an agent counts as dead; default 15.
     #[serde(default)]
@@ -80,12 +85,14 @@ pub struct NewSession {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SessionResult {
     pub success: bool,
     pub session_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AgentInfo {
     pub agent_id: String,
     pub agent_type: String,
@@ -101,11 +108,13 @@ pub struct AgentInfo {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DiscoverAgentsResult {
     pub agents: Vec<AgentInfo>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CleanupResult {
     pub success: bool,
     /// Number of agents marked `disconnected`.

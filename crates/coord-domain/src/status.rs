@@ -7,6 +7,7 @@ use crate::queue::TaskInfo;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskCounts {
     pub pending: i64,
     /// Pending tasks still waiting on dependencies (included in `pending`).
@@ -18,6 +19,7 @@ pub struct TaskCounts {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AgentCounts {
     pub active: i64,
     pub idle: i64,
@@ -25,6 +27,7 @@ pub struct AgentCounts {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StatusResult {
     pub success: bool,
     pub backend: String,

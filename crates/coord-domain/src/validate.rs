@@ -81,6 +81,9 @@ pub fn json_payload(field: &str, value: Option<Value>) -> CoordResult<Option<Val
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(v) => {
+            if contains_nul(&v) {
+                return Err(invalid(field, format!("{field} contains a NUL character (\\u0000)")));
+            }
             let size = serde_json::to_string(&v).map(|s| s.len()).unwrap_or(usize::MAX);
             if size > MAX_JSON_BYTES {
                 return Err(CoordError::field(
@@ -91,6 +94,32 @@ pub fn json_payload(field: &str, value: Option<Value>) -> CoordResult<Option<Val
             }
             Ok(Some(v))
         }
+    }
+}
+
+/// Whether any string or key in `v` holds U+0000, which PostgreSQL's `jsonb` and `text`
+/// cannot store; refusing it keeps both stores accepting the same input.
+pub fn contains_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(contains_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || contains_nul(v)),
+        _ => false,
+    }
+}
+
+/// A copy of `v` with every U+0000 replaced by U+FFFD, for values that are recorded
+/// (audit parameters) rather than refused.
+pub fn without_nul(v: Value) -> Value {
+    match v {
+        Value::String(s) if s.contains('\0') => Value::String(s.replace('\0', "\u{FFFD}")),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_nul).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k.replace('\0', "\u{FFFD}"), without_nul(v)))
+                .collect(),
+        ),
+        other => other,
     }
 }
 
@@ -130,6 +159,13 @@ mod tests {
         assert!(text_list("c", Some(vec!["a".into(), "b".into(), "c".into()]), 2, 5).is_err());
         assert!(text_list("c", Some(vec!["".into()]), 2, 5).is_err());
         assert_eq!(json_payload("d", Some(Value::Null)).unwrap(), None);
+        let nul = serde_json::json!({"a": ["ok", "bad\u{0}"]});
+        assert!(contains_nul(&nul));
+        assert_eq!(
+            json_payload("d", Some(nul.clone())).unwrap_err().field.as_deref(),
+            Some("d")
+        );
+        assert!(!contains_nul(&without_nul(nul)));
         let big = Value::String("x".repeat(MAX_JSON_BYTES + 1));
         assert_eq!(
             json_payload("d", Some(big)).unwrap_err().code,

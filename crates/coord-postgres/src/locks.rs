@@ -30,18 +30,25 @@ pub fn lock_from_row(r: &Row) -> R<LockInfo> {
 
 /// Takes the lock when it is free or expired, refreshes it when the caller holds it,
 /// and otherwise changes nothing — in one statement, so concurrent callers serialise on
-/// the row. A refresh keeps the fencing token; `fresh` tells the two apart because a
-/// new lease carries the token this statement drew from the sequence.
+/// the row. A refresh keeps the fencing token and the holder's details; `fresh` tells
+/// the two apart because a new lease carries the token this statement drew.
+///
+/// The per-path advisory lock (held to commit) orders token draws: without it a
+/// statement could draw its token, wait on a concurrent insert that drew a larger one,
+/// and — after that lock was released and deleted — insert the smaller token, making the
+/// path's tokens go backwards.
 static ACQUIRE_SQL: LazyLock<String> = LazyLock::new(|| {
     let mine_and_live = format!("l.agent_id = EXCLUDED.agent_id AND l.expires_at > {NOW}");
     format!(
-        "INSERT INTO file_locks AS l ({LOCK_COLS})
-         VALUES ($2, $3, $4, (SELECT session_id FROM agent_sessions WHERE agent_id = $3), $5,
-                 {NOW}, {NOW} + make_interval(mins => $6), nextval('fencing_token_seq'))
+        "WITH serial AS (SELECT pg_advisory_xact_lock(hashtextextended($2, 0)))
+         INSERT INTO file_locks AS l ({LOCK_COLS})
+         SELECT $2, $3, $4, (SELECT session_id FROM agent_sessions WHERE agent_id = $3), $5,
+                {NOW}, {NOW} + make_interval(mins => $6), nextval('fencing_token_seq')
+         FROM serial
          ON CONFLICT (file_path) DO UPDATE SET
              agent_id = EXCLUDED.agent_id,
-             agent_type = EXCLUDED.agent_type,
-             session_id = EXCLUDED.session_id,
+             agent_type = CASE WHEN {mine_and_live} THEN l.agent_type ELSE EXCLUDED.agent_type END,
+             session_id = CASE WHEN {mine_and_live} THEN l.session_id ELSE EXCLUDED.session_id END,
              reason = CASE WHEN {mine_and_live} THEN COALESCE(EXCLUDED.reason, l.reason) ELSE EXCLUDED.reason END,
              locked_at = CASE WHEN {mine_and_live} THEN l.locked_at ELSE EXCLUDED.locked_at END,
              expires_at = EXCLUDED.expires_at,
@@ -55,9 +62,12 @@ pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, Option<String>, i
     let (path, reason, ttl) = args;
     let upsert = tx.prepare_cached(&ACQUIRE_SQL).await?;
     let holder = tx
-        .prepare_cached(&format!("SELECT {LOCK_COLS} FROM file_locks WHERE file_path = $1"))
+        .prepare_cached(&format!(
+            "SELECT {LOCK_COLS} FROM file_locks WHERE file_path = $2 AND expires_at > {NOW}"
+        ))
         .await?;
-    // A blocked answer needs the holder; if the holder released in between, try again.
+    // A blocked answer needs the live holder; if it released or expired in between, the
+    // path is free now: try again (the advisory lock keeps other acquirers out).
     for _ in 0..3 {
         let granted = tx
             .query_opt(
@@ -80,7 +90,7 @@ pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, Option<String>, i
             };
             return Ok(AcquireLockResult::granted(action, &lock_from_row(&row)?));
         }
-        if let Some(row) = tx.query_opt(&holder, &[path]).await? {
+        if let Some(row) = tx.query_opt(&holder, &[&ctx.now, path]).await? {
             return Ok(AcquireLockResult::blocked(&lock_from_row(&row)?));
         }
     }
@@ -158,7 +168,7 @@ pub async fn check<C: GenericClient>(c: &C, now: Option<Timestamp>, paths: Optio
         None => {
             c.query(
                 &c.prepare_cached(&format!(
-                    "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path"
+                    "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path COLLATE \"C\""
                 ))
                 .await?,
                 &[&now],
@@ -169,7 +179,7 @@ pub async fn check<C: GenericClient>(c: &C, now: Option<Timestamp>, paths: Optio
             c.query(
                 &c.prepare_cached(&format!(
                     "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} AND file_path = ANY($2)
-                     ORDER BY file_path"
+                     ORDER BY file_path COLLATE \"C\""
                 ))
                 .await?,
                 &[&now, &paths],
@@ -186,7 +196,8 @@ pub async fn live_locks_of(tx: &Tx<'_>, now: Option<Timestamp>, agent_id: &str) 
     let rows = tx
         .query(
             &tx.prepare_cached(&format!(
-                "SELECT {LOCK_COLS} FROM file_locks WHERE agent_id = $2 AND expires_at > {NOW} ORDER BY file_path"
+                "SELECT {LOCK_COLS} FROM file_locks WHERE agent_id = $2 AND expires_at > {NOW}
+                 ORDER BY file_path COLLATE \"C\""
             ))
             .await?,
             &[&now, &agent_id],

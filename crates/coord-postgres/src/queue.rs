@@ -245,23 +245,32 @@ async fn fail_task(
         &[&now, &id, &reason, &message, &result],
     )
     .await?;
-    let rows = tx
-        .query(
-            &tx.prepare_cached(&format!(
-                "WITH RECURSIVE dependents(id) AS (
-                     SELECT task_id FROM task_dependencies WHERE depends_on = $2
-                     UNION
-                     SELECT d.task_id FROM task_dependencies d JOIN dependents ON d.depends_on = dependents.id
-                 )
-                 UPDATE work_queue SET status = 'cancelled', failure_reason = $3,
-                     error_message = 'dependency ' || $2::text || ' failed', completed_at = {NOW}
-                 WHERE status = 'pending' AND task_id IN (SELECT id FROM dependents)
-                 RETURNING task_id"
-            ))
-            .await?,
-            &[&now, &id, &REASON_DEPENDENCY_FAILED],
-        )
+    // The cascade reads task_dependencies through its statement's snapshot, which
+    // cannot see a dependent submitted concurrently (its submit holds the dependency
+    // FOR SHARE, so this statement waits for it to commit, but keeps its old snapshot).
+    // Running the cascade again with a fresh snapshot until it finds nothing new catches
+    // every such late dependent.
+    let cascade = tx
+        .prepare_cached(&format!(
+            "WITH RECURSIVE dependents(id) AS (
+                 SELECT task_id FROM task_dependencies WHERE depends_on = $2
+                 UNION
+                 SELECT d.task_id FROM task_dependencies d JOIN dependents ON d.depends_on = dependents.id
+             )
+             UPDATE work_queue SET status = 'cancelled', failure_reason = $3,
+                 error_message = 'dependency ' || $2::text || ' failed', completed_at = {NOW}
+             WHERE status = 'pending' AND task_id IN (SELECT id FROM dependents)
+             RETURNING task_id"
+        ))
         .await?;
+    let mut rows = Vec::new();
+    loop {
+        let more = tx.query(&cascade, &[&now, &id, &REASON_DEPENDENCY_FAILED]).await?;
+        if more.is_empty() {
+            break;
+        }
+        rows.extend(more);
+    }
     let mut cancelled: Vec<String> = rows.iter().map(|r| get(r, 0).map(id_text)).collect::<R<_>>()?;
     cancelled.sort();
     Ok(cancelled)

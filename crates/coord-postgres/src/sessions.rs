@@ -107,7 +107,7 @@ pub async fn heartbeat(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, i64)) -> R<Sess
 pub async fn set_status(tx: &Tx<'_>, ctx: &OpCtx, status: AgentStatus) -> R<SessionResult> {
     let row = tx
         .query_opt(
-            &tx.prepare_cached("UPDATE agent_sessions SET status = $2 WHERE agent_id = $1 RETURNING session_id")
+            &tx.prepare_cached("UPDATE agent_sessions SET status = $2 WHERE agent_id = $1 AND status <> 'disconnected' RETURNING session_id")
                 .await?,
             &[&ctx.who.agent_id, &status.as_str()],
         )
@@ -119,7 +119,7 @@ pub async fn set_status(tx: &Tx<'_>, ctx: &OpCtx, status: AgentStatus) -> R<Sess
         }),
         None => Err(CoordError::new(
             ErrorCode::NotFound,
-            format!("{} has no session; register first", ctx.who.agent_id),
+            format!("{} has no live session; register first", ctx.who.agent_id),
         )
         .with_detail("agent_id", ctx.who.agent_id.clone())
         .into()),
@@ -133,7 +133,7 @@ pub async fn discover(tx: &Tx<'_>, args: &(Option<String>, Option<AgentStatus>))
             &tx.prepare_cached(&format!(
                 "SELECT {AGENT_COLS} FROM agent_sessions
                  WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR capabilities @> ARRAY[$2::text])
-                 ORDER BY last_heartbeat DESC, agent_id"
+                 ORDER BY last_heartbeat DESC, agent_id COLLATE \"C\""
             ))
             .await?,
             &[&status.map(|s| s.as_str()), capability],

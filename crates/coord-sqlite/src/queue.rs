@@ -269,7 +269,7 @@ pub fn settle_expired_claims(c: &Connection, now: i64, batch: i64) -> R<(i64, i6
     let expired = c
         .prepare_cached(
             "SELECT task_id, attempts, max_attempts FROM work_queue
-             WHERE status = 'claimed' AND claimed_until <= ?1 LIMIT ?2",
+             WHERE status = 'claimed' AND claimed_until <= ?1 ORDER BY claimed_until LIMIT ?2",
         )?
         .query_map(params![now, batch], |r| {
             Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))

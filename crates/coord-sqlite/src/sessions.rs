@@ -96,7 +96,7 @@ pub fn heartbeat(
 
 pub fn set_status(c: &Connection, who: &Identity, status: AgentStatus) -> R<SessionResult> {
     let session: Option<String> = c
-        .prepare_cached("UPDATE agent_sessions SET status = ?2 WHERE agent_id = ?1 RETURNING session_id")?
+        .prepare_cached("UPDATE agent_sessions SET status = ?2 WHERE agent_id = ?1 AND status <> 'disconnected' RETURNING session_id")?
         .query_row(params![who.agent_id, status.as_str()], |r| r.get(0))
         .optional()?;
     match session {
@@ -106,7 +106,7 @@ pub fn set_status(c: &Connection, who: &Identity, status: AgentStatus) -> R<Sess
         }),
         None => Err(CoordError::new(
             ErrorCode::NotFound,
-            format!("{} has no session; register first", who.agent_id),
+            format!("{} has no live session; register first", who.agent_id),
         )
         .with_detail("agent_id", who.agent_id.clone())
         .into()),

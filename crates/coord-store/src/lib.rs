@@ -105,7 +105,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> CoordResult<DiscoverAgentsResult>;
     async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult>;
     /// Sets the caller's session status (`idle` when its connection closes); a caller
-    /// without a session gets `not_found`.
+    /// without a live (not disconnected) session gets `not_found`.
     async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult>;
 
     async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult>;

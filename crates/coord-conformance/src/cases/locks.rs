@@ -58,6 +58,7 @@ pub async fn locks_holder_refreshes_and_keeps_token(b: &dyn Backend) {
     let h = Harness::new(b).await;
     let a = agent("agent-a");
     let first = h.lock(&a, "a.rs", Some(10)).await;
+    assert_eq!(first.action, LockAction::Acquired);
     h.advance(5);
     let again = h.lock(&a, "a.rs", Some(60)).await;
     assert!(again.success);
@@ -71,19 +72,20 @@ pub async fn locks_holder_refreshes_and_keeps_token(b: &dyn Backend) {
     h.advance(60);
     let renewed = h.lock(&a, "a.rs", Some(10)).await;
     assert_eq!(renewed.action, LockAction::Acquired);
-    assert!(renewed.fencing_token > again.fencing_token);
+    assert!(renewed.fencing_token.unwrap() > again.fencing_token.unwrap());
 }
 
 pub async fn locks_release_frees_for_others(b: &dyn Backend) {
     let h = Harness::new(b).await;
     let (a, bb) = (agent("agent-a"), agent("agent-b"));
     let first = h.lock(&a, "a.rs", None).await;
+    assert_eq!(first.action, LockAction::Acquired);
     let r = h.coord.release_lock(&a, release("a.rs")).await.unwrap();
     assert!(r.success && r.released);
     assert_eq!(serde_json::to_value(&r).unwrap()["released"], true);
     let second = h.lock(&bb, "a.rs", None).await;
     assert_eq!(second.action, LockAction::Acquired);
-    assert!(second.fencing_token > first.fencing_token);
+    assert!(second.fencing_token.unwrap() > first.fencing_token.unwrap());
     let listed = h.coord.check_locks(&a, CheckLocksRequest::default()).await.unwrap();
     assert_eq!(listed.locks.len(), 1);
     assert_eq!(listed.locks[0].locked_by, "agent-b");
@@ -142,6 +144,7 @@ pub async fn locks_expire_with_the_clock(b: &dyn Backend) {
     let h = Harness::new(b).await;
     let (a, bb) = (agent("agent-a"), agent("agent-b"));
     let held = h.lock(&a, "a.rs", Some(10)).await;
+    assert_eq!(held.action, LockAction::Acquired);
     h.advance(9);
     assert_eq!(h.lock(&bb, "a.rs", None).await.action, LockAction::Blocked);
     assert_eq!(
@@ -171,12 +174,12 @@ pub async fn locks_expire_with_the_clock(b: &dyn Backend) {
     );
     let taken = h.lock(&bb, "a.rs", None).await;
     assert_eq!(taken.action, LockAction::Acquired);
-    assert!(taken.fencing_token > held.fencing_token);
+    assert!(taken.fencing_token.unwrap() > held.fencing_token.unwrap());
     // The former holder re-acquiring its own expired lock gets a new lease, not a refresh.
     h.advance(200);
     let back = h.lock(&a, "a.rs", None).await;
     assert_eq!(back.action, LockAction::Acquired);
-    assert!(back.fencing_token > taken.fencing_token);
+    assert!(back.fencing_token.unwrap() > taken.fencing_token.unwrap());
 }
 
 pub async fn locks_fencing_tokens_increase_across_expiry_release_and_sweep(b: &dyn Backend) {
@@ -336,9 +339,40 @@ pub async fn locks_release_my_locks_frees_only_mine(b: &dyn Backend) {
     h.advance(2);
     let r = h.coord.release_my_locks(&a).await.unwrap();
     assert!(r.success);
-    assert_eq!(r.released, ["one.rs", "two.rs"], "expired locks are not reported as released");
+    assert_eq!(
+        r.released,
+        ["one.rs", "two.rs"],
+        "expired locks are not reported as released"
+    );
     let left = h.coord.check_locks(&bb, CheckLocksRequest::default()).await.unwrap();
     let paths: Vec<_> = left.locks.iter().map(|l| l.file_path.as_str()).collect();
     assert_eq!(paths, ["theirs.rs"]);
-    assert!(h.coord.release_my_locks(&a).await.unwrap().released.is_empty(), "idempotent");
+    assert!(
+        h.coord.release_my_locks(&a).await.unwrap().released.is_empty(),
+        "idempotent"
+    );
+}
+
+/// The same rules with the database's own clock (no injected time): leases are measured
+/// from the database's now, which is close to this machine's.
+pub async fn locks_and_leases_on_the_database_clock(b: &dyn Backend) {
+    let h = Harness::with_database_clock(b).await;
+    let (a, bb) = (agent("agent-a"), agent("agent-b"));
+    let before = chrono::Utc::now() - chrono::Duration::minutes(1);
+    let got = h.lock(&a, "a.rs", Some(30)).await;
+    assert_eq!(got.action, LockAction::Acquired);
+    let after = chrono::Utc::now() + chrono::Duration::minutes(1);
+    let listed = h.coord.check_locks(&a, CheckLocksRequest::default()).await.unwrap();
+    let lock = &listed.locks[0];
+    assert_eq!(lock.expires_at - lock.locked_at, chrono::Duration::minutes(30));
+    assert!(
+        lock.locked_at > before && lock.locked_at < after,
+        "locked_at {} is the database's now",
+        lock.locked_at
+    );
+    assert_eq!(h.lock(&bb, "a.rs", None).await.action, LockAction::Blocked);
+    let again = h.lock(&a, "a.rs", Some(1)).await;
+    assert_eq!(again.action, LockAction::Refreshed);
+    h.coord.release_lock(&a, release("a.rs")).await.unwrap();
+    assert_eq!(h.lock(&bb, "a.rs", Some(1)).await.action, LockAction::Acquired);
 }

@@ -553,3 +553,42 @@ pub async fn queue_concurrent_workers_claim_each_task_once(b: &dyn Backend) {
     }
     assert_eq!(seen, submitted, "every task claimed exactly once, none lost");
 }
+
+/// Failing a task while dependents of its dependents are being submitted: every task
+/// that (transitively) depends on the failed one ends cancelled, none stays pending.
+pub async fn queue_failure_cascade_races_with_new_dependents(b: &dyn Backend) {
+    let h = Arc::new(Harness::new(b).await);
+    let (boss, w) = (agent("boss"), agent("w"));
+    for round in 0..25 {
+        let root = h.submit(&boss, "root", 1, &[]).await;
+        let child = h.submit(&boss, "child", 5, &[&root]).await;
+        assert_eq!(h.claimed_id(&w).await, root, "round {round}");
+        let submitter = {
+            let h = h.clone();
+            let boss = boss.clone();
+            let child = child.clone();
+            tokio::spawn(async move {
+                let grandchild = h.submit(&boss, "grandchild", 5, &[&child]).await;
+                let great = h.submit(&boss, "great", 5, &[&grandchild]).await;
+                vec![grandchild, great]
+            })
+        };
+        let failer = {
+            let h = h.clone();
+            let w = w.clone();
+            let root = root.clone();
+            tokio::spawn(async move { h.complete(&w, &root, false).await.unwrap() })
+        };
+        let late = submitter.await.unwrap();
+        failer.await.unwrap();
+        for id in std::iter::once(&child).chain(late.iter()) {
+            let t = h.task(id).await;
+            assert_eq!(
+                t.status,
+                TaskStatus::Cancelled,
+                "round {round}: {id} left {:?}",
+                t.status
+            );
+        }
+    }
+}

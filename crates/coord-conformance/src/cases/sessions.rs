@@ -310,17 +310,31 @@ pub async fn sessions_mark_idle_keeps_locks(b: &dyn Backend) {
     let a = agent("agent-a");
     let e = h.coord.mark_idle(&a).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::NotFound, "no session yet");
-    let s = h.coord.register_session(&a, RegisterSessionRequest::default()).await.unwrap();
+    let s = h
+        .coord
+        .register_session(&a, RegisterSessionRequest::default())
+        .await
+        .unwrap();
     h.lock(&a, "kept.rs", None).await;
     let idle = h.coord.mark_idle(&a).await.unwrap();
     assert_eq!(idle.session_id, s.session_id);
     let seen = h
         .coord
-        .discover_agents(&a, DiscoverAgentsRequest { capability: None, status: Some(AgentStatus::Idle) })
+        .discover_agents(
+            &a,
+            DiscoverAgentsRequest {
+                capability: None,
+                status: Some(AgentStatus::Idle),
+            },
+        )
         .await
         .unwrap();
     assert_eq!(seen.agents.len(), 1);
-    assert_eq!(h.lock(&agent("other"), "kept.rs", None).await.action, LockAction::Blocked, "locks stay");
+    assert_eq!(
+        h.lock(&agent("other"), "kept.rs", None).await.action,
+        LockAction::Blocked,
+        "locks stay"
+    );
     // A heartbeat brings the same session back to active.
     let back = h.coord.heartbeat(&a, HeartbeatRequest {}).await.unwrap();
     assert_eq!(back.session_id, s.session_id);

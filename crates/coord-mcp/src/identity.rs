@@ -1,0 +1,151 @@
+//! Who an MCP client is. The coordinator needs an agent id and type for every call;
+//! MCP carries neither, so they come from, in order: the server's own configuration
+//! (`COORD_AGENT_ID` / `COORD_AGENT_TYPE` in its environment — Claude Code and Codex pass
+//! env to MCP servers), the `X-Agent-Id` / `X-Agent-Type` headers of an HTTP request, and
+//! finally the client's self-reported name plus this host, which is stable across
+//! restarts of the same client on the same machine.
+
+use coord_domain::Caller;
+
+#[derive(Debug, Clone, Default)]
+pub struct IdentityConfig {
+    pub agent_id: Option<String>,
+    pub agent_type: Option<String>,
+    pub host: String,
+}
+
+impl IdentityConfig {
+    /// Identity fixed by `COORD_AGENT_ID` / `COORD_AGENT_TYPE`, if set.
+    pub fn from_env() -> Self {
+        let var = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        IdentityConfig {
+            agent_id: var("COORD_AGENT_ID"),
+            agent_type: var("COORD_AGENT_TYPE"),
+            host: gethostname::gethostname().to_string_lossy().into_owned(),
+        }
+    }
+
+    /// No fixed identity: every client is told apart by what it sends.
+    pub fn per_client() -> Self {
+        IdentityConfig {
+            agent_id: None,
+            agent_type: None,
+            host: gethostname::gethostname().to_string_lossy().into_owned(),
+        }
+    }
+}
+
+/// The agent type a client name suggests: `claude-code` → `claude_code`,
+/// `codex-mcp-client` → `codex`, anything else in snake_case.
+pub fn agent_type_of(client_name: &str) -> String {
+    let lower = client_name.to_ascii_lowercase();
+    if lower.contains("codex") {
+        return "codex".into();
+    }
+    if lower.contains("claude") {
+        return "claude_code".into();
+    }
+    let snake: String = lower
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let trimmed = snake.trim_matches('_');
+    if trimmed.is_empty() {
+        "mcp".into()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+pub fn derive_identity(
+    config: &IdentityConfig,
+    header_id: Option<&str>,
+    header_type: Option<&str>,
+    client_name: Option<&str>,
+) -> Caller {
+    let client = client_name
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .unwrap_or("mcp-client");
+    let agent_type = config
+        .agent_type
+        .clone()
+        .or_else(|| header_type.map(String::from))
+        .unwrap_or_else(|| agent_type_of(client));
+    let agent_id = config
+        .agent_id
+        .clone()
+        .or_else(|| header_id.map(String::from))
+        .unwrap_or_else(|| {
+            if config.host.is_empty() {
+                client.to_string()
+            } else {
+                format!("{client}@{}", config.host)
+            }
+        });
+    Caller::new(agent_id, agent_type)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_precedence() {
+        let host = IdentityConfig {
+            agent_id: None,
+            agent_type: None,
+            host: "box".into(),
+        };
+        let fixed = IdentityConfig {
+            agent_id: Some("me".into()),
+            agent_type: Some("aider".into()),
+            host: "box".into(),
+        };
+        let cases = [
+            (
+                &host,
+                None,
+                None,
+                Some("claude-code"),
+                ("claude-code@box", "claude_code"),
+            ),
+            (
+                &host,
+                None,
+                None,
+                Some("codex-mcp-client"),
+                ("codex-mcp-client@box", "codex"),
+            ),
+            (&host, None, None, Some("My Tool 2"), ("My Tool 2@box", "my_tool_2")),
+            (&host, None, None, None, ("mcp-client@box", "mcp_client")),
+            (
+                &host,
+                Some("h-id"),
+                Some("h-type"),
+                Some("claude-code"),
+                ("h-id", "h-type"),
+            ),
+            (
+                &fixed,
+                Some("h-id"),
+                Some("h-type"),
+                Some("claude-code"),
+                ("me", "aider"),
+            ),
+        ];
+        for (cfg, hid, hty, client, (want_id, want_type)) in cases {
+            let c = derive_identity(cfg, hid, hty, client);
+            assert_eq!(
+                (c.agent_id.as_str(), c.agent_type.as_str()),
+                (want_id, want_type),
+                "{client:?}"
+            );
+        }
+    }
+}
