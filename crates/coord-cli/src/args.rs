@@ -47,8 +47,12 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create the database (applying migrations) and print where it is
-    Init,
+    /// Create the database and print where it is; or set up an agent runtime:
+    /// `coord init claude`, `coord init codex`, `coord init git-hook`
+    Init {
+        #[command(subcommand)]
+        target: Option<InitTarget>,
+    },
     /// Apply pending schema migrations (also done automatically on every start)
     Migrate,
     /// One-screen summary: who you are, your locks and tasks, the queue, the agents
@@ -67,6 +71,64 @@ pub enum Command {
     Handoff(HandoffCommand),
     /// Query the append-only audit trail (newest first)
     Audit(AuditArgs),
+    /// Serve MCP over stdin/stdout for one agent (Claude Code, Codex, any MCP client)
+    Mcp,
+    /// Serve the HTTP API (and MCP over streamable HTTP at /mcp) for cloud agents
+    Serve(ServeArgs),
+    /// Run an agent-runtime hook: a Claude Code event (reads its JSON on stdin) or
+    /// git-pre-commit. Never breaks the agent's session when the coordinator is unreachable
+    Hook {
+        /// SessionStart, SessionEnd, PreToolUse (other Claude Code events are accepted
+        /// and ignored), or git-pre-commit
+        event: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InitTarget {
+    /// Add the coord MCP server to .mcp.json and coordination hooks to .claude/settings.json
+    /// (merging with what is there; running it again changes nothing)
+    Claude {
+        /// Show what would change, write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// The coord executable the configuration should run
+        #[arg(long, default_value = "coord", value_name = "PATH")]
+        command: String,
+    },
+    /// Print the Codex CLI config.toml entry for the coord MCP server, or merge it in
+    #[command(group(ArgGroup::new("codex_mode").args(["write", "dry_run"])))]
+    Codex {
+        /// Merge the entry into $CODEX_HOME/config.toml (default ~/.codex/config.toml)
+        #[arg(long)]
+        write: bool,
+        /// Show what --write would change, write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// The coord executable the configuration should run
+        #[arg(long, default_value = "coord", value_name = "PATH")]
+        command: String,
+    },
+    /// Install a git pre-commit hook refusing commits that touch files other agents have
+    /// locked (`git commit --no-verify` bypasses it)
+    GitHook {
+        /// Show what would change, write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// The coord executable the hook should run
+        #[arg(long, default_value = "coord", value_name = "PATH")]
+        command: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on
+    #[arg(long, env = "API_HOST", default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0 picks a free one; the address is printed)
+    #[arg(long, env = "API_PORT", default_value_t = 8081)]
+    pub port: u16,
 }
 
 #[derive(Debug, Subcommand)]

@@ -56,8 +56,13 @@ pub fn parse_when(field: &str, raw: &str) -> CoordResult<Timestamp> {
 pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;
     match command {
-        Command::Init | Command::Migrate | Command::Status => {
-            unreachable!("handled by the caller, which holds the store")
+        Command::Init { .. }
+        | Command::Migrate
+        | Command::Status
+        | Command::Mcp
+        | Command::Serve(_)
+        | Command::Hook { .. } => {
+            unreachable!("handled by the caller")
         }
         Command::Lock(cmd) => match cmd {
             LockCommand::Acquire { path, reason, ttl } => {

@@ -5,6 +5,7 @@ use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_AGENT_TYPE: &str = "cli";
+pub const CLAUDE_AGENT_TYPE: &str = "claude_code";
 
 /// Which database to open.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,12 +105,10 @@ impl Context {
             Some(raw) => (DbTarget::parse(raw, &cwd)?, false),
             None => (DbTarget::Sqlite(repo_root.join(".coord").join("coord.db")), true),
         };
+        let (default_id, default_type) = default_identity(false);
         let caller = Caller::new(
-            global.agent_id.clone().unwrap_or_else(default_agent_id),
-            global
-                .agent_type
-                .clone()
-                .unwrap_or_else(|| DEFAULT_AGENT_TYPE.to_string()),
+            global.agent_id.clone().unwrap_or(default_id),
+            global.agent_type.clone().unwrap_or(default_type),
         );
         Ok(Context {
             cwd,
@@ -129,16 +128,31 @@ impl Context {
     }
 }
 
-pub fn default_agent_id() -> String {
+pub fn hostname() -> String {
+    gethostname::gethostname().to_string_lossy().into_owned()
+}
+
+/// The identity used when none is configured. Inside Claude Code (`in_claude`, or the
+/// `CLAUDECODE` variable Claude Code sets for everything it runs — hooks, MCP servers,
+/// its shell) it is `claude-code@<host>` of type `claude_code`, so the MCP server, the
+/// hooks and a `git commit` from Claude's shell all speak as one agent. Otherwise it is
+/// `<user>@<host>` of type `cli`.
+pub fn default_identity(in_claude: bool) -> (String, String) {
+    let host = hostname();
+    let at_host = |name: &str| {
+        if host.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name}@{host}")
+        }
+    };
+    if in_claude || std::env::var_os("CLAUDECODE").is_some_and(|v| !v.is_empty()) {
+        return (at_host("claude-code"), CLAUDE_AGENT_TYPE.to_string());
+    }
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("USERNAME"))
         .unwrap_or_else(|_| "user".to_string());
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
-    if host.is_empty() {
-        user
-    } else {
-        format!("{user}@{host}")
-    }
+    (at_host(&user), DEFAULT_AGENT_TYPE.to_string())
 }
 
 #[cfg(test)]

@@ -4,8 +4,10 @@
 pub mod args;
 pub mod commands;
 pub mod context;
+pub mod hooks;
 pub mod open;
 pub mod output;
+pub mod setup;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -27,7 +29,12 @@ struct InitResult {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // Servers get worker threads; one-shot commands need none.
+    let mut builder = match cli.command {
+        Command::Serve(_) | Command::Mcp => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -52,16 +59,25 @@ fn init_logging() {
 
 pub async fn run(cli: Cli) -> u8 {
     let out = Output { json: cli.global.json };
+    if let Command::Hook { event } = &cli.command {
+        return hooks::run(event, &cli.global).await;
+    }
     let ctx = match Context::resolve(&cli.global) {
         Ok(c) => c,
         Err(e) => return out.error(&e),
     };
+    match &cli.command {
+        Command::Init { target: Some(target) } => return init_runtime(target, &ctx, out),
+        Command::Mcp => return run_mcp(&ctx, &cli.global).await,
+        Command::Serve(args) => return run_serve(&ctx, args).await,
+        _ => {}
+    }
     let coord = match open::coordinator(&ctx).await {
         Ok(c) => c,
         Err(e) => return out.error(&e),
     };
     match cli.command {
-        Command::Init | Command::Migrate => {
+        Command::Init { .. } | Command::Migrate => {
             let schema = coord.store().schema();
             out.result(
                 Ok(InitResult {
@@ -85,5 +101,122 @@ pub async fn run(cli: Cli) -> u8 {
         }
         Command::Status => out.result(coord.status(&ctx.caller).await, commands::render_status),
         other => commands::run(other, &coord, &ctx, out).await,
+    }
+}
+
+fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
+    use args::InitTarget;
+    let result = match target {
+        InitTarget::Claude { dry_run, command } => {
+            setup::claude(&ctx.repo_root, command).and_then(|c| setup::apply(c, *dry_run, None))
+        }
+        InitTarget::Codex {
+            write,
+            dry_run,
+            command,
+        } if *write || *dry_run => {
+            setup::codex(&setup::codex_home(), command).and_then(|c| setup::apply(vec![c], *dry_run, None))
+        }
+        InitTarget::Codex { command, .. } => Ok(setup::SetupResult {
+            success: true,
+            files: Vec::new(),
+            snippet: Some(setup::codex_snippet(command)),
+        }),
+        InitTarget::GitHook { dry_run, command } => {
+            setup::git_hook(&ctx.repo_root, command).and_then(|c| setup::apply(vec![c], *dry_run, None))
+        }
+    };
+    out.result(result, |r| {
+        let mut text = String::new();
+        if let Some(snippet) = &r.snippet {
+            text.push_str(&format!(
+                "# Add to {} (or run `coord init codex --write`):\n{snippet}",
+                setup::codex_home().join("config.toml").display()
+            ));
+        }
+        for f in &r.files {
+            text.push_str(&format!("{}: {}\n", f.action.replace('_', " "), f.path));
+            if let Some(diff) = &f.diff {
+                text.push_str(diff);
+            }
+        }
+        text
+    })
+}
+
+/// The identity an MCP server speaks for when none is configured per client: the
+/// configured one, else Claude Code's default when running inside Claude Code.
+fn mcp_identity(global: &args::GlobalArgs) -> coord_mcp::IdentityConfig {
+    let in_claude = std::env::var_os("CLAUDECODE").is_some_and(|v| !v.is_empty());
+    let (claude_id, claude_type) = context::default_identity(true);
+    coord_mcp::IdentityConfig {
+        agent_id: global.agent_id.clone().or_else(|| in_claude.then_some(claude_id)),
+        agent_type: global.agent_type.clone().or_else(|| in_claude.then_some(claude_type)),
+        host: context::hostname(),
+    }
+}
+
+/// How often long-lived processes purge expired rows.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
+    let coord = match open::coordinator_with(ctx, 4).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("coord mcp: {} [{}]", e.message, e.code);
+            return output::exit_code(&e);
+        }
+    };
+    let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
+    let served = coord_mcp::serve_stdio(
+        std::sync::Arc::new(coord),
+        coord_mcp::McpOptions::stdio(mcp_identity(global)),
+    )
+    .await;
+    sweeper.abort();
+    match served {
+        Ok(()) => output::EXIT_OK,
+        Err(e) => {
+            eprintln!("coord mcp: {e}");
+            output::EXIT_UNAVAILABLE
+        }
+    }
+}
+
+async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
+    let coord = match open::coordinator_with(ctx, 16).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("coord serve: {} [{}]", e.message, e.code);
+            return output::exit_code(&e);
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("coord serve: cannot listen on {}:{}: {e}", args.host, args.port);
+            return output::EXIT_USAGE;
+        }
+    };
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let config = coord_http::ApiConfig {
+        host: args.host.clone(),
+        port: args.port,
+        ..Default::default()
+    };
+    let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
+    let database = coord.store().location();
+    let app = coord_http::create_coordination_api(std::sync::Arc::new(coord), &config);
+    println!("coord serve: listening on http://{addr} (database: {database})");
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let served = coord_http::serve(listener, app, coord_http::shutdown_signal()).await;
+    sweeper.abort();
+    match served {
+        Ok(()) => output::EXIT_OK,
+        Err(e) => {
+            eprintln!("coord serve: {e}");
+            output::EXIT_UNAVAILABLE
+        }
     }
 }

@@ -64,10 +64,15 @@ fn sqlite_options() -> CoordResult<SqliteOptions> {
 }
 
 pub async fn coordinator(ctx: &Context) -> CoordResult<Coordinator> {
+    coordinator_with(ctx, 2).await
+}
+
+/// The local coordinator for `ctx`; `pg_pool` sizes a PostgreSQL pool.
+pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coordinator> {
     if let (true, DbTarget::Sqlite(path)) = (ctx.db_is_default, &ctx.db) {
         keep_out_of_git(path);
     }
-    let store = open_store(&ctx.db).await?;
+    let store = open_store_with(&ctx.db, pg_pool).await?;
     Ok(Coordinator::new(
         store,
         Arc::new(DatabaseClock),

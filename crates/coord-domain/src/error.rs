@@ -106,7 +106,8 @@ pub struct CoordError {
     pub code: ErrorCode,
     pub message: String,
     pub field: Option<String>,
-    pub details: Map<String, Value>,
+    /// Boxed: errors travel in every `Result`, so the common path stays small.
+    pub details: Box<Map<String, Value>>,
 }
 
 pub type CoordResult<T> = Result<T, CoordError>;
@@ -117,7 +118,7 @@ impl CoordError {
             code,
             message: message.into(),
             field: None,
-            details: Map::new(),
+            details: Box::default(),
         }
     }
 
@@ -167,7 +168,7 @@ impl Serialize for CoordError {
         if let Some(f) = &self.field {
             m.serialize_entry("field", f)?;
         }
-        for (k, v) in &self.details {
+        for (k, v) in self.details.iter() {
             if !matches!(k.as_str(), "success" | "error" | "message" | "field") {
                 m.serialize_entry(k, v)?;
             }
@@ -196,7 +197,7 @@ impl<'de> Deserialize<'de> for CoordError {
             code,
             message,
             field,
-            details: map,
+            details: Box::new(map),
         })
     }
 }

@@ -1,0 +1,346 @@
+//! Agent-runtime hooks: Claude Code's hook protocol (JSON event on stdin, decision as
+//! JSON on stdout, exit code 0) and git's pre-commit hook.
+//!
+//! A Claude Code hook must never break the agent's session: when the coordinator cannot
+//! be reached, or the event cannot be read, the hook appends a line to
+//! `<repo>/.coord/hooks.log` and lets the session continue.
+
+use crate::args::GlobalArgs;
+use crate::context::{Context, default_identity};
+use crate::open;
+use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest, WriteHandoffRequest};
+use coord_domain::locks::CheckLocksRequest;
+use coord_domain::sessions::RegisterSessionRequest;
+use coord_domain::{Caller, CoordResult, ErrorCode};
+use coord_service::{Coordination, Coordinator};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The largest hook event read from stdin; Claude Code's are a few KiB.
+const MAX_EVENT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Claude Code tools that write files, and where their input names the file.
+const EDIT_TOOLS: &[(&str, &str)] = &[
+    ("Write", "file_path"),
+    ("Edit", "file_path"),
+    ("MultiEdit", "file_path"),
+    ("NotebookEdit", "notebook_path"),
+];
+
+pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
+    if event.eq_ignore_ascii_case("git-pre-commit") {
+        return git_pre_commit(global).await;
+    }
+    let mut raw = String::new();
+    let read = std::io::stdin().take(MAX_EVENT_BYTES).read_to_string(&mut raw);
+    let payload: Value = match read
+        .map_err(|e| e.to_string())
+        .and_then(|_| serde_json::from_str(&raw).map_err(|e| format!("the hook event is not JSON: {e}")))
+    {
+        Ok(v) => v,
+        Err(why) => {
+            log_failure(&std::env::current_dir().unwrap_or_default(), event, &why);
+            return 0;
+        }
+    };
+    let cwd = payload
+        .get("cwd")
+        .and_then(Value::as_str)
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+    let ctx = match Context::resolve_in(global, cwd.clone()) {
+        Ok(mut ctx) => {
+            ctx.caller = hook_identity(global);
+            ctx
+        }
+        Err(e) => {
+            log_failure(&cwd, event, &e.message);
+            return 0;
+        }
+    };
+    let outcome = match open::coordinator(&ctx).await {
+        Ok(coord) => claude_event(event, &payload, &coord, &ctx).await,
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(Some(reply)) => {
+            println!("{reply}");
+            0
+        }
+        Ok(None) => 0,
+        Err(e) => {
+            log_failure(&ctx.repo_root, event, &format!("{} [{}]", e.message, e.code));
+            0
+        }
+    }
+}
+
+/// Claude Code hooks run inside Claude Code: without a configured identity they speak
+/// as the same agent its MCP server does (`claude-code@<host>`).
+fn hook_identity(global: &GlobalArgs) -> Caller {
+    let (id, ty) = default_identity(true);
+    Caller::new(
+        global.agent_id.clone().unwrap_or(id),
+        global.agent_type.clone().unwrap_or(ty),
+    )
+}
+
+async fn claude_event(event: &str, payload: &Value, coord: &Coordinator, ctx: &Context) -> CoordResult<Option<Value>> {
+    let me = &ctx.caller;
+    match event {
+        "SessionStart" => {
+            coord.register_session(me, RegisterSessionRequest::default()).await?;
+            let context = session_context(coord, ctx).await?;
+            Ok(Some(json!({
+                "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}
+            })))
+        }
+        "SessionEnd" => {
+            let released = coord.release_my_locks(me).await?;
+            let status = coord.status(me).await?;
+            let session = payload.get("session_id").and_then(Value::as_str).unwrap_or("?");
+            let reason = payload.get("reason").and_then(Value::as_str).unwrap_or("unknown");
+            coord
+                .write_handoff(
+                    me,
+                    WriteHandoffRequest {
+                        summary: format!(
+                            "Claude Code session {session} ended (reason: {reason}); released {} lock(s).",
+                            released.released.len()
+                        ),
+                        in_progress: non_empty(
+                            status
+                                .my_tasks
+                                .iter()
+                                .map(|t| format!("task {} [{}]: {}", t.task_id, t.task_type, t.task_description))
+                                .collect(),
+                        ),
+                        relevant_files: non_empty(released.released),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            if let Err(e) = coord.mark_idle(me).await
+                && e.code != ErrorCode::NotFound
+            {
+                return Err(e);
+            }
+            Ok(None)
+        }
+        "PreToolUse" => pre_tool_use(payload, coord, ctx).await,
+        _ => Ok(None),
+    }
+}
+
+fn non_empty(v: Vec<String>) -> Option<Vec<String>> {
+    if v.is_empty() { None } else { Some(v) }
+}
+
+/// What a new session should know: its last handoff (or the project's latest), and
+/// which files others hold.
+async fn session_context(coord: &Coordinator, ctx: &Context) -> CoordResult<String> {
+    let me = &ctx.caller;
+    let mine = coord.read_handoff(me, ReadHandoffRequest::default()).await?.handoffs;
+    let (label, handoff) = match mine.into_iter().next() {
+        Some(h) => ("Your last handoff", Some(h)),
+        None => {
+            let any = ReadHandoffRequest {
+                agent_name: Some(ALL_AGENTS.into()),
+                limit: Some(1),
+            };
+            (
+                "The project's latest handoff",
+                coord.read_handoff(me, any).await?.handoffs.into_iter().next(),
+            )
+        }
+    };
+    let mut text = format!("Agent Coordinator: you are {} ({}).\n", me.agent_id, me.agent_type);
+    match handoff {
+        Some(h) => text.push_str(&format!("{label}:\n{}", handoff_text(&h))),
+        None => text.push_str("No handoff documents yet.\n"),
+    }
+    let locks = coord.check_locks(me, CheckLocksRequest::default()).await?.locks;
+    let others: Vec<String> = locks
+        .iter()
+        .filter(|l| l.locked_by != me.agent_id)
+        .map(|l| format!("  - {} (locked by {})", l.file_path, l.locked_by))
+        .collect();
+    if !others.is_empty() {
+        text.push_str(&format!(
+            "Files locked by other agents — do not edit them:\n{}\n",
+            others.join("\n")
+        ));
+    }
+    text.push_str("Before editing shared files, acquire_lock them; write_handoff before you stop.");
+    Ok(text)
+}
+
+fn handoff_text(h: &Handoff) -> String {
+    let mut s = format!(
+        "  from {} at {}: {}\n",
+        h.agent_name,
+        h.created_at.format("%Y-%m-%d %H:%M UTC"),
+        h.summary
+    );
+    for (title, items) in [
+        ("completed", &h.completed_work),
+        ("in progress", &h.in_progress),
+        ("decisions", &h.decisions),
+        ("next steps", &h.next_steps),
+        ("relevant files", &h.relevant_files),
+    ] {
+        if !items.is_empty() {
+            s.push_str(&format!("  {title}: {}\n", items.join("; ")));
+        }
+    }
+    s
+}
+
+/// Blocks an edit of a file another agent holds a live lock on; otherwise says nothing,
+/// leaving Claude Code's normal permission flow in charge.
+async fn pre_tool_use(payload: &Value, coord: &Coordinator, ctx: &Context) -> CoordResult<Option<Value>> {
+    let tool = payload.get("tool_name").and_then(Value::as_str).unwrap_or_default();
+    let Some((_, field)) = EDIT_TOOLS.iter().find(|(name, _)| *name == tool) else {
+        return Ok(None);
+    };
+    let Some(file) = payload
+        .get("tool_input")
+        .and_then(|i| i.get(*field))
+        .and_then(Value::as_str)
+    else {
+        return Ok(None);
+    };
+    let path = ctx.lock_path(file);
+    let req = CheckLocksRequest {
+        file_paths: Some(vec![path]),
+    };
+    let locks = match coord.check_locks(&ctx.caller, req).await {
+        Ok(r) => r.locks,
+        // A path outside the repository is not ours to guard.
+        Err(e) if e.code == ErrorCode::InvalidPath => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let Some(held) = locks.into_iter().find(|l| l.locked_by != ctx.caller.agent_id) else {
+        return Ok(None);
+    };
+    let mut reason = format!(
+        "{} is locked by another agent, {} ({}), until {}",
+        held.file_path,
+        held.locked_by,
+        held.agent_type,
+        held.expires_at.format("%Y-%m-%d %H:%M UTC")
+    );
+    if let Some(why) = &held.reason {
+        reason.push_str(&format!(" — {why}"));
+    }
+    reason.push_str(". Do not edit it now: work on something else, or coordinate through the work queue.");
+    Ok(Some(json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    })))
+}
+
+/// Where hook failures are recorded (the agent's session is never failed for them).
+pub fn hooks_log(repo_root: &Path) -> PathBuf {
+    repo_root.join(".coord").join("hooks.log")
+}
+
+fn log_failure(cwd: &Path, event: &str, why: &str) {
+    let root = crate::context::git_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
+    let path = hooks_log(&root);
+    let _ = std::fs::create_dir_all(path.parent().unwrap_or(&root));
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+        let _ = writeln!(
+            f,
+            "{} {event}: {}",
+            chrono::Utc::now().to_rfc3339(),
+            why.replace('\n', " ")
+        );
+    }
+}
+
+/// Refuses a commit that touches files locked by another agent. Fails open (with a
+/// warning) when the coordinator is unreachable: git must stay usable.
+async fn git_pre_commit(global: &GlobalArgs) -> u8 {
+    let ctx = match Context::resolve(global) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("coord pre-commit: skipped ({})", e.message);
+            return 0;
+        }
+    };
+    let staged = match staged_files(&ctx.repo_root) {
+        Ok(files) => files,
+        Err(why) => {
+            eprintln!("coord pre-commit: skipped (cannot list staged files: {why})");
+            return 0;
+        }
+    };
+    if staged.is_empty() {
+        return 0;
+    }
+    let outcome = async {
+        let coord = open::coordinator(&ctx).await?;
+        coord
+            .check_locks(
+                &ctx.caller,
+                CheckLocksRequest {
+                    file_paths: Some(staged),
+                },
+            )
+            .await
+    }
+    .await;
+    let locks = match outcome {
+        Ok(r) => r.locks,
+        Err(e) => {
+            eprintln!(
+                "coord pre-commit: skipped, the coordinator is unavailable ({})",
+                e.message
+            );
+            return 0;
+        }
+    };
+    let foreign: Vec<_> = locks.iter().filter(|l| l.locked_by != ctx.caller.agent_id).collect();
+    if foreign.is_empty() {
+        return 0;
+    }
+    eprintln!("coord: this commit touches files locked by other agents:");
+    for l in &foreign {
+        let why = l.reason.as_deref().map(|r| format!(" — {r}")).unwrap_or_default();
+        eprintln!(
+            "  {}  locked by {} ({}) until {}{why}",
+            l.file_path,
+            l.locked_by,
+            l.agent_type,
+            l.expires_at.format("%Y-%m-%d %H:%M UTC")
+        );
+    }
+    eprintln!(
+        "You are {}. Coordinate with them, or bypass with `git commit --no-verify`.",
+        ctx.caller.agent_id
+    );
+    1
+}
+
+fn staged_files(repo_root: &Path) -> Result<Vec<String>, String> {
+    let out = std::process::Command::new("git")
+        .args(["diff", "--cached", "--name-only", "-z", "--diff-filter=ACMRD"])
+        .current_dir(repo_root)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect())
+}

@@ -1,0 +1,395 @@
+//! `coord init claude|codex|git-hook`: wire coord into an agent runtime's configuration.
+//! Existing files are merged, never clobbered; running a setup twice changes nothing;
+//! `--dry-run` shows the diff instead of writing.
+
+use coord_domain::{CoordError, CoordResult, ErrorCode};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+
+/// Marks the git hook as ours, so a second install updates it and a foreign hook is
+/// left alone.
+const GIT_HOOK_MARKER: &str = "# installed by `coord init git-hook`";
+
+/// One file a setup wants to write.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub path: PathBuf,
+    pub before: Option<String>,
+    pub after: String,
+    pub executable: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileOutcome {
+    pub path: String,
+    /// `created`, `updated` or `unchanged` (`would_create`/`would_update` in a dry run).
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SetupResult {
+    pub success: bool,
+    pub files: Vec<FileOutcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
+}
+
+impl Change {
+    fn changed(&self) -> bool {
+        self.before.as_deref() != Some(self.after.as_str())
+    }
+
+    pub fn diff(&self) -> String {
+        let old = self.before.as_deref().unwrap_or("");
+        let name = self.path.display().to_string();
+        similar::TextDiff::from_lines(old, &self.after)
+            .unified_diff()
+            .header(if self.before.is_some() { &name } else { "/dev/null" }, &name)
+            .to_string()
+    }
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> CoordError {
+    CoordError::new(
+        ErrorCode::InvalidArgument,
+        format!("cannot use {}: {e}", path.display()),
+    )
+}
+
+fn read_optional(path: &Path) -> CoordResult<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(path, e)),
+    }
+}
+
+/// Applies (or, in a dry run, describes) the changes.
+pub fn apply(changes: Vec<Change>, dry_run: bool, snippet: Option<String>) -> CoordResult<SetupResult> {
+    let mut files = Vec::new();
+    for c in changes {
+        let action = match (c.before.is_some(), c.changed(), dry_run) {
+            (_, false, _) => "unchanged",
+            (false, true, true) => "would_create",
+            (true, true, true) => "would_update",
+            (false, true, false) => "created",
+            (true, true, false) => "updated",
+        };
+        if c.changed() && !dry_run {
+            if let Some(dir) = c.path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+            }
+            std::fs::write(&c.path, &c.after).map_err(|e| io_error(&c.path, e))?;
+            if c.executable {
+                make_executable(&c.path)?;
+            }
+        }
+        files.push(FileOutcome {
+            path: c.path.display().to_string(),
+            action: action.into(),
+            diff: (dry_run && c.changed()).then(|| c.diff()),
+        });
+    }
+    Ok(SetupResult {
+        success: true,
+        files,
+        snippet,
+    })
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) -> CoordResult<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(|e| io_error(path, e))
+}
+
+#[cfg(not(unix))]
+fn make_executable(_: &Path) -> CoordResult<()> {
+    Ok(())
+}
+
+fn parse_json_object(path: &Path, text: Option<&str>) -> CoordResult<Map<String, Value>> {
+    match text.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(Map::new()),
+        Some(t) => match serde_json::from_str::<Value>(t) {
+            Ok(Value::Object(m)) => Ok(m),
+            Ok(_) => Err(CoordError::new(
+                ErrorCode::InvalidJson,
+                format!("{} is not a JSON object; fix it by hand first", path.display()),
+            )),
+            Err(e) => Err(CoordError::new(
+                ErrorCode::InvalidJson,
+                format!("{} is not valid JSON ({e}); fix it by hand first", path.display()),
+            )),
+        },
+    }
+}
+
+fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str, path: &Path) -> CoordResult<&'a mut Map<String, Value>> {
+    let slot = map.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
+    slot.as_object_mut().ok_or_else(|| {
+        CoordError::new(
+            ErrorCode::InvalidJson,
+            format!("{}: \"{key}\" is not an object", path.display()),
+        )
+    })
+}
+
+fn pretty(map: Map<String, Value>) -> String {
+    let mut s = serde_json::to_string_pretty(&Value::Object(map)).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// `.mcp.json` with the coord server, and `.claude/settings.json` with the hooks.
+pub fn claude(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
+    let mcp_path = repo_root.join(".mcp.json");
+    let before = read_optional(&mcp_path)?;
+    let mut mcp = parse_json_object(&mcp_path, before.as_deref())?;
+    object_at(&mut mcp, "mcpServers", &mcp_path)?.insert(
+        "coord".into(),
+        json!({"type": "stdio", "command": command, "args": ["mcp"]}),
+    );
+    let mcp_change = Change {
+        path: mcp_path,
+        before,
+        after: pretty(mcp),
+        executable: false,
+    };
+
+    let settings_path = repo_root.join(".claude").join("settings.json");
+    let before = read_optional(&settings_path)?;
+    let mut settings = parse_json_object(&settings_path, before.as_deref())?;
+    let hooks = object_at(&mut settings, "hooks", &settings_path)?;
+    let wanted = [
+        ("SessionStart", None),
+        ("SessionEnd", None),
+        ("PreToolUse", Some("Write|Edit|MultiEdit|NotebookEdit")),
+    ];
+    for (event, matcher) in wanted {
+        let hook_command = format!("{command} hook {event}");
+        let groups = hooks
+            .entry(event.to_string())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let groups = groups.as_array_mut().ok_or_else(|| {
+            CoordError::new(
+                ErrorCode::InvalidJson,
+                format!("{}: hooks.{event} is not a list", settings_path.display()),
+            )
+        })?;
+        let present = groups.iter().any(|g| {
+            g.get("hooks").and_then(Value::as_array).is_some_and(|hs| {
+                hs.iter()
+                    .any(|h| h.get("command").and_then(Value::as_str) == Some(&hook_command))
+            })
+        });
+        if !present {
+            let mut group = Map::new();
+            if let Some(m) = matcher {
+                group.insert("matcher".into(), Value::String(m.into()));
+            }
+            group.insert("hooks".into(), json!([{"type": "command", "command": hook_command}]));
+            groups.push(Value::Object(group));
+        }
+    }
+    let settings_change = Change {
+        path: settings_path,
+        before,
+        after: pretty(settings),
+        executable: false,
+    };
+    Ok(vec![mcp_change, settings_change])
+}
+
+/// The Codex CLI `config.toml` entry for the coord MCP server.
+pub fn codex_snippet(command: &str) -> String {
+    let mut doc = toml_edit::DocumentMut::new();
+    insert_codex_entry(&mut doc, command);
+    doc.to_string()
+}
+
+fn insert_codex_entry(doc: &mut toml_edit::DocumentMut, command: &str) {
+    use toml_edit::{Array, InlineTable, Item, Table, value};
+    if !doc.contains_key("mcp_servers") {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        doc.insert("mcp_servers", Item::Table(t));
+    }
+    let servers = doc["mcp_servers"].as_table_mut();
+    let Some(servers) = servers else { return };
+    let mut entry = Table::new();
+    entry.insert("command", value(command));
+    let mut args = Array::new();
+    args.push("mcp");
+    entry.insert("args", value(args));
+    let mut env = InlineTable::new();
+    env.insert("COORD_AGENT_TYPE", "codex".into());
+    entry.insert("env", value(env));
+    // `codex exec` with approval_policy "never" refuses unapproved MCP calls; coord's
+    // tools change only coordination state, so they are approved up front.
+    entry.insert("default_tools_approval_mode", value("approve"));
+    servers.insert("coord", Item::Table(entry));
+}
+
+pub fn codex_home() -> PathBuf {
+    std::env::var_os("CODEX_HOME").map(PathBuf::from).unwrap_or_else(|| {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(".codex")
+    })
+}
+
+pub fn codex(home: &Path, command: &str) -> CoordResult<Change> {
+    let path = home.join("config.toml");
+    let before = read_optional(&path)?;
+    let mut doc: toml_edit::DocumentMut = before.as_deref().unwrap_or("").parse().map_err(|e| {
+        CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!("{} is not valid TOML ({e}); fix it by hand first", path.display()),
+        )
+    })?;
+    if doc.get("mcp_servers").is_some_and(|i| !i.is_table()) {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!("{}: mcp_servers is not a table", path.display()),
+        ));
+    }
+    insert_codex_entry(&mut doc, command);
+    Ok(Change {
+        path,
+        before,
+        after: doc.to_string(),
+        executable: false,
+    })
+}
+
+/// The pre-commit hook script, in the hooks directory git uses for `repo_root`.
+pub fn git_hook(repo_root: &Path, command: &str) -> CoordResult<Change> {
+    let dir = git_hooks_dir(repo_root)?;
+    let path = dir.join("pre-commit");
+    let before = read_optional(&path)?;
+    if let Some(existing) = &before
+        && !existing.contains(GIT_HOOK_MARKER)
+    {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "{} exists and was not installed by coord; add `{command} hook git-pre-commit || exit 1` to it yourself",
+                path.display()
+            ),
+        ));
+    }
+    let after = format!(
+        "#!/bin/sh\n{GIT_HOOK_MARKER}\n# Refuses commits touching files other agents have locked; bypass with `git commit --no-verify`.\nexec {command} hook git-pre-commit\n"
+    );
+    Ok(Change {
+        path,
+        before,
+        after,
+        executable: true,
+    })
+}
+
+fn git_hooks_dir(repo_root: &Path) -> CoordResult<PathBuf> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--git-path", "hooks"])
+        .current_dir(repo_root)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let p = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+            Ok(if p.is_absolute() { p } else { repo_root.join(p) })
+        }
+        _ if repo_root.join(".git").is_dir() => Ok(repo_root.join(".git").join("hooks")),
+        _ => Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!("{} is not a git repository", repo_root.display()),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_setup_merges_and_is_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers": {"other": {"command": "x"}}, "keep": 1}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+        std::fs::write(
+            dir.path().join(".claude/settings.json"),
+            r#"{"permissions": {"allow": ["Bash(ls)"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}]}}"#,
+        )
+        .unwrap();
+        let first = apply(claude(dir.path(), "coord").unwrap(), false, None).unwrap();
+        assert!(first.files.iter().all(|f| f.action == "updated"), "{first:?}");
+        let mcp: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap()).unwrap();
+        assert_eq!(mcp["mcpServers"]["other"]["command"], "x", "other servers are kept");
+        assert_eq!(mcp["keep"], 1);
+        assert_eq!(mcp["mcpServers"]["coord"]["args"], json!(["mcp"]));
+        let settings: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(".claude/settings.json")).unwrap()).unwrap();
+        assert_eq!(settings["permissions"]["allow"], json!(["Bash(ls)"]));
+        assert_eq!(settings["hooks"]["Stop"][0]["hooks"][0]["command"], "mine");
+        assert_eq!(
+            settings["hooks"]["PreToolUse"][0]["matcher"],
+            "Write|Edit|MultiEdit|NotebookEdit"
+        );
+        assert_eq!(
+            settings["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+            "coord hook SessionStart"
+        );
+        let second = apply(claude(dir.path(), "coord").unwrap(), false, None).unwrap();
+        assert!(second.files.iter().all(|f| f.action == "unchanged"), "{second:?}");
+    }
+
+    #[test]
+    fn dry_runs_show_a_diff_and_write_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = apply(claude(dir.path(), "/opt/coord").unwrap(), true, None).unwrap();
+        assert_eq!(r.files[0].action, "would_create");
+        assert!(r.files[0].diff.as_deref().unwrap().contains("+    \"coord\": {"));
+        assert!(!dir.path().join(".mcp.json").exists());
+    }
+
+    #[test]
+    fn broken_json_is_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".mcp.json"), "{ nope").unwrap();
+        let e = claude(dir.path(), "coord").unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidJson);
+        assert_eq!(std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap(), "{ nope");
+    }
+
+    #[test]
+    fn codex_config_keeps_other_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "model = \"o4\"  # mine\n\n[mcp_servers.other]\ncommand = \"x\"\n",
+        )
+        .unwrap();
+        apply(vec![codex(dir.path(), "coord").unwrap()], false, None).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
+        assert!(text.contains("model = \"o4\"  # mine"), "{text}");
+        assert!(text.contains("[mcp_servers.other]"));
+        let doc: toml_edit::DocumentMut = text.parse().unwrap();
+        assert_eq!(doc["mcp_servers"]["coord"]["command"].as_str(), Some("coord"));
+        assert_eq!(
+            doc["mcp_servers"]["coord"]["default_tools_approval_mode"].as_str(),
+            Some("approve")
+        );
+        let again = apply(vec![codex(dir.path(), "coord").unwrap()], false, None).unwrap();
+        assert_eq!(again.files[0].action, "unchanged");
+        assert!(codex_snippet("coord").contains("[mcp_servers.coord]"));
+    }
+}
