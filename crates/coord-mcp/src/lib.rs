@@ -9,6 +9,7 @@
 //! naming the field.
 
 mod identity;
+mod params;
 
 pub use identity::{IdentityConfig, derive_identity};
 
@@ -25,7 +26,7 @@ use coord_domain::sessions::{
 use coord_domain::{Caller, CoordResult};
 use coord_service::Coordination;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
+use params::Parameters;
 use rmcp::model::{
     CallToolResult, Implementation, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,

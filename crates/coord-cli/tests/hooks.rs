@@ -1,0 +1,290 @@
+//! `coord hook <event>` fed with Claude Code hook payloads (tests/fixtures/claude-code),
+//! and `coord init` for Claude Code, Codex and git, including a real `git commit`.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coord");
+
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        Project { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(self.root())
+            .env_remove("COORD_DATABASE_URL")
+            .env_remove("COORD_AGENT_ID")
+            .env_remove("COORD_AGENT_TYPE")
+            .env_remove("CLAUDECODE");
+        c
+    }
+
+    fn coord(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.coord(&all);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{args:?}: {out:?}"))
+    }
+
+    /// Runs a hook with a recorded payload (its `$E2E/work` pointing at this project).
+    fn hook(&self, event: &str, fixture: &str, env: &[(&str, &str)]) -> Output {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code").join(fixture);
+        let payload = std::fs::read_to_string(path).unwrap().replace("$E2E/work", &self.root().display().to_string());
+        self.hook_raw(event, &payload, env)
+    }
+
+    fn hook_raw(&self, event: &str, stdin: &str, env: &[(&str, &str)]) -> Output {
+        let mut c = self.command(&["hook", event]);
+        // Claude Code runs hooks from the project but not necessarily in it.
+        c.current_dir(std::env::temp_dir());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+const CLAUDE: &[(&str, &str)] = &[("COORD_AGENT_ID", "claude-1"), ("CLAUDECODE", "1")];
+
+fn stdout_json(out: &Output) -> Option<Value> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.trim().is_empty() {
+        None
+    } else {
+        Some(serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("hook stdout is not JSON ({e}): {text}")))
+    }
+}
+
+#[test]
+fn session_start_registers_and_hands_over_the_last_handoff() {
+    let p = Project::new();
+    p.coord(&["--agent-id", "claude-1", "handoff", "write", "Refactored auth", "--next", "write logout tests"]);
+    p.coord(&["--agent-id", "bob", "lock", "acquire", "src/db.rs"]);
+    let out = p.hook("SessionStart", "SessionStart.json", CLAUDE);
+    assert_eq!(out.status.code(), Some(0));
+    let v = stdout_json(&out).expect("SessionStart answers with context");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(context.contains("Refactored auth") && context.contains("write logout tests"), "{context}");
+    assert!(context.contains("src/db.rs (locked by bob)"), "{context}");
+    let agents = p.json(&["agents", "discover", "--status", "active"]);
+    assert!(agents["agents"].as_array().unwrap().iter().any(|a| a["agent_id"] == "claude-1"));
+}
+
+#[test]
+fn session_start_without_any_handoff_still_answers() {
+    let p = Project::new();
+    let out = p.hook("SessionStart", "SessionStart.json", CLAUDE);
+    let v = stdout_json(&out).unwrap();
+    assert!(v["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("No handoff documents yet"));
+}
+
+#[test]
+fn pre_tool_use_blocks_edits_of_files_locked_by_another_agent() {
+    let p = Project::new();
+    p.coord(&["--agent-id", "bob", "lock", "acquire", "src/locked.rs", "--reason", "migrating the schema"]);
+    p.coord(&["--agent-id", "bob", "lock", "acquire", "nb/analysis.ipynb"]);
+    for fixture in ["PreToolUse-Write.json", "PreToolUse-MultiEdit.json", "PreToolUse-NotebookEdit.json"] {
+        let out = p.hook("PreToolUse", fixture, CLAUDE);
+        assert_eq!(out.status.code(), Some(0), "{fixture}");
+        let v = stdout_json(&out).unwrap_or_else(|| panic!("{fixture}: the edit must be denied"));
+        let decision = &v["hookSpecificOutput"];
+        assert_eq!(decision["hookEventName"], "PreToolUse");
+        assert_eq!(decision["permissionDecision"], "deny", "{fixture}");
+        let reason = decision["permissionDecisionReason"].as_str().unwrap();
+        assert!(reason.contains("bob"), "{reason}");
+    }
+    let write = stdout_json(&p.hook("PreToolUse", "PreToolUse-Write.json", CLAUDE)).unwrap();
+    assert!(write["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap().contains("migrating the schema"));
+    // Unlocked files, non-edit tools, and the agent's own locks pass silently.
+    let free = p.hook("PreToolUse", "PreToolUse-Edit.json", CLAUDE);
+    assert_eq!((free.status.code(), stdout_json(&free)), (Some(0), None));
+    let mcp = p.hook("PreToolUse", "PreToolUse.json", CLAUDE);
+    assert_eq!((mcp.status.code(), stdout_json(&mcp)), (Some(0), None));
+    p.coord(&["--agent-id", "claude-1", "lock", "acquire", "src/free.rs"]);
+    let mine = p.hook("PreToolUse", "PreToolUse-Edit.json", CLAUDE);
+    assert_eq!(stdout_json(&mine), None, "an agent may edit what it locked itself");
+}
+
+#[test]
+fn session_end_releases_locks_and_writes_a_final_handoff() {
+    let p = Project::new();
+    p.hook("SessionStart", "SessionStart.json", CLAUDE);
+    p.coord(&["--agent-id", "claude-1", "lock", "acquire", "src/a.rs"]);
+    p.coord(&["--agent-id", "claude-1", "lock", "acquire", "src/b.rs"]);
+    p.coord(&["--agent-id", "bob", "lock", "acquire", "src/c.rs"]);
+    p.coord(&["--agent-id", "boss", "work", "submit", "t", "finish the parser"]);
+    p.coord(&["--agent-id", "claude-1", "work", "claim"]);
+    let out = p.hook("SessionEnd", "SessionEnd.json", CLAUDE);
+    assert_eq!((out.status.code(), stdout_json(&out)), (Some(0), None));
+    let locks = p.json(&["lock", "list"]);
+    let holders: Vec<&str> = locks["locks"].as_array().unwrap().iter().map(|l| l["locked_by"].as_str().unwrap()).collect();
+    assert_eq!(holders, ["bob"], "only claude-1's locks were released");
+    let handoff = p.json(&["--agent-id", "claude-1", "handoff", "read"]);
+    let h = &handoff["handoffs"][0];
+    assert!(h["summary"].as_str().unwrap().contains("63a0ffd8-c0f4-4551-876b-d459d921360f"), "{h}");
+    assert_eq!(h["relevant_files"], serde_json::json!(["src/a.rs", "src/b.rs"]));
+    assert!(h["in_progress"][0].as_str().unwrap().contains("finish the parser"));
+    let idle = p.json(&["agents", "discover", "--status", "idle"]);
+    assert_eq!(idle["agents"][0]["agent_id"], "claude-1");
+}
+
+#[test]
+fn other_events_are_accepted_silently() {
+    let p = Project::new();
+    for event in ["PostToolUse", "Stop", "UserPromptSubmit"] {
+        let out = p.hook(event, &format!("{event}.json"), CLAUDE);
+        assert_eq!((out.status.code(), stdout_json(&out)), (Some(0), None), "{event}");
+    }
+}
+
+#[test]
+fn hooks_never_break_the_session_and_log_locally() {
+    let p = Project::new();
+    let down = [("COORD_DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")];
+    for (event, fixture) in [
+        ("SessionStart", "SessionStart.json"),
+        ("PreToolUse", "PreToolUse-Write.json"),
+        ("SessionEnd", "SessionEnd.json"),
+    ] {
+        let out = p.hook(event, fixture, &down);
+        assert_eq!(out.status.code(), Some(0), "{event} must let the session continue");
+        assert_eq!(stdout_json(&out), None, "{event}");
+    }
+    // An unreadable event carries no cwd: its failure is logged where the hook runs.
+    let mut garbled = p.command(&["hook", "SessionStart"]);
+    let mut child = garbled.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(b"{ not json").unwrap();
+    let garbled = child.wait_with_output().unwrap();
+    assert_eq!((garbled.status.code(), garbled.stdout.is_empty()), (Some(0), true));
+    let log_path: PathBuf = p.root().join(".coord/hooks.log");
+    let log = std::fs::read_to_string(&log_path).expect("failures are logged in the project");
+    assert_eq!(log.lines().filter(|l| l.contains("database_unavailable")).count(), 3, "{log}");
+    assert_eq!(log.lines().filter(|l| l.contains("not JSON")).count(), 1, "{log}");
+}
+
+#[test]
+fn without_configuration_hooks_speak_as_claude_code_on_this_host() {
+    let p = Project::new();
+    p.hook("SessionStart", "SessionStart.json", &[]);
+    let agents = p.json(&["agents", "discover"]);
+    let id = agents["agents"][0]["agent_id"].as_str().unwrap();
+    assert!(id.starts_with("claude-code@"), "{id}");
+    assert_eq!(agents["agents"][0]["agent_type"], "claude_code");
+    // A `coord` run from Claude Code's shell (CLAUDECODE=1) is the same agent.
+    let out = p.command(&["--json", "lock", "acquire", "x.rs"]).env("CLAUDECODE", "1").output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["success"], true);
+    let locks = p.json(&["lock", "list"]);
+    assert_eq!(locks["locks"][0]["locked_by"], id);
+}
+
+#[test]
+fn init_claude_writes_mcp_and_hook_configuration_idempotently() {
+    let p = Project::new();
+    let dry = p.json(&["init", "claude", "--dry-run"]);
+    assert_eq!(dry["files"][0]["action"], "would_create");
+    assert!(dry["files"][0]["diff"].as_str().unwrap().contains("\"coord\""));
+    assert!(!p.root().join(".mcp.json").exists(), "a dry run writes nothing");
+    let first = p.json(&["init", "claude"]);
+    assert!(first["files"].as_array().unwrap().iter().all(|f| f["action"] == "created"), "{first}");
+    let mcp: Value = serde_json::from_str(&std::fs::read_to_string(p.root().join(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(mcp["mcpServers"]["coord"], serde_json::json!({"type": "stdio", "command": "coord", "args": ["mcp"]}));
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.root().join(".claude/settings.json")).unwrap()).unwrap();
+    for event in ["SessionStart", "SessionEnd", "PreToolUse"] {
+        assert_eq!(settings["hooks"][event][0]["hooks"][0]["command"], format!("coord hook {event}"));
+    }
+    let again = p.json(&["init", "claude"]);
+    assert!(again["files"].as_array().unwrap().iter().all(|f| f["action"] == "unchanged"), "{again}");
+    let human = String::from_utf8(p.coord(&["init", "claude", "--dry-run"]).stdout).unwrap();
+    assert!(human.contains("unchanged"), "{human}");
+}
+
+#[test]
+fn init_codex_prints_or_merges_the_config_entry() {
+    let p = Project::new();
+    let printed = String::from_utf8(p.coord(&["init", "codex"]).stdout).unwrap();
+    assert!(printed.contains("[mcp_servers.coord]") && printed.contains("args = [\"mcp\"]"), "{printed}");
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.toml"), "model = \"gpt\"\n").unwrap();
+    let run = |args: &[&str]| {
+        let out = p.command(args).env("CODEX_HOME", home.path()).output().unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(run(&["--json", "init", "codex", "--dry-run"])["files"][0]["action"], "would_update");
+    assert_eq!(run(&["--json", "init", "codex", "--write"])["files"][0]["action"], "updated");
+    assert_eq!(run(&["--json", "init", "codex", "--write"])["files"][0]["action"], "unchanged");
+    let text = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(text.starts_with("model = \"gpt\""), "{text}");
+    assert!(text.contains("default_tools_approval_mode = \"approve\""));
+}
+
+fn git(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env_remove("COORD_AGENT_ID")
+        .env_remove("CLAUDECODE")
+        .env_remove("COORD_DATABASE_URL")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_git_hook_refuses_commits_of_files_locked_by_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    assert!(git(root, &["init", "-q"]).status.success());
+    let p = Project { dir };
+    let installed = p.json(&["init", "git-hook", "--command", BIN]);
+    assert_eq!(installed["files"][0]["action"], "created");
+    assert_eq!(p.json(&["init", "git-hook", "--command", BIN])["files"][0]["action"], "unchanged");
+
+    p.coord(&["--agent-id", "bob", "lock", "acquire", "locked.rs", "--reason", "bob's refactor"]);
+    std::fs::write(p.root().join("locked.rs"), "x").unwrap();
+    std::fs::write(p.root().join("free.rs"), "y").unwrap();
+    git(p.root(), &["add", "free.rs"]);
+    let ok = git(p.root(), &["commit", "-q", "-m", "free file"]);
+    assert!(ok.status.success(), "an unlocked file commits: {}", String::from_utf8_lossy(&ok.stderr));
+
+    git(p.root(), &["add", "locked.rs"]);
+    let refused = git(p.root(), &["commit", "-q", "-m", "locked file"]);
+    assert!(!refused.status.success(), "a file locked by bob must not be committed");
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("locked.rs") && why.contains("bob") && why.contains("--no-verify"), "{why}");
+    let bypass = git(p.root(), &["commit", "-q", "--no-verify", "-m", "forced"]);
+    assert!(bypass.status.success(), "--no-verify remains the escape hatch");
+
+    // A foreign pre-commit hook is never overwritten.
+    let hook = p.root().join(".git/hooks/pre-commit");
+    std::fs::write(&hook, "#!/bin/sh\necho mine\n").unwrap();
+    let out = p.coord(&["init", "git-hook"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), "#!/bin/sh\necho mine\n");
+}

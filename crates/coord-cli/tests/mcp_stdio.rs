@@ -1,0 +1,137 @@
+//! `coord mcp` as a child process speaking JSON-RPC over stdio, including hostile input.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_coord");
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(agent: &str) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let mut child = Command::new(BIN)
+            .arg("mcp")
+            .current_dir(dir.path())
+            .env("COORD_AGENT_ID", agent)
+            .env("COORD_AGENT_TYPE", "test_agent")
+            .env_remove("COORD_DATABASE_URL")
+            .env_remove("CLAUDECODE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Server { child, stdin, lines, _dir: dir };
+        let init = s.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "coord");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+        s
+    }
+
+    fn send(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request and waits (bounded) for the response with its id; every line
+    /// stdout carries must be JSON-RPC.
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
+        self.response(id)
+    }
+
+    fn response(&mut self, id: u64) -> Value {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no answer to request {id}"));
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"));
+            assert_eq!(v["jsonrpc"], "2.0", "{line}");
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
+        let r = self.request(id, "tools/call", json!({"name": tool, "arguments": args}));
+        r["result"]["structuredContent"].clone()
+    }
+
+    /// Closes stdin and returns what the server wrote on stderr.
+    fn finish(self) -> String {
+        drop(self.stdin);
+        let out = self.child.wait_with_output().unwrap();
+        assert!(out.status.success(), "coord mcp exits cleanly when the client leaves: {:?}", out.status);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+#[test]
+fn a_child_process_serves_tools_over_stdio() {
+    let mut s = Server::start("stdio-agent");
+    let tools = s.request(2, "tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"acquire_lock") && names.contains(&"cleanup_dead_agents"), "{names:?}");
+    let got = s.call(3, "acquire_lock", json!({"file_path": "src/a.rs"}));
+    assert_eq!((got["success"].as_bool(), got["action"].as_str()), (Some(true), Some("acquired")));
+    let locks = s.call(4, "check_locks", json!({}));
+    assert_eq!(locks["locks"][0]["locked_by"], "stdio-agent");
+    let resources = s.request(5, "resources/list", json!({}));
+    assert_eq!(resources["result"]["resources"].as_array().unwrap().len(), 3);
+    let stderr = s.finish();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn hostile_input_does_not_crash_the_server() {
+    let mut s = Server::start("hostile");
+    s.send("this is not json");
+    s.send("{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ");
+    s.send("[1, 2, 3]");
+    s.send(&json!({"jsonrpc": "2.0", "id": 10, "method": "no/such/method"}).to_string());
+    let unknown_method = s.response(10);
+    assert!(unknown_method["error"]["code"].is_i64(), "{unknown_method}");
+    let unknown_tool = s.request(11, "tools/call", json!({"name": "rm_rf", "arguments": {}}));
+    assert!(unknown_tool["error"].is_object(), "{unknown_tool}");
+    let bad_args = s.request(12, "tools/call", json!({"name": "submit_work", "arguments": {"task_type": 7}}));
+    assert_eq!(bad_args["result"]["isError"], true);
+    assert!(bad_args["result"]["content"][0]["text"].as_str().unwrap().contains("task_type"), "{bad_args}");
+    let too_big = s.call(13, "submit_work", json!({"task_type": "t", "task_description": "d", "input_data": "x".repeat(300_000)}));
+    assert_eq!(too_big["error"], "payload_too_large");
+    // A line over the transport's 16 MiB bound is dropped, not buffered without end.
+    let huge = format!(r#"{{"jsonrpc":"2.0","id":14,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(17 * 1024 * 1024));
+    s.send(&huge);
+    let nul = s.call(15, "acquire_lock", json!({"file_path": "a\u{0}b"}));
+    assert_eq!(nul["error"], "invalid_path");
+    let alive = s.call(16, "check_locks", json!({}));
+    assert!(alive["locks"].is_array(), "still serving after all that: {alive}");
+    let stderr = s.finish();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
