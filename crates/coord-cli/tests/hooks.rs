@@ -47,8 +47,12 @@ impl Project {
 
     /// Runs a hook with a recorded payload (its `$E2E/work` pointing at this project).
     fn hook(&self, event: &str, fixture: &str, env: &[(&str, &str)]) -> Output {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code").join(fixture);
-        let payload = std::fs::read_to_string(path).unwrap().replace("$E2E/work", &self.root().display().to_string());
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude-code")
+            .join(fixture);
+        let payload = std::fs::read_to_string(path)
+            .unwrap()
+            .replace("$E2E/work", &self.root().display().to_string());
         self.hook_raw(event, &payload, env)
     }
 
@@ -59,7 +63,12 @@ impl Project {
         for (k, v) in env {
             c.env(k, v);
         }
-        let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = c
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
         child.wait_with_output().unwrap()
     }
@@ -79,17 +88,34 @@ fn stdout_json(out: &Output) -> Option<Value> {
 #[test]
 fn session_start_registers_and_hands_over_the_last_handoff() {
     let p = Project::new();
-    p.coord(&["--agent-id", "claude-1", "handoff", "write", "Refactored auth", "--next", "write logout tests"]);
+    p.coord(&[
+        "--agent-id",
+        "claude-1",
+        "handoff",
+        "write",
+        "Refactored auth",
+        "--next",
+        "write logout tests",
+    ]);
     p.coord(&["--agent-id", "bob", "lock", "acquire", "src/db.rs"]);
     let out = p.hook("SessionStart", "SessionStart.json", CLAUDE);
     assert_eq!(out.status.code(), Some(0));
     let v = stdout_json(&out).expect("SessionStart answers with context");
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
     let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
-    assert!(context.contains("Refactored auth") && context.contains("write logout tests"), "{context}");
+    assert!(
+        context.contains("Refactored auth") && context.contains("write logout tests"),
+        "{context}"
+    );
     assert!(context.contains("src/db.rs (locked by bob)"), "{context}");
     let agents = p.json(&["agents", "discover", "--status", "active"]);
-    assert!(agents["agents"].as_array().unwrap().iter().any(|a| a["agent_id"] == "claude-1"));
+    assert!(
+        agents["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["agent_id"] == "claude-1")
+    );
 }
 
 #[test]
@@ -97,15 +123,32 @@ fn session_start_without_any_handoff_still_answers() {
     let p = Project::new();
     let out = p.hook("SessionStart", "SessionStart.json", CLAUDE);
     let v = stdout_json(&out).unwrap();
-    assert!(v["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("No handoff documents yet"));
+    assert!(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .contains("No handoff documents yet")
+    );
 }
 
 #[test]
 fn pre_tool_use_blocks_edits_of_files_locked_by_another_agent() {
     let p = Project::new();
-    p.coord(&["--agent-id", "bob", "lock", "acquire", "src/locked.rs", "--reason", "migrating the schema"]);
+    p.coord(&[
+        "--agent-id",
+        "bob",
+        "lock",
+        "acquire",
+        "src/locked.rs",
+        "--reason",
+        "migrating the schema",
+    ]);
     p.coord(&["--agent-id", "bob", "lock", "acquire", "nb/analysis.ipynb"]);
-    for fixture in ["PreToolUse-Write.json", "PreToolUse-MultiEdit.json", "PreToolUse-NotebookEdit.json"] {
+    for fixture in [
+        "PreToolUse-Write.json",
+        "PreToolUse-MultiEdit.json",
+        "PreToolUse-NotebookEdit.json",
+    ] {
         let out = p.hook("PreToolUse", fixture, CLAUDE);
         assert_eq!(out.status.code(), Some(0), "{fixture}");
         let v = stdout_json(&out).unwrap_or_else(|| panic!("{fixture}: the edit must be denied"));
@@ -116,7 +159,12 @@ fn pre_tool_use_blocks_edits_of_files_locked_by_another_agent() {
         assert!(reason.contains("bob"), "{reason}");
     }
     let write = stdout_json(&p.hook("PreToolUse", "PreToolUse-Write.json", CLAUDE)).unwrap();
-    assert!(write["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap().contains("migrating the schema"));
+    assert!(
+        write["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("migrating the schema")
+    );
     // Unlocked files, non-edit tools, and the agent's own locks pass silently.
     let free = p.hook("PreToolUse", "PreToolUse-Edit.json", CLAUDE);
     assert_eq!((free.status.code(), stdout_json(&free)), (Some(0), None));
@@ -139,11 +187,22 @@ fn session_end_releases_locks_and_writes_a_final_handoff() {
     let out = p.hook("SessionEnd", "SessionEnd.json", CLAUDE);
     assert_eq!((out.status.code(), stdout_json(&out)), (Some(0), None));
     let locks = p.json(&["lock", "list"]);
-    let holders: Vec<&str> = locks["locks"].as_array().unwrap().iter().map(|l| l["locked_by"].as_str().unwrap()).collect();
+    let holders: Vec<&str> = locks["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["locked_by"].as_str().unwrap())
+        .collect();
     assert_eq!(holders, ["bob"], "only claude-1's locks were released");
     let handoff = p.json(&["--agent-id", "claude-1", "handoff", "read"]);
     let h = &handoff["handoffs"][0];
-    assert!(h["summary"].as_str().unwrap().contains("63a0ffd8-c0f4-4551-876b-d459d921360f"), "{h}");
+    assert!(
+        h["summary"]
+            .as_str()
+            .unwrap()
+            .contains("63a0ffd8-c0f4-4551-876b-d459d921360f"),
+        "{h}"
+    );
     assert_eq!(h["relevant_files"], serde_json::json!(["src/a.rs", "src/b.rs"]));
     assert!(h["in_progress"][0].as_str().unwrap().contains("finish the parser"));
     let idle = p.json(&["agents", "discover", "--status", "idle"]);
@@ -180,7 +239,11 @@ fn hooks_never_break_the_session_and_log_locally() {
     assert_eq!((garbled.status.code(), garbled.stdout.is_empty()), (Some(0), true));
     let log_path: PathBuf = p.root().join(".coord/hooks.log");
     let log = std::fs::read_to_string(&log_path).expect("failures are logged in the project");
-    assert_eq!(log.lines().filter(|l| l.contains("database_unavailable")).count(), 3, "{log}");
+    assert_eq!(
+        log.lines().filter(|l| l.contains("database_unavailable")).count(),
+        3,
+        "{log}"
+    );
     assert_eq!(log.lines().filter(|l| l.contains("not JSON")).count(), 1, "{log}");
 }
 
@@ -193,7 +256,11 @@ fn without_configuration_hooks_speak_as_claude_code_on_this_host() {
     assert!(id.starts_with("claude-code@"), "{id}");
     assert_eq!(agents["agents"][0]["agent_type"], "claude_code");
     // A `coord` run from Claude Code's shell (CLAUDECODE=1) is the same agent.
-    let out = p.command(&["--json", "lock", "acquire", "x.rs"]).env("CLAUDECODE", "1").output().unwrap();
+    let out = p
+        .command(&["--json", "lock", "acquire", "x.rs"])
+        .env("CLAUDECODE", "1")
+        .output()
+        .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["success"], true);
     let locks = p.json(&["lock", "list"]);
@@ -208,16 +275,36 @@ fn init_claude_writes_mcp_and_hook_configuration_idempotently() {
     assert!(dry["files"][0]["diff"].as_str().unwrap().contains("\"coord\""));
     assert!(!p.root().join(".mcp.json").exists(), "a dry run writes nothing");
     let first = p.json(&["init", "claude"]);
-    assert!(first["files"].as_array().unwrap().iter().all(|f| f["action"] == "created"), "{first}");
+    assert!(
+        first["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["action"] == "created"),
+        "{first}"
+    );
     let mcp: Value = serde_json::from_str(&std::fs::read_to_string(p.root().join(".mcp.json")).unwrap()).unwrap();
-    assert_eq!(mcp["mcpServers"]["coord"], serde_json::json!({"type": "stdio", "command": "coord", "args": ["mcp"]}));
+    assert_eq!(
+        mcp["mcpServers"]["coord"],
+        serde_json::json!({"type": "stdio", "command": "coord", "args": ["mcp"]})
+    );
     let settings: Value =
         serde_json::from_str(&std::fs::read_to_string(p.root().join(".claude/settings.json")).unwrap()).unwrap();
     for event in ["SessionStart", "SessionEnd", "PreToolUse"] {
-        assert_eq!(settings["hooks"][event][0]["hooks"][0]["command"], format!("coord hook {event}"));
+        assert_eq!(
+            settings["hooks"][event][0]["hooks"][0]["command"],
+            format!("coord hook {event}")
+        );
     }
     let again = p.json(&["init", "claude"]);
-    assert!(again["files"].as_array().unwrap().iter().all(|f| f["action"] == "unchanged"), "{again}");
+    assert!(
+        again["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["action"] == "unchanged"),
+        "{again}"
+    );
     let human = String::from_utf8(p.coord(&["init", "claude", "--dry-run"]).stdout).unwrap();
     assert!(human.contains("unchanged"), "{human}");
 }
@@ -226,16 +313,28 @@ fn init_claude_writes_mcp_and_hook_configuration_idempotently() {
 fn init_codex_prints_or_merges_the_config_entry() {
     let p = Project::new();
     let printed = String::from_utf8(p.coord(&["init", "codex"]).stdout).unwrap();
-    assert!(printed.contains("[mcp_servers.coord]") && printed.contains("args = [\"mcp\"]"), "{printed}");
+    assert!(
+        printed.contains("[mcp_servers.coord]") && printed.contains("args = [\"mcp\"]"),
+        "{printed}"
+    );
     let home = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.toml"), "model = \"gpt\"\n").unwrap();
     let run = |args: &[&str]| {
         let out = p.command(args).env("CODEX_HOME", home.path()).output().unwrap();
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
-    assert_eq!(run(&["--json", "init", "codex", "--dry-run"])["files"][0]["action"], "would_update");
-    assert_eq!(run(&["--json", "init", "codex", "--write"])["files"][0]["action"], "updated");
-    assert_eq!(run(&["--json", "init", "codex", "--write"])["files"][0]["action"], "unchanged");
+    assert_eq!(
+        run(&["--json", "init", "codex", "--dry-run"])["files"][0]["action"],
+        "would_update"
+    );
+    assert_eq!(
+        run(&["--json", "init", "codex", "--write"])["files"][0]["action"],
+        "updated"
+    );
+    assert_eq!(
+        run(&["--json", "init", "codex", "--write"])["files"][0]["action"],
+        "unchanged"
+    );
     let text = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
     assert!(text.starts_with("model = \"gpt\""), "{text}");
     assert!(text.contains("default_tools_approval_mode = \"approve\""));
@@ -264,20 +363,38 @@ fn the_git_hook_refuses_commits_of_files_locked_by_others() {
     let p = Project { dir };
     let installed = p.json(&["init", "git-hook", "--command", BIN]);
     assert_eq!(installed["files"][0]["action"], "created");
-    assert_eq!(p.json(&["init", "git-hook", "--command", BIN])["files"][0]["action"], "unchanged");
+    assert_eq!(
+        p.json(&["init", "git-hook", "--command", BIN])["files"][0]["action"],
+        "unchanged"
+    );
 
-    p.coord(&["--agent-id", "bob", "lock", "acquire", "locked.rs", "--reason", "bob's refactor"]);
+    p.coord(&[
+        "--agent-id",
+        "bob",
+        "lock",
+        "acquire",
+        "locked.rs",
+        "--reason",
+        "bob's refactor",
+    ]);
     std::fs::write(p.root().join("locked.rs"), "x").unwrap();
     std::fs::write(p.root().join("free.rs"), "y").unwrap();
     git(p.root(), &["add", "free.rs"]);
     let ok = git(p.root(), &["commit", "-q", "-m", "free file"]);
-    assert!(ok.status.success(), "an unlocked file commits: {}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "an unlocked file commits: {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
 
     git(p.root(), &["add", "locked.rs"]);
     let refused = git(p.root(), &["commit", "-q", "-m", "locked file"]);
     assert!(!refused.status.success(), "a file locked by bob must not be committed");
     let why = String::from_utf8_lossy(&refused.stderr);
-    assert!(why.contains("locked.rs") && why.contains("bob") && why.contains("--no-verify"), "{why}");
+    assert!(
+        why.contains("locked.rs") && why.contains("bob") && why.contains("--no-verify"),
+        "{why}"
+    );
     let bypass = git(p.root(), &["commit", "-q", "--no-verify", "-m", "forced"]);
     assert!(bypass.status.success(), "--no-verify remains the escape hatch");
 

@@ -1,9 +1,9 @@
 //! `coord mcp` as a child process speaking JSON-RPC over stdio, including hostile input.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_coord");
@@ -41,7 +41,12 @@ impl Server {
                 }
             }
         });
-        let mut s = Server { child, stdin, lines, _dir: dir };
+        let mut s = Server {
+            child,
+            stdin,
+            lines,
+            _dir: dir,
+        };
         let init = s.request(
             1,
             "initialize",
@@ -71,7 +76,8 @@ impl Server {
                 .lines
                 .recv_timeout(Duration::from_secs(30))
                 .unwrap_or_else(|_| panic!("no answer to request {id}"));
-            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"));
+            let v: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"));
             assert_eq!(v["jsonrpc"], "2.0", "{line}");
             if v["id"] == json!(id) {
                 return v;
@@ -88,7 +94,11 @@ impl Server {
     fn finish(self) -> String {
         drop(self.stdin);
         let out = self.child.wait_with_output().unwrap();
-        assert!(out.status.success(), "coord mcp exits cleanly when the client leaves: {:?}", out.status);
+        assert!(
+            out.status.success(),
+            "coord mcp exits cleanly when the client leaves: {:?}",
+            out.status
+        );
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 }
@@ -97,10 +107,21 @@ impl Server {
 fn a_child_process_serves_tools_over_stdio() {
     let mut s = Server::start("stdio-agent");
     let tools = s.request(2, "tools/list", json!({}));
-    let names: Vec<&str> = tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert!(names.contains(&"acquire_lock") && names.contains(&"cleanup_dead_agents"), "{names:?}");
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"acquire_lock") && names.contains(&"cleanup_dead_agents"),
+        "{names:?}"
+    );
     let got = s.call(3, "acquire_lock", json!({"file_path": "src/a.rs"}));
-    assert_eq!((got["success"].as_bool(), got["action"].as_str()), (Some(true), Some("acquired")));
+    assert_eq!(
+        (got["success"].as_bool(), got["action"].as_str()),
+        (Some(true), Some("acquired"))
+    );
     let locks = s.call(4, "check_locks", json!({}));
     assert_eq!(locks["locks"][0]["locked_by"], "stdio-agent");
     let resources = s.request(5, "resources/list", json!({}));
@@ -120,13 +141,30 @@ fn hostile_input_does_not_crash_the_server() {
     assert!(unknown_method["error"]["code"].is_i64(), "{unknown_method}");
     let unknown_tool = s.request(11, "tools/call", json!({"name": "rm_rf", "arguments": {}}));
     assert!(unknown_tool["error"].is_object(), "{unknown_tool}");
-    let bad_args = s.request(12, "tools/call", json!({"name": "submit_work", "arguments": {"task_type": 7}}));
+    let bad_args = s.request(
+        12,
+        "tools/call",
+        json!({"name": "submit_work", "arguments": {"task_type": 7}}),
+    );
     assert_eq!(bad_args["result"]["isError"], true);
-    assert!(bad_args["result"]["content"][0]["text"].as_str().unwrap().contains("task_type"), "{bad_args}");
-    let too_big = s.call(13, "submit_work", json!({"task_type": "t", "task_description": "d", "input_data": "x".repeat(300_000)}));
+    assert!(
+        bad_args["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("task_type"),
+        "{bad_args}"
+    );
+    let too_big = s.call(
+        13,
+        "submit_work",
+        json!({"task_type": "t", "task_description": "d", "input_data": "x".repeat(300_000)}),
+    );
     assert_eq!(too_big["error"], "payload_too_large");
     // A line over the transport's 16 MiB bound is dropped, not buffered without end.
-    let huge = format!(r#"{{"jsonrpc":"2.0","id":14,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(17 * 1024 * 1024));
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":14,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(17 * 1024 * 1024)
+    );
     s.send(&huge);
     let nul = s.call(15, "acquire_lock", json!({"file_path": "a\u{0}b"}));
     assert_eq!(nul["error"], "invalid_path");

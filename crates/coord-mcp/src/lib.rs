@@ -25,8 +25,8 @@ use coord_domain::sessions::{
 };
 use coord_domain::{Caller, CoordResult};
 use coord_service::Coordination;
-use rmcp::handler::server::router::tool::ToolRouter;
 use params::Parameters;
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolResult, Implementation, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,

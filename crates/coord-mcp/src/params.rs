@@ -3,9 +3,9 @@
 //! model can fix its call. The SDK turns these errors into tool errors, not protocol
 //! errors, because of their "failed to deserialize parameters" prefix.
 
+use rmcp::ErrorData;
 use rmcp::handler::server::common::FromContextPart;
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::ErrorData;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -26,7 +26,11 @@ impl<T: JsonSchema> JsonSchema for Parameters<T> {
 pub fn parse<T: DeserializeOwned>(arguments: serde_json::Map<String, serde_json::Value>) -> Result<T, String> {
     serde_path_to_error::deserialize(serde_json::Value::Object(arguments)).map_err(|e| {
         let path = e.path().to_string();
-        if path == "." { e.inner().to_string() } else { format!("field `{path}`: {}", e.inner()) }
+        if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("field `{path}`: {}", e.inner())
+        }
     })
 }
 

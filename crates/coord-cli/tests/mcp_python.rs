@@ -1,0 +1,126 @@
+//! The official MCP Python SDK (`pip install mcp`) as a real client of `coord mcp` over
+//! stdio and of `coord serve`'s `/mcp` over streamable HTTP. `.ci/run` installs it into
+//! `.ci/venv`; elsewhere point `COORD_TEST_PYTHON` at a Python that has it. Without one
+//! the tests say so loudly and skip — except under CI, where they fail.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coord");
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_two_agents.py")
+}
+
+/// A Python with the MCP SDK, or `None` (after saying why) when there is none here.
+fn python() -> Option<PathBuf> {
+    let candidate = std::env::var_os("COORD_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv/bin/python"));
+    let works = Command::new(&candidate)
+        .args(["-c", "import mcp, httpx2"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if works {
+        return Some(candidate);
+    }
+    let required = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+    assert!(
+        !required,
+        "the MCP Python SDK is required under CI but {} cannot import it",
+        candidate.display()
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPING the MCP Python SDK tests: {} cannot import mcp. Run .ci/run once, or set COORD_TEST_PYTHON.\n",
+        candidate.display()
+    );
+    None
+}
+
+fn run_script(python: &Path, args: &[&str]) {
+    let out = Command::new(python).arg(script()).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python client failed:\nstdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("\"ok\": true"), "{stdout}");
+}
+
+#[test]
+fn python_sdk_over_stdio() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    run_script(
+        &python,
+        &["stdio", "--coord", BIN, "--cwd", dir.path().to_str().unwrap()],
+    );
+}
+
+#[path = "../../coord-postgres/tests/pg_support/mod.rs"]
+mod pg_support;
+
+/// The same scenario with both `coord mcp` processes sharing one PostgreSQL database.
+#[test]
+fn python_sdk_over_stdio_on_postgres() {
+    let Some(python) = python() else { return };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    if !rt.block_on(pg_support::available()) {
+        return;
+    }
+    let db = rt.block_on(pg_support::TestDatabase::from_template());
+    let dir = tempfile::tempdir().unwrap();
+    run_script(
+        &python,
+        &[
+            "stdio",
+            "--coord",
+            BIN,
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--db",
+            &db.url,
+        ],
+    );
+    drop(db);
+}
+
+#[test]
+fn python_sdk_over_streamable_http() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("coord.db");
+    let mut server = Command::new(BIN)
+        .args(["serve", "--port", "0", "--db", db.to_str().unwrap()])
+        .env_remove("API_PORT")
+        .env_remove("API_HOST")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    run_script(&python, &["http", "--url", &format!("{url}/mcp")]);
+    // SIGTERM: graceful shutdown, exit code 0.
+    let term = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let status = server.wait().unwrap();
+    assert!(status.success(), "coord serve exits cleanly on SIGTERM: {status:?}");
+}
