@@ -71,6 +71,9 @@ pub enum Command {
     Handoff(HandoffCommand),
     /// Query the append-only audit trail (newest first)
     Audit(AuditArgs),
+    /// Port blocks for isolated per-session environments (shared by every process on this machine)
+    #[command(subcommand)]
+    Ports(PortsCommand),
     /// Serve MCP over stdin/stdout for one agent (Claude Code, Codex, any MCP client)
     Mcp,
     /// Serve the HTTP API (and MCP over streamable HTTP at /mcp) for cloud agents
@@ -82,6 +85,26 @@ pub enum Command {
         /// and ignored), or git-pre-commit
         event: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PortsCommand {
+    /// Lease four ports (db, rest, realtime, api) for SESSION; the same SESSION gets the
+    /// same block back and refreshes its lease. `eval "$(coord ports allocate wt-1 --env)"`
+    Allocate {
+        #[arg(value_name = "SESSION")]
+        session_id: String,
+        /// Print only the `export` lines, for eval
+        #[arg(long)]
+        env: bool,
+    },
+    /// Give SESSION's block back (releasing twice is fine)
+    Release {
+        #[arg(value_name = "SESSION")]
+        session_id: String,
+    },
+    /// List live leases
+    Status,
 }
 
 #[derive(Debug, Subcommand)]

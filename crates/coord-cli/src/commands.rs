@@ -2,6 +2,7 @@
 
 use crate::args::*;
 use crate::context::Context;
+use crate::output;
 use crate::output::{Output, ellipsis, short_id, table, when};
 use chrono::Utc;
 use coord_domain::audit::{AuditQueryRequest, AuditQueryResult};
@@ -10,6 +11,7 @@ use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest};
 use coord_domain::locks::{
     AcquireLockRequest, AcquireLockResult, CheckLocksRequest, LockAction, LockInfo, ReleaseLockRequest,
 };
+use coord_domain::ports::{AllocatePortsRequest, ReleasePortsRequest};
 use coord_domain::queue::{
     CompleteWorkRequest, GetTaskRequest, GetWorkRequest, ListTasksRequest, SubmitWorkRequest, TaskInfo, TaskStatus,
 };
@@ -94,6 +96,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         },
         Command::Work(cmd) => work(cmd, coord, ctx, out).await,
         Command::Agents(cmd) => agents(cmd, coord, ctx, out).await,
+        Command::Ports(cmd) => ports(cmd, coord, ctx, out).await,
         Command::Handoff(cmd) => handoff(cmd, coord, ctx, out).await,
         Command::Audit(args) => audit(args, coord, ctx, out).await,
     }
@@ -322,6 +325,75 @@ async fn handoff(cmd: HandoffCommand, coord: &dyn Coordination, ctx: &Context, o
                 },
             )
         }
+    }
+}
+
+async fn ports(cmd: PortsCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
+    let me = &ctx.caller;
+    match cmd {
+        PortsCommand::Allocate { session_id, env } => {
+            let r = coord.allocate_ports(me, AllocatePortsRequest { session_id }).await;
+            if env && !out.json {
+                return match r {
+                    Ok(r) => {
+                        print!("{}", r.env_snippet);
+                        output::EXIT_OK
+                    }
+                    Err(e) => out.error(&e),
+                };
+            }
+            out.result(r, |r| {
+                let a = &r.allocation;
+                format!(
+                    "ports for {}: db {}  rest {}  realtime {}  api {}  (compose project {}, lease until {})\n{}",
+                    a.session_id,
+                    a.db_port,
+                    a.rest_port,
+                    a.realtime_port,
+                    a.api_port,
+                    a.compose_project_name,
+                    when(a.expires_at),
+                    r.env_snippet
+                )
+            })
+        }
+        PortsCommand::Release { session_id } => {
+            let label = session_id.clone();
+            out.result(coord.release_ports(me, ReleasePortsRequest { session_id }).await, |r| {
+                if r.released {
+                    format!("released the ports of {label}")
+                } else {
+                    format!("{label} held no ports")
+                }
+            })
+        }
+        PortsCommand::Status => out.result(coord.ports_status(me).await, |r| {
+            if r.allocations.is_empty() {
+                return "no port leases".into();
+            }
+            let mut t = table(&[
+                "SESSION",
+                "DB",
+                "REST",
+                "REALTIME",
+                "API",
+                "COMPOSE PROJECT",
+                "MINUTES LEFT",
+            ]);
+            for e in &r.allocations {
+                let a = &e.allocation;
+                t.add_row(vec![
+                    a.session_id.clone(),
+                    a.db_port.to_string(),
+                    a.rest_port.to_string(),
+                    a.realtime_port.to_string(),
+                    a.api_port.to_string(),
+                    a.compose_project_name.clone(),
+                    e.remaining_minutes.to_string(),
+                ]);
+            }
+            t.to_string()
+        }),
     }
 }
 

@@ -73,6 +73,7 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
         keep_out_of_git(path);
     }
     let store = open_store_with(&ctx.db, pg_pool).await?;
+    let ports = coord_ports::PortAllocator::from_env()?;
     Ok(Coordinator::new(
         store,
         Arc::new(DatabaseClock),
@@ -80,7 +81,8 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
             repo_root: Some(ctx.repo_root.to_string_lossy().into_owned()),
             ..CoordConfig::default()
         },
-    ))
+    )
+    .with_ports(ports))
 }
 
 /// The default database lives inside the repository; a `.gitignore` beside it keeps

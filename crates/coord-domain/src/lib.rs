@@ -8,6 +8,7 @@ pub mod handoffs;
 pub mod identity;
 pub mod locks;
 pub mod path;
+pub mod ports;
 pub mod queue;
 pub mod sessions;
 pub mod status;

@@ -17,6 +17,7 @@ use coord_domain::audit::AuditQueryRequest;
 use coord_domain::error::ErrorKind;
 use coord_domain::handoffs::{ALL_AGENTS, ReadHandoffRequest, WriteHandoffRequest};
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
+use coord_domain::ports::{AllocatePortsRequest, ReleasePortsRequest};
 use coord_domain::queue::{
     CompleteWorkRequest, GetTaskRequest, GetWorkRequest, ListTasksRequest, SubmitWorkRequest, TaskStatus,
 };
@@ -442,6 +443,45 @@ impl CoordMcp {
     ) -> Result<CallToolResult, McpError> {
         let who = self.caller(&ctx).await;
         reply(self.coord.cleanup_dead_agents(&who, req).await)
+    }
+
+    #[tool(
+        description = "Lease a block of four free ports for an isolated environment (database, REST, realtime, \
+            API) under session_id, e.g. a worktree name. The same session always gets the same block and refreshes \
+            its lease. Answers {success:true, allocation:{db_port, rest_port, realtime_port, api_port, \
+            compose_project_name, expires_at}, env_snippet} — env_snippet holds `export` lines for \
+            AGENT_COORDINATOR_*_PORT, API_PORT, COMPOSE_PROJECT_NAME and SUPABASE_URL. When every block is taken: \
+            {success:false, error:\"no_ports_available\"}."
+    )]
+    async fn allocate_ports(
+        &self,
+        Parameters(req): Parameters<AllocatePortsRequest>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let who = self.caller(&ctx).await;
+        reply(self.coord.allocate_ports(&who, req).await)
+    }
+
+    #[tool(
+        description = "Give back the port block leased under session_id when the environment is torn down. \
+            Releasing an unknown or already released session also answers {success:true}."
+    )]
+    async fn release_ports(
+        &self,
+        Parameters(req): Parameters<ReleasePortsRequest>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let who = self.caller(&ctx).await;
+        reply(self.coord.release_ports(&who, req).await)
+    }
+
+    #[tool(
+        description = "List every live port lease on this machine: session_id, the four ports, \
+            compose_project_name and remaining_minutes."
+    )]
+    async fn ports_status(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
+        let who = self.caller(&ctx).await;
+        reply(self.coord.ports_status(&who).await)
     }
 
     #[tool(

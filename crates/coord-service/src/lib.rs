@@ -13,6 +13,7 @@
 pub mod clock;
 
 use async_trait::async_trait;
+use coord_domain::Timestamp;
 use coord_domain::audit::{AuditQueryRequest, AuditQueryResult, AuditRecord, validate_audit_query};
 use coord_domain::handoffs::{
     ReadHandoffRequest, ReadHandoffResult, WriteHandoffRequest, WriteHandoffResult, validate_handoff, validate_read,
@@ -23,6 +24,9 @@ use coord_domain::locks::{
     validate_acquire, validate_check,
 };
 use coord_domain::path::normalize_path;
+use coord_domain::ports::{
+    AllocatePortsRequest, AllocatePortsResult, PortsStatusResult, ReleasePortsRequest, ReleasePortsResult,
+};
 use coord_domain::queue::{
     CompleteWorkRequest, CompleteWorkResult, DEFAULT_CLAIM_LEASE_MINUTES, DEFAULT_MAX_ATTEMPTS, GetTaskRequest,
     GetTaskResult, GetWorkRequest, GetWorkResult, ListTasksRequest, ListTasksResult, SubmitWorkRequest,
@@ -35,6 +39,7 @@ use coord_domain::sessions::{
 };
 use coord_domain::status::StatusResult;
 use coord_domain::{Caller, CoordError, CoordResult};
+use coord_ports::PortAllocator;
 use coord_store::{OpCtx, Store, SweepReport};
 use serde::Serialize;
 use std::sync::Arc;
@@ -70,6 +75,11 @@ pub trait Coordination: Send + Sync {
 
     async fn query_audit(&self, caller: &Caller, req: AuditQueryRequest) -> CoordResult<AuditQueryResult>;
     async fn status(&self, caller: &Caller) -> CoordResult<StatusResult>;
+
+    /// Port blocks for isolated environments (no database involved, so not audited).
+    async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult>;
+    async fn release_ports(&self, caller: &Caller, req: ReleasePortsRequest) -> CoordResult<ReleasePortsResult>;
+    async fn ports_status(&self, caller: &Caller) -> CoordResult<PortsStatusResult>;
 }
 
 /// Tunables of the service; defaults follow the spec.
@@ -103,6 +113,7 @@ pub struct Coordinator {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     config: Arc<CoordConfig>,
+    ports: Option<Arc<PortAllocator>>,
 }
 
 fn new_id() -> String {
@@ -115,7 +126,31 @@ impl Coordinator {
             store,
             clock,
             config: Arc::new(config),
+            ports: None,
         }
+    }
+
+    /// Adds the port allocator (it keeps its leases outside the store).
+    pub fn with_ports(mut self, ports: PortAllocator) -> Self {
+        self.ports = Some(Arc::new(ports));
+        self
+    }
+
+    /// Runs a port operation off the async threads (it takes a file lock).
+    async fn ports<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&PortAllocator, Timestamp) -> CoordResult<T> + Send + 'static,
+    ) -> CoordResult<T> {
+        let ports = self.ports.clone().ok_or_else(|| {
+            CoordError::new(
+                coord_domain::ErrorCode::NotFound,
+                "this coordinator has no port allocator configured",
+            )
+        })?;
+        let now = self.clock.now().unwrap_or_else(chrono::Utc::now);
+        tokio::task::spawn_blocking(move || f(&ports, now))
+            .await
+            .map_err(|_| CoordError::internal())?
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -327,5 +362,20 @@ impl Coordination for Coordinator {
     async fn status(&self, caller: &Caller) -> CoordResult<StatusResult> {
         let ctx = self.begin(caller, "status", &serde_json::json!({})).await?;
         self.store.status(ctx).await
+    }
+
+    async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult> {
+        caller.validate()?;
+        self.ports(move |p, now| p.allocate(&req.session_id, now)).await
+    }
+
+    async fn release_ports(&self, caller: &Caller, req: ReleasePortsRequest) -> CoordResult<ReleasePortsResult> {
+        caller.validate()?;
+        self.ports(move |p, now| p.release(&req.session_id, now)).await
+    }
+
+    async fn ports_status(&self, caller: &Caller) -> CoordResult<PortsStatusResult> {
+        caller.validate()?;
+        self.ports(|p, now| p.status(now)).await
     }
 }

@@ -1,0 +1,359 @@
+//! Port blocks for isolated per-session environments (a worktree's database, REST
+//! server, realtime server and API). Each session leases one block of
+//! `range_per_session` ports starting at `base + index * range_per_session`, of which it
+//! uses the first four. Leases expire after `ttl_minutes`; asking again refreshes.
+//!
+//! This module holds the arithmetic and the lease rules; where the leases are kept (a
+//! state file shared by every process on the machine) is the port allocator's business.
+
+use crate::error::{CoordError, CoordResult, ErrorCode};
+use crate::time::Timestamp;
+use crate::validate::{self, MAX_SHORT_TEXT};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub const DEFAULT_BASE: u32 = 10_000;
+pub const DEFAULT_RANGE: u32 = 100;
+pub const DEFAULT_TTL_MINUTES: u32 = 120;
+pub const DEFAULT_MAX_SESSIONS: u32 = 20;
+pub const MIN_BASE: u32 = 1024;
+pub const MIN_RANGE: u32 = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortConfig {
+    pub base: u32,
+    pub range_per_session: u32,
+    pub ttl_minutes: u32,
+    pub max_sessions: u32,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        PortConfig {
+            base: DEFAULT_BASE,
+            range_per_session: DEFAULT_RANGE,
+            ttl_minutes: DEFAULT_TTL_MINUTES,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+        }
+    }
+}
+
+/// Reads `PORT_ALLOC_BASE`, `PORT_ALLOC_RANGE`, `PORT_ALLOC_TTL_MINUTES` and
+/// `PORT_ALLOC_MAX_SESSIONS` through `var`; an invalid value is an error naming the
+/// variable and its minimum.
+pub fn port_config_from(var: impl Fn(&str) -> Option<String>) -> CoordResult<PortConfig> {
+    let read = |name: &str, default: u32, min: u32| -> CoordResult<u32> {
+        let Some(raw) = var(name) else { return Ok(default) };
+        let bad = || {
+            CoordError::field(
+                ErrorCode::InvalidArgument,
+                name,
+                format!("{name} must be a whole number of at least {min}, got {raw:?}"),
+            )
+            .with_detail("minimum", min)
+        };
+        let v: u32 = raw.trim().parse().map_err(|_| bad())?;
+        if v < min {
+            return Err(bad());
+        }
+        Ok(v)
+    };
+    let config = PortConfig {
+        base: read("PORT_ALLOC_BASE", DEFAULT_BASE, MIN_BASE)?,
+        range_per_session: read("PORT_ALLOC_RANGE", DEFAULT_RANGE, MIN_RANGE)?,
+        ttl_minutes: read("PORT_ALLOC_TTL_MINUTES", DEFAULT_TTL_MINUTES, 1)?,
+        max_sessions: read("PORT_ALLOC_MAX_SESSIONS", DEFAULT_MAX_SESSIONS, 1)?,
+    };
+    let last = config.base as u64 + config.range_per_session as u64 * config.max_sessions as u64;
+    if last > 65_536 {
+        return Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            "PORT_ALLOC_MAX_SESSIONS",
+            format!("PORT_ALLOC_BASE + PORT_ALLOC_RANGE x PORT_ALLOC_MAX_SESSIONS reaches port {last}, beyond 65535"),
+        ));
+    }
+    Ok(config)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AllocatePortsRequest {
+    /// Who the ports are for, e.g. a worktree or agent session name.
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ReleasePortsRequest {
+    pub session_id: String,
+}
+
+/// One session's block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PortAllocation {
+    pub session_id: String,
+    pub db_port: u16,
+    pub rest_port: u16,
+    pub realtime_port: u16,
+    pub api_port: u16,
+    /// `ac-` and the first 8 hex digits of SHA-256(session_id).
+    pub compose_project_name: String,
+    pub expires_at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AllocatePortsResult {
+    pub success: bool,
+    pub allocation: PortAllocation,
+    /// `export VAR=value` lines for the block, ready for `eval`.
+    pub env_snippet: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ReleasePortsResult {
+    pub success: bool,
+    /// Whether the session had a live allocation (releasing twice is not an error).
+    pub released: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PortStatusEntry {
+    #[serde(flatten)]
+    pub allocation: PortAllocation,
+    /// Whole minutes left on the lease (rounded up).
+    pub remaining_minutes: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PortsStatusResult {
+    pub success: bool,
+    pub allocations: Vec<PortStatusEntry>,
+}
+
+/// A stored lease: which block a session holds and until when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortLease {
+    pub session_id: String,
+    pub block: u32,
+    pub expires_at: Timestamp,
+}
+
+pub fn validate_session_id(session_id: &str) -> CoordResult<String> {
+    validate::required_text("session_id", session_id, MAX_SHORT_TEXT).map(|s| s.trim().to_string())
+}
+
+pub fn compose_project_name(session_id: &str) -> String {
+    let digest = Sha256::digest(session_id.as_bytes());
+    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    format!("ac-{hex}")
+}
+
+pub fn allocation_of(config: &PortConfig, lease: &PortLease) -> PortAllocation {
+    let first = config.base + lease.block * config.range_per_session;
+    // port_config_from keeps every block below 65536.
+    let port = |offset: u32| u16::try_from(first + offset).unwrap_or(u16::MAX);
+    PortAllocation {
+        session_id: lease.session_id.clone(),
+        db_port: port(0),
+        rest_port: port(1),
+        realtime_port: port(2),
+        api_port: port(3),
+        compose_project_name: compose_project_name(&lease.session_id),
+        expires_at: lease.expires_at,
+    }
+}
+
+pub fn env_snippet(a: &PortAllocation) -> String {
+    format!(
+        "export AGENT_COORDINATOR_DB_PORT={}\nexport AGENT_COORDINATOR_REST_PORT={}\n\
+         export AGENT_COORDINATOR_REALTIME_PORT={}\nexport API_PORT={}\n\
+         export COMPOSE_PROJECT_NAME={}\nexport SUPABASE_URL=http://localhost:{}\n",
+        a.db_port, a.rest_port, a.realtime_port, a.api_port, a.compose_project_name, a.rest_port
+    )
+}
+
+/// Drops expired leases.
+pub fn prune(leases: &mut Vec<PortLease>, now: Timestamp) {
+    leases.retain(|l| l.expires_at > now);
+}
+
+/// Grants `session_id` a block, or refreshes the one it holds. On exhaustion nothing
+/// changes and the answer is `no_ports_available`.
+pub fn allocate(
+    leases: &mut Vec<PortLease>,
+    config: &PortConfig,
+    session_id: &str,
+    now: Timestamp,
+) -> CoordResult<PortLease> {
+    prune(leases, now);
+    let expires_at = now + chrono::Duration::minutes(config.ttl_minutes as i64);
+    if let Some(existing) = leases.iter_mut().find(|l| l.session_id == session_id) {
+        existing.expires_at = expires_at;
+        return Ok(existing.clone());
+    }
+    let free = (0..config.max_sessions).find(|b| leases.iter().all(|l| l.block != *b));
+    let Some(block) = free else {
+        return Err(CoordError::new(
+            ErrorCode::NoPortsAvailable,
+            format!(
+                "all {} port blocks are leased; release one or wait for a lease to expire",
+                config.max_sessions
+            ),
+        ));
+    };
+    let lease = PortLease {
+        session_id: session_id.to_string(),
+        block,
+        expires_at,
+    };
+    leases.push(lease.clone());
+    Ok(lease)
+}
+
+/// Removes the session's lease; `false` when it had none (release is idempotent).
+pub fn release(leases: &mut Vec<PortLease>, session_id: &str, now: Timestamp) -> bool {
+    prune(leases, now);
+    let before = leases.len();
+    leases.retain(|l| l.session_id != session_id);
+    leases.len() != before
+}
+
+pub fn status(leases: &mut Vec<PortLease>, config: &PortConfig, now: Timestamp) -> Vec<PortStatusEntry> {
+    prune(leases, now);
+    let mut out: Vec<PortStatusEntry> = leases
+        .iter()
+        .map(|l| PortStatusEntry {
+            allocation: allocation_of(config, l),
+            remaining_minutes: ((l.expires_at - now).num_seconds() + 59) / 60,
+        })
+        .collect();
+    out.sort_by_key(|e| e.allocation.db_port);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+
+    fn t0() -> Timestamp {
+        Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn blocks_offsets_and_names() {
+        let config = PortConfig {
+            base: 20_000,
+            range_per_session: 50,
+            ..PortConfig::default()
+        };
+        let mut leases = Vec::new();
+        let a = allocation_of(&config, &allocate(&mut leases, &config, "worktree-1", t0()).unwrap());
+        assert_eq!(
+            (a.db_port, a.rest_port, a.realtime_port, a.api_port),
+            (20_000, 20_001, 20_002, 20_003)
+        );
+        let b = allocation_of(&config, &allocate(&mut leases, &config, "worktree-2", t0()).unwrap());
+        assert_eq!(b.db_port, 20_050);
+        assert_eq!(a.compose_project_name.len(), 11);
+        assert!(a.compose_project_name.starts_with("ac-"));
+        assert_eq!(
+            compose_project_name("worktree-1"),
+            a.compose_project_name,
+            "stable per session"
+        );
+        assert_ne!(a.compose_project_name, b.compose_project_name);
+        let snippet = env_snippet(&a);
+        for var in [
+            "AGENT_COORDINATOR_DB_PORT=20000",
+            "AGENT_COORDINATOR_REST_PORT=20001",
+            "AGENT_COORDINATOR_REALTIME_PORT=20002",
+            "API_PORT=20003",
+            "COMPOSE_PROJECT_NAME=ac-",
+            "SUPABASE_URL=http://localhost:20001",
+        ] {
+            assert!(
+                snippet.lines().any(|l| l.starts_with("export ") && l.contains(var)),
+                "{var} in {snippet}"
+            );
+        }
+    }
+
+    #[test]
+    fn sha256_prefix_is_the_spec_format() {
+        // sha256("worktree-1") starts with these 4 bytes.
+        let digest = Sha256::digest(b"worktree-1");
+        assert_eq!(
+            compose_project_name("worktree-1"),
+            format!(
+                "ac-{:02x}{:02x}{:02x}{:02x}",
+                digest[0], digest[1], digest[2], digest[3]
+            )
+        );
+    }
+
+    #[test]
+    fn same_session_same_block_refreshed_and_exhaustion_changes_nothing() {
+        let config = PortConfig {
+            max_sessions: 2,
+            ttl_minutes: 10,
+            ..PortConfig::default()
+        };
+        let mut leases = Vec::new();
+        let first = allocate(&mut leases, &config, "s1", t0()).unwrap();
+        let later = t0() + chrono::Duration::minutes(5);
+        let again = allocate(&mut leases, &config, "s1", later).unwrap();
+        assert_eq!(again.block, first.block);
+        assert_eq!(again.expires_at, later + chrono::Duration::minutes(10), "TTL refreshed");
+        allocate(&mut leases, &config, "s2", later).unwrap();
+        let before = leases.clone();
+        let e = allocate(&mut leases, &config, "s3", later).unwrap_err();
+        assert_eq!(e.code, ErrorCode::NoPortsAvailable);
+        assert_eq!(leases, before, "no existing allocation is affected");
+        // Expiry frees the block for a new session.
+        let much_later = later + chrono::Duration::minutes(11);
+        let reused = allocate(&mut leases, &config, "s3", much_later).unwrap();
+        assert_eq!(reused.block, 0);
+        assert!(release(&mut leases, "s3", much_later));
+        assert!(!release(&mut leases, "s3", much_later), "idempotent");
+        assert!(!release(&mut leases, "never", much_later));
+    }
+
+    #[test]
+    fn status_reports_remaining_minutes() {
+        let config = PortConfig::default();
+        let mut leases = Vec::new();
+        allocate(&mut leases, &config, "s1", t0()).unwrap();
+        let s = status(&mut leases, &config, t0() + chrono::Duration::seconds(90));
+        assert_eq!(s[0].remaining_minutes, 119);
+        assert_eq!(s[0].allocation.session_id, "s1");
+    }
+
+    #[test]
+    fn configuration_rules() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        assert_eq!(port_config_from(env(&[])).unwrap(), PortConfig::default());
+        let c = port_config_from(env(&[("PORT_ALLOC_BASE", "20000"), ("PORT_ALLOC_RANGE", "50")])).unwrap();
+        assert_eq!((c.base, c.range_per_session), (20_000, 50));
+        let cases: &[(&[(&str, &str)], &str, &str)] = &[
+            (&[("PORT_ALLOC_BASE", "80")], "PORT_ALLOC_BASE", "1024"),
+            (&[("PORT_ALLOC_RANGE", "3")], "PORT_ALLOC_RANGE", "4"),
+            (&[("PORT_ALLOC_BASE", "lots")], "PORT_ALLOC_BASE", "1024"),
+            (&[("PORT_ALLOC_TTL_MINUTES", "0")], "PORT_ALLOC_TTL_MINUTES", "1"),
+            (&[("PORT_ALLOC_BASE", "65000")], "PORT_ALLOC_MAX_SESSIONS", "65535"),
+        ];
+        for (pairs, var, minimum) in cases {
+            let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let e = port_config_from(|k| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(*var));
+            assert!(e.message.contains(var) && e.message.contains(minimum), "{}", e.message);
+        }
+    }
+}
