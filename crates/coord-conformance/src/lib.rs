@@ -53,6 +53,7 @@ macro_rules! conformance_suite {
             sessions::sessions_mark_idle_keeps_locks,
             handoffs::handoffs_write_and_read_newest_first,
             handoffs::handoffs_validation,
+            keys::keys_bind_identities_expire_and_revoke,
             audit::audit_records_every_operation_including_refusals,
             audit::audit_query_filters,
             audit::audit_rows_are_append_only,

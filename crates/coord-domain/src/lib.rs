@@ -6,6 +6,7 @@ pub mod audit;
 pub mod error;
 pub mod handoffs;
 pub mod identity;
+pub mod keys;
 pub mod locks;
 pub mod path;
 pub mod ports;

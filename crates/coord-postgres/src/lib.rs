@@ -15,12 +15,15 @@
 
 mod audit;
 mod handoffs;
+mod keys;
 mod locks;
 mod migrate;
 mod queue;
 mod rows;
 mod sessions;
 
+use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
+use coord_domain::Identity;
 use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::error::ErrorKind;
@@ -392,6 +395,28 @@ impl Store for PgStore {
         let location = self.location();
         self.op(ctx, location, |tx, ctx, a| Box::pin(audit::status(tx, ctx, a)))
             .await
+    }
+
+    async fn create_api_key(&self, ctx: OpCtx, key: NewApiKey) -> CoordResult<ApiKeyInfo> {
+        self.op(ctx, key, |tx, ctx, a| Box::pin(keys::create(tx, ctx, a))).await
+    }
+
+    async fn list_api_keys(&self, ctx: OpCtx) -> CoordResult<ListApiKeysResult> {
+        self.op(ctx, (), |tx, ctx, _| Box::pin(keys::list(tx, ctx))).await
+    }
+
+    async fn revoke_api_key(&self, ctx: OpCtx, key_id: String) -> CoordResult<RevokeApiKeyResult> {
+        self.op(ctx, key_id, |tx, ctx, a| Box::pin(keys::revoke(tx, ctx, a))).await
+    }
+
+    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
+        let client = self.client().await?;
+        keys::authenticate(&client, now, &key_hash).await.map_err(CoordError::from)
+    }
+
+    async fn ping(&self) -> CoordResult<()> {
+        let client = self.client().await?;
+        client.execute("SELECT 1", &[]).await.map(|_| ()).map_err(|e| pg_error(&e))
     }
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {

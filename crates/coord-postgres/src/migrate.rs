@@ -8,6 +8,7 @@ use deadpool_postgres::Object;
 pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (0, "bootstrap", include_str!("../migrations/0000_bootstrap.sql")),
     (1, "core", include_str!("../migrations/0001_core.sql")),
+    (2, "api_keys", include_str!("../migrations/0002_api_keys.sql")),
 ];
 
 /// Arbitrary but fixed: the advisory lock key of `coord` migrations.

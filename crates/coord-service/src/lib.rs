@@ -12,6 +12,10 @@
 
 pub mod clock;
 
+use coord_domain::keys::{
+    hash_key, validate_key_id, validate_new_key, CreateApiKeyRequest, CreateApiKeyResult, ListApiKeysResult,
+    RevokeApiKeyRequest, RevokeApiKeyResult, KEY_PREFIX,
+};
 use async_trait::async_trait;
 use coord_domain::Timestamp;
 use coord_domain::audit::{AuditQueryRequest, AuditQueryResult, AuditRecord, validate_audit_query};
@@ -75,6 +79,16 @@ pub trait Coordination: Send + Sync {
 
     async fn query_audit(&self, caller: &Caller, req: AuditQueryRequest) -> CoordResult<AuditQueryResult>;
     async fn status(&self, caller: &Caller) -> CoordResult<StatusResult>;
+
+    /// Managed API keys (HTTP credentials bound to an identity). The secret is returned
+    /// once and stored only as a hash.
+    async fn create_api_key(&self, caller: &Caller, req: CreateApiKeyRequest) -> CoordResult<CreateApiKeyResult>;
+    async fn list_api_keys(&self, caller: &Caller) -> CoordResult<ListApiKeysResult>;
+    async fn revoke_api_key(&self, caller: &Caller, req: RevokeApiKeyRequest) -> CoordResult<RevokeApiKeyResult>;
+    /// The identity a presented managed key acts as, if it is live.
+    async fn authenticate_key(&self, key: &str) -> CoordResult<Option<Caller>>;
+    /// Whether the store answers.
+    async fn health(&self) -> CoordResult<()>;
 
     /// Port blocks for isolated environments (no database involved, so not audited).
     async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult>;
@@ -362,6 +376,43 @@ impl Coordination for Coordinator {
     async fn status(&self, caller: &Caller) -> CoordResult<StatusResult> {
         let ctx = self.begin(caller, "status", &serde_json::json!({})).await?;
         self.store.status(ctx).await
+    }
+
+    async fn create_api_key(&self, caller: &Caller, req: CreateApiKeyRequest) -> CoordResult<CreateApiKeyResult> {
+        // The request holds no secret, so it is safe to audit as given.
+        let ctx = self.begin(caller, "create_api_key", &req).await?;
+        let secret = format!("{KEY_PREFIX}{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+        let key_id = format!("key_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let (ctx, key) = self.checked(ctx, validate_new_key(req, key_id, &secret)).await?;
+        let info = self.store.create_api_key(ctx, key).await?;
+        Ok(CreateApiKeyResult {
+            success: true,
+            key_id: info.key_id,
+            api_key: secret,
+            agent_id: info.agent_id,
+            agent_type: info.agent_type,
+            expires_at: info.expires_at,
+        })
+    }
+
+    async fn list_api_keys(&self, caller: &Caller) -> CoordResult<ListApiKeysResult> {
+        let ctx = self.begin(caller, "list_api_keys", &serde_json::json!({})).await?;
+        self.store.list_api_keys(ctx).await
+    }
+
+    async fn revoke_api_key(&self, caller: &Caller, req: RevokeApiKeyRequest) -> CoordResult<RevokeApiKeyResult> {
+        let ctx = self.begin(caller, "revoke_api_key", &req).await?;
+        let (ctx, key_id) = self.checked(ctx, validate_key_id(&req.key_id)).await?;
+        self.store.revoke_api_key(ctx, key_id).await
+    }
+
+    async fn authenticate_key(&self, key: &str) -> CoordResult<Option<Caller>> {
+        let found = self.store.authenticate_key(self.clock.now(), hash_key(key)).await?;
+        Ok(found.map(|i| Caller::new(i.agent_id, i.agent_type)))
+    }
+
+    async fn health(&self) -> CoordResult<()> {
+        self.store.ping().await
     }
 
     async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult> {

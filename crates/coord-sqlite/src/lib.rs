@@ -9,12 +9,14 @@
 
 mod audit;
 mod handoffs;
+mod keys;
 mod locks;
 mod migrate;
 mod queue;
 mod rows;
 mod sessions;
 
+use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::error::ErrorKind;
@@ -378,6 +380,30 @@ impl Store for SqliteStore {
         let location = self.location();
         self.op(ctx, move |c, now, who| audit::status(c, now, who, location))
             .await
+    }
+
+    async fn create_api_key(&self, ctx: OpCtx, key: NewApiKey) -> CoordResult<ApiKeyInfo> {
+        self.op(ctx, move |c, now, who| keys::create(c, now, who, &key)).await
+    }
+
+    async fn list_api_keys(&self, ctx: OpCtx) -> CoordResult<ListApiKeysResult> {
+        self.op(ctx, move |c, now, _| keys::list(c, now)).await
+    }
+
+    async fn revoke_api_key(&self, ctx: OpCtx, key_id: String) -> CoordResult<RevokeApiKeyResult> {
+        self.op(ctx, move |c, now, _| keys::revoke(c, now, &key_id)).await
+    }
+
+    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
+        self.with_tx(move |tx| keys::authenticate(tx, now_micros(now), &key_hash)).await
+    }
+
+    async fn ping(&self) -> CoordResult<()> {
+        self.with_tx(|tx| {
+            tx.query_row("SELECT 1", [], |_| Ok(()))?;
+            Ok(())
+        })
+        .await
     }
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {

@@ -4,7 +4,10 @@ use crate::{Fail, R};
 use coord_domain::CoordError;
 use rusqlite::{Connection, TransactionBehavior};
 
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/0001_init.sql")),
+    (2, include_str!("../migrations/0002_api_keys.sql")),
+];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 

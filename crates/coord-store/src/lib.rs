@@ -11,6 +11,7 @@
 //! and from the database's own clock otherwise, so hosts sharing one database agree on
 //! lease expiry.
 
+use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
@@ -113,6 +114,17 @@ pub trait Store: Send + Sync + 'static {
 
     async fn query_audit(&self, ctx: OpCtx, filter: AuditFilter) -> CoordResult<AuditQueryResult>;
     async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult>;
+
+    /// Stores a new key (its hash only); the result describes it without the secret.
+    async fn create_api_key(&self, ctx: OpCtx, key: NewApiKey) -> CoordResult<ApiKeyInfo>;
+    async fn list_api_keys(&self, ctx: OpCtx) -> CoordResult<ListApiKeysResult>;
+    /// Revokes a key; revoking twice succeeds, an unknown key is `not_found`.
+    async fn revoke_api_key(&self, ctx: OpCtx, key_id: String) -> CoordResult<RevokeApiKeyResult>;
+    /// The identity a live (not expired, not revoked) key is bound to. Not audited: it
+    /// runs on every HTTP request before there is an operation to audit.
+    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>>;
+    /// Whether the database answers (health checks; not audited).
+    async fn ping(&self) -> CoordResult<()>;
 
     /// Appends an audit row on its own, for operations refused before reaching a store.
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()>;

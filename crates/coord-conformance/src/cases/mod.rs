@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod handoffs;
+pub mod keys;
 pub mod locks;
 pub mod model;
 pub mod queue;

@@ -1,0 +1,97 @@
+//! `api_keys`.
+
+use crate::rows::{get, int, NOW};
+use crate::{Tx, R};
+use coord_domain::keys::{status_of, ApiKeyInfo, KeyStatus, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
+use coord_domain::{CoordError, ErrorCode, Identity, Timestamp};
+use coord_store::OpCtx;
+use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
+
+const KEY_COLS: &str = "key_id, agent_id, agent_type, created_by, created_at, expires_at, revoked_at";
+
+fn key_from_row(r: &Row, now: Timestamp) -> R<ApiKeyInfo> {
+    let (expires_at, revoked_at): (Option<Timestamp>, Option<Timestamp>) = (get(r, 5)?, get(r, 6)?);
+    Ok(ApiKeyInfo {
+        key_id: get(r, 0)?,
+        agent_id: get(r, 1)?,
+        agent_type: get(r, 2)?,
+        created_by: get(r, 3)?,
+        created_at: get(r, 4)?,
+        status: status_of(expires_at, revoked_at, now),
+        expires_at,
+        revoked_at,
+    })
+}
+
+pub async fn create(tx: &Tx<'_>, ctx: &OpCtx, k: &NewApiKey) -> R<ApiKeyInfo> {
+    let row = tx
+        .query_one(
+            &tx.prepare_cached(&format!(
+                "INSERT INTO api_keys (key_id, key_hash, agent_id, agent_type, created_by, created_at, expires_at)
+                 VALUES ($2, $3, $4, $5, $6, {NOW},
+                         CASE WHEN $7::integer IS NULL THEN NULL ELSE {NOW} + make_interval(mins => $7) END)
+                 RETURNING {KEY_COLS}, {NOW}"
+            ))
+            .await?,
+            &[
+                &ctx.now,
+                &k.key_id,
+                &k.key_hash,
+                &k.agent.agent_id,
+                &k.agent.agent_type,
+                &ctx.who.agent_id,
+                &k.expires_in_minutes.map(int),
+            ],
+        )
+        .await?;
+    key_from_row(&row, get(&row, 7)?)
+}
+
+pub async fn list(tx: &Tx<'_>, ctx: &OpCtx) -> R<ListApiKeysResult> {
+    let rows = tx
+        .query(
+            &tx.prepare_cached(&format!(
+                "SELECT {KEY_COLS}, {NOW} FROM api_keys ORDER BY created_at, key_id COLLATE \"C\""
+            ))
+            .await?,
+            &[&ctx.now],
+        )
+        .await?;
+    let keys = rows.iter().map(|r| key_from_row(r, get(r, 7)?)).collect::<R<_>>()?;
+    Ok(ListApiKeysResult { keys })
+}
+
+#[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
+pub async fn revoke(tx: &Tx<'_>, ctx: &OpCtx, key_id: &String) -> R<RevokeApiKeyResult> {
+    let row = tx
+        .query_opt(
+            &tx.prepare_cached(&format!(
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, {NOW}) WHERE key_id = $2 RETURNING key_id"
+            ))
+            .await?,
+            &[&ctx.now, key_id],
+        )
+        .await?;
+    match row {
+        Some(_) => Ok(RevokeApiKeyResult { success: true, key_id: key_id.clone() }),
+        None => Err(CoordError::new(ErrorCode::NotFound, format!("no API key {key_id}"))
+            .with_detail("key_id", key_id.as_str())
+            .into()),
+    }
+}
+
+pub async fn authenticate<C: GenericClient>(c: &C, now: Option<Timestamp>, key_hash: &str) -> R<Option<Identity>> {
+    let row = c
+        .query_opt(
+            &c.prepare_cached(&format!(
+                "SELECT agent_id, agent_type, expires_at, revoked_at, {NOW} FROM api_keys WHERE key_hash = $2"
+            ))
+            .await?,
+            &[&now, &key_hash],
+        )
+        .await?;
+    let Some(r) = row else { return Ok(None) };
+    let status = status_of(get(&r, 2)?, get(&r, 3)?, get(&r, 4)?);
+    Ok((status == KeyStatus::Active).then(|| Identity { agent_id: r.get(0), agent_type: r.get(1) }))
+}

@@ -1,0 +1,72 @@
+//! `api_keys`.
+
+use crate::rows::{minutes_to_micros, opt_ts, ts};
+use crate::R;
+use coord_domain::keys::{status_of, ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
+use coord_domain::time::from_micros;
+use coord_domain::{CoordError, ErrorCode, Identity};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+const KEY_COLS: &str = "key_id, agent_id, agent_type, created_by, created_at, expires_at, revoked_at";
+
+fn key_from_row(r: &Row, now: i64) -> rusqlite::Result<ApiKeyInfo> {
+    let (expires_at, revoked_at) = (opt_ts(r, 5)?, opt_ts(r, 6)?);
+    Ok(ApiKeyInfo {
+        key_id: r.get(0)?,
+        agent_id: r.get(1)?,
+        agent_type: r.get(2)?,
+        created_by: r.get(3)?,
+        created_at: ts(r, 4)?,
+        status: status_of(expires_at, revoked_at, from_micros(now)),
+        expires_at,
+        revoked_at,
+    })
+}
+
+pub fn create(c: &Connection, now: i64, who: &Identity, k: &NewApiKey) -> R<ApiKeyInfo> {
+    let expires = k.expires_in_minutes.map(|m| now + minutes_to_micros(m));
+    Ok(c.prepare_cached(&format!(
+        "INSERT INTO api_keys (key_id, key_hash, agent_id, agent_type, created_by, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING {KEY_COLS}"
+    ))?
+    .query_row(
+        params![k.key_id, k.key_hash, k.agent.agent_id, k.agent.agent_type, who.agent_id, now, expires],
+        |r| key_from_row(r, now),
+    )?)
+}
+
+pub fn list(c: &Connection, now: i64) -> R<ListApiKeysResult> {
+    let keys = c
+        .prepare_cached(&format!("SELECT {KEY_COLS} FROM api_keys ORDER BY created_at, key_id"))?
+        .query_map([], |r| key_from_row(r, now))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(ListApiKeysResult { keys })
+}
+
+pub fn revoke(c: &Connection, now: i64, key_id: &str) -> R<RevokeApiKeyResult> {
+    let exists: Option<Option<i64>> = c
+        .prepare_cached("SELECT revoked_at FROM api_keys WHERE key_id = ?1")?
+        .query_row([key_id], |r| r.get(0))
+        .optional()?;
+    match exists {
+        None => Err(CoordError::new(ErrorCode::NotFound, format!("no API key {key_id}"))
+            .with_detail("key_id", key_id)
+            .into()),
+        Some(Some(_)) => Ok(RevokeApiKeyResult { success: true, key_id: key_id.to_string() }),
+        Some(None) => {
+            c.prepare_cached("UPDATE api_keys SET revoked_at = ?2 WHERE key_id = ?1")?.execute(params![key_id, now])?;
+            Ok(RevokeApiKeyResult { success: true, key_id: key_id.to_string() })
+        }
+    }
+}
+
+pub fn authenticate(c: &Connection, now: i64, key_hash: &str) -> R<Option<Identity>> {
+    let row: Option<(String, String, Option<i64>, Option<i64>)> = c
+        .prepare_cached("SELECT agent_id, agent_type, expires_at, revoked_at FROM api_keys WHERE key_hash = ?1")?
+        .query_row([key_hash], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .optional()?;
+    Ok(row.and_then(|(agent_id, agent_type, expires, revoked)| {
+        let status = status_of(expires.map(from_micros), revoked.map(from_micros), from_micros(now));
+        (status == coord_domain::keys::KeyStatus::Active).then_some(Identity { agent_id, agent_type })
+    }))
+}
