@@ -184,6 +184,15 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
 }
 
 async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
+    let mut config = match coord_http::ApiConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("coord serve: {} [{}]", e.message, e.code);
+            return output::exit_code(&e);
+        }
+    };
+    config.host = args.host.clone();
+    config.port = args.port;
     let coord = match open::coordinator_with(ctx, 16).await {
         Ok(c) => c,
         Err(e) => {
@@ -199,11 +208,6 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
         }
     };
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    let config = coord_http::ApiConfig {
-        host: args.host.clone(),
-        port: args.port,
-        ..Default::default()
-    };
     let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
     let database = coord.store().location();
     let app = coord_http::create_coordination_api(std::sync::Arc::new(coord), &config);

@@ -91,7 +91,10 @@ pub struct NewApiKey {
 
 /// Hex SHA-256 of a presented key: what is stored and looked up.
 pub fn hash_key(key: &str) -> String {
-    Sha256::digest(key.trim().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(key.trim().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 pub fn status_of(expires_at: Option<Timestamp>, revoked_at: Option<Timestamp>, now: Timestamp) -> KeyStatus {
@@ -141,13 +144,37 @@ mod tests {
         assert_eq!(status_of(Some(later), None, now), KeyStatus::Active);
         assert_eq!(status_of(Some(now), None, now), KeyStatus::Expired);
         assert_eq!(status_of(Some(later), Some(now), now), KeyStatus::Revoked);
-        assert_eq!(hash_key("abc"), hash_key(" abc "), "surrounding whitespace is not part of a key");
+        assert_eq!(
+            hash_key("abc"),
+            hash_key(" abc "),
+            "surrounding whitespace is not part of a key"
+        );
         assert_eq!(hash_key("abc").len(), 64);
-        let ok = CreateApiKeyRequest { agent_id: "a".into(), agent_type: "codex".into(), expires_in_minutes: Some(120) };
+        let ok = CreateApiKeyRequest {
+            agent_id: "a".into(),
+            agent_type: "codex".into(),
+            expires_in_minutes: Some(120),
+        };
         assert!(validate_new_key(ok.clone(), "k".into(), "s").is_ok());
-        let e = validate_new_key(CreateApiKeyRequest { expires_in_minutes: Some(0), ..ok.clone() }, "k".into(), "s").unwrap_err();
+        let e = validate_new_key(
+            CreateApiKeyRequest {
+                expires_in_minutes: Some(0),
+                ..ok.clone()
+            },
+            "k".into(),
+            "s",
+        )
+        .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("expires_in_minutes"));
-        let e = validate_new_key(CreateApiKeyRequest { agent_id: "".into(), ..ok }, "k".into(), "s").unwrap_err();
+        let e = validate_new_key(
+            CreateApiKeyRequest {
+                agent_id: "".into(),
+                ..ok
+            },
+            "k".into(),
+            "s",
+        )
+        .unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidIdentity);
     }
 }

@@ -1,12 +1,23 @@
 //! The HTTP door, `coord serve`: one router built by [`create_coordination_api`] from an
-//! [`ApiConfig`]. It calls the service and nothing else.
+//! [`ApiConfig`] (the spec's `create_coordination_api()` / `ApiConfig`). Handlers call
+//! the service and nothing else.
 //!
-//! Routes: `GET /health`; `/mcp`, the MCP server over streamable HTTP.
+//! Routes: the JSON API (see `openapi.rs` or `GET /openapi.json`), `GET /health`, and
+//! `/mcp`, the MCP server over streamable HTTP, behind the same API keys.
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod openapi;
+
+pub use config::ApiConfig;
+
+use api::App;
+use auth::Access;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use coord_mcp::{CoordMcp, IdentityConfig, McpOptions};
 use coord_service::Coordination;
@@ -15,51 +26,27 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// Server configuration (the spec's `ApiConfig`).
-#[derive(Debug, Clone)]
-pub struct ApiConfig {
-    pub host: String,
-    pub port: u16,
-    /// `Host` header values `/mcp` accepts (DNS-rebinding protection); loopback names
-    /// by default, extended with the bind host.
-    pub mcp_allowed_hosts: Vec<String>,
-}
-
-impl Default for ApiConfig {
-    fn default() -> Self {
-        ApiConfig {
-            host: "127.0.0.1".into(),
-            port: 8081,
-            mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+/// Authenticates `/mcp` requests like the JSON API, and hands the resolved identity to
+/// the MCP server through the request's extensions.
+async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Response {
+    let requested = auth::requested_identity(req.headers(), None, None);
+    match auth::resolve(&app.auth, app.coord.as_ref(), req.headers(), requested, Access::Write).await {
+        Ok(who) => {
+            req.extensions_mut().insert(who);
+            next.run(req).await
         }
-    }
-}
-
-#[derive(Clone)]
-struct AppState {
-    coord: Arc<dyn Coordination>,
-}
-
-async fn health(State(state): State<AppState>) -> Response {
-    // A status read proves the store answers; its result is not exposed.
-    let probe = coord_domain::Caller::new("health-check", "http");
-    match state.coord.check_locks(&probe, Default::default()).await {
-        Ok(_) => Json(serde_json::json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")})).into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(serde_json::json!({"status": "unavailable", "version": env!("CARGO_PKG_VERSION"), "error": e.code})),
-        )
-            .into_response(),
+        Err(e) => api::error_response(&e),
     }
 }
 
 /// Builds the whole HTTP surface over a coordinator.
 pub fn create_coordination_api(coord: Arc<dyn Coordination>, config: &ApiConfig) -> Router {
-    let mcp_coord = coord.clone();
+    let app = App::new(coord.clone(), config);
     let mut hosts = config.mcp_allowed_hosts.clone();
     if !hosts.contains(&config.host) {
         hosts.push(config.host.clone());
     }
+    let mcp_coord = coord.clone();
     let mcp = StreamableHttpService::new(
         move || {
             Ok(CoordMcp::new(
@@ -68,12 +55,48 @@ pub fn create_coordination_api(coord: Arc<dyn Coordination>, config: &ApiConfig)
             ))
         },
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_allowed_hosts(hosts),
+        StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_max_request_body_bytes(config.max_body_bytes),
     );
-    Router::new()
-        .route("/health", get(health))
+    let document = Arc::new(openapi::document());
+    let mcp_routes = Router::new()
         .nest_service("/mcp", mcp)
-        .with_state(AppState { coord })
+        .layer(middleware::from_fn_with_state(app.clone(), mcp_auth));
+    Router::new()
+        .route("/health", get(api::health))
+        .route(
+            "/openapi.json",
+            get(move || async move { Json(document.as_ref().clone()) }),
+        )
+        .route("/locks", get(api::list_locks))
+        .route("/locks/acquire", post(api::acquire_lock))
+        .route("/locks/release", post(api::release_lock))
+        .route("/locks/release-mine", post(api::release_my_locks))
+        .route("/locks/check", post(api::check_locks))
+        .route("/locks/status/{*file_path}", get(api::lock_status))
+        .route("/work", get(api::list_work))
+        .route("/work/submit", post(api::submit_work))
+        .route("/work/claim", post(api::claim_work))
+        .route("/work/complete", post(api::complete_work))
+        .route("/work/{task_id}", get(api::get_task))
+        .route("/sessions/register", post(api::register_session))
+        .route("/sessions/heartbeat", post(api::heartbeat))
+        .route("/sessions/idle", post(api::mark_idle))
+        .route("/agents", get(api::discover_agents))
+        .route("/agents/cleanup", post(api::cleanup_dead_agents))
+        .route("/handoffs", post(api::write_handoff).get(api::read_handoff))
+        .route("/audit", get(api::query_audit))
+        .route("/status", get(api::status))
+        .route("/ports/allocate", post(api::allocate_ports))
+        .route("/ports/release", post(api::release_ports))
+        .route("/ports/status", get(api::ports_status))
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .fallback(api::not_found)
+        // Bodies are bounded by the handlers themselves, so the limit error is JSON.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(app)
+        .merge(mcp_routes)
 }
 
 /// Serves until `shutdown` resolves; in-flight requests finish first.

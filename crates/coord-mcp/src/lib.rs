@@ -103,11 +103,16 @@ fn reply<T: Serialize>(outcome: CoordResult<T>) -> Result<CallToolResult, McpErr
     })
 }
 
-/// Reads `X-Agent-Id` / `X-Agent-Type` when the request came over HTTP.
+/// The identity of a request that came over HTTP: the one the server authenticated
+/// (an API key's binding, put in the request's extensions), else `X-Agent-Id` /
+/// `X-Agent-Type`.
 fn header_identity(ctx: &RequestContext<RoleServer>) -> (Option<String>, Option<String>) {
     let Some(parts) = ctx.extensions.get::<http::request::Parts>() else {
         return (None, None);
     };
+    if let Some(who) = parts.extensions.get::<Caller>() {
+        return (Some(who.agent_id.clone()), Some(who.agent_type.clone()));
+    }
     let header = |name: &str| {
         parts
             .headers

@@ -1,8 +1,8 @@
 //! `api_keys`.
 
-use crate::rows::{get, int, NOW};
-use crate::{Tx, R};
-use coord_domain::keys::{status_of, ApiKeyInfo, KeyStatus, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
+use crate::rows::{NOW, get, int};
+use crate::{R, Tx};
+use coord_domain::keys::{ApiKeyInfo, KeyStatus, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
 use coord_domain::{CoordError, ErrorCode, Identity, Timestamp};
 use coord_store::OpCtx;
 use deadpool_postgres::GenericClient;
@@ -74,7 +74,10 @@ pub async fn revoke(tx: &Tx<'_>, ctx: &OpCtx, key_id: &String) -> R<RevokeApiKey
         )
         .await?;
     match row {
-        Some(_) => Ok(RevokeApiKeyResult { success: true, key_id: key_id.clone() }),
+        Some(_) => Ok(RevokeApiKeyResult {
+            success: true,
+            key_id: key_id.clone(),
+        }),
         None => Err(CoordError::new(ErrorCode::NotFound, format!("no API key {key_id}"))
             .with_detail("key_id", key_id.as_str())
             .into()),
@@ -93,5 +96,8 @@ pub async fn authenticate<C: GenericClient>(c: &C, now: Option<Timestamp>, key_h
         .await?;
     let Some(r) = row else { return Ok(None) };
     let status = status_of(get(&r, 2)?, get(&r, 3)?, get(&r, 4)?);
-    Ok((status == KeyStatus::Active).then(|| Identity { agent_id: r.get(0), agent_type: r.get(1) }))
+    Ok((status == KeyStatus::Active).then(|| Identity {
+        agent_id: r.get(0),
+        agent_type: r.get(1),
+    }))
 }

@@ -22,12 +22,12 @@ mod queue;
 mod rows;
 mod sessions;
 
-use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
-use coord_domain::Identity;
 use async_trait::async_trait;
+use coord_domain::Identity;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::error::ErrorKind;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
 use coord_domain::queue::{
@@ -406,17 +406,24 @@ impl Store for PgStore {
     }
 
     async fn revoke_api_key(&self, ctx: OpCtx, key_id: String) -> CoordResult<RevokeApiKeyResult> {
-        self.op(ctx, key_id, |tx, ctx, a| Box::pin(keys::revoke(tx, ctx, a))).await
+        self.op(ctx, key_id, |tx, ctx, a| Box::pin(keys::revoke(tx, ctx, a)))
+            .await
     }
 
     async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
         let client = self.client().await?;
-        keys::authenticate(&client, now, &key_hash).await.map_err(CoordError::from)
+        keys::authenticate(&client, now, &key_hash)
+            .await
+            .map_err(CoordError::from)
     }
 
     async fn ping(&self) -> CoordResult<()> {
         let client = self.client().await?;
-        client.execute("SELECT 1", &[]).await.map(|_| ()).map_err(|e| pg_error(&e))
+        client
+            .execute("SELECT 1", &[])
+            .await
+            .map(|_| ())
+            .map_err(|e| pg_error(&e))
     }
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {

@@ -12,15 +12,15 @@
 
 pub mod clock;
 
-use coord_domain::keys::{
-    hash_key, validate_key_id, validate_new_key, CreateApiKeyRequest, CreateApiKeyResult, ListApiKeysResult,
-    RevokeApiKeyRequest, RevokeApiKeyResult, KEY_PREFIX,
-};
 use async_trait::async_trait;
 use coord_domain::Timestamp;
 use coord_domain::audit::{AuditQueryRequest, AuditQueryResult, AuditRecord, validate_audit_query};
 use coord_domain::handoffs::{
     ReadHandoffRequest, ReadHandoffResult, WriteHandoffRequest, WriteHandoffResult, validate_handoff, validate_read,
+};
+use coord_domain::keys::{
+    CreateApiKeyRequest, CreateApiKeyResult, KEY_PREFIX, ListApiKeysResult, RevokeApiKeyRequest, RevokeApiKeyResult,
+    hash_key, validate_key_id, validate_new_key,
 };
 use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{
@@ -381,7 +381,11 @@ impl Coordination for Coordinator {
     async fn create_api_key(&self, caller: &Caller, req: CreateApiKeyRequest) -> CoordResult<CreateApiKeyResult> {
         // The request holds no secret, so it is safe to audit as given.
         let ctx = self.begin(caller, "create_api_key", &req).await?;
-        let secret = format!("{KEY_PREFIX}{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+        let secret = format!(
+            "{KEY_PREFIX}{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
         let key_id = format!("key_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let (ctx, key) = self.checked(ctx, validate_new_key(req, key_id, &secret)).await?;
         let info = self.store.create_api_key(ctx, key).await?;

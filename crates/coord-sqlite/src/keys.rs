@@ -1,11 +1,11 @@
 //! `api_keys`.
 
-use crate::rows::{minutes_to_micros, opt_ts, ts};
 use crate::R;
-use coord_domain::keys::{status_of, ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
+use crate::rows::{minutes_to_micros, opt_ts, ts};
+use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
 use coord_domain::time::from_micros;
 use coord_domain::{CoordError, ErrorCode, Identity};
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const KEY_COLS: &str = "key_id, agent_id, agent_type, created_by, created_at, expires_at, revoked_at";
 
@@ -30,7 +30,15 @@ pub fn create(c: &Connection, now: i64, who: &Identity, k: &NewApiKey) -> R<ApiK
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING {KEY_COLS}"
     ))?
     .query_row(
-        params![k.key_id, k.key_hash, k.agent.agent_id, k.agent.agent_type, who.agent_id, now, expires],
+        params![
+            k.key_id,
+            k.key_hash,
+            k.agent.agent_id,
+            k.agent.agent_type,
+            who.agent_id,
+            now,
+            expires
+        ],
         |r| key_from_row(r, now),
     )?)
 }
@@ -52,10 +60,17 @@ pub fn revoke(c: &Connection, now: i64, key_id: &str) -> R<RevokeApiKeyResult> {
         None => Err(CoordError::new(ErrorCode::NotFound, format!("no API key {key_id}"))
             .with_detail("key_id", key_id)
             .into()),
-        Some(Some(_)) => Ok(RevokeApiKeyResult { success: true, key_id: key_id.to_string() }),
+        Some(Some(_)) => Ok(RevokeApiKeyResult {
+            success: true,
+            key_id: key_id.to_string(),
+        }),
         Some(None) => {
-            c.prepare_cached("UPDATE api_keys SET revoked_at = ?2 WHERE key_id = ?1")?.execute(params![key_id, now])?;
-            Ok(RevokeApiKeyResult { success: true, key_id: key_id.to_string() })
+            c.prepare_cached("UPDATE api_keys SET revoked_at = ?2 WHERE key_id = ?1")?
+                .execute(params![key_id, now])?;
+            Ok(RevokeApiKeyResult {
+                success: true,
+                key_id: key_id.to_string(),
+            })
         }
     }
 }

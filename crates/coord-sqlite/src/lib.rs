@@ -16,11 +16,11 @@ mod queue;
 mod rows;
 mod sessions;
 
-use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::error::ErrorKind;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
 use coord_domain::queue::{
@@ -395,7 +395,8 @@ impl Store for SqliteStore {
     }
 
     async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
-        self.with_tx(move |tx| keys::authenticate(tx, now_micros(now), &key_hash)).await
+        self.with_tx(move |tx| keys::authenticate(tx, now_micros(now), &key_hash))
+            .await
     }
 
     async fn ping(&self) -> CoordResult<()> {

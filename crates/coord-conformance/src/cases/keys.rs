@@ -1,9 +1,9 @@
 //! Managed API keys: bound identity, expiry, revocation; the secret is never stored.
 
-use crate::{agent, Backend, Harness};
+use crate::{Backend, Harness, agent};
+use coord_domain::ErrorCode;
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::keys::{CreateApiKeyRequest, KeyStatus, RevokeApiKeyRequest};
-use coord_domain::ErrorCode;
 use coord_service::Coordination;
 
 pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
@@ -11,7 +11,14 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
     let admin = agent("admin");
     let forever = h
         .coord
-        .create_api_key(&admin, CreateApiKeyRequest { agent_id: "cloud-1".into(), agent_type: "codex".into(), expires_in_minutes: None })
+        .create_api_key(
+            &admin,
+            CreateApiKeyRequest {
+                agent_id: "cloud-1".into(),
+                agent_type: "codex".into(),
+                expires_in_minutes: None,
+            },
+        )
         .await
         .unwrap();
     assert!(forever.api_key.starts_with("coord_") && forever.api_key.len() > 60);
@@ -19,40 +26,106 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
     h.advance(1);
     let task = h
         .coord
-        .create_api_key(&admin, CreateApiKeyRequest { agent_id: "task-7".into(), agent_type: "codex_cloud".into(), expires_in_minutes: Some(120) })
+        .create_api_key(
+            &admin,
+            CreateApiKeyRequest {
+                agent_id: "task-7".into(),
+                agent_type: "codex_cloud".into(),
+                expires_in_minutes: Some(120),
+            },
+        )
         .await
         .unwrap();
     assert_eq!(task.expires_at, Some(h.now() + chrono::Duration::minutes(120)));
 
-    let who = h.coord.authenticate_key(&forever.api_key).await.unwrap().expect("a live key authenticates");
+    let who = h
+        .coord
+        .authenticate_key(&forever.api_key)
+        .await
+        .unwrap()
+        .expect("a live key authenticates");
     assert_eq!((who.agent_id.as_str(), who.agent_type.as_str()), ("cloud-1", "codex"));
     assert!(h.coord.authenticate_key("coord_not_a_key").await.unwrap().is_none());
     assert!(h.coord.authenticate_key(&task.api_key).await.unwrap().is_some());
 
     h.advance(120);
-    assert!(h.coord.authenticate_key(&task.api_key).await.unwrap().is_none(), "expired");
-    h.coord.revoke_api_key(&admin, RevokeApiKeyRequest { key_id: forever.key_id.clone() }).await.unwrap();
-    assert!(h.coord.authenticate_key(&forever.api_key).await.unwrap().is_none(), "revoked");
+    assert!(
+        h.coord.authenticate_key(&task.api_key).await.unwrap().is_none(),
+        "expired"
+    );
     h.coord
-        .revoke_api_key(&admin, RevokeApiKeyRequest { key_id: forever.key_id.clone() })
+        .revoke_api_key(
+            &admin,
+            RevokeApiKeyRequest {
+                key_id: forever.key_id.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        h.coord.authenticate_key(&forever.api_key).await.unwrap().is_none(),
+        "revoked"
+    );
+    h.coord
+        .revoke_api_key(
+            &admin,
+            RevokeApiKeyRequest {
+                key_id: forever.key_id.clone(),
+            },
+        )
         .await
         .expect("revoking twice is fine");
-    let e = h.coord.revoke_api_key(&admin, RevokeApiKeyRequest { key_id: "key_nope".into() }).await.unwrap_err();
+    let e = h
+        .coord
+        .revoke_api_key(
+            &admin,
+            RevokeApiKeyRequest {
+                key_id: "key_nope".into(),
+            },
+        )
+        .await
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::NotFound);
 
     let listed = h.coord.list_api_keys(&admin).await.unwrap();
     let statuses: Vec<_> = listed.keys.iter().map(|k| (k.key_id.clone(), k.status)).collect();
-    assert_eq!(statuses, [(forever.key_id.clone(), KeyStatus::Revoked), (task.key_id.clone(), KeyStatus::Expired)]);
+    assert_eq!(
+        statuses,
+        [
+            (forever.key_id.clone(), KeyStatus::Revoked),
+            (task.key_id.clone(), KeyStatus::Expired)
+        ]
+    );
     assert_eq!(listed.keys[0].created_by, "admin");
 
     let bad = h
         .coord
-        .create_api_key(&admin, CreateApiKeyRequest { agent_id: " ".into(), agent_type: "x".into(), expires_in_minutes: None })
+        .create_api_key(
+            &admin,
+            CreateApiKeyRequest {
+                agent_id: " ".into(),
+                agent_type: "x".into(),
+                expires_in_minutes: None,
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(bad.code, ErrorCode::InvalidIdentity);
-    let audit = h.coord.query_audit(&admin, AuditQueryRequest { limit: Some(100), ..Default::default() }).await.unwrap();
+    let audit = h
+        .coord
+        .query_audit(
+            &admin,
+            AuditQueryRequest {
+                limit: Some(100),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     let text = serde_json::to_string(&audit).unwrap();
-    assert!(!text.contains(&forever.api_key) && !text.contains(&task.api_key), "secrets never reach the audit trail");
+    assert!(
+        !text.contains(&forever.api_key) && !text.contains(&task.api_key),
+        "secrets never reach the audit trail"
+    );
     assert!(audit.entries.iter().any(|e| e.operation == "create_api_key"));
 }

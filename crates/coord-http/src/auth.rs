@@ -1,0 +1,179 @@
+//! Who is calling: the API key (`X-API-Key` or `Authorization: Bearer`) and the identity
+//! the request names (`X-Agent-Id`/`X-Agent-Type` headers or `agent_id`/`agent_type`
+//! in the body).
+//!
+//! Environment keys are compared in constant time (against every configured key, with
+//! no early exit); managed keys are looked up by their SHA-256, which reveals nothing
+//! about other keys. A key bound to an identity acts only as that identity.
+
+use crate::config::ApiConfig;
+use axum::http::HeaderMap;
+use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
+use coord_service::Coordination;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// Identity of requests that name none.
+pub const ANONYMOUS_ID: &str = "anonymous";
+pub const ANONYMOUS_TYPE: &str = "http";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Never needs a key: `/health`, `/openapi.json`.
+    Public,
+    /// The read-only status endpoints: public unless the server requires keys for reads.
+    Read,
+    /// Everything else.
+    Write,
+}
+
+pub struct Auth {
+    env_keys: Vec<([u8; 32], Option<Caller>)>,
+    require_auth_for_reads: bool,
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.trim().as_bytes()).into()
+}
+
+fn unauthorized(message: &str) -> CoordError {
+    CoordError::new(ErrorCode::Unauthorized, message)
+}
+
+impl Auth {
+    pub fn new(config: &ApiConfig) -> Auth {
+        let mut env_keys: Vec<([u8; 32], Option<Caller>)> = config.api_keys.iter().map(|k| (digest(k), None)).collect();
+        env_keys.extend(
+            config
+                .key_identities
+                .iter()
+                .map(|(k, who)| (digest(k), Some(who.clone()))),
+        );
+        Auth {
+            env_keys,
+            require_auth_for_reads: config.require_auth_for_reads,
+        }
+    }
+
+    /// `Some(binding)` when `key` is one of the configured keys.
+    fn env_key(&self, key: &str) -> Option<Option<Caller>> {
+        let presented = digest(key);
+        let mut found = None;
+        for (known, bound) in &self.env_keys {
+            let hit: bool = known.ct_eq(&presented).into();
+            if hit && found.is_none() {
+                found = Some(bound.clone());
+            }
+        }
+        found
+    }
+}
+
+pub fn presented_key(headers: &HeaderMap) -> Option<String> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(k) = header("x-api-key").filter(|k| !k.is_empty()) {
+        return Some(k.to_string());
+    }
+    let auth = header("authorization")?;
+    let (scheme, token) = auth.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()).then(|| token.trim().to_string())
+}
+
+/// The identity named by headers (the body's fields, when given, take precedence).
+pub fn requested_identity(
+    headers: &HeaderMap,
+    body_id: Option<String>,
+    body_type: Option<String>,
+) -> (Option<String>, Option<String>) {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .filter(|v| !v.trim().is_empty())
+    };
+    (
+        body_id.or_else(|| header("x-agent-id")),
+        body_type.or_else(|| header("x-agent-type")),
+    )
+}
+
+/// Authenticates and returns the identity the request acts as.
+pub async fn resolve(
+    auth: &Auth,
+    coord: &dyn Coordination,
+    headers: &HeaderMap,
+    requested: (Option<String>, Option<String>),
+    access: Access,
+) -> CoordResult<Caller> {
+    let named = |requested: (Option<String>, Option<String>)| {
+        Caller::new(
+            requested.0.unwrap_or_else(|| ANONYMOUS_ID.into()),
+            requested.1.unwrap_or_else(|| ANONYMOUS_TYPE.into()),
+        )
+    };
+    let key = presented_key(headers);
+    let Some(key) = key else {
+        return match access {
+            Access::Public => Ok(named(requested)),
+            Access::Read if !auth.require_auth_for_reads => Ok(named(requested)),
+            _ => Err(unauthorized(
+                "an API key is required: send X-API-Key or Authorization: Bearer",
+            )),
+        };
+    };
+    let binding = match auth.env_key(&key) {
+        Some(binding) => binding,
+        None => match coord.authenticate_key(&key).await? {
+            Some(bound) => Some(bound),
+            None => return Err(unauthorized("the API key is invalid, expired or revoked")),
+        },
+    };
+    match binding {
+        None => Ok(named(requested)),
+        Some(bound) => {
+            let clash = |asked: &Option<String>, actual: &str| asked.as_deref().is_some_and(|a| a.trim() != actual);
+            if clash(&requested.0, &bound.agent_id) || clash(&requested.1, &bound.agent_type) {
+                return Err(CoordError::new(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "this API key is bound to {} ({}) and cannot act as another agent",
+                        bound.agent_id, bound.agent_type
+                    ),
+                )
+                .with_detail("bound_agent_id", bound.agent_id.clone()));
+            }
+            Ok(bound)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_come_from_either_header() {
+        let mut h = HeaderMap::new();
+        assert_eq!(presented_key(&h), None);
+        h.insert("authorization", "Bearer  abc ".parse().unwrap());
+        assert_eq!(presented_key(&h).as_deref(), Some("abc"));
+        h.insert("authorization", "Basic abc".parse().unwrap());
+        assert_eq!(presented_key(&h), None);
+        h.insert("x-api-key", "xyz".parse().unwrap());
+        assert_eq!(presented_key(&h).as_deref(), Some("xyz"));
+    }
+
+    #[test]
+    fn environment_keys_match_exactly() {
+        let mut config = ApiConfig::default();
+        config.api_keys = vec!["open-key".into()];
+        config
+            .key_identities
+            .insert("bound-key".into(), Caller::new("agent-1", "codex"));
+        let auth = Auth::new(&config);
+        assert_eq!(auth.env_key("open-key"), Some(None));
+        assert_eq!(auth.env_key("bound-key"), Some(Some(Caller::new("agent-1", "codex"))));
+        assert_eq!(auth.env_key("open-ke"), None);
+        assert_eq!(auth.env_key(""), None);
+    }
+}

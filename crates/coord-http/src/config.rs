@@ -1,0 +1,159 @@
+//! `ApiConfig`: the server's configuration, from the spec's environment variables.
+
+use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
+use serde::Deserialize;
+use std::collections::HashMap;
+
+/// Largest request body accepted (413 beyond).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Server configuration (the spec's `ApiConfig`).
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub host: String,
+    pub port: u16,
+    /// `COORDINATION_API_KEYS`: keys that may act as any identity the request names.
+    pub api_keys: Vec<String>,
+    /// `COORDINATION_API_KEY_IDENTITIES`: keys bound to one identity; a request naming
+    /// another identity with such a key is refused (403).
+    pub key_identities: HashMap<String, Caller>,
+    /// `COORDINATION_API_REQUIRE_AUTH_FOR_READS`: also demand a key for the read-only
+    /// status endpoints (locks, queue, port status), which are public by default.
+    pub require_auth_for_reads: bool,
+    pub max_body_bytes: usize,
+    /// `Host` header values `/mcp` accepts (DNS-rebinding protection); loopback names by
+    /// default, extended with the bind host and `COORDINATION_MCP_ALLOWED_HOSTS`.
+    pub mcp_allowed_hosts: Vec<String>,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            host: "127.0.0.1".into(),
+            port: 8081,
+            api_keys: Vec::new(),
+            key_identities: HashMap::new(),
+            require_auth_for_reads: false,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct BoundIdentity {
+    agent_id: String,
+    agent_type: String,
+}
+
+fn config_error(var: &str, why: String) -> CoordError {
+    CoordError::field(ErrorCode::InvalidArgument, var, format!("{var}: {why}"))
+}
+
+impl ApiConfig {
+    /// Reads `API_HOST`, `API_PORT`, `COORDINATION_API_KEYS`,
+    /// `COORDINATION_API_KEY_IDENTITIES`, `COORDINATION_API_REQUIRE_AUTH_FOR_READS`,
+    /// `COORDINATION_MCP_ALLOWED_HOSTS` through `var`. Invalid values stop start-up.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> CoordResult<ApiConfig> {
+        let mut c = ApiConfig::default();
+        if let Some(h) = var("API_HOST").filter(|h| !h.trim().is_empty()) {
+            c.host = h.trim().to_string();
+        }
+        if let Some(p) = var("API_PORT").filter(|p| !p.trim().is_empty()) {
+            c.port = p
+                .trim()
+                .parse()
+                .map_err(|_| config_error("API_PORT", format!("{p:?} is not a port number")))?;
+        }
+        if let Some(keys) = var("COORDINATION_API_KEYS") {
+            c.api_keys = keys
+                .split(',')
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+                .map(String::from)
+                .collect();
+        }
+        if let Some(raw) = var("COORDINATION_API_KEY_IDENTITIES").filter(|r| !r.trim().is_empty()) {
+            let parsed: HashMap<String, BoundIdentity> = serde_json::from_str(&raw).map_err(|e| {
+                config_error(
+                    "COORDINATION_API_KEY_IDENTITIES",
+                    format!("expected JSON {{\"<key>\": {{\"agent_id\": ..., \"agent_type\": ...}}}}: {e}"),
+                )
+            })?;
+            for (key, id) in parsed {
+                let caller = Caller::new(id.agent_id, id.agent_type);
+                caller
+                    .validate()
+                    .map_err(|e| config_error("COORDINATION_API_KEY_IDENTITIES", e.message))?;
+                c.key_identities.insert(key.trim().to_string(), caller);
+            }
+        }
+        if let Some(v) = var("COORDINATION_API_REQUIRE_AUTH_FOR_READS") {
+            c.require_auth_for_reads = match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "" | "0" | "false" | "no" | "off" => false,
+                other => {
+                    return Err(config_error(
+                        "COORDINATION_API_REQUIRE_AUTH_FOR_READS",
+                        format!("{other:?} is not true or false"),
+                    ));
+                }
+            };
+        }
+        if let Some(hosts) = var("COORDINATION_MCP_ALLOWED_HOSTS") {
+            c.mcp_allowed_hosts.extend(
+                hosts
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|h| !h.is_empty())
+                    .map(String::from),
+            );
+        }
+        Ok(c)
+    }
+
+    pub fn from_env() -> CoordResult<ApiConfig> {
+        ApiConfig::from_vars(|k| std::env::var(k).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let owned: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| owned.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn environment_configuration() {
+        let c = ApiConfig::from_vars(vars(&[
+            ("API_HOST", "0.0.0.0"),
+            ("API_PORT", "9000"),
+            ("COORDINATION_API_KEYS", "k1, k2,,"),
+            (
+                "COORDINATION_API_KEY_IDENTITIES",
+                r#"{"k3": {"agent_id": "agent-1", "agent_type": "codex"}}"#,
+            ),
+            ("COORDINATION_API_REQUIRE_AUTH_FOR_READS", "true"),
+        ]))
+        .unwrap();
+        assert_eq!((c.host.as_str(), c.port), ("0.0.0.0", 9000));
+        assert_eq!(c.api_keys, ["k1", "k2"]);
+        assert_eq!(c.key_identities["k3"], Caller::new("agent-1", "codex"));
+        assert!(c.require_auth_for_reads);
+        for (var, value) in [
+            ("API_PORT", "http"),
+            ("COORDINATION_API_KEY_IDENTITIES", "{not json"),
+            (
+                "COORDINATION_API_KEY_IDENTITIES",
+                r#"{"k": {"agent_id": "", "agent_type": "x"}}"#,
+            ),
+            ("COORDINATION_API_REQUIRE_AUTH_FOR_READS", "sometimes"),
+        ] {
+            let e = ApiConfig::from_vars(vars(&[(var, value)])).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(var), "{var}={value}");
+        }
+    }
+}
