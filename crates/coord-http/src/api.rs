@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::error::ErrorKind;
 use coord_domain::handoffs::{ReadHandoffRequest, WriteHandoffRequest};
+use coord_domain::keys::{CreateApiKeyRequest, RevokeApiKeyRequest};
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, LockInfo, ReleaseLockRequest};
 use coord_domain::ports::{AllocatePortsRequest, ReleasePortsRequest};
 use coord_domain::queue::{CompleteWorkRequest, GetTaskRequest, GetWorkRequest, ListTasksRequest, SubmitWorkRequest};
@@ -256,6 +257,13 @@ query_endpoint!(read_handoff, Access::Write, ReadHandoffRequest, |c, who, r| c
 query_endpoint!(query_audit, Access::Write, AuditQueryRequest, |c, who, r| c
     .query_audit(&who, r));
 query_endpoint!(status, Access::Write, NoQuery, |c, who, _r| c.status(&who));
+
+body_endpoint!(create_api_key, Access::Operator, CreateApiKeyRequest, |c, who, r| c
+    .create_api_key(&who, r));
+query_endpoint!(list_api_keys, Access::Operator, NoQuery, |c, who, _r| c
+    .list_api_keys(&who));
+body_endpoint!(revoke_api_key, Access::Operator, RevokeApiKeyRequest, |c, who, r| c
+    .revoke_api_key(&who, r));
 
 body_endpoint!(allocate_ports, Access::Write, AllocatePortsRequest, |c, who, r| c
     .allocate_ports(&who, r));

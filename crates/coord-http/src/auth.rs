@@ -25,6 +25,9 @@ pub enum Access {
     Read,
     /// Everything else.
     Write,
+    /// Managing API keys: only operator keys (`COORDINATION_API_KEYS`, not bound to an
+    /// identity) may.
+    Operator,
 }
 
 pub struct Auth {
@@ -85,11 +88,11 @@ pub fn requested_identity(
     body_id: Option<String>,
     body_type: Option<String>,
 ) -> (Option<String>, Option<String>) {
+    // Present-but-blank names an invalid identity (refused by the service), not none.
     let header = |name: &str| {
         headers
             .get(name)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-            .filter(|v| !v.trim().is_empty())
     };
     (
         body_id.or_else(|| header("x-agent-id")),
@@ -128,6 +131,12 @@ pub async fn resolve(
             None => return Err(unauthorized("the API key is invalid, expired or revoked")),
         },
     };
+    if access == Access::Operator && binding.is_some() {
+        return Err(CoordError::new(
+            ErrorCode::Forbidden,
+            "managing API keys needs an operator key (one listed in COORDINATION_API_KEYS)",
+        ));
+    }
     match binding {
         None => Ok(named(requested)),
         Some(bound) => {

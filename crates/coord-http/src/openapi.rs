@@ -6,6 +6,9 @@ use crate::api::LockStatusResult;
 use coord_domain::ErrorCode;
 use coord_domain::audit::{AuditQueryRequest, AuditQueryResult};
 use coord_domain::handoffs::{ReadHandoffRequest, ReadHandoffResult, WriteHandoffRequest, WriteHandoffResult};
+use coord_domain::keys::{
+    CreateApiKeyRequest, CreateApiKeyResult, ListApiKeysResult, RevokeApiKeyRequest, RevokeApiKeyResult,
+};
 use coord_domain::locks::{
     AcquireLockRequest, AcquireLockResult, CheckLocksRequest, CheckLocksResult, ReleaseAllResult, ReleaseLockRequest,
     ReleaseLockResult,
@@ -276,6 +279,33 @@ fn routes(b: &mut Builder) -> Vec<Route> {
             input: None,
             output: b.schema::<StatusResult>(),
             errors: none,
+        },
+        Route {
+            method: "post",
+            path: "/keys",
+            summary: "Create an API key bound to an identity (operator keys only); the secret is shown once",
+            auth: Key,
+            input: Body(b.schema::<CreateApiKeyRequest>()),
+            output: b.schema::<CreateApiKeyResult>(),
+            errors: none,
+        },
+        Route {
+            method: "get",
+            path: "/keys",
+            summary: "List API keys, without secrets (operator keys only)",
+            auth: Key,
+            input: None,
+            output: b.schema::<ListApiKeysResult>(),
+            errors: none,
+        },
+        Route {
+            method: "post",
+            path: "/keys/revoke",
+            summary: "Revoke an API key (operator keys only)",
+            auth: Key,
+            input: Body(b.schema::<RevokeApiKeyRequest>()),
+            output: b.schema::<RevokeApiKeyResult>(),
+            errors: &[404],
         },
         Route {
             method: "post",

@@ -6,7 +6,6 @@ use coord_domain::handoffs::WriteHandoffRequest;
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
 use coord_domain::sessions::HeartbeatRequest;
 use coord_domain::{Caller, ErrorCode};
-use coord_service::Coordination;
 
 fn acquire(path: &str, ttl: Option<i64>) -> AcquireLockRequest {
     AcquireLockRequest {

@@ -4,7 +4,6 @@ use crate::{Backend, Harness, agent};
 use coord_domain::ErrorCode;
 use coord_domain::handoffs::{ReadHandoffRequest, WriteHandoffRequest};
 use coord_domain::sessions::RegisterSessionRequest;
-use coord_service::Coordination;
 
 fn items(v: &[&str]) -> Option<Vec<String>> {
     Some(v.iter().map(|s| s.to_string()).collect())

@@ -4,7 +4,6 @@ use crate::{Backend, Harness, agent};
 use coord_domain::ErrorCode;
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::keys::{CreateApiKeyRequest, KeyStatus, RevokeApiKeyRequest};
-use coord_service::Coordination;
 
 pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
     let h = Harness::new(b).await;
@@ -14,8 +13,8 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
         .create_api_key(
             &admin,
             CreateApiKeyRequest {
-                agent_id: "cloud-1".into(),
-                agent_type: "codex".into(),
+                bound_agent_id: "cloud-1".into(),
+                bound_agent_type: "codex".into(),
                 expires_in_minutes: None,
             },
         )
@@ -29,8 +28,8 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
         .create_api_key(
             &admin,
             CreateApiKeyRequest {
-                agent_id: "task-7".into(),
-                agent_type: "codex_cloud".into(),
+                bound_agent_id: "task-7".into(),
+                bound_agent_type: "codex_cloud".into(),
                 expires_in_minutes: Some(120),
             },
         )
@@ -103,8 +102,8 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
         .create_api_key(
             &admin,
             CreateApiKeyRequest {
-                agent_id: " ".into(),
-                agent_type: "x".into(),
+                bound_agent_id: " ".into(),
+                bound_agent_type: "x".into(),
                 expires_in_minutes: None,
             },
         )

@@ -3,7 +3,6 @@
 use crate::{Backend, Harness, agent};
 use coord_domain::ErrorCode;
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
-use coord_service::Coordination;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -200,7 +199,7 @@ pub async fn locks_fencing_tokens_increase_across_expiry_release_and_sweep(b: &d
             1 => h.advance(2),
             _ => {
                 h.advance(2);
-                let swept = h.coord.sweep().await.unwrap();
+                let swept = h.sweep().await.unwrap();
                 assert_eq!(swept.expired_locks_deleted, 1, "the sweep deletes the expired row");
             }
         }

@@ -11,7 +11,6 @@ use coord_domain::ErrorCode;
 use coord_domain::locks::{CheckLocksRequest, LockAction, ReleaseLockRequest};
 use coord_domain::queue::{ListTasksRequest, TaskStatus};
 use coord_domain::sessions::HeartbeatRequest;
-use coord_service::Coordination;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

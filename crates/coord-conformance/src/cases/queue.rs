@@ -7,7 +7,6 @@ use coord_domain::queue::{
     REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkRequest, TaskStatus,
 };
 use coord_domain::sessions::HeartbeatRequest;
-use coord_service::Coordination;
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -307,7 +306,7 @@ pub async fn queue_expired_claims_return_then_fail(b: &dyn Backend) {
         );
         h.advance(1);
         if attempt < 3 {
-            let swept = h.coord.sweep().await.unwrap();
+            let swept = h.sweep().await.unwrap();
             assert_eq!((swept.claims_requeued, swept.claims_failed), (1, 0));
             let t = h.task(&id).await;
             assert_eq!((t.status, t.claimed_by.as_deref()), (TaskStatus::Pending, None));
@@ -316,7 +315,7 @@ pub async fn queue_expired_claims_return_then_fail(b: &dyn Backend) {
             assert_eq!(e.code, ErrorCode::TaskNotClaimed);
         }
     }
-    let swept = h.coord.sweep().await.unwrap();
+    let swept = h.sweep().await.unwrap();
     assert_eq!(swept.claims_failed, 1);
     let t = h.task(&id).await;
     assert_eq!(t.status, TaskStatus::Failed);

@@ -7,7 +7,6 @@ use coord_domain::queue::{REASON_MAX_ATTEMPTS, TaskStatus};
 use coord_domain::sessions::{
     AgentStatus, CleanupDeadAgentsRequest, DiscoverAgentsRequest, HeartbeatRequest, RegisterSessionRequest,
 };
-use coord_service::Coordination;
 
 fn caps(c: &[&str]) -> Option<Vec<String>> {
     Some(c.iter().map(|s| s.to_string()).collect())
@@ -298,7 +297,7 @@ pub async fn sessions_cleanup_also_sweeps_expired_rows(b: &dyn Backend) {
         .await
         .unwrap();
     assert_eq!(r.agents_cleaned, 0);
-    let after = h.coord.sweep().await.unwrap();
+    let after = h.sweep().await.unwrap();
     assert_eq!(
         after.expired_locks_deleted, 0,
         "cleanup already removed the expired row"
