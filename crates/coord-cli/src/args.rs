@@ -40,9 +40,21 @@ pub struct GlobalArgs {
     /// Who you are to other agents (default: <user>@<host>)
     #[arg(long, global = true, env = "COORD_AGENT_ID", value_name = "ID")]
     pub agent_id: Option<String>,
-    /// What kind of agent you are, e.g. claude_code, codex, human (default: cli)
+    /// What kind of agent you are, e.g. claude_code, codex, human (default: cli; AGENT_TYPE is also read)
     #[arg(long, global = true, env = "COORD_AGENT_TYPE", value_name = "TYPE")]
     pub agent_type: Option<String>,
+    /// Talk to a coordination API (`coord serve`) instead of opening a database
+    #[arg(long, global = true, env = "COORDINATION_API_URL", value_name = "URL")]
+    pub remote: Option<String>,
+    /// API key for --remote (X-API-Key)
+    #[arg(
+        long,
+        global = true,
+        env = "COORDINATION_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -71,6 +83,9 @@ pub enum Command {
     Handoff(HandoffCommand),
     /// Query the append-only audit trail (newest first)
     Audit(AuditArgs),
+    /// Managed API keys for the HTTP API: create (bound to --agent-id/--agent-type), list, revoke
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Port blocks for isolated per-session environments (shared by every process on this machine)
     #[command(subcommand)]
     Ports(PortsCommand),
@@ -84,6 +99,24 @@ pub enum Command {
         /// SessionStart, SessionEnd, PreToolUse (other Claude Code events are accepted
         /// and ignored), or git-pre-commit
         event: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key acting as --agent-id/--agent-type (both required); prints the secret once
+    Create {
+        /// Lifetime, e.g. 2h, 30m, 7d (never expires when absent)
+        #[arg(long, value_name = "DURATION")]
+        expires_in: Option<String>,
+    },
+    /// List keys (never their secrets)
+    #[command(alias = "ls")]
+    List,
+    /// Revoke a key so it no longer authenticates
+    Revoke {
+        #[arg(value_name = "KEY_ID")]
+        key_id: String,
     },
 }
 

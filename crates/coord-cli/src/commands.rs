@@ -8,6 +8,7 @@ use chrono::Utc;
 use coord_domain::audit::{AuditQueryRequest, AuditQueryResult};
 use coord_domain::handoffs::WriteHandoffRequest;
 use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest};
+use coord_domain::keys::{CreateApiKeyRequest, RevokeApiKeyRequest};
 use coord_domain::locks::{
     AcquireLockRequest, AcquireLockResult, CheckLocksRequest, LockAction, LockInfo, ReleaseLockRequest,
 };
@@ -63,6 +64,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Status
         | Command::Mcp
         | Command::Serve(_)
+        | Command::Keys(_)
         | Command::Hook { .. } => {
             unreachable!("handled by the caller")
         }
@@ -326,6 +328,81 @@ async fn handoff(cmd: HandoffCommand, coord: &dyn Coordination, ctx: &Context, o
             )
         }
     }
+}
+
+/// `coord keys`: the key's identity is the explicit `--agent-id`/`--agent-type`; the
+/// key is recorded as created by this user.
+pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Output) -> u8 {
+    let coord = match crate::open::coordination(ctx, 2).await {
+        Ok(c) => c,
+        Err(e) => return out.error(&e),
+    };
+    let (creator_id, creator_type) = crate::context::default_identity(false);
+    let creator = coord_domain::Caller::new(creator_id, creator_type);
+    match cmd {
+        KeysCommand::Create { expires_in } => {
+            let (Some(agent_id), Some(agent_type)) = (global.agent_id.clone(), global.agent_type.clone()) else {
+                return out.error(&CoordError::new(
+                    ErrorCode::InvalidArgument,
+                    "give the identity the key acts as: coord keys create --agent-id ID --agent-type TYPE",
+                ));
+            };
+            let minutes = match expires_in.as_deref().map(parse_lifetime).transpose() {
+                Ok(m) => m,
+                Err(e) => return out.error(&e),
+            };
+            let req = CreateApiKeyRequest {
+                bound_agent_id: agent_id,
+                bound_agent_type: agent_type,
+                expires_in_minutes: minutes,
+            };
+            out.result(coord.create_api_key(&creator, req).await, |r| {
+                let expiry = r.expires_at.map(when).unwrap_or_else(|| "never".into());
+                format!(
+                    "{}\n\nkey {} acts as {} ({}), expires {expiry}.\nThe secret above is shown only now; store it (e.g. COORDINATION_API_KEY).",
+                    r.api_key, r.key_id, r.agent_id, r.agent_type
+                )
+            })
+        }
+        KeysCommand::List => out.result(coord.list_api_keys(&creator).await, |r| {
+            if r.keys.is_empty() {
+                return "no API keys".into();
+            }
+            let mut t = table(&["KEY", "AGENT", "TYPE", "STATUS", "EXPIRES", "CREATED BY"]);
+            for k in &r.keys {
+                t.add_row(vec![
+                    k.key_id.clone(),
+                    k.agent_id.clone(),
+                    k.agent_type.clone(),
+                    format!("{:?}", k.status).to_lowercase(),
+                    k.expires_at.map(when).unwrap_or_else(|| "never".into()),
+                    k.created_by.clone(),
+                ]);
+            }
+            t.to_string()
+        }),
+        KeysCommand::Revoke { key_id } => {
+            let req = RevokeApiKeyRequest { key_id: key_id.clone() };
+            out.result(coord.revoke_api_key(&creator, req).await, |r| {
+                format!("revoked {}", r.key_id)
+            })
+        }
+    }
+}
+
+/// `2h`, `30m`, `7d` as whole minutes.
+fn parse_lifetime(raw: &str) -> CoordResult<i64> {
+    humantime::parse_duration(raw.trim())
+        .ok()
+        .map(|d| d.as_secs().div_ceil(60) as i64)
+        .filter(|m| *m > 0)
+        .ok_or_else(|| {
+            CoordError::field(
+                ErrorCode::InvalidArgument,
+                "expires_in",
+                format!("--expires-in {raw:?} is not a duration like 30m, 2h or 7d"),
+            )
+        })
 }
 
 async fn ports(cmd: PortsCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {

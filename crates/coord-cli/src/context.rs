@@ -77,8 +77,20 @@ pub fn git_root(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Where remote mode sends requests.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub url: String,
+    pub api_key: Option<String>,
+    /// Identity parts that are defaults, not configured: a bound API key overrides them.
+    pub default_id: coord_remote::Unconfigured,
+    pub default_type: coord_remote::Unconfigured,
+}
+
 #[derive(Debug, Clone)]
 pub struct Context {
+    /// Set in remote mode (`--remote` / `COORDINATION_API_URL`): no database is opened.
+    pub remote: Option<Remote>,
     pub cwd: PathBuf,
     /// The git root, or the working directory outside a repository.
     pub repo_root: PathBuf,
@@ -106,11 +118,28 @@ impl Context {
             None => (DbTarget::Sqlite(repo_root.join(".coord").join("coord.db")), true),
         };
         let (default_id, default_type) = default_identity(false);
+        // Cloud agents get AGENT_TYPE from their environment (the spec's name for it).
+        let agent_type = global
+            .agent_type
+            .clone()
+            .or_else(|| std::env::var("AGENT_TYPE").ok().filter(|t| !t.trim().is_empty()));
+        let agent_type_was_set = agent_type.is_some();
         let caller = Caller::new(
             global.agent_id.clone().unwrap_or(default_id),
-            global.agent_type.clone().unwrap_or(default_type),
+            agent_type.unwrap_or(default_type),
         );
+        let remote = global
+            .remote
+            .as_ref()
+            .filter(|u| !u.trim().is_empty())
+            .map(|url| Remote {
+                url: url.trim().to_string(),
+                api_key: global.api_key.clone(),
+                default_id: unconfigured(global.agent_id.is_none(), &caller.agent_id),
+                default_type: unconfigured(!agent_type_was_set, &caller.agent_type),
+            });
         Ok(Context {
+            remote,
             cwd,
             repo_root,
             db,
@@ -125,6 +154,14 @@ impl Context {
         let joined = self.cwd.join(input);
         let root = self.repo_root.to_string_lossy();
         coord_domain::path::normalize_path(&joined.to_string_lossy(), Some(&root)).unwrap_or_else(|_| input.to_string())
+    }
+}
+
+fn unconfigured(is_default: bool, value: &str) -> coord_remote::Unconfigured {
+    if is_default {
+        coord_remote::Unconfigured::Value(value.to_string())
+    } else {
+        coord_remote::Unconfigured::Nothing
     }
 }
 

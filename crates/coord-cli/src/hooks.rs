@@ -12,7 +12,7 @@ use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest, WriteHando
 use coord_domain::locks::CheckLocksRequest;
 use coord_domain::sessions::RegisterSessionRequest;
 use coord_domain::{Caller, CoordResult, ErrorCode};
-use coord_service::{Coordination, Coordinator};
+use coord_service::Coordination;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -53,6 +53,15 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
     let ctx = match Context::resolve_in(global, cwd.clone()) {
         Ok(mut ctx) => {
             ctx.caller = hook_identity(global);
+            // The hook's identity is derived, not configured, unless given explicitly.
+            if let Some(r) = ctx.remote.as_mut() {
+                if global.agent_id.is_none() {
+                    r.default_id = coord_remote::Unconfigured::Value(ctx.caller.agent_id.clone());
+                }
+                if global.agent_type.is_none() {
+                    r.default_type = coord_remote::Unconfigured::Value(ctx.caller.agent_type.clone());
+                }
+            }
             ctx
         }
         Err(e) => {
@@ -60,8 +69,8 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
             return 0;
         }
     };
-    let outcome = match open::coordinator(&ctx).await {
-        Ok(coord) => claude_event(event, &payload, &coord, &ctx).await,
+    let outcome = match open::coordination(&ctx, 2).await {
+        Ok(coord) => claude_event(event, &payload, coord.as_ref(), &ctx).await,
         Err(e) => Err(e),
     };
     match outcome {
@@ -87,7 +96,12 @@ fn hook_identity(global: &GlobalArgs) -> Caller {
     )
 }
 
-async fn claude_event(event: &str, payload: &Value, coord: &Coordinator, ctx: &Context) -> CoordResult<Option<Value>> {
+async fn claude_event(
+    event: &str,
+    payload: &Value,
+    coord: &dyn Coordination,
+    ctx: &Context,
+) -> CoordResult<Option<Value>> {
     let me = &ctx.caller;
     match event {
         "SessionStart" => {
@@ -140,7 +154,7 @@ fn non_empty(v: Vec<String>) -> Option<Vec<String>> {
 
 /// What a new session should know: its last handoff (or the project's latest), and
 /// which files others hold.
-async fn session_context(coord: &Coordinator, ctx: &Context) -> CoordResult<String> {
+async fn session_context(coord: &dyn Coordination, ctx: &Context) -> CoordResult<String> {
     let me = &ctx.caller;
     let mine = coord.read_handoff(me, ReadHandoffRequest::default()).await?.handoffs;
     let (label, handoff) = match mine.into_iter().next() {
@@ -200,7 +214,7 @@ fn handoff_text(h: &Handoff) -> String {
 
 /// Blocks an edit of a file another agent holds a live lock on; otherwise says nothing,
 /// leaving Claude Code's normal permission flow in charge.
-async fn pre_tool_use(payload: &Value, coord: &Coordinator, ctx: &Context) -> CoordResult<Option<Value>> {
+async fn pre_tool_use(payload: &Value, coord: &dyn Coordination, ctx: &Context) -> CoordResult<Option<Value>> {
     let tool = payload.get("tool_name").and_then(Value::as_str).unwrap_or_default();
     let Some((_, field)) = EDIT_TOOLS.iter().find(|(name, _)| *name == tool) else {
         return Ok(None);
@@ -285,7 +299,7 @@ async fn git_pre_commit(global: &GlobalArgs) -> u8 {
         return 0;
     }
     let outcome = async {
-        let coord = open::coordinator(&ctx).await?;
+        let coord = open::coordination(&ctx, 2).await?;
         coord
             .check_locks(
                 &ctx.caller,

@@ -12,7 +12,6 @@ pub mod setup;
 use args::{Cli, Command};
 use clap::Parser;
 use context::Context;
-use coord_service::Coordination;
 use output::Output;
 use serde::Serialize;
 use std::process::ExitCode;
@@ -70,38 +69,48 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Init { target: Some(target) } => return init_runtime(target, &ctx, out),
         Command::Mcp => return run_mcp(&ctx, &cli.global).await,
         Command::Serve(args) => return run_serve(&ctx, args).await,
+        Command::Init { target: None } | Command::Migrate => return init_store(&ctx, out).await,
+        Command::Keys(cmd) => return commands::keys(cmd, &ctx, &cli.global, out).await,
         _ => {}
     }
-    let coord = match open::coordinator(&ctx).await {
+    let coord = match open::coordination(&ctx, 2).await {
         Ok(c) => c,
         Err(e) => return out.error(&e),
     };
     match cli.command {
-        Command::Init { .. } | Command::Migrate => {
-            let schema = coord.store().schema();
-            out.result(
-                Ok(InitResult {
-                    success: true,
-                    backend: coord.store().backend(),
-                    database: coord.store().location(),
-                    schema_version: schema.version,
-                    applied_migrations: schema.applied_now,
-                }),
-                |r| {
-                    let applied = match r.applied_migrations.as_slice() {
-                        [] => "schema already current".to_string(),
-                        v => format!("applied migrations {v:?}"),
-                    };
-                    format!(
-                        "coordinator database ready ({}) at {} — schema version {}, {applied}",
-                        r.backend, r.database, r.schema_version
-                    )
-                },
-            )
-        }
         Command::Status => out.result(coord.status(&ctx.caller).await, commands::render_status),
-        other => commands::run(other, &coord, &ctx, out).await,
+        other => commands::run(other, coord.as_ref(), &ctx, out).await,
     }
+}
+
+async fn init_store(ctx: &Context, out: Output) -> u8 {
+    if let Err(e) = open::local_only(ctx, "`coord init` / `coord migrate`") {
+        return out.error(&e);
+    }
+    let coord = match open::coordinator(ctx).await {
+        Ok(c) => c,
+        Err(e) => return out.error(&e),
+    };
+    let schema = coord.store().schema();
+    out.result(
+        Ok(InitResult {
+            success: true,
+            backend: coord.store().backend(),
+            database: coord.store().location(),
+            schema_version: schema.version,
+            applied_migrations: schema.applied_now,
+        }),
+        |r| {
+            let applied = match r.applied_migrations.as_slice() {
+                [] => "schema already current".to_string(),
+                v => format!("applied migrations {v:?}"),
+            };
+            format!(
+                "coordinator database ready ({}) at {} — schema version {}, {applied}",
+                r.backend, r.database, r.schema_version
+            )
+        },
+    )
 }
 
 fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
@@ -160,20 +169,40 @@ fn mcp_identity(global: &args::GlobalArgs) -> coord_mcp::IdentityConfig {
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
-    let coord = match open::coordinator_with(ctx, 4).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("coord mcp: {} [{}]", e.message, e.code);
-            return output::exit_code(&e);
-        }
+    let fail = |e: coord_domain::CoordError| {
+        eprintln!("coord mcp: {} [{}]", e.message, e.code);
+        output::exit_code(&e)
     };
-    let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
-    let served = coord_mcp::serve_stdio(
-        std::sync::Arc::new(coord),
-        coord_mcp::McpOptions::stdio(mcp_identity(global)),
-    )
-    .await;
-    sweeper.abort();
+    // Locally this process also purges expired rows; remotely the server does.
+    // An MCP client's identity is derived from what it reports unless configured, so a
+    // bound API key, not the derived name, decides who it is remotely.
+    let mut ctx = ctx.clone();
+    if let Some(r) = ctx.remote.as_mut() {
+        if global.agent_id.is_none() {
+            r.default_id = coord_remote::Unconfigured::Anything;
+        }
+        if global.agent_type.is_none() {
+            r.default_type = coord_remote::Unconfigured::Anything;
+        }
+    }
+    let ctx = &ctx;
+    let (coord, sweeper): (std::sync::Arc<dyn coord_service::Coordination>, _) = match &ctx.remote {
+        Some(_) => match open::coordination(ctx, 4).await {
+            Ok(c) => (c, None),
+            Err(e) => return fail(e),
+        },
+        None => match open::coordinator_with(ctx, 4).await {
+            Ok(c) => {
+                let sweeper = c.spawn_sweeper(SWEEP_EVERY);
+                (std::sync::Arc::new(c), Some(sweeper))
+            }
+            Err(e) => return fail(e),
+        },
+    };
+    let served = coord_mcp::serve_stdio(coord, coord_mcp::McpOptions::stdio(mcp_identity(global))).await;
+    if let Some(s) = sweeper {
+        s.abort();
+    }
     match served {
         Ok(()) => output::EXIT_OK,
         Err(e) => {
@@ -184,6 +213,10 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
 }
 
 async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
+    if let Err(e) = open::local_only(ctx, "`coord serve`") {
+        eprintln!("coord serve: {}", e.message);
+        return output::exit_code(&e);
+    }
     let mut config = match coord_http::ApiConfig::from_env() {
         Ok(c) => c,
         Err(e) => {

@@ -3,7 +3,7 @@
 use crate::context::{Context, DbTarget};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use coord_postgres::{PgOptions, PgStore};
-use coord_service::{CoordConfig, Coordinator, DatabaseClock};
+use coord_service::{CoordConfig, Coordination, Coordinator, DatabaseClock};
 use coord_sqlite::{SqliteOptions, SqliteStore};
 use coord_store::Store;
 use std::sync::Arc;
@@ -61,6 +61,31 @@ fn sqlite_options() -> CoordResult<SqliteOptions> {
         options.busy_timeout = Duration::from_millis(ms);
     }
     Ok(options)
+}
+
+/// What the doors call: a remote client in remote mode, else the local coordinator.
+pub async fn coordination(ctx: &Context, pg_pool: usize) -> CoordResult<Arc<dyn Coordination>> {
+    match &ctx.remote {
+        Some(r) => Ok(Arc::new(
+            coord_remote::RemoteClient::new(&r.url, r.api_key.clone())?
+                .with_unconfigured_identity(r.default_id.clone(), r.default_type.clone()),
+        )),
+        None => Ok(Arc::new(coordinator_with(ctx, pg_pool).await?)),
+    }
+}
+
+/// Commands that work on a database refuse remote mode, where the server owns it.
+pub fn local_only(ctx: &Context, what: &str) -> CoordResult<()> {
+    match &ctx.remote {
+        Some(r) => Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "{what} works on a database, and in remote mode ({}) the server owns it; unset --remote / COORDINATION_API_URL",
+                r.url
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 pub async fn coordinator(ctx: &Context) -> CoordResult<Coordinator> {

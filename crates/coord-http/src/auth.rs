@@ -108,10 +108,24 @@ pub async fn resolve(
     requested: (Option<String>, Option<String>),
     access: Access,
 ) -> CoordResult<Caller> {
+    // Defaults (`X-Agent-Default-Id/Type`) are what a client sends for identity it was not
+    // told explicitly: used when nothing explicit is named and the key is not bound, and
+    // never held against a bound key.
+    let default = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
     let named = |requested: (Option<String>, Option<String>)| {
         Caller::new(
-            requested.0.unwrap_or_else(|| ANONYMOUS_ID.into()),
-            requested.1.unwrap_or_else(|| ANONYMOUS_TYPE.into()),
+            requested
+                .0
+                .or_else(|| default("x-agent-default-id"))
+                .unwrap_or_else(|| ANONYMOUS_ID.into()),
+            requested
+                .1
+                .or_else(|| default("x-agent-default-type"))
+                .unwrap_or_else(|| ANONYMOUS_TYPE.into()),
         )
     };
     let key = presented_key(headers);

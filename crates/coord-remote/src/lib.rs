@@ -38,6 +38,31 @@ pub struct RemoteClient {
     base: String,
     key: Option<String>,
     http: reqwest::Client,
+    /// Identity parts nobody configured (this process's defaults): sent as defaults, so
+    /// a key bound to an identity is not refused for them.
+    default_id: Unconfigured,
+    default_type: Unconfigured,
+}
+
+/// Which values of an identity part were not configured by the user.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Unconfigured {
+    /// The part was configured: every value is a claim.
+    Nothing,
+    /// This value is the process's own default.
+    Value(String),
+    /// Every value is derived, none configured (e.g. an MCP client's self-reported name).
+    Anything,
+}
+
+impl Unconfigured {
+    fn covers(&self, value: &str) -> bool {
+        match self {
+            Unconfigured::Nothing => false,
+            Unconfigured::Value(v) => v == value,
+            Unconfigured::Anything => true,
+        }
+    }
 }
 
 fn install_crypto_provider() {
@@ -81,7 +106,36 @@ impl RemoteClient {
             base,
             key: api_key.filter(|k| !k.trim().is_empty()),
             http,
+            default_id: Unconfigured::Nothing,
+            default_type: Unconfigured::Nothing,
         })
+    }
+
+    /// Marks identity parts as defaults rather than claims: they are sent as
+    /// `X-Agent-Default-Id` (`-Type`), which the server uses only when the API key is
+    /// not bound to an identity (a bound key then acts as its binding, not 403).
+    pub fn with_unconfigured_identity(mut self, agent_id: Unconfigured, agent_type: Unconfigured) -> Self {
+        self.default_id = agent_id;
+        self.default_type = agent_type;
+        self
+    }
+
+    /// Splits the caller into explicit claims and defaults.
+    fn identity(&self, caller: &Caller) -> (Option<String>, Option<String>, HeaderMap) {
+        let mut defaults = HeaderMap::new();
+        let mut claim = |value: &str, default: &Unconfigured, header_name: &'static str| -> Option<String> {
+            if default.covers(value) {
+                if let Ok(v) = header(value) {
+                    defaults.insert(header_name, v);
+                }
+                None
+            } else {
+                Some(value.to_string())
+            }
+        };
+        let id = claim(&caller.agent_id, &self.default_id, "x-agent-default-id");
+        let ty = claim(&caller.agent_type, &self.default_type, "x-agent-default-type");
+        (id, ty, defaults)
     }
 
     pub fn base_url(&self) -> &str {
@@ -94,8 +148,14 @@ impl RemoteClient {
             h.insert("x-api-key", header(key)?);
         }
         if let Some(who) = caller {
-            h.insert("x-agent-id", header(&who.agent_id)?);
-            h.insert("x-agent-type", header(&who.agent_type)?);
+            let (id, ty, defaults) = self.identity(who);
+            h.extend(defaults);
+            if let Some(id) = id {
+                h.insert("x-agent-id", header(&id)?);
+            }
+            if let Some(ty) = ty {
+                h.insert("x-agent-type", header(&ty)?);
+            }
         }
         Ok(h)
     }
@@ -129,15 +189,22 @@ impl RemoteClient {
         path: &str,
         body: &Req,
     ) -> CoordResult<Res> {
+        let (id, ty, defaults) = self.identity(caller);
         let mut value = serde_json::to_value(body).unwrap_or_default();
         if let serde_json::Value::Object(map) = &mut value {
-            map.insert("agent_id".into(), caller.agent_id.clone().into());
-            map.insert("agent_type".into(), caller.agent_type.clone().into());
+            if let Some(id) = id {
+                map.insert("agent_id".into(), id.into());
+            }
+            if let Some(ty) = ty {
+                map.insert("agent_type".into(), ty.into());
+            }
         }
+        let mut headers = self.headers(None)?;
+        headers.extend(defaults);
         let r = self
             .http
             .post(format!("{}{path}", self.base))
-            .headers(self.headers(None)?)
+            .headers(headers)
             .json(&value)
             .send()
             .await
