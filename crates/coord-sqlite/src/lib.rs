@@ -399,12 +399,18 @@ impl Store for SqliteStore {
             .await
     }
 
+    /// A read of the file header: answers while another process writes (WAL), fails
+    /// when the file cannot be read.
     async fn ping(&self) -> CoordResult<()> {
-        self.with_tx(|tx| {
-            tx.query_row("SELECT 1", [], |_| Ok(()))?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || -> R<()> {
+            let conn = inner.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
             Ok(())
         })
         .await
+        .map_err(|_| CoordError::internal())?
+        .map_err(CoordError::from)
     }
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {

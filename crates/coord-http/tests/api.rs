@@ -1,0 +1,752 @@
+//! The HTTP API black-box, over real loopback HTTP: every endpoint, the auth matrix,
+//! validation errors, outages, and the OpenAPI document against the routes.
+
+use coord_domain::Caller;
+use coord_domain::keys::CreateApiKeyRequest;
+use coord_domain::ports::PortConfig;
+use coord_http::{ApiConfig, create_coordination_api};
+use coord_ports::PortAllocator;
+use coord_service::{CoordConfig, Coordination, Coordinator, ManualClock};
+use coord_sqlite::{SqliteOptions, SqliteStore};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+struct Server {
+    url: String,
+    http: reqwest::Client,
+    coord: Coordinator,
+    clock: Arc<ManualClock>,
+    db: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+const OPERATOR: &str = "operator-key";
+const BOUND: &str = "bound-key";
+
+async fn server(tune: impl FnOnce(&mut ApiConfig)) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let store = SqliteStore::open_with(
+        &db,
+        SqliteOptions {
+            busy_timeout: Duration::from_millis(200),
+        },
+    )
+    .unwrap();
+    let clock = Arc::new(ManualClock::starting_now());
+    let ports = PortAllocator::new(
+        dir.path().join("ports.json"),
+        PortConfig {
+            max_sessions: 2,
+            ..PortConfig::default()
+        },
+    );
+    let coord = Coordinator::new(Arc::new(store), clock.clone(), CoordConfig::default()).with_ports(ports);
+    let mut config = ApiConfig {
+        api_keys: vec![OPERATOR.into()],
+        ..ApiConfig::default()
+    };
+    config
+        .key_identities
+        .insert(BOUND.into(), Caller::new("agent-1", "codex"));
+    config.max_body_bytes = 64 * 1024;
+    tune(&mut config);
+    let app = create_coordination_api(Arc::new(coord.clone()), &config);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Server {
+        url,
+        http: reqwest::Client::new(),
+        coord,
+        clock,
+        db,
+        _dir: dir,
+    }
+}
+
+impl Server {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut r = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(k) = key {
+            r = r.header("x-api-key", k);
+        }
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        let resp = r.send().await.unwrap();
+        let status = resp.status();
+        let ctype = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let text = resp.text().await.unwrap();
+        assert!(
+            ctype.starts_with("application/json"),
+            "{path}: not JSON ({ctype}): {text}"
+        );
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}")),
+        )
+    }
+
+    async fn post(&self, path: &str, key: Option<&str>, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, path, key, &[], Some(body)).await
+    }
+
+    async fn get(&self, path: &str, key: Option<&str>) -> (StatusCode, Value) {
+        self.call(Method::GET, path, key, &[], None).await
+    }
+
+    async fn raw(&self, method: Method, path: &str, body: Vec<u8>) -> (StatusCode, Value) {
+        let resp = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .header("x-api-key", OPERATOR)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        (status, resp.json().await.unwrap())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_endpoint_answers_its_wire_shape() {
+    let s = server(|_| {}).await;
+    let op = Some(OPERATOR);
+    let as_alice = |body: Value| {
+        let mut b = body;
+        b["agent_id"] = json!("alice");
+        b["agent_type"] = json!("cloud");
+        b
+    };
+    let (st, v) = s.get("/health", None).await;
+    assert_eq!((st, v["status"].as_str()), (StatusCode::OK, Some("ok")));
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+
+    let (st, v) = s
+        .post(
+            "/locks/acquire",
+            op,
+            as_alice(json!({"file_path": "src/a.rs", "reason": "r"})),
+        )
+        .await;
+    assert_eq!((st, v["action"].as_str()), (StatusCode::OK, Some("acquired")));
+    let (st, v) = s
+        .post(
+            "/locks/acquire",
+            op,
+            json!({"file_path": "src/a.rs", "agent_id": "bob"}),
+        )
+        .await;
+    assert_eq!(
+        (st, v["action"].as_str(), v["locked_by"].as_str()),
+        (StatusCode::OK, Some("blocked"), Some("alice"))
+    );
+    let (st, v) = s.get("/locks", None).await;
+    assert_eq!(
+        (st, v["locks"][0]["file_path"].as_str()),
+        (StatusCode::OK, Some("src/a.rs"))
+    );
+    let (st, v) = s.get("/locks/status/src/a.rs", None).await;
+    assert_eq!(
+        (st, v["locked"].as_bool(), v["lock"]["locked_by"].as_str()),
+        (StatusCode::OK, Some(true), Some("alice"))
+    );
+    let (_, v) = s.get("/locks/status/src/free.rs", None).await;
+    assert_eq!((v["locked"].as_bool(), v["lock"].clone()), (Some(false), Value::Null));
+    let (st, v) = s
+        .post("/locks/check", None, json!({"file_paths": ["src/a.rs", "x"]}))
+        .await;
+    assert_eq!((st, v["locks"].as_array().unwrap().len()), (StatusCode::OK, 1));
+    let (st, v) = s
+        .post(
+            "/locks/release",
+            op,
+            json!({"file_path": "src/a.rs", "agent_id": "bob"}),
+        )
+        .await;
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (StatusCode::CONFLICT, Some("not_lock_owner"))
+    );
+    let (st, v) = s
+        .post("/locks/release", op, as_alice(json!({"file_path": "src/a.rs"})))
+        .await;
+    assert_eq!(
+        (st, v),
+        (
+            StatusCode::OK,
+            json!({"success": true, "released": true, "file_path": "src/a.rs"})
+        )
+    );
+    s.post("/locks/acquire", op, as_alice(json!({"file_path": "b.rs"})))
+        .await;
+    let (st, v) = s.post("/locks/release-mine", op, as_alice(json!({}))).await;
+    assert_eq!((st, v["released"].clone()), (StatusCode::OK, json!(["b.rs"])));
+
+    let (st, v) = s
+        .post(
+            "/work/submit",
+            op,
+            as_alice(json!({"task_type": "t", "task_description": "d", "priority": 2})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let task = v["task_id"].as_str().unwrap().to_string();
+    let (_, v) = s.get(&format!("/work?status=pending&task_type=t&limit=5"), None).await;
+    assert_eq!(v["tasks"][0]["task_id"], task.as_str());
+    let (st, v) = s.get(&format!("/work/{task}"), None).await;
+    assert_eq!((st, v["task"]["priority"].as_i64()), (StatusCode::OK, Some(2)));
+    let (st, v) = s.post("/work/claim", op, as_alice(json!({"task_types": ["t"]}))).await;
+    assert_eq!((st, v["task_id"].as_str()), (StatusCode::OK, Some(task.as_str())));
+    let (st, v) = s.post("/work/claim", op, as_alice(json!({}))).await;
+    assert_eq!(
+        (st, v),
+        (
+            StatusCode::OK,
+            json!({"success": false, "reason": "no_tasks_available"})
+        )
+    );
+    let (st, v) = s
+        .post(
+            "/work/complete",
+            op,
+            json!({"task_id": task, "success": true, "agent_id": "bob"}),
+        )
+        .await;
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (StatusCode::CONFLICT, Some("not_task_owner"))
+    );
+    let (st, v) = s
+        .post(
+            "/work/complete",
+            op,
+            as_alice(json!({"task_id": task, "success": true})),
+        )
+        .await;
+    assert_eq!((st, v["status"].as_str()), (StatusCode::OK, Some("completed")));
+    let (st, v) = s.get("/work/00000000-0000-4000-8000-000000000000", None).await;
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("task_not_found"))
+    );
+
+    let (st, v) = s
+        .post(
+            "/sessions/register",
+            op,
+            as_alice(json!({"capabilities": ["review"], "current_task": "x"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let session = v["session_id"].clone();
+    let (_, v) = s.post("/sessions/heartbeat", op, as_alice(json!({}))).await;
+    assert_eq!(v["session_id"], session);
+    let (st, v) = s.get("/agents?capability=review&status=active", op).await;
+    assert_eq!(
+        (st, v["agents"][0]["agent_id"].as_str()),
+        (StatusCode::OK, Some("alice"))
+    );
+    let (st, v) = s.post("/sessions/idle", op, as_alice(json!({}))).await;
+    assert_eq!((st, v["session_id"].clone()), (StatusCode::OK, session));
+    let (st, v) = s
+        .post("/agents/cleanup", op, json!({"stale_threshold_minutes": 15}))
+        .await;
+    assert_eq!((st, v["agents_cleaned"].as_i64()), (StatusCode::OK, Some(0)));
+
+    let (st, v) = s
+        .post(
+            "/handoffs",
+            op,
+            as_alice(json!({"summary": "over to you", "next_steps": ["a"]})),
+        )
+        .await;
+    assert_eq!((st, v["success"].as_bool()), (StatusCode::OK, Some(true)));
+    let (st, v) = s.get("/handoffs?agent_name=alice&limit=1", op).await;
+    assert_eq!(
+        (st, v["handoffs"][0]["summary"].as_str()),
+        (StatusCode::OK, Some("over to you"))
+    );
+    let (st, v) = s.get("/audit?agent_id=alice&operation=write_handoff", op).await;
+    assert_eq!((st, v["entries"].as_array().unwrap().len()), (StatusCode::OK, 1));
+    let (st, v) = s
+        .call(Method::GET, "/status", op, &[("x-agent-id", "alice")], None)
+        .await;
+    assert_eq!(
+        (st, v["identity"]["agent_id"].as_str()),
+        (StatusCode::OK, Some("alice"))
+    );
+
+    let (st, v) = s.post("/ports/allocate", op, json!({"session_id": "worktree-1"})).await;
+    assert_eq!(
+        (st, v["allocation"]["db_port"].as_u64()),
+        (StatusCode::OK, Some(10_000))
+    );
+    assert!(v["env_snippet"].as_str().unwrap().contains("export API_PORT=10003"));
+    let (st, v) = s.get("/ports/status", None).await;
+    assert_eq!(
+        (st, v["allocations"][0]["session_id"].as_str()),
+        (StatusCode::OK, Some("worktree-1"))
+    );
+    assert_eq!(v["allocations"][0]["remaining_minutes"], 120);
+    s.post("/ports/allocate", op, json!({"session_id": "worktree-2"})).await;
+    let (st, v) = s.post("/ports/allocate", op, json!({"session_id": "worktree-3"})).await;
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (StatusCode::CONFLICT, Some("no_ports_available"))
+    );
+    let (st, v) = s.post("/ports/release", op, json!({"session_id": "worktree-1"})).await;
+    assert_eq!((st, v), (StatusCode::OK, json!({"success": true, "released": true})));
+    let (st, v) = s.post("/ports/release", op, json!({"session_id": "worktree-1"})).await;
+    assert_eq!(
+        (st, v["success"].as_bool()),
+        (StatusCode::OK, Some(true)),
+        "release is idempotent"
+    );
+
+    let (st, v) = s
+        .post(
+            "/keys",
+            op,
+            json!({"bound_agent_id": "cloud-9", "bound_agent_type": "codex_cloud", "expires_in_minutes": 60}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let (key_id, secret) = (
+        v["key_id"].as_str().unwrap().to_string(),
+        v["api_key"].as_str().unwrap().to_string(),
+    );
+    let (st, v) = s.get("/keys", op).await;
+    assert_eq!(
+        (st, v["keys"][0]["key_id"].as_str()),
+        (StatusCode::OK, Some(key_id.as_str()))
+    );
+    assert!(!v.to_string().contains(&secret), "listing never shows secrets");
+    let (st, _) = s.post("/keys/revoke", op, json!({"key_id": key_id})).await;
+    assert_eq!(st, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_auth_matrix() {
+    let s = server(|_| {}).await;
+    let managed = s
+        .coord
+        .create_api_key(
+            &Caller::new("admin", "cli"),
+            CreateApiKeyRequest {
+                bound_agent_id: "cloud-2".into(),
+                bound_agent_type: "codex_cloud".into(),
+                expires_in_minutes: Some(60),
+            },
+        )
+        .await
+        .unwrap();
+    let revoked = s
+        .coord
+        .create_api_key(
+            &Caller::new("admin", "cli"),
+            CreateApiKeyRequest {
+                bound_agent_id: "gone".into(),
+                bound_agent_type: "x".into(),
+                expires_in_minutes: None,
+            },
+        )
+        .await
+        .unwrap();
+    s.coord
+        .revoke_api_key(
+            &Caller::new("admin", "cli"),
+            coord_domain::keys::RevokeApiKeyRequest {
+                key_id: revoked.key_id.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    let acquire = |path: &str| json!({"file_path": path});
+
+    // No key, wrong key.
+    let (st, v) = s.post("/locks/acquire", None, acquire("a")).await;
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("unauthorized"))
+    );
+    let (st, _) = s.post("/locks/acquire", Some("wrong"), acquire("a")).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let (st, _) = s.post("/ports/allocate", None, json!({"session_id": "x"})).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    // Read-only status endpoints answer without a key.
+    for path in [
+        "/locks",
+        "/locks/status/a",
+        "/work",
+        "/ports/status",
+        "/health",
+        "/openapi.json",
+    ] {
+        let resp = s.http.get(format!("{}{path}", s.url)).send().await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{path}");
+    }
+    // Bound environment key: matching or unnamed identity works; another is 403.
+    let (st, v) = s.post("/locks/acquire", Some(BOUND), acquire("b1")).await;
+    assert_eq!((st, v["success"].as_bool()), (StatusCode::OK, Some(true)));
+    let (_, v) = s.get("/locks/status/b1", None).await;
+    assert_eq!(v["lock"]["locked_by"], "agent-1");
+    let (st, _) = s
+        .post(
+            "/locks/acquire",
+            Some(BOUND),
+            json!({"file_path": "b2", "agent_id": "agent-1", "agent_type": "codex"}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let (st, v) = s
+        .post(
+            "/locks/acquire",
+            Some(BOUND),
+            json!({"file_path": "b3", "agent_id": "agent-2"}),
+        )
+        .await;
+    assert_eq!((st, v["error"].as_str()), (StatusCode::FORBIDDEN, Some("forbidden")));
+    let (st, _) = s
+        .post(
+            "/locks/acquire",
+            Some(BOUND),
+            json!({"file_path": "b3", "agent_type": "claude_code"}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    let (st, _) = s
+        .call(
+            Method::POST,
+            "/locks/acquire",
+            Some(BOUND),
+            &[("x-agent-id", "agent-2")],
+            Some(acquire("b3")),
+        )
+        .await;
+    assert_eq!(st, StatusCode::FORBIDDEN, "headers count as a claim too");
+    let (st, _) = s
+        .call(
+            Method::POST,
+            "/locks/acquire",
+            Some(BOUND),
+            &[("x-agent-default-id", "someone")],
+            Some(acquire("b4")),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "defaults never clash with a binding");
+    // Bearer works like X-API-Key.
+    let resp = s
+        .http
+        .post(format!("{}/locks/acquire", s.url))
+        .bearer_auth(BOUND)
+        .json(&acquire("b5"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    // Managed keys: live, expired, revoked.
+    let (st, _) = s.post("/locks/acquire", Some(&managed.api_key), acquire("m1")).await;
+    assert_eq!(st, StatusCode::OK);
+    let (_, v) = s.get("/locks/status/m1", None).await;
+    assert_eq!(v["lock"]["locked_by"], "cloud-2");
+    let (st, _) = s
+        .post(
+            "/locks/acquire",
+            Some(&managed.api_key),
+            json!({"file_path": "m2", "agent_id": "x"}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    let (st, _) = s.post("/locks/acquire", Some(&revoked.api_key), acquire("r1")).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    s.clock.advance_minutes(61);
+    let (st, v) = s.post("/locks/acquire", Some(&managed.api_key), acquire("m3")).await;
+    assert_eq!(
+        (st, v["message"].as_str()),
+        (
+            StatusCode::UNAUTHORIZED,
+            Some("the API key is invalid, expired or revoked")
+        )
+    );
+    // Key management is for operator keys only.
+    let (st, _) = s.get("/keys", Some(BOUND)).await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    let (st, _) = s.get("/keys", None).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    // MCP over HTTP sits behind the same keys.
+    let resp = s
+        .http
+        .post(format!("{}/mcp", s.url))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_can_require_keys_too() {
+    let s = server(|c| c.require_auth_for_reads = true).await;
+    for path in ["/locks", "/work", "/ports/status"] {
+        let (st, _) = s.get(path, None).await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED, "{path}");
+        let (st, _) = s.get(path, Some(OPERATOR)).await;
+        assert_eq!(st, StatusCode::OK, "{path}");
+    }
+    let (st, _) = s.get("/health", None).await;
+    assert_eq!(st, StatusCode::OK, "health stays public");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_a_4xx_naming_the_field() {
+    let s = server(|_| {}).await;
+    let (st, v) = s.raw(Method::POST, "/locks/acquire", b"{nope".to_vec()).await;
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_json"))
+    );
+    let (st, v) = s.raw(Method::POST, "/locks/acquire", b"[1,2]".to_vec()).await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    let cases: &[(&str, Value, &str, &str)] = &[
+        ("/locks/acquire", json!({}), "file_path", "invalid_argument"),
+        (
+            "/locks/acquire",
+            json!({"file_path": 7}),
+            "file_path",
+            "invalid_argument",
+        ),
+        (
+            "/locks/acquire",
+            json!({"file_path": "a", "ttl_minutes": 0}),
+            "ttl_minutes",
+            "ttl_out_of_range",
+        ),
+        (
+            "/locks/acquire",
+            json!({"file_path": "../x"}),
+            "file_path",
+            "invalid_path",
+        ),
+        (
+            "/locks/acquire",
+            json!({"file_path": "a", "agent_id": ""}),
+            "agent_id",
+            "invalid_identity",
+        ),
+        (
+            "/work/submit",
+            json!({"task_type": "t"}),
+            "task_description",
+            "invalid_argument",
+        ),
+        (
+            "/work/submit",
+            json!({"task_type": "t", "task_description": "d", "priority": 11}),
+            "priority",
+            "priority_out_of_range",
+        ),
+        (
+            "/work/submit",
+            json!({"task_type": "t", "task_description": "d", "depends_on": ["nope"]}),
+            "depends_on",
+            "invalid_task_id",
+        ),
+        ("/work/complete", json!({"task_id": "x"}), "success", "invalid_argument"),
+        ("/handoffs", json!({"summary": ""}), "summary", "invalid_argument"),
+        ("/ports/allocate", json!({}), "session_id", "invalid_argument"),
+        (
+            "/ports/allocate",
+            json!({"session_id": ""}),
+            "session_id",
+            "invalid_argument",
+        ),
+        (
+            "/agents/cleanup",
+            json!({"stale_threshold_minutes": -1}),
+            "stale_threshold_minutes",
+            "invalid_argument",
+        ),
+    ];
+    for (path, body, field, code) in cases {
+        let (st, v) = s.post(path, Some(OPERATOR), body.clone()).await;
+        assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{path} {body}: {v}");
+        assert_eq!(
+            (v["error"].as_str(), v["field"].as_str()),
+            (Some(*code), Some(*field)),
+            "{path} {body}"
+        );
+        assert_eq!(v["success"], false);
+    }
+    for (path, field) in [
+        ("/work?limit=lots", "limit"),
+        ("/work?status=lost", "status"),
+        ("/audit?since=yesterday", "since"),
+    ] {
+        let (st, v) = s.get(path, Some(OPERATOR)).await;
+        assert_eq!(
+            (st, v["field"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(field)),
+            "{path}"
+        );
+    }
+    let (st, v) = s.get("/work/not-a-uuid", None).await;
+    assert_eq!(
+        (st, v["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("task_id"))
+    );
+    let (st, v) = s.raw(Method::POST, "/work/submit", vec![b' '; 70 * 1024]).await;
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("payload_too_large"))
+    );
+    let (st, v) = s.get("/nowhere", None).await;
+    assert_eq!((st, v["error"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    let (st, _) = s.call(Method::DELETE, "/locks", Some(OPERATOR), &[], None).await;
+    assert_eq!(st, StatusCode::METHOD_NOT_ALLOWED);
+    let (st, v) = s
+        .post("/locks/acquire", Some(OPERATOR), json!({"file_path": "a\u{0}b"}))
+        .await;
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_path"))
+    );
+    let text = v.to_string();
+    assert!(
+        !text.contains("SELECT") && !text.contains("sqlite"),
+        "no internals in errors: {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_database_is_503_for_writes_while_health_still_reads() {
+    let s = server(|_| {}).await;
+    let blocker = rusqlite::Connection::open(&s.db).unwrap();
+    blocker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let (st, v) = s
+        .post("/locks/acquire", Some(OPERATOR), json!({"file_path": "a"}))
+        .await;
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("database_unavailable"))
+    );
+    let (st, v) = s.get("/health", None).await;
+    assert_eq!(st, StatusCode::OK, "WAL readers are not blocked by a writer: {v}");
+    blocker.execute_batch("ROLLBACK").unwrap();
+    let (st, _) = s
+        .post("/locks/acquire", Some(OPERATOR), json!({"file_path": "a"}))
+        .await;
+    assert_eq!(st, StatusCode::OK, "it recovers by itself");
+}
+
+#[path = "../../coord-postgres/tests/pg_support/mod.rs"]
+mod pg_support;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_reports_a_postgres_outage_honestly() {
+    if !pg_support::available().await {
+        return;
+    }
+    let db = pg_support::TestDatabase::from_template().await;
+    let store = coord_postgres::PgStore::connect(
+        &db.url,
+        coord_postgres::PgOptions {
+            pool_size: 2,
+            timeout: Duration::from_secs(2),
+        },
+    )
+    .await
+    .unwrap();
+    let coord = Coordinator::new(
+        Arc::new(store),
+        Arc::new(coord_service::DatabaseClock),
+        CoordConfig::default(),
+    );
+    let app = create_coordination_api(Arc::new(coord), &ApiConfig::default());
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let health = || async {
+        let r = reqwest::get(format!("{url}/health")).await.unwrap();
+        (r.status(), r.json::<Value>().await.unwrap())
+    };
+    assert_eq!(health().await.0, StatusCode::OK);
+    db.refuse_connections().await;
+    let (st, v) = health().await;
+    assert_eq!(
+        (st, v["status"].as_str(), v["error"].as_str()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some("unavailable"),
+            Some("database_unavailable")
+        )
+    );
+    db.allow_connections().await;
+    assert_eq!(health().await.0, StatusCode::OK, "recovers without a restart");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_matches_the_routes() {
+    let s = server(|_| {}).await;
+    let (st, doc) = s.get("/openapi.json", None).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for name in [
+        "AcquireLockRequest",
+        "AcquireLockResult",
+        "Error",
+        "TaskInfo",
+        "PortAllocation",
+    ] {
+        assert!(schemas.contains_key(name), "component {name}");
+    }
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 25, "{}", paths.len());
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            let concrete = path
+                .replace("{file_path}", "a.rs")
+                .replace("{task_id}", "00000000-0000-4000-8000-000000000000");
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let body = (method == Method::POST).then(|| json!({}));
+            let (st, _) = s.call(method.clone(), &concrete, Some(OPERATOR), &[], body).await;
+            assert!(
+                st != StatusCode::NOT_FOUND || concrete.starts_with("/work/"),
+                "{method} {path} is documented but not routed"
+            );
+            assert_ne!(st, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+            let documented: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
+            assert!(
+                documented.iter().any(|c| c.as_str() == st.as_str()),
+                "{method} {path} answered {st}, documented {documented:?}"
+            );
+            let schema = &op["responses"]["200"]["content"]["application/json"]["schema"];
+            assert!(schema.is_object(), "{method} {path} documents its 200 body");
+        }
+    }
+}
