@@ -104,6 +104,7 @@ pub struct AuditQueryRequest {
     pub success: Option<bool>,
     /// Newest first, at most this many; default 100.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10000)))]
     pub limit: Option<i64>,
 }
 

@@ -14,6 +14,7 @@ pub const ALL_AGENTS: &str = "*";
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WriteHandoffRequest {
     /// What was accomplished and where things stand (required).
+    #[cfg_attr(feature = "schema", schemars(length(min = 1), regex(pattern = r"\S")))]
     pub summary: String,
     #[serde(default)]
     pub completed_work: Option<Vec<String>>,
@@ -35,6 +36,7 @@ pub struct ReadHandoffRequest {
     pub agent_name: Option<String>,
     /// How many, newest first; default 1, at most 100.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 100)))]
     pub limit: Option<i64>,
 }
 

@@ -16,11 +16,14 @@ pub const MAX_KEY_LIFETIME_MINUTES: i64 = 366 * 24 * 60;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CreateApiKeyRequest {
     /// The agent id every request made with this key acts as.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128), regex(pattern = r"\S")))]
     pub bound_agent_id: String,
     /// The agent type every request made with this key acts as.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
     pub bound_agent_type: String,
     /// Lifetime in minutes (at most a year); never expires when absent.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 527040)))]
     pub expires_in_minutes: Option<i64>,
 }
 
@@ -71,6 +74,8 @@ pub struct ListApiKeysResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RevokeApiKeyRequest {
+    /// The `key_id` `create_api_key` returned.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
     pub key_id: String,
 }
 

@@ -68,18 +68,22 @@ pub fn validate_check(req: CheckLocksRequest, repo_root: Option<&str>) -> CoordR
 pub struct AcquireLockRequest {
     /// Path of the file, relative to the repository root (absolute paths inside the
     /// repository are accepted and made relative).
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096), regex(pattern = r"\S")))]
     pub file_path: String,
     /// Why the lock is needed; shown to agents that are blocked by it.
     #[serde(default)]
     pub reason: Option<String>,
     /// Lease length in minutes, 1 to 480; default 120.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 480)))]
     pub ttl_minutes: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReleaseLockRequest {
+    /// Path of the locked file, as for `acquire_lock`.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096), regex(pattern = r"\S")))]
     pub file_path: String,
 }
 

@@ -79,12 +79,15 @@ pub fn port_config_from(var: impl Fn(&str) -> Option<String>) -> CoordResult<Por
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AllocatePortsRequest {
     /// Who the ports are for, e.g. a worktree or agent session name.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256), regex(pattern = r"\S")))]
     pub session_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReleasePortsRequest {
+    /// The session the ports were allocated for.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256), regex(pattern = r"\S")))]
     pub session_id: String,
 }
 

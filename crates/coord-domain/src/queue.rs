@@ -80,17 +80,27 @@ impl std::fmt::Display for TaskStatus {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SubmitWorkRequest {
     /// Category of work, e.g. `test`, `refactor`, `review`; workers filter on it.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256), regex(pattern = r"\S")))]
     pub task_type: String,
     /// What needs to be done, for the agent that claims it.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1), regex(pattern = r"\S")))]
     pub task_description: String,
     /// Any JSON the worker needs.
     #[serde(default)]
     pub input_data: Option<Value>,
     /// 1 (most urgent) to 10; default 5.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10)))]
     pub priority: Option<i64>,
     /// Task ids that must complete before this task can be claimed.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            length(max = 100),
+            inner(regex(pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"))
+        )
+    )]
     pub depends_on: Option<Vec<String>>,
 }
 
@@ -99,12 +109,18 @@ pub struct SubmitWorkRequest {
 pub struct GetWorkRequest {
     /// Claim only tasks of these types; any type when absent.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(length(max = 50), inner(length(min = 1, max = 256), regex(pattern = r"\S")))
+    )]
     pub task_types: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CompleteWorkRequest {
+    /// The id `get_work` returned.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
     pub task_id: String,
     /// Whether the work succeeded (`completed`) or not (`failed`).
     pub success: bool,
@@ -117,6 +133,7 @@ pub struct CompleteWorkRequest {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GetTaskRequest {
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
     pub task_id: String,
 }
 
@@ -129,6 +146,7 @@ pub struct ListTasksRequest {
     pub task_type: Option<String>,
     /// At most this many tasks, most urgent first; default 100.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10000)))]
     pub limit: Option<i64>,
 }
 

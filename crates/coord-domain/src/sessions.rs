@@ -74,6 +74,7 @@ pub struct DiscoverAgentsRequest {
 pub struct CleanupDeadAgentsRequest {
     /// Minutes without a heartbeat after which an agent counts as dead; default 15.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10080)))]
     pub stale_threshold_minutes: Option<i64>,
 }
 

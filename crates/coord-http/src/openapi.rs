@@ -343,7 +343,7 @@ fn identity_headers() -> Vec<Value> {
         .map(|name| {
             json!({"name": name, "in": "header", "required": false,
                    "description": "Who the request acts as (ignored in favour of the key's binding; a different value with a bound key is 403).",
-                   "schema": {"type": "string"}})
+                   "schema": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[!-~]([ -~]*[!-~])?$"}})
         })
         .collect()
 }
@@ -392,12 +392,20 @@ fn operation(r: &Route, error_ref: &Value) -> Value {
             statuses.push(422);
         }
         Input::Path(name, description) => {
-            params.push(json!({"name": name, "in": "path", "required": true, "description": description, "schema": {"type": "string"}}));
+            let schema = if *name == "task_id" {
+                json!({"type": "string", "format": "uuid"})
+            } else {
+                json!({"type": "string", "minLength": 1})
+            };
+            params.push(
+                json!({"name": name, "in": "path", "required": true, "description": description, "schema": schema}),
+            );
             statuses.push(422);
         }
     }
     if r.auth != Auth::Public {
-        statuses.extend([401, 403, 503]);
+        // 422 too: an identity named in headers can be invalid.
+        statuses.extend([401, 403, 422, 503]);
     }
     statuses.extend(r.errors.iter().copied());
     statuses.sort_unstable();
