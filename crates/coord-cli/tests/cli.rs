@@ -1,13 +1,28 @@
-//! Black-box tests of the `coord` binary: real processes, real SQLite files.
+//! Black-box tests of the `coord` binary: real processes, real SQLite files. The
+//! scenarios that do not depend on where the database is run twice: locally, and in
+//! remote mode against a running `coord serve` (`COORDINATION_API_URL`).
 
 use serde_json::Value;
+use std::io::BufRead;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_coord");
+const REMOTE_KEY: &str = "cli-remote-key";
 
 struct Repo {
     dir: tempfile::TempDir,
+    /// In remote mode: the server and its address.
+    server: Option<(Child, String)>,
+}
+
+impl Drop for Repo {
+    fn drop(&mut self) {
+        if let Some((child, _)) = self.server.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 impl Repo {
@@ -15,21 +30,61 @@ impl Repo {
     fn new() -> Repo {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
-        Repo { dir }
+        Repo { dir, server: None }
+    }
+
+    /// The same repository, with every command going to a `coord serve` over HTTP.
+    fn remote() -> Repo {
+        let mut repo = Repo::new();
+        let mut child = Command::new(BIN)
+            .args(["serve", "--port", "0"])
+            .current_dir(repo.root())
+            .env("COORDINATION_API_KEYS", REMOTE_KEY)
+            .env_remove("COORD_DATABASE_URL")
+            .env_remove("API_PORT")
+            .env_remove("API_HOST")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .expect("address")
+            .to_string();
+        repo.server = Some((child, url));
+        repo
     }
 
     fn root(&self) -> &Path {
         self.dir.path()
     }
 
-    fn run_in(&self, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
         c.args(args)
-            .current_dir(cwd)
+            .current_dir(self.root())
             .env_remove("COORD_DATABASE_URL")
             .env_remove("COORD_AGENT_ID")
             .env_remove("COORD_AGENT_TYPE")
+            .env_remove("AGENT_TYPE")
+            .env_remove("CLAUDECODE")
+            .env_remove("COORDINATION_API_URL")
+            .env_remove("COORDINATION_API_KEY")
             .env("COORD_SQLITE_BUSY_TIMEOUT_MS", "300");
+        if let Some((_, url)) = &self.server {
+            c.env("COORDINATION_API_URL", url)
+                .env("COORDINATION_API_KEY", REMOTE_KEY);
+        }
+        c
+    }
+
+    fn run_in(&self, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = self.command(args);
+        c.current_dir(cwd);
         for (k, v) in env {
             c.env(k, v);
         }
@@ -101,9 +156,7 @@ fn outside_a_repository_the_working_directory_holds_the_database() {
     assert!(dir.path().join(".coord/coord.db").exists());
 }
 
-#[test]
-fn locks_through_the_cli() {
-    let repo = Repo::new();
+fn locks_through_the_cli(repo: &Repo) {
     let (v, rc) = repo.json_as(
         "alice",
         &["lock", "acquire", "src/main.rs", "--reason", "refactor", "--ttl", "30"],
@@ -141,9 +194,7 @@ fn locks_through_the_cli() {
     assert_eq!(v["locks"], serde_json::json!([]));
 }
 
-#[test]
-fn paths_are_taken_relative_to_the_working_directory() {
-    let repo = Repo::new();
+fn paths_are_taken_relative_to_the_working_directory(repo: &Repo) {
     let sub = repo.root().join("src");
     std::fs::create_dir_all(&sub).unwrap();
     let out = repo.run_in(&sub, &["--json", "--agent-id", "a", "lock", "acquire", "main.rs"], &[]);
@@ -158,9 +209,7 @@ fn paths_are_taken_relative_to_the_working_directory() {
     assert_eq!((rc, v["error"].as_str()), (2, Some("invalid_path")));
 }
 
-#[test]
-fn global_flags_go_before_or_after_the_subcommand() {
-    let repo = Repo::new();
+fn global_flags_go_before_or_after_the_subcommand(repo: &Repo) {
     let before = repo.run(&[
         "--json",
         "--agent-id",
@@ -206,9 +255,7 @@ fn identity_and_database_come_from_the_environment() {
     assert!(stdout(&out).contains("(cli)"), "{}", stdout(&out));
 }
 
-#[test]
-fn exit_codes_and_error_shapes() {
-    let repo = Repo::new();
+fn exit_codes_and_error_shapes(repo: &Repo) {
     let usage = repo.run(&["lock", "frobnicate"]);
     assert_eq!(code(&usage), 2);
     let (v, rc) = repo.json_as("a", &["lock", "acquire", "a.rs", "--ttl", "481"]);
@@ -272,9 +319,7 @@ fn hold_write_lock(db: &Path) -> rusqlite::Connection {
     c
 }
 
-#[test]
-fn work_queue_through_the_cli() {
-    let repo = Repo::new();
+fn work_queue_through_the_cli(repo: &Repo) {
     let (v, rc) = repo.json_as(
         "boss",
         &[
@@ -337,9 +382,7 @@ fn work_queue_through_the_cli() {
     assert!(stdout(&shown).contains("boom"), "{}", stdout(&shown));
 }
 
-#[test]
-fn agents_handoffs_audit_and_status_through_the_cli() {
-    let repo = Repo::new();
+fn agents_handoffs_audit_and_status_through_the_cli(repo: &Repo) {
     let (v, rc) = repo.json_as(
         "alice",
         &[
@@ -444,19 +487,14 @@ fn help_explains_commands_and_exit_codes() {
     assert!(version.starts_with("coord "));
 }
 
-#[test]
-fn racing_cli_processes_get_one_lock() {
-    let repo = Repo::new();
-    assert_eq!(code(&repo.run(&["init"])), 0);
+fn racing_cli_processes_get_one_lock(repo: &Repo) {
+    repo.run(&["lock", "list"]);
     for round in 0..3 {
         let path = format!("shared-{round}.rs");
         let children: Vec<_> = (0..8)
             .map(|i| {
-                Command::new(BIN)
-                    .args(["--json", "--agent-id", &format!("p{i}"), "lock", "acquire", &path])
-                    .current_dir(repo.root())
-                    .env_remove("COORD_DATABASE_URL")
-                    .stdout(std::process::Stdio::piped())
+                repo.command(&["--json", "--agent-id", &format!("p{i}"), "lock", "acquire", &path])
+                    .stdout(Stdio::piped())
                     .spawn()
                     .unwrap()
             })
@@ -468,4 +506,99 @@ fn racing_cli_processes_get_one_lock() {
         assert_eq!(codes.iter().filter(|c| **c == 0).count(), 1, "round {round}: {codes:?}");
         assert_eq!(codes.iter().filter(|c| **c == 1).count(), 7, "round {round}: {codes:?}");
     }
+}
+
+/// Each shared scenario, locally and through `coord serve`.
+macro_rules! local_and_remote {
+    ($($name:ident),* $(,)?) => {
+        mod local {
+            $(#[test] fn $name() { super::$name(&super::Repo::new()) })*
+        }
+        mod remote {
+            $(#[test] fn $name() { super::$name(&super::Repo::remote()) })*
+        }
+    };
+}
+
+local_and_remote!(
+    locks_through_the_cli,
+    paths_are_taken_relative_to_the_working_directory,
+    global_flags_go_before_or_after_the_subcommand,
+    exit_codes_and_error_shapes,
+    work_queue_through_the_cli,
+    agents_handoffs_audit_and_status_through_the_cli,
+    racing_cli_processes_get_one_lock,
+);
+
+#[test]
+fn remote_mode_refuses_database_commands_and_reports_an_unreachable_server() {
+    let repo = Repo::remote();
+    let init = repo.run(&["init"]);
+    assert_eq!(code(&init), 2);
+    assert!(stderr(&init).contains("remote mode"), "{}", stderr(&init));
+    assert!(!repo.root().join(".coord/other.db").exists());
+    let down = repo
+        .command(&["--json", "lock", "list"])
+        .env("COORDINATION_API_URL", "http://127.0.0.1:1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&down), 3);
+    let v: Value = serde_json::from_slice(&down.stdout).unwrap();
+    assert_eq!(v["error"], "database_unavailable");
+    let no_key = repo
+        .command(&["--json", "lock", "acquire", "a"])
+        .env_remove("COORDINATION_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(code(&no_key), 1);
+    let v: Value = serde_json::from_slice(&no_key.stdout).unwrap();
+    assert_eq!(v["error"], "unauthorized");
+}
+
+#[test]
+fn remote_keys_bind_cloud_agents() {
+    let repo = Repo::remote();
+    let created = repo
+        .command(&[
+            "--json",
+            "--agent-id",
+            "cloud-1",
+            "--agent-type",
+            "codex_cloud",
+            "keys",
+            "create",
+            "--expires-in",
+            "2h",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&created), 0, "{}", stderr(&created));
+    let v: Value = serde_json::from_slice(&created.stdout).unwrap();
+    let key = v["api_key"].as_str().unwrap().to_string();
+    // A cloud agent with only COORDINATION_API_URL/KEY (and AGENT_TYPE) acts as the key's identity.
+    let as_cloud = |args: &[&str], extra: &[(&str, &str)]| {
+        let mut c = repo.command(args);
+        c.env("COORDINATION_API_KEY", &key);
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let out = as_cloud(
+        &["--json", "lock", "acquire", "src/x.rs"],
+        &[("AGENT_TYPE", "codex_cloud")],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let locks = repo.json_as("observer", &["lock", "list"]).0;
+    assert_eq!(locks["locks"][0]["locked_by"], "cloud-1");
+    let spoof = as_cloud(&["--json", "--agent-id", "someone-else", "lock", "list"], &[]);
+    assert_eq!(code(&spoof), 1);
+    let v: Value = serde_json::from_slice(&spoof.stdout).unwrap();
+    assert_eq!(v["error"], "forbidden");
+    let listed = repo.json_as("admin", &["keys", "list"]).0;
+    assert_eq!(listed["keys"][0]["agent_id"], "cloud-1");
+    let key_id = listed["keys"][0]["key_id"].as_str().unwrap().to_string();
+    assert_eq!(repo.json_as("admin", &["keys", "revoke", &key_id]).1, 0);
+    let revoked = as_cloud(&["--json", "lock", "list"], &[]);
+    assert_eq!(code(&revoked), 1, "a revoked key no longer authenticates");
 }
