@@ -45,7 +45,15 @@ fn unauthorized(message: &str) -> CoordError {
 
 impl Auth {
     pub fn new(config: &ApiConfig) -> Auth {
-        let mut env_keys: Vec<([u8; 32], Option<Caller>)> = config.api_keys.iter().map(|k| (digest(k), None)).collect();
+        // A key listed in both variables is bound: the binding is the stricter reading, and
+        // listing a bound key among the plain keys too is the usual way to configure it.
+        let bound = |k: &String| config.key_identities.keys().any(|b| b.trim() == k.trim());
+        let mut env_keys: Vec<([u8; 32], Option<Caller>)> = config
+            .api_keys
+            .iter()
+            .filter(|k| !bound(k))
+            .map(|k| (digest(k), None))
+            .collect();
         env_keys.extend(
             config
                 .key_identities
@@ -197,6 +205,13 @@ mod tests {
         assert_eq!(auth.env_key("open-key"), Some(None));
         assert_eq!(auth.env_key("bound-key"), Some(Some(Caller::new("agent-1", "codex"))));
         assert_eq!(auth.env_key("open-ke"), None);
+        config.api_keys.push("bound-key".into());
+        let auth = Auth::new(&config);
+        assert_eq!(
+            auth.env_key("bound-key"),
+            Some(Some(Caller::new("agent-1", "codex"))),
+            "a key in both variables stays bound"
+        );
         assert_eq!(auth.env_key(""), None);
     }
 }
