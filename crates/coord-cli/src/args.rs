@@ -115,6 +115,7 @@ pub enum KeysCommand {
     List,
     /// Revoke a key so it no longer authenticates
     Revoke {
+        /// The key's id, as shown by `coord keys list` and `coord keys create` (not the secret)
         #[arg(value_name = "KEY_ID")]
         key_id: String,
     },
@@ -125,6 +126,7 @@ pub enum PortsCommand {
     /// Lease four ports (db, rest, realtime, api) for SESSION; the same SESSION gets the
     /// same block back and refreshes its lease. `eval "$(coord ports allocate wt-1 --env)"`
     Allocate {
+        /// Any stable name for the environment, e.g. the worktree or branch name
         #[arg(value_name = "SESSION")]
         session_id: String,
         /// Print only the `export` lines, for eval
@@ -133,6 +135,7 @@ pub enum PortsCommand {
     },
     /// Give SESSION's block back (releasing twice is fine)
     Release {
+        /// The name given to `coord ports allocate`
         #[arg(value_name = "SESSION")]
         session_id: String,
     },

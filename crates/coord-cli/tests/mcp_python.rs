@@ -101,6 +101,11 @@ fn python_sdk_over_streamable_http() {
         .args(["serve", "--port", "0", "--db", db.to_str().unwrap()])
         .env_remove("API_PORT")
         .env_remove("API_HOST")
+        .env("COORDINATION_API_KEYS", "py-operator-key")
+        .env(
+            "COORDINATION_API_KEY_IDENTITIES",
+            r#"{"py-bound-key": {"agent_id": "py-agent-a", "agent_type": "python_sdk"}}"#,
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -114,7 +119,18 @@ fn python_sdk_over_streamable_http() {
         .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string();
-    run_script(&python, &["http", "--url", &format!("{url}/mcp")]);
+    run_script(
+        &python,
+        &[
+            "http",
+            "--url",
+            &format!("{url}/mcp"),
+            "--bound-key",
+            "py-bound-key",
+            "--operator-key",
+            "py-operator-key",
+        ],
+    );
     // SIGTERM: graceful shutdown, exit code 0.
     let term = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])

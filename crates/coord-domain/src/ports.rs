@@ -345,7 +345,8 @@ mod tests {
         assert_eq!(port_config_from(env(&[])).unwrap(), PortConfig::default());
         let c = port_config_from(env(&[("PORT_ALLOC_BASE", "20000"), ("PORT_ALLOC_RANGE", "50")])).unwrap();
         assert_eq!((c.base, c.range_per_session), (20_000, 50));
-        let cases: &[(&[(&str, &str)], &str, &str)] = &[
+        type Vars<'a> = &'a [(&'a str, &'a str)];
+        let cases: &[(Vars, &str, &str)] = &[
             (&[("PORT_ALLOC_BASE", "80")], "PORT_ALLOC_BASE", "1024"),
             (&[("PORT_ALLOC_RANGE", "3")], "PORT_ALLOC_RANGE", "4"),
             (&[("PORT_ALLOC_BASE", "lots")], "PORT_ALLOC_BASE", "1024"),

@@ -196,8 +196,10 @@ mod tests {
 
     #[test]
     fn environment_keys_match_exactly() {
-        let mut config = ApiConfig::default();
-        config.api_keys = vec!["open-key".into()];
+        let mut config = ApiConfig {
+            api_keys: vec!["open-key".into()],
+            ..ApiConfig::default()
+        };
         config
             .key_identities
             .insert("bound-key".into(), Caller::new("agent-1", "codex"));

@@ -61,7 +61,10 @@ async fn server(tune: impl FnOnce(&mut ApiConfig)) -> Server {
     });
     Server {
         url,
-        http: reqwest::Client::new(),
+        http: {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            reqwest::Client::new()
+        },
         coord,
         clock,
         db,
@@ -214,7 +217,7 @@ async fn every_endpoint_answers_its_wire_shape() {
         .await;
     assert_eq!(st, StatusCode::OK);
     let task = v["task_id"].as_str().unwrap().to_string();
-    let (_, v) = s.get(&format!("/work?status=pending&task_type=t&limit=5"), None).await;
+    let (_, v) = s.get("/work?status=pending&task_type=t&limit=5", None).await;
     assert_eq!(v["tasks"][0]["task_id"], task.as_str());
     let (st, v) = s.get(&format!("/work/{task}"), None).await;
     assert_eq!((st, v["task"]["priority"].as_i64()), (StatusCode::OK, Some(2)));

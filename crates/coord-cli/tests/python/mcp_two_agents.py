@@ -80,6 +80,8 @@ async def main():
     parser.add_argument("--coord")
     parser.add_argument("--cwd")
     parser.add_argument("--url")
+    parser.add_argument("--bound-key", help="HTTP: an API key bound to py-agent-a")
+    parser.add_argument("--operator-key", help="HTTP: an operator API key (used by py-agent-b)")
     parser.add_argument("--db", help="database URL for the stdio servers (default: the repo's SQLite)")
     args = parser.parse_args()
     if args.transport == "stdio":
@@ -91,8 +93,14 @@ async def main():
             summary = await scenario(a, b)
     else:
         def server(agent):
-            http = httpx2.AsyncClient(headers={"X-Agent-Id": agent, "X-Agent-Type": "python_sdk"},
-                                      timeout=httpx2.Timeout(30.0))
+            # Agent A authenticates with a key bound to its identity and names none; agent B
+            # uses an operator key and names itself in headers.
+            if agent == "py-agent-a":
+                headers = {"X-API-Key": args.bound_key}
+            else:
+                headers = {"Authorization": f"Bearer {args.operator_key}",
+                           "X-Agent-Id": agent, "X-Agent-Type": "python_sdk"}
+            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0))
             return streamable_http_client(args.url, http_client=http)
         async with Client(server("py-agent-a")) as a, Client(server("py-agent-b")) as b:
             summary = await scenario(a, b)
