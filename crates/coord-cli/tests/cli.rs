@@ -2,12 +2,13 @@
 //! scenarios that do not depend on where the database is run twice: locally, and in
 //! remote mode against a running `coord serve` (`COORDINATION_API_URL`).
 
+mod support;
+
 use serde_json::Value;
-use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_coord");
+use support::BIN;
 const REMOTE_KEY: &str = "cli-remote-key";
 
 struct Repo {
@@ -46,15 +47,7 @@ impl Repo {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .expect("address")
-            .to_string();
+        let url = support::served_address(&mut child);
         repo.server = Some((child, url));
         repo
     }

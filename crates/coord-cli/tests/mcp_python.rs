@@ -3,11 +3,11 @@
 //! `.ci/venv`; elsewhere point `COORD_TEST_PYTHON` at a Python that has it. Without one
 //! the tests say so loudly and skip — except under CI, where they fail.
 
-use std::io::{BufRead, BufReader, Write};
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_coord");
+use support::{BIN, served_address, venv_tool};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_two_agents.py")
@@ -15,28 +15,12 @@ fn script() -> PathBuf {
 
 /// A Python with the MCP SDK, or `None` (after saying why) when there is none here.
 fn python() -> Option<PathBuf> {
-    let candidate = std::env::var_os("COORD_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv/bin/python"));
-    let works = Command::new(&candidate)
-        .args(["-c", "import mcp, httpx2"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if works {
-        return Some(candidate);
-    }
-    let required = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-    assert!(
-        !required,
-        "the MCP Python SDK is required under CI but {} cannot import it",
-        candidate.display()
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n*** SKIPPING the MCP Python SDK tests: {} cannot import mcp. Run .ci/run once, or set COORD_TEST_PYTHON.\n",
-        candidate.display()
-    );
-    None
+    venv_tool(
+        "COORD_TEST_PYTHON",
+        "bin/python",
+        &["-c", "import mcp, httpx2"],
+        "MCP Python SDK",
+    )
 }
 
 fn run_script(python: &Path, args: &[&str]) {
@@ -110,15 +94,7 @@ fn python_sdk_over_streamable_http() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let url = served_address(&mut server);
     run_script(
         &python,
         &[

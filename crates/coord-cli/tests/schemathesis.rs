@@ -3,40 +3,21 @@
 //! 5xx and that every answer matches the documented statuses, content types and
 //! schemas. Without schemathesis the test says so loudly and skips — except under CI.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::process::{Command, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_coord");
-
-fn schemathesis() -> Option<PathBuf> {
-    let candidate = std::env::var_os("COORD_TEST_SCHEMATHESIS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv/bin/schemathesis"));
-    if Command::new(&candidate)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return Some(candidate);
-    }
-    let required = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-    assert!(
-        !required,
-        "schemathesis is required under CI but {} does not run",
-        candidate.display()
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "\n*** SKIPPING schemathesis: {} not found. Run .ci/run once, or set COORD_TEST_SCHEMATHESIS.\n",
-        candidate.display()
-    );
-    None
-}
+use support::{BIN, served_address, venv_tool};
 
 #[test]
 fn schemathesis_finds_no_server_error_and_no_schema_violation() {
-    let Some(st) = schemathesis() else { return };
+    let Some(st) = venv_tool(
+        "COORD_TEST_SCHEMATHESIS",
+        "bin/schemathesis",
+        &["--version"],
+        "schemathesis",
+    ) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let mut server = Command::new(BIN)
         .args(["serve", "--port", "0", "--db"])
@@ -48,15 +29,7 @@ fn schemathesis_finds_no_server_error_and_no_schema_violation() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("address")
-        .to_string();
+    let url = served_address(&mut server);
     let out = Command::new(&st)
         .args([
             "run",
