@@ -127,6 +127,20 @@ pub struct CleanupResult {
     pub tasks_failed: i64,
 }
 
+impl CleanupResult {
+    /// A cleanup that found no stale agent.
+    pub fn nothing_stale() -> Self {
+        CleanupResult {
+            success: true,
+            agents_cleaned: 0,
+            agents: Vec::new(),
+            locks_released: 0,
+            tasks_requeued: 0,
+            tasks_failed: 0,
+        }
+    }
+}
+
 pub fn validate_registration(req: RegisterSessionRequest, session_id: String) -> CoordResult<NewSession> {
     Ok(NewSession {
         session_id,

@@ -159,14 +159,7 @@ pub async fn cleanup(tx: &Tx<'_>, now: Option<Timestamp>, stale_minutes: i64) ->
     let mut agents: Vec<String> = rows.iter().map(|r| get(r, 0)).collect::<R<_>>()?;
     agents.sort();
     if agents.is_empty() {
-        return Ok(CleanupResult {
-            success: true,
-            agents_cleaned: 0,
-            agents,
-            locks_released: 0,
-            tasks_requeued: 0,
-            tasks_failed: 0,
-        });
+        return Ok(CleanupResult::nothing_stale());
     }
     let released = tx
         .query(

@@ -137,14 +137,7 @@ pub fn cleanup(c: &Connection, now: i64, stale_minutes: i64) -> R<CleanupResult>
         .collect::<rusqlite::Result<Vec<_>>>()?;
     agents.sort();
     if agents.is_empty() {
-        return Ok(CleanupResult {
-            success: true,
-            agents_cleaned: 0,
-            agents,
-            locks_released: 0,
-            tasks_requeued: 0,
-            tasks_failed: 0,
-        });
+        return Ok(CleanupResult::nothing_stale());
     }
     let ids = to_json(&agents);
     let locks_released = c
