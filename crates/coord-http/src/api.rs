@@ -10,6 +10,7 @@ use crate::auth::{self, Access, Auth};
 use crate::config::ApiConfig;
 use axum::Json;
 use axum::body::Body;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -82,13 +83,25 @@ fn respond<T: Serialize>(outcome: CoordResult<T>) -> Response {
 }
 
 async fn read_body(body: Body, limit: usize) -> CoordResult<axum::body::Bytes> {
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
-        CoordError::new(
-            ErrorCode::PayloadTooLarge,
-            format!("the request body is larger than {limit} bytes"),
-        )
-        .with_detail("limit", limit)
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if e.into_inner().is::<http_body_util::LengthLimitError>() {
+            CoordError::new(
+                ErrorCode::PayloadTooLarge,
+                format!("the request body is larger than {limit} bytes"),
+            )
+            .with_detail("limit", limit)
+        } else {
+            // The client went away or sent a broken body (bad chunking): its mistake.
+            CoordError::new(ErrorCode::InvalidJson, "the request body could not be read")
+        }
     })
+}
+
+/// A path parameter, or a JSON error naming it (axum's own rejection is plain text).
+fn path_param(param: Result<Path<String>, PathRejection>, name: &str) -> CoordResult<String> {
+    param
+        .map(|Path(v)| v)
+        .map_err(|e| CoordError::field(ErrorCode::InvalidArgument, name, format!("{name}: {}", e.body_text())))
 }
 
 /// serde's error for a field, named by its path; `missing field` errors name the field too.
@@ -162,10 +175,10 @@ async fn with_body<Req: DeserializeOwned, Res: Serialize>(
     op: Op<Req, Res>,
 ) -> Response {
     let outcome = async {
+        let credential = auth::authenticate(&app.auth, app.coord.as_ref(), headers, access).await?;
         let bytes = read_body(body, app.max_body_bytes).await?;
         let (req, body_id, body_type) = parse_body::<Req>(&bytes)?;
-        let requested = auth::requested_identity(headers, body_id, body_type);
-        let who = auth::resolve(&app.auth, app.coord.as_ref(), headers, requested, access).await?;
+        let who = auth::identity(&credential, auth::Claims::of(headers, body_id, body_type))?;
         op(app.coord.clone(), who, req).await
     }
     .await;
@@ -181,9 +194,8 @@ async fn with_query<Req: DeserializeOwned, Res: Serialize>(
     op: Op<Req, Res>,
 ) -> Response {
     let outcome = async {
+        let who = auth::resolve(&app.auth, app.coord.as_ref(), headers, access).await?;
         let req = parse_query::<Req>(query.as_deref())?;
-        let requested = auth::requested_identity(headers, None, None);
-        let who = auth::resolve(&app.auth, app.coord.as_ref(), headers, requested, access).await?;
         op(app.coord.clone(), who, req).await
     }
     .await;
@@ -233,7 +245,7 @@ body_endpoint!(claim_work, Access::Write, GetWorkRequest, |c, who, r| c
     .get_work(&who, r));
 body_endpoint!(complete_work, Access::Write, CompleteWorkRequest, |c, who, r| c
     .complete_work(&who, r));
-query_endpoint!(list_work, Access::Read, ListTasksRequest, |c, who, r| c
+query_endpoint!(list_work, Access::Write, ListTasksRequest, |c, who, r| c
     .list_tasks(&who, r));
 
 body_endpoint!(register_session, Access::Write, RegisterSessionRequest, |c, who, r| c
@@ -271,10 +283,15 @@ body_endpoint!(release_ports, Access::Write, ReleasePortsRequest, |c, who, r| c
     .release_ports(&who, r));
 query_endpoint!(ports_status, Access::Read, NoQuery, |c, who, _r| c.ports_status(&who));
 
-pub async fn get_task(State(app): State<App>, headers: HeaderMap, Path(task_id): Path<String>) -> Response {
+pub async fn get_task(
+    State(app): State<App>,
+    headers: HeaderMap,
+    task_id: Result<Path<String>, PathRejection>,
+) -> Response {
     let outcome = async {
-        let requested = auth::requested_identity(&headers, None, None);
-        let who = auth::resolve(&app.auth, app.coord.as_ref(), &headers, requested, Access::Read).await?;
+        // Tasks carry their payloads (input_data, result): a key is needed to read them.
+        let who = auth::resolve(&app.auth, app.coord.as_ref(), &headers, Access::Write).await?;
+        let task_id = path_param(task_id, "task_id")?;
         app.coord.get_task(&who, GetTaskRequest { task_id }).await
     }
     .await;
@@ -311,10 +328,14 @@ impl schemars::JsonSchema for LockStatusResult {
     }
 }
 
-pub async fn lock_status(State(app): State<App>, headers: HeaderMap, Path(file_path): Path<String>) -> Response {
+pub async fn lock_status(
+    State(app): State<App>,
+    headers: HeaderMap,
+    file_path: Result<Path<String>, PathRejection>,
+) -> Response {
     let outcome = async {
-        let requested = auth::requested_identity(&headers, None, None);
-        let who = auth::resolve(&app.auth, app.coord.as_ref(), &headers, requested, Access::Read).await?;
+        let who = auth::resolve(&app.auth, app.coord.as_ref(), &headers, Access::Read).await?;
+        let file_path = path_param(file_path, "file_path")?;
         let req = CheckLocksRequest {
             file_paths: Some(vec![file_path.clone()]),
         };
@@ -334,13 +355,19 @@ pub async fn health(State(app): State<App>) -> Response {
     let version = env!("CARGO_PKG_VERSION");
     match app.coord.health().await {
         Ok(()) => Json(serde_json::json!({"status": "ok", "version": version})).into_response(),
-        Err(e) => (
-            status_of(&e),
-            Json(
-                serde_json::json!({"status": "unavailable", "version": version, "error": e.code, "message": e.message}),
-            ),
-        )
-            .into_response(),
+        Err(e) => {
+            // Anyone may ask: the driver's reason (user names, database names) stays in the log.
+            tracing::warn!(code = %e.code.as_str(), reason = %e.message, "health check failed");
+            let message = match e.kind() {
+                ErrorKind::Unavailable => "the coordinator's database is unavailable",
+                _ => "the coordinator is not healthy",
+            };
+            (
+                status_of(&e),
+                Json(serde_json::json!({"status": "unavailable", "version": version, "error": e.code, "message": message})),
+            )
+                .into_response()
+        }
     }
 }
 

@@ -1,6 +1,8 @@
-//! Who is calling: the API key (`X-API-Key` or `Authorization: Bearer`) and the identity
-//! the request names (`X-Agent-Id`/`X-Agent-Type` headers or `agent_id`/`agent_type`
-//! in the body).
+//! Who is calling: the API key (`X-API-Key` or `Authorization: Bearer`), checked first,
+//! then the identity the request names (`X-Agent-Id`/`X-Agent-Type` headers or
+//! `agent_id`/`agent_type` in the body). Requests without a key (allowed only on public
+//! and read endpoints) act as `anonymous`, whatever they name, so nobody can write audit
+//! rows in another agent's name without that agent's key.
 //!
 //! Environment keys are compared in constant time (against every configured key, with
 //! no early exit); managed keys are looked up by their SHA-256, which reveals nothing
@@ -90,57 +92,29 @@ pub fn presented_key(headers: &HeaderMap) -> Option<String> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()).then(|| token.trim().to_string())
 }
 
-/// The identity named by headers (the body's fields, when given, take precedence).
-pub fn requested_identity(
-    headers: &HeaderMap,
-    body_id: Option<String>,
-    body_type: Option<String>,
-) -> (Option<String>, Option<String>) {
-    // Present-but-blank names an invalid identity (refused by the service), not none.
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-    };
-    (
-        body_id.or_else(|| header("x-agent-id")),
-        body_type.or_else(|| header("x-agent-type")),
-    )
+/// What the presented key allows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Credential {
+    /// No key, on an endpoint that allows that: acts as `anonymous`, whatever it names.
+    Anonymous,
+    /// An operator key (`COORDINATION_API_KEYS`): acts as the identity the request names.
+    Operator,
+    /// A key bound to one identity (environment or managed): acts only as it.
+    Bound(Caller),
 }
 
-/// Authenticates and returns the identity the request acts as.
-pub async fn resolve(
+/// Checks the key before anything of the request is read, so a caller without one gets
+/// 401 whatever its body holds.
+pub async fn authenticate(
     auth: &Auth,
     coord: &dyn Coordination,
     headers: &HeaderMap,
-    requested: (Option<String>, Option<String>),
     access: Access,
-) -> CoordResult<Caller> {
-    // Defaults (`X-Agent-Default-Id/Type`) are what a client sends for identity it was not
-    // told explicitly: used when nothing explicit is named and the key is not bound, and
-    // never held against a bound key.
-    let default = |name: &str| {
-        headers
-            .get(name)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-    };
-    let named = |requested: (Option<String>, Option<String>)| {
-        Caller::new(
-            requested
-                .0
-                .or_else(|| default("x-agent-default-id"))
-                .unwrap_or_else(|| ANONYMOUS_ID.into()),
-            requested
-                .1
-                .or_else(|| default("x-agent-default-type"))
-                .unwrap_or_else(|| ANONYMOUS_TYPE.into()),
-        )
-    };
-    let key = presented_key(headers);
-    let Some(key) = key else {
+) -> CoordResult<Credential> {
+    let Some(key) = presented_key(headers) else {
         return match access {
-            Access::Public => Ok(named(requested)),
-            Access::Read if !auth.require_auth_for_reads => Ok(named(requested)),
+            Access::Public => Ok(Credential::Anonymous),
+            Access::Read if !auth.require_auth_for_reads => Ok(Credential::Anonymous),
             _ => Err(unauthorized(
                 "an API key is required: send X-API-Key or Authorization: Bearer",
             )),
@@ -159,11 +133,75 @@ pub async fn resolve(
             "managing API keys needs an operator key (one listed in COORDINATION_API_KEYS)",
         ));
     }
-    match binding {
-        None => Ok(named(requested)),
-        Some(bound) => {
+    Ok(binding.map_or(Credential::Operator, Credential::Bound))
+}
+
+/// The identity claims of a request: `agent_id`/`agent_type` in the body, the
+/// `X-Agent-Id`/`X-Agent-Type` headers, and the `X-Agent-Default-Id/Type` headers a client
+/// sends for identity it was not told explicitly.
+#[derive(Debug, Default, Clone)]
+pub struct Claims {
+    pub body_id: Option<String>,
+    pub body_type: Option<String>,
+    pub header_id: Option<String>,
+    pub header_type: Option<String>,
+    pub default_id: Option<String>,
+    pub default_type: Option<String>,
+}
+
+impl Claims {
+    pub fn of(headers: &HeaderMap, body_id: Option<String>, body_type: Option<String>) -> Claims {
+        // Present-but-blank names an invalid identity (refused by the service), not none.
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        Claims {
+            body_id,
+            body_type,
+            header_id: header("x-agent-id"),
+            header_type: header("x-agent-type"),
+            default_id: header("x-agent-default-id"),
+            default_type: header("x-agent-default-type"),
+        }
+    }
+
+    /// Whether the request names any identity at all.
+    pub fn names_anyone(&self) -> bool {
+        self.body_id.is_some()
+            || self.body_type.is_some()
+            || self.header_id.is_some()
+            || self.header_type.is_some()
+            || self.default_id.is_some()
+            || self.default_type.is_some()
+    }
+
+    fn named(self) -> Caller {
+        Caller::new(
+            self.body_id
+                .or(self.header_id)
+                .or(self.default_id)
+                .unwrap_or_else(|| ANONYMOUS_ID.into()),
+            self.body_type
+                .or(self.header_type)
+                .or(self.default_type)
+                .unwrap_or_else(|| ANONYMOUS_TYPE.into()),
+        )
+    }
+}
+
+/// The identity a request acts as, given what its key allows.
+pub fn identity(credential: &Credential, claims: Claims) -> CoordResult<Caller> {
+    match credential {
+        Credential::Anonymous => Ok(Caller::new(ANONYMOUS_ID, ANONYMOUS_TYPE)),
+        Credential::Operator => Ok(claims.named()),
+        Credential::Bound(bound) => {
+            // Every explicit claim must match; defaults are never held against a binding.
             let clash = |asked: &Option<String>, actual: &str| asked.as_deref().is_some_and(|a| a.trim() != actual);
-            if clash(&requested.0, &bound.agent_id) || clash(&requested.1, &bound.agent_type) {
+            let ids = [&claims.body_id, &claims.header_id];
+            let types = [&claims.body_type, &claims.header_type];
+            if ids.iter().any(|a| clash(a, &bound.agent_id)) || types.iter().any(|a| clash(a, &bound.agent_type)) {
                 return Err(CoordError::new(
                     ErrorCode::Forbidden,
                     format!(
@@ -173,9 +211,20 @@ pub async fn resolve(
                 )
                 .with_detail("bound_agent_id", bound.agent_id.clone()));
             }
-            Ok(bound)
+            Ok(bound.clone())
         }
     }
+}
+
+/// Authenticates a request whose claims are all in its headers.
+pub async fn resolve(
+    auth: &Auth,
+    coord: &dyn Coordination,
+    headers: &HeaderMap,
+    access: Access,
+) -> CoordResult<Caller> {
+    let credential = authenticate(auth, coord, headers, access).await?;
+    identity(&credential, Claims::of(headers, None, None))
 }
 
 #[cfg(test)]

@@ -27,12 +27,26 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Authenticates `/mcp` requests like the JSON API, and hands the resolved identity to
-/// the MCP server through the request's extensions.
+/// the MCP server through the request's extensions. An operator key whose request names
+/// nobody hands over nothing: the MCP server then tells its clients apart by their
+/// `initialize` info, instead of merging every client into one `anonymous` agent.
 async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Response {
-    let requested = auth::requested_identity(req.headers(), None, None);
-    match auth::resolve(&app.auth, app.coord.as_ref(), req.headers(), requested, Access::Write).await {
+    // The body is not `Sync`: only the headers may be held across the key lookup.
+    let headers = req.headers().clone();
+    let outcome = async {
+        let credential = auth::authenticate(&app.auth, app.coord.as_ref(), &headers, Access::Write).await?;
+        let claims = auth::Claims::of(&headers, None, None);
+        if credential == auth::Credential::Operator && !claims.names_anyone() {
+            return Ok(None);
+        }
+        auth::identity(&credential, claims).map(Some)
+    }
+    .await;
+    match outcome {
         Ok(who) => {
-            req.extensions_mut().insert(who);
+            if let Some(who) = who {
+                req.extensions_mut().insert(who);
+            }
             next.run(req).await
         }
         Err(e) => api::error_response(&e),

@@ -217,9 +217,9 @@ async fn every_endpoint_answers_its_wire_shape() {
         .await;
     assert_eq!(st, StatusCode::OK);
     let task = v["task_id"].as_str().unwrap().to_string();
-    let (_, v) = s.get("/work?status=pending&task_type=t&limit=5", None).await;
+    let (_, v) = s.get("/work?status=pending&task_type=t&limit=5", Some(OPERATOR)).await;
     assert_eq!(v["tasks"][0]["task_id"], task.as_str());
-    let (st, v) = s.get(&format!("/work/{task}"), None).await;
+    let (st, v) = s.get(&format!("/work/{task}"), Some(OPERATOR)).await;
     assert_eq!((st, v["task"]["priority"].as_i64()), (StatusCode::OK, Some(2)));
     let (st, v) = s.post("/work/claim", op, as_alice(json!({"task_types": ["t"]}))).await;
     assert_eq!((st, v["task_id"].as_str()), (StatusCode::OK, Some(task.as_str())));
@@ -250,7 +250,9 @@ async fn every_endpoint_answers_its_wire_shape() {
         )
         .await;
     assert_eq!((st, v["status"].as_str()), (StatusCode::OK, Some("completed")));
-    let (st, v) = s.get("/work/00000000-0000-4000-8000-000000000000", None).await;
+    let (st, v) = s
+        .get("/work/00000000-0000-4000-8000-000000000000", Some(OPERATOR))
+        .await;
     assert_eq!(
         (st, v["error"].as_str()),
         (StatusCode::NOT_FOUND, Some("task_not_found"))
@@ -399,18 +401,51 @@ async fn the_auth_matrix() {
     assert_eq!(st, StatusCode::UNAUTHORIZED);
     let (st, _) = s.post("/ports/allocate", None, json!({"session_id": "x"})).await;
     assert_eq!(st, StatusCode::UNAUTHORIZED);
-    // Read-only status endpoints answer without a key.
-    for path in [
-        "/locks",
-        "/locks/status/a",
-        "/work",
-        "/ports/status",
-        "/health",
-        "/openapi.json",
-    ] {
+    // The key is checked before the body is read: no key is 401 whatever the body.
+    for body in [&b"{nope"[..], &vec![b' '; 2 * 1024 * 1024][..]] {
+        let resp = s
+            .http
+            .post(format!("{}/ports/allocate", s.url))
+            .header("content-type", "application/json")
+            .body(body.to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    }
+    // Read-only status endpoints answer without a key; tasks (with their payloads) do not.
+    for path in ["/locks", "/locks/status/a", "/ports/status", "/health", "/openapi.json"] {
         let resp = s.http.get(format!("{}{path}", s.url)).send().await.unwrap();
         assert_eq!(resp.status(), StatusCode::OK, "{path}");
     }
+    for path in ["/work", "/work/00000000-0000-0000-0000-000000000000"] {
+        let (st, _) = s.get(path, None).await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED, "{path}");
+    }
+    // Without a key, a request acts as `anonymous` whatever it names: nobody writes audit
+    // rows in another agent's name.
+    let (st, _) = s
+        .call(
+            Method::POST,
+            "/locks/check",
+            None,
+            &[("x-agent-id", "victim"), ("x-agent-default-id", "victim")],
+            Some(json!({"agent_id": "victim"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let audit = s
+        .coord
+        .query_audit(
+            &Caller::new("admin", "cli"),
+            coord_domain::audit::AuditQueryRequest {
+                operation: Some("check_locks".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(audit.entries[0].agent_id, "anonymous", "{:?}", audit.entries[0]);
     // Bound environment key: matching or unnamed identity works; another is 403.
     let (st, v) = s.post("/locks/acquire", Some(BOUND), acquire("b1")).await;
     assert_eq!((st, v["success"].as_bool()), (StatusCode::OK, Some(true)));
@@ -450,6 +485,20 @@ async fn the_auth_matrix() {
         )
         .await;
     assert_eq!(st, StatusCode::FORBIDDEN, "headers count as a claim too");
+    let (st, _) = s
+        .call(
+            Method::POST,
+            "/locks/acquire",
+            Some(BOUND),
+            &[("x-agent-id", "agent-2")],
+            Some(json!({"file_path": "b3", "agent_id": "agent-1"})),
+        )
+        .await;
+    assert_eq!(
+        st,
+        StatusCode::FORBIDDEN,
+        "every explicit claim must match, body and headers"
+    );
     let (st, _) = s
         .call(
             Method::POST,
@@ -513,7 +562,7 @@ async fn the_auth_matrix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_can_require_keys_too() {
     let s = server(|c| c.require_auth_for_reads = true).await;
-    for path in ["/locks", "/work", "/ports/status"] {
+    for path in ["/locks", "/locks/status/a", "/ports/status"] {
         let (st, _) = s.get(path, None).await;
         assert_eq!(st, StatusCode::UNAUTHORIZED, "{path}");
         let (st, _) = s.get(path, Some(OPERATOR)).await;
@@ -615,7 +664,7 @@ async fn bad_input_is_a_4xx_naming_the_field() {
             "{path}"
         );
     }
-    let (st, v) = s.get("/work/not-a-uuid", None).await;
+    let (st, v) = s.get("/work/not-a-uuid", Some(OPERATOR)).await;
     assert_eq!(
         (st, v["field"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("task_id"))
@@ -625,6 +674,12 @@ async fn bad_input_is_a_4xx_naming_the_field() {
         (st, v["error"].as_str()),
         (StatusCode::PAYLOAD_TOO_LARGE, Some("payload_too_large"))
     );
+    // A path parameter that is not UTF-8 once decoded: still a JSON error naming it.
+    for (path, field) in [("/locks/status/%FF%FE", "file_path"), ("/work/%FF", "task_id")] {
+        let (st, v) = s.get(path, Some(OPERATOR)).await;
+        assert!(st.is_client_error(), "{path}: {st}");
+        assert_eq!(v["field"].as_str(), Some(field), "{path}: {v}");
+    }
     let (st, v) = s.get("/nowhere", None).await;
     assert_eq!((st, v["error"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
     let (st, _) = s.call(Method::DELETE, "/locks", Some(OPERATOR), &[], None).await;
@@ -708,6 +763,10 @@ async fn health_reports_a_postgres_outage_honestly() {
             Some("database_unavailable")
         )
     );
+    assert_eq!(
+        v["message"], "the coordinator's database is unavailable",
+        "the driver's reason is for the log, not for anyone who asks"
+    );
     db.allow_connections().await;
     assert_eq!(health().await.0, StatusCode::OK, "recovers without a restart");
 }
@@ -752,4 +811,92 @@ async fn the_openapi_document_matches_the_routes() {
             assert!(schema.is_object(), "{method} {path} documents its 200 body");
         }
     }
+}
+
+/// One MCP client over streamable HTTP, speaking JSON-RPC by hand.
+struct McpHttp<'a> {
+    s: &'a Server,
+    key: &'static str,
+    session: Option<String>,
+}
+
+impl McpHttp<'_> {
+    async fn rpc(&mut self, id: Option<u64>, method: &str, params: Value) -> Option<Value> {
+        let mut body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        if let Some(id) = id {
+            body["id"] = json!(id);
+        }
+        let mut r = self
+            .s
+            .http
+            .post(format!("{}/mcp", self.s.url))
+            .header("x-api-key", self.key)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(sid) = &self.session {
+            r = r.header("mcp-session-id", sid);
+        }
+        let resp = r.send().await.unwrap();
+        assert!(resp.status().is_success(), "{method}: {}", resp.status());
+        if let Some(sid) = resp.headers().get("mcp-session-id") {
+            self.session = Some(sid.to_str().unwrap().to_string());
+        }
+        let text = resp.text().await.unwrap();
+        let id = id?;
+        // The answer is JSON or an SSE stream whose `data:` lines carry JSON-RPC messages.
+        let messages: Vec<Value> = if text.trim_start().starts_with('{') {
+            vec![serde_json::from_str(&text).unwrap()]
+        } else {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str(d.trim()).ok())
+                .collect()
+        };
+        messages.into_iter().find(|m| m["id"] == json!(id))
+    }
+
+    async fn connect<'s>(s: &'s Server, key: &'static str, client: &str) -> McpHttp<'s> {
+        let mut c = McpHttp { s, key, session: None };
+        let init = c
+            .rpc(
+                Some(1),
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": client, "version": "1"}}),
+            )
+            .await
+            .expect("initialize answered");
+        assert!(init["result"]["serverInfo"].is_object(), "{init}");
+        c.rpc(None, "notifications/initialized", json!({})).await;
+        c
+    }
+
+    async fn tool(&mut self, name: &str, args: Value) -> Value {
+        let v = self
+            .rpc(Some(2), "tools/call", json!({"name": name, "arguments": args}))
+            .await
+            .expect("tool answered");
+        v["result"]["structuredContent"].clone()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_clients_sharing_an_operator_key_stay_distinct_agents() {
+    let s = server(|_| {}).await;
+    let mut alpha = McpHttp::connect(&s, OPERATOR, "alpha-client").await;
+    let mut beta = McpHttp::connect(&s, OPERATOR, "beta-client").await;
+    let a = alpha.tool("acquire_lock", json!({"file_path": "shared.rs"})).await;
+    assert_eq!(a["success"], true, "{a}");
+    let b = beta.tool("acquire_lock", json!({"file_path": "shared.rs"})).await;
+    assert_eq!(b["action"], "blocked", "another client is another agent: {b}");
+    let holder = b["locked_by"].as_str().unwrap();
+    assert!(holder.starts_with("alpha-client"), "{holder}");
+    let r = beta.tool("release_lock", json!({"file_path": "shared.rs"})).await;
+    assert_eq!(r["error"], "not_lock_owner", "{r}");
+    // A bound key is its identity over MCP too.
+    let mut bound = McpHttp::connect(&s, BOUND, "whatever").await;
+    let v = bound.tool("acquire_lock", json!({"file_path": "bound.rs"})).await;
+    assert_eq!(v["success"], true, "{v}");
+    let (_, v) = s.get("/locks/status/bound.rs", None).await;
+    assert_eq!(v["lock"]["locked_by"], "agent-1");
 }

@@ -9,6 +9,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (0, "bootstrap", include_str!("../migrations/0000_bootstrap.sql")),
     (1, "core", include_str!("../migrations/0001_core.sql")),
     (2, "api_keys", include_str!("../migrations/0002_api_keys.sql")),
+    (
+        3,
+        "queue_reads_need_a_login",
+        include_str!("../migrations/0003_queue_reads_need_a_login.sql"),
+    ),
 ];
 
 /// Arbitrary but fixed: the advisory lock key of `coord` migrations.

@@ -146,6 +146,11 @@ async fn row_level_security_and_grants_limit_the_application_roles() {
     );
     assert_eq!(as_role("authenticated", "SELECT * FROM work_queue").await, Ok(0));
     assert_eq!(
+        as_role("anon", "SELECT * FROM work_queue").await,
+        Err("42501".into()),
+        "tasks carry payloads: anon reads locks only"
+    );
+    assert_eq!(
         as_role("anon", "SELECT * FROM audit_log").await,
         Err("42501".into()),
         "anon cannot read the audit log"

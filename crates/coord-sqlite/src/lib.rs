@@ -229,6 +229,22 @@ impl SqliteStore {
         .map_err(CoordError::from)
     }
 
+    /// Runs a read-only `f` outside any transaction (WAL readers never wait for writers).
+    async fn read<T, F>(&self, f: F) -> CoordResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> R<T> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || -> R<T> {
+            let conn = inner.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&conn)
+        })
+        .await
+        .map_err(|_| CoordError::internal())?
+        .map_err(CoordError::from)
+    }
+
     /// Runs one audited operation: the operation in a savepoint, then its audit row,
     /// in one transaction.
     async fn op<T, F>(&self, ctx: OpCtx, f: F) -> CoordResult<T>
@@ -394,23 +410,18 @@ impl Store for SqliteStore {
         self.op(ctx, move |c, now, _| keys::revoke(c, now, &key_id)).await
     }
 
+    /// A plain read, without the write lock: authentication must not queue behind (or
+    /// fail because of) another process's writes.
     async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
-        self.with_tx(move |tx| keys::authenticate(tx, now_micros(now), &key_hash))
+        self.read(move |c| keys::authenticate(c, now_micros(now), &key_hash))
             .await
     }
 
     /// A read of the file header: answers while another process writes (WAL), fails
     /// when the file cannot be read.
     async fn ping(&self) -> CoordResult<()> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || -> R<()> {
-            let conn = inner.conn.lock().unwrap_or_else(PoisonError::into_inner);
-            conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
-            Ok(())
-        })
-        .await
-        .map_err(|_| CoordError::internal())?
-        .map_err(CoordError::from)
+        self.read(|c| Ok(c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?))
+            .await
     }
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
