@@ -247,7 +247,7 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
     println!("coord serve: listening on http://{addr} (database: {database})");
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
-    let served = coord_http::serve(listener, app, coord_http::shutdown_signal()).await;
+    let served = coord_http::serve(listener, app, &config, coord_http::shutdown_signal()).await;
     sweeper.abort();
     match served {
         Ok(()) => output::EXIT_OK,

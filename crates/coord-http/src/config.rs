@@ -24,6 +24,9 @@ pub struct ApiConfig {
     /// `Host` header values `/mcp` accepts (DNS-rebinding protection); loopback names by
     /// default, extended with the bind host and `COORDINATION_MCP_ALLOWED_HOSTS`.
     pub mcp_allowed_hosts: Vec<String>,
+    /// Cancelled when the server shuts down: ends the long-lived MCP streams (SSE), which
+    /// would otherwise keep a graceful shutdown waiting forever.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl Default for ApiConfig {
@@ -36,6 +39,7 @@ impl Default for ApiConfig {
             require_auth_for_reads: false,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            shutdown: tokio_util::sync::CancellationToken::new(),
         }
     }
 }

@@ -71,7 +71,8 @@ pub fn create_coordination_api(coord: Arc<dyn Coordination>, config: &ApiConfig)
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
-            .with_max_request_body_bytes(config.max_body_bytes),
+            .with_max_request_body_bytes(config.max_body_bytes)
+            .with_cancellation_token(config.shutdown.child_token()),
     );
     let document = Arc::new(openapi::document());
     let mcp_routes = Router::new()
@@ -115,15 +116,35 @@ pub fn create_coordination_api(coord: Arc<dyn Coordination>, config: &ApiConfig)
         .merge(mcp_routes)
 }
 
-/// Serves until `shutdown` resolves; in-flight requests finish first.
+/// How long a shutdown waits for in-flight requests before giving up on them.
+pub const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Serves until `shutdown` resolves; then cancels `config.shutdown` (ending MCP streams)
+/// and lets in-flight requests finish, for at most [`DRAIN_LIMIT`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
+    config: &ApiConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await
+    let streams = config.shutdown.clone();
+    let stopping = streams.clone();
+    let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            streams.cancel();
+        })
+        .into_future();
+    tokio::select! {
+        served = server => served,
+        () = async {
+            stopping.cancelled().await;
+            tokio::time::sleep(DRAIN_LIMIT).await;
+        } => {
+            tracing::warn!("shutdown: requests still running after {DRAIN_LIMIT:?}; stopping anyway");
+            Ok(())
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.
