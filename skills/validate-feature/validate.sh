@@ -3,6 +3,9 @@
 set -euo pipefail
 
 COORD="${COORD:-coord}"
+# The ports and the server under test are this machine's, even when the caller is in
+# remote mode (a cloud agent with COORDINATION_API_URL set): run coord locally here.
+local_coord() { env -u COORDINATION_API_URL -u COORDINATION_API_KEY "$COORD" "$@"; }
 HERE="$(cd "$(dirname "$0")" && pwd)"
 SESSION="${VALIDATE_SESSION:-validate-$(basename "$PWD")-$$}"
 WORK="$(mktemp -d)"
@@ -16,12 +19,14 @@ cleanup() {
   if [ -f "$WORK/compose-started" ]; then
     docker compose -p "$COMPOSE_PROJECT_NAME" down >/dev/null 2>&1 || true
   fi
-  "$COORD" ports release "$SESSION" >/dev/null 2>&1 || true
+  local_coord ports release "$SESSION" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
 
-eval "$("$COORD" ports allocate "$SESSION" --env)"
+# A failed allocation must stop here, not leave stale port variables from the environment.
+snippet="$(local_coord ports allocate "$SESSION" --env)" || { echo "validate-feature: no ports for $SESSION" >&2; exit 1; }
+eval "$snippet"
 echo "validate-feature: session $SESSION on ports db=$AGENT_COORDINATOR_DB_PORT rest=$AGENT_COORDINATOR_REST_PORT realtime=$AGENT_COORDINATOR_REALTIME_PORT api=$API_PORT ($COMPOSE_PROJECT_NAME)"
 
 if [ -f docker-compose.yml ] && command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
@@ -33,7 +38,7 @@ fi
 
 KEY="validate-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 COORDINATION_API_KEYS="$KEY" COORD_PORTS_STATE="$WORK/inner-ports.json" \
-  "$COORD" serve --host 127.0.0.1 --port "${AGENT_COORDINATOR_REST_PORT:-3000}" --db "$WORK/coord.db" \
+  local_coord serve --host 127.0.0.1 --port "${AGENT_COORDINATOR_REST_PORT:-3000}" --db "$WORK/coord.db" \
   >"$WORK/serve.log" 2>&1 &
 SERVER_PID=$!
 

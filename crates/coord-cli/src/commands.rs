@@ -21,7 +21,7 @@ use coord_domain::sessions::{
 };
 use coord_domain::status::StatusResult;
 use coord_domain::{CoordError, CoordResult, ErrorCode, Timestamp};
-use coord_service::Coordination;
+use coord_service::{Coordination, Ports};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -65,6 +65,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Mcp
         | Command::Serve(_)
         | Command::Keys(_)
+        | Command::Ports(_)
         | Command::Hook { .. } => {
             unreachable!("handled by the caller")
         }
@@ -98,7 +99,6 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         },
         Command::Work(cmd) => work(cmd, coord, ctx, out).await,
         Command::Agents(cmd) => agents(cmd, coord, ctx, out).await,
-        Command::Ports(cmd) => ports(cmd, coord, ctx, out).await,
         Command::Handoff(cmd) => handoff(cmd, coord, ctx, out).await,
         Command::Audit(args) => audit(args, coord, ctx, out).await,
     }
@@ -405,7 +405,9 @@ fn parse_lifetime(raw: &str) -> CoordResult<i64> {
         })
 }
 
-async fn ports(cmd: PortsCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
+/// `coord ports`: `ports` is the machine's allocator locally (no database is opened), or
+/// the server in remote mode.
+pub async fn ports(cmd: PortsCommand, coord: &dyn Ports, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;
     match cmd {
         PortsCommand::Allocate { session_id, env } => {

@@ -118,11 +118,7 @@ impl Context {
             None => (DbTarget::Sqlite(repo_root.join(".coord").join("coord.db")), true),
         };
         let (default_id, default_type) = default_identity(false);
-        // Cloud agents get AGENT_TYPE from their environment (the spec's name for it).
-        let agent_type = global
-            .agent_type
-            .clone()
-            .or_else(|| std::env::var("AGENT_TYPE").ok().filter(|t| !t.trim().is_empty()));
+        let agent_type = explicit_agent_type(global);
         let agent_type_was_set = agent_type.is_some();
         let caller = Caller::new(
             global.agent_id.clone().unwrap_or(default_id),
@@ -190,6 +186,15 @@ pub fn default_identity(in_claude: bool) -> (String, String) {
         .or_else(|_| std::env::var("USERNAME"))
         .unwrap_or_else(|_| "user".to_string());
     (at_host(&user), DEFAULT_AGENT_TYPE.to_string())
+}
+
+/// The agent type the user set: `--agent-type` / `COORD_AGENT_TYPE`, else `AGENT_TYPE`
+/// (the spec's name for it, which cloud agents get from their environment).
+pub fn explicit_agent_type(global: &GlobalArgs) -> Option<String> {
+    global
+        .agent_type
+        .clone()
+        .or_else(|| std::env::var("AGENT_TYPE").ok().filter(|t| !t.trim().is_empty()))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! `<repo>/.coord/hooks.log` and lets the session continue.
 
 use crate::args::GlobalArgs;
-use crate::context::{Context, default_identity};
+use crate::context::{Context, default_identity, explicit_agent_type};
 use crate::open;
 use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest, WriteHandoffRequest};
 use coord_domain::locks::CheckLocksRequest;
@@ -58,7 +58,7 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
                 if global.agent_id.is_none() {
                     r.default_id = coord_remote::Unconfigured::Value(ctx.caller.agent_id.clone());
                 }
-                if global.agent_type.is_none() {
+                if explicit_agent_type(global).is_none() {
                     r.default_type = coord_remote::Unconfigured::Value(ctx.caller.agent_type.clone());
                 }
             }
@@ -92,7 +92,7 @@ fn hook_identity(global: &GlobalArgs) -> Caller {
     let (id, ty) = default_identity(true);
     Caller::new(
         global.agent_id.clone().unwrap_or(id),
-        global.agent_type.clone().unwrap_or(ty),
+        explicit_agent_type(global).unwrap_or(ty),
     )
 }
 

@@ -73,6 +73,13 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Keys(cmd) => return commands::keys(cmd, &ctx, &cli.global, out).await,
         _ => {}
     }
+    if let Command::Ports(cmd) = cli.command {
+        let ports = match open::ports(&ctx) {
+            Ok(p) => p,
+            Err(e) => return out.error(&e),
+        };
+        return commands::ports(cmd, ports.as_ref(), &ctx, out).await;
+    }
     let coord = match open::coordination(&ctx, 2).await {
         Ok(c) => c,
         Err(e) => return out.error(&e),
@@ -160,7 +167,7 @@ fn mcp_identity(global: &args::GlobalArgs) -> coord_mcp::IdentityConfig {
     let (claude_id, claude_type) = context::default_identity(true);
     coord_mcp::IdentityConfig {
         agent_id: global.agent_id.clone().or_else(|| in_claude.then_some(claude_id)),
-        agent_type: global.agent_type.clone().or_else(|| in_claude.then_some(claude_type)),
+        agent_type: context::explicit_agent_type(global).or_else(|| in_claude.then_some(claude_type)),
         host: context::hostname(),
     }
 }

@@ -3,7 +3,7 @@
 use crate::context::{Context, DbTarget};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use coord_postgres::{PgOptions, PgStore};
-use coord_service::{CoordConfig, Coordination, Coordinator, DatabaseClock};
+use coord_service::{CoordConfig, Coordination, Coordinator, DatabaseClock, LocalPorts, Ports};
 use coord_sqlite::{SqliteOptions, SqliteStore};
 use coord_store::Store;
 use std::sync::Arc;
@@ -63,14 +63,29 @@ fn sqlite_options() -> CoordResult<SqliteOptions> {
     Ok(options)
 }
 
+fn remote_client(ctx: &Context, r: &crate::context::Remote) -> CoordResult<coord_remote::RemoteClient> {
+    Ok(coord_remote::RemoteClient::new(&r.url, r.api_key.clone())?
+        .with_unconfigured_identity(r.default_id.clone(), r.default_type.clone())
+        .with_local_root(ctx.repo_root.to_string_lossy()))
+}
+
 /// What the doors call: a remote client in remote mode, else the local coordinator.
 pub async fn coordination(ctx: &Context, pg_pool: usize) -> CoordResult<Arc<dyn Coordination>> {
     match &ctx.remote {
-        Some(r) => Ok(Arc::new(
-            coord_remote::RemoteClient::new(&r.url, r.api_key.clone())?
-                .with_unconfigured_identity(r.default_id.clone(), r.default_type.clone()),
-        )),
+        Some(r) => Ok(Arc::new(remote_client(ctx, r)?)),
         None => Ok(Arc::new(coordinator_with(ctx, pg_pool).await?)),
+    }
+}
+
+/// The port service: the server in remote mode, else this machine's allocator alone
+/// (ports need no database, so none is opened or created).
+pub fn ports(ctx: &Context) -> CoordResult<Arc<dyn Ports>> {
+    match &ctx.remote {
+        Some(r) => Ok(Arc::new(remote_client(ctx, r)?)),
+        None => Ok(Arc::new(LocalPorts::new(
+            coord_ports::PortAllocator::from_env()?,
+            Arc::new(DatabaseClock),
+        ))),
     }
 }
 

@@ -595,3 +595,29 @@ fn remote_keys_bind_cloud_agents() {
     let revoked = as_cloud(&["--json", "lock", "list"], &[]);
     assert_eq!(code(&revoked), 1, "a revoked key no longer authenticates");
 }
+
+/// The port allocator needs no database: `coord ports` neither opens nor creates one, and
+/// works while the configured database is unreachable.
+#[test]
+fn ports_need_no_database() {
+    let repo = Repo::new();
+    let state = repo.root().join("ports-state.json");
+    let state = state.to_str().unwrap();
+    let env = [
+        ("COORD_PORTS_STATE", state),
+        (
+            "COORD_DATABASE_URL",
+            "postgres://nobody@127.0.0.1:1/nothing?connect_timeout=1",
+        ),
+    ];
+    let out = repo.run_in(repo.root(), &["--json", "ports", "allocate", "wt-1"], &env);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["allocation"]["db_port"], 10000);
+    let out = repo.run_in(repo.root(), &["ports", "release", "wt-1"], &env[..1]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        !repo.root().join(".coord").exists(),
+        "no database was created for ports"
+    );
+}

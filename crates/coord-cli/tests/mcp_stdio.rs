@@ -1,12 +1,14 @@
 //! `coord mcp` as a child process speaking JSON-RPC over stdio, including hostile input.
 
+mod support;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_coord");
+use support::{BIN, served_address};
 
 struct Server {
     child: Child,
@@ -17,6 +19,10 @@ struct Server {
 
 impl Server {
     fn start(agent: &str) -> Server {
+        Server::start_with(agent, &[])
+    }
+
+    fn start_with(agent: &str, env: &[(&str, &str)]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
         let mut child = Command::new(BIN)
@@ -25,7 +31,9 @@ impl Server {
             .env("COORD_AGENT_ID", agent)
             .env("COORD_AGENT_TYPE", "test_agent")
             .env_remove("COORD_DATABASE_URL")
+            .env_remove("COORDINATION_API_URL")
             .env_remove("CLAUDECODE")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -172,4 +180,45 @@ fn hostile_input_does_not_crash_the_server() {
     assert!(alive["locks"].is_array(), "still serving after all that: {alive}");
     let stderr = s.finish();
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A cloud agent's `coord mcp` in remote mode: the server's checkout is elsewhere, and
+/// the absolute paths agents send (Claude Code does) must still name the same files.
+#[test]
+fn remote_mode_sends_absolute_paths_repository_relative() {
+    let server_dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(server_dir.path().join(".git")).unwrap();
+    let mut server = Command::new(BIN)
+        .args(["serve", "--port", "0"])
+        .current_dir(server_dir.path())
+        .env("COORDINATION_API_KEYS", "remote-mcp-key")
+        .env_remove("COORD_DATABASE_URL")
+        .env_remove("API_PORT")
+        .env_remove("API_HOST")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = served_address(&mut server);
+    let mut s = Server::start_with(
+        "cloud-agent",
+        &[
+            ("COORDINATION_API_URL", &url),
+            ("COORDINATION_API_KEY", "remote-mcp-key"),
+        ],
+    );
+    let root = s._dir.path().canonicalize().unwrap();
+    let absolute = root.join("src/feature.rs");
+    let got = s.call(2, "acquire_lock", json!({"file_path": absolute.to_str().unwrap()}));
+    assert_eq!(
+        (got["success"].as_bool(), got["file_path"].as_str()),
+        (Some(true), Some("src/feature.rs")),
+        "{got}"
+    );
+    let locks = s.call(3, "check_locks", json!({"file_paths": [absolute.to_str().unwrap()]}));
+    assert_eq!(locks["locks"][0]["locked_by"], "cloud-agent", "{locks}");
+    let released = s.call(4, "release_lock", json!({"file_path": absolute.to_str().unwrap()}));
+    assert_eq!(released["success"], true, "{released}");
+    s.finish();
+    let _ = server.kill();
+    let _ = server.wait();
 }

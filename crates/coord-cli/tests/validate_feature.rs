@@ -24,8 +24,9 @@ fn validate_feature_skill_passes_and_releases_its_ports() {
         .env("COORD_PORTS_STATE", &ports_state)
         .env("PORT_ALLOC_BASE", base.to_string())
         .env("VALIDATE_SESSION", "validate-test")
-        .env_remove("COORDINATION_API_URL")
-        .env_remove("COORDINATION_API_KEY")
+        // As in a cloud agent: remote mode configured; the skill must still work locally.
+        .env("COORDINATION_API_URL", "http://127.0.0.1:9/not-here")
+        .env("COORDINATION_API_KEY", "unrelated")
         .env_remove("COORD_DATABASE_URL")
         .env_remove("AGENT_COORDINATOR_REST_PORT")
         .output()
@@ -79,4 +80,36 @@ fn validate_feature_skill_takes_every_port_from_the_environment() {
     ] {
         assert!(validate.contains(var), "docker compose gets {var}");
     }
+}
+
+#[test]
+fn validate_feature_skill_stops_when_no_ports_are_left() {
+    let state = tempfile::tempdir().unwrap();
+    let worktree = tempfile::tempdir().unwrap();
+    let ports_state = state.path().join("ports.json");
+    let base = 30_000 + (std::process::id() % 300) * 100;
+    let lease = |session: &str| {
+        Command::new(BIN)
+            .args(["ports", "allocate", session])
+            .env("COORD_PORTS_STATE", &ports_state)
+            .env("PORT_ALLOC_BASE", base.to_string())
+            .env("PORT_ALLOC_MAX_SESSIONS", "1")
+            .output()
+            .unwrap()
+    };
+    assert!(lease("someone-else").status.success());
+    let out = Command::new(skill_dir().join("validate.sh"))
+        .current_dir(worktree.path())
+        .env("COORD", BIN)
+        .env("COORD_PORTS_STATE", &ports_state)
+        .env("PORT_ALLOC_BASE", base.to_string())
+        .env("PORT_ALLOC_MAX_SESSIONS", "1")
+        // Stale values a failed allocation must not fall back on.
+        .env("AGENT_COORDINATOR_REST_PORT", "1")
+        .env_remove("COORDINATION_API_URL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "validate.sh went on without ports");
+    assert!(stderr.contains("no ports"), "{stderr}");
 }

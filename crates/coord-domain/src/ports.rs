@@ -43,7 +43,10 @@ impl Default for PortConfig {
 /// variable and its minimum.
 pub fn port_config_from(var: impl Fn(&str) -> Option<String>) -> CoordResult<PortConfig> {
     let read = |name: &str, default: u32, min: u32| -> CoordResult<u32> {
-        let Some(raw) = var(name) else { return Ok(default) };
+        // Empty means unset, as for every other variable.
+        let Some(raw) = var(name).filter(|r| !r.trim().is_empty()) else {
+            return Ok(default);
+        };
         let bad = || {
             CoordError::field(
                 ErrorCode::InvalidArgument,
@@ -138,12 +141,24 @@ pub struct PortsStatusResult {
     pub allocations: Vec<PortStatusEntry>,
 }
 
-/// A stored lease: which block a session holds and until when.
+/// Ports a session uses from its block: db, rest, realtime, api.
+pub const PORTS_PER_SESSION: u32 = 4;
+
+/// A stored lease: the first port of the session's block, and until when. The port
+/// itself is stored, not a block number, because processes sharing the leases may run
+/// with different `PORT_ALLOC_BASE`/`PORT_ALLOC_RANGE`: what must never overlap are the
+/// ports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PortLease {
     pub session_id: String,
-    pub block: u32,
+    pub first_port: u32,
     pub expires_at: Timestamp,
+}
+
+impl PortLease {
+    fn overlaps(&self, first_port: u32) -> bool {
+        first_port < self.first_port + PORTS_PER_SESSION && self.first_port < first_port + PORTS_PER_SESSION
+    }
 }
 
 pub fn validate_session_id(session_id: &str) -> CoordResult<String> {
@@ -156,10 +171,9 @@ pub fn compose_project_name(session_id: &str) -> String {
     format!("ac-{hex}")
 }
 
-pub fn allocation_of(config: &PortConfig, lease: &PortLease) -> PortAllocation {
-    let first = config.base + lease.block * config.range_per_session;
+pub fn allocation_of(lease: &PortLease) -> PortAllocation {
     // port_config_from keeps every block below 65536.
-    let port = |offset: u32| u16::try_from(first + offset).unwrap_or(u16::MAX);
+    let port = |offset: u32| u16::try_from(lease.first_port + offset).unwrap_or(u16::MAX);
     PortAllocation {
         session_id: lease.session_id.clone(),
         db_port: port(0),
@@ -199,8 +213,10 @@ pub fn allocate(
         existing.expires_at = expires_at;
         return Ok(existing.clone());
     }
-    let free = (0..config.max_sessions).find(|b| leases.iter().all(|l| l.block != *b));
-    let Some(block) = free else {
+    let free = (0..config.max_sessions)
+        .map(|b| config.base + b * config.range_per_session)
+        .find(|first| leases.iter().all(|l| !l.overlaps(*first)));
+    let Some(first_port) = free else {
         return Err(CoordError::new(
             ErrorCode::NoPortsAvailable,
             format!(
@@ -211,7 +227,7 @@ pub fn allocate(
     };
     let lease = PortLease {
         session_id: session_id.to_string(),
-        block,
+        first_port,
         expires_at,
     };
     leases.push(lease.clone());
@@ -226,12 +242,13 @@ pub fn release(leases: &mut Vec<PortLease>, session_id: &str, now: Timestamp) ->
     leases.len() != before
 }
 
-pub fn status(leases: &mut Vec<PortLease>, config: &PortConfig, now: Timestamp) -> Vec<PortStatusEntry> {
-    prune(leases, now);
+/// Live leases, lowest ports first.
+pub fn status(leases: &[PortLease], now: Timestamp) -> Vec<PortStatusEntry> {
     let mut out: Vec<PortStatusEntry> = leases
         .iter()
+        .filter(|l| l.expires_at > now)
         .map(|l| PortStatusEntry {
-            allocation: allocation_of(config, l),
+            allocation: allocation_of(l),
             remaining_minutes: ((l.expires_at - now).num_seconds() + 59) / 60,
         })
         .collect();
@@ -256,12 +273,12 @@ mod tests {
             ..PortConfig::default()
         };
         let mut leases = Vec::new();
-        let a = allocation_of(&config, &allocate(&mut leases, &config, "worktree-1", t0()).unwrap());
+        let a = allocation_of(&allocate(&mut leases, &config, "worktree-1", t0()).unwrap());
         assert_eq!(
             (a.db_port, a.rest_port, a.realtime_port, a.api_port),
             (20_000, 20_001, 20_002, 20_003)
         );
-        let b = allocation_of(&config, &allocate(&mut leases, &config, "worktree-2", t0()).unwrap());
+        let b = allocation_of(&allocate(&mut leases, &config, "worktree-2", t0()).unwrap());
         assert_eq!(b.db_port, 20_050);
         assert_eq!(a.compose_project_name.len(), 11);
         assert!(a.compose_project_name.starts_with("ac-"));
@@ -311,7 +328,7 @@ mod tests {
         let first = allocate(&mut leases, &config, "s1", t0()).unwrap();
         let later = t0() + chrono::Duration::minutes(5);
         let again = allocate(&mut leases, &config, "s1", later).unwrap();
-        assert_eq!(again.block, first.block);
+        assert_eq!(again.first_port, first.first_port);
         assert_eq!(again.expires_at, later + chrono::Duration::minutes(10), "TTL refreshed");
         allocate(&mut leases, &config, "s2", later).unwrap();
         let before = leases.clone();
@@ -321,10 +338,30 @@ mod tests {
         // Expiry frees the block for a new session.
         let much_later = later + chrono::Duration::minutes(11);
         let reused = allocate(&mut leases, &config, "s3", much_later).unwrap();
-        assert_eq!(reused.block, 0);
+        assert_eq!(reused.first_port, 10_000);
         assert!(release(&mut leases, "s3", much_later));
         assert!(!release(&mut leases, "s3", much_later), "idempotent");
         assert!(!release(&mut leases, "never", much_later));
+    }
+
+    #[test]
+    fn processes_with_different_settings_never_share_a_port() {
+        // One shared lease list, two configurations whose blocks interleave.
+        let a = PortConfig::default();
+        let b = PortConfig {
+            base: 10_050,
+            range_per_session: 50,
+            ..PortConfig::default()
+        };
+        let mut leases = Vec::new();
+        let mut used = std::collections::HashSet::new();
+        for i in 0..10 {
+            let config = if i % 2 == 0 { &a } else { &b };
+            let lease = allocate(&mut leases, config, &format!("s{i}"), t0()).unwrap();
+            for p in lease.first_port..lease.first_port + PORTS_PER_SESSION {
+                assert!(used.insert(p), "port {p} handed out twice");
+            }
+        }
     }
 
     #[test]
@@ -332,7 +369,7 @@ mod tests {
         let config = PortConfig::default();
         let mut leases = Vec::new();
         allocate(&mut leases, &config, "s1", t0()).unwrap();
-        let s = status(&mut leases, &config, t0() + chrono::Duration::seconds(90));
+        let s = status(&leases, t0() + chrono::Duration::seconds(90));
         assert_eq!(s[0].remaining_minutes, 119);
         assert_eq!(s[0].allocation.session_id, "s1");
     }
@@ -343,6 +380,11 @@ mod tests {
             move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
         };
         assert_eq!(port_config_from(env(&[])).unwrap(), PortConfig::default());
+        assert_eq!(
+            port_config_from(env(&[("PORT_ALLOC_BASE", ""), ("PORT_ALLOC_RANGE", " ")])).unwrap(),
+            PortConfig::default(),
+            "empty is unset"
+        );
         let c = port_config_from(env(&[("PORT_ALLOC_BASE", "20000"), ("PORT_ALLOC_RANGE", "50")])).unwrap();
         assert_eq!((c.base, c.range_per_session), (20_000, 50));
         type Vars<'a> = &'a [(&'a str, &'a str)];

@@ -11,7 +11,7 @@ use coord_domain::ports::{AllocatePortsResult, PortsStatusResult, ReleasePortsRe
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use rustix::fs::{FlockOperation, flock};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
@@ -67,48 +67,71 @@ impl PortAllocator {
         &self.path
     }
 
-    /// Runs `f` on the leases under the exclusive lock, then saves them atomically
-    /// (temporary file + rename, so a crash never leaves half a file).
-    fn with_leases<T>(&self, f: impl FnOnce(&mut Vec<PortLease>) -> T) -> CoordResult<T> {
+    /// `<state file>.<suffix>`: appended, never substituted, so no configured state path
+    /// can make the lock or temporary file the state file itself.
+    fn beside(&self, suffix: &str) -> PathBuf {
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(".");
+        name.push(suffix);
+        PathBuf::from(name)
+    }
+
+    /// Takes the lock file's `flock` (exclusive for changes, shared for reading); it is
+    /// released when the returned file closes.
+    fn lock(&self, operation: FlockOperation) -> CoordResult<File> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| unavailable(&self.path, "create its directory", e))?;
         }
-        let lock_path = self.path.with_extension("lock");
+        let lock_path = self.beside("lock");
         let lock: File = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&lock_path)
             .map_err(|e| unavailable(&lock_path, "open", e))?;
-        flock(&lock, FlockOperation::LockExclusive).map_err(|e| unavailable(&lock_path, "lock", e))?;
-        let mut state = self.read();
+        flock(&lock, operation).map_err(|e| unavailable(&lock_path, "lock", e))?;
+        Ok(lock)
+    }
+
+    /// Runs `f` on the leases under the exclusive lock, then saves them atomically
+    /// (temporary file + rename + directory sync, so a crash never leaves half a file).
+    fn with_leases<T>(&self, f: impl FnOnce(&mut Vec<PortLease>) -> T) -> CoordResult<T> {
+        let _lock = self.lock(FlockOperation::LockExclusive)?;
+        let mut state = self.read()?;
         let out = f(&mut state.leases);
-        let tmp = self.path.with_extension("tmp");
+        let tmp = self.beside("tmp");
         let text = serde_json::to_vec_pretty(&state).map_err(|e| unavailable(&self.path, "encode", e))?;
         File::create(&tmp)
             .and_then(|mut f| f.write_all(&text).and_then(|_| f.sync_all()))
             .and_then(|_| std::fs::rename(&tmp, &self.path))
+            .and_then(|_| match self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                Some(dir) => File::open(dir).and_then(|d| d.sync_all()),
+                None => Ok(()),
+            })
             .map_err(|e| unavailable(&self.path, "write", e))?;
-        // The lock is released when `lock` closes.
         Ok(out)
     }
 
-    fn read(&self) -> State {
-        let mut text = String::new();
-        match File::open(&self.path).and_then(|mut f| f.read_to_string(&mut text)) {
-            Ok(_) => serde_json::from_str(&text).unwrap_or_else(|e| {
-                // Leases are short-lived and re-requested; a damaged file is started over.
-                tracing::warn!(path = %self.path.display(), error = %e, "port state unreadable; starting empty");
-                State::default()
-            }),
-            Err(_) => State::default(),
-        }
+    /// The stored leases. A missing file is no leases; a damaged one is an error, not a
+    /// fresh start: forgetting live leases would hand their ports out twice.
+    fn read(&self) -> CoordResult<State> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::default()),
+            Err(e) => return Err(unavailable(&self.path, "read", e)),
+        };
+        serde_json::from_str(&text).map_err(|e| {
+            CoordError::unavailable(format!(
+                "port allocator state {} is damaged ({e}); move it away to start with no leases",
+                self.path.display()
+            ))
+        })
     }
 
     pub fn allocate(&self, session_id: &str, now: Timestamp) -> CoordResult<AllocatePortsResult> {
         let session_id = ports::validate_session_id(session_id)?;
         let lease = self.with_leases(|leases| ports::allocate(leases, &self.config, &session_id, now))??;
-        let allocation = ports::allocation_of(&self.config, &lease);
+        let allocation = ports::allocation_of(&lease);
         Ok(AllocatePortsResult {
             success: true,
             env_snippet: ports::env_snippet(&allocation),
@@ -126,7 +149,9 @@ impl PortAllocator {
     }
 
     pub fn status(&self, now: Timestamp) -> CoordResult<PortsStatusResult> {
-        let allocations = self.with_leases(|leases| ports::status(leases, &self.config, now))?;
+        // A read: status is public over HTTP and must not rewrite the file on every call.
+        let _lock = self.lock(FlockOperation::LockShared)?;
+        let allocations = ports::status(&self.read()?.leases, now);
         Ok(PortsStatusResult {
             success: true,
             allocations,

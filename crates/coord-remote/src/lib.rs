@@ -13,6 +13,7 @@ use coord_domain::locks::{
     AcquireLockRequest, AcquireLockResult, CheckLocksRequest, CheckLocksResult, ReleaseAllResult, ReleaseLockRequest,
     ReleaseLockResult,
 };
+use coord_domain::path::normalize_path;
 use coord_domain::ports::{
     AllocatePortsRequest, AllocatePortsResult, PortsStatusResult, ReleasePortsRequest, ReleasePortsResult,
 };
@@ -26,7 +27,7 @@ use coord_domain::sessions::{
 };
 use coord_domain::status::StatusResult;
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
-use coord_service::Coordination;
+use coord_service::{Coordination, Ports};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -42,6 +43,7 @@ pub struct RemoteClient {
     /// a key bound to an identity is not refused for them.
     default_id: Unconfigured,
     default_type: Unconfigured,
+    local_root: Option<String>,
 }
 
 /// Which values of an identity part were not configured by the user.
@@ -88,11 +90,15 @@ fn header(value: &str) -> CoordResult<HeaderValue> {
 impl RemoteClient {
     pub fn new(base_url: &str, api_key: Option<String>) -> CoordResult<RemoteClient> {
         let base = base_url.trim().trim_end_matches('/').to_string();
-        if !(base.starts_with("http://") || base.starts_with("https://")) || base.len() <= "https://".len() {
+        let parsed = reqwest::Url::parse(&base).ok();
+        let usable = parsed
+            .as_ref()
+            .is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
+        if !usable {
             return Err(CoordError::field(
                 ErrorCode::InvalidArgument,
                 "COORDINATION_API_URL",
-                format!("the coordination API URL {base_url:?} must start with http:// or https://"),
+                format!("the coordination API URL {base_url:?} must be an http:// or https:// URL with a host"),
             ));
         }
         install_crypto_provider();
@@ -108,7 +114,26 @@ impl RemoteClient {
             http,
             default_id: Unconfigured::Nothing,
             default_type: Unconfigured::Nothing,
+            local_root: None,
         })
+    }
+
+    /// This machine's checkout of the repository. The server judges paths against its
+    /// own checkout, which lives elsewhere; absolute paths inside `root` (what agents such
+    /// as Claude Code send) are therefore made repository-relative before they leave.
+    pub fn with_local_root(mut self, root: impl Into<String>) -> Self {
+        self.local_root = Some(root.into());
+        self
+    }
+
+    fn localize(&self, path: String) -> String {
+        match &self.local_root {
+            Some(root) if std::path::Path::new(&path).is_absolute() => {
+                // Paths outside the checkout go as they are, for the server to refuse.
+                normalize_path(&path, Some(root)).unwrap_or(path)
+            }
+            _ => path,
+        }
     }
 
     /// Marks identity parts as defaults rather than claims: they are sent as
@@ -251,11 +276,13 @@ struct Empty {}
 
 #[async_trait]
 impl Coordination for RemoteClient {
-    async fn acquire_lock(&self, caller: &Caller, req: AcquireLockRequest) -> CoordResult<AcquireLockResult> {
+    async fn acquire_lock(&self, caller: &Caller, mut req: AcquireLockRequest) -> CoordResult<AcquireLockResult> {
+        req.file_path = self.localize(req.file_path);
         self.post(caller, "/locks/acquire", &req).await
     }
 
-    async fn release_lock(&self, caller: &Caller, req: ReleaseLockRequest) -> CoordResult<ReleaseLockResult> {
+    async fn release_lock(&self, caller: &Caller, mut req: ReleaseLockRequest) -> CoordResult<ReleaseLockResult> {
+        req.file_path = self.localize(req.file_path);
         self.post(caller, "/locks/release", &req).await
     }
 
@@ -263,7 +290,10 @@ impl Coordination for RemoteClient {
         self.post(caller, "/locks/release-mine", &Empty {}).await
     }
 
-    async fn check_locks(&self, caller: &Caller, req: CheckLocksRequest) -> CoordResult<CheckLocksResult> {
+    async fn check_locks(&self, caller: &Caller, mut req: CheckLocksRequest) -> CoordResult<CheckLocksResult> {
+        req.file_paths = req
+            .file_paths
+            .map(|paths| paths.into_iter().map(|p| self.localize(p)).collect());
         self.post(caller, "/locks/check", &req).await
     }
 
@@ -364,7 +394,10 @@ impl Coordination for RemoteClient {
             )))
         }
     }
+}
 
+#[async_trait]
+impl Ports for RemoteClient {
     async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult> {
         self.post(caller, "/ports/allocate", &req).await
     }
@@ -385,6 +418,17 @@ mod tests {
     #[test]
     fn urls_and_segments() {
         assert!(RemoteClient::new("ftp://x", None).is_err());
+        let c = RemoteClient::new("http://h", None)
+            .unwrap()
+            .with_local_root("/home/me/repo");
+        for (input, sent) in [
+            ("/home/me/repo/src/a.rs", "src/a.rs"),
+            ("/home/me/repo/src/../b.rs", "b.rs"),
+            ("src/a.rs", "src/a.rs"),
+            ("/elsewhere/x.rs", "/elsewhere/x.rs"),
+        ] {
+            assert_eq!(c.localize(input.into()), sent, "{input}");
+        }
         assert!(RemoteClient::new("http://", None).is_err());
         assert_eq!(
             RemoteClient::new("https://coord.example.com/", None)

@@ -11,9 +11,9 @@
 //! audited too.
 
 pub mod clock;
+mod ports;
 
 use async_trait::async_trait;
-use coord_domain::Timestamp;
 use coord_domain::audit::{AuditQueryRequest, AuditQueryResult, AuditRecord, validate_audit_query};
 use coord_domain::handoffs::{
     ReadHandoffRequest, ReadHandoffResult, WriteHandoffRequest, WriteHandoffResult, validate_handoff, validate_read,
@@ -50,10 +50,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use clock::{Clock, DatabaseClock, ManualClock};
+pub use ports::{LocalPorts, Ports};
 
-/// Every coordination operation, as the doors call it.
+/// Every coordination operation, as the doors call it (port blocks included, through
+/// [`Ports`]).
 #[async_trait]
-pub trait Coordination: Send + Sync {
+pub trait Coordination: Ports + Send + Sync {
     async fn acquire_lock(&self, caller: &Caller, req: AcquireLockRequest) -> CoordResult<AcquireLockResult>;
     async fn release_lock(&self, caller: &Caller, req: ReleaseLockRequest) -> CoordResult<ReleaseLockResult>;
     /// Releases every lock the caller holds (a session ending).
@@ -89,11 +91,6 @@ pub trait Coordination: Send + Sync {
     async fn authenticate_key(&self, key: &str) -> CoordResult<Option<Caller>>;
     /// Whether the store answers.
     async fn health(&self) -> CoordResult<()>;
-
-    /// Port blocks for isolated environments (no database involved, so not audited).
-    async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult>;
-    async fn release_ports(&self, caller: &Caller, req: ReleasePortsRequest) -> CoordResult<ReleasePortsResult>;
-    async fn ports_status(&self, caller: &Caller) -> CoordResult<PortsStatusResult>;
 }
 
 /// Tunables of the service; defaults follow the spec.
@@ -127,7 +124,7 @@ pub struct Coordinator {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     config: Arc<CoordConfig>,
-    ports: Option<Arc<PortAllocator>>,
+    ports: Option<LocalPorts>,
 }
 
 fn new_id() -> String {
@@ -146,25 +143,17 @@ impl Coordinator {
 
     /// Adds the port allocator (it keeps its leases outside the store).
     pub fn with_ports(mut self, ports: PortAllocator) -> Self {
-        self.ports = Some(Arc::new(ports));
+        self.ports = Some(LocalPorts::new(ports, self.clock.clone()));
         self
     }
 
-    /// Runs a port operation off the async threads (it takes a file lock).
-    async fn ports<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&PortAllocator, Timestamp) -> CoordResult<T> + Send + 'static,
-    ) -> CoordResult<T> {
-        let ports = self.ports.clone().ok_or_else(|| {
+    fn local_ports(&self) -> CoordResult<&LocalPorts> {
+        self.ports.as_ref().ok_or_else(|| {
             CoordError::new(
                 coord_domain::ErrorCode::NotFound,
                 "this coordinator has no port allocator configured",
             )
-        })?;
-        let now = self.clock.now().unwrap_or_else(chrono::Utc::now);
-        tokio::task::spawn_blocking(move || f(&ports, now))
-            .await
-            .map_err(|_| CoordError::internal())?
+        })
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -418,19 +407,19 @@ impl Coordination for Coordinator {
     async fn health(&self) -> CoordResult<()> {
         self.store.ping().await
     }
+}
 
+#[async_trait]
+impl Ports for Coordinator {
     async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult> {
-        caller.validate()?;
-        self.ports(move |p, now| p.allocate(&req.session_id, now)).await
+        self.local_ports()?.allocate_ports(caller, req).await
     }
 
     async fn release_ports(&self, caller: &Caller, req: ReleasePortsRequest) -> CoordResult<ReleasePortsResult> {
-        caller.validate()?;
-        self.ports(move |p, now| p.release(&req.session_id, now)).await
+        self.local_ports()?.release_ports(caller, req).await
     }
 
     async fn ports_status(&self, caller: &Caller) -> CoordResult<PortsStatusResult> {
-        caller.validate()?;
-        self.ports(|p, now| p.status(now)).await
+        self.local_ports()?.ports_status(caller).await
     }
 }

@@ -1,0 +1,66 @@
+//! Port blocks for isolated environments. A separate interface from the rest of
+//! [`Coordination`](crate::Coordination) because it needs no database: the CLI serves
+//! `coord ports` locally with [`LocalPorts`] alone, without opening (or creating) a store.
+
+use crate::Clock;
+use async_trait::async_trait;
+use coord_domain::ports::{
+    AllocatePortsRequest, AllocatePortsResult, PortsStatusResult, ReleasePortsRequest, ReleasePortsResult,
+};
+use coord_domain::{Caller, CoordError, CoordResult, Timestamp};
+use coord_ports::PortAllocator;
+use std::sync::Arc;
+
+/// The port operations, as the doors call them (not audited: no database is involved).
+#[async_trait]
+pub trait Ports: Send + Sync {
+    async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult>;
+    async fn release_ports(&self, caller: &Caller, req: ReleasePortsRequest) -> CoordResult<ReleasePortsResult>;
+    async fn ports_status(&self, caller: &Caller) -> CoordResult<PortsStatusResult>;
+}
+
+/// The machine's port allocator with a clock.
+#[derive(Clone)]
+pub struct LocalPorts {
+    allocator: Arc<PortAllocator>,
+    clock: Arc<dyn Clock>,
+}
+
+impl LocalPorts {
+    pub fn new(allocator: PortAllocator, clock: Arc<dyn Clock>) -> Self {
+        LocalPorts {
+            allocator: Arc::new(allocator),
+            clock,
+        }
+    }
+
+    /// Runs a port operation off the async threads (it takes a file lock).
+    async fn run<T: Send + 'static>(
+        &self,
+        caller: &Caller,
+        f: impl FnOnce(&PortAllocator, Timestamp) -> CoordResult<T> + Send + 'static,
+    ) -> CoordResult<T> {
+        caller.validate()?;
+        let allocator = self.allocator.clone();
+        // Leases are machine-local: with no injected clock, the machine's clock decides.
+        let now = self.clock.now().unwrap_or_else(chrono::Utc::now);
+        tokio::task::spawn_blocking(move || f(&allocator, now))
+            .await
+            .map_err(|_| CoordError::internal())?
+    }
+}
+
+#[async_trait]
+impl Ports for LocalPorts {
+    async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult> {
+        self.run(caller, move |p, now| p.allocate(&req.session_id, now)).await
+    }
+
+    async fn release_ports(&self, caller: &Caller, req: ReleasePortsRequest) -> CoordResult<ReleasePortsResult> {
+        self.run(caller, move |p, now| p.release(&req.session_id, now)).await
+    }
+
+    async fn ports_status(&self, caller: &Caller) -> CoordResult<PortsStatusResult> {
+        self.run(caller, |p, now| p.status(now)).await
+    }
+}
