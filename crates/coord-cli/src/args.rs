@@ -91,6 +91,9 @@ pub enum Command {
     Ports(PortsCommand),
     /// Serve MCP over stdin/stdout for one agent (Claude Code, Codex, any MCP client)
     Mcp,
+    /// Measure throughput and latency on a scratch database, with invariant checks and
+    /// raw-SQL baselines; prints one JSON line per run (see docs/benchmarks.md)
+    Bench(BenchArgs),
     /// Serve the HTTP API (and MCP over streamable HTTP at /mcp) for cloud agents
     Serve(ServeArgs),
     /// Run an agent-runtime hook: a Claude Code event (reads its JSON on stdin) or
@@ -100,6 +103,53 @@ pub enum Command {
         /// and ignored), or git-pre-commit
         event: String,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchWorkload {
+    /// acquire+release pairs on random paths, through the service (audit included)
+    Locks,
+    /// claim+complete pairs by concurrent workers over a prefilled queue
+    Queue,
+    /// acquire_lock/release_lock round trips through `coord mcp` child processes (stdio)
+    Mcp,
+    /// acquire+release pairs through a `coord serve` child over loopback HTTP
+    Http,
+    /// many simulated agents against one `coord serve` (register, heartbeat, locks, tasks)
+    Agents,
+}
+
+/// `coord bench`: every run uses its own scratch database — a fresh SQLite file in the
+/// directory of --db (default: the system temp directory), or a fresh database on the
+/// PostgreSQL server of --db (its user needs CREATEDB) — removed afterwards.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("baseline").args(["raw", "compare"])))]
+pub struct BenchArgs {
+    pub workload: BenchWorkload,
+    /// Concurrent clients (connections, workers, MCP servers)
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub clients: usize,
+    /// How long each run lasts
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub seconds: f64,
+    /// locks/queue: run only the raw SQL baseline (the store's statements, no service layer)
+    #[arg(long)]
+    pub raw: bool,
+    /// Run the baseline first, then the measured path, and report their ratio: raw SQL for
+    /// locks/queue, the in-process service for http/mcp
+    #[arg(long)]
+    pub compare: bool,
+    /// Distinct file paths the lock workloads draw from (default 1000; agents: 250, so
+    /// agents contend for files)
+    #[arg(long, value_name = "N")]
+    pub paths: Option<usize>,
+    /// agents: how many simulated agents
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub agents: usize,
+    /// agents: run agent time this many times faster (heartbeat every 30 s and think
+    /// times of 1-3 s are divided by it)
+    #[arg(long, default_value_t = 1.0, value_name = "X")]
+    pub time_scale: f64,
 }
 
 #[derive(Debug, Subcommand)]

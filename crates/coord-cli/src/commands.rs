@@ -63,6 +63,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Migrate
         | Command::Status
         | Command::Mcp
+        | Command::Bench(_)
         | Command::Serve(_)
         | Command::Keys(_)
         | Command::Ports(_)

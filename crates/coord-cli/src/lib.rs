@@ -2,6 +2,7 @@
 //! [`Coordination`] interface, and prints results; it holds no coordination rules.
 
 pub mod args;
+mod bench;
 pub mod commands;
 pub mod context;
 pub mod hooks;
@@ -68,6 +69,7 @@ pub async fn run(cli: Cli) -> u8 {
     match &cli.command {
         Command::Init { target: Some(target) } => return init_runtime(target, &ctx, out),
         Command::Mcp => return run_mcp(&ctx, &cli.global).await,
+        Command::Bench(args) => return bench::run(args, &ctx, cli.global.json).await,
         Command::Serve(args) => return run_serve(&ctx, args).await,
         Command::Init { target: None } | Command::Migrate => return init_store(&ctx, out).await,
         Command::Keys(cmd) => return commands::keys(cmd, &ctx, &cli.global, out).await,

@@ -14,6 +14,7 @@
 //!   store recovers from a server restart by itself.
 
 mod audit;
+mod bench;
 mod handoffs;
 mod keys;
 mod locks;
@@ -46,6 +47,7 @@ use std::time::Duration;
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
+pub use bench::{RawPostgres, create_scratch_database, drop_scratch_database, with_database};
 pub use migrate::{MIGRATIONS, migrate};
 
 pub(crate) type Tx<'t> = deadpool_postgres::Transaction<'t>;
@@ -70,11 +72,11 @@ impl From<CoordError> for Fail {
 
 pub(crate) type R<T> = Result<T, Fail>;
 
-type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A store operation: runs inside the transaction, with the context and its arguments.
 /// (Arguments are borrowed as `&A`, so an operation over a `String` takes `&String`.)
-type OpFn<A, T> = for<'a> fn(&'a Tx<'a>, &'a OpCtx, &'a A) -> BoxFut<'a, R<T>>;
+pub(crate) type OpFn<A, T> = for<'a> fn(&'a Tx<'a>, &'a OpCtx, &'a A) -> BoxFut<'a, R<T>>;
 
 /// Tunables of the connection pool.
 #[derive(Debug, Clone)]

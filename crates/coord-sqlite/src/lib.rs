@@ -8,6 +8,7 @@
 //! run on tokio's blocking pool behind one connection per process.
 
 mod audit;
+mod bench;
 mod handoffs;
 mod keys;
 mod locks;
@@ -38,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+pub use bench::RawSqlite;
 pub use migrate::SCHEMA_VERSION;
 
 #[derive(Debug, Clone)]

@@ -132,7 +132,8 @@ pub fn claim(c: &Connection, now: i64, who: &Identity, spec: &ClaimSpec) -> R<Ge
     let sql = format!(
         "UPDATE work_queue SET status = 'claimed', claimed_by = ?1, claimed_by_type = ?2, claimed_at = ?3,
              claimed_until = ?4, attempts = attempts + 1
-         WHERE seq = (SELECT seq FROM work_queue WHERE status = 'pending' AND pending_deps = 0 {type_filter}
+         WHERE seq = (SELECT seq FROM work_queue INDEXED BY work_queue_claimable
+                      WHERE status = 'pending' AND pending_deps = 0 {type_filter}
                       ORDER BY priority, created_at, seq LIMIT 1)
          RETURNING {TASK_COLS}"
     );
@@ -166,9 +167,11 @@ pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> 
         )?
         .execute(params![done.task_id, now, result, done.error_message])?;
         c.prepare_cached(
+            // `+status`: the dependents are found through task_dependencies, never by
+            // scanning every pending task through the status index.
             "UPDATE work_queue SET pending_deps = pending_deps - 1
-             WHERE status = 'pending'
-               AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = ?1)",
+             WHERE task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = ?1)
+               AND +status = 'pending'",
         )?
         .execute([&done.task_id])?;
         Ok(CompleteWorkResult {
@@ -224,7 +227,7 @@ fn fail_task(
              )
              UPDATE work_queue SET status = 'cancelled', failure_reason = ?2,
                  error_message = 'dependency ' || ?1 || ' failed', completed_at = ?3
-             WHERE status = 'pending' AND task_id IN (SELECT id FROM dependents)
+             WHERE task_id IN (SELECT id FROM dependents) AND +status = 'pending'
              RETURNING task_id",
         )?
         .query_map(params![task_id, REASON_DEPENDENCY_FAILED, now], |r| {
@@ -268,7 +271,7 @@ pub fn release_claim(
 pub fn settle_expired_claims(c: &Connection, now: i64, batch: i64) -> R<(i64, i64)> {
     let expired = c
         .prepare_cached(
-            "SELECT task_id, attempts, max_attempts FROM work_queue
+            "SELECT task_id, attempts, max_attempts FROM work_queue INDEXED BY work_queue_lease
              WHERE status = 'claimed' AND claimed_until <= ?1 ORDER BY claimed_until LIMIT ?2",
         )?
         .query_map(params![now, batch], |r| {

@@ -84,7 +84,7 @@ pub fn heartbeat(
             .query_row(params![who.agent_id, new_session_id, who.agent_type, now], |r| r.get(0))?,
     };
     c.prepare_cached(
-        "UPDATE work_queue SET claimed_until = MAX(claimed_until, ?2)
+        "UPDATE work_queue INDEXED BY work_queue_claimed_by SET claimed_until = MAX(claimed_until, ?2)
          WHERE status = 'claimed' AND claimed_by = ?1 AND claimed_until > ?3",
     )?
     .execute(params![who.agent_id, now + minutes_to_micros(lease_minutes), now])?;
@@ -151,7 +151,7 @@ pub fn cleanup(c: &Connection, now: i64, stale_minutes: i64) -> R<CleanupResult>
         .count() as i64;
     let claims = c
         .prepare_cached(
-            "SELECT task_id, attempts, max_attempts FROM work_queue
+            "SELECT task_id, attempts, max_attempts FROM work_queue INDEXED BY work_queue_claimed_by
              WHERE status = 'claimed' AND claimed_by IN (SELECT value FROM json_each(?1))",
         )?
         .query_map([&ids], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)))?

@@ -11,6 +11,8 @@
 //! and from the database's own clock otherwise, so hosts sharing one database agree on
 //! lease expiry.
 
+pub mod bench;
+
 use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};

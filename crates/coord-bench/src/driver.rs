@@ -1,0 +1,213 @@
+//! Running N clients until the deadline, and turning what they measured into a report.
+
+use crate::invariants::Invariants;
+use crate::progress::Progress;
+use crate::stats::Samples;
+use crate::{BenchOptions, Report};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// State every client of a run shares.
+pub struct Shared {
+    started: Instant,
+    stop_at: Instant,
+    ops: AtomicU64,
+    errors: AtomicU64,
+    pub invariants: Invariants,
+}
+
+impl Shared {
+    pub fn new(seconds: f64) -> Arc<Shared> {
+        let started = Instant::now();
+        Arc::new(Shared {
+            started,
+            stop_at: started + Duration::from_secs_f64(seconds),
+            ops: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            invariants: Invariants::default(),
+        })
+    }
+
+    pub fn running(&self) -> bool {
+        Instant::now() < self.stop_at
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub fn stop_at(&self) -> Instant {
+        self.stop_at
+    }
+
+    pub fn op_done(&self) {
+        self.ops.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn ops(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+
+    /// Counts an error; the first few are shown, so a failing run says why.
+    pub fn error(&self, what: &str, e: impl std::fmt::Display) {
+        if self.errors.fetch_add(1, Ordering::Relaxed) < 5 {
+            eprintln!("coord bench: {what}: {e}");
+        }
+    }
+}
+
+/// What one client measured.
+#[derive(Default)]
+pub struct Tally {
+    /// The unit the report's p50/p99 describe.
+    pub main: Samples,
+    pub per_op: BTreeMap<&'static str, Samples>,
+    pub counts: BTreeMap<&'static str, u64>,
+}
+
+impl Tally {
+    pub fn count(&mut self, what: &'static str) {
+        *self.counts.entry(what).or_default() += 1;
+    }
+
+    pub fn op(&mut self, what: &'static str, elapsed: Duration) {
+        self.per_op.entry(what).or_default().record(elapsed);
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.main.merge(other.main);
+        for (k, v) in other.per_op {
+            self.per_op.entry(k).or_default().merge(v);
+        }
+        for (k, v) in other.counts {
+            *self.counts.entry(k).or_default() += v;
+        }
+    }
+}
+
+/// Runs `clients` async clients until the deadline.
+pub async fn run_clients<F, Fut>(
+    opts: &BenchOptions,
+    label: String,
+    shared: &Arc<Shared>,
+    clients: usize,
+    client: F,
+) -> (Tally, Duration)
+where
+    F: Fn(usize, Arc<Shared>) -> Fut,
+    Fut: Future<Output = Tally> + Send + 'static,
+{
+    let progress = Progress::start(opts.progress, label, shared.clone(), opts.seconds);
+    let handles: Vec<_> = (0..clients).map(|i| tokio::spawn(client(i, shared.clone()))).collect();
+    let mut total = Tally::default();
+    for h in handles {
+        match h.await {
+            Ok(t) => total.merge(t),
+            Err(e) => shared.error("a client task failed", e),
+        }
+    }
+    let elapsed = shared.elapsed();
+    progress.finish();
+    (total, elapsed)
+}
+
+/// Runs `clients` blocking clients on OS threads until the deadline.
+pub async fn run_threads<F>(
+    opts: &BenchOptions,
+    label: String,
+    shared: &Arc<Shared>,
+    clients: usize,
+    client: F,
+) -> (Tally, Duration)
+where
+    F: Fn(usize, &Shared) -> Tally + Send + Sync + 'static,
+{
+    let progress = Progress::start(opts.progress, label, shared.clone(), opts.seconds);
+    let s = shared.clone();
+    let joined = tokio::task::spawn_blocking(move || {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..clients)
+                .map(|i| {
+                    let (s, client) = (&s, &client);
+                    scope.spawn(move || client(i, s))
+                })
+                .collect();
+            let mut total = Tally::default();
+            for h in handles {
+                match h.join() {
+                    Ok(t) => total.merge(t),
+                    Err(_) => s.error("a client thread", "panicked"),
+                }
+            }
+            total
+        })
+    })
+    .await;
+    let total = joined.unwrap_or_default();
+    let elapsed = shared.elapsed();
+    progress.finish();
+    (total, elapsed)
+}
+
+/// The report of a finished run.
+pub fn report(
+    opts: &BenchOptions,
+    backend: &'static str,
+    mode: &'static str,
+    clients: usize,
+    shared: &Shared,
+    mut tally: Tally,
+    elapsed: Duration,
+) -> Report {
+    let seconds = elapsed.as_secs_f64();
+    let ops = tally.main.len() as u64;
+    Report {
+        workload: opts.workload.name(),
+        backend,
+        mode,
+        clients,
+        seconds: (seconds * 100.0).round() / 100.0,
+        ops,
+        ops_per_sec: if seconds > 0.0 {
+            (ops as f64 / seconds).round()
+        } else {
+            0.0
+        },
+        p50_us: tally.main.percentile(50.0),
+        p99_us: tally.main.percentile(99.0),
+        errors: shared.errors(),
+        invariant_violations: shared.invariants.violations(),
+        baseline: None,
+        per_operation: tally.per_op.iter_mut().map(|(k, v)| (*k, v.summary())).collect(),
+        counts: tally.counts,
+    }
+}
+
+/// A small fast generator for choosing paths and think times (no need for quality).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n.max(1)
+    }
+}
+
+/// The file a lock workload's client touches next.
+pub fn bench_path(rng: &mut Rng, paths: usize) -> String {
+    format!("src/bench/file-{:05}.rs", rng.below(paths))
+}

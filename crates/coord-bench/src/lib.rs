@@ -1,0 +1,215 @@
+//! `coord bench`: measures the coordinator against the physical limit of its database.
+//!
+//! Every run uses a scratch database of its own (a fresh SQLite file, or a fresh
+//! PostgreSQL database on the given server, dropped afterwards), checks the invariants
+//! while it runs, and reports one [`Report`]. With `--compare`, a baseline run precedes
+//! the measured one in the same invocation: the store's raw SQL for `locks` and `queue`,
+//! the in-process service for `http` and `mcp`; the report carries the ratio.
+
+mod agents;
+mod driver;
+mod invariants;
+mod locks;
+mod mcp;
+mod progress;
+mod queue;
+mod remote;
+mod stats;
+mod target;
+
+pub use stats::{OpStats, Samples};
+pub use target::BenchDb;
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    Locks,
+    Queue,
+    Mcp,
+    Http,
+    Agents,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Locks => "locks",
+            Workload::Queue => "queue",
+            Workload::Mcp => "mcp",
+            Workload::Http => "http",
+            Workload::Agents => "agents",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The measured path only.
+    Measured,
+    /// The raw SQL baseline only (`locks`, `queue`).
+    Raw,
+    /// The baseline, then the measured path, with their ratio.
+    Compare,
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub workload: Workload,
+    pub db: BenchDb,
+    pub clients: usize,
+    pub seconds: f64,
+    pub mode: Mode,
+    /// Distinct file paths the lock workloads draw from.
+    pub paths: usize,
+    /// `agents`: how many simulated agents.
+    pub agents: usize,
+    /// `agents`: how many times faster than real time the agents live (heartbeat every
+    /// 30 s and think times of 1-3 s, divided by this).
+    pub time_scale: f64,
+    /// The `coord` binary, for the workloads that run `coord mcp` / `coord serve`.
+    pub exe: PathBuf,
+    /// Show a progress line on stderr.
+    pub progress: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Baseline {
+    pub mode: &'static str,
+    pub ops_per_sec: f64,
+    /// This run's ops/s over the baseline's.
+    pub ratio: f64,
+}
+
+/// One run's result: one JSON line.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub workload: &'static str,
+    pub backend: &'static str,
+    /// `service`, `raw`, `mcp`, `http` or `agents`: the path measured.
+    pub mode: &'static str,
+    pub clients: usize,
+    pub seconds: f64,
+    /// Completed units: acquire+release pairs (`locks`, `http`), claim+complete pairs
+    /// (`queue`), tool calls (`mcp`), requests (`agents`).
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub errors: u64,
+    pub invariant_violations: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Baseline>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_operation: BTreeMap<&'static str, OpStats>,
+    /// Workload-specific counts (blocked acquisitions, empty claims, ...).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<&'static str, u64>,
+}
+
+impl Report {
+    fn with_baseline(mut self, baseline: &Report) -> Report {
+        let ratio = if baseline.ops_per_sec > 0.0 {
+            self.ops_per_sec / baseline.ops_per_sec
+        } else {
+            0.0
+        };
+        self.baseline = Some(Baseline {
+            mode: baseline.mode,
+            ops_per_sec: baseline.ops_per_sec,
+            ratio: (ratio * 1000.0).round() / 1000.0,
+        });
+        self
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("{0}")]
+    Coord(#[from] coord_domain::CoordError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+pub type BenchResult<T> = Result<T, BenchError>;
+
+/// Runs the benchmark; each report is handed to `emit` as soon as its run ends.
+pub async fn run(opts: &BenchOptions, mut emit: impl FnMut(&Report)) -> BenchResult<Vec<Report>> {
+    if opts.clients == 0 || opts.seconds <= 0.0 || opts.paths == 0 {
+        return Err(BenchError::Setup(
+            "--clients, --seconds and --paths must be positive".into(),
+        ));
+    }
+    let mut reports = Vec::new();
+    let mut push = |r: Report, reports: &mut Vec<Report>| {
+        emit(&r);
+        reports.push(r);
+    };
+    match opts.workload {
+        Workload::Locks | Workload::Queue => {
+            let raw = matches!(opts.mode, Mode::Raw | Mode::Compare);
+            let baseline = if raw {
+                let r = run_store_workload(opts, true).await?;
+                push(r.clone(), &mut reports);
+                Some(r)
+            } else {
+                None
+            };
+            if opts.mode != Mode::Raw {
+                let mut r = run_store_workload(opts, false).await?;
+                if let Some(b) = &baseline {
+                    r = r.with_baseline(b);
+                }
+                push(r, &mut reports);
+            }
+        }
+        Workload::Mcp | Workload::Http => {
+            if opts.mode == Mode::Raw {
+                return Err(BenchError::Setup(format!(
+                    "--raw applies to locks and queue; {} compares with the in-process service (--compare)",
+                    opts.workload.name()
+                )));
+            }
+            let baseline = if opts.mode == Mode::Compare {
+                let in_process = BenchOptions {
+                    workload: Workload::Locks,
+                    ..opts.clone()
+                };
+                let mut r = run_store_workload(&in_process, false).await?;
+                r.workload = opts.workload.name();
+                push(r.clone(), &mut reports);
+                Some(r)
+            } else {
+                None
+            };
+            let mut r = if opts.workload == Workload::Mcp {
+                mcp::run(opts).await?
+            } else {
+                remote::run_http_locks(opts).await?
+            };
+            if let Some(b) = &baseline {
+                r = r.with_baseline(b);
+            }
+            push(r, &mut reports);
+        }
+        Workload::Agents => {
+            let r = agents::run(opts).await?;
+            push(r, &mut reports);
+        }
+    }
+    Ok(reports)
+}
+
+async fn run_store_workload(opts: &BenchOptions, raw: bool) -> BenchResult<Report> {
+    let scratch = target::Scratch::create(&opts.db, opts.workload.name(), opts.clients).await?;
+    let outcome = match (opts.workload, raw) {
+        (Workload::Queue, true) => queue::raw(opts, &scratch).await,
+        (Workload::Queue, false) => queue::service(opts, &scratch).await,
+        (_, true) => locks::raw(opts, &scratch).await,
+        (_, false) => locks::service(opts, &scratch).await,
+    };
+    scratch.dispose().await;
+    outcome
+}

@@ -1,0 +1,181 @@
+//! `mcp`: acquire_lock/release_lock round trips through `coord mcp` child processes
+//! over stdio, measured from the client side of the pipe (one process per client, as
+//! one agent runs one MCP server).
+
+use crate::driver::{Rng, Shared, Tally, bench_path, report, run_clients};
+use crate::target::Scratch;
+use crate::{BenchError, BenchOptions, BenchResult, Report};
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::time::Instant;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+struct McpClient {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    next_id: u64,
+}
+
+impl McpClient {
+    async fn start(opts: &BenchOptions, scratch: &Scratch, agent: &str) -> BenchResult<McpClient> {
+        let mut child = Command::new(&opts.exe)
+            .args(["--db", &scratch.db_arg, "mcp"])
+            .env("COORD_AGENT_ID", agent)
+            .env("COORD_AGENT_TYPE", "bench")
+            .env_remove("COORDINATION_API_URL")
+            .env_remove("COORD_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| BenchError::Setup(format!("cannot run {} mcp: {e}", opts.exe.display())))?;
+        let stdin = child.stdin.take().ok_or_else(|| BenchError::Setup("no stdin".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| BenchError::Setup("no stdout".into()))?;
+        let mut c = McpClient {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            next_id: 0,
+        };
+        c.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "coord-bench", "version": env!("CARGO_PKG_VERSION")}}),
+        )
+        .await?;
+        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await?;
+        Ok(c)
+    }
+
+    async fn send(&mut self, message: &Value) -> BenchResult<()> {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin
+            .write_all(line.as_bytes())
+            .await
+            .map_err(|e| BenchError::Setup(format!("coord mcp stdin: {e}")))
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> BenchResult<Value> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await?;
+        loop {
+            let line = self
+                .lines
+                .next_line()
+                .await
+                .map_err(|e| BenchError::Setup(format!("coord mcp stdout: {e}")))?
+                .ok_or_else(|| BenchError::Setup("coord mcp closed its stdout".into()))?;
+            let v: Value = serde_json::from_str(&line)
+                .map_err(|e| BenchError::Setup(format!("coord mcp wrote a line that is not JSON ({e})")))?;
+            if v["id"] == json!(id) {
+                if let Some(err) = v.get("error") {
+                    return Err(BenchError::Setup(format!("{method}: {err}")));
+                }
+                return Ok(v["result"].clone());
+            }
+        }
+    }
+
+    /// A tool's structured result; a refusal is a result, an `isError` is an error.
+    async fn tool(&mut self, name: &str, args: Value) -> BenchResult<Value> {
+        let r = self
+            .request("tools/call", json!({"name": name, "arguments": args}))
+            .await?;
+        if r["isError"] == json!(true) {
+            return Err(BenchError::Setup(format!("{name}: {}", r["structuredContent"])));
+        }
+        Ok(r["structuredContent"].clone())
+    }
+
+    async fn close(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait().await;
+    }
+}
+
+pub async fn run(opts: &BenchOptions) -> BenchResult<Report> {
+    let scratch = Scratch::create(&opts.db, "mcp", 1).await?;
+    let outcome = measure(opts, &scratch).await;
+    scratch.dispose().await;
+    outcome
+}
+
+async fn measure(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> {
+    // Start (and initialise) every server before the clock runs.
+    let mut clients = Vec::new();
+    for i in 0..opts.clients {
+        clients.push(McpClient::start(opts, scratch, &format!("bench-mcp-{i}")).await?);
+    }
+    let clients: Vec<_> = clients.into_iter().map(|c| std::sync::Mutex::new(Some(c))).collect();
+    let clients = std::sync::Arc::new(clients);
+    let shared = Shared::new(opts.seconds);
+    let paths = opts.paths;
+    let label = format!("mcp {}", scratch.backend);
+    let (tally, elapsed) = run_clients(opts, label, &shared, opts.clients, |i, shared| {
+        let clients = clients.clone();
+        async move {
+            let mut tally = Tally::default();
+            let Some(mut client) = clients[i].lock().ok().and_then(|mut c| c.take()) else {
+                return tally;
+            };
+            let mut rng = Rng::new(i as u64 + 1);
+            while shared.running() {
+                let path = bench_path(&mut rng, paths);
+                let t0 = Instant::now();
+                let acquired = match client.tool("acquire_lock", json!({"file_path": path})).await {
+                    Ok(v) => v,
+                    Err(e) => {
+                        shared.error("acquire_lock", e);
+                        break;
+                    }
+                };
+                let took = t0.elapsed();
+                tally.main.record(took);
+                tally.op("acquire_lock", took);
+                shared.op_done();
+                if acquired["success"] != json!(true) {
+                    tally.count("blocked");
+                    continue;
+                }
+                shared.invariants.acquired(i, &path, acquired["fencing_token"].as_i64());
+                shared.invariants.releasing(&path);
+                let t1 = Instant::now();
+                match client.tool("release_lock", json!({"file_path": path})).await {
+                    Ok(v) if v["success"] == json!(true) => {
+                        let took = t1.elapsed();
+                        tally.main.record(took);
+                        tally.op("release_lock", took);
+                        shared.op_done();
+                    }
+                    Ok(v) => shared.error("release_lock", v),
+                    Err(e) => {
+                        shared.error("release_lock", e);
+                        break;
+                    }
+                }
+            }
+            client.close().await;
+            tally
+        }
+    })
+    .await;
+    Ok(report(
+        opts,
+        scratch.backend,
+        "mcp",
+        opts.clients,
+        &shared,
+        tally,
+        elapsed,
+    ))
+}

@@ -1,0 +1,73 @@
+//! Workloads through a real `coord serve` child process over loopback HTTP.
+
+use crate::target::Scratch;
+use crate::{BenchError, BenchOptions, BenchResult, Report};
+use coord_remote::RemoteClient;
+use std::process::Stdio;
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub const BENCH_KEY: &str = "coord-bench-operator-key";
+
+/// `coord serve` on a free loopback port over the scratch database.
+pub struct ServeChild {
+    child: Child,
+    pub url: String,
+}
+
+impl ServeChild {
+    pub async fn start(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<ServeChild> {
+        let mut child = Command::new(&opts.exe)
+            .args(["serve", "--host", "127.0.0.1", "--port", "0", "--db", &scratch.db_arg])
+            .env("COORDINATION_API_KEYS", BENCH_KEY)
+            .env_remove("COORDINATION_API_KEY_IDENTITIES")
+            .env_remove("COORDINATION_API_URL")
+            .env_remove("COORD_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| BenchError::Setup(format!("cannot run {} serve: {e}", opts.exe.display())))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| BenchError::Setup("no stdout".into()))?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .await
+            .map_err(|e| BenchError::Setup(format!("coord serve did not start: {e}")))?;
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .ok_or_else(|| BenchError::Setup(format!("coord serve did not start: {line:?}")))?
+            .to_string();
+        Ok(ServeChild { child, url })
+    }
+
+    pub fn client(&self) -> BenchResult<RemoteClient> {
+        Ok(RemoteClient::new(&self.url, Some(BENCH_KEY.into()))?)
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+/// `http`: the lock workload through `coord serve`.
+pub async fn run_http_locks(opts: &BenchOptions) -> BenchResult<Report> {
+    let scratch = Scratch::create(&opts.db, "http", 1).await?;
+    let outcome = async {
+        let server = ServeChild::start(opts, &scratch).await?;
+        let coord = Arc::new(server.client()?);
+        let report = crate::locks::through(opts, coord, scratch.backend, "http").await;
+        server.stop().await;
+        Ok(report)
+    }
+    .await;
+    scratch.dispose().await;
+    outcome
+}

@@ -1,0 +1,120 @@
+//! Scratch databases: every run gets a fresh one, so runs never see each other's rows
+//! and benchmarks never write into a real coordinator's (append-only) audit trail.
+
+use crate::{BenchError, BenchResult};
+use coord_postgres::{PgOptions, PgStore};
+use coord_service::{CoordConfig, Coordinator, DatabaseClock};
+use coord_sqlite::SqliteStore;
+use coord_store::Store;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where scratch databases are made.
+#[derive(Debug, Clone)]
+pub enum BenchDb {
+    /// Fresh SQLite files in this directory.
+    Sqlite { dir: PathBuf },
+    /// Fresh databases on the server this URL reaches (its user needs CREATEDB).
+    Postgres { url: String },
+}
+
+pub enum Handle {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+pub struct Scratch {
+    pub backend: &'static str,
+    pub handle: Handle,
+    /// What `coord --db` takes to reach this database (for child processes).
+    pub db_arg: String,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    Files(Vec<PathBuf>),
+    Database { url: String, name: String },
+}
+
+fn scratch_name(label: &str) -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("coord_bench_{label}_{}", &id[..12])
+}
+
+impl Scratch {
+    /// A fresh database; `pool` sizes the PostgreSQL pool of this process.
+    pub async fn create(db: &BenchDb, label: &str, pool: usize) -> BenchResult<Scratch> {
+        let name = scratch_name(label);
+        match db {
+            BenchDb::Sqlite { dir } => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
+                let path = dir.join(format!("{name}.db"));
+                let store = SqliteStore::open(&path)?;
+                let files = ["", "-wal", "-shm"]
+                    .iter()
+                    .map(|suffix| PathBuf::from(format!("{}{suffix}", path.display())))
+                    .collect();
+                Ok(Scratch {
+                    backend: "sqlite",
+                    handle: Handle::Sqlite(store),
+                    db_arg: path.display().to_string(),
+                    cleanup: Cleanup::Files(files),
+                })
+            }
+            BenchDb::Postgres { url } => {
+                let scratch_url = coord_postgres::create_scratch_database(url, &name).await?;
+                let options = PgOptions {
+                    pool_size: pool.max(1),
+                    timeout: Duration::from_secs(30),
+                };
+                let store = match PgStore::connect(&scratch_url, options).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = coord_postgres::drop_scratch_database(url, &name).await;
+                        return Err(e.into());
+                    }
+                };
+                Ok(Scratch {
+                    backend: "postgres",
+                    handle: Handle::Postgres(store),
+                    db_arg: scratch_url,
+                    cleanup: Cleanup::Database { url: url.clone(), name },
+                })
+            }
+        }
+    }
+
+    pub fn store(&self) -> Arc<dyn Store> {
+        match &self.handle {
+            Handle::Sqlite(s) => Arc::new(s.clone()),
+            Handle::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
+    /// The in-process service over this database, on the database's clock.
+    pub fn coordinator(&self) -> Coordinator {
+        Coordinator::new(self.store(), Arc::new(DatabaseClock), CoordConfig::default())
+    }
+
+    /// Removes the database (best effort: a leftover scratch database is named
+    /// `coord_bench_*` and says what it is).
+    pub async fn dispose(self) {
+        let Scratch { handle, cleanup, .. } = self;
+        // Close our connections before dropping the database or deleting the files.
+        drop(handle);
+        match cleanup {
+            Cleanup::Files(files) => {
+                for f in files {
+                    let _ = std::fs::remove_file(f);
+                }
+            }
+            Cleanup::Database { url, name } => {
+                if let Err(e) = coord_postgres::drop_scratch_database(&url, &name).await {
+                    eprintln!("coord bench: could not drop scratch database {name}: {e}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! `coord bench`: the command-line face of `coord-bench`.
+
+use crate::args::{BenchArgs, BenchWorkload};
+use crate::context::{Context, DbTarget};
+use crate::output::{self, table};
+use coord_bench::{BenchDb, BenchError, BenchOptions, Mode, Report, Workload};
+use std::io::IsTerminal;
+
+pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
+    if let Err(e) = crate::open::local_only(ctx, "`coord bench`") {
+        eprintln!("coord bench: {}", e.message);
+        return output::exit_code(&e);
+    }
+    let workload = match args.workload {
+        BenchWorkload::Locks => Workload::Locks,
+        BenchWorkload::Queue => Workload::Queue,
+        BenchWorkload::Mcp => Workload::Mcp,
+        BenchWorkload::Http => Workload::Http,
+        BenchWorkload::Agents => Workload::Agents,
+    };
+    // Scratch databases only: never the repository's coordinator (its audit trail is
+    // append-only, and a benchmark would fill it).
+    let db = match (&ctx.db, ctx.db_is_default) {
+        (_, true) => BenchDb::Sqlite {
+            dir: std::env::temp_dir(),
+        },
+        (DbTarget::Sqlite(path), false) => BenchDb::Sqlite {
+            dir: path
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_else(std::env::temp_dir),
+        },
+        (DbTarget::Postgres(url), false) => BenchDb::Postgres { url: url.clone() },
+    };
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("coord bench: cannot find the coord binary: {e}");
+            return output::EXIT_UNAVAILABLE;
+        }
+    };
+    let opts = BenchOptions {
+        workload,
+        db,
+        clients: args.clients,
+        seconds: args.seconds,
+        mode: if args.raw {
+            Mode::Raw
+        } else if args.compare {
+            Mode::Compare
+        } else {
+            Mode::Measured
+        },
+        paths: args
+            .paths
+            .unwrap_or(if workload == Workload::Agents { 250 } else { 1000 }),
+        agents: args.agents,
+        time_scale: args.time_scale,
+        exe,
+        progress: !json && std::io::stderr().is_terminal(),
+    };
+    let outcome = coord_bench::run(&opts, |r| {
+        // One JSON line per run, as soon as it ends, in both modes.
+        println!("{}", serde_json::to_string(r).unwrap_or_default());
+    })
+    .await;
+    match outcome {
+        Ok(reports) => {
+            if !json {
+                println!("{}", render(&reports));
+            }
+            let clean = reports.iter().all(|r| r.errors == 0 && r.invariant_violations == 0);
+            if clean { output::EXIT_OK } else { output::EXIT_REFUSED }
+        }
+        Err(BenchError::Coord(e)) => {
+            eprintln!("coord bench: {} [{}]", e.message, e.code);
+            output::exit_code(&e)
+        }
+        Err(BenchError::Setup(why)) => {
+            eprintln!("coord bench: {why}");
+            output::EXIT_USAGE
+        }
+    }
+}
+
+fn render(reports: &[Report]) -> String {
+    let mut t = table(&[
+        "WORKLOAD",
+        "BACKEND",
+        "MODE",
+        "CLIENTS",
+        "OPS",
+        "OPS/S",
+        "P50 µs",
+        "P99 µs",
+        "ERRORS",
+        "VIOLATIONS",
+        "VS BASELINE",
+    ]);
+    for r in reports {
+        t.add_row(vec![
+            r.workload.to_string(),
+            r.backend.to_string(),
+            r.mode.to_string(),
+            r.clients.to_string(),
+            r.ops.to_string(),
+            format!("{:.0}", r.ops_per_sec),
+            r.p50_us.to_string(),
+            r.p99_us.to_string(),
+            r.errors.to_string(),
+            r.invariant_violations.to_string(),
+            r.baseline
+                .as_ref()
+                .map(|b| format!("{:.2} × {}", b.ratio, b.mode))
+                .unwrap_or_default(),
+        ]);
+    }
+    t.to_string()
+}

@@ -1,0 +1,147 @@
+//! `coord bench` smoke runs: every workload for about a second on both stores, checking
+//! correctness only (no errors, no invariant violations, the report's shape, scratch
+//! databases removed) — never speed.
+
+#[path = "../../coord-postgres/tests/pg_support/mod.rs"]
+mod pg_support;
+mod support;
+
+use serde_json::Value;
+use std::process::Command;
+use support::BIN;
+
+/// Runs `coord bench` with `--json`; returns the exit code and the JSON lines.
+fn bench(db: &str, args: &[&str]) -> (i32, Vec<Value>, String) {
+    let out = Command::new(BIN)
+        .args(["--json", "--db", db, "bench"])
+        .args(args)
+        .env_remove("COORD_DATABASE_URL")
+        .env_remove("COORDINATION_API_URL")
+        .env_remove("COORD_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let lines = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}\n{stderr}")))
+        .collect();
+    (out.status.code().unwrap_or(-1), lines, stderr)
+}
+
+fn assert_clean(reports: &[Value], modes: &[&str], stderr: &str) {
+    let got: Vec<&str> = reports.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+    assert_eq!(got, modes, "{reports:?}\n{stderr}");
+    for r in reports {
+        for field in [
+            "workload",
+            "backend",
+            "clients",
+            "ops",
+            "ops_per_sec",
+            "p50_us",
+            "p99_us",
+            "errors",
+            "invariant_violations",
+        ] {
+            assert!(r.get(field).is_some(), "{field} missing in {r}");
+        }
+        assert_eq!(r["errors"], 0, "{r}\n{stderr}");
+        assert_eq!(r["invariant_violations"], 0, "{r}\n{stderr}");
+        assert!(r["ops"].as_u64().unwrap() > 0, "{r}\n{stderr}");
+        assert!(r["p99_us"].as_u64().unwrap() >= r["p50_us"].as_u64().unwrap(), "{r}");
+    }
+}
+
+const SHORT: &[&str] = &["--seconds", "1", "--clients", "2"];
+
+fn sqlite_dir() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bench.db").to_string_lossy().into_owned();
+    (dir, db)
+}
+
+fn assert_scratch_removed(dir: &tempfile::TempDir) {
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "scratch files left behind: {left:?}");
+}
+
+#[test]
+fn sqlite_workloads_run_clean() {
+    let (dir, db) = sqlite_dir();
+    for (workload, extra, modes) in [
+        ("locks", &["--compare"][..], &["raw", "service"][..]),
+        ("queue", &["--compare"][..], &["raw", "service"][..]),
+        ("mcp", &["--compare"][..], &["service", "mcp"][..]),
+        ("http", &["--compare"][..], &["service", "http"][..]),
+        ("agents", &["--agents", "20", "--time-scale", "30"][..], &["agents"][..]),
+    ] {
+        let mut args = vec![workload];
+        args.extend_from_slice(SHORT);
+        args.extend_from_slice(extra);
+        let (code, reports, stderr) = bench(&db, &args);
+        assert_eq!(code, 0, "{workload}: {stderr}");
+        assert_clean(&reports, modes, &stderr);
+        if let Some(baseline) = reports.last().unwrap().get("baseline") {
+            assert!(baseline["ratio"].as_f64().unwrap() > 0.0, "{baseline}");
+        }
+    }
+    assert_scratch_removed(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_workloads_run_clean() {
+    if !pg_support::available().await {
+        return;
+    }
+    let url = pg_support::admin_url();
+    for (workload, extra, modes) in [
+        ("locks", &["--compare"][..], &["raw", "service"][..]),
+        ("queue", &["--compare"][..], &["raw", "service"][..]),
+        ("agents", &["--agents", "20", "--time-scale", "30"][..], &["agents"][..]),
+    ] {
+        let mut args = vec![workload];
+        args.extend_from_slice(SHORT);
+        args.extend_from_slice(extra);
+        let url = url.clone();
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let (code, reports, stderr) = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            bench(&url, &args)
+        })
+        .await
+        .unwrap();
+        assert_eq!(code, 0, "{workload}: {stderr}");
+        assert_clean(&reports, modes, &stderr);
+        assert!(reports.iter().all(|r| r["backend"] == "postgres"));
+    }
+    // Scratch databases are dropped.
+    let admin = pg_support::connect(&url).await;
+    let left = admin
+        .query(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'coord_bench_%'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(left.is_empty(), "scratch databases left behind: {}", left.len());
+}
+
+#[test]
+fn bad_options_are_usage_errors() {
+    let (_dir, db) = sqlite_dir();
+    for args in [
+        &["locks", "--clients", "0"][..],
+        &["locks", "--seconds", "0"][..],
+        &["http", "--raw"][..],
+        &["locks", "--raw", "--compare"][..],
+        &["nonsense"][..],
+    ] {
+        let (code, _, stderr) = bench(&db, args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
