@@ -16,6 +16,7 @@ mod migrate;
 mod queue;
 mod rows;
 mod sessions;
+mod writer;
 
 use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
@@ -33,7 +34,7 @@ use coord_domain::status::StatusResult;
 use coord_domain::time::to_micros;
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
 use coord_store::{OpCtx, SchemaInfo, Store, SweepReport};
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Savepoint};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -63,7 +64,9 @@ pub struct SqliteStore {
 }
 
 struct Inner {
-    conn: Mutex<Connection>,
+    /// Shared by the writer thread (every write), plain reads, and the raw baseline.
+    conn: Arc<Mutex<Connection>>,
+    writer: writer::Writer,
     path: PathBuf,
     applied: Vec<i64>,
 }
@@ -196,9 +199,13 @@ impl SqliteStore {
             )),
             Fail::Coord(e) => e,
         })?;
+        let conn = Arc::new(Mutex::new(conn));
+        let writer = writer::Writer::start(conn.clone())
+            .map_err(|e| unavailable(format!("cannot start the SQLite writer thread: {e}")))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
-                conn: Mutex::new(conn),
+                conn,
+                writer,
                 path: path.to_path_buf(),
                 applied,
             }),
@@ -209,26 +216,14 @@ impl SqliteStore {
         &self.inner.path
     }
 
-    /// Runs a blocking closure with the connection inside `BEGIN IMMEDIATE`.
+    /// Runs `f` atomically on the single-writer path (see `writer`): inside a
+    /// `BEGIN IMMEDIATE` transaction, possibly shared with other callers' writes.
     async fn with_tx<T, F>(&self, f: F) -> CoordResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Transaction) -> R<T> + Send + 'static,
+        F: FnOnce(&mut Savepoint) -> R<T> + Send + 'static,
     {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || -> R<T> {
-            let mut conn = inner.conn.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let out = f(&mut tx)?;
-            tx.commit()?;
-            Ok(out)
-        })
-        .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "sqlite worker task failed");
-            CoordError::internal()
-        })?
-        .map_err(CoordError::from)
+        self.inner.writer.write(f).await
     }
 
     /// Runs a read-only `f` outside any transaction (WAL readers never wait for writers).
