@@ -92,8 +92,8 @@ pub struct Report {
     pub mode: &'static str,
     pub clients: usize,
     pub seconds: f64,
-    /// Completed units: acquire+release pairs (`locks`, `http`), claim+complete pairs
-    /// (`queue`), tool calls (`mcp`), requests (`agents`).
+    /// Completed units: acquire+release pairs (`locks`, `http`, `mcp`), claim+complete
+    /// pairs (`queue`), requests (`agents`).
     pub ops: u64,
     pub ops_per_sec: f64,
     pub p50_us: u64,

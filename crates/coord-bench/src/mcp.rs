@@ -1,6 +1,7 @@
 //! `mcp`: acquire_lock/release_lock round trips through `coord mcp` child processes
 //! over stdio, measured from the client side of the pipe (one process per client, as
-//! one agent runs one MCP server).
+//! one agent runs one MCP server). Ops are acquire+release pairs, as in `locks`; each
+//! tool call's own latency is in `per_operation`.
 
 use crate::driver::{Rng, Shared, Tally, bench_path, report, run_clients};
 use crate::target::Scratch;
@@ -139,10 +140,7 @@ async fn measure(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
                         break;
                     }
                 };
-                let took = t0.elapsed();
-                tally.main.record(took);
-                tally.op("acquire_lock", took);
-                shared.op_done();
+                tally.op("acquire_lock", t0.elapsed());
                 if acquired["success"] != json!(true) {
                     tally.count("blocked");
                     continue;
@@ -152,9 +150,8 @@ async fn measure(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
                 let t1 = Instant::now();
                 match client.tool("release_lock", json!({"file_path": path})).await {
                     Ok(v) if v["success"] == json!(true) => {
-                        let took = t1.elapsed();
-                        tally.main.record(took);
-                        tally.op("release_lock", took);
+                        tally.op("release_lock", t1.elapsed());
+                        tally.main.record(t0.elapsed());
                         shared.op_done();
                     }
                     Ok(v) => shared.error("release_lock", v),

@@ -559,13 +559,53 @@ impl ServerHandler for CoordMcp {
     }
 }
 
+type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+/// stdin and stdout, read and written by the runtime itself when they are pipes or
+/// sockets (they are when an agent runtime spawns us). tokio's `Stdin`/`Stdout` hand every
+/// read and write to the blocking pool instead: two thread hand-offs per message, which
+/// cost more than the coordination operation itself (`coord bench mcp`).
+fn stdio_halves() -> (Reader, Writer) {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let nonblocking = || -> std::io::Result<(Reader, Writer)> {
+        let input = std::io::stdin().as_fd().try_clone_to_owned()?;
+        let output = std::io::stdout().as_fd().try_clone_to_owned()?;
+        let kind = |fd: &std::os::fd::OwnedFd| -> std::io::Result<std::fs::FileType> {
+            Ok(std::fs::File::from(fd.try_clone()?).metadata()?.file_type())
+        };
+        let reader: Reader = match kind(&input)? {
+            k if k.is_fifo() => Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(input)?),
+            k if k.is_socket() => Box::new(socket(input)?),
+            _ => return Err(std::io::Error::other("stdin is neither a pipe nor a socket")),
+        };
+        let writer: Writer = match kind(&output)? {
+            k if k.is_fifo() => Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(output)?),
+            k if k.is_socket() => Box::new(socket(output)?),
+            _ => return Err(std::io::Error::other("stdout is neither a pipe nor a socket")),
+        };
+        Ok((reader, writer))
+    };
+    nonblocking().unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "stdio through tokio's blocking Stdin/Stdout");
+        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+    })
+}
+
+fn socket(fd: std::os::fd::OwnedFd) -> std::io::Result<tokio::net::UnixStream> {
+    let std = std::os::unix::net::UnixStream::from(fd);
+    std.set_nonblocking(true)?;
+    tokio::net::UnixStream::from_std(std)
+}
+
 /// Serves one agent over stdin/stdout until the client disconnects, then marks its
 /// session idle. Protocol logs go to stderr; stdout carries only the protocol.
 pub async fn serve_stdio(coord: Arc<dyn Coordination>, options: McpOptions) -> Result<(), std::io::Error> {
     let server = CoordMcp::new(coord, options);
     let running = server
         .clone()
-        .serve(rmcp::transport::stdio())
+        .serve(stdio_halves())
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     let outcome = running.waiting().await;

@@ -200,7 +200,7 @@ impl SqliteStore {
             Fail::Coord(e) => e,
         })?;
         let conn = Arc::new(Mutex::new(conn));
-        let writer = writer::Writer::start(conn.clone())
+        let writer = writer::Writer::start(conn.clone(), options.busy_timeout)
             .map_err(|e| unavailable(format!("cannot start the SQLite writer thread: {e}")))?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
