@@ -20,11 +20,11 @@ INSERT INTO audit_log ("timestamp", agent_id, agent_type, operation, parameters,
 VALUES (statement_timestamp(), 'pgbench-' || :client_id, 'bench', 'get_work', '{}', '{"success": true}', true, NULL, 0);
 COMMIT;
 BEGIN;
-SELECT status, claimed_by FROM work_queue WHERE task_id = :'task_id' FOR UPDATE;
+SELECT status, claimed_by FROM work_queue WHERE task_id = :task_id::uuid FOR UPDATE;
 UPDATE work_queue SET status = 'completed', completed_at = statement_timestamp(), result = NULL, error_message = NULL
-WHERE task_id = :'task_id';
+WHERE task_id = :task_id::uuid;
 UPDATE work_queue SET pending_deps = pending_deps - 1
-WHERE status = 'pending' AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = :'task_id');
+WHERE status = 'pending' AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = :task_id::uuid);
 INSERT INTO audit_log ("timestamp", agent_id, agent_type, operation, parameters, result, success, error_code, duration_ms)
 VALUES (statement_timestamp(), 'pgbench-' || :client_id, 'bench', 'complete_work', '{}', '{"success": true}', true, NULL, 0);
 COMMIT;

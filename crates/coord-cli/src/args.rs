@@ -93,6 +93,12 @@ pub enum Command {
     Mcp,
     /// Measure throughput and latency on a scratch database, with invariant checks and
     /// raw-SQL baselines; prints one JSON line per run (see docs/benchmarks.md)
+    ///
+    /// Every run uses its own scratch database, removed afterwards: a fresh SQLite file in
+    /// the directory of --db (default: the system temp directory), or a fresh database on
+    /// the PostgreSQL server of --db (its user needs CREATEDB). The repository's own
+    /// coordinator is never touched. Exit code 1 when a run had errors or invariant
+    /// violations.
     Bench(BenchArgs),
     /// Serve the HTTP API (and MCP over streamable HTTP at /mcp) for cloud agents
     Serve(ServeArgs),
@@ -119,9 +125,6 @@ pub enum BenchWorkload {
     Agents,
 }
 
-/// `coord bench`: every run uses its own scratch database — a fresh SQLite file in the
-/// directory of --db (default: the system temp directory), or a fresh database on the
-/// PostgreSQL server of --db (its user needs CREATEDB) — removed afterwards.
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("baseline").args(["raw", "compare"])))]
 pub struct BenchArgs {
