@@ -222,3 +222,38 @@ fn remote_mode_sends_absolute_paths_repository_relative() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// stdin a pipe that stays empty for a while, stdout a file: the server falls back to
+/// ordinary stdio and waits for input instead of failing on an empty non-blocking read.
+#[test]
+fn a_pipe_in_and_a_file_out_still_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let out_path = dir.path().join("out.jsonl");
+    let mut child = Command::new(BIN)
+        .arg("mcp")
+        .current_dir(dir.path())
+        .env("COORD_AGENT_ID", "file-agent")
+        .env_remove("COORD_DATABASE_URL")
+        .env_remove("COORDINATION_API_URL")
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Give the server time to reach its first read of the still-empty pipe.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    )
+    .unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let out = std::fs::read_to_string(&out_path).unwrap();
+    let first: Value = serde_json::from_str(out.lines().next().expect("an answer")).unwrap();
+    assert_eq!(first["result"]["serverInfo"]["name"], "coord", "{out}");
+}

@@ -562,41 +562,36 @@ impl ServerHandler for CoordMcp {
 type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
 type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 
-/// stdin and stdout, read and written by the runtime itself when they are pipes or
-/// sockets (they are when an agent runtime spawns us). tokio's `Stdin`/`Stdout` hand every
-/// read and write to the blocking pool instead: two thread hand-offs per message, which
-/// cost more than the coordination operation itself (`coord bench mcp`).
+/// stdin and stdout, read and written by the runtime itself when both are pipes (they are
+/// when an agent runtime spawns us). tokio's `Stdin`/`Stdout` hand every read and write to
+/// the blocking pool instead: two thread hand-offs per message, which cost more than the
+/// coordination operation itself (`coord bench mcp`).
+///
+/// The pipes are reopened through `/proc/self/fd` to get open file descriptions of our
+/// own: non-blocking mode set on the inherited ones would leak to every process sharing
+/// them (a wrapper script, a parent with the same stdout). Anything else — a terminal, a
+/// file, a socket, no `/proc` — goes through tokio's `Stdin`/`Stdout` unchanged.
 fn stdio_halves() -> (Reader, Writer) {
     use std::os::fd::AsFd;
     use std::os::unix::fs::FileTypeExt;
-    let nonblocking = || -> std::io::Result<(Reader, Writer)> {
-        let input = std::io::stdin().as_fd().try_clone_to_owned()?;
-        let output = std::io::stdout().as_fd().try_clone_to_owned()?;
-        let kind = |fd: &std::os::fd::OwnedFd| -> std::io::Result<std::fs::FileType> {
-            Ok(std::fs::File::from(fd.try_clone()?).metadata()?.file_type())
-        };
-        let reader: Reader = match kind(&input)? {
-            k if k.is_fifo() => Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(input)?),
-            k if k.is_socket() => Box::new(socket(input)?),
-            _ => return Err(std::io::Error::other("stdin is neither a pipe nor a socket")),
-        };
-        let writer: Writer = match kind(&output)? {
-            k if k.is_fifo() => Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(output)?),
-            k if k.is_socket() => Box::new(socket(output)?),
-            _ => return Err(std::io::Error::other("stdout is neither a pipe nor a socket")),
-        };
-        Ok((reader, writer))
+    let is_pipe = |fd: std::os::fd::BorrowedFd<'_>| {
+        fd.try_clone_to_owned()
+            .and_then(|owned| std::fs::File::from(owned).metadata())
+            .is_ok_and(|m| m.file_type().is_fifo())
     };
-    nonblocking().unwrap_or_else(|e| {
+    let reopened = || -> std::io::Result<(Reader, Writer)> {
+        if !(is_pipe(std::io::stdin().as_fd()) && is_pipe(std::io::stdout().as_fd())) {
+            return Err(std::io::Error::other("stdin and stdout are not both pipes"));
+        }
+        let options = tokio::net::unix::pipe::OpenOptions::new();
+        let reader = options.open_receiver("/proc/self/fd/0")?;
+        let writer = options.open_sender("/proc/self/fd/1")?;
+        Ok((Box::new(reader), Box::new(writer)))
+    };
+    reopened().unwrap_or_else(|e| {
         tracing::debug!(error = %e, "stdio through tokio's blocking Stdin/Stdout");
         (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
     })
-}
-
-fn socket(fd: std::os::fd::OwnedFd) -> std::io::Result<tokio::net::UnixStream> {
-    let std = std::os::unix::net::UnixStream::from(fd);
-    std.set_nonblocking(true)?;
-    tokio::net::UnixStream::from_std(std)
 }
 
 /// Serves one agent over stdin/stdout until the client disconnects, then marks its

@@ -1,11 +1,11 @@
 //! The embedded store: one SQLite file in WAL mode, shared safely by any number of
 //! `coord` processes on one machine.
 //!
-//! Every operation runs in one `BEGIN IMMEDIATE` transaction (the write lock is taken up
-//! front, so two processes never both read-then-write), which also appends the audit
+//! Every operation runs inside a `BEGIN IMMEDIATE` transaction (the write lock is taken
+//! up front, so two processes never both read-then-write), which also appends the audit
 //! row. The operation itself runs inside a savepoint: a refusal rolls back to it, then the
-//! audit row is written and the transaction commits. SQLite calls are blocking, so they
-//! run on tokio's blocking pool behind one connection per process.
+//! audit row is written. Writes go through one writer thread per process (`writer`),
+//! which commits the writes queued meanwhile as one transaction (group commit).
 
 mod audit;
 mod bench;
@@ -226,7 +226,8 @@ impl SqliteStore {
         self.inner.writer.write(f).await
     }
 
-    /// Runs a read-only `f` outside any transaction (WAL readers never wait for writers).
+    /// Runs a read-only `f` outside any transaction: WAL readers never wait for other
+    /// processes' writers (only for this process's current write batch, if any).
     async fn read<T, F>(&self, f: F) -> CoordResult<T>
     where
         T: Send + 'static,
@@ -408,7 +409,8 @@ impl Store for SqliteStore {
     }
 
     /// A plain read, without the write lock: authentication must not queue behind (or
-    /// fail because of) another process's writes.
+    /// fail because of) another process's writes. (It may wait for this process's
+    /// current write batch, which holds the connection for about a millisecond.)
     async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
         self.read(move |c| keys::authenticate(c, now_micros(now), &key_hash))
             .await

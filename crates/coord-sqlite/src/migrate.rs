@@ -7,6 +7,7 @@ use rusqlite::{Connection, TransactionBehavior};
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../migrations/0001_init.sql")),
     (2, include_str!("../migrations/0002_api_keys.sql")),
+    (3, include_str!("../migrations/0003_typed_claims.sql")),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;

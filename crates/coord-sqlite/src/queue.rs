@@ -124,15 +124,20 @@ pub fn submit(c: &Connection, now: i64, who: &Identity, t: &NewTask) -> R<Submit
 pub fn claim(c: &Connection, now: i64, who: &Identity, spec: &ClaimSpec) -> R<GetWorkResult> {
     settle_expired_claims(c, now, CLAIM_SETTLE_BATCH)?;
     let until = now + minutes_to_micros(spec.lease_minutes);
-    let type_filter = if spec.task_types.is_empty() {
-        ""
+    // Pinned indexes: without statistics SQLite picks the (status, task_type) index and
+    // sorts every pending task on each claim.
+    let (index, type_filter) = if spec.task_types.is_empty() {
+        ("work_queue_claimable", "")
     } else {
-        "AND task_type IN (SELECT value FROM json_each(?5))"
+        (
+            "work_queue_claimable_typed",
+            "AND task_type IN (SELECT value FROM json_each(?5))",
+        )
     };
     let sql = format!(
         "UPDATE work_queue SET status = 'claimed', claimed_by = ?1, claimed_by_type = ?2, claimed_at = ?3,
              claimed_until = ?4, attempts = attempts + 1
-         WHERE seq = (SELECT seq FROM work_queue INDEXED BY work_queue_claimable
+         WHERE seq = (SELECT seq FROM work_queue INDEXED BY {index}
                       WHERE status = 'pending' AND pending_deps = 0 {type_filter}
                       ORDER BY priority, created_at, seq LIMIT 1)
          RETURNING {TASK_COLS}"

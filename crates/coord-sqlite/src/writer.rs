@@ -16,7 +16,7 @@ use coord_domain::CoordError;
 use rusqlite::{Connection, Savepoint};
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Writes committed together at most.
@@ -32,20 +32,34 @@ type Finish = Box<dyn FnOnce(Result<(), &CoordError>) + Send>;
 /// Runs inside the batch's transaction (or learns why there is none).
 type Job = Box<dyn FnOnce(Result<&mut Connection, &CoordError>) -> Finish + Send>;
 
-#[derive(Clone)]
 pub struct Writer {
-    jobs: Sender<Job>,
+    jobs: Option<Sender<Job>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Writer {
+    /// Stops the thread and waits for it: the connection then closes before the process
+    /// can exit (closing checkpoints the WAL into the database file).
+    fn drop(&mut self) {
+        self.jobs.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Writer {
-    /// Starts the writer thread; it ends when the last `Writer` is dropped. `busy_timeout`
+    /// Starts the writer thread; it ends when the `Writer` is dropped. `busy_timeout`
     /// bounds the wait for another process's write lock.
     pub fn start(conn: Arc<Mutex<Connection>>, busy_timeout: Duration) -> std::io::Result<Writer> {
         let (jobs, queue) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("coord-sqlite-writer".into())
             .spawn(move || run(conn, queue, busy_timeout))?;
-        Ok(Writer { jobs })
+        Ok(Writer {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        })
     }
 
     /// Runs `f` atomically in the next batch: its changes commit with the batch, or are
@@ -78,7 +92,8 @@ impl Writer {
                 let _ = answer.send(reply);
             })
         });
-        self.jobs.send(job).map_err(|_| {
+        let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
+        sent.and_then(Result::ok).ok_or_else(|| {
             tracing::error!("sqlite writer thread is gone");
             CoordError::internal()
         })?;
@@ -101,56 +116,91 @@ fn next_job(queue: &Receiver<Job>) -> Option<Job> {
     }
 }
 
-/// `BEGIN IMMEDIATE`, waiting for another process's write lock in short steps. SQLite's
-/// own busy handler sleeps 1, 2, 5, 10… ms between attempts, while a `coord` write holds
-/// the lock for about 0.1 ms: with several `coord mcp` processes on one file, most of
-/// every collision was spent asleep (p99 38 ms with 8 processes).
-fn begin(c: &Connection, busy_timeout: Duration) -> rusqlite::Result<()> {
+/// The connection inside a fresh `BEGIN IMMEDIATE`, waiting for another process's write
+/// lock in short steps. SQLite's own busy handler sleeps 1, 2, 5, 10… ms between attempts,
+/// while a `coord` write holds the lock for about 0.1 ms: with several `coord mcp`
+/// processes on one file, most of every collision was spent asleep (p99 38 ms with 8
+/// processes). The connection's mutex is released while sleeping, so plain reads on it
+/// (key lookups, health) never wait behind another process's write.
+fn begin(conn: &Mutex<Connection>, busy_timeout: Duration) -> rusqlite::Result<MutexGuard<'_, Connection>> {
     let deadline = Instant::now() + busy_timeout;
     let mut pause = Duration::from_micros(50);
-    c.busy_timeout(Duration::ZERO)?;
-    let outcome = loop {
-        match c.execute_batch("BEGIN IMMEDIATE") {
+    loop {
+        let c = conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if !c.is_autocommit() {
+            // Left open by an earlier failure: it would fail every BEGIN and keep the
+            // write lock from every other process.
+            tracing::error!("sqlite writer found a transaction left open; rolling it back");
+            c.execute_batch("ROLLBACK")?;
+        }
+        c.busy_timeout(Duration::ZERO)?;
+        let attempt = c.execute_batch("BEGIN IMMEDIATE");
+        // Other users of the connection (reads, migrations) keep the ordinary handler.
+        let restored = c.busy_timeout(busy_timeout);
+        match attempt {
+            Ok(()) => return restored.map(|_| c),
             Err(rusqlite::Error::SqliteFailure(f, _))
                 if f.code == rusqlite::ErrorCode::DatabaseBusy && Instant::now() < deadline =>
             {
+                drop(c);
                 std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
                 pause = (pause * 2).min(Duration::from_millis(2));
             }
-            other => break other,
+            Err(e) => return Err(e),
         }
-    };
-    // Other users of the connection (reads, migrations) keep the ordinary handler.
-    c.busy_timeout(busy_timeout)?;
-    outcome
+    }
 }
 
 fn run(conn: Arc<Mutex<Connection>>, queue: Receiver<Job>, busy_timeout: Duration) {
     while let Some(first) = next_job(&queue) {
         let mut batch = vec![first];
         batch.extend(queue.try_iter().take(MAX_BATCH - 1));
-        let mut c = conn.lock().unwrap_or_else(PoisonError::into_inner);
         // IMMEDIATE: take the write lock up front, so no other process's write can slip
         // between a job's reads and its writes.
-        if let Err(e) = begin(&c, busy_timeout) {
-            let e = CoordError::from(Fail::Db(e));
-            for job in batch {
-                let _no_commit_follows = job(Err(&e));
+        let mut c = match begin(&conn, busy_timeout) {
+            Ok(c) => c,
+            Err(e) => {
+                let e = CoordError::from(Fail::Db(e));
+                for job in batch {
+                    let _no_commit_follows = job(Err(&e));
+                }
+                continue;
             }
-            continue;
-        }
+        };
         let mut finishes = Vec::with_capacity(batch.len());
+        let mut lost: Option<CoordError> = None;
         for job in batch {
+            if let Some(e) = &lost {
+                // Outside a transaction a job's savepoint would commit on its own: the
+                // rest of the batch is refused instead.
+                let _no_commit_follows = job(Err(e));
+                continue;
+            }
             // A panicking job loses its answer (its caller sees an internal error); its
             // savepoint was rolled back while unwinding, and the batch goes on.
             if let Ok(finish) = std::panic::catch_unwind(AssertUnwindSafe(|| job(Ok(&mut c)))) {
                 finishes.push(finish);
             }
+            if c.is_autocommit() {
+                // Some errors (disk full, I/O) roll the whole transaction back, taking
+                // every earlier job of the batch with it.
+                tracing::warn!("sqlite rolled back a write batch");
+                lost = Some(CoordError::unavailable(
+                    "the database rolled the transaction back (disk full or I/O error?); retry",
+                ));
+            }
         }
-        let committed = c.execute_batch("COMMIT").map_err(|e| {
-            let _ = c.execute_batch("ROLLBACK");
-            CoordError::from(Fail::Db(e))
-        });
+        let committed = match lost {
+            Some(e) => Err(e),
+            None => c.execute_batch("COMMIT").map_err(|e| {
+                if !c.is_autocommit()
+                    && let Err(rollback) = c.execute_batch("ROLLBACK")
+                {
+                    tracing::error!(error = %rollback, "sqlite writer could not roll back a failed commit");
+                }
+                CoordError::from(Fail::Db(e))
+            }),
+        };
         drop(c);
         for finish in finishes {
             finish(committed.as_ref().map(|_| ()));
@@ -163,13 +213,13 @@ mod tests {
     use super::*;
     use coord_domain::ErrorCode;
 
-    fn writer() -> (tempfile::TempDir, Arc<Mutex<Connection>>, Writer) {
+    fn writer() -> (tempfile::TempDir, Arc<Mutex<Connection>>, Arc<Writer>) {
         let dir = tempfile::tempdir().unwrap();
         let conn = Connection::open(dir.path().join("w.db")).unwrap();
         conn.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)").unwrap();
         let conn = Arc::new(Mutex::new(conn));
         let w = Writer::start(conn.clone(), Duration::from_millis(50)).unwrap();
-        (dir, conn, w)
+        (dir, conn, Arc::new(w))
     }
 
     /// Many concurrent writes, some refused and some failing in the database: each one
@@ -239,5 +289,45 @@ mod tests {
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 1);
+    }
+
+    /// An error that rolls the whole transaction back (disk full, I/O; simulated by a
+    /// write that rolls it back itself): every answer must match what is stored — no
+    /// write reported failed is kept, none reported done is lost — and the writer
+    /// recovers for the next batch.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transaction_lost_mid_batch_fails_the_rest_and_keeps_answers_true() {
+        let (_dir, conn, w) = writer();
+        let tasks: Vec<_> = (0..60i64)
+            .map(|k| {
+                let w = w.clone();
+                tokio::spawn(async move {
+                    w.write(move |c| {
+                        c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
+                        if k % 20 == 5 {
+                            c.execute_batch("ROLLBACK")?;
+                        }
+                        Ok(())
+                    })
+                    .await
+                })
+            })
+            .collect();
+        let mut answered_ok = Vec::new();
+        for (k, t) in tasks.into_iter().enumerate() {
+            if t.await.unwrap().is_ok() {
+                answered_ok.push(k as i64);
+            }
+        }
+        let stored: Vec<i64> = {
+            let c = conn.lock().unwrap();
+            let mut stmt = c.prepare("SELECT k FROM t ORDER BY k").unwrap();
+            stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+        };
+        assert_eq!(stored, answered_ok, "what callers were told is what is stored");
+        assert!(!answered_ok.contains(&5));
+        w.write(|c| Ok(c.execute("INSERT INTO t (k) VALUES (1000)", [])?))
+            .await
+            .expect("the writer recovers");
     }
 }
