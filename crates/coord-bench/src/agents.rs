@@ -9,7 +9,7 @@ use crate::remote::ServeChild;
 use crate::target::{Handle, Scratch};
 use crate::{BenchOptions, BenchResult, Report};
 use coord_domain::Caller;
-use coord_domain::locks::{AcquireLockRequest, ReleaseLockRequest};
+use coord_domain::locks::{AcquireLockRequest, LockAction, ReleaseLockRequest};
 use coord_domain::queue::{CompleteWorkRequest, GetWorkRequest, SubmitWorkRequest};
 use coord_domain::sessions::{HeartbeatRequest, RegisterSessionRequest};
 use coord_service::Coordination;
@@ -107,19 +107,33 @@ async fn simulate(opts: &BenchOptions, coord: Arc<dyn Coordination>, scratch: &S
                         reason: Some("editing".into()),
                         ttl_minutes: None,
                     };
-                    let Some(got) = timed(&shared, &mut tally, "acquire_lock", coord.acquire_lock(&me, req)).await
-                    else {
-                        continue;
-                    };
-                    if !got.success {
-                        tally.count("blocked");
-                    } else {
-                        shared.invariants.acquired(i, &path, got.fencing_token);
-                        let edit = think(&mut rng).div_f64(2.0);
-                        pause(edit, &shared).await;
-                        shared.invariants.releasing(&path);
-                        let req = ReleaseLockRequest { file_path: path };
-                        timed(&shared, &mut tally, "release_lock", coord.release_lock(&me, req)).await;
+                    match timed(&shared, &mut tally, "acquire_lock", coord.acquire_lock(&me, req)).await {
+                        None => {}
+                        Some(got) if !got.success => tally.count("blocked"),
+                        Some(got) => {
+                            let fresh = got.action == LockAction::Acquired;
+                            shared.invariants.acquired(i, &path, got.fencing_token, fresh);
+                            let edit = think(&mut rng).div_f64(2.0);
+                            pause(edit, &shared).await;
+                            shared.invariants.releasing(&path);
+                            let req = ReleaseLockRequest {
+                                file_path: path.clone(),
+                            };
+                            let t0 = Instant::now();
+                            match coord.release_lock(&me, req).await {
+                                Ok(_) => {
+                                    let took = t0.elapsed();
+                                    tally.main.record(took);
+                                    tally.op("release_lock", took);
+                                    shared.op_done();
+                                }
+                                Err(e) => {
+                                    shared
+                                        .invariants
+                                        .release_failed(|e| shared.error("release_lock", e), i, &path, &e)
+                                }
+                            }
+                        }
                     }
                 } else if roll < 80 {
                     let req = SubmitWorkRequest {

@@ -1,6 +1,10 @@
-//! What must never happen, checked while the benchmark runs: two live holders of one
-//! path, a fencing token that does not grow, a task claimed twice.
+//! What must never happen, checked while the benchmark runs. A lock granted twice shows
+//! as two recorded holders of one path (the window is the time a client holds the lock:
+//! long in `agents`, short in `locks`), as a fencing token that does not grow, as the
+//! first holder's release refused (`not_lock_owner`: the row changed hands under it), or
+//! as locks left held after the run. A task claimed twice is caught by its id.
 
+use coord_domain::{CoordError, ErrorCode};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,14 +31,16 @@ impl Invariants {
     /// Call after the store granted `path` to `client`. A holder must be forgotten
     /// (`releasing`) before its release reaches the store, so a recorded holder is
     /// always a live one.
-    pub fn acquired(&self, client: usize, path: &str, token: Option<i64>) {
+    /// `fresh` is false for a refresh of a lock the client already held (after a release
+    /// that failed), which keeps its token.
+    pub fn acquired(&self, client: usize, path: &str, token: Option<i64>, fresh: bool) {
         let mut holders = self.holders.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((other, _)) = holders.get(path) {
             self.violation(&format!(
                 "{path} granted to client {client} while client {other} holds it"
             ));
         }
-        if let Some(token) = token {
+        if let Some(token) = token.filter(|_| fresh) {
             let mut last = self.last_token.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(prev) = last.insert(path.to_string(), token).filter(|p| *p >= token) {
                 self.violation(&format!("fencing token of {path} went from {prev} to {token}"));
@@ -45,6 +51,19 @@ impl Invariants {
 
     pub fn releasing(&self, path: &str) {
         self.holders.lock().unwrap_or_else(|e| e.into_inner()).remove(path);
+    }
+
+    /// Sorts a failed release of a lock this client was granted: refused as not ours means
+    /// someone else was granted it meanwhile (a violation); anything else is an error.
+    pub fn release_failed(&self, shared_error: impl FnOnce(&CoordError), client: usize, path: &str, e: &CoordError) {
+        if e.code == ErrorCode::NotLockOwner {
+            self.violation(&format!(
+                "client {client} held {path}, but its release was refused: {}",
+                e.message
+            ));
+        } else {
+            shared_error(e);
+        }
     }
 
     pub fn claimed(&self, task_id: &str) {
@@ -70,18 +89,28 @@ mod tests {
     #[test]
     fn each_rule_counts_its_violations() {
         let i = Invariants::default();
-        i.acquired(1, "a", Some(1));
+        i.acquired(1, "a", Some(1), true);
         i.releasing("a");
-        i.acquired(2, "a", Some(2));
+        i.acquired(2, "a", Some(2), true);
         assert_eq!(i.violations(), 0);
-        i.acquired(3, "a", Some(3));
+        i.acquired(3, "a", Some(3), true);
         assert_eq!(i.violations(), 1, "two live holders");
         i.releasing("a");
-        i.acquired(4, "a", Some(3));
+        i.acquired(4, "a", Some(3), true);
         assert_eq!(i.violations(), 2, "token did not grow");
+        i.releasing("a");
+        i.acquired(4, "a", Some(3), false);
+        assert_eq!(i.violations(), 2, "a refresh keeps its token");
+        i.releasing("a");
         i.claimed("t1");
         i.claimed("t2");
         i.claimed("t1");
         assert_eq!((i.violations(), i.claimed_count()), (3, 2));
+        let mut errors = 0;
+        let refused = CoordError::new(ErrorCode::NotLockOwner, "taken");
+        i.release_failed(|_| errors += 1, 1, "b", &refused);
+        assert_eq!((i.violations(), errors), (4, 0), "a refused release is a double grant");
+        i.release_failed(|_| errors += 1, 1, "b", &CoordError::unavailable("down"));
+        assert_eq!((i.violations(), errors), (4, 1), "an outage is an error");
     }
 }

@@ -18,7 +18,7 @@ mod stats;
 mod target;
 
 pub use stats::{OpStats, Samples};
-pub use target::BenchDb;
+pub use target::{BenchDb, abandon};
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -137,9 +137,11 @@ pub type BenchResult<T> = Result<T, BenchError>;
 
 /// Runs the benchmark; each report is handed to `emit` as soon as its run ends.
 pub async fn run(opts: &BenchOptions, mut emit: impl FnMut(&Report)) -> BenchResult<Vec<Report>> {
-    if opts.clients == 0 || opts.seconds <= 0.0 || opts.paths == 0 {
+    let seconds_ok = opts.seconds.is_finite() && opts.seconds > 0.0 && opts.seconds <= 86_400.0;
+    let scale_ok = opts.time_scale.is_finite() && opts.time_scale > 0.0;
+    if opts.clients == 0 || opts.paths == 0 || opts.agents == 0 || !seconds_ok || !scale_ok {
         return Err(BenchError::Setup(
-            "--clients, --seconds and --paths must be positive".into(),
+            "--clients, --paths, --agents and --time-scale must be positive, --seconds between 0 and 86400".into(),
         ));
     }
     let mut reports = Vec::new();

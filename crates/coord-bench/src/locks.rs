@@ -4,7 +4,7 @@
 use crate::driver::{Rng, Shared, Tally, bench_path, report, run_clients, run_threads};
 use crate::target::{Handle, Scratch};
 use crate::{BenchOptions, BenchResult, Report};
-use coord_domain::locks::{AcquireLockRequest, ReleaseLockRequest};
+use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
 use coord_domain::{Caller, Identity};
 use coord_service::Coordination;
 use std::sync::Arc;
@@ -58,35 +58,64 @@ pub async fn through(
                         continue;
                     }
                 };
-                shared.invariants.acquired(i, &path, acquired.fencing_token);
+                let fresh = acquired.action == LockAction::Acquired;
+                shared.invariants.acquired(i, &path, acquired.fencing_token, fresh);
                 shared.invariants.releasing(&path);
-                match coord
-                    .release_lock(&caller, ReleaseLockRequest { file_path: path })
-                    .await
-                {
+                let req = ReleaseLockRequest {
+                    file_path: path.clone(),
+                };
+                match coord.release_lock(&caller, req).await {
                     Ok(_) => {
                         tally.main.record(t0.elapsed());
                         shared.op_done();
                     }
-                    Err(e) => shared.error("release_lock", e),
+                    Err(e) => shared
+                        .invariants
+                        .release_failed(|e| shared.error("release_lock", e), i, &path, &e),
                 }
             }
             tally
         }
     })
     .await;
+    leftover_locks(&shared, coord.as_ref()).await;
     report(opts, backend, mode, opts.clients, &shared, tally, elapsed)
 }
 
+/// Every pair released what it acquired: with no errors, no lock may be left.
+async fn leftover_locks(shared: &Shared, coord: &dyn Coordination) {
+    let checker = Caller::new("bench-checker", "bench");
+    match coord.check_locks(&checker, CheckLocksRequest::default()).await {
+        Ok(r) if !r.locks.is_empty() && shared.errors() == 0 => {
+            shared.invariants.violation(&format!(
+                "{} locks left held after every client released",
+                r.locks.len()
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => shared.error("check_locks after the run", e),
+    }
+}
+
 /// One raw pair's bookkeeping, shared by the blocking and the async baseline.
-fn raw_pair(shared: &Shared, tally: &mut Tally, client: usize, t0: Instant, outcome: coord_domain::CoordResult<bool>) {
+fn raw_pair(
+    shared: &Shared,
+    tally: &mut Tally,
+    client: usize,
+    path: &str,
+    t0: Instant,
+    outcome: coord_domain::CoordResult<bool>,
+) {
     match outcome {
         Ok(true) => {
             tally.main.record(t0.elapsed());
             shared.op_done();
         }
         Ok(false) => tally.count("blocked"),
-        Err(e) => shared.error(&format!("raw lock pair (client {client})"), e),
+        // Only the release answers `not_lock_owner`.
+        Err(e) => shared
+            .invariants
+            .release_failed(|e| shared.error("raw lock pair", e), client, path, &e),
     }
 }
 
@@ -105,10 +134,10 @@ pub async fn raw(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
                     let path = bench_path(&mut rng, paths);
                     let t0 = Instant::now();
                     let outcome = raw.lock_pair(&me, &path, |token| {
-                        shared.invariants.acquired(i, &path, token);
+                        shared.invariants.acquired(i, &path, token, true);
                         shared.invariants.releasing(&path);
                     });
-                    raw_pair(shared, &mut tally, i, t0, outcome);
+                    raw_pair(shared, &mut tally, i, &path, t0, outcome);
                 }
                 tally
             })
@@ -127,11 +156,11 @@ pub async fn raw(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
                         let t0 = Instant::now();
                         let outcome = raw
                             .lock_pair(&me, &path, |token| {
-                                shared.invariants.acquired(i, &path, token);
+                                shared.invariants.acquired(i, &path, token, true);
                                 shared.invariants.releasing(&path);
                             })
                             .await;
-                        raw_pair(&shared, &mut tally, i, t0, outcome);
+                        raw_pair(&shared, &mut tally, i, &path, t0, outcome);
                     }
                     tally
                 }

@@ -122,8 +122,10 @@ async fn measure(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
     let shared = Shared::new(opts.seconds);
     let paths = opts.paths;
     let label = format!("mcp {}", scratch.backend);
+    let finished = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let (tally, elapsed) = run_clients(opts, label, &shared, opts.clients, |i, shared| {
         let clients = clients.clone();
+        let finished = finished.clone();
         async move {
             let mut tally = Tally::default();
             let Some(mut client) = clients[i].lock().ok().and_then(|mut c| c.take()) else {
@@ -145,7 +147,10 @@ async fn measure(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
                     tally.count("blocked");
                     continue;
                 }
-                shared.invariants.acquired(i, &path, acquired["fencing_token"].as_i64());
+                let fresh = acquired["action"] == json!("acquired");
+                shared
+                    .invariants
+                    .acquired(i, &path, acquired["fencing_token"].as_i64(), fresh);
                 shared.invariants.releasing(&path);
                 let t1 = Instant::now();
                 match client.tool("release_lock", json!({"file_path": path})).await {
@@ -154,6 +159,9 @@ async fn measure(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
                         tally.main.record(t0.elapsed());
                         shared.op_done();
                     }
+                    Ok(v) if v["error"] == json!("not_lock_owner") => shared
+                        .invariants
+                        .violation(&format!("client {i} held {path}, but its release was refused: {v}")),
                     Ok(v) => shared.error("release_lock", v),
                     Err(e) => {
                         shared.error("release_lock", e);
@@ -161,11 +169,18 @@ async fn measure(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
                     }
                 }
             }
-            client.close().await;
+            // Closed after the clock stops: shutting a server down is not an operation.
+            if let Ok(mut done) = finished.lock() {
+                done.push(client);
+            }
             tally
         }
     })
     .await;
+    let done: Vec<McpClient> = finished.lock().map(|mut d| d.drain(..).collect()).unwrap_or_default();
+    for client in done {
+        client.close().await;
+    }
     Ok(report(
         opts,
         scratch.backend,

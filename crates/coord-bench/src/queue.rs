@@ -25,7 +25,7 @@ fn prefill_count(opts: &BenchOptions, backend: &str) -> i64 {
     ((opts.seconds * per_second) as i64).clamp(1_000, 5_000_000)
 }
 
-async fn prefill(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<()> {
+async fn prefill(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<i64> {
     let n = prefill_count(opts, scratch.backend);
     match &scratch.handle {
         Handle::Sqlite(s) => {
@@ -36,15 +36,31 @@ async fn prefill(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<()> {
         }
         Handle::Postgres(s) => s.prefill_tasks(n).await?,
     }
-    Ok(())
+    Ok(n)
 }
 
-/// The after-run checks: what the database holds must match what the workers did.
-async fn check(scratch: &Scratch, shared: &Shared, completed: u64) -> BenchResult<()> {
+/// The after-run checks: what the database holds must match what the workers did. Every
+/// prefilled task is still there (none lost), none failed or was cancelled, and — unless
+/// errors explain it — every claim was completed exactly once and none is left claimed.
+async fn check(scratch: &Scratch, shared: &Shared, prefilled: i64, completed: u64) -> BenchResult<()> {
     let counts = match &scratch.handle {
         Handle::Sqlite(s) => s.task_counts()?,
         Handle::Postgres(s) => s.task_counts().await?,
     };
+    let total = counts.pending + counts.claimed + counts.completed + counts.ended_otherwise;
+    if total != prefilled {
+        shared
+            .invariants
+            .violation(&format!("{prefilled} tasks prefilled, {total} in the queue afterwards"));
+    }
+    if counts.ended_otherwise != 0 {
+        shared
+            .invariants
+            .violation(&format!("{} tasks failed or were cancelled", counts.ended_otherwise));
+    }
+    if shared.errors() > 0 {
+        return Ok(());
+    }
     if counts.claimed != 0 {
         shared.invariants.violation(&format!(
             "{} tasks left claimed after every worker finished",
@@ -57,9 +73,7 @@ async fn check(scratch: &Scratch, shared: &Shared, completed: u64) -> BenchResul
             counts.completed
         ));
     }
-    // An error between claim and complete leaves a claim unaccounted; without errors every
-    // claim must have been completed.
-    if shared.errors() == 0 && shared.invariants.claimed_count() != completed {
+    if shared.invariants.claimed_count() != completed {
         shared.invariants.violation(&format!(
             "{} tasks claimed, {completed} completed",
             shared.invariants.claimed_count()
@@ -87,7 +101,7 @@ fn after_pair(shared: &Shared, tally: &mut Tally, t0: Instant, outcome: CoordRes
 }
 
 pub async fn service(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> {
-    prefill(opts, scratch).await?;
+    let prefilled = prefill(opts, scratch).await?;
     let coord: Arc<dyn Coordination> = Arc::new(scratch.coordinator());
     let shared = Shared::new(opts.seconds);
     let label = format!("queue {} service", scratch.backend);
@@ -123,7 +137,7 @@ pub async fn service(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Repo
         }
     })
     .await;
-    check(scratch, &shared, tally.main.len() as u64).await?;
+    check(scratch, &shared, prefilled, tally.main.len() as u64).await?;
     Ok(report(
         opts,
         scratch.backend,
@@ -136,7 +150,7 @@ pub async fn service(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Repo
 }
 
 pub async fn raw(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> {
-    prefill(opts, scratch).await?;
+    let prefilled = prefill(opts, scratch).await?;
     let shared = Shared::new(opts.seconds);
     let label = format!("queue {} raw", scratch.backend);
     let (tally, elapsed) = match &scratch.handle {
@@ -176,7 +190,7 @@ pub async fn raw(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
             .await
         }
     };
-    check(scratch, &shared, tally.main.len() as u64).await?;
+    check(scratch, &shared, prefilled, tally.main.len() as u64).await?;
     Ok(report(
         opts,
         scratch.backend,

@@ -32,9 +32,47 @@ pub struct Scratch {
     cleanup: Cleanup,
 }
 
+#[derive(Debug, Clone, PartialEq)]
 enum Cleanup {
     Files(Vec<PathBuf>),
     Database { url: String, name: String },
+}
+
+/// Scratch databases not yet disposed of, for [`abandon`] (an interrupted run).
+static LIVE: std::sync::Mutex<Vec<Cleanup>> = std::sync::Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<Cleanup>> {
+    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Removes every scratch database still in use: call when the run is interrupted.
+pub async fn abandon() {
+    let left: Vec<Cleanup> = live().drain(..).collect();
+    for cleanup in left {
+        cleanup.run().await;
+    }
+}
+
+impl Cleanup {
+    async fn run(self) {
+        match self {
+            Cleanup::Files(files) => {
+                for f in files {
+                    match std::fs::remove_file(&f) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            eprintln!("coord bench: could not remove {}: {e}", f.display());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Cleanup::Database { url, name } => {
+                if let Err(e) = coord_postgres::drop_scratch_database(&url, &name).await {
+                    eprintln!("coord bench: could not drop scratch database {name}: {e}");
+                }
+            }
+        }
+    }
 }
 
 fn scratch_name(label: &str) -> String {
@@ -51,20 +89,34 @@ impl Scratch {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
                 let path = dir.join(format!("{name}.db"));
-                let store = SqliteStore::open(&path)?;
                 let files = ["", "-wal", "-shm"]
                     .iter()
                     .map(|suffix| PathBuf::from(format!("{}{suffix}", path.display())))
                     .collect();
+                let cleanup = Cleanup::Files(files);
+                live().push(cleanup.clone());
+                let store = match SqliteStore::open(&path) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        forget(&cleanup);
+                        cleanup.run().await;
+                        return Err(e.into());
+                    }
+                };
                 Ok(Scratch {
                     backend: "sqlite",
                     handle: Handle::Sqlite(store),
                     db_arg: path.display().to_string(),
-                    cleanup: Cleanup::Files(files),
+                    cleanup,
                 })
             }
             BenchDb::Postgres { url } => {
                 let scratch_url = coord_postgres::create_scratch_database(url, &name).await?;
+                let cleanup = Cleanup::Database {
+                    url: url.clone(),
+                    name: name.clone(),
+                };
+                live().push(cleanup.clone());
                 let options = PgOptions {
                     pool_size: pool.max(1),
                     timeout: Duration::from_secs(30),
@@ -104,17 +156,11 @@ impl Scratch {
         let Scratch { handle, cleanup, .. } = self;
         // Close our connections before dropping the database or deleting the files.
         drop(handle);
-        match cleanup {
-            Cleanup::Files(files) => {
-                for f in files {
-                    let _ = std::fs::remove_file(f);
-                }
-            }
-            Cleanup::Database { url, name } => {
-                if let Err(e) = coord_postgres::drop_scratch_database(&url, &name).await {
-                    eprintln!("coord bench: could not drop scratch database {name}: {e}");
-                }
-            }
-        }
+        forget(&cleanup);
+        cleanup.run().await;
     }
+}
+
+fn forget(cleanup: &Cleanup) {
+    live().retain(|c| c != cleanup);
 }

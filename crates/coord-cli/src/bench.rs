@@ -59,11 +59,19 @@ pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
         exe,
         progress: !json && std::io::stderr().is_terminal(),
     };
-    let outcome = coord_bench::run(&opts, |r| {
+    let run = coord_bench::run(&opts, |r| {
         // One JSON line per run, as soon as it ends, in both modes.
         println!("{}", serde_json::to_string(r).unwrap_or_default());
-    })
-    .await;
+    });
+    let outcome = tokio::select! {
+        outcome = run => outcome,
+        _ = tokio::signal::ctrl_c() => {
+            // Scratch databases must not outlive an interrupted run.
+            coord_bench::abandon().await;
+            eprintln!("coord bench: interrupted; scratch databases removed");
+            return 130;
+        }
+    };
     match outcome {
         Ok(reports) => {
             if !json {

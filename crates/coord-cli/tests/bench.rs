@@ -101,6 +101,8 @@ async fn postgres_workloads_run_clean() {
     for (workload, extra, modes) in [
         ("locks", &["--compare"][..], &["raw", "service"][..]),
         ("queue", &["--compare"][..], &["raw", "service"][..]),
+        ("mcp", &["--compare"][..], &["service", "mcp"][..]),
+        ("http", &["--compare"][..], &["service", "http"][..]),
         ("agents", &["--agents", "20", "--time-scale", "30"][..], &["agents"][..]),
     ] {
         let mut args = vec![workload];
@@ -136,6 +138,9 @@ fn bad_options_are_usage_errors() {
     for args in [
         &["locks", "--clients", "0"][..],
         &["locks", "--seconds", "0"][..],
+        &["locks", "--seconds", "NaN"][..],
+        &["locks", "--seconds", "inf"][..],
+        &["agents", "--time-scale", "0"][..],
         &["http", "--raw"][..],
         &["locks", "--raw", "--compare"][..],
         &["nonsense"][..],
@@ -144,4 +149,41 @@ fn bad_options_are_usage_errors() {
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+}
+
+/// Ctrl-C in the middle of a run still removes the scratch database.
+#[test]
+fn an_interrupted_run_removes_its_scratch_database() {
+    let (dir, db) = sqlite_dir();
+    let mut child = Command::new(BIN)
+        .args([
+            "--json",
+            "--db",
+            &db,
+            "bench",
+            "locks",
+            "--seconds",
+            "60",
+            "--clients",
+            "1",
+        ])
+        .env_remove("COORD_DATABASE_URL")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) until the scratch file exists, i.e. the run is under way.
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::read_dir(dir.path()).unwrap().next().is_none() {
+        assert!(std::time::Instant::now() < guard, "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_scratch_removed(&dir);
 }
