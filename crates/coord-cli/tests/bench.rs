@@ -155,7 +155,7 @@ fn bad_options_are_usage_errors() {
 #[test]
 fn an_interrupted_run_removes_its_scratch_database() {
     let (dir, db) = sqlite_dir();
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args([
             "--json",
             "--db",
