@@ -6,7 +6,7 @@
 
 use crate::driver::{Rng, Shared, Tally, bench_path, report, run_clients};
 use crate::remote::ServeChild;
-use crate::target::{Handle, Scratch};
+use crate::target::Scratch;
 use crate::{BenchOptions, BenchResult, Report};
 use coord_domain::Caller;
 use coord_domain::locks::{AcquireLockRequest, LockAction, ReleaseLockRequest};
@@ -169,10 +169,7 @@ async fn simulate(opts: &BenchOptions, coord: Arc<dyn Coordination>, scratch: &S
         }
     })
     .await;
-    let counts = match &scratch.handle {
-        Handle::Sqlite(s) => s.task_counts()?,
-        Handle::Postgres(s) => s.task_counts().await?,
-    };
+    let counts = scratch.task_counts().await?;
     if counts.claimed != 0 && shared.errors() == 0 {
         shared.invariants.violation(&format!(
             "{} tasks left claimed after every agent stopped",

@@ -43,10 +43,7 @@ async fn prefill(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<i64> {
 /// prefilled task is still there (none lost), none failed or was cancelled, and — unless
 /// errors explain it — every claim was completed exactly once and none is left claimed.
 async fn check(scratch: &Scratch, shared: &Shared, prefilled: i64, completed: u64) -> BenchResult<()> {
-    let counts = match &scratch.handle {
-        Handle::Sqlite(s) => s.task_counts()?,
-        Handle::Postgres(s) => s.task_counts().await?,
-    };
+    let counts = scratch.task_counts().await?;
     let total = counts.pending + counts.claimed + counts.completed + counts.ended_otherwise;
     if total != prefilled {
         shared

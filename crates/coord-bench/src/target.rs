@@ -145,6 +145,14 @@ impl Scratch {
         }
     }
 
+    /// Tasks by status, for the after-run checks.
+    pub async fn task_counts(&self) -> BenchResult<coord_store::bench::TaskCounts> {
+        Ok(match &self.handle {
+            Handle::Sqlite(s) => s.task_counts()?,
+            Handle::Postgres(s) => s.task_counts().await?,
+        })
+    }
+
     /// The in-process service over this database, on the database's clock.
     pub fn coordinator(&self) -> Coordinator {
         Coordinator::new(self.store(), Arc::new(DatabaseClock), CoordConfig::default())

@@ -69,9 +69,9 @@ fn assert_scratch_removed(dir: &tempfile::TempDir) {
     assert!(left.is_empty(), "scratch files left behind: {left:?}");
 }
 
-#[test]
-fn sqlite_workloads_run_clean() {
-    let (dir, db) = sqlite_dir();
+/// Every workload, briefly, against `db`; each must run clean. Returns every report.
+fn every_workload_runs_clean(db: &str) -> Vec<Value> {
+    let mut all = Vec::new();
     for (workload, extra, modes) in [
         ("locks", &["--compare"][..], &["raw", "service"][..]),
         ("queue", &["--compare"][..], &["raw", "service"][..]),
@@ -82,13 +82,21 @@ fn sqlite_workloads_run_clean() {
         let mut args = vec![workload];
         args.extend_from_slice(SHORT);
         args.extend_from_slice(extra);
-        let (code, reports, stderr) = bench(&db, &args);
+        let (code, reports, stderr) = bench(db, &args);
         assert_eq!(code, 0, "{workload}: {stderr}");
         assert_clean(&reports, modes, &stderr);
         if let Some(baseline) = reports.last().unwrap().get("baseline") {
             assert!(baseline["ratio"].as_f64().unwrap() > 0.0, "{baseline}");
         }
+        all.extend(reports);
     }
+    all
+}
+
+#[test]
+fn sqlite_workloads_run_clean() {
+    let (dir, db) = sqlite_dir();
+    every_workload_runs_clean(&db);
     assert_scratch_removed(&dir);
 }
 
@@ -98,28 +106,11 @@ async fn postgres_workloads_run_clean() {
         return;
     }
     let url = pg_support::admin_url();
-    for (workload, extra, modes) in [
-        ("locks", &["--compare"][..], &["raw", "service"][..]),
-        ("queue", &["--compare"][..], &["raw", "service"][..]),
-        ("mcp", &["--compare"][..], &["service", "mcp"][..]),
-        ("http", &["--compare"][..], &["service", "http"][..]),
-        ("agents", &["--agents", "20", "--time-scale", "30"][..], &["agents"][..]),
-    ] {
-        let mut args = vec![workload];
-        args.extend_from_slice(SHORT);
-        args.extend_from_slice(extra);
-        let url = url.clone();
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let (code, reports, stderr) = tokio::task::spawn_blocking(move || {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            bench(&url, &args)
-        })
+    let server = url.clone();
+    let reports = tokio::task::spawn_blocking(move || every_workload_runs_clean(&server))
         .await
         .unwrap();
-        assert_eq!(code, 0, "{workload}: {stderr}");
-        assert_clean(&reports, modes, &stderr);
-        assert!(reports.iter().all(|r| r["backend"] == "postgres"));
-    }
+    assert!(reports.iter().all(|r| r["backend"] == "postgres"));
     // Scratch databases are dropped.
     let admin = pg_support::connect(&url).await;
     let left = admin

@@ -144,12 +144,7 @@ impl PgStore {
         let mut counts = TaskCounts::default();
         for r in rows {
             let (status, n): (String, i64) = (r.get(0), r.get(1));
-            match status.as_str() {
-                "pending" => counts.pending = n,
-                "claimed" => counts.claimed = n,
-                "completed" => counts.completed = n,
-                _ => counts.ended_otherwise += n,
-            }
+            counts.add(&status, n);
         }
         Ok(counts)
     }

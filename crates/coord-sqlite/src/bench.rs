@@ -136,12 +136,7 @@ impl SqliteStore {
             let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
             for row in rows {
                 let (status, n) = row?;
-                match status.as_str() {
-                    "pending" => counts.pending = n,
-                    "claimed" => counts.claimed = n,
-                    "completed" => counts.completed = n,
-                    _ => counts.ended_otherwise += n,
-                }
+                counts.add(&status, n);
             }
             Ok(counts)
         };

@@ -15,6 +15,18 @@ pub struct TaskCounts {
     pub ended_otherwise: i64,
 }
 
+impl TaskCounts {
+    /// Adds `n` tasks of the stored status `status`.
+    pub fn add(&mut self, status: &str, n: i64) {
+        match status {
+            "pending" => self.pending += n,
+            "claimed" => self.claimed += n,
+            "completed" => self.completed += n,
+            _ => self.ended_otherwise += n,
+        }
+    }
+}
+
 /// The task type prefilled tasks carry.
 pub const BENCH_TASK_TYPE: &str = "bench";
 
