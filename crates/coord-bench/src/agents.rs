@@ -13,6 +13,7 @@ use coord_domain::locks::{AcquireLockRequest, LockAction, ReleaseLockRequest};
 use coord_domain::queue::{CompleteWorkRequest, GetWorkRequest, SubmitWorkRequest};
 use coord_domain::sessions::{HeartbeatRequest, RegisterSessionRequest};
 use coord_service::Coordination;
+use coord_service::CoordinationExt as _;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -7,6 +7,7 @@ use crate::{BenchOptions, BenchResult, Report};
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
 use coord_domain::{Caller, Identity};
 use coord_service::Coordination;
+use coord_service::CoordinationExt as _;
 use std::sync::Arc;
 use std::time::Instant;
 

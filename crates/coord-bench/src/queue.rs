@@ -8,6 +8,7 @@ use crate::{BenchOptions, BenchResult, Report};
 use coord_domain::queue::{CompleteWorkRequest, GetWorkRequest};
 use coord_domain::{Caller, CoordResult, Identity};
 use coord_service::Coordination;
+use coord_service::CoordinationExt as _;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -21,6 +21,7 @@ use coord_domain::sessions::{
 };
 use coord_domain::status::StatusResult;
 use coord_domain::{CoordError, CoordResult, ErrorCode, Timestamp};
+use coord_service::CoordinationExt as _;
 use coord_service::{Coordination, Ports};
 use serde_json::Value;
 use std::fmt::Write;

@@ -13,6 +13,7 @@ use coord_domain::locks::CheckLocksRequest;
 use coord_domain::sessions::RegisterSessionRequest;
 use coord_domain::{Caller, CoordResult, ErrorCode};
 use coord_service::Coordination;
+use coord_service::CoordinationExt as _;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -13,6 +13,7 @@ pub mod setup;
 use args::{Cli, Command};
 use clap::Parser;
 use context::Context;
+use coord_service::CoordinationExt as _;
 use output::Output;
 use serde::Serialize;
 use std::process::ExitCode;

@@ -4,7 +4,7 @@ use coord_domain::queue::{
     CompleteWorkRequest, CompleteWorkResult, GetTaskRequest, GetWorkRequest, GetWorkResult, SubmitWorkRequest, TaskInfo,
 };
 use coord_domain::{Caller, CoordResult, Timestamp};
-use coord_service::{CoordConfig, Coordination, Coordinator, ManualClock};
+use coord_service::{CoordConfig, Coordination, CoordinationExt as _, Coordinator, ManualClock};
 use coord_store::Store;
 use std::sync::Arc;
 

@@ -68,8 +68,10 @@ error_codes! {
     NotTaskOwner => "not_task_owner", Refused;
     TaskNotClaimed => "task_not_claimed", Refused;
     NoPortsAvailable => "no_ports_available", Refused;
+    FileLocked => "file_locked", Refused;
     TaskNotFound => "task_not_found", NotFound;
     NotFound => "not_found", NotFound;
+    UnknownOperation => "unknown_operation", NotFound;
     Unauthorized => "unauthorized", Forbidden;
     Forbidden => "forbidden", Forbidden;
     DatabaseUnavailable => "database_unavailable", Unavailable;

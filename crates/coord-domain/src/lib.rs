@@ -2,6 +2,7 @@
 //! codes, and the rules (validation, lock and queue decisions) as pure functions.
 //! Nothing in this crate performs I/O or reads a clock.
 
+pub mod access;
 pub mod audit;
 pub mod error;
 pub mod handoffs;
@@ -15,6 +16,11 @@ pub mod sessions;
 pub mod status;
 pub mod time;
 pub mod validate;
+
+/// The request of operations that take no arguments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Empty {}
 
 pub use error::{CoordError, CoordResult, ErrorCode, ErrorKind};
 pub use identity::{Caller, Identity};

@@ -202,6 +202,107 @@ pub struct CheckLocksResult {
     pub locks: Vec<LockInfo>,
 }
 
+/// `lock_status`: whether one file is locked, and by whom.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LockStatusRequest {
+    /// Repo-relative path of the file (absolute paths inside the repository are accepted).
+    pub file_path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LockStatusResult {
+    pub success: bool,
+    pub file_path: String,
+    pub locked: bool,
+    pub lock: Option<LockInfo>,
+}
+
+impl LockStatusResult {
+    /// The answer for `path` given the live locks found on it.
+    pub fn of(path: String, locks: CheckLocksResult) -> LockStatusResult {
+        let lock = locks.locks.into_iter().next();
+        LockStatusResult {
+            success: true,
+            file_path: lock.as_ref().map(|l| l.file_path.clone()).unwrap_or(path),
+            locked: lock.is_some(),
+            lock,
+        }
+    }
+}
+
+/// `check_edit`: may the caller edit (or commit) these files now?
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CheckEditRequest {
+    /// Files about to be changed: repo-relative (or absolute inside the repository), 1 to 1000.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 1000)))]
+    pub paths: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CheckEditResult {
+    pub success: bool,
+    /// Always true in a success answer: a refusal is the error `file_locked`.
+    pub allowed: bool,
+    /// The normalised paths that were checked.
+    pub paths: Vec<String>,
+}
+
+pub const MAX_EDIT_PATHS: usize = 1000;
+
+pub fn validate_edit(req: CheckEditRequest, repo_root: Option<&str>) -> CoordResult<Vec<String>> {
+    if req.paths.is_empty() || req.paths.len() > MAX_EDIT_PATHS {
+        return Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            "paths",
+            format!("paths must list 1 to {MAX_EDIT_PATHS} files"),
+        ));
+    }
+    let mut paths = req
+        .paths
+        .iter()
+        .map(|p| normalize_path(p, repo_root))
+        .collect::<CoordResult<Vec<_>>>()?;
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
+/// Whether `me` may change files whose live locks are `locks`: only when none of them
+/// is held by another agent. The refusal names every foreign lock and, for the first,
+/// who holds it, until when and why, in words a model can act on.
+pub fn decide_edit(me: &Identity, paths: Vec<String>, locks: &[LockInfo]) -> CoordResult<CheckEditResult> {
+    let foreign: Vec<&LockInfo> = locks.iter().filter(|l| l.locked_by != me.agent_id).collect();
+    let Some(held) = foreign.first() else {
+        return Ok(CheckEditResult {
+            success: true,
+            allowed: true,
+            paths,
+        });
+    };
+    let mut message = format!(
+        "{} is locked by another agent, {} ({}), until {}",
+        held.file_path,
+        held.locked_by,
+        held.agent_type,
+        held.expires_at.format("%Y-%m-%d %H:%M UTC")
+    );
+    if let Some(why) = &held.reason {
+        message.push_str(&format!(" — {why}"));
+    }
+    message.push_str(". Do not edit it now: work on something else, or coordinate through the work queue.");
+    let blocked = serde_json::to_value(&foreign).unwrap_or_default();
+    Err(CoordError::new(ErrorCode::FileLocked, message)
+        .with_detail("file_path", held.file_path.clone())
+        .with_detail("locked_by", held.locked_by.clone())
+        .with_detail("expires_at", serde_json::to_value(held.expires_at).unwrap_or_default())
+        .with_detail("lock_reason", held.reason.clone())
+        .with_detail("blocked", blocked))
+}
+
 /// What an acquisition does given the row currently stored for the path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AcquireDecision {
@@ -255,6 +356,59 @@ mod tests {
             expires_at: now + chrono::Duration::minutes(expires_in_min),
             fencing_token: 1,
         }
+    }
+
+    #[test]
+    fn edit_decisions() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let me = Identity {
+            agent_id: "me".into(),
+            agent_type: "t".into(),
+        };
+        let paths = || vec!["a.rs".to_string()];
+        let mut reasoned = lock("other", 5, now);
+        reasoned.reason = Some("refactor".into());
+        // (live locks on the paths, refused?, words the refusal must contain)
+        let cases: Vec<(Vec<LockInfo>, bool, &[&str])> = vec![
+            (vec![], false, &[]),
+            (vec![lock("me", 5, now)], false, &[]),
+            (vec![lock("other", 5, now)], true, &["a.rs", "other", "Do not edit"]),
+            (vec![lock("me", 5, now), reasoned], true, &["other", "refactor"]),
+        ];
+        for (locks, refused, words) in cases {
+            match decide_edit(&me, paths(), &locks) {
+                Ok(r) => {
+                    assert!(!refused, "{locks:?}");
+                    assert!(r.allowed && r.success);
+                }
+                Err(e) => {
+                    assert!(refused, "{locks:?}: {e}");
+                    assert_eq!(e.code, ErrorCode::FileLocked);
+                    assert_eq!(e.details["locked_by"], "other");
+                    for w in words {
+                        assert!(e.message.contains(w), "{w} in {}", e.message);
+                    }
+                }
+            }
+        }
+        for (raw, ok) in [
+            (vec![], false),
+            (vec!["a".to_string(); 1001], false),
+            (vec!["./a".into(), "a".into()], true),
+        ] {
+            let got = validate_edit(CheckEditRequest { paths: raw }, None);
+            assert_eq!(got.is_ok(), ok, "{got:?}");
+        }
+        assert_eq!(
+            validate_edit(
+                CheckEditRequest {
+                    paths: vec!["./a".into(), "a".into()]
+                },
+                None
+            )
+            .unwrap(),
+            vec!["a".to_string()]
+        );
     }
 
     #[test]

@@ -164,6 +164,76 @@ pub fn validate_capability(c: Option<String>) -> CoordResult<Option<String>> {
     validate::optional_text("capability", c, MAX_SHORT_TEXT)
 }
 
+/// `end_session`: what ending a session means, decided once for every door (the Claude
+/// Code `SessionEnd` hook, an MCP connection closing, a person at the CLI).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EndSessionRequest {
+    /// Release every lock you hold (default true).
+    #[serde(default)]
+    pub release_locks: Option<bool>,
+    /// Leave a final handoff. The files whose locks were released are added to its
+    /// relevant_files, and the tasks you still have claimed to its in_progress.
+    #[serde(default)]
+    pub handoff: Option<crate::handoffs::WriteHandoffRequest>,
+}
+
+/// A validated `end_session`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndSession {
+    pub release_locks: bool,
+    pub handoff: Option<crate::handoffs::NewHandoff>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EndSessionResult {
+    pub success: bool,
+    /// Paths whose live locks were released.
+    pub released: Vec<String>,
+    /// The final handoff, when one was written.
+    pub handoff_id: Option<String>,
+    /// The session's status now (`idle`), or none when the caller had no live session.
+    pub status: Option<AgentStatus>,
+}
+
+pub fn validate_end(req: EndSessionRequest, handoff_id: String) -> CoordResult<EndSession> {
+    Ok(EndSession {
+        release_locks: req.release_locks.unwrap_or(true),
+        handoff: req
+            .handoff
+            .map(|h| crate::handoffs::validate_handoff(h, handoff_id))
+            .transpose()?,
+    })
+}
+
+/// Completes a final handoff with what the session leaves behind: released files as
+/// relevant files, claimed tasks as work in progress (each list kept within its bound).
+pub fn complete_final_handoff(
+    h: &mut crate::handoffs::NewHandoff,
+    released: &[String],
+    claimed: &[crate::queue::TaskInfo],
+) {
+    fn extend(list: &mut Vec<String>, more: impl Iterator<Item = String>) {
+        for item in more {
+            if list.len() >= MAX_LIST_ITEMS {
+                break;
+            }
+            if !list.contains(&item) {
+                list.push(item);
+            }
+        }
+    }
+    extend(&mut h.relevant_files, released.iter().cloned());
+    extend(
+        &mut h.in_progress,
+        claimed.iter().map(|t| {
+            let line = format!("task {} [{}]: {}", t.task_id, t.task_type, t.task_description);
+            line.chars().take(MAX_TEXT).collect()
+        }),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

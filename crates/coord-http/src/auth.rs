@@ -1,8 +1,9 @@
-//! Who is calling: the API key (`X-API-Key` or `Authorization: Bearer`), checked first,
-//! then the identity the request names (`X-Agent-Id`/`X-Agent-Type` headers or
-//! `agent_id`/`agent_type` in the body). Requests without a key (allowed only on public
-//! and read endpoints) act as `anonymous`, whatever they name, so nobody can write audit
-//! rows in another agent's name without that agent's key.
+//! Who is calling (authentication only; what a caller may do is decided by the service's
+//! pipeline with `coord_domain::access::authorize`): the API key (`X-API-Key` or
+//! `Authorization: Bearer`), checked first, then the identity the request names
+//! (`X-Agent-Id`/`X-Agent-Type` headers or `agent_id`/`agent_type` in the body). Requests
+//! without a key act as `anonymous`, whatever they name, so nobody can write audit rows
+//! in another agent's name without that agent's key.
 //!
 //! Environment keys are compared in constant time (against every configured key, with
 //! no early exit); managed keys are looked up by their SHA-256, which reveals nothing
@@ -10,27 +11,15 @@
 
 use crate::config::ApiConfig;
 use axum::http::HeaderMap;
+use coord_domain::access::Credential;
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
-use coord_service::Coordination;
+use coord_service::Server;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 /// Identity of requests that name none.
 pub const ANONYMOUS_ID: &str = "anonymous";
 pub const ANONYMOUS_TYPE: &str = "http";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Never needs a key: `/health`, `/openapi.json`.
-    Public,
-    /// The read-only status endpoints: public unless the server requires keys for reads.
-    Read,
-    /// Everything else.
-    Write,
-    /// Managing API keys: only operator keys (`COORDINATION_API_KEYS`, not bound to an
-    /// identity) may.
-    Operator,
-}
 
 pub struct Auth {
     env_keys: Vec<([u8; 32], Option<Caller>)>,
@@ -92,10 +81,10 @@ pub fn presented_key(headers: &HeaderMap) -> Option<String> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()).then(|| token.trim().to_string())
 }
 
-/// What the presented key allows.
+/// What the presented key proved.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Credential {
-    /// No key, on an endpoint that allows that: acts as `anonymous`, whatever it names.
+pub enum Authenticated {
+    /// No key: acts as `anonymous`, whatever it names.
     Anonymous,
     /// An operator key (`COORDINATION_API_KEYS`): acts as the identity the request names.
     Operator,
@@ -103,37 +92,38 @@ pub enum Credential {
     Bound(Caller),
 }
 
-/// Checks the key before anything of the request is read, so a caller without one gets
-/// 401 whatever its body holds.
-pub async fn authenticate(
-    auth: &Auth,
-    coord: &dyn Coordination,
-    headers: &HeaderMap,
-    access: Access,
-) -> CoordResult<Credential> {
+impl Authenticated {
+    /// The credential the service's access rule judges.
+    pub fn credential(&self) -> Credential {
+        match self {
+            Authenticated::Anonymous => Credential::Anonymous,
+            Authenticated::Operator => Credential::Operator,
+            Authenticated::Bound(_) => Credential::Bound,
+        }
+    }
+}
+
+/// Checks the key before anything of the request is read: an invalid, expired or
+/// revoked key is 401 whatever the request holds. No key is anonymous, unless the
+/// server requires a key for every request.
+pub async fn authenticate(auth: &Auth, server: &dyn Server, headers: &HeaderMap) -> CoordResult<Authenticated> {
     let Some(key) = presented_key(headers) else {
-        return match access {
-            Access::Public => Ok(Credential::Anonymous),
-            Access::Read if !auth.require_auth_for_reads => Ok(Credential::Anonymous),
-            _ => Err(unauthorized(
+        return if auth.require_auth_for_reads {
+            Err(unauthorized(
                 "an API key is required: send X-API-Key or Authorization: Bearer",
-            )),
+            ))
+        } else {
+            Ok(Authenticated::Anonymous)
         };
     };
     let binding = match auth.env_key(&key) {
         Some(binding) => binding,
-        None => match coord.authenticate_key(&key).await? {
+        None => match server.authenticate_key(&key).await? {
             Some(bound) => Some(bound),
             None => return Err(unauthorized("the API key is invalid, expired or revoked")),
         },
     };
-    if access == Access::Operator && binding.is_some() {
-        return Err(CoordError::new(
-            ErrorCode::Forbidden,
-            "managing API keys needs an operator key (one listed in COORDINATION_API_KEYS)",
-        ));
-    }
-    Ok(binding.map_or(Credential::Operator, Credential::Bound))
+    Ok(binding.map_or(Authenticated::Operator, Authenticated::Bound))
 }
 
 /// The identity claims of a request: `agent_id`/`agent_type` in the body, the
@@ -192,11 +182,11 @@ impl Claims {
 }
 
 /// The identity a request acts as, given what its key allows.
-pub fn identity(credential: &Credential, claims: Claims) -> CoordResult<Caller> {
-    match credential {
-        Credential::Anonymous => Ok(Caller::new(ANONYMOUS_ID, ANONYMOUS_TYPE)),
-        Credential::Operator => Ok(claims.named()),
-        Credential::Bound(bound) => {
+pub fn identity(authenticated: &Authenticated, claims: Claims) -> CoordResult<Caller> {
+    match authenticated {
+        Authenticated::Anonymous => Ok(Caller::new(ANONYMOUS_ID, ANONYMOUS_TYPE)),
+        Authenticated::Operator => Ok(claims.named()),
+        Authenticated::Bound(bound) => {
             // Every explicit claim must match; defaults are never held against a binding.
             let clash = |asked: &Option<String>, actual: &str| asked.as_deref().is_some_and(|a| a.trim() != actual);
             let ids = [&claims.body_id, &claims.header_id];
@@ -214,17 +204,6 @@ pub fn identity(credential: &Credential, claims: Claims) -> CoordResult<Caller> 
             Ok(bound.clone())
         }
     }
-}
-
-/// Authenticates a request whose claims are all in its headers.
-pub async fn resolve(
-    auth: &Auth,
-    coord: &dyn Coordination,
-    headers: &HeaderMap,
-    access: Access,
-) -> CoordResult<Caller> {
-    let credential = authenticate(auth, coord, headers, access).await?;
-    identity(&credential, Claims::of(headers, None, None))
 }
 
 #[cfg(test)]

@@ -13,37 +13,40 @@ pub mod openapi;
 pub use config::ApiConfig;
 
 use api::App;
-use auth::Access;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
 use coord_mcp::{CoordMcp, IdentityConfig, McpOptions};
-use coord_service::Coordination;
+use coord_service::{Coordination, Server};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// Authenticates `/mcp` requests like the JSON API, and hands the resolved identity to
-/// the MCP server through the request's extensions. An operator key whose request names
-/// nobody hands over nothing: the MCP server then tells its clients apart by their
-/// `initialize` info, instead of merging every client into one `anonymous` agent.
+/// Authenticates `/mcp` requests like the JSON API, and hands the credential and the
+/// resolved identity to the MCP server through the request's extensions; each tool call
+/// is then authorized by the service like any other operation. An operator key whose
+/// request names nobody hands over no identity: the MCP server then tells its clients
+/// apart by their `initialize` info, instead of merging every client into one agent.
 async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Response {
     // The body is not `Sync`: only the headers may be held across the key lookup.
     let headers = req.headers().clone();
     let outcome = async {
-        let credential = auth::authenticate(&app.auth, app.coord.as_ref(), &headers, Access::Write).await?;
+        let authenticated = auth::authenticate(&app.auth, app.server.as_ref(), &headers).await?;
         let claims = auth::Claims::of(&headers, None, None);
-        if credential == auth::Credential::Operator && !claims.names_anyone() {
-            return Ok(None);
-        }
-        auth::identity(&credential, claims).map(Some)
+        let who = if authenticated == auth::Authenticated::Operator && !claims.names_anyone() {
+            None
+        } else {
+            Some(auth::identity(&authenticated, claims)?)
+        };
+        Ok::<_, coord_domain::CoordError>((authenticated.credential(), who))
     }
     .await;
     match outcome {
-        Ok(who) => {
+        Ok((credential, who)) => {
+            req.extensions_mut().insert(credential);
             if let Some(who) = who {
                 req.extensions_mut().insert(who);
             }
@@ -54,8 +57,9 @@ async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Respo
 }
 
 /// Builds the whole HTTP surface over a coordinator.
-pub fn create_coordination_api(coord: Arc<dyn Coordination>, config: &ApiConfig) -> Router {
-    let app = App::new(coord.clone(), config);
+pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> Router {
+    let coord: Arc<dyn Coordination> = server.clone();
+    let app = App::new(server, config);
     let mut hosts = config.mcp_allowed_hosts.clone();
     if !hosts.contains(&config.host) {
         hosts.push(config.host.clone());
@@ -78,36 +82,12 @@ pub fn create_coordination_api(coord: Arc<dyn Coordination>, config: &ApiConfig)
     let mcp_routes = Router::new()
         .nest_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(app.clone(), mcp_auth));
-    Router::new()
+    api::routes(Router::new())
         .route("/health", get(api::health))
         .route(
             "/openapi.json",
             get(move || async move { Json(document.as_ref().clone()) }),
         )
-        .route("/locks", get(api::list_locks))
-        .route("/locks/acquire", post(api::acquire_lock))
-        .route("/locks/release", post(api::release_lock))
-        .route("/locks/release-mine", post(api::release_my_locks))
-        .route("/locks/check", post(api::check_locks))
-        .route("/locks/status/{*file_path}", get(api::lock_status))
-        .route("/work", get(api::list_work))
-        .route("/work/submit", post(api::submit_work))
-        .route("/work/claim", post(api::claim_work))
-        .route("/work/complete", post(api::complete_work))
-        .route("/work/{task_id}", get(api::get_task))
-        .route("/sessions/register", post(api::register_session))
-        .route("/sessions/heartbeat", post(api::heartbeat))
-        .route("/sessions/idle", post(api::mark_idle))
-        .route("/agents", get(api::discover_agents))
-        .route("/agents/cleanup", post(api::cleanup_dead_agents))
-        .route("/handoffs", post(api::write_handoff).get(api::read_handoff))
-        .route("/audit", get(api::query_audit))
-        .route("/status", get(api::status))
-        .route("/keys", post(api::create_api_key).get(api::list_api_keys))
-        .route("/keys/revoke", post(api::revoke_api_key))
-        .route("/ports/allocate", post(api::allocate_ports))
-        .route("/ports/release", post(api::release_ports))
-        .route("/ports/status", get(api::ports_status))
         .method_not_allowed_fallback(api::method_not_allowed)
         .fallback(api::not_found)
         // Bodies are bounded by the handlers themselves, so the limit error is JSON.

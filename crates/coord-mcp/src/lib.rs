@@ -1,40 +1,38 @@
-//! The MCP door: every coordination operation as an MCP tool, plus three read-only
-//! resources. Like every door it holds no rules: it turns tool arguments into requests,
-//! calls [`Coordination`], and returns the result's JSON.
+//! The MCP door: every operation of the registry that is an MCP tool, built at run time
+//! from its definition (name, model-facing description, input schema from the request
+//! type, annotations from its effect), plus three read-only resources. Like every door
+//! it holds no rules: it hands the tool's JSON arguments and the caller to
+//! [`Coordination::invoke`] and returns the answer.
 //!
 //! Results keep the service's wire shapes as structured content (and as JSON text for
 //! clients that only read text). A refused operation is a normal tool result with
-//! `success: false`; only an outage of the store marks the result as an error.
-//! Arguments that do not fit a tool's schema are answered by the SDK with a tool error
-//! naming the field.
+//! `success: false`; arguments that do not fit the tool (`invalid_argument`, naming the
+//! field) and an outage of the store are marked as tool errors.
 
 mod identity;
-mod params;
 
 pub use identity::{IdentityConfig, derive_identity};
 
-use coord_domain::audit::AuditQueryRequest;
+use coord_domain::access::Effect;
+use coord_domain::access::{Credential, Principal};
 use coord_domain::error::ErrorKind;
-use coord_domain::handoffs::{ALL_AGENTS, ReadHandoffRequest, WriteHandoffRequest};
-use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
-use coord_domain::ports::{AllocatePortsRequest, ReleasePortsRequest};
-use coord_domain::queue::{
-    CompleteWorkRequest, GetTaskRequest, GetWorkRequest, ListTasksRequest, SubmitWorkRequest, TaskStatus,
-};
-use coord_domain::sessions::{
-    CleanupDeadAgentsRequest, DiscoverAgentsRequest, HeartbeatRequest, RegisterSessionRequest,
-};
-use coord_domain::{Caller, CoordResult};
-use coord_service::Coordination;
-use params::Parameters;
-use rmcp::handler::server::router::tool::ToolRouter;
+use coord_domain::handoffs::{ALL_AGENTS, ReadHandoffRequest};
+use coord_domain::locks::CheckLocksRequest;
+use coord_domain::queue::{ListTasksRequest, TaskStatus};
+use coord_domain::sessions::{EndSessionRequest, HeartbeatRequest, RegisterSessionRequest};
+use coord_domain::{Caller, CoordResult, ErrorCode};
+use coord_service::{Coordination, CoordinationExt, OpEntry, ops};
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolResult, Implementation, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt, tool_handler};
 use serde::Serialize;
+use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -92,15 +90,63 @@ pub struct CoordMcp {
 }
 
 /// The wire JSON of an outcome as a tool result. Refusals are ordinary results the model
-/// reads (`success: false`, `error`, `message`); an unavailable store is a tool error.
-fn reply<T: Serialize>(outcome: CoordResult<T>) -> Result<CallToolResult, McpError> {
-    Ok(match outcome {
-        Ok(v) => CallToolResult::structured(serde_json::to_value(v).unwrap_or_default()),
-        Err(e) if matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Internal) => {
+/// reads (`success: false`, `error`, `message`); a call that does not fit the tool's
+/// schema and an unavailable store are tool errors.
+fn reply(outcome: CoordResult<Value>) -> CallToolResult {
+    match outcome {
+        Ok(v) => CallToolResult::structured(v),
+        Err(e)
+            if e.code == ErrorCode::InvalidArgument
+                || matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Internal) =>
+        {
             CallToolResult::structured_error(e.to_value())
         }
         Err(e) => CallToolResult::structured(e.to_value()),
+    }
+}
+
+/// What a model is told about an operation's effect.
+fn annotations(effect: Effect) -> ToolAnnotations {
+    match effect {
+        Effect::Read => ToolAnnotations::new().read_only(true),
+        Effect::Write => ToolAnnotations::new().read_only(false).destructive(false),
+        Effect::Destructive => ToolAnnotations::new().read_only(false).destructive(true),
+    }
+}
+
+/// The tool of one operation.
+fn route(op: &'static OpEntry) -> ToolRoute<CoordMcp> {
+    let tool =
+        Tool::new(op.name, op.description, Arc::new((op.input_schema)())).with_annotations(annotations(op.effect));
+    ToolRoute::new_dyn(tool, move |cx: ToolCallContext<'_, CoordMcp>| {
+        Box::pin(async move {
+            let who = cx.service.principal(&cx.request_context).await;
+            let args = Value::Object(cx.arguments.unwrap_or_default());
+            Ok(reply(cx.service.coord.invoke(op, &who, Ok(args)).await).into())
+        })
     })
+}
+
+/// Every operation the registry marks as an MCP tool.
+pub fn tool_router() -> ToolRouter<CoordMcp> {
+    ops()
+        .iter()
+        .filter(|op| op.is_mcp_tool())
+        .fold(ToolRouter::new(), |router, op| router.with_route(route(op)))
+}
+
+/// How the caller of a request proved who it is: over HTTP, what the server's key check
+/// put in the request's extensions (no record means no key: anonymous, the least
+/// privilege); over stdio, a local process.
+fn credential(ctx: &RequestContext<RoleServer>) -> Credential {
+    match ctx.extensions.get::<http::request::Parts>() {
+        Some(parts) => parts
+            .extensions
+            .get::<Credential>()
+            .copied()
+            .unwrap_or(Credential::Anonymous),
+        None => Credential::Local,
+    }
 }
 
 /// The identity of a request that came over HTTP: the one the server authenticated
@@ -131,12 +177,19 @@ impl CoordMcp {
             coord,
             options: Arc::new(options),
             session: Arc::new(Session::default()),
-            tool_router: Self::tool_router(),
+            tool_router: tool_router(),
         }
     }
 
-    /// The caller of this request, with its coordinator session started on first use.
-    async fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
+    /// The caller of this request, with how it authenticated.
+    async fn principal(&self, ctx: &RequestContext<RoleServer>) -> Principal {
+        let credential = credential(ctx);
+        Principal::new(self.caller(ctx, credential).await, credential)
+    }
+
+    /// The caller of this request, with its coordinator session started on first use
+    /// (not for anonymous callers: they cannot have one).
+    async fn caller(&self, ctx: &RequestContext<RoleServer>, credential: Credential) -> Caller {
         let (header_id, header_type) = header_identity(ctx);
         let client = ctx.client_info();
         let caller = derive_identity(
@@ -146,20 +199,29 @@ impl CoordMcp {
             client.as_ref().map(|c| c.name.as_str()),
         );
         *self.session.caller.lock().unwrap_or_else(PoisonError::into_inner) = Some(caller.clone());
-        if !self.session.registered.swap(true, Ordering::SeqCst) {
-            self.start_session(&caller).await;
+        if credential != Credential::Anonymous && !self.session.registered.swap(true, Ordering::SeqCst) {
+            self.start_session(&caller, credential).await;
         }
         caller
     }
 
-    async fn start_session(&self, caller: &Caller) {
+    async fn start_session(&self, caller: &Caller, credential: Credential) {
+        let who = Principal::new(caller.clone(), credential);
         let started = match self.options.session_mode {
-            SessionMode::PerConnection => self
-                .coord
-                .register_session(caller, RegisterSessionRequest::default())
-                .await
-                .map(|_| ()),
-            SessionMode::Shared => self.coord.heartbeat(caller, HeartbeatRequest {}).await.map(|_| ()),
+            SessionMode::PerConnection => coord_service::call::<coord_service::ops::sessions::RegisterSession, _>(
+                self.coord.as_ref(),
+                &who,
+                RegisterSessionRequest::default(),
+            )
+            .await
+            .map(|_| ()),
+            SessionMode::Shared => coord_service::call::<coord_service::ops::sessions::Heartbeat, _>(
+                self.coord.as_ref(),
+                &who,
+                HeartbeatRequest {},
+            )
+            .await
+            .map(|_| ()),
         };
         match started {
             Ok(()) if self.options.session_mode == SessionMode::PerConnection => self.start_heartbeat(caller.clone()),
@@ -196,8 +258,9 @@ impl CoordMcp {
         }
     }
 
-    /// The connection closed: stop heartbeating and mark the session idle. Locks stay
-    /// until their TTL or a cleanup.
+    /// The connection closed: stop heartbeating and end the session without releasing
+    /// its locks (`end_session` with `release_locks: false`: the session goes idle; its
+    /// locks stay until their TTL or a cleanup).
     pub async fn close(&self) {
         if let Some(task) = self
             .session
@@ -215,292 +278,77 @@ impl CoordMcp {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         if let (Some(caller), true) = (caller, self.session.registered.load(Ordering::SeqCst))
-            && let Err(e) = self.coord.mark_idle(&caller).await
+            && let Err(e) = self
+                .coord
+                .end_session(
+                    &caller,
+                    EndSessionRequest {
+                        release_locks: Some(false),
+                        handoff: None,
+                    },
+                )
+                .await
         {
-            tracing::warn!(error = %e, "could not mark the session idle");
+            tracing::warn!(error = %e, "could not end the session");
         }
     }
 
     async fn resource_json(&self, uri: &str, ctx: &RequestContext<RoleServer>) -> Result<String, McpError> {
-        let who = self.caller(ctx).await;
-        let value = match uri {
-            "locks://current" => to_json(self.coord.check_locks(&who, CheckLocksRequest::default()).await),
-            "work://pending" => to_json(
-                self.coord
-                    .list_tasks(
-                        &who,
-                        ListTasksRequest {
-                            status: Some(TaskStatus::Pending),
-                            task_type: None,
-                            limit: Some(200),
-                        },
-                    )
-                    .await,
-            ),
-            "handoffs://recent" => to_json(
-                self.coord
-                    .read_handoff(
-                        &who,
-                        ReadHandoffRequest {
-                            agent_name: Some(ALL_AGENTS.into()),
-                            limit: Some(10),
-                        },
-                    )
-                    .await,
-            ),
-            other => {
-                return Err(McpError::resource_not_found(
-                    format!(
-                        "no resource {other:?}; this server has locks://current, work://pending, handoffs://recent"
-                    ),
-                    None,
-                ));
-            }
+        let Some((_, _, _, op, request)) = RESOURCES.iter().find(|r| r.0 == uri) else {
+            return Err(McpError::resource_not_found(
+                format!("no resource {uri:?}; this server has locks://current, work://pending, handoffs://recent"),
+                None,
+            ));
+        };
+        let who = self.principal(ctx).await;
+        let entry = coord_service::op_named(op).map_err(|e| McpError::internal_error(e.message, None))?;
+        let value = match self.coord.invoke(entry, &who, Ok(request())).await {
+            Ok(v) => v,
+            Err(e) => e.to_value(),
         };
         Ok(value.to_string())
     }
 }
 
-fn to_json<T: Serialize>(outcome: CoordResult<T>) -> serde_json::Value {
-    match outcome {
-        Ok(v) => serde_json::to_value(v).unwrap_or_default(),
-        Err(e) => e.to_value(),
-    }
-}
+/// The resources: (uri, name, description, operation, its fixed request).
+type ResourceRow = (&'static str, &'static str, &'static str, &'static str, fn() -> Value);
+const RESOURCES: &[ResourceRow] = &[
+    (
+        "locks://current",
+        "current-locks",
+        "Every live file lock: path, holder, reason, expiry.",
+        "check_locks",
+        || to_value(CheckLocksRequest::default()),
+    ),
+    (
+        "work://pending",
+        "pending-work",
+        "Tasks waiting in the queue, most urgent first.",
+        "list_tasks",
+        || {
+            to_value(ListTasksRequest {
+                status: Some(TaskStatus::Pending),
+                task_type: None,
+                limit: Some(200),
+            })
+        },
+    ),
+    (
+        "handoffs://recent",
+        "recent-handoffs",
+        "The latest handoff documents of all agents.",
+        "read_handoff",
+        || {
+            to_value(ReadHandoffRequest {
+                agent_name: Some(ALL_AGENTS.into()),
+                limit: Some(10),
+            })
+        },
+    ),
+];
 
-#[tool_router]
-impl CoordMcp {
-    #[tool(
-        description = "Take an exclusive lock on a file before editing it, so other agents do not edit it at the \
-            same time. Paths are repo-relative (absolute paths inside the repository are accepted). Answers \
-            {success:true, action:\"acquired\"|\"refreshed\", expires_at, fencing_token}; calling again while you \
-            hold it refreshes the lease. If another agent holds it: {success:false, action:\"blocked\", locked_by, \
-            expires_at, lock_reason} — do not edit the file; work on something else or wait. Release it when done."
-    )]
-    async fn acquire_lock(
-        &self,
-        Parameters(req): Parameters<AcquireLockRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.acquire_lock(&who, req).await)
-    }
-
-    #[tool(
-        description = "Release a file lock you hold, as soon as you are done editing the file (also after a \
-            failure). Answers {success:true, released:true}; error not_lock_owner if another agent holds it, \
-            lock_not_held if nobody does (e.g. it expired)."
-    )]
-    async fn release_lock(
-        &self,
-        Parameters(req): Parameters<ReleaseLockRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.release_lock(&who, req).await)
-    }
-
-    #[tool(
-        description = "List live file locks — all of them, or only on the given paths. Use it before planning \
-            edits to see which files other agents are working on. Answers {locks:[{file_path, locked_by, \
-            agent_type, reason, locked_at, expires_at, fencing_token}]}."
-    )]
-    async fn check_locks(
-        &self,
-        Parameters(req): Parameters<CheckLocksRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.check_locks(&who, req).await)
-    }
-
-    #[tool(
-        description = "Claim the most urgent task from the shared work queue (priority 1 first, then oldest) whose \
-            dependencies are all completed; optionally only of the given task_types. Answers {success:true, \
-            task_id, task_type, task_description, input_data, priority, attempt, claimed_until}, or \
-            {success:false, reason:\"no_tasks_available\"}. Finish every claimed task with complete_work; the \
-            claim is a lease that heartbeats extend."
-    )]
-    async fn get_work(
-        &self,
-        Parameters(req): Parameters<GetWorkRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.get_work(&who, req).await)
-    }
-
-    #[tool(
-        description = "Finish a task you claimed with get_work: success=true marks it completed (unblocking tasks \
-            that depend on it), success=false marks it failed (tasks depending on it are cancelled). Answers \
-            {success:true, status:\"completed\"|\"failed\"}; error not_task_owner if another agent claimed it."
-    )]
-    async fn complete_work(
-        &self,
-        Parameters(req): Parameters<CompleteWorkRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.complete_work(&who, req).await)
-    }
-
-    #[tool(
-        description = "Add a task to the shared work queue for any agent to claim: task_type (e.g. test, refactor, \
-            review), task_description, optional input_data (JSON), priority 1 (most urgent) to 10 (default 5), and \
-            depends_on (task ids that must complete first). Answers {success:true, task_id, status}."
-    )]
-    async fn submit_work(
-        &self,
-        Parameters(req): Parameters<SubmitWorkRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.submit_work(&who, req).await)
-    }
-
-    #[tool(
-        description = "Show one task in full: status (pending, claimed, completed, failed, cancelled), dependencies, \
-            claimer, lease, attempts, result and failure reason. Answers {success:true, task:{...}}."
-    )]
-    async fn get_task(
-        &self,
-        Parameters(req): Parameters<GetTaskRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.get_task(&who, req).await)
-    }
-
-    #[tool(
-        description = "Leave a handoff document for the next session (yours or another agent's): a summary \
-            (required) and lists of completed_work, in_progress, decisions, next_steps and relevant_files. Write \
-            one before your session ends or when your context runs low. Answers {success:true, handoff_id}."
-    )]
-    async fn write_handoff(
-        &self,
-        Parameters(req): Parameters<WriteHandoffRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.write_handoff(&who, req).await)
-    }
-
-    #[tool(
-        description = "Read the most recent handoff documents, newest first: yours by default, another agent's with \
-            agent_name, everyone's with agent_name \"*\"; limit defaults to 1. Read it at the start of a session \
-            to resume prior work. Answers {handoffs:[...]} (empty when there are none)."
-    )]
-    async fn read_handoff(
-        &self,
-        Parameters(req): Parameters<ReadHandoffRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.read_handoff(&who, req).await)
-    }
-
-    #[tool(
-        description = "Find other agents: optionally only those with a capability (e.g. review) or a status \
-            (active, idle, disconnected). Answers {agents:[{agent_id, agent_type, capabilities, status, \
-            current_task, last_heartbeat}]}."
-    )]
-    async fn discover_agents(
-        &self,
-        Parameters(req): Parameters<DiscoverAgentsRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.discover_agents(&who, req).await)
-    }
-
-    #[tool(
-        description = "Start a new session so other agents can discover you, declaring your capabilities and what \
-            you are working on. (This connection registers itself on first use; call this to set capabilities \
-            or current_task.) Answers {success:true, session_id}."
-    )]
-    async fn register_session(
-        &self,
-        Parameters(req): Parameters<RegisterSessionRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.register_session(&who, req).await)
-    }
-
-    #[tool(
-        description = "Tell the coordinator you are still alive; also extends the leases of tasks you have claimed. \
-            This connection heartbeats by itself; call it during very long work. Answers {success:true, session_id}."
-    )]
-    async fn heartbeat(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.heartbeat(&who, HeartbeatRequest {}).await)
-    }
-
-    #[tool(
-        description = "Disconnect agents whose last heartbeat is older than stale_threshold_minutes (default 15): \
-            their locks are released and their claimed tasks go back to the queue. Use it when a crashed agent \
-            blocks files or tasks. Answers {success:true, agents_cleaned, agents, locks_released, tasks_requeued}."
-    )]
-    async fn cleanup_dead_agents(
-        &self,
-        Parameters(req): Parameters<CleanupDeadAgentsRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.cleanup_dead_agents(&who, req).await)
-    }
-
-    #[tool(
-        description = "Lease a block of four free ports for an isolated environment (database, REST, realtime, \
-            API) under session_id, e.g. a worktree name. The same session always gets the same block and refreshes \
-            its lease. Answers {success:true, allocation:{db_port, rest_port, realtime_port, api_port, \
-            compose_project_name, expires_at}, env_snippet} — env_snippet holds `export` lines for \
-            AGENT_COORDINATOR_*_PORT, API_PORT, COMPOSE_PROJECT_NAME and SUPABASE_URL. When every block is taken: \
-            {success:false, error:\"no_ports_available\"}."
-    )]
-    async fn allocate_ports(
-        &self,
-        Parameters(req): Parameters<AllocatePortsRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.allocate_ports(&who, req).await)
-    }
-
-    #[tool(
-        description = "Give back the port block leased under session_id when the environment is torn down. \
-            Releasing an unknown or already released session also answers {success:true}."
-    )]
-    async fn release_ports(
-        &self,
-        Parameters(req): Parameters<ReleasePortsRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.release_ports(&who, req).await)
-    }
-
-    #[tool(
-        description = "List every live port lease on this machine: session_id, the four ports, \
-            compose_project_name and remaining_minutes."
-    )]
-    async fn ports_status(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.ports_status(&who).await)
-    }
-
-    #[tool(
-        description = "Query the append-only audit trail of coordination operations, newest first, filtered by \
-            agent_id, operation, time range (since/until, RFC 3339) and success. Answers {entries:[...]}."
-    )]
-    async fn query_audit(
-        &self,
-        Parameters(req): Parameters<AuditQueryRequest>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let who = self.caller(&ctx).await;
-        reply(self.coord.query_audit(&who, req).await)
-    }
+fn to_value<T: Serialize>(request: T) -> Value {
+    serde_json::to_value(request).unwrap_or_else(|_| Value::Object(Default::default()))
 }
 
 const INSTRUCTIONS: &str = "Coordination for AI coding agents sharing one codebase. Before editing a file others \
@@ -527,23 +375,12 @@ impl ServerHandler for CoordMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(ListResourcesResult::with_all_items(vec![
-            resource(
-                "locks://current",
-                "current-locks",
-                "Every live file lock: path, holder, reason, expiry.",
-            ),
-            resource(
-                "work://pending",
-                "pending-work",
-                "Tasks waiting in the queue, most urgent first.",
-            ),
-            resource(
-                "handoffs://recent",
-                "recent-handoffs",
-                "The latest handoff documents of all agents.",
-            ),
-        ]))
+        Ok(ListResourcesResult::with_all_items(
+            RESOURCES
+                .iter()
+                .map(|(uri, name, description, _, _)| resource(uri, name, description))
+                .collect(),
+        ))
     }
 
     async fn read_resource(

@@ -1,7 +1,8 @@
 //! The MCP server driven in-process over a duplex pipe by rmcp's own client.
 
 use coord_mcp::{CoordMcp, IdentityConfig, McpOptions};
-use coord_service::{CoordConfig, Coordination, Coordinator, DatabaseClock};
+use coord_service::CoordinationExt as _;
+use coord_service::{CoordConfig, Coordinator, DatabaseClock};
 use coord_sqlite::SqliteStore;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, ReadResourceRequestParams,

@@ -1,14 +1,18 @@
 //! `audit_log` (append-only by trigger and grants) and the status summary.
 
+use crate::PgStore;
 use crate::rows::{NOW, get};
 use crate::{R, Tx, handoffs, locks, queue, sessions};
+use async_trait::async_trait;
 use coord_domain::Timestamp;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::HandoffQuery;
 use coord_domain::queue::TaskStatus;
 use coord_domain::sessions::AgentStatus;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
+use coord_domain::{CoordError, CoordResult};
 use coord_store::OpCtx;
+use coord_store::{AuditStore, Maintenance};
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
@@ -136,4 +140,21 @@ pub async fn status(tx: &Tx<'_>, ctx: &OpCtx, location: &String) -> R<StatusResu
         agents,
         latest_handoff: latest.handoffs.into_iter().next(),
     })
+}
+
+#[async_trait]
+impl AuditStore for PgStore {
+    async fn query_audit(&self, ctx: OpCtx, filter: AuditFilter) -> CoordResult<AuditQueryResult> {
+        self.op(ctx, filter, |tx, _, a| Box::pin(query(tx, a))).await
+    }
+
+    async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult> {
+        let location = self.location();
+        self.op(ctx, location, |tx, ctx, a| Box::pin(status(tx, ctx, a))).await
+    }
+
+    async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
+        let client = self.client().await?;
+        insert(&client, now, &record).await.map_err(CoordError::from)
+    }
 }

@@ -1,8 +1,12 @@
 //! `handoff_documents`.
 
+use crate::PgStore;
 use crate::rows::{NOW, get, id_text, uuid};
 use crate::{R, Tx};
+use async_trait::async_trait;
+use coord_domain::CoordResult;
 use coord_domain::handoffs::{Handoff, HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use coord_store::HandoffStore;
 use coord_store::OpCtx;
 use tokio_postgres::Row;
 use uuid::Uuid;
@@ -69,4 +73,15 @@ pub async fn read(tx: &Tx<'_>, q: &HandoffQuery) -> R<ReadHandoffResult> {
     Ok(ReadHandoffResult {
         handoffs: rows.iter().map(handoff_from_row).collect::<R<_>>()?,
     })
+}
+
+#[async_trait]
+impl HandoffStore for PgStore {
+    async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult> {
+        self.op(ctx, handoff, |tx, ctx, a| Box::pin(write(tx, ctx, a))).await
+    }
+
+    async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult> {
+        self.op(ctx, query, |tx, _, a| Box::pin(read(tx, a))).await
+    }
 }

@@ -1,9 +1,13 @@
 //! `api_keys`.
 
+use crate::PgStore;
 use crate::rows::{NOW, get, int};
 use crate::{R, Tx};
+use async_trait::async_trait;
+use coord_domain::CoordResult;
 use coord_domain::keys::{ApiKeyInfo, KeyStatus, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
 use coord_domain::{CoordError, ErrorCode, Identity, Timestamp};
+use coord_store::KeyStore;
 use coord_store::OpCtx;
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -100,4 +104,24 @@ pub async fn authenticate<C: GenericClient>(c: &C, now: Option<Timestamp>, key_h
         agent_id: r.get(0),
         agent_type: r.get(1),
     }))
+}
+
+#[async_trait]
+impl KeyStore for PgStore {
+    async fn create_api_key(&self, ctx: OpCtx, key: NewApiKey) -> CoordResult<ApiKeyInfo> {
+        self.op(ctx, key, |tx, ctx, a| Box::pin(create(tx, ctx, a))).await
+    }
+
+    async fn list_api_keys(&self, ctx: OpCtx) -> CoordResult<ListApiKeysResult> {
+        self.op(ctx, (), |tx, ctx, _| Box::pin(list(tx, ctx))).await
+    }
+
+    async fn revoke_api_key(&self, ctx: OpCtx, key_id: String) -> CoordResult<RevokeApiKeyResult> {
+        self.op(ctx, key_id, |tx, ctx, a| Box::pin(revoke(tx, ctx, a))).await
+    }
+
+    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
+        let client = self.client().await?;
+        authenticate(&client, now, &key_hash).await.map_err(CoordError::from)
+    }
 }

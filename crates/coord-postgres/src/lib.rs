@@ -24,21 +24,9 @@ mod rows;
 mod sessions;
 
 use async_trait::async_trait;
-use coord_domain::Identity;
-use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::error::ErrorKind;
-use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
-use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
-use coord_domain::locks::ReleaseAllResult;
-use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
-use coord_domain::queue::{
-    ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
-    SubmitWorkResult, TaskFilter,
-};
-use coord_domain::sessions::{AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
-use coord_domain::status::StatusResult;
 use coord_domain::{CoordError, CoordResult, Timestamp};
-use coord_store::{OpCtx, SchemaInfo, Store, SweepReport};
+use coord_store::{Maintenance, OpCtx, SchemaInfo, SweepReport};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime};
 use serde::Serialize;
 use std::future::Future;
@@ -229,13 +217,13 @@ impl PgStore {
         })
     }
 
-    async fn client(&self) -> CoordResult<Object> {
+    pub(crate) async fn client(&self) -> CoordResult<Object> {
         self.pool.get().await.map_err(pool_error)
     }
 
     /// Runs one audited operation: the operation and its audit row commit together;
     /// a refusal rolls back and is audited on its own. Deadlocks are retried.
-    async fn op<A: Sync, T: Serialize + Send>(&self, ctx: OpCtx, args: A, f: OpFn<A, T>) -> CoordResult<T> {
+    pub(crate) async fn op<A: Sync, T: Serialize + Send>(&self, ctx: OpCtx, args: A, f: OpFn<A, T>) -> CoordResult<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -275,7 +263,7 @@ impl From<Fail> for CoordError {
 }
 
 #[async_trait]
-impl Store for PgStore {
+impl Maintenance for PgStore {
     fn backend(&self) -> &'static str {
         "postgres"
     }
@@ -291,134 +279,6 @@ impl Store for PgStore {
         }
     }
 
-    async fn acquire_lock(
-        &self,
-        ctx: OpCtx,
-        file_path: String,
-        reason: Option<String>,
-        ttl_minutes: i64,
-    ) -> CoordResult<AcquireLockResult> {
-        self.op(ctx, (file_path, reason, ttl_minutes), |tx, ctx, a| {
-            Box::pin(locks::acquire(tx, ctx, a))
-        })
-        .await
-    }
-
-    async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult> {
-        self.op(ctx, file_path, |tx, ctx, a| Box::pin(locks::release(tx, ctx, a)))
-            .await
-    }
-
-    async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult> {
-        self.op(ctx, (), |tx, ctx, _| Box::pin(locks::release_all(tx, ctx)))
-            .await
-    }
-
-    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
-        self.op(ctx, file_paths, |tx, ctx, a| {
-            Box::pin(locks::check(tx, ctx.now, a.as_deref()))
-        })
-        .await
-    }
-
-    async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
-        self.op(ctx, task, |tx, ctx, a| Box::pin(queue::submit(tx, ctx, a)))
-            .await
-    }
-
-    async fn claim_work(&self, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult> {
-        self.op(ctx, spec, |tx, ctx, a| Box::pin(queue::claim(tx, ctx, a)))
-            .await
-    }
-
-    async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult> {
-        self.op(ctx, completion, |tx, ctx, a| Box::pin(queue::complete(tx, ctx, a)))
-            .await
-    }
-
-    async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult> {
-        self.op(ctx, task_id, |tx, _, a| Box::pin(queue::show(tx, a))).await
-    }
-
-    async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult> {
-        self.op(ctx, filter, |tx, _, a| Box::pin(queue::list(tx, a))).await
-    }
-
-    async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult> {
-        self.op(ctx, session, |tx, ctx, a| Box::pin(sessions::register(tx, ctx, a)))
-            .await
-    }
-
-    async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult> {
-        self.op(ctx, (new_session_id, lease_minutes), |tx, ctx, a| {
-            Box::pin(sessions::heartbeat(tx, ctx, a))
-        })
-        .await
-    }
-
-    async fn discover_agents(
-        &self,
-        ctx: OpCtx,
-        capability: Option<String>,
-        status: Option<AgentStatus>,
-    ) -> CoordResult<DiscoverAgentsResult> {
-        self.op(ctx, (capability, status), |tx, _, a| {
-            Box::pin(sessions::discover(tx, a))
-        })
-        .await
-    }
-
-    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
-        self.op(ctx, stale_minutes, |tx, ctx, a| {
-            Box::pin(sessions::cleanup(tx, ctx.now, *a))
-        })
-        .await
-    }
-
-    async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult> {
-        self.op(ctx, status, |tx, ctx, a| Box::pin(sessions::set_status(tx, ctx, *a)))
-            .await
-    }
-
-    async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult> {
-        self.op(ctx, handoff, |tx, ctx, a| Box::pin(handoffs::write(tx, ctx, a)))
-            .await
-    }
-
-    async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult> {
-        self.op(ctx, query, |tx, _, a| Box::pin(handoffs::read(tx, a))).await
-    }
-
-    async fn query_audit(&self, ctx: OpCtx, filter: AuditFilter) -> CoordResult<AuditQueryResult> {
-        self.op(ctx, filter, |tx, _, a| Box::pin(audit::query(tx, a))).await
-    }
-
-    async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult> {
-        let location = self.location();
-        self.op(ctx, location, |tx, ctx, a| Box::pin(audit::status(tx, ctx, a)))
-            .await
-    }
-
-    async fn create_api_key(&self, ctx: OpCtx, key: NewApiKey) -> CoordResult<ApiKeyInfo> {
-        self.op(ctx, key, |tx, ctx, a| Box::pin(keys::create(tx, ctx, a))).await
-    }
-
-    async fn list_api_keys(&self, ctx: OpCtx) -> CoordResult<ListApiKeysResult> {
-        self.op(ctx, (), |tx, ctx, _| Box::pin(keys::list(tx, ctx))).await
-    }
-
-    async fn revoke_api_key(&self, ctx: OpCtx, key_id: String) -> CoordResult<RevokeApiKeyResult> {
-        self.op(ctx, key_id, |tx, ctx, a| Box::pin(keys::revoke(tx, ctx, a)))
-            .await
-    }
-
-    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
-        let client = self.client().await?;
-        keys::authenticate(&client, now, &key_hash)
-            .await
-            .map_err(CoordError::from)
-    }
-
     async fn ping(&self) -> CoordResult<()> {
         let client = self.client().await?;
         client
@@ -426,11 +286,6 @@ impl Store for PgStore {
             .await
             .map(|_| ())
             .map_err(|e| pg_error(&e))
-    }
-
-    async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
-        let client = self.client().await?;
-        audit::insert(&client, now, &record).await.map_err(CoordError::from)
     }
 
     async fn sweep(&self, now: Option<Timestamp>, batch: i64) -> CoordResult<SweepReport> {

@@ -1,12 +1,17 @@
 //! `file_locks`: acquisition in one atomic upsert.
 
+use crate::PgStore;
 use crate::rows::{NOW, get, id_text, int};
 use crate::{R, Tx};
+use async_trait::async_trait;
+use coord_domain::CoordResult;
 use coord_domain::Timestamp;
 use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{
     AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult, decide_release,
 };
+use coord_domain::locks::{CheckEditResult, decide_edit};
+use coord_store::LockStore;
 use coord_store::OpCtx;
 use deadpool_postgres::GenericClient;
 use std::sync::LazyLock;
@@ -192,6 +197,12 @@ pub async fn check<C: GenericClient>(c: &C, now: Option<Timestamp>, paths: Optio
     })
 }
 
+/// Refused unless no other agent holds a live lock on `paths` (the rule is the domain's).
+pub async fn check_edit(tx: &Tx<'_>, ctx: &OpCtx, paths: &Vec<String>) -> R<CheckEditResult> {
+    let live = check(tx, ctx.now, Some(paths)).await?.locks;
+    Ok(decide_edit(&ctx.who, paths.clone(), &live)?)
+}
+
 pub async fn live_locks_of(tx: &Tx<'_>, now: Option<Timestamp>, agent_id: &str) -> R<Vec<LockInfo>> {
     let rows = tx
         .query(
@@ -219,4 +230,38 @@ pub async fn sweep(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<i64> {
         )
         .await?;
     Ok(n as i64)
+}
+
+#[async_trait]
+impl LockStore for PgStore {
+    async fn check_edit(&self, ctx: OpCtx, paths: Vec<String>) -> CoordResult<CheckEditResult> {
+        self.op(ctx, paths, |tx, ctx, a| Box::pin(check_edit(tx, ctx, a))).await
+    }
+
+    async fn acquire_lock(
+        &self,
+        ctx: OpCtx,
+        file_path: String,
+        reason: Option<String>,
+        ttl_minutes: i64,
+    ) -> CoordResult<AcquireLockResult> {
+        self.op(ctx, (file_path, reason, ttl_minutes), |tx, ctx, a| {
+            Box::pin(acquire(tx, ctx, a))
+        })
+        .await
+    }
+
+    async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult> {
+        self.op(ctx, file_path, |tx, ctx, a| Box::pin(release(tx, ctx, a)))
+            .await
+    }
+
+    async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult> {
+        self.op(ctx, (), |tx, ctx, _| Box::pin(release_all(tx, ctx))).await
+    }
+
+    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
+        self.op(ctx, file_paths, |tx, ctx, a| Box::pin(check(tx, ctx.now, a.as_deref())))
+            .await
+    }
 }

@@ -2,8 +2,11 @@
 //! `FOR UPDATE SKIP LOCKED`, so concurrent workers never wait on, or take, each other's
 //! candidate.
 
+use crate::PgStore;
 use crate::rows::{NOW, get, id_text, int, uuid, uuids};
 use crate::{R, Tx};
+use async_trait::async_trait;
+use coord_domain::CoordResult;
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskFilter, TaskInfo,
@@ -11,6 +14,7 @@ use coord_domain::queue::{
 };
 use coord_domain::{CoordError, ErrorCode, Timestamp};
 use coord_store::OpCtx;
+use coord_store::QueueStore;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -379,4 +383,28 @@ pub async fn claimed_by(tx: &Tx<'_>, agent_id: &str) -> R<Vec<TaskInfo>> {
         )
         .await?;
     rows.iter().map(task_from_row).collect()
+}
+
+#[async_trait]
+impl QueueStore for PgStore {
+    async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
+        self.op(ctx, task, |tx, ctx, a| Box::pin(submit(tx, ctx, a))).await
+    }
+
+    async fn claim_work(&self, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult> {
+        self.op(ctx, spec, |tx, ctx, a| Box::pin(claim(tx, ctx, a))).await
+    }
+
+    async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult> {
+        self.op(ctx, completion, |tx, ctx, a| Box::pin(complete(tx, ctx, a)))
+            .await
+    }
+
+    async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult> {
+        self.op(ctx, task_id, |tx, _, a| Box::pin(show(tx, a))).await
+    }
+
+    async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult> {
+        self.op(ctx, filter, |tx, _, a| Box::pin(list(tx, a))).await
+    }
 }

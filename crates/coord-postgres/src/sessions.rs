@@ -1,12 +1,19 @@
 //! `agent_sessions`: one row per agent holding its current session.
 
+use crate::handoffs;
+use crate::locks;
 use crate::queue;
 use crate::rows::{NOW, get, id_text, int, uuid};
+use crate::{Fail, PgStore};
 use crate::{R, Tx};
+use async_trait::async_trait;
+use coord_domain::CoordResult;
 use coord_domain::ErrorCode;
 use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::sessions::{EndSession, EndSessionResult, complete_final_handoff};
 use coord_domain::{CoordError, Timestamp};
 use coord_store::OpCtx;
+use coord_store::SessionStore;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
@@ -126,6 +133,34 @@ pub async fn set_status(tx: &Tx<'_>, ctx: &OpCtx, status: AgentStatus) -> R<Sess
     }
 }
 
+/// Ends the caller's session: its locks, its final handoff and its status, at once.
+pub async fn end(tx: &Tx<'_>, ctx: &OpCtx, end: &EndSession) -> R<EndSessionResult> {
+    let released = if end.release_locks {
+        locks::release_all(tx, ctx).await?.released
+    } else {
+        Vec::new()
+    };
+    let handoff_id = match &end.handoff {
+        Some(h) => {
+            let mut h = h.clone();
+            complete_final_handoff(&mut h, &released, &queue::claimed_by(tx, &ctx.who.agent_id).await?);
+            Some(handoffs::write(tx, ctx, &h).await?.handoff_id)
+        }
+        None => None,
+    };
+    let status = match set_status(tx, ctx, AgentStatus::Idle).await {
+        Ok(_) => Some(AgentStatus::Idle),
+        Err(Fail::Coord(e)) if e.code == ErrorCode::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    Ok(EndSessionResult {
+        success: true,
+        released,
+        handoff_id,
+        status,
+    })
+}
+
 pub async fn discover(tx: &Tx<'_>, args: &(Option<String>, Option<AgentStatus>)) -> R<DiscoverAgentsResult> {
     let (capability, status) = args;
     let rows = tx
@@ -213,4 +248,42 @@ pub async fn counts(tx: &Tx<'_>) -> R<Vec<(AgentStatus, i64)>> {
         }
     }
     Ok(out)
+}
+
+#[async_trait]
+impl SessionStore for PgStore {
+    async fn end_session(&self, ctx: OpCtx, end_session: EndSession) -> CoordResult<EndSessionResult> {
+        self.op(ctx, end_session, |tx, ctx, a| Box::pin(end(tx, ctx, a))).await
+    }
+
+    async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult> {
+        self.op(ctx, session, |tx, ctx, a| Box::pin(register(tx, ctx, a))).await
+    }
+
+    async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult> {
+        self.op(ctx, (new_session_id, lease_minutes), |tx, ctx, a| {
+            Box::pin(heartbeat(tx, ctx, a))
+        })
+        .await
+    }
+
+    async fn discover_agents(
+        &self,
+        ctx: OpCtx,
+        capability: Option<String>,
+        status: Option<AgentStatus>,
+    ) -> CoordResult<DiscoverAgentsResult> {
+        self.op(ctx, (capability, status), |tx, _, a| Box::pin(discover(tx, a)))
+            .await
+    }
+
+    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
+        self.op(ctx, stale_minutes, |tx, ctx, a| Box::pin(cleanup(tx, ctx.now, *a)))
+            .await
+    }
+
+    async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult> {
+        self.op(ctx, status, |tx, ctx, a| Box::pin(set_status(tx, ctx, *a)))
+            .await
+    }
 }

@@ -3,7 +3,7 @@
 mod pg_support;
 
 use coord_postgres::{MIGRATIONS, PgOptions, PgStore};
-use coord_store::Store;
+use coord_store::Maintenance;
 use pg_support::TestDatabase;
 
 async fn skip() -> bool {

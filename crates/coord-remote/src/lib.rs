@@ -4,33 +4,18 @@
 //! shapes the local service produces, and are decoded back into the same types.
 
 use async_trait::async_trait;
-use coord_domain::audit::{AuditQueryRequest, AuditQueryResult};
-use coord_domain::handoffs::{ReadHandoffRequest, ReadHandoffResult, WriteHandoffRequest, WriteHandoffResult};
-use coord_domain::keys::{
-    CreateApiKeyRequest, CreateApiKeyResult, ListApiKeysResult, RevokeApiKeyRequest, RevokeApiKeyResult,
-};
-use coord_domain::locks::{
-    AcquireLockRequest, AcquireLockResult, CheckLocksRequest, CheckLocksResult, ReleaseAllResult, ReleaseLockRequest,
-    ReleaseLockResult,
-};
+use coord_domain::access::Principal;
 use coord_domain::path::normalize_path;
 use coord_domain::ports::{
     AllocatePortsRequest, AllocatePortsResult, PortsStatusResult, ReleasePortsRequest, ReleasePortsResult,
 };
-use coord_domain::queue::{
-    CompleteWorkRequest, CompleteWorkResult, GetTaskRequest, GetTaskResult, GetWorkRequest, GetWorkResult,
-    ListTasksRequest, ListTasksResult, SubmitWorkRequest, SubmitWorkResult,
-};
-use coord_domain::sessions::{
-    CleanupDeadAgentsRequest, CleanupResult, DiscoverAgentsRequest, DiscoverAgentsResult, HeartbeatRequest,
-    RegisterSessionRequest, SessionResult,
-};
-use coord_domain::status::StatusResult;
-use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
-use coord_service::{Coordination, Ports};
+use coord_domain::{Caller, CoordError, CoordResult, Empty, ErrorCode};
+use coord_service::ops::ports::{AllocatePorts, PortsStatus, ReleasePorts};
+use coord_service::{Coordination, Input, Method, OpEntry, Ports, call};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 use std::time::Duration;
 
 /// Calls a coordination API at `base_url` with an optional API key.
@@ -136,6 +121,24 @@ impl RemoteClient {
         }
     }
 
+    /// Makes the path fields of `op`'s request repo-relative (see [`Self::with_local_root`]).
+    fn localize_request(&self, op: &OpEntry, request: &mut Value) {
+        let Value::Object(map) = request else { return };
+        for field in op.path_fields {
+            match map.get_mut(*field) {
+                Some(Value::String(p)) => *p = self.localize(std::mem::take(p)),
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        if let Value::String(p) = item {
+                            *p = self.localize(std::mem::take(p));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Marks identity parts as defaults rather than claims: they are sent as
     /// `X-Agent-Default-Id` (`-Type`), which the server uses only when the API key is
     /// not bound to an identity (a bound key then acts as its binding, not 403).
@@ -208,15 +211,9 @@ impl RemoteClient {
 
     /// POSTs carry the identity in the body: JSON holds any identity the service may
     /// judge, where a header cannot carry control characters.
-    async fn post<Req: Serialize, Res: DeserializeOwned>(
-        &self,
-        caller: &Caller,
-        path: &str,
-        body: &Req,
-    ) -> CoordResult<Res> {
+    async fn post<Res: DeserializeOwned>(&self, caller: &Caller, path: &str, mut value: Value) -> CoordResult<Res> {
         let (id, ty, defaults) = self.identity(caller);
-        let mut value = serde_json::to_value(body).unwrap_or_default();
-        if let serde_json::Value::Object(map) = &mut value {
+        if let Value::Object(map) = &mut value {
             if let Some(id) = id {
                 map.insert("agent_id".into(), id.into());
             }
@@ -271,127 +268,61 @@ fn segment(s: &str) -> String {
         .collect()
 }
 
-#[derive(Serialize)]
-struct Empty {}
+/// The query string of a GET request: the request's fields (null ones left out).
+fn query_of(request: &Value) -> CoordResult<Map<String, Value>> {
+    match request {
+        Value::Object(map) => Ok(map
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()),
+        _ => Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            "the request must be a JSON object",
+        )),
+    }
+}
+
+/// `path` with its one parameter (`{name}` or `{*name}`) filled in from the request.
+fn fill_path(path: &str, name: &str, request: &Value) -> CoordResult<String> {
+    let value = request
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| CoordError::field(ErrorCode::InvalidArgument, name, format!("{name} must be a string")))?;
+    if path.contains(&format!("{{*{name}}}")) {
+        // The rest of the path: keep its slashes, encode each segment.
+        let encoded: Vec<String> = value.split('/').map(segment).collect();
+        Ok(path.replace(&format!("{{*{name}}}"), &encoded.join("/")))
+    } else {
+        Ok(path.replace(&format!("{{{name}}}"), &segment(value)))
+    }
+}
 
 #[async_trait]
 impl Coordination for RemoteClient {
-    async fn acquire_lock(&self, caller: &Caller, mut req: AcquireLockRequest) -> CoordResult<AcquireLockResult> {
-        req.file_path = self.localize(req.file_path);
-        self.post(caller, "/locks/acquire", &req).await
-    }
-
-    async fn release_lock(&self, caller: &Caller, mut req: ReleaseLockRequest) -> CoordResult<ReleaseLockResult> {
-        req.file_path = self.localize(req.file_path);
-        self.post(caller, "/locks/release", &req).await
-    }
-
-    async fn release_my_locks(&self, caller: &Caller) -> CoordResult<ReleaseAllResult> {
-        self.post(caller, "/locks/release-mine", &Empty {}).await
-    }
-
-    async fn check_locks(&self, caller: &Caller, mut req: CheckLocksRequest) -> CoordResult<CheckLocksResult> {
-        req.file_paths = req
-            .file_paths
-            .map(|paths| paths.into_iter().map(|p| self.localize(p)).collect());
-        self.post(caller, "/locks/check", &req).await
-    }
-
-    async fn submit_work(&self, caller: &Caller, req: SubmitWorkRequest) -> CoordResult<SubmitWorkResult> {
-        self.post(caller, "/work/submit", &req).await
-    }
-
-    async fn get_work(&self, caller: &Caller, req: GetWorkRequest) -> CoordResult<GetWorkResult> {
-        self.post(caller, "/work/claim", &req).await
-    }
-
-    async fn complete_work(&self, caller: &Caller, req: CompleteWorkRequest) -> CoordResult<CompleteWorkResult> {
-        self.post(caller, "/work/complete", &req).await
-    }
-
-    async fn get_task(&self, caller: &Caller, req: GetTaskRequest) -> CoordResult<GetTaskResult> {
-        self.get(Some(caller), &format!("/work/{}", segment(&req.task_id)), &Empty {})
-            .await
-    }
-
-    async fn list_tasks(&self, caller: &Caller, req: ListTasksRequest) -> CoordResult<ListTasksResult> {
-        self.get(Some(caller), "/work", &req).await
-    }
-
-    async fn register_session(&self, caller: &Caller, req: RegisterSessionRequest) -> CoordResult<SessionResult> {
-        self.post(caller, "/sessions/register", &req).await
-    }
-
-    async fn heartbeat(&self, caller: &Caller, req: HeartbeatRequest) -> CoordResult<SessionResult> {
-        self.post(caller, "/sessions/heartbeat", &req).await
-    }
-
-    async fn discover_agents(&self, caller: &Caller, req: DiscoverAgentsRequest) -> CoordResult<DiscoverAgentsResult> {
-        self.get(Some(caller), "/agents", &req).await
-    }
-
-    async fn cleanup_dead_agents(&self, caller: &Caller, req: CleanupDeadAgentsRequest) -> CoordResult<CleanupResult> {
-        self.post(caller, "/agents/cleanup", &req).await
-    }
-
-    async fn mark_idle(&self, caller: &Caller) -> CoordResult<SessionResult> {
-        self.post(caller, "/sessions/idle", &Empty {}).await
-    }
-
-    async fn write_handoff(&self, caller: &Caller, req: WriteHandoffRequest) -> CoordResult<WriteHandoffResult> {
-        self.post(caller, "/handoffs", &req).await
-    }
-
-    async fn read_handoff(&self, caller: &Caller, req: ReadHandoffRequest) -> CoordResult<ReadHandoffResult> {
-        self.get(Some(caller), "/handoffs", &req).await
-    }
-
-    async fn query_audit(&self, caller: &Caller, req: AuditQueryRequest) -> CoordResult<AuditQueryResult> {
-        self.get(Some(caller), "/audit", &req).await
-    }
-
-    async fn status(&self, caller: &Caller) -> CoordResult<StatusResult> {
-        self.get(Some(caller), "/status", &Empty {}).await
-    }
-
-    async fn create_api_key(&self, caller: &Caller, req: CreateApiKeyRequest) -> CoordResult<CreateApiKeyResult> {
-        self.post(caller, "/keys", &req).await
-    }
-
-    async fn list_api_keys(&self, caller: &Caller) -> CoordResult<ListApiKeysResult> {
-        self.get(Some(caller), "/keys", &Empty {}).await
-    }
-
-    async fn revoke_api_key(&self, caller: &Caller, req: RevokeApiKeyRequest) -> CoordResult<RevokeApiKeyResult> {
-        self.post(caller, "/keys/revoke", &req).await
-    }
-
-    /// Asks the server who `key` acts as (its answer to `GET /status` with that key).
-    async fn authenticate_key(&self, key: &str) -> CoordResult<Option<Caller>> {
-        let probe = RemoteClient {
-            key: Some(key.to_string()),
-            ..self.clone()
+    /// Sends the operation to its first HTTP binding: POST bodies carry the identity,
+    /// GET requests carry it in headers.
+    async fn invoke(&self, op: &'static OpEntry, who: &Principal, request: CoordResult<Value>) -> CoordResult<Value> {
+        let mut request = request?;
+        self.localize_request(op, &mut request);
+        let Some(binding) = op.http.first() else {
+            return Err(CoordError::new(
+                ErrorCode::UnknownOperation,
+                format!("{} cannot be called over HTTP: {}", op.name, op.not_http),
+            ));
         };
-        match probe.get::<_, StatusResult>(None, "/status", &Empty {}).await {
-            Ok(s) => Ok(Some(Caller::new(s.identity.agent_id, s.identity.agent_type))),
-            Err(e) if e.code == ErrorCode::Unauthorized => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn health(&self) -> CoordResult<()> {
-        #[derive(serde::Deserialize)]
-        struct Health {
-            status: String,
-        }
-        let h: Health = self.get(None, "/health", &Empty {}).await?;
-        if h.status == "ok" {
-            Ok(())
-        } else {
-            Err(CoordError::unavailable(format!(
-                "the coordination API at {} reports {}",
-                self.base, h.status
-            )))
+        let caller = &who.caller;
+        match (binding.method, binding.input) {
+            (Method::Post, Input::None) => self.post(caller, binding.path, Value::Object(Map::new())).await,
+            (Method::Post, _) => self.post(caller, binding.path, request).await,
+            (Method::Get, Input::Query | Input::Body) => {
+                self.get(Some(caller), binding.path, &query_of(&request)?).await
+            }
+            (Method::Get, Input::Path(name)) => {
+                let path = fill_path(binding.path, name, &request)?;
+                self.get(Some(caller), &path, &Empty {}).await
+            }
+            (Method::Get, Input::None) => self.get(Some(caller), binding.path, &Empty {}).await,
         }
     }
 }
@@ -399,15 +330,15 @@ impl Coordination for RemoteClient {
 #[async_trait]
 impl Ports for RemoteClient {
     async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult> {
-        self.post(caller, "/ports/allocate", &req).await
+        call::<AllocatePorts, _>(self, &Principal::local(caller.clone()), req).await
     }
 
     async fn release_ports(&self, caller: &Caller, req: ReleasePortsRequest) -> CoordResult<ReleasePortsResult> {
-        self.post(caller, "/ports/release", &req).await
+        call::<ReleasePorts, _>(self, &Principal::local(caller.clone()), req).await
     }
 
     async fn ports_status(&self, caller: &Caller) -> CoordResult<PortsStatusResult> {
-        self.get(Some(caller), "/ports/status", &Empty {}).await
+        call::<PortsStatus, _>(self, &Principal::local(caller.clone()), Empty {}).await
     }
 }
 
@@ -437,5 +368,12 @@ mod tests {
             "https://coord.example.com"
         );
         assert_eq!(segment("a b/c"), "a%20b%2Fc");
+        let req = serde_json::json!({"file_path": "src/a b.rs", "task_id": "x/y"});
+        assert_eq!(
+            fill_path("/locks/status/{*file_path}", "file_path", &req).unwrap(),
+            "/locks/status/src/a%20b.rs"
+        );
+        assert_eq!(fill_path("/work/{task_id}", "task_id", &req).unwrap(), "/work/x%2Fy");
+        assert!(fill_path("/work/{task_id}", "nope", &req).is_err());
     }
 }

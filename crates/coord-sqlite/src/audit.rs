@@ -2,6 +2,8 @@
 
 use crate::rows::{to_json, ts};
 use crate::{R, handoffs, locks, queue, sessions};
+use crate::{SqliteStore, now_micros};
+use async_trait::async_trait;
 use coord_domain::Identity;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::HandoffQuery;
@@ -9,6 +11,8 @@ use coord_domain::queue::TaskStatus;
 use coord_domain::sessions::AgentStatus;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
 use coord_domain::time::to_micros;
+use coord_domain::{CoordResult, Timestamp};
+use coord_store::{AuditStore, Maintenance, OpCtx};
 use rusqlite::{Connection, Row, params};
 
 pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
@@ -127,4 +131,20 @@ pub fn status(c: &Connection, now: i64, who: &Identity, location: String) -> R<S
         agents,
         latest_handoff: latest.handoffs.into_iter().next(),
     })
+}
+
+#[async_trait]
+impl AuditStore for SqliteStore {
+    async fn query_audit(&self, ctx: OpCtx, filter: AuditFilter) -> CoordResult<AuditQueryResult> {
+        self.op(ctx, move |c, _, _| query(c, &filter)).await
+    }
+
+    async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult> {
+        let location = self.location();
+        self.op(ctx, move |c, now, who| status(c, now, who, location)).await
+    }
+
+    async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
+        self.with_tx(move |tx| insert(tx, now_micros(now), &record)).await
+    }
 }

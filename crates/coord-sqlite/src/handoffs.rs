@@ -1,9 +1,13 @@
 //! `handoff_documents`.
 
 use crate::R;
+use crate::SqliteStore;
 use crate::rows::{string_list, to_json, ts};
+use async_trait::async_trait;
+use coord_domain::CoordResult;
 use coord_domain::Identity;
 use coord_domain::handoffs::{Handoff, HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
+use coord_store::{HandoffStore, OpCtx};
 use rusqlite::{Connection, Row, params};
 
 const HANDOFF_COLS: &str = "id, agent_name, agent_type, session_id, summary, completed_work, in_progress, decisions,
@@ -58,4 +62,15 @@ pub fn read(c: &Connection, q: &HandoffQuery) -> R<ReadHandoffResult> {
         .query_map(params![q.agent_name, q.limit], handoff_from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(ReadHandoffResult { handoffs })
+}
+
+#[async_trait]
+impl HandoffStore for SqliteStore {
+    async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult> {
+        self.op(ctx, move |c, now, who| write(c, now, who, &handoff)).await
+    }
+
+    async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult> {
+        self.op(ctx, move |c, _, _| read(c, &query)).await
+    }
 }

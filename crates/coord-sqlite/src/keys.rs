@@ -2,9 +2,13 @@
 
 use crate::R;
 use crate::rows::{minutes_to_micros, opt_ts, ts};
+use crate::{SqliteStore, now_micros};
+use async_trait::async_trait;
 use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
 use coord_domain::time::from_micros;
 use coord_domain::{CoordError, ErrorCode, Identity};
+use coord_domain::{CoordResult, Timestamp};
+use coord_store::{KeyStore, OpCtx};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const KEY_COLS: &str = "key_id, agent_id, agent_type, created_by, created_at, expires_at, revoked_at";
@@ -84,4 +88,26 @@ pub fn authenticate(c: &Connection, now: i64, key_hash: &str) -> R<Option<Identi
         let status = status_of(expires.map(from_micros), revoked.map(from_micros), from_micros(now));
         (status == coord_domain::keys::KeyStatus::Active).then_some(Identity { agent_id, agent_type })
     }))
+}
+
+#[async_trait]
+impl KeyStore for SqliteStore {
+    async fn create_api_key(&self, ctx: OpCtx, key: NewApiKey) -> CoordResult<ApiKeyInfo> {
+        self.op(ctx, move |c, now, who| create(c, now, who, &key)).await
+    }
+
+    async fn list_api_keys(&self, ctx: OpCtx) -> CoordResult<ListApiKeysResult> {
+        self.op(ctx, move |c, now, _| list(c, now)).await
+    }
+
+    async fn revoke_api_key(&self, ctx: OpCtx, key_id: String) -> CoordResult<RevokeApiKeyResult> {
+        self.op(ctx, move |c, now, _| revoke(c, now, &key_id)).await
+    }
+
+    /// A plain read, without the write lock: authentication must not queue behind (or
+    /// fail because of) another process's writes. (It may wait for this process's
+    /// current write batch, which holds the connection for about a millisecond.)
+    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
+        self.read(move |c| authenticate(c, now_micros(now), &key_hash)).await
+    }
 }

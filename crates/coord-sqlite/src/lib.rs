@@ -19,21 +19,10 @@ mod sessions;
 mod writer;
 
 use async_trait::async_trait;
-use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::error::ErrorKind;
-use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
-use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
-use coord_domain::locks::ReleaseAllResult;
-use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseLockResult};
-use coord_domain::queue::{
-    ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
-    SubmitWorkResult, TaskFilter,
-};
-use coord_domain::sessions::{AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
-use coord_domain::status::StatusResult;
 use coord_domain::time::to_micros;
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
-use coord_store::{OpCtx, SchemaInfo, Store, SweepReport};
+use coord_store::{Maintenance, OpCtx, SchemaInfo, SweepReport};
 use rusqlite::{Connection, Savepoint};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -218,7 +207,7 @@ impl SqliteStore {
 
     /// Runs `f` atomically on the single-writer path (see `writer`): inside a
     /// `BEGIN IMMEDIATE` transaction, possibly shared with other callers' writes.
-    async fn with_tx<T, F>(&self, f: F) -> CoordResult<T>
+    pub(crate) async fn with_tx<T, F>(&self, f: F) -> CoordResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Savepoint) -> R<T> + Send + 'static,
@@ -228,7 +217,7 @@ impl SqliteStore {
 
     /// Runs a read-only `f` outside any transaction: WAL readers never wait for other
     /// processes' writers (only for this process's current write batch, if any).
-    async fn read<T, F>(&self, f: F) -> CoordResult<T>
+    pub(crate) async fn read<T, F>(&self, f: F) -> CoordResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> R<T> + Send + 'static,
@@ -245,7 +234,7 @@ impl SqliteStore {
 
     /// Runs one audited operation: the operation in a savepoint, then its audit row,
     /// in one transaction.
-    async fn op<T, F>(&self, ctx: OpCtx, f: F) -> CoordResult<T>
+    pub(crate) async fn op<T, F>(&self, ctx: OpCtx, f: F) -> CoordResult<T>
     where
         T: Serialize + Send + 'static,
         F: FnOnce(&Connection, i64, &Identity) -> R<T> + Send + 'static,
@@ -281,7 +270,7 @@ fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()>
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl Maintenance for SqliteStore {
     fn backend(&self) -> &'static str {
         "sqlite"
     }
@@ -297,134 +286,10 @@ impl Store for SqliteStore {
         }
     }
 
-    async fn acquire_lock(
-        &self,
-        ctx: OpCtx,
-        file_path: String,
-        reason: Option<String>,
-        ttl_minutes: i64,
-    ) -> CoordResult<AcquireLockResult> {
-        self.op(ctx, move |c, now, who| {
-            locks::acquire(c, now, who, &file_path, reason.as_deref(), ttl_minutes)
-        })
-        .await
-    }
-
-    async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult> {
-        self.op(ctx, move |c, now, who| locks::release(c, now, who, &file_path))
-            .await
-    }
-
-    async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult> {
-        self.op(ctx, locks::release_all).await
-    }
-
-    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
-        self.op(ctx, move |c, now, _| locks::check(c, now, file_paths.as_deref()))
-            .await
-    }
-
-    async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
-        self.op(ctx, move |c, now, who| queue::submit(c, now, who, &task)).await
-    }
-
-    async fn claim_work(&self, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult> {
-        self.op(ctx, move |c, now, who| queue::claim(c, now, who, &spec)).await
-    }
-
-    async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult> {
-        self.op(ctx, move |c, now, who| queue::complete(c, now, who, &completion))
-            .await
-    }
-
-    async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult> {
-        self.op(ctx, move |c, _, _| queue::get(c, &task_id)).await
-    }
-
-    async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult> {
-        self.op(ctx, move |c, _, _| queue::list(c, &filter)).await
-    }
-
-    async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult> {
-        self.op(ctx, move |c, now, who| sessions::register(c, now, who, &session))
-            .await
-    }
-
-    async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult> {
-        self.op(ctx, move |c, now, who| {
-            sessions::heartbeat(c, now, who, &new_session_id, lease_minutes)
-        })
-        .await
-    }
-
-    async fn discover_agents(
-        &self,
-        ctx: OpCtx,
-        capability: Option<String>,
-        status: Option<AgentStatus>,
-    ) -> CoordResult<DiscoverAgentsResult> {
-        self.op(ctx, move |c, _, _| sessions::discover(c, capability.as_deref(), status))
-            .await
-    }
-
-    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
-        self.op(ctx, move |c, now, _| sessions::cleanup(c, now, stale_minutes))
-            .await
-    }
-
-    async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult> {
-        self.op(ctx, move |c, _, who| sessions::set_status(c, who, status))
-            .await
-    }
-
-    async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult> {
-        self.op(ctx, move |c, now, who| handoffs::write(c, now, who, &handoff))
-            .await
-    }
-
-    async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult> {
-        self.op(ctx, move |c, _, _| handoffs::read(c, &query)).await
-    }
-
-    async fn query_audit(&self, ctx: OpCtx, filter: AuditFilter) -> CoordResult<AuditQueryResult> {
-        self.op(ctx, move |c, _, _| audit::query(c, &filter)).await
-    }
-
-    async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult> {
-        let location = self.location();
-        self.op(ctx, move |c, now, who| audit::status(c, now, who, location))
-            .await
-    }
-
-    async fn create_api_key(&self, ctx: OpCtx, key: NewApiKey) -> CoordResult<ApiKeyInfo> {
-        self.op(ctx, move |c, now, who| keys::create(c, now, who, &key)).await
-    }
-
-    async fn list_api_keys(&self, ctx: OpCtx) -> CoordResult<ListApiKeysResult> {
-        self.op(ctx, move |c, now, _| keys::list(c, now)).await
-    }
-
-    async fn revoke_api_key(&self, ctx: OpCtx, key_id: String) -> CoordResult<RevokeApiKeyResult> {
-        self.op(ctx, move |c, now, _| keys::revoke(c, now, &key_id)).await
-    }
-
-    /// A plain read, without the write lock: authentication must not queue behind (or
-    /// fail because of) another process's writes. (It may wait for this process's
-    /// current write batch, which holds the connection for about a millisecond.)
-    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
-        self.read(move |c| keys::authenticate(c, now_micros(now), &key_hash))
-            .await
-    }
-
     /// A read of the file header: answers while another process writes (WAL), fails
     /// when the file cannot be read.
     async fn ping(&self) -> CoordResult<()> {
         self.read(|c| Ok(c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?))
-            .await
-    }
-
-    async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
-        self.with_tx(move |tx| audit::insert(tx, now_micros(now), &record))
             .await
     }
 

@@ -1,14 +1,19 @@
 //! `file_locks`: acquisition decided by the domain rule under the write lock.
 
 use crate::R;
+use crate::SqliteStore;
 use crate::rows::{minutes_to_micros, to_json, ts};
+use async_trait::async_trait;
+use coord_domain::CoordResult;
 use coord_domain::Identity;
 use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{
     AcquireDecision, AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult, decide_acquire,
     decide_release,
 };
+use coord_domain::locks::{CheckEditResult, decide_edit};
 use coord_domain::time::from_micros;
+use coord_store::{LockStore, OpCtx};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 pub const LOCK_COLS: &str = "file_path, agent_id, agent_type, session_id, reason, locked_at, expires_at, fencing_token";
@@ -125,6 +130,12 @@ pub fn check(c: &Connection, now: i64, paths: Option<&[String]>) -> R<CheckLocks
     Ok(CheckLocksResult { locks })
 }
 
+/// Refused unless no other agent holds a live lock on `paths` (the rule is the domain's).
+pub fn check_edit(c: &Connection, now: i64, who: &Identity, paths: &[String]) -> R<CheckEditResult> {
+    let live = check(c, now, Some(paths))?.locks;
+    Ok(decide_edit(who, paths.to_vec(), &live)?)
+}
+
 pub fn live_locks_of(c: &Connection, now: i64, agent_id: &str) -> R<Vec<LockInfo>> {
     Ok(c.prepare_cached(&format!(
         "SELECT {LOCK_COLS} FROM file_locks WHERE agent_id = ?1 AND expires_at > ?2 ORDER BY file_path"
@@ -143,4 +154,37 @@ pub fn sweep(c: &Connection, now: i64, batch: i64) -> R<i64> {
         )?
         .execute(params![now, batch])?;
     Ok(n as i64)
+}
+
+#[async_trait]
+impl LockStore for SqliteStore {
+    async fn check_edit(&self, ctx: OpCtx, paths: Vec<String>) -> CoordResult<CheckEditResult> {
+        self.op(ctx, move |c, now, who| check_edit(c, now, who, &paths)).await
+    }
+
+    async fn acquire_lock(
+        &self,
+        ctx: OpCtx,
+        file_path: String,
+        reason: Option<String>,
+        ttl_minutes: i64,
+    ) -> CoordResult<AcquireLockResult> {
+        self.op(ctx, move |c, now, who| {
+            acquire(c, now, who, &file_path, reason.as_deref(), ttl_minutes)
+        })
+        .await
+    }
+
+    async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult> {
+        self.op(ctx, move |c, now, who| release(c, now, who, &file_path)).await
+    }
+
+    async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult> {
+        self.op(ctx, release_all).await
+    }
+
+    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
+        self.op(ctx, move |c, now, _| check(c, now, file_paths.as_deref()))
+            .await
+    }
 }

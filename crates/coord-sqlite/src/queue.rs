@@ -5,13 +5,17 @@
 //! dependency join per candidate.
 
 use crate::R;
+use crate::SqliteStore;
 use crate::rows::{minutes_to_micros, opt_json, opt_ts, string_list, to_json, ts};
+use async_trait::async_trait;
+use coord_domain::CoordResult;
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskFilter, TaskInfo,
     TaskStatus, decide_completion, expired_claim_status, plan_submission,
 };
 use coord_domain::{CoordError, Identity};
+use coord_store::{OpCtx, QueueStore};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::collections::HashMap;
@@ -331,4 +335,28 @@ pub fn claimed_by(c: &Connection, agent_id: &str) -> R<Vec<TaskInfo>> {
     ))?
     .query_map([agent_id], task_from_row)?
     .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+#[async_trait]
+impl QueueStore for SqliteStore {
+    async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
+        self.op(ctx, move |c, now, who| submit(c, now, who, &task)).await
+    }
+
+    async fn claim_work(&self, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult> {
+        self.op(ctx, move |c, now, who| claim(c, now, who, &spec)).await
+    }
+
+    async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult> {
+        self.op(ctx, move |c, now, who| complete(c, now, who, &completion))
+            .await
+    }
+
+    async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult> {
+        self.op(ctx, move |c, _, _| get(c, &task_id)).await
+    }
+
+    async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult> {
+        self.op(ctx, move |c, _, _| list(c, &filter)).await
+    }
 }

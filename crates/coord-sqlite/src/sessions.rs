@@ -1,11 +1,18 @@
 //! `agent_sessions`: one row per agent holding its current session.
 
 use crate::R;
+use crate::handoffs;
+use crate::locks;
 use crate::queue;
 use crate::rows::{minutes_to_micros, opt_ts, string_list, to_json, ts};
+use crate::{Fail, SqliteStore};
+use async_trait::async_trait;
+use coord_domain::CoordResult;
 use coord_domain::Identity;
 use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::sessions::{EndSession, EndSessionResult, complete_final_handoff};
 use coord_domain::{CoordError, ErrorCode};
+use coord_store::{OpCtx, SessionStore};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -113,6 +120,34 @@ pub fn set_status(c: &Connection, who: &Identity, status: AgentStatus) -> R<Sess
     }
 }
 
+/// Ends the caller's session: its locks, its final handoff and its status, at once.
+pub fn end(c: &Connection, now: i64, who: &Identity, end: &EndSession) -> R<EndSessionResult> {
+    let released = if end.release_locks {
+        locks::release_all(c, now, who)?.released
+    } else {
+        Vec::new()
+    };
+    let handoff_id = match &end.handoff {
+        Some(h) => {
+            let mut h = h.clone();
+            complete_final_handoff(&mut h, &released, &queue::claimed_by(c, &who.agent_id)?);
+            Some(handoffs::write(c, now, who, &h)?.handoff_id)
+        }
+        None => None,
+    };
+    let status = match set_status(c, who, AgentStatus::Idle) {
+        Ok(_) => Some(AgentStatus::Idle),
+        Err(Fail::Coord(e)) if e.code == ErrorCode::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    Ok(EndSessionResult {
+        success: true,
+        released,
+        handoff_id,
+        status,
+    })
+}
+
 pub fn discover(c: &Connection, capability: Option<&str>, status: Option<AgentStatus>) -> R<DiscoverAgentsResult> {
     let agents = c
         .prepare_cached(&format!(
@@ -176,4 +211,40 @@ pub fn counts(c: &Connection) -> R<Vec<(AgentStatus, i64)>> {
         .into_iter()
         .filter_map(|(s, n)| AgentStatus::parse(&s).map(|s| (s, n)))
         .collect())
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn end_session(&self, ctx: OpCtx, end_session: EndSession) -> CoordResult<EndSessionResult> {
+        self.op(ctx, move |c, now, who| end(c, now, who, &end_session)).await
+    }
+
+    async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult> {
+        self.op(ctx, move |c, now, who| register(c, now, who, &session)).await
+    }
+
+    async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult> {
+        self.op(ctx, move |c, now, who| {
+            heartbeat(c, now, who, &new_session_id, lease_minutes)
+        })
+        .await
+    }
+
+    async fn discover_agents(
+        &self,
+        ctx: OpCtx,
+        capability: Option<String>,
+        status: Option<AgentStatus>,
+    ) -> CoordResult<DiscoverAgentsResult> {
+        self.op(ctx, move |c, _, _| discover(c, capability.as_deref(), status))
+            .await
+    }
+
+    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
+        self.op(ctx, move |c, now, _| cleanup(c, now, stale_minutes)).await
+    }
+
+    async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult> {
+        self.op(ctx, move |c, _, who| set_status(c, who, status)).await
+    }
 }

@@ -1,5 +1,5 @@
-//! The `Store` trait: every persistent operation the service needs, one method per
-//! coordination operation.
+//! The store traits: every persistent operation the service needs, one trait per
+//! capability ([`LockStore`], [`QueueStore`], …), and [`Store`], all of them.
 //!
 //! Each method receives the validated arguments and an [`OpCtx`] carrying the caller,
 //! the clock reading and the audit draft. A store runs the operation and appends the
@@ -17,12 +17,14 @@ use async_trait::async_trait;
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
 use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
-use coord_domain::locks::{AcquireLockResult, CheckLocksResult, ReleaseAllResult, ReleaseLockResult};
+use coord_domain::locks::{AcquireLockResult, CheckEditResult, CheckLocksResult, ReleaseAllResult, ReleaseLockResult};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     SubmitWorkResult, TaskFilter,
 };
-use coord_domain::sessions::{AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::sessions::{
+    AgentStatus, CleanupResult, DiscoverAgentsResult, EndSession, EndSessionResult, NewSession, SessionResult,
+};
 use coord_domain::status::StatusResult;
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
 use serde::Serialize;
@@ -67,16 +69,9 @@ pub struct SweepReport {
     pub claims_failed: i64,
 }
 
+/// File locks.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
-    /// `sqlite` or `postgres`.
-    fn backend(&self) -> &'static str;
-    /// Where the data lives, for people (a file path, or a URL without password).
-    fn location(&self) -> String;
-    /// The schema version the database is at, and the migrations this process applied
-    /// when it opened the store (empty when the schema was already current).
-    fn schema(&self) -> SchemaInfo;
-
+pub trait LockStore: Send + Sync {
     async fn acquire_lock(
         &self,
         ctx: OpCtx,
@@ -89,13 +84,24 @@ pub trait Store: Send + Sync + 'static {
     async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult>;
     /// Live locks, on the given paths or all.
     async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult>;
+    /// Whether the caller may change `paths`: refused (`file_locked`, by
+    /// `coord_domain::locks::decide_edit`) when another agent holds a live lock on one.
+    async fn check_edit(&self, ctx: OpCtx, paths: Vec<String>) -> CoordResult<CheckEditResult>;
+}
 
+/// The work queue.
+#[async_trait]
+pub trait QueueStore: Send + Sync {
     async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult>;
     async fn claim_work(&self, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult>;
     async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult>;
     async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult>;
     async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult>;
+}
 
+/// Agent sessions.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
     async fn register_session(&self, ctx: OpCtx, session: NewSession) -> CoordResult<SessionResult>;
     /// Marks the caller alive and extends its claims' leases by `lease_minutes`; starts a
     /// session with `new_session_id` when the caller has none.
@@ -110,13 +116,31 @@ pub trait Store: Send + Sync + 'static {
     /// Sets the caller's session status (`idle` when its connection closes); a caller
     /// without a live (not disconnected) session gets `not_found`.
     async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult>;
+    /// Ends the caller's session in one transaction: releases its locks (if asked),
+    /// writes the final handoff completed by `coord_domain::sessions::complete_final_handoff`,
+    /// and marks the session idle (a caller without a live session is not an error).
+    async fn end_session(&self, ctx: OpCtx, end: EndSession) -> CoordResult<EndSessionResult>;
+}
 
+/// Handoff documents.
+#[async_trait]
+pub trait HandoffStore: Send + Sync {
     async fn write_handoff(&self, ctx: OpCtx, handoff: NewHandoff) -> CoordResult<WriteHandoffResult>;
     async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult>;
+}
 
+/// The audit trail and the status summary.
+#[async_trait]
+pub trait AuditStore: Send + Sync {
     async fn query_audit(&self, ctx: OpCtx, filter: AuditFilter) -> CoordResult<AuditQueryResult>;
     async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult>;
+    /// Appends an audit row on its own, for operations refused before reaching a store.
+    async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()>;
+}
 
+/// Managed API keys.
+#[async_trait]
+pub trait KeyStore: Send + Sync {
     /// Stores a new key (its hash only); the result describes it without the secret.
     async fn create_api_key(&self, ctx: OpCtx, key: NewApiKey) -> CoordResult<ApiKeyInfo>;
     async fn list_api_keys(&self, ctx: OpCtx) -> CoordResult<ListApiKeysResult>;
@@ -125,12 +149,34 @@ pub trait Store: Send + Sync + 'static {
     /// The identity a live (not expired, not revoked) key is bound to. Not audited: it
     /// runs on every HTTP request before there is an operation to audit.
     async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>>;
+}
+
+/// What the store is, whether it answers, and its bounded clean-up.
+#[async_trait]
+pub trait Maintenance: Send + Sync {
+    /// `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+    /// Where the data lives, for people (a file path, or a URL without password).
+    fn location(&self) -> String;
+    /// The schema version the database is at, and the migrations this process applied
+    /// when it opened the store (empty when the schema was already current).
+    fn schema(&self) -> SchemaInfo;
     /// Whether the database answers (health checks; not audited).
     async fn ping(&self) -> CoordResult<()>;
-
-    /// Appends an audit row on its own, for operations refused before reaching a store.
-    async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()>;
     /// Bounded maintenance: deletes up to `batch` expired lock rows and settles up to
     /// `batch` claims whose lease ran out. Correctness never depends on it running.
     async fn sweep(&self, now: Option<Timestamp>, batch: i64) -> CoordResult<SweepReport>;
+}
+
+/// A whole store: every capability. Implemented by any type that implements them all;
+/// a backend adds a capability by implementing its trait in the capability's module.
+pub trait Store:
+    LockStore + QueueStore + SessionStore + HandoffStore + AuditStore + KeyStore + Maintenance + Send + Sync + 'static
+{
+}
+
+impl<
+    T: LockStore + QueueStore + SessionStore + HandoffStore + AuditStore + KeyStore + Maintenance + Send + Sync + 'static,
+> Store for T
+{
 }

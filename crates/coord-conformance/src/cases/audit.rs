@@ -6,6 +6,7 @@ use coord_domain::handoffs::WriteHandoffRequest;
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
 use coord_domain::sessions::HeartbeatRequest;
 use coord_domain::{Caller, ErrorCode};
+use coord_service::CoordinationExt as _;
 
 fn acquire(path: &str, ttl: Option<i64>) -> AcquireLockRequest {
     AcquireLockRequest {

@@ -4,6 +4,7 @@ use crate::{Backend, Harness, agent};
 use coord_domain::ErrorCode;
 use coord_domain::handoffs::{ReadHandoffRequest, WriteHandoffRequest};
 use coord_domain::sessions::RegisterSessionRequest;
+use coord_service::CoordinationExt as _;
 
 fn items(v: &[&str]) -> Option<Vec<String>> {
     Some(v.iter().map(|s| s.to_string()).collect())

@@ -4,6 +4,8 @@ use crate::{Backend, Harness, agent};
 use coord_domain::ErrorCode;
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::keys::{CreateApiKeyRequest, KeyStatus, RevokeApiKeyRequest};
+use coord_service::CoordinationExt as _;
+use coord_service::Server as _;
 
 pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
     let h = Harness::new(b).await;
@@ -38,18 +40,18 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
     assert_eq!(task.expires_at, Some(h.now() + chrono::Duration::minutes(120)));
 
     let who = h
-        .coord
+        .local
         .authenticate_key(&forever.api_key)
         .await
         .unwrap()
         .expect("a live key authenticates");
     assert_eq!((who.agent_id.as_str(), who.agent_type.as_str()), ("cloud-1", "codex"));
-    assert!(h.coord.authenticate_key("coord_not_a_key").await.unwrap().is_none());
-    assert!(h.coord.authenticate_key(&task.api_key).await.unwrap().is_some());
+    assert!(h.local.authenticate_key("coord_not_a_key").await.unwrap().is_none());
+    assert!(h.local.authenticate_key(&task.api_key).await.unwrap().is_some());
 
     h.advance(120);
     assert!(
-        h.coord.authenticate_key(&task.api_key).await.unwrap().is_none(),
+        h.local.authenticate_key(&task.api_key).await.unwrap().is_none(),
         "expired"
     );
     h.coord
@@ -62,7 +64,7 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
         .await
         .unwrap();
     assert!(
-        h.coord.authenticate_key(&forever.api_key).await.unwrap().is_none(),
+        h.local.authenticate_key(&forever.api_key).await.unwrap().is_none(),
         "revoked"
     );
     h.coord

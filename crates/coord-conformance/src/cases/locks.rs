@@ -3,6 +3,7 @@
 use crate::{Backend, Harness, agent};
 use coord_domain::ErrorCode;
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
+use coord_service::CoordinationExt as _;
 use std::collections::HashSet;
 use std::sync::Arc;
 

@@ -11,6 +11,7 @@ use coord_domain::ErrorCode;
 use coord_domain::locks::{CheckLocksRequest, LockAction, ReleaseLockRequest};
 use coord_domain::queue::{ListTasksRequest, TaskStatus};
 use coord_domain::sessions::HeartbeatRequest;
+use coord_service::CoordinationExt as _;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -7,6 +7,7 @@ use coord_domain::queue::{
     REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkRequest, TaskStatus,
 };
 use coord_domain::sessions::HeartbeatRequest;
+use coord_service::CoordinationExt as _;
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -7,6 +7,7 @@ use coord_domain::queue::{REASON_MAX_ATTEMPTS, TaskStatus};
 use coord_domain::sessions::{
     AgentStatus, CleanupDeadAgentsRequest, DiscoverAgentsRequest, HeartbeatRequest, RegisterSessionRequest,
 };
+use coord_service::CoordinationExt as _;
 
 fn caps(c: &[&str]) -> Option<Vec<String>> {
     Some(c.iter().map(|s| s.to_string()).collect())

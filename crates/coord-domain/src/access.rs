@@ -1,0 +1,117 @@
+//! Who may run which operation: the access class an operation declares, the credential
+//! a door authenticated, and [`authorize`], the one rule that joins them. Doors only
+//! authenticate (which key, if any); the service's pipeline authorizes every operation
+//! with this function, so HTTP, MCP, the CLI and hooks cannot disagree.
+
+use crate::error::{CoordError, CoordResult, ErrorCode};
+use crate::identity::Caller;
+use serde::Serialize;
+
+/// What an operation needs from its caller's credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Lock status reads: anyone who reaches the server, including callers without a
+    /// key (a server may still demand keys for every request; that is authentication).
+    Read,
+    /// Acting as an agent: needs a key over HTTP (tasks carry payloads, handoffs carry
+    /// plans), or a local process.
+    Agent,
+    /// Managing credentials: only an operator key or a local process.
+    Operator,
+}
+
+/// What an operation does to coordination state: read-only, a change, or a change that
+/// destroys other agents' work or state. MCP clients see it as tool annotations;
+/// guardrails and approvals will key on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    Read,
+    Write,
+    Destructive,
+}
+
+/// How the caller proved who it is, as a door established it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Credential {
+    /// A process on this machine with the database in reach (CLI, hooks, `coord mcp`
+    /// over stdio): it could open the database itself, so it may do anything.
+    Local,
+    /// No key (HTTP or `/mcp` without one).
+    Anonymous,
+    /// An operator key (`COORDINATION_API_KEYS`): acts as whoever the request names.
+    Operator,
+    /// A key bound to one identity (environment binding or managed key).
+    Bound,
+}
+
+/// The caller of one operation: the identity it acts as and how that was established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub caller: Caller,
+    pub credential: Credential,
+}
+
+impl Principal {
+    pub fn new(caller: Caller, credential: Credential) -> Self {
+        Principal { caller, credential }
+    }
+
+    /// A local process acting as `caller`.
+    pub fn local(caller: Caller) -> Self {
+        Principal::new(caller, Credential::Local)
+    }
+}
+
+/// Whether `credential` may run an operation that needs `need`. Anonymous callers get
+/// `unauthorized` (a key would help); bound keys asking for operator work get
+/// `forbidden` (no key of theirs would).
+pub fn authorize(credential: Credential, need: Access) -> CoordResult<()> {
+    use Access as A;
+    use Credential as C;
+    match (credential, need) {
+        (C::Local | C::Operator, _) | (C::Bound, A::Read | A::Agent) | (C::Anonymous, A::Read) => Ok(()),
+        (C::Anonymous, A::Agent | A::Operator) => Err(CoordError::new(
+            ErrorCode::Unauthorized,
+            "an API key is required: send X-API-Key or Authorization: Bearer",
+        )),
+        (C::Bound, A::Operator) => Err(CoordError::new(
+            ErrorCode::Forbidden,
+            "this operation needs an operator key (one listed in COORDINATION_API_KEYS)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_access_matrix() {
+        use Access::{Agent, Read};
+        use Credential::{Anonymous, Bound, Local};
+        const OP: Access = Access::Operator;
+        const OPERATOR: Credential = Credential::Operator;
+        // (credential, need, expected: None = allowed, Some(code) = refused)
+        let cases = [
+            (Local, Read, None),
+            (Local, Agent, None),
+            (Local, OP, None),
+            (OPERATOR, Read, None),
+            (OPERATOR, Agent, None),
+            (OPERATOR, OP, None),
+            (Bound, Read, None),
+            (Bound, Agent, None),
+            (Bound, OP, Some(ErrorCode::Forbidden)),
+            (Anonymous, Read, None),
+            (Anonymous, Agent, Some(ErrorCode::Unauthorized)),
+            (Anonymous, OP, Some(ErrorCode::Unauthorized)),
+        ];
+        for (credential, need, want) in cases {
+            let got = authorize(credential, need).err().map(|e| e.code);
+            assert_eq!(got, want, "{credential:?} needing {need:?}");
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! What an operation is: one type implementing [`Operation`] carries everything every
+//! door, the pipeline and the generated docs need — its one name, its texts, its
+//! request and response types, its access and effect classes, its audit policy, its HTTP
+//! bindings and whether it is an MCP tool — plus its validation and its execution.
+//!
+//! Adding an operation is: its definition (next to its capability in `ops/`), its store
+//! methods, and one line in [`crate::registry`].
+
+use crate::Coordinator;
+use coord_domain::access::{Access, Effect};
+use coord_domain::{CoordResult, Identity};
+use coord_store::OpCtx;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::future::Future;
+
+/// Whether the pipeline writes an audit row for the operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Audit {
+    /// Every outcome is audited, refusals and unparseable requests included.
+    Always,
+    /// Never audited: the operation touches no database (port blocks live in a file
+    /// shared by the machine's processes, and must work where there is no database).
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Method {
+    Get,
+    Post,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "get",
+            Method::Post => "post",
+        }
+    }
+}
+
+/// Where an HTTP binding finds the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// A JSON object body (POST); `agent_id`/`agent_type` in it are identity claims.
+    Body,
+    /// The query string (GET), typed through the request type.
+    Query,
+    /// One path parameter (GET) that becomes the request's only field.
+    Path(&'static str),
+    /// Nothing: the request is `{}` (query strings are ignored).
+    None,
+}
+
+/// One HTTP route of an operation. An operation may have several (`GET /locks` and
+/// `POST /locks/check` are both `check_locks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http {
+    pub method: Method,
+    /// axum syntax: `{name}` for a segment, `{*name}` for the rest of the path.
+    pub path: &'static str,
+    pub input: Input,
+    /// Error statuses the route answers besides the common ones (for OpenAPI).
+    pub errors: &'static [u16],
+    /// Overrides the operation's summary in OpenAPI for this route.
+    pub summary: Option<&'static str>,
+}
+
+impl Http {
+    pub const fn post(path: &'static str) -> Http {
+        Http {
+            method: Method::Post,
+            path,
+            input: Input::Body,
+            errors: &[],
+            summary: None,
+        }
+    }
+
+    pub const fn get(path: &'static str) -> Http {
+        Http {
+            method: Method::Get,
+            path,
+            input: Input::Query,
+            errors: &[],
+            summary: None,
+        }
+    }
+
+    pub const fn input(mut self, input: Input) -> Http {
+        self.input = input;
+        self
+    }
+
+    pub const fn errors(mut self, errors: &'static [u16]) -> Http {
+        self.errors = errors;
+        self
+    }
+
+    pub const fn summary(mut self, summary: &'static str) -> Http {
+        self.summary = Some(summary);
+        self
+    }
+}
+
+/// One coordination operation, defined once.
+pub trait Operation: Send + Sync + 'static {
+    /// THE name: audit rows, the MCP tool, `coord call`, tracing spans, the docs.
+    const NAME: &'static str;
+    /// One line for people (OpenAPI summary, `coord ops`).
+    const SUMMARY: &'static str;
+    /// Model-facing prose (the MCP tool description): when to use it and what it answers.
+    const DESCRIPTION: &'static str;
+    const ACCESS: Access;
+    const EFFECT: Effect;
+    const AUDIT: Audit = Audit::Always;
+    /// Its HTTP routes; empty only with [`Operation::NOT_HTTP`] saying why.
+    const HTTP: &'static [Http];
+    /// Why it has no HTTP route (empty when it has one).
+    const NOT_HTTP: &'static str = "";
+    /// Why it is not an MCP tool (empty when it is one).
+    const NOT_MCP: &'static str = "";
+    /// Request fields holding repository paths (a string or an array of strings): a
+    /// remote client makes absolute paths inside its checkout repo-relative before
+    /// sending, since the server's checkout lives elsewhere.
+    const PATH_FIELDS: &'static [&'static str] = &[];
+
+    type Request: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
+    type Response: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
+    /// The validated, normalised arguments ("parse, don't validate").
+    type Args: Send + 'static;
+
+    /// Turns the request into arguments the store accepts, or refuses it (audited).
+    fn validate(c: &Coordinator, who: &Identity, req: Self::Request) -> CoordResult<Self::Args>;
+
+    /// Runs it; a store operation appends the audit row in its own transaction.
+    fn execute(
+        c: &Coordinator,
+        ctx: OpCtx,
+        args: Self::Args,
+    ) -> impl Future<Output = CoordResult<Self::Response>> + Send;
+}

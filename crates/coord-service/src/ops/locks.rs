@@ -1,0 +1,164 @@
+//! File locks.
+
+use crate::Coordinator;
+use crate::op::{Http, Input, Operation};
+use coord_domain::access::{Access, Effect};
+use coord_domain::locks::{
+    AcquireLockRequest, AcquireLockResult, CheckEditRequest, CheckEditResult, CheckLocksRequest, CheckLocksResult,
+    LockStatusRequest, LockStatusResult, ReleaseAllResult, ReleaseLockRequest, ReleaseLockResult, validate_acquire,
+    validate_check, validate_edit,
+};
+use coord_domain::path::normalize_path;
+use coord_domain::{CoordResult, Empty, Identity};
+use coord_store::OpCtx;
+
+pub struct AcquireLock;
+impl Operation for AcquireLock {
+    const NAME: &'static str = "acquire_lock";
+    const SUMMARY: &'static str = "Acquire or refresh a file lock";
+    const DESCRIPTION: &'static str = "Take an exclusive lock on a file before editing it, so other agents do not \
+        edit it at the same time. Paths are repo-relative (absolute paths inside the repository are accepted). \
+        Answers {success:true, action:\"acquired\"|\"refreshed\", expires_at, fencing_token}; calling again while \
+        you hold it refreshes the lease. If another agent holds it: {success:false, action:\"blocked\", \
+        locked_by, expires_at, lock_reason} — do not edit the file; work on something else or wait. Release it \
+        when done.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const HTTP: &'static [Http] = &[Http::post("/locks/acquire")];
+    const PATH_FIELDS: &'static [&'static str] = &["file_path"];
+    type Request = AcquireLockRequest;
+    type Response = AcquireLockResult;
+    type Args = (String, Option<String>, i64);
+
+    fn validate(c: &Coordinator, _: &Identity, req: AcquireLockRequest) -> CoordResult<Self::Args> {
+        validate_acquire(req, c.root())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, (path, reason, ttl): Self::Args) -> CoordResult<AcquireLockResult> {
+        c.store().acquire_lock(ctx, path, reason, ttl).await
+    }
+}
+
+pub struct ReleaseLock;
+impl Operation for ReleaseLock {
+    const NAME: &'static str = "release_lock";
+    const SUMMARY: &'static str = "Release a lock you hold";
+    const DESCRIPTION: &'static str = "Release a file lock you hold, as soon as you are done editing the file \
+        (also after a failure). Answers {success:true, released:true}; error not_lock_owner if another agent \
+        holds it, lock_not_held if nobody does (e.g. it expired).";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const HTTP: &'static [Http] = &[Http::post("/locks/release").errors(&[409])];
+    const PATH_FIELDS: &'static [&'static str] = &["file_path"];
+    type Request = ReleaseLockRequest;
+    type Response = ReleaseLockResult;
+    type Args = String;
+
+    fn validate(c: &Coordinator, _: &Identity, req: ReleaseLockRequest) -> CoordResult<String> {
+        normalize_path(&req.file_path, c.root())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, path: String) -> CoordResult<ReleaseLockResult> {
+        c.store().release_lock(ctx, path).await
+    }
+}
+
+pub struct ReleaseMyLocks;
+impl Operation for ReleaseMyLocks {
+    const NAME: &'static str = "release_my_locks";
+    const SUMMARY: &'static str = "Release every lock you hold";
+    const DESCRIPTION: &'static str = "Release every file lock you hold at once, e.g. when you abandon a piece of \
+        work or before you stop. Answers {success:true, released:[paths whose live lock was released]}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const HTTP: &'static [Http] = &[Http::post("/locks/release-mine").input(Input::None)];
+    type Request = Empty;
+    type Response = ReleaseAllResult;
+    type Args = ();
+
+    fn validate(_: &Coordinator, _: &Identity, _: Empty) -> CoordResult<()> {
+        Ok(())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, (): ()) -> CoordResult<ReleaseAllResult> {
+        c.store().release_all_locks(ctx).await
+    }
+}
+
+pub struct CheckLocks;
+impl Operation for CheckLocks {
+    const NAME: &'static str = "check_locks";
+    const SUMMARY: &'static str = "Live locks on the given paths (all when none given)";
+    const DESCRIPTION: &'static str = "List live file locks — all of them, or only on the given paths. Use it \
+        before planning edits to see which files other agents are working on. Answers {locks:[{file_path, \
+        locked_by, agent_type, reason, locked_at, expires_at, fencing_token}]}.";
+    const ACCESS: Access = Access::Read;
+    const EFFECT: Effect = Effect::Read;
+    const HTTP: &'static [Http] = &[
+        Http::post("/locks/check"),
+        Http::get("/locks").input(Input::None).summary("Every live lock"),
+    ];
+    const PATH_FIELDS: &'static [&'static str] = &["file_paths"];
+    type Request = CheckLocksRequest;
+    type Response = CheckLocksResult;
+    type Args = Option<Vec<String>>;
+
+    fn validate(c: &Coordinator, _: &Identity, req: CheckLocksRequest) -> CoordResult<Self::Args> {
+        validate_check(req, c.root())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, paths: Self::Args) -> CoordResult<CheckLocksResult> {
+        c.store().check_locks(ctx, paths).await
+    }
+}
+
+pub struct LockStatus;
+impl Operation for LockStatus {
+    const NAME: &'static str = "lock_status";
+    const SUMMARY: &'static str = "Whether one file is locked, and by whom";
+    const DESCRIPTION: &'static str = "Ask whether one file is locked right now, and by whom. Answers \
+        {success:true, file_path, locked, lock:{locked_by, agent_type, reason, expires_at, fencing_token}|null}. \
+        To check many files at once use check_locks; to ask whether you may edit them use check_edit.";
+    const ACCESS: Access = Access::Read;
+    const EFFECT: Effect = Effect::Read;
+    const HTTP: &'static [Http] = &[Http::get("/locks/status/{*file_path}").input(Input::Path("file_path"))];
+    const PATH_FIELDS: &'static [&'static str] = &["file_path"];
+    type Request = LockStatusRequest;
+    type Response = LockStatusResult;
+    type Args = String;
+
+    fn validate(c: &Coordinator, _: &Identity, req: LockStatusRequest) -> CoordResult<String> {
+        normalize_path(&req.file_path, c.root())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, path: String) -> CoordResult<LockStatusResult> {
+        let locks = c.store().check_locks(ctx, Some(vec![path.clone()])).await?;
+        Ok(LockStatusResult::of(path, locks))
+    }
+}
+
+pub struct CheckEdit;
+impl Operation for CheckEdit {
+    const NAME: &'static str = "check_edit";
+    const SUMMARY: &'static str = "May you change these files now? Refused when another agent holds a lock on one";
+    const DESCRIPTION: &'static str = "Ask before changing files whether another agent holds a live lock on any \
+        of them (the edit and commit guards ask this). Answers {success:true, allowed:true, paths}, or the error \
+        file_locked naming the holder, until when and why (locked_by, expires_at, lock_reason, blocked:[locks]) \
+        — then do not change those files: work on something else or coordinate with the holder. Your own locks \
+        never block you.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const HTTP: &'static [Http] = &[Http::post("/locks/check-edit").errors(&[409])];
+    const PATH_FIELDS: &'static [&'static str] = &["paths"];
+    type Request = CheckEditRequest;
+    type Response = CheckEditResult;
+    type Args = Vec<String>;
+
+    fn validate(c: &Coordinator, _: &Identity, req: CheckEditRequest) -> CoordResult<Vec<String>> {
+        validate_edit(req, c.root())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, paths: Vec<String>) -> CoordResult<CheckEditResult> {
+        c.store().check_edit(ctx, paths).await
+    }
+}

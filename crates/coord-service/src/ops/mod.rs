@@ -1,0 +1,10 @@
+//! The operation definitions, one module per capability. Each `impl Operation` is the
+//! whole service-side cost of an operation; its store methods sit beside their SQL.
+
+pub mod audit;
+pub mod handoffs;
+pub mod keys;
+pub mod locks;
+pub mod ports;
+pub mod queue;
+pub mod sessions;

@@ -1,0 +1,133 @@
+//! The work queue.
+
+use crate::Coordinator;
+use crate::op::{Http, Input, Operation};
+use coord_domain::access::{Access, Effect};
+use coord_domain::queue::{
+    ClaimSpec, CompleteWorkRequest, CompleteWorkResult, Completion, GetTaskRequest, GetTaskResult, GetWorkRequest,
+    GetWorkResult, ListTasksRequest, ListTasksResult, NewTask, SubmitWorkRequest, SubmitWorkResult, TaskFilter,
+    parse_task_id, validate_claim, validate_completion, validate_submission, validate_task_filter,
+};
+use coord_domain::{CoordResult, Identity};
+use coord_store::OpCtx;
+
+pub struct SubmitWork;
+impl Operation for SubmitWork {
+    const NAME: &'static str = "submit_work";
+    const SUMMARY: &'static str = "Add a task to the queue";
+    const DESCRIPTION: &'static str = "Add a task to the shared work queue for any agent to claim: task_type (e.g. \
+        test, refactor, review), task_description, optional input_data (JSON), priority 1 (most urgent) to 10 \
+        (default 5), and depends_on (task ids that must complete first). Answers {success:true, task_id, status}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const HTTP: &'static [Http] = &[Http::post("/work/submit")];
+    type Request = SubmitWorkRequest;
+    type Response = SubmitWorkResult;
+    type Args = NewTask;
+
+    fn validate(c: &Coordinator, _: &Identity, req: SubmitWorkRequest) -> CoordResult<NewTask> {
+        validate_submission(req, crate::new_id(), c.config().max_attempts)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
+        c.store().submit_work(ctx, task).await
+    }
+}
+
+pub struct GetWork;
+impl Operation for GetWork {
+    const NAME: &'static str = "get_work";
+    const SUMMARY: &'static str = "Claim the most urgent available task";
+    const DESCRIPTION: &'static str = "Claim the most urgent task from the shared work queue (priority 1 first, \
+        then oldest) whose dependencies are all completed; optionally only of the given task_types. Answers \
+        {success:true, task_id, task_type, task_description, input_data, priority, attempt, claimed_until}, or \
+        {success:false, reason:\"no_tasks_available\"}. Finish every claimed task with complete_work; the claim \
+        is a lease that heartbeats extend.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const HTTP: &'static [Http] = &[Http::post("/work/claim")];
+    type Request = GetWorkRequest;
+    type Response = GetWorkResult;
+    type Args = ClaimSpec;
+
+    fn validate(c: &Coordinator, _: &Identity, req: GetWorkRequest) -> CoordResult<ClaimSpec> {
+        validate_claim(req, c.config().claim_lease_minutes)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, spec: ClaimSpec) -> CoordResult<GetWorkResult> {
+        c.store().claim_work(ctx, spec).await
+    }
+}
+
+pub struct CompleteWork;
+impl Operation for CompleteWork {
+    const NAME: &'static str = "complete_work";
+    const SUMMARY: &'static str = "Complete (or fail) a task you claimed";
+    const DESCRIPTION: &'static str = "Finish a task you claimed with get_work: success=true marks it completed \
+        (unblocking tasks that depend on it), success=false marks it failed (tasks depending on it are \
+        cancelled). Answers {success:true, status:\"completed\"|\"failed\"}; error not_task_owner if another agent \
+        claimed it.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const HTTP: &'static [Http] = &[Http::post("/work/complete").errors(&[404, 409])];
+    type Request = CompleteWorkRequest;
+    type Response = CompleteWorkResult;
+    type Args = Completion;
+
+    fn validate(_: &Coordinator, _: &Identity, req: CompleteWorkRequest) -> CoordResult<Completion> {
+        validate_completion(req)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, done: Completion) -> CoordResult<CompleteWorkResult> {
+        c.store().complete_work(ctx, done).await
+    }
+}
+
+pub struct GetTask;
+impl Operation for GetTask {
+    const NAME: &'static str = "get_task";
+    const SUMMARY: &'static str = "One task in full";
+    const DESCRIPTION: &'static str = "Show one task in full: status (pending, claimed, completed, failed, \
+        cancelled), dependencies, claimer, lease, attempts, result and failure reason. Answers {success:true, \
+        task:{...}}.";
+    // Tasks carry their payloads (input_data, result): reading one needs a key.
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const HTTP: &'static [Http] = &[Http::get("/work/{task_id}")
+        .input(Input::Path("task_id"))
+        .errors(&[404])];
+    type Request = GetTaskRequest;
+    type Response = GetTaskResult;
+    type Args = String;
+
+    fn validate(_: &Coordinator, _: &Identity, req: GetTaskRequest) -> CoordResult<String> {
+        parse_task_id("task_id", &req.task_id)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, id: String) -> CoordResult<GetTaskResult> {
+        c.store().get_task(ctx, id).await
+    }
+}
+
+pub struct ListTasks;
+impl Operation for ListTasks {
+    const NAME: &'static str = "list_tasks";
+    const SUMMARY: &'static str = "List tasks, most urgent first";
+    const DESCRIPTION: &'static str = "List tasks in the shared work queue, most urgent first, optionally only \
+        those with a status (pending, claimed, completed, failed, cancelled) or a task_type; limit defaults to \
+        100. Use it to see what work exists before claiming or submitting. Answers {tasks:[...]}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const HTTP: &'static [Http] = &[Http::get("/work")];
+    type Request = ListTasksRequest;
+    type Response = ListTasksResult;
+    type Args = TaskFilter;
+
+    fn validate(_: &Coordinator, _: &Identity, req: ListTasksRequest) -> CoordResult<TaskFilter> {
+        validate_task_filter(req)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult> {
+        c.store().list_tasks(ctx, filter).await
+    }
+}

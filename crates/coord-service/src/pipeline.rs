@@ -1,0 +1,163 @@
+//! The pipeline: every operation, on every door, runs the same steps in the same order —
+//! identity → access → policy → parse → validate → execute — inside one tracing span.
+//! A refusal at any step before execution is audited here (exactly once); execution
+//! audits in the store, in the operation's own transaction.
+
+use crate::Coordinator;
+use crate::op::{Audit, Operation};
+use coord_domain::access::{Principal, authorize};
+use coord_domain::audit::AuditRecord;
+use coord_domain::{CoordError, CoordResult, ErrorCode, Identity};
+use coord_store::OpCtx;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::time::Instant;
+use tracing::Instrument;
+
+/// serde's error for a field, named by its path (`missing field` errors name it too),
+/// as `invalid_argument` with `field` set, so a model or a script can fix its call.
+pub(crate) fn field_error<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> CoordError {
+    let path = e.path().to_string();
+    let inner = e.inner().to_string();
+    let field = if path == "." {
+        inner.split('`').nth(1).map(String::from).unwrap_or_default()
+    } else {
+        path
+    };
+    let message = if field.is_empty() {
+        inner
+    } else {
+        format!("{field}: {inner}")
+    };
+    let e = CoordError::new(ErrorCode::InvalidArgument, message);
+    if field.is_empty() { e } else { e.with_field(&field) }
+}
+
+/// A JSON request as the operation's request type; errors name the field.
+pub fn parse_named<T: DeserializeOwned>(raw: &Value) -> CoordResult<T> {
+    if !raw.is_object() {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            "the request must be a JSON object",
+        ));
+    }
+    serde_path_to_error::deserialize(raw).map_err(field_error)
+}
+
+/// The parameters an audit row records: the request as the operation understood it.
+fn audit_parameters<T: Serialize>(req: &T) -> Value {
+    serde_json::to_value(req).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a request would not serialize for the audit row");
+        Value::Null
+    })
+}
+
+impl Coordinator {
+    /// Runs `O` for a typed request (in-process callers: CLI, hooks, bench, tests).
+    pub async fn run<O: Operation>(&self, who: &Principal, req: O::Request) -> CoordResult<O::Response> {
+        let parameters = audit_parameters(&req);
+        self.pipeline::<O>(who, parameters, Ok(req)).await
+    }
+
+    /// Runs `O` for a JSON request, or for the error a door met reading one (it is
+    /// audited like any other refusal); answers the wire JSON.
+    pub(crate) async fn run_json<O: Operation>(&self, who: &Principal, raw: CoordResult<Value>) -> CoordResult<Value> {
+        let (parameters, parsed) = match raw {
+            Ok(value) => match parse_named::<O::Request>(&value) {
+                Ok(req) => (audit_parameters(&req), Ok(req)),
+                Err(e) => (value, Err(e)),
+            },
+            Err(e) => (Value::Null, Err(e)),
+        };
+        let response = self.pipeline::<O>(who, parameters, parsed).await?;
+        serde_json::to_value(response).map_err(|e| {
+            tracing::error!(operation = O::NAME, error = %e, "a response would not serialize");
+            CoordError::internal()
+        })
+    }
+
+    async fn pipeline<O: Operation>(
+        &self,
+        who: &Principal,
+        parameters: Value,
+        parsed: CoordResult<O::Request>,
+    ) -> CoordResult<O::Response> {
+        let span =
+            tracing::info_span!("op", op = O::NAME, agent = %who.caller.agent_id, outcome = tracing::field::Empty);
+        async move {
+            let mut ctx = OpCtx {
+                now: self.clock.now(),
+                who: who.caller.for_audit(),
+                operation: O::NAME,
+                parameters,
+                started: Instant::now(),
+            };
+            let prepared = match self.prepare::<O>(&mut ctx, who, parsed).await {
+                Ok(args) => O::execute(self, ctx, args).await,
+                Err(e) => {
+                    if O::AUDIT == Audit::Always {
+                        self.audit_refusal(&ctx, &e).await;
+                    }
+                    Err(e)
+                }
+            };
+            tracing::Span::current().record("outcome", prepared.as_ref().err().map_or("ok", |e| e.code.as_str()));
+            prepared
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Every step before execution; the first refusal wins. Once the identity is
+    /// valid, `ctx` carries it (so refusals are audited under the trimmed name).
+    async fn prepare<O: Operation>(
+        &self,
+        ctx: &mut OpCtx,
+        who: &Principal,
+        parsed: CoordResult<O::Request>,
+    ) -> CoordResult<O::Args> {
+        ctx.who = who.caller.validate()?;
+        authorize(who.credential, O::ACCESS)?;
+        self.policy_stage::<O>(who, &ctx.who).await?;
+        O::validate(self, &ctx.who, parsed?)
+    }
+
+    /// Where profiles, trust levels, guardrails and approvals will decide. Today every
+    /// authorized call passes.
+    async fn policy_stage<O: Operation>(&self, _who: &Principal, _identity: &Identity) -> CoordResult<()> {
+        Ok(())
+    }
+
+    pub(crate) async fn audit_refusal(&self, ctx: &OpCtx, e: &CoordError) {
+        let record: AuditRecord = ctx.audit::<()>(Err(e));
+        if let Err(audit_err) = self.store.append_audit(ctx.now, record).await {
+            // The refusal still reaches the caller; the lost audit row is logged.
+            tracing::warn!(operation = ctx.operation, error = %audit_err, "could not audit a refused operation");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coord_domain::locks::AcquireLockRequest;
+    use serde_json::json;
+
+    #[test]
+    fn parse_errors_name_the_field() {
+        let cases = [
+            (json!({"ttl_minutes": 5}), Some("file_path")),
+            (json!({"file_path": "a", "ttl_minutes": "soon"}), Some("ttl_minutes")),
+            (json!([1]), None),
+            (json!("x"), None),
+        ];
+        for (raw, field) in cases {
+            let e = parse_named::<AcquireLockRequest>(&raw).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{raw}");
+            assert_eq!(e.field.as_deref(), field, "{raw}");
+        }
+        let ok: AcquireLockRequest = parse_named(&json!({"file_path": "a"})).unwrap();
+        assert_eq!(ok.file_path, "a");
+    }
+}

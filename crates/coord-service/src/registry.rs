@@ -1,0 +1,160 @@
+//! The registry: every operation, listed once. MCP tools, HTTP routes, OpenAPI, the
+//! remote client, `coord call` / `coord ops`, the generated `docs/operations.md` and the
+//! generic door tests all iterate [`ops`].
+
+use crate::op::{Audit, Http, Operation};
+use crate::ops::{audit, handoffs, keys, locks, ports, queue, sessions};
+use crate::{Coordinator, pipeline};
+use coord_domain::access::{Access, Effect, Principal};
+use coord_domain::{CoordError, CoordResult, ErrorCode};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::LazyLock;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// An operation's definition with its types erased, for the generic doors.
+pub struct OpEntry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub description: &'static str,
+    pub access: Access,
+    pub effect: Effect,
+    pub audit: Audit,
+    pub http: &'static [Http],
+    pub not_http: &'static str,
+    pub not_mcp: &'static str,
+    pub path_fields: &'static [&'static str],
+    /// The request's schema as a component (OpenAPI bodies).
+    pub request_schema: fn(&mut SchemaGenerator) -> Schema,
+    /// The request's own schema, its properties inline (OpenAPI query and path parameters).
+    pub request_root: fn(&mut SchemaGenerator) -> Schema,
+    pub response_schema: fn(&mut SchemaGenerator) -> Schema,
+    /// The request's schema as a standalone object schema (an MCP tool's input schema).
+    pub input_schema: fn() -> Map<String, Value>,
+    /// A query string typed through the request type (numbers stay numbers), as JSON.
+    pub query_to_json: fn(&str) -> CoordResult<Value>,
+    pub(crate) run: for<'a> fn(&'a Coordinator, &'a Principal, CoordResult<Value>) -> BoxFuture<'a, CoordResult<Value>>,
+}
+
+impl OpEntry {
+    pub fn is_mcp_tool(&self) -> bool {
+        self.not_mcp.is_empty()
+    }
+}
+
+impl std::fmt::Debug for OpEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// A request type's schema as MCP wants it: draft 2020-12, definitions inlined under
+/// `$defs`, the root's own title and description dropped (noise to a model).
+fn input_schema_of<T: JsonSchema>() -> Map<String, Value> {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let mut object = match schema.to_value() {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    };
+    object.remove("title");
+    object.remove("description");
+    object
+}
+
+fn query_to_json_of<T: serde::Serialize + serde::de::DeserializeOwned>(raw: &str) -> CoordResult<Value> {
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(raw.as_bytes()));
+    let typed: T = serde_path_to_error::deserialize(de).map_err(pipeline::field_error)?;
+    serde_json::to_value(typed).map_err(|e| {
+        tracing::error!(error = %e, "a request would not serialize");
+        CoordError::internal()
+    })
+}
+
+pub fn entry<O: Operation>() -> OpEntry {
+    OpEntry {
+        name: O::NAME,
+        summary: O::SUMMARY,
+        description: O::DESCRIPTION,
+        access: O::ACCESS,
+        effect: O::EFFECT,
+        audit: O::AUDIT,
+        http: O::HTTP,
+        not_http: O::NOT_HTTP,
+        not_mcp: O::NOT_MCP,
+        path_fields: O::PATH_FIELDS,
+        request_schema: |g| g.subschema_for::<O::Request>(),
+        request_root: |g| g.root_schema_for::<O::Request>(),
+        response_schema: |g| g.subschema_for::<O::Response>(),
+        input_schema: input_schema_of::<O::Request>,
+        query_to_json: query_to_json_of::<O::Request>,
+        run: |c, who, raw| Box::pin(c.run_json::<O>(who, raw)),
+    }
+}
+
+static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
+    vec![
+        entry::<locks::AcquireLock>(),
+        entry::<locks::ReleaseLock>(),
+        entry::<locks::ReleaseMyLocks>(),
+        entry::<locks::CheckLocks>(),
+        entry::<locks::LockStatus>(),
+        entry::<locks::CheckEdit>(),
+        entry::<queue::SubmitWork>(),
+        entry::<queue::GetWork>(),
+        entry::<queue::CompleteWork>(),
+        entry::<queue::GetTask>(),
+        entry::<queue::ListTasks>(),
+        entry::<sessions::RegisterSession>(),
+        entry::<sessions::Heartbeat>(),
+        entry::<sessions::DiscoverAgents>(),
+        entry::<sessions::CleanupDeadAgents>(),
+        entry::<sessions::MarkIdle>(),
+        entry::<sessions::EndSessionOp>(),
+        entry::<handoffs::WriteHandoff>(),
+        entry::<handoffs::ReadHandoff>(),
+        entry::<audit::QueryAudit>(),
+        entry::<audit::Status>(),
+        entry::<keys::CreateApiKey>(),
+        entry::<keys::ListApiKeys>(),
+        entry::<keys::RevokeApiKey>(),
+        entry::<ports::AllocatePorts>(),
+        entry::<ports::ReleasePorts>(),
+        entry::<ports::PortsStatus>(),
+    ]
+});
+
+/// Every operation, in a stable order (by capability).
+pub fn ops() -> &'static [OpEntry] {
+    &OPS
+}
+
+/// The operation called `name`.
+pub fn op(name: &str) -> Option<&'static OpEntry> {
+    ops().iter().find(|o| o.name == name)
+}
+
+/// The operation called `name`, or `unknown_operation` listing what exists.
+pub fn op_named(name: &str) -> CoordResult<&'static OpEntry> {
+    op(name).ok_or_else(|| {
+        let known: Vec<&str> = ops().iter().map(|o| o.name).collect();
+        CoordError::field(
+            ErrorCode::UnknownOperation,
+            "operation",
+            format!("no operation {name:?}; the operations are: {}", known.join(", ")),
+        )
+    })
+}
+
+/// The entry of a statically known operation.
+pub(crate) fn entry_of<O: Operation>() -> CoordResult<&'static OpEntry> {
+    op(O::NAME).ok_or_else(|| {
+        // A definition missing its registry line: a bug, reported on its first remote call.
+        tracing::error!(operation = O::NAME, "operation is not in the registry");
+        CoordError::internal()
+    })
+}
