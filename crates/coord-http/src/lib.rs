@@ -35,6 +35,14 @@ async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Respo
     let headers = req.headers().clone();
     let outcome = async {
         let authenticated = auth::authenticate(&app.auth, app.server.as_ref(), &headers).await?;
+        if authenticated == auth::Authenticated::Anonymous {
+            // An MCP session is an agent's connection (it registers a session and holds
+            // server memory): it needs a key, even for the tools anonymous HTTP may call.
+            return Err(coord_domain::CoordError::new(
+                coord_domain::ErrorCode::Unauthorized,
+                "/mcp needs an API key: send X-API-Key or Authorization: Bearer",
+            ));
+        }
         let claims = auth::Claims::of(&headers, None, None);
         let who = if authenticated == auth::Authenticated::Operator && !claims.names_anyone() {
             None
