@@ -89,6 +89,16 @@ pub enum Command {
     /// Port blocks for isolated per-session environments (shared by every process on this machine)
     #[command(subcommand)]
     Ports(PortsCommand),
+    /// Run any operation by name with a JSON request (every operation is reachable from
+    /// the shell the day it exists; `coord ops` lists them)
+    ///
+    /// Examples: `coord call acquire_lock '{"file_path":"src/a.rs","ttl_minutes":30}'`,
+    /// `coord call status`, `coord call write_handoff @handoff.json`, `echo '{}' | coord call check_locks -`.
+    /// The answer is printed as JSON; the exit code follows it (1 refused, 2 bad input).
+    Call(CallArgs),
+    /// List every operation: name, access, effect, HTTP routes, MCP tool, summary
+    /// (`--json` for the full definitions, with request and response schemas)
+    Ops,
     /// Serve MCP over stdin/stdout for one agent (Claude Code, Codex, any MCP client)
     Mcp,
     /// Measure throughput and latency on a scratch database, with invariant checks and
@@ -109,6 +119,14 @@ pub enum Command {
         /// and ignored), or git-pre-commit
         event: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The operation's name, as `coord ops` lists it (e.g. acquire_lock)
+    pub operation: String,
+    /// The request: a JSON object, @FILE to read one from a file, or - for stdin (default {})
+    pub request: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -68,8 +68,12 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Serve(_)
         | Command::Keys(_)
         | Command::Ports(_)
+        | Command::Call(_)
+        | Command::Ops
         | Command::Hook { .. } => {
-            unreachable!("handled by the caller")
+            // `lib::run` answers these before opening a coordinator; reaching here is a
+            // dispatch bug, reported instead of panicking.
+            out.error(&coord_domain::CoordError::internal())
         }
         Command::Lock(cmd) => match cmd {
             LockCommand::Acquire { path, reason, ttl } => {

@@ -9,8 +9,8 @@ use crate::args::GlobalArgs;
 use crate::context::{Context, default_identity, explicit_agent_type};
 use crate::open;
 use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest, WriteHandoffRequest};
-use coord_domain::locks::CheckLocksRequest;
-use coord_domain::sessions::RegisterSessionRequest;
+use coord_domain::locks::{CheckEditRequest, CheckLocksRequest, LockInfo};
+use coord_domain::sessions::{EndSessionRequest, RegisterSessionRequest};
 use coord_domain::{Caller, CoordResult, ErrorCode};
 use coord_service::Coordination;
 use coord_service::CoordinationExt as _;
@@ -113,44 +113,25 @@ async fn claude_event(
             })))
         }
         "SessionEnd" => {
-            let released = coord.release_my_locks(me).await?;
-            let status = coord.status(me).await?;
+            // What ending a session means is the `end_session` operation's to decide;
+            // the hook only chooses its arguments.
             let session = payload.get("session_id").and_then(Value::as_str).unwrap_or("?");
             let reason = payload.get("reason").and_then(Value::as_str).unwrap_or("unknown");
-            coord
-                .write_handoff(
-                    me,
-                    WriteHandoffRequest {
-                        summary: format!(
-                            "Claude Code session {session} ended (reason: {reason}); released {} lock(s).",
-                            released.released.len()
-                        ),
-                        in_progress: non_empty(
-                            status
-                                .my_tasks
-                                .iter()
-                                .map(|t| format!("task {} [{}]: {}", t.task_id, t.task_type, t.task_description))
-                                .collect(),
-                        ),
-                        relevant_files: non_empty(released.released),
-                        ..Default::default()
-                    },
-                )
-                .await?;
-            if let Err(e) = coord.mark_idle(me).await
-                && e.code != ErrorCode::NotFound
-            {
-                return Err(e);
-            }
+            let request = EndSessionRequest {
+                release_locks: Some(true),
+                handoff: Some(WriteHandoffRequest {
+                    summary: format!(
+                        "Claude Code session {session} ended (reason: {reason}); its locks were released."
+                    ),
+                    ..Default::default()
+                }),
+            };
+            coord.end_session(me, request).await?;
             Ok(None)
         }
         "PreToolUse" => pre_tool_use(payload, coord, ctx).await,
         _ => Ok(None),
     }
-}
-
-fn non_empty(v: Vec<String>) -> Option<Vec<String>> {
-    if v.is_empty() { None } else { Some(v) }
 }
 
 /// What a new session should know: its last handoff (or the project's latest), and
@@ -227,37 +208,22 @@ async fn pre_tool_use(payload: &Value, coord: &dyn Coordination, ctx: &Context) 
     else {
         return Ok(None);
     };
-    let path = ctx.lock_path(file);
-    let req = CheckLocksRequest {
-        file_paths: Some(vec![path]),
+    let req = CheckEditRequest {
+        paths: vec![ctx.lock_path(file)],
     };
-    let locks = match coord.check_locks(&ctx.caller, req).await {
-        Ok(r) => r.locks,
+    match coord.check_edit(&ctx.caller, req).await {
+        Ok(_) => Ok(None),
         // A path outside the repository is not ours to guard.
-        Err(e) if e.code == ErrorCode::InvalidPath => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let Some(held) = locks.into_iter().find(|l| l.locked_by != ctx.caller.agent_id) else {
-        return Ok(None);
-    };
-    let mut reason = format!(
-        "{} is locked by another agent, {} ({}), until {}",
-        held.file_path,
-        held.locked_by,
-        held.agent_type,
-        held.expires_at.format("%Y-%m-%d %H:%M UTC")
-    );
-    if let Some(why) = &held.reason {
-        reason.push_str(&format!(" — {why}"));
+        Err(e) if e.code == ErrorCode::InvalidPath => Ok(None),
+        Err(e) if e.code == ErrorCode::FileLocked => Ok(Some(json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": e.message,
+            }
+        }))),
+        Err(e) => Err(e),
     }
-    reason.push_str(". Do not edit it now: work on something else, or coordinate through the work queue.");
-    Ok(Some(json!({
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    })))
 }
 
 /// Where hook failures are recorded (the agent's session is never failed for them).
@@ -301,18 +267,16 @@ async fn git_pre_commit(global: &GlobalArgs) -> u8 {
     }
     let outcome = async {
         let coord = open::coordination(&ctx, 2).await?;
-        coord
-            .check_locks(
-                &ctx.caller,
-                CheckLocksRequest {
-                    file_paths: Some(staged),
-                },
-            )
-            .await
+        for chunk in staged.chunks(coord_domain::locks::MAX_EDIT_PATHS) {
+            let paths = chunk.to_vec();
+            coord.check_edit(&ctx.caller, CheckEditRequest { paths }).await?;
+        }
+        Ok(())
     }
     .await;
-    let locks = match outcome {
-        Ok(r) => r.locks,
+    let e = match outcome {
+        Ok(_) => return 0,
+        Err(e) if e.code == ErrorCode::FileLocked => e,
         Err(e) => {
             eprintln!(
                 "coord pre-commit: skipped, the coordinator is unavailable ({})",
@@ -321,10 +285,11 @@ async fn git_pre_commit(global: &GlobalArgs) -> u8 {
             return 0;
         }
     };
-    let foreign: Vec<_> = locks.iter().filter(|l| l.locked_by != ctx.caller.agent_id).collect();
-    if foreign.is_empty() {
-        return 0;
-    }
+    let foreign: Vec<LockInfo> = e
+        .details
+        .get("blocked")
+        .and_then(|b| serde_json::from_value(b.clone()).ok())
+        .unwrap_or_default();
     eprintln!("coord: this commit touches files locked by other agents:");
     for l in &foreign {
         let why = l.reason.as_deref().map(|r| format!(" — {r}")).unwrap_or_default();

@@ -6,6 +6,7 @@ mod bench;
 pub mod commands;
 pub mod context;
 pub mod hooks;
+mod ops;
 pub mod open;
 pub mod output;
 pub mod setup;
@@ -74,6 +75,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Serve(args) => return run_serve(&ctx, args).await,
         Command::Init { target: None } | Command::Migrate => return init_store(&ctx, out).await,
         Command::Keys(cmd) => return commands::keys(cmd, &ctx, &cli.global, out).await,
+        Command::Ops => return ops::list(out),
         _ => {}
     }
     if let Command::Ports(cmd) = cli.command {
@@ -89,6 +91,7 @@ pub async fn run(cli: Cli) -> u8 {
     };
     match cli.command {
         Command::Status => out.result(coord.status(&ctx.caller).await, commands::render_status),
+        Command::Call(args) => ops::call(&args, coord.as_ref(), &ctx).await,
         other => commands::run(other, coord.as_ref(), &ctx, out).await,
     }
 }

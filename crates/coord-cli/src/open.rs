@@ -113,16 +113,20 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
         keep_out_of_git(path);
     }
     let store = open_store_with(&ctx.db, pg_pool).await?;
-    let ports = coord_ports::PortAllocator::from_env()?;
-    Ok(Coordinator::new(
+    let coord = Coordinator::new(
         store,
         Arc::new(DatabaseClock),
         CoordConfig {
             repo_root: Some(ctx.repo_root.to_string_lossy().into_owned()),
             ..CoordConfig::default()
         },
-    )
-    .with_ports(ports))
+    );
+    // A bad PORT_ALLOC_* setting fails the port operations only: locks, the queue and
+    // the edit and commit guards must not depend on it.
+    Ok(match coord_ports::PortAllocator::from_env() {
+        Ok(ports) => coord.with_ports(ports),
+        Err(e) => coord.without_ports(e),
+    })
 }
 
 /// The default database lives inside the repository; a `.gitignore` beside it keeps

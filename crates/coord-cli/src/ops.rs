@@ -1,0 +1,134 @@
+//! `coord ops` and `coord call`: every operation of the registry, listed and callable
+//! from the shell, with no per-operation code.
+
+use crate::context::Context;
+use crate::output::{Output, table};
+use coord_domain::access::{Access, Effect, Principal};
+use coord_domain::{CoordError, CoordResult, ErrorCode};
+use coord_service::{Coordination, Method, op_named, ops};
+use serde_json::{Value, json};
+use std::io::Read;
+
+fn access_name(a: Access) -> &'static str {
+    match a {
+        Access::Read => "read",
+        Access::Agent => "agent",
+        Access::Operator => "operator",
+    }
+}
+
+fn effect_name(e: Effect) -> &'static str {
+    match e {
+        Effect::Read => "read",
+        Effect::Write => "write",
+        Effect::Destructive => "destructive",
+    }
+}
+
+/// The HTTP routes of an operation as `POST /locks/acquire`.
+pub fn routes(op: &coord_service::OpEntry) -> Vec<String> {
+    op.http
+        .iter()
+        .map(|h| {
+            let method = match h.method {
+                Method::Get => "GET",
+                Method::Post => "POST",
+            };
+            format!("{method} {}", h.path.replace("{*", "{"))
+        })
+        .collect()
+}
+
+/// `coord ops`.
+pub fn list(out: Output) -> u8 {
+    if out.json {
+        let mut g = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+        let all: Vec<Value> = ops()
+            .iter()
+            .map(|op| {
+                json!({
+                    "name": op.name,
+                    "summary": op.summary,
+                    "description": op.description,
+                    "access": op.access,
+                    "effect": op.effect,
+                    "audit": op.audit,
+                    "http": routes(op),
+                    "mcp_tool": op.is_mcp_tool(),
+                    "request_schema": (op.input_schema)(),
+                    "response_schema": (op.response_schema)(&mut g).to_value(),
+                })
+            })
+            .collect();
+        println!("{}", json!({"success": true, "operations": all, "definitions": g.take_definitions(true)}));
+        return 0;
+    }
+    let mut t = table(&["OPERATION", "ACCESS", "EFFECT", "HTTP", "MCP", "SUMMARY"]);
+    for op in ops() {
+        t.add_row(vec![
+            op.name.to_string(),
+            access_name(op.access).to_string(),
+            effect_name(op.effect).to_string(),
+            routes(op).join(", "),
+            if op.is_mcp_tool() { "yes" } else { "no" }.to_string(),
+            op.summary.to_string(),
+        ]);
+    }
+    println!("{t}");
+    println!("\nRun one with `coord call <operation> '<json>'`; `coord ops --json` has the request schemas.");
+    0
+}
+
+/// The request text of `coord call`: inline JSON, `@file`, `-` (stdin), or none (`{}`).
+fn request_text(raw: Option<&str>) -> CoordResult<String> {
+    let unreadable = |what: String, e: std::io::Error| {
+        CoordError::field(ErrorCode::InvalidArgument, "request", format!("cannot read {what}: {e}"))
+    };
+    match raw {
+        None => Ok("{}".into()),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| unreadable("standard input".into(), e))?;
+            Ok(s)
+        }
+        Some(r) if r.starts_with('@') => std::fs::read_to_string(&r[1..]).map_err(|e| unreadable(r[1..].to_string(), e)),
+        Some(r) => Ok(r.to_string()),
+    }
+}
+
+/// `coord call`: the answer as JSON, the exit code by its outcome.
+pub async fn call(args: &crate::args::CallArgs, coord: &dyn Coordination, ctx: &Context) -> u8 {
+    // Always JSON: the answer's shape is the operation's, not a table's.
+    let out = Output { json: true };
+    let op = match op_named(args.operation.trim()) {
+        Ok(op) => op,
+        Err(e) => return out.error(&e),
+    };
+    // A request that is not JSON still reaches the pipeline, so the refusal is audited.
+    let request = request_text(args.request.as_deref()).and_then(|text| {
+        serde_json::from_str::<Value>(&text).map_err(|e| {
+            CoordError::field(ErrorCode::InvalidJson, "request", format!("the request is not valid JSON: {e}"))
+        })
+    });
+    let who = Principal::local(ctx.caller.clone());
+    out.result(coord.invoke(op, &who, request).await, |_| String::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_sources() {
+        assert_eq!(request_text(None).unwrap(), "{}");
+        assert_eq!(request_text(Some(r#"{"a":1}"#)).unwrap(), r#"{"a":1}"#);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.json");
+        std::fs::write(&file, "{}").unwrap();
+        assert_eq!(request_text(Some(&format!("@{}", file.display()))).unwrap(), "{}");
+        let e = request_text(Some("@/no/such/file.json")).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("request"));
+    }
+}
