@@ -271,7 +271,7 @@ async fn git_pre_commit(global: &GlobalArgs) -> u8 {
             let paths = chunk.to_vec();
             coord.check_edit(&ctx.caller, CheckEditRequest { paths }).await?;
         }
-        Ok(())
+        Ok::<_, coord_domain::CoordError>(())
     }
     .await;
     let e = match outcome {
