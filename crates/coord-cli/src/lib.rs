@@ -6,8 +6,8 @@ mod bench;
 pub mod commands;
 pub mod context;
 pub mod hooks;
-mod ops;
 pub mod open;
+mod ops;
 pub mod output;
 pub mod setup;
 

@@ -60,7 +60,10 @@ pub fn list(out: Output) -> u8 {
                 })
             })
             .collect();
-        println!("{}", json!({"success": true, "operations": all, "definitions": g.take_definitions(true)}));
+        println!(
+            "{}",
+            json!({"success": true, "operations": all, "definitions": g.take_definitions(true)})
+        );
         return 0;
     }
     let mut t = table(&["OPERATION", "ACCESS", "EFFECT", "HTTP", "MCP", "SUMMARY"]);
@@ -82,7 +85,11 @@ pub fn list(out: Output) -> u8 {
 /// The request text of `coord call`: inline JSON, `@file`, `-` (stdin), or none (`{}`).
 fn request_text(raw: Option<&str>) -> CoordResult<String> {
     let unreadable = |what: String, e: std::io::Error| {
-        CoordError::field(ErrorCode::InvalidArgument, "request", format!("cannot read {what}: {e}"))
+        CoordError::field(
+            ErrorCode::InvalidArgument,
+            "request",
+            format!("cannot read {what}: {e}"),
+        )
     };
     match raw {
         None => Ok("{}".into()),
@@ -93,7 +100,9 @@ fn request_text(raw: Option<&str>) -> CoordResult<String> {
                 .map_err(|e| unreadable("standard input".into(), e))?;
             Ok(s)
         }
-        Some(r) if r.starts_with('@') => std::fs::read_to_string(&r[1..]).map_err(|e| unreadable(r[1..].to_string(), e)),
+        Some(r) if r.starts_with('@') => {
+            std::fs::read_to_string(&r[1..]).map_err(|e| unreadable(r[1..].to_string(), e))
+        }
         Some(r) => Ok(r.to_string()),
     }
 }
@@ -109,7 +118,11 @@ pub async fn call(args: &crate::args::CallArgs, coord: &dyn Coordination, ctx: &
     // A request that is not JSON still reaches the pipeline, so the refusal is audited.
     let request = request_text(args.request.as_deref()).and_then(|text| {
         serde_json::from_str::<Value>(&text).map_err(|e| {
-            CoordError::field(ErrorCode::InvalidJson, "request", format!("the request is not valid JSON: {e}"))
+            CoordError::field(
+                ErrorCode::InvalidJson,
+                "request",
+                format!("the request is not valid JSON: {e}"),
+            )
         })
     });
     let who = Principal::local(ctx.caller.clone());

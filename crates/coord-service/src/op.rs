@@ -26,7 +26,7 @@ pub enum Audit {
     Never,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Method {
     Get,
@@ -127,6 +127,9 @@ pub trait Operation: Send + Sync + 'static {
     /// remote client makes absolute paths inside its checkout repo-relative before
     /// sending, since the server's checkout lives elsewhere.
     const PATH_FIELDS: &'static [&'static str] = &[];
+    /// A valid request, as JSON: shown in `docs/operations.md` and run by the generic
+    /// tests that check every operation on every door.
+    const EXAMPLE: &'static str = "{}";
 
     type Request: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
     type Response: Serialize + DeserializeOwned + JsonSchema + Send + 'static;

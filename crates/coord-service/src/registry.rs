@@ -27,6 +27,7 @@ pub struct OpEntry {
     pub not_http: &'static str,
     pub not_mcp: &'static str,
     pub path_fields: &'static [&'static str],
+    pub example: &'static str,
     /// The request's schema as a component (OpenAPI bodies).
     pub request_schema: fn(&mut SchemaGenerator) -> Schema,
     /// The request's own schema, its properties inline (OpenAPI query and path parameters).
@@ -87,6 +88,7 @@ pub fn entry<O: Operation>() -> OpEntry {
         not_http: O::NOT_HTTP,
         not_mcp: O::NOT_MCP,
         path_fields: O::PATH_FIELDS,
+        example: O::EXAMPLE,
         request_schema: |g| g.subschema_for::<O::Request>(),
         request_root: |g| g.root_schema_for::<O::Request>(),
         response_schema: |g| g.subschema_for::<O::Response>(),
@@ -157,4 +159,77 @@ pub(crate) fn entry_of<O: Operation>() -> CoordResult<&'static OpEntry> {
         tracing::error!(operation = O::NAME, "operation is not in the registry");
         CoordError::internal()
     })
+}
+
+fn http_routes(op: &OpEntry) -> Vec<String> {
+    op.http
+        .iter()
+        .map(|h| format!("{} {}", h.method.as_str().to_uppercase(), h.path.replace("{*", "{")))
+        .collect()
+}
+
+/// `docs/operations.md`, generated from the registry (a test keeps the committed file
+/// current).
+pub fn markdown() -> String {
+    let name = |a: Access| match a {
+        Access::Read => "read",
+        Access::Agent => "agent",
+        Access::Operator => "operator",
+    };
+    let effect = |e: Effect| match e {
+        Effect::Read => "read",
+        Effect::Write => "write",
+        Effect::Destructive => "destructive",
+    };
+    let mut md = String::from(
+        "# Operations\n\n\
+         Generated from the operation registry (`crates/coord-service/src/registry.rs`) by \
+         `cargo test -p coord-service --test registry`; do not edit by hand: \
+         `UPDATE_DOCS=1 cargo test -p coord-service --test registry` rewrites it.\n\n\
+         Every operation is one definition (`crates/coord-service/src/ops/`) that every door reads: \
+         it is an MCP tool of the same name (`coord mcp`, and `/mcp` of `coord serve`), the HTTP \
+         routes listed (`coord serve`; `GET /openapi.json` has the schemas), and \
+         `coord call <operation> '<json>'` on the command line (`coord ops` lists them).\n\n\
+         **Access** (decided by the service for every door): `read` — anyone who reaches the \
+         server, with or without an API key; `agent` — an API key (bound to one identity, or an \
+         operator key) over HTTP, or a local process (CLI, hooks, `coord mcp` over stdio); \
+         `operator` — an operator key (`COORDINATION_API_KEYS`) or a local process. \
+         **Effect**: `read`, `write`, or `destructive` (removes other agents' state); MCP \
+         clients see it as tool annotations. **Audited**: every outcome writes one audit row, \
+         refusals and unparseable requests included; port blocks need no database and are not \
+         audited.\n\n\
+         | operation | access | effect | HTTP | MCP tool | audited | summary |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for op in ops() {
+        let routes = http_routes(op)
+            .iter()
+            .map(|r| format!("`{r}`"))
+            .collect::<Vec<_>>()
+            .join("<br>");
+        md.push_str(&format!(
+            "| [`{n}`](#{n}) | {} | {} | {} | {} | {} | {} |\n",
+            name(op.access),
+            effect(op.effect),
+            if routes.is_empty() { "—".into() } else { routes },
+            if op.is_mcp_tool() { "yes" } else { "no" },
+            if op.audit == Audit::Always { "yes" } else { "no" },
+            op.summary,
+            n = op.name,
+        ));
+    }
+    for op in ops() {
+        md.push_str(&format!("\n## {}\n\n{}\n\n", op.name, op.description));
+        for route in http_routes(op) {
+            md.push_str(&format!("- HTTP: `{route}`\n"));
+        }
+        if !op.not_http.is_empty() {
+            md.push_str(&format!("- Not over HTTP: {}\n", op.not_http));
+        }
+        if !op.not_mcp.is_empty() {
+            md.push_str(&format!("- Not an MCP tool: {}\n", op.not_mcp));
+        }
+        md.push_str(&format!("- Shell: `coord call {} '{}'`\n", op.name, op.example));
+    }
+    md
 }

@@ -17,6 +17,7 @@ impl Operation for QueryAudit {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const HTTP: &'static [Http] = &[Http::get("/audit")];
+    const EXAMPLE: &'static str = "{\"operation\": \"acquire_lock\", \"success\": false, \"limit\": 20}";
     type Request = AuditQueryRequest;
     type Response = AuditQueryResult;
     type Args = AuditFilter;

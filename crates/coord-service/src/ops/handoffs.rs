@@ -20,6 +20,7 @@ impl Operation for WriteHandoff {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/handoffs")];
+    const EXAMPLE: &'static str = "{\"summary\": \"login refactor half done\", \"next_steps\": [\"logout flow\"], \"relevant_files\": [\"src/auth.rs\"]}";
     type Request = WriteHandoffRequest;
     type Response = WriteHandoffResult;
     type Args = NewHandoff;
@@ -43,6 +44,7 @@ impl Operation for ReadHandoff {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const HTTP: &'static [Http] = &[Http::get("/handoffs")];
+    const EXAMPLE: &'static str = "{\"agent_name\": \"*\", \"limit\": 3}";
     type Request = ReadHandoffRequest;
     type Response = ReadHandoffResult;
     type Args = HandoffQuery;

@@ -23,6 +23,8 @@ impl Operation for CreateApiKey {
     const ACCESS: Access = Access::Operator;
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/keys")];
+    const EXAMPLE: &'static str =
+        "{\"bound_agent_id\": \"ci-job-42\", \"bound_agent_type\": \"ci\", \"expires_in_minutes\": 120}";
     type Request = CreateApiKeyRequest;
     type Response = CreateApiKeyResult;
     // The secret travels beside the validated key; only its hash reaches the store.
@@ -86,6 +88,7 @@ impl Operation for RevokeApiKey {
     const ACCESS: Access = Access::Operator;
     const EFFECT: Effect = Effect::Destructive;
     const HTTP: &'static [Http] = &[Http::post("/keys/revoke").errors(&[404])];
+    const EXAMPLE: &'static str = "{\"key_id\": \"key_0123456789ab\"}";
     type Request = RevokeApiKeyRequest;
     type Response = RevokeApiKeyResult;
     type Args = String;

@@ -26,6 +26,8 @@ impl Operation for AcquireLock {
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/locks/acquire")];
     const PATH_FIELDS: &'static [&'static str] = &["file_path"];
+    const EXAMPLE: &'static str =
+        "{\"file_path\": \"src/auth.rs\", \"reason\": \"refactor login\", \"ttl_minutes\": 60}";
     type Request = AcquireLockRequest;
     type Response = AcquireLockResult;
     type Args = (String, Option<String>, i64);
@@ -50,6 +52,7 @@ impl Operation for ReleaseLock {
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/locks/release").errors(&[409])];
     const PATH_FIELDS: &'static [&'static str] = &["file_path"];
+    const EXAMPLE: &'static str = "{\"file_path\": \"src/auth.rs\"}";
     type Request = ReleaseLockRequest;
     type Response = ReleaseLockResult;
     type Args = String;
@@ -99,6 +102,7 @@ impl Operation for CheckLocks {
         Http::get("/locks").input(Input::None).summary("Every live lock"),
     ];
     const PATH_FIELDS: &'static [&'static str] = &["file_paths"];
+    const EXAMPLE: &'static str = "{\"file_paths\": [\"src/auth.rs\"]}";
     type Request = CheckLocksRequest;
     type Response = CheckLocksResult;
     type Args = Option<Vec<String>>;
@@ -123,6 +127,7 @@ impl Operation for LockStatus {
     const EFFECT: Effect = Effect::Read;
     const HTTP: &'static [Http] = &[Http::get("/locks/status/{*file_path}").input(Input::Path("file_path"))];
     const PATH_FIELDS: &'static [&'static str] = &["file_path"];
+    const EXAMPLE: &'static str = "{\"file_path\": \"src/auth.rs\"}";
     type Request = LockStatusRequest;
     type Response = LockStatusResult;
     type Args = String;
@@ -150,6 +155,7 @@ impl Operation for CheckEdit {
     const EFFECT: Effect = Effect::Read;
     const HTTP: &'static [Http] = &[Http::post("/locks/check-edit").errors(&[409])];
     const PATH_FIELDS: &'static [&'static str] = &["paths"];
+    const EXAMPLE: &'static str = "{\"paths\": [\"src/auth.rs\", \"src/main.rs\"]}";
     type Request = CheckEditRequest;
     type Response = CheckEditResult;
     type Args = Vec<String>;

@@ -28,6 +28,7 @@ impl Operation for AllocatePorts {
     const EFFECT: Effect = Effect::Write;
     const AUDIT: Audit = Audit::Never;
     const HTTP: &'static [Http] = &[Http::post("/ports/allocate").errors(&[409])];
+    const EXAMPLE: &'static str = "{\"session_id\": \"feature-login\"}";
     type Request = AllocatePortsRequest;
     type Response = AllocatePortsResult;
     type Args = AllocatePortsRequest;
@@ -51,6 +52,7 @@ impl Operation for ReleasePorts {
     const EFFECT: Effect = Effect::Write;
     const AUDIT: Audit = Audit::Never;
     const HTTP: &'static [Http] = &[Http::post("/ports/release")];
+    const EXAMPLE: &'static str = "{\"session_id\": \"feature-login\"}";
     type Request = ReleasePortsRequest;
     type Response = ReleasePortsResult;
     type Args = ReleasePortsRequest;

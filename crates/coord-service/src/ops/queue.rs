@@ -21,6 +21,8 @@ impl Operation for SubmitWork {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/work/submit")];
+    const EXAMPLE: &'static str =
+        "{\"task_type\": \"test\", \"task_description\": \"run the test suite\", \"priority\": 3}";
     type Request = SubmitWorkRequest;
     type Response = SubmitWorkResult;
     type Args = NewTask;
@@ -46,6 +48,7 @@ impl Operation for GetWork {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/work/claim")];
+    const EXAMPLE: &'static str = "{\"task_types\": [\"test\"]}";
     type Request = GetWorkRequest;
     type Response = GetWorkResult;
     type Args = ClaimSpec;
@@ -70,6 +73,8 @@ impl Operation for CompleteWork {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/work/complete").errors(&[404, 409])];
+    const EXAMPLE: &'static str =
+        "{\"task_id\": \"5b0c6a1e-8f2d-4c1a-9a57-3f7e2d1c0b9a\", \"success\": true, \"result\": {\"passed\": 12}}";
     type Request = CompleteWorkRequest;
     type Response = CompleteWorkResult;
     type Args = Completion;
@@ -96,6 +101,7 @@ impl Operation for GetTask {
     const HTTP: &'static [Http] = &[Http::get("/work/{task_id}")
         .input(Input::Path("task_id"))
         .errors(&[404])];
+    const EXAMPLE: &'static str = "{\"task_id\": \"5b0c6a1e-8f2d-4c1a-9a57-3f7e2d1c0b9a\"}";
     type Request = GetTaskRequest;
     type Response = GetTaskResult;
     type Args = String;
@@ -119,6 +125,7 @@ impl Operation for ListTasks {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const HTTP: &'static [Http] = &[Http::get("/work")];
+    const EXAMPLE: &'static str = "{\"status\": \"pending\", \"limit\": 20}";
     type Request = ListTasksRequest;
     type Response = ListTasksResult;
     type Args = TaskFilter;

@@ -21,6 +21,7 @@ impl Operation for RegisterSession {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/sessions/register")];
+    const EXAMPLE: &'static str = "{\"capabilities\": [\"coding\", \"review\"], \"current_task\": \"auth refactor\"}";
     type Request = RegisterSessionRequest;
     type Response = SessionResult;
     type Args = NewSession;
@@ -68,6 +69,7 @@ impl Operation for DiscoverAgents {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const HTTP: &'static [Http] = &[Http::get("/agents")];
+    const EXAMPLE: &'static str = "{\"capability\": \"review\"}";
     type Request = DiscoverAgentsRequest;
     type Response = DiscoverAgentsResult;
     type Args = (Option<String>, Option<AgentStatus>);
@@ -96,6 +98,7 @@ impl Operation for CleanupDeadAgents {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Destructive;
     const HTTP: &'static [Http] = &[Http::post("/agents/cleanup")];
+    const EXAMPLE: &'static str = "{\"stale_threshold_minutes\": 15}";
     type Request = CleanupDeadAgentsRequest;
     type Response = CleanupResult;
     type Args = i64;
@@ -150,6 +153,7 @@ impl Operation for EndSessionOp {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/sessions/end")];
+    const EXAMPLE: &'static str = "{\"release_locks\": true, \"handoff\": {\"summary\": \"login refactor half done\", \"next_steps\": [\"logout flow\"]}}";
     type Request = EndSessionRequest;
     type Response = EndSessionResult;
     type Args = EndSession;
