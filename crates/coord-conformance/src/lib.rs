@@ -60,6 +60,7 @@ macro_rules! conformance_suite {
             audit::identity_is_validated,
             audit::status_summarises,
             audit::storage_failure_is_database_unavailable,
+            registry::registry_every_audited_operation_writes_one_row_per_call,
         );
         $crate::__sync_cases!($backend;
             model::model_locks_state_machine,

@@ -167,7 +167,7 @@ async fn receive(
         Input::Body => body_value,
         Input::Query => body_value.and((op.query_to_json)(query.as_deref().unwrap_or(""))),
         Input::Path(name) => body_value.and(path_param(path, name)),
-        Input::None => body_value.map(|_| Value::Object(Map::new())),
+        Input::None => Ok(Value::Object(Map::new())),
     };
     Received {
         request,

@@ -94,9 +94,11 @@ fn operation(op: &OpEntry, binding: &Http, g: &mut SchemaGenerator, error_ref: &
     match binding.input {
         Input::None => {}
         Input::Body => {
+            // A body is optional when none of its fields is (an empty body reads as {}).
+            let required = !parameters_of(op, g).1.is_empty();
             doc.insert(
                 "requestBody".into(),
-                json!({"required": true, "content": {"application/json": {"schema": (op.request_schema)(g).to_value()}}}),
+                json!({"required": required, "content": {"application/json": {"schema": (op.request_schema)(g).to_value()}}}),
             );
         }
         Input::Query => {

@@ -212,17 +212,23 @@ impl RemoteClient {
     /// POSTs carry the identity in the body: JSON holds any identity the service may
     /// judge, where a header cannot carry control characters.
     async fn post<Res: DeserializeOwned>(&self, caller: &Caller, path: &str, mut value: Value) -> CoordResult<Res> {
-        let (id, ty, defaults) = self.identity(caller);
-        if let Value::Object(map) = &mut value {
-            if let Some(id) = id {
-                map.insert("agent_id".into(), id.into());
+        let headers = match &mut value {
+            Value::Object(map) => {
+                let (id, ty, defaults) = self.identity(caller);
+                if let Some(id) = id {
+                    map.insert("agent_id".into(), id.into());
+                }
+                if let Some(ty) = ty {
+                    map.insert("agent_type".into(), ty.into());
+                }
+                let mut headers = self.headers(None)?;
+                headers.extend(defaults);
+                headers
             }
-            if let Some(ty) = ty {
-                map.insert("agent_type".into(), ty.into());
-            }
-        }
-        let mut headers = self.headers(None)?;
-        headers.extend(defaults);
+            // A body that is not an object cannot hold them: the headers do (the server
+            // then refuses the body, and audits the refusal under the right name).
+            _ => self.headers(Some(caller))?,
+        };
         let r = self
             .http
             .post(format!("{}{path}", self.base))
@@ -313,7 +319,6 @@ impl Coordination for RemoteClient {
         };
         let caller = &who.caller;
         match (binding.method, binding.input) {
-            (Method::Post, Input::None) => self.post(caller, binding.path, Value::Object(Map::new())).await,
             (Method::Post, _) => self.post(caller, binding.path, request).await,
             (Method::Get, Input::Query | Input::Body) => {
                 self.get(Some(caller), binding.path, &query_of(&request)?).await

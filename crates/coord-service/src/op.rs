@@ -51,7 +51,7 @@ pub enum Input {
     Query,
     /// One path parameter (GET) that becomes the request's only field.
     Path(&'static str),
-    /// Nothing: the request is `{}` (query strings are ignored).
+    /// Nothing (GET only): the request is `{}`; query strings are ignored.
     None,
 }
 

@@ -6,4 +6,5 @@ pub mod keys;
 pub mod locks;
 pub mod model;
 pub mod queue;
+pub mod registry;
 pub mod sessions;

@@ -74,7 +74,7 @@ impl Operation for ReleaseMyLocks {
         work or before you stop. Answers {success:true, released:[paths whose live lock was released]}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
-    const HTTP: &'static [Http] = &[Http::post("/locks/release-mine").input(Input::None)];
+    const HTTP: &'static [Http] = &[Http::post("/locks/release-mine")];
     type Request = Empty;
     type Response = ReleaseAllResult;
     type Args = ();

@@ -1,7 +1,7 @@
 //! Agent sessions: registration, liveness, discovery, cleanup, and ending a session.
 
 use crate::Coordinator;
-use crate::op::{Http, Input, Operation};
+use crate::op::{Http, Operation};
 use coord_domain::access::{Access, Effect};
 use coord_domain::sessions::{
     AgentStatus, CleanupDeadAgentsRequest, CleanupResult, DiscoverAgentsRequest, DiscoverAgentsResult, EndSession,
@@ -127,7 +127,7 @@ impl Operation for MarkIdle {
         not_found when you have no live session. To leave, use end_session.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
-    const HTTP: &'static [Http] = &[Http::post("/sessions/idle").input(Input::None).errors(&[404])];
+    const HTTP: &'static [Http] = &[Http::post("/sessions/idle").errors(&[404])];
     type Request = Empty;
     type Response = SessionResult;
     type Args = ();

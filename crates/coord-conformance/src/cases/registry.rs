@@ -1,0 +1,76 @@
+//! Generic cases that iterate the operation registry: every audited operation writes
+//! exactly one audit row per call — for a valid request (answered or refused) and for a
+//! request that is not even of the operation's type — on every store and through every
+//! door the suite runs through.
+
+use crate::{Backend, Harness, agent};
+use coord_domain::access::Principal;
+use coord_domain::audit::AuditQueryRequest;
+use coord_domain::error::ErrorKind;
+use coord_domain::{CoordError, ErrorCode};
+use coord_service::{Audit, CoordinationExt as _, Method, ops};
+use serde_json::Value;
+
+async fn rows(h: &Harness, agent_id: &str, operation: &str) -> Vec<bool> {
+    let log = h
+        .local
+        .query_audit(
+            &agent("auditor"),
+            AuditQueryRequest {
+                agent_id: Some(agent_id.into()),
+                operation: Some(operation.into()),
+                limit: Some(100),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    log.entries.iter().map(|e| e.success).collect()
+}
+
+pub async fn registry_every_audited_operation_writes_one_row_per_call(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    for op in ops() {
+        let name = format!("reg-{}", op.name);
+        let who = Principal::local(agent(&name));
+        let example: Value = serde_json::from_str(op.example).unwrap();
+        let answered = h.coord.invoke(op, &who, Ok(example)).await;
+        if let Err(e) = &answered {
+            assert!(
+                !matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Internal),
+                "{}: {e:?}",
+                op.name
+            );
+        }
+        // Not an object at all. (A remote client cannot put a non-object in a query
+        // string or a path: there the HTTP tests send malformed queries instead.)
+        let through_a_door = h.coord.local().is_none();
+        let get = op.http.first().is_some_and(|b| b.method == Method::Get);
+        if !(through_a_door && get) {
+            let refused = h.coord.invoke(op, &who, Ok(Value::Array(vec![]))).await;
+            assert_eq!(
+                refused.map_err(|e| e.code),
+                Err(ErrorCode::InvalidArgument),
+                "{}",
+                op.name
+            );
+        }
+        // What a door could not read at all is audited too.
+        if !through_a_door {
+            let unread = CoordError::new(ErrorCode::InvalidJson, "not JSON");
+            assert!(h.coord.invoke(op, &who, Err(unread)).await.is_err(), "{}", op.name);
+        }
+        let got = rows(&h, &name, op.name).await;
+        let want = match (op.audit, through_a_door, get) {
+            (Audit::Never, ..) => 0,
+            (Audit::Always, false, _) => 3,
+            (Audit::Always, true, true) => 1,
+            (Audit::Always, true, false) => 2,
+        };
+        assert_eq!(got.len(), want, "{}: audit rows {got:?}", op.name);
+        if want >= 2 {
+            // Newest first: the refusals are failures.
+            assert!(!got[0], "{}: {got:?}", op.name);
+        }
+    }
+}
