@@ -25,6 +25,17 @@ pub struct Fixture {
     pub raw: Box<dyn RawSql>,
 }
 
+/// Which door the cases talk through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door {
+    /// The coordinator itself.
+    InProcess,
+    /// The JSON API, through the remote client.
+    Http,
+    /// MCP tools, through an MCP client.
+    Mcp,
+}
+
 /// What a store crate provides to run the suite.
 #[async_trait]
 pub trait Backend: Send + Sync {
@@ -39,6 +50,12 @@ pub trait Backend: Send + Sync {
     /// HTTP API and its remote client); the default is the coordinator itself.
     async fn wrap(&self, coord: Coordinator) -> Arc<dyn Coordination> {
         Arc::new(coord)
+    }
+
+    /// The door [`Backend::wrap`] puts in front (what a client of it can send differs:
+    /// MCP arguments are always objects, query strings hold no nested values).
+    fn door(&self) -> Door {
+        Door::InProcess
     }
 }
 
@@ -55,6 +72,8 @@ pub struct Harness {
     pub clock: Arc<ManualClock>,
     pub store: Arc<dyn Store>,
     pub raw: Box<dyn RawSql>,
+    /// The door the cases talk through.
+    pub door: Door,
 }
 
 impl Harness {
@@ -94,6 +113,7 @@ impl Harness {
             clock,
             store: fx.store,
             raw: fx.raw,
+            door: b.door(),
         }
     }
 

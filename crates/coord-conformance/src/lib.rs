@@ -13,7 +13,7 @@
 pub mod cases;
 mod harness;
 
-pub use harness::{Backend, Fixture, Harness, RawSql, agent};
+pub use harness::{Backend, Door, Fixture, Harness, RawSql, agent};
 
 /// Expands to every conformance case as a test function.
 #[macro_export]

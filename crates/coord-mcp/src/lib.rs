@@ -46,6 +46,9 @@ pub enum SessionMode {
     /// Streamable HTTP: requests carry no connection; the first use of an identity
     /// starts its session (or keeps the one it has) through a heartbeat.
     Shared,
+    /// The client manages its session itself (`register_session`, `heartbeat`,
+    /// `end_session`); the server adds no calls of its own. For embedding and tests.
+    Manual,
 }
 
 #[derive(Debug, Clone)]
@@ -199,7 +202,10 @@ impl CoordMcp {
             client.as_ref().map(|c| c.name.as_str()),
         );
         *self.session.caller.lock().unwrap_or_else(PoisonError::into_inner) = Some(caller.clone());
-        if credential != Credential::Anonymous && !self.session.registered.swap(true, Ordering::SeqCst) {
+        if credential != Credential::Anonymous
+            && self.options.session_mode != SessionMode::Manual
+            && !self.session.registered.swap(true, Ordering::SeqCst)
+        {
             self.start_session(&caller, credential).await;
         }
         caller
@@ -222,6 +228,7 @@ impl CoordMcp {
             )
             .await
             .map(|_| ()),
+            SessionMode::Manual => Ok(()),
         };
         match started {
             Ok(()) if self.options.session_mode == SessionMode::PerConnection => self.start_heartbeat(caller.clone()),

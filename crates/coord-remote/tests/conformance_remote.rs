@@ -35,6 +35,10 @@ impl Backend for RemoteBackend {
         });
         Arc::new(RemoteClient::new(&format!("http://{addr}"), Some(KEY.into())).expect("client"))
     }
+
+    fn door(&self) -> coord_conformance::Door {
+        coord_conformance::Door::Http
+    }
 }
 
 coord_conformance::conformance_suite!(RemoteBackend);
