@@ -2,7 +2,7 @@
 
 use crate::{Backend, Harness, agent};
 use coord_domain::ErrorCode;
-use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
+use coord_domain::locks::{AcquireLockRequest, CheckEditRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
 use coord_service::CoordinationExt as _;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -375,4 +375,74 @@ pub async fn locks_and_leases_on_the_database_clock(b: &dyn Backend) {
     assert_eq!(again.action, LockAction::Refreshed);
     h.coord.release_lock(&a, release("a.rs")).await.unwrap();
     assert_eq!(h.lock(&bb, "a.rs", Some(1)).await.action, LockAction::Acquired);
+}
+
+/// `check_edit`, the decision behind the edit and commit guards: your own locks never
+/// block you (whatever spacing your id arrives with), another agent's live lock does,
+/// with who, until when and why; expired locks block nobody; the refusal is audited.
+pub async fn locks_check_edit_blocks_only_foreign_live_locks(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let (a, bb) = (agent("agent-a"), agent("agent-b"));
+    h.lock(&a, "src/a.rs", Some(10)).await;
+    let edit = |paths: &[&str]| CheckEditRequest {
+        paths: paths.iter().map(|p| p.to_string()).collect(),
+    };
+    let mine = h
+        .coord
+        .check_edit(&a, edit(&["src/a.rs", "src/free.rs"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        (mine.allowed, mine.paths.clone()),
+        (true, vec!["src/a.rs".to_string(), "src/free.rs".into()])
+    );
+    // The same agent with stray spaces is still the same agent.
+    let spaced = coord_domain::Caller::new(" agent-a ", "test_agent");
+    assert!(
+        h.coord
+            .check_edit(&spaced, edit(&["./src/a.rs"]))
+            .await
+            .unwrap()
+            .allowed
+    );
+    let e = h
+        .coord
+        .check_edit(&bb, edit(&["src/free.rs", "/work/repo/src/a.rs"]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::FileLocked);
+    assert_eq!(e.details["locked_by"], "agent-a");
+    assert_eq!(e.details["file_path"], "src/a.rs");
+    assert_eq!(e.details["blocked"].as_array().map(Vec::len), Some(1));
+    assert!(
+        e.message.contains("agent-a") && e.message.contains("src/a.rs"),
+        "{}",
+        e.message
+    );
+    for bad in [edit(&[]), edit(&["../outside.rs"])] {
+        let e = h.coord.check_edit(&bb, bad).await.unwrap_err();
+        assert!(
+            matches!(e.code, ErrorCode::InvalidArgument | ErrorCode::InvalidPath),
+            "{e:?}"
+        );
+    }
+    h.advance(11);
+    assert!(
+        h.coord.check_edit(&bb, edit(&["src/a.rs"])).await.unwrap().allowed,
+        "expired locks block nobody"
+    );
+    let log = h
+        .coord
+        .query_audit(
+            &agent("auditor"),
+            coord_domain::audit::AuditQueryRequest {
+                agent_id: Some("agent-b".into()),
+                operation: Some("check_edit".into()),
+                success: Some(false),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(log.entries.len(), 3, "the denial and the two bad requests are audited");
 }

@@ -339,3 +339,101 @@ pub async fn sessions_mark_idle_keeps_locks(b: &dyn Backend) {
     let back = h.coord.heartbeat(&a, HeartbeatRequest {}).await.unwrap();
     assert_eq!(back.session_id, s.session_id);
 }
+
+/// `end_session`: one transaction releases the caller's locks, writes the final handoff
+/// completed with the released files and the still-claimed tasks, and marks it idle;
+/// other agents' locks stay; without a session it still releases and writes.
+pub async fn sessions_end_session_releases_hands_off_and_idles(b: &dyn Backend) {
+    use coord_domain::handoffs::{ReadHandoffRequest, WriteHandoffRequest};
+    use coord_domain::queue::{GetWorkRequest, SubmitWorkRequest};
+    use coord_domain::sessions::EndSessionRequest;
+    let h = Harness::new(b).await;
+    let (a, bb) = (agent("agent-a"), agent("agent-b"));
+    h.coord.register_session(&a, Default::default()).await.unwrap();
+    h.lock(&a, "src/a.rs", None).await;
+    h.lock(&a, "src/b.rs", None).await;
+    h.lock(&bb, "src/theirs.rs", None).await;
+    h.coord
+        .submit_work(
+            &bb,
+            SubmitWorkRequest {
+                task_type: "parse".into(),
+                task_description: "finish the parser".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    h.coord.get_work(&a, GetWorkRequest::default()).await.unwrap();
+    let request = EndSessionRequest {
+        release_locks: None,
+        handoff: Some(WriteHandoffRequest {
+            summary: "stopping for today".into(),
+            relevant_files: Some(vec!["docs/plan.md".into()]),
+            ..Default::default()
+        }),
+    };
+    let ended = h.coord.end_session(&a, request.clone()).await.unwrap();
+    assert_eq!(ended.released, ["src/a.rs", "src/b.rs"]);
+    assert_eq!(ended.status, Some(AgentStatus::Idle));
+    let handoff = h
+        .coord
+        .read_handoff(&a, ReadHandoffRequest::default())
+        .await
+        .unwrap()
+        .handoffs;
+    let handoff = &handoff[0];
+    assert_eq!(Some(&handoff.id), ended.handoff_id.as_ref());
+    assert_eq!(handoff.relevant_files, ["docs/plan.md", "src/a.rs", "src/b.rs"]);
+    assert!(handoff.in_progress[0].contains("finish the parser"), "{handoff:?}");
+    let left = h
+        .coord
+        .check_locks(&bb, CheckLocksRequest::default())
+        .await
+        .unwrap()
+        .locks;
+    assert_eq!(
+        left.iter().map(|l| l.file_path.as_str()).collect::<Vec<_>>(),
+        ["src/theirs.rs"]
+    );
+    // Without a session (never registered): nothing to idle, no error.
+    let none = h
+        .coord
+        .end_session(&agent("agent-c"), EndSessionRequest::default())
+        .await
+        .unwrap();
+    assert_eq!((none.released.len(), none.handoff_id, none.status), (0, None, None));
+    // Keeping locks (a connection closing): only the status changes.
+    h.lock(&bb, "src/kept.rs", None).await;
+    h.coord.register_session(&bb, Default::default()).await.unwrap();
+    let kept = EndSessionRequest {
+        release_locks: Some(false),
+        handoff: None,
+    };
+    assert!(h.coord.end_session(&bb, kept).await.unwrap().released.is_empty());
+    assert_eq!(
+        h.coord
+            .check_locks(&bb, CheckLocksRequest::default())
+            .await
+            .unwrap()
+            .locks
+            .len(),
+        2
+    );
+    // A bad handoff refuses the whole operation: nothing released.
+    let bad = EndSessionRequest {
+        release_locks: Some(true),
+        handoff: Some(WriteHandoffRequest::default()),
+    };
+    let e = h.coord.end_session(&bb, bad).await.unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("summary"), "{e:?}");
+    assert_eq!(
+        h.coord
+            .check_locks(&bb, CheckLocksRequest::default())
+            .await
+            .unwrap()
+            .locks
+            .len(),
+        2
+    );
+}
