@@ -22,14 +22,16 @@ use tokio::sync::Mutex;
 
 struct McpBackend;
 
+type Client = Arc<RunningService<RoleClient, ()>>;
+
 /// `Coordination` over MCP tool calls.
 struct McpDoor {
     coord: Arc<Coordinator>,
-    clients: Mutex<HashMap<(String, String), Arc<RunningService<RoleClient, ()>>>>,
+    clients: Mutex<HashMap<(String, String), Client>>,
 }
 
 impl McpDoor {
-    async fn client(&self, who: &Caller) -> Arc<RunningService<RoleClient, ()>> {
+    async fn client(&self, who: &Caller) -> Client {
         let mut clients = self.clients.lock().await;
         let key = (who.agent_id.clone(), who.agent_type.clone());
         if let Some(c) = clients.get(&key) {

@@ -198,6 +198,7 @@ pub async fn check<C: GenericClient>(c: &C, now: Option<Timestamp>, paths: Optio
 }
 
 /// Refused unless no other agent holds a live lock on `paths` (the rule is the domain's).
+#[allow(clippy::ptr_arg)] // the store's OpFn hands its argument over as `&A`
 pub async fn check_edit(tx: &Tx<'_>, ctx: &OpCtx, paths: &Vec<String>) -> R<CheckEditResult> {
     let live = check(tx, ctx.now, Some(paths)).await?.locks;
     Ok(decide_edit(&ctx.who, paths.clone(), &live)?)

@@ -5,7 +5,7 @@
 
 use crate::Coordinator;
 use crate::op::{Audit, Operation};
-use coord_domain::access::{Principal, authorize};
+use coord_domain::access::{Effect, Principal, authorize};
 use coord_domain::audit::AuditRecord;
 use coord_domain::{CoordError, CoordResult, ErrorCode, Identity};
 use coord_store::OpCtx;
@@ -119,13 +119,19 @@ impl Coordinator {
     ) -> CoordResult<O::Args> {
         ctx.who = who.caller.validate()?;
         authorize(who.credential, O::ACCESS)?;
-        self.policy_stage::<O>(who, &ctx.who).await?;
+        self.policy_stage(O::NAME, O::EFFECT, who, &ctx.who).await?;
         O::validate(self, &ctx.who, parsed?)
     }
 
-    /// Where profiles, trust levels, guardrails and approvals will decide. Today every
-    /// authorized call passes.
-    async fn policy_stage<O: Operation>(&self, _who: &Principal, _identity: &Identity) -> CoordResult<()> {
+    /// Where profiles, trust levels, guardrails and approvals will decide, from the
+    /// operation's name and effect and the caller. Today every authorized call passes.
+    async fn policy_stage(
+        &self,
+        _operation: &'static str,
+        _effect: Effect,
+        _who: &Principal,
+        _identity: &Identity,
+    ) -> CoordResult<()> {
         Ok(())
     }
 
