@@ -42,31 +42,6 @@ impl DbTarget {
         }
         Ok(DbTarget::Sqlite(cwd.join(path)))
     }
-
-    /// For people: the path, or the URL without its password.
-    pub fn display(&self) -> String {
-        match self {
-            DbTarget::Sqlite(p) => p.display().to_string(),
-            DbTarget::Postgres(url) => redact_password(url),
-        }
-    }
-}
-
-pub fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (authority, tail) = match rest.find(['/', '?']) {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
-    }
 }
 
 /// The nearest ancestor of `start` holding `.git` (a directory, or a file for worktrees).
@@ -224,15 +199,5 @@ mod tests {
         for (raw, want) in cases {
             assert_eq!(DbTarget::parse(raw, cwd).ok(), *want, "{raw:?}");
         }
-    }
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact_password("postgres://u:secret@h:5432/db?x=1"),
-            "postgres://u:***@h:5432/db?x=1"
-        );
-        assert_eq!(redact_password("postgres://u@h/db"), "postgres://u@h/db");
-        assert_eq!(redact_password("postgres://h/db"), "postgres://h/db");
     }
 }

@@ -28,10 +28,6 @@ pub fn pg_options(default_pool: usize) -> CoordResult<PgOptions> {
     })
 }
 
-pub async fn open_store(target: &DbTarget) -> CoordResult<Arc<dyn Store>> {
-    open_store_with(target, 2).await
-}
-
 /// Opens the store, applying migrations; `pg_pool` sizes a PostgreSQL pool.
 pub async fn open_store_with(target: &DbTarget, pg_pool: usize) -> CoordResult<Arc<dyn Store>> {
     match target {

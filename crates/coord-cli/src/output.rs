@@ -52,6 +52,9 @@ impl Output {
             println!("{}", e.to_value());
         } else {
             eprintln!("error: {} [{}]", e.message, e.code);
+            if e.code == coord_domain::ErrorCode::InvalidIdentity {
+                eprintln!("hint: set --agent-id/--agent-type, or COORD_AGENT_ID/COORD_AGENT_TYPE");
+            }
         }
         exit_code(e)
     }

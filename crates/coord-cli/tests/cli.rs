@@ -501,6 +501,85 @@ fn racing_cli_processes_get_one_lock(repo: &Repo) {
     }
 }
 
+/// `coord call` reaches every operation with JSON in and out; its refusals are audited
+/// and keep their exit codes; `coord ops` lists the registry.
+fn every_operation_through_coord_call(repo: &Repo) {
+    let (v, rc) = repo.json_as("alice", &["call", "acquire_lock", r#"{"file_path": "src/a.rs"}"#]);
+    assert_eq!((rc, v["action"].as_str()), (0, Some("acquired")), "{v}");
+    let (v, rc) = repo.json_as("bob", &["call", "check_edit", r#"{"paths": ["src/a.rs"]}"#]);
+    assert_eq!(
+        (rc, v["error"].as_str(), v["locked_by"].as_str()),
+        (1, Some("file_locked"), Some("alice")),
+        "{v}"
+    );
+    let (v, rc) = repo.json_as(
+        "bob",
+        &["call", "acquire_lock", r#"{"file_path": "x", "ttl_minutes": "soon"}"#],
+    );
+    assert_eq!(
+        (rc, v["error"].as_str(), v["field"].as_str()),
+        (2, Some("invalid_argument"), Some("ttl_minutes")),
+        "{v}"
+    );
+    let (v, rc) = repo.json_as("bob", &["call", "acquire_lock", "{not json"]);
+    assert_eq!((rc, v["error"].as_str()), (2, Some("invalid_json")), "{v}");
+    let (v, rc) = repo.json_as("bob", &["call", "drop_database"]);
+    assert_eq!((rc, v["error"].as_str()), (1, Some("unknown_operation")), "{v}");
+    let file = repo.root().join("end.json");
+    std::fs::write(&file, r#"{"handoff": {"summary": "done"}}"#).unwrap();
+    let (v, rc) = repo.json_as("alice", &["call", "end_session", &format!("@{}", file.display())]);
+    assert_eq!((rc, v["released"].clone()), (0, serde_json::json!(["src/a.rs"])), "{v}");
+    let (v, _) = repo.json_as(
+        "auditor",
+        &["call", "query_audit", r#"{"agent_id": "bob", "success": false}"#],
+    );
+    let refused: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["operation"].as_str().unwrap())
+        .collect();
+    // Locally the unreadable request is audited too; in remote mode it never left this
+    // machine (the server saw no operation).
+    let want: &[&str] = if repo.server.is_some() {
+        &["acquire_lock", "check_edit"]
+    } else {
+        &["acquire_lock", "acquire_lock", "check_edit"]
+    };
+    assert_eq!(refused, want, "{v}");
+}
+
+#[test]
+fn ops_lists_the_registry() {
+    let repo = Repo::new();
+    let out = repo.run(&["ops"]);
+    assert_eq!(code(&out), 0);
+    for name in ["acquire_lock", "check_edit", "end_session", "POST /locks/acquire"] {
+        assert!(stdout(&out).contains(name), "{name} in {}", stdout(&out));
+    }
+    let (v, rc) = repo.json_as("a", &["ops"]);
+    assert_eq!(rc, 0);
+    let ops = v["operations"].as_array().unwrap();
+    assert_eq!(ops.len(), coord_service::ops().len());
+    assert!(ops.iter().all(|o| o["request_schema"]["type"] == "object"), "{v}");
+}
+
+/// A malformed PORT_ALLOC_* breaks the port commands only: locks and the edit guard
+/// keep working.
+#[test]
+fn a_bad_port_setting_breaks_only_ports() {
+    let repo = Repo::new();
+    let bad = [("PORT_ALLOC_BASE", "65500"), ("PORT_ALLOC_RANGE", "100")];
+    let out = repo.run_in(repo.root(), &["--agent-id", "a", "lock", "acquire", "src/a.rs"], &bad);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = repo.run_in(
+        repo.root(),
+        &["--agent-id", "a", "call", "allocate_ports", r#"{"session_id": "s"}"#],
+        &bad,
+    );
+    assert_eq!(code(&out), 2, "{} {}", stdout(&out), stderr(&out));
+}
+
 /// Each shared scenario, locally and through `coord serve`.
 macro_rules! local_and_remote {
     ($($name:ident),* $(,)?) => {
@@ -521,6 +600,7 @@ local_and_remote!(
     work_queue_through_the_cli,
     agents_handoffs_audit_and_status_through_the_cli,
     racing_cli_processes_get_one_lock,
+    every_operation_through_coord_call,
 );
 
 #[test]

@@ -52,17 +52,9 @@ impl Caller {
 
 fn check_name(field: &str, raw: &str, max: usize) -> CoordResult<String> {
     let v = raw.trim();
-    let bad = |why: &str| {
-        CoordError::field(
-            ErrorCode::InvalidIdentity,
-            field,
-            format!(
-                "{field} {why} (set --{} or COORD_{})",
-                field.replace('_', "-"),
-                field.to_uppercase()
-            ),
-        )
-    };
+    // Which setting supplies the identity depends on the door (a flag, an environment
+    // variable, an API key's binding); the door says so, not the domain.
+    let bad = |why: &str| CoordError::field(ErrorCode::InvalidIdentity, field, format!("{field} {why}"));
     if v.is_empty() {
         return Err(bad("is empty"));
     }

@@ -15,21 +15,6 @@ pub struct IdentityConfig {
 }
 
 impl IdentityConfig {
-    /// Identity fixed by `COORD_AGENT_ID` / `COORD_AGENT_TYPE`, if set.
-    pub fn from_env() -> Self {
-        let var = |k: &str| {
-            std::env::var(k)
-                .ok()
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
-        IdentityConfig {
-            agent_id: var("COORD_AGENT_ID"),
-            agent_type: var("COORD_AGENT_TYPE"),
-            host: gethostname::gethostname().to_string_lossy().into_owned(),
-        }
-    }
-
     /// No fixed identity: every client is told apart by what it sends.
     pub fn per_client() -> Self {
         IdentityConfig {
