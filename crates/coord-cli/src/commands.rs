@@ -143,25 +143,7 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
             let req = GetWorkRequest {
                 task_types: if types.is_empty() { None } else { Some(types) },
             };
-            out.result(coord.get_work(me, req).await, |r| match &r.task_id {
-                None => "no tasks available".to_string(),
-                Some(id) => {
-                    let mut s = format!(
-                        "claimed task {id} [{}] priority {} (attempt {})\n  {}\n",
-                        r.task_type.as_deref().unwrap_or(""),
-                        r.priority.unwrap_or_default(),
-                        r.attempt.unwrap_or_default(),
-                        r.task_description.as_deref().unwrap_or("")
-                    );
-                    if let Some(input) = r.input_data.as_ref().filter(|v| !v.is_null()) {
-                        let _ = writeln!(s, "  input: {input}");
-                    }
-                    if let Some(until) = r.claimed_until {
-                        let _ = writeln!(s, "  lease until {} (heartbeats extend it)", when(until));
-                    }
-                    s
-                }
-            })
+            out.result(coord.get_work(me, req).await, render_claim)
         }
         WorkCommand::Complete {
             task_id,
@@ -180,18 +162,7 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
                 result,
                 error_message: error,
             };
-            out.result(coord.complete_work(me, req).await, |r| {
-                let mut s = format!("task {} {}", r.task_id, r.status);
-                if !r.cancelled_dependents.is_empty() {
-                    let _ = write!(
-                        s,
-                        "; cancelled {} dependent task(s): {}",
-                        r.cancelled_dependents.len(),
-                        r.cancelled_dependents.join(", ")
-                    );
-                }
-                s
-            })
+            out.result(coord.complete_work(me, req).await, render_completion)
         }
         WorkCommand::Show { task_id } => out.result(coord.get_task(me, GetTaskRequest { task_id }).await, |r| {
             render_task(&r.task)
@@ -502,6 +473,39 @@ async fn audit(args: AuditArgs, coord: &dyn Coordination, ctx: &Context, out: Ou
         limit: args.limit,
     };
     out.result(coord.query_audit(&ctx.caller, req).await, render_audit)
+}
+
+fn render_claim(r: &coord_domain::queue::GetWorkResult) -> String {
+    let Some(id) = &r.task_id else {
+        return "no tasks available".to_string();
+    };
+    let mut s = format!(
+        "claimed task {id} [{}] priority {} (attempt {})\n  {}\n",
+        r.task_type.as_deref().unwrap_or(""),
+        r.priority.unwrap_or_default(),
+        r.attempt.unwrap_or_default(),
+        r.task_description.as_deref().unwrap_or("")
+    );
+    if let Some(input) = r.input_data.as_ref().filter(|v| !v.is_null()) {
+        let _ = writeln!(s, "  input: {input}");
+    }
+    if let Some(until) = r.claimed_until {
+        let _ = writeln!(s, "  lease until {} (heartbeats extend it)", when(until));
+    }
+    s
+}
+
+fn render_completion(r: &coord_domain::queue::CompleteWorkResult) -> String {
+    let mut s = format!("task {} {}", r.task_id, r.status);
+    if !r.cancelled_dependents.is_empty() {
+        let _ = write!(
+            s,
+            "; cancelled {} dependent task(s): {}",
+            r.cancelled_dependents.len(),
+            r.cancelled_dependents.join(", ")
+        );
+    }
+    s
 }
 
 pub fn render_acquire(r: &AcquireLockResult) -> String {
