@@ -60,6 +60,117 @@ async fn timed<T, E: std::fmt::Display>(
     }
 }
 
+/// One simulated agent: who it is, its dice, and how fast its time runs.
+struct Agent {
+    i: usize,
+    me: Caller,
+    rng: Rng,
+    scale: f64,
+    coord: Arc<dyn Coordination>,
+}
+
+impl Agent {
+    fn think(&mut self) -> Duration {
+        Duration::from_millis((THINK_MIN_MS + self.rng.below(THINK_SPREAD_MS)) as u64).div_f64(self.scale)
+    }
+
+    async fn pause(d: Duration, shared: &Shared) {
+        let until = (Instant::now() + d).min(shared.stop_at());
+        tokio::time::sleep_until(until.into()).await;
+    }
+
+    /// Registers, then acts until the run stops: 60% edit a file under a lock, 20%
+    /// submit a task, 20% claim and complete one; heartbeats on schedule.
+    async fn live(mut self, shared: &Shared, heartbeat_every: Duration, paths: usize) -> Tally {
+        let mut tally = Tally::default();
+        // Agents do not all start in the same millisecond.
+        let stagger = self.think().mul_f64(self.rng.below(1000) as f64 / 1000.0);
+        Agent::pause(stagger, shared).await;
+        let register = RegisterSessionRequest {
+            capabilities: Some(vec!["bench".into()]),
+            current_task: None,
+        };
+        let registered = self.coord.register_session(&self.me, register);
+        timed(shared, &mut tally, "register_session", registered).await;
+        let mut last_heartbeat = Instant::now();
+        while shared.running() {
+            if last_heartbeat.elapsed() >= heartbeat_every {
+                let hb = self.coord.heartbeat(&self.me, HeartbeatRequest::default());
+                timed(shared, &mut tally, "heartbeat", hb).await;
+                last_heartbeat = Instant::now();
+            }
+            match self.rng.below(100) {
+                0..60 => self.edit_a_file(shared, &mut tally, paths).await,
+                60..80 => self.submit(shared, &mut tally).await,
+                _ => self.claim_and_complete(shared, &mut tally).await,
+            }
+            let t = self.think();
+            Agent::pause(t, shared).await;
+        }
+        tally
+    }
+
+    async fn edit_a_file(&mut self, shared: &Shared, tally: &mut Tally, paths: usize) {
+        let path = bench_path(&mut self.rng, paths);
+        let req = AcquireLockRequest {
+            file_path: path.clone(),
+            reason: Some("editing".into()),
+            ttl_minutes: None,
+        };
+        let got = match timed(shared, tally, "acquire_lock", self.coord.acquire_lock(&self.me, req)).await {
+            None => return,
+            Some(got) if !got.success => return tally.count("blocked"),
+            Some(got) => got,
+        };
+        let fresh = got.action == LockAction::Acquired;
+        shared.invariants.acquired(self.i, &path, got.fencing_token, fresh);
+        let edit = self.think().div_f64(2.0);
+        Agent::pause(edit, shared).await;
+        shared.invariants.releasing(&path);
+        let req = ReleaseLockRequest {
+            file_path: path.clone(),
+        };
+        let t0 = Instant::now();
+        match self.coord.release_lock(&self.me, req).await {
+            Ok(_) => {
+                let took = t0.elapsed();
+                tally.main.record(took);
+                tally.op("release_lock", took);
+                shared.op_done();
+            }
+            Err(e) => shared
+                .invariants
+                .release_failed(|e| shared.error("release_lock", e), self.i, &path, &e),
+        }
+    }
+
+    async fn submit(&mut self, shared: &Shared, tally: &mut Tally) {
+        let req = SubmitWorkRequest {
+            task_type: "bench".into(),
+            task_description: format!("work from agent {}", self.i),
+            input_data: None,
+            priority: Some(1 + self.rng.below(10) as i64),
+            depends_on: None,
+        };
+        timed(shared, tally, "submit_work", self.coord.submit_work(&self.me, req)).await;
+    }
+
+    async fn claim_and_complete(&mut self, shared: &Shared, tally: &mut Tally) {
+        let claim = self.coord.get_work(&self.me, GetWorkRequest::default());
+        let Some(task_id) = timed(shared, tally, "get_work", claim).await.and_then(|w| w.task_id) else {
+            return tally.count("queue_empty");
+        };
+        shared.invariants.claimed(&task_id);
+        let done = CompleteWorkRequest {
+            task_id,
+            success: true,
+            result: None,
+            error_message: None,
+        };
+        timed(shared, tally, "complete_work", self.coord.complete_work(&self.me, done)).await;
+    }
+}
+
 async fn simulate(opts: &BenchOptions, coord: Arc<dyn Coordination>, scratch: &Scratch) -> BenchResult<Report> {
     let shared = Shared::new(opts.seconds);
     let scale = opts.time_scale.max(0.001);
@@ -67,107 +178,14 @@ async fn simulate(opts: &BenchOptions, coord: Arc<dyn Coordination>, scratch: &S
     let paths = opts.paths;
     let label = format!("agents {} x{}", scratch.backend, opts.agents);
     let (tally, elapsed) = run_clients(opts, label, &shared, opts.agents, |i, shared| {
-        let coord = coord.clone();
-        async move {
-            let mut tally = Tally::default();
-            let me = Caller::new(format!("agent-{i:04}"), "bench_agent");
-            let mut rng = Rng::new(i as u64 + 7);
-            let think = |rng: &mut Rng| {
-                Duration::from_millis((THINK_MIN_MS + rng.below(THINK_SPREAD_MS)) as u64).div_f64(scale)
-            };
-            let pause = |d: Duration, shared: &Shared| {
-                let until = (Instant::now() + d).min(shared.stop_at());
-                tokio::time::sleep_until(until.into())
-            };
-            // Agents do not all start in the same millisecond.
-            let stagger = think(&mut rng).mul_f64(rng.below(1000) as f64 / 1000.0);
-            pause(stagger, &shared).await;
-            let register = RegisterSessionRequest {
-                capabilities: Some(vec!["bench".into()]),
-                current_task: None,
-            };
-            timed(
-                &shared,
-                &mut tally,
-                "register_session",
-                coord.register_session(&me, register),
-            )
-            .await;
-            let mut last_heartbeat = Instant::now();
-            while shared.running() {
-                if last_heartbeat.elapsed() >= heartbeat_every {
-                    let hb = coord.heartbeat(&me, HeartbeatRequest::default());
-                    timed(&shared, &mut tally, "heartbeat", hb).await;
-                    last_heartbeat = Instant::now();
-                }
-                let roll = rng.below(100);
-                if roll < 60 {
-                    let path = bench_path(&mut rng, paths);
-                    let req = AcquireLockRequest {
-                        file_path: path.clone(),
-                        reason: Some("editing".into()),
-                        ttl_minutes: None,
-                    };
-                    match timed(&shared, &mut tally, "acquire_lock", coord.acquire_lock(&me, req)).await {
-                        None => {}
-                        Some(got) if !got.success => tally.count("blocked"),
-                        Some(got) => {
-                            let fresh = got.action == LockAction::Acquired;
-                            shared.invariants.acquired(i, &path, got.fencing_token, fresh);
-                            let edit = think(&mut rng).div_f64(2.0);
-                            pause(edit, &shared).await;
-                            shared.invariants.releasing(&path);
-                            let req = ReleaseLockRequest {
-                                file_path: path.clone(),
-                            };
-                            let t0 = Instant::now();
-                            match coord.release_lock(&me, req).await {
-                                Ok(_) => {
-                                    let took = t0.elapsed();
-                                    tally.main.record(took);
-                                    tally.op("release_lock", took);
-                                    shared.op_done();
-                                }
-                                Err(e) => {
-                                    shared
-                                        .invariants
-                                        .release_failed(|e| shared.error("release_lock", e), i, &path, &e)
-                                }
-                            }
-                        }
-                    }
-                } else if roll < 80 {
-                    let req = SubmitWorkRequest {
-                        task_type: "bench".into(),
-                        task_description: format!("work from agent {i}"),
-                        input_data: None,
-                        priority: Some(1 + rng.below(10) as i64),
-                        depends_on: None,
-                    };
-                    timed(&shared, &mut tally, "submit_work", coord.submit_work(&me, req)).await;
-                } else {
-                    let claim = coord.get_work(&me, GetWorkRequest::default());
-                    if let Some(task_id) = timed(&shared, &mut tally, "get_work", claim)
-                        .await
-                        .and_then(|w| w.task_id)
-                    {
-                        shared.invariants.claimed(&task_id);
-                        let done = CompleteWorkRequest {
-                            task_id,
-                            success: true,
-                            result: None,
-                            error_message: None,
-                        };
-                        timed(&shared, &mut tally, "complete_work", coord.complete_work(&me, done)).await;
-                    } else {
-                        tally.count("queue_empty");
-                    }
-                }
-                let t = think(&mut rng);
-                pause(t, &shared).await;
-            }
-            tally
-        }
+        let agent = Agent {
+            i,
+            me: Caller::new(format!("agent-{i:04}"), "bench_agent"),
+            rng: Rng::new(i as u64 + 7),
+            scale,
+            coord: coord.clone(),
+        };
+        async move { agent.live(&shared, heartbeat_every, paths).await }
     })
     .await;
     let counts = scratch.task_counts().await?;

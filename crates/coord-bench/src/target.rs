@@ -146,7 +146,7 @@ impl Scratch {
     }
 
     /// Tasks by status, for the after-run checks.
-    pub async fn task_counts(&self) -> BenchResult<coord_store::bench::TaskCounts> {
+    pub async fn task_counts(&self) -> BenchResult<coord_store::bench::QueueTotals> {
         Ok(match &self.handle {
             Handle::Sqlite(s) => s.task_counts()?,
             Handle::Postgres(s) => s.task_counts().await?,

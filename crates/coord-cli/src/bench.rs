@@ -6,10 +6,12 @@ use crate::output::{self, table};
 use coord_bench::{BenchDb, BenchError, BenchOptions, Mode, Report, Workload};
 use std::io::IsTerminal;
 
-pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
+/// The benchmark's options from the command line and the context: a scratch database
+/// beside the one `--db` names (never the repository's coordinator itself).
+fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, u8> {
     if let Err(e) = crate::open::local_only(ctx, "`coord bench`") {
         eprintln!("coord bench: {}", e.message);
-        return output::exit_code(&e);
+        return Err(output::exit_code(&e));
     }
     let workload = match args.workload {
         BenchWorkload::Locks => Workload::Locks,
@@ -32,14 +34,11 @@ pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
         },
         (DbTarget::Postgres(url), false) => BenchDb::Postgres { url: url.clone() },
     };
-    let exe = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("coord bench: cannot find the coord binary: {e}");
-            return output::EXIT_UNAVAILABLE;
-        }
-    };
-    let opts = BenchOptions {
+    let exe = std::env::current_exe().map_err(|e| {
+        eprintln!("coord bench: cannot find the coord binary: {e}");
+        output::EXIT_UNAVAILABLE
+    })?;
+    Ok(BenchOptions {
         workload,
         db,
         clients: args.clients,
@@ -58,6 +57,13 @@ pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
         time_scale: args.time_scale,
         exe,
         progress: !json && std::io::stderr().is_terminal(),
+    })
+}
+
+pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
+    let opts = match options(args, ctx, json) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     let run = coord_bench::run(&opts, |r| {
         // One JSON line per run, as soon as it ends, in both modes.

@@ -137,6 +137,11 @@ pub fn validate_key_id(key_id: &str) -> CoordResult<String> {
     validate::required_text("key_id", key_id, 64).map(|s| s.trim().to_string())
 }
 
+/// The refusal for a key id nothing is stored under.
+pub fn key_not_found(key_id: &str) -> crate::CoordError {
+    crate::CoordError::new(crate::ErrorCode::NotFound, format!("no API key {key_id}")).with_detail("key_id", key_id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -441,12 +441,15 @@ pub fn plan_submission(depends_on: &[String], found: &HashMap<String, TaskStatus
     })
 }
 
+/// The refusal for a task id nothing is stored under.
+pub fn task_not_found(task_id: &str) -> CoordError {
+    CoordError::new(ErrorCode::TaskNotFound, format!("no task {task_id}")).with_detail("task_id", task_id)
+}
+
 /// Whether `me` may complete the task, given its stored status and claimer.
 pub fn decide_completion(stored: Option<(TaskStatus, Option<&str>)>, task_id: &str, me: &Identity) -> CoordResult<()> {
     match stored {
-        None => {
-            Err(CoordError::new(ErrorCode::TaskNotFound, format!("no task {task_id}")).with_detail("task_id", task_id))
-        }
+        None => Err(task_not_found(task_id)),
         Some((TaskStatus::Claimed, Some(by))) if by == me.agent_id => Ok(()),
         Some((TaskStatus::Claimed, by)) => Err(CoordError::new(
             ErrorCode::NotTaskOwner,

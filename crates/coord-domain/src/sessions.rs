@@ -164,6 +164,15 @@ pub fn validate_capability(c: Option<String>) -> CoordResult<Option<String>> {
     validate::optional_text("capability", c, MAX_SHORT_TEXT)
 }
 
+/// The refusal for an agent without a live (not disconnected) session.
+pub fn no_live_session(agent_id: &str) -> crate::CoordError {
+    crate::CoordError::new(
+        ErrorCode::NotFound,
+        format!("{agent_id} has no live session; register first"),
+    )
+    .with_detail("agent_id", agent_id)
+}
+
 /// `end_session`: what ending a session means, decided once for every door (the Claude
 /// Code `SessionEnd` hook, an MCP connection closing, a person at the CLI).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

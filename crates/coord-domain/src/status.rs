@@ -18,12 +18,41 @@ pub struct TaskCounts {
     pub cancelled: i64,
 }
 
+impl TaskCounts {
+    /// Counts `n` tasks stored with `status`, `waiting` of them on dependencies (stores
+    /// group by status; the mapping to fields is one rule, not one per store).
+    pub fn add(&mut self, status: &str, n: i64, waiting: i64) {
+        match crate::queue::TaskStatus::parse(status) {
+            Some(crate::queue::TaskStatus::Pending) => {
+                self.pending += n;
+                self.waiting += waiting;
+            }
+            Some(crate::queue::TaskStatus::Claimed) => self.claimed += n,
+            Some(crate::queue::TaskStatus::Completed) => self.completed += n,
+            Some(crate::queue::TaskStatus::Failed) => self.failed += n,
+            Some(crate::queue::TaskStatus::Cancelled) => self.cancelled += n,
+            None => {}
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AgentCounts {
     pub active: i64,
     pub idle: i64,
     pub disconnected: i64,
+}
+
+impl AgentCounts {
+    pub fn add(&mut self, status: crate::sessions::AgentStatus, n: i64) {
+        use crate::sessions::AgentStatus;
+        match status {
+            AgentStatus::Active => self.active += n,
+            AgentStatus::Idle => self.idle += n,
+            AgentStatus::Disconnected => self.disconnected += n,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

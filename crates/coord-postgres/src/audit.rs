@@ -7,8 +7,6 @@ use async_trait::async_trait;
 use coord_domain::Timestamp;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::HandoffQuery;
-use coord_domain::queue::TaskStatus;
-use coord_domain::sessions::AgentStatus;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
 use coord_domain::{CoordError, CoordResult};
 use coord_store::OpCtx;
@@ -99,26 +97,11 @@ pub async fn status(tx: &Tx<'_>, ctx: &OpCtx, location: &String) -> R<StatusResu
         )
         .await?;
     for r in &rows {
-        let (n, waiting): (i64, i64) = (get(r, 1)?, get(r, 2)?);
-        match TaskStatus::parse(get(r, 0)?) {
-            Some(TaskStatus::Pending) => {
-                tasks.pending = n;
-                tasks.waiting = waiting;
-            }
-            Some(TaskStatus::Claimed) => tasks.claimed = n,
-            Some(TaskStatus::Completed) => tasks.completed = n,
-            Some(TaskStatus::Failed) => tasks.failed = n,
-            Some(TaskStatus::Cancelled) => tasks.cancelled = n,
-            None => {}
-        }
+        tasks.add(get(r, 0)?, get(r, 1)?, get(r, 2)?);
     }
     let mut agents = AgentCounts::default();
     for (status, n) in sessions::counts(tx).await? {
-        match status {
-            AgentStatus::Active => agents.active = n,
-            AgentStatus::Idle => agents.idle = n,
-            AgentStatus::Disconnected => agents.disconnected = n,
-        }
+        agents.add(status, n);
     }
     let latest = handoffs::read(
         tx,

@@ -9,7 +9,7 @@ use coord_domain::locks::LockAction;
 use coord_domain::queue::{ClaimSpec, Completion};
 use coord_domain::{CoordError, CoordResult};
 use coord_store::OpCtx;
-use coord_store::bench::{BENCH_TASK_TYPE, TaskCounts, raw_audit_record};
+use coord_store::bench::{BENCH_TASK_TYPE, QueueTotals, raw_audit_record};
 use serde_json::{Value, json};
 use std::time::Instant;
 
@@ -135,13 +135,13 @@ impl PgStore {
         Ok(())
     }
 
-    pub async fn task_counts(&self) -> CoordResult<TaskCounts> {
+    pub async fn task_counts(&self) -> CoordResult<QueueTotals> {
         let client = self.pool.get().await.map_err(pool_error)?;
         let rows = client
             .query("SELECT status, count(*) FROM work_queue GROUP BY status", &[])
             .await
             .map_err(|e| crate::pg_error(&e))?;
-        let mut counts = TaskCounts::default();
+        let mut counts = QueueTotals::default();
         for r in rows {
             let (status, n): (String, i64) = (r.get(0), r.get(1));
             counts.add(&status, n);

@@ -6,7 +6,7 @@ use crate::{R, Tx};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::keys::{ApiKeyInfo, KeyStatus, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
-use coord_domain::{CoordError, ErrorCode, Identity, Timestamp};
+use coord_domain::{CoordError, Identity, Timestamp};
 use coord_store::KeyStore;
 use coord_store::OpCtx;
 use deadpool_postgres::GenericClient;
@@ -82,9 +82,7 @@ pub async fn revoke(tx: &Tx<'_>, ctx: &OpCtx, key_id: &String) -> R<RevokeApiKey
             success: true,
             key_id: key_id.clone(),
         }),
-        None => Err(CoordError::new(ErrorCode::NotFound, format!("no API key {key_id}"))
-            .with_detail("key_id", key_id.as_str())
-            .into()),
+        None => Err(coord_domain::keys::key_not_found(key_id).into()),
     }
 }
 

@@ -12,7 +12,7 @@ use coord_domain::queue::{
     REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskFilter, TaskInfo,
     TaskStatus, decide_completion, expired_claim_status, plan_submission,
 };
-use coord_domain::{CoordError, ErrorCode, Timestamp};
+use coord_domain::{CoordError, Timestamp};
 use coord_store::OpCtx;
 use coord_store::QueueStore;
 use serde_json::Value;
@@ -349,9 +349,9 @@ pub async fn get_task(tx: &Tx<'_>, task_id: &str) -> R<Option<TaskInfo>> {
 
 #[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
 pub async fn show(tx: &Tx<'_>, task_id: &String) -> R<GetTaskResult> {
-    let task = get_task(tx, task_id).await?.ok_or_else(|| {
-        CoordError::new(ErrorCode::TaskNotFound, format!("no task {task_id}")).with_detail("task_id", task_id.as_str())
-    })?;
+    let task = get_task(tx, task_id)
+        .await?
+        .ok_or_else(|| coord_domain::queue::task_not_found(task_id))?;
     Ok(GetTaskResult { success: true, task })
 }
 

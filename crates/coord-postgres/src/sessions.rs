@@ -124,12 +124,7 @@ pub async fn set_status(tx: &Tx<'_>, ctx: &OpCtx, status: AgentStatus) -> R<Sess
             success: true,
             session_id: id_text(get(&r, 0)?),
         }),
-        None => Err(CoordError::new(
-            ErrorCode::NotFound,
-            format!("{} has no live session; register first", ctx.who.agent_id),
-        )
-        .with_detail("agent_id", ctx.who.agent_id.clone())
-        .into()),
+        None => Err(coord_domain::sessions::no_live_session(&ctx.who.agent_id).into()),
     }
 }
 

@@ -7,8 +7,6 @@ use async_trait::async_trait;
 use coord_domain::Identity;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::HandoffQuery;
-use coord_domain::queue::TaskStatus;
-use coord_domain::sessions::AgentStatus;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
 use coord_domain::time::to_micros;
 use coord_domain::{CoordResult, Timestamp};
@@ -92,25 +90,11 @@ pub fn status(c: &Connection, now: i64, who: &Identity, location: String) -> R<S
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     for (status, n, waiting) in rows {
-        match TaskStatus::parse(&status) {
-            Some(TaskStatus::Pending) => {
-                tasks.pending = n;
-                tasks.waiting = waiting;
-            }
-            Some(TaskStatus::Claimed) => tasks.claimed = n,
-            Some(TaskStatus::Completed) => tasks.completed = n,
-            Some(TaskStatus::Failed) => tasks.failed = n,
-            Some(TaskStatus::Cancelled) => tasks.cancelled = n,
-            None => {}
-        }
+        tasks.add(&status, n, waiting);
     }
     let mut agents = AgentCounts::default();
     for (status, n) in sessions::counts(c)? {
-        match status {
-            AgentStatus::Active => agents.active = n,
-            AgentStatus::Idle => agents.idle = n,
-            AgentStatus::Disconnected => agents.disconnected = n,
-        }
+        agents.add(status, n);
     }
     let latest = handoffs::read(
         c,

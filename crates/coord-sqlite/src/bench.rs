@@ -9,7 +9,7 @@ use coord_domain::locks::LockAction;
 use coord_domain::queue::{ClaimSpec, Completion};
 use coord_domain::time::to_micros;
 use coord_domain::{CoordError, CoordResult};
-use coord_store::bench::{BENCH_TASK_TYPE, TaskCounts, raw_audit_record};
+use coord_store::bench::{BENCH_TASK_TYPE, QueueTotals, raw_audit_record};
 use rusqlite::{Connection, TransactionBehavior, params};
 use std::sync::{Arc, PoisonError};
 
@@ -128,10 +128,10 @@ impl SqliteStore {
         run().map_err(CoordError::from)
     }
 
-    pub fn task_counts(&self) -> CoordResult<TaskCounts> {
+    pub fn task_counts(&self) -> CoordResult<QueueTotals> {
         let conn = self.inner.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let run = || -> R<TaskCounts> {
-            let mut counts = TaskCounts::default();
+        let run = || -> R<QueueTotals> {
+            let mut counts = QueueTotals::default();
             let mut stmt = conn.prepare("SELECT status, count(*) FROM work_queue GROUP BY status")?;
             let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
             for row in rows {

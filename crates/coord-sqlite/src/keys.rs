@@ -4,9 +4,9 @@ use crate::R;
 use crate::rows::{minutes_to_micros, opt_ts, ts};
 use crate::{SqliteStore, now_micros};
 use async_trait::async_trait;
+use coord_domain::Identity;
 use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
 use coord_domain::time::from_micros;
-use coord_domain::{CoordError, ErrorCode, Identity};
 use coord_domain::{CoordResult, Timestamp};
 use coord_store::{KeyStore, OpCtx};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -61,9 +61,7 @@ pub fn revoke(c: &Connection, now: i64, key_id: &str) -> R<RevokeApiKeyResult> {
         .query_row([key_id], |r| r.get(0))
         .optional()?;
     match exists {
-        None => Err(CoordError::new(ErrorCode::NotFound, format!("no API key {key_id}"))
-            .with_detail("key_id", key_id)
-            .into()),
+        None => Err(coord_domain::keys::key_not_found(key_id).into()),
         Some(Some(_)) => Ok(RevokeApiKeyResult {
             success: true,
             key_id: key_id.to_string(),

@@ -9,12 +9,12 @@ use crate::SqliteStore;
 use crate::rows::{minutes_to_micros, opt_json, opt_ts, string_list, to_json, ts};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
+use coord_domain::Identity;
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskFilter, TaskInfo,
     TaskStatus, decide_completion, expired_claim_status, plan_submission,
 };
-use coord_domain::{CoordError, Identity};
 use coord_store::{OpCtx, QueueStore};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -306,10 +306,7 @@ pub fn get(c: &Connection, task_id: &str) -> R<GetTaskResult> {
         .prepare_cached(&format!("SELECT {TASK_COLS} FROM work_queue WHERE task_id = ?1"))?
         .query_row([task_id], task_from_row)
         .optional()?
-        .ok_or_else(|| {
-            CoordError::new(coord_domain::ErrorCode::TaskNotFound, format!("no task {task_id}"))
-                .with_detail("task_id", task_id)
-        })?;
+        .ok_or_else(|| coord_domain::queue::task_not_found(task_id))?;
     Ok(GetTaskResult { success: true, task })
 }
 

@@ -8,10 +8,10 @@ use crate::rows::{minutes_to_micros, opt_ts, string_list, to_json, ts};
 use crate::{Fail, SqliteStore};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
+use coord_domain::ErrorCode;
 use coord_domain::Identity;
 use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
 use coord_domain::sessions::{EndSession, EndSessionResult, complete_final_handoff};
-use coord_domain::{CoordError, ErrorCode};
 use coord_store::{OpCtx, SessionStore};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -111,12 +111,7 @@ pub fn set_status(c: &Connection, who: &Identity, status: AgentStatus) -> R<Sess
             success: true,
             session_id,
         }),
-        None => Err(CoordError::new(
-            ErrorCode::NotFound,
-            format!("{} has no live session; register first", who.agent_id),
-        )
-        .with_detail("agent_id", who.agent_id.clone())
-        .into()),
+        None => Err(coord_domain::sessions::no_live_session(&who.agent_id).into()),
     }
 }
 

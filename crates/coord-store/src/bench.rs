@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// Tasks by status, for the queue benchmark's after-run checks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TaskCounts {
+pub struct QueueTotals {
     pub pending: i64,
     pub claimed: i64,
     pub completed: i64,
@@ -15,7 +15,7 @@ pub struct TaskCounts {
     pub ended_otherwise: i64,
 }
 
-impl TaskCounts {
+impl QueueTotals {
     /// Adds `n` tasks of the stored status `status`.
     pub fn add(&mut self, status: &str, n: i64) {
         match status {
