@@ -69,6 +69,7 @@ error_codes! {
     TaskNotClaimed => "task_not_claimed", Refused;
     NoPortsAvailable => "no_ports_available", Refused;
     FileLocked => "file_locked", Refused;
+    NoRecipients => "no_recipients", Refused;
     TaskNotFound => "task_not_found", NotFound;
     NotFound => "not_found", NotFound;
     UnknownOperation => "unknown_operation", NotFound;

@@ -9,6 +9,7 @@ pub mod handoffs;
 pub mod identity;
 pub mod keys;
 pub mod locks;
+pub mod messages;
 pub mod path;
 pub mod ports;
 pub mod queue;

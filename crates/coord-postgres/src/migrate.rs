@@ -14,6 +14,10 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "queue_reads_need_a_login",
         include_str!("../migrations/0003_queue_reads_need_a_login.sql"),
     ),
+    // Written with the typed-claims index of SQLite's migration 3 but never listed
+    // here, so no PostgreSQL database had the index: listed now.
+    (4, "typed_claims", include_str!("../migrations/0004_typed_claims.sql")),
+    (5, "messages", include_str!("../migrations/0005_messages.sql")),
 ];
 
 /// Arbitrary but fixed: the advisory lock key of `coord` migrations.

@@ -3,7 +3,7 @@
 //! generic door tests all iterate [`ops`].
 
 use crate::op::{Audit, Http, Operation};
-use crate::ops::{audit, handoffs, keys, locks, ports, queue, sessions};
+use crate::ops::{audit, handoffs, keys, locks, messages, ports, queue, sessions};
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
@@ -119,6 +119,10 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<sessions::EndSessionOp>(),
         entry::<handoffs::WriteHandoff>(),
         entry::<handoffs::ReadHandoff>(),
+        entry::<messages::SendMessage>(),
+        entry::<messages::Inbox>(),
+        entry::<messages::ReadMessage>(),
+        entry::<messages::AckMessage>(),
         entry::<audit::QueryAudit>(),
         entry::<audit::Status>(),
         entry::<keys::CreateApiKey>(),

@@ -12,6 +12,7 @@ mod bench;
 mod handoffs;
 mod keys;
 mod locks;
+mod messages;
 mod migrate;
 mod queue;
 mod rows;

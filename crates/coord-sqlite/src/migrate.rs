@@ -8,6 +8,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../migrations/0001_init.sql")),
     (2, include_str!("../migrations/0002_api_keys.sql")),
     (3, include_str!("../migrations/0003_typed_claims.sql")),
+    (4, include_str!("../migrations/0004_messages.sql")),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;

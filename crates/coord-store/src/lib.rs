@@ -18,6 +18,7 @@ use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
 use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use coord_domain::locks::{AcquireLockResult, CheckEditResult, CheckLocksResult, ReleaseAllResult, ReleaseLockResult};
+use coord_domain::messages::{InboxQuery, InboxResult, MessageResult, NewMessage, SendMessageResult};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     SubmitWorkResult, TaskFilter,
@@ -129,6 +130,19 @@ pub trait HandoffStore: Send + Sync {
     async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult>;
 }
 
+/// Messages between agents.
+#[async_trait]
+pub trait MessageStore: Send + Sync {
+    /// Delivers a message to its recipients (the holders are looked up in the same
+    /// transaction); refused with `no_recipients` when it would reach nobody.
+    async fn send_message(&self, ctx: OpCtx, message: NewMessage) -> CoordResult<SendMessageResult>;
+    async fn inbox(&self, ctx: OpCtx, query: InboxQuery) -> CoordResult<InboxResult>;
+    /// Marks a message of the caller's inbox read; `not_found` for any other.
+    async fn read_message(&self, ctx: OpCtx, message_id: String) -> CoordResult<MessageResult>;
+    /// Marks a message of the caller's inbox read and acknowledged.
+    async fn ack_message(&self, ctx: OpCtx, message_id: String) -> CoordResult<MessageResult>;
+}
+
 /// The audit trail and the status summary.
 #[async_trait]
 pub trait AuditStore: Send + Sync {
@@ -171,12 +185,32 @@ pub trait Maintenance: Send + Sync {
 /// A whole store: every capability. Implemented by any type that implements them all;
 /// a backend adds a capability by implementing its trait in the capability's module.
 pub trait Store:
-    LockStore + QueueStore + SessionStore + HandoffStore + AuditStore + KeyStore + Maintenance + Send + Sync + 'static
+    LockStore
+    + QueueStore
+    + SessionStore
+    + HandoffStore
+    + MessageStore
+    + AuditStore
+    + KeyStore
+    + Maintenance
+    + Send
+    + Sync
+    + 'static
 {
 }
 
 impl<
-    T: LockStore + QueueStore + SessionStore + HandoffStore + AuditStore + KeyStore + Maintenance + Send + Sync + 'static,
+    T: LockStore
+        + QueueStore
+        + SessionStore
+        + HandoffStore
+        + MessageStore
+        + AuditStore
+        + KeyStore
+        + Maintenance
+        + Send
+        + Sync
+        + 'static,
 > Store for T
 {
 }

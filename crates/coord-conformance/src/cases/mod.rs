@@ -4,6 +4,7 @@ pub mod audit;
 pub mod handoffs;
 pub mod keys;
 pub mod locks;
+pub mod messages;
 pub mod model;
 pub mod queue;
 pub mod registry;

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod handoffs;
 pub mod keys;
 pub mod locks;
+pub mod messages;
 pub mod ports;
 pub mod queue;
 pub mod sessions;
