@@ -81,6 +81,10 @@ pub enum Command {
     /// Handoff documents: leave context for the next session, read the last one
     #[command(subcommand)]
     Handoff(HandoffCommand),
+    /// Messages between agents: send (to an agent or to the holders of a file), inbox,
+    /// read, ack
+    #[command(subcommand)]
+    Msg(MsgCommand),
     /// Query the append-only audit trail (newest first)
     Audit(AuditArgs),
     /// Managed API keys for the HTTP API: create (bound to --agent-id/--agent-type), list, revoke
@@ -384,6 +388,37 @@ pub enum AgentsCommand {
         #[arg(long = "stale-minutes", value_name = "MINUTES")]
         stale_minutes: Option<i64>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MsgCommand {
+    /// Send a message: TO is an agent id, or holders:PATH for whoever holds that file's lock
+    Send {
+        to: String,
+        /// One line
+        subject: String,
+        /// The message (default: the subject)
+        body: Option<String>,
+        /// low, normal (default), high or urgent (urgent ones reach Claude Code sessions at their next prompt)
+        #[arg(long, value_name = "LEVEL")]
+        importance: Option<String>,
+        /// Reply in this thread
+        #[arg(long, value_name = "ID")]
+        thread: Option<String>,
+    },
+    /// Your messages, newest first
+    Inbox {
+        /// Only the unread ones
+        #[arg(long)]
+        unread: bool,
+        /// How many (1-200, default 20)
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+    /// Show one message and mark it read
+    Read { message_id: String },
+    /// Acknowledge a message (you have acted on it)
+    Ack { message_id: String },
 }
 
 #[derive(Debug, Subcommand)]

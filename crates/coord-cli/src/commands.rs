@@ -107,6 +107,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Agents(cmd) => agents(cmd, coord, ctx, out).await,
         Command::Handoff(cmd) => handoff(cmd, coord, ctx, out).await,
         Command::Audit(args) => audit(args, coord, ctx, out).await,
+        Command::Msg(cmd) => msg(cmd, coord, ctx, out).await,
     }
 }
 
@@ -475,6 +476,102 @@ async fn audit(args: AuditArgs, coord: &dyn Coordination, ctx: &Context, out: Ou
     out.result(coord.query_audit(&ctx.caller, req).await, render_audit)
 }
 
+async fn msg(cmd: crate::args::MsgCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
+    use crate::args::MsgCommand;
+    use coord_domain::messages::{Importance, InboxRequest, MessageIdRequest, SendMessageRequest};
+    use coord_service::ops::messages::{AckMessage, Inbox, ReadMessage, SendMessage};
+    let me = &ctx.caller;
+    match cmd {
+        MsgCommand::Send {
+            to,
+            subject,
+            body,
+            importance,
+            thread,
+        } => {
+            let importance = match importance.as_deref().map(|i| (i, Importance::parse(i))) {
+                None => None,
+                Some((_, Some(level))) => Some(level),
+                Some((raw, None)) => {
+                    let e = coord_domain::CoordError::field(
+                        coord_domain::ErrorCode::InvalidArgument,
+                        "importance",
+                        format!("--importance {raw:?}: use low, normal, high or urgent"),
+                    );
+                    return out.error(&e);
+                }
+            };
+            let to = match to.strip_prefix("holders:") {
+                Some(path) => format!("holders:{}", ctx.lock_path(path)),
+                None => to,
+            };
+            let req = SendMessageRequest {
+                to,
+                body: body.unwrap_or_else(|| subject.clone()),
+                subject,
+                thread_id: thread,
+                importance,
+            };
+            out.result(coord.op::<SendMessage>(me, req).await, |r| {
+                format!(
+                    "sent {} to {} (thread {})",
+                    r.message_id,
+                    r.recipients.join(", "),
+                    r.thread_id
+                )
+            })
+        }
+        MsgCommand::Inbox { unread, limit } => {
+            let req = InboxRequest {
+                unread_only: Some(unread),
+                limit,
+            };
+            out.result(coord.op::<Inbox>(me, req).await, |r| {
+                let mut t = table(&["ID", "FROM", "IMPORTANCE", "SENT", "READ", "SUBJECT"]);
+                for m in &r.messages {
+                    t.add_row(vec![
+                        m.message_id.clone(),
+                        m.from.clone(),
+                        m.importance.as_str().to_string(),
+                        when(m.created_at),
+                        if m.acked_at.is_some() {
+                            "acked"
+                        } else if m.read_at.is_some() {
+                            "read"
+                        } else {
+                            "new"
+                        }
+                        .into(),
+                        m.subject.clone(),
+                    ]);
+                }
+                format!("{t}\n{} unread", r.unread)
+            })
+        }
+        MsgCommand::Read { message_id } => {
+            let req = MessageIdRequest { message_id };
+            out.result(coord.op::<ReadMessage>(me, req).await, |r| {
+                let m = &r.message;
+                format!(
+                    "from {} at {} [{}]: {}\n\n{}\n\nthread {}",
+                    m.from,
+                    when(m.created_at),
+                    m.importance.as_str(),
+                    m.subject,
+                    m.body,
+                    m.thread_id
+                )
+            })
+        }
+        MsgCommand::Ack { message_id } => {
+            let req = MessageIdRequest { message_id };
+            out.result(coord.op::<AckMessage>(me, req).await, |r| {
+                format!("acknowledged {}", r.message.message_id)
+            })
+        }
+    }
+}
+
 fn render_claim(r: &coord_domain::queue::GetWorkResult) -> String {
     let Some(id) = &r.task_id else {
         return "no tasks available".to_string();
@@ -520,6 +617,11 @@ pub fn render_acquire(r: &AcquireLockResult) -> String {
             if let Some(why) = &r.lock_reason {
                 let _ = write!(s, " — {why}");
             }
+            let _ = write!(
+                s,
+                "\n  ask them: coord msg send holders:{} \"may I have it?\"",
+                r.file_path
+            );
             s
         }
         action => format!(

@@ -130,8 +130,57 @@ async fn claude_event(
             Ok(None)
         }
         "PreToolUse" => pre_tool_use(payload, coord, ctx).await,
+        "UserPromptSubmit" => urgent_messages(coord, ctx).await,
         _ => Ok(None),
     }
+}
+
+/// How much of the model's context unread urgent messages may take at one prompt.
+const MESSAGE_BUDGET_CHARS: usize = 1500;
+
+/// Unread urgent messages, added to the model's context once each: a message shown is
+/// marked read, so the next prompt does not repeat it; what does not fit the budget
+/// waits for the next prompt. Nothing to show, nothing printed.
+async fn urgent_messages(coord: &dyn Coordination, ctx: &Context) -> CoordResult<Option<Value>> {
+    use coord_domain::messages::{Importance, InboxRequest, MessageIdRequest};
+    use coord_service::ops::messages::{Inbox, ReadMessage};
+    let me = &ctx.caller;
+    let unread = InboxRequest {
+        unread_only: Some(true),
+        limit: Some(50),
+    };
+    let inbox = coord.op::<Inbox>(me, unread).await?;
+    let mut urgent: Vec<_> = inbox
+        .messages
+        .into_iter()
+        .filter(|m| m.importance == Importance::Urgent)
+        .collect();
+    if urgent.is_empty() {
+        return Ok(None);
+    }
+    urgent.reverse(); // oldest first: the order they were sent in
+    let mut text = String::from("Agent Coordinator: urgent messages from other agents:\n");
+    let mut shown = 0;
+    for m in &urgent {
+        let body: String = m.body.chars().take(600).collect();
+        let entry = format!("- from {} ({}): {} — {}\n", m.from, m.message_id, m.subject, body);
+        if shown > 0 && text.len() + entry.len() > MESSAGE_BUDGET_CHARS {
+            break;
+        }
+        text.push_str(&entry);
+        let read = MessageIdRequest {
+            message_id: m.message_id.clone(),
+        };
+        coord.op::<ReadMessage>(me, read).await?;
+        shown += 1;
+    }
+    if shown < urgent.len() {
+        text.push_str(&format!("({} more urgent: call inbox)\n", urgent.len() - shown));
+    }
+    text.push_str("Reply with send_message (same thread_id); acknowledge with ack_message once you have acted.");
+    Ok(Some(json!({
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}
+    })))
 }
 
 /// What a new session should know: its last handoff (or the project's latest), and

@@ -168,6 +168,7 @@ pub fn claude(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
         ("SessionStart", None),
         ("SessionEnd", None),
         ("PreToolUse", Some("Write|Edit|MultiEdit|NotebookEdit")),
+        ("UserPromptSubmit", None),
     ];
     for (event, matcher) in wanted {
         let hook_command = format!("{command} hook {event}");

@@ -209,6 +209,44 @@ fn session_end_releases_locks_and_writes_a_final_handoff() {
     assert_eq!(idle["agents"][0]["agent_id"], "claude-1");
 }
 
+/// Unread urgent messages reach the model at its next prompt, once each, within a
+/// budget; other messages wait in the inbox.
+#[test]
+fn urgent_messages_are_added_to_the_next_prompt_once() {
+    let p = Project::new();
+    let send = |importance: &str, subject: &str| {
+        let request = serde_json::json!({"to": "claude-1", "subject": subject, "body": "please release src/a.rs", "importance": importance});
+        p.json(&["--agent-id", "bob", "call", "send_message", &request.to_string()])
+    };
+    send("normal", "fyi");
+    let urgent = send("urgent", "need src/a.rs");
+    let out = p.hook("UserPromptSubmit", "UserPromptSubmit.json", CLAUDE);
+    let reply = stdout_json(&out).expect("the urgent message is shown");
+    let context = reply["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(
+        context.contains("from bob") && context.contains("need src/a.rs"),
+        "{context}"
+    );
+    assert!(context.contains(urgent["message_id"].as_str().unwrap()), "{context}");
+    assert!(!context.contains("fyi"), "only urgent messages: {context}");
+    // Shown once: read now; the normal one stays unread in the inbox.
+    let again = p.hook("UserPromptSubmit", "UserPromptSubmit.json", CLAUDE);
+    assert_eq!(stdout_json(&again), None);
+    let inbox = p.json(&["--agent-id", "claude-1", "call", "inbox", r#"{"unread_only": true}"#]);
+    assert_eq!(inbox["messages"][0]["subject"], "fyi");
+    assert_eq!(inbox["unread"], 1);
+    // Many urgent messages: the budget holds, the rest wait for the next prompt.
+    for i in 0..12 {
+        send("urgent", &format!("urgent number {i} {}", "x".repeat(150)));
+    }
+    let out = p.hook("UserPromptSubmit", "UserPromptSubmit.json", CLAUDE);
+    let reply = stdout_json(&out).unwrap();
+    let context = reply["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(context.len() < 2500, "{}", context.len());
+    assert!(context.contains("more urgent: call inbox"), "{context}");
+    assert!(context.contains("urgent number 0"), "oldest first: {context}");
+}
+
 #[test]
 fn other_events_are_accepted_silently() {
     let p = Project::new();

@@ -20,8 +20,8 @@ impl Operation for AcquireLock {
         edit it at the same time. Paths are repo-relative (absolute paths inside the repository are accepted). \
         Answers {success:true, action:\"acquired\"|\"refreshed\", expires_at, fencing_token}; calling again while \
         you hold it refreshes the lease. If another agent holds it: {success:false, action:\"blocked\", \
-        locked_by, expires_at, lock_reason} — do not edit the file; work on something else or wait. Release it \
-        when done.";
+        locked_by, expires_at, lock_reason} — do not edit the file; work on something else or wait, or ask the \
+        holder with send_message to \"holders:<file_path>\". Release it when done.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/locks/acquire")];
