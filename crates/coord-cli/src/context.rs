@@ -140,11 +140,34 @@ pub fn hostname() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()
 }
 
+/// The Claude Code session this process runs in, if Claude Code said (it sets
+/// `CLAUDE_CODE_SESSION_ID` for its hooks and the MCP servers it starts).
+pub fn claude_session() -> Option<String> {
+    std::env::var("CLAUDE_CODE_SESSION_ID")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The agent id of one Claude Code session: `claude-code-<host>-<session's first 8
+/// characters>`. Every session is its own agent — two sessions on one host must never
+/// share an identity (or one's locks would let the other through) — and the MCP server
+/// and the hooks of one session derive the same id.
+pub fn claude_session_id(session: &str) -> String {
+    let short: String = session.chars().filter(|c| c.is_ascii_alphanumeric()).take(8).collect();
+    let host = hostname();
+    if host.is_empty() {
+        format!("claude-code-{short}")
+    } else {
+        format!("claude-code-{host}-{short}")
+    }
+}
+
 /// The identity used when none is configured. Inside Claude Code (`in_claude`, or the
 /// `CLAUDECODE` variable Claude Code sets for everything it runs — hooks, MCP servers,
-/// its shell) it is `claude-code@<host>` of type `claude_code`, so the MCP server, the
-/// hooks and a `git commit` from Claude's shell all speak as one agent. Otherwise it is
-/// `<user>@<host>` of type `cli`.
+/// its shell) it is the session's own id ([`claude_session_id`]) of type `claude_code`,
+/// or `claude-code@<host>` when the session is not known (older Claude Code). Otherwise
+/// it is `<user>@<host>` of type `cli`.
 pub fn default_identity(in_claude: bool) -> (String, String) {
     let host = hostname();
     let at_host = |name: &str| {
@@ -155,7 +178,8 @@ pub fn default_identity(in_claude: bool) -> (String, String) {
         }
     };
     if in_claude || std::env::var_os("CLAUDECODE").is_some_and(|v| !v.is_empty()) {
-        return (at_host("claude-code"), CLAUDE_AGENT_TYPE.to_string());
+        let id = claude_session().map_or_else(|| at_host("claude-code"), |s| claude_session_id(&s));
+        return (id, CLAUDE_AGENT_TYPE.to_string());
     }
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("USERNAME"))

@@ -53,7 +53,7 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
     let ctx = match Context::resolve_in(global, cwd.clone()) {
         Ok(mut ctx) => {
-            ctx.caller = hook_identity(global);
+            ctx.caller = hook_identity(global, &payload);
             // The hook's identity is derived, not configured, unless given explicitly.
             if let Some(r) = ctx.remote.as_mut() {
                 if global.agent_id.is_none() {
@@ -88,9 +88,18 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
 }
 
 /// Claude Code hooks run inside Claude Code: without a configured identity they speak
-/// as the same agent its MCP server does (`claude-code@<host>`).
-fn hook_identity(global: &GlobalArgs) -> Caller {
-    let (id, ty) = default_identity(true);
+/// as the same agent its MCP server does — the session's own id, from
+/// `CLAUDE_CODE_SESSION_ID` or else the event's `session_id`.
+fn hook_identity(global: &GlobalArgs, payload: &Value) -> Caller {
+    let (mut id, ty) = default_identity(true);
+    if crate::context::claude_session().is_none()
+        && let Some(session) = payload
+            .get("session_id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+    {
+        id = crate::context::claude_session_id(session);
+    }
     Caller::new(
         global.agent_id.clone().unwrap_or(id),
         explicit_agent_type(global).unwrap_or(ty),

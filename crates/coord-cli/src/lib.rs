@@ -166,8 +166,10 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
     })
 }
 
-/// The identity an MCP server speaks for when none is configured per client: the
-/// configured one, else Claude Code's default when running inside Claude Code.
+/// The identity an MCP server over stdio speaks for: the configured one; else, inside
+/// Claude Code, the session's (the same its hooks derive); else the client's name, this
+/// host and the agent runtime that started this server (its process id), so two Codex
+/// sessions on one host are two agents.
 fn mcp_identity(global: &args::GlobalArgs) -> coord_mcp::IdentityConfig {
     let in_claude = std::env::var_os("CLAUDECODE").is_some_and(|v| !v.is_empty());
     let (claude_id, claude_type) = context::default_identity(true);
@@ -175,6 +177,7 @@ fn mcp_identity(global: &args::GlobalArgs) -> coord_mcp::IdentityConfig {
         agent_id: global.agent_id.clone().or_else(|| in_claude.then_some(claude_id)),
         agent_type: context::explicit_agent_type(global).or_else(|| in_claude.then_some(claude_type)),
         host: context::hostname(),
+        instance: Some(format!("p{}", std::os::unix::process::parent_id())),
     }
 }
 

@@ -65,6 +65,7 @@ impl Repo {
             .env_remove("COORD_AGENT_TYPE")
             .env_remove("AGENT_TYPE")
             .env_remove("CLAUDECODE")
+            .env_remove("CLAUDE_CODE_SESSION_ID")
             .env_remove("COORDINATION_API_URL")
             .env_remove("COORDINATION_API_KEY")
             .env("COORD_SQLITE_BUSY_TIMEOUT_MS", "300");

@@ -30,7 +30,8 @@ impl Project {
             .env_remove("COORD_DATABASE_URL")
             .env_remove("COORD_AGENT_ID")
             .env_remove("COORD_AGENT_TYPE")
-            .env_remove("CLAUDECODE");
+            .env_remove("CLAUDECODE")
+            .env_remove("CLAUDE_CODE_SESSION_ID");
         c
     }
 
@@ -291,18 +292,70 @@ fn without_configuration_hooks_speak_as_claude_code_on_this_host() {
     p.hook("SessionStart", "SessionStart.json", &[]);
     let agents = p.json(&["agents", "discover"]);
     let id = agents["agents"][0]["agent_id"].as_str().unwrap();
-    assert!(id.starts_with("claude-code@"), "{id}");
+    // The session's own id: the recorded event's session is 63a0ffd8-….
+    assert!(id.starts_with("claude-code-") && id.ends_with("-63a0ffd8"), "{id}");
     assert_eq!(agents["agents"][0]["agent_type"], "claude_code");
-    // A `coord` run from Claude Code's shell (CLAUDECODE=1) is the same agent.
+    // A `coord` run from that session's shell is the same agent.
     let out = p
         .command(&["--json", "lock", "acquire", "x.rs"])
         .env("CLAUDECODE", "1")
+        .env("CLAUDE_CODE_SESSION_ID", "63a0ffd8-c0f4-4551-876b-d459d921360f")
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["success"], true);
     let locks = p.json(&["lock", "list"]);
     assert_eq!(locks["locks"][0]["locked_by"], id);
+}
+
+/// Two Claude Code sessions on one host, both unconfigured, are two agents: the second
+/// session's Write of a file the first holds is denied, and the denial is audited.
+#[test]
+fn two_claude_sessions_on_one_host_are_two_agents() {
+    let p = Project::new();
+    let fixture = |name: &str| {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/claude-code")
+                .join(name),
+        )
+        .unwrap()
+        .replace("$E2E/work", &p.root().display().to_string())
+    };
+    let session_a = "aaaaaaaa-0000-4000-8000-000000000001";
+    let session_b = "bbbbbbbb-0000-4000-8000-000000000002";
+    for session in [session_a, session_b] {
+        let start = fixture("SessionStart.json").replace("63a0ffd8-c0f4-4551-876b-d459d921360f", session);
+        p.hook_raw("SessionStart", &start, &[("CLAUDECODE", "1")]);
+    }
+    let agents = p.json(&["agents", "discover"]);
+    let ids: Vec<&str> = agents["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["agent_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "{agents}");
+    // Session A's MCP server (CLAUDE_CODE_SESSION_ID in its environment) takes the lock…
+    let out = p
+        .command(&["--json", "lock", "acquire", "src/shared.rs"])
+        .env("CLAUDECODE", "1")
+        .env("CLAUDE_CODE_SESSION_ID", session_a)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // …and session B's Write of it is denied by B's hook, A's own Write is not.
+    let write = |session: &str| {
+        let event = fixture("PreToolUse-Write.json")
+            .replace("63a0ffd8-c0f4-4551-876b-d459d921360f", session)
+            .replace("src/locked.rs", "src/shared.rs");
+        p.hook_raw("PreToolUse", &event, &[("CLAUDECODE", "1")])
+    };
+    let denied = stdout_json(&write(session_b)).expect("B is denied");
+    assert_eq!(denied["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(stdout_json(&write(session_a)), None, "A's own lock never blocks A");
+    let audit = p.json(&["audit", "--operation", "check_edit", "--result", "failure"]);
+    assert_eq!(audit["entries"].as_array().unwrap().len(), 1, "{audit}");
 }
 
 #[test]

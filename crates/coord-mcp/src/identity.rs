@@ -12,6 +12,11 @@ pub struct IdentityConfig {
     pub agent_id: Option<String>,
     pub agent_type: Option<String>,
     pub host: String,
+    /// What tells this agent apart from others of the same client on the same host when
+    /// nothing is configured: over stdio, the id of the process that started this server
+    /// (the agent runtime), so two Codex sessions are two agents and a reconnect of one
+    /// is the same agent. None: the client's name and host alone.
+    pub instance: Option<String>,
 }
 
 impl IdentityConfig {
@@ -21,6 +26,7 @@ impl IdentityConfig {
             agent_id: None,
             agent_type: None,
             host: gethostname::gethostname().to_string_lossy().into_owned(),
+            instance: None,
         }
     }
 }
@@ -67,10 +73,14 @@ pub fn derive_identity(
         .clone()
         .or_else(|| header_id.map(String::from))
         .unwrap_or_else(|| {
-            if config.host.is_empty() {
+            let named = if config.host.is_empty() {
                 client.to_string()
             } else {
                 format!("{client}@{}", config.host)
+            };
+            match &config.instance {
+                Some(instance) => format!("{named}-{instance}"),
+                None => named,
             }
         });
     Caller::new(agent_id, agent_type)
@@ -86,11 +96,22 @@ mod tests {
             agent_id: None,
             agent_type: None,
             host: "box".into(),
+            instance: None,
         };
+        let process = IdentityConfig {
+            instance: Some("p4242".into()),
+            ..host.clone()
+        };
+        assert_eq!(
+            derive_identity(&process, None, None, Some("codex-mcp-client")),
+            Caller::new("codex-mcp-client@box-p4242", "codex"),
+            "one agent per runtime process"
+        );
         let fixed = IdentityConfig {
             agent_id: Some("me".into()),
             agent_type: Some("aider".into()),
             host: "box".into(),
+            instance: Some("p1".into()),
         };
         let cases = [
             (

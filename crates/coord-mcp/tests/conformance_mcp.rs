@@ -42,6 +42,7 @@ impl McpDoor {
             agent_id: Some(who.agent_id.clone()),
             agent_type: Some(who.agent_type.clone()),
             host: "test".into(),
+            instance: None,
         });
         // The cases count sessions and audit rows: the client manages its session.
         options.session_mode = SessionMode::Manual;

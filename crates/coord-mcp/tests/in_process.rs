@@ -59,6 +59,7 @@ fn identity(id: &str) -> IdentityConfig {
         agent_id: Some(id.into()),
         agent_type: Some("test_agent".into()),
         host: "box".into(),
+        instance: None,
     }
 }
 
