@@ -25,6 +25,8 @@ impl McpClient {
             .args(["--db", &scratch.db_arg, "mcp"])
             .env("COORD_AGENT_ID", agent)
             .env("COORD_AGENT_TYPE", "bench")
+            // The scratch database is dropped after the run: nothing to wait for.
+            .env("COORD_RELEASE_GRACE_SECONDS", "0")
             .env_remove("COORDINATION_API_URL")
             .env_remove("COORD_LOG")
             .stdin(Stdio::piped())

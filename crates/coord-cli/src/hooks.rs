@@ -128,12 +128,14 @@ async fn claude_event(
             let reason = payload.get("reason").and_then(Value::as_str).unwrap_or("unknown");
             let request = EndSessionRequest {
                 release_locks: Some(true),
+                requeue_tasks: Some(true),
                 handoff: Some(WriteHandoffRequest {
                     summary: format!(
-                        "Claude Code session {session} ended (reason: {reason}); its locks were released."
+                        "Claude Code session {session} ended (reason: {reason}); its locks were released and its claimed tasks requeued."
                     ),
                     ..Default::default()
                 }),
+                if_session: None,
             };
             coord.end_session(me, request).await?;
             Ok(None)

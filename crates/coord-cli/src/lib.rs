@@ -181,6 +181,31 @@ fn mcp_identity(global: &args::GlobalArgs) -> coord_mcp::IdentityConfig {
     }
 }
 
+/// `COORD_RELEASE_GRACE_SECONDS`: how long a closed `coord mcp` connection's locks and
+/// claims wait for its agent to reconnect (default 20 s; `off` keeps them until their TTL
+/// or lease).
+fn release_grace() -> coord_domain::CoordResult<Option<std::time::Duration>> {
+    let Ok(raw) = std::env::var("COORD_RELEASE_GRACE_SECONDS") else {
+        return Ok(Some(coord_mcp::DEFAULT_RELEASE_AFTER));
+    };
+    match raw.trim() {
+        "" => Ok(Some(coord_mcp::DEFAULT_RELEASE_AFTER)),
+        "off" => Ok(None),
+        n => n
+            .parse::<u64>()
+            .ok()
+            .filter(|s| *s <= 3600)
+            .map(|s| Some(std::time::Duration::from_secs(s)))
+            .ok_or_else(|| {
+                coord_domain::CoordError::field(
+                    coord_domain::ErrorCode::InvalidArgument,
+                    "COORD_RELEASE_GRACE_SECONDS",
+                    format!("COORD_RELEASE_GRACE_SECONDS={raw:?}: use whole seconds from 0 to 3600, or off"),
+                )
+            }),
+    }
+}
+
 /// How often long-lived processes purge expired rows.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -215,7 +240,12 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
             Err(e) => return fail(e),
         },
     };
-    let served = coord_mcp::serve_stdio(coord, coord_mcp::McpOptions::stdio(mcp_identity(global))).await;
+    let mut options = coord_mcp::McpOptions::stdio(mcp_identity(global));
+    match release_grace() {
+        Ok(grace) => options.release_after = grace,
+        Err(e) => return fail(e),
+    }
+    let served = coord_mcp::serve_stdio(coord, options).await;
     if let Some(s) = sweeper {
         s.abort();
     }

@@ -33,6 +33,9 @@ impl Server {
             .env_remove("COORD_DATABASE_URL")
             .env_remove("COORDINATION_API_URL")
             .env_remove("CLAUDECODE")
+            .env_remove("CLAUDE_CODE_SESSION_ID")
+            // Holdings stay after the connection closes unless a test asks otherwise.
+            .env("COORD_RELEASE_GRACE_SECONDS", "off")
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -109,6 +112,68 @@ impl Server {
         );
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
+}
+
+/// An agent that dies (its runtime's pipe closes) does not keep what it holds: after the
+/// grace period (0 here) its locks are free and its claimed task is back in the queue,
+/// the attempt counted; with the default grace the same happens 20 s later.
+#[test]
+fn a_dead_agents_locks_and_tasks_are_released_after_the_grace_period() {
+    let mut s = Server::start_with("doomed-agent", &[("COORD_RELEASE_GRACE_SECONDS", "0")]);
+    assert_eq!(
+        s.call(2, "acquire_lock", json!({"file_path": "src/a.rs"}))["success"],
+        true
+    );
+    let submitted = s.call(3, "submit_work", json!({"task_type": "t", "task_description": "d"}));
+    let claimed = s.call(4, "get_work", json!({}));
+    assert_eq!(claimed["task_id"], submitted["task_id"]);
+    let started = std::time::Instant::now();
+    let Server {
+        child,
+        stdin,
+        _dir: dir,
+        ..
+    } = s;
+    drop(stdin);
+    assert!(child.wait_with_output().unwrap().status.success());
+    let elapsed = started.elapsed();
+    let root = dir.path().to_path_buf();
+    let coord = |args: &[&str]| -> Value {
+        let out = Command::new(BIN)
+            .args(args)
+            .current_dir(&root)
+            .env("COORD_AGENT_ID", "survivor")
+            .env_remove("COORD_DATABASE_URL")
+            .env_remove("COORDINATION_API_URL")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {out:?}"))
+    };
+    let locks = coord(&["--json", "lock", "list"]);
+    assert_eq!(locks["locks"], json!([]), "released: {locks}");
+    let task_id = submitted["task_id"].as_str().unwrap();
+    let task = coord(&["--json", "work", "show", task_id]);
+    assert_eq!(
+        (task["task"]["status"].as_str(), task["task"]["attempts"].as_i64()),
+        (Some("pending"), Some(1)),
+        "{task}"
+    );
+    let again = coord(&["--json", "work", "claim"]);
+    assert_eq!(again["task_id"], submitted["task_id"], "another agent takes it over");
+    let audit = coord(&[
+        "--json",
+        "audit",
+        "--operation",
+        "end_session",
+        "--agent",
+        "doomed-agent",
+    ]);
+    assert_eq!(
+        audit["entries"].as_array().map(Vec::len),
+        Some(2),
+        "idle, then released: {audit}"
+    );
+    eprintln!("connection closed to holdings released: {elapsed:?}");
 }
 
 #[test]
@@ -234,6 +299,7 @@ fn a_pipe_in_and_a_file_out_still_serves() {
         .arg("mcp")
         .current_dir(dir.path())
         .env("COORD_AGENT_ID", "file-agent")
+        .env("COORD_RELEASE_GRACE_SECONDS", "off")
         .env_remove("COORD_DATABASE_URL")
         .env_remove("COORDINATION_API_URL")
         .stdin(Stdio::piped())

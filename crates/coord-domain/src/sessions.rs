@@ -185,6 +185,14 @@ pub struct EndSessionRequest {
     /// relevant_files, and the tasks you still have claimed to its in_progress.
     #[serde(default)]
     pub handoff: Option<crate::handoffs::WriteHandoffRequest>,
+    /// Give the tasks you have claimed back to the queue, each attempt counted (a task
+    /// out of attempts fails). Default false.
+    #[serde(default)]
+    pub requeue_tasks: Option<bool>,
+    /// End only if your current session is this one (a process ending after a grace
+    /// period must not end the session a reconnect started meanwhile).
+    #[serde(default)]
+    pub if_session: Option<String>,
 }
 
 /// A validated `end_session`.
@@ -192,18 +200,28 @@ pub struct EndSessionRequest {
 pub struct EndSession {
     pub release_locks: bool,
     pub handoff: Option<crate::handoffs::NewHandoff>,
+    pub requeue_tasks: bool,
+    pub if_session: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EndSessionResult {
     pub success: bool,
+    /// False when `if_session` named a session that is no longer yours: nothing changed.
+    pub ended: bool,
     /// Paths whose live locks were released.
     pub released: Vec<String>,
+    /// Claimed tasks given back to the queue, and those that failed for lack of attempts.
+    pub tasks_requeued: i64,
+    pub tasks_failed: i64,
     /// The final handoff, when one was written.
     pub handoff_id: Option<String>,
     /// The session's status now (`idle`), or none when the caller had no live session.
     pub status: Option<AgentStatus>,
+    /// The session that ended (pass it as `if_session` to end it again later only if no
+    /// new session replaced it).
+    pub session_id: Option<String>,
 }
 
 pub fn validate_end(req: EndSessionRequest, handoff_id: String) -> CoordResult<EndSession> {
@@ -213,7 +231,31 @@ pub fn validate_end(req: EndSessionRequest, handoff_id: String) -> CoordResult<E
             .handoff
             .map(|h| crate::handoffs::validate_handoff(h, handoff_id))
             .transpose()?,
+        requeue_tasks: req.requeue_tasks.unwrap_or(false),
+        if_session: req
+            .if_session
+            .map(|s| validate::required_text("if_session", &s, MAX_SHORT_TEXT))
+            .transpose()?,
     })
+}
+
+/// Why a claim went back to the queue when its claimer's session ended.
+pub const REASON_SESSION_ENDED: &str = "the claimer's session ended";
+
+impl EndSessionResult {
+    /// The answer when `if_session` no longer names the caller's session.
+    pub fn not_ended() -> EndSessionResult {
+        EndSessionResult {
+            success: true,
+            ended: false,
+            released: Vec::new(),
+            tasks_requeued: 0,
+            tasks_failed: 0,
+            handoff_id: None,
+            status: None,
+            session_id: None,
+        }
+    }
 }
 
 /// Completes a final handoff with what the session leaves behind: released files as

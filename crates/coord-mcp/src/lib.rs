@@ -57,6 +57,10 @@ pub struct McpOptions {
     pub session_mode: SessionMode,
     /// How often a live connection heartbeats (well under the 15-minute stale threshold).
     pub heartbeat_every: Duration,
+    /// After a stdio connection closes (its agent exited or was killed), how long its
+    /// locks and claimed tasks wait for the agent to reconnect before they are released
+    /// and requeued. None: they stay (until their TTL, lease or a cleanup).
+    pub release_after: Option<Duration>,
 }
 
 impl McpOptions {
@@ -65,16 +69,21 @@ impl McpOptions {
             identity,
             session_mode: SessionMode::PerConnection,
             heartbeat_every: Duration::from_secs(5 * 60),
+            release_after: Some(DEFAULT_RELEASE_AFTER),
         }
     }
 
     pub fn http(identity: IdentityConfig) -> Self {
         McpOptions {
             session_mode: SessionMode::Shared,
+            release_after: None,
             ..McpOptions::stdio(identity)
         }
     }
 }
+
+/// How long a closed stdio connection's holdings wait for its agent to come back.
+pub const DEFAULT_RELEASE_AFTER: Duration = Duration::from_secs(20);
 
 /// Per-connection state: who is calling, and whether its session is registered.
 #[derive(Default)]
@@ -265,9 +274,10 @@ impl CoordMcp {
         }
     }
 
-    /// The connection closed: stop heartbeating and end the session without releasing
-    /// its locks (`end_session` with `release_locks: false`: the session goes idle; its
-    /// locks stay until their TTL or a cleanup).
+    /// The connection closed: stop heartbeating and end the session. At once it goes
+    /// idle (its holdings kept, so an agent that reconnects keeps them); after
+    /// `release_after`, unless a new session of the same agent started meanwhile, its
+    /// locks are released and its claimed tasks requeued — nothing outlives its agent.
     pub async fn close(&self) {
         if let Some(task) = self
             .session
@@ -284,19 +294,35 @@ impl CoordMcp {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        if let (Some(caller), true) = (caller, self.session.registered.load(Ordering::SeqCst))
-            && let Err(e) = self
-                .coord
-                .end_session(
-                    &caller,
-                    EndSessionRequest {
-                        release_locks: Some(false),
-                        handoff: None,
-                    },
-                )
-                .await
-        {
-            tracing::warn!(error = %e, "could not end the session");
+        let (Some(caller), true) = (caller, self.session.registered.load(Ordering::SeqCst)) else {
+            return;
+        };
+        let idle = EndSessionRequest {
+            release_locks: Some(false),
+            ..Default::default()
+        };
+        let ended = match self.coord.end_session(&caller, idle).await {
+            Ok(r) => r,
+            Err(e) => return tracing::warn!(error = %e, "could not end the session"),
+        };
+        let (Some(grace), Some(session)) = (self.options.release_after, ended.session_id) else {
+            return;
+        };
+        tokio::time::sleep(grace).await;
+        let release = EndSessionRequest {
+            release_locks: Some(true),
+            requeue_tasks: Some(true),
+            if_session: Some(session),
+            handoff: None,
+        };
+        match self.coord.end_session(&caller, release).await {
+            Ok(r) if r.ended => tracing::info!(
+                released = r.released.len(),
+                requeued = r.tasks_requeued,
+                "a closed connection's holdings were released"
+            ),
+            Ok(_) => tracing::info!("the agent reconnected: its holdings stay with its new session"),
+            Err(e) => tracing::warn!(error = %e, "could not release a closed connection's holdings"),
         }
     }
 

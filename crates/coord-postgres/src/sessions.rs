@@ -9,7 +9,9 @@ use crate::{R, Tx};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::ErrorCode;
-use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::sessions::{
+    AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, REASON_SESSION_ENDED, SessionResult,
+};
 use coord_domain::sessions::{EndSession, EndSessionResult, complete_final_handoff};
 use coord_domain::{CoordError, Timestamp};
 use coord_store::OpCtx;
@@ -128,31 +130,66 @@ pub async fn set_status(tx: &Tx<'_>, ctx: &OpCtx, status: AgentStatus) -> R<Sess
     }
 }
 
-/// Ends the caller's session: its locks, its final handoff and its status, at once.
+/// Ends the caller's session: its locks, its claims, its final handoff and its status,
+/// at once.
 pub async fn end(tx: &Tx<'_>, ctx: &OpCtx, end: &EndSession) -> R<EndSessionResult> {
+    if let Some(expected) = &end.if_session {
+        let current = tx
+            .query_opt(
+                &tx.prepare_cached("SELECT session_id FROM agent_sessions WHERE agent_id = $1 FOR UPDATE")
+                    .await?,
+                &[&ctx.who.agent_id],
+            )
+            .await?
+            .map(|r| get::<Uuid>(&r, 0).map(id_text))
+            .transpose()?;
+        if current.as_ref() != Some(expected) {
+            return Ok(EndSessionResult::not_ended());
+        }
+    }
     let released = if end.release_locks {
         locks::release_all(tx, ctx).await?.released
     } else {
         Vec::new()
     };
+    let claimed = queue::claimed_by(tx, &ctx.who.agent_id).await?;
     let handoff_id = match &end.handoff {
         Some(h) => {
             let mut h = h.clone();
-            complete_final_handoff(&mut h, &released, &queue::claimed_by(tx, &ctx.who.agent_id).await?);
+            complete_final_handoff(&mut h, &released, &claimed);
             Some(handoffs::write(tx, ctx, &h).await?.handoff_id)
         }
         None => None,
     };
-    let status = match set_status(tx, ctx, AgentStatus::Idle).await {
-        Ok(_) => Some(AgentStatus::Idle),
+    let (tasks_requeued, tasks_failed) = if end.requeue_tasks {
+        let claims = tx
+            .query(
+                &tx.prepare_cached(
+                    "SELECT task_id, attempts, max_attempts FROM work_queue
+                     WHERE status = 'claimed' AND claimed_by = $1 FOR UPDATE",
+                )
+                .await?,
+                &[&ctx.who.agent_id],
+            )
+            .await?;
+        queue::settle(tx, ctx.now, &claims, REASON_SESSION_ENDED).await?
+    } else {
+        (0, 0)
+    };
+    let session_id = match set_status(tx, ctx, AgentStatus::Idle).await {
+        Ok(s) => Some(s.session_id),
         Err(Fail::Coord(e)) if e.code == ErrorCode::NotFound => None,
         Err(e) => return Err(e),
     };
     Ok(EndSessionResult {
         success: true,
+        ended: true,
         released,
+        tasks_requeued,
+        tasks_failed,
         handoff_id,
-        status,
+        status: session_id.as_ref().map(|_| AgentStatus::Idle),
+        session_id,
     })
 }
 

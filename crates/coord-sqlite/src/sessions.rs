@@ -10,7 +10,9 @@ use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::ErrorCode;
 use coord_domain::Identity;
-use coord_domain::sessions::{AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, SessionResult};
+use coord_domain::sessions::{
+    AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, REASON_SESSION_ENDED, SessionResult,
+};
 use coord_domain::sessions::{EndSession, EndSessionResult, complete_final_handoff};
 use coord_store::{OpCtx, SessionStore};
 use rusqlite::types::Type;
@@ -115,31 +117,55 @@ pub fn set_status(c: &Connection, who: &Identity, status: AgentStatus) -> R<Sess
     }
 }
 
-/// Ends the caller's session: its locks, its final handoff and its status, at once.
+/// Ends the caller's session: its locks, its claims, its final handoff and its status,
+/// at once.
 pub fn end(c: &Connection, now: i64, who: &Identity, end: &EndSession) -> R<EndSessionResult> {
+    if let Some(expected) = &end.if_session {
+        let current: Option<String> = c
+            .prepare_cached("SELECT session_id FROM agent_sessions WHERE agent_id = ?1")?
+            .query_row([&who.agent_id], |r| r.get(0))
+            .optional()?;
+        if current.as_ref() != Some(expected) {
+            return Ok(EndSessionResult::not_ended());
+        }
+    }
     let released = if end.release_locks {
         locks::release_all(c, now, who)?.released
     } else {
         Vec::new()
     };
+    let claimed = queue::claimed_by(c, &who.agent_id)?;
     let handoff_id = match &end.handoff {
         Some(h) => {
             let mut h = h.clone();
-            complete_final_handoff(&mut h, &released, &queue::claimed_by(c, &who.agent_id)?);
+            complete_final_handoff(&mut h, &released, &claimed);
             Some(handoffs::write(c, now, who, &h)?.handoff_id)
         }
         None => None,
     };
-    let status = match set_status(c, who, AgentStatus::Idle) {
-        Ok(_) => Some(AgentStatus::Idle),
+    let (tasks_requeued, tasks_failed) = if end.requeue_tasks {
+        let claims: Vec<(String, i32, i32)> = claimed
+            .iter()
+            .map(|t| (t.task_id.clone(), t.attempts, t.max_attempts))
+            .collect();
+        queue::settle(c, now, &claims, REASON_SESSION_ENDED)?
+    } else {
+        (0, 0)
+    };
+    let session_id = match set_status(c, who, AgentStatus::Idle) {
+        Ok(s) => Some(s.session_id),
         Err(Fail::Coord(e)) if e.code == ErrorCode::NotFound => None,
         Err(e) => return Err(e),
     };
     Ok(EndSessionResult {
         success: true,
+        ended: true,
         released,
+        tasks_requeued,
+        tasks_failed,
         handoff_id,
-        status,
+        status: session_id.as_ref().map(|_| AgentStatus::Idle),
+        session_id,
     })
 }
 

@@ -88,7 +88,8 @@ async def main():
         def server(agent):
             db = ["--db", args.db] if args.db else []
             return StdioServerParameters(command=args.coord, args=[*db, "mcp"], cwd=args.cwd,
-                                         env={"COORD_AGENT_ID": agent, "COORD_AGENT_TYPE": "python_sdk"})
+                                         env={"COORD_AGENT_ID": agent, "COORD_AGENT_TYPE": "python_sdk",
+                                              "COORD_RELEASE_GRACE_SECONDS": "0"})
         async with Client(server("py-agent-a")) as a, Client(server("py-agent-b")) as b:
             summary = await scenario(a, b)
     else:

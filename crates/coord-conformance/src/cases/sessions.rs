@@ -372,6 +372,7 @@ pub async fn sessions_end_session_releases_hands_off_and_idles(b: &dyn Backend) 
             relevant_files: Some(vec!["docs/plan.md".into()]),
             ..Default::default()
         }),
+        ..Default::default()
     };
     let ended = h.coord.end_session(&a, request.clone()).await.unwrap();
     assert_eq!(ended.released, ["src/a.rs", "src/b.rs"]);
@@ -408,7 +409,7 @@ pub async fn sessions_end_session_releases_hands_off_and_idles(b: &dyn Backend) 
     h.coord.register_session(&bb, Default::default()).await.unwrap();
     let kept = EndSessionRequest {
         release_locks: Some(false),
-        handoff: None,
+        ..Default::default()
     };
     assert!(h.coord.end_session(&bb, kept).await.unwrap().released.is_empty());
     assert_eq!(
@@ -420,10 +421,65 @@ pub async fn sessions_end_session_releases_hands_off_and_idles(b: &dyn Backend) 
             .len(),
         2
     );
+    // Requeueing gives claimed tasks back, each attempt counted; `if_session` ends only
+    // the session it names (a reconnect's new session is left alone).
+    let c = agent("agent-d");
+    let first = h
+        .coord
+        .register_session(&c, Default::default())
+        .await
+        .unwrap()
+        .session_id;
+    h.coord
+        .submit_work(
+            &bb,
+            SubmitWorkRequest {
+                task_type: "parse".into(),
+                task_description: "second".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let task = h
+        .coord
+        .get_work(&c, GetWorkRequest::default())
+        .await
+        .unwrap()
+        .task_id
+        .unwrap();
+    let _reconnected = h.coord.register_session(&c, Default::default()).await.unwrap();
+    let stale = EndSessionRequest {
+        requeue_tasks: Some(true),
+        if_session: Some(first),
+        ..Default::default()
+    };
+    let skipped = h.coord.end_session(&c, stale).await.unwrap();
+    assert!(
+        !skipped.ended && skipped.released.is_empty() && skipped.tasks_requeued == 0,
+        "{skipped:?}"
+    );
+    let now_current = EndSessionRequest {
+        requeue_tasks: Some(true),
+        ..Default::default()
+    };
+    let done = h.coord.end_session(&c, now_current).await.unwrap();
+    assert_eq!((done.ended, done.tasks_requeued, done.tasks_failed), (true, 1, 0));
+    let back = h
+        .coord
+        .get_task(&bb, coord_domain::queue::GetTaskRequest { task_id: task })
+        .await
+        .unwrap()
+        .task;
+    assert_eq!(
+        (back.status, back.attempts, back.claimed_by),
+        (TaskStatus::Pending, 1, None)
+    );
     // A bad handoff refuses the whole operation: nothing released.
     let bad = EndSessionRequest {
         release_locks: Some(true),
         handoff: Some(WriteHandoffRequest::default()),
+        ..Default::default()
     };
     let e = h.coord.end_session(&bb, bad).await.unwrap_err();
     assert_eq!(e.field.as_deref(), Some("summary"), "{e:?}");
