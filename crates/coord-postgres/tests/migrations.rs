@@ -102,8 +102,7 @@ async fn supabase_bootstrap_roles_schema_and_publication() {
     let without_rls: Vec<String> = c
         .query(
             "SELECT relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = current_schema() AND c.relkind = 'r' AND NOT c.relrowsecurity
-               AND relname <> 'coord_schema_migrations'",
+             WHERE n.nspname = current_schema() AND c.relkind = 'r' AND NOT c.relrowsecurity",
             &[],
         )
         .await
