@@ -501,8 +501,10 @@ async fn msg(cmd: crate::args::MsgCommand, coord: &dyn Coordination, ctx: &Conte
                     return out.error(&e);
                 }
             };
-            let to = match to.strip_prefix("holders:") {
-                Some(path) => format!("holders:{}", ctx.lock_path(path)),
+            use coord_domain::messages::HOLDERS_PREFIX;
+            // holders:<path> names a file: relative to the working directory, like lock paths.
+            let to = match to.strip_prefix(HOLDERS_PREFIX) {
+                Some(path) => format!("{HOLDERS_PREFIX}{}", ctx.lock_path(path)),
                 None => to,
             };
             let req = SendMessageRequest {

@@ -53,7 +53,7 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
     let ctx = match Context::resolve_in(global, cwd.clone()) {
         Ok(mut ctx) => {
-            ctx.caller = hook_identity(global, &payload);
+            ctx.caller = hook_identity(global);
             // The hook's identity is derived, not configured, unless given explicitly.
             if let Some(r) = ctx.remote.as_mut() {
                 if global.agent_id.is_none() {
@@ -88,18 +88,12 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
 }
 
 /// Claude Code hooks run inside Claude Code: without a configured identity they speak
-/// as the same agent its MCP server does — the session's own id, from
-/// `CLAUDE_CODE_SESSION_ID` or else the event's `session_id`.
-fn hook_identity(global: &GlobalArgs, payload: &Value) -> Caller {
-    let (mut id, ty) = default_identity(true);
-    if crate::context::claude_session().is_none()
-        && let Some(session) = payload
-            .get("session_id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.trim().is_empty())
-    {
-        id = crate::context::claude_session_id(session);
-    }
+/// as the same agent its MCP server does — the session's own id from
+/// `CLAUDE_CODE_SESSION_ID`, which Claude Code gives both. (Not from the event's
+/// `session_id`: a Claude Code that does not pass the variable to its MCP server would
+/// then have hooks and MCP server disagree, and block the session with its own locks.)
+fn hook_identity(global: &GlobalArgs) -> Caller {
+    let (id, ty) = default_identity(true);
     Caller::new(
         global.agent_id.clone().unwrap_or(id),
         explicit_agent_type(global).unwrap_or(ty),
@@ -158,7 +152,7 @@ async fn urgent_messages(coord: &dyn Coordination, ctx: &Context) -> CoordResult
     let me = &ctx.caller;
     let unread = InboxRequest {
         unread_only: Some(true),
-        limit: Some(50),
+        limit: Some(200),
     };
     let inbox = coord.op::<Inbox>(me, unread).await?;
     let mut urgent: Vec<_> = inbox
@@ -178,12 +172,19 @@ async fn urgent_messages(coord: &dyn Coordination, ctx: &Context) -> CoordResult
         if shown > 0 && text.len() + entry.len() > MESSAGE_BUDGET_CHARS {
             break;
         }
-        text.push_str(&entry);
         let read = MessageIdRequest {
             message_id: m.message_id.clone(),
         };
-        coord.op::<ReadMessage>(me, read).await?;
+        // Shown means read; a message that could not be marked is left for next time
+        // (and what was marked already is still shown).
+        if coord.op::<ReadMessage>(me, read).await.is_err() {
+            break;
+        }
+        text.push_str(&entry);
         shown += 1;
+    }
+    if shown == 0 {
+        return Ok(None);
     }
     if shown < urgent.len() {
         text.push_str(&format!("({} more urgent: call inbox)\n", urgent.len() - shown));

@@ -292,14 +292,14 @@ fn without_configuration_hooks_speak_as_claude_code_on_this_host() {
     p.hook("SessionStart", "SessionStart.json", &[]);
     let agents = p.json(&["agents", "discover"]);
     let id = agents["agents"][0]["agent_id"].as_str().unwrap();
-    // The session's own id: the recorded event's session is 63a0ffd8-….
-    assert!(id.starts_with("claude-code-") && id.ends_with("-63a0ffd8"), "{id}");
+    // Without CLAUDE_CODE_SESSION_ID (older Claude Code): one agent per host, as the MCP
+    // server of such a Claude Code would be.
+    assert!(id.starts_with("claude-code@"), "{id}");
     assert_eq!(agents["agents"][0]["agent_type"], "claude_code");
-    // A `coord` run from that session's shell is the same agent.
+    // A `coord` run from Claude Code's shell is the same agent.
     let out = p
         .command(&["--json", "lock", "acquire", "x.rs"])
         .env("CLAUDECODE", "1")
-        .env("CLAUDE_CODE_SESSION_ID", "63a0ffd8-c0f4-4551-876b-d459d921360f")
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -324,9 +324,14 @@ fn two_claude_sessions_on_one_host_are_two_agents() {
     };
     let session_a = "aaaaaaaa-0000-4000-8000-000000000001";
     let session_b = "bbbbbbbb-0000-4000-8000-000000000002";
+    // Claude Code gives its hooks and its MCP server the session in CLAUDE_CODE_SESSION_ID.
     for session in [session_a, session_b] {
         let start = fixture("SessionStart.json").replace("63a0ffd8-c0f4-4551-876b-d459d921360f", session);
-        p.hook_raw("SessionStart", &start, &[("CLAUDECODE", "1")]);
+        p.hook_raw(
+            "SessionStart",
+            &start,
+            &[("CLAUDECODE", "1"), ("CLAUDE_CODE_SESSION_ID", session)],
+        );
     }
     let agents = p.json(&["agents", "discover"]);
     let ids: Vec<&str> = agents["agents"]
@@ -349,7 +354,11 @@ fn two_claude_sessions_on_one_host_are_two_agents() {
         let event = fixture("PreToolUse-Write.json")
             .replace("63a0ffd8-c0f4-4551-876b-d459d921360f", session)
             .replace("src/locked.rs", "src/shared.rs");
-        p.hook_raw("PreToolUse", &event, &[("CLAUDECODE", "1")])
+        p.hook_raw(
+            "PreToolUse",
+            &event,
+            &[("CLAUDECODE", "1"), ("CLAUDE_CODE_SESSION_ID", session)],
+        )
     };
     let denied = stdout_json(&write(session_b)).expect("B is denied");
     assert_eq!(denied["hookSpecificOutput"]["permissionDecision"], "deny");

@@ -31,6 +31,32 @@ pub struct AuditRecord {
 impl AuditRecord {
     /// Builds the row for an outcome: the wire JSON of the result or of the error.
     /// `success` is the wire `success` flag, so a blocked lock counts as a failure.
+    /// Replaces the value of every key named in `fields`, at any depth of the parameters
+    /// and the result, with `"[redacted]"`: the audit trail is readable by every agent
+    /// with a key, and some fields (message bodies) are for their recipients only.
+    pub fn redacted(mut self, fields: &[&str]) -> AuditRecord {
+        fn walk(v: &mut Value, fields: &[&str]) {
+            match v {
+                Value::Object(map) => {
+                    for (k, child) in map.iter_mut() {
+                        if fields.contains(&k.as_str()) && !child.is_null() {
+                            *child = Value::String("[redacted]".into());
+                        } else {
+                            walk(child, fields);
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter_mut().for_each(|i| walk(i, fields)),
+                _ => {}
+            }
+        }
+        if !fields.is_empty() {
+            walk(&mut self.parameters, fields);
+            walk(&mut self.result, fields);
+        }
+        self
+    }
+
     pub fn of<T: Serialize>(
         agent: Identity,
         operation: &'static str,

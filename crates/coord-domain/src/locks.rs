@@ -293,7 +293,10 @@ pub fn decide_edit(me: &Identity, paths: Vec<String>, locks: &[LockInfo]) -> Coo
     if let Some(why) = &held.reason {
         message.push_str(&format!(" — {why}"));
     }
-    message.push_str(". Do not edit it now: work on something else, or coordinate through the work queue.");
+    message.push_str(&format!(
+        ". Do not edit it now: work on something else, or ask the holder with send_message to \"holders:{}\".",
+        held.file_path
+    ));
     let blocked = serde_json::to_value(&foreign).unwrap_or_default();
     Err(CoordError::new(ErrorCode::FileLocked, message)
         .with_detail("file_path", held.file_path.clone())

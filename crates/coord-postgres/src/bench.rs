@@ -40,6 +40,7 @@ impl RawPostgres {
             operation,
             parameters: Value::Null,
             started: Instant::now(),
+            redact: &[],
         };
         let mut client = self.store.pool.get().await.map_err(pool_error)?;
         let outcome: R<T> = async {

@@ -18,7 +18,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     // here, so no PostgreSQL database had the index: listed now.
     (4, "typed_claims", include_str!("../migrations/0004_typed_claims.sql")),
     (5, "messages", include_str!("../migrations/0005_messages.sql")),
-    (6, "bookkeeping_rls", include_str!("../migrations/0006_bookkeeping_rls.sql")),
+    (
+        6,
+        "bookkeeping_rls",
+        include_str!("../migrations/0006_bookkeeping_rls.sql"),
+    ),
 ];
 
 /// Arbitrary but fixed: the advisory lock key of `coord` migrations.

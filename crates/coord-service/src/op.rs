@@ -117,6 +117,10 @@ pub trait Operation: Send + Sync + 'static {
     const ACCESS: Access;
     const EFFECT: Effect;
     const AUDIT: Audit = Audit::Always;
+    /// Fields (at any depth of the request and the answer) whose values the audit row
+    /// replaces with `"[redacted]"`: the audit trail is readable by every agent with a
+    /// key, and some contents are not theirs to read.
+    const AUDIT_REDACT: &'static [&'static str] = &[];
     /// Its HTTP routes; empty only with [`Operation::NOT_HTTP`] saying why.
     const HTTP: &'static [Http];
     /// Why it has no HTTP route (empty when it has one).

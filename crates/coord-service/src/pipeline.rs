@@ -92,6 +92,7 @@ impl Coordinator {
                 operation: O::NAME,
                 parameters,
                 started: Instant::now(),
+                redact: O::AUDIT_REDACT,
             };
             let prepared = match self.prepare::<O>(&mut ctx, who, parsed).await {
                 Ok(args) => O::execute(self, ctx, args).await,

@@ -41,6 +41,8 @@ pub struct OpCtx {
     pub operation: &'static str,
     pub parameters: Value,
     pub started: Instant,
+    /// Fields whose values the audit row must not keep (the operation's `AUDIT_REDACT`).
+    pub redact: &'static [&'static str],
 }
 
 impl OpCtx {
@@ -53,6 +55,7 @@ impl OpCtx {
             outcome,
             self.started.elapsed().as_secs_f64() * 1000.0,
         )
+        .redacted(self.redact)
     }
 }
 

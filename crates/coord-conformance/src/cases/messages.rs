@@ -100,6 +100,42 @@ pub async fn messages_direct_inbox_read_ack_and_threads(b: &dyn Backend) {
     };
     let e = h.coord.op::<Inbox>(&bb, limited).await.unwrap_err();
     assert_eq!(e.field.as_deref(), Some("limit"));
+    // The audit trail, readable by every agent with a key, keeps who wrote to whom and
+    // when, never what.
+    let log = h
+        .coord
+        .query_audit(
+            &agent("auditor"),
+            coord_domain::audit::AuditQueryRequest {
+                agent_id: None,
+                limit: Some(100),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut seen = 0;
+    for e in log
+        .entries
+        .iter()
+        .filter(|e| e.operation.contains("message") || e.operation == "inbox")
+    {
+        let text = format!("{} {}", e.parameters, e.result);
+        assert!(
+            !text.contains("body of hello") && !text.contains("body of again"),
+            "{}: {text}",
+            e.operation
+        );
+        seen += 1;
+    }
+    assert!(seen >= 6, "{seen}");
+    let sent_row = log
+        .entries
+        .iter()
+        .find(|e| e.operation == "send_message" && e.success)
+        .unwrap();
+    assert_eq!(sent_row.parameters["body"], "[redacted]");
+    assert_eq!(sent_row.parameters["to"], "agent-b");
 }
 
 pub async fn messages_to_the_holders_of_a_file(b: &dyn Backend) {

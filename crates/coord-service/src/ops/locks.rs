@@ -151,7 +151,9 @@ impl Operation for CheckEdit {
         file_locked naming the holder, until when and why (locked_by, expires_at, lock_reason, blocked:[locks]) \
         — then do not change those files: work on something else or coordinate with the holder. Your own locks \
         never block you.";
-    const ACCESS: Access = Access::Agent;
+    // Like check_locks: a guard without a key still works (an anonymous caller holds no
+    // locks, so every live lock on the files is someone else's).
+    const ACCESS: Access = Access::Read;
     const EFFECT: Effect = Effect::Read;
     const HTTP: &'static [Http] = &[Http::post("/locks/check-edit").errors(&[409])];
     const PATH_FIELDS: &'static [&'static str] = &["paths"];

@@ -22,6 +22,8 @@ impl Operation for SendMessage {
         file.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    // Messages are for their recipients; the audit trail is every agent's to read.
+    const AUDIT_REDACT: &'static [&'static str] = &["body"];
     const HTTP: &'static [Http] = &[Http::post("/messages").errors(&[409])];
     const PATH_FIELDS: &'static [&'static str] = &[];
     const EXAMPLE: &'static str = "{\"to\": \"holders:src/auth.rs\", \"subject\": \"may I have src/auth.rs?\", \
@@ -49,6 +51,7 @@ impl Operation for Inbox {
         subject, body, importance, created_at, read_at, acked_at}], unread}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
+    const AUDIT_REDACT: &'static [&'static str] = &["body"];
     const HTTP: &'static [Http] = &[Http::get("/messages")];
     const EXAMPLE: &'static str = "{\"unread_only\": true, \"limit\": 10}";
     type Request = InboxRequest;
@@ -72,6 +75,7 @@ impl Operation for ReadMessage {
         {success:true, message:{...}}; not_found when it is not addressed to you.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const AUDIT_REDACT: &'static [&'static str] = &["body"];
     const HTTP: &'static [Http] = &[Http::post("/messages/read").errors(&[404])];
     const EXAMPLE: &'static str = "{\"message_id\": \"7b7c2a4e-0000-4000-8000-000000000001\"}";
     type Request = MessageIdRequest;
@@ -96,6 +100,7 @@ impl Operation for AckMessage {
         not_found when it is not addressed to you.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const AUDIT_REDACT: &'static [&'static str] = &["body"];
     const HTTP: &'static [Http] = &[Http::post("/messages/ack").errors(&[404])];
     const EXAMPLE: &'static str = "{\"message_id\": \"7b7c2a4e-0000-4000-8000-000000000001\"}";
     type Request = MessageIdRequest;
