@@ -243,6 +243,26 @@ pub fn validate_end(req: EndSessionRequest, handoff_id: String) -> CoordResult<E
 pub const REASON_SESSION_ENDED: &str = "the claimer's session ended";
 
 impl EndSessionResult {
+    /// The answer of a session that ended: what was released and requeued, the final
+    /// handoff, and the session now idle (none when the caller had no live session).
+    pub fn ended(
+        released: Vec<String>,
+        (tasks_requeued, tasks_failed): (i64, i64),
+        handoff_id: Option<String>,
+        session_id: Option<String>,
+    ) -> EndSessionResult {
+        EndSessionResult {
+            success: true,
+            ended: true,
+            released,
+            tasks_requeued,
+            tasks_failed,
+            handoff_id,
+            status: session_id.as_ref().map(|_| AgentStatus::Idle),
+            session_id,
+        }
+    }
+
     /// The answer when `if_session` no longer names the caller's session.
     pub fn not_ended() -> EndSessionResult {
         EndSessionResult {

@@ -161,7 +161,7 @@ pub async fn end(tx: &Tx<'_>, ctx: &OpCtx, end: &EndSession) -> R<EndSessionResu
         }
         None => None,
     };
-    let (tasks_requeued, tasks_failed) = if end.requeue_tasks {
+    let requeued = if end.requeue_tasks {
         let claims = tx
             .query(
                 &tx.prepare_cached(
@@ -181,16 +181,7 @@ pub async fn end(tx: &Tx<'_>, ctx: &OpCtx, end: &EndSession) -> R<EndSessionResu
         Err(Fail::Coord(e)) if e.code == ErrorCode::NotFound => None,
         Err(e) => return Err(e),
     };
-    Ok(EndSessionResult {
-        success: true,
-        ended: true,
-        released,
-        tasks_requeued,
-        tasks_failed,
-        handoff_id,
-        status: session_id.as_ref().map(|_| AgentStatus::Idle),
-        session_id,
-    })
+    Ok(EndSessionResult::ended(released, requeued, handoff_id, session_id))
 }
 
 pub async fn discover(tx: &Tx<'_>, args: &(Option<String>, Option<AgentStatus>)) -> R<DiscoverAgentsResult> {

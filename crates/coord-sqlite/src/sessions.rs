@@ -143,7 +143,7 @@ pub fn end(c: &Connection, now: i64, who: &Identity, end: &EndSession) -> R<EndS
         }
         None => None,
     };
-    let (tasks_requeued, tasks_failed) = if end.requeue_tasks {
+    let requeued = if end.requeue_tasks {
         let claims: Vec<(String, i32, i32)> = claimed
             .iter()
             .map(|t| (t.task_id.clone(), t.attempts, t.max_attempts))
@@ -157,16 +157,7 @@ pub fn end(c: &Connection, now: i64, who: &Identity, end: &EndSession) -> R<EndS
         Err(Fail::Coord(e)) if e.code == ErrorCode::NotFound => None,
         Err(e) => return Err(e),
     };
-    Ok(EndSessionResult {
-        success: true,
-        ended: true,
-        released,
-        tasks_requeued,
-        tasks_failed,
-        handoff_id,
-        status: session_id.as_ref().map(|_| AgentStatus::Idle),
-        session_id,
-    })
+    Ok(EndSessionResult::ended(released, requeued, handoff_id, session_id))
 }
 
 pub fn discover(c: &Connection, capability: Option<&str>, status: Option<AgentStatus>) -> R<DiscoverAgentsResult> {
