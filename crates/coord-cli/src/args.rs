@@ -222,6 +222,11 @@ pub enum PortsCommand {
 pub enum InitTarget {
     /// Add the coord MCP server to .mcp.json and coordination hooks to .claude/settings.json
     /// (merging with what is there; running it again changes nothing)
+    ///
+    /// Claude Code loads a project's .mcp.json servers only once the user approved them
+    /// (some versions silently skip them otherwise), and a project cannot approve itself:
+    /// by default this also adds "coord" to enabledMcpjsonServers in your user settings
+    /// ($CLAUDE_CONFIG_DIR or ~/.claude, settings.json), merging, and says so.
     Claude {
         /// Show what would change, write nothing
         #[arg(long)]
@@ -229,6 +234,12 @@ pub enum InitTarget {
         /// The coord executable the configuration should run
         #[arg(long, default_value = "coord", value_name = "PATH")]
         command: String,
+        /// Approve the coord server in your user settings (the default)
+        #[arg(long, overrides_with = "no_user_settings")]
+        user_settings: bool,
+        /// Leave your user settings alone (approve the server in Claude Code yourself)
+        #[arg(long)]
+        no_user_settings: bool,
     },
     /// Print the Codex CLI config.toml entry for the coord MCP server, or merge it in
     #[command(group(ArgGroup::new("codex_mode").args(["write", "dry_run"])))]

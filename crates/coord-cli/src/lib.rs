@@ -129,9 +129,19 @@ async fn init_store(ctx: &Context, out: Output) -> u8 {
 fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
     use args::InitTarget;
     let result = match target {
-        InitTarget::Claude { dry_run, command } => {
-            setup::claude(&ctx.repo_root, command).and_then(|c| setup::apply(c, *dry_run, None))
-        }
+        InitTarget::Claude {
+            dry_run,
+            command,
+            no_user_settings,
+            ..
+        } => setup::claude(&ctx.repo_root, command)
+            .and_then(|mut c| {
+                if !*no_user_settings {
+                    c.push(setup::claude_user_approval(&setup::claude_config_dir())?);
+                }
+                Ok(c)
+            })
+            .and_then(|c| setup::apply(c, *dry_run, None)),
         InitTarget::Codex {
             write,
             dry_run,
@@ -157,7 +167,13 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             ));
         }
         for f in &r.files {
-            text.push_str(&format!("{}: {}\n", f.action.replace('_', " "), f.path));
+            let outside = !std::path::Path::new(&f.path).starts_with(&ctx.repo_root);
+            let note = if outside {
+                " (outside the repository: your user settings)"
+            } else {
+                ""
+            };
+            text.push_str(&format!("{}: {}{note}\n", f.action.replace('_', " "), f.path));
             if let Some(diff) = &f.diff {
                 text.push_str(diff);
             }

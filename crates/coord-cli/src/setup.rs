@@ -205,6 +205,47 @@ pub fn claude(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
     Ok(vec![mcp_change, settings_change])
 }
 
+/// Where Claude Code keeps the user's settings: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn claude_config_dir() -> PathBuf {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default()
+                .join(".claude")
+        })
+}
+
+/// The user's Claude Code settings with the project's `coord` server approved
+/// (`enabledMcpjsonServers`), merged with what is there. A project's own settings
+/// cannot approve its servers, and without the approval some Claude Code versions
+/// silently leave coord's tools out.
+pub fn claude_user_approval(config_dir: &Path) -> CoordResult<Change> {
+    let path = config_dir.join("settings.json");
+    let before = read_optional(&path)?;
+    let mut settings = parse_json_object(&path, before.as_deref())?;
+    let enabled = settings
+        .entry("enabledMcpjsonServers".to_string())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let list = enabled.as_array_mut().ok_or_else(|| {
+        CoordError::new(
+            ErrorCode::InvalidJson,
+            format!("{}: enabledMcpjsonServers is not a list", path.display()),
+        )
+    })?;
+    if !list.iter().any(|v| v.as_str() == Some("coord")) {
+        list.push(Value::String("coord".into()));
+    }
+    Ok(Change {
+        path,
+        before,
+        after: pretty(settings),
+        executable: false,
+    })
+}
+
 /// The Codex CLI `config.toml` entry for the coord MCP server.
 pub fn codex_snippet(command: &str) -> String {
     let mut doc = toml_edit::DocumentMut::new();

@@ -10,13 +10,18 @@ const BIN: &str = env!("CARGO_BIN_EXE_coord");
 
 struct Project {
     dir: tempfile::TempDir,
+    /// The user's Claude Code configuration directory, outside the repository.
+    user: tempfile::TempDir,
 }
 
 impl Project {
     fn new() -> Project {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
-        Project { dir }
+        Project {
+            dir,
+            user: tempfile::tempdir().unwrap(),
+        }
     }
 
     fn root(&self) -> &Path {
@@ -31,7 +36,9 @@ impl Project {
             .env_remove("COORD_AGENT_ID")
             .env_remove("COORD_AGENT_TYPE")
             .env_remove("CLAUDECODE")
-            .env_remove("CLAUDE_CODE_SESSION_ID");
+            .env_remove("CLAUDE_CODE_SESSION_ID")
+            // `coord init claude` approves its server in the user's settings: a scratch one.
+            .env("CLAUDE_CONFIG_DIR", self.user.path());
         c
     }
 
@@ -407,6 +414,43 @@ fn init_claude_writes_mcp_and_hook_configuration_idempotently() {
     );
     let human = String::from_utf8(p.coord(&["init", "claude", "--dry-run"]).stdout).unwrap();
     assert!(human.contains("unchanged"), "{human}");
+    assert!(
+        human.contains("outside the repository"),
+        "it says what it touched outside: {human}"
+    );
+}
+
+/// The user-level approval: merged into existing user settings, idempotent, shown by a
+/// dry run, skipped with --no-user-settings.
+#[test]
+fn init_claude_approves_its_server_in_the_user_settings() {
+    let p = Project::new();
+    let user = p.user.path().join("settings.json");
+    std::fs::write(&user, r#"{"theme": "dark", "enabledMcpjsonServers": ["other"]}"#).unwrap();
+    let skipped = p.json(&["init", "claude", "--no-user-settings"]);
+    assert_eq!(skipped["files"].as_array().unwrap().len(), 2, "{skipped}");
+    let dry = p.json(&["init", "claude", "--dry-run"]);
+    let approval = dry["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == user.display().to_string())
+        .unwrap();
+    assert_eq!(approval["action"], "would_update");
+    assert!(approval["diff"].as_str().unwrap().contains("\"coord\""), "{approval}");
+    p.json(&["init", "claude"]);
+    let settings: Value = serde_json::from_str(&std::fs::read_to_string(&user).unwrap()).unwrap();
+    assert_eq!(settings["enabledMcpjsonServers"], serde_json::json!(["other", "coord"]));
+    assert_eq!(settings["theme"], "dark", "the rest is kept");
+    let again = p.json(&["init", "claude"]);
+    assert!(
+        again["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["action"] == "unchanged"),
+        "{again}"
+    );
 }
 
 #[test]
@@ -460,7 +504,10 @@ fn the_git_hook_refuses_commits_of_files_locked_by_others() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     assert!(git(root, &["init", "-q"]).status.success());
-    let p = Project { dir };
+    let p = Project {
+        dir,
+        user: tempfile::tempdir().unwrap(),
+    };
     let installed = p.json(&["init", "git-hook", "--command", BIN]);
     assert_eq!(installed["files"][0]["action"], "created");
     assert_eq!(
