@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Real agent CLIs (Claude Code, Codex) against coord, driven by the scripted model.
+
+    e2e.py <scenario> --coord PATH --bin DIR   (DIR holds the `claude` and `codex` CLIs)
+
+Every scenario builds a scratch repository and one HOME per agent, configures them as
+a user would (`coord init claude`, `coord init codex --write`), runs the CLIs with
+stdin closed, and asserts on coord's state and audit trail — never on the CLIs' exit
+codes (they exit 0 when a tool call is refused). Prints diagnostics and one verdict
+line; exits non-zero on failure.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRUB = ["CLAUDE_CODE_SESSION_ID", "CLAUDECODE", "CLAUDE_CONFIG_DIR", "CLAUDE_PID", "CLAUDE_PROJECT_DIR",
+         "COORD_AGENT_ID", "COORD_AGENT_TYPE", "COORD_DATABASE_URL", "CODEX_HOME", "COORDINATION_API_URL",
+         "COORDINATION_API_KEY", "AGENT_TYPE", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY"]
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+class World:
+    def __init__(self, args):
+        self.coord_bin = os.path.abspath(args.coord)
+        self.cli_bin = os.path.abspath(args.bin)
+        self.dir = tempfile.mkdtemp(prefix="coord-e2e-")
+        self.repo = os.path.join(self.dir, "repo")
+        os.makedirs(os.path.join(self.repo, "src"))
+        bindir = os.path.join(self.dir, "bin")
+        os.makedirs(bindir)
+        os.symlink(self.coord_bin, os.path.join(bindir, "coord"))
+        self.path = f"{bindir}:{self.cli_bin}:{os.environ.get('PATH', '')}"
+        self.git("init", "-q")
+        with open(os.path.join(self.repo, "src", "shared.rs"), "w") as f:
+            f.write("original\n")
+        self.git("add", ".")
+        self.git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "init")
+        self.log = os.path.join(self.dir, "model.jsonl")
+        self.scripts = os.path.join(self.dir, "scripts.json")
+        self.model = None
+        self.children = []
+
+    def git(self, *a):
+        subprocess.run(["git", *a], cwd=self.repo, check=True)
+
+    def base_env(self, home, extra=None):
+        env = {k: v for k, v in os.environ.items() if k not in SCRUB}
+        tmp = os.path.join(home, "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        os.chmod(tmp, 0o700)
+        env.update({"HOME": home, "PATH": self.path, "TMPDIR": tmp, "CLAUDE_CODE_TMPDIR": tmp, "XDG_RUNTIME_DIR": tmp,
+                    "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"})
+        env.update(extra or {})
+        return env
+
+    def home(self, name):
+        h = os.path.join(self.dir, name)
+        os.makedirs(h, exist_ok=True)
+        return h
+
+    def start_model(self, scripts):
+        with open(self.scripts, "w") as f:
+            json.dump(scripts, f)
+        env = dict(os.environ, SCRIPTS=self.scripts, FAKE_LOG=self.log)
+        self.model = subprocess.Popen([sys.executable, os.path.join(HERE, "scripted_model.py"), "0"],
+                                      stdout=subprocess.PIPE, env=env, text=True)
+        self.port = int(self.model.stdout.readline())
+
+    def coord(self, *a, env=None):
+        out = subprocess.run(["coord", "--json", *a], cwd=self.repo, capture_output=True, text=True,
+                             env=self.base_env(self.home("observer"), env))
+        try:
+            return json.loads(out.stdout)
+        except json.JSONDecodeError:
+            raise Fail(f"coord {a}: not JSON: {out.stdout!r} {out.stderr!r}")
+
+    def init_claude(self, home):
+        out = subprocess.run(["coord", "init", "claude"], cwd=self.repo, capture_output=True, text=True,
+                             env=self.base_env(home))
+        check(out.returncode == 0, f"coord init claude: {out.stderr}")
+
+    def claude_env(self, home, extra=None):
+        return self.base_env(home, dict({"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{self.port}",
+                                         "ANTHROPIC_API_KEY": "dummy"}, **(extra or {})))
+
+    def claude(self, home, script, allowed, extra=None):
+        cmd = ["claude", "-p", f"SCRIPT:{script}", "--output-format", "json", "--allowedTools", *allowed]
+        p = subprocess.Popen(cmd, cwd=self.repo, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=self.claude_env(home, extra),
+                             start_new_session=True)
+        self.children.append(p)
+        return p
+
+    def entries(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def wait_turn(self, script, turn, proc, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if any(e.get("script") == script and e.get("turn", -1) >= turn for e in self.entries()):
+                return True
+            if proc is not None and proc.poll() is not None:
+                return False
+            time.sleep(0.2)
+        return False
+
+    def diagnostics(self):
+        print("--- model log ---")
+        for e in self.entries():
+            print(json.dumps(e)[:600])
+        for name in ("hooks.log",):
+            p = os.path.join(self.repo, ".coord", name)
+            if os.path.exists(p):
+                print(f"--- {name} ---")
+                print(open(p).read()[-3000:])
+        try:
+            print("--- audit ---")
+            for e in self.coord("audit", "--limit", "60")["entries"]:
+                print(e["agent_id"], e["operation"], e["success"], e.get("error_code"), json.dumps(e["parameters"])[:160])
+        except Exception as ex:  # diagnostics must not hide the failure
+            print(f"(no audit: {ex})")
+
+    def close(self):
+        for p in self.children:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        if self.model:
+            self.model.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def two_claude_sessions(w):
+    """Two Claude Code sessions on one host, both set up by `coord init claude` only."""
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    w.start_model({
+        "A_hold": [{"tool": "acquire_lock", "input": {"file_path": "src/shared.rs", "reason": "A edits", "ttl_minutes": 30}},
+                   {"tool": "Write", "input": {"file_path": shared, "content": "A was here\n"}},
+                   # Claude Code refuses a plain `sleep N` ("use Monitor"): a Python sleep holds.
+                   {"tool": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(20)'",
+                                              "description": "hold the file"}},
+                   {"text": "A done"}],
+        "B_clobber": [{"tool": "Write", "input": {"file_path": shared, "content": "B was here\n"}},
+                      {"text": "B done"}],
+    })
+    home_a, home_b = w.home("home-a"), w.home("home-b")
+    w.init_claude(home_a)
+    w.init_claude(home_b)
+    keep = {"COORD_RELEASE_GRACE_SECONDS": "300"}
+    a = w.claude(home_a, "A_hold", ["mcp__coord__acquire_lock", "Write", "Bash"], keep)
+    check(w.wait_turn("A_hold", 2, a), "session A never reached its third step (lock, write, then hold)")
+    b = w.claude(home_b, "B_clobber", ["Write"], keep)
+    b.wait(timeout=120)
+    content = open(shared).read()
+    locks = w.coord("lock", "list")["locks"]
+    denied = w.coord("audit", "--operation", "check_edit", "--result", "failure")["entries"]
+    a.wait(timeout=120)
+    check(content == "A was here\n", f"the file holds {content!r}, not A's content")
+    check(len(locks) == 1 and locks[0]["file_path"] == "src/shared.rs", f"locks: {locks}")
+    holder = locks[0]["locked_by"]
+    check(holder.startswith("claude-code-"), f"A's identity {holder!r} is not a session's own")
+    check(len(denied) == 1, f"B's denial audited once: {denied}")
+    check(denied[0]["agent_id"] != holder and denied[0]["agent_id"].startswith("claude-code-"),
+          f"B was denied as {denied[0]['agent_id']!r}, A holds as {holder!r}")
+    check(denied[0]["result"].get("locked_by") == holder, f"the denial names the holder: {denied[0]['result']}")
+    b_seen = [e for e in w.entries() if e.get("script") == "B_clobber" and e.get("turn") == 1]
+    check(b_seen and b_seen[-1].get("last_is_error"), f"B's Write came back as an error to B's model: {b_seen}")
+    return f"A={holder} B={denied[0]['agent_id']}"
+
+
+def killed_claude(w):
+    """A Claude Code session SIGKILLed while holding a claimed task and a lock."""
+    w.start_model({
+        "K_work": [{"tool": "get_work", "input": {}},
+                   {"tool": "acquire_lock", "input": {"file_path": "src/k.rs", "reason": "working", "ttl_minutes": 60}},
+                   {"tool": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(120)'",
+                                              "description": "work"}},
+                   {"text": "K done"}],
+    })
+    task = w.coord("--agent-id", "planner", "work", "submit", "build", "build it")["task_id"]
+    home = w.home("home-k")
+    w.init_claude(home)
+    k = w.claude(home, "K_work", ["mcp__coord__get_work", "mcp__coord__acquire_lock", "Bash"],
+                 {"COORD_RELEASE_GRACE_SECONDS": "5"})
+    check(w.wait_turn("K_work", 2, k), "the session never reached its working step")
+    time.sleep(1)  # let Claude Code start the step's command
+    check(k.poll() is None, "the session ended before it could be killed (its working step was refused?)")
+    locks = w.coord("lock", "list")["locks"]
+    check([l["file_path"] for l in locks] == ["src/k.rs"], f"the session holds its lock: {locks}")
+    killed = time.time()
+    os.kill(k.pid, signal.SIGKILL)
+    deadline = killed + 90
+    while time.time() < deadline and w.coord("lock", "list")["locks"]:
+        time.sleep(0.25)
+    freed = time.time() - killed
+    check(not w.coord("lock", "list")["locks"], "the dead session's lock was never released")
+    claimed = w.coord("--agent-id", "survivor", "work", "claim")
+    check(claimed.get("task_id") == task, f"another agent takes the task over: {claimed}")
+    check(claimed.get("attempt") == 2, f"the attempt was counted: {claimed}")
+    lock = w.coord("--agent-id", "survivor", "lock", "acquire", "src/k.rs")
+    check(lock.get("action") == "acquired", f"another agent takes the lock: {lock}")
+    return f"SIGKILL -> lock free and task claimable in {freed:.1f} s (grace 5 s)"
+
+
+def codex_vs_claude(w):
+    """Codex CLI acquires a lock through MCP and is refused a file a Claude session holds."""
+    w.start_model({
+        "A_lock": [{"tool": "acquire_lock", "input": {"file_path": "src/shared.rs", "reason": "claude edits"}},
+                   {"tool": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(60)'",
+                                              "description": "hold the file"}},
+                   {"text": "A done"}],
+        "C_lock": [{"tool": "acquire_lock", "input": {"file_path": "src/codex.rs", "reason": "codex edits"}},
+                   {"tool": "acquire_lock", "input": {"file_path": "src/shared.rs", "reason": "codex too"}},
+                   {"text": "C done"}],
+    })
+    home_a = w.home("home-a")
+    w.init_claude(home_a)
+    a = w.claude(home_a, "A_lock", ["mcp__coord__acquire_lock", "Bash"], {"COORD_RELEASE_GRACE_SECONDS": "off"})
+    check(w.wait_turn("A_lock", 1, a), "the Claude session never took its lock")
+    held = w.coord("lock", "list")["locks"]
+    check(len(held) == 1, f"the Claude session holds src/shared.rs: {held}")
+    claude_id = held[0]["locked_by"]
+    codex_home = w.home("codex-home")
+    with open(os.path.join(codex_home, "config.toml"), "w") as f:
+        f.write(f'''model = "fake-model"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "read-only"
+
+[model_providers.fake]
+name = "fake"
+base_url = "http://127.0.0.1:{w.port}/v1"
+env_key = "FAKE_API_KEY"
+wire_api = "responses"
+''')
+    env = w.base_env(w.home("home-c"), {"CODEX_HOME": codex_home, "FAKE_API_KEY": "dummy",
+                                         "COORD_RELEASE_GRACE_SECONDS": "off"})
+    out = subprocess.run(["coord", "init", "codex", "--write"], cwd=w.repo, capture_output=True, text=True, env=env)
+    check(out.returncode == 0, f"coord init codex --write: {out.stderr}")
+    c = subprocess.run(["codex", "exec", "--skip-git-repo-check", "--json", "SCRIPT:C_lock"], cwd=w.repo,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=180)
+    locks = {l["file_path"]: l for l in w.coord("lock", "list")["locks"]}
+    check("src/codex.rs" in locks, f"Codex took its lock: {sorted(locks)} / codex said: {c.stdout[-1500:]}")
+    codex_id = locks["src/codex.rs"]["locked_by"]
+    check(locks["src/codex.rs"]["agent_type"] == "codex", f"{locks['src/codex.rs']}")
+    check(codex_id != claude_id, f"Codex is not the Claude session: {codex_id}")
+    check(locks["src/shared.rs"]["locked_by"] == claude_id, "the Claude session keeps its file")
+    tries = [e for e in w.coord("audit", "--agent", codex_id, "--operation", "acquire_lock")["entries"]
+             if e["parameters"].get("file_path") == "src/shared.rs"]
+    check(len(tries) == 1 and tries[0]["result"].get("action") == "blocked"
+          and tries[0]["result"].get("locked_by") == claude_id, f"Codex was refused the Claude session's file: {tries}")
+    return f"codex={codex_id} claude={claude_id}"
+
+
+SCENARIOS = {"two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+             "codex-vs-claude": codex_vs_claude}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("scenario", choices=sorted(SCENARIOS))
+    p.add_argument("--coord", required=True)
+    p.add_argument("--bin", required=True)
+    args = p.parse_args()
+    w = World(args)
+    try:
+        detail = SCENARIOS[args.scenario](w)
+        print(json.dumps({"ok": True, "scenario": args.scenario, "detail": detail}))
+    except (Fail, subprocess.TimeoutExpired) as e:
+        w.diagnostics()
+        print(json.dumps({"ok": False, "scenario": args.scenario, "why": str(e)}))
+        sys.exit(1)
+    finally:
+        w.close()
+
+
+if __name__ == "__main__":
+    main()
