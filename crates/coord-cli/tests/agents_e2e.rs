@@ -28,12 +28,13 @@ fn agent_bin() -> Option<PathBuf> {
             .output()
             .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(version))
     };
-    if works("claude", "2.1.330") && works("codex", "0.169.0") {
+    let sdk = dir.join("../@modelcontextprotocol/sdk/package.json");
+    if works("claude", "2.1.330") && works("codex", "0.169.0") && sdk.exists() {
         return Some(dir);
     }
     assert!(
         !under_ci(),
-        "the pinned agent CLIs are required under CI but are not in {}",
+        "the pinned agent CLIs and the TypeScript MCP SDK are required under CI but are not in {}",
         dir.display()
     );
     eprintln!(
@@ -77,6 +78,13 @@ fn two_claude_code_sessions_are_two_agents() {
 #[test]
 fn a_killed_claude_code_session_releases_what_it_held() {
     scenario("killed-claude");
+}
+
+/// The official TypeScript MCP SDK runs the two-agent lock and queue scenario over stdio
+/// and over streamable HTTP.
+#[test]
+fn the_typescript_mcp_sdk_over_stdio_and_http() {
+    scenario("typescript-sdk");
 }
 
 /// Codex CLI takes a lock through coord's MCP server and is refused a file a Claude Code

@@ -273,8 +273,37 @@ wire_api = "responses"
     return f"codex={codex_id} claude={claude_id}"
 
 
+def typescript_sdk(w):
+    """The official TypeScript MCP SDK: the two-agent lock and queue scenario over stdio
+    (two `coord mcp` processes) and over streamable HTTP (`coord serve`, bound and operator keys)."""
+    modules = os.path.join(os.path.dirname(w.cli_bin))
+    script = os.path.join(HERE, "mcp_two_agents.mjs")
+    env = w.base_env(w.home("home-ts"))
+    out = subprocess.run(["node", script, modules, "stdio", "--coord", w.coord_bin, "--cwd", w.repo],
+                         capture_output=True, text=True, env=env, timeout=120)
+    check('"ok":true' in out.stdout, f"stdio: {out.stdout[-1500:]} {out.stderr[-2500:]}")
+    serve_env = dict(env, COORDINATION_API_KEYS="op-key",
+                     COORDINATION_API_KEY_IDENTITIES=json.dumps({"bound-key": {"agent_id": "ts-agent-a",
+                                                                             "agent_type": "typescript_sdk"}}))
+    serve = subprocess.Popen(["coord", "--db", os.path.join(w.dir, "http.db"), "serve", "--port", "0"], cwd=w.repo,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=serve_env,
+                             start_new_session=True)
+    w.children.append(serve)
+    url = None
+    for _ in range(50):
+        line = serve.stdout.readline()
+        if "listening on " in line:
+            url = line.split("listening on ")[1].split()[0]
+            break
+    check(url is not None, "coord serve did not say where it listens")
+    out = subprocess.run(["node", script, modules, "http", "--url", f"{url}/mcp", "--bound-key", "bound-key",
+                          "--operator-key", "op-key"], capture_output=True, text=True, env=env, timeout=120)
+    check('"ok":true' in out.stdout, f"http: {out.stdout[-1500:]} {out.stderr[-2500:]}")
+    return "stdio and streamable HTTP"
+
+
 SCENARIOS = {"two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
-             "codex-vs-claude": codex_vs_claude}
+             "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk}
 
 
 def main():
