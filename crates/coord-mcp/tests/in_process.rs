@@ -44,7 +44,13 @@ async fn connect(
     identity: IdentityConfig,
 ) -> (RunningService<RoleClient, Client>, tokio::task::JoinHandle<()>) {
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
-    let server = CoordMcp::new(coord.clone(), McpOptions::stdio(identity));
+    // Holdings stay after a disconnect here (the grace-period release is tested with the
+    // real `coord mcp` process, in coord-cli's mcp_stdio tests).
+    let options = McpOptions {
+        release_after: None,
+        ..McpOptions::stdio(identity)
+    };
+    let server = CoordMcp::new(coord.clone(), options);
     let handle = tokio::spawn(async move {
         let running = server.clone().serve(server_io).await.expect("server starts");
         let _ = running.waiting().await;
