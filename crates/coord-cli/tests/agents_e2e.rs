@@ -45,6 +45,10 @@ fn agent_bin() -> Option<PathBuf> {
 }
 
 fn scenario(name: &str) {
+    scenario_with(name, &[]);
+}
+
+fn scenario_with(name: &str, extra: &[&std::ffi::OsStr]) {
     let Some(bin) = agent_bin() else { return };
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/e2e.py");
@@ -53,6 +57,7 @@ fn scenario(name: &str) {
         .arg(name)
         .args(["--coord", BIN, "--bin"])
         .arg(&bin)
+        .args(extra)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -85,6 +90,32 @@ fn a_killed_claude_code_session_releases_what_it_held() {
 #[test]
 fn the_typescript_mcp_sdk_over_stdio_and_http() {
     scenario("typescript-sdk");
+}
+
+/// A Strands agent (`strands-agents` 1.62 in `.ci/venv-strands`), its model the scripted
+/// one, claims and completes a task through coord's MCP server.
+#[test]
+fn a_strands_agent_claims_and_completes_a_task() {
+    let python = std::env::var_os("COORD_TEST_STRANDS_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv-strands/bin/python"));
+    let works = Command::new(&python)
+        .args(["-c", "import strands, strands.models.anthropic"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        assert!(
+            !under_ci(),
+            "Strands is required under CI but {} does not work",
+            python.display()
+        );
+        eprintln!(
+            "\n*** SKIPPING the Strands test: {} does not work. Run .ci/run once, or set COORD_TEST_STRANDS_PYTHON.\n",
+            python.display()
+        );
+        return;
+    }
+    scenario_with("strands", &["--strands-python".as_ref(), python.as_os_str()]);
 }
 
 /// Codex CLI takes a lock through coord's MCP server and is refused a file a Claude Code

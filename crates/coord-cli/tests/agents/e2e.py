@@ -37,6 +37,7 @@ def check(cond, what):
 class World:
     def __init__(self, args):
         self.coord_bin = os.path.abspath(args.coord)
+        self.strands_python = getattr(args, "strands_python", None)
         self.cli_bin = os.path.abspath(args.bin)
         self.dir = tempfile.mkdtemp(prefix="coord-e2e-")
         self.repo = os.path.join(self.dir, "repo")
@@ -302,8 +303,28 @@ def typescript_sdk(w):
     return "stdio and streamable HTTP"
 
 
+def strands_worker(w):
+    """A Strands agent claims and completes a task through coord's MCP server."""
+    check(w.strands_python, "no --strands-python given")
+    task = w.coord("--agent-id", "planner", "work", "submit", "review", "review the parser")["task_id"]
+    w.start_model({
+        "S_work": [{"tool": "get_work", "input": {}},
+                   {"tool": "complete_work", "input": {"task_id": task, "success": True,
+                                                      "result": {"verdict": "looks good"}}},
+                   {"text": "done: reviewed"}],
+    })
+    out = subprocess.run([w.strands_python, os.path.join(HERE, "strands_worker.py"), "--coord", w.coord_bin,
+                          "--cwd", w.repo, "--model-url", f"http://127.0.0.1:{w.port}"],
+                         capture_output=True, text=True, timeout=120, env=w.base_env(w.home("home-s")))
+    check('"ok": true' in out.stdout, f"strands: {out.stdout[-1500:]} {out.stderr[-2500:]}")
+    shown = w.coord("work", "show", task)["task"]
+    check(shown["status"] == "completed" and shown["claimed_by"] == "strands-worker"
+          and shown["result"] == {"verdict": "looks good"}, f"the Strands agent completed the task: {shown}")
+    return f"task {task} completed by {shown['claimed_by']}"
+
+
 SCENARIOS = {"two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
-             "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk}
+             "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 
 
 def main():
@@ -311,6 +332,7 @@ def main():
     p.add_argument("scenario", choices=sorted(SCENARIOS))
     p.add_argument("--coord", required=True)
     p.add_argument("--bin", required=True)
+    p.add_argument("--strands-python", help="a Python with strands-agents (the strands scenario)")
     args = p.parse_args()
     w = World(args)
     try:
