@@ -10,7 +10,7 @@ use crate::context::{Context, default_identity, explicit_agent_type};
 use crate::open;
 use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest, WriteHandoffRequest};
 use coord_domain::locks::{CheckEditRequest, CheckLocksRequest, LockInfo};
-use coord_domain::sessions::{EndSessionRequest, RegisterSessionRequest};
+use coord_domain::sessions::{EndSessionRequest, HeartbeatRequest};
 use coord_domain::{Caller, CoordResult, ErrorCode};
 use coord_service::Coordination;
 use coord_service::CoordinationExt as _;
@@ -109,7 +109,10 @@ async fn claude_event(
     let me = &ctx.caller;
     match event {
         "SessionStart" => {
-            coord.register_session(me, RegisterSessionRequest::default()).await?;
+            // A heartbeat, not a registration: it starts a session when there is none and
+            // keeps the one the session's MCP server may have registered already (whose
+            // connection's end must end that session, not a newer one).
+            coord.heartbeat(me, HeartbeatRequest {}).await?;
             let context = session_context(coord, ctx).await?;
             Ok(Some(json!({
                 "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}
@@ -122,7 +125,9 @@ async fn claude_event(
             let reason = payload.get("reason").and_then(Value::as_str).unwrap_or("unknown");
             let request = EndSessionRequest {
                 release_locks: Some(true),
-                requeue_tasks: Some(true),
+                // Only a session of its own (Claude Code gave its id) may give its claimed
+                // tasks back: without one, every session on this host shares one agent id.
+                requeue_tasks: Some(crate::context::claude_session().is_some()),
                 handoff: Some(WriteHandoffRequest {
                     summary: format!(
                         "Claude Code session {session} ended (reason: {reason}); its locks were released and its claimed tasks requeued."

@@ -137,7 +137,7 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
         } => setup::claude(&ctx.repo_root, command)
             .and_then(|mut c| {
                 if !*no_user_settings {
-                    c.push(setup::claude_user_approval(&setup::claude_config_dir())?);
+                    c.push(setup::claude_user_approval(&setup::claude_config_dir()?)?);
                 }
                 Ok(c)
             })

@@ -205,17 +205,23 @@ pub fn claude(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
     Ok(vec![mcp_change, settings_change])
 }
 
-/// Where Claude Code keeps the user's settings: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
-pub fn claude_config_dir() -> PathBuf {
-    std::env::var_os("CLAUDE_CONFIG_DIR")
+/// Where Claude Code keeps the user's settings: `$CLAUDE_CONFIG_DIR`, else `~/.claude`
+/// (an absolute directory, or an error saying how to choose one).
+pub fn claude_config_dir() -> CoordResult<PathBuf> {
+    let dir = std::env::var_os("CLAUDE_CONFIG_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
+        .or_else(|| {
             std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default()
-                .join(".claude")
-        })
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".claude"))
+        });
+    dir.filter(|d| d.is_absolute()).ok_or_else(|| {
+        CoordError::new(
+            ErrorCode::InvalidArgument,
+            "cannot find your Claude Code settings: set HOME or CLAUDE_CONFIG_DIR, or pass --no-user-settings",
+        )
+    })
 }
 
 /// The user's Claude Code settings with the project's `coord` server approved

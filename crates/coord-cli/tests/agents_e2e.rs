@@ -52,7 +52,9 @@ fn scenario_with(name: &str, extra: &[&std::ffi::OsStr]) {
     let Some(bin) = agent_bin() else { return };
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/e2e.py");
-    let out = Command::new("python3")
+    // Bounded: a CLI that hangs fails the scenario instead of the whole run.
+    let out = Command::new("timeout")
+        .args(["--kill-after=10", "600", "python3"])
         .arg(script)
         .arg(name)
         .args(["--coord", BIN, "--bin"])

@@ -90,6 +90,9 @@ pub const DEFAULT_RELEASE_AFTER: Duration = Duration::from_secs(20);
 struct Session {
     caller: Mutex<Option<Caller>>,
     registered: AtomicBool,
+    /// The coordinator session this connection registered: ending the connection ends
+    /// this one only, never a newer one of the same agent.
+    session_id: Mutex<Option<String>>,
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -229,7 +232,9 @@ impl CoordMcp {
                 RegisterSessionRequest::default(),
             )
             .await
-            .map(|_| ()),
+            .map(|r| {
+                *self.session.session_id.lock().unwrap_or_else(PoisonError::into_inner) = Some(r.session_id);
+            }),
             SessionMode::Shared => coord_service::call::<coord_service::ops::sessions::Heartbeat, _>(
                 self.coord.as_ref(),
                 &who,
@@ -274,11 +279,26 @@ impl CoordMcp {
         }
     }
 
-    /// The connection closed: stop heartbeating and end the session. At once it goes
-    /// idle (its holdings kept, so an agent that reconnects keeps them); after
-    /// `release_after`, unless a new session of the same agent started meanwhile, its
-    /// locks are released and its claimed tasks requeued — nothing outlives its agent.
-    pub async fn close(&self) {
+    /// Registers this connection's session as soon as the client has said who it is
+    /// (stdio), so that a reconnecting agent's new session exists at once: the old
+    /// connection's delayed release then leaves it alone.
+    pub async fn begin(&self, client_name: Option<&str>) {
+        if self.options.session_mode != SessionMode::PerConnection {
+            return;
+        }
+        let caller = derive_identity(&self.options.identity, None, None, client_name);
+        *self.session.caller.lock().unwrap_or_else(PoisonError::into_inner) = Some(caller.clone());
+        if !self.session.registered.swap(true, Ordering::SeqCst) {
+            self.start_session(&caller, Credential::Local).await;
+        }
+    }
+
+    /// The connection closed: stop heartbeating and end this connection's session. At
+    /// once it goes idle (its holdings kept, so an agent that reconnects keeps them);
+    /// after `release_after` — or at once when `terminated` resolves first (the process
+    /// was told to stop: its agent is leaving) — its locks are released and its claimed
+    /// tasks requeued, unless a new session of the same agent started meanwhile.
+    pub async fn close(&self, terminated: impl std::future::Future<Output = ()>) {
         if let Some(task) = self
             .session
             .heartbeat
@@ -294,21 +314,30 @@ impl CoordMcp {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let (Some(caller), true) = (caller, self.session.registered.load(Ordering::SeqCst)) else {
+        let session = self
+            .session
+            .session_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let (Some(caller), Some(session)) = (caller, session) else {
             return;
         };
         let idle = EndSessionRequest {
             release_locks: Some(false),
+            if_session: Some(session.clone()),
             ..Default::default()
         };
-        let ended = match self.coord.end_session(&caller, idle).await {
-            Ok(r) => r,
-            Err(e) => return tracing::warn!(error = %e, "could not end the session"),
-        };
-        let (Some(grace), Some(session)) = (self.options.release_after, ended.session_id) else {
+        if let Err(e) = self.coord.end_session(&caller, idle).await {
+            return tracing::warn!(error = %e, "could not end the session");
+        }
+        let Some(grace) = self.options.release_after else {
             return;
         };
-        tokio::time::sleep(grace).await;
+        tokio::select! {
+            () = tokio::time::sleep(grace) => {}
+            () = terminated => {}
+        }
         let release = EndSessionRequest {
             release_locks: Some(true),
             requeue_tasks: Some(true),
@@ -473,7 +502,55 @@ pub async fn serve_stdio(coord: Arc<dyn Coordination>, options: McpOptions) -> R
         .serve(stdio_halves())
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
-    let outcome = running.waiting().await;
-    server.close().await;
-    outcome.map(|_| ()).map_err(|e| std::io::Error::other(e.to_string()))
+    let client = running.peer().peer_info().map(|info| info.client_info.name.clone());
+    server.begin(client.as_deref()).await;
+    let cancel = running.cancellation_token();
+    // SIGTERM, SIGINT or SIGHUP: the runtime is stopping this server (its agent is
+    // leaving), so the holdings go at once; end of input alone may be a crash that a
+    // reconnect follows, so they wait for the grace period.
+    let stopping = async {
+        termination().await;
+        cancel.cancel();
+    };
+    let (outcome, terminated) = tokio::select! {
+        outcome = running.waiting() => (outcome.map(|_| ()).map_err(|e| std::io::Error::other(e.to_string())), false),
+        () = stopping => (Ok(()), true),
+    };
+    if terminated {
+        server.close(std::future::ready(())).await;
+    } else {
+        server.close(termination()).await;
+    }
+    outcome
+}
+
+/// Resolves when this process is asked to stop (SIGTERM, SIGINT, SIGHUP).
+async fn termination() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut streams = Vec::new();
+    for kind in [SignalKind::terminate(), SignalKind::interrupt(), SignalKind::hangup()] {
+        match signal(kind) {
+            Ok(s) => streams.push(s),
+            Err(e) => tracing::warn!(error = %e, "cannot watch a termination signal"),
+        }
+    }
+    if streams.is_empty() {
+        return std::future::pending().await;
+    }
+    let waits = streams.iter_mut().map(|s| Box::pin(async move { s.recv().await }));
+    futures_select_all(waits).await;
+}
+
+/// The first of several futures to finish.
+async fn futures_select_all<F: std::future::Future + Unpin>(futures: impl Iterator<Item = F>) {
+    let mut all: Vec<F> = futures.collect();
+    std::future::poll_fn(move |cx| {
+        for f in all.iter_mut() {
+            if std::pin::Pin::new(f).poll(cx).is_ready() {
+                return std::task::Poll::Ready(());
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await;
 }

@@ -54,7 +54,7 @@ async fn connect(
     let handle = tokio::spawn(async move {
         let running = server.clone().serve(server_io).await.expect("server starts");
         let _ = running.waiting().await;
-        server.close().await;
+        server.close(std::future::pending()).await;
     });
     let client = Client(client_name).serve(client_io).await.expect("client connects");
     (client, handle)

@@ -102,9 +102,10 @@ class World:
 
     def claude(self, home, script, allowed, extra=None):
         cmd = ["claude", "-p", f"SCRIPT:{script}", "--output-format", "json", "--allowedTools", *allowed]
-        p = subprocess.Popen(cmd, cwd=self.repo, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=self.claude_env(home, extra),
-                             start_new_session=True)
+        # Output to files: a pipe nobody reads could fill and stall the CLI.
+        out = open(os.path.join(home, f"{script}.out"), "w")
+        p = subprocess.Popen(cmd, cwd=self.repo, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                             env=self.claude_env(home, extra), start_new_session=True)
         self.children.append(p)
         return p
 
@@ -141,12 +142,16 @@ class World:
             print(f"(no audit: {ex})")
 
     def close(self):
+        # The whole group: a session's tool commands and MCP servers outlive its leader.
         for p in self.children:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         if self.model:
             self.model.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -159,7 +164,7 @@ def two_claude_sessions(w):
         "A_hold": [{"tool": "acquire_lock", "input": {"file_path": "src/shared.rs", "reason": "A edits", "ttl_minutes": 30}},
                    {"tool": "Write", "input": {"file_path": shared, "content": "A was here\n"}},
                    # Claude Code refuses a plain `sleep N` ("use Monitor"): a Python sleep holds.
-                   {"tool": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(20)'",
+                   {"tool": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(90)'",
                                               "description": "hold the file"}},
                    {"text": "A done"}],
         "B_clobber": [{"tool": "Write", "input": {"file_path": shared, "content": "B was here\n"}},
@@ -173,10 +178,10 @@ def two_claude_sessions(w):
     check(w.wait_turn("A_hold", 2, a), "session A never reached its third step (lock, write, then hold)")
     b = w.claude(home_b, "B_clobber", ["Write"], keep)
     b.wait(timeout=120)
+    check(a.poll() is None, "session A ended before B was done: the check would prove nothing")
     content = open(shared).read()
     locks = w.coord("lock", "list")["locks"]
     denied = w.coord("audit", "--operation", "check_edit", "--result", "failure")["entries"]
-    a.wait(timeout=120)
     check(content == "A was here\n", f"the file holds {content!r}, not A's content")
     check(len(locks) == 1 and locks[0]["file_path"] == "src/shared.rs", f"locks: {locks}")
     holder = locks[0]["locked_by"]
@@ -205,7 +210,6 @@ def killed_claude(w):
     k = w.claude(home, "K_work", ["mcp__coord__get_work", "mcp__coord__acquire_lock", "Bash"],
                  {"COORD_RELEASE_GRACE_SECONDS": "5"})
     check(w.wait_turn("K_work", 2, k), "the session never reached its working step")
-    time.sleep(1)  # let Claude Code start the step's command
     check(k.poll() is None, "the session ended before it could be killed (its working step was refused?)")
     locks = w.coord("lock", "list")["locks"]
     check([l["file_path"] for l in locks] == ["src/k.rs"], f"the session holds its lock: {locks}")
@@ -256,17 +260,22 @@ env_key = "FAKE_API_KEY"
 wire_api = "responses"
 ''')
     env = w.base_env(w.home("home-c"), {"CODEX_HOME": codex_home, "FAKE_API_KEY": "dummy",
-                                         "COORD_RELEASE_GRACE_SECONDS": "off"})
+                                         "COORD_RELEASE_GRACE_SECONDS": "0"})
     out = subprocess.run(["coord", "init", "codex", "--write"], cwd=w.repo, capture_output=True, text=True, env=env)
     check(out.returncode == 0, f"coord init codex --write: {out.stderr}")
     c = subprocess.run(["codex", "exec", "--skip-git-repo-check", "--json", "SCRIPT:C_lock"], cwd=w.repo,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=180)
-    locks = {l["file_path"]: l for l in w.coord("lock", "list")["locks"]}
-    check("src/codex.rs" in locks, f"Codex took its lock: {sorted(locks)} / codex said: {c.stdout[-1500:]}")
-    codex_id = locks["src/codex.rs"]["locked_by"]
-    check(locks["src/codex.rs"]["agent_type"] == "codex", f"{locks['src/codex.rs']}")
+    # What Codex did, from the audit trail. (Whether its own lock outlives it depends on
+    # how Codex stops its MCP server: closed input or SIGTERM release it, SIGKILL leaves it
+    # to heartbeat staleness — so it is not asserted here.)
+    acquired = [e for e in w.coord("audit", "--operation", "acquire_lock", "--limit", "50")["entries"]
+                if e["parameters"].get("file_path") == "src/codex.rs" and e["success"]]
+    check(len(acquired) == 1, f"Codex took its lock once: {acquired} / codex said: {c.stdout[-1500:]}")
+    codex_id = acquired[0]["agent_id"]
+    check(acquired[0]["agent_type"] == "codex", f"{acquired[0]}")
     check(codex_id != claude_id, f"Codex is not the Claude session: {codex_id}")
-    check(locks["src/shared.rs"]["locked_by"] == claude_id, "the Claude session keeps its file")
+    locks = {l["file_path"]: l for l in w.coord("lock", "list")["locks"]}
+    check(locks.get("src/shared.rs", {}).get("locked_by") == claude_id, f"the Claude session keeps its file: {locks}")
     tries = [e for e in w.coord("audit", "--agent", codex_id, "--operation", "acquire_lock")["entries"]
              if e["parameters"].get("file_path") == "src/shared.rs"]
     check(len(tries) == 1 and tries[0]["result"].get("action") == "blocked"
