@@ -527,30 +527,18 @@ pub async fn serve_stdio(coord: Arc<dyn Coordination>, options: McpOptions) -> R
 /// Resolves when this process is asked to stop (SIGTERM, SIGINT, SIGHUP).
 async fn termination() {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut streams = Vec::new();
-    for kind in [SignalKind::terminate(), SignalKind::interrupt(), SignalKind::hangup()] {
-        match signal(kind) {
-            Ok(s) => streams.push(s),
-            Err(e) => tracing::warn!(error = %e, "cannot watch a termination signal"),
-        }
-    }
-    if streams.is_empty() {
+    let streams = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    );
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = streams else {
+        tracing::warn!("cannot watch the termination signals; only end of input ends this server");
         return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+        _ = hup.recv() => {}
     }
-    let waits = streams.iter_mut().map(|s| Box::pin(async move { s.recv().await }));
-    futures_select_all(waits).await;
-}
-
-/// The first of several futures to finish.
-async fn futures_select_all<F: std::future::Future + Unpin>(futures: impl Iterator<Item = F>) {
-    let mut all: Vec<F> = futures.collect();
-    std::future::poll_fn(move |cx| {
-        for f in all.iter_mut() {
-            if std::pin::Pin::new(f).poll(cx).is_ready() {
-                return std::task::Poll::Ready(());
-            }
-        }
-        std::task::Poll::Pending
-    })
-    .await;
 }

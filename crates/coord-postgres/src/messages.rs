@@ -147,13 +147,10 @@ impl MessageStore for PgStore {
         self.op(ctx, query, |tx, ctx, a| Box::pin(inbox(tx, ctx, a))).await
     }
 
-    async fn read_message(&self, ctx: OpCtx, message_id: String) -> CoordResult<MessageResult> {
-        self.op(ctx, message_id, |tx, ctx, a| Box::pin(mark(tx, ctx, a, false)))
-            .await
-    }
-
-    async fn ack_message(&self, ctx: OpCtx, message_id: String) -> CoordResult<MessageResult> {
-        self.op(ctx, message_id, |tx, ctx, a| Box::pin(mark(tx, ctx, a, true)))
-            .await
+    async fn mark_message(&self, ctx: OpCtx, message_id: String, ack: bool) -> CoordResult<MessageResult> {
+        self.op(ctx, (message_id, ack), |tx, ctx, (id, ack)| {
+            Box::pin(mark(tx, ctx, id, *ack))
+        })
+        .await
     }
 }

@@ -126,13 +126,8 @@ impl MessageStore for SqliteStore {
         self.op(ctx, move |c, _, who| inbox(c, who, &query)).await
     }
 
-    async fn read_message(&self, ctx: OpCtx, message_id: String) -> CoordResult<MessageResult> {
-        self.op(ctx, move |c, now, who| mark(c, now, who, &message_id, false))
-            .await
-    }
-
-    async fn ack_message(&self, ctx: OpCtx, message_id: String) -> CoordResult<MessageResult> {
-        self.op(ctx, move |c, now, who| mark(c, now, who, &message_id, true))
+    async fn mark_message(&self, ctx: OpCtx, message_id: String, ack: bool) -> CoordResult<MessageResult> {
+        self.op(ctx, move |c, now, who| mark(c, now, who, &message_id, ack))
             .await
     }
 }

@@ -140,10 +140,9 @@ pub trait MessageStore: Send + Sync {
     /// transaction); refused with `no_recipients` when it would reach nobody.
     async fn send_message(&self, ctx: OpCtx, message: NewMessage) -> CoordResult<SendMessageResult>;
     async fn inbox(&self, ctx: OpCtx, query: InboxQuery) -> CoordResult<InboxResult>;
-    /// Marks a message of the caller's inbox read; `not_found` for any other.
-    async fn read_message(&self, ctx: OpCtx, message_id: String) -> CoordResult<MessageResult>;
-    /// Marks a message of the caller's inbox read and acknowledged.
-    async fn ack_message(&self, ctx: OpCtx, message_id: String) -> CoordResult<MessageResult>;
+    /// Marks a message of the caller's inbox read, and acknowledged when `ack` (earlier
+    /// marks are kept); `not_found` for any other message.
+    async fn mark_message(&self, ctx: OpCtx, message_id: String, ack: bool) -> CoordResult<MessageResult>;
 }
 
 /// The audit trail and the status summary.

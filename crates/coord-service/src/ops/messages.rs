@@ -87,7 +87,7 @@ impl Operation for ReadMessage {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, id: String) -> CoordResult<MessageResult> {
-        c.store().read_message(ctx, id).await
+        c.store().mark_message(ctx, id, false).await
     }
 }
 
@@ -112,6 +112,6 @@ impl Operation for AckMessage {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, id: String) -> CoordResult<MessageResult> {
-        c.store().ack_message(ctx, id).await
+        c.store().mark_message(ctx, id, true).await
     }
 }
