@@ -64,6 +64,9 @@ pub struct BenchOptions {
     pub mode: Mode,
     /// Distinct file paths the lock workloads draw from.
     pub paths: usize,
+    /// `locks`: live locks (files, directories, globs) another agent holds for the whole
+    /// run, none overlapping the measured paths: every acquisition checks against them.
+    pub held: usize,
     /// `agents`: how many simulated agents.
     pub agents: usize,
     /// `agents`: how many times faster than real time the agents live (heartbeat every
@@ -206,6 +209,9 @@ pub async fn run(opts: &BenchOptions, mut emit: impl FnMut(&Report)) -> BenchRes
 
 async fn run_store_workload(opts: &BenchOptions, raw: bool) -> BenchResult<Report> {
     let scratch = target::Scratch::create(&opts.db, opts.workload.name(), opts.clients).await?;
+    if opts.workload == Workload::Locks {
+        locks::hold(opts.held, &scratch.coordinator()).await?;
+    }
     let outcome = match (opts.workload, raw) {
         (Workload::Queue, true) => queue::raw(opts, &scratch).await,
         (Workload::Queue, false) => queue::service(opts, &scratch).await,

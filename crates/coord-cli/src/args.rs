@@ -168,6 +168,11 @@ pub struct BenchArgs {
     /// agents contend for files)
     #[arg(long, value_name = "N")]
     pub paths: Option<usize>,
+    /// locks: live locks another agent holds throughout the run (files, directories and
+    /// globs near the measured paths, none overlapping them), e.g. 1000: the cost of
+    /// checking an acquisition against many live locks
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub held: usize,
     /// agents: how many simulated agents
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub agents: usize,
@@ -278,9 +283,15 @@ pub struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum LockCommand {
-    /// Lock a file (or refresh your own lock on it). Exit code 1 when another agent holds it
+    /// Lock a file, a directory (trailing /) or a glob (or refresh your own lock on it).
+    /// Exit code 1 when another agent holds a lock that overlaps it
+    ///
+    /// Examples: `coord lock acquire src/auth.rs`, `coord lock acquire src/auth/` (everything
+    /// below src/auth), `coord lock acquire 'src/**/*.rs'` (quote globs so the shell leaves
+    /// them alone). See docs/locks.md for the overlap rule.
     Acquire {
-        /// File to lock, relative to the current directory or absolute inside the repository
+        /// File, directory/ or glob to lock, relative to the current directory or absolute
+        /// inside the repository
         path: String,
         /// Why you need it; shown to agents your lock blocks
         #[arg(long)]
@@ -289,9 +300,9 @@ pub enum LockCommand {
         #[arg(long, value_name = "MINUTES")]
         ttl: Option<i64>,
     },
-    /// Release a lock you hold
+    /// Release a lock you hold, named as you acquired it (src/auth/ for a directory lock)
     Release { path: String },
-    /// List live locks, all or on the given paths
+    /// List live locks, all or those that cover the given files, directories or globs
     #[command(alias = "ls")]
     List { paths: Vec<String> },
 }

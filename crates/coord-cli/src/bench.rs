@@ -53,6 +53,7 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
         paths: args
             .paths
             .unwrap_or(if workload == Workload::Agents { 250 } else { 1000 }),
+        held: args.held,
         agents: args.agents,
         time_scale: args.time_scale,
         exe,

@@ -610,20 +610,20 @@ fn render_completion(r: &coord_domain::queue::CompleteWorkResult) -> String {
 pub fn render_acquire(r: &AcquireLockResult) -> String {
     match r.action {
         LockAction::Blocked => {
+            let held = r.locked_path.as_deref().unwrap_or(&r.file_path);
             let mut s = format!(
                 "blocked: {} is locked by {} until {}",
-                r.file_path,
+                held,
                 r.locked_by.as_deref().unwrap_or("?"),
                 when(r.expires_at)
             );
+            if held != r.file_path {
+                let _ = write!(s, " (it covers {})", r.file_path);
+            }
             if let Some(why) = &r.lock_reason {
                 let _ = write!(s, " — {why}");
             }
-            let _ = write!(
-                s,
-                "\n  ask them: coord msg send holders:{} \"may I have it?\"",
-                r.file_path
-            );
+            let _ = write!(s, "\n  ask them: coord msg send holders:{held} \"may I have it?\"");
             s
         }
         action => format!(

@@ -119,12 +119,17 @@ impl Context {
         })
     }
 
-    /// A path the user typed, made repo-relative when it resolves inside the repository.
-    /// Paths that do not are passed on unchanged, so the service refuses (and audits) them.
+    /// A path the user typed (a file, a `dir/` or a glob), made repo-relative when it
+    /// resolves inside the repository, keeping a trailing `/`. Paths that do not are
+    /// passed on unchanged, so the service refuses (and audits) them.
     pub fn lock_path(&self, input: &str) -> String {
         let joined = self.cwd.join(input);
         let root = self.repo_root.to_string_lossy();
-        coord_domain::path::normalize_path(&joined.to_string_lossy(), Some(&root)).unwrap_or_else(|_| input.to_string())
+        let dir = if input.ends_with(['/', '\\']) { "/" } else { "" };
+        match coord_domain::path::normalize_path(&joined.to_string_lossy(), Some(&root)) {
+            Ok(relative) => format!("{relative}{dir}"),
+            Err(_) => input.to_string(),
+        }
     }
 }
 

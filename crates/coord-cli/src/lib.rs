@@ -201,25 +201,7 @@ fn mcp_identity(global: &args::GlobalArgs) -> coord_mcp::IdentityConfig {
 /// claims wait for its agent to reconnect (default 20 s; `off` keeps them until their TTL
 /// or lease).
 fn release_grace() -> coord_domain::CoordResult<Option<std::time::Duration>> {
-    let Ok(raw) = std::env::var("COORD_RELEASE_GRACE_SECONDS") else {
-        return Ok(Some(coord_mcp::DEFAULT_RELEASE_AFTER));
-    };
-    match raw.trim() {
-        "" => Ok(Some(coord_mcp::DEFAULT_RELEASE_AFTER)),
-        "off" => Ok(None),
-        n => n
-            .parse::<u64>()
-            .ok()
-            .filter(|s| *s <= 3600)
-            .map(|s| Some(std::time::Duration::from_secs(s)))
-            .ok_or_else(|| {
-                coord_domain::CoordError::field(
-                    coord_domain::ErrorCode::InvalidArgument,
-                    "COORD_RELEASE_GRACE_SECONDS",
-                    format!("COORD_RELEASE_GRACE_SECONDS={raw:?}: use whole seconds from 0 to 3600, or off"),
-                )
-            }),
-    }
+    coord_mcp::parse_release_grace(std::env::var("COORD_RELEASE_GRACE_SECONDS").ok().as_deref())
 }
 
 /// How often long-lived processes purge expired rows.

@@ -20,6 +20,7 @@ use coord_domain::audit::AuditQueryRequest;
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
 use coord_domain::queue::{CompleteWorkRequest, GetTaskRequest, GetWorkRequest, SubmitWorkRequest, TaskStatus};
 use coord_domain::sessions::{CleanupDeadAgentsRequest, RegisterSessionRequest};
+use coord_domain::target::LockTarget;
 use coord_service::CoordinationExt as _;
 use coord_service::{Clock, CoordConfig, Coordinator, DatabaseClock, ManualClock};
 use std::collections::{HashMap, HashSet};
@@ -69,6 +70,20 @@ fn mp_worker() {
                     .map(|c| {
                         let coord = coord.clone();
                         tokio::spawn(async move { lock_worker(&coord, index * clients + c).await })
+                    })
+                    .collect();
+                let mut acquired = 0;
+                for t in tasks {
+                    acquired += t.await.unwrap();
+                }
+                println!("ACQUIRED {acquired}");
+            }
+            "patterns" => {
+                let clients = env_num("COORD_MP_CLIENTS");
+                let tasks: Vec<_> = (0..clients)
+                    .map(|c| {
+                        let coord = coord.clone();
+                        tokio::spawn(async move { pattern_worker(&coord, index * clients + c).await })
                     })
                     .collect();
                 let mut acquired = 0;
@@ -163,6 +178,137 @@ async fn lock_worker(coord: &Coordinator, client: usize) -> usize {
             .expect("the holder can release");
     }
     acquired
+}
+
+/// Files, directories and globs that overlap each other in many ways.
+const PATTERNS: [&str; 14] = [
+    "src/",
+    "src/a/",
+    "src/a/x.rs",
+    "src/b/y.rs",
+    "src/**/*.rs",
+    "**/*.md",
+    "src/a/*.rs",
+    "docs/",
+    "docs/x.md",
+    "src/b/",
+    "src/*/z.rs",
+    "README.md",
+    "src/a/x.md",
+    "**",
+];
+
+/// Acquires random patterns; while holding one, asks which live locks overlap it: none
+/// may be another agent's.
+async fn pattern_worker(coord: &Coordinator, client: usize) -> usize {
+    let attempts = env_num("COORD_MP_ATTEMPTS");
+    let me = Caller::new(format!("client-{client}"), "test");
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ (client as u64 + 1));
+    let mut acquired = 0;
+    for _ in 0..attempts {
+        let path = PATTERNS[(rng.next() % PATTERNS.len() as u64) as usize].to_string();
+        let req = AcquireLockRequest {
+            file_path: path.clone(),
+            reason: None,
+            ttl_minutes: Some(60),
+        };
+        let r = coord.acquire_lock(&me, req).await.expect("acquire_lock answers");
+        if !r.success {
+            let held = r.locked_path.expect("a refusal names the lock in the way");
+            let (asked, held_t) = (LockTarget::parse(&path, None).unwrap(), LockTarget::from_key(&held));
+            assert!(
+                asked.overlaps(&held_t),
+                "VIOLATION: {path} refused for {held}, which does not overlap"
+            );
+            continue;
+        }
+        acquired += 1;
+        let seen = coord
+            .check_locks(
+                &me,
+                CheckLocksRequest {
+                    file_paths: Some(vec![path.clone()]),
+                },
+            )
+            .await
+            .expect("check_locks answers");
+        for l in seen.locks {
+            assert_eq!(l.locked_by, me.agent_id, "VIOLATION: {path} held while {l:?} is live");
+        }
+        tokio::task::yield_now().await;
+        coord
+            .release_lock(&me, ReleaseLockRequest { file_path: path })
+            .await
+            .expect("the holder can release");
+    }
+    acquired
+}
+
+/// Processes race for overlapping files, directories and globs; each worker checks what
+/// it sees while holding, and the audit trail, replayed in order, never shows a grant
+/// overlapping another agent's unreleased lock.
+fn overlapping_patterns_are_exclusive_across_processes(db: &Db, processes: usize, clients: usize, attempts: usize) {
+    let url = db.url();
+    runtime().block_on(coordinator(&url)); // migrate once before the race
+    let workers = spawn_workers(
+        "patterns",
+        processes,
+        &url,
+        &[
+            ("COORD_MP_CLIENTS", clients.to_string()),
+            ("COORD_MP_ATTEMPTS", attempts.to_string()),
+        ],
+    );
+    let acquired: usize = collect(workers, "ACQUIRED")
+        .iter()
+        .map(|n| n.parse::<usize>().unwrap())
+        .sum();
+    assert!(acquired > 0);
+    eprintln!("{acquired} grants of {} attempts", processes * clients * attempts);
+    let entries = runtime().block_on(async {
+        coordinator(&url)
+            .await
+            .query_audit(
+                &Caller::new("checker", "test"),
+                AuditQueryRequest {
+                    limit: Some(10_000),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap()
+            .entries
+    });
+    let mut held: Vec<(String, String)> = Vec::new();
+    let mut grants = 0;
+    for e in entries.iter().rev().filter(|e| e.success) {
+        let path = e.result["file_path"].as_str().unwrap_or_default().to_string();
+        match e.operation.as_str() {
+            "acquire_lock" if e.result["success"] == true => {
+                let target = LockTarget::from_key(&path);
+                for (other, who) in &held {
+                    assert!(
+                        who == &e.agent_id || !target.overlaps(&LockTarget::from_key(other)),
+                        "{path} granted to {} while {who} held {other} (audit id {})",
+                        e.agent_id,
+                        e.id
+                    );
+                }
+                held.push((path, e.agent_id.clone()));
+                grants += 1;
+            }
+            "release_lock" => {
+                let at = held
+                    .iter()
+                    .position(|(p, who)| p == &path && who == &e.agent_id)
+                    .unwrap_or_else(|| panic!("release of {path} not held (audit id {})", e.id));
+                held.remove(at);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(grants, acquired, "every grant is in the audit trail");
+    assert!(held.is_empty());
 }
 
 async fn task_worker(coord: &Coordinator, index: usize) {
@@ -568,6 +714,14 @@ fn sqlite_8_processes_200_attempts_20_paths_never_two_holders() {
 }
 
 #[test]
+fn sqlite_6_processes_race_for_overlapping_patterns() {
+    if worker_process() {
+        return;
+    }
+    overlapping_patterns_are_exclusive_across_processes(&Db::sqlite(), 6, 1, 150);
+}
+
+#[test]
 fn sqlite_4_processes_claim_2000_tasks_exactly_once() {
     if worker_process() {
         return;
@@ -590,6 +744,16 @@ fn postgres_16_clients_on_10_paths_never_two_holders() {
     }
     if let Some(db) = Db::postgres() {
         locks_are_exclusive_across_processes(&db, 8, 2, 10, 200);
+    }
+}
+
+#[test]
+fn postgres_12_clients_race_for_overlapping_patterns() {
+    if worker_process() {
+        return;
+    }
+    if let Some(db) = Db::postgres() {
+        overlapping_patterns_are_exclusive_across_processes(&db, 6, 2, 150);
     }
 }
 

@@ -15,6 +15,7 @@ pub mod ports;
 pub mod queue;
 pub mod sessions;
 pub mod status;
+pub mod target;
 pub mod time;
 pub mod validate;
 

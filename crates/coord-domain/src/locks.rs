@@ -7,7 +7,7 @@
 
 use crate::error::{CoordError, CoordResult, ErrorCode};
 use crate::identity::Identity;
-use crate::path::normalize_path;
+use crate::target::LockTarget;
 use crate::time::Timestamp;
 use crate::validate::{self, MAX_TEXT};
 use serde::{Deserialize, Serialize};
@@ -32,20 +32,21 @@ pub fn validate_reason(reason: Option<String>) -> CoordResult<Option<String>> {
     validate::optional_text("reason", reason, MAX_TEXT)
 }
 
-/// A validated acquisition: canonical path, reason, TTL in minutes.
+/// A validated acquisition: what to lock (a file, directory or glob), reason, TTL in minutes.
 pub fn validate_acquire(
     req: AcquireLockRequest,
     repo_root: Option<&str>,
-) -> CoordResult<(String, Option<String>, i64)> {
+) -> CoordResult<(LockTarget, Option<String>, i64)> {
     Ok((
-        normalize_path(&req.file_path, repo_root)?,
+        LockTarget::parse(&req.file_path, repo_root)?,
         validate_reason(req.reason)?,
         validate_ttl(req.ttl_minutes)?,
     ))
 }
 
-/// Canonical paths for `check_locks`, deduplicated; `None` means all locks.
-pub fn validate_check(req: CheckLocksRequest, repo_root: Option<&str>) -> CoordResult<Option<Vec<String>>> {
+/// Targets for `check_locks` (files, directories or globs), deduplicated; `None` means
+/// all locks.
+pub fn validate_check(req: CheckLocksRequest, repo_root: Option<&str>) -> CoordResult<Option<Vec<LockTarget>>> {
     let Some(paths) = req.file_paths else { return Ok(None) };
     if paths.len() > MAX_PATHS_PER_CHECK {
         return Err(CoordError::field(
@@ -54,13 +55,28 @@ pub fn validate_check(req: CheckLocksRequest, repo_root: Option<&str>) -> CoordR
             format!("at most {MAX_PATHS_PER_CHECK} paths per check"),
         ));
     }
-    let mut out: Vec<String> = paths
+    let mut out: Vec<LockTarget> = paths
         .iter()
-        .map(|p| normalize_path(p, repo_root).map_err(|e| e.with_field("file_paths")))
+        .map(|p| LockTarget::parse(p, repo_root).map_err(|e| e.with_field("file_paths")))
         .collect::<CoordResult<_>>()?;
-    out.sort();
-    out.dedup();
+    out.sort_by(|a, b| a.key().cmp(b.key()));
+    out.dedup_by(|a, b| a.key() == b.key());
     Ok(Some(out))
+}
+
+/// The live locks among `rows` that overlap any of `targets` (rows a store fetched by
+/// the targets' candidate scopes), in path order.
+pub fn overlapping(targets: &[LockTarget], rows: Vec<LockInfo>) -> Vec<LockInfo> {
+    let mut out: Vec<LockInfo> = rows
+        .into_iter()
+        .filter(|row| {
+            let held = LockTarget::from_key(&row.file_path);
+            targets.iter().any(|t| t.overlaps(&held))
+        })
+        .collect();
+    out.sort_by(|a, b| a.file_path.cmp(&b.file_path));
+    out.dedup_by(|a, b| a.file_path == b.file_path);
+    out
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -106,8 +122,10 @@ pub enum LockAction {
 
 /// `acquire_lock` answer. Acquired/refreshed: `success`, `action`, `file_path`,
 /// `expires_at`, `fencing_token`, `reason`. Blocked: `success: false`,
-/// `action: "blocked"`, `file_path`, `locked_by`, `expires_at` (the holder's),
-/// `lock_reason` (the holder's reason).
+/// `action: "blocked"`, `file_path` (what was asked for), `locked_path` (the lock in the
+/// way: the same path, or a directory or glob that overlaps it), `locked_by`,
+/// `expires_at` (the holder's), `lock_reason` (the holder's reason) and a `hint` naming
+/// the message that asks the holder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AcquireLockResult {
@@ -125,6 +143,10 @@ pub struct AcquireLockResult {
     pub locked_by_type: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locked_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl AcquireLockResult {
@@ -139,20 +161,31 @@ impl AcquireLockResult {
             locked_by: None,
             locked_by_type: None,
             lock_reason: None,
+            locked_path: None,
+            hint: None,
         }
     }
 
-    pub fn blocked(holder: &LockInfo) -> Self {
+    /// `requested` is refused because `holder`'s lock overlaps it.
+    pub fn blocked(requested: &str, holder: &LockInfo) -> Self {
         AcquireLockResult {
             success: false,
             action: LockAction::Blocked,
-            file_path: holder.file_path.clone(),
+            file_path: requested.to_string(),
             expires_at: holder.expires_at,
             fencing_token: None,
             reason: None,
             locked_by: Some(holder.locked_by.clone()),
             locked_by_type: Some(holder.agent_type.clone()),
             lock_reason: holder.reason.clone(),
+            locked_path: Some(holder.file_path.clone()),
+            hint: Some(format!(
+                "{} holds {} until {}. Work on something else, or ask them with send_message to \"holders:{}\".",
+                holder.locked_by,
+                holder.file_path,
+                holder.expires_at.format("%Y-%m-%d %H:%M UTC"),
+                holder.file_path
+            )),
         }
     }
 }
@@ -220,12 +253,13 @@ pub struct LockStatusResult {
 }
 
 impl LockStatusResult {
-    /// The answer for `path` given the live locks found on it.
+    /// The answer for `path` given the live locks that overlap it (the lock reported
+    /// may be a directory or glob lock covering the file).
     pub fn of(path: String, locks: CheckLocksResult) -> LockStatusResult {
         let lock = locks.locks.into_iter().next();
         LockStatusResult {
             success: true,
-            file_path: lock.as_ref().map(|l| l.file_path.clone()).unwrap_or(path),
+            file_path: path,
             locked: lock.is_some(),
             lock,
         }
@@ -253,7 +287,8 @@ pub struct CheckEditResult {
 
 pub const MAX_EDIT_PATHS: usize = 1000;
 
-pub fn validate_edit(req: CheckEditRequest, repo_root: Option<&str>) -> CoordResult<Vec<String>> {
+/// The files an edit touches, taken literally (a file named `[id].tsx` is that file).
+pub fn validate_edit(req: CheckEditRequest, repo_root: Option<&str>) -> CoordResult<Vec<LockTarget>> {
     if req.paths.is_empty() || req.paths.len() > MAX_EDIT_PATHS {
         return Err(CoordError::field(
             ErrorCode::InvalidArgument,
@@ -264,16 +299,16 @@ pub fn validate_edit(req: CheckEditRequest, repo_root: Option<&str>) -> CoordRes
     let mut paths = req
         .paths
         .iter()
-        .map(|p| normalize_path(p, repo_root))
+        .map(|p| LockTarget::literal_file(p, repo_root).map_err(|e| e.with_field("paths")))
         .collect::<CoordResult<Vec<_>>>()?;
-    paths.sort();
-    paths.dedup();
+    paths.sort_by(|a, b| a.key().cmp(b.key()));
+    paths.dedup_by(|a, b| a.key() == b.key());
     Ok(paths)
 }
 
-/// Whether `me` may change files whose live locks are `locks`: only when none of them
-/// is held by another agent. The refusal names every foreign lock and, for the first,
-/// who holds it, until when and why, in words a model can act on.
+/// Whether `me` may change files whose overlapping live locks are `locks`: only when none
+/// of them is held by another agent. The refusal names every foreign lock and, for the
+/// first, who holds it, until when and why, in words a model can act on.
 pub fn decide_edit(me: &Identity, paths: Vec<String>, locks: &[LockInfo]) -> CoordResult<CheckEditResult> {
     let foreign: Vec<&LockInfo> = locks.iter().filter(|l| l.locked_by != me.agent_id).collect();
     let Some(held) = foreign.first() else {
@@ -306,22 +341,29 @@ pub fn decide_edit(me: &Identity, paths: Vec<String>, locks: &[LockInfo]) -> Coo
         .with_detail("blocked", blocked))
 }
 
-/// What an acquisition does given the row currently stored for the path.
+/// What an acquisition does given the live locks that overlap the target.
 #[derive(Debug, Clone, PartialEq)]
-pub enum AcquireDecision {
-    /// No live lock: take it with a new fencing token.
+pub enum AcquireDecision<'a> {
+    /// No live lock of the same key and none of another agent's in the way: take it with
+    /// a new fencing token (replacing an expired row of the same key, if any).
     Take,
-    /// The caller already holds a live lock: extend it, keep its token.
+    /// The caller already holds a live lock with this key: extend it, keep its token.
     Refresh,
-    /// Someone else holds a live lock.
-    Blocked,
+    /// Another agent holds a live lock that overlaps: this one (the first in path order).
+    Blocked(&'a LockInfo),
 }
 
-pub fn decide_acquire(existing: Option<&LockInfo>, me: &Identity, now: Timestamp) -> AcquireDecision {
-    match existing {
-        Some(l) if l.is_live(now) && l.locked_by == me.agent_id => AcquireDecision::Refresh,
-        Some(l) if l.is_live(now) => AcquireDecision::Blocked,
-        _ => AcquireDecision::Take,
+/// `live` are the live locks overlapping the target `key` (see [`overlapping`]). The
+/// caller's own overlapping locks never block it: an agent holding `src/auth/` may also
+/// take `src/auth/login.rs`.
+pub fn decide_acquire<'a>(key: &str, live: &'a [LockInfo], me: &Identity) -> AcquireDecision<'a> {
+    if let Some(other) = live.iter().find(|l| l.locked_by != me.agent_id) {
+        return AcquireDecision::Blocked(other);
+    }
+    if live.iter().any(|l| l.file_path == key) {
+        AcquireDecision::Refresh
+    } else {
+        AcquireDecision::Take
     }
 }
 
@@ -402,15 +444,18 @@ mod tests {
             let got = validate_edit(CheckEditRequest { paths: raw }, None);
             assert_eq!(got.is_ok(), ok, "{got:?}");
         }
+        let keys = |raw: Vec<String>| {
+            validate_edit(CheckEditRequest { paths: raw }, None)
+                .unwrap()
+                .into_iter()
+                .map(LockTarget::into_key)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(keys(vec!["./a".into(), "a".into()]), ["a"]);
+        // An edit touches a file: glob characters in its name are just characters.
         assert_eq!(
-            validate_edit(
-                CheckEditRequest {
-                    paths: vec!["./a".into(), "a".into()]
-                },
-                None
-            )
-            .unwrap(),
-            vec!["a".to_string()]
+            keys(vec!["app/[id]/page.tsx".into(), "src/".into()]),
+            ["app/[id]/page.tsx", "src"]
         );
     }
 
@@ -425,26 +470,67 @@ mod tests {
         let mine_expired = lock("me", 0, now);
         let other_live = lock("other", 5, now);
         let other_expired = lock("other", -1, now);
-        let cases: &[(Option<&LockInfo>, AcquireDecision, Option<ErrorCode>)] = &[
-            (None, AcquireDecision::Take, Some(ErrorCode::LockNotHeld)),
-            (Some(&mine_live), AcquireDecision::Refresh, None),
-            (Some(&mine_expired), AcquireDecision::Take, Some(ErrorCode::LockNotHeld)),
-            (
-                Some(&other_live),
-                AcquireDecision::Blocked,
-                Some(ErrorCode::NotLockOwner),
-            ),
-            (
-                Some(&other_expired),
-                AcquireDecision::Take,
-                Some(ErrorCode::LockNotHeld),
-            ),
+        let release_cases: &[(Option<&LockInfo>, Option<ErrorCode>)] = &[
+            (None, Some(ErrorCode::LockNotHeld)),
+            (Some(&mine_live), None),
+            (Some(&mine_expired), Some(ErrorCode::LockNotHeld)),
+            (Some(&other_live), Some(ErrorCode::NotLockOwner)),
+            (Some(&other_expired), Some(ErrorCode::LockNotHeld)),
         ];
-        for (existing, want_acquire, want_release) in cases {
-            assert_eq!(&decide_acquire(*existing, &me, now), want_acquire, "{existing:?}");
+        for (existing, want) in release_cases {
             let got = decide_release(*existing, &me, "a.rs", now).err().map(|e| e.code);
-            assert_eq!(&got, want_release, "{existing:?}");
+            assert_eq!(&got, want, "{existing:?}");
         }
+        // Acquisition sees only the live locks that overlap the target.
+        let mut my_dir = lock("me", 5, now);
+        my_dir.file_path = "src/".into();
+        let mut their_dir = lock("other", 5, now);
+        their_dir.file_path = "src/".into();
+        let a = "a.rs";
+        assert_eq!(decide_acquire(a, &[], &me), AcquireDecision::Take);
+        assert_eq!(
+            decide_acquire(a, std::slice::from_ref(&mine_live), &me),
+            AcquireDecision::Refresh
+        );
+        assert_eq!(
+            decide_acquire("src/a.rs", std::slice::from_ref(&my_dir), &me),
+            AcquireDecision::Take
+        );
+        assert_eq!(
+            decide_acquire("src/a.rs", std::slice::from_ref(&their_dir), &me),
+            AcquireDecision::Blocked(&their_dir)
+        );
+        let both = [mine_live.clone(), other_live.clone()];
+        assert_eq!(decide_acquire(a, &both, &me), AcquireDecision::Blocked(&other_live));
+    }
+
+    #[test]
+    fn overlapping_rows() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let row = |p: &str| {
+            let mut l = lock("x", 5, now);
+            l.file_path = p.into();
+            l
+        };
+        let rows = vec![
+            row("src/auth/"),
+            row("src/a.rs"),
+            row("**/*.md"),
+            row("src/auth/"),
+            row("lib/x.rs"),
+        ];
+        let t = |s: &str| LockTarget::parse(s, None).unwrap();
+        let keys = |v: Vec<LockInfo>| v.into_iter().map(|l| l.file_path).collect::<Vec<_>>();
+        assert_eq!(keys(overlapping(&[t("src/auth/x.rs")], rows.clone())), ["src/auth/"]);
+        assert_eq!(
+            keys(overlapping(&[t("src/")], rows.clone())),
+            ["**/*.md", "src/a.rs", "src/auth/"]
+        );
+        assert_eq!(
+            keys(overlapping(&[t("README.md"), t("lib/*")], rows.clone())),
+            ["**/*.md", "lib/x.rs"]
+        );
+        assert!(overlapping(&[t("lib/y.rs")], rows).is_empty());
     }
 
     #[test]
@@ -458,10 +544,12 @@ mod tests {
     fn wire_shapes() {
         let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         let l = lock("other", 5, now);
-        let v = serde_json::to_value(AcquireLockResult::blocked(&l)).unwrap();
+        let v = serde_json::to_value(AcquireLockResult::blocked("a.rs", &l)).unwrap();
         assert_eq!(v["success"], false);
         assert_eq!(v["action"], "blocked");
         assert_eq!(v["locked_by"], "other");
+        assert_eq!(v["locked_path"], "a.rs");
+        assert!(v["hint"].as_str().unwrap().contains("holders:a.rs"));
         assert!(v.get("fencing_token").is_none());
         let v = serde_json::to_value(AcquireLockResult::granted(LockAction::Acquired, &l)).unwrap();
         assert_eq!(v["success"], true);

@@ -3,7 +3,7 @@
 
 use crate::error::{CoordError, CoordResult, ErrorCode};
 use crate::identity::{Caller, Identity};
-use crate::path::normalize_path;
+use crate::target::LockTarget;
 use crate::time::Timestamp;
 use crate::validate::{self, MAX_SHORT_TEXT, MAX_TEXT};
 use serde::{Deserialize, Serialize};
@@ -67,8 +67,9 @@ pub struct SendMessageRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recipients {
     Agent(String),
-    /// The agents holding a live lock on this (normalised) path, the sender excepted.
-    Holders(String),
+    /// The agents holding a live lock that overlaps this file, directory or glob, the
+    /// sender excepted.
+    Holders(LockTarget),
 }
 
 /// A validated message, ready for a store.
@@ -101,7 +102,7 @@ fn message_uuid(field: &str, raw: &str) -> CoordResult<String> {
 
 pub fn validate_send(req: SendMessageRequest, message_id: String, repo_root: Option<&str>) -> CoordResult<NewMessage> {
     let to = match req.to.trim().strip_prefix(HOLDERS_PREFIX) {
-        Some(path) => Recipients::Holders(normalize_path(path, repo_root).map_err(|e| e.with_field("to"))?),
+        Some(path) => Recipients::Holders(LockTarget::parse(path, repo_root).map_err(|e| e.with_field("to"))?),
         None => {
             let who = Caller::new(req.to.trim(), "agent")
                 .validate()
@@ -134,7 +135,7 @@ pub fn decide_recipients(sender: &Identity, to: &Recipients, holders: Vec<String
     recipients.dedup();
     if recipients.is_empty() {
         let named = match to {
-            Recipients::Holders(path) => format!("{HOLDERS_PREFIX}{path}"),
+            Recipients::Holders(target) => format!("{HOLDERS_PREFIX}{}", target.key()),
             Recipients::Agent(id) => id.clone(),
         };
         return Err(CoordError::new(
@@ -246,17 +247,20 @@ mod tests {
         }
     }
 
+    fn holders(path: &str) -> Recipients {
+        Recipients::Holders(LockTarget::parse(path, None).unwrap())
+    }
+
     #[test]
     fn recipients_and_validation() {
         let id = "7b7c2a4e-0000-4000-8000-000000000001".to_string();
         let cases: Vec<(SendMessageRequest, Result<Recipients, &str>)> = vec![
             (send("bob"), Ok(Recipients::Agent("bob".into()))),
             (send(" bob "), Ok(Recipients::Agent("bob".into()))),
-            (send("holders:./src//a.rs"), Ok(Recipients::Holders("src/a.rs".into()))),
-            (
-                send("holders:/repo/src/a.rs"),
-                Ok(Recipients::Holders("src/a.rs".into())),
-            ),
+            (send("holders:./src//a.rs"), Ok(holders("src/a.rs"))),
+            (send("holders:/repo/src/a.rs"), Ok(holders("src/a.rs"))),
+            (send("holders:src/auth/**"), Ok(holders("src/auth/"))),
+            (send("holders:src/{a,b/c}"), Err("to")),
             (send("holders:../x"), Err("to")),
             (send(""), Err("to")),
             (
@@ -296,7 +300,7 @@ mod tests {
             agent_id: "me".into(),
             agent_type: "t".into(),
         };
-        let holders = Recipients::Holders("a.rs".into());
+        let holders = holders("a.rs");
         assert_eq!(
             decide_recipients(&me, &holders, vec!["me".into(), "b".into(), "b".into()]).unwrap(),
             ["b"]

@@ -29,6 +29,8 @@ pub struct App {
     pub server: Arc<dyn Server>,
     pub auth: Arc<Auth>,
     pub max_body_bytes: usize,
+    /// The MCP sessions `/mcp` serves, so a client's DELETE ends its agent's session.
+    pub mcp_sessions: coord_mcp::HttpSessions,
 }
 
 impl App {
@@ -37,6 +39,7 @@ impl App {
             server,
             auth: Arc::new(Auth::new(config)),
             max_body_bytes: config.max_body_bytes,
+            mcp_sessions: coord_mcp::HttpSessions::default(),
         }
     }
 }

@@ -27,6 +27,9 @@ pub struct ApiConfig {
     /// Cancelled when the server shuts down: ends the long-lived MCP streams (SSE), which
     /// would otherwise keep a graceful shutdown waiting forever.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// `COORD_RELEASE_GRACE_SECONDS`: after a client deletes its MCP session, how long
+    /// its agent's locks and claimed tasks wait for it to come back (None: until TTL).
+    pub release_after: Option<std::time::Duration>,
 }
 
 impl Default for ApiConfig {
@@ -40,6 +43,7 @@ impl Default for ApiConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             shutdown: tokio_util::sync::CancellationToken::new(),
+            release_after: Some(coord_mcp::DEFAULT_RELEASE_AFTER),
         }
     }
 }
@@ -104,6 +108,7 @@ impl ApiConfig {
                 }
             };
         }
+        c.release_after = coord_mcp::parse_release_grace(var("COORD_RELEASE_GRACE_SECONDS").as_deref())?;
         if let Some(hosts) = var("COORDINATION_MCP_ALLOWED_HOSTS") {
             c.mcp_allowed_hosts.extend(
                 hosts
@@ -155,6 +160,7 @@ mod tests {
                 r#"{"k": {"agent_id": "", "agent_type": "x"}}"#,
             ),
             ("COORDINATION_API_REQUIRE_AUTH_FOR_READS", "sometimes"),
+            ("COORD_RELEASE_GRACE_SECONDS", "soon"),
         ] {
             let e = ApiConfig::from_vars(vars(&[(var, value)])).unwrap_err();
             assert_eq!(e.field.as_deref(), Some(var), "{var}={value}");

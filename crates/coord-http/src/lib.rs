@@ -54,11 +54,27 @@ async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Respo
     .await;
     match outcome {
         Ok((credential, who)) => {
+            // A DELETE of an MCP session is its client leaving: end its coordinator
+            // session too (after the grace period), once rmcp has accepted the DELETE.
+            let deleted = (req.method() == axum::http::Method::DELETE)
+                .then(|| {
+                    headers
+                        .get("mcp-session-id")
+                        .and_then(|v| v.to_str().ok())
+                        .map(String::from)
+                })
+                .flatten();
             req.extensions_mut().insert(credential);
-            if let Some(who) = who {
-                req.extensions_mut().insert(who);
+            if let Some(who) = &who {
+                req.extensions_mut().insert(who.clone());
             }
-            next.run(req).await
+            let response = next.run(req).await;
+            if let Some(id) = deleted
+                && response.status().is_success()
+            {
+                app.mcp_sessions.closed(&id, who.as_ref());
+            }
+            response
         }
         Err(e) => api::error_response(&e),
     }
@@ -73,13 +89,11 @@ pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> R
         hosts.push(config.host.clone());
     }
     let mcp_coord = coord.clone();
+    let sessions = app.mcp_sessions.clone();
+    let mut options = McpOptions::http(IdentityConfig::per_client());
+    options.release_after = config.release_after;
     let mcp = StreamableHttpService::new(
-        move || {
-            Ok(CoordMcp::new(
-                mcp_coord.clone(),
-                McpOptions::http(IdentityConfig::per_client()),
-            ))
-        },
+        move || Ok(CoordMcp::new(mcp_coord.clone(), options.clone()).with_http_sessions(sessions.clone())),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)

@@ -33,8 +33,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt, tool_handler};
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 /// How a server ties MCP traffic to coordinator sessions.
@@ -43,8 +44,8 @@ pub enum SessionMode {
     /// stdio: the connection is the session. It registers a new session on first use,
     /// heartbeats while the connection lives, and goes idle when it closes.
     PerConnection,
-    /// Streamable HTTP: requests carry no connection; the first use of an identity
-    /// starts its session (or keeps the one it has) through a heartbeat.
+    /// Requests carry no connection; the first use of an identity starts its session (or
+    /// keeps the one it has) through a heartbeat. For stateless embeddings.
     Shared,
     /// The client manages its session itself (`register_session`, `heartbeat`,
     /// `end_session`); the server adds no calls of its own. For embedding and tests.
@@ -73,17 +74,40 @@ impl McpOptions {
         }
     }
 
+    /// Streamable HTTP: an MCP session (`Mcp-Session-Id`) is a connection. Its first
+    /// authenticated call registers a coordinator session that it heartbeats; the client's
+    /// DELETE of the MCP session ends it like a closed stdio connection (see
+    /// [`HttpSessions`]). An MCP session the server drops on its own (idle for minutes,
+    /// or the server stopping) only stops heartbeating: its agent may still be working,
+    /// so its holdings are left to heartbeat staleness.
     pub fn http(identity: IdentityConfig) -> Self {
-        McpOptions {
-            session_mode: SessionMode::Shared,
-            release_after: None,
-            ..McpOptions::stdio(identity)
-        }
+        McpOptions::stdio(identity)
     }
 }
 
-/// How long a closed stdio connection's holdings wait for its agent to come back.
+/// How long a closed connection's holdings wait for its agent to come back.
 pub const DEFAULT_RELEASE_AFTER: Duration = Duration::from_secs(20);
+
+/// `COORD_RELEASE_GRACE_SECONDS` (`raw`, when set): whole seconds from 0 to 3600, or
+/// `off` (holdings stay until their TTL or lease); unset or empty is the default.
+pub fn parse_release_grace(raw: Option<&str>) -> CoordResult<Option<Duration>> {
+    match raw.map(str::trim) {
+        None | Some("") => Ok(Some(DEFAULT_RELEASE_AFTER)),
+        Some("off") => Ok(None),
+        Some(n) => n
+            .parse::<u64>()
+            .ok()
+            .filter(|s| *s <= 3600)
+            .map(|s| Some(Duration::from_secs(s)))
+            .ok_or_else(|| {
+                coord_domain::CoordError::field(
+                    ErrorCode::InvalidArgument,
+                    "COORD_RELEASE_GRACE_SECONDS",
+                    format!("COORD_RELEASE_GRACE_SECONDS={n:?}: use whole seconds from 0 to 3600, or off"),
+                )
+            }),
+    }
+}
 
 /// Per-connection state: who is calling, and whether its session is registered.
 #[derive(Default)]
@@ -94,6 +118,72 @@ struct Session {
     /// this one only, never a newer one of the same agent.
     session_id: Mutex<Option<String>>,
     heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Over HTTP: this connection is listed in its server's [`HttpSessions`].
+    listed: AtomicBool,
+}
+
+impl Drop for Session {
+    /// A connection dropped without `close` (an HTTP session the server discarded) must
+    /// not go on heartbeating for an agent that may be gone.
+    fn drop(&mut self) {
+        if let Some(task) = self.heartbeat.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
+            task.abort();
+        }
+    }
+}
+
+/// The MCP sessions an HTTP server serves, by `Mcp-Session-Id`: when a client deletes
+/// its MCP session (it is leaving), [`HttpSessions::closed`] ends the coordinator session
+/// that MCP session registered, as EOF does for stdio.
+#[derive(Clone, Default)]
+pub struct HttpSessions(Arc<Mutex<HashMap<String, Listed>>>);
+
+struct Listed {
+    coord: Arc<dyn Coordination>,
+    options: Arc<McpOptions>,
+    session: Weak<Session>,
+}
+
+impl HttpSessions {
+    fn list(&self, id: String, mcp: &CoordMcp) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Sessions the server discarded on its own leave dead entries: drop them here.
+        map.retain(|_, l| l.session.strong_count() > 0);
+        map.insert(
+            id,
+            Listed {
+                coord: mcp.coord.clone(),
+                options: mcp.options.clone(),
+                session: Arc::downgrade(&mcp.session),
+            },
+        );
+    }
+
+    /// A client deleted MCP session `id`: its coordinator session goes idle now and
+    /// releases its holdings after the grace period (in the background). `by` is who
+    /// deleted it (None: an operator key naming nobody); another agent's DELETE ends the
+    /// MCP session (rmcp's business) but not the agent's coordinator session.
+    pub fn closed(&self, id: &str, by: Option<&Caller>) {
+        let listed = self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        let Some(l) = listed else { return };
+        let Some(session) = l.session.upgrade() else { return };
+        let owner = session.caller.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let (Some(by), Some(owner)) = (by, owner)
+            && by.agent_id != owner.agent_id
+        {
+            return tracing::warn!(by = %by.agent_id, owner = %owner.agent_id, "an MCP session was deleted by another agent");
+        }
+        tokio::spawn(async move { close_session(&l.coord, &l.options, &session, std::future::pending()).await });
+    }
+
+    /// How many MCP sessions are listed (live or not yet pruned).
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 #[derive(Clone)]
@@ -101,7 +191,68 @@ pub struct CoordMcp {
     coord: Arc<dyn Coordination>,
     options: Arc<McpOptions>,
     session: Arc<Session>,
+    http_sessions: Option<HttpSessions>,
     tool_router: ToolRouter<Self>,
+}
+
+/// See [`CoordMcp::close`].
+async fn close_session(
+    coord: &Arc<dyn Coordination>,
+    options: &McpOptions,
+    session_state: &Session,
+    terminated: impl std::future::Future<Output = ()>,
+) {
+    if let Some(task) = session_state
+        .heartbeat
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+    {
+        task.abort();
+    }
+    let caller = session_state
+        .caller
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let session = session_state
+        .session_id
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let (Some(caller), Some(session)) = (caller, session) else {
+        return;
+    };
+    let idle = EndSessionRequest {
+        release_locks: Some(false),
+        if_session: Some(session.clone()),
+        ..Default::default()
+    };
+    if let Err(e) = coord.end_session(&caller, idle).await {
+        return tracing::warn!(error = %e, "could not end the session");
+    }
+    let Some(grace) = options.release_after else {
+        return;
+    };
+    tokio::select! {
+        () = tokio::time::sleep(grace) => {}
+        () = terminated => {}
+    }
+    let release = EndSessionRequest {
+        release_locks: Some(true),
+        requeue_tasks: Some(true),
+        if_session: Some(session),
+        handoff: None,
+    };
+    match coord.end_session(&caller, release).await {
+        Ok(r) if r.ended => tracing::info!(
+            released = r.released.len(),
+            requeued = r.tasks_requeued,
+            "a closed connection's holdings were released"
+        ),
+        Ok(_) => tracing::info!("the agent reconnected: its holdings stay with its new session"),
+        Err(e) => tracing::warn!(error = %e, "could not release a closed connection's holdings"),
+    }
 }
 
 /// The wire JSON of an outcome as a tool result. Refusals are ordinary results the model
@@ -192,12 +343,32 @@ impl CoordMcp {
             coord,
             options: Arc::new(options),
             session: Arc::new(Session::default()),
+            http_sessions: None,
             tool_router: tool_router(),
         }
     }
 
+    /// Over streamable HTTP: list this connection under its `Mcp-Session-Id`, so the
+    /// client's DELETE ends its coordinator session.
+    pub fn with_http_sessions(mut self, sessions: HttpSessions) -> Self {
+        self.http_sessions = Some(sessions);
+        self
+    }
+
     /// The caller of this request, with how it authenticated.
     async fn principal(&self, ctx: &RequestContext<RoleServer>) -> Principal {
+        if let Some(sessions) = &self.http_sessions {
+            let id = ctx
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|p| p.headers.get("mcp-session-id"))
+                .and_then(|v| v.to_str().ok());
+            if let Some(id) = id
+                && !self.session.listed.swap(true, Ordering::SeqCst)
+            {
+                sessions.list(id.to_string(), self);
+            }
+        }
         let credential = credential(ctx);
         Principal::new(self.caller(ctx, credential).await, credential)
     }
@@ -299,60 +470,7 @@ impl CoordMcp {
     /// was told to stop: its agent is leaving) — its locks are released and its claimed
     /// tasks requeued, unless a new session of the same agent started meanwhile.
     pub async fn close(&self, terminated: impl std::future::Future<Output = ()>) {
-        if let Some(task) = self
-            .session
-            .heartbeat
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            task.abort();
-        }
-        let caller = self
-            .session
-            .caller
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let session = self
-            .session
-            .session_id
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let (Some(caller), Some(session)) = (caller, session) else {
-            return;
-        };
-        let idle = EndSessionRequest {
-            release_locks: Some(false),
-            if_session: Some(session.clone()),
-            ..Default::default()
-        };
-        if let Err(e) = self.coord.end_session(&caller, idle).await {
-            return tracing::warn!(error = %e, "could not end the session");
-        }
-        let Some(grace) = self.options.release_after else {
-            return;
-        };
-        tokio::select! {
-            () = tokio::time::sleep(grace) => {}
-            () = terminated => {}
-        }
-        let release = EndSessionRequest {
-            release_locks: Some(true),
-            requeue_tasks: Some(true),
-            if_session: Some(session),
-            handoff: None,
-        };
-        match self.coord.end_session(&caller, release).await {
-            Ok(r) if r.ended => tracing::info!(
-                released = r.released.len(),
-                requeued = r.tasks_requeued,
-                "a closed connection's holdings were released"
-            ),
-            Ok(_) => tracing::info!("the agent reconnected: its holdings stay with its new session"),
-            Err(e) => tracing::warn!(error = %e, "could not release a closed connection's holdings"),
-        }
+        close_session(&self.coord, &self.options, &self.session, terminated).await
     }
 
     async fn resource_json(&self, uri: &str, ctx: &RequestContext<RoleServer>) -> Result<String, McpError> {

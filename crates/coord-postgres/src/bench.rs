@@ -68,7 +68,7 @@ impl RawPostgres {
                 who,
                 "acquire_lock",
                 params.clone(),
-                (path.to_string(), None, 120),
+                (coord_domain::target::LockTarget::literal_file(path, None)?, None, 120),
                 |tx, ctx, a| Box::pin(locks::acquire(tx, ctx, a)),
             )
             .await?;

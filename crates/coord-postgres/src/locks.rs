@@ -1,4 +1,5 @@
-//! `file_locks`: acquisition in one atomic upsert.
+//! `file_locks`: acquisition decided by the domain rule over the overlapping live locks,
+//! serialised by advisory locks against every acquisition that could overlap.
 
 use crate::PgStore;
 use crate::rows::{NOW, get, id_text, int};
@@ -8,9 +9,11 @@ use coord_domain::CoordResult;
 use coord_domain::Timestamp;
 use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{
-    AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult, decide_release,
+    AcquireDecision, AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult, decide_acquire,
+    decide_release, overlapping,
 };
 use coord_domain::locks::{CheckEditResult, decide_edit};
+use coord_domain::target::{Candidates, LockTarget};
 use coord_store::LockStore;
 use coord_store::OpCtx;
 use deadpool_postgres::GenericClient;
@@ -33,81 +36,123 @@ pub fn lock_from_row(r: &Row) -> R<LockInfo> {
     })
 }
 
-/// Takes the lock when it is free or expired, refreshes it when the caller holds it,
-/// and otherwise changes nothing — in one statement, so concurrent callers serialise on
-/// the row. A refresh keeps the fencing token and the holder's details; `fresh` tells
-/// the two apart because a new lease carries the token this statement drew.
-///
-/// The per-path advisory lock (held to commit) orders token draws: without it a
-/// statement could draw its token, wait on a concurrent insert that drew a larger one,
-/// and — after that lock was released and deleted — insert the smaller token, making the
-/// path's tokens go backwards.
-static ACQUIRE_SQL: LazyLock<String> = LazyLock::new(|| {
-    let mine_and_live = format!("l.agent_id = EXCLUDED.agent_id AND l.expires_at > {NOW}");
+/// Live locks that can overlap any of `targets`: the rows their candidate scopes select,
+/// filtered by the domain's overlap rule.
+pub async fn live_overlapping<C: GenericClient>(
+    c: &C,
+    now: Option<Timestamp>,
+    targets: &[LockTarget],
+) -> R<Vec<LockInfo>> {
+    let mut rows = Vec::new();
+    for target in targets {
+        match target.candidates() {
+            Candidates::All => return Ok(overlapping(targets, all_live(c, now).await?)),
+            Candidates::Scoped { at, from, to } => {
+                let stmt = c
+                    .prepare_cached(&format!(
+                        "SELECT {LOCK_COLS} FROM file_locks WHERE scope = ANY($2) AND expires_at > {NOW}
+                         UNION ALL
+                         SELECT {LOCK_COLS} FROM file_locks WHERE scope >= $3 AND scope < $4 AND expires_at > {NOW}"
+                    ))
+                    .await?;
+                for r in c.query(&stmt, &[&now, &at, &from, &to]).await? {
+                    rows.push(lock_from_row(&r)?);
+                }
+            }
+        }
+    }
+    Ok(overlapping(targets, rows))
+}
+
+async fn all_live<C: GenericClient>(c: &C, now: Option<Timestamp>) -> R<Vec<LockInfo>> {
+    let rows = c
+        .query(
+            &c.prepare_cached(&format!(
+                "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path COLLATE \"C\""
+            ))
+            .await?,
+            &[&now],
+        )
+        .await?;
+    rows.iter().map(lock_from_row).collect()
+}
+
+/// Holds, to commit, the advisory locks that order this acquisition after every
+/// concurrent acquisition of an overlapping target. Two overlapping targets have scopes
+/// of which one is a component prefix of the other, so they share the first component —
+/// unless one scope is the whole repository: that one takes the repository-wide key
+/// exclusively, every other acquisition takes it shared, then its first component's key.
+/// (Reads in READ COMMITTED see what the previous holder committed.) The same order also
+/// keeps one path's fencing tokens increasing.
+async fn serialise(tx: &Tx<'_>, target: &LockTarget) -> R<()> {
+    const REPO: &str = "coord:file_locks";
+    let scope = target.scope();
+    match scope.split('/').next().filter(|c| !c.is_empty()) {
+        None => {
+            tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&REPO])
+                .await?;
+        }
+        Some(first) => {
+            tx.execute("SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))", &[&REPO])
+                .await?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                &[&format!("{REPO}:{first}")],
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(LockTarget, Option<String>, i64)) -> R<AcquireLockResult> {
+    let (target, reason, ttl) = args;
+    serialise(tx, target).await?;
+    let live = live_overlapping(tx, ctx.now, std::slice::from_ref(target)).await?;
+    let path = target.key();
+    let ttl = int(*ttl);
+    let (row, action) = match decide_acquire(path, &live, &ctx.who) {
+        AcquireDecision::Blocked(holder) => return Ok(AcquireLockResult::blocked(path, holder)),
+        AcquireDecision::Refresh => {
+            let stmt = tx.prepare_cached(&REFRESH_SQL).await?;
+            let row = tx
+                .query_one(&stmt, &[&ctx.now, &path, &ctx.who.agent_id, reason, &ttl])
+                .await?;
+            (row, LockAction::Refreshed)
+        }
+        AcquireDecision::Take => {
+            let stmt = tx.prepare_cached(&TAKE_SQL).await?;
+            let (who, scope) = (&ctx.who, target.scope());
+            let args: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
+                [&ctx.now, &path, &who.agent_id, &who.agent_type, reason, &ttl, &scope];
+            (tx.query_one(&stmt, &args).await?, LockAction::Acquired)
+        }
+    };
+    Ok(AcquireLockResult::granted(action, &lock_from_row(&row)?))
+}
+
+/// A new lease with a new fencing token, replacing an expired row of the same key.
+static TAKE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "WITH serial AS (SELECT pg_advisory_xact_lock(hashtextextended($2, 0)))
-         INSERT INTO file_locks AS l ({LOCK_COLS})
-         SELECT $2, $3, $4, (SELECT session_id FROM agent_sessions WHERE agent_id = $3), $5,
-                {NOW}, {NOW} + make_interval(mins => $6), nextval('fencing_token_seq')
-         FROM serial
+        "INSERT INTO file_locks AS l ({LOCK_COLS}, scope)
+         VALUES ($2, $3, $4, (SELECT session_id FROM agent_sessions WHERE agent_id = $3), $5,
+                 {NOW}, {NOW} + make_interval(mins => $6), nextval('fencing_token_seq'), $7)
          ON CONFLICT (file_path) DO UPDATE SET
-             agent_id = EXCLUDED.agent_id,
-             agent_type = CASE WHEN {mine_and_live} THEN l.agent_type ELSE EXCLUDED.agent_type END,
-             session_id = CASE WHEN {mine_and_live} THEN l.session_id ELSE EXCLUDED.session_id END,
-             reason = CASE WHEN {mine_and_live} THEN COALESCE(EXCLUDED.reason, l.reason) ELSE EXCLUDED.reason END,
-             locked_at = CASE WHEN {mine_and_live} THEN l.locked_at ELSE EXCLUDED.locked_at END,
-             expires_at = EXCLUDED.expires_at,
-             fencing_token = CASE WHEN {mine_and_live} THEN l.fencing_token ELSE EXCLUDED.fencing_token END
-         WHERE l.expires_at <= {NOW} OR l.agent_id = EXCLUDED.agent_id
-         RETURNING {LOCK_COLS}, fencing_token = currval('fencing_token_seq') AS fresh"
+             agent_id = EXCLUDED.agent_id, agent_type = EXCLUDED.agent_type, session_id = EXCLUDED.session_id,
+             reason = EXCLUDED.reason, locked_at = EXCLUDED.locked_at, expires_at = EXCLUDED.expires_at,
+             fencing_token = EXCLUDED.fencing_token, scope = EXCLUDED.scope
+         RETURNING {LOCK_COLS}"
     )
 });
 
-pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, Option<String>, i64)) -> R<AcquireLockResult> {
-    let (path, reason, ttl) = args;
-    let upsert = tx.prepare_cached(&ACQUIRE_SQL).await?;
-    let holder = tx
-        .prepare_cached(&format!(
-            "SELECT {LOCK_COLS} FROM file_locks WHERE file_path = $2 AND expires_at > {NOW}"
-        ))
-        .await?;
-    // A blocked answer needs the live holder; if it released or expired in between, the
-    // path is free now: try again (the advisory lock keeps other acquirers out).
-    for _ in 0..3 {
-        let granted = tx
-            .query_opt(
-                &upsert,
-                &[
-                    &ctx.now,
-                    path,
-                    &ctx.who.agent_id,
-                    &ctx.who.agent_type,
-                    reason,
-                    &int(*ttl),
-                ],
-            )
-            .await?;
-        if let Some(row) = granted {
-            let action = if get::<bool>(&row, 8)? {
-                LockAction::Acquired
-            } else {
-                LockAction::Refreshed
-            };
-            return Ok(AcquireLockResult::granted(action, &lock_from_row(&row)?));
-        }
-        if let Some(row) = tx.query_opt(&holder, &[&ctx.now, path]).await? {
-            return Ok(AcquireLockResult::blocked(&lock_from_row(&row)?));
-        }
-    }
-    Err(kept_racing())
-}
-
-fn kept_racing() -> crate::Fail {
-    tracing::error!("lock acquisition kept racing with releases");
-    crate::Fail::Coord(coord_domain::CoordError::unavailable(
-        "the lock changed hands repeatedly during acquisition; retry",
-    ))
-}
+/// The caller's own live lease, extended; token and holder details kept.
+static REFRESH_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE file_locks SET expires_at = {NOW} + make_interval(mins => $5), reason = COALESCE($4, reason)
+         WHERE file_path = $2 AND agent_id = $3
+         RETURNING {LOCK_COLS}"
+    )
+});
 
 #[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
 pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockResult> {
@@ -168,40 +213,25 @@ pub async fn release_all(tx: &Tx<'_>, ctx: &OpCtx) -> R<ReleaseAllResult> {
     })
 }
 
-pub async fn check<C: GenericClient>(c: &C, now: Option<Timestamp>, paths: Option<&[String]>) -> R<CheckLocksResult> {
-    let rows = match paths {
-        None => {
-            c.query(
-                &c.prepare_cached(&format!(
-                    "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path COLLATE \"C\""
-                ))
-                .await?,
-                &[&now],
-            )
-            .await?
-        }
-        Some(paths) => {
-            c.query(
-                &c.prepare_cached(&format!(
-                    "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} AND file_path = ANY($2)
-                     ORDER BY file_path COLLATE \"C\""
-                ))
-                .await?,
-                &[&now, &paths],
-            )
-            .await?
-        }
+pub async fn check<C: GenericClient>(
+    c: &C,
+    now: Option<Timestamp>,
+    targets: Option<&[LockTarget]>,
+) -> R<CheckLocksResult> {
+    let locks = match targets {
+        None => all_live(c, now).await?,
+        Some(targets) => live_overlapping(c, now, targets).await?,
     };
-    Ok(CheckLocksResult {
-        locks: rows.iter().map(lock_from_row).collect::<R<_>>()?,
-    })
+    Ok(CheckLocksResult { locks })
 }
 
-/// Refused unless no other agent holds a live lock on `paths` (the rule is the domain's).
+/// Refused unless no other agent holds a live lock overlapping `files` (the rule is the
+/// domain's).
 #[allow(clippy::ptr_arg)] // the store's OpFn hands its argument over as `&A`
-pub async fn check_edit(tx: &Tx<'_>, ctx: &OpCtx, paths: &Vec<String>) -> R<CheckEditResult> {
-    let live = check(tx, ctx.now, Some(paths)).await?.locks;
-    Ok(decide_edit(&ctx.who, paths.clone(), &live)?)
+pub async fn check_edit(tx: &Tx<'_>, ctx: &OpCtx, files: &Vec<LockTarget>) -> R<CheckEditResult> {
+    let live = live_overlapping(tx, ctx.now, files).await?;
+    let paths = files.iter().map(|f| f.key().to_string()).collect();
+    Ok(decide_edit(&ctx.who, paths, &live)?)
 }
 
 pub async fn live_locks_of(tx: &Tx<'_>, now: Option<Timestamp>, agent_id: &str) -> R<Vec<LockInfo>> {
@@ -235,18 +265,18 @@ pub async fn sweep(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<i64> {
 
 #[async_trait]
 impl LockStore for PgStore {
-    async fn check_edit(&self, ctx: OpCtx, paths: Vec<String>) -> CoordResult<CheckEditResult> {
-        self.op(ctx, paths, |tx, ctx, a| Box::pin(check_edit(tx, ctx, a))).await
+    async fn check_edit(&self, ctx: OpCtx, files: Vec<LockTarget>) -> CoordResult<CheckEditResult> {
+        self.op(ctx, files, |tx, ctx, a| Box::pin(check_edit(tx, ctx, a))).await
     }
 
     async fn acquire_lock(
         &self,
         ctx: OpCtx,
-        file_path: String,
+        target: LockTarget,
         reason: Option<String>,
         ttl_minutes: i64,
     ) -> CoordResult<AcquireLockResult> {
-        self.op(ctx, (file_path, reason, ttl_minutes), |tx, ctx, a| {
+        self.op(ctx, (target, reason, ttl_minutes), |tx, ctx, a| {
             Box::pin(acquire(tx, ctx, a))
         })
         .await
@@ -261,8 +291,8 @@ impl LockStore for PgStore {
         self.op(ctx, (), |tx, ctx, _| Box::pin(release_all(tx, ctx))).await
     }
 
-    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
-        self.op(ctx, file_paths, |tx, ctx, a| Box::pin(check(tx, ctx.now, a.as_deref())))
+    async fn check_locks(&self, ctx: OpCtx, targets: Option<Vec<LockTarget>>) -> CoordResult<CheckLocksResult> {
+        self.op(ctx, targets, |tx, ctx, a| Box::pin(check(tx, ctx.now, a.as_deref())))
             .await
     }
 }

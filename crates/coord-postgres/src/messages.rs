@@ -37,18 +37,11 @@ fn message_from_row(r: &Row) -> R<Message> {
 
 pub async fn send(tx: &Tx<'_>, ctx: &OpCtx, m: &NewMessage) -> R<SendMessageResult> {
     let holders = match &m.to {
-        Recipients::Holders(path) => tx
-            .query(
-                &tx.prepare_cached(&format!(
-                    "SELECT agent_id FROM file_locks WHERE file_path = $2 AND expires_at > {NOW}"
-                ))
-                .await?,
-                &[&ctx.now, path],
-            )
+        Recipients::Holders(target) => crate::locks::live_overlapping(tx, ctx.now, std::slice::from_ref(target))
             .await?
-            .iter()
-            .map(|r| get(r, 0))
-            .collect::<R<Vec<String>>>()?,
+            .into_iter()
+            .map(|l| l.locked_by)
+            .collect(),
         Recipients::Agent(_) => Vec::new(),
     };
     let recipients = decide_recipients(&ctx.who, &m.to, holders)?;

@@ -23,6 +23,7 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "bookkeeping_rls",
         include_str!("../migrations/0006_bookkeeping_rls.sql"),
     ),
+    (7, "lock_scopes", include_str!("../migrations/0007_lock_scopes.sql")),
 ];
 
 /// Arbitrary but fixed: the advisory lock key of `coord` migrations.

@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use coord_domain::access::Principal;
+use coord_domain::messages::HOLDERS_PREFIX;
 use coord_domain::path::normalize_path;
 use coord_domain::ports::{
     AllocatePortsRequest, AllocatePortsResult, PortsStatusResult, ReleasePortsRequest, ReleasePortsResult,
@@ -111,13 +112,25 @@ impl RemoteClient {
         self
     }
 
-    fn localize(&self, path: String) -> String {
-        match &self.local_root {
-            Some(root) if std::path::Path::new(&path).is_absolute() => {
-                // Paths outside the checkout go as they are, for the server to refuse.
-                normalize_path(&path, Some(root)).unwrap_or(path)
+    /// An absolute path inside the checkout made repo-relative, keeping what gives it
+    /// meaning: a trailing `/` (a directory lock) and a `holders:` prefix (a message to
+    /// the holders of a path). Paths outside the checkout go as they are, for the server
+    /// to refuse.
+    fn localize(&self, raw: String) -> String {
+        let Some(root) = &self.local_root else { return raw };
+        let (prefix, path) = match raw.strip_prefix(HOLDERS_PREFIX) {
+            Some(rest) => (HOLDERS_PREFIX, rest),
+            None => ("", raw.as_str()),
+        };
+        if !std::path::Path::new(path).is_absolute() {
+            return raw;
+        }
+        match normalize_path(path, Some(root)) {
+            Ok(relative) => {
+                let dir = if path.ends_with(['/', '\\']) { "/" } else { "" };
+                format!("{prefix}{relative}{dir}")
             }
-            _ => path,
+            Err(_) => raw,
         }
     }
 
@@ -362,6 +375,12 @@ mod tests {
             ("/home/me/repo/src/../b.rs", "b.rs"),
             ("src/a.rs", "src/a.rs"),
             ("/elsewhere/x.rs", "/elsewhere/x.rs"),
+            ("/home/me/repo/src/auth/", "src/auth/"),
+            ("/home/me/repo/src/**/*.rs", "src/**/*.rs"),
+            ("holders:/home/me/repo/src/auth/", "holders:src/auth/"),
+            ("holders:src/a.rs", "holders:src/a.rs"),
+            ("holders:/elsewhere/x.rs", "holders:/elsewhere/x.rs"),
+            ("bob", "bob"),
         ] {
             assert_eq!(c.localize(input.into()), sent, "{input}");
         }

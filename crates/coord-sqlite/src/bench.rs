@@ -60,8 +60,9 @@ impl RawSqlite {
     /// Acquire then release `path`; `on_acquired` runs in between with the fencing token
     /// (the benchmark's invariant checks). `false` when another holder blocked it.
     pub fn lock_pair(&self, who: &Identity, path: &str, on_acquired: impl FnOnce(Option<i64>)) -> CoordResult<bool> {
+        let target = coord_domain::target::LockTarget::literal_file(path, None)?;
         let acquired = self.op(who, "acquire_lock", serde_json::json!({"file_path": path}), |c, now| {
-            locks::acquire(c, now, who, path, None, 120)
+            locks::acquire(c, now, who, &target, None, 120)
         })?;
         if acquired.action != LockAction::Acquired {
             return Ok(false);

@@ -1,4 +1,5 @@
-//! `file_locks`: acquisition decided by the domain rule under the write lock.
+//! `file_locks`: acquisition decided by the domain rule under the write lock, which
+//! also makes it atomic against every overlapping acquisition (one writer at a time).
 
 use crate::R;
 use crate::SqliteStore;
@@ -9,9 +10,10 @@ use coord_domain::Identity;
 use coord_domain::locks::ReleaseAllResult;
 use coord_domain::locks::{
     AcquireDecision, AcquireLockResult, CheckLocksResult, LockAction, LockInfo, ReleaseLockResult, decide_acquire,
-    decide_release,
+    decide_release, overlapping,
 };
 use coord_domain::locks::{CheckEditResult, decide_edit};
+use coord_domain::target::{Candidates, LockTarget};
 use coord_domain::time::from_micros;
 use coord_store::{LockStore, OpCtx};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -37,19 +39,50 @@ fn stored(c: &Connection, path: &str) -> rusqlite::Result<Option<LockInfo>> {
         .optional()
 }
 
+/// Live locks that can overlap any of `targets`: the rows their candidate scopes select,
+/// filtered by the domain's overlap rule.
+pub fn live_overlapping(c: &Connection, now: i64, targets: &[LockTarget]) -> R<Vec<LockInfo>> {
+    let mut rows = Vec::new();
+    for target in targets {
+        match target.candidates() {
+            Candidates::All => return Ok(overlapping(targets, all_live(c, now)?)),
+            Candidates::Scoped { at, from, to } => rows.extend(
+                c.prepare_cached(&format!(
+                    "SELECT {LOCK_COLS} FROM file_locks
+                     WHERE scope IN (SELECT value FROM json_each(?1)) AND expires_at > ?2
+                     UNION ALL
+                     SELECT {LOCK_COLS} FROM file_locks WHERE scope >= ?3 AND scope < ?4 AND expires_at > ?2"
+                ))?
+                .query_map(params![to_json(&at), now, from, to], lock_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+            ),
+        }
+    }
+    Ok(overlapping(targets, rows))
+}
+
+fn all_live(c: &Connection, now: i64) -> R<Vec<LockInfo>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > ?1 ORDER BY file_path"
+    ))?
+    .query_map([now], lock_from_row)?
+    .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
 pub fn acquire(
     c: &Connection,
     now: i64,
     who: &Identity,
-    path: &str,
+    target: &LockTarget,
     reason: Option<&str>,
     ttl_minutes: i64,
 ) -> R<AcquireLockResult> {
-    let existing = stored(c, path)?;
+    let live = live_overlapping(c, now, std::slice::from_ref(target))?;
+    let path = target.key();
     let expires_at = now + minutes_to_micros(ttl_minutes);
-    match (decide_acquire(existing.as_ref(), who, from_micros(now)), existing) {
-        (AcquireDecision::Blocked, Some(holder)) => Ok(AcquireLockResult::blocked(&holder)),
-        (AcquireDecision::Refresh, Some(_)) => {
+    match decide_acquire(path, &live, who) {
+        AcquireDecision::Blocked(holder) => Ok(AcquireLockResult::blocked(path, holder)),
+        AcquireDecision::Refresh => {
             let lock = c
                 .prepare_cached(&format!(
                     "UPDATE file_locks SET expires_at = ?2, reason = COALESCE(?3, reason)
@@ -58,23 +91,32 @@ pub fn acquire(
                 .query_row(params![path, expires_at, reason], lock_from_row)?;
             Ok(AcquireLockResult::granted(LockAction::Refreshed, &lock))
         }
-        _ => {
+        AcquireDecision::Take => {
             let token: i64 = c
                 .prepare_cached("UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' RETURNING value")?
                 .query_row([], |r| r.get(0))?;
             let lock = c
                 .prepare_cached(&format!(
-                    "INSERT INTO file_locks ({LOCK_COLS})
-                     VALUES (?1, ?2, ?3, (SELECT session_id FROM agent_sessions WHERE agent_id = ?2), ?4, ?5, ?6, ?7)
+                    "INSERT INTO file_locks ({LOCK_COLS}, scope)
+                     VALUES (?1, ?2, ?3, (SELECT session_id FROM agent_sessions WHERE agent_id = ?2), ?4, ?5, ?6, ?7, ?8)
                      ON CONFLICT (file_path) DO UPDATE SET
                          agent_id = excluded.agent_id, agent_type = excluded.agent_type,
                          session_id = excluded.session_id, reason = excluded.reason,
                          locked_at = excluded.locked_at, expires_at = excluded.expires_at,
-                         fencing_token = excluded.fencing_token
+                         fencing_token = excluded.fencing_token, scope = excluded.scope
                      RETURNING {LOCK_COLS}"
                 ))?
                 .query_row(
-                    params![path, who.agent_id, who.agent_type, reason, now, expires_at, token],
+                    params![
+                        path,
+                        who.agent_id,
+                        who.agent_type,
+                        reason,
+                        now,
+                        expires_at,
+                        token,
+                        target.scope()
+                    ],
                     lock_from_row,
                 )?;
             Ok(AcquireLockResult::granted(LockAction::Acquired, &lock))
@@ -110,30 +152,20 @@ pub fn release_all(c: &Connection, now: i64, who: &Identity) -> R<ReleaseAllResu
     })
 }
 
-pub fn check(c: &Connection, now: i64, paths: Option<&[String]>) -> R<CheckLocksResult> {
-    let locks = match paths {
-        None => c
-            .prepare_cached(&format!(
-                "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > ?1 ORDER BY file_path"
-            ))?
-            .query_map([now], lock_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?,
-        Some(paths) => c
-            .prepare_cached(&format!(
-                "SELECT {LOCK_COLS} FROM file_locks
-                 WHERE expires_at > ?1 AND file_path IN (SELECT value FROM json_each(?2))
-                 ORDER BY file_path"
-            ))?
-            .query_map(params![now, to_json(&paths)], lock_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?,
+pub fn check(c: &Connection, now: i64, targets: Option<&[LockTarget]>) -> R<CheckLocksResult> {
+    let locks = match targets {
+        None => all_live(c, now)?,
+        Some(targets) => live_overlapping(c, now, targets)?,
     };
     Ok(CheckLocksResult { locks })
 }
 
-/// Refused unless no other agent holds a live lock on `paths` (the rule is the domain's).
-pub fn check_edit(c: &Connection, now: i64, who: &Identity, paths: &[String]) -> R<CheckEditResult> {
-    let live = check(c, now, Some(paths))?.locks;
-    Ok(decide_edit(who, paths.to_vec(), &live)?)
+/// Refused unless no other agent holds a live lock overlapping `files` (the rule is the
+/// domain's).
+pub fn check_edit(c: &Connection, now: i64, who: &Identity, files: &[LockTarget]) -> R<CheckEditResult> {
+    let live = live_overlapping(c, now, files)?;
+    let paths = files.iter().map(|f| f.key().to_string()).collect();
+    Ok(decide_edit(who, paths, &live)?)
 }
 
 pub fn live_locks_of(c: &Connection, now: i64, agent_id: &str) -> R<Vec<LockInfo>> {
@@ -158,19 +190,19 @@ pub fn sweep(c: &Connection, now: i64, batch: i64) -> R<i64> {
 
 #[async_trait]
 impl LockStore for SqliteStore {
-    async fn check_edit(&self, ctx: OpCtx, paths: Vec<String>) -> CoordResult<CheckEditResult> {
-        self.op(ctx, move |c, now, who| check_edit(c, now, who, &paths)).await
+    async fn check_edit(&self, ctx: OpCtx, files: Vec<LockTarget>) -> CoordResult<CheckEditResult> {
+        self.op(ctx, move |c, now, who| check_edit(c, now, who, &files)).await
     }
 
     async fn acquire_lock(
         &self,
         ctx: OpCtx,
-        file_path: String,
+        target: LockTarget,
         reason: Option<String>,
         ttl_minutes: i64,
     ) -> CoordResult<AcquireLockResult> {
         self.op(ctx, move |c, now, who| {
-            acquire(c, now, who, &file_path, reason.as_deref(), ttl_minutes)
+            acquire(c, now, who, &target, reason.as_deref(), ttl_minutes)
         })
         .await
     }
@@ -183,8 +215,7 @@ impl LockStore for SqliteStore {
         self.op(ctx, release_all).await
     }
 
-    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult> {
-        self.op(ctx, move |c, now, _| check(c, now, file_paths.as_deref()))
-            .await
+    async fn check_locks(&self, ctx: OpCtx, targets: Option<Vec<LockTarget>>) -> CoordResult<CheckLocksResult> {
+        self.op(ctx, move |c, now, _| check(c, now, targets.as_deref())).await
     }
 }

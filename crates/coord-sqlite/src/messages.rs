@@ -41,10 +41,10 @@ fn message_from_row(r: &Row) -> rusqlite::Result<Message> {
 
 pub fn send(c: &Connection, now: i64, who: &Identity, m: &NewMessage) -> R<SendMessageResult> {
     let holders = match &m.to {
-        Recipients::Holders(path) => c
-            .prepare_cached("SELECT agent_id FROM file_locks WHERE file_path = ?1 AND expires_at > ?2")?
-            .query_map(params![path, now], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<String>>>()?,
+        Recipients::Holders(target) => crate::locks::live_overlapping(c, now, std::slice::from_ref(target))?
+            .into_iter()
+            .map(|l| l.locked_by)
+            .collect(),
         Recipients::Agent(_) => Vec::new(),
     };
     let recipients = decide_recipients(who, &m.to, holders)?;

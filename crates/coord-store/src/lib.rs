@@ -27,6 +27,7 @@ use coord_domain::sessions::{
     AgentStatus, CleanupResult, DiscoverAgentsResult, EndSession, EndSessionResult, NewSession, SessionResult,
 };
 use coord_domain::status::StatusResult;
+use coord_domain::target::LockTarget;
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
@@ -76,21 +77,26 @@ pub struct SweepReport {
 /// File locks.
 #[async_trait]
 pub trait LockStore: Send + Sync {
+    /// Takes, refreshes or is blocked from a lock on a file, directory or glob, decided by
+    /// `coord_domain::locks::decide_acquire` over the live locks that overlap it, with no
+    /// other acquisition of an overlapping target in between.
     async fn acquire_lock(
         &self,
         ctx: OpCtx,
-        file_path: String,
+        target: LockTarget,
         reason: Option<String>,
         ttl_minutes: i64,
     ) -> CoordResult<AcquireLockResult>;
+    /// Releases the caller's lock stored under exactly this key.
     async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult>;
     /// Releases every lock the caller holds (expired rows of theirs are removed too).
     async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult>;
-    /// Live locks, on the given paths or all.
-    async fn check_locks(&self, ctx: OpCtx, file_paths: Option<Vec<String>>) -> CoordResult<CheckLocksResult>;
-    /// Whether the caller may change `paths`: refused (`file_locked`, by
-    /// `coord_domain::locks::decide_edit`) when another agent holds a live lock on one.
-    async fn check_edit(&self, ctx: OpCtx, paths: Vec<String>) -> CoordResult<CheckEditResult>;
+    /// Live locks that overlap any of the targets, or all live locks.
+    async fn check_locks(&self, ctx: OpCtx, targets: Option<Vec<LockTarget>>) -> CoordResult<CheckLocksResult>;
+    /// Whether the caller may change these files: refused (`file_locked`, by
+    /// `coord_domain::locks::decide_edit`) when another agent holds a live lock that
+    /// overlaps one (the file itself, a directory above it, a glob matching it).
+    async fn check_edit(&self, ctx: OpCtx, files: Vec<LockTarget>) -> CoordResult<CheckEditResult>;
 }
 
 /// The work queue.

@@ -6,6 +6,7 @@ pub mod keys;
 pub mod locks;
 pub mod messages;
 pub mod model;
+pub mod patterns;
 pub mod queue;
 pub mod registry;
 pub mod sessions;

@@ -8,20 +8,23 @@ use coord_domain::locks::{
     LockStatusRequest, LockStatusResult, ReleaseAllResult, ReleaseLockRequest, ReleaseLockResult, validate_acquire,
     validate_check, validate_edit,
 };
-use coord_domain::path::normalize_path;
+use coord_domain::target::LockTarget;
 use coord_domain::{CoordResult, Empty, Identity};
 use coord_store::OpCtx;
 
 pub struct AcquireLock;
 impl Operation for AcquireLock {
     const NAME: &'static str = "acquire_lock";
-    const SUMMARY: &'static str = "Acquire or refresh a file lock";
-    const DESCRIPTION: &'static str = "Take an exclusive lock on a file before editing it, so other agents do not \
-        edit it at the same time. Paths are repo-relative (absolute paths inside the repository are accepted). \
-        Answers {success:true, action:\"acquired\"|\"refreshed\", expires_at, fencing_token}; calling again while \
-        you hold it refreshes the lease. If another agent holds it: {success:false, action:\"blocked\", \
-        locked_by, expires_at, lock_reason} — do not edit the file; work on something else or wait, or ask the \
-        holder with send_message to \"holders:<file_path>\". Release it when done.";
+    const SUMMARY: &'static str = "Acquire or refresh a lock on a file, a directory or a glob";
+    const DESCRIPTION: &'static str = "Take an exclusive lock before editing, so other agents do not edit the \
+        same files at the same time: on a file (\"src/auth.rs\"), a directory and everything below it \
+        (\"src/auth/\", trailing slash) or a glob (\"src/auth/**/*.rs\"; * stays inside one directory, ** spans \
+        any number). Paths are repo-relative (absolute paths inside the repository are accepted). Answers \
+        {success:true, action:\"acquired\"|\"refreshed\", expires_at, fencing_token}; calling again while you \
+        hold it refreshes the lease. If another agent holds a lock that overlaps it: {success:false, \
+        action:\"blocked\", locked_path, locked_by, expires_at, lock_reason, hint} — do not edit those files; \
+        work on something else or wait, or ask the holder with send_message to \"holders:<locked_path>\". \
+        Your own locks never block you. Release it when done.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const HTTP: &'static [Http] = &[Http::post("/locks/acquire")];
@@ -30,14 +33,14 @@ impl Operation for AcquireLock {
         "{\"file_path\": \"src/auth.rs\", \"reason\": \"refactor login\", \"ttl_minutes\": 60}";
     type Request = AcquireLockRequest;
     type Response = AcquireLockResult;
-    type Args = (String, Option<String>, i64);
+    type Args = (LockTarget, Option<String>, i64);
 
     fn validate(c: &Coordinator, _: &Identity, req: AcquireLockRequest) -> CoordResult<Self::Args> {
         validate_acquire(req, c.root())
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, (path, reason, ttl): Self::Args) -> CoordResult<AcquireLockResult> {
-        c.store().acquire_lock(ctx, path, reason, ttl).await
+    async fn execute(c: &Coordinator, ctx: OpCtx, (target, reason, ttl): Self::Args) -> CoordResult<AcquireLockResult> {
+        c.store().acquire_lock(ctx, target, reason, ttl).await
     }
 }
 
@@ -45,8 +48,8 @@ pub struct ReleaseLock;
 impl Operation for ReleaseLock {
     const NAME: &'static str = "release_lock";
     const SUMMARY: &'static str = "Release a lock you hold";
-    const DESCRIPTION: &'static str = "Release a file lock you hold, as soon as you are done editing the file \
-        (also after a failure). Answers {success:true, released:true}; error not_lock_owner if another agent \
+    const DESCRIPTION: &'static str = "Release a lock you hold, as soon as you are done editing (also after a \
+        failure). Name it as you acquired it (\"src/auth/\" for a directory lock, the glob for a glob lock). Answers {success:true, released:true}; error not_lock_owner if another agent \
         holds it, lock_not_held if nobody does (e.g. it expired).";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
@@ -58,7 +61,7 @@ impl Operation for ReleaseLock {
     type Args = String;
 
     fn validate(c: &Coordinator, _: &Identity, req: ReleaseLockRequest) -> CoordResult<String> {
-        normalize_path(&req.file_path, c.root())
+        Ok(LockTarget::parse(&req.file_path, c.root())?.into_key())
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, path: String) -> CoordResult<ReleaseLockResult> {
@@ -91,9 +94,10 @@ impl Operation for ReleaseMyLocks {
 pub struct CheckLocks;
 impl Operation for CheckLocks {
     const NAME: &'static str = "check_locks";
-    const SUMMARY: &'static str = "Live locks on the given paths (all when none given)";
-    const DESCRIPTION: &'static str = "List live file locks — all of them, or only on the given paths. Use it \
-        before planning edits to see which files other agents are working on. Answers {locks:[{file_path, \
+    const SUMMARY: &'static str = "Live locks that cover the given paths (all when none given)";
+    const DESCRIPTION: &'static str = "List live locks — all of them, or those that overlap the given paths \
+        (files, directories or globs: a directory lock covers every file below it, a glob lock every path it \
+        can match). Use it before planning edits to see what other agents are working on. Answers {locks:[{file_path, \
         locked_by, agent_type, reason, locked_at, expires_at, fencing_token}]}.";
     const ACCESS: Access = Access::Read;
     const EFFECT: Effect = Effect::Read;
@@ -105,7 +109,7 @@ impl Operation for CheckLocks {
     const EXAMPLE: &'static str = "{\"file_paths\": [\"src/auth.rs\"]}";
     type Request = CheckLocksRequest;
     type Response = CheckLocksResult;
-    type Args = Option<Vec<String>>;
+    type Args = Option<Vec<LockTarget>>;
 
     fn validate(c: &Coordinator, _: &Identity, req: CheckLocksRequest) -> CoordResult<Self::Args> {
         validate_check(req, c.root())
@@ -120,8 +124,9 @@ pub struct LockStatus;
 impl Operation for LockStatus {
     const NAME: &'static str = "lock_status";
     const SUMMARY: &'static str = "Whether one file is locked, and by whom";
-    const DESCRIPTION: &'static str = "Ask whether one file is locked right now, and by whom. Answers \
-        {success:true, file_path, locked, lock:{locked_by, agent_type, reason, expires_at, fencing_token}|null}. \
+    const DESCRIPTION: &'static str = "Ask whether one file is locked right now (by its own lock, or by a \
+        directory or glob lock that covers it), and by whom. Answers {success:true, file_path, locked, \
+        lock:{file_path, locked_by, agent_type, reason, expires_at, fencing_token}|null}. \
         To check many files at once use check_locks; to ask whether you may edit them use check_edit.";
     const ACCESS: Access = Access::Read;
     const EFFECT: Effect = Effect::Read;
@@ -130,14 +135,15 @@ impl Operation for LockStatus {
     const EXAMPLE: &'static str = "{\"file_path\": \"src/auth.rs\"}";
     type Request = LockStatusRequest;
     type Response = LockStatusResult;
-    type Args = String;
+    type Args = LockTarget;
 
-    fn validate(c: &Coordinator, _: &Identity, req: LockStatusRequest) -> CoordResult<String> {
-        normalize_path(&req.file_path, c.root())
+    fn validate(c: &Coordinator, _: &Identity, req: LockStatusRequest) -> CoordResult<LockTarget> {
+        LockTarget::parse(&req.file_path, c.root())
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, path: String) -> CoordResult<LockStatusResult> {
-        let locks = c.store().check_locks(ctx, Some(vec![path.clone()])).await?;
+    async fn execute(c: &Coordinator, ctx: OpCtx, target: LockTarget) -> CoordResult<LockStatusResult> {
+        let path = target.key().to_string();
+        let locks = c.store().check_locks(ctx, Some(vec![target])).await?;
         Ok(LockStatusResult::of(path, locks))
     }
 }
@@ -147,7 +153,8 @@ impl Operation for CheckEdit {
     const NAME: &'static str = "check_edit";
     const SUMMARY: &'static str = "May you change these files now? Refused when another agent holds a lock on one";
     const DESCRIPTION: &'static str = "Ask before changing files whether another agent holds a live lock on any \
-        of them (the edit and commit guards ask this). Answers {success:true, allowed:true, paths}, or the error \
+        of them — its own lock, or a directory or glob lock that covers it (the edit and commit guards ask \
+        this). Answers {success:true, allowed:true, paths}, or the error \
         file_locked naming the holder, until when and why (locked_by, expires_at, lock_reason, blocked:[locks]) \
         — then do not change those files: work on something else or coordinate with the holder. Your own locks \
         never block you.";
@@ -160,13 +167,13 @@ impl Operation for CheckEdit {
     const EXAMPLE: &'static str = "{\"paths\": [\"src/auth.rs\", \"src/main.rs\"]}";
     type Request = CheckEditRequest;
     type Response = CheckEditResult;
-    type Args = Vec<String>;
+    type Args = Vec<LockTarget>;
 
-    fn validate(c: &Coordinator, _: &Identity, req: CheckEditRequest) -> CoordResult<Vec<String>> {
+    fn validate(c: &Coordinator, _: &Identity, req: CheckEditRequest) -> CoordResult<Vec<LockTarget>> {
         validate_edit(req, c.root())
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, paths: Vec<String>) -> CoordResult<CheckEditResult> {
-        c.store().check_edit(ctx, paths).await
+    async fn execute(c: &Coordinator, ctx: OpCtx, files: Vec<LockTarget>) -> CoordResult<CheckEditResult> {
+        c.store().check_edit(ctx, files).await
     }
 }

@@ -15,8 +15,8 @@ impl Operation for SendMessage {
     const NAME: &'static str = "send_message";
     const SUMMARY: &'static str = "Send a message to an agent, or to the holders of a locked file";
     const DESCRIPTION: &'static str = "Send a message to another agent: to is an agent id, or \"holders:<path>\" \
-        for every other agent holding a live lock on that file (e.g. to ask them to release it, or to say what \
-        you changed). subject is one line, body at most 16 KiB; importance low|normal|high|urgent (urgent ones \
+        for every other agent holding a live lock that covers that file, directory (\"holders:src/auth/\") or \
+        glob (e.g. to ask them to release it, or to say what you changed). subject is one line, body at most 16 KiB; importance low|normal|high|urgent (urgent ones \
         are shown to Claude Code sessions at their next prompt); reply in a thread with thread_id. Answers \
         {success:true, message_id, thread_id, recipients:[agent ids]}; no_recipients when nobody else holds the \
         file.";
@@ -25,7 +25,8 @@ impl Operation for SendMessage {
     // Messages are for their recipients; the audit trail is every agent's to read.
     const AUDIT_REDACT: &'static [&'static str] = &["body"];
     const HTTP: &'static [Http] = &[Http::post("/messages").errors(&[409])];
-    const PATH_FIELDS: &'static [&'static str] = &[];
+    // `holders:<absolute path>` is made repo-relative by a remote client.
+    const PATH_FIELDS: &'static [&'static str] = &["to"];
     const EXAMPLE: &'static str = "{\"to\": \"holders:src/auth.rs\", \"subject\": \"may I have src/auth.rs?\", \
         \"body\": \"I need to change the login check; tell me when you are done.\", \"importance\": \"high\"}";
     type Request = SendMessageRequest;
