@@ -48,7 +48,9 @@ pub async fn through(
                     reason: None,
                     ttl_minutes: None,
                 };
-                let acquired = match coord.acquire_lock(&caller, req).await {
+                let answer = coord.acquire_lock(&caller, req).await;
+                tally.op("acquire_lock", t0.elapsed());
+                let acquired = match answer {
                     Ok(r) if r.success => r,
                     Ok(_) => {
                         tally.count("blocked");
@@ -65,7 +67,10 @@ pub async fn through(
                 let req = ReleaseLockRequest {
                     file_path: path.clone(),
                 };
-                match coord.release_lock(&caller, req).await {
+                let t1 = Instant::now();
+                let answer = coord.release_lock(&caller, req).await;
+                tally.op("release_lock", t1.elapsed());
+                match answer {
                     Ok(_) => {
                         tally.main.record(t0.elapsed());
                         shared.op_done();

@@ -292,7 +292,7 @@ def typescript_sdk(w):
     out = subprocess.run(["node", script, modules, "stdio", "--coord", w.coord_bin, "--cwd", w.repo],
                          capture_output=True, text=True, env=env, timeout=120)
     check('"ok":true' in out.stdout, f"stdio: {out.stdout[-1500:]} {out.stderr[-2500:]}")
-    serve_env = dict(env, COORDINATION_API_KEYS="op-key",
+    serve_env = dict(env, COORDINATION_API_KEYS="op-key", COORD_RELEASE_GRACE_SECONDS="0",
                      COORDINATION_API_KEY_IDENTITIES=json.dumps({"bound-key": {"agent_id": "ts-agent-a",
                                                                              "agent_type": "typescript_sdk"}}))
     serve = subprocess.Popen(["coord", "--db", os.path.join(w.dir, "http.db"), "serve", "--port", "0"], cwd=w.repo,
@@ -309,7 +309,23 @@ def typescript_sdk(w):
     out = subprocess.run(["node", script, modules, "http", "--url", f"{url}/mcp", "--bound-key", "bound-key",
                           "--operator-key", "op-key"], capture_output=True, text=True, env=env, timeout=120)
     check('"ok":true' in out.stdout, f"http: {out.stdout[-1500:]} {out.stderr[-2500:]}")
-    return "stdio and streamable HTTP"
+    # Both agents deleted their MCP sessions: B's lock is free and A's claimed task is back
+    # in the queue, the attempt counted (the release runs just after the DELETE answers).
+    claimed = json.loads(out.stdout.strip().splitlines()[-1])["claimed_by_a"]
+    db = ["--db", os.path.join(w.dir, "http.db")]
+    deadline = time.monotonic() + 20
+    while True:
+        locks = w.coord(*db, "lock", "list")["locks"]
+        task = w.coord(*db, "work", "show", claimed)["task"]
+        if not locks and task["status"] == "pending":
+            break
+        check(time.monotonic() < deadline, f"after the DELETEs: locks {locks}, task {task}")
+        time.sleep(0.1)
+    check(task["attempts"] == 1, f"the attempt is counted: {task}")
+    ended = w.coord(*db, "audit", "--agent", "ts-agent-b", "--operation", "end_session")["entries"]
+    check(any(e["result"].get("released") == ["src/shared.ts"] for e in ended),
+          f"B's session ended with its lock released: {ended}")
+    return "stdio and streamable HTTP (sessions deleted: lock freed, task requeued)"
 
 
 def strands_worker(w):

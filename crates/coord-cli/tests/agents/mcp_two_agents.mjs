@@ -29,7 +29,9 @@ async function connect(agent) {
     const headers = agent === "ts-agent-a"
       ? { "X-API-Key": opt("bound-key") }
       : { "X-API-Key": opt("operator-key"), "X-Agent-Id": agent, "X-Agent-Type": "typescript_sdk" };
-    await client.connect(new StreamableHTTPClientTransport(new URL(opt("url")), { requestInit: { headers } }));
+    const t = new StreamableHTTPClientTransport(new URL(opt("url")), { requestInit: { headers } });
+    await client.connect(t);
+    transports.set(client, t);
   }
   return client;
 }
@@ -43,6 +45,7 @@ async function call(client, name, args = {}) {
   return data;
 }
 
+const transports = new Map();
 const a = await connect("ts-agent-a");
 const b = await connect("ts-agent-b");
 const tools = (await a.listTools()).tools.map((t) => t.name);
@@ -77,6 +80,11 @@ assert.equal((await call(a, "get_work", { task_types: ["deploy"] })).task_id, de
 const bad = await a.callTool({ name: "acquire_lock", arguments: { file_path: "x", ttl_minutes: "soon" } });
 assert.ok(bad.isError && JSON.stringify(bad.content).includes("ttl_minutes"));
 
-await a.close();
-await b.close();
-console.log(JSON.stringify({ ok: true, transport, tools: tools.length, holder_seen_by_b: blocked.locked_by }));
+// Over HTTP the agents leave as the SDK lets them: by deleting their MCP sessions
+// (the caller checks that A's claimed task went back to the queue and B's lock is free).
+for (const client of [a, b]) {
+  if (transports.has(client)) await transports.get(client).terminateSession();
+  await client.close();
+}
+console.log(JSON.stringify({ ok: true, transport, tools: tools.length, holder_seen_by_b: blocked.locked_by,
+  claimed_by_a: deploy.task_id }));
