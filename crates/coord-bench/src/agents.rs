@@ -89,6 +89,7 @@ impl Agent {
         let register = RegisterSessionRequest {
             capabilities: Some(vec!["bench".into()]),
             current_task: None,
+            team: None,
         };
         let registered = self.coord.register_session(&self.me, register);
         timed(shared, &mut tally, "register_session", registered).await;

@@ -394,6 +394,10 @@ pub enum AgentsCommand {
         /// What you are working on
         #[arg(long = "task", value_name = "TEXT")]
         current_task: Option<String>,
+        /// The team you work in: `coord msg send team:NAME` reaches its live members
+        /// (default: $COORD_TEAM)
+        #[arg(long, value_name = "NAME", env = "COORD_TEAM")]
+        team: Option<String>,
     },
     /// Tell the coordinator you are alive (also extends your task claims)
     Heartbeat,
@@ -414,7 +418,8 @@ pub enum AgentsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum MsgCommand {
-    /// Send a message: TO is an agent id, or holders:PATH for whoever holds that file's lock
+    /// Send a message: TO is an agent id, holders:PATH for whoever holds a lock covering
+    /// that file, directory or glob, or team:NAME for every live member of a team
     Send {
         to: String,
         /// One line

@@ -196,6 +196,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
         AgentsCommand::Register {
             capabilities,
             current_task,
+            team,
         } => {
             let req = RegisterSessionRequest {
                 capabilities: if capabilities.is_empty() {
@@ -204,6 +205,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
                     Some(capabilities)
                 },
                 current_task,
+                team,
             };
             out.result(coord.register_session(me, req).await, |r| {
                 format!("registered {} — session {}", me.agent_id, r.session_id)
@@ -230,6 +232,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
                         "AGENT",
                         "TYPE",
                         "STATUS",
+                        "TEAM",
                         "CAPABILITIES",
                         "CURRENT TASK",
                         "LAST HEARTBEAT",
@@ -239,6 +242,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
                             a.agent_id.clone(),
                             a.agent_type.clone(),
                             a.status.to_string(),
+                            a.team.clone().unwrap_or_else(|| "-".into()),
                             a.capabilities.join(","),
                             ellipsis(a.current_task.as_deref().unwrap_or("-"), 40),
                             when(a.last_heartbeat),

@@ -243,6 +243,7 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
         Ok(grace) => options.release_after = grace,
         Err(e) => return fail(e),
     }
+    options.team = std::env::var("COORD_TEAM").ok().filter(|t| !t.trim().is_empty());
     let served = coord_mcp::serve_stdio(coord, options).await;
     if let Some(s) = sweeper {
         s.abort();

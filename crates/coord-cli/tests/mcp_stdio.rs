@@ -419,3 +419,20 @@ fn a_pipe_in_and_a_file_out_still_serves() {
     let first: Value = serde_json::from_str(out.lines().next().expect("an answer")).unwrap();
     assert_eq!(first["result"]["serverInfo"]["name"], "coord", "{out}");
 }
+
+/// `COORD_TEAM` puts the agent a `coord mcp` serves in a team: `discover_agents` shows it,
+/// and a message to `team:<name>` reaches it.
+#[test]
+fn coord_team_puts_the_connection_in_a_team() {
+    let mut s = Server::start_with("team-member", &[("COORD_TEAM", "backend")]);
+    let agents = s.call(2, "discover_agents", json!({}));
+    let me = agents["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent_id"] == "team-member")
+        .cloned()
+        .unwrap_or_else(|| panic!("registered: {agents}"));
+    assert_eq!(me["team"], "backend");
+    s.finish();
+}

@@ -63,6 +63,7 @@ macro_rules! conformance_suite {
             keys::keys_bind_identities_expire_and_revoke,
             messages::messages_direct_inbox_read_ack_and_threads,
             messages::messages_to_the_holders_of_a_file,
+            messages::messages_to_a_team,
             audit::audit_records_every_operation_including_refusals,
             audit::audit_query_filters,
             audit::audit_rows_are_append_only,

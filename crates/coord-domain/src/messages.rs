@@ -45,8 +45,8 @@ impl Importance {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SendMessageRequest {
-    /// An agent id, or `holders:<path>` for every other agent holding a live lock on that
-    /// file.
+    /// An agent id; `holders:<path>` for every other agent holding a live lock that covers
+    /// that file, directory or glob; or `team:<name>` for every other live member of a team.
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096)))]
     pub to: String,
     /// One line (at most 256 characters).
@@ -70,6 +70,9 @@ pub enum Recipients {
     /// The agents holding a live lock that overlaps this file, directory or glob, the
     /// sender excepted.
     Holders(LockTarget),
+    /// The members of this team that are not disconnected (active or idle: an idle agent
+    /// reads its mail when it comes back), the sender excepted.
+    Team(String),
 }
 
 /// A validated message, ready for a store.
@@ -84,6 +87,7 @@ pub struct NewMessage {
 }
 
 pub const HOLDERS_PREFIX: &str = "holders:";
+pub const TEAM_PREFIX: &str = "team:";
 
 fn message_uuid(field: &str, raw: &str) -> CoordResult<String> {
     uuid::Uuid::parse_str(raw.trim())
@@ -101,10 +105,12 @@ fn message_uuid(field: &str, raw: &str) -> CoordResult<String> {
 }
 
 pub fn validate_send(req: SendMessageRequest, message_id: String, repo_root: Option<&str>) -> CoordResult<NewMessage> {
-    let to = match req.to.trim().strip_prefix(HOLDERS_PREFIX) {
-        Some(path) => Recipients::Holders(LockTarget::parse(path, repo_root).map_err(|e| e.with_field("to"))?),
-        None => {
-            let who = Caller::new(req.to.trim(), "agent")
+    let to = req.to.trim();
+    let to = match (to.strip_prefix(HOLDERS_PREFIX), to.strip_prefix(TEAM_PREFIX)) {
+        (Some(path), _) => Recipients::Holders(LockTarget::parse(path, repo_root).map_err(|e| e.with_field("to"))?),
+        (_, Some(team)) => Recipients::Team(crate::sessions::validate_team("to", team)?),
+        _ => {
+            let who = Caller::new(to, "agent")
                 .validate()
                 .map_err(|e| CoordError::field(ErrorCode::InvalidArgument, "to", format!("to: {}", e.message)))?;
             Recipients::Agent(who.agent_id)
@@ -124,23 +130,28 @@ pub fn validate_send(req: SendMessageRequest, message_id: String, repo_root: Opt
     })
 }
 
-/// The recipients a message reaches: the holders found, less the sender; none is a
-/// refusal (nothing would be delivered).
-pub fn decide_recipients(sender: &Identity, to: &Recipients, holders: Vec<String>) -> CoordResult<Vec<String>> {
+/// The recipients a message reaches: the named agent, or the holders or team members
+/// found (`found`), less the sender; none is a refusal (nothing would be delivered).
+pub fn decide_recipients(sender: &Identity, to: &Recipients, found: Vec<String>) -> CoordResult<Vec<String>> {
     let mut recipients = match to {
         Recipients::Agent(id) => vec![id.clone()],
-        Recipients::Holders(_) => holders.into_iter().filter(|h| *h != sender.agent_id).collect(),
+        Recipients::Holders(_) | Recipients::Team(_) => found.into_iter().filter(|h| *h != sender.agent_id).collect(),
     };
     recipients.sort();
     recipients.dedup();
     if recipients.is_empty() {
         let named = match to {
             Recipients::Holders(target) => format!("{HOLDERS_PREFIX}{}", target.key()),
+            Recipients::Team(team) => format!("{TEAM_PREFIX}{team}"),
             Recipients::Agent(id) => id.clone(),
+        };
+        let why = match to {
+            Recipients::Team(_) => "no other agent that is not disconnected is in that team",
+            _ => "nobody else holds a live lock there",
         };
         return Err(CoordError::new(
             ErrorCode::NoRecipients,
-            format!("nobody else holds a live lock there ({named}): the message would reach nobody"),
+            format!("{why} ({named}): the message would reach nobody"),
         )
         .with_detail("to", named));
     }
@@ -261,6 +272,10 @@ mod tests {
             (send("holders:/repo/src/a.rs"), Ok(holders("src/a.rs"))),
             (send("holders:src/auth/**"), Ok(holders("src/auth/"))),
             (send("holders:src/{a,b/c}"), Err("to")),
+            (send("team:backend"), Ok(Recipients::Team("backend".into()))),
+            (send(" team: backend "), Ok(Recipients::Team("backend".into()))),
+            (send("team:"), Err("to")),
+            (send("team:no spaces"), Err("to")),
             (send("holders:../x"), Err("to")),
             (send(""), Err("to")),
             (

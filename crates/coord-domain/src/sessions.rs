@@ -5,7 +5,7 @@
 //! leases of the tasks the agent has claimed, so a live agent never loses its work to
 //! lease expiry while a dead one does.
 
-use crate::error::{CoordResult, ErrorCode};
+use crate::error::{CoordError, CoordResult, ErrorCode};
 use crate::time::Timestamp;
 use crate::validate::{self, MAX_LIST_ITEMS, MAX_SHORT_TEXT, MAX_TEXT};
 use serde::{Deserialize, Serialize};
@@ -53,6 +53,14 @@ pub struct RegisterSessionRequest {
     /// What the agent is working on now.
     #[serde(default)]
     pub current_task: Option<String>,
+    /// The team this agent works in (letters, digits, `.`, `_`, `-`; at most 64): a
+    /// message to `team:<name>` reaches every live member.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9._-]+$"))
+    )]
+    pub team: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -83,6 +91,7 @@ pub struct NewSession {
     pub session_id: String,
     pub capabilities: Vec<String>,
     pub current_task: Option<String>,
+    pub team: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,6 +111,9 @@ pub struct AgentInfo {
     pub status: AgentStatus,
     #[serde(default)]
     pub current_task: Option<String>,
+    /// The team it registered in, if any.
+    #[serde(default)]
+    pub team: Option<String>,
     pub last_heartbeat: Timestamp,
     pub started_at: Timestamp,
     #[serde(default)]
@@ -146,7 +158,32 @@ pub fn validate_registration(req: RegisterSessionRequest, session_id: String) ->
         session_id,
         capabilities: validate::text_list("capabilities", req.capabilities, MAX_LIST_ITEMS, MAX_SHORT_TEXT)?,
         current_task: validate::optional_text("current_task", req.current_task, MAX_TEXT)?,
+        team: req.team.map(|t| validate_team("team", &t)).transpose()?,
     })
+}
+
+pub const MAX_TEAM_LEN: usize = 64;
+
+/// A team name: 1 to 64 letters, digits, `.`, `_` or `-` (trimmed).
+pub fn validate_team(field: &str, raw: &str) -> CoordResult<String> {
+    let name = raw.trim();
+    let ok = !name.is_empty()
+        && name.len() <= MAX_TEAM_LEN
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            field,
+            format!(
+                "team {:?}: use 1 to {MAX_TEAM_LEN} letters, digits, '.', '_' or '-'",
+                raw.chars().take(80).collect::<String>()
+            ),
+        ))
+    }
 }
 
 pub fn validate_stale_threshold(m: Option<i64>) -> CoordResult<i64> {
@@ -316,11 +353,22 @@ mod tests {
         let r = validate_registration(
             RegisterSessionRequest {
                 capabilities: Some(vec!["".into()]),
-                current_task: None,
+                ..Default::default()
             },
             "s".into(),
         );
         assert_eq!(r.unwrap_err().field.as_deref(), Some("capabilities"));
+        for (team, ok) in [
+            ("backend", Some("backend")),
+            (" a.b_c-1 ", Some("a.b_c-1")),
+            ("", None),
+            ("a b", None),
+            ("x/y", None),
+        ] {
+            let got = validate_team("team", team);
+            assert_eq!(got.as_deref().ok(), ok, "{team:?}");
+        }
+        assert!(validate_team("team", &"t".repeat(65)).is_err());
         assert_eq!(AgentStatus::parse("idle"), Some(AgentStatus::Idle));
         assert_eq!(AgentStatus::parse("gone"), None);
     }

@@ -62,6 +62,8 @@ pub struct McpOptions {
     /// locks and claimed tasks wait for the agent to reconnect before they are released
     /// and requeued. None: they stay (until their TTL, lease or a cleanup).
     pub release_after: Option<Duration>,
+    /// The team this connection's agent registers in (`COORD_TEAM` for `coord mcp`).
+    pub team: Option<String>,
 }
 
 impl McpOptions {
@@ -71,6 +73,7 @@ impl McpOptions {
             session_mode: SessionMode::PerConnection,
             heartbeat_every: Duration::from_secs(5 * 60),
             release_after: Some(DEFAULT_RELEASE_AFTER),
+            team: None,
         }
     }
 
@@ -400,7 +403,10 @@ impl CoordMcp {
             SessionMode::PerConnection => coord_service::call::<coord_service::ops::sessions::RegisterSession, _>(
                 self.coord.as_ref(),
                 &who,
-                RegisterSessionRequest::default(),
+                RegisterSessionRequest {
+                    team: self.options.team.clone(),
+                    ..Default::default()
+                },
             )
             .await
             .map(|r| {

@@ -42,6 +42,16 @@ pub async fn send(tx: &Tx<'_>, ctx: &OpCtx, m: &NewMessage) -> R<SendMessageResu
             .into_iter()
             .map(|l| l.locked_by)
             .collect(),
+        Recipients::Team(team) => tx
+            .query(
+                &tx.prepare_cached("SELECT agent_id FROM agent_sessions WHERE team = $1 AND status <> 'disconnected'")
+                    .await?,
+                &[team],
+            )
+            .await?
+            .iter()
+            .map(|r| get(r, 0))
+            .collect::<R<Vec<String>>>()?,
         Recipients::Agent(_) => Vec::new(),
     };
     let recipients = decide_recipients(&ctx.who, &m.to, holders)?;

@@ -24,6 +24,7 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         include_str!("../migrations/0006_bookkeeping_rls.sql"),
     ),
     (7, "lock_scopes", include_str!("../migrations/0007_lock_scopes.sql")),
+    (8, "teams", include_str!("../migrations/0008_teams.sql")),
 ];
 
 /// Arbitrary but fixed: the advisory lock key of `coord` migrations.

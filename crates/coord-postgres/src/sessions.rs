@@ -20,7 +20,7 @@ use tokio_postgres::Row;
 use uuid::Uuid;
 
 const AGENT_COLS: &str =
-    "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at";
+    "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at, team";
 
 fn agent_from_row(r: &Row) -> R<AgentInfo> {
     let status: &str = get(r, 4)?;
@@ -34,6 +34,7 @@ fn agent_from_row(r: &Row) -> R<AgentInfo> {
         last_heartbeat: get(r, 6)?,
         started_at: get(r, 7)?,
         ended_at: get(r, 8)?,
+        team: get(r, 9)?,
     })
 }
 
@@ -41,12 +42,13 @@ pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResu
     tx.execute(
         &tx.prepare_cached(&format!(
             "INSERT INTO agent_sessions (agent_id, session_id, agent_type, capabilities, status, current_task,
-                 started_at, ended_at, last_heartbeat)
-             VALUES ($2, $3, $4, $5, 'active', $6, {NOW}, NULL, {NOW})
+                 started_at, ended_at, last_heartbeat, team)
+             VALUES ($2, $3, $4, $5, 'active', $6, {NOW}, NULL, {NOW}, $7)
              ON CONFLICT (agent_id) DO UPDATE SET
                  session_id = EXCLUDED.session_id, agent_type = EXCLUDED.agent_type,
                  capabilities = EXCLUDED.capabilities, status = 'active', current_task = EXCLUDED.current_task,
-                 started_at = EXCLUDED.started_at, ended_at = NULL, last_heartbeat = EXCLUDED.last_heartbeat"
+                 started_at = EXCLUDED.started_at, ended_at = NULL, last_heartbeat = EXCLUDED.last_heartbeat,
+                 team = EXCLUDED.team"
         ))
         .await?,
         &[
@@ -56,6 +58,7 @@ pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResu
             &ctx.who.agent_type,
             &s.capabilities,
             &s.current_task,
+            &s.team,
         ],
     )
     .await?;

@@ -45,6 +45,10 @@ pub fn send(c: &Connection, now: i64, who: &Identity, m: &NewMessage) -> R<SendM
             .into_iter()
             .map(|l| l.locked_by)
             .collect(),
+        Recipients::Team(team) => c
+            .prepare_cached("SELECT agent_id FROM agent_sessions WHERE team = ?1 AND status <> 'disconnected'")?
+            .query_map([team], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?,
         Recipients::Agent(_) => Vec::new(),
     };
     let recipients = decide_recipients(who, &m.to, holders)?;

@@ -10,6 +10,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("../migrations/0003_typed_claims.sql")),
     (4, include_str!("../migrations/0004_messages.sql")),
     (5, include_str!("../migrations/0005_lock_scopes.sql")),
+    (6, include_str!("../migrations/0006_teams.sql")),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;

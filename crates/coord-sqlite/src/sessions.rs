@@ -19,7 +19,7 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const AGENT_COLS: &str =
-    "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at";
+    "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at, team";
 
 fn agent_from_row(r: &Row) -> rusqlite::Result<AgentInfo> {
     let status: String = r.get(4)?;
@@ -35,18 +35,20 @@ fn agent_from_row(r: &Row) -> rusqlite::Result<AgentInfo> {
         last_heartbeat: ts(r, 6)?,
         started_at: ts(r, 7)?,
         ended_at: opt_ts(r, 8)?,
+        team: r.get(9)?,
     })
 }
 
 pub fn register(c: &Connection, now: i64, who: &Identity, s: &NewSession) -> R<SessionResult> {
     c.prepare_cached(
         "INSERT INTO agent_sessions (agent_id, session_id, agent_type, capabilities, status, current_task,
-             started_at, ended_at, last_heartbeat)
-         VALUES (?1, ?2, ?3, ?4, 'active', ?5, ?6, NULL, ?6)
+             started_at, ended_at, last_heartbeat, team)
+         VALUES (?1, ?2, ?3, ?4, 'active', ?5, ?6, NULL, ?6, ?7)
          ON CONFLICT (agent_id) DO UPDATE SET
              session_id = excluded.session_id, agent_type = excluded.agent_type,
              capabilities = excluded.capabilities, status = 'active', current_task = excluded.current_task,
-             started_at = excluded.started_at, ended_at = NULL, last_heartbeat = excluded.last_heartbeat",
+             started_at = excluded.started_at, ended_at = NULL, last_heartbeat = excluded.last_heartbeat,
+             team = excluded.team",
     )?
     .execute(params![
         who.agent_id,
@@ -54,7 +56,8 @@ pub fn register(c: &Connection, now: i64, who: &Identity, s: &NewSession) -> R<S
         who.agent_type,
         to_json(&s.capabilities),
         s.current_task,
-        now
+        now,
+        s.team
     ])?;
     Ok(SessionResult {
         success: true,

@@ -171,3 +171,70 @@ pub async fn messages_to_the_holders_of_a_file(b: &dyn Backend) {
         .unwrap_err();
     assert_eq!(e.field.as_deref(), Some("to"));
 }
+
+pub async fn messages_to_a_team(b: &dyn Backend) {
+    use coord_domain::sessions::{EndSessionRequest, RegisterSessionRequest};
+    let h = Harness::new(b).await;
+    let join = |team: Option<&str>| RegisterSessionRequest {
+        team: team.map(String::from),
+        ..Default::default()
+    };
+    let (a, bb, c, d) = (agent("agent-a"), agent("agent-b"), agent("agent-c"), agent("agent-d"));
+    h.coord.register_session(&a, join(Some("backend"))).await.unwrap();
+    h.coord.register_session(&bb, join(Some(" backend "))).await.unwrap();
+    h.coord.register_session(&c, join(Some("frontend"))).await.unwrap();
+    h.coord.register_session(&d, join(None)).await.unwrap();
+    let listed = h.coord.discover_agents(&d, Default::default()).await.unwrap().agents;
+    let team_of = |id: &str| listed.iter().find(|x| x.agent_id == id).unwrap().team.clone();
+    assert_eq!(team_of("agent-b").as_deref(), Some("backend"), "team names are trimmed");
+    assert_eq!(team_of("agent-d"), None);
+
+    let sent = h
+        .coord
+        .op::<SendMessage>(&c, to("team:backend", "api change"))
+        .await
+        .unwrap();
+    assert_eq!(sent.recipients, ["agent-a", "agent-b"]);
+    let sent = h
+        .coord
+        .op::<SendMessage>(&a, to("team:backend", "I take auth"))
+        .await
+        .unwrap();
+    assert_eq!(sent.recipients, ["agent-b"], "the sender is not its own recipient");
+    let inbox = h.coord.op::<Inbox>(&bb, InboxRequest::default()).await.unwrap();
+    assert_eq!(inbox.unread, 2);
+    assert_eq!(inbox.messages[0].from, "agent-a");
+
+    // An idle member still gets the team's mail (it reads it when it comes back); a
+    // disconnected one does not, and a team of nobody else refuses.
+    h.coord.end_session(&bb, EndSessionRequest::default()).await.unwrap();
+    let sent = h
+        .coord
+        .op::<SendMessage>(&a, to("team:backend", "while you were out"))
+        .await
+        .unwrap();
+    assert_eq!(sent.recipients, ["agent-b"]);
+    h.advance(16);
+    h.coord.heartbeat(&a, Default::default()).await.unwrap();
+    h.coord.cleanup_dead_agents(&a, Default::default()).await.unwrap();
+    let e = h
+        .coord
+        .op::<SendMessage>(&a, to("team:backend", "alone?"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::NoRecipients);
+    let e = h
+        .coord
+        .op::<SendMessage>(&a, to("team:nobody", "hello?"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::NoRecipients);
+    let e = h
+        .coord
+        .op::<SendMessage>(&a, to("team:no spaces", "x"))
+        .await
+        .unwrap_err();
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidArgument, Some("to")));
+    let e = h.coord.register_session(&d, join(Some("bad/name"))).await.unwrap_err();
+    assert_eq!((e.code, e.field.as_deref()), (ErrorCode::InvalidArgument, Some("team")));
+}

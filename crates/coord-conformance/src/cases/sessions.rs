@@ -23,6 +23,7 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
             RegisterSessionRequest {
                 capabilities: caps(&["coding", "testing"]),
                 current_task: Some("locks".into()),
+                team: None,
             },
         )
         .await
@@ -35,6 +36,7 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
             RegisterSessionRequest {
                 capabilities: caps(&["review"]),
                 current_task: None,
+                team: None,
             },
         )
         .await
@@ -117,6 +119,7 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
             RegisterSessionRequest {
                 capabilities: caps(&[""]),
                 current_task: None,
+                team: None,
             },
         )
         .await
@@ -151,6 +154,7 @@ pub async fn sessions_heartbeat(b: &dyn Backend) {
             RegisterSessionRequest {
                 capabilities: Some(vec!["x".into()]),
                 current_task: None,
+                team: None,
             },
         )
         .await

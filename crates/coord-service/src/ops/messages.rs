@@ -13,13 +13,14 @@ use coord_store::OpCtx;
 pub struct SendMessage;
 impl Operation for SendMessage {
     const NAME: &'static str = "send_message";
-    const SUMMARY: &'static str = "Send a message to an agent, or to the holders of a locked file";
+    const SUMMARY: &'static str = "Send a message to an agent, a team, or the holders of a locked file";
     const DESCRIPTION: &'static str = "Send a message to another agent: to is an agent id, or \"holders:<path>\" \
         for every other agent holding a live lock that covers that file, directory (\"holders:src/auth/\") or \
-        glob (e.g. to ask them to release it, or to say what you changed). subject is one line, body at most 16 KiB; importance low|normal|high|urgent (urgent ones \
+        glob (e.g. to ask them to release it, or to say what you changed), or \"team:<name>\" for every \
+        other live member of a team (agents join one with register_session {team}). subject is one line, body at most 16 KiB; importance low|normal|high|urgent (urgent ones \
         are shown to Claude Code sessions at their next prompt); reply in a thread with thread_id. Answers \
         {success:true, message_id, thread_id, recipients:[agent ids]}; no_recipients when nobody else holds the \
-        file.";
+        file or is in the team.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     // Messages are for their recipients; the audit trail is every agent's to read.
