@@ -183,6 +183,26 @@ fn pre_tool_use_blocks_edits_of_files_locked_by_another_agent() {
     assert_eq!(stdout_json(&mine), None, "an agent may edit what it locked itself");
 }
 
+/// A directory lock covers every file below it, a glob lock every file it can match: the
+/// edit hook refuses them like a lock on the file itself.
+#[test]
+fn pre_tool_use_honours_directory_and_glob_locks() {
+    let p = Project::new();
+    p.coord(&["--agent-id", "bob", "lock", "acquire", "src/", "--reason", "moving src"]);
+    let out = p.hook("PreToolUse", "PreToolUse-Edit.json", CLAUDE);
+    let v = stdout_json(&out).expect("src/free.rs is under bob's src/ lock");
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("src/") && reason.contains("bob") && reason.contains("moving src"),
+        "{reason}"
+    );
+    p.coord(&["--agent-id", "bob", "lock", "release", "src/"]);
+    assert_eq!(stdout_json(&p.hook("PreToolUse", "PreToolUse-Edit.json", CLAUDE)), None);
+    p.coord(&["--agent-id", "bob", "lock", "acquire", "**/*.rs"]);
+    let v = stdout_json(&p.hook("PreToolUse", "PreToolUse-Write.json", CLAUDE)).expect("**/*.rs covers src/locked.rs");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+}
+
 #[test]
 fn session_end_releases_locks_and_writes_a_final_handoff() {
     let p = Project::new();
@@ -544,6 +564,15 @@ fn the_git_hook_refuses_commits_of_files_locked_by_others() {
     );
     let bypass = git(p.root(), &["commit", "-q", "--no-verify", "-m", "forced"]);
     assert!(bypass.status.success(), "--no-verify remains the escape hatch");
+
+    // A directory lock refuses commits of files below it.
+    p.coord(&["--agent-id", "bob", "lock", "acquire", "gen/"]);
+    std::fs::create_dir_all(p.root().join("gen/deep")).unwrap();
+    std::fs::write(p.root().join("gen/deep/out.rs"), "z").unwrap();
+    git(p.root(), &["add", "gen/deep/out.rs"]);
+    let refused = git(p.root(), &["commit", "-q", "-m", "generated"]);
+    assert!(!refused.status.success(), "gen/ is locked by bob");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("gen/"));
 
     // A foreign pre-commit hook is never overwritten.
     let hook = p.root().join(".git/hooks/pre-commit");
