@@ -253,8 +253,12 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
             )
         }
         AgentsCommand::Cleanup { stale_minutes } => {
+            // Also the sessions of `coord mcp` processes that were killed (see reaper.rs).
+            let registry = crate::reaper::Registry::new(&ctx.repo_root.join(".coord"));
+            let dead = crate::reaper::Reaper::take_dead_now(&registry);
             let req = CleanupDeadAgentsRequest {
                 stale_threshold_minutes: stale_minutes,
+                sessions: (!dead.is_empty()).then_some(dead),
             };
             out.result(coord.cleanup_dead_agents(me, req).await, |r| {
                 if r.agents_cleaned == 0 {

@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod open;
 mod ops;
 pub mod output;
+pub mod reaper;
 pub mod setup;
 
 use args::{Cli, Command};
@@ -244,7 +245,40 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
         Err(e) => return fail(e),
     }
     options.team = std::env::var("COORD_TEAM").ok().filter(|t| !t.trim().is_empty());
+    // Record this process's session so that, if this process is killed, a sibling can
+    // end it; and end the sessions of killed siblings (see reaper.rs).
+    let registry = reaper::Registry::new(&ctx.repo_root.join(".coord"));
+    let me: std::sync::Arc<std::sync::Mutex<Option<coord_domain::Caller>>> = Default::default();
+    let (record, seen) = (registry.clone(), me.clone());
+    options.on_session = Some(coord_mcp::SessionHook(std::sync::Arc::new(
+        move |caller, session_id| {
+            if let Err(e) = record.record_self(caller, session_id) {
+                tracing::warn!(error = %e, "could not record this process's session");
+            }
+            *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(caller.clone());
+        },
+    )));
+    let reaping = options.release_after.map(|grace| {
+        let (coord, me) = (coord.clone(), me.clone());
+        let mut reaper = reaper::Reaper::new(registry.clone(), grace);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(reaper::EVERY);
+            loop {
+                tick.tick().await;
+                let who = me.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+                if let Some(who) = who
+                    && let Err(e) = reaper.pass(coord.as_ref(), &who).await
+                {
+                    tracing::warn!(error = %e, "could not end a killed process's session");
+                }
+            }
+        })
+    });
     let served = coord_mcp::serve_stdio(coord, options).await;
+    if let Some(r) = reaping {
+        r.abort();
+    }
+    registry.forget_self();
     if let Some(s) = sweeper {
         s.abort();
     }

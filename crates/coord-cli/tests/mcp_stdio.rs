@@ -14,7 +14,7 @@ struct Server {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Server {
@@ -25,9 +25,16 @@ impl Server {
     fn start_with(agent: &str, env: &[(&str, &str)]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let root = dir.path().to_path_buf();
+        Server::start_at(&root, Some(dir), agent, env)
+    }
+
+    /// A server in the checkout `root` (a second one there shares its database); `dir`,
+    /// when given, is kept alive as long as the server.
+    fn start_at(root: &std::path::Path, dir: Option<tempfile::TempDir>, agent: &str, env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(BIN)
             .arg("mcp")
-            .current_dir(dir.path())
+            .current_dir(root)
             .env("COORD_AGENT_ID", agent)
             .env("COORD_AGENT_TYPE", "test_agent")
             .env_remove("COORD_DATABASE_URL")
@@ -137,6 +144,7 @@ fn a_dead_agents_locks_and_tasks_are_released_after_the_grace_period() {
     drop(stdin);
     assert!(child.wait_with_output().unwrap().status.success());
     let elapsed = started.elapsed();
+    let dir = dir.unwrap();
     let root = dir.path().to_path_buf();
     let coord = |args: &[&str]| coord_json(&root, args);
     let locks = coord(&["--json", "lock", "list"]);
@@ -201,7 +209,7 @@ fn a_terminated_server_releases_at_once() {
     let out = child.wait_with_output().unwrap();
     drop(stdin);
     assert!(out.status.success(), "{out:?}");
-    let locks = coord_json(dir.path(), &["--json", "lock", "list"]);
+    let locks = coord_json(dir.as_ref().unwrap().path(), &["--json", "lock", "list"]);
     assert_eq!(locks["locks"], json!([]), "{locks}");
 }
 
@@ -215,7 +223,7 @@ fn a_reconnect_within_the_grace_period_keeps_the_holdings() {
         first.call(2, "acquire_lock", json!({"file_path": "src/a.rs"}))["success"],
         true
     );
-    let root = first._dir.path().to_path_buf();
+    let root = first._dir.as_ref().unwrap().path().to_path_buf();
     let Server {
         child,
         stdin,
@@ -367,7 +375,7 @@ fn remote_mode_sends_absolute_paths_repository_relative() {
             ("COORDINATION_API_KEY", "remote-mcp-key"),
         ],
     );
-    let root = s._dir.path().canonicalize().unwrap();
+    let root = s._dir.as_ref().unwrap().path().canonicalize().unwrap();
     let absolute = root.join("src/feature.rs");
     let got = s.call(2, "acquire_lock", json!({"file_path": absolute.to_str().unwrap()}));
     assert_eq!(
@@ -435,4 +443,60 @@ fn coord_team_puts_the_connection_in_a_team() {
         .unwrap_or_else(|| panic!("registered: {agents}"));
     assert_eq!(me["team"], "backend");
     s.finish();
+}
+
+/// A `coord mcp` killed outright (SIGKILL: it runs no code, its agent may live on) leaves
+/// its process record; a sibling `coord mcp` of the same checkout sees the process gone
+/// and, after the grace period (0 here), ends its session: the lock is free, the claimed
+/// task is back in the queue with the attempt counted, and the cleanup is audited.
+#[test]
+fn a_killed_coord_mcp_is_reaped_by_a_sibling() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let root = dir.path().to_path_buf();
+    let grace = [("COORD_RELEASE_GRACE_SECONDS", "0")];
+    let mut victim = Server::start_at(&root, None, "victim-agent", &grace);
+    assert_eq!(
+        victim.call(2, "acquire_lock", json!({"file_path": "src/v.rs"}))["success"],
+        true
+    );
+    let submitted = victim.call(3, "submit_work", json!({"task_type": "t", "task_description": "d"}));
+    assert_eq!(victim.call(4, "get_work", json!({}))["task_id"], submitted["task_id"]);
+    let records = std::fs::read_dir(root.join(".coord/processes")).unwrap().count();
+    assert_eq!(records, 1, "the victim recorded its process");
+
+    let mut sibling = Server::start_at(&root, Some(dir), "sibling-agent", &grace);
+    victim.child.kill().unwrap(); // SIGKILL
+    victim.child.wait().unwrap();
+    let started = std::time::Instant::now();
+    let mut freed = false;
+    for id in 10..400 {
+        let locks = sibling.call(id, "check_locks", json!({}));
+        if locks["locks"].as_array().is_some_and(|l| l.is_empty()) {
+            freed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(freed, "the sibling released the killed server's lock");
+    eprintln!("SIGKILL of coord mcp to its lock released: {:?}", started.elapsed());
+    let task = coord_json(
+        &root,
+        &["--json", "work", "show", submitted["task_id"].as_str().unwrap()],
+    );
+    assert_eq!(
+        (task["task"]["status"].as_str(), task["task"]["attempts"].as_i64()),
+        (Some("pending"), Some(1)),
+        "{task}"
+    );
+    let audit = coord_json(&root, &["--json", "audit", "--operation", "cleanup_dead_agents"]);
+    let entry = &audit["entries"][0];
+    assert_eq!(entry["agent_id"], "sibling-agent", "{audit}");
+    assert_eq!(entry["result"]["agents"], json!(["victim-agent"]), "{audit}");
+    assert_eq!(
+        std::fs::read_dir(root.join(".coord/processes")).unwrap().count(),
+        1,
+        "only the sibling's record is left"
+    );
+    sibling.finish();
 }

@@ -84,7 +84,52 @@ pub struct CleanupDeadAgentsRequest {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10080)))]
     pub stale_threshold_minutes: Option<i64>,
+    /// Also these sessions (ids), whatever their last heartbeat: e.g. the process that
+    /// served them is gone. A session that is no longer its agent's current one (the
+    /// agent registered again) is left alone. At most 1000.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(max = 1000)))]
+    pub sessions: Option<Vec<String>>,
 }
+
+/// What `cleanup_dead_agents` disconnects: agents silent for `stale_minutes`, and the
+/// listed sessions (normalised UUIDs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cleanup {
+    pub stale_minutes: i64,
+    pub sessions: Vec<String>,
+}
+
+pub fn validate_cleanup(req: CleanupDeadAgentsRequest) -> CoordResult<Cleanup> {
+    let raw = req.sessions.unwrap_or_default();
+    if raw.len() > MAX_CLEANUP_SESSIONS {
+        return Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            "sessions",
+            format!("at most {MAX_CLEANUP_SESSIONS} sessions"),
+        ));
+    }
+    let sessions = raw
+        .iter()
+        .map(|s| {
+            uuid::Uuid::parse_str(s.trim())
+                .map(|u| u.hyphenated().to_string())
+                .map_err(|_| {
+                    CoordError::field(
+                        ErrorCode::InvalidArgument,
+                        "sessions",
+                        format!("{:?} is not a session id", s.chars().take(80).collect::<String>()),
+                    )
+                })
+        })
+        .collect::<CoordResult<Vec<_>>>()?;
+    Ok(Cleanup {
+        stale_minutes: validate_stale_threshold(req.stale_threshold_minutes)?,
+        sessions,
+    })
+}
+
+pub const MAX_CLEANUP_SESSIONS: usize = 1000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewSession {

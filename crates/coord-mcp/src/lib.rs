@@ -64,6 +64,22 @@ pub struct McpOptions {
     pub release_after: Option<Duration>,
     /// The team this connection's agent registers in (`COORD_TEAM` for `coord mcp`).
     pub team: Option<String>,
+    /// Told the caller and session id each time this connection registers a session
+    /// (`coord mcp` records them, so that its session can be ended if it is killed).
+    pub on_session: Option<SessionHook>,
+}
+
+/// What [`SessionHook`] calls: the caller and the session id it registered.
+pub type OnSession = dyn Fn(&Caller, &str) + Send + Sync;
+
+/// A callback on session registration (see [`McpOptions::on_session`]).
+#[derive(Clone)]
+pub struct SessionHook(pub Arc<OnSession>);
+
+impl std::fmt::Debug for SessionHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionHook")
+    }
 }
 
 impl McpOptions {
@@ -74,6 +90,7 @@ impl McpOptions {
             heartbeat_every: Duration::from_secs(5 * 60),
             release_after: Some(DEFAULT_RELEASE_AFTER),
             team: None,
+            on_session: None,
         }
     }
 
@@ -410,6 +427,9 @@ impl CoordMcp {
             )
             .await
             .map(|r| {
+                if let Some(hook) = &self.options.on_session {
+                    (hook.0)(caller, &r.session_id);
+                }
                 *self.session.session_id.lock().unwrap_or_else(PoisonError::into_inner) = Some(r.session_id);
             }),
             SessionMode::Shared => coord_service::call::<coord_service::ops::sessions::Heartbeat, _>(

@@ -12,7 +12,7 @@ use coord_domain::ErrorCode;
 use coord_domain::sessions::{
     AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, REASON_SESSION_ENDED, SessionResult,
 };
-use coord_domain::sessions::{EndSession, EndSessionResult, complete_final_handoff};
+use coord_domain::sessions::{Cleanup, EndSession, EndSessionResult, complete_final_handoff};
 use coord_domain::{CoordError, Timestamp};
 use coord_store::OpCtx;
 use coord_store::SessionStore;
@@ -205,16 +205,18 @@ pub async fn discover(tx: &Tx<'_>, args: &(Option<String>, Option<AgentStatus>))
     })
 }
 
-pub async fn cleanup(tx: &Tx<'_>, now: Option<Timestamp>, stale_minutes: i64) -> R<CleanupResult> {
+pub async fn cleanup(tx: &Tx<'_>, now: Option<Timestamp>, cleanup: &Cleanup) -> R<CleanupResult> {
+    let sessions = cleanup.sessions.iter().map(|s| uuid(s)).collect::<R<Vec<Uuid>>>()?;
     let rows = tx
         .query(
             &tx.prepare_cached(&format!(
                 "UPDATE agent_sessions SET status = 'disconnected', ended_at = {NOW}
-                 WHERE status <> 'disconnected' AND last_heartbeat < {NOW} - make_interval(mins => $2)
+                 WHERE status <> 'disconnected'
+                   AND (last_heartbeat < {NOW} - make_interval(mins => $2) OR session_id = ANY($3))
                  RETURNING agent_id"
             ))
             .await?,
-            &[&now, &int(stale_minutes)],
+            &[&now, &int(cleanup.stale_minutes), &sessions],
         )
         .await?;
     let mut agents: Vec<String> = rows.iter().map(|r| get(r, 0)).collect::<R<_>>()?;
@@ -303,8 +305,8 @@ impl SessionStore for PgStore {
             .await
     }
 
-    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
-        self.op(ctx, stale_minutes, |tx, ctx, a| Box::pin(cleanup(tx, ctx.now, *a)))
+    async fn cleanup_dead_agents(&self, ctx: OpCtx, which: Cleanup) -> CoordResult<CleanupResult> {
+        self.op(ctx, which, |tx, ctx, a| Box::pin(cleanup(tx, ctx.now, a)))
             .await
     }
 

@@ -13,7 +13,7 @@ use coord_domain::Identity;
 use coord_domain::sessions::{
     AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, REASON_SESSION_ENDED, SessionResult,
 };
-use coord_domain::sessions::{EndSession, EndSessionResult, complete_final_handoff};
+use coord_domain::sessions::{Cleanup, EndSession, EndSessionResult, complete_final_handoff};
 use coord_store::{OpCtx, SessionStore};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -176,14 +176,18 @@ pub fn discover(c: &Connection, capability: Option<&str>, status: Option<AgentSt
     Ok(DiscoverAgentsResult { agents })
 }
 
-pub fn cleanup(c: &Connection, now: i64, stale_minutes: i64) -> R<CleanupResult> {
-    let cutoff = now - minutes_to_micros(stale_minutes);
+pub fn cleanup(c: &Connection, now: i64, cleanup: &Cleanup) -> R<CleanupResult> {
+    let cutoff = now - minutes_to_micros(cleanup.stale_minutes);
     let mut agents = c
         .prepare_cached(
             "UPDATE agent_sessions SET status = 'disconnected', ended_at = ?1
-             WHERE status <> 'disconnected' AND last_heartbeat < ?2 RETURNING agent_id",
+             WHERE status <> 'disconnected'
+               AND (last_heartbeat < ?2 OR session_id IN (SELECT value FROM json_each(?3)))
+             RETURNING agent_id",
         )?
-        .query_map(params![now, cutoff], |r| r.get::<_, String>(0))?
+        .query_map(params![now, cutoff, to_json(&cleanup.sessions)], |r| {
+            r.get::<_, String>(0)
+        })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     agents.sort();
     if agents.is_empty() {
@@ -255,8 +259,8 @@ impl SessionStore for SqliteStore {
             .await
     }
 
-    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult> {
-        self.op(ctx, move |c, now, _| cleanup(c, now, stale_minutes)).await
+    async fn cleanup_dead_agents(&self, ctx: OpCtx, which: Cleanup) -> CoordResult<CleanupResult> {
+        self.op(ctx, move |c, now, _| cleanup(c, now, &which)).await
     }
 
     async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult> {

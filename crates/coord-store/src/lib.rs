@@ -24,7 +24,7 @@ use coord_domain::queue::{
     SubmitWorkResult, TaskFilter,
 };
 use coord_domain::sessions::{
-    AgentStatus, CleanupResult, DiscoverAgentsResult, EndSession, EndSessionResult, NewSession, SessionResult,
+    AgentStatus, Cleanup, CleanupResult, DiscoverAgentsResult, EndSession, EndSessionResult, NewSession, SessionResult,
 };
 use coord_domain::status::StatusResult;
 use coord_domain::target::LockTarget;
@@ -122,7 +122,9 @@ pub trait SessionStore: Send + Sync {
         capability: Option<String>,
         status: Option<AgentStatus>,
     ) -> CoordResult<DiscoverAgentsResult>;
-    async fn cleanup_dead_agents(&self, ctx: OpCtx, stale_minutes: i64) -> CoordResult<CleanupResult>;
+    /// Disconnects agents silent for `cleanup.stale_minutes` and the listed sessions (when
+    /// still their agent's current session), releasing their locks and settling their claims.
+    async fn cleanup_dead_agents(&self, ctx: OpCtx, cleanup: Cleanup) -> CoordResult<CleanupResult>;
     /// Sets the caller's session status (`idle` when its connection closes); a caller
     /// without a live (not disconnected) session gets `not_found`.
     async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult>;

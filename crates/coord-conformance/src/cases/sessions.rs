@@ -235,6 +235,7 @@ pub async fn sessions_cleanup_frees_dead_agents_only(b: &dyn Backend) {
             &boss,
             CleanupDeadAgentsRequest {
                 stale_threshold_minutes: Some(5),
+                ..Default::default()
             },
         )
         .await
@@ -246,6 +247,7 @@ pub async fn sessions_cleanup_frees_dead_agents_only(b: &dyn Backend) {
             &boss,
             CleanupDeadAgentsRequest {
                 stale_threshold_minutes: Some(0),
+                ..Default::default()
             },
         )
         .await
@@ -496,4 +498,60 @@ pub async fn sessions_end_session_releases_hands_off_and_idles(b: &dyn Backend) 
             .len(),
         2
     );
+}
+
+/// Cleanup by session id (what a reaper asks once the process serving a session is
+/// gone): that session's agent is disconnected at once, whatever its heartbeat; a session
+/// the agent has replaced by registering again is left alone; bad ids are refused.
+pub async fn sessions_cleanup_by_session_id(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let (gone, back, boss) = (agent("gone"), agent("back"), agent("boss"));
+    let gone_session = h
+        .coord
+        .register_session(&gone, RegisterSessionRequest::default())
+        .await
+        .unwrap()
+        .session_id;
+    h.lock(&gone, "src/g.rs", None).await;
+    h.submit(&boss, "t", 5, &[]).await;
+    let task = h.claimed_id(&gone).await;
+    let old = h
+        .coord
+        .register_session(&back, RegisterSessionRequest::default())
+        .await
+        .unwrap()
+        .session_id;
+    h.lock(&back, "src/b.rs", None).await;
+    // `back` reconnected: a new session replaces the one the reaper saw die.
+    h.coord
+        .register_session(&back, RegisterSessionRequest::default())
+        .await
+        .unwrap();
+    let req = CleanupDeadAgentsRequest {
+        sessions: Some(vec![gone_session.to_uppercase(), old]),
+        ..Default::default()
+    };
+    let r = h.coord.cleanup_dead_agents(&boss, req).await.unwrap();
+    assert_eq!(r.agents, ["gone"]);
+    assert_eq!((r.locks_released, r.tasks_requeued), (1, 1));
+    assert_eq!(h.task(&task).await.status, coord_domain::queue::TaskStatus::Pending);
+    let locks = h.coord.check_locks(&boss, Default::default()).await.unwrap().locks;
+    assert_eq!(locks.iter().map(|l| l.locked_by.as_str()).collect::<Vec<_>>(), ["back"]);
+    for bad in [
+        vec!["not-a-uuid".to_string()],
+        vec!["7b7c2a4e-0000-4000-8000-000000000001".to_string(); 1001],
+    ] {
+        let e = h
+            .coord
+            .cleanup_dead_agents(
+                &boss,
+                CleanupDeadAgentsRequest {
+                    sessions: Some(bad),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("sessions"));
+    }
 }

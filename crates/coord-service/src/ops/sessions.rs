@@ -4,9 +4,9 @@ use crate::Coordinator;
 use crate::op::{Http, Operation};
 use coord_domain::access::{Access, Effect};
 use coord_domain::sessions::{
-    AgentStatus, CleanupDeadAgentsRequest, CleanupResult, DiscoverAgentsRequest, DiscoverAgentsResult, EndSession,
-    EndSessionRequest, EndSessionResult, HeartbeatRequest, NewSession, RegisterSessionRequest, SessionResult,
-    validate_capability, validate_end, validate_registration, validate_stale_threshold,
+    AgentStatus, Cleanup, CleanupDeadAgentsRequest, CleanupResult, DiscoverAgentsRequest, DiscoverAgentsResult,
+    EndSession, EndSessionRequest, EndSessionResult, HeartbeatRequest, NewSession, RegisterSessionRequest,
+    SessionResult, validate_capability, validate_cleanup, validate_end, validate_registration,
 };
 use coord_domain::{CoordResult, Empty, Identity};
 use coord_store::OpCtx;
@@ -92,23 +92,24 @@ impl Operation for CleanupDeadAgents {
     const NAME: &'static str = "cleanup_dead_agents";
     const SUMMARY: &'static str = "Disconnect stale agents, free their locks and tasks";
     const DESCRIPTION: &'static str = "Disconnect agents whose last heartbeat is older than \
-        stale_threshold_minutes (default 15): their locks are released and their claimed tasks go back to the \
-        queue. Use it when a crashed agent blocks files or tasks. Answers {success:true, agents_cleaned, agents, \
-        locks_released, tasks_requeued}.";
+        stale_threshold_minutes (default 15), and the sessions listed in sessions (e.g. their process is gone; \
+        a session its agent has since replaced is left alone): their locks are released and their claimed tasks \
+        go back to the queue. Use it when a crashed agent blocks files or tasks. Answers {success:true, \
+        agents_cleaned, agents, locks_released, tasks_requeued}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Destructive;
     const HTTP: &'static [Http] = &[Http::post("/agents/cleanup")];
     const EXAMPLE: &'static str = "{\"stale_threshold_minutes\": 15}";
     type Request = CleanupDeadAgentsRequest;
     type Response = CleanupResult;
-    type Args = i64;
+    type Args = Cleanup;
 
-    fn validate(_: &Coordinator, _: &Identity, req: CleanupDeadAgentsRequest) -> CoordResult<i64> {
-        validate_stale_threshold(req.stale_threshold_minutes)
+    fn validate(_: &Coordinator, _: &Identity, req: CleanupDeadAgentsRequest) -> CoordResult<Cleanup> {
+        validate_cleanup(req)
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, minutes: i64) -> CoordResult<CleanupResult> {
-        let cleaned = c.store().cleanup_dead_agents(ctx, minutes).await?;
+    async fn execute(c: &Coordinator, ctx: OpCtx, cleanup: Cleanup) -> CoordResult<CleanupResult> {
+        let cleaned = c.store().cleanup_dead_agents(ctx, cleanup).await?;
         // Cleanup is the maintenance command: it also purges one bounded batch of expired
         // rows, so deployments without a long-lived process still shed them.
         if let Err(e) = c.sweep().await {
