@@ -75,6 +75,47 @@ fn scenario_with(name: &str, extra: &[&std::ffi::OsStr]) {
 /// Two Claude Code sessions on one host, both set up by `coord init claude` only: A locks
 /// and writes a file and keeps running; B's Write of it is denied by B's hook, the file
 /// keeps A's content, and the denial is audited under B's own identity.
+/// Claude Code 2.1.328, installed by `.ci/run` in its own prefix.
+fn claude_2_1_328() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/claude-2.1.328/node_modules/.bin");
+    let works = Command::new(dir.join("claude"))
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).starts_with("2.1.328"));
+    if works {
+        return Some(dir);
+    }
+    assert!(
+        !under_ci(),
+        "Claude Code 2.1.328 is required under CI but is not in {}",
+        dir.display()
+    );
+    eprintln!(
+        "\n*** SKIPPING the Claude Code 2.1.328 scenarios: it is not in {}. Run .ci/run once.\n",
+        dir.display()
+    );
+    None
+}
+
+fn scenario_on_2_1_328(name: &str) {
+    let Some(old) = claude_2_1_328() else { return };
+    scenario_with(name, &["--claude-bin".as_ref(), old.as_os_str()]);
+}
+
+/// Claude Code 2.1.328 set up by `coord init claude` only: coord's tools are offered and
+/// work, its hooks fire (and whether it also loads the server without the user approval
+/// `coord init claude` writes is reported).
+#[test]
+fn claude_code_2_1_328_is_wired_by_coord_init_claude() {
+    scenario_on_2_1_328("approval");
+}
+
+/// The identity scenario on 2.1.328: two sessions are two agents there too.
+#[test]
+fn two_claude_code_2_1_328_sessions_are_two_agents() {
+    scenario_on_2_1_328("two-claude-sessions");
+}
+
 #[test]
 fn two_claude_code_sessions_are_two_agents() {
     scenario("two-claude-sessions");

@@ -39,13 +39,16 @@ class World:
         self.coord_bin = os.path.abspath(args.coord)
         self.strands_python = getattr(args, "strands_python", None)
         self.cli_bin = os.path.abspath(args.bin)
+        # Another Claude Code (e.g. 2.1.328 for its approval behaviour), first on PATH.
+        self.claude_bin = os.path.abspath(args.claude_bin) if getattr(args, "claude_bin", None) else None
         self.dir = tempfile.mkdtemp(prefix="coord-e2e-")
         self.repo = os.path.join(self.dir, "repo")
         os.makedirs(os.path.join(self.repo, "src"))
         bindir = os.path.join(self.dir, "bin")
         os.makedirs(bindir)
         os.symlink(self.coord_bin, os.path.join(bindir, "coord"))
-        self.path = f"{bindir}:{self.cli_bin}:{os.environ.get('PATH', '')}"
+        first = f"{self.claude_bin}:" if self.claude_bin else ""
+        self.path = f"{bindir}:{first}{self.cli_bin}:{os.environ.get('PATH', '')}"
         self.git("init", "-q")
         with open(os.path.join(self.repo, "src", "shared.rs"), "w") as f:
             f.write("original\n")
@@ -91,8 +94,8 @@ class World:
         except json.JSONDecodeError:
             raise Fail(f"coord {a}: not JSON: {out.stdout!r} {out.stderr!r}")
 
-    def init_claude(self, home):
-        out = subprocess.run(["coord", "init", "claude"], cwd=self.repo, capture_output=True, text=True,
+    def init_claude(self, home, *flags):
+        out = subprocess.run(["coord", "init", "claude", *flags], cwd=self.repo, capture_output=True, text=True,
                              env=self.base_env(home))
         check(out.returncode == 0, f"coord init claude: {out.stderr}")
 
@@ -348,7 +351,44 @@ def strands_worker(w):
     return f"task {task} completed by {shown['claimed_by']}"
 
 
-SCENARIOS = {"two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+def approval(w):
+    """Claude Code 2.1.328 set up by `coord init claude` (which approves the project's server
+    in the user's settings) is offered coord's tools and they work. Whether 2.1.328 would
+    also load the server without that approval is recorded, not asserted: it was reported to
+    need it, and in `-p` mode here it does not."""
+    version = subprocess.run(["claude", "--version"], capture_output=True, text=True,
+                             env=w.base_env(w.home("observer"))).stdout
+    check(version.startswith("2.1.328"), f"this scenario needs Claude Code 2.1.328 first on PATH, not {version!r}")
+    w.start_model({
+        "U_lock": [{"tool": "acquire_lock", "input": {"file_path": "src/u.rs", "reason": "unapproved"}},
+                   {"text": "U done"}],
+        "V_lock": [{"tool": "acquire_lock", "input": {"file_path": "src/v.rs", "reason": "approved"}},
+                   {"text": "V done"}],
+    })
+    unapproved = w.home("home-unapproved")
+    w.init_claude(unapproved, "--no-user-settings")
+    u = w.claude(unapproved, "U_lock", ["mcp__coord__acquire_lock"])
+    u.wait(timeout=120)
+    # The session's end releases its locks: what it did is read from the audit trail.
+    def acquired(path):
+        rows = w.coord("audit", "--operation", "acquire_lock")["entries"]
+        return [e for e in rows if e["result"].get("file_path") == path and e["result"].get("action") == "acquired"]
+    unapproved_locked = bool(acquired("src/u.rs"))
+    approved = w.home("home-approved")
+    w.init_claude(approved)
+    settings = json.load(open(os.path.join(approved, ".claude", "settings.json")))
+    check("coord" in settings.get("enabledMcpjsonServers", []), f"coord init claude approved coord: {settings}")
+    v = w.claude(approved, "V_lock", ["mcp__coord__acquire_lock"])
+    v.wait(timeout=120)
+    got = acquired("src/v.rs")
+    check(len(got) == 1 and got[0]["agent_id"].startswith("claude-code-"), f"with the approval the tool worked: {got}")
+    hooks = w.coord("audit", "--operation", "register_session")["entries"]
+    check(any(e["agent_id"].startswith("claude-code-") for e in hooks), f"the SessionStart hook fired: {hooks}")
+    loaded = "loaded" if unapproved_locked else "did not load"
+    return f"{version.strip()} -p: with coord init claude coord's tools worked; without the user approval it {loaded} them"
+
+
+SCENARIOS = {"approval": approval, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 
 
@@ -358,6 +398,7 @@ def main():
     p.add_argument("--coord", required=True)
     p.add_argument("--bin", required=True)
     p.add_argument("--strands-python", help="a Python with strands-agents (the strands scenario)")
+    p.add_argument("--claude-bin", help="a folder with another Claude Code, put first on PATH")
     args = p.parse_args()
     w = World(args)
     try:

@@ -133,9 +133,15 @@ class Handler(BaseHTTPRequestHandler):
             entry["step"] = step
             if "tool" in step:
                 name = resolve(step["tool"], offered)
-                if name is None and "ToolSearch" in offered:
-                    full = step["tool"] if step["tool"].startswith("mcp__") else f"mcp__coord__{step['tool']}"
-                    name, tool_input = "ToolSearch", {"query": f"select:{full}", "max_results": 5}
+                full = step["tool"] if step["tool"].startswith("mcp__") else f"mcp__coord__{step['tool']}"
+                query = f"select:{full}"
+                # A tool ToolSearch could not find twice is not there (e.g. its MCP server was
+                # not approved): give up instead of searching forever.
+                searched = sum(1 for m in messages if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+                               for b in m["content"] if b.get("type") == "tool_use" and b.get("name") == "ToolSearch"
+                               and (b.get("input") or {}).get("query") == query)
+                if name is None and "ToolSearch" in offered and searched < 2:
+                    name, tool_input = "ToolSearch", {"query": query, "max_results": 5}
                 else:
                     tool_input = step.get("input", {})
                 if name is None:
