@@ -15,6 +15,7 @@ mod pg_support;
 
 use chrono::Utc;
 use coord_cli::context::DbTarget;
+use coord_conformance::cases::patterns::PATTERNS;
 use coord_domain::Caller;
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
@@ -64,39 +65,37 @@ fn mp_worker() {
     runtime().block_on(async {
         let coord = coordinator(&db).await;
         match role.as_str() {
-            "locks" => {
-                let clients = env_num("COORD_MP_CLIENTS");
-                let tasks: Vec<_> = (0..clients)
-                    .map(|c| {
-                        let coord = coord.clone();
-                        tokio::spawn(async move { lock_worker(&coord, index * clients + c).await })
-                    })
-                    .collect();
-                let mut acquired = 0;
-                for t in tasks {
-                    acquired += t.await.unwrap();
-                }
-                println!("ACQUIRED {acquired}");
-            }
-            "patterns" => {
-                let clients = env_num("COORD_MP_CLIENTS");
-                let tasks: Vec<_> = (0..clients)
-                    .map(|c| {
-                        let coord = coord.clone();
-                        tokio::spawn(async move { pattern_worker(&coord, index * clients + c).await })
-                    })
-                    .collect();
-                let mut acquired = 0;
-                for t in tasks {
-                    acquired += t.await.unwrap();
-                }
-                println!("ACQUIRED {acquired}");
-            }
+            "locks" => lock_clients(&coord, index, false).await,
+            "patterns" => lock_clients(&coord, index, true).await,
             "tasks" => task_worker(&coord, index).await,
             "holder" => holder(&coord).await,
             other => panic!("unknown role {other}"),
         }
     });
+}
+
+/// Runs this process's `COORD_MP_CLIENTS` lock clients (files or patterns) at once and
+/// prints how many acquisitions they got.
+async fn lock_clients(coord: &Coordinator, index: usize, patterns: bool) {
+    let clients = env_num("COORD_MP_CLIENTS");
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let coord = coord.clone();
+            let client = index * clients + c;
+            tokio::spawn(async move {
+                if patterns {
+                    pattern_worker(&coord, client).await
+                } else {
+                    lock_worker(&coord, client).await
+                }
+            })
+        })
+        .collect();
+    let mut acquired = 0;
+    for t in tasks {
+        acquired += t.await.unwrap();
+    }
+    println!("ACQUIRED {acquired}");
 }
 
 fn spawn_workers(role: &str, n: usize, db: &str, extra: &[(&str, String)]) -> Vec<Child> {
@@ -179,24 +178,6 @@ async fn lock_worker(coord: &Coordinator, client: usize) -> usize {
     }
     acquired
 }
-
-/// Files, directories and globs that overlap each other in many ways.
-const PATTERNS: [&str; 14] = [
-    "src/",
-    "src/a/",
-    "src/a/x.rs",
-    "src/b/y.rs",
-    "src/**/*.rs",
-    "**/*.md",
-    "src/a/*.rs",
-    "docs/",
-    "docs/x.md",
-    "src/b/",
-    "src/*/z.rs",
-    "README.md",
-    "src/a/x.md",
-    "**",
-];
 
 /// Acquires random patterns; while holding one, asks which live locks overlap it: none
 /// may be another agent's.

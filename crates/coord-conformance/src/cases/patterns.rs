@@ -15,6 +15,25 @@ use coord_service::ops::locks::{CheckEdit, LockStatus};
 use coord_service::ops::messages::SendMessage;
 use std::sync::Arc;
 
+/// Files, directories and globs that overlap each other in many ways (the races here and
+/// in coord-cli's multi-process test draw from them).
+pub const PATTERNS: [&str; 14] = [
+    "src/",
+    "src/a/",
+    "src/a/x.rs",
+    "src/b/y.rs",
+    "src/**/*.rs",
+    "**/*.md",
+    "src/a/*.rs",
+    "docs/",
+    "docs/x.md",
+    "src/b/",
+    "src/*/z.rs",
+    "README.md",
+    "src/a/x.md",
+    "**",
+];
+
 fn check(paths: &[&str]) -> CheckLocksRequest {
     CheckLocksRequest {
         file_paths: Some(paths.iter().map(|p| p.to_string()).collect()),
@@ -259,20 +278,6 @@ pub async fn patterns_message_the_holders_of_a_directory(b: &dyn Backend) {
 /// of different agents overlap, every refusal names a lock that overlaps what was asked
 /// and is held by someone else, and every grant is listed.
 pub async fn patterns_racing_overlapping_acquirers_never_both_win(b: &dyn Backend) {
-    const POOL: [&str; 12] = [
-        "src/",
-        "src/a/",
-        "src/a/x.rs",
-        "src/b/y.rs",
-        "src/**/*.rs",
-        "**/*.md",
-        "src/a/*.rs",
-        "docs/",
-        "docs/x.md",
-        "src/b/",
-        "src/*/z.rs",
-        "README.md",
-    ];
     let h = Arc::new(Harness::new(b).await);
     for round in 0..3u64 {
         let mut tasks = Vec::new();
@@ -286,7 +291,7 @@ pub async fn patterns_racing_overlapping_acquirers_never_both_win(b: &dyn Backen
                     seed = seed
                         .wrapping_mul(6_364_136_223_846_793_005)
                         .wrapping_add(1_442_695_040_888_963_407);
-                    let path = POOL[(seed >> 33) as usize % POOL.len()];
+                    let path = PATTERNS[(seed >> 33) as usize % PATTERNS.len()];
                     got.push((me.agent_id.clone(), path, h.lock(&me, path, None).await));
                 }
                 got
