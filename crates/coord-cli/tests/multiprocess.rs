@@ -98,6 +98,24 @@ async fn lock_clients(coord: &Coordinator, index: usize, patterns: bool) {
     println!("ACQUIRED {acquired}");
 }
 
+/// The newest 10,000 audit rows of the database at `url`, newest first.
+fn audit_trail(url: &str) -> Vec<coord_domain::audit::AuditEntry> {
+    runtime().block_on(async {
+        coordinator(url)
+            .await
+            .query_audit(
+                &Caller::new("checker", "test"),
+                AuditQueryRequest {
+                    limit: Some(10_000),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap()
+            .entries
+    })
+}
+
 fn spawn_workers(role: &str, n: usize, db: &str, extra: &[(&str, String)]) -> Vec<Child> {
     (0..n)
         .map(|i| {
@@ -246,20 +264,7 @@ fn overlapping_patterns_are_exclusive_across_processes(db: &Db, processes: usize
         .sum();
     assert!(acquired > 0);
     eprintln!("{acquired} grants of {} attempts", processes * clients * attempts);
-    let entries = runtime().block_on(async {
-        coordinator(&url)
-            .await
-            .query_audit(
-                &Caller::new("checker", "test"),
-                AuditQueryRequest {
-                    limit: Some(10_000),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap()
-            .entries
-    });
+    let entries = audit_trail(&url);
     let mut held: Vec<(String, String)> = Vec::new();
     let mut grants = 0;
     for e in entries.iter().rev().filter(|e| e.success) {
@@ -497,20 +502,7 @@ fn locks_are_exclusive_across_processes(db: &Db, processes: usize, clients: usiz
     assert!(acquired > 0);
 
     // From the audit trail: per path, grants and releases alternate.
-    let entries = runtime().block_on(async {
-        coordinator(&url)
-            .await
-            .query_audit(
-                &Caller::new("checker", "test"),
-                AuditQueryRequest {
-                    limit: Some(10_000),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap()
-            .entries
-    });
+    let entries = audit_trail(&url);
     let mut holder: HashMap<String, String> = HashMap::new();
     let mut grants = 0;
     for e in entries.iter().rev().filter(|e| e.success) {
