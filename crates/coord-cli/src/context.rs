@@ -125,11 +125,10 @@ impl Context {
     pub fn lock_path(&self, input: &str) -> String {
         let joined = self.cwd.join(input);
         let root = self.repo_root.to_string_lossy();
+        // `join` drops a trailing separator of `input`; put it back for the check.
         let dir = if input.ends_with(['/', '\\']) { "/" } else { "" };
-        match coord_domain::path::normalize_path(&joined.to_string_lossy(), Some(&root)) {
-            Ok(relative) => format!("{relative}{dir}"),
-            Err(_) => input.to_string(),
-        }
+        let joined = format!("{}{dir}", joined.to_string_lossy());
+        coord_domain::path::relative_keeping_dir(&joined, &root).unwrap_or_else(|_| input.to_string())
     }
 }
 

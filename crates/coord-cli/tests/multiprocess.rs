@@ -150,6 +150,14 @@ fn collect(children: Vec<Child>, key: &str) -> Vec<String> {
     lines
 }
 
+/// How many acquisitions the lock workers reported, in all.
+fn acquired_by(workers: Vec<Child>) -> usize {
+    collect(workers, "ACQUIRED")
+        .iter()
+        .map(|n| n.parse::<usize>().unwrap())
+        .sum()
+}
+
 /// A small deterministic generator: workers must not need a random crate.
 struct XorShift(u64);
 
@@ -258,10 +266,7 @@ fn overlapping_patterns_are_exclusive_across_processes(db: &Db, processes: usize
             ("COORD_MP_ATTEMPTS", attempts.to_string()),
         ],
     );
-    let acquired: usize = collect(workers, "ACQUIRED")
-        .iter()
-        .map(|n| n.parse::<usize>().unwrap())
-        .sum();
+    let acquired = acquired_by(workers);
     assert!(acquired > 0);
     eprintln!("{acquired} grants of {} attempts", processes * clients * attempts);
     let entries = audit_trail(&url);
@@ -494,10 +499,7 @@ fn locks_are_exclusive_across_processes(db: &Db, processes: usize, clients: usiz
             ("COORD_MP_ATTEMPTS", attempts.to_string()),
         ],
     );
-    let acquired: usize = collect(workers, "ACQUIRED")
-        .iter()
-        .map(|n| n.parse::<usize>().unwrap())
-        .sum();
+    let acquired = acquired_by(workers);
     sampler.finish();
     assert!(acquired > 0);
 

@@ -56,6 +56,13 @@ pub fn normalize_path(input: &str, repo_root: Option<&str>) -> CoordResult<Strin
     Ok(parts.join("/"))
 }
 
+/// `input` (absolute, inside `repo_root`) made repo-relative, keeping a trailing `/` —
+/// it makes the path a directory lock. What the remote client and the CLI send.
+pub fn relative_keeping_dir(input: &str, repo_root: &str) -> CoordResult<String> {
+    let dir = if input.ends_with(['/', '\\']) { "/" } else { "" };
+    Ok(format!("{}{dir}", normalize_path(input, Some(repo_root))?))
+}
+
 fn is_absolute(p: &str) -> bool {
     let b = p.as_bytes();
     p.starts_with('/') || (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/')

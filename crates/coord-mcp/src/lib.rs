@@ -195,15 +195,6 @@ impl HttpSessions {
         }
         tokio::spawn(async move { close_session(&l.coord, &l.options, &session, std::future::pending()).await });
     }
-
-    /// How many MCP sessions are listed (live or not yet pruned).
-    pub fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 #[derive(Clone)]

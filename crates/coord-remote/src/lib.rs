@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use coord_domain::access::Principal;
 use coord_domain::messages::HOLDERS_PREFIX;
-use coord_domain::path::normalize_path;
+use coord_domain::path::relative_keeping_dir;
 use coord_domain::ports::{
     AllocatePortsRequest, AllocatePortsResult, PortsStatusResult, ReleasePortsRequest, ReleasePortsResult,
 };
@@ -125,11 +125,8 @@ impl RemoteClient {
         if !std::path::Path::new(path).is_absolute() {
             return raw;
         }
-        match normalize_path(path, Some(root)) {
-            Ok(relative) => {
-                let dir = if path.ends_with(['/', '\\']) { "/" } else { "" };
-                format!("{prefix}{relative}{dir}")
-            }
+        match relative_keeping_dir(path, root) {
+            Ok(relative) => format!("{prefix}{relative}"),
             Err(_) => raw,
         }
     }
