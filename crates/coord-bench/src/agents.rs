@@ -181,7 +181,7 @@ async fn simulate(opts: &BenchOptions, coord: Arc<dyn Coordination>, scratch: &S
     let (tally, elapsed) = run_clients(opts, label, &shared, opts.agents, |i, shared| {
         let agent = Agent {
             i,
-            me: Caller::new(format!("agent-{i:04}"), "bench_agent"),
+            me: Caller::new(format!("agent-{i:04}"), crate::AGENT_TYPE),
             rng: Rng::new(i as u64 + 7),
             scale,
             coord: coord.clone(),

@@ -6,6 +6,11 @@
 //! the measured one in the same invocation: the store's raw SQL for `locks` and `queue`,
 //! the in-process service for `http` and `mcp`; the report carries the ratio.
 
+/// The agent type of every bench client: Claude Code's, whose built-in profile
+/// (claude-code-cli) has no limits. The profile check is part of every operation, so it
+/// is part of what is measured.
+pub const AGENT_TYPE: &str = "claude_code";
+
 mod agents;
 mod driver;
 mod invariants;

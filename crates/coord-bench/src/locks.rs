@@ -14,7 +14,7 @@ use std::time::Instant;
 fn who(client: usize) -> Identity {
     Identity {
         agent_id: format!("bench-{client}"),
-        agent_type: "bench".into(),
+        agent_type: crate::AGENT_TYPE.into(),
     }
 }
 
@@ -106,7 +106,7 @@ pub fn held_target(n: usize) -> String {
 
 /// Takes `n` live locks as another agent before a run (see [`held_target`]).
 pub async fn hold(n: usize, coord: &dyn Coordination) -> BenchResult<()> {
-    let holder = Caller::new(HOLDER, "bench");
+    let holder = Caller::new(HOLDER, crate::AGENT_TYPE);
     for i in 0..n {
         let req = AcquireLockRequest {
             file_path: held_target(i),
@@ -124,7 +124,7 @@ pub async fn hold(n: usize, coord: &dyn Coordination) -> BenchResult<()> {
 /// Every pair released what it acquired: with no errors, no lock may be left but the
 /// holder's.
 async fn leftover_locks(shared: &Shared, coord: &dyn Coordination) {
-    let checker = Caller::new("bench-checker", "bench");
+    let checker = Caller::new("bench-checker", crate::AGENT_TYPE);
     match coord.check_locks(&checker, CheckLocksRequest::default()).await {
         Ok(r) => {
             let left = r.locks.iter().filter(|l| l.locked_by != HOLDER).count();

@@ -24,7 +24,7 @@ impl McpClient {
         let mut child = Command::new(&opts.exe)
             .args(["--db", &scratch.db_arg, "mcp"])
             .env("COORD_AGENT_ID", agent)
-            .env("COORD_AGENT_TYPE", "bench")
+            .env("COORD_AGENT_TYPE", crate::AGENT_TYPE)
             // The scratch database is dropped after the run: nothing to wait for.
             .env("COORD_RELEASE_GRACE_SECONDS", "0")
             .env_remove("COORDINATION_API_URL")

@@ -15,7 +15,7 @@ use std::time::Instant;
 fn who(client: usize) -> Identity {
     Identity {
         agent_id: format!("worker-{client}"),
-        agent_type: "bench".into(),
+        agent_type: crate::AGENT_TYPE.into(),
     }
 }
 

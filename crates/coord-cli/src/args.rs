@@ -90,6 +90,12 @@ pub enum Command {
     /// Managed API keys for the HTTP API: create (bound to --agent-id/--agent-type), list, revoke
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Agent profiles: who may do what (trust level 0-4, permissions, resource limits).
+    /// An agent's profile is the one assigned to its id, else its type's default, else
+    /// least-privilege (read only). Changing them needs trust 4 (agent type `cli`, the
+    /// person at the terminal) or an operator key
+    #[command(subcommand)]
+    Profile(ProfileCommand),
     /// Port blocks for isolated per-session environments (shared by every process on this machine)
     #[command(subcommand)]
     Ports(PortsCommand),
@@ -198,6 +204,63 @@ pub enum KeysCommand {
         /// The key's id, as shown by `coord keys list` and `coord keys create` (not the secret)
         #[arg(value_name = "KEY_ID")]
         key_id: String,
+    },
+}
+
+/// Whom a profile is assigned to: one agent, or every agent of a type by default.
+#[derive(Debug, Clone, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct ProfileTarget {
+    /// This agent id (wins over its type's default)
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
+    /// The default of this agent type (`--type`, because `--agent-type` is always your
+    /// own identity in coord)
+    #[arg(long = "type", value_name = "TYPE")]
+    pub target_type: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Every profile (trust, permissions, limits) and who it is assigned to
+    #[command(alias = "ls")]
+    List,
+    /// One profile in full
+    Show {
+        #[arg(value_name = "PROFILE")]
+        name: String,
+    },
+    /// Create or replace profiles from a YAML (or JSON) file: a list, `profiles: [...]`,
+    /// or a map of name → profile as in the spec; `-` reads stdin. All or nothing;
+    /// errors name the profile and the field
+    Apply {
+        #[arg(value_name = "FILE")]
+        file: String,
+    },
+    /// Assign PROFILE to an agent (--agent ID) or as an agent type's default (--type TYPE)
+    Assign {
+        #[arg(value_name = "PROFILE")]
+        profile: String,
+        #[command(flatten)]
+        target: ProfileTarget,
+    },
+    /// Remove an agent's (--agent ID) or a type's (--type TYPE) assignment
+    Unassign {
+        #[command(flatten)]
+        target: ProfileTarget,
+    },
+    /// Why an agent may or may not do something: its effective profile, where it comes
+    /// from, each limit with the session's usage, and a verdict per operation
+    Explain {
+        /// The agent (you when absent)
+        #[arg(value_name = "AGENT")]
+        agent: Option<String>,
+        /// Its type, when it has no session to tell it
+        #[arg(long = "type", value_name = "TYPE")]
+        target_type: Option<String>,
+        /// Only this operation (e.g. acquire_lock)
+        #[arg(long, value_name = "OPERATION")]
+        operation: Option<String>,
     },
 }
 

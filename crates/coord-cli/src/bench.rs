@@ -61,18 +61,43 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
     })
 }
 
+/// Resolves on SIGINT; the handler is installed by this call, not by the first poll.
+fn interrupt() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    {
+        let mut signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+        async move {
+            match signal.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
 pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
     let opts = match options(args, ctx, json) {
         Ok(o) => o,
         Err(code) => return code,
     };
+    // Registered before the run starts (a `ctrl_c()` future registers only when first
+    // polled, and the run may open its scratch database before yielding).
+    let interrupted = interrupt();
     let run = coord_bench::run(&opts, |r| {
         // One JSON line per run, as soon as it ends, in both modes.
         println!("{}", serde_json::to_string(r).unwrap_or_default());
     });
     let outcome = tokio::select! {
         outcome = run => outcome,
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupted => {
             // Scratch databases must not outlive an interrupted run.
             coord_bench::abandon().await;
             eprintln!("coord bench: interrupted; scratch databases removed");

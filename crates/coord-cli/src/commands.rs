@@ -108,6 +108,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Handoff(cmd) => handoff(cmd, coord, ctx, out).await,
         Command::Audit(args) => audit(args, coord, ctx, out).await,
         Command::Msg(cmd) => msg(cmd, coord, ctx, out).await,
+        Command::Profile(cmd) => crate::profiles::run(cmd, coord, ctx, out).await,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod open;
 mod ops;
 pub mod output;
+mod profiles;
 pub mod reaper;
 pub mod setup;
 

@@ -23,6 +23,20 @@ fn python() -> Option<PathBuf> {
     )
 }
 
+/// An SDK client's type has no default profile (it would be read-only): give it one, as
+/// its user would (`db`: `--db URL` or nothing for the repository's own database).
+fn give_the_sdk_a_profile(cwd: &Path, db: &[&str]) {
+    let out = Command::new(BIN)
+        .current_dir(cwd)
+        .args(db)
+        .args(["profile", "assign", "claude-code-cli", "--type", "python_sdk"])
+        .env_remove("COORD_AGENT_TYPE")
+        .env_remove("COORD_AGENT_ID")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 fn run_script(python: &Path, args: &[&str]) {
     let out = Command::new(python).arg(script()).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -39,6 +53,7 @@ fn python_sdk_over_stdio() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
+    give_the_sdk_a_profile(dir.path(), &[]);
     run_script(
         &python,
         &["stdio", "--coord", BIN, "--cwd", dir.path().to_str().unwrap()],
@@ -61,6 +76,7 @@ fn python_sdk_over_stdio_on_postgres() {
     }
     let db = rt.block_on(pg_support::TestDatabase::from_template());
     let dir = tempfile::tempdir().unwrap();
+    give_the_sdk_a_profile(dir.path(), &["--db", &db.url]);
     run_script(
         &python,
         &[
@@ -81,6 +97,7 @@ fn python_sdk_over_streamable_http() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("coord.db");
+    give_the_sdk_a_profile(dir.path(), &["--db", db.to_str().unwrap()]);
     let mut server = Command::new(BIN)
         .args(["serve", "--port", "0", "--db", db.to_str().unwrap()])
         .env_remove("API_PORT")

@@ -32,6 +32,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// Claude Code's type: its built-in profile (claude-code-cli) may lock and take tasks.
+const AGENT_TYPE: &str = "claude_code";
+
 const ROLE: &str = "COORD_MP_ROLE";
 
 async fn coordinator_with(db: &str, clock: Arc<dyn Clock>) -> Coordinator {
@@ -104,7 +107,7 @@ fn audit_trail(url: &str) -> Vec<coord_domain::audit::AuditEntry> {
         coordinator(url)
             .await
             .query_audit(
-                &Caller::new("checker", "test"),
+                &Caller::new("checker", AGENT_TYPE),
                 AuditQueryRequest {
                     limit: Some(10_000),
                     ..Default::default()
@@ -173,7 +176,7 @@ impl XorShift {
 async fn lock_worker(coord: &Coordinator, client: usize) -> usize {
     let paths = env_num("COORD_MP_PATHS") as u64;
     let attempts = env_num("COORD_MP_ATTEMPTS");
-    let me = Caller::new(format!("client-{client}"), "test");
+    let me = Caller::new(format!("client-{client}"), AGENT_TYPE);
     let markers = std::path::PathBuf::from(std::env::var("COORD_MP_MARKERS").unwrap());
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ (client as u64 + 1));
     let mut acquired = 0;
@@ -209,7 +212,7 @@ async fn lock_worker(coord: &Coordinator, client: usize) -> usize {
 /// may be another agent's.
 async fn pattern_worker(coord: &Coordinator, client: usize) -> usize {
     let attempts = env_num("COORD_MP_ATTEMPTS");
-    let me = Caller::new(format!("client-{client}"), "test");
+    let me = Caller::new(format!("client-{client}"), AGENT_TYPE);
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ (client as u64 + 1));
     let mut acquired = 0;
     for _ in 0..attempts {
@@ -303,7 +306,7 @@ fn overlapping_patterns_are_exclusive_across_processes(db: &Db, processes: usize
 }
 
 async fn task_worker(coord: &Coordinator, index: usize) {
-    let me = Caller::new(format!("worker-{index}"), "test");
+    let me = Caller::new(format!("worker-{index}"), AGENT_TYPE);
     loop {
         let got = coord
             .get_work(&me, GetWorkRequest::default())
@@ -340,7 +343,7 @@ async fn task_worker(coord: &Coordinator, index: usize) {
 /// An agent that takes locks and claims, says READY, then keeps its session alive until
 /// its stdin closes (or it is killed).
 async fn holder(coord: &Coordinator) {
-    let me = Caller::new("doomed", "test");
+    let me = Caller::new("doomed", AGENT_TYPE);
     coord
         .register_session(&me, RegisterSessionRequest::default())
         .await
@@ -537,7 +540,7 @@ fn locks_are_exclusive_across_processes(db: &Db, processes: usize, clients: usiz
 fn tasks_are_claimed_once_across_processes(db: &Db, processes: usize, count: usize) {
     let url = db.url();
     let rt = runtime();
-    let boss = Caller::new("boss", "test");
+    let boss = Caller::new("boss", AGENT_TYPE);
     // Submitted by 8 concurrent submitters; every tenth task depends on the tenth before.
     let ids: Vec<String> = rt.block_on(async {
         let coord = coordinator(&url).await;
@@ -611,7 +614,7 @@ fn tasks_are_claimed_once_across_processes(db: &Db, processes: usize, count: usi
 fn a_killed_agent_is_cleaned_up(db: &Db) {
     let url = db.url();
     let rt = runtime();
-    let boss = Caller::new("boss", "test");
+    let boss = Caller::new("boss", AGENT_TYPE);
     let tasks: Vec<String> = rt.block_on(async {
         let coord = coordinator(&url).await;
         let mut ids = Vec::new();
@@ -646,7 +649,7 @@ fn a_killed_agent_is_cleaned_up(db: &Db) {
         assert_eq!((r.locks_released, r.tasks_requeued), (3, 2));
 
         let coord = coordinator(&url).await;
-        let other = Caller::new("survivor", "test");
+        let other = Caller::new("survivor", AGENT_TYPE);
         let locks = coord.check_locks(&other, CheckLocksRequest::default()).await.unwrap();
         assert!(locks.locks.is_empty(), "{locks:?}");
         let lock = coord

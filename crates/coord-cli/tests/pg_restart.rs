@@ -19,6 +19,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Claude Code's type: its built-in profile (claude-code-cli) may lock and take tasks.
+const AGENT_TYPE: &str = "claude_code";
+
 fn cluster_version() -> Option<String> {
     let mut versions: Vec<String> = std::fs::read_dir("/etc/postgresql")
         .ok()?
@@ -63,7 +66,7 @@ impl Load {
             .map(|w| {
                 let (coord, stop, acked, refused) = (coord.clone(), stop.clone(), acked.clone(), refused.clone());
                 tokio::spawn(async move {
-                    let me = Caller::new(format!("loader-{w}"), "test");
+                    let me = Caller::new(format!("loader-{w}"), AGENT_TYPE);
                     let mut n = 0;
                     while !stop.load(Ordering::Relaxed) {
                         n += 1;
@@ -132,7 +135,7 @@ async fn postgres_restart_mid_load_loses_no_acknowledged_write() {
     .await
     .unwrap();
     // While the server is down every call is refused as unavailable, never a panic or hang.
-    let probe = Caller::new("probe", "test");
+    let probe = Caller::new("probe", AGENT_TYPE);
     for _ in 0..5 {
         let e = coord
             .submit_work(

@@ -59,8 +59,19 @@ pub trait Backend: Send + Sync {
     }
 }
 
+/// The agent type of the cases' agents: Claude Code's, whose built-in default profile
+/// (claude-code-cli, trust 3) lets them do everything but administer. Cases about
+/// profiles assign others.
+pub const AGENT_TYPE: &str = "claude_code";
+
 pub fn agent(name: &str) -> Caller {
-    Caller::new(name, "test_agent")
+    Caller::new(name, AGENT_TYPE)
+}
+
+/// Someone at the terminal (agent type `cli`, built-in default profile local-operator,
+/// trust 4): administers keys and profiles.
+pub fn operator(name: &str) -> Caller {
+    Caller::new(name, "cli")
 }
 
 /// A coordinator over a fresh store, with a manual clock.

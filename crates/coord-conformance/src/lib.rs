@@ -13,7 +13,7 @@
 pub mod cases;
 mod harness;
 
-pub use harness::{Backend, Door, Fixture, Harness, RawSql, agent};
+pub use harness::{AGENT_TYPE, Backend, Door, Fixture, Harness, RawSql, agent, operator};
 
 /// Expands to every conformance case as a test function.
 #[macro_export]
@@ -62,6 +62,11 @@ macro_rules! conformance_suite {
             handoffs::handoffs_write_and_read_newest_first,
             handoffs::handoffs_validation,
             keys::keys_bind_identities_expire_and_revoke,
+            profiles::profiles_builtin_are_seeded,
+            profiles::profiles_assignment_precedence_and_least_privilege,
+            profiles::profiles_only_trust_4_administers,
+            profiles::profiles_file_modification_limit_under_concurrency,
+            profiles::profiles_execution_time_and_api_calls,
             messages::messages_direct_inbox_read_ack_and_threads,
             messages::messages_to_the_holders_of_a_file,
             messages::messages_to_a_team,

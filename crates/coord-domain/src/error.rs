@@ -70,11 +70,14 @@ error_codes! {
     NoPortsAvailable => "no_ports_available", Refused;
     FileLocked => "file_locked", Refused;
     NoRecipients => "no_recipients", Refused;
+    ResourceLimitExceeded => "resource_limit_exceeded", Refused;
     TaskNotFound => "task_not_found", NotFound;
     NotFound => "not_found", NotFound;
     UnknownOperation => "unknown_operation", NotFound;
     Unauthorized => "unauthorized", Forbidden;
     Forbidden => "forbidden", Forbidden;
+    OperationNotPermitted => "operation_not_permitted", Forbidden;
+    InsufficientTrustLevel => "insufficient_trust_level", Forbidden;
     DatabaseUnavailable => "database_unavailable", Unavailable;
     Internal => "internal_error", Internal;
 }

@@ -12,6 +12,7 @@ pub mod locks;
 pub mod messages;
 pub mod path;
 pub mod ports;
+pub mod profiles;
 pub mod queue;
 pub mod sessions;
 pub mod status;

@@ -89,6 +89,14 @@ impl Server {
         for (k, v) in headers {
             r = r.header(*k, *v);
         }
+        // The operator key acts as whoever the request names; unnamed, it is an agent
+        // of an unknown type, which may only read (least privilege). These cases act as
+        // a cloud worker unless they name a type.
+        let names_a_type = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("x-agent-type"))
+            || body.as_ref().is_some_and(|b| b.get("agent_type").is_some());
+        if key == Some(OPERATOR) && !names_a_type {
+            r = r.header("x-agent-type", "codex_cloud");
+        }
         if let Some(b) = body {
             r = r.json(&b);
         }
@@ -124,6 +132,8 @@ impl Server {
             .http
             .request(method, format!("{}{path}", self.url))
             .header("x-api-key", OPERATOR)
+            // A type with a profile that may write (an unknown one may only read).
+            .header("x-agent-type", "codex_cloud")
             .header("content-type", "application/json")
             .body(body)
             .send()
@@ -141,7 +151,7 @@ async fn every_endpoint_answers_its_wire_shape() {
     let as_alice = |body: Value| {
         let mut b = body;
         b["agent_id"] = json!("alice");
-        b["agent_type"] = json!("cloud");
+        b["agent_type"] = json!("codex_cloud");
         b
     };
     let (st, v) = s.get("/health", None).await;
@@ -900,14 +910,14 @@ impl McpHttp<'_> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_clients_sharing_an_operator_key_stay_distinct_agents() {
     let s = server(|_| {}).await;
-    let mut alpha = McpHttp::connect(&s, OPERATOR, "alpha-client").await;
-    let mut beta = McpHttp::connect(&s, OPERATOR, "beta-client").await;
+    let mut alpha = McpHttp::connect(&s, OPERATOR, "claude-code-alpha").await;
+    let mut beta = McpHttp::connect(&s, OPERATOR, "claude-code-beta").await;
     let a = alpha.tool("acquire_lock", json!({"file_path": "shared.rs"})).await;
     assert_eq!(a["success"], true, "{a}");
     let b = beta.tool("acquire_lock", json!({"file_path": "shared.rs"})).await;
     assert_eq!(b["action"], "blocked", "another client is another agent: {b}");
     let holder = b["locked_by"].as_str().unwrap();
-    assert!(holder.starts_with("alpha-client"), "{holder}");
+    assert!(holder.starts_with("claude-code-alpha"), "{holder}");
     let r = beta.tool("release_lock", json!({"file_path": "shared.rs"})).await;
     assert_eq!(r["error"], "not_lock_owner", "{r}");
     // A bound key is its identity over MCP too.

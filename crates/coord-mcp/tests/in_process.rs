@@ -63,7 +63,7 @@ async fn connect(
 fn identity(id: &str) -> IdentityConfig {
     IdentityConfig {
         agent_id: Some(id.into()),
-        agent_type: Some("test_agent".into()),
+        agent_type: Some("claude_code".into()),
         host: "box".into(),
         instance: None,
     }

@@ -41,6 +41,7 @@ impl RawPostgres {
             parameters: Value::Null,
             started: Instant::now(),
             redact: &[],
+            charges: Vec::new(),
         };
         let mut client = self.store.pool.get().await.map_err(pool_error)?;
         let outcome: R<T> = async {

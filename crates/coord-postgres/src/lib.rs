@@ -20,6 +20,7 @@ mod keys;
 mod locks;
 mod messages;
 mod migrate;
+mod profiles;
 mod queue;
 mod rows;
 mod sessions;
@@ -232,6 +233,9 @@ impl PgStore {
             let outcome: R<T> = async {
                 let tx = client.transaction().await?;
                 let value = f(&tx, &ctx, &args).await?;
+                if coord_store::counts_as_use(&ctx.charges, &value) {
+                    profiles::apply_charges(&tx, &ctx).await?;
+                }
                 audit::insert(&tx, ctx.now, &ctx.audit(Ok(&value))).await?;
                 tx.commit().await?;
                 Ok(value)

@@ -25,7 +25,12 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     ),
     (7, "lock_scopes", include_str!("../migrations/0007_lock_scopes.sql")),
     (8, "teams", include_str!("../migrations/0008_teams.sql")),
+    (9, "profiles", include_str!("../migrations/0009_profiles.sql")),
 ];
+
+/// The migration that created the profile tables: the built-in profiles are seeded
+/// right after it, from `coord_domain::profiles::builtin`.
+const PROFILES: i32 = 9;
 
 /// Arbitrary but fixed: the advisory lock key of `coord` migrations.
 const MIGRATION_LOCK_KEY: i64 = 0x636f_6f72_645f_6d67;
@@ -77,6 +82,9 @@ async fn apply(client: &mut Object) -> Result<Vec<i32>, Fail> {
     let mut done = Vec::new();
     for (version, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| !applied.contains(v)) {
         tx.batch_execute(sql).await?;
+        if *version == PROFILES {
+            crate::profiles::seed_builtin(&tx).await?;
+        }
         tx.execute(
             "INSERT INTO coord_schema_migrations (version, name) VALUES ($1, $2)",
             &[version, name],

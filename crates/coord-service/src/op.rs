@@ -8,6 +8,7 @@
 
 use crate::Coordinator;
 use coord_domain::access::{Access, Effect};
+use coord_domain::profiles::{Need, Resource};
 use coord_domain::{CoordResult, Identity};
 use coord_store::OpCtx;
 use schemars::JsonSchema;
@@ -116,6 +117,9 @@ pub trait Operation: Send + Sync + 'static {
     const DESCRIPTION: &'static str;
     const ACCESS: Access;
     const EFFECT: Effect;
+    /// What the caller's profile must grant: a permission and a minimum trust level
+    /// (and whether it starts new work, which `max_execution_time` stops).
+    const NEED: Need;
     const AUDIT: Audit = Audit::Always;
     /// Fields (at any depth of the request and the answer) whose values the audit row
     /// replaces with `"[redacted]"`: the audit trail is readable by every agent with a
@@ -139,6 +143,13 @@ pub trait Operation: Send + Sync + 'static {
     type Response: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
     /// The validated, normalised arguments ("parse, don't validate").
     type Args: Send + 'static;
+
+    /// The limited resources a call with these arguments uses — the files it modifies,
+    /// the agents it spawns — counted against the caller's profile in the operation's
+    /// own transaction.
+    fn uses(_args: &Self::Args) -> Vec<(Resource, Vec<String>)> {
+        Vec::new()
+    }
 
     /// Turns the request into arguments the store accepts, or refuses it (audited).
     fn validate(c: &Coordinator, who: &Identity, req: Self::Request) -> CoordResult<Self::Args>;

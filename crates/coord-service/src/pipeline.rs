@@ -5,10 +5,11 @@
 
 use crate::Coordinator;
 use crate::op::{Audit, Operation};
-use coord_domain::access::{Effect, Principal, authorize};
+use coord_domain::access::{Credential, Principal, authorize};
 use coord_domain::audit::AuditRecord;
+use coord_domain::profiles::{self, Need, Profile, Resource};
 use coord_domain::{CoordError, CoordResult, ErrorCode, Identity};
-use coord_store::OpCtx;
+use coord_store::{Charge, OpCtx};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -43,6 +44,24 @@ pub fn parse_named<T: DeserializeOwned>(raw: &Value) -> CoordResult<T> {
         ));
     }
     serde_path_to_error::deserialize(raw).map_err(field_error)
+}
+
+/// What an operation's `uses` (and every call, when calls are limited) charges against
+/// the limits of `profile`; unlimited resources are not counted.
+fn charges(profile: &Profile, scope: &str, uses: Vec<(Resource, Vec<String>)>) -> Vec<Charge> {
+    let call = (Resource::MaxApiCalls, vec![uuid::Uuid::new_v4().simple().to_string()]);
+    uses.into_iter()
+        .chain(std::iter::once(call))
+        .filter_map(|(resource, items)| {
+            let limit = profile.resource_limits.count(resource).max()?;
+            Some(Charge {
+                resource,
+                scope: scope.to_string(),
+                items,
+                limit,
+            })
+        })
+        .collect()
 }
 
 /// The parameters an audit row records: the request as the operation understood it.
@@ -93,6 +112,7 @@ impl Coordinator {
                 parameters,
                 started: Instant::now(),
                 redact: O::AUDIT_REDACT,
+                charges: Vec::new(),
             };
             let prepared = match self.prepare::<O>(&mut ctx, who, parsed).await {
                 Ok(args) => O::execute(self, ctx, args).await,
@@ -120,20 +140,42 @@ impl Coordinator {
     ) -> CoordResult<O::Args> {
         ctx.who = who.caller.validate()?;
         authorize(who.credential, O::ACCESS)?;
-        self.policy_stage(O::NAME, O::EFFECT, who, &ctx.who).await?;
-        O::validate(self, &ctx.who, parsed?)
+        let granted = self.policy_stage(O::NAME, O::NEED, who.credential, &ctx.who).await?;
+        let args = O::validate(self, &ctx.who, parsed?)?;
+        if let Some((profile, scope)) = granted {
+            ctx.charges = charges(&profile, &scope, O::uses(&args));
+        }
+        Ok(args)
     }
 
-    /// Where profiles, trust levels, guardrails and approvals will decide, from the
-    /// operation's name and effect and the caller. Today every authorized call passes.
+    /// The caller's profile decides (see `coord_domain::profiles::decide`): the agent id's
+    /// assignment, else its type's default, else least privilege. Answers the profile
+    /// and the usage scope its limits are counted in, or `None` for an operator key
+    /// running an administrative operation (operator keys administer, whoever they
+    /// name).
     async fn policy_stage(
         &self,
-        _operation: &'static str,
-        _effect: Effect,
-        _who: &Principal,
-        _identity: &Identity,
-    ) -> CoordResult<()> {
-        Ok(())
+        operation: &'static str,
+        need: Need,
+        credential: Credential,
+        id: &Identity,
+    ) -> CoordResult<Option<(Profile, String)>> {
+        if credential == Credential::Operator && need.permission.is_administrative() {
+            return Ok(None);
+        }
+        let facts = self
+            .store
+            .policy_facts(self.clock.now(), &id.agent_id, Some(&id.agent_type), false)
+            .await?;
+        let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
+        profiles::decide(&profile, operation, need)?;
+        if need.starts_work
+            && let Some((_, started)) = &facts.session
+        {
+            profiles::check_execution_time(&profile, *started, facts.now)?;
+        }
+        let scope = profiles::usage_scope(&id.agent_id, facts.session.as_ref().map(|s| s.0.as_str()));
+        Ok(Some((profile, scope)))
     }
 
     pub(crate) async fn audit_refusal(&self, ctx: &OpCtx, e: &CoordError) {

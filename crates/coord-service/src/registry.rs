@@ -3,9 +3,10 @@
 //! generic door tests all iterate [`ops`].
 
 use crate::op::{Audit, Http, Operation};
-use crate::ops::{audit, handoffs, keys, locks, messages, ports, queue, sessions};
+use crate::ops::{audit, handoffs, keys, locks, messages, ports, profiles, queue, sessions};
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
+use coord_domain::profiles::Need;
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value};
@@ -22,6 +23,7 @@ pub struct OpEntry {
     pub description: &'static str,
     pub access: Access,
     pub effect: Effect,
+    pub need: Need,
     pub audit: Audit,
     pub audit_redact: &'static [&'static str],
     pub http: &'static [Http],
@@ -84,6 +86,7 @@ pub fn entry<O: Operation>() -> OpEntry {
         description: O::DESCRIPTION,
         access: O::ACCESS,
         effect: O::EFFECT,
+        need: O::NEED,
         audit: O::AUDIT,
         audit_redact: O::AUDIT_REDACT,
         http: O::HTTP,
@@ -127,6 +130,11 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<messages::AckMessage>(),
         entry::<audit::QueryAudit>(),
         entry::<audit::Status>(),
+        entry::<profiles::ListProfiles>(),
+        entry::<profiles::ApplyProfiles>(),
+        entry::<profiles::AssignProfile>(),
+        entry::<profiles::UnassignProfile>(),
+        entry::<profiles::ExplainProfile>(),
         entry::<keys::CreateApiKey>(),
         entry::<keys::ListApiKeys>(),
         entry::<keys::RevokeApiKey>(),
@@ -187,6 +195,14 @@ pub fn markdown() -> String {
         Effect::Write => "write",
         Effect::Destructive => "destructive",
     };
+    let need = |n: Need| {
+        format!(
+            "`{}` ≥{}{}",
+            n.permission,
+            n.min_trust,
+            if n.starts_work { " +work" } else { "" }
+        )
+    };
     let mut md = String::from(
         "# Operations\n\n\
          Generated from the operation registry (`crates/coord-service/src/registry.rs`) by \
@@ -204,8 +220,12 @@ pub fn markdown() -> String {
          clients see it as tool annotations. **Audited**: every outcome writes one audit row, \
          refusals and unparseable requests included; port blocks need no database and are not \
          audited.\n\n\
-         | operation | access | effect | HTTP | MCP tool | audited | summary |\n\
-         | --- | --- | --- | --- | --- | --- | --- |\n",
+         **Profile** (decided by the service after access, see `docs/profiles.md`): the \
+         permission the caller's profile must grant and the minimum trust level; `+work` marks \
+         operations that start new work, refused once the session has run for its profile's \
+         `max_execution_time`.\n\n\
+         | operation | access | profile | effect | HTTP | MCP tool | audited | summary |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for op in ops() {
         let routes = http_routes(op)
@@ -214,8 +234,9 @@ pub fn markdown() -> String {
             .collect::<Vec<_>>()
             .join("<br>");
         md.push_str(&format!(
-            "| [`{n}`](#{n}) | {} | {} | {} | {} | {} | {} |\n",
+            "| [`{n}`](#{n}) | {} | {} | {} | {} | {} | {} | {} |\n",
             name(op.access),
+            need(op.need),
             effect(op.effect),
             if routes.is_empty() { "—".into() } else { routes },
             if op.is_mcp_tool() { "yes" } else { "no" },
@@ -226,6 +247,7 @@ pub fn markdown() -> String {
     }
     for op in ops() {
         md.push_str(&format!("\n## {}\n\n{}\n\n", op.name, op.description));
+        md.push_str(&format!("- Profile: needs {}\n", need(op.need)));
         for route in http_routes(op) {
             md.push_str(&format!("- HTTP: `{route}`\n"));
         }

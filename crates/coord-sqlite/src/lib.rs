@@ -14,6 +14,7 @@ mod keys;
 mod locks;
 mod messages;
 mod migrate;
+mod profiles;
 mod queue;
 mod rows;
 mod sessions;
@@ -244,7 +245,12 @@ impl SqliteStore {
             let now = now_micros(ctx.now);
             let outcome: CoordResult<T> = {
                 let sp = tx.savepoint()?;
-                match f(&sp, now, &ctx.who) {
+                match f(&sp, now, &ctx.who).and_then(|v| {
+                    if coord_store::counts_as_use(&ctx.charges, &v) {
+                        profiles::apply_charges(&sp, now, &ctx.charges)?;
+                    }
+                    Ok(v)
+                }) {
                     Ok(v) => {
                         sp.commit()?;
                         Ok(v)

@@ -11,7 +11,12 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("../migrations/0004_messages.sql")),
     (5, include_str!("../migrations/0005_lock_scopes.sql")),
     (6, include_str!("../migrations/0006_teams.sql")),
+    (7, include_str!("../migrations/0007_profiles.sql")),
 ];
+
+/// The migration that created the profile tables: the built-in profiles are seeded
+/// right after it, from `coord_domain::profiles::builtin`.
+const PROFILES: i64 = 7;
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
@@ -42,6 +47,9 @@ pub fn apply(conn: &mut Connection) -> R<Vec<i64>> {
     let mut applied = Vec::new();
     for (v, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
         tx.execute_batch(sql)?;
+        if *v == PROFILES {
+            crate::profiles::seed_builtin(&tx)?;
+        }
         tracing::info!(version = v, "applied sqlite migration");
         applied.push(*v);
     }

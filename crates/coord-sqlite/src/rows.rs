@@ -18,6 +18,10 @@ fn decode<T: serde::de::DeserializeOwned>(idx: usize, text: &str) -> rusqlite::R
     serde_json::from_str(text).map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
 }
 
+pub fn json<T: serde::de::DeserializeOwned>(row: &Row, idx: usize) -> rusqlite::Result<T> {
+    decode(idx, &row.get::<_, String>(idx)?)
+}
+
 pub fn opt_json(row: &Row, idx: usize) -> rusqlite::Result<Option<Value>> {
     match row.get::<_, Option<String>>(idx)? {
         None => Ok(None),

@@ -19,6 +19,9 @@ use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteH
 use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use coord_domain::locks::{AcquireLockResult, CheckEditResult, CheckLocksResult, ReleaseAllResult, ReleaseLockResult};
 use coord_domain::messages::{InboxQuery, InboxResult, MessageResult, NewMessage, SendMessageResult};
+use coord_domain::profiles::{
+    ApplyProfilesResult, AssignProfileResult, Assignee, ListProfilesResult, Profile, Resource,
+};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     SubmitWorkResult, TaskFilter,
@@ -44,6 +47,65 @@ pub struct OpCtx {
     pub started: Instant,
     /// Fields whose values the audit row must not keep (the operation's `AUDIT_REDACT`).
     pub redact: &'static [&'static str],
+    /// Resource uses to count against the caller's limits in the operation's own
+    /// transaction, when it succeeds (see [`Charge`]).
+    pub charges: Vec<Charge>,
+}
+
+/// A use of a limited resource an operation makes: `items` (distinct files, or one id
+/// per call) are added to the session's usage of `resource` in the operation's own
+/// transaction, only when the operation succeeds (an answer with `success:false` is not
+/// a use); if the usage would then exceed `limit`, the operation is refused with
+/// `resource_limit_exceeded` and nothing it did is kept. Stores serialise charges per
+/// (scope, resource), so concurrent calls cannot both take the last unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Charge {
+    pub resource: Resource,
+    /// Whose usage: `coord_domain::profiles::usage_scope` of the agent's session.
+    pub scope: String,
+    pub items: Vec<String>,
+    pub limit: u64,
+}
+
+impl Charge {
+    /// The refusal when the usage would exceed the limit.
+    pub fn exceeded(&self, used: u64) -> CoordError {
+        coord_domain::profiles::limit_exceeded(
+            self.resource,
+            format!(
+                "this session has used {used} of {} allowed by its profile ({}); finish, hand off and end the session, or ask an operator for another profile",
+                self.limit,
+                self.resource.as_str()
+            ),
+        )
+        .with_detail("max", self.limit)
+        .with_detail("used", used)
+    }
+}
+
+/// Whether an operation's answer `v` uses the resources `charges` name: some are asked
+/// for, and the answer is not a refusal (`success:false`, like a blocked lock).
+pub fn counts_as_use<T: Serialize>(charges: &[Charge], v: &T) -> bool {
+    !charges.is_empty()
+        && serde_json::to_value(v)
+            .ok()
+            .and_then(|v| v.get("success").and_then(Value::as_bool))
+            != Some(false)
+}
+
+/// What the pipeline needs to decide an operation for an agent: the profiles assigned to
+/// its id and to its type, its current session and the database's time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyFacts {
+    /// The agent type the type default was looked up for (the caller's, or its session's).
+    pub agent_type: Option<String>,
+    pub by_agent: Option<Profile>,
+    pub by_type: Option<Profile>,
+    /// The agent's current session: id and start.
+    pub session: Option<(String, Timestamp)>,
+    pub now: Timestamp,
+    /// Counted usage of the session, when asked for.
+    pub usage: Vec<(Resource, u64)>,
 }
 
 impl OpCtx {
@@ -175,6 +237,31 @@ pub trait KeyStore: Send + Sync {
     async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>>;
 }
 
+/// Agent profiles, their assignments and resource usage.
+#[async_trait]
+pub trait ProfileStore: Send + Sync {
+    /// The facts [`PolicyFacts`] for `agent_id` (with `agent_type`, or its session's type
+    /// when `None`). Not audited: the pipeline reads it before every operation.
+    async fn policy_facts(
+        &self,
+        now: Option<Timestamp>,
+        agent_id: &str,
+        agent_type: Option<&str>,
+        with_usage: bool,
+    ) -> CoordResult<PolicyFacts>;
+    async fn list_profiles(&self, ctx: OpCtx) -> CoordResult<ListProfilesResult>;
+    /// Creates or replaces profiles by name; answers each one's before and after.
+    async fn apply_profiles(&self, ctx: OpCtx, profiles: Vec<Profile>) -> CoordResult<ApplyProfilesResult>;
+    /// Assigns `profile` to an agent or an agent type, or removes the assignment (`None`);
+    /// an unknown profile is `not_found`.
+    async fn assign_profile(
+        &self,
+        ctx: OpCtx,
+        who: Assignee,
+        profile: Option<String>,
+    ) -> CoordResult<AssignProfileResult>;
+}
+
 /// What the store is, whether it answers, and its bounded clean-up.
 #[async_trait]
 pub trait Maintenance: Send + Sync {
@@ -198,6 +285,7 @@ pub trait Store:
     LockStore
     + QueueStore
     + SessionStore
+    + ProfileStore
     + HandoffStore
     + MessageStore
     + AuditStore
@@ -213,6 +301,7 @@ impl<
     T: LockStore
         + QueueStore
         + SessionStore
+        + ProfileStore
         + HandoffStore
         + MessageStore
         + AuditStore

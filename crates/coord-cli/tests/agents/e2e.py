@@ -292,6 +292,11 @@ def typescript_sdk(w):
     modules = os.path.join(os.path.dirname(w.cli_bin))
     script = os.path.join(HERE, "mcp_two_agents.mjs")
     env = w.base_env(w.home("home-ts"))
+    # An SDK client's type has no default profile (it would be read-only): give it one, as
+    # its user would, in both databases (the repository's and coord serve's).
+    http_db = ["--db", os.path.join(w.dir, "http.db")]
+    for db in ([], http_db):
+        w.coord(*db, "profile", "assign", "claude-code-cli", "--type", "typescript_sdk")
     out = subprocess.run(["node", script, modules, "stdio", "--coord", w.coord_bin, "--cwd", w.repo],
                          capture_output=True, text=True, env=env, timeout=120)
     check('"ok":true' in out.stdout, f"stdio: {out.stdout[-1500:]} {out.stderr[-2500:]}")
@@ -315,7 +320,7 @@ def typescript_sdk(w):
     # Both agents deleted their MCP sessions: B's lock is free and A's claimed task is back
     # in the queue, the attempt counted (the release runs just after the DELETE answers).
     claimed = json.loads(out.stdout.strip().splitlines()[-1])["claimed_by_a"]
-    db = ["--db", os.path.join(w.dir, "http.db")]
+    db = http_db
     deadline = time.monotonic() + 20
     while True:
         locks = w.coord(*db, "lock", "list")["locks"]

@@ -22,7 +22,7 @@ def main():
     p.add_argument("--model-url", required=True)
     args = p.parse_args()
     params = StdioServerParameters(command=args.coord, args=["mcp"], cwd=args.cwd,
-                                   env={"COORD_AGENT_ID": "strands-worker", "COORD_AGENT_TYPE": "strands",
+                                   env={"COORD_AGENT_ID": "strands-worker", "COORD_AGENT_TYPE": "strands_agent",
                                         "COORD_RELEASE_GRACE_SECONDS": "0"})
     coord = MCPClient(lambda: stdio_client(params), startup_timeout=30)
     model = AnthropicModel(client_args={"api_key": "dummy", "base_url": args.model_url, "max_retries": 0},

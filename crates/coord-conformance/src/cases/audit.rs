@@ -68,7 +68,7 @@ pub async fn audit_records_every_operation_including_refusals(b: &dyn Backend) {
         ]
     );
     let first = rows[0];
-    assert_eq!(first.agent_type, "test_agent");
+    assert_eq!(first.agent_type, crate::harness::AGENT_TYPE);
     assert_eq!(first.timestamp, h.now());
     assert_eq!(first.parameters["file_path"], "a.rs");
     assert_eq!(first.parameters["ttl_minutes"], 30);

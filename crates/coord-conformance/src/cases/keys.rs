@@ -1,6 +1,6 @@
 //! Managed API keys: bound identity, expiry, revocation; the secret is never stored.
 
-use crate::{Backend, Harness, agent};
+use crate::{Backend, Harness, operator};
 use coord_domain::ErrorCode;
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::keys::{CreateApiKeyRequest, KeyStatus, RevokeApiKeyRequest};
@@ -9,7 +9,7 @@ use coord_service::Server as _;
 
 pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
     let h = Harness::new(b).await;
-    let admin = agent("admin");
+    let admin = operator("admin");
     let forever = h
         .coord
         .create_api_key(

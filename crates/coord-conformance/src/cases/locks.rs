@@ -227,7 +227,7 @@ pub async fn locks_check_lists_live_locks(b: &dyn Backend) {
     let a_rs = &all.locks[0];
     assert_eq!(
         (a_rs.locked_by.as_str(), a_rs.agent_type.as_str()),
-        ("agent-b", "test_agent")
+        ("agent-b", crate::harness::AGENT_TYPE)
     );
     assert_eq!(a_rs.locked_at, h.now());
     let some = h
@@ -397,7 +397,7 @@ pub async fn locks_check_edit_blocks_only_foreign_live_locks(b: &dyn Backend) {
         (true, vec!["src/a.rs".to_string(), "src/free.rs".into()])
     );
     // The same agent with stray spaces is still the same agent.
-    let spaced = coord_domain::Caller::new(" agent-a ", "test_agent");
+    let spaced = coord_domain::Caller::new(" agent-a ", crate::harness::AGENT_TYPE);
     assert!(
         h.coord
             .check_edit(&spaced, edit(&["./src/a.rs"]))

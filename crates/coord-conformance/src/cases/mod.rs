@@ -7,6 +7,7 @@ pub mod locks;
 pub mod messages;
 pub mod model;
 pub mod patterns;
+pub mod profiles;
 pub mod queue;
 pub mod registry;
 pub mod sessions;

@@ -53,7 +53,7 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
     assert_eq!(found_a.capabilities, ["coding", "testing"]);
     assert_eq!(found_a.status, AgentStatus::Active);
     assert_eq!(found_a.current_task.as_deref(), Some("locks"));
-    assert_eq!(found_a.agent_type, "test_agent");
+    assert_eq!(found_a.agent_type, crate::harness::AGENT_TYPE);
     assert_eq!(found_a.last_heartbeat, h.now() - chrono::Duration::minutes(1));
     let v = serde_json::to_value(found_a).unwrap();
     for key in [

@@ -4,6 +4,7 @@ use crate::Coordinator;
 use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect};
 use coord_domain::audit::{AuditFilter, AuditQueryRequest, AuditQueryResult, validate_audit_query};
+use coord_domain::profiles::Need;
 use coord_domain::status::StatusResult;
 use coord_domain::{CoordResult, Empty, Identity};
 use coord_store::OpCtx;
@@ -16,6 +17,7 @@ impl Operation for QueryAudit {
         filtered by agent_id, operation, time range (since/until, RFC 3339) and success. Answers {entries:[...]}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const HTTP: &'static [Http] = &[Http::get("/audit")];
     const EXAMPLE: &'static str = "{\"operation\": \"acquire_lock\", \"success\": false, \"limit\": 20}";
     type Request = AuditQueryRequest;
@@ -41,6 +43,7 @@ impl Operation for Status {
         latest_handoff, ...}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const HTTP: &'static [Http] = &[Http::get("/status").input(Input::None)];
     type Request = Empty;
     type Response = StatusResult;

@@ -7,6 +7,7 @@ use coord_domain::handoffs::{
     HandoffQuery, NewHandoff, ReadHandoffRequest, ReadHandoffResult, WriteHandoffRequest, WriteHandoffResult,
     validate_handoff, validate_read,
 };
+use coord_domain::profiles::Need;
 use coord_domain::{CoordResult, Identity};
 use coord_store::OpCtx;
 
@@ -19,6 +20,7 @@ impl Operation for WriteHandoff {
         Write one before your session ends or when your context runs low. Answers {success:true, handoff_id}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     const HTTP: &'static [Http] = &[Http::post("/handoffs")];
     const EXAMPLE: &'static str = "{\"summary\": \"login refactor half done\", \"next_steps\": [\"logout flow\"], \"relevant_files\": [\"src/auth.rs\"]}";
     type Request = WriteHandoffRequest;
@@ -43,6 +45,7 @@ impl Operation for ReadHandoff {
         start of a session to resume prior work. Answers {handoffs:[...]} (empty when there are none).";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const HTTP: &'static [Http] = &[Http::get("/handoffs")];
     const EXAMPLE: &'static str = "{\"agent_name\": \"*\", \"limit\": 3}";
     type Request = ReadHandoffRequest;

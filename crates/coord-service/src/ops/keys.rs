@@ -8,6 +8,7 @@ use coord_domain::keys::{
     CreateApiKeyRequest, CreateApiKeyResult, KEY_PREFIX, ListApiKeysResult, NewApiKey, RevokeApiKeyRequest,
     RevokeApiKeyResult, validate_key_id, validate_new_key,
 };
+use coord_domain::profiles::{Need, Permission};
 use coord_domain::{CoordResult, Empty, Identity};
 use coord_store::OpCtx;
 
@@ -22,6 +23,7 @@ impl Operation for CreateApiKey {
         only this once.";
     const ACCESS: Access = Access::Operator;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::admin(Permission::ManageKeys);
     const HTTP: &'static [Http] = &[Http::post("/keys")];
     const EXAMPLE: &'static str =
         "{\"bound_agent_id\": \"ci-job-42\", \"bound_agent_type\": \"ci\", \"expires_in_minutes\": 120}";
@@ -64,6 +66,7 @@ impl Operation for ListApiKeys {
         {success:true, keys:[...]}.";
     const ACCESS: Access = Access::Operator;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::admin(Permission::ManageKeys);
     const HTTP: &'static [Http] = &[Http::get("/keys").input(Input::None)];
     type Request = Empty;
     type Response = ListApiKeysResult;
@@ -87,6 +90,7 @@ impl Operation for RevokeApiKey {
         Answers {success:true, key_id}.";
     const ACCESS: Access = Access::Operator;
     const EFFECT: Effect = Effect::Destructive;
+    const NEED: Need = Need::admin(Permission::ManageKeys);
     const HTTP: &'static [Http] = &[Http::post("/keys/revoke").errors(&[404])];
     const EXAMPLE: &'static str = "{\"key_id\": \"key_0123456789ab\"}";
     type Request = RevokeApiKeyRequest;

@@ -8,6 +8,7 @@ use coord_domain::locks::{
     LockStatusRequest, LockStatusResult, ReleaseAllResult, ReleaseLockRequest, ReleaseLockResult, validate_acquire,
     validate_check, validate_edit,
 };
+use coord_domain::profiles::{Need, Permission, Resource};
 use coord_domain::target::LockTarget;
 use coord_domain::{CoordResult, Empty, Identity};
 use coord_store::OpCtx;
@@ -27,6 +28,7 @@ impl Operation for AcquireLock {
         Your own locks never block you. Release it when done.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::new(Permission::Write, 1).starting_work();
     const HTTP: &'static [Http] = &[Http::post("/locks/acquire")];
     const PATH_FIELDS: &'static [&'static str] = &["file_path"];
     const EXAMPLE: &'static str =
@@ -34,6 +36,10 @@ impl Operation for AcquireLock {
     type Request = AcquireLockRequest;
     type Response = AcquireLockResult;
     type Args = (LockTarget, Option<String>, i64);
+
+    fn uses((target, _, _): &Self::Args) -> Vec<(Resource, Vec<String>)> {
+        vec![(Resource::MaxFileModifications, vec![target.key().to_string()])]
+    }
 
     fn validate(c: &Coordinator, _: &Identity, req: AcquireLockRequest) -> CoordResult<Self::Args> {
         validate_acquire(req, c.root())
@@ -53,6 +59,7 @@ impl Operation for ReleaseLock {
         holds it, lock_not_held if nobody does (e.g. it expired).";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     const HTTP: &'static [Http] = &[Http::post("/locks/release").errors(&[409])];
     const PATH_FIELDS: &'static [&'static str] = &["file_path"];
     const EXAMPLE: &'static str = "{\"file_path\": \"src/auth.rs\"}";
@@ -77,6 +84,7 @@ impl Operation for ReleaseMyLocks {
         work or before you stop. Answers {success:true, released:[paths whose live lock was released]}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     const HTTP: &'static [Http] = &[Http::post("/locks/release-mine")];
     type Request = Empty;
     type Response = ReleaseAllResult;
@@ -101,6 +109,7 @@ impl Operation for CheckLocks {
         locked_by, agent_type, reason, locked_at, expires_at, fencing_token}]}.";
     const ACCESS: Access = Access::Read;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const HTTP: &'static [Http] = &[
         Http::post("/locks/check"),
         Http::get("/locks").input(Input::None).summary("Every live lock"),
@@ -130,6 +139,7 @@ impl Operation for LockStatus {
         To check many files at once use check_locks; to ask whether you may edit them use check_edit.";
     const ACCESS: Access = Access::Read;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const HTTP: &'static [Http] = &[Http::get("/locks/status/{*file_path}").input(Input::Path("file_path"))];
     const PATH_FIELDS: &'static [&'static str] = &["file_path"];
     const EXAMPLE: &'static str = "{\"file_path\": \"src/auth.rs\"}";
@@ -162,12 +172,21 @@ impl Operation for CheckEdit {
     // locks, so every live lock on the files is someone else's).
     const ACCESS: Access = Access::Read;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::new(Permission::Write, 1);
     const HTTP: &'static [Http] = &[Http::post("/locks/check-edit").errors(&[409])];
     const PATH_FIELDS: &'static [&'static str] = &["paths"];
     const EXAMPLE: &'static str = "{\"paths\": [\"src/auth.rs\", \"src/main.rs\"]}";
     type Request = CheckEditRequest;
     type Response = CheckEditResult;
     type Args = Vec<LockTarget>;
+
+    // The edit guard asks right before an edit: the files it allows count as modified.
+    fn uses(files: &Vec<LockTarget>) -> Vec<(Resource, Vec<String>)> {
+        vec![(
+            Resource::MaxFileModifications,
+            files.iter().map(|f| f.key().to_string()).collect(),
+        )]
+    }
 
     fn validate(c: &Coordinator, _: &Identity, req: CheckEditRequest) -> CoordResult<Vec<LockTarget>> {
         validate_edit(req, c.root())

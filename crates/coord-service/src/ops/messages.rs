@@ -7,6 +7,7 @@ use coord_domain::messages::{
     InboxQuery, InboxRequest, InboxResult, MessageIdRequest, MessageResult, NewMessage, SendMessageRequest,
     SendMessageResult, validate_inbox, validate_message_id, validate_send,
 };
+use coord_domain::profiles::Need;
 use coord_domain::{CoordResult, Identity};
 use coord_store::OpCtx;
 
@@ -23,6 +24,7 @@ impl Operation for SendMessage {
         file or is in the team.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     // Messages are for their recipients; the audit trail is every agent's to read.
     const AUDIT_REDACT: &'static [&'static str] = &["body"];
     const HTTP: &'static [Http] = &[Http::post("/messages").errors(&[409])];
@@ -53,6 +55,7 @@ impl Operation for Inbox {
         subject, body, importance, created_at, read_at, acked_at}], unread}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const AUDIT_REDACT: &'static [&'static str] = &["body"];
     const HTTP: &'static [Http] = &[Http::get("/messages")];
     const EXAMPLE: &'static str = "{\"unread_only\": true, \"limit\": 10}";
@@ -77,6 +80,7 @@ impl Operation for ReadMessage {
         {success:true, message:{...}}; not_found when it is not addressed to you.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::READ;
     const AUDIT_REDACT: &'static [&'static str] = &["body"];
     const HTTP: &'static [Http] = &[Http::post("/messages/read").errors(&[404])];
     const EXAMPLE: &'static str = "{\"message_id\": \"7b7c2a4e-0000-4000-8000-000000000001\"}";
@@ -102,6 +106,7 @@ impl Operation for AckMessage {
         not_found when it is not addressed to you.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     const AUDIT_REDACT: &'static [&'static str] = &["body"];
     const HTTP: &'static [Http] = &[Http::post("/messages/ack").errors(&[404])];
     const EXAMPLE: &'static str = "{\"message_id\": \"7b7c2a4e-0000-4000-8000-000000000001\"}";

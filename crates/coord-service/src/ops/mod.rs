@@ -7,5 +7,6 @@ pub mod keys;
 pub mod locks;
 pub mod messages;
 pub mod ports;
+pub mod profiles;
 pub mod queue;
 pub mod sessions;

@@ -7,6 +7,7 @@ use coord_domain::access::{Access, Effect};
 use coord_domain::ports::{
     AllocatePortsRequest, AllocatePortsResult, PortsStatusResult, ReleasePortsRequest, ReleasePortsResult,
 };
+use coord_domain::profiles::{Need, Permission};
 use coord_domain::{Caller, CoordResult, Empty, Identity};
 use coord_store::OpCtx;
 
@@ -26,6 +27,7 @@ impl Operation for AllocatePorts {
         {success:false, error:\"no_ports_available\"}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::new(Permission::Execute, 1);
     const AUDIT: Audit = Audit::Never;
     const HTTP: &'static [Http] = &[Http::post("/ports/allocate").errors(&[409])];
     const EXAMPLE: &'static str = "{\"session_id\": \"feature-login\"}";
@@ -50,6 +52,7 @@ impl Operation for ReleasePorts {
         torn down. Releasing an unknown or already released session also answers {success:true}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::new(Permission::Execute, 1);
     const AUDIT: Audit = Audit::Never;
     const HTTP: &'static [Http] = &[Http::post("/ports/release")];
     const EXAMPLE: &'static str = "{\"session_id\": \"feature-login\"}";
@@ -74,6 +77,7 @@ impl Operation for PortsStatus {
         compose_project_name and remaining_minutes.";
     const ACCESS: Access = Access::Read;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const AUDIT: Audit = Audit::Never;
     const HTTP: &'static [Http] = &[Http::get("/ports/status").input(Input::None)];
     type Request = Empty;

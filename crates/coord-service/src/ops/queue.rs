@@ -3,6 +3,7 @@
 use crate::Coordinator;
 use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect};
+use coord_domain::profiles::Need;
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkRequest, CompleteWorkResult, Completion, GetTaskRequest, GetTaskResult, GetWorkRequest,
     GetWorkResult, ListTasksRequest, ListTasksResult, NewTask, SubmitWorkRequest, SubmitWorkResult, TaskFilter,
@@ -20,6 +21,7 @@ impl Operation for SubmitWork {
         (default 5), and depends_on (task ids that must complete first). Answers {success:true, task_id, status}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE.starting_work();
     const HTTP: &'static [Http] = &[Http::post("/work/submit")];
     const EXAMPLE: &'static str =
         "{\"task_type\": \"test\", \"task_description\": \"run the test suite\", \"priority\": 3}";
@@ -47,6 +49,7 @@ impl Operation for GetWork {
         is a lease that heartbeats extend.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE.starting_work();
     const HTTP: &'static [Http] = &[Http::post("/work/claim")];
     const EXAMPLE: &'static str = "{\"task_types\": [\"test\"]}";
     type Request = GetWorkRequest;
@@ -72,6 +75,7 @@ impl Operation for CompleteWork {
         claimed it.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     const HTTP: &'static [Http] = &[Http::post("/work/complete").errors(&[404, 409])];
     const EXAMPLE: &'static str =
         "{\"task_id\": \"5b0c6a1e-8f2d-4c1a-9a57-3f7e2d1c0b9a\", \"success\": true, \"result\": {\"passed\": 12}}";
@@ -98,6 +102,7 @@ impl Operation for GetTask {
     // Tasks carry their payloads (input_data, result): reading one needs a key.
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const HTTP: &'static [Http] = &[Http::get("/work/{task_id}")
         .input(Input::Path("task_id"))
         .errors(&[404])];
@@ -124,6 +129,7 @@ impl Operation for ListTasks {
         100. Use it to see what work exists before claiming or submitting. Answers {tasks:[...]}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const HTTP: &'static [Http] = &[Http::get("/work")];
     const EXAMPLE: &'static str = "{\"status\": \"pending\", \"limit\": 20}";
     type Request = ListTasksRequest;

@@ -3,6 +3,7 @@
 use crate::Coordinator;
 use crate::op::{Http, Operation};
 use coord_domain::access::{Access, Effect};
+use coord_domain::profiles::Need;
 use coord_domain::sessions::{
     AgentStatus, Cleanup, CleanupDeadAgentsRequest, CleanupResult, DiscoverAgentsRequest, DiscoverAgentsResult,
     EndSession, EndSessionRequest, EndSessionResult, HeartbeatRequest, NewSession, RegisterSessionRequest,
@@ -20,6 +21,7 @@ impl Operation for RegisterSession {
         set capabilities or current_task.) Answers {success:true, session_id}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     const HTTP: &'static [Http] = &[Http::post("/sessions/register")];
     const EXAMPLE: &'static str = "{\"capabilities\": [\"coding\", \"review\"], \"current_task\": \"auth refactor\"}";
     type Request = RegisterSessionRequest;
@@ -44,6 +46,7 @@ impl Operation for Heartbeat {
         {success:true, session_id}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     const HTTP: &'static [Http] = &[Http::post("/sessions/heartbeat")];
     type Request = HeartbeatRequest;
     type Response = SessionResult;
@@ -68,6 +71,7 @@ impl Operation for DiscoverAgents {
         current_task, last_heartbeat}]}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
     const HTTP: &'static [Http] = &[Http::get("/agents")];
     const EXAMPLE: &'static str = "{\"capability\": \"review\"}";
     type Request = DiscoverAgentsRequest;
@@ -98,6 +102,7 @@ impl Operation for CleanupDeadAgents {
         agents_cleaned, agents, locks_released, tasks_requeued}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Destructive;
+    const NEED: Need = Need::COORDINATE;
     const HTTP: &'static [Http] = &[Http::post("/agents/cleanup")];
     const EXAMPLE: &'static str = "{\"stale_threshold_minutes\": 15}";
     type Request = CleanupDeadAgentsRequest;
@@ -128,6 +133,7 @@ impl Operation for MarkIdle {
         not_found when you have no live session. To leave, use end_session.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     const HTTP: &'static [Http] = &[Http::post("/sessions/idle").errors(&[404])];
     type Request = Empty;
     type Response = SessionResult;
@@ -153,6 +159,7 @@ impl Operation for EndSessionOp {
         handoff_id, status}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
     const HTTP: &'static [Http] = &[Http::post("/sessions/end")];
     const EXAMPLE: &'static str = "{\"release_locks\": true, \"handoff\": {\"summary\": \"login refactor half done\", \"next_steps\": [\"logout flow\"]}}";
     type Request = EndSessionRequest;

@@ -1,0 +1,266 @@
+//! `agent_profiles`, `agent_profile_assignments` and `resource_usage`.
+
+use crate::rows::{NOW, get};
+use crate::{Fail, PgStore, R, Tx};
+use async_trait::async_trait;
+use coord_domain::profiles::{
+    self, ApplyProfilesResult, AssignProfileResult, Assignee, Assignment, ListProfilesResult, Profile, Resource,
+};
+use coord_domain::{CoordError, CoordResult, Timestamp};
+use coord_store::{OpCtx, PolicyFacts, ProfileStore};
+use deadpool_postgres::GenericClient;
+use tokio_postgres::types::Json;
+
+/// Seeds the built-in profiles and type defaults (right after the migration that
+/// creates their tables; later migrations may upgrade them the same way).
+pub async fn seed_builtin(tx: &Tx<'_>) -> R<()> {
+    let b = profiles::builtin();
+    for p in &b.profiles {
+        upsert(tx, None, "migration", p, true).await?;
+    }
+    for (ty, profile) in &b.type_defaults {
+        tx.execute(
+            "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
+             VALUES ('agent_type', $1, $2, statement_timestamp(), 'migration')
+             ON CONFLICT (kind, value) DO UPDATE SET profile = excluded.profile",
+            &[ty, profile],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+async fn upsert(tx: &Tx<'_>, now: Option<Timestamp>, by: &str, p: &Profile, builtin: bool) -> R<()> {
+    tx.execute(
+        &tx.prepare_cached(&format!(
+            "INSERT INTO agent_profiles (name, agent_type, trust_level, definition, builtin, updated_at, updated_by)
+             VALUES ($2, $3, $4, $5, $6, {NOW}, $7)
+             ON CONFLICT (name) DO UPDATE SET agent_type = excluded.agent_type,
+                 trust_level = excluded.trust_level, definition = excluded.definition,
+                 updated_at = excluded.updated_at, updated_by = excluded.updated_by"
+        ))
+        .await?,
+        &[
+            &now,
+            &p.name,
+            &p.agent_type,
+            &i16::from(p.trust_level),
+            &Json(p),
+            &builtin,
+            &by,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+async fn profile(tx: &Tx<'_>, name: &str) -> R<Option<Profile>> {
+    let row = tx
+        .query_opt(
+            &tx.prepare_cached("SELECT definition FROM agent_profiles WHERE name = $1")
+                .await?,
+            &[&name],
+        )
+        .await?;
+    row.map(|r| get::<Json<Profile>>(&r, 0).map(|j| j.0)).transpose()
+}
+
+async fn assignment(tx: &Tx<'_>, who: &Assignee) -> R<Option<String>> {
+    let row = tx
+        .query_opt(
+            &tx.prepare_cached("SELECT profile FROM agent_profile_assignments WHERE kind = $1 AND value = $2")
+                .await?,
+            &[&who.kind(), &who.value()],
+        )
+        .await?;
+    row.map(|r| get(&r, 0)).transpose()
+}
+
+/// Counts `charges` in the operation's transaction, serialised per (scope, resource) by
+/// an advisory lock so concurrent calls cannot both take the last unit.
+pub async fn apply_charges(tx: &Tx<'_>, ctx: &OpCtx) -> R<()> {
+    for ch in &ctx.charges {
+        let resource = ch.resource.as_str();
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('usage:' || $1 || ':' || $2, 0))",
+            &[&ch.scope, &resource],
+        )
+        .await?;
+        let count = "SELECT count(*) FROM resource_usage WHERE scope = $1 AND resource = $2";
+        let before: i64 = get(&tx.query_one(count, &[&ch.scope, &resource]).await?, 0)?;
+        tx.execute(
+            &tx.prepare_cached(&format!(
+                "INSERT INTO resource_usage (scope, resource, item, at)
+                 SELECT $2, $3, item, {NOW} FROM unnest($4::text[]) AS item
+                 ON CONFLICT DO NOTHING"
+            ))
+            .await?,
+            &[&ctx.now, &ch.scope, &resource, &ch.items],
+        )
+        .await?;
+        let after: i64 = get(&tx.query_one(count, &[&ch.scope, &resource]).await?, 0)?;
+        if after.max(0) as u64 > ch.limit {
+            return Err(Fail::Coord(ch.exceeded(before.max(0) as u64)));
+        }
+    }
+    Ok(())
+}
+
+async fn facts<C: GenericClient>(
+    c: &C,
+    now: Option<Timestamp>,
+    agent_id: &str,
+    agent_type: Option<&str>,
+    with_usage: bool,
+) -> R<PolicyFacts> {
+    let row = c
+        .query_one(
+            &c.prepare_cached(&format!(
+                "WITH s AS (SELECT session_id::text AS session_id, started_at, agent_type FROM agent_sessions WHERE agent_id = $2),
+                      t AS (SELECT COALESCE($3::text, (SELECT agent_type FROM s)) AS agent_type)
+                 SELECT (SELECT session_id FROM s), (SELECT started_at FROM s), (SELECT agent_type FROM t),
+                        (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
+                          WHERE a.kind = 'agent' AND a.value = $2),
+                        (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
+                          WHERE a.kind = 'agent_type' AND a.value = (SELECT agent_type FROM t)),
+                        {NOW}"
+            ))
+            .await?,
+            &[&now, &agent_id, &agent_type],
+        )
+        .await?;
+    let session_id: Option<String> = get(&row, 0)?;
+    let started: Option<Timestamp> = get(&row, 1)?;
+    let usage = if with_usage {
+        let scope = profiles::usage_scope(agent_id, session_id.as_deref());
+        c.query(
+            "SELECT resource, count(*) FROM resource_usage WHERE scope = $1 GROUP BY resource",
+            &[&scope],
+        )
+        .await?
+        .iter()
+        .map(|r| Ok((get::<String>(r, 0)?, get::<i64>(r, 1)?)))
+        .collect::<R<Vec<_>>>()?
+        .into_iter()
+        .filter_map(|(r, n)| Some((Resource::parse(&r)?, n.max(0) as u64)))
+        .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(PolicyFacts {
+        agent_type: get(&row, 2)?,
+        by_agent: get::<Option<Json<Profile>>>(&row, 3)?.map(|j| j.0),
+        by_type: get::<Option<Json<Profile>>>(&row, 4)?.map(|j| j.0),
+        session: session_id.zip(started),
+        now: get(&row, 5)?,
+        usage,
+    })
+}
+
+async fn list(tx: &Tx<'_>) -> R<ListProfilesResult> {
+    let profiles = tx
+        .query(
+            "SELECT definition FROM agent_profiles ORDER BY trust_level DESC, name COLLATE \"C\"",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| get::<Json<Profile>>(r, 0).map(|j| j.0))
+        .collect::<R<Vec<_>>>()?;
+    let assignments = tx
+        .query(
+            "SELECT kind, value, profile FROM agent_profile_assignments ORDER BY kind COLLATE \"C\", value COLLATE \"C\"",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(Assignment {
+                kind: get(r, 0)?,
+                value: get(r, 1)?,
+                profile: get(r, 2)?,
+            })
+        })
+        .collect::<R<Vec<_>>>()?;
+    Ok(ListProfilesResult {
+        success: true,
+        profiles,
+        assignments,
+    })
+}
+
+async fn apply(tx: &Tx<'_>, ctx: &OpCtx, list: &[Profile]) -> R<ApplyProfilesResult> {
+    let mut changes = Vec::with_capacity(list.len());
+    for p in list {
+        let change = profiles::change(profile(tx, &p.name).await?, p.clone());
+        if change.action != "unchanged" {
+            upsert(tx, ctx.now, &ctx.who.agent_id, &change.after, false).await?;
+        }
+        changes.push(change);
+    }
+    Ok(ApplyProfilesResult { success: true, changes })
+}
+
+async fn assign(tx: &Tx<'_>, ctx: &OpCtx, (who, name): &(Assignee, Option<String>)) -> R<AssignProfileResult> {
+    let before = assignment(tx, who).await?;
+    match name {
+        Some(n) => {
+            if profile(tx, n).await?.is_none() {
+                return Err(profiles::profile_not_found(n).into());
+            }
+            tx.execute(
+                &tx.prepare_cached(&format!(
+                    "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
+                     VALUES ($2, $3, $4, {NOW}, $5)
+                     ON CONFLICT (kind, value) DO UPDATE SET profile = excluded.profile,
+                         assigned_at = excluded.assigned_at, assigned_by = excluded.assigned_by"
+                ))
+                .await?,
+                &[&ctx.now, &who.kind(), &who.value(), n, &ctx.who.agent_id],
+            )
+            .await?;
+        }
+        None => {
+            tx.execute(
+                "DELETE FROM agent_profile_assignments WHERE kind = $1 AND value = $2",
+                &[&who.kind(), &who.value()],
+            )
+            .await?;
+        }
+    }
+    Ok(profiles::assigned(who, before, name.clone()))
+}
+
+#[async_trait]
+impl ProfileStore for PgStore {
+    async fn policy_facts(
+        &self,
+        now: Option<Timestamp>,
+        agent_id: &str,
+        agent_type: Option<&str>,
+        with_usage: bool,
+    ) -> CoordResult<PolicyFacts> {
+        let client = self.client().await?;
+        facts(&client, now, agent_id, agent_type, with_usage)
+            .await
+            .map_err(CoordError::from)
+    }
+
+    async fn list_profiles(&self, ctx: OpCtx) -> CoordResult<ListProfilesResult> {
+        self.op(ctx, (), |tx, _, _| Box::pin(list(tx))).await
+    }
+
+    async fn apply_profiles(&self, ctx: OpCtx, profiles: Vec<Profile>) -> CoordResult<ApplyProfilesResult> {
+        self.op(ctx, profiles, |tx, ctx, a| Box::pin(apply(tx, ctx, a))).await
+    }
+
+    async fn assign_profile(
+        &self,
+        ctx: OpCtx,
+        who: Assignee,
+        profile: Option<String>,
+    ) -> CoordResult<AssignProfileResult> {
+        self.op(ctx, (who, profile), |tx, ctx, a| Box::pin(assign(tx, ctx, a)))
+            .await
+    }
+}
