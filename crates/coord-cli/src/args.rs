@@ -96,6 +96,15 @@ pub enum Command {
     /// person at the terminal) or an operator key
     #[command(subcommand)]
     Profile(ProfileCommand),
+    /// The approval queue: requests refused over a resource limit of a profile that
+    /// allows escalation wait here for a person (trust 4 or an operator key); an
+    /// approval lets the same agent's same request pass once, until it expires
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+    /// Cloud agents (Claude Code on the web, Codex Cloud): `coord cloud env` issues a
+    /// short-lived key for one session or task and prints the agent's environment
+    #[command(subcommand)]
+    Cloud(CloudCommand),
     /// Port blocks for isolated per-session environments (shared by every process on this machine)
     #[command(subcommand)]
     Ports(PortsCommand),
@@ -196,6 +205,11 @@ pub enum KeysCommand {
         #[arg(long, value_name = "DURATION")]
         expires_in: Option<String>,
     },
+    /// Mint a short-lived key for one cloud session (--session, Claude Code on the web)
+    /// or task (--task, Codex Cloud), acting as --agent-type (required) and bound to its
+    /// profile; every audit row the key causes names the session or task. The secret is
+    /// shown once. `coord cloud env` does this and prints the agent's environment
+    Issue(IssueArgs),
     /// List keys (never their secrets)
     #[command(alias = "ls")]
     List,
@@ -204,6 +218,46 @@ pub enum KeysCommand {
         /// The key's id, as shown by `coord keys list` and `coord keys create` (not the secret)
         #[arg(value_name = "KEY_ID")]
         key_id: String,
+    },
+}
+
+/// What `coord keys issue` and `coord cloud env` mint a key for.
+#[derive(Debug, Clone, clap::Args)]
+pub struct IssueArgs {
+    #[command(flatten)]
+    pub work: IssueFor,
+    /// Lifetime, e.g. 8h, 90m (default 8h, at most 24h)
+    #[arg(long, default_value = "8h", value_name = "DURATION")]
+    pub ttl: String,
+    /// Assign this profile to the key's agent first (its type's default applies otherwise)
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<String>,
+}
+
+/// The one cloud session or task a key is issued for.
+#[derive(Debug, Clone, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct IssueFor {
+    /// The cloud session (Claude Code on the web)
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// The task (Codex Cloud, a CI job)
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CloudCommand {
+    /// Issue a key for one cloud session or task (as `coord keys issue`) and print the
+    /// environment the cloud agent needs (COORDINATION_API_URL, COORDINATION_API_KEY,
+    /// AGENT_TYPE) and the domains to add to its network allowlist.
+    /// `coord --agent-type codex_cloud cloud env --task T --url https://coord.example.com`
+    Env {
+        #[command(flatten)]
+        issue: IssueArgs,
+        /// The address cloud agents reach coord at (default: --remote / COORDINATION_API_URL)
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
     },
 }
 
@@ -261,6 +315,56 @@ pub enum ProfileCommand {
         /// Only this operation (e.g. acquire_lock)
         #[arg(long, value_name = "OPERATION")]
         operation: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// Approval requests, newest first (pending ones by default)
+    #[command(alias = "ls")]
+    List {
+        /// pending, approved, denied, used, expired, or all
+        #[arg(long, default_value = "pending", value_name = "STATUS")]
+        status: String,
+        /// Only requests made by this agent id
+        #[arg(long, value_name = "AGENT")]
+        by: Option<String>,
+        /// At most this many
+        #[arg(long, value_name = "N")]
+        limit: Option<i64>,
+    },
+    /// One request in full: who asked, the operation, its parameters, why it was refused
+    Show {
+        #[arg(value_name = "APPROVAL_ID")]
+        approval_id: String,
+    },
+    /// Approve a pending request: the same agent's same request then passes once
+    Approve {
+        #[arg(value_name = "APPROVAL_ID")]
+        approval_id: String,
+        /// Why (kept in the audit trail)
+        #[arg(long)]
+        note: Option<String>,
+        /// How long the approval can be used, in minutes (default 60, at most 10080)
+        #[arg(long, value_name = "MINUTES")]
+        valid_minutes: Option<i64>,
+    },
+    /// Deny a pending request
+    Deny {
+        #[arg(value_name = "APPROVAL_ID")]
+        approval_id: String,
+        /// Why (kept in the audit trail)
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Wait until a request is decided (or expires); exit 0 when approved, 1 when
+    /// denied, expired or still pending at the timeout
+    Wait {
+        #[arg(value_name = "APPROVAL_ID")]
+        approval_id: String,
+        /// How long to wait, e.g. 30s, 10m, 2h
+        #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
     },
 }
 

@@ -67,6 +67,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Bench(_)
         | Command::Serve(_)
         | Command::Keys(_)
+        | Command::Cloud(_)
         | Command::Ports(_)
         | Command::Call(_)
         | Command::Ops
@@ -109,6 +110,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Audit(args) => audit(args, coord, ctx, out).await,
         Command::Msg(cmd) => msg(cmd, coord, ctx, out).await,
         Command::Profile(cmd) => crate::profiles::run(cmd, coord, ctx, out).await,
+        Command::Approvals(cmd) => crate::approvals::run(cmd, coord, ctx, out).await,
     }
 }
 
@@ -334,7 +336,11 @@ pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Ou
                     "give the identity the key acts as: coord keys create --agent-id ID --agent-type TYPE",
                 ));
             };
-            let minutes = match expires_in.as_deref().map(parse_lifetime).transpose() {
+            let minutes = match expires_in
+                .as_deref()
+                .map(|raw| parse_lifetime("expires_in", raw))
+                .transpose()
+            {
                 Ok(m) => m,
                 Err(e) => return out.error(&e),
             };
@@ -342,6 +348,7 @@ pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Ou
                 bound_agent_id: agent_id,
                 bound_agent_type: agent_type,
                 expires_in_minutes: minutes,
+                ..Default::default()
             };
             out.result(coord.create_api_key(&creator, req).await, |r| {
                 let expiry = r.expires_at.map(when).unwrap_or_else(|| "never".into());
@@ -351,6 +358,7 @@ pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Ou
                 )
             })
         }
+        KeysCommand::Issue(args) => crate::cloud::issue_command(args, coord.as_ref(), &creator, global, out).await,
         KeysCommand::List => out.result(coord.list_api_keys(&creator).await, |r| {
             if r.keys.is_empty() {
                 return "no API keys".into();
@@ -378,7 +386,7 @@ pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Ou
 }
 
 /// `2h`, `30m`, `7d` as whole minutes.
-fn parse_lifetime(raw: &str) -> CoordResult<i64> {
+pub(crate) fn parse_lifetime(flag: &str, raw: &str) -> CoordResult<i64> {
     humantime::parse_duration(raw.trim())
         .ok()
         .map(|d| d.as_secs().div_ceil(60) as i64)
@@ -386,8 +394,11 @@ fn parse_lifetime(raw: &str) -> CoordResult<i64> {
         .ok_or_else(|| {
             CoordError::field(
                 ErrorCode::InvalidArgument,
-                "expires_in",
-                format!("--expires-in {raw:?} is not a duration like 30m, 2h or 7d"),
+                flag,
+                format!(
+                    "--{} {raw:?} is not a duration like 30m, 2h or 7d",
+                    flag.replace('_', "-")
+                ),
             )
         })
 }

@@ -1,8 +1,10 @@
 //! The `coord` command line: a door. It parses arguments into requests, calls the
 //! [`Coordination`] interface, and prints results; it holds no coordination rules.
 
+mod approvals;
 pub mod args;
 mod bench;
+mod cloud;
 pub mod commands;
 pub mod context;
 pub mod hooks;
@@ -77,6 +79,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Serve(args) => return run_serve(&ctx, args).await,
         Command::Init { target: None } | Command::Migrate => return init_store(&ctx, out).await,
         Command::Keys(cmd) => return commands::keys(cmd, &ctx, &cli.global, out).await,
+        Command::Cloud(cmd) => return cloud::run(cmd, &ctx, &cli.global, out).await,
         Command::Ops => return ops::list(out),
         _ => {}
     }

@@ -581,6 +581,76 @@ fn a_bad_port_setting_breaks_only_ports() {
     assert_eq!(code(&out), 2, "{} {}", stdout(&out), stderr(&out));
 }
 
+/// Profiles from YAML, a limit that asks for approval, and the approval queue from the
+/// shell: the same request passes once after a person approves it.
+fn profiles_and_approvals_through_the_cli(repo: &Repo) {
+    let file = repo.root().join("profiles.yaml");
+    std::fs::write(
+        &file,
+        "two-calls:\n  agent_type: claude_code\n  trust_level: 2\n  allowed_operations: [read, write]\n  resource_limits:\n    max_api_calls: 2\n  escalation: true\n",
+    )
+    .unwrap();
+    let (v, rc) = repo.json_as("admin", &["profile", "apply", file.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{v}");
+    assert_eq!(
+        repo.json_as("admin", &["profile", "assign", "two-calls", "--agent", "worker"])
+            .1,
+        0
+    );
+    let worker = |args: &[&str]| {
+        let mut all = vec!["--agent-type", "claude_code"];
+        all.extend_from_slice(args);
+        repo.json_as("worker", &all)
+    };
+    // Calls until the limit refuses one, with an approval request.
+    let refused = (0..5)
+        .map(|_| worker(&["lock", "list", "src/a.rs"]))
+        .find(|(_, rc)| *rc != 0)
+        .expect("the limit refuses a call")
+        .0;
+    assert_eq!(refused["error"], "resource_limit_exceeded", "{refused}");
+    assert_eq!(refused["approval_required"], true);
+    let id = refused["approval_id"].as_str().unwrap().to_string();
+    let (pending, _) = repo.json_as("admin", &["approvals", "list"]);
+    assert_eq!(pending["approvals"][0]["approval_id"], id.as_str(), "{pending}");
+    let table = repo.run(&["approvals", "list"]);
+    assert!(
+        stdout(&table).contains(&id) && stdout(&table).contains("check_locks"),
+        "{}",
+        stdout(&table)
+    );
+    let (own, rc) = worker(&["approvals", "approve", &id]);
+    assert_eq!(rc, 1, "{own}");
+    assert!(
+        own["error"] == "insufficient_trust_level" || own["error"] == "cannot_approve_own_request",
+        "{own}"
+    );
+    let (ok, rc) = repo.json_as(
+        "admin",
+        &["approvals", "approve", &id, "--note", "fine", "--valid-minutes", "5"],
+    );
+    assert_eq!((rc, ok["approval"]["status"].as_str()), (0, Some("approved")), "{ok}");
+    assert_eq!(worker(&["approvals", "wait", &id, "--timeout", "2s"]).1, 0);
+    assert_eq!(
+        worker(&["lock", "list", "src/a.rs"]).1,
+        0,
+        "the approval lets it pass once"
+    );
+    let (shown, _) = repo.json_as("admin", &["approvals", "show", &id]);
+    assert_eq!(shown["approval"]["status"], "used");
+    let (again, rc) = worker(&["lock", "list", "src/a.rs"]);
+    assert_eq!(rc, 1);
+    let second = again["approval_id"].as_str().unwrap().to_string();
+    assert_ne!(second, id);
+    assert_eq!(repo.json_as("admin", &["approvals", "deny", &second]).1, 0);
+    let (denied, rc) = worker(&["approvals", "wait", &second, "--timeout", "2s"]);
+    assert_eq!((rc, denied["approval"]["status"].as_str()), (1, Some("denied")));
+    let bad = repo.run(&["approvals", "list", "--status", "nope"]);
+    assert_eq!(code(&bad), 2, "{}", stderr(&bad));
+    let unknown = repo.run(&["approvals", "show", "apr_nope"]);
+    assert_eq!(code(&unknown), 1, "{}", stderr(&unknown));
+}
+
 /// Each shared scenario, locally and through `coord serve`.
 macro_rules! local_and_remote {
     ($($name:ident),* $(,)?) => {
@@ -602,6 +672,7 @@ local_and_remote!(
     agents_handoffs_audit_and_status_through_the_cli,
     racing_cli_processes_get_one_lock,
     every_operation_through_coord_call,
+    profiles_and_approvals_through_the_cli,
 );
 
 #[test]
@@ -675,6 +746,88 @@ fn remote_keys_bind_cloud_agents() {
     assert_eq!(repo.json_as("admin", &["keys", "revoke", &key_id]).1, 0);
     let revoked = as_cloud(&["--json", "lock", "list"], &[]);
     assert_eq!(code(&revoked), 1, "a revoked key no longer authenticates");
+}
+
+/// `coord cloud env` issues a key for one task and prints what the cloud agent needs;
+/// the agent's audit rows name the task.
+#[test]
+fn cloud_env_issues_a_task_key_and_the_environment() {
+    let repo = Repo::remote();
+    // Without --agent-id: the key's identity is `<type>-<task or session>`.
+    let json = |args: &[&str]| -> (Value, i32) {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = repo.run(&all);
+        let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+        (v, code(&out))
+    };
+    let (env, rc) = json(&[
+        "--agent-type",
+        "codex_cloud",
+        "cloud",
+        "env",
+        "--task",
+        "T-1",
+        "--ttl",
+        "2h",
+    ]);
+    assert_eq!(rc, 0, "{env}");
+    assert_eq!(env["env"]["AGENT_TYPE"], "codex_cloud");
+    assert_eq!(env["agent_id"], "codex_cloud-T-1");
+    assert_eq!(env["task_id"], "T-1");
+    assert_eq!(env["profile"], "codex-cloud-worker");
+    assert_eq!(env["allowlist"][0], "127.0.0.1", "{env}");
+    let key = env["env"]["COORDINATION_API_KEY"].as_str().unwrap().to_string();
+    let out = repo
+        .command(&["--json", "lock", "acquire", "src/y.rs"])
+        .env("COORDINATION_API_KEY", &key)
+        .env("AGENT_TYPE", "codex_cloud")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (audit, _) = repo.json_as(
+        "admin",
+        &["audit", "--agent", "codex_cloud-T-1", "--operation", "acquire_lock"],
+    );
+    assert_eq!(audit["entries"][0]["origin"]["task_id"], "T-1", "{audit}");
+    // For people: exports to paste, and the allowlist.
+    let human = repo.run(&["--agent-type", "claude_code_web", "cloud", "env", "--session", "S-9"]);
+    assert_eq!(code(&human), 0, "{}", stderr(&human));
+    let text = stdout(&human);
+    assert!(text.contains("export COORDINATION_API_KEY=coord_"), "{text}");
+    assert!(text.contains("export AGENT_TYPE=claude_code_web"), "{text}");
+    assert!(text.contains("profile claude-code-web-reviewer"), "{text}");
+    // Issued keys are short-lived and need a type and one session or task.
+    let long = repo.run(&[
+        "--agent-type",
+        "codex_cloud",
+        "keys",
+        "issue",
+        "--task",
+        "T",
+        "--ttl",
+        "25h",
+    ]);
+    assert_eq!(code(&long), 2, "{}", stderr(&long));
+    let untyped = repo.run(&["keys", "issue", "--task", "T"]);
+    assert_eq!(code(&untyped), 2, "{}", stderr(&untyped));
+    let neither = repo.run(&["--agent-type", "codex_cloud", "keys", "issue"]);
+    assert_eq!(code(&neither), 2, "{}", stderr(&neither));
+    let (issued, rc) = json(&[
+        "--agent-type",
+        "claude_code_web",
+        "keys",
+        "issue",
+        "--session",
+        "S-1",
+        "--profile",
+        "claude-code-web-implementer",
+    ]);
+    assert_eq!(
+        (rc, issued["profile"].as_str()),
+        (0, Some("claude-code-web-implementer")),
+        "{issued}"
+    );
 }
 
 /// The port allocator needs no database: `coord ports` neither opens nor creates one, and

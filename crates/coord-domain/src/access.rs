@@ -5,6 +5,7 @@
 
 use crate::error::{CoordError, CoordResult, ErrorCode};
 use crate::identity::Caller;
+use crate::keys::KeyOrigin;
 use serde::Serialize;
 
 /// What an operation needs from its caller's credential.
@@ -52,11 +53,23 @@ pub enum Credential {
 pub struct Principal {
     pub caller: Caller,
     pub credential: Credential,
+    /// The managed key (and the cloud session or task it was issued for) the request
+    /// came with, recorded in its audit row.
+    pub origin: Option<KeyOrigin>,
 }
 
 impl Principal {
     pub fn new(caller: Caller, credential: Credential) -> Self {
-        Principal { caller, credential }
+        Principal {
+            caller,
+            credential,
+            origin: None,
+        }
+    }
+
+    pub fn with_origin(mut self, origin: Option<KeyOrigin>) -> Self {
+        self.origin = origin;
+        self
     }
 
     /// A local process acting as `caller`.

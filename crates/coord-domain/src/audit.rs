@@ -26,6 +26,8 @@ pub struct AuditRecord {
     pub success: bool,
     pub error_code: Option<&'static str>,
     pub duration_ms: f64,
+    /// The managed key the request came with, and its cloud session or task.
+    pub origin: Option<crate::keys::KeyOrigin>,
 }
 
 impl AuditRecord {
@@ -57,6 +59,15 @@ impl AuditRecord {
         self
     }
 
+    /// Marks the row of an operation that passed by spending approval `id` (over a
+    /// limit, say): the result says which grant let it through.
+    pub fn spending(mut self, approval_id: Option<&str>) -> AuditRecord {
+        if let (Some(id), Value::Object(map)) = (approval_id, &mut self.result) {
+            map.insert("approval_used".into(), Value::String(id.into()));
+        }
+        self
+    }
+
     pub fn of<T: Serialize>(
         agent: Identity,
         operation: &'static str,
@@ -84,7 +95,13 @@ impl AuditRecord {
             success,
             error_code,
             duration_ms,
+            origin: None,
         }
+    }
+
+    pub fn with_origin(mut self, origin: Option<crate::keys::KeyOrigin>) -> AuditRecord {
+        self.origin = origin;
+        self
     }
 }
 
@@ -158,6 +175,10 @@ pub struct AuditEntry {
     #[serde(default)]
     pub error_code: Option<String>,
     pub duration_ms: f64,
+    /// The managed key the request came with, and the cloud session or task it was
+    /// issued for (absent for local processes and operator keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::keys::KeyOrigin>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -71,6 +71,7 @@ error_codes! {
     FileLocked => "file_locked", Refused;
     NoRecipients => "no_recipients", Refused;
     ResourceLimitExceeded => "resource_limit_exceeded", Refused;
+    ApprovalNotPending => "approval_not_pending", Refused;
     TaskNotFound => "task_not_found", NotFound;
     NotFound => "not_found", NotFound;
     UnknownOperation => "unknown_operation", NotFound;
@@ -78,6 +79,7 @@ error_codes! {
     Forbidden => "forbidden", Forbidden;
     OperationNotPermitted => "operation_not_permitted", Forbidden;
     InsufficientTrustLevel => "insufficient_trust_level", Forbidden;
+    CannotApproveOwnRequest => "cannot_approve_own_request", Forbidden;
     DatabaseUnavailable => "database_unavailable", Unavailable;
     Internal => "internal_error", Internal;
 }

@@ -25,6 +25,60 @@ pub struct CreateApiKeyRequest {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 527040)))]
     pub expires_in_minutes: Option<i64>,
+    /// The cloud session the key is for (Claude Code on the web): recorded in every
+    /// audit row the key causes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    pub session_id: Option<String>,
+    /// The task the key is for (Codex Cloud): recorded in every audit row the key causes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    pub task_id: Option<String>,
+}
+
+/// Where a request authenticated by a managed key came from: the key and the cloud
+/// session or task it was issued for. Every audit row the key causes carries it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct KeyOrigin {
+    pub key_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+}
+
+/// What a presented managed key is, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyMatch {
+    pub agent: Identity,
+    pub origin: KeyOrigin,
+    pub status: KeyStatus,
+    pub expires_at: Option<Timestamp>,
+    pub revoked_at: Option<Timestamp>,
+}
+
+impl KeyMatch {
+    /// The identity and origin of a live key, or the 401 that says why it is not.
+    pub fn live(self) -> CoordResult<(Identity, KeyOrigin)> {
+        let refused = |why: String| {
+            crate::CoordError::new(ErrorCode::Unauthorized, why).with_detail("key_id", self.origin.key_id.as_str())
+        };
+        match (self.status, self.expires_at, self.revoked_at) {
+            (KeyStatus::Active, _, _) => Ok((self.agent, self.origin)),
+            (KeyStatus::Revoked, _, Some(at)) => Err(refused(format!(
+                "API key {} was revoked at {}; ask an operator for a new one",
+                self.origin.key_id,
+                at.format("%Y-%m-%d %H:%M:%SZ")
+            ))),
+            (_, Some(at), _) => Err(refused(format!(
+                "API key {} expired at {}; ask an operator for a new one (coord keys issue)",
+                self.origin.key_id,
+                at.format("%Y-%m-%d %H:%M:%SZ")
+            ))),
+            _ => Err(refused(format!("API key {} is not active", self.origin.key_id))),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +93,10 @@ pub struct CreateApiKeyResult {
     pub agent_type: String,
     #[serde(default)]
     pub expires_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +121,10 @@ pub struct ApiKeyInfo {
     #[serde(default)]
     pub revoked_at: Option<Timestamp>,
     pub status: KeyStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +148,26 @@ pub struct RevokeApiKeyResult {
     pub key_id: String,
 }
 
+impl ApiKeyInfo {
+    /// The key as authentication sees it.
+    pub fn into_match(self) -> KeyMatch {
+        KeyMatch {
+            agent: Identity {
+                agent_id: self.agent_id,
+                agent_type: self.agent_type,
+            },
+            origin: KeyOrigin {
+                key_id: self.key_id,
+                session_id: self.session_id,
+                task_id: self.task_id,
+            },
+            status: self.status,
+            expires_at: self.expires_at,
+            revoked_at: self.revoked_at,
+        }
+    }
+}
+
 /// A validated key, ready for a store (the secret is not in it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewApiKey {
@@ -93,6 +175,8 @@ pub struct NewApiKey {
     pub key_hash: String,
     pub agent: Identity,
     pub expires_in_minutes: Option<i64>,
+    pub session_id: Option<String>,
+    pub task_id: Option<String>,
 }
 
 /// Hex SHA-256 of a presented key: what is stored and looked up.
@@ -130,6 +214,8 @@ pub fn validate_new_key(req: CreateApiKeyRequest, key_id: String, secret: &str) 
         key_hash: hash_key(secret),
         agent,
         expires_in_minutes,
+        session_id: validate::optional_text("session_id", req.session_id, 128)?,
+        task_id: validate::optional_text("task_id", req.task_id, 128)?,
     })
 }
 
@@ -165,6 +251,8 @@ mod tests {
             bound_agent_id: "a".into(),
             bound_agent_type: "codex".into(),
             expires_in_minutes: Some(120),
+            session_id: Some("s".into()),
+            task_id: None,
         };
         assert!(validate_new_key(ok.clone(), "k".into(), "s").is_ok());
         let e = validate_new_key(

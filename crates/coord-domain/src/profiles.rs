@@ -403,6 +403,11 @@ pub struct Profile {
     /// Guardrails applied to it, by name.
     #[serde(default)]
     pub guardrails: Vec<String>,
+    /// Whether a request over a resource limit may ask for approval (it then waits in
+    /// the approval queue, and once approved passes once) instead of being refused
+    /// outright.
+    #[serde(default)]
+    pub escalation: bool,
 }
 
 /// Why a permission is or is not granted by a profile.
@@ -809,6 +814,7 @@ pub fn validate_profile(at: &str, p: Profile) -> CoordResult<Profile> {
         elevated_operations: labels("elevated_operations", &p.elevated_operations, MAX_PROFILE_NAME_LEN)?,
         resource_limits: p.resource_limits,
         guardrails: labels("guardrails", &p.guardrails, MAX_PROFILE_NAME_LEN)?,
+        escalation: p.escalation,
     })
 }
 

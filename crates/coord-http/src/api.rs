@@ -193,7 +193,8 @@ async fn handle(
         let authenticated = auth::authenticate(&app.auth, app.server.as_ref(), &headers).await?;
         let received = receive(op, &binding, app.max_body_bytes, query, path, body).await;
         let claims = auth::Claims::of(&headers, received.body_id, received.body_type);
-        let who = Principal::new(auth::identity(&authenticated, claims)?, authenticated.credential());
+        let who = Principal::new(auth::identity(&authenticated, claims)?, authenticated.credential())
+            .with_origin(authenticated.origin());
         app.server.invoke(op, &who, received.request).await
     }
     .await;

@@ -12,6 +12,7 @@
 use crate::config::ApiConfig;
 use axum::http::HeaderMap;
 use coord_domain::access::Credential;
+use coord_domain::keys::KeyOrigin;
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use coord_service::Server;
 use sha2::{Digest, Sha256};
@@ -88,8 +89,9 @@ pub enum Authenticated {
     Anonymous,
     /// An operator key (`COORDINATION_API_KEYS`): acts as the identity the request names.
     Operator,
-    /// A key bound to one identity (environment or managed): acts only as it.
-    Bound(Caller),
+    /// A key bound to one identity (environment or managed): acts only as it. A managed
+    /// key also says which key it is and the cloud session or task it was issued for.
+    Bound(Caller, Option<KeyOrigin>),
 }
 
 impl Authenticated {
@@ -98,7 +100,15 @@ impl Authenticated {
         match self {
             Authenticated::Anonymous => Credential::Anonymous,
             Authenticated::Operator => Credential::Operator,
-            Authenticated::Bound(_) => Credential::Bound,
+            Authenticated::Bound(..) => Credential::Bound,
+        }
+    }
+
+    /// The managed key the request came with, for its audit row.
+    pub fn origin(&self) -> Option<KeyOrigin> {
+        match self {
+            Authenticated::Bound(_, origin) => origin.clone(),
+            _ => None,
         }
     }
 }
@@ -116,14 +126,17 @@ pub async fn authenticate(auth: &Auth, server: &dyn Server, headers: &HeaderMap)
             Ok(Authenticated::Anonymous)
         };
     };
-    let binding = match auth.env_key(&key) {
-        Some(binding) => binding,
+    match auth.env_key(&key) {
+        Some(None) => Ok(Authenticated::Operator),
+        Some(Some(bound)) => Ok(Authenticated::Bound(bound, None)),
+        // An expired or revoked key is refused here, saying which and when.
         None => match server.authenticate_key(&key).await? {
-            Some(bound) => Some(bound),
-            None => return Err(unauthorized("the API key is invalid, expired or revoked")),
+            Some((bound, origin)) => Ok(Authenticated::Bound(bound, Some(origin))),
+            None => Err(unauthorized(
+                "the API key is not one this server issued (check COORDINATION_API_KEY)",
+            )),
         },
-    };
-    Ok(binding.map_or(Authenticated::Operator, Authenticated::Bound))
+    }
 }
 
 /// The identity claims of a request: `agent_id`/`agent_type` in the body, the
@@ -186,7 +199,7 @@ pub fn identity(authenticated: &Authenticated, claims: Claims) -> CoordResult<Ca
     match authenticated {
         Authenticated::Anonymous => Ok(Caller::new(ANONYMOUS_ID, ANONYMOUS_TYPE)),
         Authenticated::Operator => Ok(claims.named()),
-        Authenticated::Bound(bound) => {
+        Authenticated::Bound(bound, _) => {
             // Every explicit claim must match; defaults are never held against a binding.
             let clash = |asked: &Option<String>, actual: &str| asked.as_deref().is_some_and(|a| a.trim() != actual);
             let ids = [&claims.body_id, &claims.header_id];

@@ -49,11 +49,11 @@ async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Respo
         } else {
             Some(auth::identity(&authenticated, claims)?)
         };
-        Ok::<_, coord_domain::CoordError>((authenticated.credential(), who))
+        Ok::<_, coord_domain::CoordError>((authenticated.credential(), who, authenticated.origin()))
     }
     .await;
     match outcome {
-        Ok((credential, who)) => {
+        Ok((credential, who, origin)) => {
             // A DELETE of an MCP session is its client leaving: end its coordinator
             // session too (after the grace period), once rmcp has accepted the DELETE.
             let deleted = (req.method() == axum::http::Method::DELETE)
@@ -65,6 +65,9 @@ async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Respo
                 })
                 .flatten();
             req.extensions_mut().insert(credential);
+            if let Some(origin) = origin {
+                req.extensions_mut().insert(origin);
+            }
             if let Some(who) = &who {
                 req.extensions_mut().insert(who.clone());
             }

@@ -375,6 +375,8 @@ async fn the_auth_matrix() {
                 bound_agent_id: "cloud-2".into(),
                 bound_agent_type: "codex_cloud".into(),
                 expires_in_minutes: Some(60),
+                task_id: Some("task-7".into()),
+                ..Default::default()
             },
         )
         .await
@@ -387,6 +389,7 @@ async fn the_auth_matrix() {
                 bound_agent_id: "gone".into(),
                 bound_agent_type: "x".into(),
                 expires_in_minutes: None,
+                ..Default::default()
             },
         )
         .await
@@ -535,6 +538,15 @@ async fn the_auth_matrix() {
     assert_eq!(st, StatusCode::OK);
     let (_, v) = s.get("/locks/status/m1", None).await;
     assert_eq!(v["lock"]["locked_by"], "cloud-2");
+    // Its audit row names the key and the task it was issued for.
+    let (_, v) = s
+        .get("/audit?agent_id=cloud-2&operation=acquire_lock", Some(OPERATOR))
+        .await;
+    assert_eq!(
+        v["entries"][0]["origin"],
+        json!({"key_id": managed.key_id, "task_id": "task-7"}),
+        "{v}"
+    );
     let (st, _) = s
         .post(
             "/locks/acquire",
@@ -543,16 +555,20 @@ async fn the_auth_matrix() {
         )
         .await;
     assert_eq!(st, StatusCode::FORBIDDEN);
-    let (st, _) = s.post("/locks/acquire", Some(&revoked.api_key), acquire("r1")).await;
+    let (st, v) = s.post("/locks/acquire", Some(&revoked.api_key), acquire("r1")).await;
     assert_eq!(st, StatusCode::UNAUTHORIZED);
+    assert!(v["message"].as_str().unwrap().contains("was revoked at"), "{v}");
     s.clock.advance_minutes(61);
     let (st, v) = s.post("/locks/acquire", Some(&managed.api_key), acquire("m3")).await;
-    assert_eq!(
-        (st, v["message"].as_str()),
-        (
-            StatusCode::UNAUTHORIZED,
-            Some("the API key is invalid, expired or revoked")
-        )
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    assert!(v["message"].as_str().unwrap().contains("expired at"), "{v}");
+    let (st, v) = s
+        .post("/locks/acquire", Some("coord_never_issued"), acquire("m4"))
+        .await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    assert!(
+        v["message"].as_str().unwrap().contains("not one this server issued"),
+        "{v}"
     );
     // Key management is for operator keys only.
     let (st, _) = s.get("/keys", Some(BOUND)).await;

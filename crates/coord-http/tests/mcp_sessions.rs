@@ -42,6 +42,8 @@ async fn client(base: &str, agent_id: &str) -> rmcp::service::RunningService<rmc
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut headers = HashMap::new();
     headers.insert("x-agent-id".parse().unwrap(), agent_id.parse().unwrap());
+    // A type with a default profile that may lock and claim (an unknown one reads only).
+    headers.insert("x-agent-type".parse().unwrap(), "claude_code".parse().unwrap());
     // Bearer rather than X-API-Key: rmcp's client sends its auth header on the DELETE.
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
         .auth_header(OPERATOR)

@@ -17,6 +17,7 @@ use coord_domain::access::Effect;
 use coord_domain::access::{Credential, Principal};
 use coord_domain::error::ErrorKind;
 use coord_domain::handoffs::{ALL_AGENTS, ReadHandoffRequest};
+use coord_domain::keys::KeyOrigin;
 use coord_domain::locks::CheckLocksRequest;
 use coord_domain::queue::{ListTasksRequest, TaskStatus};
 use coord_domain::sessions::{EndSessionRequest, HeartbeatRequest, RegisterSessionRequest};
@@ -133,7 +134,10 @@ pub fn parse_release_grace(raw: Option<&str>) -> CoordResult<Option<Duration>> {
 #[derive(Default)]
 struct Session {
     caller: Mutex<Option<Caller>>,
-    registered: AtomicBool,
+    /// Whether the session is registered. An async lock, so a tool call that arrives
+    /// while the session is being registered (stdio registers it on `initialized`) waits
+    /// for it instead of running as an agent without a session.
+    registered: tokio::sync::Mutex<bool>,
     /// The coordinator session this connection registered: ending the connection ends
     /// this one only, never a newer one of the same agent.
     session_id: Mutex<Option<String>>,
@@ -381,7 +385,13 @@ impl CoordMcp {
             }
         }
         let credential = credential(ctx);
-        Principal::new(self.caller(ctx, credential).await, credential)
+        // Over HTTP, the managed key the request came with (for its audit row).
+        let origin = ctx
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<KeyOrigin>())
+            .cloned();
+        Principal::new(self.caller(ctx, credential).await, credential).with_origin(origin)
     }
 
     /// The caller of this request, with its coordinator session started on first use
@@ -396,16 +406,22 @@ impl CoordMcp {
             client.as_ref().map(|c| c.name.as_str()),
         );
         *self.session.caller.lock().unwrap_or_else(PoisonError::into_inner) = Some(caller.clone());
-        if credential != Credential::Anonymous
-            && self.options.session_mode != SessionMode::Manual
-            && !self.session.registered.swap(true, Ordering::SeqCst)
-        {
-            self.start_session(&caller, credential).await;
+        if credential != Credential::Anonymous && self.options.session_mode != SessionMode::Manual {
+            self.ensure_session(&caller, credential).await;
         }
         caller
     }
 
-    async fn start_session(&self, caller: &Caller, credential: Credential) {
+    /// Registers the session once; callers that arrive meanwhile wait for it.
+    async fn ensure_session(&self, caller: &Caller, credential: Credential) {
+        let mut registered = self.session.registered.lock().await;
+        if !*registered {
+            *registered = self.start_session(caller, credential).await;
+        }
+    }
+
+    /// Answers whether the session started.
+    async fn start_session(&self, caller: &Caller, credential: Credential) -> bool {
         let who = Principal::new(caller.clone(), credential);
         let started = match self.options.session_mode {
             SessionMode::PerConnection => coord_service::call::<coord_service::ops::sessions::RegisterSession, _>(
@@ -433,12 +449,16 @@ impl CoordMcp {
             SessionMode::Manual => Ok(()),
         };
         match started {
-            Ok(()) if self.options.session_mode == SessionMode::PerConnection => self.start_heartbeat(caller.clone()),
-            Ok(()) => {}
+            Ok(()) => {
+                if self.options.session_mode == SessionMode::PerConnection {
+                    self.start_heartbeat(caller.clone());
+                }
+                true
+            }
             Err(e) => {
                 // The tool call itself will report the outage; try again on the next call.
                 tracing::warn!(error = %e, "could not start the agent session");
-                self.session.registered.store(false, Ordering::SeqCst);
+                false
             }
         }
     }
@@ -476,9 +496,7 @@ impl CoordMcp {
         }
         let caller = derive_identity(&self.options.identity, None, None, client_name);
         *self.session.caller.lock().unwrap_or_else(PoisonError::into_inner) = Some(caller.clone());
-        if !self.session.registered.swap(true, Ordering::SeqCst) {
-            self.start_session(&caller, Credential::Local).await;
-        }
+        self.ensure_session(&caller, Credential::Local).await;
     }
 
     /// The connection closed: stop heartbeating and end this connection's session. At

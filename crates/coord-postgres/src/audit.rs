@@ -7,19 +7,21 @@ use async_trait::async_trait;
 use coord_domain::Timestamp;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::HandoffQuery;
+use coord_domain::keys::KeyOrigin;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
 use coord_domain::{CoordError, CoordResult};
 use coord_store::OpCtx;
 use coord_store::{AuditStore, Maintenance};
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
+use tokio_postgres::types::Json;
 
 pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
     c.execute(
         &c.prepare_cached(&format!(
             "INSERT INTO audit_log (\"timestamp\", agent_id, agent_type, operation, parameters, result, success,
-                 error_code, duration_ms)
-             VALUES ({NOW}, $2, $3, $4, $5, $6, $7, $8, $9)"
+                 error_code, duration_ms, origin)
+             VALUES ({NOW}, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
         ))
         .await?,
         &[
@@ -32,6 +34,7 @@ pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &Audit
             &rec.success,
             &rec.error_code,
             &rec.duration_ms,
+            &rec.origin.as_ref().map(Json),
         ],
     )
     .await?;
@@ -50,6 +53,7 @@ fn entry_from_row(r: &Row) -> R<AuditEntry> {
         success: get(r, 7)?,
         error_code: get(r, 8)?,
         duration_ms: get(r, 9)?,
+        origin: get::<Option<Json<KeyOrigin>>>(r, 10)?.map(|j| j.0),
     })
 }
 
@@ -58,7 +62,7 @@ pub async fn query(tx: &Tx<'_>, f: &AuditFilter) -> R<AuditQueryResult> {
         .query(
             &tx.prepare_cached(
                 "SELECT id, \"timestamp\", agent_id, agent_type, operation, parameters, result, success, error_code,
-                     duration_ms
+                     duration_ms, origin
                  FROM audit_log
                  WHERE ($1::text IS NULL OR agent_id = $1) AND ($2::text IS NULL OR operation = $2)
                    AND ($3::timestamptz IS NULL OR \"timestamp\" >= $3)

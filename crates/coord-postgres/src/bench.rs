@@ -42,6 +42,8 @@ impl RawPostgres {
             started: Instant::now(),
             redact: &[],
             charges: Vec::new(),
+            escalation: None,
+            origin: None,
         };
         let mut client = self.store.pool.get().await.map_err(pool_error)?;
         let outcome: R<T> = async {

@@ -5,14 +5,15 @@ use crate::rows::{NOW, get, int};
 use crate::{R, Tx};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
-use coord_domain::keys::{ApiKeyInfo, KeyStatus, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
-use coord_domain::{CoordError, Identity, Timestamp};
+use coord_domain::keys::{ApiKeyInfo, KeyMatch, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
+use coord_domain::{CoordError, Timestamp};
 use coord_store::KeyStore;
 use coord_store::OpCtx;
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-const KEY_COLS: &str = "key_id, agent_id, agent_type, created_by, created_at, expires_at, revoked_at";
+const KEY_COLS: &str =
+    "key_id, agent_id, agent_type, created_by, created_at, expires_at, revoked_at, session_id, task_id";
 
 fn key_from_row(r: &Row, now: Timestamp) -> R<ApiKeyInfo> {
     let (expires_at, revoked_at): (Option<Timestamp>, Option<Timestamp>) = (get(r, 5)?, get(r, 6)?);
@@ -25,6 +26,8 @@ fn key_from_row(r: &Row, now: Timestamp) -> R<ApiKeyInfo> {
         status: status_of(expires_at, revoked_at, now),
         expires_at,
         revoked_at,
+        session_id: get(r, 7)?,
+        task_id: get(r, 8)?,
     })
 }
 
@@ -32,9 +35,10 @@ pub async fn create(tx: &Tx<'_>, ctx: &OpCtx, k: &NewApiKey) -> R<ApiKeyInfo> {
     let row = tx
         .query_one(
             &tx.prepare_cached(&format!(
-                "INSERT INTO api_keys (key_id, key_hash, agent_id, agent_type, created_by, created_at, expires_at)
+                "INSERT INTO api_keys (key_id, key_hash, agent_id, agent_type, created_by, created_at, expires_at,
+                                       session_id, task_id)
                  VALUES ($2, $3, $4, $5, $6, {NOW},
-                         CASE WHEN $7::integer IS NULL THEN NULL ELSE {NOW} + make_interval(mins => $7) END)
+                         CASE WHEN $7::integer IS NULL THEN NULL ELSE {NOW} + make_interval(mins => $7) END, $8, $9)
                  RETURNING {KEY_COLS}, {NOW}"
             ))
             .await?,
@@ -46,10 +50,12 @@ pub async fn create(tx: &Tx<'_>, ctx: &OpCtx, k: &NewApiKey) -> R<ApiKeyInfo> {
                 &k.agent.agent_type,
                 &ctx.who.agent_id,
                 &k.expires_in_minutes.map(int),
+                &k.session_id,
+                &k.task_id,
             ],
         )
         .await?;
-    key_from_row(&row, get(&row, 7)?)
+    key_from_row(&row, get(&row, 9)?)
 }
 
 pub async fn list(tx: &Tx<'_>, ctx: &OpCtx) -> R<ListApiKeysResult> {
@@ -62,7 +68,7 @@ pub async fn list(tx: &Tx<'_>, ctx: &OpCtx) -> R<ListApiKeysResult> {
             &[&ctx.now],
         )
         .await?;
-    let keys = rows.iter().map(|r| key_from_row(r, get(r, 7)?)).collect::<R<_>>()?;
+    let keys = rows.iter().map(|r| key_from_row(r, get(r, 9)?)).collect::<R<_>>()?;
     Ok(ListApiKeysResult { keys })
 }
 
@@ -86,22 +92,15 @@ pub async fn revoke(tx: &Tx<'_>, ctx: &OpCtx, key_id: &String) -> R<RevokeApiKey
     }
 }
 
-pub async fn authenticate<C: GenericClient>(c: &C, now: Option<Timestamp>, key_hash: &str) -> R<Option<Identity>> {
+pub async fn authenticate<C: GenericClient>(c: &C, now: Option<Timestamp>, key_hash: &str) -> R<Option<KeyMatch>> {
     let row = c
         .query_opt(
-            &c.prepare_cached(&format!(
-                "SELECT agent_id, agent_type, expires_at, revoked_at, {NOW} FROM api_keys WHERE key_hash = $2"
-            ))
-            .await?,
+            &c.prepare_cached(&format!("SELECT {KEY_COLS}, {NOW} FROM api_keys WHERE key_hash = $2"))
+                .await?,
             &[&now, &key_hash],
         )
         .await?;
-    let Some(r) = row else { return Ok(None) };
-    let status = status_of(get(&r, 2)?, get(&r, 3)?, get(&r, 4)?);
-    Ok((status == KeyStatus::Active).then(|| Identity {
-        agent_id: r.get(0),
-        agent_type: r.get(1),
-    }))
+    row.map(|r| Ok(key_from_row(&r, get(&r, 9)?)?.into_match())).transpose()
 }
 
 #[async_trait]
@@ -118,7 +117,7 @@ impl KeyStore for PgStore {
         self.op(ctx, key_id, |tx, ctx, a| Box::pin(revoke(tx, ctx, a))).await
     }
 
-    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
+    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<KeyMatch>> {
         let client = self.client().await?;
         authenticate(&client, now, &key_hash).await.map_err(CoordError::from)
     }

@@ -13,6 +13,7 @@
 //! - Connections come from a pool; a dead connection is replaced on its next use, so the
 //!   store recovers from a server restart by itself.
 
+mod approvals;
 mod audit;
 mod bench;
 mod handoffs;
@@ -233,10 +234,14 @@ impl PgStore {
             let outcome: R<T> = async {
                 let tx = client.transaction().await?;
                 let value = f(&tx, &ctx, &args).await?;
-                if coord_store::counts_as_use(&ctx.charges, &value) {
-                    profiles::apply_charges(&tx, &ctx).await?;
+                let mut spent = None;
+                if coord_store::counts_as_use(&ctx.charges, &value)
+                    && let Some(over) = profiles::apply_charges(&tx, &ctx).await?
+                {
+                    // Over a limit: passes only by spending an approval of this request.
+                    spent = Some(approvals::spend(&tx, &ctx).await?.ok_or(Fail::Coord(over))?);
                 }
-                audit::insert(&tx, ctx.now, &ctx.audit(Ok(&value))).await?;
+                audit::insert(&tx, ctx.now, &ctx.audit(Ok(&value)).spending(spent.as_deref())).await?;
                 tx.commit().await?;
                 Ok(value)
             }
@@ -248,14 +253,30 @@ impl PgStore {
                 Err(Fail::Coord(e)) if is_storage_failure(&e) => return Err(e),
                 Err(Fail::Coord(e)) => {
                     // The transaction was dropped, which rolls it back before this runs.
-                    if let Err(audit_err) = audit::insert(&client, ctx.now, &ctx.audit::<T>(Err(&e))).await {
-                        tracing::warn!(error = %CoordError::from(audit_err), "could not audit a refusal");
-                    }
-                    return Err(e);
+                    return match refuse(&mut client, &ctx, e.clone()).await {
+                        Ok(e) => Err(e),
+                        Err(audit_err) => {
+                            tracing::warn!(error = %CoordError::from(audit_err), "could not audit a refusal");
+                            Err(e)
+                        }
+                    };
                 }
             }
         }
     }
+}
+
+/// Records a refusal in its own transaction: its audit row and, when the caller may
+/// escalate it, its approval request (answering the refusal that names it).
+async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError) -> R<CoordError> {
+    let tx = client.transaction().await?;
+    let e = match ctx.approval_request(&e) {
+        Some(req) => coord_domain::approvals::awaiting(e, &approvals::enqueue(&tx, ctx, &req).await?),
+        None => e,
+    };
+    audit::insert(&tx, ctx.now, &ctx.audit::<()>(Err(&e))).await?;
+    tx.commit().await?;
+    Ok(e)
 }
 
 impl From<Fail> for CoordError {

@@ -26,6 +26,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (7, "lock_scopes", include_str!("../migrations/0007_lock_scopes.sql")),
     (8, "teams", include_str!("../migrations/0008_teams.sql")),
     (9, "profiles", include_str!("../migrations/0009_profiles.sql")),
+    (
+        10,
+        "approvals_and_key_origins",
+        include_str!("../migrations/0010_approvals_and_key_origins.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

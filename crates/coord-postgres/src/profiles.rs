@@ -1,7 +1,7 @@
 //! `agent_profiles`, `agent_profile_assignments` and `resource_usage`.
 
 use crate::rows::{NOW, get};
-use crate::{Fail, PgStore, R, Tx};
+use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::profiles::{
     self, ApplyProfilesResult, AssignProfileResult, Assignee, Assignment, ListProfilesResult, Profile, Resource,
@@ -77,8 +77,10 @@ async fn assignment(tx: &Tx<'_>, who: &Assignee) -> R<Option<String>> {
 }
 
 /// Counts `charges` in the operation's transaction, serialised per (scope, resource) by
-/// an advisory lock so concurrent calls cannot both take the last unit.
-pub async fn apply_charges(tx: &Tx<'_>, ctx: &OpCtx) -> R<()> {
+/// an advisory lock so concurrent calls cannot both take the last unit; answers the
+/// refusal of the first one over its limit, if any (all are counted).
+pub async fn apply_charges(tx: &Tx<'_>, ctx: &OpCtx) -> R<Option<CoordError>> {
+    let mut over = None;
     for ch in &ctx.charges {
         let resource = ch.resource.as_str();
         tx.execute(
@@ -99,11 +101,11 @@ pub async fn apply_charges(tx: &Tx<'_>, ctx: &OpCtx) -> R<()> {
         )
         .await?;
         let after: i64 = get(&tx.query_one(count, &[&ch.scope, &resource]).await?, 0)?;
-        if after.max(0) as u64 > ch.limit {
-            return Err(Fail::Coord(ch.exceeded(before.max(0) as u64)));
+        if over.is_none() && after.max(0) as u64 > ch.limit {
+            over = Some(ch.exceeded(before.max(0) as u64));
         }
     }
-    Ok(())
+    Ok(over)
 }
 
 async fn facts<C: GenericClient>(

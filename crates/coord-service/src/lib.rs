@@ -18,7 +18,7 @@ pub mod registry;
 
 use async_trait::async_trait;
 use coord_domain::access::Principal;
-use coord_domain::keys::hash_key;
+use coord_domain::keys::{KeyOrigin, hash_key};
 use coord_domain::queue::{DEFAULT_CLAIM_LEASE_MINUTES, DEFAULT_MAX_ATTEMPTS};
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use coord_ports::PortAllocator;
@@ -51,8 +51,9 @@ pub trait Coordination: Send + Sync {
 /// request would write a row), and not something a remote client can be asked.
 #[async_trait]
 pub trait Server: Coordination {
-    /// The identity a presented managed key acts as, if it is live.
-    async fn authenticate_key(&self, key: &str) -> CoordResult<Option<Caller>>;
+    /// The identity a presented managed key acts as and where it came from; `None` for a
+    /// key nobody issued, `unauthorized` (saying when) for an expired or revoked one.
+    async fn authenticate_key(&self, key: &str) -> CoordResult<Option<(Caller, KeyOrigin)>>;
     /// Whether the store answers.
     async fn health(&self) -> CoordResult<()>;
 }
@@ -185,9 +186,12 @@ impl Coordination for Coordinator {
 
 #[async_trait]
 impl Server for Coordinator {
-    async fn authenticate_key(&self, key: &str) -> CoordResult<Option<Caller>> {
-        let found = self.store.authenticate_key(self.clock.now(), hash_key(key)).await?;
-        Ok(found.map(|i| Caller::new(i.agent_id, i.agent_type)))
+    async fn authenticate_key(&self, key: &str) -> CoordResult<Option<(Caller, KeyOrigin)>> {
+        let Some(found) = self.store.authenticate_key(self.clock.now(), hash_key(key)).await? else {
+            return Ok(None);
+        };
+        let (who, origin) = found.live()?;
+        Ok(Some((Caller::new(who.agent_id, who.agent_type), origin)))
     }
 
     async fn health(&self) -> CoordResult<()> {

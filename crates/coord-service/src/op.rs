@@ -121,6 +121,9 @@ pub trait Operation: Send + Sync + 'static {
     /// (and whether it starts new work, which `max_execution_time` stops).
     const NEED: Need;
     const AUDIT: Audit = Audit::Always;
+    /// Whether a call counts against `max_api_calls`. Off only for what an agent over its
+    /// limits still needs: reading its approval requests and why it is refused.
+    const METERED: bool = true;
     /// Fields (at any depth of the request and the answer) whose values the audit row
     /// replaces with `"[redacted]"`: the audit trail is readable by every agent with a
     /// key, and some contents are not theirs to read.

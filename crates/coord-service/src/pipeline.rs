@@ -6,10 +6,11 @@
 use crate::Coordinator;
 use crate::op::{Audit, Operation};
 use coord_domain::access::{Credential, Principal, authorize};
+use coord_domain::approvals;
 use coord_domain::audit::AuditRecord;
 use coord_domain::profiles::{self, Need, Profile, Resource};
 use coord_domain::{CoordError, CoordResult, ErrorCode, Identity};
-use coord_store::{Charge, OpCtx};
+use coord_store::{Charge, Escalation, OpCtx};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -46,12 +47,12 @@ pub fn parse_named<T: DeserializeOwned>(raw: &Value) -> CoordResult<T> {
     serde_path_to_error::deserialize(raw).map_err(field_error)
 }
 
-/// What an operation's `uses` (and every call, when calls are limited) charges against
+/// What an operation's `uses` (and every metered call, when calls are limited) charges against
 /// the limits of `profile`; unlimited resources are not counted.
-fn charges(profile: &Profile, scope: &str, uses: Vec<(Resource, Vec<String>)>) -> Vec<Charge> {
-    let call = (Resource::MaxApiCalls, vec![uuid::Uuid::new_v4().simple().to_string()]);
+fn charges(profile: &Profile, scope: &str, uses: Vec<(Resource, Vec<String>)>, metered: bool) -> Vec<Charge> {
+    let call = metered.then(|| (Resource::MaxApiCalls, vec![uuid::Uuid::new_v4().simple().to_string()]));
     uses.into_iter()
-        .chain(std::iter::once(call))
+        .chain(call)
         .filter_map(|(resource, items)| {
             let limit = profile.resource_limits.count(resource).max()?;
             Some(Charge {
@@ -113,6 +114,8 @@ impl Coordinator {
                 started: Instant::now(),
                 redact: O::AUDIT_REDACT,
                 charges: Vec::new(),
+                escalation: None,
+                origin: who.origin.clone(),
             };
             let prepared = match self.prepare::<O>(&mut ctx, who, parsed).await {
                 Ok(args) => O::execute(self, ctx, args).await,
@@ -143,7 +146,13 @@ impl Coordinator {
         let granted = self.policy_stage(O::NAME, O::NEED, who.credential, &ctx.who).await?;
         let args = O::validate(self, &ctx.who, parsed?)?;
         if let Some((profile, scope)) = granted {
-            ctx.charges = charges(&profile, &scope, O::uses(&args));
+            ctx.charges = charges(&profile, &scope, O::uses(&args), O::METERED);
+            if profile.escalation && !ctx.charges.is_empty() {
+                // Hashed as received, unredacted: the grant is for exactly this request.
+                ctx.escalation = Some(Escalation {
+                    params_hash: approvals::params_hash(&ctx.parameters),
+                });
+            }
         }
         Ok(args)
     }

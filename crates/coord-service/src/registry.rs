@@ -3,7 +3,7 @@
 //! generic door tests all iterate [`ops`].
 
 use crate::op::{Audit, Http, Operation};
-use crate::ops::{audit, handoffs, keys, locks, messages, ports, profiles, queue, sessions};
+use crate::ops::{approvals, audit, handoffs, keys, locks, messages, ports, profiles, queue, sessions};
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
 use coord_domain::profiles::Need;
@@ -135,6 +135,9 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<profiles::AssignProfile>(),
         entry::<profiles::UnassignProfile>(),
         entry::<profiles::ExplainProfile>(),
+        entry::<approvals::ListApprovals>(),
+        entry::<approvals::GetApproval>(),
+        entry::<approvals::DecideApproval>(),
         entry::<keys::CreateApiKey>(),
         entry::<keys::ListApiKeys>(),
         entry::<keys::RevokeApiKey>(),

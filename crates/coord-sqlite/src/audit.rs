@@ -16,8 +16,8 @@ use rusqlite::{Connection, Row, params};
 pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
     c.prepare_cached(
         "INSERT INTO audit_log (timestamp, agent_id, agent_type, operation, parameters, result, success,
-             error_code, duration_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             error_code, duration_ms, origin)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         now,
@@ -28,7 +28,8 @@ pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
         to_json(&rec.result),
         rec.success,
         rec.error_code,
-        rec.duration_ms
+        rec.duration_ms,
+        rec.origin.as_ref().map(to_json)
     ])?;
     Ok(())
 }
@@ -49,6 +50,10 @@ fn entry_from_row(r: &Row) -> rusqlite::Result<AuditEntry> {
         success: r.get(7)?,
         error_code: r.get(8)?,
         duration_ms: r.get(9)?,
+        origin: match r.get::<_, Option<String>>(10)? {
+            Some(t) => serde_json::from_str(&t).ok(),
+            None => None,
+        },
     })
 }
 
@@ -56,7 +61,7 @@ pub fn query(c: &Connection, f: &AuditFilter) -> R<AuditQueryResult> {
     let entries = c
         .prepare_cached(
             "SELECT id, timestamp, agent_id, agent_type, operation, parameters, result, success, error_code,
-                 duration_ms
+                 duration_ms, origin
              FROM audit_log
              WHERE (?1 IS NULL OR agent_id = ?1) AND (?2 IS NULL OR operation = ?2)
                AND (?3 IS NULL OR timestamp >= ?3) AND (?4 IS NULL OR timestamp < ?4)

@@ -5,13 +5,14 @@ use crate::rows::{minutes_to_micros, opt_ts, ts};
 use crate::{SqliteStore, now_micros};
 use async_trait::async_trait;
 use coord_domain::Identity;
-use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
+use coord_domain::keys::{ApiKeyInfo, KeyMatch, ListApiKeysResult, NewApiKey, RevokeApiKeyResult, status_of};
 use coord_domain::time::from_micros;
 use coord_domain::{CoordResult, Timestamp};
 use coord_store::{KeyStore, OpCtx};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-const KEY_COLS: &str = "key_id, agent_id, agent_type, created_by, created_at, expires_at, revoked_at";
+const KEY_COLS: &str =
+    "key_id, agent_id, agent_type, created_by, created_at, expires_at, revoked_at, session_id, task_id";
 
 fn key_from_row(r: &Row, now: i64) -> rusqlite::Result<ApiKeyInfo> {
     let (expires_at, revoked_at) = (opt_ts(r, 5)?, opt_ts(r, 6)?);
@@ -24,14 +25,17 @@ fn key_from_row(r: &Row, now: i64) -> rusqlite::Result<ApiKeyInfo> {
         status: status_of(expires_at, revoked_at, from_micros(now)),
         expires_at,
         revoked_at,
+        session_id: r.get(7)?,
+        task_id: r.get(8)?,
     })
 }
 
 pub fn create(c: &Connection, now: i64, who: &Identity, k: &NewApiKey) -> R<ApiKeyInfo> {
     let expires = k.expires_in_minutes.map(|m| now + minutes_to_micros(m));
     Ok(c.prepare_cached(&format!(
-        "INSERT INTO api_keys (key_id, key_hash, agent_id, agent_type, created_by, created_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING {KEY_COLS}"
+        "INSERT INTO api_keys (key_id, key_hash, agent_id, agent_type, created_by, created_at, expires_at,
+                               session_id, task_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING {KEY_COLS}"
     ))?
     .query_row(
         params![
@@ -41,7 +45,9 @@ pub fn create(c: &Connection, now: i64, who: &Identity, k: &NewApiKey) -> R<ApiK
             k.agent.agent_type,
             who.agent_id,
             now,
-            expires
+            expires,
+            k.session_id,
+            k.task_id
         ],
         |r| key_from_row(r, now),
     )?)
@@ -77,15 +83,13 @@ pub fn revoke(c: &Connection, now: i64, key_id: &str) -> R<RevokeApiKeyResult> {
     }
 }
 
-pub fn authenticate(c: &Connection, now: i64, key_hash: &str) -> R<Option<Identity>> {
-    let row: Option<(String, String, Option<i64>, Option<i64>)> = c
-        .prepare_cached("SELECT agent_id, agent_type, expires_at, revoked_at FROM api_keys WHERE key_hash = ?1")?
-        .query_row([key_hash], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .optional()?;
-    Ok(row.and_then(|(agent_id, agent_type, expires, revoked)| {
-        let status = status_of(expires.map(from_micros), revoked.map(from_micros), from_micros(now));
-        (status == coord_domain::keys::KeyStatus::Active).then_some(Identity { agent_id, agent_type })
-    }))
+pub fn authenticate(c: &Connection, now: i64, key_hash: &str) -> R<Option<KeyMatch>> {
+    Ok(
+        c.prepare_cached(&format!("SELECT {KEY_COLS} FROM api_keys WHERE key_hash = ?1"))?
+            .query_row([key_hash], |r| key_from_row(r, now))
+            .optional()?
+            .map(ApiKeyInfo::into_match),
+    )
 }
 
 #[async_trait]
@@ -105,7 +109,7 @@ impl KeyStore for SqliteStore {
     /// A plain read, without the write lock: authentication must not queue behind (or
     /// fail because of) another process's writes. (It may wait for this process's
     /// current write batch, which holds the connection for about a millisecond.)
-    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>> {
+    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<KeyMatch>> {
         self.read(move |c| authenticate(c, now_micros(now), &key_hash)).await
     }
 }

@@ -7,6 +7,7 @@
 //! audit row is written. Writes go through one writer thread per process (`writer`),
 //! which commits the writes queued meanwhile as one transaction (group commit).
 
+mod approvals;
 mod audit;
 mod bench;
 mod handoffs;
@@ -243,13 +244,17 @@ impl SqliteStore {
     {
         self.with_tx(move |tx| {
             let now = now_micros(ctx.now);
-            let outcome: CoordResult<T> = {
+            let outcome: CoordResult<(T, Option<String>)> = {
                 let sp = tx.savepoint()?;
                 match f(&sp, now, &ctx.who).and_then(|v| {
-                    if coord_store::counts_as_use(&ctx.charges, &v) {
-                        profiles::apply_charges(&sp, now, &ctx.charges)?;
+                    let mut spent = None;
+                    if coord_store::counts_as_use(&ctx.charges, &v)
+                        && let Some(over) = profiles::apply_charges(&sp, now, &ctx.charges)?
+                    {
+                        // Over a limit: passes only by spending an approval of this request.
+                        spent = Some(approvals::spend(&sp, now, &ctx)?.ok_or(Fail::Coord(over))?);
                     }
-                    Ok(v)
+                    Ok((v, spent))
                 }) {
                     Ok(v) => {
                         sp.commit()?;
@@ -261,8 +266,22 @@ impl SqliteStore {
                     Err(Fail::Coord(e)) => Err(e),
                 }
             };
-            audit::insert(tx, now, &ctx.audit(outcome.as_ref()))?;
-            Ok(outcome)
+            let outcome = match outcome {
+                Err(e) => match ctx.approval_request(&e) {
+                    Some(req) => Err(coord_domain::approvals::awaiting(
+                        e,
+                        &approvals::enqueue(tx, now, &req)?,
+                    )),
+                    None => Err(e),
+                },
+                ok => ok,
+            };
+            let record = match &outcome {
+                Ok((v, spent)) => ctx.audit(Ok(v)).spending(spent.as_deref()),
+                Err(e) => ctx.audit::<T>(Err(e)),
+            };
+            audit::insert(tx, now, &record)?;
+            Ok(outcome.map(|(v, _)| v))
         })
         .await?
     }

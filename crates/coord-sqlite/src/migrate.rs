@@ -12,6 +12,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("../migrations/0005_lock_scopes.sql")),
     (6, include_str!("../migrations/0006_teams.sql")),
     (7, include_str!("../migrations/0007_profiles.sql")),
+    (8, include_str!("../migrations/0008_approvals_and_key_origins.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -1,13 +1,13 @@
 //! `agent_profiles`, `agent_profile_assignments` and `resource_usage`.
 
 use crate::rows::{json, to_json, ts};
-use crate::{Fail, R, SqliteStore, now_micros};
+use crate::{R, SqliteStore, now_micros};
 use async_trait::async_trait;
 use coord_domain::profiles::{
     self, ApplyProfilesResult, AssignProfileResult, Assignee, Assignment, ListProfilesResult, Profile, Resource,
 };
 use coord_domain::time::from_micros;
-use coord_domain::{CoordResult, Timestamp};
+use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{Charge, OpCtx, PolicyFacts, ProfileStore};
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -91,8 +91,10 @@ fn count(c: &Connection, ch: &Charge) -> R<u64> {
     Ok(n.max(0) as u64)
 }
 
-/// Counts `charges` in the current transaction (the single writer serialises them).
-pub fn apply_charges(c: &Connection, now: i64, charges: &[Charge]) -> R<()> {
+/// Counts `charges` in the current transaction (the single writer serialises them);
+/// answers the refusal of the first one over its limit, if any (all are counted).
+pub fn apply_charges(c: &Connection, now: i64, charges: &[Charge]) -> R<Option<CoordError>> {
+    let mut over = None;
     for ch in charges {
         let before = count(c, ch)?;
         let mut insert = c.prepare_cached(
@@ -101,11 +103,11 @@ pub fn apply_charges(c: &Connection, now: i64, charges: &[Charge]) -> R<()> {
         for item in &ch.items {
             insert.execute(params![ch.scope, ch.resource.as_str(), item, now])?;
         }
-        if count(c, ch)? > ch.limit {
-            return Err(Fail::Coord(ch.exceeded(before)));
+        if over.is_none() && count(c, ch)? > ch.limit {
+            over = Some(ch.exceeded(before));
         }
     }
-    Ok(())
+    Ok(over)
 }
 
 fn facts(c: &Connection, now: i64, agent_id: &str, agent_type: Option<&str>, with_usage: bool) -> R<PolicyFacts> {

@@ -41,5 +41,6 @@ pub fn raw_audit_record(who: &Identity, operation: &'static str, parameters: Val
         success: true,
         error_code: None,
         duration_ms: 0.0,
+        origin: None,
     }
 }

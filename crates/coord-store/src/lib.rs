@@ -14,9 +14,10 @@
 pub mod bench;
 
 use async_trait::async_trait;
+use coord_domain::approvals::{ApprovalFilter, ApprovalResult, ListApprovalsResult, NewDecision};
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
-use coord_domain::keys::{ApiKeyInfo, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
+use coord_domain::keys::{ApiKeyInfo, KeyMatch, KeyOrigin, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use coord_domain::locks::{AcquireLockResult, CheckEditResult, CheckLocksResult, ReleaseAllResult, ReleaseLockResult};
 use coord_domain::messages::{InboxQuery, InboxResult, MessageResult, NewMessage, SendMessageResult};
 use coord_domain::profiles::{
@@ -50,6 +51,53 @@ pub struct OpCtx {
     /// Resource uses to count against the caller's limits in the operation's own
     /// transaction, when it succeeds (see [`Charge`]).
     pub charges: Vec<Charge>,
+    /// Set when the caller's profile lets an approvable refusal of this request become
+    /// an approval request, and lets an approval of this exact request lift it once.
+    pub escalation: Option<Escalation>,
+    /// The managed key the request came with (recorded in the audit row).
+    pub origin: Option<KeyOrigin>,
+}
+
+/// How a request may be escalated to a person (see `coord_domain::approvals`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    /// `coord_domain::approvals::params_hash` of the request's parameters.
+    pub params_hash: String,
+}
+
+impl OpCtx {
+    /// The approval request the refusal `e` of this call becomes, if any: when the
+    /// caller may escalate and `e` is approvable. Stores' operation wrappers enqueue it
+    /// (or find the pending one for the same request) in the refusal's own transaction
+    /// and answer `coord_domain::approvals::awaiting(e, id)`.
+    pub fn approval_request(&self, e: &CoordError) -> Option<ApprovalRequest> {
+        let esc = self.escalation.as_ref()?;
+        if !coord_domain::approvals::approvable(e) {
+            return None;
+        }
+        Some(ApprovalRequest {
+            agent: self.who.clone(),
+            operation: self.operation,
+            params_hash: esc.params_hash.clone(),
+            // The audit row's parameters: redacted like the audit trail.
+            parameters: self.audit::<()>(Err(e)).parameters,
+            error: e.code.as_str(),
+            reason: e.message.clone(),
+            pending_minutes: coord_domain::approvals::PENDING_MINUTES,
+        })
+    }
+}
+
+/// A new approval request, ready for a store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    pub agent: Identity,
+    pub operation: &'static str,
+    pub params_hash: String,
+    pub parameters: Value,
+    pub error: &'static str,
+    pub reason: String,
+    pub pending_minutes: i64,
 }
 
 /// A use of a limited resource an operation makes: `items` (distinct files, or one id
@@ -119,6 +167,7 @@ impl OpCtx {
             self.started.elapsed().as_secs_f64() * 1000.0,
         )
         .redacted(self.redact)
+        .with_origin(self.origin.clone())
     }
 }
 
@@ -232,9 +281,20 @@ pub trait KeyStore: Send + Sync {
     async fn list_api_keys(&self, ctx: OpCtx) -> CoordResult<ListApiKeysResult>;
     /// Revokes a key; revoking twice succeeds, an unknown key is `not_found`.
     async fn revoke_api_key(&self, ctx: OpCtx, key_id: String) -> CoordResult<RevokeApiKeyResult>;
-    /// The identity a live (not expired, not revoked) key is bound to. Not audited: it
-    /// runs on every HTTP request before there is an operation to audit.
-    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<Identity>>;
+    /// The key stored under this hash, live or not (`KeyMatch::live` says which). Not
+    /// audited: it runs on every HTTP request before there is an operation to audit.
+    async fn authenticate_key(&self, now: Option<Timestamp>, key_hash: String) -> CoordResult<Option<KeyMatch>>;
+}
+
+/// The approval queue. Requests are enqueued and grants spent by the stores' operation
+/// wrappers, in the transaction of the refused or granted operation.
+#[async_trait]
+pub trait ApprovalStore: Send + Sync {
+    async fn list_approvals(&self, ctx: OpCtx, filter: ApprovalFilter) -> CoordResult<ListApprovalsResult>;
+    async fn get_approval(&self, ctx: OpCtx, approval_id: String) -> CoordResult<ApprovalResult>;
+    /// Decides a pending request by `coord_domain::approvals::decide`, with no other
+    /// decision of it in between.
+    async fn decide_approval(&self, ctx: OpCtx, decision: NewDecision) -> CoordResult<ApprovalResult>;
 }
 
 /// Agent profiles, their assignments and resource usage.
@@ -286,6 +346,7 @@ pub trait Store:
     + QueueStore
     + SessionStore
     + ProfileStore
+    + ApprovalStore
     + HandoffStore
     + MessageStore
     + AuditStore
@@ -302,6 +363,7 @@ impl<
         + QueueStore
         + SessionStore
         + ProfileStore
+        + ApprovalStore
         + HandoffStore
         + MessageStore
         + AuditStore

@@ -2,10 +2,13 @@
 
 use crate::{Backend, Harness, operator};
 use coord_domain::ErrorCode;
+use coord_domain::access::{Credential, Principal};
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::keys::{CreateApiKeyRequest, KeyStatus, RevokeApiKeyRequest};
+use coord_domain::locks::AcquireLockRequest;
 use coord_service::CoordinationExt as _;
 use coord_service::Server as _;
+use coord_service::ops::locks;
 
 pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
     let h = Harness::new(b).await;
@@ -18,6 +21,7 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
                 bound_agent_id: "cloud-1".into(),
                 bound_agent_type: "codex".into(),
                 expires_in_minutes: None,
+                ..Default::default()
             },
         )
         .await
@@ -33,27 +37,57 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
                 bound_agent_id: "task-7".into(),
                 bound_agent_type: "codex_cloud".into(),
                 expires_in_minutes: Some(120),
+                task_id: Some("T-7".into()),
+                ..Default::default()
             },
         )
         .await
         .unwrap();
     assert_eq!(task.expires_at, Some(h.now() + chrono::Duration::minutes(120)));
 
-    let who = h
+    let (who, origin) = h
         .local
         .authenticate_key(&forever.api_key)
         .await
         .unwrap()
         .expect("a live key authenticates");
     assert_eq!((who.agent_id.as_str(), who.agent_type.as_str()), ("cloud-1", "codex"));
+    assert_eq!(
+        (origin.key_id.as_str(), origin.task_id),
+        (forever.key_id.as_str(), None)
+    );
     assert!(h.local.authenticate_key("coord_not_a_key").await.unwrap().is_none());
-    assert!(h.local.authenticate_key(&task.api_key).await.unwrap().is_some());
+    let (cloud, origin) = h.local.authenticate_key(&task.api_key).await.unwrap().expect("live");
+    assert_eq!(origin.task_id.as_deref(), Some("T-7"));
+    // Every audit row the key causes names the key and its task.
+    let as_key = Principal::new(cloud, Credential::Bound).with_origin(Some(origin.clone()));
+    coord_service::call::<locks::AcquireLock, _>(
+        &h.local,
+        &as_key,
+        AcquireLockRequest {
+            file_path: "src/cloud.rs".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let rows = h
+        .coord
+        .query_audit(
+            &admin,
+            AuditQueryRequest {
+                agent_id: Some("task-7".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.entries[0].origin, Some(origin), "{:?}", rows.entries[0]);
 
     h.advance(120);
-    assert!(
-        h.local.authenticate_key(&task.api_key).await.unwrap().is_none(),
-        "expired"
-    );
+    let e = h.local.authenticate_key(&task.api_key).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Unauthorized);
+    assert!(e.message.contains("expired at"), "{}", e.message);
     h.coord
         .revoke_api_key(
             &admin,
@@ -63,10 +97,8 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
         )
         .await
         .unwrap();
-    assert!(
-        h.local.authenticate_key(&forever.api_key).await.unwrap().is_none(),
-        "revoked"
-    );
+    let e = h.local.authenticate_key(&forever.api_key).await.unwrap_err();
+    assert!(e.message.contains("was revoked at"), "{}", e.message);
     h.coord
         .revoke_api_key(
             &admin,
@@ -107,6 +139,7 @@ pub async fn keys_bind_identities_expire_and_revoke(b: &dyn Backend) {
                 bound_agent_id: " ".into(),
                 bound_agent_type: "x".into(),
                 expires_in_minutes: None,
+                ..Default::default()
             },
         )
         .await

@@ -17,11 +17,11 @@ use coord_service::{Operation, call, op_named};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-async fn run<O: Operation>(h: &Harness, who: &Caller, req: O::Request) -> CoordResult<O::Response> {
+pub(crate) async fn run<O: Operation>(h: &Harness, who: &Caller, req: O::Request) -> CoordResult<O::Response> {
     call::<O, _>(&*h.coord, &Principal::local(who.clone()), req).await
 }
 
-fn profile(name: &str, trust: u8, allowed: &[Permission], limits: Value) -> Profile {
+pub(crate) fn profile(name: &str, trust: u8, allowed: &[Permission], limits: Value) -> Profile {
     Profile {
         name: name.into(),
         agent_type: "test".into(),
@@ -35,11 +35,12 @@ fn profile(name: &str, trust: u8, allowed: &[Permission], limits: Value) -> Prof
         elevated_operations: vec![],
         resource_limits: serde_json::from_value(limits).expect("limits"),
         guardrails: vec![],
+        escalation: false,
     }
 }
 
 /// Applies `p` and assigns it to `agent_id`, as the operator.
-async fn give(h: &Harness, p: Profile, agent_id: &str) {
+pub(crate) async fn give(h: &Harness, p: Profile, agent_id: &str) {
     let name = p.name.clone();
     run::<ops::ApplyProfiles>(h, &operator("root"), ApplyProfilesRequest { profiles: vec![p] })
         .await
@@ -94,7 +95,7 @@ fn used(e: &ExplainProfileResult, r: Resource) -> Option<Value> {
     e.limits.iter().find(|l| l.limit == r).and_then(|l| l.used.clone())
 }
 
-fn code<T: std::fmt::Debug>(r: CoordResult<T>) -> ErrorCode {
+pub(crate) fn code<T: std::fmt::Debug>(r: CoordResult<T>) -> ErrorCode {
     r.expect_err("refused").code
 }
 

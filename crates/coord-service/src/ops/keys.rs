@@ -18,9 +18,10 @@ impl Operation for CreateApiKey {
     const SUMMARY: &'static str =
         "Create an API key bound to an identity (operator keys only); the secret is shown once";
     const DESCRIPTION: &'static str = "Create an API key for a cloud agent or CI job, bound to one identity \
-        (bound_agent_id, bound_agent_type) and optionally expiring (expires_in_minutes). Needs an operator key or a local \
-        process. Answers {success:true, key_id, api_key, agent_id, agent_type, expires_at}; api_key is shown \
-        only this once.";
+        (bound_agent_id, bound_agent_type), optionally expiring (expires_in_minutes) and issued for one cloud \
+        session (session_id) or task (task_id), which every audit row the key causes records. Needs an operator \
+        key or a local process. Answers {success:true, key_id, api_key, agent_id, agent_type, expires_at}; api_key \
+        is shown only this once.";
     const ACCESS: Access = Access::Operator;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::admin(Permission::ManageKeys);
@@ -53,6 +54,8 @@ impl Operation for CreateApiKey {
             agent_id: info.agent_id,
             agent_type: info.agent_type,
             expires_at: info.expires_at,
+            session_id: info.session_id,
+            task_id: info.task_id,
         })
     }
 }

@@ -125,6 +125,7 @@ impl Operation for UnassignProfile {
 
 pub struct ExplainProfile;
 impl Operation for ExplainProfile {
+    const METERED: bool = false;
     const NAME: &'static str = "explain_profile";
     const SUMMARY: &'static str = "An agent's effective profile, where it comes from, its usage, and what it may do";
     const DESCRIPTION: &'static str = "Explain an agent's profile (yours when target_agent_id is absent): the \
