@@ -55,6 +55,46 @@ pub struct GlobalArgs {
         hide_env_values = true
     )]
     pub api_key: Option<String>,
+    /// Whether --agent-id and --agent-type were written on the command line (not taken
+    /// from COORD_AGENT_ID/COORD_AGENT_TYPE): commands that mint a credential for another
+    /// identity (`coord keys`, `coord cloud`) use only what was written, so an
+    /// operator's own identity in the environment never becomes the agent's.
+    #[arg(skip)]
+    pub identity_on_command_line: (bool, bool),
+}
+
+impl Cli {
+    /// Parses the command line (exits with clap's message on bad usage), noting where the
+    /// identity flags came from.
+    pub fn from_command_line() -> Cli {
+        use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
+        let matches = Cli::command().get_matches();
+        let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        let written = |id: &str| {
+            // Global flags are recorded on the subcommand they were written after.
+            let mut m = &matches;
+            loop {
+                if m.value_source(id) == Some(ValueSource::CommandLine) {
+                    return true;
+                }
+                match m.subcommand() {
+                    Some((_, sub)) => m = sub,
+                    None => return false,
+                }
+            }
+        };
+        cli.global.identity_on_command_line = (written("agent_id"), written("agent_type"));
+        cli
+    }
+
+    /// The identity flags written on the command line, for minting credentials.
+    pub fn written_identity(global: &GlobalArgs) -> (Option<String>, Option<String>) {
+        let (id, ty) = global.identity_on_command_line;
+        (
+            global.agent_id.clone().filter(|_| id),
+            global.agent_type.clone().filter(|_| ty),
+        )
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,7 +4,7 @@
 //! Both are registry operations underneath (`assign_profile`, `create_api_key`,
 //! `explain_profile`).
 
-use crate::args::{CloudCommand, GlobalArgs, IssueArgs};
+use crate::args::{Cli, CloudCommand, GlobalArgs, IssueArgs};
 use crate::commands::parse_lifetime;
 use crate::context::Context;
 use crate::output::{Output, when};
@@ -39,11 +39,14 @@ pub async fn issue(
     creator: &Caller,
     global: &GlobalArgs,
 ) -> CoordResult<Issued> {
-    let Some(agent_type) = global.agent_type.clone() else {
+    // Only what is written on the command line: COORD_AGENT_ID/COORD_AGENT_TYPE are the
+    // operator's own identity, never the agent's.
+    let (written_id, written_type) = Cli::written_identity(global);
+    let Some(agent_type) = written_type else {
         return Err(CoordError::field(
             ErrorCode::InvalidArgument,
             "agent_type",
-            "give the agent type the key acts as: --agent-type claude_code_web (or codex_cloud, ...)",
+            "give the agent type the key acts as on the command line: --agent-type claude_code_web (or codex_cloud, ...)",
         ));
     };
     let (session_id, task_id) = (args.work.session.clone(), args.work.task.clone());
@@ -65,10 +68,7 @@ pub async fn issue(
         ));
     }
     // One identity per session or task, so two cloud agents never share one.
-    let agent_id = global
-        .agent_id
-        .clone()
-        .unwrap_or_else(|| format!("{agent_type}-{work}"));
+    let agent_id = written_id.unwrap_or_else(|| format!("{agent_type}-{work}"));
     let admin = Principal::local(creator.clone());
     if let Some(profile) = &args.profile {
         call::<profiles::AssignProfile, _>(

@@ -330,10 +330,12 @@ pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Ou
     let creator = coord_domain::Caller::new(creator_id, creator_type);
     match cmd {
         KeysCommand::Create { expires_in } => {
-            let (Some(agent_id), Some(agent_type)) = (global.agent_id.clone(), global.agent_type.clone()) else {
+            // Only what is written on the command line: COORD_AGENT_ID/COORD_AGENT_TYPE
+            // are the operator's own identity, never the key's.
+            let (Some(agent_id), Some(agent_type)) = crate::args::Cli::written_identity(global) else {
                 return out.error(&CoordError::new(
                     ErrorCode::InvalidArgument,
-                    "give the identity the key acts as: coord keys create --agent-id ID --agent-type TYPE",
+                    "give the identity the key acts as on the command line: coord keys create --agent-id ID --agent-type TYPE",
                 ));
             };
             let minutes = match expires_in

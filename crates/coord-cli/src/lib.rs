@@ -16,7 +16,6 @@ pub mod reaper;
 pub mod setup;
 
 use args::{Cli, Command};
-use clap::Parser;
 use context::Context;
 use coord_service::CoordinationExt as _;
 use output::Output;
@@ -33,7 +32,7 @@ struct InitResult {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_command_line();
     init_logging();
     // Servers get worker threads; one-shot commands need none.
     let mut builder = match cli.command {

@@ -828,6 +828,34 @@ fn cloud_env_issues_a_task_key_and_the_environment() {
         (0, Some("claude-code-web-implementer")),
         "{issued}"
     );
+    // The operator's own identity in the environment never becomes the key's.
+    let out = repo
+        .command(&[
+            "--json",
+            "--agent-type",
+            "codex_cloud",
+            "keys",
+            "issue",
+            "--task",
+            "T-2",
+        ])
+        .env("COORD_AGENT_ID", "alice")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["agent_id"], "codex_cloud-T-2");
+    let out = repo
+        .command(&["--json", "keys", "issue", "--task", "T-3"])
+        .env("COORD_AGENT_TYPE", "codex_cloud")
+        .output()
+        .unwrap();
+    assert_eq!(
+        code(&out),
+        2,
+        "a type only from the environment is not the agent's: {}",
+        stdout(&out)
+    );
 }
 
 /// The port allocator needs no database: `coord ports` neither opens nor creates one, and

@@ -37,25 +37,8 @@ impl AuditRecord {
     /// and the result, with `"[redacted]"`: the audit trail is readable by every agent
     /// with a key, and some fields (message bodies) are for their recipients only.
     pub fn redacted(mut self, fields: &[&str]) -> AuditRecord {
-        fn walk(v: &mut Value, fields: &[&str]) {
-            match v {
-                Value::Object(map) => {
-                    for (k, child) in map.iter_mut() {
-                        if fields.contains(&k.as_str()) && !child.is_null() {
-                            *child = Value::String("[redacted]".into());
-                        } else {
-                            walk(child, fields);
-                        }
-                    }
-                }
-                Value::Array(items) => items.iter_mut().for_each(|i| walk(i, fields)),
-                _ => {}
-            }
-        }
-        if !fields.is_empty() {
-            walk(&mut self.parameters, fields);
-            walk(&mut self.result, fields);
-        }
+        redact(&mut self.parameters, fields);
+        redact(&mut self.result, fields);
         self
     }
 
@@ -102,6 +85,23 @@ impl AuditRecord {
     pub fn with_origin(mut self, origin: Option<crate::keys::KeyOrigin>) -> AuditRecord {
         self.origin = origin;
         self
+    }
+}
+
+/// Replaces the value of every key named in `fields`, at any depth, with `"[redacted]"`.
+pub fn redact(v: &mut Value, fields: &[&str]) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                if fields.contains(&k.as_str()) && !child.is_null() {
+                    *child = Value::String("[redacted]".into());
+                } else {
+                    redact(child, fields);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| redact(i, fields)),
+        _ => {}
     }
 }
 

@@ -46,6 +46,10 @@ pub struct KeyOrigin {
     pub session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// When the key was issued: the start of its agent's execution time. Not part of the
+    /// audit row (the key's own row says it).
+    #[serde(skip)]
+    pub issued_at: Option<Timestamp>,
 }
 
 /// What a presented managed key is, as stored.
@@ -160,6 +164,7 @@ impl ApiKeyInfo {
                 key_id: self.key_id,
                 session_id: self.session_id,
                 task_id: self.task_id,
+                issued_at: Some(self.created_at),
             },
             status: self.status,
             expires_at: self.expires_at,

@@ -882,6 +882,12 @@ mod tests;
 
 /// Whose usage a resource charge counts: the agent's current session, or the agent
 /// itself when it has none (an HTTP caller that never registered).
+/// The usage scope of a managed key: everything its bearer does counts here, whatever
+/// coordinator sessions it opens.
+pub fn key_scope(key_id: &str) -> String {
+    format!("key:{key_id}")
+}
+
 pub fn usage_scope(agent_id: &str, session_id: Option<&str>) -> String {
     match session_id {
         Some(s) => format!("session:{s}"),

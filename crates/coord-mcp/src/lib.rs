@@ -22,7 +22,7 @@ use coord_domain::locks::CheckLocksRequest;
 use coord_domain::queue::{ListTasksRequest, TaskStatus};
 use coord_domain::sessions::{EndSessionRequest, HeartbeatRequest, RegisterSessionRequest};
 use coord_domain::{Caller, CoordResult, ErrorCode};
-use coord_service::{Coordination, CoordinationExt, OpEntry, ops};
+use coord_service::{Coordination, OpEntry, ops};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
@@ -133,7 +133,9 @@ pub fn parse_release_grace(raw: Option<&str>) -> CoordResult<Option<Duration>> {
 /// Per-connection state: who is calling, and whether its session is registered.
 #[derive(Default)]
 struct Session {
-    caller: Mutex<Option<Caller>>,
+    /// Who this connection acts as, with its credential and key origin: background
+    /// calls (heartbeats, the session's end) run as it, and are audited so.
+    principal: Mutex<Option<Principal>>,
     /// Whether the session is registered. An async lock, so a tool call that arrives
     /// while the session is being registered (stdio registers it on `initialized`) waits
     /// for it instead of running as an agent without a session.
@@ -191,7 +193,12 @@ impl HttpSessions {
         let listed = self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
         let Some(l) = listed else { return };
         let Some(session) = l.session.upgrade() else { return };
-        let owner = session.caller.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let owner = session
+            .principal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .map(|p| p.caller);
         if let (Some(by), Some(owner)) = (by, owner)
             && by.agent_id != owner.agent_id
         {
@@ -225,8 +232,8 @@ async fn close_session(
     {
         task.abort();
     }
-    let caller = session_state
-        .caller
+    let principal = session_state
+        .principal
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
@@ -235,15 +242,17 @@ async fn close_session(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
-    let (Some(caller), Some(session)) = (caller, session) else {
+    let (Some(principal), Some(session)) = (principal, session) else {
         return;
     };
+    let end =
+        |req| coord_service::call::<coord_service::ops::sessions::EndSessionOp, _>(coord.as_ref(), &principal, req);
     let idle = EndSessionRequest {
         release_locks: Some(false),
         if_session: Some(session.clone()),
         ..Default::default()
     };
-    if let Err(e) = coord.end_session(&caller, idle).await {
+    if let Err(e) = end(idle).await {
         return tracing::warn!(error = %e, "could not end the session");
     }
     let Some(grace) = options.release_after else {
@@ -259,7 +268,7 @@ async fn close_session(
         if_session: Some(session),
         handoff: None,
     };
-    match coord.end_session(&caller, release).await {
+    match end(release).await {
         Ok(r) if r.ended => tracing::info!(
             released = r.released.len(),
             requeued = r.tasks_requeued,
@@ -391,12 +400,17 @@ impl CoordMcp {
             .get::<http::request::Parts>()
             .and_then(|p| p.extensions.get::<KeyOrigin>())
             .cloned();
-        Principal::new(self.caller(ctx, credential).await, credential).with_origin(origin)
+        self.caller(ctx, credential, origin).await
     }
 
     /// The caller of this request, with its coordinator session started on first use
     /// (not for anonymous callers: they cannot have one).
-    async fn caller(&self, ctx: &RequestContext<RoleServer>, credential: Credential) -> Caller {
+    async fn caller(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        credential: Credential,
+        origin: Option<KeyOrigin>,
+    ) -> Principal {
         let (header_id, header_type) = header_identity(ctx);
         let client = ctx.client_info();
         let caller = derive_identity(
@@ -405,28 +419,28 @@ impl CoordMcp {
             header_type.as_deref(),
             client.as_ref().map(|c| c.name.as_str()),
         );
-        *self.session.caller.lock().unwrap_or_else(PoisonError::into_inner) = Some(caller.clone());
+        let who = Principal::new(caller, credential).with_origin(origin);
+        *self.session.principal.lock().unwrap_or_else(PoisonError::into_inner) = Some(who.clone());
         if credential != Credential::Anonymous && self.options.session_mode != SessionMode::Manual {
-            self.ensure_session(&caller, credential).await;
+            self.ensure_session(&who).await;
         }
-        caller
+        who
     }
 
     /// Registers the session once; callers that arrive meanwhile wait for it.
-    async fn ensure_session(&self, caller: &Caller, credential: Credential) {
+    async fn ensure_session(&self, who: &Principal) {
         let mut registered = self.session.registered.lock().await;
         if !*registered {
-            *registered = self.start_session(caller, credential).await;
+            *registered = self.start_session(who).await;
         }
     }
 
     /// Answers whether the session started.
-    async fn start_session(&self, caller: &Caller, credential: Credential) -> bool {
-        let who = Principal::new(caller.clone(), credential);
+    async fn start_session(&self, who: &Principal) -> bool {
         let started = match self.options.session_mode {
             SessionMode::PerConnection => coord_service::call::<coord_service::ops::sessions::RegisterSession, _>(
                 self.coord.as_ref(),
-                &who,
+                who,
                 RegisterSessionRequest {
                     team: self.options.team.clone(),
                     ..Default::default()
@@ -435,13 +449,13 @@ impl CoordMcp {
             .await
             .map(|r| {
                 if let Some(hook) = &self.options.on_session {
-                    (hook.0)(caller, &r.session_id);
+                    (hook.0)(&who.caller, &r.session_id);
                 }
                 *self.session.session_id.lock().unwrap_or_else(PoisonError::into_inner) = Some(r.session_id);
             }),
             SessionMode::Shared => coord_service::call::<coord_service::ops::sessions::Heartbeat, _>(
                 self.coord.as_ref(),
-                &who,
+                who,
                 HeartbeatRequest {},
             )
             .await
@@ -451,7 +465,7 @@ impl CoordMcp {
         match started {
             Ok(()) => {
                 if self.options.session_mode == SessionMode::PerConnection {
-                    self.start_heartbeat(caller.clone());
+                    self.start_heartbeat(who.clone());
                 }
                 true
             }
@@ -463,7 +477,7 @@ impl CoordMcp {
         }
     }
 
-    fn start_heartbeat(&self, caller: Caller) {
+    fn start_heartbeat(&self, who: Principal) {
         let coord = self.coord.clone();
         let every = self.options.heartbeat_every;
         let task = tokio::spawn(async move {
@@ -471,7 +485,12 @@ impl CoordMcp {
             tick.tick().await;
             loop {
                 tick.tick().await;
-                if let Err(e) = coord.heartbeat(&caller, HeartbeatRequest {}).await {
+                let beat = coord_service::call::<coord_service::ops::sessions::Heartbeat, _>(
+                    coord.as_ref(),
+                    &who,
+                    HeartbeatRequest {},
+                );
+                if let Err(e) = beat.await {
                     tracing::warn!(error = %e, "heartbeat failed");
                 }
             }
@@ -494,9 +513,9 @@ impl CoordMcp {
         if self.options.session_mode != SessionMode::PerConnection {
             return;
         }
-        let caller = derive_identity(&self.options.identity, None, None, client_name);
-        *self.session.caller.lock().unwrap_or_else(PoisonError::into_inner) = Some(caller.clone());
-        self.ensure_session(&caller, Credential::Local).await;
+        let who = Principal::local(derive_identity(&self.options.identity, None, None, client_name));
+        *self.session.principal.lock().unwrap_or_else(PoisonError::into_inner) = Some(who.clone());
+        self.ensure_session(&who).await;
     }
 
     /// The connection closed: stop heartbeating and end this connection's session. At

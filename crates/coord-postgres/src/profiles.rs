@@ -7,7 +7,7 @@ use coord_domain::profiles::{
     self, ApplyProfilesResult, AssignProfileResult, Assignee, Assignment, ListProfilesResult, Profile, Resource,
 };
 use coord_domain::{CoordError, CoordResult, Timestamp};
-use coord_store::{OpCtx, PolicyFacts, ProfileStore};
+use coord_store::{OpCtx, PolicyFacts, ProfileStore, UsageOf};
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::Json;
 
@@ -101,7 +101,7 @@ pub async fn apply_charges(tx: &Tx<'_>, ctx: &OpCtx) -> R<Option<CoordError>> {
         )
         .await?;
         let after: i64 = get(&tx.query_one(count, &[&ch.scope, &resource]).await?, 0)?;
-        if over.is_none() && after.max(0) as u64 > ch.limit {
+        if over.is_none() && ch.over(before.max(0) as u64, after.max(0) as u64) {
             over = Some(ch.exceeded(before.max(0) as u64));
         }
     }
@@ -113,7 +113,7 @@ async fn facts<C: GenericClient>(
     now: Option<Timestamp>,
     agent_id: &str,
     agent_type: Option<&str>,
-    with_usage: bool,
+    of: &UsageOf,
 ) -> R<PolicyFacts> {
     let row = c
         .query_one(
@@ -133,8 +133,7 @@ async fn facts<C: GenericClient>(
         .await?;
     let session_id: Option<String> = get(&row, 0)?;
     let started: Option<Timestamp> = get(&row, 1)?;
-    let usage = if with_usage {
-        let scope = profiles::usage_scope(agent_id, session_id.as_deref());
+    let usage = if let Some(scope) = of.scope(agent_id, session_id.as_deref()) {
         c.query(
             "SELECT resource, count(*) FROM resource_usage WHERE scope = $1 GROUP BY resource",
             &[&scope],
@@ -240,10 +239,10 @@ impl ProfileStore for PgStore {
         now: Option<Timestamp>,
         agent_id: &str,
         agent_type: Option<&str>,
-        with_usage: bool,
+        usage: UsageOf,
     ) -> CoordResult<PolicyFacts> {
         let client = self.client().await?;
-        facts(&client, now, agent_id, agent_type, with_usage)
+        facts(&client, now, agent_id, agent_type, &usage)
             .await
             .map_err(CoordError::from)
     }

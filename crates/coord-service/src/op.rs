@@ -154,6 +154,12 @@ pub trait Operation: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// A resource this call uses an unknown amount of (a directory or glob lock covers
+    /// any number of files): refused when the caller's profile limits it.
+    fn unbounded(_args: &Self::Args) -> Option<Resource> {
+        None
+    }
+
     /// Turns the request into arguments the store accepts, or refuses it (audited).
     fn validate(c: &Coordinator, who: &Identity, req: Self::Request) -> CoordResult<Self::Args>;
 

@@ -8,9 +8,10 @@ use crate::op::{Audit, Operation};
 use coord_domain::access::{Credential, Principal, authorize};
 use coord_domain::approvals;
 use coord_domain::audit::AuditRecord;
+use coord_domain::keys::KeyOrigin;
 use coord_domain::profiles::{self, Need, Profile, Resource};
 use coord_domain::{CoordError, CoordResult, ErrorCode, Identity};
-use coord_store::{Charge, Escalation, OpCtx};
+use coord_store::{Charge, Escalation, OpCtx, UsageOf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -143,9 +144,24 @@ impl Coordinator {
     ) -> CoordResult<O::Args> {
         ctx.who = who.caller.validate()?;
         authorize(who.credential, O::ACCESS)?;
-        let granted = self.policy_stage(O::NAME, O::NEED, who.credential, &ctx.who).await?;
+        let granted = self
+            .policy_stage(O::NAME, O::NEED, who.credential, &ctx.who, who.origin.as_ref())
+            .await?;
         let args = O::validate(self, &ctx.who, parsed?)?;
         if let Some((profile, scope)) = granted {
+            if let Some(r) = O::unbounded(&args)
+                && let Some(max) = profile.resource_limits.count(r).max()
+            {
+                return Err(profiles::limit_exceeded(
+                    r,
+                    format!(
+                        "a directory or glob covers any number of files, and profile {} allows {max} ({}): lock the files one by one",
+                        profile.name,
+                        r.as_str()
+                    ),
+                )
+                .with_detail("max", max));
+            }
             ctx.charges = charges(&profile, &scope, O::uses(&args), O::METERED);
             if profile.escalation && !ctx.charges.is_empty() {
                 // Hashed as received, unredacted: the grant is for exactly this request.
@@ -161,29 +177,39 @@ impl Coordinator {
     /// assignment, else its type's default, else least privilege. Answers the profile
     /// and the usage scope its limits are counted in, or `None` for an operator key
     /// running an administrative operation (operator keys administer, whoever they
-    /// name).
+    /// name). A request that came with a managed key is counted per key, and its time
+    /// runs from the key's issue: a key is issued for one cloud session or task, and
+    /// registering a new coordinator session must not reset what its agent may still do.
     async fn policy_stage(
         &self,
         operation: &'static str,
         need: Need,
         credential: Credential,
         id: &Identity,
+        origin: Option<&KeyOrigin>,
     ) -> CoordResult<Option<(Profile, String)>> {
         if credential == Credential::Operator && need.permission.is_administrative() {
             return Ok(None);
         }
         let facts = self
             .store
-            .policy_facts(self.clock.now(), &id.agent_id, Some(&id.agent_type), false)
+            .policy_facts(self.clock.now(), &id.agent_id, Some(&id.agent_type), UsageOf::Nothing)
             .await?;
         let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
         profiles::decide(&profile, operation, need)?;
+        let started = match origin {
+            Some(key) => key.issued_at,
+            None => facts.session.as_ref().map(|s| s.1),
+        };
         if need.starts_work
-            && let Some((_, started)) = &facts.session
+            && let Some(started) = started
         {
-            profiles::check_execution_time(&profile, *started, facts.now)?;
+            profiles::check_execution_time(&profile, started, facts.now)?;
         }
-        let scope = profiles::usage_scope(&id.agent_id, facts.session.as_ref().map(|s| s.0.as_str()));
+        let scope = match origin {
+            Some(key) => profiles::key_scope(&key.key_id),
+            None => profiles::usage_scope(&id.agent_id, facts.session.as_ref().map(|s| s.0.as_str())),
+        };
         Ok(Some((profile, scope)))
     }
 

@@ -8,7 +8,7 @@ use coord_domain::profiles::{
 };
 use coord_domain::time::from_micros;
 use coord_domain::{CoordError, CoordResult, Timestamp};
-use coord_store::{Charge, OpCtx, PolicyFacts, ProfileStore};
+use coord_store::{Charge, OpCtx, PolicyFacts, ProfileStore, UsageOf};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Seeds the built-in profiles and type defaults (right after the migration that
@@ -103,14 +103,14 @@ pub fn apply_charges(c: &Connection, now: i64, charges: &[Charge]) -> R<Option<C
         for item in &ch.items {
             insert.execute(params![ch.scope, ch.resource.as_str(), item, now])?;
         }
-        if over.is_none() && count(c, ch)? > ch.limit {
+        if over.is_none() && ch.over(before, count(c, ch)?) {
             over = Some(ch.exceeded(before));
         }
     }
     Ok(over)
 }
 
-fn facts(c: &Connection, now: i64, agent_id: &str, agent_type: Option<&str>, with_usage: bool) -> R<PolicyFacts> {
+fn facts(c: &Connection, now: i64, agent_id: &str, agent_type: Option<&str>, of: &UsageOf) -> R<PolicyFacts> {
     let session: Option<(String, Timestamp, String)> = c
         .prepare_cached("SELECT session_id, started_at, agent_type FROM agent_sessions WHERE agent_id = ?1")?
         .query_row([agent_id], |r| Ok((r.get(0)?, ts(r, 1)?, r.get(2)?)))
@@ -122,11 +122,9 @@ fn facts(c: &Connection, now: i64, agent_id: &str, agent_type: Option<&str>, wit
         Some(t) => assigned(c, "agent_type", t)?,
         None => None,
     };
-    let usage = if with_usage {
-        let scope = profiles::usage_scope(agent_id, session.as_ref().map(|s| s.0.as_str()));
-        usage(c, &scope)?
-    } else {
-        Vec::new()
+    let usage = match of.scope(agent_id, session.as_ref().map(|s| s.0.as_str())) {
+        Some(scope) => usage(c, &scope)?,
+        None => Vec::new(),
     };
     Ok(PolicyFacts {
         by_agent: assigned(c, "agent", agent_id)?,
@@ -145,10 +143,10 @@ impl ProfileStore for SqliteStore {
         now: Option<Timestamp>,
         agent_id: &str,
         agent_type: Option<&str>,
-        with_usage: bool,
+        usage: UsageOf,
     ) -> CoordResult<PolicyFacts> {
         let (agent_id, agent_type) = (agent_id.to_string(), agent_type.map(String::from));
-        self.read(move |c| facts(c, now_micros(now), &agent_id, agent_type.as_deref(), with_usage))
+        self.read(move |c| facts(c, now_micros(now), &agent_id, agent_type.as_deref(), &usage))
             .await
     }
 

@@ -75,12 +75,15 @@ impl OpCtx {
         if !coord_domain::approvals::approvable(e) {
             return None;
         }
+        // Whole (not summarised like a large audit row): the person deciding sees exactly
+        // what the grant is for; redacted like the audit trail.
+        let mut parameters = coord_domain::validate::without_nul(self.parameters.clone());
+        coord_domain::audit::redact(&mut parameters, self.redact);
         Some(ApprovalRequest {
             agent: self.who.clone(),
             operation: self.operation,
             params_hash: esc.params_hash.clone(),
-            // The audit row's parameters: redacted like the audit trail.
-            parameters: self.audit::<()>(Err(e)).parameters,
+            parameters,
             error: e.code.as_str(),
             reason: e.message.clone(),
             pending_minutes: coord_domain::approvals::PENDING_MINUTES,
@@ -116,6 +119,13 @@ pub struct Charge {
 }
 
 impl Charge {
+    /// Whether a call that took the usage from `before` to `after` goes over the limit:
+    /// only a call that adds something can (refreshing a counted file never is, even
+    /// after an approval took the usage past the limit, or the limit was lowered).
+    pub fn over(&self, before: u64, after: u64) -> bool {
+        after > before && after > self.limit
+    }
+
     /// The refusal when the usage would exceed the limit.
     pub fn exceeded(&self, used: u64) -> CoordError {
         coord_domain::profiles::limit_exceeded(
@@ -139,6 +149,27 @@ pub fn counts_as_use<T: Serialize>(charges: &[Charge], v: &T) -> bool {
             .ok()
             .and_then(|v| v.get("success").and_then(Value::as_bool))
             != Some(false)
+}
+
+/// Whose counted usage [`ProfileStore::policy_facts`] reads along.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UsageOf {
+    Nothing,
+    /// The agent's current session (or the agent, without one).
+    CurrentSession,
+    /// A managed key's (usage by a key is counted per key).
+    Key(String),
+}
+
+impl UsageOf {
+    /// The usage scope to read for `agent_id` whose current session is `session_id`.
+    pub fn scope(&self, agent_id: &str, session_id: Option<&str>) -> Option<String> {
+        match self {
+            UsageOf::Nothing => None,
+            UsageOf::CurrentSession => Some(coord_domain::profiles::usage_scope(agent_id, session_id)),
+            UsageOf::Key(key_id) => Some(coord_domain::profiles::key_scope(key_id)),
+        }
+    }
 }
 
 /// What the pipeline needs to decide an operation for an agent: the profiles assigned to
@@ -307,7 +338,7 @@ pub trait ProfileStore: Send + Sync {
         now: Option<Timestamp>,
         agent_id: &str,
         agent_type: Option<&str>,
-        with_usage: bool,
+        usage: UsageOf,
     ) -> CoordResult<PolicyFacts>;
     async fn list_profiles(&self, ctx: OpCtx) -> CoordResult<ListProfilesResult>;
     /// Creates or replaces profiles by name; answers each one's before and after.

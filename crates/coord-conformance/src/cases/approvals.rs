@@ -8,7 +8,7 @@ use coord_domain::approvals::{
     Approval, ApprovalStatus, DecideApprovalRequest, Decision, GetApprovalRequest, ListApprovalsRequest,
 };
 use coord_domain::audit::AuditQueryRequest;
-use coord_domain::locks::{CheckLocksRequest, CheckLocksResult};
+use coord_domain::locks::{AcquireLockRequest, CheckEditRequest, CheckLocksRequest, CheckLocksResult};
 use coord_domain::profiles::Permission;
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use coord_service::ops::{approvals as ops, audit, locks};
@@ -255,6 +255,57 @@ pub async fn approvals_expire_and_denials_stick(b: &dyn Backend) {
     .await
     .unwrap();
     assert_eq!(expired.approvals.len(), 2, "{:?}", expired.approvals);
+}
+
+/// An approved file over the limit stays usable: refreshing its lock and the edit guard's
+/// question about it add nothing, so they are not over the limit.
+pub async fn approvals_an_approved_file_stays_usable(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let mut p = profile(
+        "one-file",
+        2,
+        &[Permission::Read, Permission::Write],
+        json!({"max_file_modifications": 1}),
+    );
+    p.escalation = true;
+    give(&h, p, "filer").await;
+    let filer = Caller::new("filer", "claude_code");
+    let lock = |path: &'static str| {
+        run::<locks::AcquireLock>(
+            &h,
+            &filer,
+            AcquireLockRequest {
+                file_path: path.into(),
+                ..Default::default()
+            },
+        )
+    };
+    assert!(lock("src/a.rs").await.unwrap().success);
+    let e = lock("src/b.rs").await.unwrap_err();
+    assert_eq!(e.to_value()["limit"], "max_file_modifications");
+    let id = e.to_value()["approval_id"]
+        .as_str()
+        .expect("approval requested")
+        .to_string();
+    decide(&h, &operator("boss"), &id, Decision::Approve, None)
+        .await
+        .unwrap();
+    assert!(lock("src/b.rs").await.unwrap().success, "approved once");
+    assert!(lock("src/b.rs").await.unwrap().success, "refreshing adds nothing");
+    run::<locks::CheckEdit>(
+        &h,
+        &filer,
+        CheckEditRequest {
+            paths: vec!["src/b.rs".into(), "src/a.rs".into()],
+        },
+    )
+    .await
+    .expect("editing counted files adds nothing");
+    // A directory lock covers any number of files: refused under a finite limit.
+    let e = lock("src/").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::ResourceLimitExceeded, "{e:?}");
+    let e = lock("src/c.rs").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::ResourceLimitExceeded);
 }
 
 /// Eight concurrent uses of one approval: exactly one passes.

@@ -472,3 +472,69 @@ pub async fn profiles_execution_time_and_api_calls(b: &dyn Backend) {
         (ErrorCode::ResourceLimitExceeded, json!("max_api_calls"))
     );
 }
+
+/// A managed key's usage and time are the key's: a new coordinator session resets
+/// neither, so a cloud agent cannot escape its limits by registering again.
+pub async fn profiles_a_key_counts_across_sessions(b: &dyn Backend) {
+    use coord_domain::access::Credential;
+    use coord_domain::keys::CreateApiKeyRequest;
+    use coord_service::Server as _;
+    let h = Harness::new(b).await;
+    give(
+        &h,
+        profile(
+            "one-file-one-hour",
+            2,
+            &[Permission::Read, Permission::Write],
+            json!({"max_file_modifications": 1, "max_execution_time": "1h"}),
+        ),
+        "cloud-9",
+    )
+    .await;
+    let key = run::<coord_service::ops::keys::CreateApiKey>(
+        &h,
+        &operator("root"),
+        CreateApiKeyRequest {
+            bound_agent_id: "cloud-9".into(),
+            bound_agent_type: "codex_cloud".into(),
+            expires_in_minutes: Some(600),
+            task_id: Some("T-9".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (caller, origin) = h.local.authenticate_key(&key.api_key).await.unwrap().expect("live");
+    let as_key = Principal::new(caller, Credential::Bound).with_origin(Some(origin));
+    let lock = |path: &str| {
+        coord_service::call::<locks::AcquireLock, _>(
+            &h.local,
+            &as_key,
+            AcquireLockRequest {
+                file_path: path.into(),
+                ..Default::default()
+            },
+        )
+    };
+    assert!(lock("src/a.rs").await.unwrap().success);
+    let register =
+        || coord_service::call::<sessions::RegisterSession, _>(&h.local, &as_key, RegisterSessionRequest::default());
+    register().await.unwrap();
+    assert_eq!(
+        code(lock("src/b.rs").await),
+        ErrorCode::ResourceLimitExceeded,
+        "a new session resets nothing"
+    );
+    let mine = coord_service::call::<ops::ExplainProfile, _>(&h.local, &as_key, ExplainProfileRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(used(&mine, Resource::MaxFileModifications), Some(json!(1)));
+    // The key's time runs from its issue, across sessions.
+    h.advance(61);
+    register().await.unwrap();
+    let e = lock("src/a.rs").await.unwrap_err();
+    assert_eq!(
+        (e.code, e.to_value()["limit"].as_str()),
+        (ErrorCode::ResourceLimitExceeded, Some("max_execution_time"))
+    );
+}

@@ -17,7 +17,8 @@ impl Operation for CreateApiKey {
     const NAME: &'static str = "create_api_key";
     const SUMMARY: &'static str =
         "Create an API key bound to an identity (operator keys only); the secret is shown once";
-    const DESCRIPTION: &'static str = "Create an API key for a cloud agent or CI job, bound to one identity \
+    const DESCRIPTION: &'static str = "Create an API key for a cloud agent or CI job, bound to one identity (whose \
+        profile applies: an agent type with no default profile gets least privilege) \
         (bound_agent_id, bound_agent_type), optionally expiring (expires_in_minutes) and issued for one cloud \
         session (session_id) or task (task_id), which every audit row the key causes records. Needs an operator \
         key or a local process. Answers {success:true, key_id, api_key, agent_id, agent_type, expires_at}; api_key \
@@ -26,8 +27,7 @@ impl Operation for CreateApiKey {
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::admin(Permission::ManageKeys);
     const HTTP: &'static [Http] = &[Http::post("/keys")];
-    const EXAMPLE: &'static str =
-        "{\"bound_agent_id\": \"ci-job-42\", \"bound_agent_type\": \"ci\", \"expires_in_minutes\": 120}";
+    const EXAMPLE: &'static str = "{\"bound_agent_id\": \"codex_cloud-T-42\", \"bound_agent_type\": \"codex_cloud\", \"expires_in_minutes\": 120, \"task_id\": \"T-42\"}";
     type Request = CreateApiKeyRequest;
     type Response = CreateApiKeyResult;
     // The secret travels beside the validated key; only its hash reaches the store.

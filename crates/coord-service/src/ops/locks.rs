@@ -41,6 +41,12 @@ impl Operation for AcquireLock {
         vec![(Resource::MaxFileModifications, vec![target.key().to_string()])]
     }
 
+    // A directory or a glob would let a limited agent change any number of files for
+    // the price of one.
+    fn unbounded((target, _, _): &Self::Args) -> Option<Resource> {
+        target.is_pattern().then_some(Resource::MaxFileModifications)
+    }
+
     fn validate(c: &Coordinator, _: &Identity, req: AcquireLockRequest) -> CoordResult<Self::Args> {
         validate_acquire(req, c.root())
     }

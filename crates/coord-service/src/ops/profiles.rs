@@ -11,7 +11,7 @@ use coord_domain::profiles::{
     Profile, Resource, UnassignProfileRequest, format_duration, validate_assign, validate_assignee,
 };
 use coord_domain::{CoordResult, Empty, Identity};
-use coord_store::OpCtx;
+use coord_store::{OpCtx, UsageOf};
 use serde_json::Value;
 
 pub struct ListProfiles;
@@ -173,15 +173,22 @@ impl Operation for ExplainProfile {
         ctx: OpCtx,
         (agent_id, agent_type, ops): Self::Args,
     ) -> CoordResult<ExplainProfileResult> {
+        // Explaining yourself through a managed key: your usage is the key's, your time
+        // runs from its issue (as the pipeline counts them).
+        let key = ctx.origin.clone().filter(|_| agent_id == ctx.who.agent_id);
+        let usage = key
+            .as_ref()
+            .map_or(UsageOf::CurrentSession, |k| UsageOf::Key(k.key_id.clone()));
         let facts = c
             .store()
-            .policy_facts(ctx.now, &agent_id, agent_type.as_deref(), true)
+            .policy_facts(ctx.now, &agent_id, agent_type.as_deref(), usage)
             .await?;
         let (profile, source) = profiles::resolve(facts.by_agent, facts.by_type);
-        let age = facts
-            .session
-            .as_ref()
-            .map(|(_, started)| (facts.now - *started).to_std().unwrap_or_default());
+        let started = match &key {
+            Some(k) => k.issued_at,
+            None => facts.session.as_ref().map(|s| s.1),
+        };
+        let age = started.map(|started| (facts.now - started).to_std().unwrap_or_default());
         let mut limits = vec![LimitUsage {
             limit: Resource::MaxExecutionTime,
             max: to_value(&profile.resource_limits.max_execution_time),
