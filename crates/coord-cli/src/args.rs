@@ -141,6 +141,10 @@ pub enum Command {
     /// approval lets the same agent's same request pass once, until it expires
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// Destructive-operation guardrails: check a shell command line (or the files an edit
+    /// changes) before running it; blocked commands can be approved once (coord approvals)
+    #[command(subcommand)]
+    Guard(GuardCommand),
     /// Cloud agents (Claude Code on the web, Codex Cloud): `coord cloud env` issues a
     /// short-lived key for one session or task and prints the agent's environment
     #[command(subcommand)]
@@ -355,6 +359,22 @@ pub enum ProfileCommand {
         /// Only this operation (e.g. acquire_lock)
         #[arg(long, value_name = "OPERATION")]
         operation: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GuardCommand {
+    /// Check a command line: `coord guard check -- 'git push --force origin main'`
+    /// (several words are joined with spaces, as a shell tool sends one string). Exit 0
+    /// when it may run, 1 when it is blocked (the answer names the operation and the
+    /// approval requested), 2 on bad input
+    Check {
+        /// Paths an edit would change (credential files are checked)
+        #[arg(long, num_args = 1.., value_name = "PATH")]
+        files: Vec<String>,
+        /// The command line
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
     },
 }
 

@@ -6,6 +6,7 @@ use crate::output;
 use crate::output::{Output, ellipsis, short_id, table, when};
 use chrono::Utc;
 use coord_domain::audit::{AuditQueryRequest, AuditQueryResult};
+use coord_domain::guardrails::{CheckGuardrailsRequest, CheckGuardrailsResult};
 use coord_domain::handoffs::WriteHandoffRequest;
 use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest};
 use coord_domain::keys::{CreateApiKeyRequest, RevokeApiKeyRequest};
@@ -111,6 +112,27 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Msg(cmd) => msg(cmd, coord, ctx, out).await,
         Command::Profile(cmd) => crate::profiles::run(cmd, coord, ctx, out).await,
         Command::Approvals(cmd) => crate::approvals::run(cmd, coord, ctx, out).await,
+        Command::Guard(GuardCommand::Check { files, command }) => {
+            let req = CheckGuardrailsRequest {
+                command: (!command.is_empty()).then(|| command.join(" ")),
+                files: (!files.is_empty()).then_some(files),
+            };
+            let answer = coord_service::call::<coord_service::ops::guardrails::CheckGuardrails, _>(
+                coord,
+                &coord_domain::access::Principal::local(me.clone()),
+                req,
+            )
+            .await;
+            if let Err(e) = &answer
+                && !out.json
+                && let Some(id) = e.details.get("approval_id").and_then(|v| v.as_str())
+            {
+                eprintln!(
+                    "approval requested: {id} (a person runs `coord approvals approve {id}`; then the same check passes once)"
+                );
+            }
+            out.result(answer, render_guard)
+        }
     }
 }
 
@@ -385,6 +407,24 @@ pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Ou
             })
         }
     }
+}
+
+fn render_guard(r: &CheckGuardrailsResult) -> String {
+    let mut lines = vec![match (&r.approval_used, r.elevated) {
+        (Some(id), _) => format!("allowed once by approval {id}"),
+        (None, true) => "allowed: an elevated operation of your profile (audited)".to_string(),
+        (None, false) => "allowed".to_string(),
+    }];
+    for f in &r.findings {
+        lines.push(format!(
+            "  {} {} ({}): {}",
+            f.category.as_str(),
+            f.operation,
+            f.matched,
+            f.reason
+        ));
+    }
+    lines.join("\n")
 }
 
 /// `2h`, `30m`, `7d` as whole minutes.

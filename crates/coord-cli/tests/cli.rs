@@ -651,6 +651,62 @@ fn profiles_and_approvals_through_the_cli(repo: &Repo) {
     assert_eq!(code(&unknown), 1, "{}", stderr(&unknown));
 }
 
+/// The guardrails from the shell: a destructive command is blocked with an approval
+/// request; once approved, the same command passes once.
+fn guardrails_through_the_cli(repo: &Repo) {
+    let ok = repo.run(&["--agent-id", "dev", "guard", "check", "--", "git status && cargo test"]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    assert!(stdout(&ok).starts_with("allowed"), "{}", stdout(&ok));
+    let (blocked, rc) = repo.json_as("dev", &["guard", "check", "--", "git push --force origin main"]);
+    assert_eq!(
+        (rc, blocked["error"].as_str()),
+        (1, Some("destructive_operation_blocked")),
+        "{blocked}"
+    );
+    assert_eq!(blocked["operation"], "force_push");
+    let id = blocked["approval_id"].as_str().unwrap().to_string();
+    let human = repo.run(&[
+        "--agent-id",
+        "dev",
+        "guard",
+        "check",
+        "--",
+        "git push --force origin main",
+    ]);
+    assert_eq!(code(&human), 1);
+    assert!(
+        stderr(&human).contains(&format!("approval requested: {id}")),
+        "{}",
+        stderr(&human)
+    );
+    assert_eq!(repo.json_as("admin", &["approvals", "approve", &id]).1, 0);
+    // Several words are one command line, as a shell tool sends it.
+    let once = repo.run(&[
+        "--agent-id",
+        "dev",
+        "guard",
+        "check",
+        "--",
+        "git",
+        "push",
+        "--force",
+        "origin",
+        "main",
+    ]);
+    assert_eq!(code(&once), 0, "{} {}", stdout(&once), stderr(&once));
+    assert!(
+        stdout(&once).contains(&format!("allowed once by approval {id}")),
+        "{}",
+        stdout(&once)
+    );
+    let (again, rc) = repo.json_as("dev", &["guard", "check", "--", "git push --force origin main"]);
+    assert_eq!(rc, 1, "{again}");
+    let (cred, rc) = repo.json_as("dev", &["guard", "check", "--files", "config/.env"]);
+    assert_eq!((rc, cred["requires"].as_str()), (1, Some("manual_review")), "{cred}");
+    let empty = repo.run(&["guard", "check"]);
+    assert_eq!(code(&empty), 2, "{}", stderr(&empty));
+}
+
 /// Each shared scenario, locally and through `coord serve`.
 macro_rules! local_and_remote {
     ($($name:ident),* $(,)?) => {
@@ -673,6 +729,7 @@ local_and_remote!(
     racing_cli_processes_get_one_lock,
     every_operation_through_coord_call,
     profiles_and_approvals_through_the_cli,
+    guardrails_through_the_cli,
 );
 
 #[test]

@@ -70,6 +70,8 @@ macro_rules! conformance_suite {
             approvals::approvals_grant_once_for_that_agent_and_request,
             approvals::approvals_expire_and_denials_stick,
             approvals::approvals_an_approved_file_stays_usable,
+            guardrails::guardrails_block_and_approve_once,
+            guardrails::guardrails_trust_and_elevated_operations,
             profiles::profiles_a_key_counts_across_sessions,
             approvals::approvals_are_spent_once_under_concurrency,
             messages::messages_direct_inbox_read_ack_and_threads,

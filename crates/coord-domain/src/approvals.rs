@@ -269,10 +269,15 @@ pub fn approval_not_found(id: &str) -> CoordError {
     CoordError::new(ErrorCode::NotFound, format!("no approval {id}")).with_detail("approval_id", id)
 }
 
-/// Whether a refusal may become an approval request when the caller's profile allows
-/// escalation. Guardrail and verification refusals join this list in their issues.
-pub fn approvable(e: &CoordError) -> bool {
-    e.code == ErrorCode::ResourceLimitExceeded
+/// Whether a refusal may become an approval request: a destructive operation or a
+/// credential file always may (the spec: "block, require approval"); a resource limit
+/// only when the caller's profile allows escalation (`limits`).
+pub fn approvable(e: &CoordError, limits: bool) -> bool {
+    match e.code {
+        ErrorCode::ResourceLimitExceeded => limits,
+        ErrorCode::DestructiveOperationBlocked | ErrorCode::CredentialFileProtected => true,
+        _ => false,
+    }
 }
 
 /// The refusal, marked as waiting for `approval_id`: what the caller sees and what the
@@ -453,7 +458,15 @@ mod tests {
         assert_eq!(v["approval_required"], true);
         assert_eq!(v["approval_id"], "apr_9");
         assert_eq!(v["error"], "resource_limit_exceeded");
-        assert!(approvable(&e));
-        assert!(!approvable(&CoordError::new(ErrorCode::OperationNotPermitted, "no")));
+        assert!(approvable(&e, true));
+        assert!(!approvable(&e, false), "limits only with escalation");
+        assert!(approvable(
+            &CoordError::new(ErrorCode::DestructiveOperationBlocked, "no"),
+            false
+        ));
+        assert!(!approvable(
+            &CoordError::new(ErrorCode::OperationNotPermitted, "no"),
+            true
+        ));
     }
 }

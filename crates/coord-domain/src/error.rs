@@ -72,6 +72,8 @@ error_codes! {
     NoRecipients => "no_recipients", Refused;
     ResourceLimitExceeded => "resource_limit_exceeded", Refused;
     ApprovalNotPending => "approval_not_pending", Refused;
+    DestructiveOperationBlocked => "destructive_operation_blocked", Refused;
+    CredentialFileProtected => "credential_file_protected", Refused;
     TaskNotFound => "task_not_found", NotFound;
     NotFound => "not_found", NotFound;
     UnknownOperation => "unknown_operation", NotFound;

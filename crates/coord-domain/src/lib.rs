@@ -6,6 +6,7 @@ pub mod access;
 pub mod approvals;
 pub mod audit;
 pub mod error;
+pub mod guardrails;
 pub mod handoffs;
 pub mod identity;
 pub mod keys;

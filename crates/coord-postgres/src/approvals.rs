@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use coord_domain::approvals::{
     self, Approval, ApprovalFilter, ApprovalResult, ApprovalStatus, ListApprovalsResult, NewDecision,
 };
+use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{ApprovalRequest, ApprovalStore, OpCtx};
 use tokio_postgres::Row;
@@ -176,6 +177,21 @@ async fn decide(tx: &Tx<'_>, ctx: &OpCtx, d: &NewDecision) -> R<ApprovalResult> 
     get_one(tx, ctx, &d.approval_id).await
 }
 
+/// A guardrail check: see [`ApprovalStore::guard_decision`].
+async fn guard(
+    tx: &Tx<'_>,
+    ctx: &OpCtx,
+    (result, refusal): &(CheckGuardrailsResult, Option<CoordError>),
+) -> R<CheckGuardrailsResult> {
+    match refusal {
+        None => Ok(result.clone()),
+        Some(refusal) => match spend(tx, ctx).await? {
+            Some(id) => Ok(result.clone().approved_by(id)),
+            None => Err(refusal.clone().into()),
+        },
+    }
+}
+
 #[async_trait]
 impl ApprovalStore for PgStore {
     async fn list_approvals(&self, ctx: OpCtx, filter: ApprovalFilter) -> CoordResult<ListApprovalsResult> {
@@ -189,5 +205,15 @@ impl ApprovalStore for PgStore {
 
     async fn decide_approval(&self, ctx: OpCtx, decision: NewDecision) -> CoordResult<ApprovalResult> {
         self.op(ctx, decision, |tx, ctx, d| Box::pin(decide(tx, ctx, d))).await
+    }
+
+    async fn guard_decision(
+        &self,
+        ctx: OpCtx,
+        result: CheckGuardrailsResult,
+        refusal: Option<CoordError>,
+    ) -> CoordResult<CheckGuardrailsResult> {
+        self.op(ctx, (result, refusal), |tx, ctx, a| Box::pin(guard(tx, ctx, a)))
+            .await
     }
 }

@@ -163,12 +163,11 @@ impl Coordinator {
                 .with_detail("max", max));
             }
             ctx.charges = charges(&profile, &scope, O::uses(&args), O::METERED);
-            if profile.escalation && !ctx.charges.is_empty() {
-                // Hashed as received, unredacted: the grant is for exactly this request.
-                ctx.escalation = Some(Escalation {
-                    params_hash: approvals::params_hash(&ctx.parameters),
-                });
-            }
+            // Hashed as received, unredacted: a grant is for exactly this request.
+            ctx.escalation = Some(Escalation {
+                params_hash: approvals::params_hash(&ctx.parameters),
+                limits: profile.escalation,
+            });
         }
         Ok(args)
     }

@@ -3,7 +3,7 @@
 //! generic door tests all iterate [`ops`].
 
 use crate::op::{Audit, Http, Operation};
-use crate::ops::{approvals, audit, handoffs, keys, locks, messages, ports, profiles, queue, sessions};
+use crate::ops::{approvals, audit, guardrails, handoffs, keys, locks, messages, ports, profiles, queue, sessions};
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
 use coord_domain::profiles::Need;
@@ -138,6 +138,7 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<approvals::ListApprovals>(),
         entry::<approvals::GetApproval>(),
         entry::<approvals::DecideApproval>(),
+        entry::<guardrails::CheckGuardrails>(),
         entry::<keys::CreateApiKey>(),
         entry::<keys::ListApiKeys>(),
         entry::<keys::RevokeApiKey>(),

@@ -4,12 +4,13 @@
 use crate::rows::{json, minutes_to_micros, opt_ts, to_json, ts};
 use crate::{R, SqliteStore};
 use async_trait::async_trait;
-use coord_domain::CoordResult;
 use coord_domain::approvals::{
     self, Approval, ApprovalFilter, ApprovalResult, ApprovalStatus, ListApprovalsResult, NewDecision,
 };
+use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::time::from_micros;
-use coord_store::{ApprovalRequest, ApprovalStore, OpCtx};
+use coord_domain::{CoordError, CoordResult};
+use coord_store::{ApprovalRequest, ApprovalStore, Escalation, OpCtx};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -87,7 +88,11 @@ pub fn enqueue(c: &Connection, now: i64, req: &ApprovalRequest) -> R<String> {
 /// Spends the caller's live approval of exactly this request, if there is one; answers
 /// its id. The single writer makes the check and the spend one step.
 pub fn spend(c: &Connection, now: i64, ctx: &OpCtx) -> R<Option<String>> {
-    let Some(esc) = &ctx.escalation else {
+    spend_for(c, now, &ctx.who.agent_id, ctx.operation, ctx.escalation.as_ref())
+}
+
+fn spend_for(c: &Connection, now: i64, agent_id: &str, operation: &str, esc: Option<&Escalation>) -> R<Option<String>> {
+    let Some(esc) = esc else {
         return Ok(None);
     };
     Ok(c.prepare_cached(
@@ -98,10 +103,7 @@ pub fn spend(c: &Connection, now: i64, ctx: &OpCtx) -> R<Option<String>> {
                                 ORDER BY decided_at LIMIT 1)
          RETURNING approval_id",
     )?
-    .query_row(
-        params![ctx.who.agent_id, ctx.operation, esc.params_hash, now, now],
-        |r| r.get(0),
-    )
+    .query_row(params![agent_id, operation, esc.params_hash, now, now], |r| r.get(0))
     .optional()?)
 }
 
@@ -164,5 +166,22 @@ impl ApprovalStore for SqliteStore {
 
     async fn decide_approval(&self, ctx: OpCtx, decision: NewDecision) -> CoordResult<ApprovalResult> {
         self.op(ctx, move |c, now, who| decide(c, now, who, &decision)).await
+    }
+
+    async fn guard_decision(
+        &self,
+        ctx: OpCtx,
+        result: CheckGuardrailsResult,
+        refusal: Option<CoordError>,
+    ) -> CoordResult<CheckGuardrailsResult> {
+        let (operation, esc) = (ctx.operation, ctx.escalation.clone());
+        self.op(ctx, move |c, now, who| match refusal {
+            None => Ok(result),
+            Some(refusal) => match spend_for(c, now, &who.agent_id, operation, esc.as_ref())? {
+                Some(id) => Ok(result.approved_by(id)),
+                None => Err(refusal.into()),
+            },
+        })
+        .await
     }
 }

@@ -16,6 +16,7 @@ pub mod bench;
 use async_trait::async_trait;
 use coord_domain::approvals::{ApprovalFilter, ApprovalResult, ListApprovalsResult, NewDecision};
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
+use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
 use coord_domain::keys::{ApiKeyInfo, KeyMatch, KeyOrigin, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use coord_domain::locks::{AcquireLockResult, CheckEditResult, CheckLocksResult, ReleaseAllResult, ReleaseLockResult};
@@ -51,8 +52,8 @@ pub struct OpCtx {
     /// Resource uses to count against the caller's limits in the operation's own
     /// transaction, when it succeeds (see [`Charge`]).
     pub charges: Vec<Charge>,
-    /// Set when the caller's profile lets an approvable refusal of this request become
-    /// an approval request, and lets an approval of this exact request lift it once.
+    /// Set for callers with a profile: an approvable refusal of this request becomes an
+    /// approval request, and an approval of this exact request lifts it once.
     pub escalation: Option<Escalation>,
     /// The managed key the request came with (recorded in the audit row).
     pub origin: Option<KeyOrigin>,
@@ -63,16 +64,24 @@ pub struct OpCtx {
 pub struct Escalation {
     /// `coord_domain::approvals::params_hash` of the request's parameters.
     pub params_hash: String,
+    /// Whether resource-limit refusals are approvable (the profile's `escalation`).
+    pub limits: bool,
 }
 
 impl OpCtx {
+    /// Whether a charge over its limit may pass by spending an approval (the profile
+    /// allows escalation).
+    pub fn limits_escalate(&self) -> bool {
+        self.escalation.as_ref().is_some_and(|e| e.limits)
+    }
+
     /// The approval request the refusal `e` of this call becomes, if any: when the
     /// caller may escalate and `e` is approvable. Stores' operation wrappers enqueue it
     /// (or find the pending one for the same request) in the refusal's own transaction
     /// and answer `coord_domain::approvals::awaiting(e, id)`.
     pub fn approval_request(&self, e: &CoordError) -> Option<ApprovalRequest> {
         let esc = self.escalation.as_ref()?;
-        if !coord_domain::approvals::approvable(e) {
+        if !coord_domain::approvals::approvable(e, esc.limits) {
             return None;
         }
         // Whole (not summarised like a large audit row): the person deciding sees exactly
@@ -326,6 +335,15 @@ pub trait ApprovalStore: Send + Sync {
     /// Decides a pending request by `coord_domain::approvals::decide`, with no other
     /// decision of it in between.
     async fn decide_approval(&self, ctx: OpCtx, decision: NewDecision) -> CoordResult<ApprovalResult>;
+    /// Records a guardrail check: `result` as it is when `refusal` is `None`; otherwise
+    /// allowed only by spending a live approval of exactly this request (`result` then
+    /// says `allowed`, `approval_used`), else refused — and, being approvable, queued.
+    async fn guard_decision(
+        &self,
+        ctx: OpCtx,
+        result: CheckGuardrailsResult,
+        refusal: Option<CoordError>,
+    ) -> CoordResult<CheckGuardrailsResult>;
 }
 
 /// Agent profiles, their assignments and resource usage.

@@ -82,7 +82,7 @@ impl Operation for DecideApproval {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::admin(Permission::DecideApprovals);
-    const HTTP: &'static [Http] = &[Http::post("/approvals/decide").errors(&[404])];
+    const HTTP: &'static [Http] = &[Http::post("/approvals/decide").errors(&[404, 409])];
     const EXAMPLE: &'static str =
         "{\"approval_id\": \"apr_0123456789abcdef\", \"decision\": \"approve\", \"note\": \"one more file is fine\"}";
     type Request = DecideApprovalRequest;

@@ -3,6 +3,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod guardrails;
 pub mod handoffs;
 pub mod keys;
 pub mod locks;

@@ -1,0 +1,148 @@
+//! Destructive-operation guardrails through every door: a blocked command asks for
+//! approval and passes once when approved; credential files need manual review; trust
+//! and elevated operations decide the rest; every check is audited.
+
+use crate::cases::profiles::{code, give, profile, run};
+use crate::{Backend, Harness, agent, operator};
+use coord_domain::approvals::{DecideApprovalRequest, Decision};
+use coord_domain::audit::AuditQueryRequest;
+use coord_domain::guardrails::{CheckGuardrailsRequest, CheckGuardrailsResult};
+use coord_domain::profiles::Permission;
+use coord_domain::{Caller, CoordResult, ErrorCode};
+use coord_service::ops::{approvals, audit, guardrails};
+use serde_json::json;
+
+async fn check(h: &Harness, who: &Caller, command: &str) -> CoordResult<CheckGuardrailsResult> {
+    run::<guardrails::CheckGuardrails>(
+        h,
+        who,
+        CheckGuardrailsRequest {
+            command: Some(command.into()),
+            files: None,
+        },
+    )
+    .await
+}
+
+pub async fn guardrails_block_and_approve_once(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let me = agent("pusher");
+    let ok = check(&h, &me, "git status && cargo test").await.unwrap();
+    assert!(ok.allowed && ok.findings.is_empty(), "{ok:?}");
+    let warned = check(&h, &me, "git branch -D feature/old").await.unwrap();
+    assert_eq!(warned.findings[0].operation, "delete_branch");
+
+    let force = "cd repo && GIT_TRACE=1 git -C . push origin +main";
+    let e = check(&h, &me, force).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::DestructiveOperationBlocked);
+    let v = e.to_value();
+    assert_eq!(
+        (v["operation"].as_str(), v["approval_required"].as_bool()),
+        (Some("force_push"), Some(true)),
+        "{v}"
+    );
+    let id = v["approval_id"].as_str().unwrap().to_string();
+    run::<approvals::DecideApproval>(
+        &h,
+        &operator("boss"),
+        DecideApprovalRequest {
+            approval_id: id.clone(),
+            decision: Decision::Approve,
+            note: None,
+            valid_minutes: None,
+        },
+    )
+    .await
+    .unwrap();
+    let once = check(&h, &me, force).await.unwrap();
+    assert_eq!((once.allowed, once.approval_used.as_deref()), (true, Some(id.as_str())));
+    let again = check(&h, &me, force).await.unwrap_err();
+    assert_ne!(again.to_value()["approval_id"], id.as_str(), "a second use asks again");
+
+    // Credential files: manual review, whatever the trust.
+    let e = run::<guardrails::CheckGuardrails>(
+        &h,
+        &operator("root"),
+        CheckGuardrailsRequest {
+            command: None,
+            files: Some(vec!["config/.env".into()]),
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::CredentialFileProtected);
+    assert_eq!(e.to_value()["requires"], "manual_review");
+    assert_eq!(
+        code(check(&h, &me, "echo X=1 >> .env").await),
+        ErrorCode::CredentialFileProtected
+    );
+
+    // Unparseable input fails closed; empty input is a bad request.
+    assert_eq!(
+        code(check(&h, &me, "echo \"unterminated").await),
+        ErrorCode::DestructiveOperationBlocked
+    );
+    let e = run::<guardrails::CheckGuardrails>(&h, &me, CheckGuardrailsRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+
+    // Every check is audited, refusals included.
+    let log = run::<audit::QueryAudit>(
+        &h,
+        &operator("auditor"),
+        AuditQueryRequest {
+            agent_id: Some("pusher".into()),
+            operation: Some("check_guardrails".into()),
+            limit: Some(50),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        log.entries.len(),
+        8,
+        "{:?}",
+        log.entries.iter().map(|e| &e.error_code).collect::<Vec<_>>()
+    );
+}
+
+pub async fn guardrails_trust_and_elevated_operations(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let migrate = "alembic upgrade head";
+    let mut low = profile("standard", 2, &[Permission::Read, Permission::Write], json!({}));
+    give(&h, low.clone(), "junior").await;
+    let junior = Caller::new("junior", "claude_code");
+    let e = check(&h, &junior, migrate).await.unwrap_err();
+    assert_eq!(e.to_value()["required_trust"], 3, "{:?}", e.to_value());
+    low.name = "elevated".into();
+    low.trust_level = 3;
+    low.elevated_operations = vec!["force_push".into()];
+    give(&h, low, "senior").await;
+    let senior = Caller::new("senior", "claude_code");
+    assert!(check(&h, &senior, migrate).await.unwrap().allowed);
+    let pushed = check(&h, &senior, "git push --force origin feature").await.unwrap();
+    assert!(pushed.allowed && pushed.elevated, "{pushed:?}");
+    assert_eq!(
+        code(check(&h, &senior, "git reset --hard").await),
+        ErrorCode::DestructiveOperationBlocked,
+        "only the listed operations are elevated"
+    );
+    let log = run::<audit::QueryAudit>(
+        &h,
+        &operator("auditor"),
+        AuditQueryRequest {
+            agent_id: Some("senior".into()),
+            operation: Some("check_guardrails".into()),
+            success: Some(true),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        log.entries.iter().any(|e| e.result["elevated"] == true),
+        "audited with the elevated flag"
+    );
+}

@@ -1,0 +1,275 @@
+//! Destructive-operation guardrails: what an analysis of a command line (or of the files
+//! an edit touches) finds, and the refusal it becomes. The analysis itself (a real shell
+//! parser over the command) lives in `coord-guardrails`; these are the wire types and the
+//! pure decision over findings.
+
+use crate::error::{CoordError, CoordResult, ErrorCode};
+use crate::validate;
+use serde::{Deserialize, Serialize};
+
+/// The largest command line analysed; longer input is refused as unverifiable.
+pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
+pub const MAX_FILES: usize = 256;
+
+/// The spec's categories of destructive operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// `git push --force`, `git reset --hard`, `git clean -f`, whole-tree discards.
+    GitForce,
+    /// `git branch -D`, `git push origin --delete`: blocked for main/master, a warning otherwise.
+    BranchDeletion,
+    /// `rm -rf`, `find -delete`, `xargs rm`, unscoped `DELETE FROM`, `TRUNCATE`, `DROP`.
+    MassDeletion,
+    /// Writing `*.env`, `*credentials*`, `*secrets*`, private keys: blocked whatever the trust.
+    CredentialModification,
+    /// `kubectl apply`, `terraform apply`, `helm upgrade`, ...
+    ProductionDeployment,
+    /// Schema changes and migration runners: trust 3 or more.
+    DatabaseMigration,
+    /// What cannot be read with certainty (a parse error, a command only known at run
+    /// time): it fails closed.
+    Unverifiable,
+}
+
+impl Category {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::GitForce => "git_force",
+            Category::BranchDeletion => "branch_deletion",
+            Category::MassDeletion => "mass_deletion",
+            Category::CredentialModification => "credential_modification",
+            Category::ProductionDeployment => "production_deployment",
+            Category::DatabaseMigration => "database_migration",
+            Category::Unverifiable => "unverifiable",
+        }
+    }
+}
+
+/// What a finding asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Refused until a person approves this exact command (then it passes once).
+    Block,
+    /// Refused whatever the trust; a person reviews it (credential files).
+    ManualReview,
+    /// Allowed only at this trust level or more.
+    RequireTrust(u8),
+    /// Allowed, with the finding in the answer.
+    Warn,
+}
+
+/// One destructive pattern found in a command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Finding {
+    pub category: Category,
+    /// What it does, e.g. `force_push`, `hard_reset`, `recursive_delete`.
+    pub operation: String,
+    pub action: Action,
+    /// The command (or file) it was found in, as written.
+    pub matched: String,
+    /// Byte offsets of `matched` in the analysed input, when it comes from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<(usize, usize)>,
+    /// Why, in words a model can act on.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CheckGuardrailsRequest {
+    /// A whole command line, as an agent's shell tool would run it (bash syntax).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(max = 65536)))]
+    pub command: Option<String>,
+    /// Paths an edit would change (credential files are checked).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    pub files: Option<Vec<String>>,
+}
+
+/// A validated check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuardCheck {
+    pub command: Option<String>,
+    pub files: Vec<String>,
+}
+
+pub fn validate_check(req: CheckGuardrailsRequest) -> CoordResult<GuardCheck> {
+    let command = req.command.filter(|c| !c.trim().is_empty());
+    if let Some(c) = &command {
+        if c.len() > MAX_COMMAND_BYTES {
+            return Err(CoordError::field(
+                ErrorCode::PayloadTooLarge,
+                "command",
+                format!("command is longer than {MAX_COMMAND_BYTES} bytes"),
+            ));
+        }
+        if c.contains('\0') {
+            return Err(CoordError::field(
+                ErrorCode::InvalidArgument,
+                "command",
+                "command contains a NUL character",
+            ));
+        }
+    }
+    let files = validate::text_list("files", req.files, MAX_FILES, 4096)?;
+    if command.is_none() && files.is_empty() {
+        return Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            "command",
+            "give a command line to check (command) or the files an edit changes (files)",
+        ));
+    }
+    Ok(GuardCheck { command, files })
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CheckGuardrailsResult {
+    pub success: bool,
+    /// Whether the command may run (with warnings, if any).
+    pub allowed: bool,
+    /// Everything found, warnings included.
+    pub findings: Vec<Finding>,
+    /// The approval that let this exact command through (spent now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_used: Option<String>,
+    /// Allowed because the caller's profile lists the operation in `elevated_operations`
+    /// (trust 3 or more); audited as such.
+    #[serde(default)]
+    pub elevated: bool,
+}
+
+impl CheckGuardrailsResult {
+    /// The result once `approval_id` let a refused command through.
+    pub fn approved_by(self, approval_id: String) -> CheckGuardrailsResult {
+        CheckGuardrailsResult {
+            allowed: true,
+            approval_used: Some(approval_id),
+            ..self
+        }
+    }
+}
+
+/// Trust needed before a profile's `elevated_operations` lift a block.
+pub const ELEVATED_TRUST: u8 = 3;
+
+/// The decision over findings for a caller of `trust` whose profile lists `elevated`
+/// operations: the refusal of the first finding that is not allowed —
+/// `credential_file_protected` (manual review, whatever the trust) before
+/// `destructive_operation_blocked` — or `Ok(elevated)`, true when an elevated operation
+/// let a block through.
+pub fn decide(findings: &[Finding], trust: u8, elevated: &[String]) -> CoordResult<bool> {
+    let refusal = |f: &Finding, code: ErrorCode| {
+        CoordError::new(code, format!("{} ({}): {}", f.operation, f.matched, f.reason))
+            .with_detail("operation", f.operation.as_str())
+            .with_detail("category", f.category.as_str())
+            .with_detail("matched", f.matched.as_str())
+            .with_detail("findings", serde_json::to_value(findings).unwrap_or_default())
+    };
+    if let Some(f) = findings.iter().find(|f| f.action == Action::ManualReview) {
+        return Err(refusal(f, ErrorCode::CredentialFileProtected).with_detail("requires", "manual_review"));
+    }
+    let lifted =
+        |f: &Finding| trust >= ELEVATED_TRUST && elevated.iter().any(|e| *e == f.operation || e == f.category.as_str());
+    let stopping = |f: &&Finding| match f.action {
+        Action::Block => true,
+        Action::RequireTrust(t) => trust < t,
+        Action::ManualReview | Action::Warn => false,
+    };
+    let blocked = findings.iter().filter(stopping).find(|f| !lifted(f));
+    let used_elevation = findings.iter().filter(stopping).any(lifted);
+    match blocked {
+        Some(f) => {
+            let e = refusal(f, ErrorCode::DestructiveOperationBlocked);
+            Err(match f.action {
+                Action::RequireTrust(t) => e.with_detail("required_trust", t).with_detail("actual_trust", trust),
+                _ => e,
+            })
+        }
+        None => Ok(used_elevation),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(action: Action, op: &str) -> Finding {
+        Finding {
+            category: Category::GitForce,
+            operation: op.into(),
+            action,
+            matched: "x".into(),
+            span: None,
+            reason: "r".into(),
+        }
+    }
+
+    #[test]
+    fn decisions() {
+        use Action::*;
+        let cases: [(&[Finding], u8, Option<ErrorCode>); 6] = [
+            (&[], 0, None),
+            (&[finding(Warn, "delete_branch")], 0, None),
+            (
+                &[finding(Block, "force_push")],
+                4,
+                Some(ErrorCode::DestructiveOperationBlocked),
+            ),
+            (
+                &[finding(RequireTrust(3), "migrate")],
+                2,
+                Some(ErrorCode::DestructiveOperationBlocked),
+            ),
+            (&[finding(RequireTrust(3), "migrate")], 3, None),
+            (
+                &[finding(Block, "force_push"), finding(ManualReview, "credential_write")],
+                4,
+                Some(ErrorCode::CredentialFileProtected),
+            ),
+        ];
+        for (findings, trust, want) in cases {
+            assert_eq!(
+                decide(findings, trust, &[]).err().map(|e| e.code),
+                want,
+                "{findings:?} at {trust}"
+            );
+        }
+        let e = decide(&[finding(ManualReview, "credential_write")], 4, &[]).unwrap_err();
+        assert_eq!(e.to_value()["requires"], "manual_review");
+        let e = decide(&[finding(Block, "force_push")], 4, &[]).unwrap_err();
+        assert_eq!(e.to_value()["operation"], "force_push");
+        // Elevated operations lift blocks at trust 3 or more, never a manual review.
+        let elevated = ["force_push".to_string()];
+        assert_eq!(decide(&[finding(Block, "force_push")], 3, &elevated), Ok(true));
+        assert!(decide(&[finding(Block, "force_push")], 2, &elevated).is_err());
+        assert!(decide(&[finding(Block, "hard_reset")], 4, &elevated).is_err());
+        let review = [finding(ManualReview, "force_push")];
+        assert!(decide(&review, 4, &elevated).is_err());
+    }
+
+    #[test]
+    fn validation() {
+        assert!(validate_check(CheckGuardrailsRequest::default()).is_err());
+        let long = "x".repeat(MAX_COMMAND_BYTES + 1);
+        let e = validate_check(CheckGuardrailsRequest {
+            command: Some(long),
+            files: None,
+        })
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::PayloadTooLarge);
+        assert!(
+            validate_check(CheckGuardrailsRequest {
+                command: Some("ls".into()),
+                files: None
+            })
+            .is_ok()
+        );
+    }
+}

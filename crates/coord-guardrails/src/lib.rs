@@ -1,0 +1,416 @@
+//! Destructive-operation analysis of shell command lines, with a real bash parser
+//! (`brush-parser`), never regexes over the raw string: `parse → what runs → rules`.
+//!
+//! [`analyze`] parses the command line, walks every construct to the commands that run
+//! ([`walk`]), peels wrappers off each (`sudo`, `env`, `nice`, `timeout`, `xargs`,
+//! `find -exec`, `sh -c`, `eval`, here-documents fed to a shell, ...), and asks the rule
+//! of each program ([`rules`]). What cannot be read with certainty (a parse error, a
+//! command word only known at run time, `eval` of a run-time string) fails closed: it is
+//! a finding that blocks. Data is not code: text that only reaches `echo`, `cat <<EOF` or
+//! a file is not analysed as commands.
+
+pub mod rules;
+pub mod walk;
+
+use coord_domain::guardrails::{Action, Category, Finding, MAX_COMMAND_BYTES};
+use rules::{Hit, RUNTIME_OPERAND, program};
+use walk::{Arg, Exec, Stdin, Walk};
+
+/// Everything destructive in a command line (warnings included), in the order found.
+pub fn analyze(command: &str) -> Vec<Finding> {
+    if command.len() > MAX_COMMAND_BYTES {
+        return vec![Finding {
+            category: Category::Unverifiable,
+            operation: "too_long".into(),
+            action: Action::Block,
+            matched: command.chars().take(80).collect(),
+            span: None,
+            reason: format!("a command line longer than {MAX_COMMAND_BYTES} bytes is not analysed"),
+        }];
+    }
+    let mut a = Analyzer::default();
+    a.script(command, 0);
+    a.findings
+}
+
+/// Findings for files an edit changes: credential files need a person's review.
+pub fn analyze_files(files: &[String]) -> Vec<Finding> {
+    files
+        .iter()
+        .filter(|f| rules::credential_path(f))
+        .map(|f| finding(rules::credential_hit(f, "edit changes"), f))
+        .collect()
+}
+
+fn finding(hit: Hit, matched: &str) -> Finding {
+    Finding {
+        category: hit.category,
+        operation: hit.operation.to_string(),
+        action: hit.action,
+        matched: matched.chars().take(300).collect(),
+        span: None,
+        reason: hit.reason,
+    }
+}
+
+fn unverifiable(operation: &'static str, reason: impl Into<String>) -> Hit {
+    Hit {
+        category: Category::Unverifiable,
+        operation,
+        action: Action::Block,
+        reason: reason.into(),
+    }
+}
+
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox-sh"];
+
+#[derive(Default)]
+struct Analyzer {
+    findings: Vec<Finding>,
+}
+
+impl Analyzer {
+    fn script(&mut self, text: &str, depth: usize) {
+        let mut w = Walk::default();
+        w.script(text, depth);
+        for p in w.problems {
+            self.findings
+                .push(finding(unverifiable("unparseable", p.reason), &p.matched));
+        }
+        for e in &w.execs {
+            self.exec(e, depth);
+        }
+    }
+
+    fn add(&mut self, hits: impl IntoIterator<Item = Hit>, matched: &str) {
+        for h in hits {
+            let f = finding(h, matched);
+            if !self.findings.contains(&f) {
+                self.findings.push(f);
+            }
+        }
+    }
+
+    fn exec(&mut self, e: &Exec, depth: usize) {
+        self.writes(&e.writes, &e.text);
+        self.argv(&e.argv, &e.stdin, &e.text, depth);
+    }
+
+    fn writes(&mut self, files: &[Arg], text: &str) {
+        let hits: Vec<Hit> = files
+            .iter()
+            .filter_map(Arg::lit)
+            .filter(|f| rules::credential_path(f))
+            .map(|f| rules::credential_hit(f, "command writes"))
+            .collect();
+        self.add(hits, text);
+    }
+
+    /// One command: wrappers are peeled off (their command analysed instead), then the
+    /// program's rule runs.
+    fn argv(&mut self, argv: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        let Some(first) = argv.first() else { return };
+        let Some(word) = first.lit() else {
+            return self.add(
+                [unverifiable(
+                    "dynamic_command",
+                    format!(
+                        "the command `{}` is only known at run time; write the command itself",
+                        first.raw()
+                    ),
+                )],
+                text,
+            );
+        };
+        let prog = program(word);
+        let args = &argv[1..];
+        let lits: Vec<&str> = argv.iter().map(Arg::raw).collect();
+        match prog {
+            // Wrappers that run the rest of their arguments as a command.
+            "sudo" | "doas" => self.wrapped(
+                args,
+                &[
+                    "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
+                ],
+                stdin,
+                text,
+                depth,
+            ),
+            "nohup" | "setsid" | "unbuffer" | "builtin" | "noglob" | "busybox" | "time" | "caffeinate" => {
+                self.wrapped(args, &[], stdin, text, depth)
+            }
+            "exec" => self.wrapped(args, &["-a"], stdin, text, depth),
+            "nice" => self.wrapped(args, &["-n", "--adjustment"], stdin, text, depth),
+            "ionice" => self.wrapped(args, &["-c", "-n", "-p", "-P", "-u"], stdin, text, depth),
+            "stdbuf" => self.wrapped(args, &["-i", "-o", "-e"], stdin, text, depth),
+            "systemd-run" => self.wrapped(
+                args,
+                &["-p", "-u", "-E", "--unit", "--property", "--setenv", "-M", "--machine"],
+                stdin,
+                text,
+                depth,
+            ),
+            "chroot" => self.after_operands(args, 1, stdin, text, depth),
+            "timeout" => {
+                let rest = skip_options(args, &["-s", "--signal", "-k", "--kill-after"]);
+                self.after_operands(rest, 1, stdin, text, depth)
+            }
+            "flock" => {
+                let rest = skip_options(args, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
+                if let Some(i) = rest.iter().position(|a| matches!(a.raw(), "-c" | "--command")) {
+                    return self.code_arg(rest.get(i + 1), text, depth);
+                }
+                self.after_operands(rest, 1, stdin, text, depth)
+            }
+            "command" => {
+                if args.iter().any(|a| matches!(a.raw(), "-v" | "-V")) {
+                    return;
+                }
+                self.wrapped(args, &[], stdin, text, depth)
+            }
+            "env" => {
+                let mut i = 0;
+                while i < args.len() {
+                    let raw = args[i].raw();
+                    if matches!(raw, "-u" | "--unset" | "-C" | "--chdir") {
+                        i += 2;
+                    } else if matches!(raw, "-S" | "--split-string") {
+                        return self.code_arg(args.get(i + 1), text, depth);
+                    } else if raw.starts_with('-') || is_assignment(raw) {
+                        i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                self.argv(&args[i..], stdin, text, depth)
+            }
+            "xargs" | "parallel" => {
+                let mut rest: Vec<Arg> = skip_options(
+                    args,
+                    &[
+                        "-I",
+                        "-i",
+                        "-n",
+                        "-P",
+                        "-L",
+                        "-l",
+                        "-d",
+                        "-E",
+                        "-e",
+                        "-s",
+                        "-a",
+                        "--max-args",
+                        "--max-procs",
+                        "--delimiter",
+                        "--arg-file",
+                        "-j",
+                        "--jobs",
+                    ],
+                )
+                .iter()
+                .take_while(|a| a.raw() != ":::")
+                .cloned()
+                .collect();
+                if rest.is_empty() {
+                    return; // xargs alone runs echo
+                }
+                rest.push(Arg::Unknown(RUNTIME_OPERAND.into()));
+                self.argv(&rest, &Stdin::Inherited, text, depth)
+            }
+            "watch" => {
+                let rest = skip_options(args, &["-n", "--interval", "-d"]);
+                self.joined_code(rest, text, depth)
+            }
+            "ssh" => {
+                let rest = skip_options(
+                    args,
+                    &[
+                        "-p", "-i", "-o", "-l", "-J", "-F", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m", "-O", "-Q",
+                        "-S", "-W", "-w", "-B", "-I",
+                    ],
+                );
+                if rest.len() > 1 {
+                    self.joined_code(&rest[1..], text, depth);
+                }
+            }
+            "su" => {
+                if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-c" | "--command")) {
+                    self.code_arg(args.get(i + 1), text, depth);
+                }
+            }
+            "docker" | "podman" if matches!(args.first().map(Arg::raw), Some("exec")) => {
+                let rest = skip_options(
+                    &args[1..],
+                    &["-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file"],
+                );
+                self.after_operands(rest, 1, stdin, text, depth)
+            }
+            "eval" => self.joined_code(args, text, depth),
+            "trap" => self.code_arg(args.first(), text, depth),
+            p if SHELLS.contains(&p) => self.shell(args, stdin, text, depth),
+            "npx" | "bunx" | "pnpx" => self.wrapped(args, &["-p", "--package"], stdin, text, depth),
+            "find" => {
+                let f = rules::find(args);
+                let hit = rules::find_delete(&f);
+                self.add(hit, text);
+                for cmd in &f.execs {
+                    self.argv(cmd, &Stdin::Inherited, text, depth);
+                }
+            }
+            "git" => self.add(rules::git(args), text),
+            "rm" | "unlink" | "shred" => self.add(rules::rm(args), text),
+            _ => {
+                let written = rules::written_files(prog, args);
+                self.writes(&written, text);
+                self.add(rules::infrastructure(prog, args), text);
+                self.add(rules::migration(&lits), text);
+                for sql in rules::sql_of(prog, args) {
+                    match sql {
+                        Arg::Lit(s) => self.add(rules::sql(&s), text),
+                        Arg::Unknown(raw) => self.add(
+                            [unverifiable(
+                                "dynamic_sql",
+                                format!("the SQL `{raw}` is only known at run time"),
+                            )],
+                            text,
+                        ),
+                    }
+                }
+                if matches!(prog, "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client") {
+                    match stdin {
+                        Stdin::Text(s) => self.add(rules::sql(s), text),
+                        Stdin::Pipe | Stdin::Unknown => self.add(
+                            [unverifiable("dynamic_sql", "a database client reading SQL from a pipe runs statements only known at run time; pass them with -c")],
+                            text,
+                        ),
+                        Stdin::Inherited => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// A wrapper whose options (those in `value_options` take a value) and environment
+    /// assignments (`sudo VAR=x cmd`) precede the command.
+    fn wrapped(&mut self, args: &[Arg], value_options: &[&str], stdin: &Stdin, text: &str, depth: usize) {
+        let rest = skip_options(args, value_options);
+        let first_command = rest.iter().position(|a| !is_assignment(a.raw())).unwrap_or(rest.len());
+        self.argv(&rest[first_command..], stdin, text, depth);
+    }
+
+    /// A wrapper with `n` operands before the command (`timeout DURATION cmd`).
+    fn after_operands(&mut self, args: &[Arg], n: usize, stdin: &Stdin, text: &str, depth: usize) {
+        if args.len() > n {
+            self.argv(&args[n..], stdin, text, depth);
+        }
+    }
+
+    /// One argument holding shell code (`sh -c CODE`, `trap CODE`, `su -c CODE`).
+    fn code_arg(&mut self, code: Option<&Arg>, text: &str, depth: usize) {
+        match code {
+            Some(Arg::Lit(s)) => self.script(s, depth + 1),
+            Some(Arg::Unknown(raw)) => self.add(
+                [unverifiable(
+                    "dynamic_code",
+                    format!("the code `{raw}` is only known at run time"),
+                )],
+                text,
+            ),
+            None => {}
+        }
+    }
+
+    /// Arguments joined with spaces and run as shell code (`eval`, `ssh host CMD`, `watch`).
+    fn joined_code(&mut self, args: &[Arg], text: &str, depth: usize) {
+        if args.is_empty() {
+            return;
+        }
+        if let Some(unknown) = args.iter().find(|a| a.lit().is_none()) {
+            return self.add(
+                [unverifiable(
+                    "dynamic_code",
+                    format!("the code `{}` is only known at run time", unknown.raw()),
+                )],
+                text,
+            );
+        }
+        let code = args.iter().map(Arg::raw).collect::<Vec<_>>().join(" ");
+        self.script(&code, depth + 1);
+    }
+
+    /// `bash [-opts] -c CODE`, `bash script.sh`, or a shell reading its script on stdin.
+    fn shell(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        let mut i = 0;
+        let mut reads_code_arg = false;
+        while i < args.len() {
+            let raw = args[i].raw();
+            if matches!(raw, "--rcfile" | "--init-file" | "-O" | "+O" | "-o" | "+o") {
+                i += 2;
+                continue;
+            }
+            if raw == "--" {
+                i += 1;
+                break;
+            }
+            if raw.starts_with('-') && !raw.starts_with("--") && raw.len() > 1 {
+                reads_code_arg |= raw.contains('c');
+                i += 1;
+                continue;
+            }
+            if raw.starts_with("--") {
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        if reads_code_arg {
+            return self.code_arg(args.get(i), text, depth);
+        }
+        if args.get(i).is_some() {
+            // A script file: its content is not in the command line.
+            return;
+        }
+        match stdin {
+            Stdin::Text(code) => self.script(code, depth + 1),
+            Stdin::Pipe | Stdin::Unknown => self.add(
+                [unverifiable(
+                    "dynamic_code",
+                    "a shell reading its commands from a pipe or an expanding here-document runs code only known at run time",
+                )],
+                text,
+            ),
+            Stdin::Inherited => {}
+        }
+    }
+}
+
+/// `NAME=value`, as an environment assignment before a command.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// The arguments after the leading options (`value_options` take the next word).
+fn skip_options<'a>(args: &'a [Arg], value_options: &[&str]) -> &'a [Arg] {
+    let mut i = 0;
+    while i < args.len() {
+        let raw = args[i].raw();
+        if raw == "--" {
+            return &args[i + 1..];
+        }
+        if value_options.contains(&raw) {
+            i += 2;
+        } else if raw.starts_with('-') && raw.len() > 1 {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    args.get(i..).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod corpus;

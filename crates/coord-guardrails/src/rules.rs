@@ -1,0 +1,796 @@
+//! What a command does, program by program: git, rm/find/xargs, infrastructure CLIs, SQL
+//! clients and migration runners, writers of credential files. Each rule reads a typed
+//! argv (see [`crate::walk::Arg`]); wrappers (`sudo`, `env`, `xargs`, `sh -c`, ...) are
+//! peeled off by [`crate::Analyzer`] before a rule sees the program they run.
+
+use crate::walk::Arg;
+use coord_domain::guardrails::{Action, Category};
+
+/// A finding before it is tied to the command it was found in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    pub category: Category,
+    pub operation: &'static str,
+    pub action: Action,
+    pub reason: String,
+}
+
+fn hit(category: Category, operation: &'static str, action: Action, reason: impl Into<String>) -> Hit {
+    Hit {
+        category,
+        operation,
+        action,
+        reason: reason.into(),
+    }
+}
+
+/// The program name of a command word: `/usr/bin/git` is `git`.
+pub fn program(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// Branches nobody deletes or force-pushes without a person: an unknown one counts too.
+fn protected(branch: Option<&str>) -> bool {
+    match branch {
+        None => true,
+        Some(b) => {
+            let b = b.trim_start_matches("refs/heads/");
+            matches!(b, "main" | "master" | "HEAD" | "") || b.starts_with("release/") || b.starts_with("production")
+        }
+    }
+}
+
+fn short_flag_has(arg: &str, c: char) -> bool {
+    arg.starts_with('-') && !arg.starts_with("--") && arg.len() > 1 && arg[1..].contains(c)
+}
+
+// ---------------------------------------------------------------- git
+
+/// Git global options that take a value as the next word.
+const GIT_VALUE_OPTIONS: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--super-prefix",
+    "--config-env",
+    "--exec-path",
+];
+
+pub fn git(args: &[Arg]) -> Vec<Hit> {
+    let mut i = 0;
+    let mut configs = Vec::new();
+    while i < args.len() {
+        let a = args[i].raw();
+        if GIT_VALUE_OPTIONS.contains(&a) {
+            if a == "-c"
+                && let Some(v) = args.get(i + 1)
+            {
+                configs.push(v.raw().to_ascii_lowercase());
+            }
+            i += 2;
+        } else if a.starts_with('-') {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let Some(sub) = args.get(i) else { return Vec::new() };
+    let Some(sub) = sub.lit() else {
+        return vec![hit(
+            Category::Unverifiable,
+            "dynamic_git_command",
+            Action::Block,
+            "the git subcommand is only known at run time",
+        )];
+    };
+    let rest = &args[i + 1..];
+    let flags: Vec<&str> = rest.iter().map(Arg::raw).filter(|a| a.starts_with('-')).collect();
+    let has = |names: &[&str]| {
+        flags
+            .iter()
+            .any(|f| names.contains(f) || names.iter().any(|n| f.starts_with(&format!("{n}="))))
+    };
+    let positional: Vec<&Arg> = rest.iter().filter(|a| !a.raw().starts_with('-')).collect();
+    let dry_run = has(&["--dry-run", "-n"]) || flags.iter().any(|f| short_flag_has(f, 'n') && !f.contains('f'));
+    match sub {
+        "push" => {
+            if has(&["--dry-run"]) || flags.contains(&"-n") {
+                return Vec::new();
+            }
+            let mut hits = Vec::new();
+            let force = has(&["--force", "--force-with-lease", "--mirror", "--force-if-includes"])
+                || flags.iter().any(|f| short_flag_has(f, 'f'));
+            // refspecs after the remote
+            let refspecs: Vec<&Arg> = positional.iter().skip(1).copied().collect();
+            let plus = refspecs.iter().any(|r| r.raw().starts_with('+'));
+            if force || plus {
+                hits.push(hit(
+                    Category::GitForce,
+                    "force_push",
+                    Action::Block,
+                    "a force push rewrites the remote branch and can destroy other agents' commits; push without --force (rebase or merge first), or ask for approval",
+                ));
+            }
+            let deleting = has(&["--delete", "-d"]);
+            for r in &refspecs {
+                let raw = r.raw();
+                let target = if deleting {
+                    Some(raw.trim_start_matches('+'))
+                } else if let Some(dst) = raw.strip_prefix(':') {
+                    Some(dst)
+                } else {
+                    continue;
+                };
+                let target = r.lit().and(target);
+                hits.push(branch_delete(target));
+            }
+            if deleting && refspecs.is_empty() {
+                hits.push(branch_delete(None));
+            }
+            hits
+        }
+        "reset" if has(&["--hard"]) => vec![hit(
+            Category::GitForce,
+            "hard_reset",
+            Action::Block,
+            "git reset --hard discards uncommitted work, possibly another agent's in a shared checkout; commit or stash first, or ask for approval",
+        )],
+        "clean" => {
+            let forced = has(&["--force"])
+                || flags.iter().any(|f| short_flag_has(f, 'f'))
+                || configs.iter().any(|c| c.replace(' ', "") == "clean.requireforce=false");
+            if forced && !dry_run {
+                vec![hit(
+                    Category::GitForce,
+                    "clean_force",
+                    Action::Block,
+                    "git clean -f deletes untracked files for good; run git clean -n to see what it would delete, or ask for approval",
+                )]
+            } else {
+                Vec::new()
+            }
+        }
+        "branch" => {
+            let deleting = has(&["--delete", "-D", "-d"])
+                || flags.iter().any(|f| short_flag_has(f, 'D') || short_flag_has(f, 'd'));
+            if !deleting {
+                return Vec::new();
+            }
+            if positional.is_empty() {
+                return vec![branch_delete(None)];
+            }
+            positional.iter().map(|b| branch_delete(b.lit())).collect()
+        }
+        "checkout" | "restore" | "switch" => {
+            let forced = has(&["--force", "-f", "--discard-changes"]);
+            let whole_tree = positional.iter().any(|p| matches!(p.raw(), "." | ":/" | "*" | "./"));
+            let only_staged = sub == "restore" && has(&["--staged", "-S"]) && !has(&["--worktree", "-W"]);
+            if forced || (whole_tree && !only_staged) {
+                vec![hit(
+                    Category::GitForce,
+                    "discard_changes",
+                    Action::Block,
+                    "this discards uncommitted changes in the whole tree; restore single files by name, or ask for approval",
+                )]
+            } else {
+                Vec::new()
+            }
+        }
+        "update-ref" if has(&["-d"]) => vec![branch_delete(positional.first().and_then(|r| r.lit()))],
+        "filter-branch" | "filter-repo" => vec![hit(
+            Category::GitForce,
+            "rewrite_history",
+            Action::Block,
+            "rewriting history invalidates every other clone; ask for approval",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+fn branch_delete(branch: Option<&str>) -> Hit {
+    if protected(branch) {
+        hit(
+            Category::BranchDeletion,
+            "delete_protected_branch",
+            Action::Block,
+            format!(
+                "deleting {} needs a person's approval",
+                branch.map_or("a branch only known at run time".to_string(), |b| format!("branch {b}"))
+            ),
+        )
+    } else {
+        hit(
+            Category::BranchDeletion,
+            "delete_branch",
+            Action::Warn,
+            format!("deletes branch {}", branch.unwrap_or_default()),
+        )
+    }
+}
+
+// ---------------------------------------------------------------- deletion
+
+/// Directories agents may delete recursively without asking: build outputs and caches
+/// that a build regenerates.
+const ARTIFACTS: &[&str] = &[
+    "node_modules",
+    "target",
+    "build",
+    "dist",
+    "out",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    "coverage",
+    ".coverage",
+    "htmlcov",
+    ".next",
+    ".nuxt",
+    ".turbo",
+    ".cache",
+    ".parcel-cache",
+    ".gradle",
+    ".tox",
+    ".eggs",
+    ".svelte-kit",
+    "tmp",
+];
+
+/// Whether a recursive deletion of `path` is scoped: below a temp root (not the root
+/// itself, nor all of it), or a relative path through a build-artifact directory, and
+/// never climbing out with `..`.
+pub fn scoped(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    if parts.contains(&"..") || parts.is_empty() {
+        return false;
+    }
+    for root in ["/tmp/", "/var/tmp/"] {
+        if let Some(rest) = path.strip_prefix(root) {
+            let first = rest.split('/').next().unwrap_or_default();
+            return !first.is_empty() && !first.contains('*') && !first.contains('?');
+        }
+    }
+    if path.starts_with('/') || path.starts_with('~') || path.starts_with('$') {
+        return false;
+    }
+    parts.iter().any(|p| ARTIFACTS.contains(p) || p.ends_with(".egg-info"))
+        && !parts.last().is_some_and(|l| l.starts_with('*') && parts.len() == 1)
+}
+
+/// Operands that are only known at run time (`xargs` input, `find -exec {}`).
+pub const RUNTIME_OPERAND: &str = "{run-time operand}";
+
+pub fn rm(args: &[Arg]) -> Vec<Hit> {
+    let (mut recursive, mut no_preserve_root) = (false, false);
+    let mut operands = Vec::new();
+    let mut options_done = false;
+    for a in args {
+        let raw = a.raw();
+        if options_done || !raw.starts_with('-') || raw == "-" {
+            operands.push(a);
+            continue;
+        }
+        match raw {
+            "--" => options_done = true,
+            "--recursive" => recursive = true,
+            "--no-preserve-root" => no_preserve_root = true,
+            _ if !raw.starts_with("--") => {
+                recursive |= raw.contains('r') || raw.contains('R');
+            }
+            _ => {}
+        }
+    }
+    let mut hits: Vec<Hit> = operands
+        .iter()
+        .filter_map(|o| o.lit())
+        .filter(|p| credential_path(p))
+        .map(|p| credential_hit(p, "deletes"))
+        .collect();
+    let runtime = operands.iter().any(|o| o.lit().is_none() || o.raw() == RUNTIME_OPERAND);
+    if recursive || no_preserve_root {
+        let unscoped: Vec<&str> = operands
+            .iter()
+            .filter(|o| o.lit().is_none_or(|p| !scoped(p)))
+            .map(|o| o.raw())
+            .collect();
+        if !unscoped.is_empty() || no_preserve_root {
+            hits.push(hit(
+                Category::MassDeletion,
+                "recursive_delete",
+                Action::Block,
+                format!(
+                    "recursive deletion of {} cannot be undone; delete specific files, or a build directory (target/, node_modules/, dist/), or a directory under /tmp/<name>, or ask for approval",
+                    if unscoped.is_empty() { "/".to_string() } else { unscoped.join(" ") }
+                ),
+            ));
+        }
+    } else if runtime && operands.iter().any(|o| o.raw() == RUNTIME_OPERAND) {
+        hits.push(hit(
+            Category::MassDeletion,
+            "bulk_delete",
+            Action::Block,
+            "rm of a file list only known at run time (xargs, find -exec) can delete anything; list the files, or ask for approval",
+        ));
+    } else if operands
+        .iter()
+        .filter_map(|o| o.lit())
+        .any(|p| (p.starts_with('/') || p.starts_with('~')) && (p.contains('*') || p.contains('?')))
+    {
+        hits.push(hit(
+            Category::MassDeletion,
+            "glob_delete",
+            Action::Block,
+            "deleting files by a glob outside the repository cannot be undone; name the files, or ask for approval",
+        ));
+    }
+    hits
+}
+
+/// `find ROOTS... EXPR`: the roots, whether it deletes, and the commands `-exec` runs
+/// (with `{}` as a run-time operand).
+pub struct Find {
+    pub roots: Vec<Arg>,
+    pub deletes: bool,
+    pub execs: Vec<Vec<Arg>>,
+}
+
+pub fn find(args: &[Arg]) -> Find {
+    let mut roots = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let raw = args[i].raw();
+        if raw.starts_with('-') || raw == "(" || raw == "!" {
+            break;
+        }
+        roots.push(args[i].clone());
+        i += 1;
+    }
+    let (mut deletes, mut execs) = (false, Vec::new());
+    while i < args.len() {
+        match args[i].raw() {
+            "-delete" => deletes = true,
+            "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                let mut cmd = Vec::new();
+                i += 1;
+                while i < args.len() && !matches!(args[i].raw(), ";" | "+") {
+                    cmd.push(if args[i].raw().contains("{}") {
+                        Arg::Unknown(RUNTIME_OPERAND.into())
+                    } else {
+                        args[i].clone()
+                    });
+                    i += 1;
+                }
+                execs.push(cmd);
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if roots.is_empty() {
+        roots.push(Arg::Lit(".".into()));
+    }
+    Find { roots, deletes, execs }
+}
+
+pub fn find_delete(f: &Find) -> Option<Hit> {
+    let deleting = f.deletes
+        || f.execs.iter().any(|c| {
+            c.first()
+                .and_then(Arg::lit)
+                .is_some_and(|p| matches!(program(p), "rm" | "unlink" | "shred"))
+        });
+    let all_scoped = f.roots.iter().all(|r| r.lit().is_some_and(scoped));
+    (deleting && !all_scoped).then(|| {
+        hit(
+            Category::MassDeletion,
+            "find_delete",
+            Action::Block,
+            format!(
+                "find {} deletes every match below it, and cannot be undone; list the matches first (find ... -print) and delete them by name, or ask for approval",
+                f.roots.iter().map(Arg::raw).collect::<Vec<_>>().join(" ")
+            ),
+        )
+    })
+}
+
+// ---------------------------------------------------------------- credentials
+
+/// Whether a path names a credential file: `.env` files (not their templates),
+/// `*credentials*`, `*secrets*`, private keys and auth files.
+pub fn credential_path(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let templates = [".example", ".sample", ".template", ".dist", ".defaults"];
+    if name == ".env" || name.starts_with(".env.") || name.ends_with(".env") {
+        return !templates.iter().any(|t| name.ends_with(t));
+    }
+    let full = path.to_ascii_lowercase();
+    if full.contains("credentials") || full.contains("secrets") {
+        return true;
+    }
+    let keys = ["id_rsa", "id_ed25519", "id_ecdsa", "id_dsa"];
+    if keys.iter().any(|k| name.starts_with(k)) && !name.ends_with(".pub") {
+        return true;
+    }
+    [".pem", ".key", ".p12", ".pfx", ".keystore", ".jks"]
+        .iter()
+        .any(|e| name.ends_with(e))
+        || matches!(name.as_str(), ".netrc" | ".pgpass" | ".npmrc" | ".pypirc" | ".htpasswd")
+}
+
+pub fn credential_hit(path: &str, verb: &str) -> Hit {
+    hit(
+        Category::CredentialModification,
+        "credential_modify",
+        Action::ManualReview,
+        format!("this {verb} {path}, a credential file: a person must review it (whatever the agent's trust)"),
+    )
+}
+
+/// Files a writer program writes, from its argv (without the program name).
+pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
+    let operands: Vec<&Arg> = args.iter().filter(|a| !a.raw().starts_with('-')).collect();
+    match prog {
+        "tee" | "truncate" | "touch" | "shred" => operands.into_iter().cloned().collect(),
+        "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
+            if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-t" | "--target-directory")) {
+                return args.get(i + 1).cloned().into_iter().collect();
+            }
+            operands.last().map(|a| (*a).clone()).into_iter().collect()
+        }
+        "sed" | "perl"
+            if args
+                .iter()
+                .any(|a| a.raw().starts_with("-i") || a.raw().starts_with("--in-place")) =>
+        {
+            operands.into_iter().skip(1).cloned().collect()
+        }
+        "dd" => args
+            .iter()
+            .filter_map(|a| a.lit().and_then(|s| s.strip_prefix("of=")).map(|s| Arg::Lit(s.into())))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+// ---------------------------------------------------------------- deployment
+
+fn first_positional(args: &[Arg], value_options: &[&str]) -> Option<(usize, String)> {
+    let mut i = 0;
+    while i < args.len() {
+        let raw = args[i].raw();
+        if value_options.contains(&raw) {
+            i += 2;
+        } else if raw.starts_with('-') {
+            i += 1;
+        } else {
+            return Some((i, raw.to_string()));
+        }
+    }
+    None
+}
+
+fn deploy(tool: &str, what: &str) -> Hit {
+    hit(
+        Category::ProductionDeployment,
+        "deploy",
+        Action::Block,
+        format!(
+            "{tool} {what} changes live infrastructure; run its preview (plan, diff, --dry-run) and ask for approval"
+        ),
+    )
+}
+
+pub fn infrastructure(prog: &str, args: &[Arg]) -> Option<Hit> {
+    let raws: Vec<&str> = args.iter().map(Arg::raw).collect();
+    let has = |f: &str| raws.iter().any(|a| *a == f || a.starts_with(&format!("{f}=")));
+    match prog {
+        "kubectl" | "oc" => {
+            let (i, sub) = first_positional(
+                args,
+                &[
+                    "-n",
+                    "--namespace",
+                    "--context",
+                    "--cluster",
+                    "--kubeconfig",
+                    "-s",
+                    "--server",
+                    "--user",
+                ],
+            )?;
+            let mutating = [
+                "apply",
+                "create",
+                "delete",
+                "replace",
+                "patch",
+                "scale",
+                "set",
+                "drain",
+                "cordon",
+                "uncordon",
+                "edit",
+                "autoscale",
+                "expose",
+                "run",
+                "label",
+                "annotate",
+                "taint",
+            ];
+            let rollout = sub == "rollout"
+                && args
+                    .get(i + 1)
+                    .is_some_and(|a| matches!(a.raw(), "restart" | "undo" | "resume" | "pause"));
+            let dry = raws
+                .iter()
+                .any(|a| matches!(*a, "--dry-run" | "--dry-run=client" | "--dry-run=server"));
+            ((mutating.contains(&sub.as_str()) || rollout) && !dry).then(|| deploy(prog, &sub))
+        }
+        "helm" => {
+            let (_, sub) = first_positional(args, &["-n", "--namespace", "--kube-context"])?;
+            (matches!(
+                sub.as_str(),
+                "install" | "upgrade" | "uninstall" | "delete" | "rollback"
+            ) && !has("--dry-run"))
+            .then(|| deploy(prog, &sub))
+        }
+        "terraform" | "tofu" | "terragrunt" => {
+            let (i, sub) = first_positional(args, &[])?;
+            let state_change = sub == "state"
+                && args
+                    .get(i + 1)
+                    .is_some_and(|a| matches!(a.raw(), "rm" | "mv" | "push" | "replace-provider"));
+            (matches!(
+                sub.as_str(),
+                "apply" | "destroy" | "import" | "taint" | "untaint" | "force-unlock"
+            ) || state_change)
+                .then(|| deploy(prog, &sub))
+        }
+        "pulumi" => {
+            let (_, sub) = first_positional(args, &["-s", "--stack", "-C", "--cwd"])?;
+            matches!(sub.as_str(), "up" | "update" | "destroy" | "import" | "refresh").then(|| deploy(prog, &sub))
+        }
+        "cdk" | "serverless" | "sls" => {
+            let (_, sub) = first_positional(args, &[])?;
+            matches!(sub.as_str(), "deploy" | "destroy" | "remove").then(|| deploy(prog, &sub))
+        }
+        "fly" | "flyctl" | "heroku" | "railway" => {
+            let (_, sub) = first_positional(args, &["-a", "--app"])?;
+            (sub == "deploy" || sub.ends_with(":destroy") || sub == "destroy" || sub == "up")
+                .then(|| deploy(prog, &sub))
+        }
+        "vercel" | "netlify" => (has("--prod") || raws.first().is_some_and(|s| matches!(*s, "remove" | "rm")))
+            .then(|| deploy(prog, "--prod")),
+        "ansible-playbook" => Some(deploy(prog, "runs a playbook that")),
+        "aws" => {
+            let joined = raws.join(" ");
+            let risky = [
+                "cloudformation deploy",
+                "cloudformation delete-stack",
+                "cloudformation update-stack",
+                "cloudformation create-stack",
+                "ecs update-service",
+                "lambda update-function-code",
+                "ec2 terminate-instances",
+                "rds delete-db",
+                "s3 rb",
+                "eks delete",
+                "dynamodb delete-table",
+            ];
+            if joined.starts_with("s3 rm") && has("--recursive") {
+                return Some(hit(
+                    Category::MassDeletion,
+                    "bulk_delete",
+                    Action::Block,
+                    "aws s3 rm --recursive deletes every object under the prefix; ask for approval",
+                ));
+            }
+            risky
+                .iter()
+                .any(|r| joined.contains(r))
+                .then(|| deploy(prog, raws.first().copied().unwrap_or_default()))
+        }
+        "gcloud" | "az" => raws
+            .iter()
+            .any(|a| matches!(*a, "deploy" | "delete" | "create" | "update" | "apply"))
+            .then(|| deploy(prog, &raws.iter().take(3).copied().collect::<Vec<_>>().join(" "))),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------- databases
+
+fn migrate_hit(what: String) -> Hit {
+    hit(
+        Category::DatabaseMigration,
+        "migrate",
+        Action::RequireTrust(3),
+        format!("{what} changes a database schema: it needs trust level 3 or more (and a review of the migration)"),
+    )
+}
+
+/// Migration runners, from their argv (program included).
+pub fn migration(argv: &[&str]) -> Option<Hit> {
+    let joined = argv.join(" ");
+    let prog = program(argv.first()?);
+    let any = |words: &[&str]| argv.iter().any(|a| words.contains(a));
+    let is = match prog {
+        "alembic" => any(&["upgrade", "downgrade", "stamp"]),
+        "rails" | "rake" => argv
+            .iter()
+            .any(|a| a.starts_with("db:") && !matches!(*a, "db:version" | "db:migrate:status")),
+        "python" | "python3" => joined.contains("manage.py migrate") || joined.contains("-m alembic upgrade"),
+        "prisma" => {
+            joined.contains("migrate deploy")
+                || joined.contains("migrate reset")
+                || joined.contains("db push")
+                || joined.contains("migrate dev")
+        }
+        "sqlx" | "diesel" | "refinery" => {
+            joined.contains("migrate run") || joined.contains("migration run") || joined.contains("database reset")
+        }
+        "flyway" => any(&["migrate", "clean", "repair", "baseline"]),
+        "liquibase" => any(&["update", "rollback", "drop-all", "dropAll"]),
+        "knex" => argv.iter().any(|a| a.starts_with("migrate:")),
+        "sequelize" | "sequelize-cli" => argv.iter().any(|a| a.starts_with("db:migrate")),
+        "goose" => any(&["up", "down", "reset", "redo", "up-to", "down-to"]),
+        "migrate" => any(&["up", "down", "drop", "force", "goto"]),
+        "dbmate" => any(&["up", "down", "migrate", "rollback", "drop"]),
+        "supabase" => joined.contains("db push") || joined.contains("db reset"),
+        _ => false,
+    };
+    is.then(|| migrate_hit(joined))
+}
+
+/// SQL a client runs: `-c`/`--command`, `-e`/`--execute`, a statement operand of
+/// `sqlite3`, or its standard input when literal.
+pub fn sql_of(prog: &str, args: &[Arg]) -> Vec<Arg> {
+    let flags: &[&str] = match prog {
+        "psql" => &["-c", "--command"],
+        "mysql" | "mariadb" => &["-e", "--execute"],
+        "clickhouse-client" | "cockroach" => &["-q", "--query", "-e", "--execute"],
+        "sqlite3" => &[],
+        _ => return Vec::new(),
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let raw = args[i].raw();
+        if flags.contains(&raw) {
+            if let Some(v) = args.get(i + 1) {
+                out.push(v.clone());
+            }
+            i += 2;
+            continue;
+        }
+        if let Some(f) = flags
+            .iter()
+            .find(|f| f.starts_with("--") && raw.starts_with(&format!("{f}=")))
+        {
+            out.push(Arg::Lit(raw[f.len() + 1..].to_string()));
+        }
+        i += 1;
+    }
+    if prog == "sqlite3" {
+        // sqlite3 [OPTIONS] FILE [SQL...]
+        let positional: Vec<&Arg> = args.iter().filter(|a| !a.raw().starts_with('-')).collect();
+        out.extend(positional.into_iter().skip(1).cloned());
+    }
+    out
+}
+
+/// The SQL text with string literals, quoted identifiers and comments blanked out, so
+/// keywords in data are not read as statements.
+fn strip_sql(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' | '`' => {
+                for d in chars.by_ref() {
+                    if d == c {
+                        break;
+                    }
+                }
+                out.push_str(" x ");
+            }
+            '-' if chars.peek() == Some(&'-') => {
+                for d in chars.by_ref() {
+                    if d == '\n' {
+                        break;
+                    }
+                }
+                out.push(' ');
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                let mut prev = ' ';
+                for d in chars.by_ref() {
+                    if prev == '*' && d == '/' {
+                        break;
+                    }
+                    prev = d;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Destructive statements in SQL text: unscoped `DELETE`/`UPDATE`, `TRUNCATE`, `DROP`,
+/// and schema changes.
+pub fn sql(text: &str) -> Vec<Hit> {
+    let clean = strip_sql(text).to_ascii_uppercase();
+    let mut hits = Vec::new();
+    for stmt in clean.split(';') {
+        let words: Vec<&str> = stmt
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '='))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let Some(first) = words.first() else { continue };
+        let where_pos = words.iter().position(|w| *w == "WHERE");
+        let trivial_where =
+            where_pos.is_some_and(|p| matches!(words[p + 1..].concat().as_str(), "TRUE" | "1=1" | "1" | "X=X"));
+        match *first {
+            "DELETE" if where_pos.is_none() || trivial_where => hits.push(hit(
+                Category::MassDeletion,
+                "delete_all_rows",
+                Action::Block,
+                "DELETE without a WHERE clause deletes every row; add a WHERE clause, or ask for approval",
+            )),
+            "UPDATE" if where_pos.is_none() || trivial_where => hits.push(hit(
+                Category::MassDeletion,
+                "update_all_rows",
+                Action::Block,
+                "UPDATE without a WHERE clause overwrites every row; add a WHERE clause, or ask for approval",
+            )),
+            "TRUNCATE" => hits.push(hit(
+                Category::MassDeletion,
+                "truncate",
+                Action::Block,
+                "TRUNCATE deletes every row; ask for approval",
+            )),
+            "DROP" => hits.push(hit(
+                Category::MassDeletion,
+                "drop",
+                Action::Block,
+                format!(
+                    "DROP {} deletes it with its data; ask for approval",
+                    words.get(1).copied().unwrap_or_default()
+                ),
+            )),
+            "ALTER" | "CREATE" | "RENAME" | "COMMENT"
+                if words.iter().any(|w| {
+                    matches!(
+                        *w,
+                        "TABLE"
+                            | "INDEX"
+                            | "SCHEMA"
+                            | "TYPE"
+                            | "COLUMN"
+                            | "VIEW"
+                            | "DATABASE"
+                            | "SEQUENCE"
+                            | "EXTENSION"
+                            | "TRIGGER"
+                            | "FUNCTION"
+                    )
+                }) =>
+            {
+                hits.push(migrate_hit(format!(
+                    "{} {}",
+                    first,
+                    words.get(1).copied().unwrap_or_default()
+                )))
+            }
+            _ => {}
+        }
+    }
+    hits
+}
