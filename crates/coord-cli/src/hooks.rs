@@ -8,10 +8,12 @@
 use crate::args::GlobalArgs;
 use crate::context::{Context, default_identity, explicit_agent_type};
 use crate::open;
+use coord_domain::access::Principal;
+use coord_domain::guardrails::CheckGuardrailsRequest;
 use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest, WriteHandoffRequest};
 use coord_domain::locks::{CheckEditRequest, CheckLocksRequest, LockInfo};
 use coord_domain::sessions::{EndSessionRequest, HeartbeatRequest};
-use coord_domain::{Caller, CoordResult, ErrorCode};
+use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use coord_service::Coordination;
 use coord_service::CoordinationExt as _;
 use serde_json::{Value, json};
@@ -72,6 +74,12 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
     };
     let outcome = match open::coordination(&ctx, 2).await {
         Ok(coord) => claude_event(event, &payload, coord.as_ref(), &ctx).await,
+        // Without a coordinator the guardrails still decide: a hook that fails open
+        // would let any destructive command through.
+        Err(e) if event == "PreToolUse" => {
+            log_failure(&ctx.repo_root, event, &format!("{} [{}]", e.message, e.code));
+            Ok(guard_request(&payload, &ctx).and_then(|req| local_guard(&req, &e)))
+        }
         Err(e) => Err(e),
     };
     match outcome {
@@ -260,18 +268,92 @@ fn handoff_text(h: &Handoff) -> String {
     s
 }
 
-/// Blocks an edit of a file another agent holds a live lock on; otherwise says nothing,
-/// leaving Claude Code's normal permission flow in charge.
-async fn pre_tool_use(payload: &Value, coord: &dyn Coordination, ctx: &Context) -> CoordResult<Option<Value>> {
+/// The file an edit tool's input names.
+fn edited_file(payload: &Value) -> Option<&str> {
     let tool = payload.get("tool_name").and_then(Value::as_str).unwrap_or_default();
-    let Some((_, field)) = EDIT_TOOLS.iter().find(|(name, _)| *name == tool) else {
-        return Ok(None);
-    };
-    let Some(file) = payload
-        .get("tool_input")
-        .and_then(|i| i.get(*field))
-        .and_then(Value::as_str)
-    else {
+    let (_, field) = EDIT_TOOLS.iter().find(|(name, _)| *name == tool)?;
+    payload.get("tool_input")?.get(*field)?.as_str()
+}
+
+/// What the guardrails check for a tool call: a `Bash` command line, or the file an
+/// edit changes (credential files).
+fn guard_request(payload: &Value, ctx: &Context) -> Option<CheckGuardrailsRequest> {
+    if payload.get("tool_name").and_then(Value::as_str) == Some("Bash") {
+        let command = payload.get("tool_input")?.get("command")?.as_str()?;
+        return Some(CheckGuardrailsRequest {
+            command: Some(command.to_string()),
+            files: None,
+        });
+    }
+    let file = edited_file(payload)?;
+    Some(CheckGuardrailsRequest {
+        command: None,
+        files: Some(vec![ctx.lock_path(file)]),
+    })
+}
+
+fn deny(reason: String) -> Value {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    })
+}
+
+/// The guardrails' verdict on a tool call: a denial that says why and which approval
+/// would let exactly this call through once, or `None` (allowed).
+async fn guard(req: CheckGuardrailsRequest, coord: &dyn Coordination, ctx: &Context) -> CoordResult<Option<Value>> {
+    let who = Principal::local(ctx.caller.clone());
+    match coord_service::call::<coord_service::ops::guardrails::CheckGuardrails, _>(coord, &who, req.clone()).await {
+        Ok(_) => Ok(None),
+        Err(e)
+            if matches!(
+                e.code,
+                ErrorCode::DestructiveOperationBlocked | ErrorCode::CredentialFileProtected
+            ) =>
+        {
+            let approval = e.details.get("approval_id").and_then(Value::as_str).map_or(String::new(), |id| {
+                format!(
+                    " Approval requested: {id}. Do not work around this: ask a person to run `coord approvals approve {id}`, then run exactly the same command again (it passes once)."
+                )
+            });
+            Ok(Some(deny(format!("coord guardrails: {}.{approval}", e.message))))
+        }
+        Err(e) if e.kind() == coord_domain::ErrorKind::Unavailable => Ok(local_guard(&req, &e)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The decision when the coordinator cannot be reached: the same analysis, at trust 0,
+/// with no approval to offer.
+fn local_guard(req: &CheckGuardrailsRequest, why: &CoordError) -> Option<Value> {
+    let mut findings = req
+        .command
+        .as_deref()
+        .map(coord_guardrails::analyze)
+        .unwrap_or_default();
+    findings.extend(coord_guardrails::analyze_files(
+        req.files.as_deref().unwrap_or_default(),
+    ));
+    let refusal = coord_domain::guardrails::decide(&findings, 0, &[]).err()?;
+    Some(deny(format!(
+        "coord guardrails: {} (the coordinator is unreachable: {}; no approval can be requested until it is back)",
+        refusal.message, why.message
+    )))
+}
+
+/// Blocks a destructive shell command, an edit of a credential file, and an edit of a
+/// file another agent holds a live lock on; otherwise says nothing, leaving Claude Code's
+/// normal permission flow in charge.
+async fn pre_tool_use(payload: &Value, coord: &dyn Coordination, ctx: &Context) -> CoordResult<Option<Value>> {
+    if let Some(req) = guard_request(payload, ctx)
+        && let Some(denied) = guard(req, coord, ctx).await?
+    {
+        return Ok(Some(denied));
+    }
+    let Some(file) = edited_file(payload) else {
         return Ok(None);
     };
     let req = CheckEditRequest {
@@ -281,13 +363,7 @@ async fn pre_tool_use(payload: &Value, coord: &dyn Coordination, ctx: &Context) 
         Ok(_) => Ok(None),
         // A path outside the repository is not ours to guard.
         Err(e) if e.code == ErrorCode::InvalidPath => Ok(None),
-        Err(e) if e.code == ErrorCode::FileLocked => Ok(Some(json!({
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": e.message,
-            }
-        }))),
+        Err(e) if e.code == ErrorCode::FileLocked => Ok(Some(deny(e.message))),
         Err(e) => Err(e),
     }
 }

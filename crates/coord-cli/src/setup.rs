@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 /// left alone.
 const GIT_HOOK_MARKER: &str = "# installed by `coord init git-hook`";
 
+/// The Claude Code tools coord's PreToolUse hook sees: file edits (locks, credential
+/// files) and shell commands (destructive-operation guardrails).
+pub const PRE_TOOL_USE_MATCHER: &str = "Write|Edit|MultiEdit|NotebookEdit|Bash";
+
 /// One file a setup wants to write.
 #[derive(Debug, Clone)]
 pub struct Change {
@@ -167,7 +171,8 @@ pub fn claude(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
     let wanted = [
         ("SessionStart", None),
         ("SessionEnd", None),
-        ("PreToolUse", Some("Write|Edit|MultiEdit|NotebookEdit")),
+        // File edits (locks, credential files) and shell commands (guardrails).
+        ("PreToolUse", Some(PRE_TOOL_USE_MATCHER)),
         ("UserPromptSubmit", None),
     ];
     for (event, matcher) in wanted {
@@ -181,13 +186,21 @@ pub fn claude(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
                 format!("{}: hooks.{event} is not a list", settings_path.display()),
             )
         })?;
-        let present = groups.iter().any(|g| {
+        let ours = |g: &Value| {
             g.get("hooks").and_then(Value::as_array).is_some_and(|hs| {
                 hs.iter()
                     .any(|h| h.get("command").and_then(Value::as_str) == Some(&hook_command))
             })
-        });
-        if !present {
+        };
+        if let Some(i) = groups.iter().position(ours) {
+            // An older `coord init` wrote a narrower matcher: widen ours, nobody else's.
+            if let Some(m) = matcher
+                && groups[i].get("matcher").and_then(Value::as_str) != Some(m)
+                && let Some(g) = groups[i].as_object_mut()
+            {
+                g.insert("matcher".into(), Value::String(m.into()));
+            }
+        } else {
             let mut group = Map::new();
             if let Some(m) = matcher {
                 group.insert("matcher".into(), Value::String(m.into()));
@@ -388,10 +401,7 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(dir.path().join(".claude/settings.json")).unwrap()).unwrap();
         assert_eq!(settings["permissions"]["allow"], json!(["Bash(ls)"]));
         assert_eq!(settings["hooks"]["Stop"][0]["hooks"][0]["command"], "mine");
-        assert_eq!(
-            settings["hooks"]["PreToolUse"][0]["matcher"],
-            "Write|Edit|MultiEdit|NotebookEdit"
-        );
+        assert_eq!(settings["hooks"]["PreToolUse"][0]["matcher"], PRE_TOOL_USE_MATCHER);
         assert_eq!(
             settings["hooks"]["SessionStart"][0]["hooks"][0]["command"],
             "coord hook SessionStart"

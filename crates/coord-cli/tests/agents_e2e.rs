@@ -121,6 +121,13 @@ fn two_claude_code_sessions_are_two_agents() {
     scenario("two-claude-sessions");
 }
 
+/// Claude Code set up by `coord init claude` only: a destructive Bash command is denied by
+/// coord's hook (and audited, with an approval id), a benign one runs.
+#[test]
+fn claude_code_bash_goes_through_the_guardrails() {
+    scenario("claude-guardrails");
+}
+
 /// A Claude Code session SIGKILLed while holding a claimed task and a lock: after the
 /// grace period another agent takes both, the attempt counted.
 #[test]

@@ -185,6 +185,69 @@ fn pre_tool_use_blocks_edits_of_files_locked_by_another_agent() {
 
 /// A directory lock covers every file below it, a glob lock every file it can match: the
 /// edit hook refuses them like a lock on the file itself.
+/// The Bash tool goes through the guardrails: a destructive command is denied with the
+/// approval that would let it through once; a credential file's edit needs a person;
+/// without a coordinator the hook still decides (it never fails open).
+#[test]
+fn pre_tool_use_denies_destructive_commands_and_credential_edits() {
+    let p = Project::new();
+    let reason = |out: &Output| {
+        let v = stdout_json(out).unwrap_or_else(|| panic!("denied: {out:?}"));
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let denied = reason(&p.hook("PreToolUse", "PreToolUse-Bash.json", CLAUDE));
+    assert!(denied.contains("force_push"), "{denied}");
+    let id = denied
+        .split_whitespace()
+        .find(|w| w.starts_with("apr_"))
+        .map(|w| w.trim_end_matches(['.', ',']).to_string())
+        .expect("an approval id");
+    let approved = p.coord(&["approvals", "approve", &id]);
+    assert!(approved.status.success(), "{approved:?}");
+    assert_eq!(
+        stdout_json(&p.hook("PreToolUse", "PreToolUse-Bash.json", CLAUDE)),
+        None,
+        "passes once"
+    );
+    assert!(reason(&p.hook("PreToolUse", "PreToolUse-Bash.json", CLAUDE)).contains("force_push"));
+    let bash = |command: &str| {
+        let payload = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/PreToolUse-Bash.json"),
+        )
+        .unwrap()
+        .replace("$E2E/work", &p.root().display().to_string())
+        .replace("git push --force origin main", command);
+        p.hook_raw("PreToolUse", &payload, CLAUDE)
+    };
+    assert_eq!(stdout_json(&bash("cargo test && git status")), None);
+    assert!(reason(&bash("cd /tmp && sudo rm -rf /srv")).contains("recursive_delete"));
+    let write_env = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/PreToolUse-Write.json"),
+    )
+    .unwrap()
+    .replace("$E2E/work", &p.root().display().to_string())
+    .replace("src/locked.rs", "config/.env");
+    assert!(reason(&p.hook_raw("PreToolUse", &write_env, CLAUDE)).contains("credential"));
+    // Every decision is in the audit trail.
+    let audit = p.json(&["audit", "--operation", "check_guardrails"]);
+    assert!(audit["entries"].as_array().unwrap().len() >= 5, "{audit}");
+    // The coordinator is unreachable: the hook still decides, locally.
+    let down = [
+        ("COORD_AGENT_ID", "claude-1"),
+        ("CLAUDECODE", "1"),
+        (
+            "COORD_DATABASE_URL",
+            "postgres://nobody@127.0.0.1:1/none?connect_timeout=1",
+        ),
+    ];
+    let offline = reason(&p.hook("PreToolUse", "PreToolUse-Bash.json", &down));
+    assert!(offline.contains("unreachable"), "{offline}");
+}
+
 #[test]
 fn pre_tool_use_honours_directory_and_glob_locks() {
     let p = Project::new();

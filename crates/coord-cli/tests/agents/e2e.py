@@ -198,6 +198,49 @@ def two_claude_sessions(w):
     return f"A={holder} B={denied[0]['agent_id']}"
 
 
+def claude_guardrails(w):
+    """Claude Code, set up by `coord init claude` only, runs a destructive Bash command (and
+    a benign one): the hook denies the first with an approval id, the second runs; after a
+    person approves, the same command passes once."""
+    data = os.path.join(w.repo, "data")
+    os.makedirs(data)
+    with open(os.path.join(data, "keep.txt"), "w") as f:
+        f.write("precious\n")
+    w.start_model({
+        "G_destroy": [{"tool": "Bash", "input": {"command": "rm -rf data", "description": "clean up"}},
+                      {"tool": "Bash", "input": {"command": "echo ok > benign.txt", "description": "benign"}},
+                      {"text": "G done"}],
+        "G_again": [{"tool": "Bash", "input": {"command": "rm -rf data", "description": "clean up, approved"}},
+                    {"text": "G again done"}],
+    })
+    home = w.home("home-guard")
+    w.init_claude(home)
+    # One named agent over two sessions, so the approval of the first binds the second.
+    me = {"COORD_AGENT_ID": "guarded-claude"}
+    g = w.claude(home, "G_destroy", ["Bash"], me)
+    g.wait(timeout=120)
+    check(os.path.exists(os.path.join(data, "keep.txt")), "the destructive command ran")
+    check(os.path.exists(os.path.join(w.repo, "benign.txt")), "the benign command did not run")
+    refused = w.coord("audit", "--operation", "check_guardrails", "--result", "failure")["entries"]
+    check(len(refused) == 1 and refused[0]["error_code"] == "destructive_operation_blocked",
+          f"the denial is audited once: {refused}")
+    agent = refused[0]["agent_id"]
+    check(agent == "guarded-claude", f"denied as the session's agent, not {agent!r}")
+    approval_id = refused[0]["result"].get("approval_id")
+    check(approval_id, f"the refusal names an approval: {refused[0]['result']}")
+    seen = [e for e in w.entries() if e.get("script") == "G_destroy" and e.get("turn") == 1]
+    check(seen and seen[-1].get("last_is_error"), f"the denial came back to the model: {seen}")
+    decided = w.coord("approvals", "approve", approval_id)
+    check(decided.get("approval", {}).get("status") == "approved", f"a person approved it: {decided}")
+    # The same agent runs exactly the same command again: it passes once.
+    again = w.claude(home, "G_again", ["Bash"], me)
+    again.wait(timeout=120)
+    check(not os.path.exists(data), "the approved command did not run")
+    used = w.coord("approvals", "show", approval_id)["approval"]
+    check(used["status"] == "used", f"the approval was used once: {used}")
+    return f"denied and audited as {agent}; approved once ({approval_id})"
+
+
 def killed_claude(w):
     """A Claude Code session SIGKILLed while holding a claimed task and a lock."""
     w.start_model({
@@ -394,6 +437,7 @@ def approval(w):
 
 
 SCENARIOS = {"approval": approval, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+             "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 
 
