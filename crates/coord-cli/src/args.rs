@@ -175,11 +175,12 @@ pub enum Command {
     Bench(BenchArgs),
     /// Serve the HTTP API (and MCP over streamable HTTP at /mcp) for cloud agents
     Serve(ServeArgs),
-    /// Run an agent-runtime hook: a Claude Code event (reads its JSON on stdin) or
-    /// git-pre-commit. Never breaks the agent's session when the coordinator is unreachable
+    /// Run an agent-runtime hook: a Claude Code event (reads its JSON on stdin),
+    /// git-pre-commit or git-pre-push. Never breaks the agent's session when the
+    /// coordinator is unreachable (the guardrails then decide locally)
     Hook {
         /// SessionStart, SessionEnd, PreToolUse (other Claude Code events are accepted
-        /// and ignored), or git-pre-commit
+        /// and ignored), git-pre-commit or git-pre-push
         event: String,
     },
 }
@@ -486,8 +487,9 @@ pub enum InitTarget {
         #[arg(long, default_value = "coord", value_name = "PATH")]
         command: String,
     },
-    /// Install a git pre-commit hook refusing commits that touch files other agents have
-    /// locked (`git commit --no-verify` bypasses it)
+    /// Install git hooks: pre-commit refuses commits touching files other agents have
+    /// locked or credential files; pre-push refuses force pushes and deletions of
+    /// protected branches (`--no-verify` bypasses them)
     GitHook {
         /// Show what would change, write nothing
         #[arg(long)]

@@ -187,6 +187,7 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
                 success,
                 result,
                 error_message: error,
+                changes: None,
             };
             out.result(coord.complete_work(me, req).await, render_completion)
         }

@@ -35,6 +35,9 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
     if event.eq_ignore_ascii_case("git-pre-commit") {
         return git_pre_commit(global).await;
     }
+    if event.eq_ignore_ascii_case("git-pre-push") {
+        return git_pre_push(global);
+    }
     let mut raw = String::new();
     let read = std::io::stdin().take(MAX_EVENT_BYTES).read_to_string(&mut raw);
     let payload: Value = match read
@@ -407,6 +410,18 @@ async fn git_pre_commit(global: &GlobalArgs) -> u8 {
     if staged.is_empty() {
         return 0;
     }
+    // Credential files are refused locally: no coordinator needed, nothing to fail open.
+    let credentials = coord_guardrails::analyze_files(&staged);
+    if !credentials.is_empty() {
+        eprintln!("coord: this commit changes credential files, which a person must review:");
+        for f in &credentials {
+            eprintln!("  {}", f.matched);
+        }
+        eprintln!(
+            "Unstage them (git restore --staged FILE), or, as that person, bypass with `git commit --no-verify`."
+        );
+        return 1;
+    }
     let outcome = async {
         let coord = open::coordination(&ctx, 2).await?;
         for chunk in staged.chunks(coord_domain::locks::MAX_EDIT_PATHS) {
@@ -448,6 +463,63 @@ async fn git_pre_commit(global: &GlobalArgs) -> u8 {
         ctx.caller.agent_id
     );
     1
+}
+
+/// git's pre-push hook: stdin has one line per ref pushed, `<local ref> <local sha>
+/// <remote ref> <remote sha>`. A push that deletes a protected branch, or moves one to a
+/// commit that does not contain its current tip (a force push), is refused — decided
+/// locally by git's own ancestry, so it holds without a coordinator.
+fn git_pre_push(global: &GlobalArgs) -> u8 {
+    let repo_root = match Context::resolve(global) {
+        Ok(c) => c.repo_root,
+        Err(_) => std::env::current_dir().unwrap_or_default(),
+    };
+    let mut input = String::new();
+    if std::io::stdin()
+        .take(MAX_EVENT_BYTES)
+        .read_to_string(&mut input)
+        .is_err()
+    {
+        eprintln!("coord pre-push: refused (the refs git sent could not be read)");
+        return 1;
+    }
+    let mut refused = Vec::new();
+    for line in input.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [_, local_sha, remote_ref, remote_sha] = fields[..] else {
+            continue;
+        };
+        let branch = remote_ref.strip_prefix("refs/heads/").unwrap_or(remote_ref);
+        if !coord_guardrails::rules::protected(Some(branch)) {
+            continue;
+        }
+        let zero = |sha: &str| sha.chars().all(|c| c == '0');
+        if zero(local_sha) {
+            refused.push(format!("deleting {branch}"));
+        } else if !zero(remote_sha) && !is_ancestor(&repo_root, remote_sha, local_sha) {
+            refused.push(format!(
+                "force-pushing {branch} (its remote tip {} is not in what you push)",
+                &remote_sha[..remote_sha.len().min(12)]
+            ));
+        }
+    }
+    if refused.is_empty() {
+        return 0;
+    }
+    eprintln!("coord: this push is refused by the guardrails: {}.", refused.join("; "));
+    eprintln!(
+        "Rebase or merge onto the remote branch and push again; a person may bypass with `git push --no-verify`."
+    );
+    1
+}
+
+/// Whether `ancestor` is reachable from `descendant` (an unknown commit is not).
+fn is_ancestor(repo_root: &Path, ancestor: &str, descendant: &str) -> bool {
+    std::process::Command::new("git")
+        .args(["merge-base", "--is-ancestor", ancestor, descendant])
+        .current_dir(repo_root)
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 fn staged_files(repo_root: &Path) -> Result<Vec<String>, String> {

@@ -159,7 +159,7 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             snippet: Some(setup::codex_snippet(command)),
         }),
         InitTarget::GitHook { dry_run, command } => {
-            setup::git_hook(&ctx.repo_root, command).and_then(|c| setup::apply(vec![c], *dry_run, None))
+            setup::git_hooks(&ctx.repo_root, command).and_then(|c| setup::apply(c, *dry_run, None))
         }
     };
     out.result(result, |r| {

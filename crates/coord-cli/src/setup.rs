@@ -328,31 +328,48 @@ pub fn codex(home: &Path, command: &str) -> CoordResult<Change> {
     })
 }
 
-/// The pre-commit hook script, in the hooks directory git uses for `repo_root`.
-pub fn git_hook(repo_root: &Path, command: &str) -> CoordResult<Change> {
+/// The git hook scripts, in the hooks directory git uses for `repo_root`: `pre-commit`
+/// (files other agents locked, credential files) and `pre-push` (force pushes and
+/// deletions of protected branches).
+pub fn git_hooks(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
     let dir = git_hooks_dir(repo_root)?;
-    let path = dir.join("pre-commit");
-    let before = read_optional(&path)?;
-    if let Some(existing) = &before
-        && !existing.contains(GIT_HOOK_MARKER)
-    {
-        return Err(CoordError::new(
-            ErrorCode::InvalidArgument,
-            format!(
-                "{} exists and was not installed by coord; add `{command} hook git-pre-commit || exit 1` to it yourself",
-                path.display()
-            ),
-        ));
-    }
-    let after = format!(
-        "#!/bin/sh\n{GIT_HOOK_MARKER}\n# Refuses commits touching files other agents have locked; bypass with `git commit --no-verify`.\nexec {command} hook git-pre-commit\n"
-    );
-    Ok(Change {
-        path,
-        before,
-        after,
-        executable: true,
+    [
+        (
+            "pre-commit",
+            "git-pre-commit",
+            "Refuses commits touching files other agents have locked, or credential files; bypass with `git commit --no-verify`.",
+        ),
+        (
+            "pre-push",
+            "git-pre-push",
+            "Refuses force pushes and deletions of protected branches (main, master, release/*); bypass with `git push --no-verify`.",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, event, what)| {
+        let path = dir.join(name);
+        let before = read_optional(&path)?;
+        if let Some(existing) = &before
+            && !existing.contains(GIT_HOOK_MARKER)
+        {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{} exists and was not installed by coord; add `{command} hook {event} || exit 1` to it yourself",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(Change {
+            path,
+            before,
+            // git's arguments (remote name and URL for pre-push) are not needed: the
+            // refs come on stdin.
+            after: format!("#!/bin/sh\n{GIT_HOOK_MARKER}\n# {what}\nexec {command} hook {event}\n"),
+            executable: true,
+        })
     })
+    .collect()
 }
 
 fn git_hooks_dir(repo_root: &Path) -> CoordResult<PathBuf> {

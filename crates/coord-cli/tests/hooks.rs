@@ -644,3 +644,68 @@ fn the_git_hook_refuses_commits_of_files_locked_by_others() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&hook).unwrap(), "#!/bin/sh\necho mine\n");
 }
+
+/// `coord init git-hook` also installs pre-push: a force push or a deletion of main is
+/// refused (git's own ancestry decides, no coordinator needed), a feature branch is the
+/// agent's business; pre-commit refuses credential files.
+#[test]
+fn the_git_hooks_refuse_force_pushes_of_protected_branches_and_credential_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    let remote = dir.path().join("remote.git");
+    std::fs::create_dir(&root).unwrap();
+    assert!(
+        git(dir.path(), &["init", "-q", "--bare", "remote.git"])
+            .status
+            .success()
+    );
+    assert!(git(&root, &["init", "-q", "-b", "main"]).status.success());
+    git(&root, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    let install = Command::new(BIN)
+        .args(["--json", "init", "git-hook", "--command", BIN])
+        .current_dir(&root)
+        .env_remove("COORD_DATABASE_URL")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&install.stdout).unwrap();
+    let files: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert!(files.iter().any(|f| f.ends_with("pre-push")), "{v}");
+    std::fs::write(root.join("a.txt"), "1").unwrap();
+    git(&root, &["add", "a.txt"]);
+    assert!(git(&root, &["commit", "-q", "-m", "one"]).status.success());
+    let first = git(&root, &["push", "-q", "origin", "main"]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    std::fs::write(root.join("a.txt"), "2").unwrap();
+    git(&root, &["add", "a.txt"]);
+    assert!(
+        git(&root, &["commit", "-q", "--amend", "-m", "rewritten"])
+            .status
+            .success()
+    );
+    let forced = git(&root, &["push", "-q", "--force", "origin", "main"]);
+    assert!(!forced.status.success(), "a force push of main is refused");
+    assert!(
+        String::from_utf8_lossy(&forced.stderr).contains("force-pushing main"),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    let deleted = git(&root, &["push", "-q", "origin", ":main"]);
+    assert!(!deleted.status.success(), "deleting main is refused");
+    // A feature branch may be rewritten.
+    git(&root, &["checkout", "-q", "-b", "feature"]);
+    assert!(git(&root, &["push", "-q", "origin", "feature"]).status.success());
+    assert!(git(&root, &["commit", "-q", "--amend", "-m", "again"]).status.success());
+    let feature = git(&root, &["push", "-q", "--force", "origin", "feature"]);
+    assert!(feature.status.success(), "{}", String::from_utf8_lossy(&feature.stderr));
+    // Credential files are not committed.
+    std::fs::write(root.join(".env"), "SECRET=1").unwrap();
+    git(&root, &["add", ".env"]);
+    let cred = git(&root, &["commit", "-q", "-m", "secrets"]);
+    assert!(!cred.status.success(), "a credential file is refused");
+    assert!(String::from_utf8_lossy(&cred.stderr).contains(".env"));
+}

@@ -200,6 +200,7 @@ impl Harness {
                     success,
                     result: None,
                     error_message: if success { None } else { Some("it broke".into()) },
+                    changes: None,
                 },
             )
             .await

@@ -72,6 +72,7 @@ macro_rules! conformance_suite {
             approvals::approvals_an_approved_file_stays_usable,
             guardrails::guardrails_block_and_approve_once,
             guardrails::guardrails_trust_and_elevated_operations,
+            guardrails::guardrails_block_destructive_completions,
             profiles::profiles_a_key_counts_across_sessions,
             approvals::approvals_are_spent_once_under_concurrency,
             messages::messages_direct_inbox_read_ack_and_threads,

@@ -128,6 +128,90 @@ pub fn validate_check(req: CheckGuardrailsRequest) -> CoordResult<GuardCheck> {
     Ok(GuardCheck { command, files })
 }
 
+/// The code changes a completed task reports, analysed before it may complete.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct WorkChanges {
+    /// Shell commands the work ran (or asks to run), one command line each.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    pub commands: Vec<String>,
+    /// Files it changed.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    pub files: Vec<String>,
+    /// A unified diff of the change: its files are checked, and the lines it adds to
+    /// shell scripts and SQL files are analysed as commands.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(max = 1048576)))]
+    pub diff: Option<String>,
+}
+
+pub const MAX_DIFF_BYTES: usize = 1024 * 1024;
+
+pub fn validate_changes(changes: Option<WorkChanges>) -> CoordResult<Option<WorkChanges>> {
+    let Some(c) = changes else { return Ok(None) };
+    if c.commands.len() > MAX_FILES {
+        return Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            "changes.commands",
+            format!("changes.commands has more than {MAX_FILES} commands"),
+        ));
+    }
+    for (i, command) in c.commands.iter().enumerate() {
+        validate_check(CheckGuardrailsRequest {
+            command: Some(command.clone()),
+            files: None,
+        })
+        .map_err(|e| e.with_field(&format!("changes.commands[{i}]")))?;
+    }
+    let files = validate::text_list("changes.files", Some(c.files), MAX_FILES, 4096)?;
+    if c.diff.as_ref().is_some_and(|d| d.len() > MAX_DIFF_BYTES) {
+        return Err(CoordError::field(
+            ErrorCode::PayloadTooLarge,
+            "changes.diff",
+            format!("changes.diff is longer than {MAX_DIFF_BYTES} bytes"),
+        ));
+    }
+    Ok(Some(WorkChanges { files, ..c }))
+}
+
+/// What a unified diff touches: every file it names, and per file the lines it adds.
+pub fn diff_additions(diff: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let path = |rest: &str, prefix: &str| {
+        let p = rest.trim();
+        if p == "/dev/null" {
+            String::new()
+        } else {
+            p.strip_prefix(prefix).unwrap_or(p).to_string()
+        }
+    };
+    for line in diff.lines() {
+        if let Some(rest) = line.strip_prefix("--- ") {
+            // A file section starts; a deleted file names only its old path here.
+            out.push((path(rest, "a/"), String::new()));
+        } else if let Some(rest) = line.strip_prefix("+++ ") {
+            let new = path(rest, "b/");
+            match out.last_mut() {
+                Some(last) if last.1.is_empty() && (last.0.is_empty() || last.0 == new) => {
+                    if !new.is_empty() {
+                        last.0 = new;
+                    }
+                }
+                _ => out.push((new, String::new())),
+            }
+        } else if let Some(added) = line.strip_prefix('+')
+            && let Some((_, text)) = out.last_mut()
+        {
+            text.push_str(added);
+            text.push('\n');
+        }
+    }
+    out.retain(|(p, _)| !p.is_empty());
+    out
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CheckGuardrailsResult {
@@ -252,6 +336,20 @@ mod tests {
         assert!(decide(&[finding(Block, "hard_reset")], 4, &elevated).is_err());
         let review = [finding(ManualReview, "force_push")];
         assert!(decide(&review, 4, &elevated).is_err());
+    }
+
+    #[test]
+    fn diffs() {
+        let diff = "diff --git a/deploy.sh b/deploy.sh\n--- a/deploy.sh\n+++ b/deploy.sh\n@@ -1 +1,2 @@\n echo hi\n+rm -rf /srv\n--- a/.env\n+++ /dev/null\n@@ -1 +0,0 @@\n-X=1\n";
+        let got = diff_additions(diff);
+        assert_eq!(got[0], ("deploy.sh".to_string(), "rm -rf /srv\n".to_string()));
+        assert!(got.iter().any(|(p, _)| p == ".env"), "{got:?}");
+        let e = validate_changes(Some(WorkChanges {
+            commands: vec!["ls".into(), "x".repeat(MAX_COMMAND_BYTES + 1)],
+            ..Default::default()
+        }))
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("changes.commands[1]"));
     }
 
     #[test]

@@ -128,6 +128,11 @@ pub struct CompleteWorkRequest {
     pub result: Option<Value>,
     #[serde(default)]
     pub error_message: Option<String>,
+    /// The code changes of a successful completion: destructive commands, credential
+    /// files and destructive lines added to scripts block the completion (see
+    /// `check_guardrails`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<crate::guardrails::WorkChanges>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

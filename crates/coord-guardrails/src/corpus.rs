@@ -476,3 +476,27 @@ fn hostile_input_fails_closed_without_panicking() {
     }
     assert!(!blocking(&analyze("echo ${x:-$(rm -rf /)}")).is_empty());
 }
+
+#[test]
+fn completed_work_is_analysed() {
+    let changes = |commands: &[&str], files: &[&str], diff: Option<&str>| WorkChanges {
+        commands: commands.iter().map(|s| s.to_string()).collect(),
+        files: files.iter().map(|s| s.to_string()).collect(),
+        diff: diff.map(String::from),
+    };
+    let ops = |c: WorkChanges| {
+        analyze_changes(&c)
+            .iter()
+            .map(|f| f.operation.clone())
+            .collect::<Vec<_>>()
+    };
+    assert!(ops(changes(&["cargo test", "git status"], &["src/a.rs"], None)).is_empty());
+    assert_eq!(ops(changes(&["git push --force"], &[], None)), ["force_push"]);
+    assert_eq!(ops(changes(&[], &["config/.env"], None)), ["credential_modify"]);
+    let script = "--- a/scripts/clean.sh\n+++ b/scripts/clean.sh\n@@ -1,2 +1,4 @@\n #!/bin/sh\n+if [ -d \"$OUT\" ]; then\n+  rm -rf /srv/data\n+fi\n+\"$PYTHON\" -m build\n";
+    assert_eq!(ops(changes(&[], &[], Some(script))), ["recursive_delete"]);
+    let sql = "+++ b/migrations/002.sql\n@@ -0,0 +1 @@\n+DROP TABLE users;\n";
+    assert_eq!(ops(changes(&[], &[], Some(sql))), ["drop"]);
+    let harmless = "+++ b/README.md\n@@ -0,0 +1 @@\n+Never run rm -rf /\n";
+    assert!(ops(changes(&[], &[], Some(harmless))).is_empty());
+}

@@ -12,7 +12,7 @@
 pub mod rules;
 pub mod walk;
 
-use coord_domain::guardrails::{Action, Category, Finding, MAX_COMMAND_BYTES};
+use coord_domain::guardrails::{Action, Category, Finding, MAX_COMMAND_BYTES, WorkChanges, diff_additions};
 use rules::{Hit, RUNTIME_OPERAND, program};
 use walk::{Arg, Exec, Stdin, Walk};
 
@@ -40,6 +40,34 @@ pub fn analyze_files(files: &[String]) -> Vec<Finding> {
         .filter(|f| rules::credential_path(f))
         .map(|f| finding(rules::credential_hit(f, "edit changes"), f))
         .collect()
+}
+
+/// Findings for the code changes a task reports at completion: its commands, its files
+/// (credential files), and the lines its diff adds to shell scripts and SQL files. Script
+/// lines are fragments: what is only uncertain in them (a variable as a command, a line
+/// that does not parse alone) is not held against the change — the destructive commands
+/// they clearly contain are.
+pub fn analyze_changes(c: &WorkChanges) -> Vec<Finding> {
+    let mut out: Vec<Finding> = c.commands.iter().flat_map(|cmd| analyze(cmd)).collect();
+    let mut files = c.files.clone();
+    for (path, added) in c.diff.as_deref().map(diff_additions).unwrap_or_default() {
+        let lower = path.to_ascii_lowercase();
+        if [".sh", ".bash", ".zsh"].iter().any(|e| lower.ends_with(e)) {
+            let whole = analyze(&added);
+            let findings = if whole.iter().any(|f| f.category == Category::Unverifiable) {
+                added.lines().flat_map(analyze).collect()
+            } else {
+                whole
+            };
+            out.extend(findings.into_iter().filter(|f| f.category != Category::Unverifiable));
+        } else if lower.ends_with(".sql") {
+            out.extend(rules::sql(&added).into_iter().map(|h| finding(h, &path)));
+        }
+        files.push(path);
+    }
+    out.extend(analyze_files(&files));
+    out.dedup();
+    out
 }
 
 fn finding(hit: Hit, matched: &str) -> Finding {

@@ -30,7 +30,7 @@ pub fn program(word: &str) -> &str {
 }
 
 /// Branches nobody deletes or force-pushes without a person: an unknown one counts too.
-fn protected(branch: Option<&str>) -> bool {
+pub fn protected(branch: Option<&str>) -> bool {
     match branch {
         None => true,
         Some(b) => {

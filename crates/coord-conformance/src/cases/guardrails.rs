@@ -146,3 +146,82 @@ pub async fn guardrails_trust_and_elevated_operations(b: &dyn Backend) {
         "audited with the elevated flag"
     );
 }
+
+/// A completion that reports destructive changes is refused with the matches, the task
+/// stays claimed; once a person approves exactly that completion, it goes through.
+pub async fn guardrails_block_destructive_completions(b: &dyn Backend) {
+    use coord_domain::guardrails::WorkChanges;
+    use coord_domain::queue::{CompleteWorkRequest, TaskStatus};
+    let h = Harness::new(b).await;
+    let worker = agent("worker");
+    h.submit(&agent("lead"), "cleanup", 5, &[]).await;
+    let task = h.claimed_id(&worker).await;
+    let done = |changes: WorkChanges| CompleteWorkRequest {
+        task_id: task.clone(),
+        success: true,
+        result: None,
+        error_message: None,
+        changes: Some(changes),
+    };
+    let destructive = WorkChanges {
+        commands: vec!["cargo test".into(), "git push --force origin main".into()],
+        files: vec!["src/lib.rs".into()],
+        diff: Some("+++ b/scripts/reset.sh\n@@ -0,0 +1 @@\n+rm -rf /var/lib/app\n".into()),
+    };
+    let e = run::<coord_service::ops::queue::CompleteWork>(&h, &worker, done(destructive.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::DestructiveOperationBlocked);
+    let v = e.to_value();
+    let ops: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["operation"].as_str())
+        .collect();
+    assert!(ops.contains(&"force_push") && ops.contains(&"recursive_delete"), "{v}");
+    assert_eq!(
+        h.task(&task).await.status,
+        TaskStatus::Claimed,
+        "the task stays claimed"
+    );
+    let id = v["approval_id"].as_str().unwrap().to_string();
+    run::<approvals::DecideApproval>(
+        &h,
+        &operator("boss"),
+        DecideApprovalRequest {
+            approval_id: id,
+            decision: Decision::Approve,
+            note: None,
+            valid_minutes: None,
+        },
+    )
+    .await
+    .unwrap();
+    run::<coord_service::ops::queue::CompleteWork>(&h, &worker, done(destructive))
+        .await
+        .expect("approved once");
+    assert_eq!(h.task(&task).await.status, TaskStatus::Completed);
+    // Benign changes complete at once.
+    h.submit(&agent("lead"), "docs", 5, &[]).await;
+    let next = h.claimed_id(&worker).await;
+    let benign = WorkChanges {
+        commands: vec!["cargo fmt".into()],
+        files: vec!["README.md".into()],
+        diff: None,
+    };
+    run::<coord_service::ops::queue::CompleteWork>(
+        &h,
+        &worker,
+        CompleteWorkRequest {
+            task_id: next.clone(),
+            success: true,
+            result: None,
+            error_message: None,
+            changes: Some(benign),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(h.task(&next).await.status, TaskStatus::Completed);
+}

@@ -6,9 +6,11 @@
 use crate::Coordinator;
 use crate::op::{Http, Operation};
 use coord_domain::access::{Access, Effect};
-use coord_domain::guardrails::{self, CheckGuardrailsRequest, CheckGuardrailsResult, GuardCheck, validate_check};
+use coord_domain::guardrails::{
+    self, CheckGuardrailsRequest, CheckGuardrailsResult, Finding, GuardCheck, validate_check,
+};
 use coord_domain::profiles::{self, Need};
-use coord_domain::{CoordResult, Identity};
+use coord_domain::{CoordError, CoordResult, Identity};
 use coord_store::{OpCtx, UsageOf};
 
 pub struct CheckGuardrails;
@@ -46,21 +48,43 @@ impl Operation for CheckGuardrails {
             .map(coord_guardrails::analyze)
             .unwrap_or_default();
         findings.extend(coord_guardrails::analyze_files(&check.files));
-        // The caller's profile decides trust and elevation (an operator key has none:
-        // it is judged as the identity it names).
-        let facts = c
-            .store()
-            .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
-            .await?;
-        let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
-        let decision = guardrails::decide(&findings, profile.trust_level, &profile.elevated_operations);
-        let result = CheckGuardrailsResult {
-            success: true,
-            allowed: true,
-            elevated: decision.as_ref().is_ok_and(|e| *e),
-            findings,
-            approval_used: None,
-        };
-        c.store().guard_decision(ctx, result, decision.err()).await
+        let (result, refusal) = judge(c, &ctx, findings).await?;
+        c.store().guard_decision(ctx, result, refusal).await
     }
+}
+
+/// The decision over `findings` for the caller's profile (trust, elevated operations;
+/// an operator key is judged as the identity it names): the result, and the refusal when
+/// something is not allowed.
+async fn judge(
+    c: &Coordinator,
+    ctx: &OpCtx,
+    findings: Vec<Finding>,
+) -> CoordResult<(CheckGuardrailsResult, Option<CoordError>)> {
+    let facts = c
+        .store()
+        .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
+        .await?;
+    let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
+    let decision = guardrails::decide(&findings, profile.trust_level, &profile.elevated_operations);
+    let result = CheckGuardrailsResult {
+        success: true,
+        allowed: true,
+        elevated: decision.as_ref().is_ok_and(|e| *e),
+        findings,
+        approval_used: None,
+    };
+    Ok((result, decision.err()))
+}
+
+/// Guardrails inside another operation (`complete_work`): nothing happens when
+/// `findings` are allowed; otherwise a live approval of exactly this request is spent
+/// (an audit row of its own) or the operation is refused — audited and queued for a
+/// person like any guardrail block.
+pub(crate) async fn enforce(c: &Coordinator, ctx: &OpCtx, findings: Vec<Finding>) -> CoordResult<()> {
+    let (result, refusal) = judge(c, ctx, findings).await?;
+    if refusal.is_some() {
+        c.store().guard_decision(ctx.clone(), result, refusal).await?;
+    }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 use crate::Coordinator;
 use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect};
+use coord_domain::guardrails::{WorkChanges, validate_changes};
 use coord_domain::profiles::Need;
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkRequest, CompleteWorkResult, Completion, GetTaskRequest, GetTaskResult, GetWorkRequest,
@@ -71,8 +72,10 @@ impl Operation for CompleteWork {
     const SUMMARY: &'static str = "Complete (or fail) a task you claimed";
     const DESCRIPTION: &'static str = "Finish a task you claimed with get_work: success=true marks it completed \
         (unblocking tasks that depend on it), success=false marks it failed (tasks depending on it are \
-        cancelled). Answers {success:true, status:\"completed\"|\"failed\"}; error not_task_owner if another agent \
-        claimed it.";
+        cancelled). With changes {commands, files, diff} a successful completion is checked by the guardrails \
+        first: destructive commands, credential files and destructive lines added to scripts refuse it \
+        (destructive_operation_blocked or credential_file_protected, with the findings and an approval_id). \
+        Answers {success:true, status:\"completed\"|\"failed\"}; error not_task_owner if another agent claimed it.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::COORDINATE;
@@ -81,13 +84,24 @@ impl Operation for CompleteWork {
         "{\"task_id\": \"5b0c6a1e-8f2d-4c1a-9a57-3f7e2d1c0b9a\", \"success\": true, \"result\": {\"passed\": 12}}";
     type Request = CompleteWorkRequest;
     type Response = CompleteWorkResult;
-    type Args = Completion;
+    type Args = (Completion, Option<WorkChanges>);
 
-    fn validate(_: &Coordinator, _: &Identity, req: CompleteWorkRequest) -> CoordResult<Completion> {
-        validate_completion(req)
+    fn validate(_: &Coordinator, _: &Identity, req: CompleteWorkRequest) -> CoordResult<Self::Args> {
+        let changes = validate_changes(req.changes.clone())?;
+        Ok((validate_completion(req)?, changes))
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, done: Completion) -> CoordResult<CompleteWorkResult> {
+    async fn execute(c: &Coordinator, ctx: OpCtx, (done, changes): Self::Args) -> CoordResult<CompleteWorkResult> {
+        // A successful completion's code changes go through the guardrails first: a
+        // destructive finding refuses the completion (with the matches to address), unless
+        // a person approved exactly this completion (that approval is spent, in its own
+        // audited step).
+        if done.success
+            && let Some(changes) = &changes
+        {
+            let findings = coord_guardrails::analyze_changes(changes);
+            crate::ops::guardrails::enforce(c, &ctx, findings).await?;
+        }
         c.store().complete_work(ctx, done).await
     }
 }
