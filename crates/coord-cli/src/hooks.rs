@@ -40,6 +40,16 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
     }
     let mut raw = String::new();
     let read = std::io::stdin().take(MAX_EVENT_BYTES).read_to_string(&mut raw);
+    if event == "PreToolUse" && raw.len() as u64 >= MAX_EVENT_BYTES {
+        // A tool call too large to read is not allowed unread.
+        println!(
+            "{}",
+            deny(format!(
+                "coord guardrails: a tool call over {MAX_EVENT_BYTES} bytes is not analysed"
+            ))
+        );
+        return 0;
+    }
     let payload: Value = match read
         .map_err(|e| e.to_string())
         .and_then(|_| serde_json::from_str(&raw).map_err(|e| format!("the hook event is not JSON: {e}")))
@@ -324,13 +334,17 @@ async fn guard(req: CheckGuardrailsRequest, coord: &dyn Coordination, ctx: &Cont
             });
             Ok(Some(deny(format!("coord guardrails: {}.{approval}", e.message))))
         }
-        Err(e) if e.kind() == coord_domain::ErrorKind::Unavailable => Ok(local_guard(&req, &e)),
-        Err(e) => Err(e),
+        // Any other failure (the coordinator unreachable, a key expired, a request it
+        // refused to read) must not let the call through: decide locally.
+        Err(e) => {
+            log_failure(&ctx.repo_root, "PreToolUse", &format!("{} [{}]", e.message, e.code));
+            Ok(local_guard(&req, &e))
+        }
     }
 }
 
-/// The decision when the coordinator cannot be reached: the same analysis, at trust 0,
-/// with no approval to offer.
+/// The decision when the coordinator cannot decide: the same analysis, at trust 0, with
+/// no approval to offer.
 fn local_guard(req: &CheckGuardrailsRequest, why: &CoordError) -> Option<Value> {
     let mut findings = req
         .command
@@ -342,7 +356,7 @@ fn local_guard(req: &CheckGuardrailsRequest, why: &CoordError) -> Option<Value> 
     ));
     let refusal = coord_domain::guardrails::decide(&findings, 0, &[]).err()?;
     Some(deny(format!(
-        "coord guardrails: {} (the coordinator is unreachable: {}; no approval can be requested until it is back)",
+        "coord guardrails: {} (decided locally, the coordinator could not: {}; no approval can be requested)",
         refusal.message, why.message
     )))
 }

@@ -471,9 +471,30 @@ fn hostile_input_fails_closed_without_panicking() {
     assert!(!blocking(&analyze(&deep)).is_empty());
     let long = "a".repeat(MAX_COMMAND_BYTES + 1);
     assert_eq!(analyze(&long)[0].operation, "too_long");
-    for junk in ["((((", "\"", "$(", "`", "<<EOF", "\u{0}", "${x:-$(rm -rf /)}"] {
+    for junk in [
+        "((((",
+        "\"",
+        "$(",
+        "`",
+        "<<EOF",
+        "\u{0}",
+        "${x:-$(rm -rf /)}",
+        "env -u",
+        "env -C",
+        "sudo -u",
+        "timeout",
+        "xargs -I",
+    ] {
         let _ = analyze(junk);
     }
+    // Whatever follows, a destructive command before it is still found; inputs that
+    // crash or exhaust the parser are refused.
+    for tail in ["env -u", "echo x 9999999999>/dev/null", "echo ~99999999999999999999"] {
+        let line = format!("rm -rf ~; {tail}");
+        assert!(!blocking(&analyze(&line)).is_empty(), "{line:?}");
+    }
+    let nested = format!("{}x{}", "$(".repeat(15_000), ")".repeat(15_000));
+    assert_eq!(analyze(&nested)[0].operation, "too_deep");
     assert!(!blocking(&analyze("echo ${x:-$(rm -rf /)}")).is_empty());
 }
 

@@ -16,8 +16,50 @@ use coord_domain::guardrails::{Action, Category, Finding, MAX_COMMAND_BYTES, Wor
 use rules::{Hit, RUNTIME_OPERAND, program};
 use walk::{Arg, Exec, Stdin, Walk};
 
+/// How deeply brackets may nest before the input is refused unread: the parser recurses
+/// per level, and no command an agent writes nests this deep.
+pub const MAX_NESTING: usize = 64;
+
 /// Everything destructive in a command line (warnings included), in the order found.
+/// Never panics: a failure of the parser or of a rule is itself a blocking finding.
 pub fn analyze(command: &str) -> Vec<Finding> {
+    let blocked = |operation: &str, reason: String| {
+        vec![Finding {
+            category: Category::Unverifiable,
+            operation: operation.into(),
+            action: Action::Block,
+            matched: command.chars().take(80).collect(),
+            span: None,
+            reason,
+        }]
+    };
+    if nesting(command) > MAX_NESTING {
+        return blocked(
+            "too_deep",
+            format!("brackets nest more than {MAX_NESTING} levels deep; this is not analysed"),
+        );
+    }
+    std::panic::catch_unwind(|| analyze_checked(command))
+        .unwrap_or_else(|_| blocked("analysis_failed", "the command could not be analysed".into()))
+}
+
+/// The deepest nesting of `(`, `{` and `[` in `text` (quotes ignored: an upper bound).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for c in text.chars() {
+        match c {
+            '(' | '{' | '[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+fn analyze_checked(command: &str) -> Vec<Finding> {
     if command.len() > MAX_COMMAND_BYTES {
         return vec![Finding {
             category: Category::Unverifiable,
@@ -210,7 +252,7 @@ impl Analyzer {
                         break;
                     }
                 }
-                self.argv(&args[i..], stdin, text, depth)
+                self.argv(args.get(i..).unwrap_or_default(), stdin, text, depth)
             }
             "xargs" | "parallel" => {
                 let mut rest: Vec<Arg> = skip_options(
