@@ -125,8 +125,9 @@ pub enum Command {
     /// read, ack
     #[command(subcommand)]
     Msg(MsgCommand),
-    /// Query the append-only audit trail (newest first)
-    Audit(AuditArgs),
+    /// The audit trail: query it (newest first; the default), export it as JSON Lines,
+    /// verify its hash chain, prune rows older than the retention (90 days by default)
+    Audit(AuditCommandArgs),
     /// Managed API keys for the HTTP API: create (bound to --agent-id/--agent-type), list, revoke
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -715,11 +716,66 @@ pub enum HandoffCommand {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ResultArg {
+    /// Operations that went through
+    Allowed,
+    /// Operations refused by a rule, a lock, a profile, a guardrail or bad input
+    Refused,
+    /// Operations that failed in the server or its database
+    Error,
+    /// Same as allowed
     Success,
+    /// Refused or error
     Failure,
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct AuditCommandArgs {
+    #[command(subcommand)]
+    pub command: Option<AuditCommand>,
+    #[command(flatten)]
+    pub query: AuditArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Query the trail, newest first (what `coord audit` alone does). You see your own
+    /// rows; an administrator (trust 4: the terminal's `cli` type, an operator key)
+    /// sees everyone's
+    Query(AuditArgs),
+    /// Write the trail as JSON Lines, oldest first, one row per line with its place in
+    /// the hash chain (the same filters as query; --limit is per page)
+    Export {
+        #[command(flatten)]
+        filters: AuditArgs,
+        /// Write to this file instead of standard output
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Check the hash chain: every row matches its hash and follows the one before it,
+    /// nothing is missing or inserted, every prune checkpoint is signed by this server's
+    /// audit key. Exits 1 naming the first bad row. Record the head it prints and pass it
+    /// back with --expect-head to also detect rows cut from the end
+    Verify {
+        /// A head printed by an earlier verify, as SEQ:HASH
+        #[arg(long, value_name = "SEQ:HASH")]
+        expect_head: Option<String>,
+    },
+    /// Remove rows older than the retention (COORD_AUDIT_RETENTION_DAYS, default 90)
+    /// and leave a checkpoint signed with the audit key (COORD_AUDIT_KEY_FILE, default
+    /// .coord/audit.key beside a SQLite database) so the rest still verifies.
+    /// `coord serve` prunes by itself every hour
+    Prune {
+        /// Remove rows older than this many days instead of the retention
+        #[arg(long, value_name = "DAYS")]
+        older_than_days: Option<i64>,
+        /// Say how many rows would go, remove nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct AuditArgs {
     /// Only this agent's operations
     #[arg(long, value_name = "ID")]
@@ -733,9 +789,15 @@ pub struct AuditArgs {
     /// Before this time, same formats as --since
     #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
-    /// Only successful or only failed/refused operations
+    /// Only operations with this outcome
     #[arg(long, value_enum)]
     pub result: Option<ResultArg>,
+    /// Only operations let through as elevated (a trust-3+ profile's elevated_operations)
+    #[arg(long)]
+    pub elevated: bool,
+    /// Rows after this id, oldest first (to page forward)
+    #[arg(long, value_name = "ID")]
+    pub after_id: Option<i64>,
     /// At most this many entries (default 100)
     #[arg(long)]
     pub limit: Option<i64>,

@@ -5,7 +5,6 @@ use crate::context::Context;
 use crate::output;
 use crate::output::{Output, ellipsis, short_id, table, when};
 use chrono::Utc;
-use coord_domain::audit::{AuditQueryRequest, AuditQueryResult};
 use coord_domain::guardrails::{CheckGuardrailsRequest, CheckGuardrailsResult};
 use coord_domain::handoffs::WriteHandoffRequest;
 use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest};
@@ -108,7 +107,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Work(cmd) => work(cmd, coord, ctx, out).await,
         Command::Agents(cmd) => agents(cmd, coord, ctx, out).await,
         Command::Handoff(cmd) => handoff(cmd, coord, ctx, out).await,
-        Command::Audit(args) => audit(args, coord, ctx, out).await,
+        Command::Audit(args) => crate::audit::run(args, coord, ctx, out).await,
         Command::Msg(cmd) => msg(cmd, coord, ctx, out).await,
         Command::Profile(cmd) => crate::profiles::run(cmd, coord, ctx, out).await,
         Command::Approvals(cmd) => crate::approvals::run(cmd, coord, ctx, out).await,
@@ -262,6 +261,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
                         "CAPABILITIES",
                         "CURRENT TASK",
                         "LAST HEARTBEAT",
+                        "VIOLATIONS",
                     ]);
                     for a in &r.agents {
                         t.add_row(vec![
@@ -272,6 +272,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
                             a.capabilities.join(","),
                             ellipsis(a.current_task.as_deref().unwrap_or("-"), 40),
                             when(a.last_heartbeat),
+                            a.guardrail_violations.to_string(),
                         ]);
                     }
                     t.to_string()
@@ -515,28 +516,6 @@ pub async fn ports(cmd: PortsCommand, coord: &dyn Ports, ctx: &Context, out: Out
             t.to_string()
         }),
     }
-}
-
-async fn audit(args: AuditArgs, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
-    let times = (|| -> CoordResult<_> {
-        Ok((
-            args.since.as_deref().map(|s| parse_when("since", s)).transpose()?,
-            args.until.as_deref().map(|s| parse_when("until", s)).transpose()?,
-        ))
-    })();
-    let (since, until) = match times {
-        Ok(t) => t,
-        Err(e) => return out.error(&e),
-    };
-    let req = AuditQueryRequest {
-        agent_id: args.agent,
-        operation: args.operation,
-        since,
-        until,
-        success: args.result.map(|r| matches!(r, ResultArg::Success)),
-        limit: args.limit,
-    };
-    out.result(coord.query_audit(&ctx.caller, req).await, render_audit)
 }
 
 async fn msg(cmd: crate::args::MsgCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
@@ -812,35 +791,6 @@ pub fn render_handoff(h: &Handoff) -> String {
         }
     }
     s
-}
-
-fn render_audit(r: &AuditQueryResult) -> String {
-    if r.entries.is_empty() {
-        return "no audit entries".into();
-    }
-    let mut t = table(&["ID", "TIME", "AGENT", "OPERATION", "RESULT", "MS"]);
-    for e in &r.entries {
-        let outcome = match (&e.error_code, e.success) {
-            (Some(code), _) => code.clone(),
-            (None, true) => "ok".into(),
-            (None, false) => e
-                .result
-                .get("action")
-                .or_else(|| e.result.get("reason"))
-                .and_then(Value::as_str)
-                .unwrap_or("refused")
-                .to_string(),
-        };
-        t.add_row(vec![
-            e.id.to_string(),
-            e.timestamp.format("%Y-%m-%d %H:%M:%S%.3fZ").to_string(),
-            e.agent_id.clone(),
-            e.operation.clone(),
-            outcome,
-            format!("{:.2}", e.duration_ms),
-        ]);
-    }
-    t.to_string()
 }
 
 pub fn render_status(s: &StatusResult) -> String {

@@ -3,6 +3,7 @@
 
 mod approvals;
 pub mod args;
+mod audit;
 mod bench;
 mod cloud;
 pub mod commands;
@@ -210,6 +211,8 @@ fn release_grace() -> coord_domain::CoordResult<Option<std::time::Duration>> {
 
 /// How often long-lived processes purge expired rows.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+/// How often `coord serve` prunes audit rows past the retention.
+const AUDIT_PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
     let fail = |e: coord_domain::CoordError| {
@@ -324,6 +327,7 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
     };
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
+    let pruner = coord.spawn_audit_pruner(AUDIT_PRUNE_EVERY);
     let database = coord.store().location();
     let app = coord_http::create_coordination_api(std::sync::Arc::new(coord), &config);
     println!("coord serve: listening on http://{addr} (database: {database})");
@@ -331,6 +335,7 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
     let _ = std::io::stdout().flush();
     let served = coord_http::serve(listener, app, &config, coord_http::shutdown_signal()).await;
     sweeper.abort();
+    pruner.abort();
     match served {
         Ok(()) => output::EXIT_OK,
         Err(e) => {

@@ -6,6 +6,7 @@ use coord_postgres::{PgOptions, PgStore};
 use coord_service::{CoordConfig, Coordination, Coordinator, DatabaseClock, LocalPorts, Ports};
 use coord_sqlite::{SqliteOptions, SqliteStore};
 use coord_store::Store;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -114,6 +115,8 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
         Arc::new(DatabaseClock),
         CoordConfig {
             repo_root: Some(ctx.repo_root.to_string_lossy().into_owned()),
+            audit_retention_days: audit_retention_days(),
+            audit_key: audit_key(ctx),
             ..CoordConfig::default()
         },
     );
@@ -123,6 +126,93 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
         Ok(ports) => coord.with_ports(ports),
         Err(e) => coord.without_ports(e),
     })
+}
+
+/// `COORD_AUDIT_RETENTION_DAYS`, else the spec's 90 days (a bad value is reported and
+/// the default kept: retention must never silently become "delete everything").
+fn audit_retention_days() -> i64 {
+    let default = coord_domain::audit_chain::DEFAULT_RETENTION_DAYS;
+    match std::env::var("COORD_AUDIT_RETENTION_DAYS") {
+        Err(_) => default,
+        Ok(v) => match v.trim().parse::<i64>() {
+            Ok(d) if (1..=coord_domain::audit_chain::MAX_RETENTION_DAYS).contains(&d) => d,
+            _ => {
+                tracing::warn!(value = %v, "COORD_AUDIT_RETENTION_DAYS is not a number of days from 1 to 36500; keeping {default}");
+                default
+            }
+        },
+    }
+}
+
+/// Where the audit key lives: `COORD_AUDIT_KEY_FILE`, else next to a SQLite database,
+/// else (PostgreSQL) in the user's config directory. Every server of one PostgreSQL
+/// database must share the file, or checkpoints signed by one fail on another.
+pub fn audit_key_path(ctx: &Context) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("COORD_AUDIT_KEY_FILE").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    match &ctx.db {
+        DbTarget::Sqlite(db) => Some(db.parent()?.join("audit.key")),
+        DbTarget::Postgres(_) => {
+            let config = std::env::var_os("XDG_CONFIG_HOME")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+            Some(config.join("coord").join("audit.key"))
+        }
+    }
+}
+
+/// Loads the audit key, creating it (random, owner-only) on first use. Without one,
+/// pruning is refused and checkpoint signatures go unchecked; the reason is logged.
+fn audit_key(ctx: &Context) -> Option<coord_domain::audit_chain::AuditKey> {
+    let path = audit_key_path(ctx)?;
+    match load_or_create_key(&path) {
+        Ok(k) => Some(k),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "no audit key: pruning is refused and checkpoint signatures go unchecked");
+            None
+        }
+    }
+}
+
+fn load_or_create_key(path: &std::path::Path) -> std::io::Result<coord_domain::audit_chain::AuditKey> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let read = |p: &std::path::Path| -> std::io::Result<coord_domain::audit_chain::AuditKey> {
+        let text = std::fs::read_to_string(p)?;
+        let secret = text.trim();
+        if secret.len() < 32 {
+            return Err(std::io::Error::other("the key file holds fewer than 32 characters"));
+        }
+        Ok(coord_domain::audit_chain::AuditKey::new(secret.as_bytes().to_vec()))
+    };
+    match read(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        other => return other,
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    // Written whole under a temporary name, then linked into place: a concurrent
+    // reader never sees a half-written key, and the first of two creators wins.
+    let secret = format!("{}{}\n", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(secret.as_bytes())?;
+    f.sync_all()?;
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    read(path)
 }
 
 /// The default database lives inside the repository; a `.gitignore` beside it keeps

@@ -283,12 +283,13 @@ fn render_explain(r: &ExplainProfileResult) -> String {
         ),
     };
     let mut s = format!(
-        "{} ({}) has profile {} (trust {}): {source}\nsession: {}\n\n",
+        "{} ({}) has profile {} (trust {}): {source}\nsession: {}\nguardrail violations: {}\n\n",
         r.agent_id,
         r.agent_type,
         r.profile.name,
         r.profile.trust_level,
-        r.session_id.as_deref().unwrap_or("none")
+        r.session_id.as_deref().unwrap_or("none"),
+        r.guardrail_violations
     );
     let mut t = table(&["LIMIT", "MAX", "USED"]);
     for l in &r.limits {

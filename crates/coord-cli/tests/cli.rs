@@ -458,6 +458,84 @@ fn agents_handoffs_audit_and_status_through_the_cli(repo: &Repo) {
     );
 }
 
+/// The audit trail as a new user meets it: verify prints the head, export writes JSON
+/// Lines with chain links, prune needs nothing old, a row edited by SQL is found.
+#[test]
+fn audit_verify_export_prune_and_tampering() {
+    let repo = Repo::new();
+    for i in 0..3 {
+        repo.run(&["--agent-id", "alice", "lock", "acquire", &format!("src/{i}.rs")]);
+    }
+    let verify = repo.run(&["audit", "verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stderr(&verify));
+    let text = stdout(&verify);
+    assert!(text.contains("audit trail intact") && text.contains("head:"), "{text}");
+    assert!(
+        repo.root().join(".coord/audit.key").exists(),
+        "the audit key is created beside the database"
+    );
+
+    let (v, rc) = repo.json_as("admin", &["audit", "verify"]);
+    assert_eq!((rc, v["intact"].as_bool()), (0, Some(true)), "{v}");
+    let head = format!("{}:{}", v["head"]["seq"], v["head"]["hash"].as_str().unwrap());
+    let (v, rc) = repo.json_as("admin", &["audit", "verify", "--expect-head", &head]);
+    assert_eq!((rc, v["intact"].as_bool()), (0, Some(true)), "{v}");
+    let (_, rc) = repo.json_as("admin", &["audit", "verify", "--expect-head", "nonsense"]);
+    assert_eq!(rc, 2);
+
+    let file = repo.root().join("audit.jsonl");
+    let export = repo.run(&[
+        "audit",
+        "export",
+        "--operation",
+        "acquire_lock",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(export.status.code(), Some(0), "{}", stderr(&export));
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert!(
+        lines.windows(2).all(|w| w[0]["id"].as_i64() < w[1]["id"].as_i64()),
+        "oldest first"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["chain"]["hash"].as_str().is_some_and(|h| h.len() == 64))
+    );
+
+    let (v, rc) = repo.json_as("admin", &["audit", "prune", "--dry-run"]);
+    assert_eq!(
+        (rc, v["pruned_rows"].as_i64()),
+        (0, Some(0)),
+        "nothing is 90 days old: {v}"
+    );
+    let (v, _) = repo.json_as("alice", &["--agent-type", "claude_code", "audit", "prune"]);
+    assert_eq!(v["error"], "insufficient_trust_level", "{v}");
+
+    // A superuser's edit, made under the triggers: found and named.
+    let db = repo.root().join(".coord/coord.db");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "DROP TRIGGER audit_log_no_update;
+         UPDATE audit_log SET agent_id = 'mallory' WHERE chain_seq = 2;",
+    )
+    .unwrap();
+    drop(c);
+    let tampered = repo.run(&["audit", "verify"]);
+    assert_eq!(tampered.status.code(), Some(1));
+    let text = stdout(&tampered);
+    assert!(
+        text.contains("TAMPERED (edited)") && text.contains("first bad position: 2"),
+        "{text}"
+    );
+}
+
 #[test]
 fn help_explains_commands_and_exit_codes() {
     let repo = Repo::new();

@@ -107,7 +107,7 @@ fn audit_trail(url: &str) -> Vec<coord_domain::audit::AuditEntry> {
         coordinator(url)
             .await
             .query_audit(
-                &Caller::new("checker", AGENT_TYPE),
+                &Caller::new("checker", "cli"),
                 AuditQueryRequest {
                     limit: Some(10_000),
                     ..Default::default()

@@ -114,6 +114,7 @@ impl Harness {
         };
         let mut config = CoordConfig {
             repo_root: Some(Harness::ROOT.into()),
+            audit_key: Some(Harness::audit_key()),
             ..CoordConfig::default()
         };
         tune(&mut config);
@@ -126,6 +127,11 @@ impl Harness {
             raw: fx.raw,
             door: b.door(),
         }
+    }
+
+    /// The key the harness's coordinator signs audit checkpoints with.
+    pub fn audit_key() -> coord_domain::audit_chain::AuditKey {
+        coord_domain::audit_chain::AuditKey::new("conformance audit key, not a secret")
     }
 
     /// One maintenance pass on the coordinator behind any door.

@@ -1,6 +1,6 @@
 //! The audit trail: one append-only row per operation, refused ones included.
 
-use crate::error::{CoordResult, ErrorCode};
+use crate::error::{CoordResult, ErrorCode, ErrorKind};
 use crate::identity::Identity;
 use crate::time::Timestamp;
 use crate::validate::{self, MAX_SHORT_TEXT, without_nul};
@@ -145,10 +145,53 @@ pub struct AuditQueryRequest {
     /// Only successful (`true`) or only failed/refused (`false`) operations.
     #[serde(default)]
     pub success: Option<bool>,
-    /// Newest first, at most this many; default 100.
+    /// Only operations that were `allowed`, `refused` (by a rule, a lock, a profile, a
+    /// guardrail or bad input) or failed with an `error` of the server or its database.
+    #[serde(default)]
+    pub result: Option<AuditOutcome>,
+    /// Only operations let through as elevated (`true`), or only the others.
+    #[serde(default)]
+    pub elevated: Option<bool>,
+    /// Entries after this id, oldest first: page through the whole trail (an export) by
+    /// passing the last id you got. Without it, entries come newest first.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0)))]
+    pub after_id: Option<i64>,
+    /// At most this many; default 100.
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10000)))]
     pub limit: Option<i64>,
+}
+
+/// What became of an operation, as `query_audit` filters it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum AuditOutcome {
+    Allowed,
+    Refused,
+    Error,
+}
+
+impl AuditOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditOutcome::Allowed => "allowed",
+            AuditOutcome::Refused => "refused",
+            AuditOutcome::Error => "error",
+        }
+    }
+}
+
+/// The error codes that make an outcome an `error` rather than a refusal: failures of
+/// the server or its database, as a SQL list (`'a', 'b'`).
+pub fn error_codes_sql() -> String {
+    ErrorCode::ALL
+        .iter()
+        .filter(|c| matches!(c.kind(), ErrorKind::Unavailable | ErrorKind::Internal))
+        .map(|c| format!("'{}'", c.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -158,7 +201,36 @@ pub struct AuditFilter {
     pub since: Option<Timestamp>,
     pub until: Option<Timestamp>,
     pub success: Option<bool>,
+    pub outcome: Option<AuditOutcome>,
+    pub elevated: Option<bool>,
+    pub after_id: Option<i64>,
     pub limit: i64,
+}
+
+impl AuditFilter {
+    /// Restricts the filter to the caller's own rows unless it may read everyone's
+    /// (`audit_admin`); asking for another agent's rows without that is refused.
+    pub fn scoped(mut self, who: &Identity, audit_admin: bool) -> CoordResult<AuditFilter> {
+        if audit_admin {
+            return Ok(self);
+        }
+        match &self.agent_id {
+            Some(other) if other != &who.agent_id => Err(crate::CoordError::new(
+                ErrorCode::InsufficientTrustLevel,
+                format!(
+                    "only an administrator (a trust-4 profile or an operator key) reads other agents' audit rows; \
+                     you may read your own ({})",
+                    who.agent_id
+                ),
+            )
+            .with_detail("required", crate::profiles::MAX_TRUST)
+            .with_detail("permission", "manage_audit")),
+            _ => {
+                self.agent_id = Some(who.agent_id.clone());
+                Ok(self)
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -179,6 +251,11 @@ pub struct AuditEntry {
     /// issued for (absent for local processes and operator keys).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<crate::keys::KeyOrigin>,
+    /// The row's place in the hash chain (absent for rows written before the chain
+    /// existed): `coord audit verify` checks it; an export keeps it, so the chain can
+    /// be checked elsewhere too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<crate::audit_chain::ChainLink>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,6 +280,18 @@ pub fn validate_audit_query(req: AuditQueryRequest) -> CoordResult<AuditFilter> 
         since: req.since,
         until: req.until,
         success: req.success,
+        outcome: req.result,
+        elevated: req.elevated,
+        after_id: match req.after_id {
+            Some(id) if id < 0 => {
+                return Err(crate::CoordError::field(
+                    ErrorCode::InvalidArgument,
+                    "after_id",
+                    "after_id is an audit row id (0 or more)",
+                ));
+            }
+            id => id,
+        },
         limit: validate::int_in_range(
             "limit",
             req.limit,

@@ -83,6 +83,7 @@ error_codes! {
     InsufficientTrustLevel => "insufficient_trust_level", Forbidden;
     CannotApproveOwnRequest => "cannot_approve_own_request", Forbidden;
     DatabaseUnavailable => "database_unavailable", Unavailable;
+    AuditKeyMissing => "audit_key_missing", Unavailable;
     Internal => "internal_error", Internal;
 }
 

@@ -6,6 +6,7 @@
 use crate::error::{CoordError, CoordResult, ErrorCode};
 use crate::validate;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The largest command line analysed; longer input is refused as unverifiable.
 pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
@@ -238,6 +239,76 @@ impl CheckGuardrailsResult {
             ..self
         }
     }
+}
+
+/// A row of `guardrail_violations`: a destructive operation that was blocked, or let
+/// through by an approval or as an elevated operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    pub operation: String,
+    pub category: String,
+    pub pattern_matched: String,
+    /// What was asked (redacted and bounded as in the audit row) and every finding.
+    pub context: Value,
+    pub blocked: bool,
+    pub elevated: bool,
+    pub approval_id: Option<String>,
+}
+
+impl Violation {
+    /// The violation a guardrail refusal records (`None` for any other refusal).
+    pub fn of_refusal(e: &CoordError, parameters: &Value, redact: &[&str]) -> Option<Violation> {
+        if !matches!(
+            e.code,
+            ErrorCode::DestructiveOperationBlocked | ErrorCode::CredentialFileProtected
+        ) {
+            return None;
+        }
+        let detail = |k: &str| e.details.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        Some(Violation {
+            operation: detail("operation"),
+            category: detail("category"),
+            pattern_matched: detail("matched"),
+            context: context(
+                parameters,
+                redact,
+                e.details.get("findings").cloned().unwrap_or_default(),
+            ),
+            blocked: true,
+            elevated: false,
+            approval_id: e.details.get("approval_id").and_then(Value::as_str).map(str::to_string),
+        })
+    }
+
+    /// The violation a check that passed only by an approval or an elevation records.
+    pub fn of_pass(r: &CheckGuardrailsResult, parameters: &Value, redact: &[&str]) -> Option<Violation> {
+        if !r.elevated && r.approval_used.is_none() {
+            return None;
+        }
+        let f = r.findings.iter().find(|f| f.action != Action::Warn)?;
+        Some(Violation {
+            operation: f.operation.clone(),
+            category: f.category.as_str().to_string(),
+            pattern_matched: f.matched.clone(),
+            context: context(
+                parameters,
+                redact,
+                serde_json::to_value(&r.findings).unwrap_or_default(),
+            ),
+            blocked: false,
+            elevated: r.elevated,
+            approval_id: r.approval_used.clone(),
+        })
+    }
+}
+
+fn context(parameters: &Value, redact: &[&str], findings: Value) -> Value {
+    let mut request = crate::validate::without_nul(parameters.clone());
+    crate::audit::redact(&mut request, redact);
+    serde_json::json!({
+        "request": crate::audit::summarise(request, crate::audit::MAX_AUDIT_PARAMETERS_BYTES),
+        "findings": crate::audit::summarise(findings, crate::audit::MAX_AUDIT_RESULT_BYTES),
+    })
 }
 
 /// Trust needed before a profile's `elevated_operations` lift a block.

@@ -5,6 +5,7 @@
 pub mod access;
 pub mod approvals;
 pub mod audit;
+pub mod audit_chain;
 pub mod error;
 pub mod guardrails;
 pub mod handoffs;

@@ -55,6 +55,8 @@ pub enum Permission {
     ManageKeys,
     /// Approve or deny queued requests. Implied at trust 4.
     DecideApprovals,
+    /// Read every agent's audit rows, verify the chain, prune old rows. Implied at trust 4.
+    ManageAudit,
 }
 
 impl Permission {
@@ -78,6 +80,7 @@ impl Permission {
             Permission::ManagePolicies => "manage_policies",
             Permission::ManageKeys => "manage_keys",
             Permission::DecideApprovals => "decide_approvals",
+            Permission::ManageAudit => "manage_audit",
         }
     }
 
@@ -86,7 +89,10 @@ impl Permission {
     pub fn implied_at(self) -> Option<u8> {
         match self {
             Permission::Coordinate => Some(1),
-            Permission::ManagePolicies | Permission::ManageKeys | Permission::DecideApprovals => Some(MAX_TRUST),
+            Permission::ManagePolicies
+            | Permission::ManageKeys
+            | Permission::DecideApprovals
+            | Permission::ManageAudit => Some(MAX_TRUST),
             _ => None,
         }
     }
@@ -722,6 +728,9 @@ pub struct ExplainProfileResult {
     pub session_id: Option<String>,
     pub limits: Vec<LimitUsage>,
     pub operations: Vec<OperationVerdict>,
+    /// The agent's violation counter: destructive operations the guardrails blocked.
+    #[serde(default)]
+    pub guardrail_violations: i64,
 }
 
 // ---- validation ----

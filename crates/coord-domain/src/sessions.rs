@@ -163,6 +163,9 @@ pub struct AgentInfo {
     pub started_at: Timestamp,
     #[serde(default)]
     pub ended_at: Option<Timestamp>,
+    /// Its violation counter: destructive operations the guardrails blocked for it.
+    #[serde(default)]
+    pub guardrail_violations: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

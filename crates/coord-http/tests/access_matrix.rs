@@ -176,7 +176,7 @@ async fn every_operation_is_authorized_alike_on_http_and_mcp() {
     let refused = s
         .coord
         .query_audit(
-            &Caller::new("auditor", "test"),
+            &Caller::new("auditor", "cli"),
             AuditQueryRequest {
                 success: Some(false),
                 limit: Some(1000),

@@ -8,6 +8,7 @@ use coord_domain::approvals::{
     self, Approval, ApprovalFilter, ApprovalResult, ApprovalStatus, ListApprovalsResult, NewDecision,
 };
 use coord_domain::guardrails::CheckGuardrailsResult;
+use coord_domain::guardrails::Violation;
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{ApprovalRequest, ApprovalStore, OpCtx};
 use tokio_postgres::Row;
@@ -183,13 +184,17 @@ async fn guard(
     ctx: &OpCtx,
     (result, refusal): &(CheckGuardrailsResult, Option<CoordError>),
 ) -> R<CheckGuardrailsResult> {
-    match refusal {
-        None => Ok(result.clone()),
+    let passed = match refusal {
+        None => result.clone(),
         Some(refusal) => match spend(tx, ctx).await? {
-            Some(id) => Ok(result.clone().approved_by(id)),
-            None => Err(refusal.clone().into()),
+            Some(id) => result.clone().approved_by(id),
+            None => return Err(refusal.clone().into()),
         },
+    };
+    if let Some(v) = Violation::of_pass(&passed, &ctx.parameters, ctx.redact) {
+        crate::violations::insert(tx, ctx, &v).await?;
     }
+    Ok(passed)
 }
 
 #[async_trait]

@@ -5,27 +5,71 @@ use crate::rows::{NOW, get};
 use crate::{R, Tx, handoffs, locks, queue, sessions};
 use async_trait::async_trait;
 use coord_domain::Timestamp;
-use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
+use coord_domain::audit::{AuditEntry, AuditFilter, AuditOutcome, AuditQueryResult, AuditRecord, error_codes_sql};
+use coord_domain::audit_chain::{
+    ChainHead, ChainLink, ChainVerifier, Checkpoint, CheckpointBody, PruneAudit, PruneAuditResult, VERIFY_BATCH,
+    VerifyAudit, VerifyAuditResult,
+};
 use coord_domain::handoffs::HandoffQuery;
 use coord_domain::keys::KeyOrigin;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
+use coord_domain::time::truncate_micros;
 use coord_domain::{CoordError, CoordResult};
 use coord_store::OpCtx;
 use coord_store::{AuditStore, Maintenance};
 use deadpool_postgres::GenericClient;
+use deadpool_postgres::Object;
+use tokio_postgres::IsolationLevel;
 use tokio_postgres::Row;
 use tokio_postgres::types::Json;
 
+/// Arbitrary but fixed: the advisory lock that orders audit writers (the chain's head).
+const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
+
+/// Appends `rec` to the chain inside the caller's transaction `c`. The advisory lock,
+/// held to commit, orders concurrent writers; the head is read by a statement that
+/// starts after the lock is held, so (READ COMMITTED) it sees the previous writer's row.
 pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
     c.execute(
-        &c.prepare_cached(&format!(
+        &c.prepare_cached("SELECT pg_advisory_xact_lock($1)").await?,
+        &[&CHAIN_LOCK_KEY],
+    )
+    .await?;
+    let row = c
+        .query_one(
+            &c.prepare_cached(&format!(
+                "SELECT {NOW}, h.seq, h.hash FROM (SELECT 1) one LEFT JOIN (
+                     SELECT seq, hash FROM (
+                         (SELECT chain_seq AS seq, row_hash AS hash FROM audit_log
+                          WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1)
+                         UNION ALL
+                         (SELECT through_seq, through_hash FROM audit_checkpoints
+                          ORDER BY through_seq DESC LIMIT 1)) heads
+                     ORDER BY seq DESC LIMIT 1) h ON true"
+            ))
+            .await?,
+            &[&now],
+        )
+        .await?;
+    // Hashed as stored: PostgreSQL keeps microseconds.
+    let timestamp = truncate_micros(get::<Timestamp>(&row, 0)?);
+    let head = match get::<Option<i64>>(&row, 1)? {
+        Some(seq) => ChainHead {
+            seq,
+            hash: get(&row, 2)?,
+        },
+        None => ChainHead::genesis(),
+    };
+    let link = head.next(rec, timestamp);
+    c.execute(
+        &c.prepare_cached(
             "INSERT INTO audit_log (\"timestamp\", agent_id, agent_type, operation, parameters, result, success,
-                 error_code, duration_ms, origin)
-             VALUES ({NOW}, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-        ))
+                 error_code, duration_ms, origin, chain_seq, prev_hash, row_hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        )
         .await?,
         &[
-            &now,
+            &timestamp,
             &rec.agent.agent_id,
             &rec.agent.agent_type,
             &rec.operation,
@@ -35,11 +79,17 @@ pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &Audit
             &rec.error_code,
             &rec.duration_ms,
             &rec.origin.as_ref().map(Json),
+            &link.seq,
+            &link.prev_hash,
+            &link.hash,
         ],
     )
     .await?;
     Ok(())
 }
+
+const COLUMNS: &str = "id, \"timestamp\", agent_id, agent_type, operation, parameters, result, success, error_code,
+     duration_ms, origin, chain_seq, prev_hash, row_hash";
 
 fn entry_from_row(r: &Row) -> R<AuditEntry> {
     Ok(AuditEntry {
@@ -54,29 +104,207 @@ fn entry_from_row(r: &Row) -> R<AuditEntry> {
         error_code: get(r, 8)?,
         duration_ms: get(r, 9)?,
         origin: get::<Option<Json<KeyOrigin>>>(r, 10)?.map(|j| j.0),
+        chain: match (get::<Option<i64>>(r, 11)?, get(r, 12)?, get(r, 13)?) {
+            (Some(seq), Some(prev_hash), Some(hash)) => Some(ChainLink { seq, prev_hash, hash }),
+            _ => None,
+        },
     })
 }
 
 pub async fn query(tx: &Tx<'_>, f: &AuditFilter) -> R<AuditQueryResult> {
+    // Oldest first when paging forward from an id (an export), else newest first.
+    let order = if f.after_id.is_some() { "ASC" } else { "DESC" };
     let rows = tx
         .query(
-            &tx.prepare_cached(
-                "SELECT id, \"timestamp\", agent_id, agent_type, operation, parameters, result, success, error_code,
-                     duration_ms, origin
+            &tx.prepare_cached(&format!(
+                "SELECT {COLUMNS}
                  FROM audit_log
                  WHERE ($1::text IS NULL OR agent_id = $1) AND ($2::text IS NULL OR operation = $2)
                    AND ($3::timestamptz IS NULL OR \"timestamp\" >= $3)
                    AND ($4::timestamptz IS NULL OR \"timestamp\" < $4)
                    AND ($5::boolean IS NULL OR success = $5)
-                 ORDER BY id DESC LIMIT $6",
-            )
+                   AND ($7::text IS NULL OR ($7 = 'allowed' AND success)
+                        OR ($7 = 'refused' AND NOT success AND coalesce(error_code, '') NOT IN ({errors}))
+                        OR ($7 = 'error' AND NOT success AND error_code IN ({errors})))
+                   AND ($8::boolean IS NULL OR coalesce(result -> 'elevated' = 'true'::jsonb, false) = $8)
+                   AND ($9::bigint IS NULL OR id > $9)
+                 ORDER BY id {order} LIMIT $6",
+                errors = error_codes_sql()
+            ))
             .await?,
-            &[&f.agent_id, &f.operation, &f.since, &f.until, &f.success, &f.limit],
+            &[
+                &f.agent_id,
+                &f.operation,
+                &f.since,
+                &f.until,
+                &f.success,
+                &f.limit,
+                &f.outcome.map(AuditOutcome::as_str),
+                &f.elevated,
+                &f.after_id,
+            ],
         )
         .await?;
     Ok(AuditQueryResult {
         entries: rows.iter().map(entry_from_row).collect::<R<_>>()?,
     })
+}
+
+fn checkpoint_from_row(r: &Row) -> R<Checkpoint> {
+    Ok(Checkpoint {
+        id: get(r, 0)?,
+        body: CheckpointBody {
+            created_at: get(r, 1)?,
+            through_seq: get(r, 2)?,
+            through_hash: get(r, 3)?,
+            cutoff: get(r, 4)?,
+            pruned_rows: get(r, 5)?,
+            key_id: get(r, 6)?,
+        },
+        signature: get(r, 7)?,
+    })
+}
+
+/// Reads the chain in order of position from one snapshot (REPEATABLE READ, read
+/// only, so a concurrent prune cannot make rows vanish halfway) through the verifier.
+pub async fn verify(client: &mut Object, check: &VerifyAudit) -> R<VerifyAuditResult> {
+    let tx = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let checkpoints = tx
+        .query(
+            "SELECT id, created_at, through_seq, through_hash, cutoff, pruned_rows, key_id, signature
+             FROM audit_checkpoints",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(checkpoint_from_row)
+        .collect::<R<Vec<_>>>()?;
+    let mut verifier = ChainVerifier::new(check.key.clone(), checkpoints, check.expect_head.clone());
+    // Keyset pages on (position, id): a repeated position is read twice, not skipped.
+    let (mut seq, mut id) = (i64::MIN, i64::MIN);
+    let page = tx
+        .prepare(&format!(
+            "SELECT {COLUMNS} FROM audit_log
+             WHERE chain_seq IS NOT NULL AND (chain_seq, id) > ($1, $2)
+             ORDER BY chain_seq, id LIMIT $3"
+        ))
+        .await?;
+    while verifier.ok() {
+        let batch = tx
+            .query(&page, &[&seq, &id, &VERIFY_BATCH])
+            .await?
+            .iter()
+            .map(entry_from_row)
+            .collect::<R<Vec<_>>>()?;
+        let Some(last) = batch.last() else { break };
+        (seq, id) = (last.chain.as_ref().map_or(seq, |l| l.seq), last.id);
+        batch.iter().for_each(|e| verifier.feed(e));
+    }
+    let row = tx
+        .query_one(
+            "SELECT (SELECT count(*) FROM audit_log WHERE chain_seq IS NULL),
+                    (SELECT min(id) FROM audit_log WHERE chain_seq IS NULL
+                       AND id > (SELECT min(id) FROM audit_log WHERE chain_seq IS NOT NULL))",
+            &[],
+        )
+        .await?;
+    let (unchained, late): (i64, Option<i64>) = (get(&row, 0)?, get(&row, 1)?);
+    tx.commit().await?;
+    Ok(verifier.finish(unchained, late))
+}
+
+/// Removes the chain's prefix older than the cutoff (and unchained rows older than it),
+/// after writing the signed checkpoint that lets the delete trigger allow it. The chain
+/// lock keeps writers from appending while the prefix is measured.
+pub async fn prune(tx: &Tx<'_>, ctx: &OpCtx, p: &PruneAudit) -> R<PruneAuditResult> {
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHAIN_LOCK_KEY])
+        .await?;
+    let now = truncate_micros(get::<Timestamp>(
+        &tx.query_one(&format!("SELECT {NOW}"), &[&ctx.now]).await?,
+        0,
+    )?);
+    let cutoff = now - chrono::Duration::days(p.older_than_days);
+    let prior = tx
+        .query_opt(
+            "SELECT through_seq, through_hash FROM audit_checkpoints ORDER BY through_seq DESC LIMIT 1",
+            &[],
+        )
+        .await?
+        .map(|r| -> R<ChainHead> {
+            Ok(ChainHead {
+                seq: get(&r, 0)?,
+                hash: get(&r, 1)?,
+            })
+        })
+        .transpose()?
+        .unwrap_or_else(ChainHead::genesis);
+    // The prefix ends before the oldest position still inside retention.
+    let through = tx
+        .query_opt(
+            "SELECT chain_seq, row_hash FROM audit_log
+             WHERE chain_seq = coalesce(
+                 (SELECT min(chain_seq) FROM audit_log WHERE chain_seq IS NOT NULL AND \"timestamp\" >= $1) - 1,
+                 (SELECT max(chain_seq) FROM audit_log))",
+            &[&cutoff],
+        )
+        .await?;
+    let through = match through {
+        Some(r) if get::<i64>(&r, 0)? > prior.seq => ChainHead {
+            seq: get(&r, 0)?,
+            hash: get(&r, 1)?,
+        },
+        _ => prior,
+    };
+    let pruned_rows: i64 = get(
+        &tx.query_one(
+            "SELECT count(*) FROM audit_log
+             WHERE (chain_seq IS NOT NULL AND chain_seq <= $1) OR (chain_seq IS NULL AND \"timestamp\" < $2)",
+            &[&through.seq, &cutoff],
+        )
+        .await?,
+        0,
+    )?;
+    let mut result = PruneAuditResult {
+        success: true,
+        dry_run: p.dry_run,
+        cutoff,
+        pruned_rows,
+        checkpoint: None,
+    };
+    if p.dry_run || pruned_rows == 0 {
+        return Ok(result);
+    }
+    let body = CheckpointBody {
+        created_at: now,
+        through_seq: through.seq,
+        through_hash: through.hash,
+        cutoff,
+        pruned_rows,
+        key_id: p.key.id(),
+    };
+    let signature = p.key.sign(&body);
+    let id: i64 = get(
+        &tx.query_one(
+            "INSERT INTO audit_checkpoints (created_at, through_seq, through_hash, cutoff, pruned_rows, key_id, signature)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+            &[&now, &body.through_seq, &body.through_hash, &cutoff, &pruned_rows, &body.key_id, &signature],
+        )
+        .await?,
+        0,
+    )?;
+    tx.execute(
+        "DELETE FROM audit_log
+         WHERE (chain_seq IS NOT NULL AND chain_seq <= $1) OR (chain_seq IS NULL AND \"timestamp\" < $2)",
+        &[&body.through_seq, &cutoff],
+    )
+    .await?;
+    result.checkpoint = Some(Checkpoint { id, body, signature });
+    Ok(result)
 }
 
 #[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
@@ -141,7 +369,27 @@ impl AuditStore for PgStore {
     }
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
-        let client = self.client().await?;
-        insert(&client, now, &record).await.map_err(CoordError::from)
+        let mut client = self.client().await?;
+        async {
+            // The chain lock is held to commit: the row needs a transaction of its own.
+            let tx = client.transaction().await?;
+            insert(&tx, now, &record).await?;
+            tx.commit().await?;
+            Ok(())
+        }
+        .await
+        .map_err(|e: crate::Fail| CoordError::from(e))
+    }
+
+    async fn verify_audit(&self, ctx: OpCtx, check: VerifyAudit) -> CoordResult<VerifyAuditResult> {
+        let mut client = self.client().await?;
+        let result = verify(&mut client, &check).await.map_err(CoordError::from)?;
+        drop(client);
+        self.op(ctx, result, |_, _, r| Box::pin(async move { Ok(r.clone()) }))
+            .await
+    }
+
+    async fn prune_audit(&self, ctx: OpCtx, p: PruneAudit) -> CoordResult<PruneAuditResult> {
+        self.op(ctx, p, |tx, ctx, p| Box::pin(prune(tx, ctx, p))).await
     }
 }

@@ -44,6 +44,7 @@ impl RawPostgres {
             charges: Vec::new(),
             escalation: None,
             origin: None,
+            audit_admin: false,
         };
         let mut client = self.store.pool.get().await.map_err(pool_error)?;
         let outcome: R<T> = async {

@@ -25,6 +25,9 @@ mod profiles;
 mod queue;
 mod rows;
 mod sessions;
+mod violations;
+
+use coord_domain::guardrails::Violation;
 
 use async_trait::async_trait;
 use coord_domain::error::ErrorKind;
@@ -279,6 +282,9 @@ async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError) -> R<CoordError
         Some(req) => coord_domain::approvals::awaiting(e, &approvals::enqueue(&tx, ctx, &req).await?),
         None => e,
     };
+    if let Some(v) = Violation::of_refusal(&e, &ctx.parameters, ctx.redact) {
+        violations::insert(&tx, ctx, &v).await?;
+    }
     audit::insert(&tx, ctx.now, &ctx.audit::<()>(Err(&e))).await?;
     tx.commit().await?;
     Ok(e)

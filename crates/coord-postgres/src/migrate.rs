@@ -31,6 +31,12 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "approvals_and_key_origins",
         include_str!("../migrations/0010_approvals_and_key_origins.sql"),
     ),
+    (11, "audit_chain", include_str!("../migrations/0011_audit_chain.sql")),
+    (
+        12,
+        "guardrail_violations",
+        include_str!("../migrations/0012_guardrail_violations.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -148,7 +148,12 @@ async fn facts<C: GenericClient>(
     } else {
         Vec::new()
     };
+    let guardrail_violations = match of {
+        UsageOf::Nothing => 0,
+        _ => crate::violations::blocked_count(c, agent_id).await?,
+    };
     Ok(PolicyFacts {
+        guardrail_violations,
         agent_type: get(&row, 2)?,
         by_agent: get::<Option<Json<Profile>>>(&row, 3)?.map(|j| j.0),
         by_type: get::<Option<Json<Profile>>>(&row, 4)?.map(|j| j.0),

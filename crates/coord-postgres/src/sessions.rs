@@ -35,6 +35,7 @@ fn agent_from_row(r: &Row) -> R<AgentInfo> {
         started_at: get(r, 7)?,
         ended_at: get(r, 8)?,
         team: get(r, 9)?,
+        guardrail_violations: 0,
     })
 }
 
@@ -192,16 +193,25 @@ pub async fn discover(tx: &Tx<'_>, args: &(Option<String>, Option<AgentStatus>))
     let rows = tx
         .query(
             &tx.prepare_cached(&format!(
-                "SELECT {AGENT_COLS} FROM agent_sessions
+                "SELECT {AGENT_COLS}, {violations} FROM agent_sessions
                  WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR capabilities @> ARRAY[$2::text])
-                 ORDER BY last_heartbeat DESC, agent_id COLLATE \"C\""
+                 ORDER BY last_heartbeat DESC, agent_id COLLATE \"C\"",
+                violations = crate::violations::BLOCKED_OF_SESSION
             ))
             .await?,
             &[&status.map(|s| s.as_str()), capability],
         )
         .await?;
     Ok(DiscoverAgentsResult {
-        agents: rows.iter().map(agent_from_row).collect::<R<_>>()?,
+        agents: rows
+            .iter()
+            .map(|r| {
+                Ok(AgentInfo {
+                    guardrail_violations: get(r, 10)?,
+                    ..agent_from_row(r)?
+                })
+            })
+            .collect::<R<_>>()?,
     })
 }
 

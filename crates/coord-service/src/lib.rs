@@ -70,6 +70,11 @@ pub struct CoordConfig {
     pub claim_lease_minutes: i64,
     /// Rows per background sweep batch.
     pub sweep_batch: i64,
+    /// Days audit rows are kept before `prune_audit` removes them.
+    pub audit_retention_days: i64,
+    /// The key prune checkpoints are signed and checked with (kept outside the
+    /// database); without one, pruning is refused and signatures go unchecked.
+    pub audit_key: Option<coord_domain::audit_chain::AuditKey>,
 }
 
 impl Default for CoordConfig {
@@ -79,6 +84,8 @@ impl Default for CoordConfig {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             claim_lease_minutes: DEFAULT_CLAIM_LEASE_MINUTES,
             sweep_batch: 500,
+            audit_retention_days: coord_domain::audit_chain::DEFAULT_RETENTION_DAYS,
+            audit_key: None,
         }
     }
 }
@@ -167,6 +174,33 @@ impl Coordinator {
                             break;
                         }
                     }
+                }
+            }
+        })
+    }
+}
+
+impl Coordinator {
+    /// Removes audit rows older than the retention every `every`, through `prune_audit`
+    /// like any other caller (audited, checkpointed), as the server itself: an operator
+    /// credential named `coord-retention`. Failures are logged and retried next time.
+    pub fn spawn_audit_pruner(&self, every: Duration) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let who = Principal::new(
+                Caller::new("coord-retention", "coord"),
+                coord_domain::access::Credential::Operator,
+            );
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                match call::<ops::audit::PruneAudit, _>(&me, &who, Default::default()).await {
+                    Ok(r) if r.pruned_rows > 0 => {
+                        tracing::info!(rows = r.pruned_rows, cutoff = %r.cutoff, "pruned audit rows past retention")
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "audit prune failed"),
                 }
             }
         })

@@ -9,7 +9,7 @@ use coord_domain::access::{Credential, Principal, authorize};
 use coord_domain::approvals;
 use coord_domain::audit::AuditRecord;
 use coord_domain::keys::KeyOrigin;
-use coord_domain::profiles::{self, Need, Profile, Resource};
+use coord_domain::profiles::{self, Need, Permission, Profile, Resource};
 use coord_domain::{CoordError, CoordResult, ErrorCode, Identity};
 use coord_store::{Charge, Escalation, OpCtx, UsageOf};
 use serde::Serialize;
@@ -117,6 +117,7 @@ impl Coordinator {
                 charges: Vec::new(),
                 escalation: None,
                 origin: who.origin.clone(),
+                audit_admin: false,
             };
             let prepared = match self.prepare::<O>(&mut ctx, who, parsed).await {
                 Ok(args) => O::execute(self, ctx, args).await,
@@ -148,6 +149,10 @@ impl Coordinator {
             .policy_stage(O::NAME, O::NEED, who.credential, &ctx.who, who.origin.as_ref())
             .await?;
         let args = O::validate(self, &ctx.who, parsed?)?;
+        ctx.audit_admin = who.credential == Credential::Operator
+            || granted.as_ref().is_some_and(|(profile, _)| {
+                profiles::decide(profile, O::NAME, Need::admin(Permission::ManageAudit)).is_ok()
+            });
         if let Some((profile, scope)) = granted {
             if let Some(r) = O::unbounded(&args)
                 && let Some(max) = profile.resource_limits.count(r).max()

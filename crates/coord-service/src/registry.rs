@@ -129,6 +129,8 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<messages::ReadMessage>(),
         entry::<messages::AckMessage>(),
         entry::<audit::QueryAudit>(),
+        entry::<audit::VerifyAudit>(),
+        entry::<audit::PruneAudit>(),
         entry::<audit::Status>(),
         entry::<profiles::ListProfiles>(),
         entry::<profiles::ApplyProfiles>(),

@@ -8,6 +8,7 @@ use coord_domain::approvals::{
     self, Approval, ApprovalFilter, ApprovalResult, ApprovalStatus, ListApprovalsResult, NewDecision,
 };
 use coord_domain::guardrails::CheckGuardrailsResult;
+use coord_domain::guardrails::Violation;
 use coord_domain::time::from_micros;
 use coord_domain::{CoordError, CoordResult};
 use coord_store::{ApprovalRequest, ApprovalStore, Escalation, OpCtx};
@@ -174,13 +175,19 @@ impl ApprovalStore for SqliteStore {
         result: CheckGuardrailsResult,
         refusal: Option<CoordError>,
     ) -> CoordResult<CheckGuardrailsResult> {
-        let (operation, esc) = (ctx.operation, ctx.escalation.clone());
-        self.op(ctx, move |c, now, who| match refusal {
-            None => Ok(result),
-            Some(refusal) => match spend_for(c, now, &who.agent_id, operation, esc.as_ref())? {
-                Some(id) => Ok(result.approved_by(id)),
-                None => Err(refusal.into()),
-            },
+        let me = ctx.clone();
+        self.op(ctx, move |c, now, who| {
+            let passed = match refusal {
+                None => result,
+                Some(refusal) => match spend_for(c, now, &who.agent_id, me.operation, me.escalation.as_ref())? {
+                    Some(id) => result.approved_by(id),
+                    None => return Err(refusal.into()),
+                },
+            };
+            if let Some(v) = Violation::of_pass(&passed, &me.parameters, me.redact) {
+                crate::violations::insert(c, now, &me, &v)?;
+            }
+            Ok(passed)
         })
         .await
     }

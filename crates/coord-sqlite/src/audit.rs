@@ -5,19 +5,28 @@ use crate::{R, handoffs, locks, queue, sessions};
 use crate::{SqliteStore, now_micros};
 use async_trait::async_trait;
 use coord_domain::Identity;
-use coord_domain::audit::{AuditEntry, AuditFilter, AuditQueryResult, AuditRecord};
+use coord_domain::audit::{AuditEntry, AuditFilter, AuditOutcome, AuditQueryResult, AuditRecord, error_codes_sql};
+use coord_domain::audit_chain::{
+    ChainHead, ChainLink, ChainVerifier, Checkpoint, CheckpointBody, PruneAudit, PruneAuditResult, VERIFY_BATCH,
+    VerifyAudit, VerifyAuditResult,
+};
 use coord_domain::handoffs::HandoffQuery;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
-use coord_domain::time::to_micros;
+use coord_domain::time::{from_micros, to_micros};
 use coord_domain::{CoordResult, Timestamp};
 use coord_store::{AuditStore, Maintenance, OpCtx};
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
+/// Appends `rec` to the chain. Writes are serialised (one writer per database file:
+/// `BEGIN IMMEDIATE` across processes, the writer thread within one), so the head read
+/// here is the head the row follows.
 pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
+    let head = chain_head(c)?;
+    let link = head.next(rec, from_micros(now));
     c.prepare_cached(
         "INSERT INTO audit_log (timestamp, agent_id, agent_type, operation, parameters, result, success,
-             error_code, duration_ms, origin)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             error_code, duration_ms, origin, chain_seq, prev_hash, row_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         now,
@@ -29,10 +38,38 @@ pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
         rec.success,
         rec.error_code,
         rec.duration_ms,
-        rec.origin.as_ref().map(to_json)
+        rec.origin.as_ref().map(to_json),
+        link.seq,
+        link.prev_hash,
+        link.hash
     ])?;
     Ok(())
 }
+
+/// The newest position: the last chained row, or the last checkpoint when a prune
+/// removed every row, or the genesis.
+fn chain_head(c: &Connection) -> R<ChainHead> {
+    Ok(c.prepare_cached(
+        "SELECT seq, hash FROM (
+             SELECT * FROM (SELECT chain_seq AS seq, row_hash AS hash FROM audit_log
+                            WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1)
+             UNION ALL
+             SELECT * FROM (SELECT through_seq, through_hash FROM audit_checkpoints
+                            ORDER BY through_seq DESC LIMIT 1))
+         ORDER BY seq DESC LIMIT 1",
+    )?
+    .query_row([], |r| {
+        Ok(ChainHead {
+            seq: r.get(0)?,
+            hash: r.get(1)?,
+        })
+    })
+    .optional()?
+    .unwrap_or_else(ChainHead::genesis))
+}
+
+const COLUMNS: &str = "id, timestamp, agent_id, agent_type, operation, parameters, result, success, error_code,
+     duration_ms, origin, chain_seq, prev_hash, row_hash";
 
 fn entry_from_row(r: &Row) -> rusqlite::Result<AuditEntry> {
     let json = |idx: usize| -> rusqlite::Result<serde_json::Value> {
@@ -54,20 +91,31 @@ fn entry_from_row(r: &Row) -> rusqlite::Result<AuditEntry> {
             Some(t) => serde_json::from_str(&t).ok(),
             None => None,
         },
+        chain: match (r.get::<_, Option<i64>>(11)?, r.get(12)?, r.get(13)?) {
+            (Some(seq), Some(prev_hash), Some(hash)) => Some(ChainLink { seq, prev_hash, hash }),
+            _ => None,
+        },
     })
 }
 
 pub fn query(c: &Connection, f: &AuditFilter) -> R<AuditQueryResult> {
+    // Oldest first when paging forward from an id (an export), else newest first.
+    let order = if f.after_id.is_some() { "ASC" } else { "DESC" };
     let entries = c
-        .prepare_cached(
-            "SELECT id, timestamp, agent_id, agent_type, operation, parameters, result, success, error_code,
-                 duration_ms, origin
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS}
              FROM audit_log
              WHERE (?1 IS NULL OR agent_id = ?1) AND (?2 IS NULL OR operation = ?2)
                AND (?3 IS NULL OR timestamp >= ?3) AND (?4 IS NULL OR timestamp < ?4)
                AND (?5 IS NULL OR success = ?5)
-             ORDER BY id DESC LIMIT ?6",
-        )?
+               AND (?7 IS NULL OR (?7 = 'allowed' AND success = 1)
+                    OR (?7 = 'refused' AND success = 0 AND coalesce(error_code, '') NOT IN ({errors}))
+                    OR (?7 = 'error' AND success = 0 AND error_code IN ({errors})))
+               AND (?8 IS NULL OR coalesce(json_extract(result, '$.elevated') = 1, 0) = ?8)
+               AND (?9 IS NULL OR id > ?9)
+             ORDER BY id {order} LIMIT ?6",
+            errors = error_codes_sql()
+        ))?
         .query_map(
             params![
                 f.agent_id,
@@ -75,12 +123,143 @@ pub fn query(c: &Connection, f: &AuditFilter) -> R<AuditQueryResult> {
                 f.since.map(to_micros),
                 f.until.map(to_micros),
                 f.success,
-                f.limit
+                f.limit,
+                f.outcome.map(AuditOutcome::as_str),
+                f.elevated,
+                f.after_id
             ],
             entry_from_row,
         )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(AuditQueryResult { entries })
+}
+
+fn checkpoint_from_row(r: &Row) -> rusqlite::Result<Checkpoint> {
+    Ok(Checkpoint {
+        id: r.get(0)?,
+        body: CheckpointBody {
+            created_at: ts(r, 1)?,
+            through_seq: r.get(2)?,
+            through_hash: r.get(3)?,
+            cutoff: ts(r, 4)?,
+            pruned_rows: r.get(5)?,
+            key_id: r.get(6)?,
+        },
+        signature: r.get(7)?,
+    })
+}
+
+/// Reads the chain in order of position, from one snapshot, through `verifier`.
+pub fn verify(c: &Connection, check: &VerifyAudit) -> R<VerifyAuditResult> {
+    let tx = c.unchecked_transaction()?;
+    let checkpoints = tx
+        .prepare_cached(
+            "SELECT id, created_at, through_seq, through_hash, cutoff, pruned_rows, key_id, signature
+             FROM audit_checkpoints",
+        )?
+        .query_map([], checkpoint_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut verifier = ChainVerifier::new(check.key.clone(), checkpoints, check.expect_head.clone());
+    // Keyset pages on (position, id): a repeated position is read twice, not skipped.
+    let (mut seq, mut id) = (i64::MIN, i64::MIN);
+    while verifier.ok() {
+        let batch = tx
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM audit_log
+                 WHERE chain_seq IS NOT NULL AND (chain_seq, id) > (?1, ?2)
+                 ORDER BY chain_seq, id LIMIT ?3"
+            ))?
+            .query_map(params![seq, id, VERIFY_BATCH], entry_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let Some(last) = batch.last() else { break };
+        (seq, id) = (last.chain.as_ref().map_or(seq, |l| l.seq), last.id);
+        batch.iter().for_each(|e| verifier.feed(e));
+    }
+    let (unchained, late): (i64, Option<i64>) = tx.query_row(
+        "SELECT (SELECT count(*) FROM audit_log WHERE chain_seq IS NULL),
+                (SELECT min(id) FROM audit_log WHERE chain_seq IS NULL
+                   AND id > (SELECT min(id) FROM audit_log WHERE chain_seq IS NOT NULL))",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    tx.finish()?;
+    Ok(verifier.finish(unchained, late))
+}
+
+/// Removes the chain's prefix older than the cutoff (and unchained rows older than it),
+/// after writing the signed checkpoint that lets the delete trigger allow it.
+pub fn prune(c: &Connection, now: i64, p: &PruneAudit) -> R<PruneAuditResult> {
+    let cutoff = now - p.older_than_days * 86_400_000_000;
+    let prior = c
+        .prepare_cached("SELECT through_seq, through_hash FROM audit_checkpoints ORDER BY through_seq DESC LIMIT 1")?
+        .query_row([], |r| {
+            Ok(ChainHead {
+                seq: r.get(0)?,
+                hash: r.get(1)?,
+            })
+        })
+        .optional()?
+        .unwrap_or_else(ChainHead::genesis);
+    // The prefix ends before the oldest position still inside retention.
+    let through: Option<(i64, String)> = c
+        .prepare_cached(
+            "SELECT chain_seq, row_hash FROM audit_log
+             WHERE chain_seq = coalesce(
+                 (SELECT min(chain_seq) FROM audit_log WHERE chain_seq IS NOT NULL AND timestamp >= ?1) - 1,
+                 (SELECT max(chain_seq) FROM audit_log))",
+        )?
+        .query_row([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let through = match through {
+        Some((seq, hash)) if seq > prior.seq => ChainHead { seq, hash },
+        _ => prior,
+    };
+    let pruned_rows: i64 = c
+        .prepare_cached(
+            "SELECT count(*) FROM audit_log
+             WHERE (chain_seq IS NOT NULL AND chain_seq <= ?1) OR (chain_seq IS NULL AND timestamp < ?2)",
+        )?
+        .query_row(params![through.seq, cutoff], |r| r.get(0))?;
+    let mut result = PruneAuditResult {
+        success: true,
+        dry_run: p.dry_run,
+        cutoff: from_micros(cutoff),
+        pruned_rows,
+        checkpoint: None,
+    };
+    if p.dry_run || pruned_rows == 0 {
+        return Ok(result);
+    }
+    let body = CheckpointBody {
+        created_at: from_micros(now),
+        through_seq: through.seq,
+        through_hash: through.hash,
+        cutoff: from_micros(cutoff),
+        pruned_rows,
+        key_id: p.key.id(),
+    };
+    let signature = p.key.sign(&body);
+    c.prepare_cached(
+        "INSERT INTO audit_checkpoints (created_at, through_seq, through_hash, cutoff, pruned_rows, key_id, signature)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        now,
+        body.through_seq,
+        body.through_hash,
+        cutoff,
+        pruned_rows,
+        body.key_id,
+        signature
+    ])?;
+    let id = c.last_insert_rowid();
+    c.prepare_cached(
+        "DELETE FROM audit_log
+         WHERE (chain_seq IS NOT NULL AND chain_seq <= ?1) OR (chain_seq IS NULL AND timestamp < ?2)",
+    )?
+    .execute(params![body.through_seq, cutoff])?;
+    result.checkpoint = Some(Checkpoint { id, body, signature });
+    Ok(result)
 }
 
 pub fn status(c: &Connection, now: i64, who: &Identity, location: String) -> R<StatusResult> {
@@ -135,5 +314,14 @@ impl AuditStore for SqliteStore {
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
         self.with_tx(move |tx| insert(tx, now_micros(now), &record)).await
+    }
+
+    async fn verify_audit(&self, ctx: OpCtx, check: VerifyAudit) -> CoordResult<VerifyAuditResult> {
+        let result = self.read(move |c| verify(c, &check)).await?;
+        self.op(ctx, move |_, _, _| Ok(result)).await
+    }
+
+    async fn prune_audit(&self, ctx: OpCtx, p: PruneAudit) -> CoordResult<PruneAuditResult> {
+        self.op(ctx, move |c, now, _| prune(c, now, &p)).await
     }
 }

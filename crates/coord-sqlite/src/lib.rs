@@ -19,7 +19,10 @@ mod profiles;
 mod queue;
 mod rows;
 mod sessions;
+mod violations;
 mod writer;
+
+use coord_domain::guardrails::Violation;
 
 use async_trait::async_trait;
 use coord_domain::error::ErrorKind;
@@ -281,6 +284,11 @@ impl SqliteStore {
                 },
                 ok => ok,
             };
+            if let Err(e) = &outcome
+                && let Some(v) = Violation::of_refusal(e, &ctx.parameters, ctx.redact)
+            {
+                violations::insert(tx, now, &ctx, &v)?;
+            }
             let record = match &outcome {
                 Ok((v, spent)) => ctx.audit(Ok(v)).spending(spent.as_deref()),
                 Err(e) => ctx.audit::<T>(Err(e)),

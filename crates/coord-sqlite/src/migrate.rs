@@ -13,6 +13,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, include_str!("../migrations/0006_teams.sql")),
     (7, include_str!("../migrations/0007_profiles.sql")),
     (8, include_str!("../migrations/0008_approvals_and_key_origins.sql")),
+    (9, include_str!("../migrations/0009_audit_chain.sql")),
+    (10, include_str!("../migrations/0010_guardrail_violations.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -126,7 +126,12 @@ fn facts(c: &Connection, now: i64, agent_id: &str, agent_type: Option<&str>, of:
         Some(scope) => usage(c, &scope)?,
         None => Vec::new(),
     };
+    let guardrail_violations = match of {
+        UsageOf::Nothing => 0,
+        _ => crate::violations::blocked_count(c, agent_id)?,
+    };
     Ok(PolicyFacts {
+        guardrail_violations,
         by_agent: assigned(c, "agent", agent_id)?,
         by_type,
         agent_type,

@@ -36,6 +36,7 @@ fn agent_from_row(r: &Row) -> rusqlite::Result<AgentInfo> {
         started_at: ts(r, 7)?,
         ended_at: opt_ts(r, 8)?,
         team: r.get(9)?,
+        guardrail_violations: 0,
     })
 }
 
@@ -166,12 +167,18 @@ pub fn end(c: &Connection, now: i64, who: &Identity, end: &EndSession) -> R<EndS
 pub fn discover(c: &Connection, capability: Option<&str>, status: Option<AgentStatus>) -> R<DiscoverAgentsResult> {
     let agents = c
         .prepare_cached(&format!(
-            "SELECT {AGENT_COLS} FROM agent_sessions
+            "SELECT {AGENT_COLS}, {violations} FROM agent_sessions
              WHERE (?1 IS NULL OR status = ?1)
                AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(capabilities) WHERE value = ?2))
-             ORDER BY last_heartbeat DESC, agent_id"
+             ORDER BY last_heartbeat DESC, agent_id",
+            violations = crate::violations::BLOCKED_OF_SESSION
         ))?
-        .query_map(params![status.map(|s| s.as_str()), capability], agent_from_row)?
+        .query_map(params![status.map(|s| s.as_str()), capability], |r| {
+            Ok(AgentInfo {
+                guardrail_violations: r.get(10)?,
+                ..agent_from_row(r)?
+            })
+        })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(DiscoverAgentsResult { agents })
 }

@@ -16,6 +16,7 @@ pub mod bench;
 use async_trait::async_trait;
 use coord_domain::approvals::{ApprovalFilter, ApprovalResult, ListApprovalsResult, NewDecision};
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
+use coord_domain::audit_chain::{PruneAudit, PruneAuditResult, VerifyAudit, VerifyAuditResult};
 use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
 use coord_domain::keys::{ApiKeyInfo, KeyMatch, KeyOrigin, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
@@ -57,6 +58,9 @@ pub struct OpCtx {
     pub escalation: Option<Escalation>,
     /// The managed key the request came with (recorded in the audit row).
     pub origin: Option<KeyOrigin>,
+    /// Whether the caller may read every agent's audit rows: an operator key, or a
+    /// profile granted `manage_audit` (trust 4). Others see their own.
+    pub audit_admin: bool,
 }
 
 /// How a request may be escalated to a person (see `coord_domain::approvals`).
@@ -194,6 +198,8 @@ pub struct PolicyFacts {
     pub now: Timestamp,
     /// Counted usage of the session, when asked for.
     pub usage: Vec<(Resource, u64)>,
+    /// The agent's violation counter (guardrail blocks), when usage is asked for.
+    pub guardrail_violations: i64,
 }
 
 impl OpCtx {
@@ -311,6 +317,12 @@ pub trait AuditStore: Send + Sync {
     async fn status(&self, ctx: OpCtx) -> CoordResult<StatusResult>;
     /// Appends an audit row on its own, for operations refused before reaching a store.
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()>;
+    /// Checks the hash chain from a consistent snapshot (the rows in order of position,
+    /// the checkpoints, the rows outside the chain), then audits the check.
+    async fn verify_audit(&self, ctx: OpCtx, check: VerifyAudit) -> CoordResult<VerifyAuditResult>;
+    /// Removes the chain's prefix older than the retention and leaves a signed
+    /// checkpoint in its place, in one transaction.
+    async fn prune_audit(&self, ctx: OpCtx, prune: PruneAudit) -> CoordResult<PruneAuditResult>;
 }
 
 /// Managed API keys.

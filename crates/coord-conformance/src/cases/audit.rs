@@ -1,6 +1,6 @@
 //! Requirement "Audit Trail", identity checks, status, and storage failure.
 
-use crate::{Backend, Harness, agent};
+use crate::{Backend, Harness, agent, operator};
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::handoffs::WriteHandoffRequest;
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, ReleaseLockRequest};
@@ -18,7 +18,7 @@ fn acquire(path: &str, ttl: Option<i64>) -> AcquireLockRequest {
 
 pub async fn audit_records_every_operation_including_refusals(b: &dyn Backend) {
     let h = Harness::new(b).await;
-    let (a, bb, admin) = (agent("agent-a"), agent("agent-b"), agent("admin"));
+    let (a, bb, admin) = (agent("agent-a"), agent("agent-b"), operator("admin"));
     h.coord.acquire_lock(&a, acquire("a.rs", Some(30))).await.unwrap(); // success
     h.coord.acquire_lock(&bb, acquire("a.rs", None)).await.unwrap(); // blocked
     h.coord
@@ -84,7 +84,7 @@ pub async fn audit_records_every_operation_including_refusals(b: &dyn Backend) {
 
 pub async fn audit_query_filters(b: &dyn Backend) {
     let h = Harness::new(b).await;
-    let (a, bb, admin) = (agent("agent-a"), agent("agent-b"), agent("admin"));
+    let (a, bb, admin) = (agent("agent-a"), agent("agent-b"), operator("admin"));
     let t0 = h.now();
     h.coord.heartbeat(&a, HeartbeatRequest {}).await.unwrap();
     h.advance(10);
@@ -188,7 +188,7 @@ pub async fn audit_rows_are_append_only(b: &dyn Backend) {
     }
     let log = h
         .coord
-        .query_audit(&agent("admin"), AuditQueryRequest::default())
+        .query_audit(&operator("admin"), AuditQueryRequest::default())
         .await
         .unwrap();
     assert!(log.entries.iter().any(|e| e.operation == "heartbeat"));
@@ -216,7 +216,7 @@ pub async fn identity_is_validated(b: &dyn Backend) {
     );
     let log = h
         .coord
-        .query_audit(&agent("admin"), AuditQueryRequest::default())
+        .query_audit(&operator("admin"), AuditQueryRequest::default())
         .await
         .unwrap();
     assert_eq!(

@@ -145,6 +145,25 @@ pub async fn guardrails_trust_and_elevated_operations(b: &dyn Backend) {
         log.entries.iter().any(|e| e.result["elevated"] == true),
         "audited with the elevated flag"
     );
+    let elevated = run::<audit::QueryAudit>(
+        &h,
+        &operator("auditor"),
+        AuditQueryRequest {
+            elevated: Some(true),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        elevated
+            .entries
+            .iter()
+            .map(|e| (e.agent_id.as_str(), e.operation.as_str()))
+            .collect::<Vec<_>>(),
+        [("senior", "check_guardrails")],
+        "the elevated filter finds exactly the elevated row"
+    );
 }
 
 /// A completion that reports destructive changes is refused with the matches, the task
@@ -224,4 +243,67 @@ pub async fn guardrails_block_destructive_completions(b: &dyn Backend) {
     .await
     .unwrap();
     assert_eq!(h.task(&next).await.status, TaskStatus::Completed);
+}
+
+/// Every block is a `guardrail_violations` row and counts against the agent: its counter
+/// shows in discover_agents and explain_profile. Warnings and passes do not count.
+pub async fn guardrails_violations_are_counted(b: &dyn Backend) {
+    use coord_domain::profiles::ExplainProfileRequest;
+    use coord_domain::sessions::{DiscoverAgentsRequest, RegisterSessionRequest};
+    use coord_service::CoordinationExt as _;
+    use coord_service::ops::profiles::ExplainProfile;
+    let h = Harness::new(b).await;
+    let (me, other) = (agent("pusher"), agent("bystander"));
+    for who in [&me, &other] {
+        h.coord
+            .register_session(who, RegisterSessionRequest::default())
+            .await
+            .unwrap();
+    }
+    let force = "git push --force origin main";
+    let first = check(&h, &me, force).await.unwrap_err();
+    check(&h, &me, "rm -rf src").await.unwrap_err();
+    check(&h, &me, "git branch -D feature/old").await.unwrap(); // a warning
+    check(&h, &me, "cargo test").await.unwrap();
+    let id = first.to_value()["approval_id"].as_str().unwrap().to_string();
+    run::<approvals::DecideApproval>(
+        &h,
+        &operator("boss"),
+        DecideApprovalRequest {
+            approval_id: id,
+            decision: Decision::Approve,
+            note: None,
+            valid_minutes: None,
+        },
+    )
+    .await
+    .unwrap();
+    check(&h, &me, force).await.unwrap(); // passes once, by the approval
+
+    let agents = h
+        .coord
+        .discover_agents(&other, DiscoverAgentsRequest::default())
+        .await
+        .unwrap()
+        .agents;
+    let count = |id: &str| agents.iter().find(|a| a.agent_id == id).map(|a| a.guardrail_violations);
+    assert_eq!((count("pusher"), count("bystander")), (Some(2), Some(0)), "{agents:?}");
+    let explained = run::<ExplainProfile>(
+        &h,
+        &operator("boss"),
+        ExplainProfileRequest {
+            target_agent_id: Some("pusher".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(explained.guardrail_violations, 2);
+    // The rows are append-only, like the audit trail.
+    for sql in [
+        "UPDATE guardrail_violations SET blocked = (1 = 0)",
+        "DELETE FROM guardrail_violations",
+    ] {
+        assert!(h.raw.execute(sql).await.is_err(), "{sql} must be refused");
+    }
 }

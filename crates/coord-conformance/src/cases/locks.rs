@@ -1,6 +1,6 @@
 //! Requirement "File Locking".
 
-use crate::{Backend, Harness, agent};
+use crate::{Backend, Harness, agent, operator};
 use coord_domain::ErrorCode;
 use coord_domain::locks::{AcquireLockRequest, CheckEditRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
 use coord_service::CoordinationExt as _;
@@ -434,7 +434,7 @@ pub async fn locks_check_edit_blocks_only_foreign_live_locks(b: &dyn Backend) {
     let log = h
         .coord
         .query_audit(
-            &agent("auditor"),
+            &operator("auditor"),
             coord_domain::audit::AuditQueryRequest {
                 agent_id: Some("agent-b".into()),
                 operation: Some("check_edit".into()),

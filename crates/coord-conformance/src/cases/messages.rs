@@ -1,7 +1,7 @@
 //! Messages between agents: direct and to the holders of a locked file, inbox, read and
 //! acknowledged marks per recipient, threads, and privacy of other agents' inboxes.
 
-use crate::{Backend, Harness, agent};
+use crate::{Backend, Harness, agent, operator};
 use coord_domain::ErrorCode;
 use coord_domain::messages::{Importance, InboxRequest, MessageIdRequest, SendMessageRequest};
 use coord_service::CoordinationExt as _;
@@ -105,7 +105,7 @@ pub async fn messages_direct_inbox_read_ack_and_threads(b: &dyn Backend) {
     let log = h
         .coord
         .query_audit(
-            &agent("auditor"),
+            &operator("auditor"),
             coord_domain::audit::AuditQueryRequest {
                 agent_id: None,
                 limit: Some(100),

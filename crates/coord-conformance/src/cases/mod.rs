@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod audit_chain;
 pub mod guardrails;
 pub mod handoffs;
 pub mod keys;

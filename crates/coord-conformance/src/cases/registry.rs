@@ -3,7 +3,7 @@
 //! request that is not even of the operation's type — on every store and through every
 //! door the suite runs through.
 
-use crate::{Backend, Door, Harness, agent, operator};
+use crate::{Backend, Door, Harness, operator};
 use coord_domain::access::Principal;
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::error::ErrorKind;
@@ -15,7 +15,7 @@ async fn rows(h: &Harness, agent_id: &str, operation: &str) -> Vec<bool> {
     let log = h
         .local
         .query_audit(
-            &agent("auditor"),
+            &operator("auditor"),
             AuditQueryRequest {
                 agent_id: Some(agent_id.into()),
                 operation: Some(operation.into()),

@@ -234,6 +234,7 @@ impl Operation for ExplainProfile {
             session_id: facts.session.map(|s| s.0),
             limits,
             operations,
+            guardrail_violations: facts.guardrail_violations,
         };
         // A read made of a store read: its audit row is appended on its own.
         c.store().append_audit(ctx.now, ctx.audit(Ok(&result))).await?;
