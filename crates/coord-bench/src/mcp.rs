@@ -27,6 +27,7 @@ impl McpClient {
             .env("COORD_AGENT_TYPE", crate::AGENT_TYPE)
             // The scratch database is dropped after the run: nothing to wait for.
             .env("COORD_RELEASE_GRACE_SECONDS", "0")
+            .env("COORD_AUDIT_KEY_FILE", &scratch.audit_key)
             .env_remove("COORDINATION_API_URL")
             .env_remove("COORD_LOG")
             .stdin(Stdio::piped())

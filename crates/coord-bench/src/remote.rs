@@ -21,6 +21,7 @@ impl ServeChild {
         let mut child = Command::new(&opts.exe)
             .args(["serve", "--host", "127.0.0.1", "--port", "0", "--db", &scratch.db_arg])
             .env("COORDINATION_API_KEYS", BENCH_KEY)
+            .env("COORD_AUDIT_KEY_FILE", &scratch.audit_key)
             .env_remove("COORDINATION_API_KEY_IDENTITIES")
             .env_remove("COORDINATION_API_URL")
             .env_remove("COORD_LOG")

@@ -29,13 +29,16 @@ pub struct Scratch {
     pub handle: Handle,
     /// What `coord --db` takes to reach this database (for child processes).
     pub db_arg: String,
+    /// The audit key file of child servers (`COORD_AUDIT_KEY_FILE`), removed with the
+    /// scratch database.
+    pub audit_key: PathBuf,
     cleanup: Cleanup,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 enum Cleanup {
     Files(Vec<PathBuf>),
-    Database { url: String, name: String },
+    Database { url: String, name: String, key: PathBuf },
 }
 
 /// Scratch databases not yet disposed of, for [`abandon`] (an interrupted run).
@@ -66,10 +69,11 @@ impl Cleanup {
                     }
                 }
             }
-            Cleanup::Database { url, name } => {
+            Cleanup::Database { url, name, key } => {
                 if let Err(e) = coord_postgres::drop_scratch_database(&url, &name).await {
                     eprintln!("coord bench: could not drop scratch database {name}: {e}");
                 }
+                let _ = std::fs::remove_file(key);
             }
         }
     }
@@ -89,7 +93,8 @@ impl Scratch {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
                 let path = dir.join(format!("{name}.db"));
-                let files = ["", "-wal", "-shm"]
+                let audit_key = PathBuf::from(format!("{}.audit.key", path.display()));
+                let files = ["", "-wal", "-shm", ".audit.key"]
                     .iter()
                     .map(|suffix| PathBuf::from(format!("{}{suffix}", path.display())))
                     .collect();
@@ -107,14 +112,17 @@ impl Scratch {
                     backend: "sqlite",
                     handle: Handle::Sqlite(store),
                     db_arg: path.display().to_string(),
+                    audit_key,
                     cleanup,
                 })
             }
             BenchDb::Postgres { url } => {
                 let scratch_url = coord_postgres::create_scratch_database(url, &name).await?;
+                let audit_key = std::env::temp_dir().join(format!("{name}.audit.key"));
                 let cleanup = Cleanup::Database {
                     url: url.clone(),
                     name: name.clone(),
+                    key: audit_key.clone(),
                 };
                 live().push(cleanup.clone());
                 let options = PgOptions {
@@ -132,7 +140,8 @@ impl Scratch {
                     backend: "postgres",
                     handle: Handle::Postgres(store),
                     db_arg: scratch_url,
-                    cleanup: Cleanup::Database { url: url.clone(), name },
+                    audit_key,
+                    cleanup,
                 })
             }
         }

@@ -142,6 +142,11 @@ pub enum Command {
     /// approval lets the same agent's same request pass once, until it expires
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// The security channel: every destructive operation an agent ran as an elevated
+    /// operation of its profile, and its delivery to the webhook
+    /// (COORD_SECURITY_WEBHOOK_URL; `coord serve` delivers every few seconds)
+    #[command(subcommand)]
+    Notifications(NotificationsCommand),
     /// Destructive-operation guardrails: check a shell command line (or the files an edit
     /// changes) before running it; blocked commands can be approved once (coord approvals)
     #[command(subcommand)]
@@ -378,6 +383,22 @@ pub enum GuardCommand {
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotificationsCommand {
+    /// List notifications, newest first, with their delivery state (administrators)
+    List {
+        /// Only those the webhook has not accepted yet
+        #[arg(long)]
+        undelivered: bool,
+        /// At most this many (default 100)
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+    /// Post every notification that is due to COORD_SECURITY_WEBHOOK_URL now, once
+    /// (what `coord serve` does every few seconds; for setups without a server, e.g. cron)
+    Deliver,
 }
 
 #[derive(Debug, Subcommand)]

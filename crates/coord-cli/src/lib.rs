@@ -9,6 +9,7 @@ mod cloud;
 pub mod commands;
 pub mod context;
 pub mod hooks;
+pub mod notify;
 pub mod open;
 mod ops;
 pub mod output;
@@ -72,6 +73,19 @@ pub async fn run(cli: Cli) -> u8 {
         Ok(c) => c,
         Err(e) => return out.error(&e),
     };
+    // What signs audit checkpoints creates the key first (see open::audit_key).
+    if matches!(
+        &cli.command,
+        Command::Serve(_)
+            | Command::Init { target: None }
+            | Command::Audit(args::AuditCommandArgs {
+                command: Some(args::AuditCommand::Prune { .. }),
+                ..
+            })
+    ) && ctx.remote.is_none()
+    {
+        open::ensure_audit_key(&ctx);
+    }
     match &cli.command {
         Command::Init { target: Some(target) } => return init_runtime(target, &ctx, out),
         Command::Mcp => return run_mcp(&ctx, &cli.global).await,
@@ -328,6 +342,17 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
     let pruner = coord.spawn_audit_pruner(AUDIT_PRUNE_EVERY);
+    let dispatcher = match notify::webhook_from_env() {
+        Ok(Some(hook)) => {
+            println!("coord serve: security notifications go to {}", hook.target());
+            Some(notify::spawn(coord.clone(), hook))
+        }
+        Ok(None) => None,
+        Err(e) => {
+            eprintln!("coord serve: {} [{}]", e.message, e.code);
+            return output::exit_code(&e);
+        }
+    };
     let database = coord.store().location();
     let app = coord_http::create_coordination_api(std::sync::Arc::new(coord), &config);
     println!("coord serve: listening on http://{addr} (database: {database})");
@@ -336,6 +361,9 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
     let served = coord_http::serve(listener, app, &config, coord_http::shutdown_signal()).await;
     sweeper.abort();
     pruner.abort();
+    if let Some(d) = dispatcher {
+        d.abort();
+    }
     match served {
         Ok(()) => output::EXIT_OK,
         Err(e) => {

@@ -163,31 +163,45 @@ pub fn audit_key_path(ctx: &Context) -> Option<PathBuf> {
     }
 }
 
-/// Loads the audit key, creating it (random, owner-only) on first use. Without one,
-/// pruning is refused and checkpoint signatures go unchecked; the reason is logged.
+/// Loads the audit key if there is one. Without one, pruning is refused and checkpoint
+/// signatures go unchecked. It is created only by what signs (`coord serve`, `coord
+/// audit prune`) and by `coord init`: opening a database elsewhere (a benchmark's scratch
+/// file, a one-off query) leaves no key file behind.
 fn audit_key(ctx: &Context) -> Option<coord_domain::audit_chain::AuditKey> {
     let path = audit_key_path(ctx)?;
-    match load_or_create_key(&path) {
+    match read_key(&path) {
         Ok(k) => Some(k),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "no audit key: pruning is refused and checkpoint signatures go unchecked");
+            tracing::warn!(path = %path.display(), error = %e, "unusable audit key: pruning is refused and checkpoint signatures go unchecked");
             None
         }
     }
 }
 
+/// Creates the audit key (random, owner-only) unless it exists; failures are logged
+/// (the commands that need it then say so).
+pub fn ensure_audit_key(ctx: &Context) {
+    if let Some(path) = audit_key_path(ctx)
+        && let Err(e) = load_or_create_key(&path)
+    {
+        tracing::warn!(path = %path.display(), error = %e, "cannot create the audit key");
+    }
+}
+
+fn read_key(p: &std::path::Path) -> std::io::Result<coord_domain::audit_chain::AuditKey> {
+    let text = std::fs::read_to_string(p)?;
+    let secret = text.trim();
+    if secret.len() < 32 {
+        return Err(std::io::Error::other("the key file holds fewer than 32 characters"));
+    }
+    Ok(coord_domain::audit_chain::AuditKey::new(secret.as_bytes().to_vec()))
+}
+
 fn load_or_create_key(path: &std::path::Path) -> std::io::Result<coord_domain::audit_chain::AuditKey> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
-    let read = |p: &std::path::Path| -> std::io::Result<coord_domain::audit_chain::AuditKey> {
-        let text = std::fs::read_to_string(p)?;
-        let secret = text.trim();
-        if secret.len() < 32 {
-            return Err(std::io::Error::other("the key file holds fewer than 32 characters"));
-        }
-        Ok(coord_domain::audit_chain::AuditKey::new(secret.as_bytes().to_vec()))
-    };
-    match read(path) {
+    match read_key(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         other => return other,
     }
@@ -212,7 +226,7 @@ fn load_or_create_key(path: &std::path::Path) -> std::io::Result<coord_domain::a
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
-    read(path)
+    read_key(path)
 }
 
 /// The default database lives inside the repository; a `.gitignore` beside it keeps

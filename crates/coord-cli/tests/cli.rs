@@ -470,10 +470,6 @@ fn audit_verify_export_prune_and_tampering() {
     assert_eq!(verify.status.code(), Some(0), "{}", stderr(&verify));
     let text = stdout(&verify);
     assert!(text.contains("audit trail intact") && text.contains("head:"), "{text}");
-    assert!(
-        repo.root().join(".coord/audit.key").exists(),
-        "the audit key is created beside the database"
-    );
 
     let (v, rc) = repo.json_as("admin", &["audit", "verify"]);
     assert_eq!((rc, v["intact"].as_bool()), (0, Some(true)), "{v}");
@@ -515,6 +511,10 @@ fn audit_verify_export_prune_and_tampering() {
         (0, Some(0)),
         "nothing is 90 days old: {v}"
     );
+    let key = repo.root().join(".coord/audit.key");
+    assert!(key.exists(), "pruning creates the audit key beside the database");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
     let (v, _) = repo.json_as("alice", &["--agent-type", "claude_code", "audit", "prune"]);
     assert_eq!(v["error"], "insufficient_trust_level", "{v}");
 
@@ -534,6 +534,129 @@ fn audit_verify_export_prune_and_tampering() {
         text.contains("TAMPERED (edited)") && text.contains("first bad position: 2"),
         "{text}"
     );
+}
+
+/// A real HTTP server on loopback playing the security webhook: answers `status` to
+/// every request and hands each request body to the test.
+fn webhook(status: &'static str) -> (String, std::sync::mpsc::Receiver<Value>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hooks/security", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let _ = tx.send(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+    });
+    (url, rx)
+}
+
+/// An elevated operation reaches the security webhook: listed, delivered once by
+/// `coord notifications deliver`, and a webhook that refuses leaves it undelivered with why.
+#[test]
+fn elevated_operations_reach_the_security_webhook() {
+    let repo = Repo::new();
+    let file = repo.root().join("profiles.yaml");
+    std::fs::write(
+        &file,
+        "pusher:\n  agent_type: claude_code\n  trust_level: 3\n  allowed_operations: [read, write]\n  elevated_operations: [force_push]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        repo.json_as("admin", &["profile", "apply", file.to_str().unwrap()]).1,
+        0
+    );
+    assert_eq!(
+        repo.json_as("admin", &["profile", "assign", "pusher", "--agent", "senior"])
+            .1,
+        0
+    );
+    let push = |agent: &str| {
+        repo.json_as(
+            agent,
+            &[
+                "--agent-type",
+                "claude_code",
+                "guard",
+                "check",
+                "--",
+                "git push --force origin feature",
+            ],
+        )
+    };
+    let (v, rc) = push("senior");
+    assert_eq!((rc, v["elevated"].as_bool()), (0, Some(true)), "{v}");
+
+    // Without a webhook set, delivery says what to do; the notification waits.
+    let (v, rc) = repo.json_as("admin", &["notifications", "deliver"]);
+    assert_eq!(
+        (rc, v["field"].as_str()),
+        (2, Some("COORD_SECURITY_WEBHOOK_URL")),
+        "{v}"
+    );
+    let (v, _) = repo.json_as("admin", &["notifications", "list", "--undelivered"]);
+    assert_eq!(v["notifications"].as_array().unwrap().len(), 1, "{v}");
+
+    // A webhook that refuses: nothing lost, the reason recorded.
+    let (refusing, _) = webhook("503 Service Unavailable");
+    let out = repo.run_in(
+        repo.root(),
+        &["notifications", "deliver"],
+        &[("COORD_SECURITY_WEBHOOK_URL", &refusing)],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let (v, _) = repo.json_as("admin", &["notifications", "list", "--undelivered"]);
+    let n = &v["notifications"][0];
+    assert!(n["last_error"].as_str().unwrap().contains("503"), "{v}");
+
+    // A second elevated push, then a webhook that accepts: the new one goes now, the
+    // failed one after its backoff.
+    push("senior");
+    let (url, received) = webhook("200 OK");
+    let out = repo.run_in(
+        repo.root(),
+        &["notifications", "deliver"],
+        &[("COORD_SECURITY_WEBHOOK_URL", &url)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("delivered 1"), "{}", stdout(&out));
+    let body = received.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        (
+            body["channel"].as_str(),
+            body["kind"].as_str(),
+            body["agent_id"].as_str()
+        ),
+        (Some("security"), Some("elevated_operation"), Some("senior")),
+        "{body}"
+    );
+    assert_eq!(body["details"]["operations"], serde_json::json!(["force_push"]));
+    let table = repo.run(&["notifications", "list"]);
+    assert!(
+        stdout(&table).contains("elevated_operation") && stdout(&table).contains("503"),
+        "{}",
+        stdout(&table)
+    );
+    let (_, rc) = repo.json_as("senior", &["--agent-type", "claude_code", "notifications", "list"]);
+    assert_eq!(rc, 1, "administrators only");
 }
 
 #[test]

@@ -13,6 +13,7 @@ pub mod identity;
 pub mod keys;
 pub mod locks;
 pub mod messages;
+pub mod notifications;
 pub mod path;
 pub mod ports;
 pub mod profiles;

@@ -388,6 +388,31 @@ fn credential_files_need_manual_review() {
     }
     assert_eq!(analyze_files(&["src/.env".into(), "src/main.rs".into()]).len(), 1);
     assert!(analyze_files(&[".env.example".into()]).is_empty());
+    let files = |paths: &[&str]| paths.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    // Credential files, by name and by the directory they live in.
+    for p in [
+        "config/credentials.json",
+        "k8s/db-secrets.yaml",
+        "deploy/secrets/values.yaml",
+        "ops/credentials/ci.ts",
+        ".envrc",
+        "home/.ssh/authorized_keys",
+        "certs/server.key",
+    ] {
+        assert_eq!(analyze_files(&files(&[p])).len(), 1, "{p} is a credential file");
+    }
+    // Code and docs about credentials are not credentials.
+    for p in [
+        "src/auth/credentials.ts",
+        "src/secrets_manager/mod.rs",
+        "docs/secrets.md",
+        "tests/test_credentials.py",
+    ] {
+        assert!(
+            analyze_files(&files(&[p])).is_empty(),
+            "{p} is code, not a credential file"
+        );
+    }
 }
 
 #[test]

@@ -400,16 +400,35 @@ pub fn find_delete(f: &Find) -> Option<Hit> {
 
 // ---------------------------------------------------------------- credentials
 
-/// Whether a path names a credential file: `.env` files (not their templates),
-/// `*credentials*`, `*secrets*`, private keys and auth files.
+/// Source and documentation files: a module named `credentials.ts` handles credentials,
+/// it does not hold them (the spec's `*credentials*` would flag it; that is a false
+/// positive an agent meets on every auth refactor).
+const CODE_EXTENSIONS: &[&str] = &[
+    "rs", "ts", "tsx", "js", "jsx", "mjs", "cjs", "py", "go", "java", "kt", "rb", "php", "c", "h", "cc", "cpp", "hpp",
+    "cs", "swift", "scala", "md", "rst", "html", "css", "scss",
+];
+
+/// Whether a path names a credential file: `.env` and `.envrc` files (not their
+/// templates), files named `*credentials*` or `*secrets*` (not source code), anything in
+/// a `secrets/` or `credentials/` directory, private keys and auth files.
 pub fn credential_path(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let lower = path.to_ascii_lowercase();
+    let mut parts = lower.rsplit('/');
+    let name = parts.next().unwrap_or(&lower).to_string();
     let templates = [".example", ".sample", ".template", ".dist", ".defaults"];
-    if name == ".env" || name.starts_with(".env.") || name.ends_with(".env") {
+    if name == ".env" || name == ".envrc" || name.starts_with(".env.") || name.ends_with(".env") {
         return !templates.iter().any(|t| name.ends_with(t));
     }
-    let full = path.to_ascii_lowercase();
-    if full.contains("credentials") || full.contains("secrets") {
+    if parts.any(|dir| matches!(dir, "secrets" | ".secrets" | "credentials" | ".credentials")) {
+        return true;
+    }
+    let code = name
+        .rsplit_once('.')
+        .is_some_and(|(_, ext)| CODE_EXTENSIONS.contains(&ext));
+    if !code && (name.contains("credentials") || name.contains("secrets")) {
+        return true;
+    }
+    if name == "authorized_keys" {
         return true;
     }
     let keys = ["id_rsa", "id_ed25519", "id_ecdsa", "id_dsa"];

@@ -9,6 +9,7 @@ use coord_domain::approvals::{
 };
 use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::guardrails::Violation;
+use coord_domain::notifications::NewNotification;
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{ApprovalRequest, ApprovalStore, OpCtx};
 use tokio_postgres::Row;
@@ -193,6 +194,10 @@ async fn guard(
     };
     if let Some(v) = Violation::of_pass(&passed, &ctx.parameters, ctx.redact) {
         crate::violations::insert(tx, ctx, &v).await?;
+    }
+    // An elevated pass is reported on the security channel, in this transaction.
+    if let Some(n) = NewNotification::elevated(&ctx.who, ctx.operation, &passed) {
+        crate::notifications::insert(tx, ctx.now, &ctx.who, &n).await?;
     }
     Ok(passed)
 }

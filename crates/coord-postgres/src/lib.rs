@@ -21,6 +21,7 @@ mod keys;
 mod locks;
 mod messages;
 mod migrate;
+mod notifications;
 mod profiles;
 mod queue;
 mod rows;

@@ -37,6 +37,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "guardrail_violations",
         include_str!("../migrations/0012_guardrail_violations.sql"),
     ),
+    (
+        13,
+        "notifications",
+        include_str!("../migrations/0013_notifications.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -398,3 +398,60 @@ mod tests {
         assert!(fill_path("/work/{task_id}", "nope", &req).is_err());
     }
 }
+
+/// A webhook the security channel posts notifications to (`COORD_SECURITY_WEBHOOK_URL`):
+/// one JSON POST per notification; any 2xx answer is a delivery.
+#[derive(Clone)]
+pub struct Webhook {
+    url: reqwest::Url,
+    http: reqwest::Client,
+}
+
+impl Webhook {
+    pub fn new(url: &str) -> CoordResult<Webhook> {
+        let bad = || {
+            CoordError::field(
+                ErrorCode::InvalidArgument,
+                "COORD_SECURITY_WEBHOOK_URL",
+                format!("the security webhook {url:?} must be an http:// or https:// URL with a host"),
+            )
+        };
+        let parsed = reqwest::Url::parse(url.trim()).map_err(|_| bad())?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none_or(str::is_empty) {
+            return Err(bad());
+        }
+        install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(10))
+            .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| CoordError::unavailable(format!("cannot build the webhook client: {e}")))?;
+        Ok(Webhook { url: parsed, http })
+    }
+
+    /// Where it posts, without credentials, for logs.
+    pub fn target(&self) -> String {
+        let mut u = self.url.clone();
+        let _ = u.set_password(None);
+        let _ = u.set_username("");
+        u.to_string()
+    }
+
+    /// Posts `body`; `Err` says why it was not accepted (for the notification's record).
+    pub async fn post(&self, body: &serde_json::Value) -> Result<(), String> {
+        let answer = self
+            .http
+            .post(self.url.clone())
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {}: {e}", self.target()))?;
+        let status = answer.status();
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("{} answered {status}", self.target()))
+        }
+    }
+}

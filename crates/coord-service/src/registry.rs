@@ -3,7 +3,9 @@
 //! generic door tests all iterate [`ops`].
 
 use crate::op::{Audit, Http, Operation};
-use crate::ops::{approvals, audit, guardrails, handoffs, keys, locks, messages, ports, profiles, queue, sessions};
+use crate::ops::{
+    approvals, audit, guardrails, handoffs, keys, locks, messages, notifications, ports, profiles, queue, sessions,
+};
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
 use coord_domain::profiles::Need;
@@ -131,6 +133,7 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<audit::QueryAudit>(),
         entry::<audit::VerifyAudit>(),
         entry::<audit::PruneAudit>(),
+        entry::<notifications::ListNotifications>(),
         entry::<audit::Status>(),
         entry::<profiles::ListProfiles>(),
         entry::<profiles::ApplyProfiles>(),

@@ -9,6 +9,7 @@ use coord_domain::approvals::{
 };
 use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::guardrails::Violation;
+use coord_domain::notifications::NewNotification;
 use coord_domain::time::from_micros;
 use coord_domain::{CoordError, CoordResult};
 use coord_store::{ApprovalRequest, ApprovalStore, Escalation, OpCtx};
@@ -186,6 +187,10 @@ impl ApprovalStore for SqliteStore {
             };
             if let Some(v) = Violation::of_pass(&passed, &me.parameters, me.redact) {
                 crate::violations::insert(c, now, &me, &v)?;
+            }
+            // An elevated pass is reported on the security channel, in this transaction.
+            if let Some(n) = NewNotification::elevated(&me.who, me.operation, &passed) {
+                crate::notifications::insert(c, now, &me.who, &n)?;
             }
             Ok(passed)
         })

@@ -15,6 +15,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (8, include_str!("../migrations/0008_approvals_and_key_origins.sql")),
     (9, include_str!("../migrations/0009_audit_chain.sql")),
     (10, include_str!("../migrations/0010_guardrail_violations.sql")),
+    (11, include_str!("../migrations/0011_notifications.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

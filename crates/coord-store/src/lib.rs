@@ -22,6 +22,7 @@ use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteH
 use coord_domain::keys::{ApiKeyInfo, KeyMatch, KeyOrigin, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use coord_domain::locks::{AcquireLockResult, CheckEditResult, CheckLocksResult, ReleaseAllResult, ReleaseLockResult};
 use coord_domain::messages::{InboxQuery, InboxResult, MessageResult, NewMessage, SendMessageResult};
+use coord_domain::notifications::{ListNotificationsResult, Notification, NotificationFilter};
 use coord_domain::profiles::{
     ApplyProfilesResult, AssignProfileResult, Assignee, ListProfilesResult, Profile, Resource,
 };
@@ -325,6 +326,25 @@ pub trait AuditStore: Send + Sync {
     async fn prune_audit(&self, ctx: OpCtx, prune: PruneAudit) -> CoordResult<PruneAuditResult>;
 }
 
+/// The security channel's outbox (see `coord_domain::notifications`). Notifications are
+/// written by the operations that cause them (`guard_decision`), in their transaction.
+#[async_trait]
+pub trait NotificationStore: Send + Sync {
+    async fn list_notifications(&self, ctx: OpCtx, filter: NotificationFilter) -> CoordResult<ListNotificationsResult>;
+    /// Takes up to `limit` notifications due for delivery — undelivered, past their
+    /// retry time, not taken by another dispatcher in the last `CLAIM_SECONDS` — and
+    /// marks them taken (one more attempt). Not audited: delivery is not an operation.
+    async fn take_due_notifications(&self, now: Option<Timestamp>, limit: i64) -> CoordResult<Vec<Notification>>;
+    /// Records an attempt: delivered, or failed with why (retried `retry_in_seconds` later).
+    async fn record_delivery(
+        &self,
+        now: Option<Timestamp>,
+        id: i64,
+        outcome: Result<(), String>,
+        retry_in_seconds: i64,
+    ) -> CoordResult<()>;
+}
+
 /// Managed API keys.
 #[async_trait]
 pub trait KeyStore: Send + Sync {
@@ -411,6 +431,7 @@ pub trait Store:
     + HandoffStore
     + MessageStore
     + AuditStore
+    + NotificationStore
     + KeyStore
     + Maintenance
     + Send
@@ -428,6 +449,7 @@ impl<
         + HandoffStore
         + MessageStore
         + AuditStore
+        + NotificationStore
         + KeyStore
         + Maintenance
         + Send

@@ -307,3 +307,100 @@ pub async fn guardrails_violations_are_counted(b: &dyn Backend) {
         assert!(h.raw.execute(sql).await.is_err(), "{sql} must be refused");
     }
 }
+
+/// An elevated pass is reported on the security channel in its own transaction (an
+/// outbox), listed for administrators; a dispatcher takes each due notification once,
+/// a failed delivery waits for its backoff, a delivered one is done.
+pub async fn guardrails_elevated_operations_notify_the_security_channel(b: &dyn Backend) {
+    use coord_domain::notifications::ListNotificationsRequest;
+    use coord_service::ops::notifications::ListNotifications;
+    let h = Harness::new(b).await;
+    let mut p = profile("elevated", 3, &[Permission::Read, Permission::Write], json!({}));
+    p.elevated_operations = vec!["force_push".into()];
+    give(&h, p, "senior").await;
+    let senior = Caller::new("senior", "claude_code");
+    assert!(
+        check(&h, &senior, "git push --force origin feature")
+            .await
+            .unwrap()
+            .elevated
+    );
+    check(&h, &senior, "git reset --hard HEAD~3").await.unwrap_err(); // blocked: no notification
+    check(&h, &senior, "cargo test").await.unwrap();
+
+    let security = operator("security");
+    let list = |undelivered| {
+        run::<ListNotifications>(
+            &h,
+            &security,
+            ListNotificationsRequest {
+                undelivered: Some(undelivered),
+                limit: None,
+            },
+        )
+    };
+    let all = list(false).await.unwrap().notifications;
+    assert_eq!(all.len(), 1, "{all:?}");
+    let n = &all[0];
+    assert_eq!(
+        (n.kind.as_str(), n.channel.as_str(), n.agent_id.as_str()),
+        ("elevated_operation", "security", "senior")
+    );
+    assert!(n.summary.contains("force_push"), "{}", n.summary);
+    assert_eq!((n.delivered_at, n.attempts), (None, 0));
+    if h.door != crate::Door::Http {
+        let e = run::<ListNotifications>(&h, &senior, ListNotificationsRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InsufficientTrustLevel);
+    }
+
+    // Delivery: taken once; a failure waits for its backoff; a success is final.
+    let store = &h.store;
+    let taken = store.take_due_notifications(Some(h.now()), 10).await.unwrap();
+    assert_eq!(
+        taken.iter().map(|n| (n.id, n.attempts)).collect::<Vec<_>>(),
+        [(n.id, 1)]
+    );
+    assert!(
+        store
+            .take_due_notifications(Some(h.now()), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "taken once"
+    );
+    store
+        .record_delivery(Some(h.now()), n.id, Err("503 from the webhook".into()), 120)
+        .await
+        .unwrap();
+    h.advance(1);
+    assert!(
+        store
+            .take_due_notifications(Some(h.now()), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "backing off"
+    );
+    h.advance(2);
+    let again = store.take_due_notifications(Some(h.now()), 10).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].last_error.as_deref(), Some("503 from the webhook"));
+    store.record_delivery(Some(h.now()), n.id, Ok(()), 0).await.unwrap();
+    assert!(list(true).await.unwrap().notifications.is_empty());
+    let done = &list(false).await.unwrap().notifications[0];
+    assert_eq!(
+        (done.delivered_at.is_some(), done.attempts, done.last_error.clone()),
+        (true, 2, None)
+    );
+    h.advance(120);
+    assert!(
+        store
+            .take_due_notifications(Some(h.now()), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "delivered is final"
+    );
+}

@@ -8,6 +8,7 @@ pub mod handoffs;
 pub mod keys;
 pub mod locks;
 pub mod messages;
+pub mod notifications;
 pub mod ports;
 pub mod profiles;
 pub mod queue;
