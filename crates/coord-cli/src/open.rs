@@ -200,6 +200,7 @@ fn read_key(p: &std::path::Path) -> std::io::Result<coord_domain::audit_chain::A
 
 fn load_or_create_key(path: &std::path::Path) -> std::io::Result<coord_domain::audit_chain::AuditKey> {
     use std::io::Write as _;
+    #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt as _;
     match read_key(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -212,11 +213,12 @@ fn load_or_create_key(path: &std::path::Path) -> std::io::Result<coord_domain::a
     // reader never sees a half-written key, and the first of two creators wins.
     let secret = format!("{}{}\n", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
     let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    // Owner-only: the key is what makes a checkpoint unforgeable.
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut f = options.open(&tmp)?;
     f.write_all(secret.as_bytes())?;
     f.sync_all()?;
     let linked = std::fs::hard_link(&tmp, path);

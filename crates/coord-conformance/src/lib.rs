@@ -88,6 +88,7 @@ macro_rules! conformance_suite {
             audit_chain::audit_chain_stays_linear_under_concurrent_writers,
             audit_chain::audit_prune_leaves_a_signed_checkpoint,
             audit_chain::audit_query_scopes_filters_and_pages,
+            audit_chain::audit_chain_verifies_awkward_values,
             audit::identity_is_validated,
             audit::status_summarises,
             audit::storage_failure_is_database_unavailable,

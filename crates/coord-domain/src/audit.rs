@@ -105,9 +105,26 @@ pub fn redact(v: &mut Value, fields: &[&str]) {
     }
 }
 
+/// Values nested deeper than this are stored as a marker: JSON parsers stop at 128
+/// levels, and every stored row must read back (the chain's verification reads it, and
+/// a result that echoes its input is a few levels deeper than the input).
+pub const MAX_AUDIT_DEPTH: usize = 64;
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Keeps a result whole when small; otherwise keeps its scalar fields, replaces lists
-/// by their length and nested objects by a marker, and says it did so.
+/// by their length and nested objects by a marker, and says it did so. A value nested
+/// deeper than [`MAX_AUDIT_DEPTH`] becomes a marker.
 pub fn summarise(result: Value, limit: usize) -> Value {
+    if depth(&result) > MAX_AUDIT_DEPTH {
+        return serde_json::json!({"summarised": true, "reason": "nested deeper than 64 levels"});
+    }
     let bytes = serde_json::to_string(&result).map(|s| s.len()).unwrap_or(0);
     if bytes <= limit {
         return result;
@@ -325,6 +342,18 @@ mod tests {
         assert!(!r.success);
         assert_eq!(r.error_code, Some("not_lock_owner"));
         assert_eq!(r.result["error"], "not_lock_owner");
+    }
+
+    #[test]
+    fn deep_values_become_a_marker() {
+        let mut deep = Value::Null;
+        for _ in 0..100 {
+            deep = serde_json::json!([deep]);
+        }
+        let s = summarise(serde_json::json!({"input_data": deep}), MAX_AUDIT_RESULT_BYTES);
+        assert_eq!(s["summarised"], true);
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(serde_json::from_str::<Value>(&text).is_ok());
     }
 
     #[test]

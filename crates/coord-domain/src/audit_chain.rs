@@ -154,7 +154,10 @@ pub fn canonical(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => number(n.as_f64().unwrap_or(0.0), n.as_i64(), out),
+        Value::Number(n) => match n.as_u64() {
+            Some(u) if u > i64::MAX as u64 => out.push_str(&u.to_string()),
+            _ => number(n.as_f64().unwrap_or(0.0), n.as_i64(), out),
+        },
         Value::String(s) => out.push_str(&serde_json::to_string(s).unwrap_or_default()),
         Value::Array(items) => {
             out.push('[');
@@ -183,14 +186,23 @@ pub fn canonical(v: &Value, out: &mut String) {
     }
 }
 
-/// 2^53: integers up to this size are exact in an `f64`.
-const EXACT: f64 = 9_007_199_254_740_992.0;
-
+/// Integers are written exactly, however they were typed: `3.0` and `3` are one value
+/// (jsonb keeps `3.0`, a float 1e18 comes back from jsonb as the integer
+/// 1000000000000000000), and an integer beyond 2^53 keeps every digit. Other floats are
+/// written in their shortest form (serde_json's `float_roundtrip` parses them back to
+/// the same float).
 fn number(f: f64, exact: Option<i64>, out: &mut String) {
+    const I64_END: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    const U64_END: f64 = 18_446_744_073_709_551_616.0; // 2^64
     match exact {
-        Some(i) if (i as f64).abs() <= EXACT => out.push_str(&i.to_string()),
-        _ if f.fract() == 0.0 && f.abs() <= EXACT => out.push_str(&(f as i64).to_string()),
-        _ => out.push_str(&serde_json::Number::from_f64(f).map_or("0".into(), |n| n.to_string())),
+        Some(i) => out.push_str(&i.to_string()),
+        None if f.is_finite() && f.fract() == 0.0 && (-I64_END..I64_END).contains(&f) => {
+            out.push_str(&(f as i64).to_string())
+        }
+        None if f.is_finite() && f.fract() == 0.0 && (0.0..U64_END).contains(&f) => {
+            out.push_str(&(f as u64).to_string())
+        }
+        None => out.push_str(&serde_json::Number::from_f64(f).map_or("0".into(), |n| n.to_string())),
     }
 }
 
@@ -250,6 +262,23 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
         .collect()
+}
+
+/// A prune signs with this server's key only when the last checkpoint was signed with
+/// it too: two servers with two keys would each make the other's checkpoints
+/// uncheckable.
+pub fn same_key_as_last(last_key_id: Option<&str>, key: &AuditKey) -> crate::CoordResult<()> {
+    match last_key_id {
+        Some(last) if last != key.id() => Err(crate::CoordError::new(
+            crate::ErrorCode::AuditKeyMissing,
+            format!(
+                "the last audit checkpoint was signed with key {last} and this server holds key {}: give every \
+                 server of this database the same key file (COORD_AUDIT_KEY_FILE) before pruning",
+                key.id()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// What a checkpoint says (everything but its signature and id).
@@ -347,7 +376,8 @@ pub struct VerifyAuditResult {
     pub first_seq: Option<i64>,
     pub checkpoints: i64,
     /// `verified` (every checkpoint signed by this server's key), `unchecked` (no key
-    /// here to check them with) or `none` (no checkpoints).
+    /// here to check them with), `foreign: …` (some signed with a key this server does
+    /// not hold) or `none` (no checkpoints).
     pub signatures: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<ChainProblem>,
@@ -357,6 +387,8 @@ pub struct VerifyAuditResult {
 pub struct ChainVerifier {
     key: Option<AuditKey>,
     checkpoints: Vec<Checkpoint>,
+    /// Index of `checkpoints` by `through_seq` (a prune a day for years is many).
+    by_seq: std::collections::HashMap<i64, usize>,
     head: Option<ChainHead>,
     first_seq: Option<i64>,
     rows: i64,
@@ -378,9 +410,15 @@ impl ChainVerifier {
     /// `checkpoints` in any order; `key` checks their signatures when present.
     pub fn new(key: Option<AuditKey>, mut checkpoints: Vec<Checkpoint>, anchor: Option<ChainHead>) -> ChainVerifier {
         checkpoints.sort_by_key(|c| c.body.through_seq);
+        let by_seq = checkpoints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.body.through_seq, i))
+            .collect();
         let mut v = ChainVerifier {
             key,
             checkpoints,
+            by_seq,
             head: None,
             first_seq: None,
             rows: 0,
@@ -389,10 +427,12 @@ impl ChainVerifier {
             anchor_seen: false,
         };
         if let Some(k) = &v.key {
+            // A checkpoint signed with another key cannot be checked here (reported as
+            // `foreign` signatures); one that claims this key must carry its signature.
             v.problem = v
                 .checkpoints
                 .iter()
-                .find(|c| !k.verifies(&c.body, &c.signature))
+                .find(|c| c.body.key_id == k.id() && !k.verifies(&c.body, &c.signature))
                 .and_then(|c| {
                     problem(
                         "bad_checkpoint",
@@ -409,6 +449,10 @@ impl ChainVerifier {
                 });
         }
         v
+    }
+
+    fn checkpoint_at(&self, seq: i64) -> Option<&Checkpoint> {
+        self.by_seq.get(&seq).map(|i| &self.checkpoints[*i])
     }
 
     /// Whether verification goes on (false once a problem is found).
@@ -430,7 +474,7 @@ impl ChainVerifier {
                 self.first_seq = Some(link.seq);
                 if link.seq == 1 {
                     ChainHead::genesis()
-                } else if let Some(c) = self.checkpoints.iter().find(|c| c.body.through_seq == link.seq - 1) {
+                } else if let Some(c) = self.checkpoint_at(link.seq.saturating_sub(1)) {
                     ChainHead {
                         seq: c.body.through_seq,
                         hash: c.body.through_hash.clone(),
@@ -443,7 +487,7 @@ impl ChainVerifier {
                         format!(
                             "the chain starts at position {} but no checkpoint covers positions 1 to {}: rows were deleted",
                             link.seq,
-                            link.seq - 1
+                            link.seq.saturating_sub(1)
                         ),
                     );
                     return;
@@ -457,15 +501,15 @@ impl ChainVerifier {
                 id,
                 format!("position {} appears twice: a row was inserted", link.seq),
             );
-        } else if link.seq > expected.seq + 1 {
+        } else if link.seq > expected.seq.saturating_add(1) {
             self.problem = problem(
                 "missing",
                 seq,
                 id,
                 format!(
                     "positions {} to {} are missing before row {}: rows were deleted",
-                    expected.seq + 1,
-                    link.seq - 1,
+                    expected.seq.saturating_add(1),
+                    link.seq.saturating_sub(1),
                     entry.id
                 ),
             );
@@ -490,9 +534,8 @@ impl ChainVerifier {
                 ),
             );
         } else if let Some(c) = self
-            .checkpoints
-            .iter()
-            .find(|c| c.body.through_seq == link.seq && c.body.through_hash != link.hash)
+            .checkpoint_at(link.seq)
+            .filter(|c| c.body.through_hash != link.hash)
         {
             self.problem = problem(
                 "bad_checkpoint",
@@ -588,11 +631,28 @@ impl ChainVerifier {
             first_seq: self.first_seq,
             checkpoints: self.checkpoints.len() as i64,
             signatures: match (&self.key, self.checkpoints.is_empty()) {
-                (_, true) => "none",
-                (Some(_), false) => "verified",
-                (None, false) => "unchecked",
-            }
-            .into(),
+                (_, true) => "none".into(),
+                (Some(k), false) => {
+                    let foreign: Vec<&str> = self
+                        .checkpoints
+                        .iter()
+                        .filter(|c| c.body.key_id != k.id())
+                        .map(|c| c.body.key_id.as_str())
+                        .collect();
+                    if foreign.is_empty() {
+                        "verified".into()
+                    } else {
+                        format!(
+                            "foreign: {} of {} checkpoints are signed with key {} and this server holds key {} (share one key file between servers: COORD_AUDIT_KEY_FILE)",
+                            foreign.len(),
+                            self.checkpoints.len(),
+                            foreign[0],
+                            k.id()
+                        )
+                    }
+                }
+                (None, false) => "unchecked".into(),
+            },
             problem: self.problem,
         }
     }

@@ -141,15 +141,28 @@ fn every_kind_of_tampering_names_the_first_bad_row() {
 #[test]
 fn canonical_json_survives_what_the_stores_do_to_it() {
     // jsonb reorders keys and writes 1e18 as digits and 3.0 as 3.0; text keeps them.
-    let written = json!({"b": 1e18, "a": 3.0, "c": [0.1, -0.0, 1e300], "d": 9007199254740993_i64});
-    let read_back: Value =
-        serde_json::from_str(r#"{"a": 3.0, "b": 1000000000000000000, "c": [0.1, 0.0, 1e300], "d": 9007199254740993}"#)
-            .unwrap();
+    let written = json!({
+        "b": 1e18, "a": 3.0, "c": [0.1, -0.0, 1e300, 117.63331139400017, 4.4737164812014446e192],
+        "d": 9007199254740993_i64, "e": 18446744073709551615_u64, "f": 1e19
+    });
+    // What jsonb gives back: keys reordered, exponents written out as digits.
+    let read_back: Value = serde_json::from_str(&format!(
+        r#"{{"a": 3.0, "b": 1000000000000000000, "c": [0.1, 0.0, 1{}, 117.63331139400017, 44737164812014446{}],
+            "d": 9007199254740993, "e": 18446744073709551615, "f": 10000000000000000000}}"#,
+        "0".repeat(300),
+        "0".repeat(176)
+    ))
+    .unwrap();
     let (mut x, mut y) = (String::new(), String::new());
     canonical(&written, &mut x);
     canonical(&read_back, &mut y);
     assert_eq!(x, y);
-    assert!(x.starts_with("{\"a\":3,\"b\":1e+18,\"c\":[0.1,0,"), "{x}");
+    assert!(x.starts_with("{\"a\":3,\"b\":1000000000000000000,\"c\":[0.1,0,"), "{x}");
+    // Integers beyond 2^53 keep every digit: a changed last digit changes the hash.
+    let (mut one, mut other) = (String::new(), String::new());
+    canonical(&json!(9007199254740993_i64), &mut one);
+    canonical(&json!(9007199254740992_i64), &mut other);
+    assert_ne!(one, other);
 }
 
 fn checkpoint(key: &AuditKey, through: &AuditEntry, pruned: i64) -> Checkpoint {
@@ -179,9 +192,15 @@ fn a_signed_checkpoint_carries_the_chain_across_a_prune() {
     assert_eq!((r.first_seq, r.signatures.as_str()), (Some(5), "verified"));
     let r = verify(kept, vec![cp.clone()], None);
     assert!(r.intact && r.signatures == "unchecked", "{r:?}");
-    // Without the checkpoint, or with one signed by another key, or edited: refused.
+    // Without the checkpoint, or edited, or claiming this key without its signature:
+    // refused.
     assert_eq!(verify(kept, vec![], None).problem.unwrap().kind, "missing");
-    let forged = checkpoint(&AuditKey::new("k2"), &rows[3], 4);
+    // Signed with another server's key: not checkable here, and said so.
+    let other = checkpoint(&AuditKey::new("k2"), &rows[3], 4);
+    let r = verify(kept, vec![other.clone()], Some(key.clone()));
+    assert!(r.intact && r.signatures.starts_with("foreign"), "{r:?}");
+    let mut forged = other;
+    forged.body.key_id = key.id();
     assert_eq!(
         verify(kept, vec![forged], Some(key.clone())).problem.unwrap().kind,
         "bad_checkpoint"

@@ -8,7 +8,7 @@ use coord_domain::Timestamp;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditOutcome, AuditQueryResult, AuditRecord, error_codes_sql};
 use coord_domain::audit_chain::{
     ChainHead, ChainLink, ChainVerifier, Checkpoint, CheckpointBody, PruneAudit, PruneAuditResult, VERIFY_BATCH,
-    VerifyAudit, VerifyAuditResult,
+    VerifyAudit, VerifyAuditResult, same_key_as_last,
 };
 use coord_domain::handoffs::HandoffQuery;
 use coord_domain::keys::KeyOrigin;
@@ -229,6 +229,17 @@ pub async fn prune(tx: &Tx<'_>, ctx: &OpCtx, p: &PruneAudit) -> R<PruneAuditResu
         0,
     )?);
     let cutoff = now - chrono::Duration::days(p.older_than_days);
+    let last_key: Option<String> = match tx
+        .query_opt(
+            "SELECT key_id FROM audit_checkpoints ORDER BY through_seq DESC LIMIT 1",
+            &[],
+        )
+        .await?
+    {
+        Some(r) => Some(get(&r, 0)?),
+        None => None,
+    };
+    same_key_as_last(last_key.as_deref(), &p.key)?;
     let prior = tx
         .query_opt(
             "SELECT through_seq, through_hash FROM audit_checkpoints ORDER BY through_seq DESC LIMIT 1",

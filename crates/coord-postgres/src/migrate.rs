@@ -42,6 +42,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "notifications",
         include_str!("../migrations/0013_notifications.sql"),
     ),
+    (
+        14,
+        "audit_checkpoint_index",
+        include_str!("../migrations/0014_audit_checkpoint_index.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

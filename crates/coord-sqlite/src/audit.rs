@@ -8,7 +8,7 @@ use coord_domain::Identity;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditOutcome, AuditQueryResult, AuditRecord, error_codes_sql};
 use coord_domain::audit_chain::{
     ChainHead, ChainLink, ChainVerifier, Checkpoint, CheckpointBody, PruneAudit, PruneAuditResult, VERIFY_BATCH,
-    VerifyAudit, VerifyAuditResult,
+    VerifyAudit, VerifyAuditResult, same_key_as_last,
 };
 use coord_domain::handoffs::HandoffQuery;
 use coord_domain::status::{AgentCounts, StatusResult, TaskCounts};
@@ -190,6 +190,11 @@ pub fn verify(c: &Connection, check: &VerifyAudit) -> R<VerifyAuditResult> {
 /// after writing the signed checkpoint that lets the delete trigger allow it.
 pub fn prune(c: &Connection, now: i64, p: &PruneAudit) -> R<PruneAuditResult> {
     let cutoff = now - p.older_than_days * 86_400_000_000;
+    let last_key: Option<String> = c
+        .prepare_cached("SELECT key_id FROM audit_checkpoints ORDER BY through_seq DESC LIMIT 1")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    same_key_as_last(last_key.as_deref(), &p.key)?;
     let prior = c
         .prepare_cached("SELECT through_seq, through_hash FROM audit_checkpoints ORDER BY through_seq DESC LIMIT 1")?
         .query_row([], |r| {
@@ -317,7 +322,7 @@ impl AuditStore for SqliteStore {
     }
 
     async fn verify_audit(&self, ctx: OpCtx, check: VerifyAudit) -> CoordResult<VerifyAuditResult> {
-        let result = self.read(move |c| verify(c, &check)).await?;
+        let result = self.read_apart(move |c| verify(c, &check)).await?;
         self.op(ctx, move |_, _, _| Ok(result)).await
     }
 

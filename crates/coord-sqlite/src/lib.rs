@@ -222,6 +222,27 @@ impl SqliteStore {
         self.inner.writer.write(f).await
     }
 
+    /// Runs a long read-only `f` on a connection of its own (a snapshot read of the whole
+    /// audit chain must not hold the connection every write of this process needs).
+    pub(crate) async fn read_apart<T, F>(&self, f: F) -> CoordResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> R<T> + Send + 'static,
+    {
+        let path = self.inner.path.clone();
+        tokio::task::spawn_blocking(move || -> R<T> {
+            let conn = Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            conn.busy_timeout(std::time::Duration::from_secs(10))?;
+            f(&conn)
+        })
+        .await
+        .map_err(|_| CoordError::internal())?
+        .map_err(CoordError::from)
+    }
+
     /// Runs a read-only `f` outside any transaction: WAL readers never wait for other
     /// processes' writers (only for this process's current write batch, if any).
     pub(crate) async fn read<T, F>(&self, f: F) -> CoordResult<T>

@@ -72,7 +72,10 @@ impl Operation for VerifyAudit {
         }
         Ok(audit_chain::VerifyAudit {
             key: c.config().audit_key.clone(),
-            expect_head: req.expect_head,
+            expect_head: req.expect_head.map(|h| audit_chain::ChainHead {
+                seq: h.seq,
+                hash: h.hash.to_ascii_lowercase(),
+            }),
         })
     }
 
