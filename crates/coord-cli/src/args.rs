@@ -211,6 +211,10 @@ pub enum BenchWorkload {
     Http,
     /// many simulated agents against one `coord serve` (register, heartbeat, locks, tasks)
     Agents,
+    /// the destructive-operation analysis on the labelled corpus (no database): share of
+    /// destructive commands refused, of benign ones flagged, and latency per command
+    /// beside parsing alone
+    Guardrails,
 }
 
 #[derive(Debug, Args)]
@@ -246,6 +250,16 @@ pub struct BenchArgs {
     /// times of 1-3 s are divided by it)
     #[arg(long, default_value_t = 1.0, value_name = "X")]
     pub time_scale: f64,
+    /// guardrails: times each command is analysed for the latency figures
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub rounds: usize,
+    /// guardrails: score a corpus of your own (JSON lines: command, label
+    /// destructive|benign|warning|held, operation, source) instead of the built-in one
+    #[arg(long, value_name = "FILE")]
+    pub corpus: Option<std::path::PathBuf>,
+    /// guardrails: list every command judged against its label
+    #[arg(long)]
+    pub misses: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -382,6 +396,55 @@ pub enum GuardCommand {
         /// The command line
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
+    },
+    /// The pattern registry: argv patterns (kubectl apply, rsync --delete, vault kv
+    /// destroy, migration runners, ...) applied besides the built-in structural rules
+    /// (git, rm, find, SQL, credential files). Changes need trust 4 and apply to every
+    /// check at once
+    #[command(subcommand)]
+    Rules(GuardRulesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GuardRulesCommand {
+    /// List the patterns in effect: built-in, modified (a built-in one replaced or
+    /// switched off) and custom
+    List {
+        /// Only the patterns a change touched (modified and custom)
+        #[arg(long)]
+        changed: bool,
+        /// Only the patterns of this program (e.g. kubectl)
+        #[arg(long, value_name = "NAME")]
+        program: Option<String>,
+    },
+    /// Add a pattern, or replace the built-in one of that name (JSON: program, words,
+    /// anywhere, options, unless, value_options, operation, category, action, reason; see
+    /// docs/guardrails.md). Refused with invalid_guardrail if it does not compile
+    Set {
+        /// The pattern's name: a built-in name replaces that pattern, a new one adds one
+        name: String,
+        /// The pattern as JSON
+        #[arg(long, value_name = "JSON", conflicts_with = "file", required_unless_present = "file")]
+        pattern: Option<String>,
+        /// Read the pattern from a file (`-` for standard input)
+        #[arg(long, value_name = "FILE")]
+        file: Option<std::path::PathBuf>,
+    },
+    /// Switch a pattern off (built-in or custom)
+    Disable {
+        /// The pattern's name (`coord guard rules list`)
+        name: String,
+    },
+    /// Switch a pattern on again
+    Enable {
+        /// The pattern's name (`coord guard rules list`)
+        name: String,
+    },
+    /// Undo every change under a name: a custom pattern is removed, a built-in one is in
+    /// effect again as shipped
+    Reset {
+        /// The pattern's name (`coord guard rules list`)
+        name: String,
     },
 }
 

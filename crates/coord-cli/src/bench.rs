@@ -19,6 +19,7 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
         BenchWorkload::Mcp => Workload::Mcp,
         BenchWorkload::Http => Workload::Http,
         BenchWorkload::Agents => Workload::Agents,
+        BenchWorkload::Guardrails => unreachable!("guardrails runs without a database"),
     };
     // Scratch databases only: never the repository's coordinator (its audit trail is
     // append-only, and a benchmark would fill it).
@@ -84,6 +85,9 @@ fn interrupt() -> impl std::future::Future<Output = ()> {
 }
 
 pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
+    if matches!(args.workload, BenchWorkload::Guardrails) {
+        return guardrails(args, json);
+    }
     let opts = match options(args, ctx, json) {
         Ok(o) => o,
         Err(code) => return code,
@@ -156,4 +160,108 @@ fn render(reports: &[Report]) -> String {
         ]);
     }
     t.to_string()
+}
+
+/// `coord bench guardrails`: exit 0 when the goals hold (≥ 99% of destructive commands
+/// refused, < 1% of benign ones flagged, p99 < 1 ms), 1 otherwise.
+fn guardrails(args: &BenchArgs, json: bool) -> u8 {
+    use coord_bench::guardrails as g;
+    let cases = match &args.corpus {
+        None => None,
+        Some(path) => match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| g::read_corpus(&t))
+        {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("coord bench guardrails: {}: {e}", path.display());
+                return output::EXIT_USAGE;
+            }
+        },
+    };
+    let r = g::run(cases, args.rounds);
+    if json {
+        println!("{}", serde_json::to_string(&r).unwrap_or_default());
+    } else {
+        let s = &r.score;
+        let pct = |x: f64| format!("{:.2}%", x * 100.0);
+        let mut t = table(&["MEASURE", "VALUE", "GOAL"]);
+        let rows = [
+            (
+                "destructive refused".to_string(),
+                format!("{} of {} ({})", s.blocked, s.destructive, pct(r.blocked_ratio)),
+                ">= 99%".to_string(),
+            ),
+            (
+                "  as the labelled operation".into(),
+                format!("{} of {}", s.blocked_as_labelled, s.destructive),
+                String::new(),
+            ),
+            (
+                "benign flagged".into(),
+                format!("{} of {} ({})", s.flagged, s.benign, pct(r.flagged_ratio)),
+                "< 1%".into(),
+            ),
+            (
+                "warnings given".into(),
+                format!("{} of {}", s.warned, s.warnings),
+                String::new(),
+            ),
+            (
+                "held by design (run-time values)".into(),
+                format!("{} of {}", s.held_refused, s.held),
+                String::new(),
+            ),
+            (
+                "analysis p50 / p99 / max".into(),
+                format!(
+                    "{:.1} / {:.1} / {:.1} µs",
+                    r.analysis.p50_ns as f64 / 1e3,
+                    r.analysis.p99_ns as f64 / 1e3,
+                    r.analysis.max_ns as f64 / 1e3
+                ),
+                "p99 < 1000 µs".into(),
+            ),
+            (
+                "baseline: parse only p50 / p99".into(),
+                format!(
+                    "{:.1} / {:.1} µs ({:.2} × at p99)",
+                    r.parse_only.p50_ns as f64 / 1e3,
+                    r.parse_only.p99_ns as f64 / 1e3,
+                    r.ratio_p99
+                ),
+                String::new(),
+            ),
+        ];
+        for (m, v, goal) in rows {
+            t.add_row(vec![m, v, goal]);
+        }
+        println!("{t}");
+        println!(
+            "{} commands x {} rounds; goals {}",
+            r.commands,
+            r.rounds,
+            if r.goals_met { "met" } else { "NOT met" }
+        );
+        if args.misses || !s.mistakes.is_empty() && s.mistakes.len() <= 20 {
+            for m in &s.mistakes {
+                println!(
+                    "  {:?} labelled {:?}{}: found {}",
+                    m.command,
+                    m.label,
+                    m.want.as_deref().map(|w| format!(" ({w})")).unwrap_or_default(),
+                    if m.got.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        m.got.join(", ")
+                    }
+                );
+            }
+        }
+    }
+    if r.goals_met {
+        output::EXIT_OK
+    } else {
+        output::EXIT_REFUSED
+    }
 }

@@ -112,6 +112,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Profile(cmd) => crate::profiles::run(cmd, coord, ctx, out).await,
         Command::Approvals(cmd) => crate::approvals::run(cmd, coord, ctx, out).await,
         Command::Notifications(cmd) => crate::notify::run(cmd, coord, ctx, out).await,
+        Command::Guard(GuardCommand::Rules(cmd)) => crate::guard::rules(cmd, coord, ctx, out).await,
         Command::Guard(GuardCommand::Check { files, command }) => {
             let req = CheckGuardrailsRequest {
                 command: (!command.is_empty()).then(|| command.join(" ")),

@@ -178,3 +178,46 @@ fn an_interrupted_run_removes_its_scratch_database() {
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     assert_scratch_removed(&dir);
 }
+
+/// `coord bench guardrails`: no database; the corpus scores and the latency report, and a
+/// corpus of one's own (with a wrong label the exit code reports).
+#[test]
+fn guardrails_scores_the_corpus() {
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(["--json", "bench", "guardrails", "--rounds", "1"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    assert!(r["score"]["destructive"].as_u64().unwrap() >= 300, "{r}");
+    assert!(r["score"]["benign"].as_u64().unwrap() >= 300, "{r}");
+    assert_eq!(r["score"]["mistakes"], serde_json::json!([]), "{r}");
+    for field in ["p50_ns", "p99_ns", "max_ns", "samples"] {
+        assert!(
+            r["analysis"][field].is_u64() && r["parse_only"][field].is_u64(),
+            "{field}: {r}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("mine.jsonl");
+    std::fs::write(
+        &mine,
+        "{\"command\": \"rm -rf /\", \"label\": \"benign\", \"source\": \"test\"}\n",
+    )
+    .unwrap();
+    let out = run(&["--corpus", mine.to_str().unwrap()]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (out.status.code(), r["score"]["flagged"].as_u64()),
+        (Some(1), Some(1)),
+        "{r}"
+    );
+    std::fs::write(&mine, "not json\n").unwrap();
+    let out = run(&["--corpus", mine.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+}

@@ -908,6 +908,80 @@ fn guardrails_through_the_cli(repo: &Repo) {
     assert_eq!(code(&empty), 2, "{}", stderr(&empty));
 }
 
+/// The pattern registry from the shell: listed by anyone, changed by an administrator,
+/// applied by the next check.
+fn guardrail_rules_through_the_cli(repo: &Repo) {
+    let (all, rc) = repo.json_as("dev", &["guard", "rules", "list"]);
+    assert_eq!(rc, 0, "{all}");
+    assert!(all["guardrails"].as_array().unwrap().len() >= 80, "{all}");
+    let table = repo.run(&["guard", "rules", "list", "--program", "kubectl"]);
+    assert_eq!(code(&table), 0, "{}", stderr(&table));
+    assert!(stdout(&table).contains("kubectl-mutate"), "{}", stdout(&table));
+    assert!(!stdout(&table).contains("terraform"), "{}", stdout(&table));
+
+    let check = |cmd: &str| code(&repo.run(&["--agent-id", "dev", "guard", "check", "--", cmd]));
+    assert_eq!(check("make deploy"), 0);
+    let file = repo.dir.path().join("make-deploy.json");
+    std::fs::write(
+        &file,
+        r#"{"program": "make", "words": ["deploy"], "operation": "deploy", "category": "production_deployment",
+            "action": "block", "reason": "make deploy ships to production; ask for approval"}"#,
+    )
+    .unwrap();
+    let (set, rc) = repo.json_as(
+        "admin",
+        &["guard", "rules", "set", "make-deploy", "--file", file.to_str().unwrap()],
+    );
+    assert_eq!((rc, set["guardrail"]["source"].as_str()), (0, Some("custom")), "{set}");
+    assert_eq!(check("make deploy"), 1);
+    let (changed, _) = repo.json_as("dev", &["guard", "rules", "list", "--changed"]);
+    assert_eq!(changed["guardrails"].as_array().unwrap().len(), 1, "{changed}");
+    assert_eq!(
+        repo.json_as("admin", &["guard", "rules", "disable", "make-deploy"]).1,
+        0
+    );
+    assert_eq!(check("make deploy"), 0);
+    assert_eq!(repo.json_as("admin", &["guard", "rules", "enable", "make-deploy"]).1, 0);
+    assert_eq!(check("make deploy"), 1);
+    let (reset, rc) = repo.json_as("admin", &["guard", "rules", "reset", "make-deploy"]);
+    assert_eq!((rc, reset["builtin_restored"].as_bool()), (0, Some(false)), "{reset}");
+    assert_eq!(check("make deploy"), 0);
+
+    // Refusals: not JSON (2), an invalid pattern (2, nothing stored), an agent (1).
+    let bad = repo.run(&["guard", "rules", "set", "x", "--pattern", "{not json"]);
+    assert_eq!(code(&bad), 2, "{}", stderr(&bad));
+    let (invalid, rc) = repo.json_as(
+        "admin",
+        &["guard", "rules", "set", "x", "--pattern", r#"{"program": "[x"}"#],
+    );
+    assert_eq!(
+        (rc, invalid["error"].as_str()),
+        (2, Some("invalid_guardrail")),
+        "{invalid}"
+    );
+    let none = repo.run(&["guard", "rules", "set", "x"]);
+    assert_eq!(code(&none), 2, "{}", stderr(&none));
+    if repo.server.is_none() {
+        // (Remote, the CLI holds the server's operator key.)
+        let agent_args = [
+            "--agent-type",
+            "claude_code",
+            "guard",
+            "rules",
+            "disable",
+            "ansible-playbook",
+        ];
+        let (agent, rc) = repo.json_as("worker", &agent_args);
+        assert_eq!(
+            (rc, agent["error"].as_str()),
+            (1, Some("insufficient_trust_level")),
+            "{agent}"
+        );
+    }
+    let (missing, rc) = repo.json_as("admin", &["guard", "rules", "reset", "never-set"]);
+    assert_eq!((rc, missing["error"].as_str()), (1, Some("not_found")), "{missing}");
+}
+
 /// Each shared scenario, locally and through `coord serve`.
 macro_rules! local_and_remote {
     ($($name:ident),* $(,)?) => {
@@ -931,6 +1005,7 @@ local_and_remote!(
     every_operation_through_coord_call,
     profiles_and_approvals_through_the_cli,
     guardrails_through_the_cli,
+    guardrail_rules_through_the_cli,
 );
 
 #[test]

@@ -75,6 +75,7 @@ macro_rules! conformance_suite {
             guardrails::guardrails_block_destructive_completions,
             guardrails::guardrails_violations_are_counted,
             guardrails::guardrails_elevated_operations_notify_the_security_channel,
+            guardrails::guardrails_pattern_registry_is_editable_by_trust_4,
             profiles::profiles_a_key_counts_across_sessions,
             approvals::approvals_are_spent_once_under_concurrency,
             messages::messages_direct_inbox_read_ack_and_threads,

@@ -9,10 +9,14 @@
 //! a finding that blocks. Data is not code: text that only reaches `echo`, `cat <<EOF` or
 //! a file is not analysed as commands.
 
+pub mod inline;
+pub mod labelled;
+pub mod patterns;
 pub mod rules;
 pub mod walk;
 
 use coord_domain::guardrails::{Action, Category, Finding, MAX_COMMAND_BYTES, WorkChanges, diff_additions};
+use patterns::Patterns;
 use rules::{Hit, RUNTIME_OPERAND, program};
 use walk::{Arg, Exec, Stdin, Walk};
 
@@ -20,9 +24,15 @@ use walk::{Arg, Exec, Stdin, Walk};
 /// per level, and no command an agent writes nests this deep.
 pub const MAX_NESTING: usize = 64;
 
-/// Everything destructive in a command line (warnings included), in the order found.
-/// Never panics: a failure of the parser or of a rule is itself a blocking finding.
+/// Everything destructive in a command line (warnings included), in the order found,
+/// with the built-in patterns. Never panics: a failure of the parser or of a rule is
+/// itself a blocking finding.
 pub fn analyze(command: &str) -> Vec<Finding> {
+    analyze_with(command, patterns::builtin())
+}
+
+/// [`analyze`] with a registry of argv patterns of one's own.
+pub fn analyze_with(command: &str, patterns: &Patterns) -> Vec<Finding> {
     let blocked = |operation: &str, reason: String| {
         vec![Finding {
             category: Category::Unverifiable,
@@ -39,7 +49,7 @@ pub fn analyze(command: &str) -> Vec<Finding> {
             format!("brackets nest more than {MAX_NESTING} levels deep; this is not analysed"),
         );
     }
-    std::panic::catch_unwind(|| analyze_checked(command))
+    std::panic::catch_unwind(|| analyze_checked(command, patterns))
         .unwrap_or_else(|_| blocked("analysis_failed", "the command could not be analysed".into()))
 }
 
@@ -59,7 +69,7 @@ fn nesting(text: &str) -> usize {
     max
 }
 
-fn analyze_checked(command: &str) -> Vec<Finding> {
+fn analyze_checked(command: &str, patterns: &Patterns) -> Vec<Finding> {
     if command.len() > MAX_COMMAND_BYTES {
         return vec![Finding {
             category: Category::Unverifiable,
@@ -70,7 +80,10 @@ fn analyze_checked(command: &str) -> Vec<Finding> {
             reason: format!("a command line longer than {MAX_COMMAND_BYTES} bytes is not analysed"),
         }];
     }
-    let mut a = Analyzer::default();
+    let mut a = Analyzer {
+        findings: Vec::new(),
+        patterns,
+    };
     a.script(command, 0);
     a.findings
 }
@@ -90,6 +103,12 @@ pub fn analyze_files(files: &[String]) -> Vec<Finding> {
 /// that does not parse alone) is not held against the change — the destructive commands
 /// they clearly contain are.
 pub fn analyze_changes(c: &WorkChanges) -> Vec<Finding> {
+    analyze_changes_with(c, patterns::builtin())
+}
+
+/// [`analyze_changes`] with a registry of argv patterns of one's own.
+pub fn analyze_changes_with(c: &WorkChanges, patterns: &Patterns) -> Vec<Finding> {
+    let analyze = |cmd: &str| analyze_with(cmd, patterns);
     let mut out: Vec<Finding> = c.commands.iter().flat_map(|cmd| analyze(cmd)).collect();
     let mut files = c.files.clone();
     for (path, added) in c.diff.as_deref().map(diff_additions).unwrap_or_default() {
@@ -115,7 +134,7 @@ pub fn analyze_changes(c: &WorkChanges) -> Vec<Finding> {
 fn finding(hit: Hit, matched: &str) -> Finding {
     Finding {
         category: hit.category,
-        operation: hit.operation.to_string(),
+        operation: hit.operation,
         action: hit.action,
         matched: matched.chars().take(300).collect(),
         span: None,
@@ -123,10 +142,10 @@ fn finding(hit: Hit, matched: &str) -> Finding {
     }
 }
 
-fn unverifiable(operation: &'static str, reason: impl Into<String>) -> Hit {
+fn unverifiable(operation: &str, reason: impl Into<String>) -> Hit {
     Hit {
         category: Category::Unverifiable,
-        operation,
+        operation: operation.into(),
         action: Action::Block,
         reason: reason.into(),
     }
@@ -134,12 +153,12 @@ fn unverifiable(operation: &'static str, reason: impl Into<String>) -> Hit {
 
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox-sh"];
 
-#[derive(Default)]
-struct Analyzer {
+struct Analyzer<'p> {
     findings: Vec<Finding>,
+    patterns: &'p Patterns,
 }
 
-impl Analyzer {
+impl Analyzer<'_> {
     fn script(&mut self, text: &str, depth: usize) {
         let mut w = Walk::default();
         w.script(text, depth);
@@ -194,7 +213,6 @@ impl Analyzer {
         };
         let prog = program(word);
         let args = &argv[1..];
-        let lits: Vec<&str> = argv.iter().map(Arg::raw).collect();
         match prog {
             // Wrappers that run the rest of their arguments as a command.
             "sudo" | "doas" => self.wrapped(
@@ -318,6 +336,7 @@ impl Analyzer {
             "eval" => self.joined_code(args, text, depth),
             "trap" => self.code_arg(args.first(), text, depth),
             p if SHELLS.contains(&p) => self.shell(args, stdin, text, depth),
+            p if inline::interpreter(p).is_some() => self.interpreter(p, args, stdin, text, depth),
             "npx" | "bunx" | "pnpx" => self.wrapped(args, &["-p", "--package"], stdin, text, depth),
             "find" => {
                 let f = rules::find(args);
@@ -332,8 +351,7 @@ impl Analyzer {
             _ => {
                 let written = rules::written_files(prog, args);
                 self.writes(&written, text);
-                self.add(rules::infrastructure(prog, args), text);
-                self.add(rules::migration(&lits), text);
+                self.add(self.patterns.check(prog, args), text);
                 for sql in rules::sql_of(prog, args) {
                     match sql {
                         Arg::Lit(s) => self.add(rules::sql(&s), text),
@@ -450,6 +468,73 @@ impl Analyzer {
                 text,
             ),
             Stdin::Inherited => {}
+        }
+    }
+}
+
+impl Analyzer<'_> {
+    /// `python -c CODE`, `node -e CODE`, or an interpreter reading its program on stdin:
+    /// what the code runs in a shell and what it deletes (see [`inline`]).
+    fn interpreter(&mut self, prog: &str, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        // `python manage.py migrate`, `python -m alembic upgrade`: patterns of their own.
+        self.add(self.patterns.check(prog, args), text);
+        let code_options = inline::interpreter(prog).unwrap_or_default();
+        let mut code = None;
+        let mut reads_stdin = true;
+        let mut i = 0;
+        while i < args.len() {
+            let raw = args[i].raw();
+            if code_options.contains(&raw) {
+                code = args.get(i + 1).cloned();
+                break;
+            }
+            if raw == "-" {
+                break;
+            }
+            if matches!(raw, "-m" | "-r" | "--require" | "-I" | "-W" | "-X") {
+                // A module runs (python -m), or an option's value follows.
+                reads_stdin &= raw != "-m";
+                i += 2;
+                continue;
+            }
+            if !raw.starts_with('-') {
+                reads_stdin = false; // a script file: its content is not in the command line
+                break;
+            }
+            i += 1;
+        }
+        let code = match code {
+            Some(Arg::Lit(code)) => code,
+            Some(Arg::Unknown(raw)) => {
+                return self.add(
+                    [unverifiable(
+                        "dynamic_code",
+                        format!("the {prog} code `{raw}` is only known at run time"),
+                    )],
+                    text,
+                );
+            }
+            None if reads_stdin => match stdin {
+                Stdin::Text(code) => code.clone(),
+                Stdin::Pipe | Stdin::Unknown => {
+                    return self.add(
+                        [unverifiable(
+                            "dynamic_code",
+                            format!("{prog} reading its program from a pipe runs code only known at run time"),
+                        )],
+                        text,
+                    );
+                }
+                Stdin::Inherited => return,
+            },
+            None => return,
+        };
+        let fx = inline::effects(&code);
+        for line in &fx.shell {
+            self.script(line, depth + 1);
+        }
+        for argv in &fx.deletions {
+            self.add(rules::rm(argv), text);
         }
     }
 }

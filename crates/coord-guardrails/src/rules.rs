@@ -1,5 +1,6 @@
-//! What a command does, program by program: git, rm/find/xargs, infrastructure CLIs, SQL
-//! clients and migration runners, writers of credential files. Each rule reads a typed
+//! What a command does, program by program, where it takes code to say: git, rm/find,
+//! SQL clients, writers of credential files (argv patterns of infrastructure CLIs and
+//! migration runners are data: [`crate::patterns`]). Each rule reads a typed
 //! argv (see [`crate::walk::Arg`]); wrappers (`sudo`, `env`, `xargs`, `sh -c`, ...) are
 //! peeled off by [`crate::Analyzer`] before a rule sees the program they run.
 
@@ -10,15 +11,15 @@ use coord_domain::guardrails::{Action, Category};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hit {
     pub category: Category,
-    pub operation: &'static str,
+    pub operation: String,
     pub action: Action,
     pub reason: String,
 }
 
-fn hit(category: Category, operation: &'static str, action: Action, reason: impl Into<String>) -> Hit {
+fn hit(category: Category, operation: &str, action: Action, reason: impl Into<String>) -> Hit {
     Hit {
         category,
-        operation,
+        operation: operation.into(),
         action,
         reason: reason.into(),
     }
@@ -100,7 +101,12 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
                 return Vec::new();
             }
             let mut hits = Vec::new();
-            let force = has(&["--force", "--force-with-lease", "--mirror", "--force-if-includes"])
+            // Git takes any unambiguous prefix of a long option (`--forc`), and an option
+            // it does not know fails the push: anything spelt like a force is one.
+            let force = has(&["--mirror"])
+                || flags
+                    .iter()
+                    .any(|f| f.starts_with("--force") || (f.len() >= 5 && "--force".starts_with(*f)))
                 || flags.iter().any(|f| short_flag_has(f, 'f'));
             // refspecs after the remote
             let refspecs: Vec<&Arg> = positional.iter().skip(1).copied().collect();
@@ -163,6 +169,12 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             }
             positional.iter().map(|b| branch_delete(b.lit())).collect()
         }
+        "stash" if matches!(positional.first().map(|a| a.raw()), Some("drop" | "clear")) => vec![hit(
+            Category::GitForce,
+            "drop_stash",
+            Action::Block,
+            "git stash drop/clear deletes stashed work for good (possibly another agent's); apply it or leave it, or ask for approval",
+        )],
         "checkout" | "restore" | "switch" => {
             let forced = has(&["--force", "-f", "--discard-changes"]);
             let whole_tree = positional.iter().any(|p| matches!(p.raw(), "." | ":/" | "*" | "./"));
@@ -173,6 +185,16 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
                     "discard_changes",
                     Action::Block,
                     "this discards uncommitted changes in the whole tree; restore single files by name, or ask for approval",
+                )]
+            } else if !only_staged
+                && (sub == "restore" || rest.iter().any(|a| a.raw() == "--"))
+                && !positional.is_empty()
+            {
+                vec![hit(
+                    Category::GitForce,
+                    "discard_file_changes",
+                    Action::Warn,
+                    "this discards the uncommitted changes of the files named; make sure they are yours",
                 )]
             } else {
                 Vec::new()
@@ -262,6 +284,19 @@ pub fn scoped(path: &str) -> bool {
         && !parts.last().is_some_and(|l| l.starts_with('*') && parts.len() == 1)
 }
 
+/// Files of the operating system and its services (deleting any one of them breaks the
+/// machine): outside every project, temp directory and home.
+pub fn system_path(path: &str) -> bool {
+    const SYSTEM: &[&str] = &[
+        "/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/lib32", "/lib64", "/libx32", "/var/lib", "/var/log",
+        "/dev", "/sys", "/proc", "/root", "/snap",
+    ];
+    let path = path.trim_end_matches('/');
+    SYSTEM
+        .iter()
+        .any(|root| path == *root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
+}
+
 /// Operands that are only known at run time (`xargs` input, `find -exec {}`).
 pub const RUNTIME_OPERAND: &str = "{run-time operand}";
 
@@ -292,6 +327,14 @@ pub fn rm(args: &[Arg]) -> Vec<Hit> {
         .map(|p| credential_hit(p, "deletes"))
         .collect();
     let runtime = operands.iter().any(|o| o.lit().is_none() || o.raw() == RUNTIME_OPERAND);
+    if let Some(p) = operands.iter().filter_map(|o| o.lit()).find(|p| system_path(p)) {
+        hits.push(hit(
+            Category::MassDeletion,
+            "system_delete",
+            Action::Block,
+            format!("{p} belongs to the operating system or another program, not to this project; ask for approval"),
+        ));
+    }
     if recursive || no_preserve_root {
         let unscoped: Vec<&str> = operands
             .iter()
@@ -476,152 +519,6 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
     }
 }
 
-// ---------------------------------------------------------------- deployment
-
-fn first_positional(args: &[Arg], value_options: &[&str]) -> Option<(usize, String)> {
-    let mut i = 0;
-    while i < args.len() {
-        let raw = args[i].raw();
-        if value_options.contains(&raw) {
-            i += 2;
-        } else if raw.starts_with('-') {
-            i += 1;
-        } else {
-            return Some((i, raw.to_string()));
-        }
-    }
-    None
-}
-
-fn deploy(tool: &str, what: &str) -> Hit {
-    hit(
-        Category::ProductionDeployment,
-        "deploy",
-        Action::Block,
-        format!(
-            "{tool} {what} changes live infrastructure; run its preview (plan, diff, --dry-run) and ask for approval"
-        ),
-    )
-}
-
-pub fn infrastructure(prog: &str, args: &[Arg]) -> Option<Hit> {
-    let raws: Vec<&str> = args.iter().map(Arg::raw).collect();
-    let has = |f: &str| raws.iter().any(|a| *a == f || a.starts_with(&format!("{f}=")));
-    match prog {
-        "kubectl" | "oc" => {
-            let (i, sub) = first_positional(
-                args,
-                &[
-                    "-n",
-                    "--namespace",
-                    "--context",
-                    "--cluster",
-                    "--kubeconfig",
-                    "-s",
-                    "--server",
-                    "--user",
-                ],
-            )?;
-            let mutating = [
-                "apply",
-                "create",
-                "delete",
-                "replace",
-                "patch",
-                "scale",
-                "set",
-                "drain",
-                "cordon",
-                "uncordon",
-                "edit",
-                "autoscale",
-                "expose",
-                "run",
-                "label",
-                "annotate",
-                "taint",
-            ];
-            let rollout = sub == "rollout"
-                && args
-                    .get(i + 1)
-                    .is_some_and(|a| matches!(a.raw(), "restart" | "undo" | "resume" | "pause"));
-            let dry = raws
-                .iter()
-                .any(|a| matches!(*a, "--dry-run" | "--dry-run=client" | "--dry-run=server"));
-            ((mutating.contains(&sub.as_str()) || rollout) && !dry).then(|| deploy(prog, &sub))
-        }
-        "helm" => {
-            let (_, sub) = first_positional(args, &["-n", "--namespace", "--kube-context"])?;
-            (matches!(
-                sub.as_str(),
-                "install" | "upgrade" | "uninstall" | "delete" | "rollback"
-            ) && !has("--dry-run"))
-            .then(|| deploy(prog, &sub))
-        }
-        "terraform" | "tofu" | "terragrunt" => {
-            let (i, sub) = first_positional(args, &[])?;
-            let state_change = sub == "state"
-                && args
-                    .get(i + 1)
-                    .is_some_and(|a| matches!(a.raw(), "rm" | "mv" | "push" | "replace-provider"));
-            (matches!(
-                sub.as_str(),
-                "apply" | "destroy" | "import" | "taint" | "untaint" | "force-unlock"
-            ) || state_change)
-                .then(|| deploy(prog, &sub))
-        }
-        "pulumi" => {
-            let (_, sub) = first_positional(args, &["-s", "--stack", "-C", "--cwd"])?;
-            matches!(sub.as_str(), "up" | "update" | "destroy" | "import" | "refresh").then(|| deploy(prog, &sub))
-        }
-        "cdk" | "serverless" | "sls" => {
-            let (_, sub) = first_positional(args, &[])?;
-            matches!(sub.as_str(), "deploy" | "destroy" | "remove").then(|| deploy(prog, &sub))
-        }
-        "fly" | "flyctl" | "heroku" | "railway" => {
-            let (_, sub) = first_positional(args, &["-a", "--app"])?;
-            (sub == "deploy" || sub.ends_with(":destroy") || sub == "destroy" || sub == "up")
-                .then(|| deploy(prog, &sub))
-        }
-        "vercel" | "netlify" => (has("--prod") || raws.first().is_some_and(|s| matches!(*s, "remove" | "rm")))
-            .then(|| deploy(prog, "--prod")),
-        "ansible-playbook" => Some(deploy(prog, "runs a playbook that")),
-        "aws" => {
-            let joined = raws.join(" ");
-            let risky = [
-                "cloudformation deploy",
-                "cloudformation delete-stack",
-                "cloudformation update-stack",
-                "cloudformation create-stack",
-                "ecs update-service",
-                "lambda update-function-code",
-                "ec2 terminate-instances",
-                "rds delete-db",
-                "s3 rb",
-                "eks delete",
-                "dynamodb delete-table",
-            ];
-            if joined.starts_with("s3 rm") && has("--recursive") {
-                return Some(hit(
-                    Category::MassDeletion,
-                    "bulk_delete",
-                    Action::Block,
-                    "aws s3 rm --recursive deletes every object under the prefix; ask for approval",
-                ));
-            }
-            risky
-                .iter()
-                .any(|r| joined.contains(r))
-                .then(|| deploy(prog, raws.first().copied().unwrap_or_default()))
-        }
-        "gcloud" | "az" => raws
-            .iter()
-            .any(|a| matches!(*a, "deploy" | "delete" | "create" | "update" | "apply"))
-            .then(|| deploy(prog, &raws.iter().take(3).copied().collect::<Vec<_>>().join(" "))),
-        _ => None,
-    }
-}
-
 // ---------------------------------------------------------------- databases
 
 fn migrate_hit(what: String) -> Hit {
@@ -631,39 +528,6 @@ fn migrate_hit(what: String) -> Hit {
         Action::RequireTrust(3),
         format!("{what} changes a database schema: it needs trust level 3 or more (and a review of the migration)"),
     )
-}
-
-/// Migration runners, from their argv (program included).
-pub fn migration(argv: &[&str]) -> Option<Hit> {
-    let joined = argv.join(" ");
-    let prog = program(argv.first()?);
-    let any = |words: &[&str]| argv.iter().any(|a| words.contains(a));
-    let is = match prog {
-        "alembic" => any(&["upgrade", "downgrade", "stamp"]),
-        "rails" | "rake" => argv
-            .iter()
-            .any(|a| a.starts_with("db:") && !matches!(*a, "db:version" | "db:migrate:status")),
-        "python" | "python3" => joined.contains("manage.py migrate") || joined.contains("-m alembic upgrade"),
-        "prisma" => {
-            joined.contains("migrate deploy")
-                || joined.contains("migrate reset")
-                || joined.contains("db push")
-                || joined.contains("migrate dev")
-        }
-        "sqlx" | "diesel" | "refinery" => {
-            joined.contains("migrate run") || joined.contains("migration run") || joined.contains("database reset")
-        }
-        "flyway" => any(&["migrate", "clean", "repair", "baseline"]),
-        "liquibase" => any(&["update", "rollback", "drop-all", "dropAll"]),
-        "knex" => argv.iter().any(|a| a.starts_with("migrate:")),
-        "sequelize" | "sequelize-cli" => argv.iter().any(|a| a.starts_with("db:migrate")),
-        "goose" => any(&["up", "down", "reset", "redo", "up-to", "down-to"]),
-        "migrate" => any(&["up", "down", "drop", "force", "goto"]),
-        "dbmate" => any(&["up", "down", "migrate", "rollback", "drop"]),
-        "supabase" => joined.contains("db push") || joined.contains("db reset"),
-        _ => false,
-    };
-    is.then(|| migrate_hit(joined))
 }
 
 /// SQL a client runs: `-c`/`--command`, `-e`/`--execute`, a statement operand of

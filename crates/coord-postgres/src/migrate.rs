@@ -47,6 +47,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "audit_checkpoint_index",
         include_str!("../migrations/0014_audit_checkpoint_index.sql"),
     ),
+    (
+        15,
+        "operation_guardrails",
+        include_str!("../migrations/0015_operation_guardrails.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

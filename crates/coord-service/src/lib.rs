@@ -99,6 +99,9 @@ pub struct Coordinator {
     /// The port allocator, or why there is none (a bad `PORT_ALLOC_*` setting must fail
     /// the port operations only, never locks or the edit and commit guards).
     ports: Result<LocalPorts, CoordError>,
+    /// The guardrails' pattern registry last compiled, and the `operation_guardrails`
+    /// rows it was compiled from (compiled again only when they change).
+    patterns: ops::guardrails::PatternCache,
 }
 
 pub(crate) fn new_id() -> String {
@@ -115,6 +118,7 @@ impl Coordinator {
                 ErrorCode::NotFound,
                 "this coordinator has no port allocator configured",
             )),
+            patterns: Default::default(),
         }
     }
 

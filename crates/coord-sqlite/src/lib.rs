@@ -10,6 +10,7 @@
 mod approvals;
 mod audit;
 mod bench;
+mod guardrail_rules;
 mod handoffs;
 mod keys;
 mod locks;

@@ -17,6 +17,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (10, include_str!("../migrations/0010_guardrail_violations.sql")),
     (11, include_str!("../migrations/0011_notifications.sql")),
     (12, include_str!("../migrations/0012_audit_checkpoint_index.sql")),
+    (13, include_str!("../migrations/0013_operation_guardrails.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

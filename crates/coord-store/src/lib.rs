@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use coord_domain::approvals::{ApprovalFilter, ApprovalResult, ListApprovalsResult, NewDecision};
 use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::audit_chain::{PruneAudit, PruneAuditResult, VerifyAudit, VerifyAuditResult};
+use coord_domain::guardrail_rules::{GuardrailRule, NewRule};
 use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
 use coord_domain::keys::{ApiKeyInfo, KeyMatch, KeyOrigin, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
@@ -345,6 +346,20 @@ pub trait NotificationStore: Send + Sync {
     ) -> CoordResult<()>;
 }
 
+/// The editable pattern registry of the guardrails (`operation_guardrails`).
+#[async_trait]
+pub trait GuardrailStore: Send + Sync {
+    /// Every row, by name. Not audited: every guardrail check reads it.
+    async fn guardrail_rules(&self) -> CoordResult<Vec<GuardrailRule>>;
+    /// Every row, by name, as an audited operation (`list_guardrails`).
+    async fn list_guardrail_rules(&self, ctx: OpCtx) -> CoordResult<Vec<GuardrailRule>>;
+    /// Inserts or replaces the row of `rule.name`; `resource_limit_exceeded` past
+    /// `MAX_RULES` rows.
+    async fn set_guardrail_rule(&self, ctx: OpCtx, rule: NewRule) -> CoordResult<GuardrailRule>;
+    /// Deletes the row of `name`; `not_found` when there is none.
+    async fn delete_guardrail_rule(&self, ctx: OpCtx, name: String) -> CoordResult<String>;
+}
+
 /// Managed API keys.
 #[async_trait]
 pub trait KeyStore: Send + Sync {
@@ -432,6 +447,7 @@ pub trait Store:
     + MessageStore
     + AuditStore
     + NotificationStore
+    + GuardrailStore
     + KeyStore
     + Maintenance
     + Send
@@ -450,6 +466,7 @@ impl<
         + MessageStore
         + AuditStore
         + NotificationStore
+        + GuardrailStore
         + KeyStore
         + Maintenance
         + Send

@@ -6,9 +6,10 @@ use crate::cases::profiles::{code, give, profile, run};
 use crate::{Backend, Harness, agent, operator};
 use coord_domain::approvals::{DecideApprovalRequest, Decision};
 use coord_domain::audit::AuditQueryRequest;
+use coord_domain::guardrail_rules::{GuardrailEntry, ResetGuardrailRequest, RuleSource, SetGuardrailRequest};
 use coord_domain::guardrails::{CheckGuardrailsRequest, CheckGuardrailsResult};
 use coord_domain::profiles::Permission;
-use coord_domain::{Caller, CoordResult, ErrorCode};
+use coord_domain::{Caller, CoordResult, Empty, ErrorCode};
 use coord_service::ops::{approvals, audit, guardrails};
 use serde_json::json;
 
@@ -403,4 +404,209 @@ pub async fn guardrails_elevated_operations_notify_the_security_channel(b: &dyn 
             .is_empty(),
         "delivered is final"
     );
+}
+
+async fn registry(h: &Harness) -> Vec<GuardrailEntry> {
+    run::<guardrails::ListGuardrails>(h, &agent("reader"), Empty {})
+        .await
+        .unwrap()
+        .guardrails
+}
+
+fn set_rule(name: &str, pattern: Option<serde_json::Value>, enabled: Option<bool>) -> SetGuardrailRequest {
+    SetGuardrailRequest {
+        name: name.into(),
+        pattern,
+        enabled,
+    }
+}
+
+/// The pattern registry is data: trust 4 adds, replaces and switches off patterns, every
+/// check sees the change at once, a reset restores the built-in pattern, and nothing
+/// invalid is stored.
+pub async fn guardrails_pattern_registry_is_editable_by_trust_4(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let (me, boss) = (agent("builder"), operator("boss"));
+    let builtin = registry(&h).await;
+    assert!(builtin.len() >= 80, "{}", builtin.len());
+    assert!(builtin.iter().all(|g| g.source == RuleSource::Builtin && g.enabled));
+    assert!(check(&h, &me, "make deploy").await.is_ok());
+
+    // Added: blocks at once, with its own reason.
+    let deploy = json!({"program": "make", "words": ["deploy|release"], "operation": "deploy",
+        "category": "production_deployment", "action": "block",
+        "reason": "make {words} deploys to production; ask for approval"});
+    let set = run::<guardrails::SetGuardrail>(&h, &boss, set_rule("make-deploy", Some(deploy.clone()), None))
+        .await
+        .unwrap();
+    assert_eq!(
+        (set.guardrail.source, set.guardrail.enabled),
+        (RuleSource::Custom, true)
+    );
+    let e = check(&h, &me, "cd app && make deploy").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::DestructiveOperationBlocked);
+    assert!(e.message.contains("make deploy deploys to production"), "{}", e.message);
+    assert!(check(&h, &me, "make test").await.is_ok());
+
+    // A built-in pattern switched off, and on again; a custom one keeps its definition.
+    assert_eq!(
+        code(check(&h, &me, "ansible-playbook site.yml").await),
+        ErrorCode::DestructiveOperationBlocked
+    );
+    let off = run::<guardrails::SetGuardrail>(&h, &boss, set_rule("ansible-playbook", None, Some(false)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (off.guardrail.source, off.guardrail.enabled),
+        (RuleSource::Modified, false)
+    );
+    assert!(check(&h, &me, "ansible-playbook site.yml").await.is_ok());
+    run::<guardrails::SetGuardrail>(&h, &boss, set_rule("make-deploy", None, Some(false)))
+        .await
+        .unwrap();
+    assert!(check(&h, &me, "make deploy").await.is_ok());
+    let on = run::<guardrails::SetGuardrail>(&h, &boss, set_rule("make-deploy", None, Some(true)))
+        .await
+        .unwrap();
+    assert_eq!(on.guardrail.pattern["words"], json!(["deploy|release"]));
+    assert!(check(&h, &me, "make release").await.is_err());
+
+    // A built-in pattern replaced: the new definition applies.
+    let narrower = json!({"program": "terraform|tofu", "words": ["destroy"], "operation": "deploy",
+        "category": "production_deployment", "action": "block", "reason": "destroying infrastructure"});
+    run::<guardrails::SetGuardrail>(&h, &boss, set_rule("terraform-change", Some(narrower), None))
+        .await
+        .unwrap();
+    assert!(check(&h, &me, "terraform apply").await.is_ok());
+    assert!(check(&h, &me, "terraform destroy").await.is_err());
+    let listed = registry(&h).await;
+    let changed: Vec<(&str, RuleSource, bool)> = listed
+        .iter()
+        .filter(|g| g.source != RuleSource::Builtin)
+        .map(|g| (g.name.as_str(), g.source, g.enabled))
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            ("terraform-change", RuleSource::Modified, true),
+            ("ansible-playbook", RuleSource::Modified, false),
+            ("make-deploy", RuleSource::Custom, true),
+        ]
+    );
+    assert_eq!(listed.len(), builtin.len() + 1);
+    assert!(
+        listed
+            .iter()
+            .all(|g| g.source == RuleSource::Builtin || g.updated_by.as_deref() == Some("boss"))
+    );
+
+    // Reset: a built-in one is back as shipped, a custom one is gone.
+    let r = run::<guardrails::ResetGuardrail>(
+        &h,
+        &boss,
+        ResetGuardrailRequest {
+            name: "terraform-change".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(r.builtin_restored);
+    assert!(check(&h, &me, "terraform apply").await.is_err());
+    let r = run::<guardrails::ResetGuardrail>(
+        &h,
+        &boss,
+        ResetGuardrailRequest {
+            name: "make-deploy".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(!r.builtin_restored);
+    assert!(check(&h, &me, "make deploy").await.is_ok());
+    let e = run::<guardrails::ResetGuardrail>(
+        &h,
+        &boss,
+        ResetGuardrailRequest {
+            name: "make-deploy".into(),
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotFound);
+
+    // Bad input is refused and stores nothing.
+    for (name, pattern, enabled) in [
+        ("bad name!", Some(deploy.clone()), None),
+        (
+            "globs",
+            Some(json!({"program": "x", "words": ["[unclosed"], "operation": "deploy",
+            "category": "production_deployment", "action": "block", "reason": "r"})),
+            None,
+        ),
+        (
+            "fields",
+            Some(json!({"program": "x", "colour": "red", "operation": "deploy",
+            "category": "production_deployment", "action": "block", "reason": "r"})),
+            None,
+        ),
+        (
+            "category",
+            Some(json!({"program": "x", "operation": "deploy",
+            "category": "unverifiable", "action": "block", "reason": "r"})),
+            None,
+        ),
+        (
+            "action",
+            Some(json!({"program": "x", "operation": "deploy",
+            "category": "production_deployment", "action": "allow", "reason": "r"})),
+            None,
+        ),
+        ("other-name", Some(json!({"name": "x", "program": "x"})), None),
+    ] {
+        let e = run::<guardrails::SetGuardrail>(&h, &boss, set_rule(name, pattern, enabled))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidGuardrail, "{name}: {e:?}");
+    }
+    let e = run::<guardrails::SetGuardrail>(&h, &boss, set_rule("no-such-pattern", None, Some(false)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotFound);
+    let after = registry(&h).await;
+    assert_eq!(
+        after.iter().filter(|g| g.source != RuleSource::Builtin).count(),
+        1,
+        "only ansible-playbook is still changed"
+    );
+
+    // Only trust 4 changes the registry; everyone reads it.
+    if h.door != crate::Door::Http {
+        let e = run::<guardrails::SetGuardrail>(&h, &me, set_rule("ansible-playbook", None, Some(true)))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InsufficientTrustLevel);
+        let e = run::<guardrails::ResetGuardrail>(
+            &h,
+            &me,
+            ResetGuardrailRequest {
+                name: "ansible-playbook".into(),
+            },
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InsufficientTrustLevel);
+    }
+    // Changes are audited.
+    let log = run::<audit::QueryAudit>(
+        &h,
+        &operator("auditor"),
+        AuditQueryRequest {
+            operation: Some("set_guardrail".into()),
+            limit: Some(50),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(log.entries.len() >= 5, "{}", log.entries.len());
 }

@@ -6,12 +6,18 @@
 use crate::Coordinator;
 use crate::op::{Http, Operation};
 use coord_domain::access::{Access, Effect};
+use coord_domain::guardrail_rules::{
+    GuardrailEntry, GuardrailRule, ListGuardrailsResult, NewRule, ResetGuardrailRequest, ResetGuardrailResult,
+    RuleSource, SetGuardrailRequest, SetGuardrailResult, validate_name, validate_set,
+};
 use coord_domain::guardrails::{
     self, CheckGuardrailsRequest, CheckGuardrailsResult, Finding, GuardCheck, validate_check,
 };
-use coord_domain::profiles::{self, Need};
-use coord_domain::{CoordError, CoordResult, Identity};
+use coord_domain::profiles::{self, Need, Permission};
+use coord_domain::{CoordError, CoordResult, Empty, ErrorCode, Identity};
+use coord_guardrails::patterns::{Pattern, Patterns, builtin, builtin_patterns};
 use coord_store::{OpCtx, UsageOf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 pub struct CheckGuardrails;
 impl Operation for CheckGuardrails {
@@ -42,10 +48,11 @@ impl Operation for CheckGuardrails {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, check: GuardCheck) -> CoordResult<CheckGuardrailsResult> {
+        let patterns = patterns(c).await?;
         let mut findings = check
             .command
             .as_deref()
-            .map(coord_guardrails::analyze)
+            .map(|cmd| coord_guardrails::analyze_with(cmd, &patterns))
             .unwrap_or_default();
         findings.extend(coord_guardrails::analyze_files(&check.files));
         let (result, refusal) = judge(c, &ctx, findings).await?;
@@ -87,4 +94,217 @@ pub(crate) async fn enforce(c: &Coordinator, ctx: &OpCtx, findings: Vec<Finding>
         c.store().guard_decision(ctx.clone(), result, refusal).await?;
     }
     Ok(())
+}
+
+/// The rows of `operation_guardrails` and the registry compiled from them.
+type CompiledRows = (Vec<GuardrailRule>, Arc<Patterns>);
+
+/// The pattern registry last compiled and the rows it came from.
+#[derive(Clone, Default)]
+pub(crate) struct PatternCache(Arc<Mutex<Option<CompiledRows>>>);
+
+/// The pattern registry in effect: the built-in patterns, replaced, switched off or added
+/// to by the rows of `operation_guardrails` (read on every check, so a change made
+/// through any coordinator sharing the database applies at once; compiled again only
+/// when the rows change). A row that no longer compiles fails the check (closed): fix
+/// or reset it.
+pub(crate) async fn patterns(c: &Coordinator) -> CoordResult<Arc<Patterns>> {
+    let rows = c.store().guardrail_rules().await?;
+    let cache = &c.patterns.0;
+    if let Some((seen, compiled)) = cache.lock().unwrap_or_else(PoisonError::into_inner).as_ref()
+        && *seen == rows
+    {
+        return Ok(compiled.clone());
+    }
+    let compiled = Arc::new(if rows.is_empty() {
+        builtin().clone()
+    } else {
+        let effective = merge(&rows)?
+            .into_iter()
+            .filter(|(e, _)| e.enabled)
+            .map(|(_, p)| p)
+            .collect();
+        Patterns::new(effective).map_err(|e| invalid(e.to_string()))?
+    });
+    *cache.lock().unwrap_or_else(PoisonError::into_inner) = Some((rows, compiled.clone()));
+    Ok(compiled)
+}
+
+fn invalid(message: String) -> CoordError {
+    CoordError::new(ErrorCode::InvalidGuardrail, message)
+}
+
+fn parse(value: &serde_json::Value) -> CoordResult<Pattern> {
+    serde_json::from_value(value.clone()).map_err(|e| invalid(format!("pattern: {e}")))
+}
+
+/// The registry as listed: every built-in pattern (as a row left, changed or switched
+/// it off) and every pattern a row added, by name.
+fn merge(rows: &[GuardrailRule]) -> CoordResult<Vec<(GuardrailEntry, Pattern)>> {
+    let mut out: Vec<(GuardrailEntry, Pattern)> = builtin_patterns()
+        .into_iter()
+        .map(|p| {
+            let entry = GuardrailEntry {
+                name: p.name.clone(),
+                source: RuleSource::Builtin,
+                enabled: true,
+                pattern: serde_json::to_value(&p).unwrap_or_default(),
+                updated_by: None,
+                updated_at: None,
+            };
+            (entry, p)
+        })
+        .collect();
+    for row in rows {
+        let at = out.iter().position(|(e, _)| e.name == row.name);
+        let pattern = match (&row.pattern, at) {
+            (Some(v), _) => parse(v).map_err(|e| {
+                invalid(format!(
+                    "the guardrail row {} no longer reads ({}); fix it with set_guardrail or remove it with reset_guardrail",
+                    row.name, e.message
+                ))
+            })?,
+            (None, Some(i)) => out[i].1.clone(),
+            (None, None) => continue, // switches off a pattern that no longer exists
+        };
+        let entry = GuardrailEntry {
+            name: row.name.clone(),
+            source: if at.is_some() {
+                RuleSource::Modified
+            } else {
+                RuleSource::Custom
+            },
+            enabled: row.enabled,
+            pattern: serde_json::to_value(&pattern).unwrap_or_default(),
+            updated_by: Some(row.updated_by.clone()),
+            updated_at: Some(row.updated_at),
+        };
+        match at {
+            Some(i) => out[i] = (entry, pattern),
+            None => out.push((entry, pattern)),
+        }
+    }
+    Ok(out)
+}
+
+pub struct ListGuardrails;
+impl Operation for ListGuardrails {
+    const NAME: &'static str = "list_guardrails";
+    const SUMMARY: &'static str = "List the guardrails' pattern registry (built-in, modified and custom patterns)";
+    const DESCRIPTION: &'static str = "List the argv patterns check_guardrails applies besides its built-in \
+        structural rules (git, rm, find, SQL, credential files): each with source builtin, modified (a built-in \
+        one replaced or switched off) or custom, enabled, the pattern (program, words, options, unless, \
+        value_options, operation, category, action, reason) and who changed it when. Answers {success:true, \
+        guardrails:[...]}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    const HTTP: &'static [Http] = &[Http::get("/guardrails").input(crate::op::Input::None)];
+    const EXAMPLE: &'static str = "{}";
+    type Request = Empty;
+    type Response = ListGuardrailsResult;
+    type Args = ();
+
+    fn validate(_: &Coordinator, _: &Identity, _: Empty) -> CoordResult<()> {
+        Ok(())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, (): ()) -> CoordResult<ListGuardrailsResult> {
+        let rows = c.store().list_guardrail_rules(ctx).await?;
+        Ok(ListGuardrailsResult {
+            success: true,
+            guardrails: merge(&rows)?.into_iter().map(|(e, _)| e).collect(),
+        })
+    }
+}
+
+pub struct SetGuardrail;
+impl Operation for SetGuardrail {
+    const NAME: &'static str = "set_guardrail";
+    const SUMMARY: &'static str = "Add, replace or switch off a pattern of the guardrails' registry (administrators)";
+    const DESCRIPTION: &'static str = "Change the guardrails' pattern registry: with a pattern, add it (a new \
+        name) or replace the built-in pattern of that name; with only enabled:false, switch the built-in (or \
+        custom) pattern of that name off (enabled:true switches it on again). The pattern is compiled first: \
+        an invalid glob, category or action is refused with invalid_guardrail and nothing is stored. Applies \
+        to every check at once. Trust 4 (manage_policies). Answers {success:true, guardrail:{...}}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::admin(Permission::ManagePolicies);
+    const HTTP: &'static [Http] = &[Http::post("/guardrails/set").errors(&[404])];
+    const EXAMPLE: &'static str = "{\"name\": \"make-deploy\", \"pattern\": {\"program\": \"make\", \"words\": \
+        [\"deploy|release\"], \"operation\": \"deploy\", \"category\": \"production_deployment\", \"action\": \
+        \"block\", \"reason\": \"make {words} deploys to production; ask for approval\"}}";
+    type Request = SetGuardrailRequest;
+    type Response = SetGuardrailResult;
+    type Args = NewRule;
+
+    fn validate(_: &Coordinator, _: &Identity, req: SetGuardrailRequest) -> CoordResult<NewRule> {
+        let rule = validate_set(req)?;
+        if let Some(v) = &rule.pattern {
+            coord_guardrails::patterns::Compiled::new(parse(v)?).map_err(|e| invalid(e.message))?;
+        }
+        Ok(rule)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, mut rule: NewRule) -> CoordResult<SetGuardrailResult> {
+        let rows = c.store().guardrail_rules().await?;
+        if rule.pattern.is_none() {
+            // Switching a pattern on or off keeps a custom pattern's definition.
+            let custom = rows
+                .iter()
+                .find(|r| r.name == rule.name)
+                .and_then(|r| r.pattern.clone());
+            if custom.is_none() && !builtin().patterns().any(|p| p.name == rule.name) {
+                return Err(CoordError::new(
+                    ErrorCode::NotFound,
+                    format!("no pattern named {}: give the pattern to add it", rule.name),
+                ));
+            }
+            rule.pattern = custom;
+        }
+        let name = rule.name.clone();
+        let row = c.store().set_guardrail_rule(ctx, rule).await?;
+        // The answer is this row over the built-in patterns (another row that no longer
+        // reads must not fail a change that is already stored).
+        let guardrail = merge(std::slice::from_ref(&row))?
+            .into_iter()
+            .map(|(e, _)| e)
+            .find(|e| e.name == name)
+            .ok_or_else(|| CoordError::new(ErrorCode::NotFound, format!("no pattern named {name}")))?;
+        Ok(SetGuardrailResult {
+            success: true,
+            guardrail,
+        })
+    }
+}
+
+pub struct ResetGuardrail;
+impl Operation for ResetGuardrail {
+    const NAME: &'static str = "reset_guardrail";
+    const SUMMARY: &'static str =
+        "Undo a change to the guardrails' registry: remove a custom pattern or restore a built-in one";
+    const DESCRIPTION: &'static str = "Remove the registry row of name: a custom pattern is gone, a built-in \
+        pattern is in effect again as shipped. not_found when nothing was changed under that name. Trust 4 \
+        (manage_policies). Answers {success:true, name, builtin_restored}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::admin(Permission::ManagePolicies);
+    const HTTP: &'static [Http] = &[Http::post("/guardrails/reset").errors(&[404])];
+    const EXAMPLE: &'static str = "{\"name\": \"kubectl-mutate\"}";
+    type Request = ResetGuardrailRequest;
+    type Response = ResetGuardrailResult;
+    type Args = String;
+
+    fn validate(_: &Coordinator, _: &Identity, req: ResetGuardrailRequest) -> CoordResult<String> {
+        validate_name(&req.name)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, name: String) -> CoordResult<ResetGuardrailResult> {
+        let name = c.store().delete_guardrail_rule(ctx, name).await?;
+        Ok(ResetGuardrailResult {
+            success: true,
+            builtin_restored: builtin().patterns().any(|p| p.name == name),
+            name,
+        })
+    }
 }

@@ -99,7 +99,8 @@ impl Operation for CompleteWork {
         if done.success
             && let Some(changes) = &changes
         {
-            let findings = coord_guardrails::analyze_changes(changes);
+            let patterns = crate::ops::guardrails::patterns(c).await?;
+            let findings = coord_guardrails::analyze_changes_with(changes, &patterns);
             crate::ops::guardrails::enforce(c, &ctx, findings).await?;
         }
         c.store().complete_work(ctx, done).await

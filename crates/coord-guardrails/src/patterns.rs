@@ -1,0 +1,489 @@
+//! The registry of argv patterns, as data: which invocations of which program are
+//! destructive (`kubectl apply`, `terraform destroy`, `vault secrets disable`,
+//! `rsync --delete`, `kafka-topics --delete`, migration runners, ...).
+//!
+//! Structural rules that need code (git refspecs and protected branches, `rm` scoping,
+//! `find`, SQL, credential files, wrappers) stay in [`crate::rules`]; every rule that is
+//! "this program, these subcommand words, these options" is a [`Pattern`] here, loaded
+//! from `patterns_builtin.json`, so it can be read, listed and extended without code.
+//!
+//! A pattern matches one command (after wrappers are peeled off) when:
+//! - `program` matches the program name (`/usr/bin/aws` is `aws`);
+//! - `words` match its leading positional arguments in order (`anywhere`: a run of
+//!   positionals anywhere). Options are skipped; those in `value_options` take the next
+//!   word as their value, so it is not a positional;
+//! - every entry of `options` is present (`--prune`; `-X=DELETE` for an option with a
+//!   value, however it is spelled: `-X DELETE`, `-XDELETE`, `--request=DELETE`);
+//! - no entry of `unless` is present, as an option or a positional (`--dry-run`).
+//!
+//! Every text is a list of alternatives separated by `|`, each a glob (`*` any text).
+//! A subcommand word only known at run time (`kubectl $VERB`) where a pattern of the
+//! program would look is itself a finding: it cannot be verified.
+
+use crate::rules::Hit;
+use crate::walk::Arg;
+use coord_domain::guardrails::{Action, Category};
+use globset::{GlobBuilder, GlobMatcher};
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// One pattern as written (JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pattern {
+    /// Unique name, e.g. `kubectl-mutate`.
+    pub name: String,
+    pub program: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub words: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub anywhere: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unless: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub value_options: Vec<String>,
+    pub operation: String,
+    pub category: Category,
+    pub action: Action,
+    /// Why, and what to do instead; `{program}` and `{words}` are replaced by the
+    /// program and the positionals the pattern matched.
+    pub reason: String,
+}
+
+/// Why a pattern cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("guardrail pattern {name}: {message}")]
+pub struct PatternError {
+    pub name: String,
+    pub message: String,
+}
+
+/// A `|`-separated list of globs.
+#[derive(Debug, Clone)]
+struct Alternatives(Vec<GlobMatcher>);
+
+impl Alternatives {
+    fn parse(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Err("an empty text matches nothing".into());
+        }
+        text.split('|')
+            .map(|alt| glob(alt, false))
+            .collect::<Result<_, _>>()
+            .map(Alternatives)
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        self.0.iter().any(|g| g.is_match(text))
+    }
+}
+
+/// An option condition: alternatives, each a name glob and, for `NAME=VALUE`, a value
+/// glob (compared without case: `-X=DELETE` matches `-X delete`).
+#[derive(Debug, Clone)]
+struct OptionSpec(Vec<OptionAlt>);
+
+#[derive(Debug, Clone)]
+struct OptionAlt {
+    name: GlobMatcher,
+    value: Option<GlobMatcher>,
+    /// `-n`: also found inside a bundle of short flags (`-avn`).
+    short: Option<char>,
+}
+
+fn glob(text: &str, case_insensitive: bool) -> Result<GlobMatcher, String> {
+    if text.is_empty() {
+        return Err("an empty alternative matches nothing".into());
+    }
+    GlobBuilder::new(text)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .case_insensitive(case_insensitive)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| format!("`{text}` is not a valid glob: {e}"))
+}
+
+impl OptionSpec {
+    fn parse(text: &str) -> Result<Self, String> {
+        text.split('|')
+            .map(|alt| {
+                let (name, value) = match alt.split_once('=') {
+                    Some((n, v)) => (n, Some(glob(v, true)?)),
+                    None => (alt, None),
+                };
+                let short = match name.as_bytes() {
+                    [b'-', c] if c.is_ascii_alphanumeric() && value.is_none() => Some(*c as char),
+                    _ => None,
+                };
+                Ok(OptionAlt {
+                    name: glob(name, false)?,
+                    value,
+                    short,
+                })
+            })
+            .collect::<Result<_, String>>()
+            .map(OptionSpec)
+    }
+
+    fn is_match(&self, o: &Opt) -> bool {
+        self.0.iter().any(|alt| {
+            if alt.name.is_match(&o.name) {
+                // `--dry-run` is the option alone: `--dry-run=none` is another spelling
+                // (and a real run); `--dry-run=*` takes any value.
+                return match (&alt.value, o.value.as_deref()) {
+                    (None, None) => true,
+                    (None, Some(_)) => o.separate,
+                    (Some(v), Some(x)) => v.is_match(x),
+                    (Some(_), None) => false,
+                };
+            }
+            alt.short.is_some_and(|c| o.bundle.contains(c))
+        })
+    }
+}
+
+/// A pattern ready to match.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub pattern: Pattern,
+    program: Alternatives,
+    words: Vec<Alternatives>,
+    options: Vec<OptionSpec>,
+    unless: Vec<(OptionSpec, Alternatives)>,
+}
+
+impl Compiled {
+    pub fn new(pattern: Pattern) -> Result<Self, PatternError> {
+        let err = |message: String| PatternError {
+            name: pattern.name.clone(),
+            message,
+        };
+        let valid_name = !pattern.name.is_empty()
+            && pattern.name.len() <= 64
+            && pattern
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid_name {
+            return Err(err("a name is 1 to 64 letters, digits, '-', '_' or '.'".into()));
+        }
+        let valid_operation = !pattern.operation.is_empty()
+            && pattern.operation.len() <= 64
+            && pattern
+                .operation
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid_operation {
+            return Err(err("an operation is 1 to 64 of a-z, 0-9 and '_'".into()));
+        }
+        if pattern.reason.trim().is_empty() || pattern.reason.len() > 500 {
+            return Err(err("a reason is 1 to 500 characters".into()));
+        }
+        if pattern.category == Category::Unverifiable {
+            return Err(err("the unverifiable category is the analyser's own".into()));
+        }
+        let program = Alternatives::parse(&pattern.program).map_err(err)?;
+        let words = pattern
+            .words
+            .iter()
+            .map(|w| Alternatives::parse(w))
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
+        let options = pattern
+            .options
+            .iter()
+            .map(|o| OptionSpec::parse(o))
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
+        let unless = pattern
+            .unless
+            .iter()
+            .map(|u| Ok((OptionSpec::parse(u)?, Alternatives::parse(u)?)))
+            .collect::<Result<_, String>>()
+            .map_err(err)?;
+        Ok(Compiled {
+            pattern,
+            program,
+            words,
+            options,
+            unless,
+        })
+    }
+
+    /// The finding of this pattern for `prog args`, if it matches.
+    fn check(&self, prog: &str, args: &[Arg]) -> Option<Hit> {
+        if !self.program.is_match(prog) {
+            return None;
+        }
+        let p = &self.pattern;
+        let (opts, positionals) = split(args, &p.value_options);
+        if !self.options.iter().all(|spec| opts.iter().any(|o| spec.is_match(o))) {
+            return None;
+        }
+        let unless = |(spec, alts): &(OptionSpec, Alternatives)| {
+            opts.iter().any(|o| spec.is_match(o)) || positionals.iter().any(|a| alts.is_match(a.raw()))
+        };
+        if self.unless.iter().any(unless) {
+            return None;
+        }
+        let n = self.words.len();
+        let matched = if p.anywhere {
+            let start = (0..=positionals.len().saturating_sub(n)).find(|&s| {
+                positionals.len() >= s + n
+                    && self
+                        .words
+                        .iter()
+                        .zip(&positionals[s..])
+                        .all(|(w, a)| a.lit().is_some_and(|t| w.is_match(t)))
+            })?;
+            &positionals[start..start + n]
+        } else {
+            if positionals.len() < n {
+                return None;
+            }
+            for (w, a) in self.words.iter().zip(&positionals) {
+                match a {
+                    Arg::Lit(t) if w.is_match(t) => {}
+                    Arg::Lit(_) => return None,
+                    Arg::Unknown(raw) => {
+                        return Some(Hit {
+                            category: Category::Unverifiable,
+                            operation: "dynamic_command".into(),
+                            action: Action::Block,
+                            reason: format!("the {prog} subcommand `{raw}` is only known at run time; write it out"),
+                        });
+                    }
+                }
+            }
+            &positionals[..n]
+        };
+        let words = matched.iter().map(Arg::raw).collect::<Vec<_>>().join(" ");
+        Some(Hit {
+            category: p.category,
+            operation: p.operation.clone(),
+            action: p.action,
+            reason: p.reason.replace("{program}", prog).replace("{words}", &words),
+        })
+    }
+}
+
+/// One option of a command line.
+#[derive(Debug)]
+struct Opt {
+    /// `--request`, `-X`.
+    name: String,
+    value: Option<String>,
+    /// The value is the next word (`-X DELETE`), not written into the option.
+    separate: bool,
+    /// The letters of a bundle of short flags (`-avn`: "avn"), empty otherwise.
+    bundle: String,
+}
+
+/// Options and positionals, `value_options` taking the next word (or the rest of a short
+/// option, `-XDELETE`) as their value.
+fn split(args: &[Arg], value_options: &[String]) -> (Vec<Opt>, Vec<Arg>) {
+    let takes_value = |name: &str| value_options.iter().any(|v| v == name);
+    let (mut opts, mut positionals) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < args.len() {
+        let raw = args[i].raw();
+        i += 1;
+        if raw == "--" {
+            positionals.extend(args[i..].iter().cloned());
+            break;
+        }
+        if !raw.starts_with('-') || raw.len() == 1 || matches!(args[i - 1], Arg::Unknown(_)) {
+            positionals.push(args[i - 1].clone());
+            continue;
+        }
+        if let Some((name, value)) = raw.split_once('=').filter(|_| raw.starts_with("--")) {
+            opts.push(Opt {
+                name: name.into(),
+                value: Some(value.into()),
+                separate: false,
+                bundle: String::new(),
+            });
+            continue;
+        }
+        if takes_value(raw) {
+            let value = args.get(i).map(|a| a.raw().to_string());
+            i += 1;
+            opts.push(Opt {
+                name: raw.into(),
+                value,
+                separate: true,
+                bundle: String::new(),
+            });
+            continue;
+        }
+        let short = !raw.starts_with("--") && raw.len() > 2;
+        if short && takes_value(&raw[..2]) {
+            opts.push(Opt {
+                name: raw[..2].into(),
+                value: Some(raw[2..].into()),
+                separate: true,
+                bundle: String::new(),
+            });
+            continue;
+        }
+        opts.push(Opt {
+            name: raw.into(),
+            value: None,
+            separate: false,
+            bundle: if short { raw[1..].into() } else { String::new() },
+        });
+    }
+    (opts, positionals)
+}
+
+/// A set of patterns, matched in order: every pattern that matches gives a finding.
+#[derive(Debug, Clone, Default)]
+pub struct Patterns(Vec<Compiled>);
+
+impl Patterns {
+    pub fn new(patterns: Vec<Pattern>) -> Result<Self, PatternError> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::with_capacity(patterns.len());
+        for p in patterns {
+            if !seen.insert(p.name.clone()) {
+                return Err(PatternError {
+                    name: p.name,
+                    message: "two patterns have this name".into(),
+                });
+            }
+            out.push(Compiled::new(p)?);
+        }
+        Ok(Patterns(out))
+    }
+
+    pub fn patterns(&self) -> impl Iterator<Item = &Pattern> {
+        self.0.iter().map(|c| &c.pattern)
+    }
+
+    pub fn check(&self, prog: &str, args: &[Arg]) -> Vec<Hit> {
+        self.0.iter().filter_map(|c| c.check(prog, args)).collect()
+    }
+}
+
+/// The built-in patterns (`patterns_builtin.json`), as written.
+pub fn builtin_patterns() -> Vec<Pattern> {
+    serde_json::from_str(include_str!("patterns_builtin.json")).expect("patterns_builtin.json is valid (tested)")
+}
+
+/// The built-in patterns, compiled once.
+pub fn builtin() -> &'static Patterns {
+    static BUILTIN: OnceLock<Patterns> = OnceLock::new();
+    BUILTIN.get_or_init(|| Patterns::new(builtin_patterns()).expect("patterns_builtin.json compiles (tested)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(line: &str) -> Vec<Arg> {
+        line.split_whitespace().map(|w| Arg::Lit(w.into())).collect()
+    }
+
+    fn pattern(json: serde_json::Value) -> Result<Compiled, PatternError> {
+        Compiled::new(serde_json::from_value(json).expect("a pattern"))
+    }
+
+    #[test]
+    fn builtin_patterns_compile_and_have_distinct_names() {
+        let all = builtin_patterns();
+        assert!(all.len() >= 80);
+        assert_eq!(builtin().patterns().count(), all.len());
+    }
+
+    #[test]
+    fn matching_reads_words_options_and_values() {
+        let p = pattern(serde_json::json!({
+            "name": "t", "program": "tool|tool2", "words": ["db", "drop|reset"],
+            "options": ["--force|-f"], "unless": ["--dry-run|-n"], "value_options": ["-c", "--config"],
+            "operation": "bulk_delete", "category": "mass_deletion", "action": "block",
+            "reason": "{program} {words} drops"
+        }))
+        .unwrap();
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("tool", "db drop --force", Some("tool db drop drops")),
+            ("tool2", "-c x.toml db reset -f", Some("tool2 db reset drops")),
+            ("tool", "--config=x db drop -vf", Some("tool db drop drops")),
+            ("tool", "db drop", None),              // --force missing
+            ("tool", "db drop -f --dry-run", None), // unless
+            ("tool", "db drop -fn", None),          // unless, in a bundle
+            ("tool", "-c db drop -f", None),        // `db` is -c's value: words are `drop -f`
+            ("tool", "db list -f", None),
+            ("other", "db drop -f", None),
+        ];
+        for (prog, line, want) in cases {
+            let got = p.check(prog, &argv(line)).map(|h| h.reason);
+            assert_eq!(got.as_deref(), *want, "{prog} {line}");
+        }
+    }
+
+    #[test]
+    fn option_values_and_spellings() {
+        let p = pattern(serde_json::json!({
+            "name": "curl", "program": "curl", "words": ["*:9200/*"], "anywhere": true,
+            "options": ["-X=DELETE|--request=DELETE"], "value_options": ["-X", "--request", "-H"],
+            "unless": ["--dry-run"],
+            "operation": "bulk_delete", "category": "mass_deletion", "action": "block", "reason": "r"
+        }))
+        .unwrap();
+        for (line, hit) in [
+            ("-X DELETE http://h:9200/idx", true),
+            ("-XDELETE http://h:9200/idx", true),
+            ("--request=delete -H a:b http://h:9200/idx", true),
+            ("-X GET http://h:9200/idx", false),
+            ("-X DELETE http://h:8080/idx", false),
+            ("-X DELETE --dry-run http://h:9200/idx", false),
+            ("-X DELETE --dry-run=none http://h:9200/idx", true), // another option, a real run
+        ] {
+            assert_eq!(p.check("curl", &argv(line)).is_some(), hit, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_subcommand_only_known_at_run_time_is_unverifiable() {
+        let p = &builtin();
+        let hits = p.check("kubectl", &[Arg::Unknown("$VERB".into()), Arg::Lit("x".into())]);
+        assert_eq!(hits[0].category, Category::Unverifiable);
+        assert!(p.check("kubectl", &argv("get pods")).is_empty());
+    }
+
+    #[test]
+    fn bad_patterns_are_refused_with_the_reason() {
+        let base = serde_json::json!({
+            "name": "ok", "program": "x", "operation": "deploy", "category": "production_deployment",
+            "action": "block", "reason": "r"
+        });
+        let with = |k: &str, v: serde_json::Value| {
+            let mut b = base.clone();
+            b[k] = v;
+            b
+        };
+        assert!(pattern(base.clone()).is_ok());
+        for (bad, why) in [
+            (with("name", "".into()), "name"),
+            (with("name", "a b".into()), "name"),
+            (with("operation", "Deploy!".into()), "operation"),
+            (with("program", "".into()), "empty"),
+            (with("words", serde_json::json!(["a||b"])), "empty"),
+            (with("words", serde_json::json!(["[a"])), "glob"),
+            (with("reason", " ".into()), "reason"),
+            (with("category", "unverifiable".into()), "unverifiable"),
+        ] {
+            let e = pattern(bad.clone()).unwrap_err();
+            assert!(e.message.contains(why), "{bad}: {e}");
+        }
+        assert!(serde_json::from_value::<Pattern>(with("colour", "red".into())).is_err());
+        let twice = vec![
+            serde_json::from_value::<Pattern>(base.clone()).unwrap(),
+            serde_json::from_value::<Pattern>(base).unwrap(),
+        ];
+        assert!(Patterns::new(twice).unwrap_err().message.contains("two patterns"));
+    }
+}
