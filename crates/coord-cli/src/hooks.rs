@@ -334,6 +334,12 @@ async fn guard(req: CheckGuardrailsRequest, coord: &dyn Coordination, ctx: &Cont
             });
             Ok(Some(deny(format!("coord guardrails: {}.{approval}", e.message))))
         }
+        // A registry row that no longer reads: the coordinator's own patterns cannot be
+        // applied, and the built-in ones alone would ignore them. Refused.
+        Err(e) if e.code == ErrorCode::InvalidGuardrail => Ok(Some(deny(format!(
+            "coord guardrails: the pattern registry cannot be read ({}); a person must fix it (coord guard rules)",
+            e.message
+        )))),
         // Any other failure (the coordinator unreachable, a key expired, a request it
         // refused to read) must not let the call through: decide locally.
         Err(e) => {

@@ -1,38 +1,57 @@
 //! Code for another interpreter inside a command line (`python -c`, `node -e`,
 //! `ruby -e`, `perl -e`, `php -r`, or a here-document fed to one).
 //!
-//! These languages are not parsed: the code is read lexically, for the two ways it
-//! destroys things — running a shell command (`os.system`, `subprocess.run`,
-//! `execSync`, `system`, backticks), whose string literals are then analysed as shell
-//! command lines, and calling a deletion API (`shutil.rmtree`, `fs.rmSync`,
-//! `FileUtils.rm_rf`, `os.remove`, `unlink`), judged as the equivalent `rm`. Code that
-//! does neither is not a finding; a deletion whose path is not a literal is (the rules
-//! of `rm` decide).
+//! These languages are not parsed: the code is read lexically (strings, comments and
+//! brackets of its language), for the two ways it destroys things — running a shell
+//! command (`os.system`, `subprocess.run`, `execSync`, `system`, backticks), whose command
+//! line (or argument list) is then analysed like any other, and calling a deletion API
+//! (`shutil.rmtree`, `fs.rmSync`, `FileUtils.rm_rf`, `os.remove`, `unlink`), judged as
+//! the equivalent `rm`. A string the lexer cannot close fails closed: the code cannot be
+//! read. Code that does neither is not a finding.
 
+use crate::rules::RUNTIME_OPERAND;
 use crate::walk::Arg;
 
-/// The language of an interpreter, and the options that carry inline code.
-pub fn interpreter(prog: &str) -> Option<&'static [&'static str]> {
-    let base = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    Some(match base {
-        "python" | "pypy" => &["-c"],
-        "node" | "nodejs" | "bun" | "deno" => &["-e", "--eval", "-p", "--print", "eval"],
-        "ruby" | "perl" => &["-e", "-E"],
-        "php" => &["-r"],
-        _ => return None,
-    })
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    Python,
+    Js,
+    Ruby,
+    Perl,
+    Php,
 }
 
-/// What inline code does that the shell analysis must judge: shell command lines it runs,
-/// and `rm` argument lists equivalent to its deletions.
+/// An interpreter: its language, the short options that carry code (`-c`, `-e`) and the
+/// long ones (`--eval`).
+pub struct Interpreter {
+    pub lang: Lang,
+    pub letters: &'static [char],
+    pub long: &'static [&'static str],
+}
+
+pub fn interpreter(prog: &str) -> Option<Interpreter> {
+    let base = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let (lang, letters, long): (Lang, &'static [char], &'static [&'static str]) = match base {
+        "python" | "pypy" => (Lang::Python, &['c'], &[]),
+        "node" | "nodejs" | "bun" | "deno" => (Lang::Js, &['e', 'p'], &["--eval", "--print", "eval"]),
+        "ruby" => (Lang::Ruby, &['e'], &[]),
+        "perl" => (Lang::Perl, &['e', 'E'], &[]),
+        "php" => (Lang::Php, &['r'], &[]),
+        _ => return None,
+    };
+    Some(Interpreter { lang, letters, long })
+}
+
+/// What inline code does that the shell analysis must judge: command lines it runs,
+/// argument lists it runs (no shell), and `rm` argument lists equivalent to its deletions.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct InlineEffects {
     pub shell: Vec<String>,
+    pub argvs: Vec<Vec<Arg>>,
     pub deletions: Vec<Vec<Arg>>,
 }
 
-/// Calls that run a shell command (their string literals are command lines, or the words
-/// of one when they form a list).
+/// Calls that run a command in every language they exist in.
 const SHELL_CALLS: &[&str] = &[
     "os.system",
     "os.popen",
@@ -43,52 +62,78 @@ const SHELL_CALLS: &[&str] = &[
     "subprocess.Popen",
     "subprocess.getoutput",
     "subprocess.getstatusoutput",
+    "commands.getoutput",
+    "pty.spawn",
     "execSync",
     "execFileSync",
     "spawnSync",
-    "exec",
-    "execFile",
-    "spawn",
     "system",
     "Kernel.system",
     "Kernel.exec",
+    "Kernel.spawn",
     "IO.popen",
     "Open3.capture2",
+    "Open3.capture2e",
     "Open3.capture3",
+    "Open3.popen3",
     "shell_exec",
     "passthru",
     "proc_open",
+    "popen",
     "Deno.Command",
     "Bun.spawn",
     "Bun.spawnSync",
 ];
 
-/// Deletion APIs: (call, recursive).
-const DELETE_CALLS: &[(&str, bool)] = &[
-    ("shutil.rmtree", true),
-    ("os.removedirs", true),
-    ("rmSync", true),
-    ("rmdirSync", true),
-    ("fs.rm", true),
-    ("fsPromises.rm", true),
-    ("rimraf", true),
-    ("FileUtils.rm_rf", true),
-    ("FileUtils.rm_r", true),
-    ("FileUtils.remove_dir", true),
-    ("FileUtils.remove_entry", true),
-    ("rmtree", true),
-    ("remove_tree", true),
-    ("Deno.remove", true),
-    ("os.remove", false),
-    ("os.unlink", false),
-    ("os.rmdir", false),
-    ("unlinkSync", false),
-    ("fs.unlink", false),
-    ("File.delete", false),
-    ("File.unlink", false),
-    ("FileUtils.rm", false),
-    ("unlink", false),
-    ("pathlib.Path.unlink", false),
+/// Python's exec family: the first string is the program file, the rest its argv.
+const PY_EXEC: &[&str] = &[
+    "os.execl",
+    "os.execle",
+    "os.execlp",
+    "os.execlpe",
+    "os.execv",
+    "os.execve",
+    "os.execvp",
+    "os.execvpe",
+    "os.spawnl",
+    "os.spawnle",
+    "os.spawnlp",
+    "os.spawnlpe",
+    "os.spawnv",
+    "os.spawnve",
+    "os.spawnvp",
+    "os.spawnvpe",
+    "os.posix_spawn",
+    "os.posix_spawnp",
+];
+
+/// Deletion APIs: (call, recursive, recursive only when the call says so).
+const DELETE_CALLS: &[(&str, bool, bool)] = &[
+    ("shutil.rmtree", true, false),
+    ("os.removedirs", true, false),
+    ("rimraf", true, false),
+    ("rimraf.sync", true, false),
+    ("FileUtils.rm_rf", true, false),
+    ("FileUtils.rm_r", true, false),
+    ("FileUtils.remove_dir", true, false),
+    ("FileUtils.remove_entry", true, false),
+    ("FileUtils.remove_entry_secure", true, false),
+    ("rmtree", true, false),
+    ("remove_tree", true, false),
+    ("rmSync", true, true),
+    ("rmdirSync", true, true),
+    ("rm", true, true),
+    ("Deno.remove", true, true),
+    ("Deno.removeSync", true, true),
+    ("os.remove", false, false),
+    ("os.unlink", false, false),
+    ("os.rmdir", false, false),
+    ("unlinkSync", false, false),
+    ("fs.unlink", false, false),
+    ("File.delete", false, false),
+    ("File.unlink", false, false),
+    ("FileUtils.rm", false, false),
+    ("unlink", false, false),
 ];
 
 /// One lexical token of inline code.
@@ -96,30 +141,65 @@ const DELETE_CALLS: &[(&str, bool)] = &[
 enum Tok {
     Ident(String),
     Str(String),
-    /// A string with interpolation (`f"..."`, `` `${x}` ``, `"#{x}"`): only known at run time.
+    /// A string with interpolation (`f"..."`, `` `${x}` ``, `"#{x}"`, Perl `"$x"`).
     Dynamic(String),
+    /// A backtick string in Ruby, Perl or PHP: a command.
+    Backtick(String),
     Punct(char),
 }
 
-fn lex(code: &str) -> Vec<Tok> {
+/// Code the lexer cannot read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable(pub String);
+
+fn lex(code: &str, lang: Lang) -> Result<Vec<Tok>, Unreadable> {
     let chars: Vec<char> = code.chars().collect();
+    let at = |i: usize| chars.get(i).copied();
     let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
+        // Comments of the language.
+        let hash_comment = c == '#'
+            && match lang {
+                Lang::Python | Lang::Ruby => true,
+                Lang::Perl => i == 0 || chars[i - 1] != '$',
+                Lang::Php => at(i + 1) != Some('['),
+                Lang::Js => false,
+            };
+        let slash_comment = c == '/' && matches!(lang, Lang::Js | Lang::Php) && at(i + 1) == Some('/');
+        if hash_comment || slash_comment {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if c == '/' && matches!(lang, Lang::Js | Lang::Php) && at(i + 1) == Some('*') {
+            i += 2;
+            while i < chars.len() && !(chars[i] == '*' && at(i + 1) == Some('/')) {
+                i += 1;
+            }
+            i += 2;
+            continue;
+        }
         if c.is_alphanumeric() || c == '_' || c == '$' {
             let start = i;
             while i < chars.len() && (chars[i].is_alphanumeric() || matches!(chars[i], '_' | '.' | '$')) {
                 i += 1;
             }
             let word: String = chars[start..i].iter().collect();
-            // A string prefix (f"...", r'...'): the string follows.
-            let prefixed = matches!(word.as_str(), "f" | "r" | "b" | "rb" | "br" | "fr" | "rf" | "u")
-                && chars.get(i).is_some_and(|q| matches!(q, '"' | '\''));
+            // A Python string prefix (f"...", r'...'): the string follows.
+            let prefixed = lang == Lang::Python
+                && matches!(
+                    word.to_ascii_lowercase().as_str(),
+                    "f" | "r" | "b" | "rb" | "br" | "fr" | "rf" | "u"
+                )
+                && matches!(at(i), Some('"' | '\''));
             if prefixed {
-                let (s, next) = string(&chars, i);
+                let (s, next) = string(&chars, i)?;
                 i = next;
-                out.push(if word.contains('f') && s.contains('{') {
+                let f = word.to_ascii_lowercase().contains('f');
+                out.push(if f && s.contains('{') {
                     Tok::Dynamic(s)
                 } else {
                     Tok::Str(s)
@@ -130,44 +210,44 @@ fn lex(code: &str) -> Vec<Tok> {
             continue;
         }
         if matches!(c, '"' | '\'' | '`') {
-            let (s, next) = string(&chars, i);
+            let (s, next) = string(&chars, i)?;
             i = next;
-            let dynamic = (c == '`' && s.contains("${")) || (c == '"' && s.contains("#{"));
-            out.push(if c == '`' && !dynamic {
-                // A backtick string: a command in Ruby and Perl, a template in JavaScript.
-                Tok::Str(s)
-            } else if dynamic {
-                Tok::Dynamic(s)
-            } else {
-                Tok::Str(s)
+            let interpolates = match (lang, c) {
+                (Lang::Js, '`') => s.contains("${"),
+                (Lang::Ruby, '"' | '`') => s.contains("#{"),
+                (Lang::Perl | Lang::Php, '"' | '`') => s.contains('$'),
+                _ => false,
+            };
+            out.push(match c {
+                '`' if lang != Lang::Js => Tok::Backtick(if interpolates { runtime_holes(&s) } else { s }),
+                _ if interpolates => Tok::Dynamic(s),
+                _ => Tok::Str(s),
             });
-            if c == '`' {
-                out.push(Tok::Punct('`'));
-            }
             continue;
         }
-        if c == '#' && chars.get(i + 1).is_none_or(|n| *n != '{') {
-            // A comment (Python, Ruby, Perl) runs to the end of the line.
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-            continue;
-        }
-        if !c.is_whitespace() {
+        if !c.is_whitespace() || c == '\n' {
             out.push(Tok::Punct(c));
         }
         i += 1;
     }
-    out
+    Ok(out)
 }
 
-/// The string starting at the quote `chars[at]`, with escapes resolved; the index after it.
-fn string(chars: &[char], at: usize) -> (String, usize) {
+/// The string starting at the quote `chars[at]` (Python's triple quotes too), with
+/// escapes resolved; the index after it.
+fn string(chars: &[char], at: usize) -> Result<(String, usize), Unreadable> {
     let quote = chars[at];
+    let triple = chars.get(at + 1) == Some(&quote) && chars.get(at + 2) == Some(&quote);
+    let (mut i, close) = if triple { (at + 3, 3) } else { (at + 1, 1) };
     let mut s = String::new();
-    let mut i = at + 1;
-    while i < chars.len() && chars[i] != quote {
-        if chars[i] == '\\' && i + 1 < chars.len() {
+    loop {
+        let Some(&c) = chars.get(i) else {
+            return Err(Unreadable(format!("a string opened with {quote} is not closed")));
+        };
+        if c == quote && (close == 1 || (chars.get(i + 1) == Some(&quote) && chars.get(i + 2) == Some(&quote))) {
+            return Ok((s, i + close));
+        }
+        if c == '\\' && i + 1 < chars.len() {
             i += 1;
             s.push(match chars[i] {
                 'n' => '\n',
@@ -175,11 +255,10 @@ fn string(chars: &[char], at: usize) -> (String, usize) {
                 other => other,
             });
         } else {
-            s.push(chars[i]);
+            s.push(c);
         }
         i += 1;
     }
-    (s, i + 1)
 }
 
 /// The tokens between the bracket at `toks[open]` and its match.
@@ -206,108 +285,192 @@ fn group(toks: &[Tok], open: usize) -> &[Tok] {
     &toks[open + 1..]
 }
 
+/// The top-level arguments of a call, split at commas outside brackets.
+fn arguments(toks: &[Tok]) -> Vec<Vec<Tok>> {
+    let mut out = vec![Vec::new()];
+    let mut depth = 0i32;
+    for t in toks {
+        match t {
+            Tok::Punct('(' | '[' | '{') => depth += 1,
+            Tok::Punct(')' | ']' | '}') => depth -= 1,
+            Tok::Punct(',') if depth == 0 => {
+                out.push(Vec::new());
+                continue;
+            }
+            Tok::Punct('\n') => continue,
+            _ => {}
+        }
+        if let Some(last) = out.last_mut() {
+            last.push(t.clone());
+        }
+    }
+    out.retain(|a| !a.is_empty());
+    out
+}
+
 fn call_named(ident: &str, name: &str) -> bool {
     ident == name || ident.ends_with(&format!(".{name}"))
 }
 
-/// What `code` does that the shell analysis must judge.
-pub fn effects(code: &str) -> InlineEffects {
-    let toks = lex(code);
+/// What `code` in `lang` does that the shell analysis must judge.
+pub fn effects(code: &str, lang: Lang) -> Result<InlineEffects, Unreadable> {
     let mut fx = InlineEffects::default();
+    scan(code, lang, &mut fx, 0)?;
+    Ok(fx)
+}
+
+fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<(), Unreadable> {
+    if depth > 4 {
+        return Err(Unreadable("code nested in code more than 4 levels deep".into()));
+    }
+    let toks = lex(code, lang)?;
+    // JavaScript's bare exec/spawn are child_process's only when the code uses it
+    // (`/re/.exec(s)` is a regular expression).
+    let child_process = lang == Lang::Js && code.contains("child_process");
     for (i, t) in toks.iter().enumerate() {
-        match t {
-            // Ruby and Perl run backtick strings; JavaScript's are templates, which only
-            // run through a call, handled below.
-            Tok::Str(s)
-                if toks.get(i + 1) == Some(&Tok::Punct('`'))
-                    && !matches!(toks.get(i.wrapping_sub(1)), Some(Tok::Punct('(' | ',' | '='))) =>
-            {
-                fx.shell.push(s.clone());
+        let Tok::Ident(id) = t else {
+            if let Tok::Backtick(cmd) = t {
+                fx.shell.push(cmd.clone());
             }
-            Tok::Ident(id) => {
-                let called = || {
-                    // `system "rm -rf /"` (Ruby, Perl) calls without brackets.
-                    match toks.get(i + 1) {
-                        Some(Tok::Punct('(')) => group(&toks, i + 1).to_vec(),
-                        // `unlink glob("/etc/*")` (Perl): the rest of the statement.
-                        Some(Tok::Str(_) | Tok::Dynamic(_) | Tok::Ident(_)) => toks[i + 1..]
-                            .iter()
-                            .take_while(|t| !matches!(t, Tok::Punct(';' | '\n')))
-                            .cloned()
-                            .collect(),
-                        _ => Vec::new(),
-                    }
-                };
-                if SHELL_CALLS.iter().any(|c| call_named(id, c)) {
-                    let args = called();
-                    shell_args(&args, &mut fx);
-                } else if let Some((_, recursive)) = DELETE_CALLS.iter().find(|(c, _)| call_named(id, c)) {
-                    let args = called();
-                    if args.is_empty() && !matches!(toks.get(i + 1), Some(Tok::Punct('('))) {
-                        continue; // a name, not a call
-                    }
-                    // `fs.rmSync(p)` deletes one file; `{recursive: true}` a tree.
-                    let always = !matches!(id.as_str(), "fs.rm" | "fsPromises.rm" | "rmSync" | "Deno.remove");
-                    let recursive = *recursive && (always || mentions_recursive(&args));
-                    // A path computed at run time (a loop over a glob) is a file list only
-                    // known at run time, like `xargs rm`.
-                    // `Path("x").unlink()`: the object's own path, one file.
-                    let path = match args.first() {
-                        Some(Tok::Str(s)) => Arg::Lit(s.clone()),
-                        Some(_) => Arg::Unknown(crate::rules::RUNTIME_OPERAND.into()),
-                        None => Arg::Unknown("(the object's path)".into()),
-                    };
-                    let mut argv = Vec::new();
-                    if recursive {
-                        argv.push(Arg::Lit("-rf".into()));
-                    }
-                    argv.push(path);
-                    fx.deletions.push(argv);
+            continue;
+        };
+        let args = call_arguments(&toks, i, lang);
+        let js_bare = child_process && ["exec", "execFile", "spawn", "fork"].iter().any(|c| call_named(id, c));
+        let shell_call = SHELL_CALLS.iter().any(|c| call_named(id, c))
+            || js_bare
+            || (matches!(lang, Lang::Ruby | Lang::Perl | Lang::Php) && call_named(id, "exec"))
+            || (lang == Lang::Ruby && call_named(id, "spawn"));
+        if shell_call {
+            if let Some(args) = args {
+                command_of(&args, fx);
+            }
+        } else if lang == Lang::Python && PY_EXEC.iter().any(|c| call_named(id, c)) {
+            if let Some(args) = args {
+                let words: Vec<Arg> = args.iter().flatten().filter_map(word).skip(1).collect();
+                if !words.is_empty() {
+                    fx.argvs.push(words);
                 }
             }
-            _ => {}
+        } else if lang == Lang::Python && matches!(id.as_str(), "exec" | "eval") {
+            // Python code in a string: read it as Python.
+            for a in args.iter().flatten() {
+                if let [Tok::Str(inner)] = a.as_slice() {
+                    scan(inner, lang, fx, depth + 1)?;
+                }
+            }
+        } else if let Some((name, recursive, when_asked)) = DELETE_CALLS.iter().find(|(c, _, _)| call_named(id, c)) {
+            let Some(args) = args else { continue };
+            if *name == "rm" && lang != Lang::Js {
+                continue; // `rm` as a call is JavaScript's fs.rm
+            }
+            let asked = args
+                .iter()
+                .flatten()
+                .any(|t| matches!(t, Tok::Ident(i) if i == "recursive"));
+            let recursive = *recursive && (!when_asked || asked);
+            // The path: a literal, the object's own (`Path("x").unlink()`, or only
+            // keyword arguments), or computed at run time (a file list only known then).
+            let path = match args.first().map(Vec::as_slice) {
+                Some([Tok::Str(s)]) => Arg::Lit(s.clone()),
+                None | Some([Tok::Ident(_), Tok::Punct('='), ..]) => Arg::Unknown("(the object's path)".into()),
+                Some(_) => Arg::Unknown(RUNTIME_OPERAND.into()),
+            };
+            let mut argv = Vec::new();
+            if recursive {
+                argv.push(Arg::Lit("-rf".into()));
+            }
+            argv.push(path);
+            fx.deletions.push(argv);
         }
     }
-    fx
+    Ok(())
 }
 
-/// `fs.rmSync(p, {recursive: true})`: recursive only when asked.
-fn mentions_recursive(args: &[Tok]) -> bool {
-    args.iter().any(|t| matches!(t, Tok::Ident(i) if i == "recursive"))
-}
-
-/// The arguments of a shell-running call: a list of string literals is one argv; a
-/// single string is a command line.
-fn shell_args(args: &[Tok], fx: &mut InlineEffects) {
-    if let Some(open) = args.iter().position(|t| *t == Tok::Punct('[')) {
-        let words: Vec<String> = group(args, open)
-            .iter()
-            .filter_map(|t| match t {
-                Tok::Str(s) => Some(quote(s)),
-                Tok::Dynamic(_) | Tok::Ident(_) => Some("\"$RUNTIME\"".into()),
-                Tok::Punct(_) => None,
-            })
-            .collect();
-        if !words.is_empty() {
-            fx.shell.push(words.join(" "));
+/// The arguments of the call at `toks[i]`: bracketed, or (Ruby, Perl) the rest of the
+/// statement. None when it is not a call.
+fn call_arguments(toks: &[Tok], i: usize, lang: Lang) -> Option<Vec<Vec<Tok>>> {
+    match toks.get(i + 1) {
+        Some(Tok::Punct('(')) => Some(arguments(group(toks, i + 1))),
+        Some(Tok::Str(_) | Tok::Dynamic(_) | Tok::Ident(_)) if matches!(lang, Lang::Ruby | Lang::Perl) => {
+            let rest: Vec<Tok> = toks[i + 1..]
+                .iter()
+                .take_while(|t| !matches!(t, Tok::Punct(';' | '\n' | '}')))
+                .cloned()
+                .collect();
+            Some(arguments(&rest))
         }
+        _ => None,
+    }
+}
+
+/// A token as a word of an argument list.
+fn word(t: &Tok) -> Option<Arg> {
+    match t {
+        Tok::Str(s) => Some(Arg::Lit(s.clone())),
+        Tok::Dynamic(_) | Tok::Ident(_) | Tok::Backtick(_) => Some(Arg::Unknown(RUNTIME_OPERAND.into())),
+        Tok::Punct(_) => None,
+    }
+}
+
+/// The command a shell-running call runs: an argument list (`["rm", "-rf", "/"]`,
+/// `execFile("rm", [...])`, Perl's `system("rm", "-rf", "/")`) or one command line, which
+/// may be built from pieces (`"rm -rf " + path`: the path is a run-time value).
+fn command_of(args: &[Vec<Tok>], fx: &mut InlineEffects) {
+    let Some(first) = args.first() else { return };
+    let list = |a: &[Tok]| -> Option<Vec<Arg>> {
+        match a {
+            [Tok::Punct('['), .., Tok::Punct(']')] => Some(a[1..a.len() - 1].iter().filter_map(word).collect()),
+            _ => None,
+        }
+    };
+    if let Some(argv) = list(first) {
+        fx.argvs.push(argv);
         return;
     }
-    for t in args {
-        match t {
-            Tok::Str(s) => fx.shell.push(s.clone()),
-            Tok::Dynamic(s) => fx.shell.push(runtime_holes(s)),
-            _ => {}
+    if let [Tok::Str(program)] = first.as_slice() {
+        if let Some(rest) = args.get(1).and_then(|a| list(a)) {
+            let mut argv = vec![Arg::Lit(program.clone())];
+            argv.extend(rest);
+            fx.argvs.push(argv);
+            return;
         }
+        let strings: Vec<&String> = args
+            .iter()
+            .map_while(|a| match a.as_slice() {
+                [Tok::Str(s)] => Some(s),
+                _ => None,
+            })
+            .collect();
+        if strings.len() > 1 && strings.len() == args.len() {
+            fx.argvs
+                .push(strings.into_iter().map(|s| Arg::Lit(s.clone())).collect());
+            return;
+        }
+        fx.shell.push(program.clone());
+        return;
+    }
+    // A command line built from pieces.
+    let mut line = String::new();
+    for t in first {
+        match t {
+            Tok::Str(s) => line.push_str(s),
+            Tok::Dynamic(s) => line.push_str(&runtime_holes(s)),
+            Tok::Punct('+' | '.' | '%' | '(' | ')') => {}
+            _ => line.push_str(" \"$RUNTIME\" "),
+        }
+    }
+    if !line.trim().is_empty() {
+        fx.shell.push(line);
     }
 }
 
-/// An interpolating string as a command line: each `{...}` (`${...}`, `#{...}`) is a
-/// value only known at run time.
+/// An interpolating string as a command line: each `{...}` (`${...}`, `#{...}`) or Perl
+/// `$name` is a value only known at run time.
 fn runtime_holes(s: &str) -> String {
     let mut out = String::new();
     let mut depth = 0usize;
-    for c in s.chars() {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
             '{' => {
                 if depth == 0 {
@@ -320,48 +483,143 @@ fn runtime_holes(s: &str) -> String {
             }
             '}' if depth > 0 => depth -= 1,
             _ if depth > 0 => {}
+            '$' if chars.peek().is_some_and(|n| n.is_alphabetic() || *n == '_') => {
+                while chars.peek().is_some_and(|n| n.is_alphanumeric() || *n == '_') {
+                    chars.next();
+                }
+                out.push_str("\"$RUNTIME\"");
+            }
             _ => out.push(c),
         }
     }
     out
 }
 
-/// `word` quoted for the shell.
-fn quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', "'\\''"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn render(fx: &InlineEffects) -> (Vec<String>, Vec<String>, usize) {
+        let argvs = fx
+            .argvs
+            .iter()
+            .map(|a| a.iter().map(Arg::raw).collect::<Vec<_>>().join(" "))
+            .collect();
+        (fx.shell.clone(), argvs, fx.deletions.len())
+    }
+
     #[test]
     fn reads_shell_outs_and_deletions() {
-        let cases: &[(&str, &[&str], usize)] = &[
-            ("import os; os.system('rm -rf /')", &["rm -rf /"], 0),
+        use Lang::*;
+        // (language, code, command lines, argument lists, deletions)
+        type Case<'a> = (Lang, &'a str, &'a [&'a str], &'a [&'a str], usize);
+        let cases: &[Case] = &[
+            (Python, "import os; os.system('rm -rf /')", &["rm -rf /"], &[], 0),
             (
+                Python,
                 "import subprocess; subprocess.run(['rm', '-rf', '/'])",
-                &["'rm' '-rf' '/'"],
+                &[],
+                &["rm -rf /"],
                 0,
             ),
-            ("require('child_process').execSync('git push -f')", &["git push -f"], 0),
-            ("system(\"rm -rf /home/user\")", &["rm -rf /home/user"], 0),
-            ("system \"rm -rf /\"", &["rm -rf /"], 0),
-            ("`rm -rf /`", &["rm -rf /"], 0),
-            ("import shutil; shutil.rmtree('/home/user')", &[], 1),
-            ("FileUtils.rm_rf('/')", &[], 1),
-            ("require('fs').rmSync('/etc', {recursive: true})", &[], 1),
-            ("print('hello')", &[], 0),
-            ("import json, sys; print(json.load(sys.stdin)['rm -rf /'])", &[], 0),
-            ("# os.system('rm -rf /')\nprint(1)", &[], 0),
-            ("os.system(f\"rm -rf {path}\")", &["rm -rf \"$RUNTIME\""], 0),
-            ("unlink glob(\"/etc/*\");", &[], 1),
-            ("from os import unlink", &[], 0),
+            (
+                Python,
+                "subprocess.run('rm -rf ~', shell=True, pass_fds=[])",
+                &["rm -rf ~"],
+                &[],
+                0,
+            ),
+            (Python, "os.system('rm -rf ' + '~')", &["rm -rf ~"], &[], 0),
+            (
+                Python,
+                "os.system('rm -rf ' + path)",
+                &["rm -rf  \"$RUNTIME\" "],
+                &[],
+                0,
+            ),
+            (
+                Python,
+                "os.system(f\"rm -rf {path}\")",
+                &["rm -rf \"$RUNTIME\""],
+                &[],
+                0,
+            ),
+            (Python, "os.execlp('rm', 'rm', '-rf', '/')", &[], &["rm -rf /"], 0),
+            (
+                Python,
+                "exec(\"import os; os.system('rm -rf /')\")",
+                &["rm -rf /"],
+                &[],
+                0,
+            ),
+            (Python, "exec('import sys; print(sys.path)')", &[], &[], 0),
+            (Python, "x='''don't'''; os.system(\"rm -rf ~\")", &["rm -rf ~"], &[], 0),
+            (Python, "import shutil; shutil.rmtree('/home/user')", &[], &[], 1),
+            (
+                Python,
+                "from pathlib import Path; Path('x').unlink(missing_ok=True)",
+                &[],
+                &[],
+                1,
+            ),
+            (Python, "print('hello')", &[], &[], 0),
+            (Python, "# os.system('rm -rf /')\nprint(1)", &[], &[], 0),
+            (Python, "from os import unlink", &[], &[], 0),
+            (
+                Js,
+                "require('child_process').execSync('git push -f')",
+                &["git push -f"],
+                &[],
+                0,
+            ),
+            (
+                Js,
+                "require('child_process').execFileSync('rm',['-rf','/home/u'])",
+                &[],
+                &["rm -rf /home/u"],
+                0,
+            ),
+            (
+                Js,
+                "const cp = require('child_process'); cp.exec('rm -rf ~')",
+                &["rm -rf ~"],
+                &[],
+                0,
+            ),
+            (Js, "console.log(/(\\d+)/.exec(\"v1.2 (beta)\")[1])", &[], &[], 0),
+            (
+                Js,
+                "// don't\nrequire('child_process').execSync('rm -rf ~')",
+                &["rm -rf ~"],
+                &[],
+                0,
+            ),
+            (
+                Js,
+                "class A{#p=1}; require(\"child_process\").execSync(\"rm -rf ~\")",
+                &["rm -rf ~"],
+                &[],
+                0,
+            ),
+            (Js, "require('fs').rmSync('/etc', {recursive: true})", &[], &[], 1),
+            (Js, "const fs=require('fs'); fs.rmSync('out.txt')", &[], &[], 1),
+            (Js, "require('fs').promises.rm('/srv', {recursive: true})", &[], &[], 1),
+            (Ruby, "system \"rm -rf /\"", &["rm -rf /"], &[], 0),
+            (Ruby, "`rm -rf /`", &["rm -rf /"], &[], 0),
+            (Ruby, "FileUtils.rm_rf('/')", &[], &[], 1),
+            (Perl, "system(\"rm\",\"-rf\",\"/home/u\")", &[], &["rm -rf /home/u"], 0),
+            (Perl, "print $#a; system(\"rm -rf ~\")", &["rm -rf ~"], &[], 0),
+            (Perl, "unlink glob(\"/etc/*\");", &[], &[], 1),
+            (Php, "shell_exec('rm -rf /');", &["rm -rf /"], &[], 0),
         ];
-        for (code, shell, deletions) in cases {
-            let fx = effects(code);
-            assert_eq!(fx.shell, *shell, "{code}");
-            assert_eq!(fx.deletions.len(), *deletions, "{code}: {fx:?}");
+        for (lang, code, shell, argvs, deletions) in cases {
+            let fx = effects(code, *lang).unwrap_or_else(|e| panic!("{code}: {e:?}"));
+            let (s, a, d) = render(&fx);
+            let want = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+            assert_eq!((s, a, d), (want(shell), want(argvs), *deletions), "{lang:?}: {code}");
         }
+        // What its lexer cannot close is not read.
+        assert!(effects("print('unclosed)", Lang::Python).is_err());
+        assert!(effects("const r = /'/; execSync('x')", Lang::Js).is_err());
     }
 }

@@ -13,6 +13,7 @@ pub mod inline;
 pub mod labelled;
 pub mod patterns;
 pub mod rules;
+pub mod sql;
 pub mod walk;
 
 use coord_domain::guardrails::{Action, Category, Finding, MAX_COMMAND_BYTES, WorkChanges, diff_additions};
@@ -122,7 +123,7 @@ pub fn analyze_changes_with(c: &WorkChanges, patterns: &Patterns) -> Vec<Finding
             };
             out.extend(findings.into_iter().filter(|f| f.category != Category::Unverifiable));
         } else if lower.ends_with(".sql") {
-            out.extend(rules::sql(&added).into_iter().map(|h| finding(h, &path)));
+            out.extend(sql::analyze(&added, "", true).into_iter().map(|h| finding(h, &path)));
         }
         files.push(path);
     }
@@ -224,9 +225,10 @@ impl Analyzer<'_> {
                 text,
                 depth,
             ),
-            "nohup" | "setsid" | "unbuffer" | "builtin" | "noglob" | "busybox" | "time" | "caffeinate" => {
+            "nohup" | "setsid" | "unbuffer" | "builtin" | "noglob" | "busybox" | "caffeinate" => {
                 self.wrapped(args, &[], stdin, text, depth)
             }
+            "time" => self.wrapped(args, &["-o", "--output", "-f", "--format"], stdin, text, depth),
             "exec" => self.wrapped(args, &["-a"], stdin, text, depth),
             "nice" => self.wrapped(args, &["-n", "--adjustment"], stdin, text, depth),
             "ionice" => self.wrapped(args, &["-c", "-n", "-p", "-P", "-u"], stdin, text, depth),
@@ -276,15 +278,13 @@ impl Analyzer<'_> {
                 let mut rest: Vec<Arg> = skip_options(
                     args,
                     &[
+                        // (-i, -e and -l take their value attached, if any.)
                         "-I",
-                        "-i",
                         "-n",
                         "-P",
                         "-L",
-                        "-l",
                         "-d",
                         "-E",
-                        "-e",
                         "-s",
                         "-a",
                         "--max-args",
@@ -337,7 +337,13 @@ impl Analyzer<'_> {
             "trap" => self.code_arg(args.first(), text, depth),
             p if SHELLS.contains(&p) => self.shell(args, stdin, text, depth),
             p if inline::interpreter(p).is_some() => self.interpreter(p, args, stdin, text, depth),
-            "npx" | "bunx" | "pnpx" => self.wrapped(args, &["-p", "--package"], stdin, text, depth),
+            "npx" | "bunx" | "pnpx" => {
+                // `npx -c 'cmd'` runs a shell string.
+                if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-c" | "--call")) {
+                    return self.code_arg(args.get(i + 1), text, depth);
+                }
+                self.wrapped(args, &["-p", "--package"], stdin, text, depth)
+            }
             "find" => {
                 let f = rules::find(args);
                 let hit = rules::find_delete(&f);
@@ -346,7 +352,27 @@ impl Analyzer<'_> {
                     self.argv(cmd, &Stdin::Inherited, text, depth);
                 }
             }
-            "git" => self.add(rules::git(args), text),
+            "git" => {
+                // `git -c 'alias.x=!cmd' x`: an alias that runs a shell command.
+                for pair in args.windows(2).filter(|w| w[0].raw() == "-c") {
+                    match &pair[1] {
+                        Arg::Lit(kv) if kv.to_ascii_lowercase().starts_with("alias.") => {
+                            if let Some((_, code)) = kv.split_once("=!") {
+                                self.script(code, depth + 1);
+                            }
+                        }
+                        Arg::Unknown(raw) => self.add(
+                            [unverifiable(
+                                "dynamic_git_command",
+                                format!("the git configuration `{raw}` is only known at run time"),
+                            )],
+                            text,
+                        ),
+                        Arg::Lit(_) => {}
+                    }
+                }
+                self.add(rules::git(args), text)
+            }
             "rm" | "unlink" | "shred" => self.add(rules::rm(args), text),
             _ => {
                 let written = rules::written_files(prog, args);
@@ -354,7 +380,7 @@ impl Analyzer<'_> {
                 self.add(self.patterns.check(prog, args), text);
                 for sql in rules::sql_of(prog, args) {
                     match sql {
-                        Arg::Lit(s) => self.add(rules::sql(&s), text),
+                        Arg::Lit(s) => self.add(sql::analyze(&s, prog, false), text),
                         Arg::Unknown(raw) => self.add(
                             [unverifiable(
                                 "dynamic_sql",
@@ -366,7 +392,7 @@ impl Analyzer<'_> {
                 }
                 if matches!(prog, "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client") {
                     match stdin {
-                        Stdin::Text(s) => self.add(rules::sql(s), text),
+                        Stdin::Text(s) => self.add(sql::analyze(s, prog, false), text),
                         Stdin::Pipe | Stdin::Unknown => self.add(
                             [unverifiable("dynamic_sql", "a database client reading SQL from a pipe runs statements only known at run time; pass them with -c")],
                             text,
@@ -430,6 +456,7 @@ impl Analyzer<'_> {
     fn shell(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
         let mut i = 0;
         let mut reads_code_arg = false;
+        let mut reads_stdin = false;
         while i < args.len() {
             let raw = args[i].raw();
             if matches!(raw, "--rcfile" | "--init-file" | "-O" | "+O" | "-o" | "+o") {
@@ -440,8 +467,13 @@ impl Analyzer<'_> {
                 i += 1;
                 break;
             }
+            if raw == "-" {
+                reads_stdin = true;
+                break;
+            }
             if raw.starts_with('-') && !raw.starts_with("--") && raw.len() > 1 {
                 reads_code_arg |= raw.contains('c');
+                reads_stdin |= raw.contains('s');
                 i += 1;
                 continue;
             }
@@ -454,9 +486,22 @@ impl Analyzer<'_> {
         if reads_code_arg {
             return self.code_arg(args.get(i), text, depth);
         }
-        if args.get(i).is_some() {
+        match args.get(i) {
+            // `sh -s -- args`: the script is on stdin, the words are its parameters.
+            _ if reads_stdin => {}
+            // `bash <(curl …)`, `bash "$SCRIPT"`: a script only known at run time.
+            Some(Arg::Unknown(raw)) => {
+                return self.add(
+                    [unverifiable(
+                        "dynamic_code",
+                        format!("the script `{raw}` is only known at run time"),
+                    )],
+                    text,
+                );
+            }
             // A script file: its content is not in the command line.
-            return;
+            Some(Arg::Lit(_)) => return,
+            None => {}
         }
         match stdin {
             Stdin::Text(code) => self.script(code, depth + 1),
@@ -474,38 +519,16 @@ impl Analyzer<'_> {
 
 impl Analyzer<'_> {
     /// `python -c CODE`, `node -e CODE`, or an interpreter reading its program on stdin:
-    /// what the code runs in a shell and what it deletes (see [`inline`]).
+    /// what the code runs and what it deletes (see [`inline`]).
     fn interpreter(&mut self, prog: &str, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
-        // `python manage.py migrate`, `python -m alembic upgrade`: patterns of their own.
+        // `python manage.py migrate`, `python -m alembic upgrade`: patterns of their own;
+        // `perl -pi -e … .env` edits files in place.
         self.add(self.patterns.check(prog, args), text);
-        let code_options = inline::interpreter(prog).unwrap_or_default();
-        let mut code = None;
-        let mut reads_stdin = true;
-        let mut i = 0;
-        while i < args.len() {
-            let raw = args[i].raw();
-            if code_options.contains(&raw) {
-                code = args.get(i + 1).cloned();
-                break;
-            }
-            if raw == "-" {
-                break;
-            }
-            if matches!(raw, "-m" | "-r" | "--require" | "-I" | "-W" | "-X") {
-                // A module runs (python -m), or an option's value follows.
-                reads_stdin &= raw != "-m";
-                i += 2;
-                continue;
-            }
-            if !raw.starts_with('-') {
-                reads_stdin = false; // a script file: its content is not in the command line
-                break;
-            }
-            i += 1;
-        }
-        let code = match code {
-            Some(Arg::Lit(code)) => code,
-            Some(Arg::Unknown(raw)) => {
+        self.writes(&rules::written_files(prog, args), text);
+        let Some(it) = inline::interpreter(prog) else { return };
+        let (code, reads_stdin) = match inline_code(&it, args) {
+            Ok(found) => found,
+            Err(raw) => {
                 return self.add(
                     [unverifiable(
                         "dynamic_code",
@@ -514,6 +537,9 @@ impl Analyzer<'_> {
                     text,
                 );
             }
+        };
+        let code = match code {
+            Some(code) => code,
             None if reads_stdin => match stdin {
                 Stdin::Text(code) => code.clone(),
                 Stdin::Pipe | Stdin::Unknown => {
@@ -529,14 +555,83 @@ impl Analyzer<'_> {
             },
             None => return,
         };
-        let fx = inline::effects(&code);
+        let fx = match inline::effects(&code, it.lang) {
+            Ok(fx) => fx,
+            Err(inline::Unreadable(why)) => {
+                return self.add(
+                    [unverifiable(
+                        "unreadable_code",
+                        format!("the {prog} code could not be read ({why})"),
+                    )],
+                    text,
+                );
+            }
+        };
         for line in &fx.shell {
             self.script(line, depth + 1);
+        }
+        for argv in &fx.argvs {
+            self.argv(argv, &Stdin::Inherited, text, depth + 1);
         }
         for argv in &fx.deletions {
             self.add(rules::rm(argv), text);
         }
     }
+}
+
+/// The inline code an interpreter's arguments carry (every `-e` of it, attached
+/// `-c'...'` and bundles `-pe`, `-le` included), and whether it reads its program on
+/// stdin (no code and no script file). `Err`: code only known at run time.
+fn inline_code(it: &inline::Interpreter, args: &[Arg]) -> Result<(Option<String>, bool), String> {
+    let mut codes = Vec::new();
+    let mut script = false;
+    let mut i = 0;
+    while i < args.len() {
+        let raw = args[i].raw();
+        i += 1;
+        let mut take_next = |i: &mut usize| -> Result<(), String> {
+            match args.get(*i) {
+                Some(Arg::Lit(c)) => codes.push(c.clone()),
+                Some(Arg::Unknown(r)) => return Err(r.clone()),
+                None => {}
+            }
+            *i += 1;
+            Ok(())
+        };
+        if it.long.contains(&raw) {
+            take_next(&mut i)?;
+            continue;
+        }
+        if raw == "-" || raw == "--" {
+            break;
+        }
+        if matches!(raw, "-m" | "-r" | "--require" | "-I" | "-W" | "-X") {
+            // A module runs (python -m: not on stdin), or an option's value follows.
+            script |= raw == "-m";
+            i += 1;
+            continue;
+        }
+        if let Some(letters) = raw.strip_prefix('-').filter(|l| !l.starts_with('-') && !l.is_empty()) {
+            if let Some((j, c)) = letters.char_indices().find(|(_, c)| it.letters.contains(c)) {
+                let rest = &letters[j + c.len_utf8()..];
+                // `-pe`, `-le`: more flags, the code is the next word; `-c'code'`: attached.
+                if rest.is_empty() || (rest.len() <= 3 && rest.chars().all(|r| r.is_ascii_alphabetic())) {
+                    take_next(&mut i)?;
+                } else {
+                    codes.push(rest.to_string());
+                }
+            }
+            continue;
+        }
+        if !raw.starts_with('-') {
+            if codes.is_empty() {
+                script = true; // a script file: its content is not in the command line
+            }
+            break;
+        }
+    }
+    let reads_stdin = codes.is_empty() && !script;
+    Ok(((!codes.is_empty()).then(|| codes.join("\n")), reads_stdin))
 }
 
 /// `NAME=value`, as an environment assignment before a command.
@@ -556,7 +651,14 @@ fn skip_options<'a>(args: &'a [Arg], value_options: &[&str]) -> &'a [Arg] {
         if raw == "--" {
             return &args[i + 1..];
         }
-        if value_options.contains(&raw) {
+        let bundle_takes_value = raw.len() > 2
+            && !raw.starts_with("--")
+            && raw
+                .chars()
+                .last()
+                .is_some_and(|c| value_options.contains(&format!("-{c}").as_str()));
+        if value_options.contains(&raw) || (raw.starts_with('-') && bundle_takes_value) {
+            // `-u NAME`, and `-iu NAME`: a bundle whose last flag takes the next word.
             i += 2;
         } else if raw.starts_with('-') && raw.len() > 1 {
             i += 1;

@@ -38,6 +38,9 @@ pub struct Pattern {
     pub words: Vec<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub anywhere: bool,
+    /// Words compared without case (write them in lower case).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignore_case: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -126,6 +129,11 @@ impl OptionSpec {
             })
             .collect::<Result<_, String>>()
             .map(OptionSpec)
+    }
+
+    /// Whether `o` is one of these options, whatever its value.
+    fn names(&self, o: &Opt) -> bool {
+        self.0.iter().any(|alt| alt.name.is_match(&o.name))
     }
 
     fn is_match(&self, o: &Opt) -> bool {
@@ -220,47 +228,41 @@ impl Compiled {
         }
         let p = &self.pattern;
         let (opts, positionals) = split(args, &p.value_options);
-        if !self.options.iter().all(|spec| opts.iter().any(|o| spec.is_match(o))) {
+        if self
+            .unless
+            .iter()
+            .any(|(spec, _)| opts.iter().any(|o| spec.is_match(o)))
+        {
             return None;
         }
-        let unless = |(spec, alts): &(OptionSpec, Alternatives)| {
-            opts.iter().any(|o| spec.is_match(o)) || positionals.iter().any(|a| alts.is_match(a.raw()))
+        let (start, end) = match self.find_words(&positionals) {
+            Found::Words(start, end) => (start, end),
+            Found::Dynamic(raw) => return Some(dynamic(prog, &format!("the {prog} subcommand `{raw}`"))),
+            Found::No => return None,
         };
-        if self.unless.iter().any(unless) {
+        // A word of `unless` anywhere on the command path up to the match (`gcloud
+        // components update`, `rails db:migrate:status`) is not this pattern.
+        let on_path = |alts: &Alternatives| {
+            positionals[..end]
+                .iter()
+                .any(|a| a.arg.lit().is_some_and(|t| alts.is_match(t)))
+        };
+        if self.unless.iter().any(|(_, alts)| on_path(alts)) {
             return None;
         }
-        let n = self.words.len();
-        let matched = if p.anywhere {
-            let start = (0..=positionals.len().saturating_sub(n)).find(|&s| {
-                positionals.len() >= s + n
-                    && self
-                        .words
-                        .iter()
-                        .zip(&positionals[s..])
-                        .all(|(w, a)| a.lit().is_some_and(|t| w.is_match(t)))
-            })?;
-            &positionals[start..start + n]
-        } else {
-            if positionals.len() < n {
-                return None;
-            }
-            for (w, a) in self.words.iter().zip(&positionals) {
-                match a {
-                    Arg::Lit(t) if w.is_match(t) => {}
-                    Arg::Lit(_) => return None,
-                    Arg::Unknown(raw) => {
-                        return Some(Hit {
-                            category: Category::Unverifiable,
-                            operation: "dynamic_command".into(),
-                            action: Action::Block,
-                            reason: format!("the {prog} subcommand `{raw}` is only known at run time; write it out"),
-                        });
-                    }
-                }
-            }
-            &positionals[..n]
-        };
-        let words = matched.iter().map(Arg::raw).collect::<Vec<_>>().join(" ");
+        if let Some(spec) = self.options.iter().find(|spec| !opts.iter().any(|o| spec.is_match(o))) {
+            // An option this pattern needs may hide in a value only known at run time:
+            // an unquoted expansion (it splits into words), or the value of the option.
+            let hidden = positionals.iter().any(|a| unquoted_expansion(&a.arg))
+                || opts.iter().any(|o| o.value_unknown && spec.names(o));
+            return hidden.then(|| dynamic(prog, "an option of this command"));
+        }
+        let words = positionals[start..end]
+            .iter()
+            .filter(|a| !a.after_option || self.words.iter().any(|w| a.arg.lit().is_some_and(|t| w.is_match(t))))
+            .map(|a| a.arg.raw())
+            .collect::<Vec<_>>()
+            .join(" ");
         Some(Hit {
             category: p.category,
             operation: p.operation.clone(),
@@ -268,6 +270,71 @@ impl Compiled {
             reason: p.reason.replace("{program}", prog).replace("{words}", &words),
         })
     }
+
+    /// Where the words match: leading positionals in order (any positional right after an
+    /// option may be that option's value, and is passed over), or a run of positionals
+    /// anywhere. Answers the matched range.
+    fn find_words(&self, positionals: &[Positional]) -> Found {
+        let n = self.words.len();
+        let matches = |w: &Alternatives, a: &Positional| a.arg.lit().is_some_and(|t| self.fold(w, t));
+        if self.pattern.anywhere {
+            return (0..=positionals.len().saturating_sub(n))
+                .find(|&s| {
+                    positionals.len() >= s + n && self.words.iter().zip(&positionals[s..]).all(|(w, a)| matches(w, a))
+                })
+                .map_or(Found::No, |s| Found::Words(s, s + n));
+        }
+        let (mut w, mut start) = (0, None);
+        for (k, a) in positionals.iter().enumerate() {
+            if w == n {
+                break;
+            }
+            if matches(&self.words[w], a) {
+                start.get_or_insert(k);
+                w += 1;
+            } else if a.after_option {
+                continue;
+            } else if let Arg::Unknown(raw) = &a.arg {
+                return Found::Dynamic(raw.clone());
+            } else {
+                return Found::No;
+            }
+            if w == n {
+                return Found::Words(start.unwrap_or(k), k + 1);
+            }
+        }
+        if w == n { Found::Words(0, 0) } else { Found::No }
+    }
+
+    /// Words compared as written, or without case (`ignore_case`: `redis-cli flushAll`).
+    fn fold(&self, w: &Alternatives, text: &str) -> bool {
+        if self.pattern.ignore_case {
+            w.is_match(&text.to_ascii_lowercase())
+        } else {
+            w.is_match(text)
+        }
+    }
+}
+
+enum Found {
+    Words(usize, usize),
+    Dynamic(String),
+    No,
+}
+
+fn dynamic(prog: &str, what: &str) -> Hit {
+    Hit {
+        category: Category::Unverifiable,
+        operation: "dynamic_command".into(),
+        action: Action::Block,
+        reason: format!("{what} is only known at run time ({prog}); write it out"),
+    }
+}
+
+/// `$X`, `${X}`, `$(…)` or backticks outside quotes: split into words when it runs, so it
+/// may hold options.
+fn unquoted_expansion(a: &Arg) -> bool {
+    matches!(a, Arg::Unknown(raw) if raw.starts_with('$') || raw.starts_with('`'))
 }
 
 /// One option of a command line.
@@ -276,65 +343,115 @@ struct Opt {
     /// `--request`, `-X`.
     name: String,
     value: Option<String>,
+    /// The value is only known at run time.
+    value_unknown: bool,
     /// The value is the next word (`-X DELETE`), not written into the option.
     separate: bool,
     /// The letters of a bundle of short flags (`-avn`: "avn"), empty otherwise.
     bundle: String,
 }
 
+/// A positional argument, and whether it directly follows an option (then it may be that
+/// option's value: `kubectl --as admin delete`).
+#[derive(Debug)]
+struct Positional {
+    arg: Arg,
+    after_option: bool,
+}
+
 /// Options and positionals, `value_options` taking the next word (or the rest of a short
-/// option, `-XDELETE`) as their value.
-fn split(args: &[Arg], value_options: &[String]) -> (Vec<Opt>, Vec<Arg>) {
+/// option or bundle, `-XDELETE`, `-sX DELETE`) as their value. Nothing after `--` is read:
+/// it is another command's (`gcloud compute ssh vm -- sudo apt-get update`) or operands.
+fn split(args: &[Arg], value_options: &[String]) -> (Vec<Opt>, Vec<Positional>) {
     let takes_value = |name: &str| value_options.iter().any(|v| v == name);
-    let (mut opts, mut positionals) = (Vec::new(), Vec::new());
+    let (mut opts, mut positionals) = (Vec::<Opt>::new(), Vec::new());
+    let mut after_option = false;
     let mut i = 0;
     while i < args.len() {
-        let raw = args[i].raw();
+        let arg = &args[i];
+        let raw = arg.raw();
         i += 1;
         if raw == "--" {
-            positionals.extend(args[i..].iter().cloned());
             break;
         }
-        if !raw.starts_with('-') || raw.len() == 1 || matches!(args[i - 1], Arg::Unknown(_)) {
-            positionals.push(args[i - 1].clone());
-            continue;
-        }
-        if let Some((name, value)) = raw.split_once('=').filter(|_| raw.starts_with("--")) {
-            opts.push(Opt {
-                name: name.into(),
-                value: Some(value.into()),
-                separate: false,
-                bundle: String::new(),
+        if !raw.starts_with('-') || raw.len() == 1 || matches!(arg, Arg::Unknown(_)) {
+            positionals.push(Positional {
+                arg: arg.clone(),
+                after_option,
             });
+            after_option = false;
             continue;
         }
-        if takes_value(raw) {
-            let value = args.get(i).map(|a| a.raw().to_string());
+        after_option = false;
+        let mut value_of_next = |opts: &mut Vec<Opt>, name: String, bundle: String| {
+            let next = args.get(i);
+            opts.push(Opt {
+                name,
+                value: next.map(|a| a.raw().to_string()),
+                value_unknown: matches!(next, Some(Arg::Unknown(_))),
+                separate: true,
+                bundle,
+            });
             i += 1;
-            opts.push(Opt {
-                name: raw.into(),
-                value,
-                separate: true,
-                bundle: String::new(),
-            });
+        };
+        if let Some(long) = raw.strip_prefix("--") {
+            if let Some((name, value)) = long.split_once('=') {
+                opts.push(Opt {
+                    name: format!("--{name}"),
+                    value: Some(value.into()),
+                    value_unknown: false,
+                    separate: false,
+                    bundle: String::new(),
+                });
+            } else if takes_value(raw) {
+                value_of_next(&mut opts, raw.into(), String::new());
+            } else {
+                opts.push(Opt {
+                    name: raw.into(),
+                    value: None,
+                    value_unknown: false,
+                    separate: false,
+                    bundle: String::new(),
+                });
+                after_option = true;
+            }
             continue;
         }
-        let short = !raw.starts_with("--") && raw.len() > 2;
-        if short && takes_value(&raw[..2]) {
-            opts.push(Opt {
-                name: raw[..2].into(),
-                value: Some(raw[2..].into()),
-                separate: true,
-                bundle: String::new(),
-            });
-            continue;
+        // Short options: a bundle of flags, up to the first that takes a value (the rest
+        // of the word, or the next word).
+        let letters = &raw[1..];
+        let with_value = letters.char_indices().find(|(_, c)| takes_value(&format!("-{c}")));
+        match with_value {
+            Some((j, c)) => {
+                let rest = &letters[j + c.len_utf8()..];
+                let bundle = letters[..j].to_string();
+                if rest.is_empty() {
+                    value_of_next(&mut opts, format!("-{c}"), bundle);
+                } else {
+                    opts.push(Opt {
+                        name: format!("-{c}"),
+                        value: Some(rest.into()),
+                        value_unknown: false,
+                        separate: true,
+                        bundle,
+                    });
+                }
+            }
+            None => {
+                opts.push(Opt {
+                    name: raw.into(),
+                    value: None,
+                    value_unknown: false,
+                    separate: false,
+                    bundle: if letters.chars().count() > 1 {
+                        letters.into()
+                    } else {
+                        String::new()
+                    },
+                });
+                after_option = true;
+            }
         }
-        opts.push(Opt {
-            name: raw.into(),
-            value: None,
-            separate: false,
-            bundle: if short { raw[1..].into() } else { String::new() },
-        });
     }
     (opts, positionals)
 }
@@ -417,6 +534,10 @@ mod tests {
             ("tool", "-c db drop -f", None),        // `db` is -c's value: words are `drop -f`
             ("tool", "db list -f", None),
             ("other", "db drop -f", None),
+            ("tool", "--as admin db drop -f", Some("tool db drop drops")), // admin: --as's value
+            ("tool", "db --env x drop -f", Some("tool db drop drops")),
+            ("tool", "-- db drop -f", None), // after --: not read
+            ("tool", "db drop -- -f", None),
         ];
         for (prog, line, want) in cases {
             let got = p.check(prog, &argv(line)).map(|h| h.reason);
@@ -444,6 +565,41 @@ mod tests {
         ] {
             assert_eq!(p.check("curl", &argv(line)).is_some(), hit, "{line}");
         }
+    }
+
+    #[test]
+    fn unless_words_on_the_path_and_hidden_options() {
+        let p = pattern(serde_json::json!({
+            "name": "g", "program": "g", "words": ["delete|update"], "anywhere": true,
+            "unless": ["components|--dry-run"],
+            "operation": "deploy", "category": "production_deployment", "action": "block", "reason": "r"
+        }))
+        .unwrap();
+        for (line, hit) in [
+            ("compute instances delete vm", true),
+            ("components update", false),
+            ("compute instances delete components", true), // after the match: not on its path
+            ("compute instances delete vm --dry-run", false),
+            ("compute ssh vm -- sudo apt-get update", false),
+        ] {
+            assert_eq!(p.check("g", &argv(line)).is_some(), hit, "{line}");
+        }
+        let rsync = &builtin();
+        let hidden = [
+            Arg::Lit("-a".into()),
+            Arg::Unknown("$OPTS".into()),
+            Arg::Lit("src/".into()),
+        ];
+        assert_eq!(rsync.check("rsync", &hidden)[0].operation, "dynamic_command");
+        let quoted = [
+            Arg::Lit("-a".into()),
+            Arg::Unknown("\"$SRC\"".into()),
+            Arg::Lit("dst/".into()),
+        ];
+        assert!(rsync.check("rsync", &quoted).is_empty());
+        // Never a panic on odd options.
+        assert!(rsync.check("kubectl", &argv("-é get pods")).is_empty());
+        assert!(rsync.check("rsync", &argv("-–delete a b")).is_empty());
     }
 
     #[test]

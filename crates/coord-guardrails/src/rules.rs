@@ -88,10 +88,14 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
     };
     let rest = &args[i + 1..];
     let flags: Vec<&str> = rest.iter().map(Arg::raw).filter(|a| a.starts_with('-')).collect();
+    // Git takes any unambiguous prefix of a long option (`--hard` as `--har`): a long
+    // flag that is a prefix of a name (four characters at least) is that name.
     let has = |names: &[&str]| {
-        flags
-            .iter()
-            .any(|f| names.contains(f) || names.iter().any(|n| f.starts_with(&format!("{n}="))))
+        flags.iter().any(|f| {
+            names.contains(f)
+                || names.iter().any(|n| f.starts_with(&format!("{n}=")))
+                || (f.starts_with("--") && f.len() >= 5 && names.iter().any(|n| n.starts_with(*f)))
+        })
     };
     let positional: Vec<&Arg> = rest.iter().filter(|a| !a.raw().starts_with('-')).collect();
     let dry_run = has(&["--dry-run", "-n"]) || flags.iter().any(|f| short_flag_has(f, 'n') && !f.contains('f'));
@@ -291,7 +295,21 @@ pub fn system_path(path: &str) -> bool {
         "/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/lib32", "/lib64", "/libx32", "/var/lib", "/var/log",
         "/dev", "/sys", "/proc", "/root", "/snap",
     ];
-    let path = path.trim_end_matches('/');
+    if !path.starts_with('/') {
+        return false;
+    }
+    // Lexically normal: `//etc`, `/tmp/../etc/x` and `/etc/./x` are under /etc.
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let path = format!("/{}", parts.join("/"));
     SYSTEM
         .iter()
         .any(|root| path == *root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
@@ -504,12 +522,25 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
             }
             operands.last().map(|a| (*a).clone()).into_iter().collect()
         }
+        // In place: `-i`, `-i.bak`, and in a bundle (`sed -Ei`, `perl -pi`).
         "sed" | "perl"
-            if args
-                .iter()
-                .any(|a| a.raw().starts_with("-i") || a.raw().starts_with("--in-place")) =>
+            if args.iter().any(|a| {
+                let raw = a.raw();
+                raw.starts_with("--in-place") || (raw.starts_with('-') && !raw.starts_with("--") && raw.contains('i'))
+            }) =>
         {
             operands.into_iter().skip(1).cloned().collect()
+        }
+        "curl" => option_values(args, &["-o", "--output"], 'o'),
+        "wget" => option_values(args, &["-O", "--output-document"], 'O'),
+        // Generating a key writes it; -l, -y, -e, -i only read one.
+        "ssh-keygen"
+            if !args.iter().any(|a| {
+                let raw = a.raw();
+                raw.starts_with('-') && !raw.starts_with("--") && raw.contains(['l', 'y', 'e', 'i'])
+            }) =>
+        {
+            option_values(args, &["-f"], 'f')
         }
         "dd" => args
             .iter()
@@ -519,9 +550,41 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
     }
 }
 
+/// The values of an option that names a file: `-o FILE`, `--output=FILE`, `-oFILE`, and
+/// at the end of a bundle (`-sLo FILE`).
+fn option_values(args: &[Arg], names: &[&str], letter: char) -> Vec<Arg> {
+    let mut out = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        let raw = a.raw();
+        let next = || args.get(i + 1).cloned();
+        if names.contains(&raw) {
+            out.extend(next());
+        } else if let Some(v) = names
+            .iter()
+            .filter(|n| n.starts_with("--"))
+            .find_map(|n| raw.strip_prefix(&format!("{n}=")))
+        {
+            out.push(Arg::Lit(v.into()));
+        } else if let Some((letters, at)) = raw
+            .strip_prefix('-')
+            .filter(|l| !l.starts_with('-'))
+            .and_then(|l| l.find(letter).map(|at| (l, at)))
+        {
+            let rest = &letters[at + letter.len_utf8()..];
+            if rest.is_empty() {
+                out.extend(next());
+            } else if at == 0 {
+                out.push(Arg::Lit(rest.into()));
+            }
+        }
+    }
+    out.retain(|a| a.raw() != "-");
+    out
+}
+
 // ---------------------------------------------------------------- databases
 
-fn migrate_hit(what: String) -> Hit {
+pub(crate) fn migrate_hit(what: String) -> Hit {
     hit(
         Category::DatabaseMigration,
         "migrate",
@@ -606,8 +669,9 @@ fn strip_sql(sql: &str) -> String {
     out
 }
 
-/// Destructive statements in SQL text: unscoped `DELETE`/`UPDATE`, `TRUNCATE`, `DROP`,
-/// and schema changes.
+/// Destructive statements in SQL text by a scan of its keywords (literals and comments
+/// blanked): unscoped `DELETE`/`UPDATE`, `TRUNCATE`, `DROP`, and schema changes. The
+/// fallback of [`crate::sql::analyze`] for text the parser cannot read.
 pub fn sql(text: &str) -> Vec<Hit> {
     let clean = strip_sql(text).to_ascii_uppercase();
     let mut hits = Vec::new();
@@ -633,46 +697,7 @@ pub fn sql(text: &str) -> Vec<Hit> {
                 Action::Block,
                 "UPDATE without a WHERE clause overwrites every row; add a WHERE clause, or ask for approval",
             )),
-            "TRUNCATE" => hits.push(hit(
-                Category::MassDeletion,
-                "truncate",
-                Action::Block,
-                "TRUNCATE deletes every row; ask for approval",
-            )),
-            "DROP" => hits.push(hit(
-                Category::MassDeletion,
-                "drop",
-                Action::Block,
-                format!(
-                    "DROP {} deletes it with its data; ask for approval",
-                    words.get(1).copied().unwrap_or_default()
-                ),
-            )),
-            "ALTER" | "CREATE" | "RENAME" | "COMMENT"
-                if words.iter().any(|w| {
-                    matches!(
-                        *w,
-                        "TABLE"
-                            | "INDEX"
-                            | "SCHEMA"
-                            | "TYPE"
-                            | "COLUMN"
-                            | "VIEW"
-                            | "DATABASE"
-                            | "SEQUENCE"
-                            | "EXTENSION"
-                            | "TRIGGER"
-                            | "FUNCTION"
-                    )
-                }) =>
-            {
-                hits.push(migrate_hit(format!(
-                    "{} {}",
-                    first,
-                    words.get(1).copied().unwrap_or_default()
-                )))
-            }
-            _ => {}
+            _ => hits.extend(crate::sql::by_words(&words)),
         }
     }
     hits

@@ -48,7 +48,8 @@ async fn set(tx: &Tx<'_>, ctx: &OpCtx, rule: &NewRule) -> R<GuardrailRule> {
             &format!(
                 "INSERT INTO operation_guardrails (name, pattern, enabled, updated_by, updated_at)
                  VALUES ($2, $3, $4, $5, {NOW})
-                 ON CONFLICT (name) DO UPDATE SET pattern = excluded.pattern, enabled = excluded.enabled,
+                 ON CONFLICT (name) DO UPDATE SET pattern = COALESCE(excluded.pattern, operation_guardrails.pattern),
+                     enabled = excluded.enabled,
                      updated_by = excluded.updated_by, updated_at = excluded.updated_at
                  RETURNING name, pattern, enabled, updated_by, updated_at"
             ),

@@ -11,9 +11,16 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 fn from_row(r: &Row) -> rusqlite::Result<GuardrailRule> {
     Ok(GuardrailRule {
         name: r.get(0)?,
-        pattern: r
-            .get::<_, Option<String>>(1)?
-            .and_then(|p| serde_json::from_str(&p).ok()),
+        // A pattern that does not read back is an error, never a missing pattern (the
+        // check would otherwise run without it).
+        pattern: match r.get::<_, Option<String>>(1)? {
+            None => None,
+            Some(p) => {
+                Some(serde_json::from_str(&p).map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
+                })?)
+            }
+        },
         enabled: r.get(2)?,
         updated_by: r.get(3)?,
         updated_at: ts(r, 4)?,
@@ -40,7 +47,8 @@ fn set(c: &Connection, now: i64, by: &str, rule: &NewRule) -> R<GuardrailRule> {
     }
     c.prepare_cached(
         "INSERT INTO operation_guardrails (name, pattern, enabled, updated_by, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (name) DO UPDATE SET pattern = excluded.pattern, enabled = excluded.enabled,
+         ON CONFLICT (name) DO UPDATE SET pattern = COALESCE(excluded.pattern, operation_guardrails.pattern),
+             enabled = excluded.enabled,
              updated_by = excluded.updated_by, updated_at = excluded.updated_at",
     )?
     .execute(params![

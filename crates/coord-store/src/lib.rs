@@ -353,8 +353,9 @@ pub trait GuardrailStore: Send + Sync {
     async fn guardrail_rules(&self) -> CoordResult<Vec<GuardrailRule>>;
     /// Every row, by name, as an audited operation (`list_guardrails`).
     async fn list_guardrail_rules(&self, ctx: OpCtx) -> CoordResult<Vec<GuardrailRule>>;
-    /// Inserts or replaces the row of `rule.name`; `resource_limit_exceeded` past
-    /// `MAX_RULES` rows.
+    /// Inserts or replaces the row of `rule.name` (without a pattern, an existing row keeps
+    /// its own: switching on and off never loses a concurrent change);
+    /// `resource_limit_exceeded` past `MAX_RULES` rows.
     async fn set_guardrail_rule(&self, ctx: OpCtx, rule: NewRule) -> CoordResult<GuardrailRule>;
     /// Deletes the row of `name`; `not_found` when there is none.
     async fn delete_guardrail_rule(&self, ctx: OpCtx, name: String) -> CoordResult<String>;

@@ -246,21 +246,17 @@ impl Operation for SetGuardrail {
         Ok(rule)
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, mut rule: NewRule) -> CoordResult<SetGuardrailResult> {
-        let rows = c.store().guardrail_rules().await?;
-        if rule.pattern.is_none() {
-            // Switching a pattern on or off keeps a custom pattern's definition.
-            let custom = rows
-                .iter()
-                .find(|r| r.name == rule.name)
-                .and_then(|r| r.pattern.clone());
-            if custom.is_none() && !builtin().patterns().any(|p| p.name == rule.name) {
+    async fn execute(c: &Coordinator, ctx: OpCtx, rule: NewRule) -> CoordResult<SetGuardrailResult> {
+        if rule.pattern.is_none() && !builtin().patterns().any(|p| p.name == rule.name) {
+            // Switching on or off: the store keeps the row's own pattern (in its
+            // transaction); a name with neither is unknown.
+            let rows = c.store().guardrail_rules().await?;
+            if !rows.iter().any(|r| r.name == rule.name && r.pattern.is_some()) {
                 return Err(CoordError::new(
                     ErrorCode::NotFound,
                     format!("no pattern named {}: give the pattern to add it", rule.name),
                 ));
             }
-            rule.pattern = custom;
         }
         let name = rule.name.clone();
         let row = c.store().set_guardrail_rule(ctx, rule).await?;
