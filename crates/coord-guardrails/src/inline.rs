@@ -21,25 +21,74 @@ pub enum Lang {
     Php,
 }
 
-/// An interpreter: its language, the short options that carry code (`-c`, `-e`) and the
-/// long ones (`--eval`).
+/// An interpreter's command line: the short options that carry code (`-c`, `-e`), the
+/// long ones (`--eval`), options that take a value (the next word; the rest of the word
+/// for `value_letters`: `-MData::Dumper`, `-rtime`), and options that name what runs
+/// instead of stdin (`python -m`, `php -f`).
 pub struct Interpreter {
     pub lang: Lang,
     pub letters: &'static [char],
     pub long: &'static [&'static str],
+    pub value_options: &'static [&'static str],
+    pub value_letters: &'static [char],
+    pub script_options: &'static [&'static str],
 }
 
 pub fn interpreter(prog: &str) -> Option<Interpreter> {
     let base = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    let (lang, letters, long): (Lang, &'static [char], &'static [&'static str]) = match base {
-        "python" | "pypy" => (Lang::Python, &['c'], &[]),
-        "node" | "nodejs" | "bun" | "deno" => (Lang::Js, &['e', 'p'], &["--eval", "--print", "eval"]),
-        "ruby" => (Lang::Ruby, &['e'], &[]),
-        "perl" => (Lang::Perl, &['e', 'E'], &[]),
-        "php" => (Lang::Php, &['r'], &[]),
+    Some(match base {
+        "python" | "pypy" => Interpreter {
+            lang: Lang::Python,
+            letters: &['c'],
+            long: &[],
+            value_options: &["-W", "-X", "--check-hash-based-pycs"],
+            value_letters: &['W', 'X'],
+            script_options: &["-m"],
+        },
+        "node" | "nodejs" | "bun" | "deno" => Interpreter {
+            lang: Lang::Js,
+            letters: &['e', 'p'],
+            long: &["--eval", "--print", "eval"],
+            value_options: &[
+                "-r",
+                "--require",
+                "--import",
+                "--loader",
+                "--experimental-loader",
+                "--input-type",
+                "-C",
+                "--conditions",
+                "--env-file",
+            ],
+            value_letters: &['r', 'C'],
+            script_options: &[],
+        },
+        "ruby" => Interpreter {
+            lang: Lang::Ruby,
+            letters: &['e'],
+            long: &[],
+            value_options: &["-r", "-I", "-C", "-E", "-F"],
+            value_letters: &['r', 'I', 'C', 'E', 'F'],
+            script_options: &[],
+        },
+        "perl" => Interpreter {
+            lang: Lang::Perl,
+            letters: &['e', 'E'],
+            long: &[],
+            value_options: &["-I", "-M", "-m"],
+            value_letters: &['I', 'M', 'm'],
+            script_options: &[],
+        },
+        "php" => Interpreter {
+            lang: Lang::Php,
+            letters: &['r'],
+            long: &[],
+            value_options: &["-d", "-c", "-z"],
+            value_letters: &['d', 'c', 'z'],
+            script_options: &["-f"],
+        },
         _ => return None,
-    };
-    Some(Interpreter { lang, letters, long })
+    })
 }
 
 /// What inline code does that the shell analysis must judge: command lines it runs,
@@ -182,12 +231,34 @@ fn lex(code: &str, lang: Lang) -> Result<Vec<Tok>, Unreadable> {
             i += 2;
             continue;
         }
+        // A JavaScript regular expression where an operand starts (`/'/g`, `/\//`): data.
+        if c == '/' && lang == Lang::Js && regex_may_start(&out) {
+            i = skip_regex(&chars, i)?;
+            continue;
+        }
         if c.is_alphanumeric() || c == '_' || c == '$' {
             let start = i;
             while i < chars.len() && (chars[i].is_alphanumeric() || matches!(chars[i], '_' | '.' | '$')) {
                 i += 1;
             }
             let word: String = chars[start..i].iter().collect();
+            // Perl's quote-like operators (`s/'//g`, `s#a##`, `q{…}`, `qw(…)`): data, except
+            // `qx`, a command.
+            if lang == Lang::Perl
+                && let Some(parts) = perl_quote_parts(&word)
+                && at(i).is_some_and(|d| {
+                    !d.is_alphanumeric()
+                        && !d.is_whitespace()
+                        && !matches!(d, ',' | ';' | '=' | ')' | ']' | '}' | '>' | '-')
+                })
+            {
+                let (body, next) = perl_quote(&chars, i, parts)?;
+                i = next;
+                if word == "qx" {
+                    out.push(Tok::Backtick(body));
+                }
+                continue;
+            }
             // A Python string prefix (f"...", r'...'): the string follows.
             let prefixed = lang == Lang::Python
                 && matches!(
@@ -231,6 +302,111 @@ fn lex(code: &str, lang: Lang) -> Result<Vec<Tok>, Unreadable> {
         i += 1;
     }
     Ok(out)
+}
+
+/// Whether a `/` here starts a regular expression rather than dividing: after an operator,
+/// an opening bracket or nothing.
+fn regex_may_start(out: &[Tok]) -> bool {
+    match out.iter().rev().find(|t| **t != Tok::Punct('\n')) {
+        None => true,
+        Some(Tok::Punct(p)) => !matches!(p, ')' | ']' | '}'),
+        Some(Tok::Ident(w)) => matches!(w.as_str(), "return" | "typeof" | "case" | "do" | "else" | "in" | "of"),
+        Some(_) => false,
+    }
+}
+
+/// The index after the regular expression starting at `chars[at]` (`/…/flags`).
+fn skip_regex(chars: &[char], at: usize) -> Result<usize, Unreadable> {
+    let mut i = at + 1;
+    let mut class = false;
+    loop {
+        match chars.get(i) {
+            None | Some('\n') => return Err(Unreadable("a regular expression is not closed".into())),
+            Some('\\') => i += 2,
+            Some('[') => {
+                class = true;
+                i += 1;
+            }
+            Some(']') => {
+                class = false;
+                i += 1;
+            }
+            Some('/') if !class => {
+                i += 1;
+                while chars.get(i).is_some_and(|c| c.is_ascii_alphabetic()) {
+                    i += 1;
+                }
+                return Ok(i);
+            }
+            Some(_) => i += 1,
+        }
+    }
+}
+
+/// How many delimited parts a Perl quote-like operator has.
+fn perl_quote_parts(word: &str) -> Option<usize> {
+    match word {
+        "s" | "tr" | "y" => Some(2),
+        "m" | "q" | "qq" | "qw" | "qr" | "qx" => Some(1),
+        _ => None,
+    }
+}
+
+/// The first part of the Perl quote-like construct whose delimiter is `chars[at]`, and the
+/// index after the whole construct (`parts` delimited parts; bracket pairs nest).
+fn perl_quote(chars: &[char], at: usize, parts: usize) -> Result<(String, usize), Unreadable> {
+    let mut i = at;
+    let mut first = String::new();
+    for part in 0..parts {
+        while chars.get(i).is_some_and(|c| c.is_whitespace()) && part > 0 {
+            i += 1;
+        }
+        let Some(&open) = chars.get(i) else {
+            return Err(Unreadable("a Perl quote-like operator is not closed".into()));
+        };
+        let close = match open {
+            '(' => ')',
+            '[' => ']',
+            '{' => '}',
+            '<' => '>',
+            other => other,
+        };
+        let mut depth = 1;
+        i += 1;
+        let mut body = String::new();
+        loop {
+            let Some(&c) = chars.get(i) else {
+                return Err(Unreadable("a Perl quote-like operator is not closed".into()));
+            };
+            i += 1;
+            if c == '\\' {
+                if let Some(&n) = chars.get(i) {
+                    body.push(n);
+                    i += 1;
+                }
+                continue;
+            }
+            if c == close && open != close {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+            } else if c == open && open != close {
+                depth += 1;
+            } else if c == close {
+                break;
+            }
+            body.push(c);
+        }
+        if part == 0 {
+            first = body;
+        }
+        // `s/a/b/` shares the middle delimiter; `s{a}{b}` opens a new one.
+        if open == close && part + 1 < parts {
+            i -= 1;
+        }
+    }
+    Ok((first, i))
 }
 
 /// The string starting at the quote `chars[at]` (Python's triple quotes too), with
@@ -327,6 +503,8 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
     // JavaScript's bare exec/spawn are child_process's only when the code uses it
     // (`/re/.exec(s)` is a regular expression).
     let child_process = lang == Lang::Js && code.contains("child_process");
+    // `import subprocess as sp; sp.run(…)`, `from subprocess import run`.
+    let subprocess = lang == Lang::Python && code.contains("subprocess");
     for (i, t) in toks.iter().enumerate() {
         let Tok::Ident(id) = t else {
             if let Tok::Backtick(cmd) = t {
@@ -336,8 +514,21 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
         };
         let args = call_arguments(&toks, i, lang);
         let js_bare = child_process && ["exec", "execFile", "spawn", "fork"].iter().any(|c| call_named(id, c));
+        let py_bare = subprocess
+            && [
+                "run",
+                "call",
+                "check_call",
+                "check_output",
+                "Popen",
+                "getoutput",
+                "getstatusoutput",
+            ]
+            .iter()
+            .any(|c| call_named(id, c));
         let shell_call = SHELL_CALLS.iter().any(|c| call_named(id, c))
             || js_bare
+            || py_bare
             || (matches!(lang, Lang::Ruby | Lang::Perl | Lang::Php) && call_named(id, "exec"))
             || (lang == Lang::Ruby && call_named(id, "spawn"));
         if shell_call {
@@ -351,11 +542,18 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
                     fx.argvs.push(words);
                 }
             }
-        } else if lang == Lang::Python && matches!(id.as_str(), "exec" | "eval") {
-            // Python code in a string: read it as Python.
-            for a in args.iter().flatten() {
-                if let [Tok::Str(inner)] = a.as_slice() {
-                    scan(inner, lang, fx, depth + 1)?;
+        } else if matches!(
+            (lang, id.as_str()),
+            (Lang::Python, "exec" | "eval" | "compile") | (Lang::Js, "eval" | "Function")
+        ) {
+            // Code in a string: read it in the same language; code built at run time
+            // cannot be read.
+            let Some(args) = args else { continue };
+            match args.first().map(Vec::as_slice) {
+                Some([Tok::Str(inner)]) => scan(inner, lang, fx, depth + 1)?,
+                None => {}
+                Some(_) => {
+                    return Err(Unreadable(format!("{id}() of code only known at run time")));
                 }
             }
         } else if let Some((name, recursive, when_asked)) = DELETE_CALLS.iter().find(|(c, _, _)| call_named(id, c)) {
@@ -611,6 +809,46 @@ mod tests {
             (Perl, "print $#a; system(\"rm -rf ~\")", &["rm -rf ~"], &[], 0),
             (Perl, "unlink glob(\"/etc/*\");", &[], &[], 1),
             (Php, "shell_exec('rm -rf /');", &["rm -rf /"], &[], 0),
+            (
+                Python,
+                "import subprocess as sp; sp.run('rm -rf ~', shell=True)",
+                &["rm -rf ~"],
+                &[],
+                0,
+            ),
+            (
+                Python,
+                "from subprocess import run; run(['rm', '-rf', '/srv'])",
+                &[],
+                &["rm -rf /srv"],
+                0,
+            ),
+            (Python, "print(eval('1+2'))", &[], &[], 0),
+            (
+                Js,
+                "eval(\"require('child_process').execSync('rm -rf ~')\")",
+                &["rm -rf ~"],
+                &[],
+                0,
+            ),
+            (
+                Js,
+                "p.split(/\\//); require('child_process').execSync('rm -rf ~')",
+                &["rm -rf ~"],
+                &[],
+                0,
+            ),
+            (Js, "console.log(s.replace(/'/g, ''))", &[], &[], 0),
+            (Js, "const x = a / b / c; console.log(x)", &[], &[], 0),
+            (Perl, "s#a##; system \"rm -rf ~\"", &["rm -rf ~"], &[], 0),
+            (Perl, "s/'//g; print", &[], &[], 0),
+            (
+                Perl,
+                "my %h = (y => 1); print $h{y}; qx(rm -rf ~)",
+                &["rm -rf ~"],
+                &[],
+                0,
+            ),
         ];
         for (lang, code, shell, argvs, deletions) in cases {
             let fx = effects(code, *lang).unwrap_or_else(|e| panic!("{code}: {e:?}"));
@@ -620,6 +858,7 @@ mod tests {
         }
         // What its lexer cannot close is not read.
         assert!(effects("print('unclosed)", Lang::Python).is_err());
-        assert!(effects("const r = /'/; execSync('x')", Lang::Js).is_err());
+        assert!(effects("exec(input())", Lang::Python).is_err());
+        assert!(effects("eval(code)", Lang::Js).is_err());
     }
 }

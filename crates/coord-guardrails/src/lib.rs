@@ -123,7 +123,9 @@ pub fn analyze_changes_with(c: &WorkChanges, patterns: &Patterns) -> Vec<Finding
             };
             out.extend(findings.into_iter().filter(|f| f.category != Category::Unverifiable));
         } else if lower.ends_with(".sql") {
-            out.extend(sql::analyze(&added, "", true).into_iter().map(|h| finding(h, &path)));
+            let hits = std::panic::catch_unwind(|| sql::analyze(&added, "", true))
+                .unwrap_or_else(|_| vec![unverifiable("analysis_failed", "the SQL could not be analysed")]);
+            out.extend(hits.into_iter().map(|h| finding(h, &path)));
         }
         files.push(path);
     }
@@ -302,6 +304,21 @@ impl Analyzer<'_> {
                 if rest.is_empty() {
                     return; // xargs alone runs echo
                 }
+                if prog == "parallel" {
+                    // GNU parallel runs its command through a shell, `{}` being each input.
+                    let hole = "\"$RUNTIME\"";
+                    let mut code: Vec<Arg> = rest
+                        .iter()
+                        .map(|a| match a {
+                            Arg::Lit(s) => Arg::Lit(s.replace("{}", hole)),
+                            other => other.clone(),
+                        })
+                        .collect();
+                    if !rest.iter().any(|a| a.raw().contains("{}")) {
+                        code.push(Arg::Lit(hole.into()));
+                    }
+                    return self.joined_code(&code, text, depth);
+                }
                 rest.push(Arg::Unknown(RUNTIME_OPERAND.into()));
                 self.argv(&rest, &Stdin::Inherited, text, depth)
             }
@@ -353,11 +370,12 @@ impl Analyzer<'_> {
                 }
             }
             "git" => {
-                // `git -c 'alias.x=!cmd' x`: an alias that runs a shell command.
+                // `git -c 'alias.x=!cmd' x`, `-c core.sshCommand=cmd`, ...: configuration
+                // that runs a shell command.
                 for pair in args.windows(2).filter(|w| w[0].raw() == "-c") {
                     match &pair[1] {
-                        Arg::Lit(kv) if kv.to_ascii_lowercase().starts_with("alias.") => {
-                            if let Some((_, code)) = kv.split_once("=!") {
+                        Arg::Lit(kv) => {
+                            if let Some(code) = rules::git_config_command(kv) {
                                 self.script(code, depth + 1);
                             }
                         }
@@ -368,7 +386,6 @@ impl Analyzer<'_> {
                             )],
                             text,
                         ),
-                        Arg::Lit(_) => {}
                     }
                 }
                 self.add(rules::git(args), text)
@@ -477,8 +494,8 @@ impl Analyzer<'_> {
                 i += 1;
                 continue;
             }
-            if raw.starts_with("--") {
-                i += 1;
+            if raw.starts_with("--") || (raw.starts_with('+') && raw.len() > 1) {
+                i += 1; // long options, and `+x`-style options turned off
                 continue;
             }
             break;
@@ -580,8 +597,8 @@ impl Analyzer<'_> {
 }
 
 /// The inline code an interpreter's arguments carry (every `-e` of it, attached
-/// `-c'...'` and bundles `-pe`, `-le` included), and whether it reads its program on
-/// stdin (no code and no script file). `Err`: code only known at run time.
+/// `-c'...'`, `--eval=...` and bundles `-pe`, `-le` included), and whether it reads its
+/// program on stdin (no code and no script file). `Err`: code only known at run time.
 fn inline_code(it: &inline::Interpreter, args: &[Arg]) -> Result<(Option<String>, bool), String> {
     let mut codes = Vec::new();
     let mut script = false;
@@ -602,23 +619,49 @@ fn inline_code(it: &inline::Interpreter, args: &[Arg]) -> Result<(Option<String>
             take_next(&mut i)?;
             continue;
         }
+        if let Some(code) = it
+            .long
+            .iter()
+            .filter(|l| l.starts_with("--"))
+            .find_map(|l| raw.strip_prefix(&format!("{l}=")))
+        {
+            codes.push(code.to_string());
+            continue;
+        }
         if raw == "-" || raw == "--" {
             break;
         }
-        if matches!(raw, "-m" | "-r" | "--require" | "-I" | "-W" | "-X") {
-            // A module runs (python -m: not on stdin), or an option's value follows.
-            script |= raw == "-m";
+        if it.script_options.contains(&raw) {
+            script = true; // python -m module, php -f file: not on stdin
+            break;
+        }
+        if it.value_options.contains(&raw) {
             i += 1;
             continue;
         }
         if let Some(letters) = raw.strip_prefix('-').filter(|l| !l.starts_with('-') && !l.is_empty()) {
-            if let Some((j, c)) = letters.char_indices().find(|(_, c)| it.letters.contains(c)) {
+            // Left to right: flags, until a letter that takes code (the rest of the word,
+            // or the next word) or a value (`-MData::Dumper`, `-rtime`, `-I lib`).
+            for (j, c) in letters.char_indices() {
                 let rest = &letters[j + c.len_utf8()..];
-                // `-pe`, `-le`: more flags, the code is the next word; `-c'code'`: attached.
-                if rest.is_empty() || (rest.len() <= 3 && rest.chars().all(|r| r.is_ascii_alphabetic())) {
-                    take_next(&mut i)?;
-                } else {
-                    codes.push(rest.to_string());
+                if it.letters.contains(&c) {
+                    let more_flags = it.lang != inline::Lang::Python
+                        && rest.len() <= 3
+                        && rest.chars().all(|r| r.is_ascii_alphabetic());
+                    if rest.is_empty() {
+                        take_next(&mut i)?;
+                    } else if more_flags {
+                        continue; // `-pe`, `-le`: the code letter comes later
+                    } else {
+                        codes.push(rest.to_string());
+                    }
+                    break;
+                }
+                if it.value_letters.contains(&c) {
+                    if rest.is_empty() {
+                        i += 1;
+                    }
+                    break;
                 }
             }
             continue;
@@ -651,14 +694,16 @@ fn skip_options<'a>(args: &'a [Arg], value_options: &[&str]) -> &'a [Arg] {
         if raw == "--" {
             return &args[i + 1..];
         }
-        let bundle_takes_value = raw.len() > 2
+        // In a bundle, the first flag that takes a value takes the rest of the word
+        // (`-uroot`, `-d'\n'`, `-k5s`), or the next word when it is last (`-iu NAME`).
+        let bundle_value_is_next = raw.len() > 2
+            && raw.starts_with('-')
             && !raw.starts_with("--")
-            && raw
-                .chars()
-                .last()
-                .is_some_and(|c| value_options.contains(&format!("-{c}").as_str()));
-        if value_options.contains(&raw) || (raw.starts_with('-') && bundle_takes_value) {
-            // `-u NAME`, and `-iu NAME`: a bundle whose last flag takes the next word.
+            && raw[1..]
+                .char_indices()
+                .find(|(_, c)| value_options.contains(&format!("-{c}").as_str()))
+                .is_some_and(|(j, c)| j + c.len_utf8() == raw.len() - 1);
+        if value_options.contains(&raw) || bundle_value_is_next {
             i += 2;
         } else if raw.starts_with('-') && raw.len() > 1 {
             i += 1;

@@ -295,6 +295,10 @@ impl Compiled {
             } else if a.after_option {
                 continue;
             } else if let Arg::Unknown(raw) = &a.arg {
+                // A path (`"$REPO/scripts/x.py"`) is not a subcommand.
+                if raw.contains('/') {
+                    return Found::No;
+                }
                 return Found::Dynamic(raw.clone());
             } else {
                 return Found::No;

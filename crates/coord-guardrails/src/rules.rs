@@ -215,6 +215,30 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
     }
 }
 
+/// The shell command a git configuration given with `-c KEY=VALUE` runs, if any: an
+/// alias or a credential helper starting with `!`, `core.sshCommand`, `core.pager`,
+/// `core.editor`, `core.fsmonitor`, `sequence.editor`, `diff.external`, `gpg.program`,
+/// `*.textconv`, `filter.*.clean|smudge|process`.
+pub fn git_config_command(kv: &str) -> Option<&str> {
+    let (key, value) = kv.split_once('=')?;
+    let key = key.to_ascii_lowercase();
+    if key.starts_with("alias.") || key == "credential.helper" || key.starts_with("credential.") {
+        return value.strip_prefix('!');
+    }
+    let runs = matches!(
+        key.as_str(),
+        "core.sshcommand"
+            | "core.pager"
+            | "core.editor"
+            | "core.fsmonitor"
+            | "sequence.editor"
+            | "diff.external"
+            | "gpg.program"
+    ) || key.ends_with(".textconv")
+        || (key.starts_with("filter.") && [".clean", ".smudge", ".process"].iter().any(|e| key.ends_with(e)));
+    runs.then_some(value)
+}
+
 fn branch_delete(branch: Option<&str>) -> Hit {
     if protected(branch) {
         hit(
@@ -552,7 +576,7 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
 
 /// The values of an option that names a file: `-o FILE`, `--output=FILE`, `-oFILE`, and
 /// at the end of a bundle (`-sLo FILE`).
-fn option_values(args: &[Arg], names: &[&str], letter: char) -> Vec<Arg> {
+pub(crate) fn option_values(args: &[Arg], names: &[&str], letter: char) -> Vec<Arg> {
     let mut out = Vec::new();
     for (i, a) in args.iter().enumerate() {
         let raw = a.raw();
@@ -596,36 +620,51 @@ pub(crate) fn migrate_hit(what: String) -> Hit {
 /// SQL a client runs: `-c`/`--command`, `-e`/`--execute`, a statement operand of
 /// `sqlite3`, or its standard input when literal.
 pub fn sql_of(prog: &str, args: &[Arg]) -> Vec<Arg> {
-    let flags: &[&str] = match prog {
-        "psql" => &["-c", "--command"],
-        "mysql" | "mariadb" => &["-e", "--execute"],
-        "clickhouse-client" | "cockroach" => &["-q", "--query", "-e", "--execute"],
-        "sqlite3" => &[],
+    // Attached and bundled too: `-c'DROP …'`, `psql -Atc …`, `mysql -BNe …`.
+    let mut out = match prog {
+        "psql" => option_values(args, &["-c", "--command"], 'c'),
+        "mysql" | "mariadb" => option_values(args, &["-e", "--execute"], 'e'),
+        "clickhouse-client" | "cockroach" => {
+            let mut v = option_values(args, &["-q", "--query"], 'q');
+            v.extend(option_values(args, &["-e", "--execute"], 'e'));
+            v
+        }
+        "sqlite3" => Vec::new(),
         _ => return Vec::new(),
     };
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let raw = args[i].raw();
-        if flags.contains(&raw) {
-            if let Some(v) = args.get(i + 1) {
-                out.push(v.clone());
-            }
-            i += 2;
-            continue;
-        }
-        if let Some(f) = flags
-            .iter()
-            .find(|f| f.starts_with("--") && raw.starts_with(&format!("{f}=")))
-        {
-            out.push(Arg::Lit(raw[f.len() + 1..].to_string()));
-        }
-        i += 1;
-    }
     if prog == "sqlite3" {
-        // sqlite3 [OPTIONS] FILE [SQL...]
-        let positional: Vec<&Arg> = args.iter().filter(|a| !a.raw().starts_with('-')).collect();
-        out.extend(positional.into_iter().skip(1).cloned());
+        // sqlite3 [OPTIONS] FILE [SQL...]; `-cmd` runs its value first.
+        const VALUE_OPTIONS: &[&str] = &[
+            "-cmd",
+            "-separator",
+            "-newline",
+            "-nullvalue",
+            "-init",
+            "-vfs",
+            "-maxsize",
+            "-lookaside",
+            "-pagecache",
+            "-mmap",
+            "-heap",
+            "-escape",
+        ];
+        let mut positional = Vec::new();
+        let mut i = 0;
+        while i < args.len() {
+            let raw = args[i].raw();
+            if VALUE_OPTIONS.contains(&raw) {
+                if raw == "-cmd" {
+                    out.extend(args.get(i + 1).cloned());
+                }
+                i += 2;
+                continue;
+            }
+            if !raw.starts_with('-') {
+                positional.push(args[i].clone());
+            }
+            i += 1;
+        }
+        out.extend(positional.into_iter().skip(1));
     }
     out
 }

@@ -10,7 +10,7 @@
 
 use crate::rules::{Hit, migrate_hit};
 use coord_domain::guardrails::{Action, Category};
-use sqlparser::ast::{Expr, Query, SetExpr, Statement, Value};
+use sqlparser::ast::{CopySource, CopyTarget, Expr, Query, SetExpr, Statement, Value};
 use sqlparser::dialect::{ClickHouseDialect, Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
@@ -35,30 +35,87 @@ fn hit(category: Category, operation: &str, reason: impl Into<String>) -> Hit {
     }
 }
 
-/// The text without client meta-commands: lines starting with `\` (psql) or `.` (sqlite3).
-fn without_meta_commands(text: &str) -> String {
-    text.lines()
-        .filter(|l| {
-            let t = l.trim_start();
-            !(t.starts_with('\\') || t.starts_with('.'))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+/// The text without the client's meta-commands (psql `\dt`, sqlite3 `.tables`), which
+/// are not SQL, and the findings of those that are dangerous: a shell command (`\!`,
+/// `.shell`, `.system`, output to a pipe), SQL read from a file (`\i`, `.read`), a COPY
+/// through a program. A line only counts as a meta-command outside a string literal;
+/// psql's `\.` (end of COPY data) stays, and SQL after psql's `\\` separator is kept.
+fn meta_commands(text: &str, prog: &str) -> (String, Vec<Hit>) {
+    let prefix = match prog {
+        "psql" | "cockroach" => '\\',
+        "sqlite3" => '.',
+        _ => return (text.to_string(), Vec::new()),
+    };
+    let (mut sql, mut hits) = (Vec::new(), Vec::new());
+    let mut quotes = 0usize;
+    for line in text.lines() {
+        let t = line.trim_start();
+        let outside_literal = quotes.is_multiple_of(2);
+        quotes += line.matches('\'').count();
+        if !(outside_literal && t.starts_with(prefix)) || t.trim_end() == "\\." {
+            sql.push(line.to_string());
+            continue;
+        }
+        let (meta, rest) = match (prefix, t.split_once("\\\\")) {
+            ('\\', Some((meta, rest))) => (meta, Some(rest)),
+            _ => (t, None),
+        };
+        let lower = meta.to_ascii_lowercase();
+        let word = lower.split_whitespace().next().unwrap_or_default();
+        let shell = matches!(word, "\\!" | ".shell" | ".system")
+            || (matches!(
+                word,
+                "\\o" | "\\out" | "\\g" | "\\gx" | "\\w" | "\\write" | ".output" | ".once"
+            ) && meta.contains('|'))
+            || (word == "\\copy" && lower.contains(" program "));
+        if shell {
+            hits.push(hit(
+                Category::Unverifiable,
+                "client_shell",
+                format!(
+                    "the client command `{}` runs a shell command; run the command itself",
+                    meta.trim()
+                ),
+            ));
+        } else if matches!(
+            word,
+            "\\i" | "\\include" | "\\ir" | "\\include_relative" | ".read" | ".import"
+        ) {
+            hits.push(hit(
+                Category::Unverifiable,
+                "dynamic_sql",
+                format!("`{}` runs SQL from a file, not in the command line", meta.trim()),
+            ));
+        }
+        if let Some(rest) = rest {
+            sql.push(rest.to_string());
+        }
+    }
+    (sql.join("\n"), hits)
 }
 
 /// Destructive statements in `text`, read in `prog`'s dialect. `fragment`: lines out of
 /// a file (a diff), which need not parse on their own.
 pub fn analyze(text: &str, prog: &str, fragment: bool) -> Vec<Hit> {
-    let sql = without_meta_commands(text);
-    if sql.trim().is_empty() {
-        return Vec::new();
+    let (mut sql, mut hits) = meta_commands(text, prog);
+    if prog == "mysql" || prog == "mariadb" {
+        // `\G` ends a statement as `;` does (vertical output).
+        sql = sql.replace("\\G", ";").replace("\\g", ";");
     }
+    if sql.trim().is_empty() {
+        return hits;
+    }
+    hits.extend(parsed(&sql, prog, fragment));
+    hits
+}
+
+fn parsed(sql: &str, prog: &str, fragment: bool) -> Vec<Hit> {
     let dialect = dialect(prog);
-    match Parser::parse_sql(&*dialect, &sql) {
+    match Parser::parse_sql(&*dialect, sql) {
         Ok(statements) => statements.iter().flat_map(statement).collect(),
         // Statement by statement: what parses is judged; what does not is scanned, and
         // refused unless it is plainly harmless.
-        Err(e) => match statements_of(&*dialect, &sql) {
+        Err(e) => match statements_of(&*dialect, sql) {
             Some(texts) => texts
                 .iter()
                 .flat_map(|text| match Parser::parse_sql(&*dialect, text) {
@@ -66,7 +123,7 @@ pub fn analyze(text: &str, prog: &str, fragment: bool) -> Vec<Hit> {
                     Err(e) => unparsed(text, fragment, &e.to_string()),
                 })
                 .collect(),
-            None => unparsed(&sql, fragment, &e.to_string()),
+            None => unparsed(sql, fragment, &e.to_string()),
         },
     }
 }
@@ -148,6 +205,23 @@ fn statement(s: &Statement) -> Vec<Hit> {
             "UPDATE without a WHERE clause overwrites every row; add a WHERE clause, or ask for approval",
         )],
         Statement::Query(q) => query(q),
+        // `COPY (DELETE … RETURNING …) TO STDOUT` runs its query; `TO/FROM PROGRAM` runs a
+        // shell command on the database server.
+        Statement::Copy { source, target, .. } => {
+            let mut out = match source {
+                CopySource::Query(q) => query(q),
+                CopySource::Table { .. } => Vec::new(),
+            };
+            if matches!(target, CopyTarget::Program { .. }) {
+                out.push(hit(
+                    Category::Unverifiable,
+                    "client_shell",
+                    "COPY … PROGRAM runs a shell command on the database server; ask for approval",
+                ));
+            }
+            out
+        }
+        Statement::Prepare { statement: inner, .. } => statement(inner),
         Statement::Explain {
             analyze,
             options,
@@ -302,6 +376,26 @@ mod tests {
             ("SELECT count(*) FROM users", "mysql", &[]),
             ("SELEC * FROM", "psql", &["unparseable_sql"]),
             ("PRAGMA table_info(users)", "sqlite3", &[]),
+            (
+                "COPY (DELETE FROM users RETURNING id) TO STDOUT",
+                "psql",
+                &["delete_all_rows"],
+            ),
+            ("COPY users TO PROGRAM 'rm -rf ~'", "psql", &["client_shell"]),
+            (
+                "PREPARE p AS DELETE FROM users; EXECUTE p",
+                "psql",
+                &["delete_all_rows"],
+            ),
+            ("\\! rm -rf ~", "psql", &["client_shell"]),
+            ("\\o | sh\nSELECT 1", "psql", &["client_shell"]),
+            ("\\x \\\\ DROP TABLE users;", "psql", &["drop"]),
+            ("\\i drop_all.sql", "psql", &["dynamic_sql"]),
+            (".shell rm -rf ~", "sqlite3", &["client_shell"]),
+            (".tables\nSELECT 1", "sqlite3", &[]),
+            ("SELECT '\n.'; DROP TABLE users; SELECT '\n'", "sqlite3", &["drop"]),
+            ("SELECT * FROM users LIMIT 5\\G", "mysql", &[]),
+            ("COPY t FROM STDIN;\n\\.\nDROP TABLE users;", "psql", &["drop"]),
             (
                 "PRAGMA table_info(users); DELETE FROM users",
                 "sqlite3",

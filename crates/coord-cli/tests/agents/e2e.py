@@ -199,15 +199,18 @@ def two_claude_sessions(w):
 
 
 def claude_guardrails(w):
-    """Claude Code, set up by `coord init claude` only, runs a destructive Bash command (and
-    a benign one): the hook denies the first with an approval id, the second runs; after a
-    person approves, the same command passes once."""
+    """Claude Code, set up by `coord init claude` only, runs a destructive Bash command, the
+    same deletion through `python3 -c`, and a benign one: the hook denies the first two
+    with an approval id each (two guardrail violations), the third runs; after a person
+    approves, the same command passes once."""
     data = os.path.join(w.repo, "data")
     os.makedirs(data)
     with open(os.path.join(data, "keep.txt"), "w") as f:
         f.write("precious\n")
     w.start_model({
         "G_destroy": [{"tool": "Bash", "input": {"command": "rm -rf data", "description": "clean up"}},
+                      {"tool": "Bash", "input": {"command": "python3 -c \"import shutil; shutil.rmtree('data')\"",
+                                                 "description": "clean up in python"}},
                       {"tool": "Bash", "input": {"command": "echo ok > benign.txt", "description": "benign"}},
                       {"text": "G done"}],
         "G_again": [{"tool": "Bash", "input": {"command": "rm -rf data", "description": "clean up, approved"}},
@@ -222,12 +225,16 @@ def claude_guardrails(w):
     check(os.path.exists(os.path.join(data, "keep.txt")), "the destructive command ran")
     check(os.path.exists(os.path.join(w.repo, "benign.txt")), "the benign command did not run")
     refused = w.coord("audit", "--operation", "check_guardrails", "--result", "failure")["entries"]
-    check(len(refused) == 1 and refused[0]["error_code"] == "destructive_operation_blocked",
-          f"the denial is audited once: {refused}")
-    agent = refused[0]["agent_id"]
+    check(len(refused) == 2 and all(e["error_code"] == "destructive_operation_blocked" for e in refused),
+          f"each denial is audited once: {refused}")
+    rm = [e for e in refused if e["parameters"].get("command") == "rm -rf data"]
+    check(len(rm) == 1, f"the rm -rf denial is audited: {refused}")
+    agent = rm[0]["agent_id"]
     check(agent == "guarded-claude", f"denied as the session's agent, not {agent!r}")
-    approval_id = refused[0]["result"].get("approval_id")
-    check(approval_id, f"the refusal names an approval: {refused[0]['result']}")
+    approval_id = rm[0]["result"].get("approval_id")
+    check(approval_id, f"the refusal names an approval: {rm[0]['result']}")
+    explained = w.coord("profile", "explain", "guarded-claude", "--type", "claude_code")
+    check(explained.get("guardrail_violations") == 2, f"two violations are counted: {explained}")
     seen = [e for e in w.entries() if e.get("script") == "G_destroy" and e.get("turn") == 1]
     check(seen and seen[-1].get("last_is_error"), f"the denial came back to the model: {seen}")
     decided = w.coord("approvals", "approve", approval_id)
@@ -238,7 +245,7 @@ def claude_guardrails(w):
     check(not os.path.exists(data), "the approved command did not run")
     used = w.coord("approvals", "show", approval_id)["approval"]
     check(used["status"] == "used", f"the approval was used once: {used}")
-    return f"denied and audited as {agent}; approved once ({approval_id})"
+    return f"denied (rm -rf and python3 -c) and audited as {agent}, 2 violations; approved once ({approval_id})"
 
 
 def killed_claude(w):

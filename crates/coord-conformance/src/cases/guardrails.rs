@@ -316,7 +316,12 @@ pub async fn guardrails_elevated_operations_notify_the_security_channel(b: &dyn 
     use coord_domain::notifications::ListNotificationsRequest;
     use coord_service::ops::notifications::ListNotifications;
     let h = Harness::new(b).await;
-    let mut p = profile("elevated", 3, &[Permission::Read, Permission::Write], json!({}));
+    let mut p = profile(
+        "elevated",
+        3,
+        &[Permission::Read, Permission::Write, Permission::Coordinate],
+        json!({}),
+    );
     p.elevated_operations = vec!["force_push".into()];
     give(&h, p, "senior").await;
     let senior = Caller::new("senior", "claude_code");
@@ -349,6 +354,7 @@ pub async fn guardrails_elevated_operations_notify_the_security_channel(b: &dyn 
     );
     assert!(n.summary.contains("force_push"), "{}", n.summary);
     assert_eq!((n.delivered_at, n.attempts), (None, 0));
+
     if h.door != crate::Door::Http {
         let e = run::<ListNotifications>(&h, &senior, ListNotificationsRequest::default())
             .await
@@ -404,6 +410,35 @@ pub async fn guardrails_elevated_operations_notify_the_security_channel(b: &dyn 
             .is_empty(),
         "delivered is final"
     );
+
+    // A completion whose changes pass by elevation is reported too, and completes.
+    {
+        use coord_domain::guardrails::WorkChanges;
+        use coord_domain::queue::{CompleteWorkRequest, TaskStatus};
+        h.submit(&agent("lead"), "release", 5, &[]).await;
+        let task = h.claimed_id(&senior).await;
+        run::<coord_service::ops::queue::CompleteWork>(
+            &h,
+            &senior,
+            CompleteWorkRequest {
+                task_id: task.clone(),
+                success: true,
+                result: None,
+                error_message: None,
+                changes: Some(WorkChanges {
+                    commands: vec!["git push --force origin feature".into()],
+                    files: vec![],
+                    diff: None,
+                }),
+            },
+        )
+        .await
+        .expect("an elevated operation of the profile");
+        assert_eq!(h.task(&task).await.status, TaskStatus::Completed);
+        let now = list(false).await.unwrap().notifications;
+        assert_eq!(now.len(), 2, "{now:?}");
+        assert!(now[0].summary.contains("force_push"), "{}", now[0].summary);
+    }
 }
 
 async fn registry(h: &Harness) -> Vec<GuardrailEntry> {

@@ -84,16 +84,29 @@ async fn judge(
     Ok((result, decision.err()))
 }
 
-/// Guardrails inside another operation (`complete_work`): nothing happens when
-/// `findings` are allowed; otherwise a live approval of exactly this request is spent
-/// (an audit row of its own) or the operation is refused — audited and queued for a
-/// person like any guardrail block.
-pub(crate) async fn enforce(c: &Coordinator, ctx: &OpCtx, findings: Vec<Finding>) -> CoordResult<()> {
+/// Guardrails inside another operation (`complete_work`), before it runs: nothing
+/// happens when `findings` are allowed outright; a refusal spends a live approval of
+/// exactly this request (a step of its own) or refuses the operation — audited and queued
+/// for a person like any guardrail block. An elevated pass is answered, to be recorded
+/// with [`record_elevated`] once the operation has succeeded.
+pub(crate) async fn enforce(
+    c: &Coordinator,
+    ctx: &OpCtx,
+    findings: Vec<Finding>,
+) -> CoordResult<Option<CheckGuardrailsResult>> {
     let (result, refusal) = judge(c, ctx, findings).await?;
     if refusal.is_some() {
         c.store().guard_decision(ctx.clone(), result, refusal).await?;
+        return Ok(None);
     }
-    Ok(())
+    Ok(result.elevated.then_some(result))
+}
+
+/// An elevated pass inside an operation that succeeded, recorded like one of
+/// check_guardrails: a step of its own, audited with `elevated`, a violation row and a
+/// notification on the security channel.
+pub(crate) async fn record_elevated(c: &Coordinator, ctx: OpCtx, passed: CheckGuardrailsResult) -> CoordResult<()> {
+    c.store().guard_decision(ctx, passed, None).await.map(|_| ())
 }
 
 /// The rows of `operation_guardrails` and the registry compiled from them.

@@ -96,14 +96,23 @@ impl Operation for CompleteWork {
         // destructive finding refuses the completion (with the matches to address), unless
         // a person approved exactly this completion (that approval is spent, in its own
         // audited step).
+        let mut elevated = None;
         if done.success
             && let Some(changes) = &changes
         {
             let patterns = crate::ops::guardrails::patterns(c).await?;
             let findings = coord_guardrails::analyze_changes_with(changes, &patterns);
-            crate::ops::guardrails::enforce(c, &ctx, findings).await?;
+            elevated = crate::ops::guardrails::enforce(c, &ctx, findings).await?;
         }
-        c.store().complete_work(ctx, done).await
+        let completed = c.store().complete_work(ctx.clone(), done).await?;
+        // An elevated pass is reported only for a completion that happened.
+        if let Some(passed) = elevated
+            && let Err(e) = crate::ops::guardrails::record_elevated(c, ctx, passed).await
+        {
+            // The completion stands; what failed is its report, which must not undo it.
+            tracing::error!(error = %e, "an elevated completion could not be recorded");
+        }
+        Ok(completed)
     }
 }
 
