@@ -253,8 +253,9 @@ pub struct BenchArgs {
     /// guardrails: times each command is analysed for the latency figures
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub rounds: usize,
-    /// guardrails: score a corpus of your own (JSON lines: command, label
-    /// destructive|benign|warning|held, operation, source) instead of the built-in one
+    /// guardrails: score a corpus of your own instead of the built-in one (JSON lines with
+    /// command, label destructive|benign|warning|held, operation (optional), source; judged
+    /// with the built-in patterns, not the registry's changes)
     #[arg(long, value_name = "FILE")]
     pub corpus: Option<std::path::PathBuf>,
     /// guardrails: list every command judged against its label

@@ -172,6 +172,10 @@ fn guardrails(args: &BenchArgs, json: bool) -> u8 {
             .map_err(|e| e.to_string())
             .and_then(|t| g::read_corpus(&t))
         {
+            Ok(c) if c.is_empty() => {
+                eprintln!("coord bench guardrails: {}: no commands in it", path.display());
+                return output::EXIT_USAGE;
+            }
             Ok(c) => Some(c),
             Err(e) => {
                 eprintln!("coord bench guardrails: {}: {e}", path.display());
@@ -245,10 +249,11 @@ fn guardrails(args: &BenchArgs, json: bool) -> u8 {
         );
         if args.misses || !s.mistakes.is_empty() && s.mistakes.len() <= 20 {
             for m in &s.mistakes {
+                let label = serde_json::to_value(m.label).unwrap_or_default();
                 println!(
-                    "  {:?} labelled {:?}{}: found {}",
+                    "  {:?} labelled {}{}: found {}",
                     m.command,
-                    m.label,
+                    label.as_str().unwrap_or_default(),
                     m.want.as_deref().map(|w| format!(" ({w})")).unwrap_or_default(),
                     if m.got.is_empty() {
                         "nothing".to_string()

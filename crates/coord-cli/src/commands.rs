@@ -129,7 +129,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
                 && let Some(id) = e.details.get("approval_id").and_then(|v| v.as_str())
             {
                 eprintln!(
-                    "approval requested: {id} (a person runs `coord approvals approve {id}`; then the same check passes once)"
+                    "approval requested: {id} (a person other than the one refused runs `coord approvals approve {id}`, e.g. with --agent-id; then the same check passes once)"
                 );
             }
             out.result(answer, render_guard)

@@ -192,8 +192,13 @@ impl Analyzer<'_> {
         let hits: Vec<Hit> = files
             .iter()
             .filter_map(Arg::lit)
-            .filter(|f| rules::credential_path(f))
-            .map(|f| rules::credential_hit(f, "command writes"))
+            .filter_map(|f| {
+                if rules::device_path(f) {
+                    Some(rules::device_hit(f))
+                } else {
+                    rules::credential_path(f).then(|| rules::credential_hit(f, "command writes"))
+                }
+            })
             .collect();
         self.add(hits, text);
     }

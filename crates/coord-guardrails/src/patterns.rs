@@ -190,6 +190,27 @@ impl Compiled {
         if pattern.reason.trim().is_empty() || pattern.reason.len() > 500 {
             return Err(err("a reason is 1 to 500 characters".into()));
         }
+        if let Action::RequireTrust(t) = pattern.action
+            && !(1..=4).contains(&t)
+        {
+            return Err(err(format!("require_trust is a trust level from 1 to 4, not {t}")));
+        }
+        let placeholders = pattern.reason.replace("{program}", "").replace("{words}", "");
+        if placeholders.contains('{') || placeholders.contains('}') {
+            return Err(err(
+                "the reason may use {program} and {words}, nothing else in braces".into()
+            ));
+        }
+        if pattern
+            .program
+            .split('|')
+            .any(|alt| !alt.is_empty() && alt.chars().all(|c| matches!(c, '*' | '?')))
+        {
+            return Err(err(format!(
+                "program `{}` would match every program; name it",
+                pattern.program
+            )));
+        }
         if pattern.category == Category::Unverifiable {
             return Err(err("the unverifiable category is the analyser's own".into()));
         }
@@ -635,6 +656,10 @@ mod tests {
             (with("words", serde_json::json!(["[a"])), "glob"),
             (with("reason", " ".into()), "reason"),
             (with("category", "unverifiable".into()), "unverifiable"),
+            (with("program", "*".into()), "every program"),
+            (with("program", "git|?*".into()), "every program"),
+            (with("action", serde_json::json!({"require_trust": 9})), "1 to 4"),
+            (with("reason", "{prog} breaks".into()), "braces"),
         ] {
             let e = pattern(bad.clone()).unwrap_err();
             assert!(e.message.contains(why), "{bad}: {e}");

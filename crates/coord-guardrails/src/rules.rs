@@ -339,6 +339,30 @@ pub fn system_path(path: &str) -> bool {
         .any(|root| path == *root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
 }
 
+/// A device file that holds data (a disk, a partition): writing it destroys what is on it.
+/// The pseudo-devices (`/dev/null`, `/dev/stdout`, a terminal, `/dev/shm/…`) are not.
+pub fn device_path(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/dev/") else {
+        return false;
+    };
+    let pseudo = matches!(
+        rest,
+        "null" | "zero" | "full" | "random" | "urandom" | "stdout" | "stderr" | "stdin" | "tty" | "console" | "ptmx"
+    ) || ["fd/", "pts/", "shm/", "mqueue/", "tty"]
+        .iter()
+        .any(|p| rest.starts_with(p));
+    !rest.is_empty() && !pseudo
+}
+
+pub fn device_hit(path: &str) -> Hit {
+    hit(
+        Category::MassDeletion,
+        "disk_overwrite",
+        Action::Block,
+        format!("writing {path} overwrites the disk or partition it is, with everything on it; ask for approval"),
+    )
+}
+
 /// Operands that are only known at run time (`xargs` input, `find -exec {}`).
 pub const RUNTIME_OPERAND: &str = "{run-time operand}";
 

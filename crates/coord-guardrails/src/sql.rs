@@ -270,7 +270,7 @@ fn by_keyword(s: &Statement) -> Vec<Hit> {
     let text = s.to_string();
     let words: Vec<String> = text
         .split_whitespace()
-        .take(6)
+        .take(12)
         .map(|w| {
             w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_')
                 .to_ascii_uppercase()
@@ -320,6 +320,15 @@ pub(crate) fn by_words(words: &[&str]) -> Option<Hit> {
                 words.get(1).copied().unwrap_or_default()
             ),
         )),
+        // `ALTER TABLE t DROP COLUMN c`: the column's data goes with it.
+        "ALTER" if words.contains(&"DROP") => Some(hit(
+            Category::MassDeletion,
+            "drop",
+            format!(
+                "ALTER {} … DROP deletes a column, constraint or partition with its data; ask for approval",
+                words.get(1).copied().unwrap_or_default()
+            ),
+        )),
         "CREATE" | "ALTER" | "RENAME" | "COMMENT"
             if !words.iter().any(|w| matches!(*w, "TEMP" | "TEMPORARY"))
                 && words.iter().any(|w| SCHEMA_OBJECTS.contains(w)) =>
@@ -364,6 +373,7 @@ mod tests {
             ("EXPLAIN DELETE FROM users", "psql", &[]),
             ("BEGIN; DELETE FROM sessions; COMMIT", "psql", &["delete_all_rows"]),
             ("ALTER TABLE users ADD COLUMN age int", "psql", &["migrate"]),
+            ("ALTER TABLE users DROP COLUMN email", "psql", &["drop"]),
             ("CREATE INDEX i ON t (c)", "psql", &["migrate"]),
             ("CREATE TEMPORARY TABLE scratch (x int)", "psql", &[]),
             ("SELECT 'DROP TABLE users' AS hint", "psql", &[]),

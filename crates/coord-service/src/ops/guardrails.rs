@@ -245,7 +245,7 @@ impl Operation for SetGuardrail {
     const NEED: Need = Need::admin(Permission::ManagePolicies);
     const HTTP: &'static [Http] = &[Http::post("/guardrails/set").errors(&[404])];
     const EXAMPLE: &'static str = "{\"name\": \"make-deploy\", \"pattern\": {\"program\": \"make\", \"words\": \
-        [\"deploy|release\"], \"operation\": \"deploy\", \"category\": \"production_deployment\", \"action\": \
+        [\"deploy|release\"], \"anywhere\": true, \"operation\": \"deploy\", \"category\": \"production_deployment\", \"action\": \
         \"block\", \"reason\": \"make {words} deploys to production; ask for approval\"}}";
     type Request = SetGuardrailRequest;
     type Response = SetGuardrailResult;
@@ -267,7 +267,10 @@ impl Operation for SetGuardrail {
             if !rows.iter().any(|r| r.name == rule.name && r.pattern.is_some()) {
                 return Err(CoordError::new(
                     ErrorCode::NotFound,
-                    format!("no pattern named {}: give the pattern to add it", rule.name),
+                    format!(
+                        "no pattern named {} (`coord guard rules list` shows them); to add one, give the pattern",
+                        rule.name
+                    ),
                 ));
             }
         }
