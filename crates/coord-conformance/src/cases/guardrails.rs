@@ -6,7 +6,9 @@ use crate::cases::profiles::{code, give, profile, run};
 use crate::{Backend, Harness, agent, operator};
 use coord_domain::approvals::{DecideApprovalRequest, Decision};
 use coord_domain::audit::AuditQueryRequest;
-use coord_domain::guardrail_rules::{GuardrailEntry, ResetGuardrailRequest, RuleSource, SetGuardrailRequest};
+use coord_domain::guardrail_rules::{
+    GuardrailEntry, ResetGuardrailRequest, ResetGuardrailResult, RuleSource, SetGuardrailRequest,
+};
 use coord_domain::guardrails::{CheckGuardrailsRequest, CheckGuardrailsResult};
 use coord_domain::profiles::Permission;
 use coord_domain::{Caller, CoordResult, Empty, ErrorCode};
@@ -448,6 +450,10 @@ async fn registry(h: &Harness) -> Vec<GuardrailEntry> {
         .guardrails
 }
 
+async fn reset(h: &Harness, who: &Caller, name: &str) -> CoordResult<ResetGuardrailResult> {
+    run::<guardrails::ResetGuardrail>(h, who, ResetGuardrailRequest { name: name.into() }).await
+}
+
 fn set_rule(name: &str, pattern: Option<serde_json::Value>, enabled: Option<bool>) -> SetGuardrailRequest {
     SetGuardrailRequest {
         name: name.into(),
@@ -536,37 +542,13 @@ pub async fn guardrails_pattern_registry_is_editable_by_trust_4(b: &dyn Backend)
     );
 
     // Reset: a built-in one is back as shipped, a custom one is gone.
-    let r = run::<guardrails::ResetGuardrail>(
-        &h,
-        &boss,
-        ResetGuardrailRequest {
-            name: "terraform-change".into(),
-        },
-    )
-    .await
-    .unwrap();
+    let r = reset(&h, &boss, "terraform-change").await.unwrap();
     assert!(r.builtin_restored);
     assert!(check(&h, &me, "terraform apply").await.is_err());
-    let r = run::<guardrails::ResetGuardrail>(
-        &h,
-        &boss,
-        ResetGuardrailRequest {
-            name: "make-deploy".into(),
-        },
-    )
-    .await
-    .unwrap();
+    let r = reset(&h, &boss, "make-deploy").await.unwrap();
     assert!(!r.builtin_restored);
     assert!(check(&h, &me, "make deploy").await.is_ok());
-    let e = run::<guardrails::ResetGuardrail>(
-        &h,
-        &boss,
-        ResetGuardrailRequest {
-            name: "make-deploy".into(),
-        },
-    )
-    .await
-    .unwrap_err();
+    let e = reset(&h, &boss, "make-deploy").await.unwrap_err();
     assert_eq!(e.code, ErrorCode::NotFound);
 
     // Bad input is refused and stores nothing.
@@ -620,15 +602,7 @@ pub async fn guardrails_pattern_registry_is_editable_by_trust_4(b: &dyn Backend)
             .await
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::InsufficientTrustLevel);
-        let e = run::<guardrails::ResetGuardrail>(
-            &h,
-            &me,
-            ResetGuardrailRequest {
-                name: "ansible-playbook".into(),
-            },
-        )
-        .await
-        .unwrap_err();
+        let e = reset(&h, &me, "ansible-playbook").await.unwrap_err();
         assert_eq!(e.code, ErrorCode::InsufficientTrustLevel);
     }
     // Changes are audited.
