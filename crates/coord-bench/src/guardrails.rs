@@ -38,7 +38,7 @@ pub struct GuardrailsReport {
     pub goals_met: bool,
 }
 
-fn latency(mut ns: Vec<u64>) -> Latency {
+pub(crate) fn latency(mut ns: Vec<u64>) -> Latency {
     ns.sort_unstable();
     let at = |p: f64| {
         if ns.is_empty() {

@@ -13,6 +13,7 @@ pub const AGENT_TYPE: &str = "claude_code";
 
 mod agents;
 mod driver;
+pub mod files;
 pub mod guardrails;
 mod invariants;
 mod locks;

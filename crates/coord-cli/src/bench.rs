@@ -19,7 +19,7 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
         BenchWorkload::Mcp => Workload::Mcp,
         BenchWorkload::Http => Workload::Http,
         BenchWorkload::Agents => Workload::Agents,
-        BenchWorkload::Guardrails => unreachable!("guardrails runs without a database"),
+        BenchWorkload::Guardrails | BenchWorkload::Files => unreachable!("runs without a bench database"),
     };
     // Scratch databases only: never the repository's coordinator (its audit trail is
     // append-only, and a benchmark would fill it).
@@ -87,6 +87,9 @@ fn interrupt() -> impl std::future::Future<Output = ()> {
 pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
     if matches!(args.workload, BenchWorkload::Guardrails) {
         return guardrails(args, json);
+    }
+    if matches!(args.workload, BenchWorkload::Files) {
+        return files(args, json).await;
     }
     let opts = match options(args, ctx, json) {
         Ok(o) => o,
@@ -269,4 +272,54 @@ fn guardrails(args: &BenchArgs, json: bool) -> u8 {
     } else {
         output::EXIT_REFUSED
     }
+}
+
+/// `coord bench files`.
+async fn files(args: &BenchArgs, json: bool) -> u8 {
+    // --rounds defaults to 20 for guardrails; file reads need more samples for a p99.
+    let rounds = if args.rounds == 20 { 2000 } else { args.rounds };
+    let r = match coord_bench::files::run(rounds, &std::env::temp_dir()).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("coord bench files: {e}");
+            return output::EXIT_UNAVAILABLE;
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string(&r).unwrap_or_default());
+        return if r.goals_met { 0 } else { 1 };
+    }
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+    let mut t = table(&[
+        "OP",
+        "SIZE",
+        "CONFINED p50/p99 µs",
+        "PLAIN p50/p99 µs",
+        "OVERHEAD p50",
+        "CONFINED MiB/s",
+        "TOOL p50/p99 µs",
+    ]);
+    for c in &r.cases {
+        t.add_row(vec![
+            c.op.to_string(),
+            if c.bytes >= 1024 * 1024 {
+                format!("{} MiB", c.bytes / (1024 * 1024))
+            } else {
+                format!("{} KiB", c.bytes / 1024)
+            },
+            format!("{} / {}", us(c.confined.latency.p50_ns), us(c.confined.latency.p99_ns)),
+            format!("{} / {}", us(c.plain.latency.p50_ns), us(c.plain.latency.p99_ns)),
+            format!("{:+.1}%", c.overhead_p50 * 100.0),
+            format!("{:.0}", c.confined.mib_per_s),
+            format!("{} / {}", us(c.tool.latency.p50_ns), us(c.tool.latency.p99_ns)),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "{} reads per size; goal: confinement overhead < {:.0}% at 4 KiB — {}",
+        r.rounds,
+        r.goal_overhead * 100.0,
+        if r.goals_met { "met" } else { "NOT met" }
+    );
+    if r.goals_met { 0 } else { 1 }
 }

@@ -73,6 +73,11 @@ pub struct Context {
     /// Whether `db` is the default location (not given by flag or env).
     pub db_is_default: bool,
     pub caller: Caller,
+    /// The file tools' workspaces (`--workspace`), as given; empty: the repository.
+    pub workspaces: Vec<PathBuf>,
+    /// Whether `repo_root` is a git repository's root (not just the working directory).
+    pub in_git_repo: bool,
+    pub file_size_limit: Option<u64>,
 }
 
 impl Context {
@@ -87,7 +92,9 @@ impl Context {
     }
 
     pub fn resolve_in(global: &GlobalArgs, cwd: PathBuf) -> CoordResult<Context> {
-        let repo_root = git_root(&cwd).unwrap_or_else(|| cwd.clone());
+        let git = git_root(&cwd);
+        let in_git_repo = git.is_some();
+        let repo_root = git.unwrap_or_else(|| cwd.clone());
         let (db, db_is_default) = match global.db.as_deref() {
             Some(raw) => (DbTarget::parse(raw, &cwd)?, false),
             None => (DbTarget::Sqlite(repo_root.join(".coord").join("coord.db")), true),
@@ -116,7 +123,91 @@ impl Context {
             db,
             db_is_default,
             caller,
+            workspaces: if global.workspaces.is_empty() {
+                // An empty or unset variable means the default.
+                std::env::var("COORD_WORKSPACES")
+                    .unwrap_or_default()
+                    .split(':')
+                    .filter(|d| !d.trim().is_empty())
+                    .map(PathBuf::from)
+                    .collect()
+            } else {
+                global.workspaces.clone()
+            },
+            in_git_repo,
+            file_size_limit: global.file_size_limit,
         })
+    }
+
+    /// The file tools' workspaces: each `--workspace` directory (relative to the
+    /// repository root) with its place in the repository, or the repository itself. A
+    /// workspace outside the repository is refused: its files would have no lock path.
+    pub fn workspace_dirs(&self) -> CoordResult<Vec<coord_service::WorkspaceDir>> {
+        let bad = |m: String| CoordError::new(ErrorCode::InvalidArgument, m).with_field("workspace");
+        let root = self.repo_root.canonicalize().map_err(|e| {
+            bad(format!(
+                "the repository root {} cannot be resolved: {e}",
+                self.repo_root.display()
+            ))
+        })?;
+        if self.workspaces.is_empty() && !self.in_git_repo {
+            // Outside a repository the default would be whatever directory coord was
+            // started in (a home directory, say): the file tools stay off instead.
+            return Ok(Vec::new());
+        }
+        if self.workspaces.is_empty() {
+            return Ok(vec![coord_service::WorkspaceDir {
+                dir: root,
+                prefix: String::new(),
+            }]);
+        }
+        self.workspaces
+            .iter()
+            .map(|w| {
+                // Relative to the repository root, wherever coord was started in it.
+                let dir = root
+                    .join(w)
+                    .canonicalize()
+                    .map_err(|e| bad(format!("workspace {} cannot be opened: {e}", w.display())))?;
+                let inside = dir.strip_prefix(&root).map_err(|_| {
+                    bad(format!(
+                        "workspace {} is outside the repository {}: its files would have no lock path",
+                        dir.display(),
+                        root.display()
+                    ))
+                })?;
+                let prefix = inside
+                    .to_str()
+                    .ok_or_else(|| bad(format!("workspace {} is not a UTF-8 path", dir.display())))?
+                    .to_string();
+                Ok(coord_service::WorkspaceDir { dir, prefix })
+            })
+            .collect()
+    }
+
+    /// coord's own files that live inside the repository (a SQLite database given with
+    /// `--db` and its journals, the audit key), repository-relative: the file tools
+    /// refuse them.
+    pub fn protected_paths(&self, audit_key: Option<&std::path::Path>) -> Vec<String> {
+        let Ok(root) = self.repo_root.canonicalize() else {
+            return Vec::new();
+        };
+        let mut files: Vec<PathBuf> = Vec::new();
+        if let DbTarget::Sqlite(db) = &self.db {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                files.push(PathBuf::from(format!("{}{suffix}", db.display())));
+            }
+        }
+        files.extend(audit_key.map(std::path::Path::to_path_buf));
+        files
+            .iter()
+            .filter_map(|f| {
+                // The file may not exist yet: resolve its directory.
+                let dir = self.cwd.join(f.parent()?).canonicalize().ok()?;
+                let full = dir.join(f.file_name()?);
+                Some(full.strip_prefix(&root).ok()?.to_str()?.to_string())
+            })
+            .collect()
     }
 
     /// A path the user typed (a file, a `dir/` or a glob), made repo-relative when it

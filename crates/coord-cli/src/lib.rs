@@ -8,6 +8,7 @@ mod bench;
 mod cloud;
 pub mod commands;
 pub mod context;
+mod files;
 mod guard;
 pub mod hooks;
 pub mod notify;

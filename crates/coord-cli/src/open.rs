@@ -110,6 +110,12 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
         keep_out_of_git(path);
     }
     let store = open_store_with(&ctx.db, pg_pool).await?;
+    // A bad workspace setting turns the file tools off (they answer why), never locks,
+    // the queue or the hooks.
+    let (workspaces, workspace_problem) = match ctx.workspace_dirs() {
+        Ok(dirs) => (dirs, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
     let coord = Coordinator::new(
         store,
         Arc::new(DatabaseClock),
@@ -117,11 +123,18 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
             repo_root: Some(ctx.repo_root.to_string_lossy().into_owned()),
             audit_retention_days: audit_retention_days(),
             audit_key: audit_key(ctx),
+            workspaces,
+            protected_paths: ctx.protected_paths(audit_key_path(ctx).as_deref()),
+            file_size_limit: ctx.file_size_limit.unwrap_or(CoordConfig::default().file_size_limit),
             ..CoordConfig::default()
         },
     );
     // A bad PORT_ALLOC_* setting fails the port operations only: locks, the queue and
     // the edit and commit guards must not depend on it.
+    let coord = match workspace_problem {
+        Some(e) => coord.without_workspaces(e),
+        None => coord,
+    };
     Ok(match coord_ports::PortAllocator::from_env() {
         Ok(ports) => coord.with_ports(ports),
         Err(e) => coord.without_ports(e),

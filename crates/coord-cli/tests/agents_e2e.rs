@@ -128,6 +128,14 @@ fn claude_code_bash_goes_through_the_guardrails() {
     scenario("claude-guardrails");
 }
 
+/// Claude Code set up by `coord init claude` only, through coord's file tools: a file
+/// another agent holds is not written, an escape is refused, a fenced write lands and a
+/// stale token writes nothing; all audited with spec 000's events.
+#[test]
+fn claude_code_writes_through_the_confined_file_tools() {
+    scenario("claude-file-tools");
+}
+
 /// A Claude Code session SIGKILLed while holding a claimed task and a lock: after the
 /// grace period another agent takes both, the attempt counted.
 #[test]

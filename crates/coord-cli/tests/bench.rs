@@ -179,6 +179,39 @@ fn an_interrupted_run_removes_its_scratch_database() {
     assert_scratch_removed(&dir);
 }
 
+/// `coord bench files`: every case measured (confined, plain, through the tool), its
+/// scratch workspace and database removed. Correctness only: the exit code says whether
+/// the overhead goal was met, which a loaded test machine may miss.
+#[test]
+fn files_measures_confinement_beside_plain_io() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["--json", "bench", "files", "--rounds", "20"])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let r: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{r}");
+    let cases = r["cases"].as_array().unwrap();
+    let kinds: Vec<(String, u64)> = cases
+        .iter()
+        .map(|c| (c["op"].as_str().unwrap().to_string(), c["bytes"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("read", 4096), ("write", 4096), ("read", 1048576), ("write", 1048576)].map(|(o, b)| (o.to_string(), b))
+    );
+    for c in cases {
+        for part in ["confined", "plain", "tool"] {
+            assert!(c[part]["latency"]["samples"].as_u64().unwrap() >= 10, "{part}: {c}");
+            assert!(c[part]["latency"]["p50_ns"].as_u64().unwrap() > 0, "{part}: {c}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "the scratch workspace is removed: {left:?}");
+}
+
 /// `coord bench guardrails`: no database; the corpus scores and the latency report, and a
 /// corpus of one's own (with a wrong label the exit code reports).
 #[test]

@@ -982,6 +982,89 @@ fn guardrail_rules_through_the_cli(repo: &Repo) {
     assert_eq!((rc, missing["error"].as_str()), (1, Some("not_found")), "{missing}");
 }
 
+fn files_through_the_cli(repo: &Repo) {
+    std::fs::create_dir_all(repo.root().join("src")).unwrap();
+    let (v, rc) = repo.json_as("alice", &["file", "write", "src/a.txt", "--text", "hello\nworld\n"]);
+    assert_eq!(
+        (rc, v["created"].as_bool(), v["bytes"].as_u64()),
+        (0, Some(true), Some(12)),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.root().join("src/a.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    // People get the bytes themselves; from a subdirectory, paths are relative to it.
+    let out = repo.run_in(
+        &repo.root().join("src"),
+        &["file", "read", "a.txt", "--offset", "2"],
+        &[],
+    );
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, "world\n"), "{}", stderr(&out));
+    // Bytes that are not UTF-8 go through base64 and come back exactly.
+    let bin = repo.root().join("blob.in");
+    std::fs::write(&bin, [0u8, 159, 146, 150, 255]).unwrap();
+    let (v, rc) = repo.json_as("alice", &["file", "write", "src/blob", "--from", bin.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{v}");
+    let out = repo.run(&["file", "read", "src/blob"]);
+    assert_eq!(out.stdout, vec![0u8, 159, 146, 150, 255]);
+    // Refusals: exit code and the stable code; nothing written.
+    repo.json_as("bob", &["lock", "acquire", "src/a.txt"]);
+    let (v, rc) = repo.json_as("alice", &["file", "write", "src/a.txt", "--text", "mine"]);
+    assert_eq!((rc, v["error"].as_str()), (1, Some("file_locked")), "{v}");
+    let (v, rc) = repo.json_as(
+        "alice",
+        &["file", "write", "src/a.txt", "--text", "x", "--fencing-token", "999"],
+    );
+    assert_eq!((rc, v["error"].as_str()), (1, Some("stale_fencing_token")), "{v}");
+    assert_eq!(
+        std::fs::read_to_string(repo.root().join("src/a.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    let (v, rc) = repo.json_as("alice", &["file", "read", "/etc/passwd"]);
+    assert_ne!(rc, 0);
+    assert_eq!(v["error"], "path_outside_workspace", "{v}");
+    let (v, _) = repo.json_as("alice", &["file", "read", ".coord/coord.db"]);
+    assert_eq!(v["error"], "permission_denied", "{v}");
+    let human = repo.run(&["file", "read", "nope.txt"]);
+    assert!(stderr(&human).contains("[not_found]"), "{}", stderr(&human));
+}
+
+/// A bad workspace setting turns the file tools off, saying why, and nothing else.
+#[test]
+fn a_bad_workspace_turns_only_the_file_tools_off() {
+    let repo = Repo::new();
+    std::fs::create_dir(repo.root().join("docs")).unwrap();
+    std::fs::write(repo.root().join("docs/a.md"), "# a").unwrap();
+    std::fs::write(repo.root().join("b.md"), "# b").unwrap();
+    let (v, rc) = repo.json_as("a", &["--workspace", "/etc", "lock", "acquire", "b.md"]);
+    assert_eq!((rc, v["success"].as_bool()), (0, Some(true)), "{v}");
+    let (v, _) = repo.json_as("a", &["--workspace", "/etc", "file", "read", "b.md"]);
+    assert_eq!(v["error"], "confinement_unavailable", "{v}");
+    assert!(v["message"].as_str().unwrap().contains("outside the repository"), "{v}");
+    // A workspace narrows what the tools reach (relative to the repository root).
+    let out = repo.run_in(
+        &repo.root().join("docs"),
+        &["--json", "file", "read", "a.md"],
+        &[("COORD_WORKSPACES", "docs")],
+    );
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let out = repo.run_in(
+        repo.root(),
+        &["--json", "file", "read", "b.md"],
+        &[("COORD_WORKSPACES", "docs")],
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["error"], "path_outside_workspace", "{v}");
+    // An empty variable is the default.
+    let out = repo.run_in(
+        repo.root(),
+        &["--json", "file", "read", "b.md"],
+        &[("COORD_WORKSPACES", "")],
+    );
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+}
+
 /// Each shared scenario, locally and through `coord serve`.
 macro_rules! local_and_remote {
     ($($name:ident),* $(,)?) => {
@@ -1006,6 +1089,7 @@ local_and_remote!(
     profiles_and_approvals_through_the_cli,
     guardrails_through_the_cli,
     guardrail_rules_through_the_cli,
+    files_through_the_cli,
 );
 
 #[test]

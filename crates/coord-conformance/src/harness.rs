@@ -85,6 +85,8 @@ pub struct Harness {
     pub raw: Box<dyn RawSql>,
     /// The door the cases talk through.
     pub door: Door,
+    /// The file tools' workspace (a fresh directory; the repository root for them).
+    pub workspace: tempfile::TempDir,
 }
 
 impl Harness {
@@ -112,9 +114,14 @@ impl Harness {
         } else {
             clock.clone()
         };
+        let workspace = tempfile::tempdir().expect("a workspace directory");
         let mut config = CoordConfig {
             repo_root: Some(Harness::ROOT.into()),
             audit_key: Some(Harness::audit_key()),
+            workspaces: vec![coord_service::WorkspaceDir {
+                dir: workspace.path().to_path_buf(),
+                prefix: String::new(),
+            }],
             ..CoordConfig::default()
         };
         tune(&mut config);
@@ -126,7 +133,13 @@ impl Harness {
             store: fx.store,
             raw: fx.raw,
             door: b.door(),
+            workspace,
         }
+    }
+
+    /// A path in the file tools' workspace.
+    pub fn ws(&self, rel: &str) -> std::path::PathBuf {
+        self.workspace.path().join(rel)
     }
 
     /// The key the harness's coordinator signs audit checkpoints with.

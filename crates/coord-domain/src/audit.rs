@@ -58,10 +58,25 @@ impl AuditRecord {
         outcome: Result<&T, &crate::CoordError>,
         duration_ms: f64,
     ) -> AuditRecord {
-        let (result, error_code) = match outcome {
+        AuditRecord::of_redacted(agent, operation, parameters, outcome, duration_ms, &[])
+    }
+
+    /// [`AuditRecord::of`] with the values of `fields` replaced by `"[redacted]"` first
+    /// (before a large value is summarised, so no prefix of it is kept).
+    pub fn of_redacted<T: Serialize>(
+        agent: Identity,
+        operation: &'static str,
+        mut parameters: Value,
+        outcome: Result<&T, &crate::CoordError>,
+        duration_ms: f64,
+        fields: &[&str],
+    ) -> AuditRecord {
+        let (mut result, error_code) = match outcome {
             Ok(v) => (serde_json::to_value(v).unwrap_or(Value::Null), None),
             Err(e) => (e.to_value(), Some(e.code.as_str())),
         };
+        redact(&mut parameters, fields);
+        redact(&mut result, fields);
         let success = result
             .get("success")
             .and_then(Value::as_bool)
@@ -86,7 +101,47 @@ impl AuditRecord {
         self.origin = origin;
         self
     }
+
+    /// Names the row's event (an operation's [`AuditEvents`]): `event` in the result,
+    /// with `reason` (the error code) for a refusal.
+    pub fn with_events(mut self, events: Option<AuditEvents>) -> AuditRecord {
+        if let (Some(events), Value::Object(map)) = (events, &mut self.result) {
+            match self.error_code {
+                None => {
+                    map.insert("event".into(), events.success.into());
+                }
+                Some(code) => {
+                    map.insert("event".into(), events.denied.into());
+                    map.insert("reason".into(), code.into());
+                }
+            }
+        }
+        self
+    }
+
+    /// Marks the row of a call refused before the operation could run — an invalid
+    /// identity, no access, a profile that does not allow it (spec 000's
+    /// `tool_execution_denied`: `tool`, `reason`).
+    pub fn tool_denied(mut self) -> AuditRecord {
+        if let Value::Object(map) = &mut self.result {
+            map.insert("event".into(), TOOL_EXECUTION_DENIED.into());
+            map.insert("tool".into(), self.operation.into());
+            map.insert("reason".into(), self.error_code.unwrap_or("denied").into());
+        }
+        self
+    }
 }
+
+/// The event names an operation's audit rows carry (spec 000's, for the file tools):
+/// one for what succeeded, one for what was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditEvents {
+    pub success: &'static str,
+    pub denied: &'static str,
+}
+
+/// The event of a call refused before its operation ran.
+pub const TOOL_EXECUTION_DENIED: &str = "tool_execution_denied";
 
 /// Replaces the value of every key named in `fields`, at any depth, with `"[redacted]"`.
 pub fn redact(v: &mut Value, fields: &[&str]) {

@@ -75,6 +75,15 @@ error_codes! {
     ApprovalNotPending => "approval_not_pending", Refused;
     DestructiveOperationBlocked => "destructive_operation_blocked", Refused;
     CredentialFileProtected => "credential_file_protected", Refused;
+    LockRequired => "lock_required", Refused;
+    StaleFencingToken => "stale_fencing_token", Refused;
+    NotARegularFile => "not_a_regular_file", Refused;
+    FileTooLarge => "file_too_large", Refused;
+    FileExists => "file_exists", Refused;
+    FileChanged => "file_changed", Refused;
+    WriteFailed => "write_failed", Refused;
+    ReadFailed => "read_failed", Refused;
+    ConfinementUnavailable => "confinement_unavailable", Refused;
     TaskNotFound => "task_not_found", NotFound;
     NotFound => "not_found", NotFound;
     UnknownOperation => "unknown_operation", NotFound;
@@ -83,6 +92,10 @@ error_codes! {
     OperationNotPermitted => "operation_not_permitted", Forbidden;
     InsufficientTrustLevel => "insufficient_trust_level", Forbidden;
     CannotApproveOwnRequest => "cannot_approve_own_request", Forbidden;
+    PathOutsideWorkspace => "path_outside_workspace", Forbidden;
+    SymlinkDenied => "symlink_denied", Forbidden;
+    HardlinkDenied => "hardlink_denied", Forbidden;
+    PermissionDenied => "permission_denied", Forbidden;
     DatabaseUnavailable => "database_unavailable", Unavailable;
     AuditKeyMissing => "audit_key_missing", Unavailable;
     Internal => "internal_error", Internal;

@@ -7,6 +7,7 @@ pub mod approvals;
 pub mod audit;
 pub mod audit_chain;
 pub mod error;
+pub mod files;
 pub mod guardrail_rules;
 pub mod guardrails;
 pub mod handoffs;

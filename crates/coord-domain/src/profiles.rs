@@ -21,6 +21,9 @@ pub const MAX_DESCRIPTION_LEN: usize = 500;
 pub const MAX_PROFILES_PER_APPLY: usize = 100;
 /// The name of the profile an agent gets when nothing is assigned to it or its type.
 pub const LEAST_PRIVILEGE: &str = "least-privilege";
+/// The profile guardrail that makes writing through coord (`write_file`) need the
+/// caller's lock on the file.
+pub const LOCK_BEFORE_WRITE: &str = "lock_before_write";
 
 /// A capability a profile grants (`allowed_operations`) or withholds
 /// (`blocked_operations`). Operations of coord need one of them; the others name what an

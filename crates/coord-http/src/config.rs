@@ -4,8 +4,9 @@ use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use serde::Deserialize;
 use std::collections::HashMap;
 
-/// Largest request body accepted (413 beyond).
-pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Largest request body accepted (413 beyond): room for a `write_file` of the largest
+/// file the file tools take (1 MiB by default), base64-encoded or JSON-escaped.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Server configuration (the spec's `ApiConfig`).
 #[derive(Debug, Clone)]

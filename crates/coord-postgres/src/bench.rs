@@ -45,6 +45,8 @@ impl RawPostgres {
             escalation: None,
             origin: None,
             audit_admin: false,
+            events: None,
+            lock_before_write: false,
         };
         let mut client = self.store.pool.get().await.map_err(pool_error)?;
         let outcome: R<T> = async {

@@ -16,6 +16,7 @@
 mod approvals;
 mod audit;
 mod bench;
+mod files;
 mod guardrail_rules;
 mod handoffs;
 mod keys;
@@ -232,6 +233,20 @@ impl PgStore {
     /// Runs one audited operation: the operation and its audit row commit together;
     /// a refusal rolls back and is audited on its own. Deadlocks are retried.
     pub(crate) async fn op<A: Sync, T: Serialize + Send>(&self, ctx: OpCtx, args: A, f: OpFn<A, T>) -> CoordResult<T> {
+        self.op_then(ctx, args, f, &Ok).await
+    }
+
+    /// [`PgStore::op`] with a last step, `then`, run after the resource charges and
+    /// before the audit row and the commit: what must happen only once everything else
+    /// has said yes (the rename of a fenced write). A retried attempt runs it again, so
+    /// it must answer the first run's outcome.
+    pub(crate) async fn op_then<A: Sync, T: Serialize + Send>(
+        &self,
+        ctx: OpCtx,
+        args: A,
+        f: OpFn<A, T>,
+        then: &(dyn Fn(T) -> CoordResult<T> + Sync),
+    ) -> CoordResult<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -251,6 +266,7 @@ impl PgStore {
                     };
                     spent = Some(grant.ok_or(Fail::Coord(over))?);
                 }
+                let value = then(value)?;
                 audit::insert(&tx, ctx.now, &ctx.audit(Ok(&value)).spending(spent.as_deref())).await?;
                 tx.commit().await?;
                 Ok(value)

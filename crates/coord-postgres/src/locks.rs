@@ -84,7 +84,7 @@ async fn all_live<C: GenericClient>(c: &C, now: Option<Timestamp>) -> R<Vec<Lock
 /// exclusively, every other acquisition takes it shared, then its first component's key.
 /// (Reads in READ COMMITTED see what the previous holder committed.) The same order also
 /// keeps one path's fencing tokens increasing.
-async fn serialise(tx: &Tx<'_>, target: &LockTarget) -> R<()> {
+pub(crate) async fn serialise(tx: &Tx<'_>, target: &LockTarget) -> R<()> {
     const REPO: &str = "coord:file_locks";
     let scope = target.scope();
     match scope.split('/').next().filter(|c| !c.is_empty()) {

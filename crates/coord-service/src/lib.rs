@@ -10,6 +10,7 @@
 
 mod call;
 pub mod clock;
+mod files;
 pub mod op;
 pub mod ops;
 pub mod pipeline;
@@ -29,6 +30,7 @@ use std::time::Duration;
 
 pub use call::{CoordinationExt, call};
 pub use clock::{Clock, DatabaseClock, ManualClock};
+pub use files::WorkspaceDir;
 pub use op::{Audit, Http, Input, Method, Operation};
 pub use ports::{LocalPorts, Ports};
 pub use registry::{OpEntry, op_named, ops};
@@ -75,6 +77,14 @@ pub struct CoordConfig {
     /// The key prune checkpoints are signed and checked with (kept outside the
     /// database); without one, pruning is refused and signatures go unchecked.
     pub audit_key: Option<coord_domain::audit_chain::AuditKey>,
+    /// The directories `read_file` / `write_file` may touch (none: the file tools are
+    /// off). The CLI configures the repository root unless `--workspace` says otherwise.
+    pub workspaces: Vec<WorkspaceDir>,
+    /// The largest file the file tools read or write, in bytes.
+    pub file_size_limit: u64,
+    /// coord's own files inside the repository (a database given with `--db`, its
+    /// journals, the audit key), repository-relative: the file tools refuse them.
+    pub protected_paths: Vec<String>,
 }
 
 impl Default for CoordConfig {
@@ -86,6 +96,9 @@ impl Default for CoordConfig {
             sweep_batch: 500,
             audit_retention_days: coord_domain::audit_chain::DEFAULT_RETENTION_DAYS,
             audit_key: None,
+            workspaces: Vec::new(),
+            file_size_limit: coord_files::DEFAULT_MAX_BYTES,
+            protected_paths: Vec::new(),
         }
     }
 }
@@ -102,6 +115,8 @@ pub struct Coordinator {
     /// The guardrails' pattern registry last compiled, and the `operation_guardrails`
     /// rows it was compiled from (compiled again only when they change).
     patterns: ops::guardrails::PatternCache,
+    /// The file tools' workspaces, opened once, or why they could not be.
+    workspaces: Arc<CoordResult<files::Workspaces>>,
 }
 
 pub(crate) fn new_id() -> String {
@@ -110,7 +125,14 @@ pub(crate) fn new_id() -> String {
 
 impl Coordinator {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, config: CoordConfig) -> Self {
+        let workspaces = files::Workspaces::open(&config.workspaces);
+        if let Err(e) = &workspaces
+            && !config.workspaces.is_empty()
+        {
+            tracing::warn!(error = %e, "the file tools are off");
+        }
         Coordinator {
+            workspaces: Arc::new(workspaces),
             store,
             clock,
             config: Arc::new(config),
@@ -132,6 +154,21 @@ impl Coordinator {
     pub fn without_ports(mut self, why: CoordError) -> Self {
         self.ports = Err(why);
         self
+    }
+
+    /// Records why the workspaces could not be set up (a bad `--workspace`): the file
+    /// tools answer it, everything else works.
+    pub fn without_workspaces(mut self, why: CoordError) -> Self {
+        let why = CoordError::new(
+            ErrorCode::ConfinementUnavailable,
+            format!("the file tools are off: {}", why.message),
+        );
+        self.workspaces = Arc::new(Err(why));
+        self
+    }
+
+    pub(crate) fn workspaces(&self) -> CoordResult<&files::Workspaces> {
+        self.workspaces.as_ref().as_ref().map_err(Clone::clone)
     }
 
     pub(crate) fn local_ports(&self) -> CoordResult<&LocalPorts> {

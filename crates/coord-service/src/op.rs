@@ -128,6 +128,8 @@ pub trait Operation: Send + Sync + 'static {
     /// replaces with `"[redacted]"`: the audit trail is readable by every agent with a
     /// key, and some contents are not theirs to read.
     const AUDIT_REDACT: &'static [&'static str] = &[];
+    /// The event names of its audit rows (the file tools' spec 000 names), if any.
+    const AUDIT_EVENTS: Option<coord_domain::audit::AuditEvents> = None;
     /// Its HTTP routes; empty only with [`Operation::NOT_HTTP`] saying why.
     const HTTP: &'static [Http];
     /// Why it has no HTTP route (empty when it has one).

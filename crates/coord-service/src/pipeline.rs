@@ -10,7 +10,7 @@ use coord_domain::approvals;
 use coord_domain::audit::AuditRecord;
 use coord_domain::keys::KeyOrigin;
 use coord_domain::profiles::{self, Need, Permission, Profile, Resource};
-use coord_domain::{CoordError, CoordResult, ErrorCode, Identity};
+use coord_domain::{CoordError, CoordResult, ErrorCode, ErrorKind, Identity};
 use coord_store::{Charge, Escalation, OpCtx, UsageOf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -118,12 +118,25 @@ impl Coordinator {
                 escalation: None,
                 origin: who.origin.clone(),
                 audit_admin: false,
+                events: O::AUDIT_EVENTS,
+                lock_before_write: false,
             };
-            let prepared = match self.prepare::<O>(&mut ctx, who, parsed).await {
+            let admitted = self.admit::<O>(&mut ctx, who).await;
+            // A refusal of the caller, not a store that could not answer.
+            let denied = admitted
+                .as_ref()
+                .is_err_and(|e| !matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Internal));
+            let prepared = match admitted.and_then(|granted| Ok((granted, parsed?))) {
+                Ok((granted, req)) => self.prepare::<O>(&mut ctx, who, granted, req),
+                Err(e) => Err(e),
+            };
+            let prepared = match prepared {
                 Ok(args) => O::execute(self, ctx, args).await,
                 Err(e) => {
                     if O::AUDIT == Audit::Always {
-                        self.audit_refusal(&ctx, &e).await;
+                        let record = ctx.audit::<()>(Err(&e));
+                        self.append_refusal(&ctx, if denied { record.tool_denied() } else { record })
+                            .await;
                     }
                     Err(e)
                 }
@@ -135,25 +148,32 @@ impl Coordinator {
         .await
     }
 
-    /// Every step before execution; the first refusal wins. Once the identity is
-    /// valid, `ctx` carries it (so refusals are audited under the trimmed name).
-    async fn prepare<O: Operation>(
+    /// Whether the caller may run the operation at all: a valid identity (once valid,
+    /// `ctx` carries it, so refusals are audited under the trimmed name), access for its
+    /// credential, its profile. A refusal here is a `tool_execution_denied`.
+    async fn admit<O: Operation>(&self, ctx: &mut OpCtx, who: &Principal) -> CoordResult<Option<(Profile, String)>> {
+        ctx.who = who.caller.validate()?;
+        authorize(who.credential, O::ACCESS)?;
+        self.policy_stage(O::NAME, O::NEED, who.credential, &ctx.who, who.origin.as_ref())
+            .await
+    }
+
+    /// The steps after admission and parsing: validation, then the charges against the
+    /// profile's limits; the first refusal wins.
+    fn prepare<O: Operation>(
         &self,
         ctx: &mut OpCtx,
         who: &Principal,
-        parsed: CoordResult<O::Request>,
+        granted: Option<(Profile, String)>,
+        req: O::Request,
     ) -> CoordResult<O::Args> {
-        ctx.who = who.caller.validate()?;
-        authorize(who.credential, O::ACCESS)?;
-        let granted = self
-            .policy_stage(O::NAME, O::NEED, who.credential, &ctx.who, who.origin.as_ref())
-            .await?;
-        let args = O::validate(self, &ctx.who, parsed?)?;
+        let args = O::validate(self, &ctx.who, req)?;
         ctx.audit_admin = who.credential == Credential::Operator
             || granted.as_ref().is_some_and(|(profile, _)| {
                 profiles::decide(profile, O::NAME, Need::admin(Permission::ManageAudit)).is_ok()
             });
         if let Some((profile, scope)) = granted {
+            ctx.lock_before_write = profile.guardrails.iter().any(|g| g == profiles::LOCK_BEFORE_WRITE);
             if let Some(r) = O::unbounded(&args)
                 && let Some(max) = profile.resource_limits.count(r).max()
             {
@@ -218,7 +238,10 @@ impl Coordinator {
     }
 
     pub(crate) async fn audit_refusal(&self, ctx: &OpCtx, e: &CoordError) {
-        let record: AuditRecord = ctx.audit::<()>(Err(e));
+        self.append_refusal(ctx, ctx.audit::<()>(Err(e))).await
+    }
+
+    async fn append_refusal(&self, ctx: &OpCtx, record: AuditRecord) {
         if let Err(audit_err) = self.store.append_audit(ctx.now, record).await {
             // The refusal still reaches the caller; the lost audit row is logged.
             tracing::warn!(operation = ctx.operation, error = %audit_err, "could not audit a refused operation");

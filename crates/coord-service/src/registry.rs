@@ -4,7 +4,8 @@
 
 use crate::op::{Audit, Http, Operation};
 use crate::ops::{
-    approvals, audit, guardrails, handoffs, keys, locks, messages, notifications, ports, profiles, queue, sessions,
+    approvals, audit, files, guardrails, handoffs, keys, locks, messages, notifications, ports, profiles, queue,
+    sessions,
 };
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
@@ -113,6 +114,8 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<locks::CheckLocks>(),
         entry::<locks::LockStatus>(),
         entry::<locks::CheckEdit>(),
+        entry::<files::ReadFile>(),
+        entry::<files::WriteFile>(),
         entry::<queue::SubmitWork>(),
         entry::<queue::GetWork>(),
         entry::<queue::CompleteWork>(),

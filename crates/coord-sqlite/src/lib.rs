@@ -10,6 +10,7 @@
 mod approvals;
 mod audit;
 mod bench;
+mod files;
 mod guardrail_rules;
 mod handoffs;
 mod keys;
@@ -268,6 +269,18 @@ impl SqliteStore {
         T: Serialize + Send + 'static,
         F: FnOnce(&Connection, i64, &Identity) -> R<T> + Send + 'static,
     {
+        self.op_then(ctx, f, Ok).await
+    }
+
+    /// [`SqliteStore::op`] with a last step, `then`, run after the resource charges and
+    /// before the audit row and the commit: what must happen only once everything else
+    /// has said yes (the rename of a fenced write).
+    pub(crate) async fn op_then<T, F, G>(&self, ctx: OpCtx, f: F, then: G) -> CoordResult<T>
+    where
+        T: Serialize + Send + 'static,
+        F: FnOnce(&Connection, i64, &Identity) -> R<T> + Send + 'static,
+        G: FnOnce(T) -> CoordResult<T> + Send + 'static,
+    {
         self.with_tx(move |tx| {
             let now = now_micros(ctx.now);
             let outcome: CoordResult<(T, Option<String>)> = {
@@ -285,7 +298,7 @@ impl SqliteStore {
                         };
                         spent = Some(grant.ok_or(Fail::Coord(over))?);
                     }
-                    Ok((v, spent))
+                    Ok((then(v)?, spent))
                 }) {
                     Ok(v) => {
                         sp.commit()?;

@@ -15,8 +15,9 @@ pub mod bench;
 
 use async_trait::async_trait;
 use coord_domain::approvals::{ApprovalFilter, ApprovalResult, ListApprovalsResult, NewDecision};
-use coord_domain::audit::{AuditFilter, AuditQueryResult, AuditRecord};
+use coord_domain::audit::{AuditEvents, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::audit_chain::{PruneAudit, PruneAuditResult, VerifyAudit, VerifyAuditResult};
+use coord_domain::files::{Fence, ReadFileResult, WriteFileResult};
 use coord_domain::guardrail_rules::{GuardrailRule, NewRule};
 use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
@@ -60,6 +61,11 @@ pub struct OpCtx {
     pub escalation: Option<Escalation>,
     /// The managed key the request came with (recorded in the audit row).
     pub origin: Option<KeyOrigin>,
+    /// Whether the caller's profile has the `lock_before_write` guardrail: writing a
+    /// file through coord needs the caller's lock on it.
+    pub lock_before_write: bool,
+    /// The event names the audit row carries (the operation's `AUDIT_EVENTS`).
+    pub events: Option<AuditEvents>,
     /// Whether the caller may read every agent's audit rows: an operator key, or a
     /// profile granted `manage_audit` (trust 4). Others see their own.
     pub audit_admin: bool,
@@ -207,15 +213,16 @@ pub struct PolicyFacts {
 impl OpCtx {
     /// The audit row for this operation's outcome, timed up to this call.
     pub fn audit<T: Serialize>(&self, outcome: Result<&T, &CoordError>) -> AuditRecord {
-        AuditRecord::of(
+        AuditRecord::of_redacted(
             self.who.clone(),
             self.operation,
             self.parameters.clone(),
             outcome,
             self.started.elapsed().as_secs_f64() * 1000.0,
+            self.redact,
         )
-        .redacted(self.redact)
         .with_origin(self.origin.clone())
+        .with_events(self.events)
     }
 }
 
@@ -231,6 +238,40 @@ pub struct SweepReport {
     pub expired_locks_deleted: i64,
     pub claims_requeued: i64,
     pub claims_failed: i64,
+}
+
+/// The file-system step of a write, run inside the write's transaction once the lock
+/// decision and the resource charges said yes: the rename of a prepared temporary file
+/// over the name.
+pub trait WriteStep: Send + Sync {
+    /// Puts the write in place the first time; every later call (a store retrying its
+    /// transaction) answers the first call's outcome.
+    fn commit(&self) -> CoordResult<WriteFileResult>;
+    /// Whether the write is in place already: a retried transaction records it instead
+    /// of deciding it again (the decision was made, and the file changed).
+    fn committed(&self) -> bool;
+}
+
+/// The audit and accounting side of the confined file tools (the file system work is
+/// the service's, `coord-files`).
+#[async_trait]
+pub trait FileStore: Send + Sync {
+    /// A read that the service did (or refused): counted against the caller's
+    /// `max_file_reads` and audited, in one transaction — over the limit, the content is
+    /// not answered.
+    async fn record_file_read(&self, ctx: OpCtx, outcome: CoordResult<ReadFileResult>) -> CoordResult<ReadFileResult>;
+
+    /// A fenced write, in one transaction: ordered after every concurrent acquisition of
+    /// a lock overlapping the file, decided by `coord_domain::files::decide_write` over
+    /// the live locks, counted against the caller's limits, then `step` (the rename),
+    /// then audited and committed. Nobody can take the file's lock between the decision
+    /// and the rename, and a refused write never reaches the file.
+    async fn fenced_write(
+        &self,
+        ctx: OpCtx,
+        fence: Fence,
+        step: std::sync::Arc<dyn WriteStep>,
+    ) -> CoordResult<WriteFileResult>;
 }
 
 /// File locks.
@@ -449,6 +490,7 @@ pub trait Store:
     + AuditStore
     + NotificationStore
     + GuardrailStore
+    + FileStore
     + KeyStore
     + Maintenance
     + Send
@@ -468,6 +510,7 @@ impl<
         + AuditStore
         + NotificationStore
         + GuardrailStore
+        + FileStore
         + KeyStore
         + Maintenance
         + Send

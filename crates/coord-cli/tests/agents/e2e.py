@@ -443,7 +443,58 @@ def approval(w):
     return f"{version.strip()} -p: with coord init claude coord's tools worked; without the user approval it {loaded} them"
 
 
-SCENARIOS = {"approval": approval, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+def claude_file_tools(w):
+    """Claude Code, set up by `coord init claude` only, uses coord's file tools: a write of a
+    file another agent holds is refused (file_locked), a read works, an escape is refused
+    (path_outside_workspace), a fenced write with its own lock's token lands, and the same
+    write with an older token is refused (stale_fencing_token). Every call is audited with
+    spec 000's event names; the refusals come back to the model as results it reads."""
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    escape = os.path.join(w.dir, "escape.txt")
+    other = w.coord("lock", "acquire", "src/shared.rs", env={"COORD_AGENT_ID": "other-agent"})
+    check(other.get("success"), f"another agent holds src/shared.rs: {other}")
+    held = other["fencing_token"]
+    mine = held + 1  # the next token the counter hands out: the session's own lock
+    w.start_model({
+        "F_tools": [{"tool": "write_file", "input": {"path": "src/shared.rs", "content": "clobbered\n"}},
+                    {"tool": "read_file", "input": {"path": "src/shared.rs"}},
+                    {"tool": "write_file", "input": {"path": "../escape.txt", "content": "out\n"}},
+                    {"tool": "acquire_lock", "input": {"file_path": "src/mine.rs", "reason": "new module"}},
+                    {"tool": "write_file", "input": {"path": "src/mine.rs", "content": "pub fn mine() {}\n",
+                                                     "fencing_token": mine}},
+                    {"tool": "write_file", "input": {"path": "src/mine.rs", "content": "stale\n",
+                                                     "fencing_token": held}},
+                    {"text": "F done"}],
+    })
+    home = w.home("home-files")
+    w.init_claude(home)
+    tools = ["mcp__coord__write_file", "mcp__coord__read_file", "mcp__coord__acquire_lock"]
+    f = w.claude(home, "F_tools", tools)
+    f.wait(timeout=180)
+    check(open(shared).read() == "original\n", f"the held file was changed: {open(shared).read()!r}")
+    check(not os.path.exists(escape), "a write escaped the repository")
+    mine_path = os.path.join(w.repo, "src", "mine.rs")
+    check(os.path.exists(mine_path) and open(mine_path).read() == "pub fn mine() {}\n",
+          "the fenced write did not land (or the stale one did)")
+    writes = w.coord("audit", "--operation", "write_file")["entries"]
+    reasons = sorted(e["result"].get("reason", "") for e in writes if not e["success"])
+    check(reasons == ["file_locked", "path_outside_workspace", "stale_fencing_token"], f"refusals: {writes}")
+    ok = [e for e in writes if e["success"]]
+    check(len(ok) == 1 and ok[0]["result"].get("event") == "file_write_success"
+          and ok[0]["result"].get("fencing_token") == mine, f"the fenced write is audited: {ok}")
+    check(all(e["parameters"].get("content") == "[redacted]" for e in writes), "contents reached the audit trail")
+    agent = ok[0]["agent_id"]
+    check(agent.startswith("claude-code-"), f"written as the session's own agent, not {agent!r}")
+    reads = w.coord("audit", "--operation", "read_file")["entries"]
+    check(len(reads) == 1 and reads[0]["result"].get("event") == "file_read_success"
+          and reads[0]["agent_id"] == agent, f"the read is audited: {reads}")
+    # coord answers a refusal as a tool result the model reads (success:false, error).
+    seen = [e for e in w.entries() if e.get("script") == "F_tools" and e.get("turn") == 1]
+    check(seen and "file_locked" in str(seen[0].get("last_result")), f"the refusal came back to the model: {seen}")
+    return f"{agent}: file_locked, path_outside_workspace, stale_fencing_token refused; fenced write (token {mine}) landed"
+
+
+SCENARIOS = {"approval": approval, "claude-file-tools": claude_file_tools, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 

@@ -3,6 +3,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod files;
 pub mod guardrails;
 pub mod handoffs;
 pub mod keys;

@@ -1,0 +1,83 @@
+//! `coord file read|write`: the confined file tools from the shell (the same
+//! operations agents call over MCP and HTTP).
+
+use crate::args::FileCommand;
+use crate::context::Context;
+use crate::output::Output;
+use coord_domain::access::Principal;
+use coord_domain::files::{ReadFileRequest, WriteFileRequest, decode, encode};
+use coord_domain::{CoordError, ErrorCode};
+use coord_service::ops::files::{ReadFile, WriteFile};
+use coord_service::{Coordination, call};
+use std::io::{Read, Write};
+
+pub async fn run(cmd: FileCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
+    let me = Principal::local(ctx.caller.clone());
+    match cmd {
+        FileCommand::Read { path, offset, limit } => {
+            let req = ReadFileRequest {
+                path: ctx.lock_path(&path),
+                offset,
+                limit,
+            };
+            match call::<ReadFile, _>(coord, &me, req).await {
+                // People get the bytes themselves, exactly (a binary file too).
+                Ok(r) if !out.json => match decode(&r.content, r.encoding) {
+                    Ok(bytes) => {
+                        let mut stdout = std::io::stdout().lock();
+                        let _ = stdout.write_all(&bytes).and_then(|()| stdout.flush());
+                        0
+                    }
+                    Err(e) => out.error(&e),
+                },
+                answer => out.result(answer, |_| String::new()),
+            }
+        }
+        FileCommand::Write {
+            path,
+            from,
+            text,
+            fencing_token,
+            create_only,
+        } => {
+            let bytes = match (text, from) {
+                (Some(text), _) => text.into_bytes(),
+                (None, Some(file)) if file.as_os_str() != "-" => match std::fs::read(&file) {
+                    Ok(b) => b,
+                    Err(e) => return out.error(&usage(format!("cannot read {}: {e}", file.display()))),
+                },
+                (None, _) => {
+                    let mut b = Vec::new();
+                    if let Err(e) = std::io::stdin().read_to_end(&mut b) {
+                        return out.error(&usage(format!("cannot read standard input: {e}")));
+                    }
+                    b
+                }
+            };
+            let (content, encoding) = encode(bytes);
+            let req = WriteFileRequest {
+                path: ctx.lock_path(&path),
+                content,
+                encoding: Some(encoding),
+                fencing_token,
+                create_only: Some(create_only),
+            };
+            out.result(call::<WriteFile, _>(coord, &me, req).await, |r| {
+                let token = r
+                    .fencing_token
+                    .map(|t| format!(", fencing token {t}"))
+                    .unwrap_or_default();
+                format!(
+                    "{} {} ({} bytes{token})",
+                    if r.created { "created" } else { "replaced" },
+                    r.path,
+                    r.bytes
+                )
+            })
+        }
+    }
+}
+
+fn usage(message: String) -> CoordError {
+    CoordError::new(ErrorCode::InvalidArgument, message)
+}
