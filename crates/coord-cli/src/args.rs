@@ -641,7 +641,8 @@ pub enum FileCommand {
         /// File, relative to the current directory or absolute inside the repository;
         /// its directory must exist
         path: String,
-        /// Read the new content from this file (- or nothing: standard input)
+        /// Read the new content from this file (-: standard input). Without --text or
+        /// --from, standard input is read when it is a pipe (an empty one writes nothing)
         #[arg(long, value_name = "FILE", conflicts_with = "text")]
         from: Option<PathBuf>,
         /// The new content, as text

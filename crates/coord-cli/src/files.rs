@@ -9,14 +9,25 @@ use coord_domain::files::{ReadFileRequest, WriteFileRequest, decode, encode};
 use coord_domain::{CoordError, ErrorCode};
 use coord_service::ops::files::{ReadFile, WriteFile};
 use coord_service::{Coordination, call};
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
+
+/// The path as the service should see it: made repository-relative from the working
+/// directory, except what the service must judge as typed (an empty path, a backslash,
+/// which lock paths would read as a separator).
+fn file_path(ctx: &Context, path: &str) -> String {
+    if path.is_empty() || path.contains('\\') {
+        path.to_string()
+    } else {
+        ctx.lock_path(path)
+    }
+}
 
 pub async fn run(cmd: FileCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = Principal::local(ctx.caller.clone());
     match cmd {
         FileCommand::Read { path, offset, limit } => {
             let req = ReadFileRequest {
-                path: ctx.lock_path(&path),
+                path: file_path(ctx, &path),
                 offset,
                 limit,
             };
@@ -46,17 +57,31 @@ pub async fn run(cmd: FileCommand, coord: &dyn Coordination, ctx: &Context, out:
                     Ok(b) => b,
                     Err(e) => return out.error(&usage(format!("cannot read {}: {e}", file.display()))),
                 },
-                (None, _) => {
+                (None, from) => {
+                    let stdin = std::io::stdin();
+                    if from.is_none() && stdin.is_terminal() {
+                        return out.error(&usage(
+                            "give the new content: --text TEXT, --from FILE, or pipe it in (--from - reads standard input)"
+                                .into(),
+                        ));
+                    }
                     let mut b = Vec::new();
-                    if let Err(e) = std::io::stdin().read_to_end(&mut b) {
+                    if let Err(e) = stdin.lock().read_to_end(&mut b) {
                         return out.error(&usage(format!("cannot read standard input: {e}")));
+                    }
+                    // An empty pipe is more often a mistake than an intent: emptying a
+                    // file is said explicitly.
+                    if b.is_empty() && from.is_none() {
+                        return out.error(&usage(
+                            "standard input was empty: nothing was written (to empty the file, pass --text '')".into(),
+                        ));
                     }
                     b
                 }
             };
             let (content, encoding) = encode(bytes);
             let req = WriteFileRequest {
-                path: ctx.lock_path(&path),
+                path: file_path(ctx, &path),
                 content,
                 encoding: Some(encoding),
                 fencing_token,

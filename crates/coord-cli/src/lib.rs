@@ -327,6 +327,23 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
     };
     config.host = args.host.clone();
     config.port = args.port;
+    // A workspace named for a server that does not work stops it here (elsewhere a bad
+    // one only turns the file tools off, so hooks and agents keep working).
+    let workspaces = match ctx.workspace_dirs() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("coord serve: {} [{}]", e.message, e.code);
+            return output::exit_code(&e);
+        }
+    };
+    // Room for a write_file of the largest file the tools take, base64-encoded.
+    let file_limit = ctx
+        .file_size_limit
+        .unwrap_or(coord_service::CoordConfig::default().file_size_limit);
+    let needed = usize::try_from(file_limit.saturating_mul(2))
+        .unwrap_or(usize::MAX)
+        .saturating_add(64 * 1024);
+    config.max_body_bytes = config.max_body_bytes.max(needed);
     let coord = match open::coordinator_with(ctx, 16).await {
         Ok(c) => c,
         Err(e) => {
@@ -357,7 +374,16 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
     };
     let database = coord.store().location();
     let app = coord_http::create_coordination_api(std::sync::Arc::new(coord), &config);
-    println!("coord serve: listening on http://{addr} (database: {database})");
+    // One line (clients read the address from the first): where the file tools reach.
+    let files = match workspaces
+        .iter()
+        .map(|w| w.dir.display().to_string())
+        .collect::<Vec<_>>()
+    {
+        dirs if dirs.is_empty() => "off: no git repository here, see --workspace".to_string(),
+        dirs => dirs.join(", "),
+    };
+    println!("coord serve: listening on http://{addr} (database: {database}; file tools: {files})");
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     let served = coord_http::serve(listener, app, &config, coord_http::shutdown_signal()).await;

@@ -1028,6 +1028,24 @@ fn files_through_the_cli(repo: &Repo) {
     assert_eq!(v["error"], "permission_denied", "{v}");
     let human = repo.run(&["file", "read", "nope.txt"]);
     assert!(stderr(&human).contains("[not_found]"), "{}", stderr(&human));
+    // An empty pipe writes nothing; a backslash is refused as typed, not turned into '/'.
+    let empty = repo
+        .command(&["--json", "file", "write", "src/a.txt"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&empty), 2, "{}", stdout(&empty));
+    assert!(
+        stdout(&empty).contains("standard input was empty"),
+        "{}",
+        stdout(&empty)
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.root().join("src/a.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    let (v, _) = repo.json_as("alice", &["file", "write", "src\\a.txt", "--text", "x"]);
+    assert_eq!(v["error"], "invalid_path", "{v}");
 }
 
 /// A bad workspace setting turns the file tools off, saying why, and nothing else.

@@ -133,19 +133,24 @@ pub fn decide_write(me: &Identity, fence: &Fence, live: &[LockInfo]) -> CoordRes
     if let Some(token) = fence.token
         && !mine.iter().any(|l| l.fencing_token == token)
     {
-        let current = live.iter().map(|l| l.fencing_token).max();
+        let path = fence.target.key();
         let mut e = CoordError::new(
             ErrorCode::StaleFencingToken,
             format!(
-                "fencing token {token} is not current for {}: your lock expired, was released or was taken over. \
-                 Nothing was written; acquire the lock again, re-read the file and redo the change",
-                fence.target.key()
+                "fencing token {token} is not the token of a live lock of yours covering {path} (the lock expired, \
+                 was released or was taken over — or the token is another file's). Nothing was written; acquire \
+                 the lock again, re-read the file and redo the change"
             ),
         )
         .with_detail("fencing_token", token)
-        .with_detail("path", fence.target.key().to_string());
-        if let Some(current) = current {
-            e = e.with_detail("current_token", current);
+        .with_detail("path", path);
+        // The current token is told only to its holder; another agent learns who holds it.
+        if let Some(own) = mine.iter().map(|l| l.fencing_token).max() {
+            e = e.with_detail("current_token", own);
+        } else if let Some(other) = live.first() {
+            e = e
+                .with_detail("locked_by", other.locked_by.clone())
+                .with_detail("expires_at", serde_json::to_value(other.expires_at).unwrap_or_default());
         }
         return Err(e);
     }
@@ -220,9 +225,12 @@ pub struct Window {
     /// First line, 1-based.
     pub offset: u64,
     pub limit: Option<u64>,
+    /// Which of offset and limit the request gave (a window on a binary file is refused).
+    pub given: (bool, bool),
 }
 
 pub fn validate_window(offset: Option<i64>, limit: Option<i64>) -> CoordResult<Window> {
+    let offset_given = offset.is_some();
     let offset = match offset {
         None => 1,
         Some(o) if o >= 1 => o as u64,
@@ -245,7 +253,11 @@ pub fn validate_window(offset: Option<i64>, limit: Option<i64>) -> CoordResult<W
             ));
         }
     };
-    Ok(Window { offset, limit })
+    Ok(Window {
+        offset,
+        limit,
+        given: (offset_given, limit.is_some()),
+    })
 }
 
 /// The answer for a file's bytes and the line window asked for: text is answered by
@@ -256,10 +268,10 @@ pub fn read_answer(path: String, bytes: Vec<u8>, window: Window, size_limit: u64
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => {
-            if window != (Window { offset: 1, limit: None }) {
+            if window.given.0 || window.given.1 {
                 return Err(CoordError::field(
                     ErrorCode::InvalidArgument,
-                    "offset",
+                    if window.given.0 { "offset" } else { "limit" },
                     "the file is not UTF-8 text: it is read whole (base64), without offset or limit",
                 ));
             }
@@ -361,8 +373,15 @@ mod tests {
             let got = decide_write(&me, &fence(token, required), &live).map_err(|e| e.code.as_str());
             assert_eq!(got, want, "{live:?} {token:?} {required}");
         }
-        let e = decide_write(&me, &fence(Some(3), false), &[lock("other", "src/a.rs", 9)]).unwrap_err();
-        assert_eq!(e.to_value()["current_token"], 9);
+        // The holder learns its current token; anyone else learns who holds the file.
+        let e = decide_write(&me, &fence(Some(3), false), &[lock("me", "src/a.rs", 4)]).unwrap_err();
+        assert_eq!(e.to_value()["current_token"], 4);
+        let e = decide_write(&me, &fence(Some(9), false), &[lock("other", "src/a.rs", 9)]).unwrap_err();
+        let v = e.to_value();
+        assert_eq!(
+            (v.get("current_token"), &v["locked_by"]),
+            (None, &serde_json::json!("other"))
+        );
     }
 
     #[test]
@@ -423,8 +442,10 @@ mod tests {
         let r = read_answer("b".into(), bytes.clone(), validate_window(None, None).unwrap(), 10).unwrap();
         assert_eq!(r.encoding, Encoding::Base64);
         assert_eq!(decode(&r.content, Encoding::Base64).unwrap(), bytes);
-        let windowed = read_answer("b".into(), bytes, validate_window(Some(2), None).unwrap(), 10);
-        assert_eq!(windowed.unwrap_err().code, ErrorCode::InvalidArgument);
+        for (o, l, field) in [(Some(1), None, "offset"), (None, Some(1), "limit")] {
+            let windowed = read_answer("b".into(), bytes.clone(), validate_window(o, l).unwrap(), 10);
+            assert_eq!(windowed.unwrap_err().field.as_deref(), Some(field));
+        }
         assert_eq!(
             decode("not base64!", Encoding::Base64).unwrap_err().field.as_deref(),
             Some("content")

@@ -56,6 +56,10 @@ pub enum FileError {
     TooLarge { size: u64, limit: u64 },
     #[error("no such file or directory")]
     NotFound,
+    #[error("its directory does not exist (write_file creates no directories)")]
+    NoDirectory,
+    #[error("the file is read-only (no write permission for its owner): coord does not replace read-only files")]
+    ReadOnly,
     #[error("the file already exists (create_only)")]
     Exists,
     #[error("permission denied by the file system")]
@@ -79,7 +83,8 @@ impl FileError {
             FileError::NotRegular(_) => "not_a_regular_file",
             FileError::HardLinked(_) => "hardlink_denied",
             FileError::TooLarge { .. } => "file_too_large",
-            FileError::NotFound => "not_found",
+            FileError::NotFound | FileError::NoDirectory => "not_found",
+            FileError::ReadOnly => "permission_denied",
             FileError::Exists => "file_exists",
             FileError::PermissionDenied => "permission_denied",
             FileError::Changed => "file_changed",
@@ -121,8 +126,12 @@ impl Workspace {
     /// Opens `dir` (the operator's choice: symlinks in it are followed once, here) and
     /// checks that the kernel confines resolution beneath it.
     pub fn open(dir: &Path) -> Result<Workspace, FileError> {
-        let root = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(FileError::of_errno)?;
+        let root = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(
+            |e| match e {
+                Errno::NOTDIR => FileError::InvalidPath(format!("{} is not a directory", dir.display())),
+                other => FileError::of_errno(other),
+            },
+        )?;
         let ws = Workspace {
             root,
             dir: dir.to_path_buf(),

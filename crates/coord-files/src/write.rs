@@ -61,14 +61,17 @@ impl Workspace {
             });
         }
         let (parent, leaf) = split(rel);
-        let dir = self.parent_dir(parent)?;
+        let dir = self.parent_dir(parent).map_err(|e| match e {
+            FileError::NotFound => FileError::NoDirectory,
+            other => other,
+        })?;
         let dir_id = identity(&rustix::fs::fstat(&dir).map_err(FileError::of_errno)?);
         let existing_mode = match rustix::fs::statat(&dir, leaf, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(_) if create_only => return Err(FileError::Exists),
             Ok(st) => {
                 regular_single(&st)?;
                 if st.st_mode & 0o200 == 0 {
-                    return Err(FileError::PermissionDenied);
+                    return Err(FileError::ReadOnly);
                 }
                 // Permission bits only: set-user-ID, set-group-ID and sticky bits are not
                 // carried over to content someone else chose.

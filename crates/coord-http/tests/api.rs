@@ -701,6 +701,28 @@ async fn bad_input_is_a_4xx_naming_the_field() {
         (st, v["error"].as_str()),
         (StatusCode::PAYLOAD_TOO_LARGE, Some("payload_too_large"))
     );
+    // With the identity only in the body (as documented), an unreadable body is still
+    // reported as such, not as the default identity's lack of trust.
+    for (body, want) in [
+        (b"{nope".to_vec(), (StatusCode::BAD_REQUEST, "invalid_json")),
+        (
+            vec![b' '; 70 * 1024],
+            (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+        ),
+    ] {
+        let resp = s
+            .http
+            .post(format!("{}/files/write", s.url))
+            .header("x-api-key", OPERATOR)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let st = resp.status();
+        let v: Value = resp.json().await.unwrap();
+        assert_eq!((st, v["error"].as_str().unwrap()), want, "{v}");
+    }
     // A path parameter that is not UTF-8 once decoded: still a JSON error naming it.
     for (path, field) in [("/locks/status/%FF%FE", "file_path"), ("/work/%FF", "task_id")] {
         let (st, v) = s.get(path, Some(OPERATOR)).await;

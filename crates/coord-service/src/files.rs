@@ -64,17 +64,35 @@ impl Workspaces {
                 let roots: Vec<&str> = self.list.iter().map(|(p, _)| p.as_str()).collect();
                 CoordError::new(
                     ErrorCode::PathOutsideWorkspace,
-                    format!("{path} is outside the workspaces ({})", roots.join(", ")),
+                    format!(
+                        "{} is outside the workspaces ({}); paths are relative to the repository root, e.g. {}/...",
+                        shown(path),
+                        roots.join(", "),
+                        roots.first().copied().unwrap_or_default()
+                    ),
                 )
                 .with_detail("path", path)
             })
     }
 }
 
+/// A path for a message: control characters escaped (a terminal shows the message).
+pub(crate) fn shown(path: &str) -> String {
+    path.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
 /// The refusal a file error is, naming the path (never the content).
 pub(crate) fn file_error(e: FileError, path: &str) -> CoordError {
     let code = ErrorCode::parse(e.code()).unwrap_or(ErrorCode::Internal);
-    let error = CoordError::new(code, format!("{path}: {e}")).with_detail("path", path);
+    let error = CoordError::new(code, format!("{}: {e}", shown(path))).with_detail("path", path);
     if code == ErrorCode::InvalidPath {
         error.with_field("path")
     } else {
@@ -98,6 +116,7 @@ mod tests {
         assert_eq!(rel("docs/a.md"), Ok("a.md".into()));
         assert_eq!(rel("docs/api/b.md"), Ok("b.md".into()));
         assert_eq!(rel("docs2/a.md"), Err("path_outside_workspace"));
+        assert_eq!(shown("a\u{1b}[31mb\n"), "a\\u{1b}[31mb\\n");
         assert_eq!(rel("docsa.md"), Err("path_outside_workspace"));
         assert_eq!(rel("src/a.rs"), Err("path_outside_workspace"));
         let all = Workspaces::open(&[dir("")]).unwrap();

@@ -121,11 +121,24 @@ impl Coordinator {
                 events: O::AUDIT_EVENTS,
                 lock_before_write: false,
             };
-            let admitted = self.admit::<O>(&mut ctx, who).await;
-            // A refusal of the caller, not a store that could not answer.
-            let denied = admitted
+            // A body the door could not read carries the identity it claims too: an
+            // authenticated caller is told what is wrong with it, rather than refused as
+            // the default identity it left. (Without a key, the key is what is wrong.)
+            let unreadable = parsed
                 .as_ref()
-                .is_err_and(|e| !matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Internal));
+                .err()
+                .filter(|e| matches!(e.code, ErrorCode::InvalidJson | ErrorCode::PayloadTooLarge))
+                .filter(|_| who.credential != Credential::Anonymous)
+                .cloned();
+            let admitted = match unreadable {
+                Some(e) => Err(e),
+                None => self.admit::<O>(&mut ctx, who).await,
+            };
+            // A refusal of the caller, not a store that could not answer.
+            let denied = admitted.as_ref().is_err_and(|e| {
+                !matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Internal)
+                    && !matches!(e.code, ErrorCode::InvalidJson | ErrorCode::PayloadTooLarge)
+            });
             let prepared = match admitted.and_then(|granted| Ok((granted, parsed?))) {
                 Ok((granted, req)) => self.prepare::<O>(&mut ctx, who, granted, req),
                 Err(e) => Err(e),

@@ -79,6 +79,11 @@ pub async fn files_read_write_round_trip_with_audit_events(b: &dyn Backend) {
     assert_eq!(content_of(&h, "src/lib.rs"), "fn a() {}\nfn b() {}\n");
 
     let r = read(&h, &me, "src/lib.rs").await.unwrap();
+    // An absolute path inside the repository (as agents send them) names the same file.
+    let abs = format!("{}/src/lib.rs", Harness::ROOT);
+    assert_eq!(read(&h, &me, &abs).await.unwrap().path, "src/lib.rs");
+    let sneaky = format!("{}/../src/lib.rs", Harness::ROOT);
+    assert_eq!(code(read(&h, &me, &sneaky).await), ErrorCode::PathOutsideWorkspace);
     assert_eq!(
         (r.content.as_str(), r.total_lines, r.bytes),
         ("fn a() {}\nfn b() {}\n", 2, 20)
@@ -271,7 +276,13 @@ pub async fn files_fenced_writes(b: &dyn Backend) {
         .await
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::StaleFencingToken);
-    assert_eq!(e.to_value()["current_token"], tb);
+    // The old holder learns who holds the file now, not the new holder's token.
+    let v = e.to_value();
+    assert_eq!(
+        (v["locked_by"].as_str(), v.get("current_token")),
+        (Some("b"), None),
+        "{v}"
+    );
     assert_eq!(
         code(write(&h, &a, "shared.rs", "late write by a", None).await),
         ErrorCode::FileLocked
@@ -462,4 +473,10 @@ pub async fn files_profiles_decide_who_reads_and_writes(b: &dyn Backend) {
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::CredentialFileProtected);
     assert!(!h.ws("prod.env").exists());
+    let queued = rows(&h, "write_file").await;
+    let row = queued.iter().find(|r| r.parameters["path"] == "prod.env").unwrap();
+    assert_eq!(
+        (&row.result["event"], &row.result["reason"]),
+        (&json!("file_write_denied"), &json!("credential_file_protected"))
+    );
 }

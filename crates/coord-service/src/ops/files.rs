@@ -25,10 +25,24 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 const AUDIT_TARGET: &str = "coord::audit";
 
 /// A repository path the lexical gate lets through, outside git's and coord's own files.
+/// An absolute path inside the repository (what agents such as Claude Code send) is made
+/// repository-relative by whole components first, as lock paths are; the gate then
+/// refuses any `..` or `.` in what is left.
 fn gated(c: &Coordinator, path: &str) -> CoordResult<String> {
-    let path = gate(path).map(String::from).map_err(|e| file_error(e, path))?;
+    let relative = match c.root() {
+        Some(root) if path.starts_with('/') => inside(root, path).unwrap_or(path),
+        _ => path,
+    };
+    let path = gate(relative).map(String::from).map_err(|e| file_error(e, path))?;
     check_reserved(&path, &c.config().protected_paths)?;
     Ok(path)
+}
+
+/// `path` relative to `root` when its leading components are exactly the root's.
+fn inside<'a>(root: &str, path: &'a str) -> Option<&'a str> {
+    let root = root.trim_end_matches('/');
+    let rest = path.strip_prefix(root)?.strip_prefix('/')?;
+    (!root.is_empty() && !root.split('/').any(|c| c == ".." || c == ".")).then_some(rest)
 }
 
 /// Runs blocking file system work off the async runtime's threads.
@@ -120,7 +134,8 @@ impl Operation for WriteFile {
         refuses an existing file (file_exists); credential files need a person's approval. Answers \
         {success:true, path, bytes, created, atomic_temp, fencing_token}.";
     const ACCESS: Access = Access::Agent;
-    const EFFECT: Effect = Effect::Write;
+    // It replaces a file's content (MCP clients are told: destructiveHint).
+    const EFFECT: Effect = Effect::Destructive;
     const NEED: Need = Need::new(Permission::Write, 1).starting_work();
     const AUDIT_REDACT: &'static [&'static str] = &["content"];
     const AUDIT_EVENTS: Option<AuditEvents> = Some(AuditEvents {
@@ -163,15 +178,6 @@ impl Operation for WriteFile {
     async fn execute(c: &Coordinator, ctx: OpCtx, args: WriteArgs) -> CoordResult<WriteFileResult> {
         let agent = ctx.who.agent_id.clone();
         let path = args.path.clone();
-        // Credential files go through the guardrails first (refused and queued for a
-        // person, unless a person approved exactly this write). Their rows are the
-        // guardrails' own, not file events.
-        let guard_ctx = OpCtx {
-            events: None,
-            ..ctx.clone()
-        };
-        let findings = coord_guardrails::analyze_files(std::slice::from_ref(&args.path));
-        let elevated = crate::ops::guardrails::enforce(c, &guard_ctx, findings).await?;
         let (coord, limit) = (c.clone(), c.config().file_size_limit);
         let (p, content, create_only) = (path.clone(), args.content, args.create_only);
         let prepared = blocking(move || {
@@ -192,6 +198,20 @@ impl Operation for WriteFile {
             }
         };
         tracing::info!(target: AUDIT_TARGET, event = "file_write_attempt", agent = %agent, path = ?path, atomic_temp = prepared.temp_name());
+        // Credential files go through the guardrails (refused and queued for a person,
+        // unless a person approved exactly this write) — once the write could happen at
+        // all, so nobody is asked to approve one that cannot. A refusal is this call's
+        // outcome (file_write_denied; the prepared temporary file is dropped, removed);
+        // a pass by approval is a step of its own (file_write_approved).
+        let guard_ctx = OpCtx {
+            events: Some(AuditEvents {
+                success: "file_write_approved",
+                denied: "file_write_denied",
+            }),
+            ..ctx.clone()
+        };
+        let findings = coord_guardrails::analyze_files(std::slice::from_ref(&args.path));
+        let elevated = crate::ops::guardrails::enforce(c, &guard_ctx, findings).await?;
         let fence = Fence {
             target: args.target,
             token: args.token,
@@ -269,5 +289,26 @@ impl WriteStep for CommitOnce {
 
     fn committed(&self) -> bool {
         self.outcome.get().is_some_and(Result::is_ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inside;
+
+    #[test]
+    fn absolute_paths_inside_the_repository_by_whole_components() {
+        let cases = [
+            ("/work/repo", "/work/repo/src/a.rs", Some("src/a.rs")),
+            ("/work/repo/", "/work/repo/src/a.rs", Some("src/a.rs")),
+            ("/work/repo", "/work/repo2/src/a.rs", None),
+            ("/work/repo", "/work/repo", None),
+            ("/work/repo", "/work/repo/../etc/passwd", Some("../etc/passwd")),
+            ("/work/repo", "/etc/passwd", None),
+            ("/", "/etc/passwd", None),
+        ];
+        for (root, path, want) in cases {
+            assert_eq!(inside(root, path), want, "{root} {path}");
+        }
     }
 }
