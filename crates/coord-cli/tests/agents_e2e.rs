@@ -128,6 +128,15 @@ fn claude_code_bash_goes_through_the_guardrails() {
     scenario("claude-guardrails");
 }
 
+/// An interactive Claude Code session in a terminal (no -p), in a repository set up by
+/// `coord init claude` only: the person answers the trust and API-key dialogs and types a
+/// prompt; coord's MCP tools load, the hooks fire under the session's own identity (a
+/// Write of a held file denied and audited), and /exit ends the session.
+#[test]
+fn an_interactive_claude_code_session_is_wired_by_coord_init_claude() {
+    scenario("interactive-claude");
+}
+
 /// Claude Code set up by `coord init claude` only, through coord's file tools: a file
 /// another agent holds is not written, an escape is refused, a fenced write lands and a
 /// stale token writes nothing; all audited with spec 000's events.

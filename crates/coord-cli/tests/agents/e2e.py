@@ -494,7 +494,104 @@ def claude_file_tools(w):
     return f"{agent}: file_locked, path_outside_workspace, stale_fencing_token refused; fenced write (token {mine}) landed"
 
 
-SCENARIOS = {"approval": approval, "claude-file-tools": claude_file_tools, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+def interactive_claude(w):
+    """An interactive Claude Code session (a terminal, no -p) in a repository set up by
+    `coord init claude` only: the person accepts the folder trust and the API key dialogs
+    and types a prompt, as anyone would. coord's MCP tools load (a lock is taken through
+    them), the hooks fire under the same per-session identity (SessionStart registers, the
+    PreToolUse hook denies a Write of a file another agent holds, SessionEnd ends the
+    session on /exit), and all of it is in the audit trail."""
+    import pty
+    import re
+    import select
+    held = os.path.join(w.repo, "src", "shared.rs")
+    other = w.coord("lock", "acquire", "src/shared.rs", env={"COORD_AGENT_ID": "other-agent"})
+    check(other.get("success"), f"another agent holds src/shared.rs: {other}")
+    w.start_model({"I_tools": [{"tool": "acquire_lock", "input": {"file_path": "src/mine.rs", "reason": "interactive"}},
+                               {"tool": "Write", "input": {"file_path": held, "content": "clobbered\n"}},
+                               {"text": "I done"}]})
+    home = w.home("home-interactive")
+    # A user who has run Claude Code before (no first-run onboarding); nothing about coord.
+    with open(os.path.join(home, ".claude.json"), "w") as f:
+        json.dump({"hasCompletedOnboarding": True, "numStartups": 3, "theme": "dark"}, f)
+    w.init_claude(home)
+    env = w.claude_env(home, {"TERM": "xterm-256color"})
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(w.repo)
+        os.execvpe("claude", ["claude", "--allowedTools", "mcp__coord__acquire_lock", "Write"], env)
+    screen = [b""]
+
+    def pump(seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    screen[0] += os.read(fd, 65536)
+                except OSError:
+                    return
+
+    def shown():
+        return re.sub(rb"\x1b\[[0-9;?<>]*[A-Za-z]", b" ", screen[0]).decode("utf-8", "replace")
+
+    def press(keys):
+        # Not read here: what the key brings up is read (and matched) by the loop.
+        os.write(fd, keys)
+        time.sleep(0.4)
+
+    done = set()
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and "answered" not in done:
+            pump(0.5)
+            t = shown()
+            if "trust" not in done and "Yes, I trust this folder" in t:
+                press(b"\x1b[B")  # the default is "No, exit"
+                screen[0] = b""
+                press(b"\r")
+                done.add("trust")
+            elif "key" not in done and "Do you want to use this API key" in t:
+                press(b"\x1b[A")  # the default is "No"
+                screen[0] = b""
+                press(b"\r")
+                done.add("key")
+            elif "prompt" not in done and "trust" in done and ("shift+tab to cycle" in t or "for shortcuts" in t):
+                pump(1)
+                for ch in b"SCRIPT:I_tools":
+                    os.write(fd, bytes([ch]))
+                    time.sleep(0.03)
+                press(b"\r")
+                done.add("prompt")
+            elif "prompt" in done and any(e.get("script") == "I_tools" and e.get("turn", 0) >= 2 for e in w.entries()):
+                pump(2)
+                done.add("answered")
+        check("answered" in done, f"the session did not play its script (steps done: {sorted(done)}): "
+                                  f"{shown()[-1500:]}")
+        mine = [l for l in w.coord("lock", "list")["locks"] if l["file_path"] == "src/mine.rs"]
+        check(len(mine) == 1 and mine[0]["locked_by"].startswith("claude-code-"), f"the MCP tool took the lock: {mine}")
+        agent = mine[0]["locked_by"]
+        check(open(held).read() == "original\n", "the hook let the Write of a held file through")
+        denied = w.coord("audit", "--operation", "check_edit", "--result", "failure")["entries"]
+        check(any(e["agent_id"] == agent for e in denied), f"the hook's denial is audited as {agent}: {denied}")
+        started = w.coord("audit", "--operation", "register_session")["entries"]
+        check(any(e["agent_id"] == agent for e in started), f"SessionStart registered {agent}: {started}")
+        press(b"/exit")
+        press(b"\r")
+        pump(5)
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        os.close(fd)
+    ended = w.coord("audit", "--operation", "end_session")["entries"]
+    check(any(e["agent_id"] == agent for e in ended), f"SessionEnd ended {agent}'s session on /exit: {ended}")
+    return f"interactive {agent}: trust and key dialogs answered, lock taken over MCP, Write of a held file denied, ended on /exit"
+
+
+SCENARIOS = {"approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 
