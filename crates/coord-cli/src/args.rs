@@ -942,6 +942,10 @@ pub struct AuditArgs {
     /// Only operations let through as elevated (a trust-3+ profile's elevated_operations)
     #[arg(long)]
     pub elevated: bool,
+    /// Only operations on this file (its locks, reads, writes), relative to the current
+    /// directory or absolute inside the repository
+    #[arg(long, value_name = "FILE")]
+    pub path: Option<String>,
     /// Rows after this id, oldest first (to page forward)
     #[arg(long, value_name = "ID")]
     pub after_id: Option<i64>,

@@ -5,6 +5,7 @@
 use crate::args::{AuditArgs, AuditCommand, AuditCommandArgs, ResultArg};
 use crate::commands::parse_when;
 use crate::context::Context;
+use crate::output::ellipsis;
 use crate::output::{EXIT_OK, EXIT_REFUSED, Output, table, when};
 use coord_domain::access::Principal;
 use coord_domain::audit::{AuditOutcome, AuditQueryRequest, AuditQueryResult};
@@ -74,6 +75,7 @@ fn request(args: AuditArgs) -> CoordResult<AuditQueryRequest> {
         success,
         result,
         elevated: args.elevated.then_some(true),
+        path: args.path,
         after_id: args.after_id,
         limit: args.limit,
     })
@@ -81,7 +83,10 @@ fn request(args: AuditArgs) -> CoordResult<AuditQueryRequest> {
 
 async fn query(args: AuditArgs, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     match request(args) {
-        Ok(req) => out.result(run_op::<ops::QueryAudit>(coord, ctx, req).await, render_audit),
+        Ok(mut req) => {
+            req.path = req.path.map(|p| ctx.lock_path(&p));
+            out.result(run_op::<ops::QueryAudit>(coord, ctx, req).await, render_audit)
+        }
         Err(e) => out.error(&e),
     }
 }
@@ -135,11 +140,20 @@ fn parse_head(raw: &str) -> CoordResult<ChainHead> {
     })
 }
 
+/// What a row was about, when its parameters name one thing: a file, a command, a task.
+fn target(parameters: &Value) -> String {
+    ["path", "file_path", "command", "task_id"]
+        .iter()
+        .find_map(|k| parameters.get(*k).and_then(Value::as_str))
+        .map(|t| ellipsis(t, 40))
+        .unwrap_or_default()
+}
+
 fn render_audit(r: &AuditQueryResult) -> String {
     if r.entries.is_empty() {
         return "no audit entries".into();
     }
-    let mut t = table(&["ID", "TIME", "AGENT", "OPERATION", "RESULT", "MS"]);
+    let mut t = table(&["ID", "TIME", "AGENT", "OPERATION", "TARGET", "RESULT", "MS"]);
     for e in &r.entries {
         let outcome = match (&e.error_code, e.success) {
             (Some(code), _) => code.clone(),
@@ -158,6 +172,7 @@ fn render_audit(r: &AuditQueryResult) -> String {
             e.timestamp.format("%Y-%m-%d %H:%M:%S%.3fZ").to_string(),
             e.agent_id.clone(),
             e.operation.clone(),
+            target(&e.parameters),
             outcome,
             format!("{:.2}", e.duration_ms),
         ]);

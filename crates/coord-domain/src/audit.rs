@@ -224,6 +224,10 @@ pub struct AuditQueryRequest {
     /// Only operations let through as elevated (`true`), or only the others.
     #[serde(default)]
     pub elevated: Option<bool>,
+    /// Only operations on this file: the `path` or `file_path` they were given (a lock,
+    /// a file read or write), repository-relative as they store it.
+    #[serde(default)]
+    pub path: Option<String>,
     /// Entries after this id, oldest first: page through the whole trail (an export) by
     /// passing the last id you got. Without it, entries come newest first.
     #[serde(default)]
@@ -275,6 +279,7 @@ pub struct AuditFilter {
     pub success: Option<bool>,
     pub outcome: Option<AuditOutcome>,
     pub elevated: Option<bool>,
+    pub path: Option<String>,
     pub after_id: Option<i64>,
     pub limit: i64,
 }
@@ -354,6 +359,7 @@ pub fn validate_audit_query(req: AuditQueryRequest) -> CoordResult<AuditFilter> 
         success: req.success,
         outcome: req.result,
         elevated: req.elevated,
+        path: validate::optional_text("path", req.path, crate::path::MAX_PATH_LEN)?,
         after_id: match req.after_id {
             Some(id) if id < 0 => {
                 return Err(crate::CoordError::field(

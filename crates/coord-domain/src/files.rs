@@ -208,6 +208,18 @@ pub fn check_reserved(path: &str, protected: &[String]) -> CoordResult<()> {
     Ok(())
 }
 
+/// What an audit row and a person deciding an approval learn about a write's content,
+/// which is never stored: its size and SHA-256 (to check against the file, or against
+/// what the agent says it wrote).
+pub fn describe_content(parameters: &mut serde_json::Value, content: &[u8]) {
+    use sha2::{Digest, Sha256};
+    if let serde_json::Value::Object(map) = parameters {
+        let digest: String = Sha256::digest(content).iter().map(|b| format!("{b:02x}")).collect();
+        map.insert("content_bytes".into(), content.len().into());
+        map.insert("content_sha256".into(), digest.into());
+    }
+}
+
 /// Bytes as wire content: UTF-8 text as it is, anything else in base64.
 pub fn encode(bytes: Vec<u8>) -> (String, Encoding) {
     match String::from_utf8(bytes) {
@@ -381,6 +393,17 @@ mod tests {
         assert_eq!(
             (v.get("current_token"), &v["locked_by"]),
             (None, &serde_json::json!("other"))
+        );
+    }
+
+    #[test]
+    fn content_is_described_not_kept() {
+        let mut p = serde_json::json!({"path": "a", "content": "[redacted]"});
+        describe_content(&mut p, b"abc");
+        assert_eq!(p["content_bytes"], 3);
+        assert_eq!(
+            p["content_sha256"],
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
     }
 

@@ -128,6 +128,7 @@ pub async fn query(tx: &Tx<'_>, f: &AuditFilter) -> R<AuditQueryResult> {
                         OR ($7 = 'error' AND NOT success AND error_code IN ({errors})))
                    AND ($8::boolean IS NULL OR coalesce(result -> 'elevated' = 'true'::jsonb, false) = $8)
                    AND ($9::bigint IS NULL OR id > $9)
+                   AND ($10::text IS NULL OR parameters ->> 'path' = $10 OR parameters ->> 'file_path' = $10)
                  ORDER BY id {order} LIMIT $6",
                 errors = error_codes_sql()
             ))
@@ -142,6 +143,7 @@ pub async fn query(tx: &Tx<'_>, f: &AuditFilter) -> R<AuditQueryResult> {
                 &f.outcome.map(AuditOutcome::as_str),
                 &f.elevated,
                 &f.after_id,
+                &f.path,
             ],
         )
         .await?;

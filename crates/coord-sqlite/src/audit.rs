@@ -113,6 +113,8 @@ pub fn query(c: &Connection, f: &AuditFilter) -> R<AuditQueryResult> {
                     OR (?7 = 'error' AND success = 0 AND error_code IN ({errors})))
                AND (?8 IS NULL OR coalesce(json_extract(result, '$.elevated') = 1, 0) = ?8)
                AND (?9 IS NULL OR id > ?9)
+               AND (?10 IS NULL OR json_extract(parameters, '$.path') = ?10
+                    OR json_extract(parameters, '$.file_path') = ?10)
              ORDER BY id {order} LIMIT ?6",
             errors = error_codes_sql()
         ))?
@@ -126,7 +128,8 @@ pub fn query(c: &Connection, f: &AuditFilter) -> R<AuditQueryResult> {
                 f.limit,
                 f.outcome.map(AuditOutcome::as_str),
                 f.elevated,
-                f.after_id
+                f.after_id,
+                f.path
             ],
             entry_from_row,
         )?

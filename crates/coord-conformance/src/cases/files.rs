@@ -111,6 +111,19 @@ pub async fn files_read_write_round_trip_with_audit_events(b: &dyn Backend) {
     run::<files::WriteFile>(&h, &me, bin).await.unwrap();
     assert_eq!(std::fs::read(h.ws("logo.bin")).unwrap(), vec![0, 159, 146, 150, 0, 255]);
     let r = read(&h, &me, "logo.bin").await.unwrap();
+    // The audit trail by file: its write and its read, nothing else.
+    let by_path = run::<audit::QueryAudit>(
+        &h,
+        &operator("auditor"),
+        AuditQueryRequest {
+            path: Some("logo.bin".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ops: Vec<&str> = by_path.entries.iter().map(|e| e.operation.as_str()).collect();
+    assert_eq!(ops, ["read_file", "write_file"], "newest first");
     assert_eq!((r.encoding, r.content.as_str()), (Encoding::Base64, "AJ+SlgD/"));
 
     // create_only never replaces.
@@ -155,6 +168,16 @@ pub async fn files_read_write_round_trip_with_audit_events(b: &dyn Backend) {
     assert_eq!(ok.result["event"], "file_write_success");
     assert!(ok.result["atomic_temp"].as_str().unwrap().starts_with(".coord-write-"));
     assert_eq!(ok.parameters["content"], "[redacted]");
+    // What was written is described by size and digest, never kept.
+    for w in writes.iter().filter(|r| r.success) {
+        assert_eq!(
+            w.parameters["content_sha256"].as_str().map(str::len),
+            Some(64),
+            "{:?}",
+            w.parameters
+        );
+        assert!(w.parameters["content_bytes"].is_u64());
+    }
     let refused = writes.iter().find(|r| !r.success).unwrap();
     assert_eq!(
         (&refused.result["event"], &refused.result["reason"]),

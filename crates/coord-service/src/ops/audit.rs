@@ -23,6 +23,7 @@ impl Operation for QueryAudit {
     const EFFECT: Effect = Effect::Read;
     const NEED: Need = Need::READ;
     const HTTP: &'static [Http] = &[Http::get("/audit")];
+    const PATH_FIELDS: &'static [&'static str] = &["path"];
     const EXAMPLE: &'static str = "{\"operation\": \"acquire_lock\", \"success\": false, \"limit\": 20}";
     type Request = AuditQueryRequest;
     type Response = AuditQueryResult;

@@ -10,7 +10,7 @@ use coord_domain::access::{Access, Effect};
 use coord_domain::audit::AuditEvents;
 use coord_domain::files::{
     Encoding, Fence, ReadFileRequest, ReadFileResult, Window, WriteFileRequest, WriteFileResult, check_reserved,
-    decode, read_answer, validate_window,
+    decode, describe_content, read_answer, validate_window,
 };
 use coord_domain::profiles::{Need, Permission, Resource};
 use coord_domain::target::LockTarget;
@@ -175,7 +175,11 @@ impl Operation for WriteFile {
         })
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, args: WriteArgs) -> CoordResult<WriteFileResult> {
+    async fn execute(c: &Coordinator, mut ctx: OpCtx, args: WriteArgs) -> CoordResult<WriteFileResult> {
+        // The rows of this call (and an approval request, if any) say what was written
+        // by size and digest; the content itself is redacted. (The approval's binding,
+        // the hash of the request, was computed before: it covers the content itself.)
+        describe_content(&mut ctx.parameters, &args.content);
         let agent = ctx.who.agent_id.clone();
         let path = args.path.clone();
         let (coord, limit) = (c.clone(), c.config().file_size_limit);
