@@ -15,6 +15,7 @@ mod agents;
 mod driver;
 pub mod files;
 pub mod guardrails;
+pub mod hooks;
 mod invariants;
 mod locks;
 mod mcp;

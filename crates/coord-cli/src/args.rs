@@ -232,6 +232,10 @@ pub enum BenchWorkload {
     /// plain std::fs in the same run (--rounds reads per size, a tenth as many writes),
     /// and read_file/write_file through the coordinator on a scratch SQLite database
     Files,
+    /// Claude Code's PreToolUse hook (`coord hook PreToolUse` with a Write and a Bash
+    /// payload, whole processes, in a scratch repository) beside `coord --version`
+    /// (process start) in the same run; --rounds runs each (default there: 50)
+    Hooks,
 }
 
 #[derive(Debug, Args)]

@@ -19,7 +19,9 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
         BenchWorkload::Mcp => Workload::Mcp,
         BenchWorkload::Http => Workload::Http,
         BenchWorkload::Agents => Workload::Agents,
-        BenchWorkload::Guardrails | BenchWorkload::Files => unreachable!("runs without a bench database"),
+        BenchWorkload::Guardrails | BenchWorkload::Files | BenchWorkload::Hooks => {
+            unreachable!("runs without a bench database")
+        }
     };
     // Scratch databases only: never the repository's coordinator (its audit trail is
     // append-only, and a benchmark would fill it).
@@ -90,6 +92,9 @@ pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
     }
     if matches!(args.workload, BenchWorkload::Files) {
         return files(args, json).await;
+    }
+    if matches!(args.workload, BenchWorkload::Hooks) {
+        return hooks(args, json);
     }
     let opts = match options(args, ctx, json) {
         Ok(o) => o,
@@ -319,6 +324,54 @@ async fn files(args: &BenchArgs, json: bool) -> u8 {
         "{} reads per size; goal: confinement overhead < {:.0}% at 4 KiB — {}",
         r.rounds,
         r.goal_overhead * 100.0,
+        if r.goals_met { "met" } else { "NOT met" }
+    );
+    if r.goals_met { 0 } else { 1 }
+}
+
+/// `coord bench hooks`.
+fn hooks(args: &BenchArgs, json: bool) -> u8 {
+    let rounds = if args.rounds == 20 { 50 } else { args.rounds };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("coord bench hooks: cannot find the coord binary: {e}");
+            return output::EXIT_UNAVAILABLE;
+        }
+    };
+    let r = match coord_bench::hooks::run(&exe, rounds, &std::env::temp_dir()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("coord bench hooks: {e}");
+            return output::EXIT_UNAVAILABLE;
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string(&r).unwrap_or_default());
+        return if r.goals_met { 0 } else { 1 };
+    }
+    let ms = |ns: u64| format!("{:.2}", ns as f64 / 1e6);
+    let mut t = table(&["RUN", "p50 ms", "p99 ms", "÷ START p50", "GOAL"]);
+    t.add_row(vec![
+        "coord --version (process start)".to_string(),
+        ms(r.baseline.p50_ns),
+        ms(r.baseline.p99_ns),
+        "1.00".into(),
+        String::new(),
+    ]);
+    for c in &r.cases {
+        t.add_row(vec![
+            format!("hook PreToolUse: {}", c.payload),
+            ms(c.latency.p50_ns),
+            ms(c.latency.p99_ns),
+            format!("{:.2}", c.ratio_p50),
+            format!("<= {:.1}", r.goal_ratio),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "{} runs each, interleaved; goal {}",
+        r.rounds,
         if r.goals_met { "met" } else { "NOT met" }
     );
     if r.goals_met { 0 } else { 1 }

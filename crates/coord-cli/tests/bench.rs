@@ -212,6 +212,30 @@ fn files_measures_confinement_beside_plain_io() {
     assert!(left.is_empty(), "the scratch workspace is removed: {left:?}");
 }
 
+/// `coord bench hooks`: the PreToolUse hook and process start measured in one run, the
+/// scratch repository removed (correctness only; the ratio is the benchmark's business).
+#[test]
+fn hooks_measures_the_pre_tool_use_hook_beside_process_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["--json", "bench", "hooks", "--rounds", "5"])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let r: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{r}");
+    assert_eq!(r["baseline"]["samples"], 5, "{r}");
+    let cases = r["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2, "{r}");
+    for c in cases {
+        assert_eq!(c["latency"]["samples"], 5, "{c}");
+        assert!(c["ratio_p50"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "the scratch repository is removed: {left:?}");
+}
+
 /// `coord bench guardrails`: no database; the corpus scores and the latency report, and a
 /// corpus of one's own (with a wrong label the exit code reports).
 #[test]

@@ -48,12 +48,12 @@ impl Operation for CheckGuardrails {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, check: GuardCheck) -> CoordResult<CheckGuardrailsResult> {
-        let patterns = patterns(c).await?;
-        let mut findings = check
-            .command
-            .as_deref()
-            .map(|cmd| coord_guardrails::analyze_with(cmd, &patterns))
-            .unwrap_or_default();
+        // The pattern registry is read (and, in a new process such as a hook, compiled:
+        // tens of milliseconds) only for a command; files alone do not need it.
+        let mut findings = match check.command.as_deref() {
+            Some(cmd) => coord_guardrails::analyze_with(cmd, &*patterns(c).await?),
+            None => Vec::new(),
+        };
         findings.extend(coord_guardrails::analyze_files(&check.files));
         let (result, refusal) = judge(c, &ctx, findings).await?;
         c.store().guard_decision(ctx, result, refusal).await
