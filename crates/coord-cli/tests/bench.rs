@@ -179,20 +179,27 @@ fn an_interrupted_run_removes_its_scratch_database() {
     assert_scratch_removed(&dir);
 }
 
-/// `coord bench files`: every case measured (confined, plain, through the tool), its
-/// scratch workspace and database removed. Correctness only: the exit code says whether
-/// the overhead goal was met, which a loaded test machine may miss.
-#[test]
-fn files_measures_confinement_beside_plain_io() {
+/// Runs a bench workload that needs no database with its scratch files under a fresh
+/// TMPDIR; answers its JSON report (its exit code says only whether a goal was met).
+fn scratch_bench(workload: &str, rounds: &str) -> (Value, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
-        .args(["--json", "bench", "files", "--rounds", "20"])
+        .args(["--json", "bench", workload, "--rounds", rounds])
         .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
     let r: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert!(matches!(out.status.code(), Some(0 | 1)), "{r}");
+    (r, tmp)
+}
+
+/// `coord bench files`: every case measured (confined, plain, through the tool), its
+/// scratch workspace and database removed. Correctness only: the exit code says whether
+/// the overhead goal was met, which a loaded test machine may miss.
+#[test]
+fn files_measures_confinement_beside_plain_io() {
+    let (r, tmp) = scratch_bench("files", "20");
     let cases = r["cases"].as_array().unwrap();
     let kinds: Vec<(String, u64)> = cases
         .iter()
@@ -216,15 +223,7 @@ fn files_measures_confinement_beside_plain_io() {
 /// scratch repository removed (correctness only; the ratio is the benchmark's business).
 #[test]
 fn hooks_measures_the_pre_tool_use_hook_beside_process_start() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["--json", "bench", "hooks", "--rounds", "5"])
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    let r: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{r}");
+    let (r, tmp) = scratch_bench("hooks", "5");
     assert_eq!(r["baseline"]["samples"], 5, "{r}");
     let cases = r["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2, "{r}");
