@@ -167,6 +167,7 @@ impl Agent {
             success: true,
             result: None,
             error_message: None,
+            skill: None,
             changes: None,
         };
         timed(shared, tally, "complete_work", self.coord.complete_work(&self.me, done)).await;

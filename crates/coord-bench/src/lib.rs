@@ -21,6 +21,7 @@ mod locks;
 mod mcp;
 mod progress;
 mod queue;
+pub mod recall;
 mod remote;
 mod stats;
 mod target;

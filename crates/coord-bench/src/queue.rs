@@ -122,6 +122,7 @@ pub async fn service(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Repo
                         success: true,
                         result: None,
                         error_message: None,
+                        skill: None,
                         changes: None,
                     };
                     coord.complete_work(&caller, done).await?;

@@ -64,6 +64,16 @@ pub struct GlobalArgs {
     /// Largest file the file tools read or write, in bytes (default 1048576 = 1 MiB)
     #[arg(long, global = true, env = "COORD_FILE_SIZE_LIMIT", value_name = "BYTES")]
     pub file_size_limit: Option<u64>,
+    /// A session's working-memory budget in estimated tokens (bytes/4 + 4 per entry;
+    /// default 4000): over it, older non-critical entries are compacted
+    #[arg(long, global = true, env = "COORD_WORKING_MEMORY_BUDGET", value_name = "TOKENS",
+          value_parser = clap::value_parser!(i64).range(200..=1_000_000))]
+    pub working_memory_budget: Option<i64>,
+    /// The half-life of recall's recency decay, in days (default 90): a memory last seen
+    /// this long ago weighs 0.7 of a fresh one, never less than 0.4
+    #[arg(long, global = true, env = "COORD_RECALL_HALF_LIFE_DAYS", value_name = "DAYS",
+          value_parser = clap::value_parser!(u32).range(1..=3650))]
+    pub recall_half_life_days: Option<u32>,
     /// Whether --agent-id and --agent-type were written on the command line (not taken
     /// from COORD_AGENT_ID/COORD_AGENT_TYPE): commands that mint a credential for another
     /// identity (`coord keys`, `coord cloud`) use only what was written, so an
@@ -134,6 +144,11 @@ pub enum Command {
     /// Handoff documents: leave context for the next session, read the last one
     #[command(subcommand)]
     Handoff(HandoffCommand),
+    /// Agent memory: remember what happened, recall what helps with a task, vote on
+    /// recalled memories, forget; skills and their effectiveness; your session's working
+    /// memory (docs/memory.md)
+    #[command(subcommand)]
+    Memory(MemoryCommand),
     /// Messages between agents: send (to an agent or to the holders of a file), inbox,
     /// read, ack
     #[command(subcommand)]
@@ -236,6 +251,11 @@ pub enum BenchWorkload {
     /// payload, whole processes, in a scratch repository) beside `coord --version`
     /// (process start) in the same run; --rounds runs each (default there: 50)
     Hooks,
+    /// memory recall: top-3 hit rate and MRR on a judged fixture of coding-agent memories
+    /// and tasks, beside a tag-filter-plus-recency baseline, then recall latency with
+    /// --memories more memories (--rounds times each query); on a scratch database of
+    /// the --db backend
+    Recall,
 }
 
 #[derive(Debug, Args)]
@@ -283,6 +303,9 @@ pub struct BenchArgs {
     /// guardrails: list every command judged against its label
     #[arg(long)]
     pub misses: bool,
+    /// recall: synthetic memories added before timing recall (0: relevance only)
+    #[arg(long, default_value_t = 100_000, value_name = "N")]
+    pub memories: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -616,6 +639,86 @@ pub struct ServeArgs {
     /// Port to listen on (0 picks a free one; the address is printed)
     #[arg(long, env = "API_PORT", default_value_t = 8081)]
     pub port: u16,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Store an episodic memory (the same event type and summary within an hour merges
+    /// into the earlier one)
+    ///
+    /// Example: `coord memory remember error "cargo build fails: linker cc not found"
+    /// --lesson "install build-essential in the CI image" --tag ci --outcome negative`
+    Remember {
+        /// error, fix, decision, test_failure, ... (lowercase)
+        event_type: String,
+        /// One sentence: what happened
+        summary: String,
+        /// Specifics: paths, commands, error text
+        #[arg(long)]
+        details: Option<String>,
+        /// positive, negative or neutral
+        #[arg(long, value_parser = ["positive", "negative", "neutral"])]
+        outcome: Option<String>,
+        /// What to do next time (repeatable)
+        #[arg(long = "lesson", value_name = "TEXT")]
+        lessons: Vec<String>,
+        /// A category (repeatable)
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+    },
+    /// The memories most relevant to a task, most relevant first
+    ///
+    /// Example: `coord memory recall add a refunded value to the payment_status enum --tag postgres`
+    Recall {
+        /// What you are about to do (may be empty with --tag)
+        task: Vec<String>,
+        /// A tag that matters (repeatable)
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// How many (default 5, at most 50)
+        #[arg(long, value_name = "N")]
+        limit: Option<i64>,
+        /// Only memories this agent stored
+        #[arg(long, value_name = "AGENT_ID")]
+        agent: Option<String>,
+        /// Show each memory's score breakdown
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Say whether a recalled memory helped (one vote per agent; voting again replaces it)
+    Feedback {
+        memory_id: String,
+        #[arg(long, conflicts_with = "not_useful", required_unless_present = "not_useful")]
+        useful: bool,
+        #[arg(long)]
+        not_useful: bool,
+    },
+    /// Delete a memory (its author, or trust 4 / an operator key)
+    Forget { memory_id: String },
+    /// The skills recorded for a task type, most effective first
+    Skills {
+        task_type: String,
+        #[arg(long, value_name = "N")]
+        limit: Option<i64>,
+    },
+    /// Count a use of a skill for a task type
+    ///
+    /// Example: `coord memory skill-use "run it alone with --test-threads=1" --task-type flaky-test --success`
+    SkillUse {
+        skill: String,
+        #[arg(long, value_name = "TYPE")]
+        task_type: String,
+        #[arg(long, conflicts_with = "failure", required_unless_present = "failure")]
+        success: bool,
+        #[arg(long)]
+        failure: bool,
+    },
+    /// Your session's working memory (entries oldest first, tokens against the budget)
+    Working {
+        /// Also show the originals of compressed and folded entries
+        #[arg(long)]
+        originals: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -19,24 +19,11 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
         BenchWorkload::Mcp => Workload::Mcp,
         BenchWorkload::Http => Workload::Http,
         BenchWorkload::Agents => Workload::Agents,
-        BenchWorkload::Guardrails | BenchWorkload::Files | BenchWorkload::Hooks => {
+        BenchWorkload::Guardrails | BenchWorkload::Files | BenchWorkload::Hooks | BenchWorkload::Recall => {
             unreachable!("runs without a bench database")
         }
     };
-    // Scratch databases only: never the repository's coordinator (its audit trail is
-    // append-only, and a benchmark would fill it).
-    let db = match (&ctx.db, ctx.db_is_default) {
-        (_, true) => BenchDb::Sqlite {
-            dir: std::env::temp_dir(),
-        },
-        (DbTarget::Sqlite(path), false) => BenchDb::Sqlite {
-            dir: path
-                .parent()
-                .map(std::path::Path::to_path_buf)
-                .unwrap_or_else(std::env::temp_dir),
-        },
-        (DbTarget::Postgres(url), false) => BenchDb::Postgres { url: url.clone() },
-    };
+    let db = scratch_db(ctx);
     let exe = std::env::current_exe().map_err(|e| {
         eprintln!("coord bench: cannot find the coord binary: {e}");
         output::EXIT_UNAVAILABLE
@@ -62,6 +49,23 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
         exe,
         progress: !json && std::io::stderr().is_terminal(),
     })
+}
+
+/// Where scratch databases are made: beside the database `--db` names, never in it
+/// (the repository's audit trail is append-only, and a benchmark would fill it).
+fn scratch_db(ctx: &Context) -> BenchDb {
+    match (&ctx.db, ctx.db_is_default) {
+        (_, true) => BenchDb::Sqlite {
+            dir: std::env::temp_dir(),
+        },
+        (DbTarget::Sqlite(path), false) => BenchDb::Sqlite {
+            dir: path
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_else(std::env::temp_dir),
+        },
+        (DbTarget::Postgres(url), false) => BenchDb::Postgres { url: url.clone() },
+    }
 }
 
 /// Resolves on SIGINT; the handler is installed by this call, not by the first poll.
@@ -95,6 +99,9 @@ pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
     }
     if matches!(args.workload, BenchWorkload::Hooks) {
         return hooks(args, json);
+    }
+    if matches!(args.workload, BenchWorkload::Recall) {
+        return recall(args, ctx, json).await;
     }
     let opts = match options(args, ctx, json) {
         Ok(o) => o,
@@ -375,4 +382,88 @@ fn hooks(args: &BenchArgs, json: bool) -> u8 {
         if r.goals_met { "met" } else { "NOT met" }
     );
     if r.goals_met { 0 } else { 1 }
+}
+
+/// `coord bench recall`: exit 0 when the goals hold.
+async fn recall(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
+    use coord_bench::recall as r;
+    if let Err(e) = crate::open::local_only(ctx, "`coord bench`") {
+        eprintln!("coord bench: {}", e.message);
+        return output::exit_code(&e);
+    }
+    let interrupted = interrupt();
+    let db = scratch_db(ctx);
+    let run = r::run(&db, args.memories, args.rounds);
+    let report = tokio::select! {
+        report = run => report,
+        _ = interrupted => {
+            coord_bench::abandon().await;
+            eprintln!("coord bench: interrupted; scratch databases removed");
+            return 130;
+        }
+    };
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("coord bench recall: {e}");
+            return output::EXIT_UNAVAILABLE;
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    } else {
+        let mut t = table(&[
+            "QUERIES",
+            "CATEGORY",
+            "COORD HIT@3",
+            "COORD MRR@10",
+            "BASELINE HIT@3",
+            "BASELINE MRR@10",
+        ]);
+        let mut row = |cat: &str, c: &r::Scores, b: Option<&r::Scores>| {
+            t.add_row(vec![
+                c.queries.to_string(),
+                cat.to_string(),
+                format!("{:.3}", c.hit_at_3),
+                format!("{:.3}", c.mrr_at_10),
+                b.map(|b| format!("{:.3}", b.hit_at_3)).unwrap_or_default(),
+                b.map(|b| format!("{:.3}", b.mrr_at_10)).unwrap_or_default(),
+            ]);
+        };
+        for (cat, c) in &report.coord.by_category {
+            row(cat, c, report.baseline.by_category.get(cat));
+        }
+        row("all", &report.coord.overall, Some(&report.baseline.overall));
+        println!("{t}");
+        println!(
+            "{} ({} memories, {} queries); {} negative queries: mean top relevance {:.3}",
+            report.backend,
+            report.fixture_memories,
+            report.fixture_queries,
+            report.negative_queries,
+            report.negative_top_relevance
+        );
+        if !report.coord.misses.is_empty() {
+            println!("no judged memory in the top 3: {}", report.coord.misses.join(", "));
+        }
+        if let Some(s) = &report.speed {
+            println!(
+                "with {} memories: {} recalls, p50 {} µs, p99 {} µs; hit@3 {:.3}, MRR@10 {:.3}",
+                s.memories, s.recalls, s.p50_us, s.p99_us, s.scores.hit_at_3, s.scores.mrr_at_10
+            );
+        }
+        println!(
+            "goals: hit@3 ≥ {}, MRR@10 ≥ {}, above the baseline, recall p99 < {} µs (stated for {} memories) — {}",
+            r::GOAL_HIT3,
+            r::GOAL_MRR,
+            r::GOAL_P99_US,
+            r::GOAL_SCALE,
+            if report.goals_met { "met" } else { "NOT met" }
+        );
+    }
+    if report.goals_met {
+        output::EXIT_OK
+    } else {
+        output::EXIT_REFUSED
+    }
 }

@@ -108,6 +108,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Agents(cmd) => agents(cmd, coord, ctx, out).await,
         Command::Handoff(cmd) => handoff(cmd, coord, ctx, out).await,
         Command::File(cmd) => crate::files::run(cmd, coord, ctx, out).await,
+        Command::Memory(cmd) => crate::memory::run(cmd, coord, ctx, out).await,
         Command::Audit(args) => crate::audit::run(args, coord, ctx, out).await,
         Command::Msg(cmd) => msg(cmd, coord, ctx, out).await,
         Command::Profile(cmd) => crate::profiles::run(cmd, coord, ctx, out).await,
@@ -189,6 +190,7 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
                 success,
                 result,
                 error_message: error,
+                skill: None,
                 changes: None,
             };
             out.result(coord.complete_work(me, req).await, render_completion)

@@ -78,6 +78,8 @@ pub struct Context {
     /// Whether `repo_root` is a git repository's root (not just the working directory).
     pub in_git_repo: bool,
     pub file_size_limit: Option<u64>,
+    pub working_memory_budget: Option<i64>,
+    pub recall_half_life_days: Option<u32>,
 }
 
 impl Context {
@@ -136,6 +138,8 @@ impl Context {
             },
             in_git_repo,
             file_size_limit: global.file_size_limit,
+            working_memory_budget: global.working_memory_budget,
+            recall_half_life_days: global.recall_half_life_days,
         })
     }
 

@@ -240,9 +240,15 @@ async fn session_context(coord: &dyn Coordination, ctx: &Context) -> CoordResult
         }
     };
     let mut text = format!("Agent Coordinator: you are {} ({}).\n", me.agent_id, me.agent_type);
-    match handoff {
-        Some(h) => text.push_str(&format!("{label}:\n{}", handoff_text(&h))),
+    match &handoff {
+        Some(h) => text.push_str(&format!("{label}:\n{}", handoff_text(h))),
         None => text.push_str("No handoff documents yet.\n"),
+    }
+    let handoff_ref = handoff;
+    // Memories are a help, not a requirement: a profile that may not recall (or a
+    // failure) leaves the rest of the context as it was.
+    if let Ok(Some(memories)) = memory_context(coord, me, handoff_ref.as_ref()).await {
+        text.push_str(&memories);
     }
     let locks = coord.check_locks(me, CheckLocksRequest::default()).await?.locks;
     let others: Vec<String> = locks
@@ -258,6 +264,100 @@ async fn session_context(coord: &dyn Coordination, ctx: &Context) -> CoordResult
     }
     text.push_str("Before editing shared files, acquire_lock them; write_handoff before you stop.");
     Ok(text)
+}
+
+/// How much of the model's context the session-start memories may take.
+const MEMORY_BUDGET_CHARS: usize = 1200;
+/// How much of it the session's working memory may take (after a compaction).
+const WORKING_BUDGET_CHARS: usize = 2000;
+
+/// The few memories most relevant to what the session is about to do (its claimed
+/// tasks, its handoff's open work; the project's newest memories when there is nothing
+/// to go on), and the session's working memory when it has one (a resumed or compacted
+/// session), each within a small budget.
+async fn memory_context(
+    coord: &dyn Coordination,
+    me: &Caller,
+    handoff: Option<&Handoff>,
+) -> CoordResult<Option<String>> {
+    use coord_domain::memory::RecallRequest;
+    use coord_domain::memory::working::{EntryState, GetWorkingMemoryRequest};
+    use coord_domain::queue::{ListTasksRequest, TaskStatus};
+    use coord_service::ops::memory::{GetWorkingMemory, Recall};
+    let claimed = coord
+        .list_tasks(
+            me,
+            ListTasksRequest {
+                status: Some(TaskStatus::Claimed),
+                task_type: None,
+                limit: Some(1000),
+            },
+        )
+        .await?;
+    let mut about: Vec<String> = claimed
+        .tasks
+        .into_iter()
+        .filter(|t| t.claimed_by.as_deref() == Some(me.agent_id.as_str()))
+        .map(|t| t.task_description)
+        .collect();
+    if let Some(h) = handoff {
+        about.push(h.summary.clone());
+        about.extend(h.in_progress.iter().cloned());
+        about.extend(h.next_steps.iter().cloned());
+    }
+    let recalled = coord
+        .op::<Recall>(
+            me,
+            RecallRequest {
+                task_description: about.join("\n").chars().take(4000).collect(),
+                limit: Some(3),
+                ..Default::default()
+            },
+        )
+        .await?;
+    // Only the clearly relevant: at least half the best one's relevance (a memory that
+    // shares one common word with the task is noise in a context this small).
+    let best = recalled.memories.first().map_or(0.0, |m| m.relevance);
+    let memories: Vec<_> = recalled
+        .memories
+        .iter()
+        .filter(|m| m.relevance >= (best / 2.0).max(0.1))
+        .collect();
+    let mut text = String::new();
+    if !memories.is_empty() {
+        text.push_str("Memories of this project that may help (memory_feedback says whether they did):\n");
+        for m in &memories {
+            let content: String = m.content.replace('\n', " — ").chars().take(400).collect();
+            let line = format!("  - [{}] {} (memory {})\n", m.event_type, content, m.memory_id);
+            if text.len() + line.len() > MEMORY_BUDGET_CHARS {
+                break;
+            }
+            text.push_str(&line);
+        }
+    }
+    if let Ok(working) = coord
+        .op::<GetWorkingMemory>(me, GetWorkingMemoryRequest::default())
+        .await
+        && !working.entries.is_empty()
+    {
+        let mut block = String::from("Your working memory (update_working_memory keeps it):\n");
+        for e in working.entries.iter().filter(|e| e.state != EntryState::Folded) {
+            let critical = if e.critical { ", critical" } else { "" };
+            let line = format!(
+                "  - {} ({}{critical}): {}\n",
+                e.key,
+                e.kind.as_str(),
+                e.content.replace('\n', " ")
+            );
+            if block.len() + line.len() > WORKING_BUDGET_CHARS {
+                block.push_str("  (more: get_working_memory)\n");
+                break;
+            }
+            block.push_str(&line);
+        }
+        text.push_str(&block);
+    }
+    Ok((!text.is_empty()).then_some(text))
 }
 
 fn handoff_text(h: &Handoff) -> String {

@@ -11,6 +11,7 @@ pub mod context;
 mod files;
 mod guard;
 pub mod hooks;
+mod memory;
 pub mod notify;
 pub mod open;
 mod ops;

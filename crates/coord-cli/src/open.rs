@@ -126,6 +126,12 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
             workspaces,
             protected_paths: ctx.protected_paths(audit_key_path(ctx).as_deref()),
             file_size_limit: ctx.file_size_limit.unwrap_or(CoordConfig::default().file_size_limit),
+            working_memory_budget: ctx
+                .working_memory_budget
+                .unwrap_or(CoordConfig::default().working_memory_budget),
+            recall_half_life_days: ctx
+                .recall_half_life_days
+                .map_or(CoordConfig::default().recall_half_life_days, f64::from),
             ..CoordConfig::default()
         },
     );

@@ -277,3 +277,43 @@ fn guardrails_scores_the_corpus() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
 }
+
+/// `coord bench recall` on both stores: the ranking's scores on the judged fixture (they
+/// do not depend on speed) reach the goals and beat the baseline; the speed part runs
+/// with a few hundred extra memories (its latency is reported, not asserted).
+fn recall_scores(db: &str, backend: &str) {
+    let (code, lines, stderr) = bench(db, &["recall", "--memories", "300", "--rounds", "1"]);
+    assert!(code == 0 || code == 1, "{code}: {stderr}");
+    let r = &lines[0];
+    assert_eq!(r["backend"], backend);
+    let (coord, base) = (&r["coord"]["overall"], &r["baseline"]["overall"]);
+    let hit = coord["hit_at_3"].as_f64().unwrap();
+    let mrr = coord["mrr_at_10"].as_f64().unwrap();
+    assert!(hit >= 0.8 && mrr >= 0.65, "{r}");
+    assert!(
+        hit > base["hit_at_3"].as_f64().unwrap() && mrr > base["mrr_at_10"].as_f64().unwrap(),
+        "{r}"
+    );
+    assert_eq!(coord["queries"], 47);
+    assert_eq!(r["negative_queries"], 4);
+    assert_eq!(r["speed"]["memories"], 454);
+    assert_eq!(r["speed"]["recalls"], 47);
+}
+
+#[test]
+fn recall_scores_the_fixture_on_sqlite() {
+    let (dir, db) = sqlite_dir();
+    recall_scores(&db, "sqlite");
+    assert_scratch_removed(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_scores_the_fixture_on_postgres() {
+    if !pg_support::available().await {
+        return;
+    }
+    let url = pg_support::admin_url();
+    tokio::task::spawn_blocking(move || recall_scores(&url, "postgres"))
+        .await
+        .unwrap();
+}

@@ -127,6 +127,60 @@ fn session_start_registers_and_hands_over_the_last_handoff() {
 }
 
 #[test]
+fn session_start_adds_the_relevant_memories_and_the_working_memory() {
+    let p = Project::new();
+    p.coord(&[
+        "--agent-id",
+        "claude-1",
+        "handoff",
+        "write",
+        "Refactored auth",
+        "--next",
+        "write logout tests",
+    ]);
+    let remember = |summary: &str, lesson: &str| {
+        p.json(&[
+            "--agent-id",
+            "codex-2",
+            "memory",
+            "remember",
+            "test_failure",
+            summary,
+            "--lesson",
+            lesson,
+        ])
+    };
+    let relevant = remember(
+        "logout tests failed: the session cookie survived the logout handler",
+        "clear the cookie in the logout handler",
+    );
+    remember("docker image grew to 2 GB", "use a distroless base image");
+    let out = p.hook("SessionStart", "SessionStart.json", CLAUDE);
+    let v = stdout_json(&out).unwrap();
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(
+        context.contains("session cookie survived") && context.contains(relevant["memory_id"].as_str().unwrap()),
+        "{context}"
+    );
+    assert!(
+        !context.contains("docker image"),
+        "unrelated memories stay out: {context}"
+    );
+    assert!(!context.contains("working memory"), "{context}");
+    // A resumed (or compacted) session gets its working memory back.
+    let entries = r#"{"entries": [{"key": "plan", "kind": "plan", "content": "cover logout on every device", "critical": true}]}"#;
+    let w = p.json(&["--agent-id", "claude-1", "call", "update_working_memory", entries]);
+    assert_eq!(w["success"], true, "{w}");
+    let out = p.hook("SessionStart", "SessionStart.json", CLAUDE);
+    let v = stdout_json(&out).unwrap();
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(
+        context.contains("plan (plan, critical): cover logout on every device"),
+        "{context}"
+    );
+}
+
+#[test]
 fn session_start_without_any_handoff_still_answers() {
     let p = Project::new();
     let out = p.hook("SessionStart", "SessionStart.json", CLAUDE);

@@ -322,6 +322,7 @@ async fn task_worker(coord: &Coordinator, index: usize) {
                             success: true,
                             result: None,
                             error_message: None,
+                            skill: None,
                             changes: None,
                         },
                     )

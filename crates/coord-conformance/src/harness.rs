@@ -219,6 +219,7 @@ impl Harness {
                     success,
                     result: None,
                     error_message: if success { None } else { Some("it broke".into()) },
+                    skill: None,
                     changes: None,
                 },
             )

@@ -14,6 +14,7 @@ pub mod handoffs;
 pub mod identity;
 pub mod keys;
 pub mod locks;
+pub mod memory;
 pub mod messages;
 pub mod notifications;
 pub mod path;

@@ -133,6 +133,11 @@ pub struct CompleteWorkRequest {
     /// `check_guardrails`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<crate::guardrails::WorkChanges>,
+    /// The skill (technique, in words) the work used: its use is counted for the task's
+    /// type, as a success or not (see `record_skill_use`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 1000)))]
+    pub skill: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -181,6 +186,8 @@ pub struct Completion {
     pub success: bool,
     pub result: Option<Value>,
     pub error_message: Option<String>,
+    /// The skill used and the id it gets if it is new.
+    pub skill: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -262,6 +269,9 @@ pub struct CompleteWorkResult {
     /// Tasks cancelled because this one failed (transitively).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cancelled_dependents: Vec<String>,
+    /// The skill whose use this completion counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill: Option<crate::memory::skills::Skill>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -381,12 +391,14 @@ pub fn validate_claim(req: GetWorkRequest, lease_minutes: i64) -> CoordResult<Cl
     })
 }
 
-pub fn validate_completion(req: CompleteWorkRequest) -> CoordResult<Completion> {
+pub fn validate_completion(req: CompleteWorkRequest, skill_id: String) -> CoordResult<Completion> {
     Ok(Completion {
         task_id: parse_task_id("task_id", &req.task_id)?,
         success: req.success,
         result: validate::json_payload("result", req.result)?,
         error_message: validate::optional_text("error_message", req.error_message, MAX_TEXT)?,
+        skill: validate::optional_text("skill", req.skill, crate::memory::MAX_SUMMARY)?
+            .map(|s| (s.trim().to_string(), skill_id)),
     })
 }
 

@@ -114,6 +114,7 @@ impl RawPostgres {
             success: true,
             result: None,
             error_message: None,
+            skill: None,
         };
         self.op(who, "complete_work", json!({"task_id": task_id}), done, |tx, ctx, a| {
             Box::pin(queue::complete(tx, ctx, a))

@@ -21,6 +21,7 @@ mod guardrail_rules;
 mod handoffs;
 mod keys;
 mod locks;
+mod memory;
 mod messages;
 mod migrate;
 mod notifications;
@@ -203,6 +204,12 @@ impl PgStore {
         }
         if config.get_application_name().is_none() {
             config.application_name("coord");
+        }
+        // Short statements only: JIT compiling one (when the planner's estimate crosses
+        // jit_above_cost, as a ranked recall over many memories does) costs more than it
+        // saves.
+        if config.get_options().is_none() {
+            config.options("-c jit=off");
         }
         let manager = Manager::from_config(
             config,

@@ -52,6 +52,7 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "operation_guardrails",
         include_str!("../migrations/0015_operation_guardrails.sql"),
     ),
+    (16, "memory", include_str!("../migrations/0016_memory.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

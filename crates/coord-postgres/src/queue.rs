@@ -175,20 +175,31 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
     let id = uuid(&done.task_id)?;
     let row = tx
         .query_opt(
-            &tx.prepare_cached("SELECT status, claimed_by FROM work_queue WHERE task_id = $1 FOR UPDATE")
+            &tx.prepare_cached("SELECT status, claimed_by, task_type FROM work_queue WHERE task_id = $1 FOR UPDATE")
                 .await?,
             &[&id],
         )
         .await?;
     let stored = match &row {
-        Some(r) => Some((status(get(r, 0)?)?, get::<Option<String>>(r, 1)?)),
+        Some(r) => Some((status(get(r, 0)?)?, get::<Option<String>>(r, 1)?, get::<String>(r, 2)?)),
         None => None,
     };
     decide_completion(
-        stored.as_ref().map(|(s, by)| (*s, by.as_deref())),
+        stored.as_ref().map(|(s, by, _)| (*s, by.as_deref())),
         &done.task_id,
         &ctx.who,
     )?;
+    let skill = match (&done.skill, &stored) {
+        (Some(skill), Some((_, _, task_type))) => Some(
+            crate::memory::record_skill(
+                tx,
+                ctx,
+                &coord_domain::memory::skills::completion_use(skill, task_type, done.success),
+            )
+            .await?,
+        ),
+        _ => None,
+    };
     if done.success {
         tx.execute(
             &tx.prepare_cached(&format!(
@@ -214,6 +225,7 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
             task_id: done.task_id.clone(),
             status: TaskStatus::Completed,
             cancelled_dependents: Vec::new(),
+            skill,
         })
     } else {
         let message = done
@@ -226,6 +238,7 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
             task_id: done.task_id.clone(),
             status: TaskStatus::Failed,
             cancelled_dependents: cancelled,
+            skill,
         })
     }
 }

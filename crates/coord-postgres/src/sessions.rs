@@ -180,6 +180,7 @@ pub async fn end(tx: &Tx<'_>, ctx: &OpCtx, end: &EndSession) -> R<EndSessionResu
     } else {
         (0, 0)
     };
+    crate::memory::archive_working(tx, ctx).await?;
     let session_id = match set_status(tx, ctx, AgentStatus::Idle).await {
         Ok(s) => Some(s.session_id),
         Err(Fail::Coord(e)) if e.code == ErrorCode::NotFound => None,

@@ -85,6 +85,18 @@ pub struct CoordConfig {
     /// coord's own files inside the repository (a database given with `--db`, its
     /// journals, the audit key), repository-relative: the file tools refuse them.
     pub protected_paths: Vec<String>,
+    /// The half-life of recall's recency decay, in days.
+    pub recall_half_life_days: f64,
+    /// The working-memory token budget of a session (estimated tokens).
+    pub working_memory_budget: i64,
+}
+
+impl CoordConfig {
+    pub fn rank_params(&self) -> coord_domain::memory::rank::RankParams {
+        coord_domain::memory::rank::RankParams {
+            half_life_days: self.recall_half_life_days,
+        }
+    }
 }
 
 impl Default for CoordConfig {
@@ -99,6 +111,8 @@ impl Default for CoordConfig {
             workspaces: Vec::new(),
             file_size_limit: coord_files::DEFAULT_MAX_BYTES,
             protected_paths: Vec::new(),
+            recall_half_life_days: coord_domain::memory::rank::DEFAULT_HALF_LIFE_DAYS,
+            working_memory_budget: coord_domain::memory::working::DEFAULT_BUDGET,
         }
     }
 }

@@ -4,8 +4,8 @@
 
 use crate::op::{Audit, Http, Operation};
 use crate::ops::{
-    approvals, audit, files, guardrails, handoffs, keys, locks, messages, notifications, ports, profiles, queue,
-    sessions,
+    approvals, audit, files, guardrails, handoffs, keys, locks, memory, messages, notifications, ports, profiles,
+    queue, sessions,
 };
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
@@ -129,6 +129,14 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<sessions::EndSessionOp>(),
         entry::<handoffs::WriteHandoff>(),
         entry::<handoffs::ReadHandoff>(),
+        entry::<memory::Remember>(),
+        entry::<memory::Recall>(),
+        entry::<memory::MemoryFeedback>(),
+        entry::<memory::Forget>(),
+        entry::<memory::RecordSkillUse>(),
+        entry::<memory::GetSkills>(),
+        entry::<memory::UpdateWorkingMemory>(),
+        entry::<memory::GetWorkingMemory>(),
         entry::<messages::SendMessage>(),
         entry::<messages::Inbox>(),
         entry::<messages::ReadMessage>(),

@@ -93,6 +93,7 @@ impl RawSqlite {
             success: true,
             result: None,
             error_message: None,
+            skill: None,
         };
         self.op(
             who,

@@ -10,6 +10,7 @@ use crate::rows::{minutes_to_micros, opt_json, opt_ts, string_list, to_json, ts}
 use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::Identity;
+use coord_domain::memory::skills;
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskFilter, TaskInfo,
@@ -163,11 +164,24 @@ pub fn claim(c: &Connection, now: i64, who: &Identity, spec: &ClaimSpec) -> R<Ge
 }
 
 pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> R<CompleteWorkResult> {
-    let stored: Option<(TaskStatus, Option<String>)> = c
-        .prepare_cached("SELECT status, claimed_by FROM work_queue WHERE task_id = ?1")?
-        .query_row([&done.task_id], |r| Ok((status_at(r, 0)?, r.get(1)?)))
+    let stored: Option<(TaskStatus, Option<String>, String)> = c
+        .prepare_cached("SELECT status, claimed_by, task_type FROM work_queue WHERE task_id = ?1")?
+        .query_row([&done.task_id], |r| Ok((status_at(r, 0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
-    decide_completion(stored.as_ref().map(|(s, by)| (*s, by.as_deref())), &done.task_id, who)?;
+    decide_completion(
+        stored.as_ref().map(|(s, by, _)| (*s, by.as_deref())),
+        &done.task_id,
+        who,
+    )?;
+    let skill = match (&done.skill, &stored) {
+        (Some(skill), Some((_, _, task_type))) => Some(crate::memory::record_skill(
+            c,
+            now,
+            who,
+            &skills::completion_use(skill, task_type, done.success),
+        )?),
+        _ => None,
+    };
     let result = done.result.as_ref().map(to_json);
     if done.success {
         c.prepare_cached(
@@ -188,6 +202,7 @@ pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> 
             task_id: done.task_id.clone(),
             status: TaskStatus::Completed,
             cancelled_dependents: Vec::new(),
+            skill,
         })
     } else {
         let message = done
@@ -207,6 +222,7 @@ pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> 
             task_id: done.task_id.clone(),
             status: TaskStatus::Failed,
             cancelled_dependents: cancelled,
+            skill,
         })
     }
 }

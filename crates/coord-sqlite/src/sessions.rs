@@ -156,6 +156,7 @@ pub fn end(c: &Connection, now: i64, who: &Identity, end: &EndSession) -> R<EndS
     } else {
         (0, 0)
     };
+    crate::memory::archive_working(c, now, &who.agent_id)?;
     let session_id = match set_status(c, who, AgentStatus::Idle) {
         Ok(s) => Some(s.session_id),
         Err(Fail::Coord(e)) if e.code == ErrorCode::NotFound => None,

@@ -23,6 +23,10 @@ use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
 use coord_domain::keys::{ApiKeyInfo, KeyMatch, KeyOrigin, ListApiKeysResult, NewApiKey, RevokeApiKeyResult};
 use coord_domain::locks::{AcquireLockResult, CheckEditResult, CheckLocksResult, ReleaseAllResult, ReleaseLockResult};
+use coord_domain::memory::rank::RankParams;
+use coord_domain::memory::skills::{GetSkillsResult, RecordSkillUseResult, SkillQuery, SkillUse};
+use coord_domain::memory::working::{WorkingMemoryResult, WorkingUpdate};
+use coord_domain::memory::{ForgetResult, MemoryFeedbackResult, NewMemory, RecallQuery, RecallResult, RememberResult};
 use coord_domain::messages::{InboxQuery, InboxResult, MessageResult, NewMessage, SendMessageResult};
 use coord_domain::notifications::{ListNotificationsResult, Notification, NotificationFilter};
 use coord_domain::profiles::{
@@ -341,6 +345,29 @@ pub trait HandoffStore: Send + Sync {
     async fn read_handoff(&self, ctx: OpCtx, query: HandoffQuery) -> CoordResult<ReadHandoffResult>;
 }
 
+/// Agent memory (see `coord_domain::memory`).
+#[async_trait]
+pub trait MemoryStore: Send + Sync {
+    /// Stores an episodic memory, or merges it into the caller's memory with the same
+    /// `coord_domain::memory::merge_key` last seen within the merge window. Serialised
+    /// per key, so concurrent duplicates merge too.
+    async fn remember(&self, ctx: OpCtx, memory: NewMemory) -> CoordResult<RememberResult>;
+    /// Finds candidates (full-text hits, tag hits, or the newest when nothing is asked)
+    /// and ranks them with `coord_domain::memory::answer`.
+    async fn recall(&self, ctx: OpCtx, query: RecallQuery, params: RankParams) -> CoordResult<RecallResult>;
+    /// The caller's vote on a memory (one per agent and memory; the latest counts).
+    async fn memory_feedback(&self, ctx: OpCtx, memory_id: String, useful: bool) -> CoordResult<MemoryFeedbackResult>;
+    /// Deletes a memory: its author's, or anyone's when `admin`.
+    async fn forget_memory(&self, ctx: OpCtx, memory_id: String, admin: bool) -> CoordResult<ForgetResult>;
+    /// Counts one use of a skill (created on first use).
+    async fn record_skill_use(&self, ctx: OpCtx, skill: SkillUse) -> CoordResult<RecordSkillUseResult>;
+    async fn get_skills(&self, ctx: OpCtx, query: SkillQuery) -> CoordResult<GetSkillsResult>;
+    /// Writes entries into the caller's session's working memory and compacts it to the
+    /// budget (`coord_domain::memory::working`); `not_found` without a live session.
+    async fn update_working_memory(&self, ctx: OpCtx, update: WorkingUpdate) -> CoordResult<WorkingMemoryResult>;
+    async fn get_working_memory(&self, ctx: OpCtx, budget: i64, originals: bool) -> CoordResult<WorkingMemoryResult>;
+}
+
 /// Messages between agents.
 #[async_trait]
 pub trait MessageStore: Send + Sync {
@@ -486,6 +513,7 @@ pub trait Store:
     + ProfileStore
     + ApprovalStore
     + HandoffStore
+    + MemoryStore
     + MessageStore
     + AuditStore
     + NotificationStore
@@ -506,6 +534,7 @@ impl<
         + ProfileStore
         + ApprovalStore
         + HandoffStore
+        + MemoryStore
         + MessageStore
         + AuditStore
         + NotificationStore

@@ -183,6 +183,7 @@ pub async fn guardrails_block_destructive_completions(b: &dyn Backend) {
         success: true,
         result: None,
         error_message: None,
+        skill: None,
         changes: Some(changes),
     };
     let destructive = WorkChanges {
@@ -240,6 +241,7 @@ pub async fn guardrails_block_destructive_completions(b: &dyn Backend) {
             success: true,
             result: None,
             error_message: None,
+            skill: None,
             changes: Some(benign),
         },
     )
@@ -427,6 +429,7 @@ pub async fn guardrails_elevated_operations_notify_the_security_channel(b: &dyn 
                 success: true,
                 result: None,
                 error_message: None,
+                skill: None,
                 changes: Some(WorkChanges {
                     commands: vec!["git push --force origin feature".into()],
                     files: vec![],

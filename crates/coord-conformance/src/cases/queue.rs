@@ -277,6 +277,7 @@ pub async fn queue_completion_refusals(b: &dyn Backend) {
                 success: true,
                 result: None,
                 error_message: None,
+                skill: None,
                 changes: None,
             },
         )

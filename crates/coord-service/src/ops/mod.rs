@@ -8,6 +8,7 @@ pub mod guardrails;
 pub mod handoffs;
 pub mod keys;
 pub mod locks;
+pub mod memory;
 pub mod messages;
 pub mod notifications;
 pub mod ports;

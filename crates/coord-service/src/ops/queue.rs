@@ -75,7 +75,9 @@ impl Operation for CompleteWork {
         cancelled). With changes {commands, files, diff} a successful completion is checked by the guardrails \
         first: destructive commands, credential files and destructive lines added to scripts refuse it \
         (destructive_operation_blocked or credential_file_protected, with the findings and an approval_id). \
-        Answers {success:true, status:\"completed\"|\"failed\"}; error not_task_owner if another agent claimed it.";
+        With skill (the technique the work used, in words) the use is counted for the task's type as a success \
+        or not (see get_skills). Answers {success:true, status:\"completed\"|\"failed\"}; error not_task_owner if \
+        another agent claimed it.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::COORDINATE;
@@ -88,7 +90,7 @@ impl Operation for CompleteWork {
 
     fn validate(_: &Coordinator, _: &Identity, req: CompleteWorkRequest) -> CoordResult<Self::Args> {
         let changes = validate_changes(req.changes.clone())?;
-        Ok((validate_completion(req)?, changes))
+        Ok((validate_completion(req, crate::new_id())?, changes))
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, (done, changes): Self::Args) -> CoordResult<CompleteWorkResult> {

@@ -1,0 +1,138 @@
+//! The terms of a recall query, as each full-text engine is given them.
+//!
+//! User text never reaches a query language: FTS5 and `to_tsquery` both treat `-`, `:`,
+//! `*`, `"`, `AND`/`OR`/`NOT`, `NEAR`, `&`, `|`, `!` as syntax. The text is split here
+//! into lowercase runs of letters and digits (the way both engines' tokenizers split
+//! `src/auth/login.ts` and `acquire_lock`), common English words are dropped, and each
+//! engine gets an OR of quoted terms; stemming is left to the engine.
+
+/// Distinct terms kept from one description (the rest are dropped, first ones win).
+pub const MAX_TERMS: usize = 40;
+
+/// Words too common to tell memories apart (English function words and the filler of
+/// task descriptions).
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because",
+    "been", "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "each",
+    "for", "from", "further", "get", "got", "had", "has", "have", "having", "he", "her", "here", "him", "his", "how",
+    "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "me", "more", "most", "must", "my", "need",
+    "needs", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own",
+    "please", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "us", "very", "want", "was",
+    "we", "were", "what", "when", "where", "which", "while", "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// The terms of one query: lowercase letters and digits only, no stop words, each once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextQuery {
+    pub terms: Vec<String>,
+}
+
+impl TextQuery {
+    pub fn of(text: &str) -> TextQuery {
+        let mut terms: Vec<String> = Vec::new();
+        for word in text.split(|c: char| !c.is_alphanumeric()) {
+            if terms.len() == MAX_TERMS {
+                break;
+            }
+            let w = word.to_lowercase();
+            // A single letter is noise; a single digit may be a version or an id.
+            let too_short = w.chars().count() < 2 && !w.chars().all(|c| c.is_ascii_digit());
+            if w.is_empty() || too_short || STOP_WORDS.contains(&w.as_str()) || terms.contains(&w) {
+                continue;
+            }
+            terms.push(w);
+        }
+        TextQuery { terms }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// An FTS5 `MATCH` expression: `"term1" OR "term2" ...` (terms hold no `"`).
+    pub fn fts5(&self) -> Option<String> {
+        (!self.is_empty()).then(|| {
+            self.terms
+                .iter()
+                .map(|t| format!("\"{t}\""))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        })
+    }
+
+    /// A `to_tsquery` expression: `'term1' | 'term2' ...` (terms hold no `'`).
+    pub fn tsquery(&self) -> Option<String> {
+        (!self.is_empty()).then(|| {
+            self.terms
+                .iter()
+                .map(|t| format!("'{t}'"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        })
+    }
+}
+
+/// `text` as lowercase words of letters and digits separated by spaces: what coord's
+/// query terms are made of, for a full-text parser that would otherwise read paths,
+/// hosts or hyphenated words as tokens of their own (PostgreSQL's).
+pub fn words(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terms_table() {
+        let cases: &[(&str, &[&str])] = &[
+            ("", &[]),
+            ("the and of", &[]),
+            (
+                "Fix the flaky test in src/auth/login.ts",
+                &["fix", "flaky", "test", "src", "auth", "login", "ts"],
+            ),
+            ("acquire_lock NEAR(a b) -x \"q\" OR * ^c", &["acquire", "lock", "near"]),
+            (
+                "migration 0042 v2 failed: ALTER TYPE",
+                &["migration", "0042", "v2", "failed", "alter", "type"],
+            ),
+            ("Test test TEST", &["test"]),
+            ("a 1 b 22", &["1", "22"]),
+            (
+                "Réseau café 'quoted' |pipe| &amp !bang",
+                &["réseau", "café", "quoted", "pipe", "amp", "bang"],
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(TextQuery::of(text).terms, *want, "{text}");
+        }
+    }
+
+    #[test]
+    fn words_split_like_queries() {
+        assert_eq!(
+            words("See src/auth/login.ts: flaky-test, acquire_lock()"),
+            "see src auth login ts flaky test acquire lock"
+        );
+        assert_eq!(words(""), "");
+    }
+
+    #[test]
+    fn terms_are_bounded_and_engine_safe() {
+        let long: String = (0..100).map(|i| format!("w{i} ")).collect();
+        assert_eq!(TextQuery::of(&long).terms.len(), MAX_TERMS);
+        let q = TextQuery::of("x\"y'z\\ NEAR OR lockfile");
+        for t in &q.terms {
+            assert!(t.chars().all(char::is_alphanumeric), "{t}");
+        }
+        assert_eq!(q.fts5().unwrap(), "\"near\" OR \"lockfile\"");
+        assert_eq!(TextQuery::of("lock queue").tsquery().unwrap(), "'lock' | 'queue'");
+        assert_eq!(TextQuery::of("").fts5(), None);
+    }
+}
