@@ -60,7 +60,7 @@ pub async fn remember(tx: &Tx<'_>, ctx: &OpCtx, m: &NewMemory) -> R<RememberResu
                 "SELECT seq, id, details, outcome, lessons, tags, occurrences FROM memories
                  WHERE merge_key = $2 AND memory_type = 'episodic'
                    AND last_seen_at >= {NOW} - make_interval(mins => $3)
-                 ORDER BY last_seen_at DESC, seq DESC LIMIT 1"
+                 ORDER BY last_seen_at DESC, seq DESC LIMIT 1 FOR UPDATE"
             ))
             .await?,
             &[&ctx.now, &key, &(memory::MERGE_WINDOW_MINUTES as i32)],
@@ -457,6 +457,14 @@ pub async fn get_working(tx: &Tx<'_>, ctx: &OpCtx, budget: i64, originals: bool)
 
 /// Archives the working memory of the caller's session (its session is ending).
 pub async fn archive_working(tx: &Tx<'_>, ctx: &OpCtx) -> R<()> {
+    // The session row first, as update_working_memory locks it: the same order, so the
+    // two never deadlock and an update never slips past the archiving.
+    tx.execute(
+        &tx.prepare_cached("SELECT 1 FROM agent_sessions WHERE agent_id = $1 FOR UPDATE")
+            .await?,
+        &[&ctx.who.agent_id],
+    )
+    .await?;
     tx.execute(
         &tx.prepare_cached(&format!(
             "UPDATE working_memory SET archived_at = {NOW}

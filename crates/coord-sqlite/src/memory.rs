@@ -184,7 +184,10 @@ pub fn recall(c: &Connection, now: i64, q: &RecallQuery, params: RankParams) -> 
         };
         let expr = or(&mut chosen.iter().map(|(t, _)| *t));
         let rare = or(&mut chosen.iter().filter(|(_, df)| *df <= memory::RARE).map(|(t, _)| *t));
-        let boundary: Option<i64> = if chosen.is_empty() {
+        // With a filter (an author, a memory type) the newest matches may all be
+        // filtered out: every match of the chosen words is scored instead.
+        let filtered = q.agent_id.is_some() || q.memory_type.is_some();
+        let boundary: Option<i64> = if chosen.is_empty() || filtered {
             None
         } else {
             c.prepare_cached(

@@ -415,7 +415,8 @@ pub struct Mergeable {
 /// A repeated memory merged into the stored one: one more occurrence, the latest
 /// outcome (when given), tags united, lessons appended without repeats (the newest
 /// [`MAX_MERGED_LESSONS`] kept), details: two objects merge key by key (the new value
-/// wins), otherwise the new details replace the old when given.
+/// wins; when that would exceed [`MAX_DETAILS_BYTES`], the new details alone),
+/// otherwise the new details replace the old when given.
 pub fn merge(old: Mergeable, new: &NewMemory) -> Mergeable {
     let details = match (old.details, &new.details) {
         (Some(Value::Object(mut o)), Some(Value::Object(n))) => {
@@ -424,6 +425,11 @@ pub fn merge(old: Mergeable, new: &NewMemory) -> Mergeable {
         }
         (_, Some(n)) => Some(n.clone()),
         (o, None) => o,
+    };
+    // Merged objects stay within the bound of one: past it, the new details alone.
+    let details = match details {
+        Some(d) if serde_json::to_string(&d).map_or(usize::MAX, |s| s.len()) > MAX_DETAILS_BYTES => new.details.clone(),
+        d => d,
     };
     let mut lessons = old.lessons;
     for l in &new.lessons {

@@ -147,6 +147,17 @@ fn merge_table() {
     let m = merge(old.clone(), &positive);
     assert_eq!(m.outcome, Some(Outcome::Positive));
     assert_eq!(m.details, Some(json!("text")));
+    // Objects merging past the size bound keep the new details alone.
+    let big = |k: &str| json!({ k: "x".repeat(MAX_DETAILS_BYTES * 2 / 3) });
+    let grown = Mergeable {
+        details: Some(big("a")),
+        ..old.clone()
+    };
+    let next = NewMemory {
+        details: Some(big("b")),
+        ..new.clone()
+    };
+    assert_eq!(merge(grown, &next).details, Some(big("b")));
     let mut long = old;
     long.lessons = (0..MAX_MERGED_LESSONS).map(|i| format!("old{i}")).collect();
     let m = merge(long, &new);

@@ -25,6 +25,8 @@ pub const MAX_BUDGET: i64 = 1_000_000;
 pub const COMPRESSED_TOKENS: i64 = 64;
 pub const MAX_ENTRIES_PER_CALL: usize = 64;
 pub const MAX_ENTRIES: usize = 512;
+/// Folded entries (out of the context, kept for their originals) a session keeps.
+pub const MAX_FOLDED: usize = 256;
 pub const MAX_KEY: usize = 128;
 pub const MAX_CONTENT: usize = 16 * 1024;
 /// The digest's key.
@@ -396,6 +398,20 @@ pub fn compact(mut entries: Vec<Entry>, budget: i64, now: Timestamp) -> (Vec<Ent
             updated_at: now,
         });
         entries.sort_by_key(|e| e.position);
+    }
+    // Folded entries are kept for their originals, but not forever: beyond
+    // MAX_FOLDED, the oldest go (the digest may still name them).
+    let folded = entries.iter().filter(|e| e.state == EntryState::Folded).count();
+    if folded > MAX_FOLDED {
+        let mut drop = folded - MAX_FOLDED;
+        entries.retain(|e| {
+            if drop > 0 && e.state == EntryState::Folded {
+                drop -= 1;
+                false
+            } else {
+                true
+            }
+        });
     }
     let over = context_tokens(&entries) > budget;
     (entries, over)

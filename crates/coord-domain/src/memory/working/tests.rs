@@ -133,3 +133,17 @@ fn the_digest_is_coord_s_own() {
     assert!(validate_update(bad, 1000).is_err());
     assert!(validate_update(UpdateWorkingMemoryRequest::default(), 1000).is_err());
 }
+
+#[test]
+fn folded_entries_are_bounded() {
+    let mut entries = Vec::new();
+    for i in 0..(MAX_FOLDED + 100) {
+        entries = apply(entries, &[input(&format!("k{i:04}"), 200, false)], now()).unwrap();
+        entries = compact(entries, 300, now()).0;
+    }
+    let folded = entries.iter().filter(|e| e.state == EntryState::Folded).count();
+    assert_eq!(folded, MAX_FOLDED);
+    // The newest is still in the context, verbatim.
+    let newest = format!("k{:04}", MAX_FOLDED + 99);
+    assert!(entries.iter().any(|e| e.key == newest && e.state == EntryState::Active));
+}
