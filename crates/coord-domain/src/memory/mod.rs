@@ -274,15 +274,16 @@ pub fn not_memory_author(id: &str, author: &str) -> CoordError {
     .with_detail("memory_id", id)
 }
 
-/// A short lowercase word: an event type or a task type.
+/// A short lowercase word: an event type or a task type (inner spaces become `-`, as in
+/// tags: "Flaky test" is `flaky-test`).
 pub fn validate_kind_word(field: &str, value: &str) -> CoordResult<String> {
-    let v = value.trim().to_lowercase();
+    let v = value.split_whitespace().collect::<Vec<_>>().join("-").to_lowercase();
     if v.is_empty() || v.chars().count() > MAX_EVENT_TYPE || !v.chars().all(is_tag_char) {
         return Err(CoordError::field(
             ErrorCode::InvalidArgument,
             field,
             format!(
-                "{field} must be 1 to {MAX_EVENT_TYPE} characters of lowercase letters, digits, '_', '-', '.', ':', got {value:?}"
+                "{field} must be 1 to {MAX_EVENT_TYPE} characters of letters, digits, '_', '-', '.', ':', '/' (spaces become '-'), got {value:?}"
             ),
         ));
     }

@@ -246,7 +246,11 @@ mod tests {
         assert_eq!(a.key(), b.key());
         assert_ne!(a.key(), c.key());
         assert!(skill_use(" ", "x", true, "4".into()).is_err());
-        assert!(skill_use("s", "has space", true, "4".into()).is_err());
+        assert_eq!(
+            skill_use("s", " Has  Space ", true, "4".into()).unwrap().task_type,
+            "has-space"
+        );
+        assert!(skill_use("s", "semi;colon", true, "4".into()).is_err());
     }
 
     #[test]

@@ -39,7 +39,7 @@ fn remember_validation_table() {
         (remember(&"x".repeat(MAX_SUMMARY + 1)), Some("summary")),
         (
             RememberRequest {
-                event_type: "Has Space".into(),
+                event_type: "Has!Space".into(),
                 ..remember("s")
             },
             Some("event_type"),
