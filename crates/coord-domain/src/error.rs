@@ -96,6 +96,7 @@ error_codes! {
     SymlinkDenied => "symlink_denied", Forbidden;
     HardlinkDenied => "hardlink_denied", Forbidden;
     PermissionDenied => "permission_denied", Forbidden;
+    DomainBlocked => "domain_blocked", Forbidden;
     DatabaseUnavailable => "database_unavailable", Unavailable;
     AuditKeyMissing => "audit_key_missing", Unavailable;
     Internal => "internal_error", Internal;

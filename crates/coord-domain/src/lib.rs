@@ -16,6 +16,7 @@ pub mod keys;
 pub mod locks;
 pub mod memory;
 pub mod messages;
+pub mod network;
 pub mod notifications;
 pub mod path;
 pub mod ports;

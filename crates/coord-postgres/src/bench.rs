@@ -47,6 +47,7 @@ impl RawPostgres {
             audit_admin: false,
             events: None,
             lock_before_write: false,
+            egress: None,
         };
         let mut client = self.store.pool.get().await.map_err(pool_error)?;
         let outcome: R<T> = async {

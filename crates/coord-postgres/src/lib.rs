@@ -24,6 +24,7 @@ mod locks;
 mod memory;
 mod messages;
 mod migrate;
+mod network;
 mod notifications;
 mod profiles;
 mod queue;
@@ -309,6 +310,9 @@ async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError) -> R<CoordError
     };
     if let Some(v) = Violation::of_refusal(&e, &ctx.parameters, ctx.redact) {
         violations::insert(&tx, ctx, &v).await?;
+    }
+    if let Some(a) = coord_domain::network::NetworkAccess::of_refusal(&ctx.who.agent_id, &e) {
+        network::insert(&tx, ctx, &a).await?;
     }
     audit::insert(&tx, ctx.now, &ctx.audit::<()>(Err(&e))).await?;
     tx.commit().await?;

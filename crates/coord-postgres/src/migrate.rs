@@ -53,6 +53,7 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         include_str!("../migrations/0015_operation_guardrails.sql"),
     ),
     (16, "memory", include_str!("../migrations/0016_memory.sql")),
+    (17, "network", include_str!("../migrations/0017_network.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

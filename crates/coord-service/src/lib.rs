@@ -89,6 +89,9 @@ pub struct CoordConfig {
     pub recall_half_life_days: f64,
     /// The working-memory token budget of a session (estimated tokens).
     pub working_memory_budget: i64,
+    /// The coordinator's own hosts (`host`, `*.host`, `host:port`): the `coordination`
+    /// category of network policies.
+    pub coordination_domains: Vec<String>,
 }
 
 impl CoordConfig {
@@ -113,6 +116,7 @@ impl Default for CoordConfig {
             protected_paths: Vec::new(),
             recall_half_life_days: coord_domain::memory::rank::DEFAULT_HALF_LIFE_DAYS,
             working_memory_budget: coord_domain::memory::working::DEFAULT_BUDGET,
+            coordination_domains: Vec::new(),
         }
     }
 }

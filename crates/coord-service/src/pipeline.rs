@@ -120,6 +120,7 @@ impl Coordinator {
                 audit_admin: false,
                 events: O::AUDIT_EVENTS,
                 lock_before_write: false,
+                egress: None,
             };
             // A body the door could not read carries the identity it claims too: an
             // authenticated caller is told what is wrong with it, rather than refused as
@@ -187,6 +188,7 @@ impl Coordinator {
             });
         if let Some((profile, scope)) = granted {
             ctx.lock_before_write = profile.guardrails.iter().any(|g| g == profiles::LOCK_BEFORE_WRITE);
+            ctx.egress = Some(coord_domain::network::EgressProfile::of(&profile));
             if let Some(r) = O::unbounded(&args)
                 && let Some(max) = profile.resource_limits.count(r).max()
             {

@@ -4,8 +4,8 @@
 
 use crate::op::{Audit, Http, Operation};
 use crate::ops::{
-    approvals, audit, files, guardrails, handoffs, keys, locks, memory, messages, notifications, ports, profiles,
-    queue, sessions,
+    approvals, audit, files, guardrails, handoffs, keys, locks, memory, messages, network, notifications, ports,
+    profiles, queue, sessions,
 };
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
@@ -158,6 +158,11 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<guardrails::ListGuardrails>(),
         entry::<guardrails::SetGuardrail>(),
         entry::<guardrails::ResetGuardrail>(),
+        entry::<network::CheckNetworkAccess>(),
+        entry::<network::ListNetworkPolicies>(),
+        entry::<network::SetNetworkPolicy>(),
+        entry::<network::ResetNetworkPolicy>(),
+        entry::<network::NetworkAccessLog>(),
         entry::<keys::CreateApiKey>(),
         entry::<keys::ListApiKeys>(),
         entry::<keys::RevokeApiKey>(),

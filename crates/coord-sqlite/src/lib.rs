@@ -18,6 +18,7 @@ mod locks;
 mod memory;
 mod messages;
 mod migrate;
+mod network;
 mod notifications;
 mod profiles;
 mod queue;
@@ -325,6 +326,11 @@ impl SqliteStore {
                 && let Some(v) = Violation::of_refusal(e, &ctx.parameters, ctx.redact)
             {
                 violations::insert(tx, now, &ctx, &v)?;
+            }
+            if let Err(e) = &outcome
+                && let Some(a) = coord_domain::network::NetworkAccess::of_refusal(&ctx.who.agent_id, e)
+            {
+                network::insert(tx, now, &ctx, &a)?;
             }
             let record = match &outcome {
                 Ok((v, spent)) => ctx.audit(Ok(v)).spending(spent.as_deref()),

@@ -19,6 +19,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (12, include_str!("../migrations/0012_audit_checkpoint_index.sql")),
     (13, include_str!("../migrations/0013_operation_guardrails.sql")),
     (14, include_str!("../migrations/0014_memory.sql")),
+    (15, include_str!("../migrations/0015_network.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

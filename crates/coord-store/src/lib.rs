@@ -28,6 +28,7 @@ use coord_domain::memory::skills::{GetSkillsResult, RecordSkillUseResult, SkillQ
 use coord_domain::memory::working::{WorkingMemoryResult, WorkingUpdate};
 use coord_domain::memory::{ForgetResult, MemoryFeedbackResult, NewMemory, RecallQuery, RecallResult, RememberResult};
 use coord_domain::messages::{InboxQuery, InboxResult, MessageResult, NewMessage, SendMessageResult};
+use coord_domain::network::{AccessLogFilter, CheckNetworkAccessResult, NetworkAccessRow, NetworkPolicy, PolicyRow};
 use coord_domain::notifications::{ListNotificationsResult, Notification, NotificationFilter};
 use coord_domain::profiles::{
     ApplyProfilesResult, AssignProfileResult, Assignee, ListProfilesResult, Profile, Resource,
@@ -73,6 +74,9 @@ pub struct OpCtx {
     /// Whether the caller may read every agent's audit rows: an operator key, or a
     /// profile granted `manage_audit` (trust 4). Others see their own.
     pub audit_admin: bool,
+    /// What of the caller's profile egress decisions need (set for callers with a
+    /// profile; `None` means least privilege: nothing is allowed).
+    pub egress: Option<coord_domain::network::EgressProfile>,
 }
 
 /// How a request may be escalated to a person (see `coord_domain::approvals`).
@@ -504,6 +508,30 @@ pub trait Maintenance: Send + Sync {
     async fn sweep(&self, now: Option<Timestamp>, batch: i64) -> CoordResult<SweepReport>;
 }
 
+/// Network egress policies (`network_policies`) and the access log (`network_access_log`).
+#[async_trait]
+pub trait NetworkStore: Send + Sync {
+    /// Every policy row, by name. Not audited: every egress check reads it.
+    async fn network_policy_rows(&self) -> CoordResult<Vec<PolicyRow>>;
+    /// Every policy row, by name, as an audited operation (`list_network_policies`).
+    async fn list_network_policy_rows(&self, ctx: OpCtx) -> CoordResult<Vec<PolicyRow>>;
+    /// Inserts or replaces the row of `policy.name`; `resource_limit_exceeded` past
+    /// `MAX_POLICIES` rows.
+    async fn set_network_policy(&self, ctx: OpCtx, policy: NetworkPolicy) -> CoordResult<PolicyRow>;
+    /// Deletes the row of `name`; `not_found` when there is none.
+    async fn delete_network_policy(&self, ctx: OpCtx, name: String) -> CoordResult<String>;
+    /// Records an egress decision: an allowed one as a `network_access_log` row in the
+    /// operation's transaction; a refusal (`domain_blocked`) is refused, and its row
+    /// (alert set) written with the refusal's audit row.
+    async fn network_decision(
+        &self,
+        ctx: OpCtx,
+        outcome: CoordResult<CheckNetworkAccessResult>,
+    ) -> CoordResult<CheckNetworkAccessResult>;
+    /// Rows of `network_access_log`, newest first.
+    async fn network_access_log(&self, ctx: OpCtx, filter: AccessLogFilter) -> CoordResult<Vec<NetworkAccessRow>>;
+}
+
 /// A whole store: every capability. Implemented by any type that implements them all;
 /// a backend adds a capability by implementing its trait in the capability's module.
 pub trait Store:
@@ -518,6 +546,7 @@ pub trait Store:
     + AuditStore
     + NotificationStore
     + GuardrailStore
+    + NetworkStore
     + FileStore
     + KeyStore
     + Maintenance
@@ -539,6 +568,8 @@ impl<
         + AuditStore
         + NotificationStore
         + GuardrailStore
+        + NetworkStore
+        + NetworkStore
         + FileStore
         + KeyStore
         + Maintenance

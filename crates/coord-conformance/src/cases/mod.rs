@@ -11,6 +11,7 @@ pub mod locks;
 pub mod memory;
 pub mod messages;
 pub mod model;
+pub mod network;
 pub mod patterns;
 pub mod profiles;
 pub mod queue;
