@@ -74,6 +74,17 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "COORD_RECALL_HALF_LIFE_DAYS", value_name = "DAYS",
           value_parser = clap::value_parser!(u32).range(1..=3650))]
     pub recall_half_life_days: Option<u32>,
+    /// The coordinator's own hosts for network policies' `coordination` category
+    /// (`host`, `*.host`, `host:port`; repeatable or comma-separated). The host of
+    /// COORDINATION_API_URL is always one of them
+    #[arg(
+        long = "coordination-domain",
+        global = true,
+        env = "COORD_COORDINATION_DOMAINS",
+        value_delimiter = ',',
+        value_name = "HOST"
+    )]
+    pub coordination_domains: Vec<String>,
     /// Whether --agent-id and --agent-type were written on the command line (not taken
     /// from COORD_AGENT_ID/COORD_AGENT_TYPE): commands that mint a credential for another
     /// identity (`coord keys`, `coord cloud`) use only what was written, so an
@@ -186,6 +197,16 @@ pub enum Command {
     /// Port blocks for isolated per-session environments (shared by every process on this machine)
     #[command(subcommand)]
     Ports(PortsCommand),
+    /// Network egress: the proxy that enforces each agent's network policy, and
+    /// `coord sandbox run` (docs/network.md). Policies: `coord call list_network_policies`,
+    /// `coord call check_network_access '{"target":"pypi.org"}'`
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+    /// The egress proxy alone: HTTP CONNECT and plain-HTTP forwarding for agents that
+    /// authenticate with `Proxy-Authorization: Basic <agent id>:<managed API key>`
+    /// (`coord keys create`), each held to its own network policy; every attempt is
+    /// decided by check_network_access and logged (docs/network.md)
+    Proxy(ProxyArgs),
     /// Run any operation by name with a JSON request (every operation is reachable from
     /// the shell the day it exists; `coord ops` lists them)
     ///
@@ -639,6 +660,67 @@ pub struct ServeArgs {
     /// Port to listen on (0 picks a free one; the address is printed)
     #[arg(long, env = "API_PORT", default_value_t = 8081)]
     pub port: u16,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProxyArgs {
+    /// Address to listen on
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0 picks a free one; the address is printed)
+    #[arg(long, default_value_t = 3128)]
+    pub port: u16,
+    /// Resolve NAME to ADDRESS instead of asking DNS (NAME=ADDRESS[,ADDRESS]; repeatable),
+    /// like curl --resolve: split-horizon names, tests
+    #[arg(long = "resolve", value_name = "NAME=ADDRESS")]
+    pub resolve: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Run a command with no network but the egress proxy: bubblewrap unshares the
+    /// network namespace (only loopback inside), the proxy's socket is relayed to
+    /// 127.0.0.1:3128 and HTTP(S)_PROXY point there with this run's own credential, so
+    /// every connection is decided by the agent's network policy and logged; a direct
+    /// connection has no route. The workspace (the repository) is writable, the rest of
+    /// the file system read-only, credential stores (~/.ssh, ~/.aws, ~/.netrc, ...)
+    /// hidden, coord's own state read-only. Exits with the command's exit code.
+    ///
+    /// Example: `coord sandbox run --agent ci-bot --profile codex-cloud-worker -- npm test`
+    Run(SandboxRunArgs),
+    /// (internal) Inside the sandbox: relay 127.0.0.1:PORT to the proxy socket and run
+    /// the command
+    #[command(hide = true)]
+    Relay {
+        #[arg(long)]
+        socket: std::path::PathBuf,
+        #[arg(long, default_value_t = 3128)]
+        port: u16,
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SandboxRunArgs {
+    /// The agent the command runs as: its network policy decides (default: a fresh id
+    /// sandbox-<random> of agent type `sandbox`, which has no profile: least privilege,
+    /// no network at all)
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Assign this profile to the agent first (trust 4: the person at the terminal)
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Resolve NAME to ADDRESS in the proxy instead of asking DNS (NAME=ADDRESS; repeatable)
+    #[arg(long = "resolve", value_name = "NAME=ADDRESS")]
+    pub resolve: Vec<String>,
+    /// Run WITHOUT the sandbox: only the proxy variables, which a program can ignore
+    /// (advisory; recorded in the audit trail as such)
+    #[arg(long)]
+    pub no_sandbox: bool,
+    /// The command and its arguments (after --)
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -66,6 +66,8 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Mcp
         | Command::Bench(_)
         | Command::Serve(_)
+        | Command::Proxy(_)
+        | Command::Sandbox(_)
         | Command::Keys(_)
         | Command::Cloud(_)
         | Command::Ports(_)

@@ -80,6 +80,7 @@ pub struct Context {
     pub file_size_limit: Option<u64>,
     pub working_memory_budget: Option<i64>,
     pub recall_half_life_days: Option<u32>,
+    pub coordination_domains: Vec<String>,
 }
 
 impl Context {
@@ -140,6 +141,7 @@ impl Context {
             file_size_limit: global.file_size_limit,
             working_memory_budget: global.working_memory_budget,
             recall_half_life_days: global.recall_half_life_days,
+            coordination_domains: coordination_domains(&global.coordination_domains)?,
         })
     }
 
@@ -293,6 +295,31 @@ pub fn explicit_agent_type(global: &GlobalArgs) -> Option<String> {
         .agent_type
         .clone()
         .or_else(|| std::env::var("AGENT_TYPE").ok().filter(|t| !t.trim().is_empty()))
+}
+
+/// The coordinator's own hosts: those given, each a valid policy entry, and the host of
+/// COORDINATION_API_URL.
+fn coordination_domains(given: &[String]) -> CoordResult<Vec<String>> {
+    let mut out = Vec::new();
+    for d in given.iter().map(|d| d.trim()).filter(|d| !d.is_empty()) {
+        let e = coord_domain::network::Entry::parse(d).map_err(|m| {
+            CoordError::new(ErrorCode::InvalidArgument, format!("--coordination-domain: {m}"))
+                .with_field("coordination_domain")
+        })?;
+        if matches!(e.pattern, coord_domain::network::Pattern::Category(_)) {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                "--coordination-domain: a host, not a @category",
+            ));
+        }
+        out.push(d.to_string());
+    }
+    if let Ok(url) = std::env::var("COORDINATION_API_URL")
+        && let Ok(t) = coord_domain::network::parse_target(&url)
+    {
+        out.push(coord_domain::network::domain_of(&t));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

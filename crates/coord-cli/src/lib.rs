@@ -18,6 +18,7 @@ mod ops;
 pub mod output;
 mod profiles;
 pub mod reaper;
+mod sandbox;
 pub mod setup;
 
 use args::{Cli, Command};
@@ -41,7 +42,9 @@ pub fn main() -> ExitCode {
     init_logging();
     // Servers get worker threads; one-shot commands need none.
     let mut builder = match cli.command {
-        Command::Serve(_) | Command::Mcp => tokio::runtime::Builder::new_multi_thread(),
+        Command::Serve(_) | Command::Mcp | Command::Proxy(_) | Command::Sandbox(_) => {
+            tokio::runtime::Builder::new_multi_thread()
+        }
         _ => tokio::runtime::Builder::new_current_thread(),
     };
     let runtime = match builder.enable_all().build() {
@@ -98,7 +101,11 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Keys(cmd) => return commands::keys(cmd, &ctx, &cli.global, out).await,
         Command::Cloud(cmd) => return cloud::run(cmd, &ctx, &cli.global, out).await,
         Command::Ops => return ops::list(out),
+        Command::Proxy(args) => return sandbox::proxy(args, &ctx, out).await,
         _ => {}
+    }
+    if let Command::Sandbox(cmd) = cli.command {
+        return sandbox::run(cmd, &ctx, out).await;
     }
     if let Command::Ports(cmd) = cli.command {
         let ports = match open::ports(&ctx) {

@@ -132,6 +132,7 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
             recall_half_life_days: ctx
                 .recall_half_life_days
                 .map_or(CoordConfig::default().recall_half_life_days, f64::from),
+            coordination_domains: ctx.coordination_domains.clone(),
             ..CoordConfig::default()
         },
     );

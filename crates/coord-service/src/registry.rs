@@ -163,6 +163,7 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<network::SetNetworkPolicy>(),
         entry::<network::ResetNetworkPolicy>(),
         entry::<network::NetworkAccessLog>(),
+        entry::<network::RecordSandboxRun>(),
         entry::<keys::CreateApiKey>(),
         entry::<keys::ListApiKeys>(),
         entry::<keys::RevokeApiKey>(),

@@ -553,3 +553,45 @@ pub struct NetworkAccessLogResult {
     pub success: bool,
     pub entries: Vec<NetworkAccessRow>,
 }
+
+/// How a sandboxed run's egress is enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// The network namespace: the proxy is the only way out.
+    Namespace,
+    /// Only the proxy variables (`--no-sandbox`): a program can ignore them.
+    Advisory,
+}
+
+/// `record_sandbox_run`'s request: what `coord sandbox run` is about to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SandboxRunRequest {
+    /// The command line (at most 256 arguments of at most 4096 characters each).
+    pub command: Vec<String>,
+    pub enforcement: Enforcement,
+    /// The writable directory.
+    pub workspace: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SandboxRunResult {
+    pub success: bool,
+    pub enforcement: Enforcement,
+    /// The network policy the run's connections are held to.
+    pub policy: String,
+}
+
+pub fn validate_sandbox_run(req: SandboxRunRequest) -> CoordResult<SandboxRunRequest> {
+    if req.command.is_empty() || req.command.len() > 256 {
+        return Err(invalid("command", "1 to 256 arguments"));
+    }
+    if req.command.iter().any(|a| a.chars().count() > 4096) || req.workspace.chars().count() > 4096 {
+        return Err(invalid("command", "an argument longer than 4096 characters"));
+    }
+    Ok(req)
+}

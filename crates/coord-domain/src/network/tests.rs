@@ -111,7 +111,15 @@ fn the_decision_table() {
     use Reason::*;
     let ip = |s: &str| s.parse::<IpAddr>().unwrap();
     // (default, allow, deny, target, resolved, reason, admitted)
-    type Case<'a> = (DefaultAction, &'a [&'a str], &'a [&'a str], &'a str, &'a [&'a str], Reason, &'a [&'a str]);
+    type Case<'a> = (
+        DefaultAction,
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a str,
+        &'a [&'a str],
+        Reason,
+        &'a [&'a str],
+    );
     let cases: &[Case] = &[
         (Deny, &["example.com"], &[], "example.com", &[], Allowlisted, &[]),
         (Deny, &["example.com"], &[], "EXAMPLE.com.", &[], Allowlisted, &[]),

@@ -10,7 +10,8 @@ use coord_domain::guardrail_rules::RuleSource;
 use coord_domain::network::{
     self, AccessLogFilter, Check, CheckNetworkAccessRequest, CheckNetworkAccessResult, EgressProfile,
     ListNetworkPoliciesResult, NetworkAccessLogRequest, NetworkAccessLogResult, NetworkPolicy,
-    ResetNetworkPolicyRequest, ResetNetworkPolicyResult, Rules, SetNetworkPolicyResult, categories, merge,
+    ResetNetworkPolicyRequest, ResetNetworkPolicyResult, Rules, SandboxRunRequest, SandboxRunResult,
+    SetNetworkPolicyResult, categories, merge,
 };
 use coord_domain::profiles::{Need, Permission};
 use coord_domain::{CoordError, CoordResult, Empty, Identity};
@@ -182,5 +183,41 @@ impl Operation for NetworkAccessLog {
         };
         let entries = c.store().network_access_log(ctx, filter).await?;
         Ok(NetworkAccessLogResult { success: true, entries })
+    }
+}
+
+pub struct RecordSandboxRun;
+impl Operation for RecordSandboxRun {
+    const NAME: &'static str = "record_sandbox_run";
+    const SUMMARY: &'static str = "Record that a command starts under `coord sandbox run` (audit only)";
+    const DESCRIPTION: &'static str = "Written by `coord sandbox run` before the command starts, as the agent it \
+        runs as: the command line, the workspace and how egress is enforced (namespace: the proxy is the only way \
+        out; advisory: --no-sandbox, proxy variables only). Changes nothing but the audit trail. Answers \
+        {success:true, enforcement, policy}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    const HTTP: &'static [Http] = &[Http::post("/network/sandbox-runs")];
+    const EXAMPLE: &'static str =
+        "{\"command\": [\"npm\", \"test\"], \"enforcement\": \"namespace\", \"workspace\": \"/work/repo\"}";
+    type Request = SandboxRunRequest;
+    type Response = SandboxRunResult;
+    type Args = SandboxRunRequest;
+
+    fn validate(_: &Coordinator, _: &Identity, req: SandboxRunRequest) -> CoordResult<SandboxRunRequest> {
+        network::validate_sandbox_run(req)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, req: SandboxRunRequest) -> CoordResult<SandboxRunResult> {
+        let result = SandboxRunResult {
+            success: true,
+            enforcement: req.enforcement,
+            policy: ctx
+                .egress
+                .as_ref()
+                .map_or_else(|| network::DENY_ALL.to_string(), |e| e.policy.clone()),
+        };
+        c.store().append_audit(ctx.now, ctx.audit(Ok(&result))).await?;
+        Ok(result)
     }
 }

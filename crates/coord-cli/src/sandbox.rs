@@ -1,0 +1,235 @@
+//! `coord proxy` and `coord sandbox run|relay` (docs/network.md): the CLI around
+//! coord-egress. The rules are elsewhere: the policy decision is `check_network_access`,
+//! the bubblewrap argv `coord_egress::sandbox::bwrap_args`.
+
+use crate::args::{ProxyArgs, SandboxCommand, SandboxRunArgs};
+use crate::context::Context;
+use crate::open;
+use crate::output::{self, Output};
+use coord_domain::access::Principal;
+use coord_domain::network::{Enforcement, SandboxRunRequest};
+use coord_domain::profiles::AssignProfileRequest;
+use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
+use coord_egress::sandbox::{self, Plan, RELAY_PORT};
+use coord_egress::{ManagedKeys, Proxy, Resolver, RunTokens};
+use coord_service::call;
+use coord_service::ops::{network as net_ops, profiles as profile_ops};
+use std::ffi::OsString;
+use std::sync::Arc;
+
+/// The agent type of sandboxed runs: no type default, so an agent without an
+/// assigned profile is least privilege.
+pub const AGENT_TYPE: &str = "sandbox";
+
+fn resolver(pins: &[String]) -> CoordResult<Resolver> {
+    Resolver::with_pins(pins)
+        .map_err(|m| CoordError::new(ErrorCode::InvalidArgument, format!("--resolve {m}")).with_field("resolve"))
+}
+
+pub async fn proxy(args: &ProxyArgs, ctx: &Context, out: Output) -> u8 {
+    if let Err(e) = open::local_only(ctx, "`coord proxy` (it checks managed keys in the database)") {
+        return out.error(&e);
+    }
+    let resolver = match resolver(&args.resolve) {
+        Ok(r) => r,
+        Err(e) => return out.error(&e),
+    };
+    let coord = match open::coordinator_with(ctx, 8).await {
+        Ok(c) => Arc::new(c),
+        Err(e) => return out.error(&e),
+    };
+    let listener = match tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("coord proxy: cannot listen on {}:{}: {e}", args.host, args.port);
+            return output::EXIT_USAGE;
+        }
+    };
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    println!("coord proxy: listening on {addr} (HTTPS_PROXY=http://<agent id>:<managed key>@{addr})");
+    let proxy = Arc::new(Proxy::new(
+        coord.clone(),
+        Arc::new(ManagedKeys(coord)),
+        Arc::new(resolver),
+    ));
+    tokio::select! {
+        r = proxy.serve_tcp(listener) => {
+            eprintln!("coord proxy: stopped: {r:?}");
+            output::EXIT_UNAVAILABLE
+        }
+        _ = tokio::signal::ctrl_c() => output::EXIT_OK,
+    }
+}
+
+pub async fn run(cmd: SandboxCommand, ctx: &Context, out: Output) -> u8 {
+    match cmd {
+        SandboxCommand::Relay { socket, port, command } => match sandbox::relay_and_run(socket, port, command).await {
+            Ok(code) => u8::try_from(code).unwrap_or(255),
+            Err(e) => {
+                eprintln!("coord sandbox relay: {e}");
+                126
+            }
+        },
+        SandboxCommand::Run(args) => match sandboxed(args, ctx).await {
+            Ok(code) => code,
+            Err(e) => out.error(&e),
+        },
+    }
+}
+
+fn unavailable(message: String) -> CoordError {
+    CoordError::new(ErrorCode::SandboxUnavailable, message)
+}
+
+async fn sandboxed(args: SandboxRunArgs, ctx: &Context) -> CoordResult<u8> {
+    let resolver = resolver(&args.resolve)?;
+    let agent_id = args
+        .agent
+        .clone()
+        .unwrap_or_else(|| format!("sandbox-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]));
+    let agent = Caller::new(agent_id.clone(), AGENT_TYPE);
+    let me = Principal::local(agent.clone());
+    let bwrap = if args.no_sandbox {
+        None
+    } else {
+        let bwrap = sandbox::find_bwrap().ok_or_else(|| {
+            unavailable(
+                "bubblewrap (bwrap) is not installed: install it (apt-get install bubblewrap), or pass --no-sandbox \
+                 to run with the proxy variables only (advisory: a program can ignore them)"
+                    .into(),
+            )
+        })?;
+        if let Some(why) = sandbox::unavailable(&bwrap).await {
+            return Err(unavailable(format!("{why}; --no-sandbox runs without it (advisory)")));
+        }
+        Some(bwrap)
+    };
+    let coord = open::coordination(ctx, 4).await?;
+    if let Some(profile) = &args.profile {
+        let req = AssignProfileRequest {
+            profile: profile.clone(),
+            target_agent_id: Some(agent_id.clone()),
+            target_agent_type: None,
+        };
+        call::<profile_ops::AssignProfile, _>(&*coord, &Principal::local(ctx.caller.clone()), req).await?;
+    }
+    let command: Vec<String> = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let record = SandboxRunRequest {
+        command,
+        enforcement: if bwrap.is_some() {
+            Enforcement::Namespace
+        } else {
+            Enforcement::Advisory
+        },
+        workspace: ctx.repo_root.to_string_lossy().into_owned(),
+    };
+    let recorded = call::<net_ops::RecordSandboxRun, _>(&*coord, &me, record).await?;
+    eprintln!(
+        "coord sandbox: {agent_id} runs under network policy {} ({})",
+        recorded.policy,
+        match recorded.enforcement {
+            Enforcement::Namespace => "enforced: the proxy is the only way out",
+            Enforcement::Advisory => "advisory: --no-sandbox, proxy variables only",
+        }
+    );
+    let tokens = Arc::new(RunTokens::default());
+    let token = tokens.issue(agent);
+    let proxy = Arc::new(Proxy::new(coord.clone(), tokens, Arc::new(resolver)));
+    let status = match bwrap {
+        None => advisory(proxy, &agent_id, &token, &args.command).await?,
+        Some(bwrap) => enforced(proxy, &bwrap, ctx, &agent_id, &token, &args.command).await?,
+    };
+    Ok(u8::try_from(sandbox::exit_code(status)).unwrap_or(255))
+}
+
+fn io(what: &str, e: std::io::Error) -> CoordError {
+    unavailable(format!("{what}: {e}"))
+}
+
+async fn advisory(
+    proxy: Arc<Proxy>,
+    agent_id: &str,
+    token: &str,
+    command: &[OsString],
+) -> CoordResult<std::process::ExitStatus> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| io("cannot start the proxy", e))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| io("cannot start the proxy", e))?
+        .port();
+    tokio::spawn(proxy.serve_tcp(listener));
+    let (program, rest) = command.split_first().ok_or_else(|| unavailable("no command".into()))?;
+    tokio::process::Command::new(program)
+        .args(rest)
+        .envs(sandbox::proxy_env(&format!(
+            "http://{agent_id}:{token}@127.0.0.1:{port}"
+        )))
+        .env("COORD_AGENT_ID", agent_id)
+        .env("COORD_AGENT_TYPE", AGENT_TYPE)
+        .status()
+        .await
+        .map_err(|e| io(&format!("cannot run {}", program.to_string_lossy()), e))
+}
+
+async fn enforced(
+    proxy: Arc<Proxy>,
+    bwrap: &std::path::Path,
+    ctx: &Context,
+    agent_id: &str,
+    token: &str,
+    command: &[OsString],
+) -> CoordResult<std::process::ExitStatus> {
+    let run_dir = tempfile::Builder::new()
+        .prefix("coord-sandbox-")
+        .tempdir()
+        .map_err(|e| io("cannot create the run directory", e))?;
+    let socket = run_dir.path().join("proxy.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).map_err(|e| io("cannot start the proxy", e))?;
+    tokio::spawn(proxy.serve_unix(listener));
+    let empty = run_dir.path().join("empty");
+    std::fs::write(&empty, b"").map_err(|e| io("cannot create the run directory", e))?;
+    let exe = std::env::current_exe().map_err(|e| io("cannot find the coord binary", e))?;
+    let workspace = ctx.repo_root.clone();
+    let cwd = std::env::current_dir()
+        .ok()
+        .filter(|d| d.starts_with(&workspace))
+        .unwrap_or_else(|| workspace.clone());
+    let (hide_dirs, hide_files) = std::env::var_os("HOME")
+        .map(|h| sandbox::credential_paths(std::path::Path::new(&h)))
+        .unwrap_or_default();
+    // coord's own state stays read-only: a sandboxed command cannot rewrite the audit trail.
+    let state = workspace.join(".coord");
+    let mut env = sandbox::proxy_env(&format!("http://{agent_id}:{token}@127.0.0.1:{RELAY_PORT}"));
+    env.push(("COORD_AGENT_ID".into(), agent_id.into()));
+    env.push(("COORD_AGENT_TYPE".into(), AGENT_TYPE.into()));
+    env.push(("COORD_SANDBOX".into(), "1".into()));
+    let mut inner: Vec<OsString> = vec![
+        exe.into(),
+        "sandbox".into(),
+        "relay".into(),
+        "--socket".into(),
+        socket.clone().into(),
+        "--port".into(),
+        RELAY_PORT.to_string().into(),
+        "--".into(),
+    ];
+    inner.extend(command.iter().cloned());
+    let plan = Plan {
+        workspace: workspace.clone(),
+        run_dir: run_dir.path().to_path_buf(),
+        cwd,
+        hide_dirs,
+        hide_files,
+        empty,
+        read_only: if state.is_dir() { vec![state] } else { Vec::new() },
+        env,
+        inner,
+    };
+    tokio::process::Command::new(bwrap)
+        .args(sandbox::bwrap_args(&plan))
+        .status()
+        .await
+        .map_err(|e| io("cannot start bubblewrap", e))
+}

@@ -1,0 +1,378 @@
+//! `coord sandbox run` for real: bubblewrap, the proxy, curl over HTTP and HTTPS
+//! (CONNECT) to loopback servers standing in for allowed and refused hosts (names pinned
+//! with --resolve; no DNS, no internet), a direct connection that bypasses the proxy,
+//! writes outside the workspace, hidden credential files — all asserted from the
+//! command's output and coord's network access log and audit trail.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coord");
+
+fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
+/// Whether the tools the sandbox tests drive are here (required under CI).
+fn tools() -> bool {
+    let missing: Vec<&str> = ["bwrap", "curl", "openssl", "python3"]
+        .into_iter()
+        .filter(|p| !on_path(p))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        !under_ci(),
+        "the sandbox tests need {missing:?} under CI (.ci/run installs them)"
+    );
+    eprintln!("\n*** SKIPPING the sandbox tests: {missing:?} not installed (apt-get install bubblewrap curl).\n");
+    false
+}
+
+/// An HTTP server on `ip` answering every request with where it runs.
+fn http_server(ip: &str) -> u16 {
+    let l = TcpListener::bind((ip, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let ip = ip.to_string();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let mut r = BufReader::new(s);
+            let mut line = String::new();
+            while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let body = format!("hello from {ip}");
+            let _ = write!(
+                r.get_mut(),
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// An HTTPS server (python's, with a throw-away certificate) on 127.0.0.2.
+struct Tls {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Tls {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tls_server(dir: &Path) -> Tls {
+    let ok = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=tls.test",
+        ])
+        .arg("-keyout")
+        .arg(dir.join("key.pem"))
+        .arg("-out")
+        .arg(dir.join("cert.pem"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success(), "openssl req");
+    let script = "import http.server, ssl, sys\n\
+        class H(http.server.BaseHTTPRequestHandler):\n\
+        \x20   def do_GET(self):\n\
+        \x20       b = b'hello over tls'\n\
+        \x20       self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers(); self.wfile.write(b)\n\
+        \x20   def log_message(self, *a): pass\n\
+        s = http.server.HTTPServer(('127.0.0.2', 0), H)\n\
+        c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[1], sys.argv[2])\n\
+        s.socket = c.wrap_socket(s.socket, server_side=True)\n\
+        print(s.server_address[1], flush=True)\n\
+        s.serve_forever()\n";
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .arg(dir.join("cert.pem"))
+        .arg(dir.join("key.pem"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    Tls {
+        port: line.trim().parse().expect("the TLS server's port"),
+        child,
+    }
+}
+
+struct Project {
+    repo: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir(repo.path().join(".git")).unwrap();
+        // Not under /tmp: the sandbox has a private /tmp, which would hide it anyway.
+        let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        std::fs::create_dir(home.path().join(".ssh")).unwrap();
+        std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+        std::fs::write(home.path().join(".netrc"), "machine x password hunter2").unwrap();
+        Project { repo, home }
+    }
+
+    fn coord(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .current_dir(self.repo.path())
+            .env("HOME", self.home.path())
+            .env_remove("COORD_DATABASE_URL")
+            .env_remove("COORDINATION_API_URL")
+            .env_remove("COORD_AGENT_ID")
+            .env_remove("COORD_AGENT_TYPE");
+        c
+    }
+
+    fn ok(&self, args: &[&str]) -> Value {
+        let out = self.coord(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "coord {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    }
+
+    fn sandbox(&self, args: &[&str], script: &str) -> Output {
+        let mut all = vec!["sandbox", "run"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--", "sh", "-c", script]);
+        self.coord(&all).output().unwrap()
+    }
+
+    /// A network policy for agents of the test profile, assigned to `agent`.
+    fn policy(&self, agent: &str) {
+        self.ok(&[
+            "call",
+            "set_network_policy",
+            r#"{"name":"sandbox-test","default":"deny","allow":["allowed.test:*","tls.test:*","127.0.0.2:*"]}"#,
+        ]);
+        std::fs::write(
+            self.repo.path().join("profile.yaml"),
+            "profiles:\n  - name: sandbox-test\n    agent_type: sandbox\n    trust_level: 2\n    network_policy: sandbox-test\n    allowed_operations: [read]\n",
+        )
+        .unwrap();
+        self.ok(&["profile", "apply", "profile.yaml"]);
+        self.ok(&[
+            "call",
+            "assign_profile",
+            &format!(r#"{{"profile":"sandbox-test","target_agent_id":"{agent}"}}"#),
+        ]);
+    }
+
+    fn log(&self, agent: &str) -> Vec<(String, u64, bool, String)> {
+        let v = self.ok(&[
+            "call",
+            "network_access_log",
+            &format!(r#"{{"agent_id":"{agent}","limit":1000}}"#),
+        ]);
+        let mut rows: Vec<_> = v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["host"].as_str().unwrap().to_string(),
+                    e["port"].as_u64().unwrap(),
+                    e["allowed"].as_bool().unwrap(),
+                    e["reason"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        rows.reverse();
+        rows
+    }
+
+    fn sandbox_runs(&self, agent: &str) -> Vec<Value> {
+        let v = self.ok(&[
+            "call",
+            "query_audit",
+            &format!(r#"{{"agent_id":"{agent}","operation":"record_sandbox_run"}}"#),
+        ]);
+        v["entries"].as_array().unwrap().clone()
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn only_the_policy_gets_out_of_the_sandbox() {
+    if !tools() {
+        return;
+    }
+    let p = Project::new();
+    p.policy("bot");
+    let web = http_server("127.0.0.2");
+    let other = http_server("127.0.0.3");
+    let certs = tempfile::tempdir().unwrap();
+    let tls = tls_server(certs.path());
+    let script = format!(
+        "curl -sS -m 10 http://allowed.test:{web}/; echo \" http=$?\"\n\
+         curl -sS -m 10 -k https://tls.test:{tls}/; echo \" https=$?\"\n\
+         curl -sS -m 10 -o /dev/null -w 'denied=%{{http_code}}' http://denied.test:{other}/; echo\n\
+         curl -sS -m 10 -o /dev/null -k https://denied.test:{other}/ 2>/dev/null; echo \"tunnel=$?\"\n\
+         curl -sS -m 5 --noproxy '*' http://127.0.0.2:{web}/ 2>/dev/null; echo \"direct=$?\"\n\
+         curl -sS -m 5 --noproxy '*' http://127.0.0.3:{other}/ 2>/dev/null; echo \"direct3=$?\"\n\
+         echo x > /etc/coord-sandbox-test 2>/dev/null; echo \"etc=$?\"\n\
+         echo x > \"$HOME/written\" 2>/dev/null; echo \"home=$?\"\n\
+         echo x > .coord/written 2>/dev/null; echo \"state=$?\"\n\
+         echo x > in-workspace.txt; echo \"workspace=$?\"\n\
+         echo \"ssh=$(ls -A \"$HOME/.ssh\" | wc -l) netrc=$(wc -c < \"$HOME/.netrc\")\"\n\
+         echo \"agent=$COORD_AGENT_ID\"\n\
+         exit 7",
+        tls = tls.port
+    );
+    let out = p.sandbox(
+        &[
+            "--agent",
+            "bot",
+            "--resolve",
+            "allowed.test=127.0.0.2",
+            "--resolve",
+            "tls.test=127.0.0.2",
+            "--resolve",
+            "denied.test=127.0.0.3",
+        ],
+        &script,
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(7), "the command's exit code: {t}");
+    for want in [
+        "hello from 127.0.0.2 http=0",
+        "hello over tls https=0",
+        "denied=403",
+        "workspace=0",
+        "ssh=0 netrc=0",
+        "agent=bot",
+        "runs under network policy sandbox-test (enforced",
+    ] {
+        assert!(t.contains(want), "{want:?} in:\n{t}");
+    }
+    for refused in ["tunnel=0", "direct=0", "direct3=0", "etc=0", "home=0", "state=0"] {
+        assert!(!t.contains(refused), "{refused:?} must fail:\n{t}");
+    }
+    assert!(p.repo.path().join("in-workspace.txt").exists());
+    assert!(!p.home.path().join("written").exists());
+
+    // Every attempt through the proxy is in the log; the direct ones never reached it.
+    assert_eq!(
+        p.log("bot"),
+        [
+            (
+                "allowed.test".to_string(),
+                u64::from(web),
+                true,
+                "allowlisted".to_string()
+            ),
+            (
+                "tls.test".to_string(),
+                u64::from(tls.port),
+                true,
+                "allowlisted".to_string()
+            ),
+            (
+                "denied.test".to_string(),
+                u64::from(other),
+                false,
+                "not_allowlisted".to_string()
+            ),
+            (
+                "denied.test".to_string(),
+                u64::from(other),
+                false,
+                "not_allowlisted".to_string()
+            ),
+        ]
+    );
+    let runs = p.sandbox_runs("bot");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["result"]["enforcement"], "namespace", "{:?}", runs[0]);
+}
+
+#[test]
+fn an_agent_without_a_profile_gets_no_network() {
+    if !tools() {
+        return;
+    }
+    let p = Project::new();
+    let web = http_server("127.0.0.2");
+    let out = p.sandbox(
+        &["--resolve", "allowed.test=127.0.0.2"],
+        &format!("curl -sS -o /dev/null -w '%{{http_code}}' http://allowed.test:{web}/"),
+    );
+    let t = text(&out);
+    assert!(t.contains("403"), "{t}");
+    assert!(t.contains("network policy deny_all"), "{t}");
+}
+
+#[test]
+fn without_the_sandbox_the_run_is_advisory_and_audited() {
+    if !tools() {
+        return;
+    }
+    let p = Project::new();
+    p.policy("loose");
+    let web = http_server("127.0.0.2");
+    // The proxy variables are set, but nothing stops a program that ignores them.
+    let out = p.sandbox(
+        &["--agent", "loose", "--no-sandbox"],
+        &format!("env | grep -c '^HTTPS_PROXY=http://loose:'; curl -sS --noproxy '*' http://127.0.0.2:{web}/"),
+    );
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("hello from 127.0.0.2") && t.contains("advisory"), "{t}");
+    let runs = p.sandbox_runs("loose");
+    assert_eq!(runs[0]["result"]["enforcement"], "advisory", "{:?}", runs[0]);
+
+    // Without bubblewrap, the sandbox refuses to start (unless --no-sandbox).
+    let mut c = p.coord(&["sandbox", "run", "--agent", "loose", "--", "true"]);
+    c.env("PATH", "/nonexistent");
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("bubblewrap"), "{}", text(&out));
+    let mut c = p.coord(&["--json", "sandbox", "run", "--agent", "loose", "--", "true"]);
+    c.env("PATH", "/nonexistent");
+    let v: Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+    assert_eq!(v["error"], "sandbox_unavailable");
+    // Bad input is refused before anything runs.
+    let out = p
+        .coord(&["sandbox", "run", "--resolve", "nonsense", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}

@@ -1,0 +1,246 @@
+//! `coord sandbox run`: a command tree in bubblewrap with the network namespace
+//! unshared (its only interface is loopback), the proxy's Unix socket bound in and
+//! relayed to `127.0.0.1:RELAY_PORT` inside, the proxy variables pointing there with the
+//! agent's own credential; the workspace writable, everything else read-only, credential
+//! stores hidden, coord's own state read-only. The argv is built by a pure function
+//! ([`bwrap_args`], table-tested) from a [`Plan`].
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+
+/// The loopback port the relay listens on inside the namespace.
+pub const RELAY_PORT: u16 = 3128;
+
+/// Credential stores under the home directory that a sandboxed command never sees:
+/// directories are replaced by an empty tmpfs, files by an empty read-only file.
+pub const HIDDEN_DIRS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".gnupg",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".config/gcloud",
+    ".config/gh",
+];
+pub const HIDDEN_FILES: &[&str] = &[
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/hub",
+];
+
+/// What a sandboxed run needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Writable, at the same path inside.
+    pub workspace: PathBuf,
+    /// Holds the proxy socket; writable (and the command's TMPDIR).
+    pub run_dir: PathBuf,
+    /// Where the command starts.
+    pub cwd: PathBuf,
+    /// Existing directories to hide (tmpfs over them).
+    pub hide_dirs: Vec<PathBuf>,
+    /// Existing files to hide (`empty` over them).
+    pub hide_files: Vec<PathBuf>,
+    /// An empty file (`/dev/null` would be a device on a `nodev` mount: unreadable,
+    /// and a command should see an empty file rather than an error).
+    pub empty: PathBuf,
+    /// Paths inside the workspace that stay read-only (coord's state).
+    pub read_only: Vec<PathBuf>,
+    pub env: Vec<(String, String)>,
+    /// The relay and, after it, the command (`coord sandbox relay … -- cmd …`).
+    pub inner: Vec<OsString>,
+}
+
+fn push(out: &mut Vec<OsString>, args: &[&dyn AsRef<std::ffi::OsStr>]) {
+    out.extend(args.iter().map(|a| a.as_ref().to_os_string()));
+}
+
+/// bubblewrap's arguments for `plan`. Order matters: later mounts go over earlier ones,
+/// so the writable binds come after the read-only root and the hiding after those.
+pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    push(
+        &mut a,
+        &[
+            &"--unshare-net",
+            &"--unshare-pid",
+            &"--unshare-ipc",
+            &"--unshare-uts",
+            &"--die-with-parent",
+            &"--ro-bind",
+            &"/",
+            &"/",
+            &"--dev",
+            &"/dev",
+            &"--proc",
+            &"/proc",
+            &"--tmpfs",
+            &"/tmp",
+        ],
+    );
+    for dir in [&plan.workspace, &plan.run_dir] {
+        push(&mut a, &[&"--bind", dir, dir]);
+    }
+    for p in &plan.read_only {
+        push(&mut a, &[&"--ro-bind", p, p]);
+    }
+    for d in &plan.hide_dirs {
+        push(&mut a, &[&"--tmpfs", d]);
+    }
+    for f in &plan.hide_files {
+        push(&mut a, &[&"--ro-bind", &plan.empty, f]);
+    }
+    push(&mut a, &[&"--chdir", &plan.cwd]);
+    for (k, v) in &plan.env {
+        push(&mut a, &[&"--setenv", k, v]);
+    }
+    a.push("--".into());
+    a.extend(plan.inner.iter().cloned());
+    a
+}
+
+/// The credential stores under `home` that exist (only those can be mounted over).
+pub fn credential_paths(home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let dirs = HIDDEN_DIRS
+        .iter()
+        .map(|d| home.join(d))
+        .filter(|p| p.is_dir())
+        .collect();
+    let files = HIDDEN_FILES
+        .iter()
+        .map(|f| home.join(f))
+        .filter(|p| p.is_file())
+        .collect();
+    (dirs, files)
+}
+
+/// The proxy variables for a command whose proxy is `url`: every spelling tools read;
+/// the namespace's own loopback stays direct (it cannot leave the namespace).
+pub fn proxy_env(url: &str) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]
+        .iter()
+        .flat_map(|k| [(k.to_string(), url.to_string()), (k.to_lowercase(), url.to_string())])
+        .collect();
+    for k in ["NO_PROXY", "no_proxy"] {
+        env.push((k.into(), "localhost,127.0.0.1,::1".into()));
+    }
+    env
+}
+
+/// Why the sandbox cannot start, or `None` when `bwrap` works here (it is run once:
+/// a container without user namespaces or mount rights fails at this point, clearly).
+pub async fn unavailable(bwrap: &Path) -> Option<String> {
+    let probe = tokio::process::Command::new(bwrap)
+        .args(["--unshare-net", "--ro-bind", "/", "/", "--", "true"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .await;
+    match probe {
+        Err(e) => Some(format!(
+            "{} cannot run: {e} (install bubblewrap: apt-get install bubblewrap)",
+            bwrap.display()
+        )),
+        Ok(o) if !o.status.success() => Some(format!(
+            "{} cannot create namespaces here: {}",
+            bwrap.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Ok(_) => None,
+    }
+}
+
+/// `bwrap` on the PATH.
+pub fn find_bwrap() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("bwrap"))
+        .find(|p| p.is_file())
+}
+
+/// Inside the namespace: listens on loopback, relays to `socket`, runs `argv` and
+/// answers its exit code (128 + the signal when killed by one).
+pub async fn relay_and_run(socket: PathBuf, port: u16, argv: Vec<OsString>) -> std::io::Result<i32> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    tokio::spawn(crate::relay::relay(listener, socket));
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command to run"))?;
+    let status = tokio::process::Command::new(program).args(args).status().await?;
+    Ok(exit_code(status))
+}
+
+pub fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt as _;
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(a: &[OsString]) -> String {
+        a.iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn the_argv_binds_in_order() {
+        let plan = Plan {
+            workspace: "/w".into(),
+            run_dir: "/tmp/run".into(),
+            cwd: "/w/src".into(),
+            hide_dirs: vec!["/root/.ssh".into()],
+            hide_files: vec!["/root/.netrc".into()],
+            empty: "/tmp/run/empty".into(),
+            read_only: vec!["/w/.coord".into()],
+            env: vec![("HTTP_PROXY".into(), "http://a:t@127.0.0.1:3128".into())],
+            inner: vec![
+                "coord".into(),
+                "sandbox".into(),
+                "relay".into(),
+                "--".into(),
+                "curl".into(),
+            ],
+        };
+        assert_eq!(
+            text(&bwrap_args(&plan)),
+            "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --ro-bind / / --dev /dev \
+             --proc /proc --tmpfs /tmp --bind /w /w --bind /tmp/run /tmp/run --ro-bind /w/.coord /w/.coord \
+             --tmpfs /root/.ssh --ro-bind /tmp/run/empty /root/.netrc --chdir /w/src \
+             --setenv HTTP_PROXY http://a:t@127.0.0.1:3128 -- coord sandbox relay -- curl"
+        );
+    }
+
+    #[test]
+    fn proxy_variables_in_every_spelling() {
+        let env = proxy_env("http://a:t@127.0.0.1:3128");
+        for k in ["HTTP_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"] {
+            assert!(env.iter().any(|(n, v)| n == k && v.ends_with(":3128")), "{k}");
+        }
+        assert!(
+            env.iter()
+                .any(|(n, v)| n == "NO_PROXY" && v == "localhost,127.0.0.1,::1")
+        );
+    }
+
+    #[test]
+    fn only_existing_credential_stores_are_hidden() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+        std::fs::write(home.path().join(".netrc"), "machine x").unwrap();
+        let (dirs, files) = credential_paths(home.path());
+        assert_eq!(dirs, [home.path().join(".ssh")]);
+        assert_eq!(files, [home.path().join(".netrc")]);
+    }
+}
