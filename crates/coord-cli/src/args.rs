@@ -197,9 +197,13 @@ pub enum Command {
     /// Port blocks for isolated per-session environments (shared by every process on this machine)
     #[command(subcommand)]
     Ports(PortsCommand),
-    /// Network egress: the proxy that enforces each agent's network policy, and
-    /// `coord sandbox run` (docs/network.md). Policies: `coord call list_network_policies`,
-    /// `coord call check_network_access '{"target":"pypi.org"}'`
+    /// Network policies: ask whether you may reach a host, list and change the policies
+    /// (allow and deny entries, categories such as @package_managers), read the access
+    /// log (docs/network.md)
+    #[command(subcommand)]
+    Network(NetworkCommand),
+    /// Run a command where the only way out is the egress proxy, held to an agent's
+    /// network policy (bubblewrap; docs/network.md)
     #[command(subcommand)]
     Sandbox(SandboxCommand),
     /// The egress proxy alone: HTTP CONNECT and plain-HTTP forwarding for agents that
@@ -660,6 +664,49 @@ pub struct ServeArgs {
     /// Port to listen on (0 picks a free one; the address is printed)
     #[arg(long, env = "API_PORT", default_value_t = 8081)]
     pub port: u16,
+    /// Also run the egress proxy (as `coord proxy` does) on this port of --host (0 picks
+    /// a free one); agents authenticate with their managed API key
+    #[arg(long, env = "COORD_PROXY_PORT", value_name = "PORT")]
+    pub proxy_port: Option<u16>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NetworkCommand {
+    /// May you (--agent-id) connect to TARGET? A URL or host[:port]; logged like every
+    /// decision. Exit code 1 when refused (domain_blocked)
+    ///
+    /// Example: `coord network check https://pypi.org/simple/` or `coord network check github.com:22`
+    Check {
+        /// A URL (http, https, ws, wss) or host[:port] (port 443 when absent)
+        target: String,
+    },
+    /// The policies in effect (built-in, modified, custom) and the domain categories
+    Policies,
+    /// Add a policy or replace one (trust 4) from a YAML or JSON file (`-`: stdin) with
+    /// name, description, default (allow|deny), allow, deny, trust_defaults
+    ///
+    /// Example file: `{name: team, default: deny, allow: ["@package_managers", "api.example.com"], deny: []}`
+    Set {
+        /// The policy file
+        file: String,
+    },
+    /// Remove a custom policy, or restore a built-in one as shipped (trust 4)
+    Reset { name: String },
+    /// The network access log, newest first (yours; an administrator's: everyone's)
+    Log {
+        /// Only this agent's attempts
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only refused attempts
+        #[arg(long, conflicts_with = "allowed")]
+        refused: bool,
+        /// Only allowed attempts
+        #[arg(long)]
+        allowed: bool,
+        /// At most this many rows (1-1000)
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
 }
 
 #[derive(Debug, clap::Args)]

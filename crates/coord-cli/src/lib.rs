@@ -12,6 +12,7 @@ mod files;
 mod guard;
 pub mod hooks;
 mod memory;
+mod network;
 pub mod notify;
 pub mod open;
 mod ops;
@@ -381,7 +382,15 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
         }
     };
     let database = coord.store().location();
-    let app = coord_http::create_coordination_api(std::sync::Arc::new(coord), &config);
+    let coord = std::sync::Arc::new(coord);
+    let proxy = match args.proxy_port {
+        Some(port) => match sandbox::serve_proxy(coord.clone(), &args.host, port).await {
+            Ok(task) => Some(task),
+            Err(code) => return code,
+        },
+        None => None,
+    };
+    let app = coord_http::create_coordination_api(coord, &config);
     // One line (clients read the address from the first): where the file tools reach.
     let files = match workspaces
         .iter()
@@ -392,6 +401,9 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
         dirs => dirs.join(", "),
     };
     println!("coord serve: listening on http://{addr} (database: {database}; file tools: {files})");
+    if let Some((_, proxy)) = &proxy {
+        println!("coord serve: egress proxy on {proxy} (HTTPS_PROXY=http://<agent id>:<managed key>@{proxy})");
+    }
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     let served = coord_http::serve(listener, app, &config, coord_http::shutdown_signal()).await;
@@ -399,6 +411,9 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
     pruner.abort();
     if let Some(d) = dispatcher {
         d.abort();
+    }
+    if let Some((p, _)) = proxy {
+        p.abort();
     }
     match served {
         Ok(()) => output::EXIT_OK,

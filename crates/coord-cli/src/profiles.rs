@@ -120,9 +120,8 @@ fn describe(t: &ProfileTarget) -> &'static str {
     if t.agent.is_some() { "agent" } else { "agent type" }
 }
 
-/// The profiles in a YAML or JSON document — `profiles: [...]`, a list, or a map of
-/// name → profile — as the request, with the names in order (errors say `profiles[i]`).
-pub fn read_profiles(file: &str) -> CoordResult<(ApplyProfilesRequest, Vec<String>)> {
+/// A YAML or JSON document from `file` (`-`: stdin).
+pub(crate) fn read_document(file: &str) -> CoordResult<Value> {
     let unreadable =
         |e: std::io::Error| CoordError::field(ErrorCode::InvalidArgument, "file", format!("cannot read {file}: {e}"));
     let text = if file == "-" {
@@ -132,13 +131,19 @@ pub fn read_profiles(file: &str) -> CoordResult<(ApplyProfilesRequest, Vec<Strin
     } else {
         std::fs::read_to_string(file).map_err(unreadable)?
     };
-    let doc: Value = serde_saphyr::from_str(&text).map_err(|e| {
+    serde_saphyr::from_str(&text).map_err(|e| {
         CoordError::field(
             ErrorCode::InvalidArgument,
             "file",
             format!("{file} is not valid YAML: {e}"),
         )
-    })?;
+    })
+}
+
+/// The profiles in a YAML or JSON document — `profiles: [...]`, a list, or a map of
+/// name → profile — as the request, with the names in order (errors say `profiles[i]`).
+pub fn read_profiles(file: &str) -> CoordResult<(ApplyProfilesRequest, Vec<String>)> {
+    let doc = read_document(file)?;
     let list = match doc {
         Value::Object(mut m) if m.contains_key("profiles") => m.remove("profiles").unwrap_or_default(),
         Value::Array(a) => Value::Array(a),

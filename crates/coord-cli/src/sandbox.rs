@@ -26,6 +26,26 @@ fn resolver(pins: &[String]) -> CoordResult<Resolver> {
         .map_err(|m| CoordError::new(ErrorCode::InvalidArgument, format!("--resolve {m}")).with_field("resolve"))
 }
 
+/// The proxy of `coord serve --proxy-port`: managed keys, the system resolver. Answers
+/// its task and address.
+pub async fn serve_proxy(
+    coord: Arc<coord_service::Coordinator>,
+    host: &str,
+    port: u16,
+) -> Result<(tokio::task::JoinHandle<std::io::Result<()>>, String), u8> {
+    let listener = tokio::net::TcpListener::bind((host, port)).await.map_err(|e| {
+        eprintln!("coord serve: the egress proxy cannot listen on {host}:{port}: {e}");
+        output::EXIT_USAGE
+    })?;
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let proxy = Arc::new(Proxy::new(
+        coord.clone(),
+        Arc::new(ManagedKeys(coord)),
+        Arc::new(Resolver::default()),
+    ));
+    Ok((tokio::spawn(proxy.serve_tcp(listener)), addr))
+}
+
 pub async fn proxy(args: &ProxyArgs, ctx: &Context, out: Output) -> u8 {
     if let Err(e) = open::local_only(ctx, "`coord proxy` (it checks managed keys in the database)") {
         return out.error(&e);

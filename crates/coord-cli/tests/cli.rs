@@ -1318,3 +1318,66 @@ fn ports_need_no_database() {
         "no database was created for ports"
     );
 }
+
+#[test]
+fn network_commands_check_change_and_log() {
+    let repo = Repo::new();
+    // The person at the terminal (local-operator): full_access, but never a reserved address.
+    let out = repo.run(&["network", "check", "https://Docs.Python.org./3/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("allowed: docs.python.org:443 (policy full_access"),
+        "{}",
+        stdout(&out)
+    );
+    let (v, c) = repo.json_as("user", &["network", "check", "http://2130706433:5432/"]);
+    assert_eq!(c, 1);
+    assert_eq!(
+        (v["error"].as_str(), v["domain"].as_str()),
+        (Some("domain_blocked"), Some("127.0.0.1"))
+    );
+    let (v, c) = repo.json_as("user", &["network", "check", "allowed.com@evil.com"]);
+    assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")));
+
+    std::fs::write(
+        repo.root().join("team.yaml"),
+        "name: team\ndefault: deny\nallow: [\"@package_managers\"]\n",
+    )
+    .unwrap();
+    let out = repo.run(&["network", "set", "team.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::fs::write(
+        repo.root().join("bad.yaml"),
+        "name: team\ndefault: deny\nallow: [\"*\"]\n",
+    )
+    .unwrap();
+    let (v, c) = repo.json_as("user", &["network", "set", "bad.yaml"]);
+    assert_eq!((c, v["field"].as_str()), (2, Some("allow[0]")), "{v}");
+    let (v, _) = repo.json_as("user", &["network", "policies"]);
+    let team = v["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "team")
+        .unwrap();
+    assert_eq!(team["allow"], serde_json::json!(["@package_managers"]));
+    // A stranger (no profile) is refused; an agent reading another's log is refused.
+    let (_, c) = repo.json_as("stranger", &["--agent-type", "nobody", "network", "check", "pypi.org"]);
+    assert_eq!(c, 1);
+    let (v, c) = repo.json_as(
+        "stranger",
+        &["--agent-type", "nobody", "network", "log", "--agent", "user"],
+    );
+    assert_eq!((c, v["error"].as_str()), (1, Some("forbidden")), "{v}");
+    let (v, c) = repo.json_as("user", &["network", "log", "--refused"]);
+    assert_eq!(c, 0);
+    let hosts: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["pypi.org", "127.0.0.1"], "newest first, refusals only");
+    let out = repo.run(&["network", "reset", "team"]);
+    assert!(stdout(&out).contains("network policy team removed"), "{}", stdout(&out));
+}

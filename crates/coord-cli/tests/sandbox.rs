@@ -376,3 +376,84 @@ fn without_the_sandbox_the_run_is_advisory_and_audited() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// A child process killed when the test ends, passed or not.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `coord serve --proxy-port`: agents authenticate with their managed API key.
+#[test]
+fn serve_runs_the_proxy_for_agents_with_a_managed_key() {
+    if !tools() {
+        return;
+    }
+    let p = Project::new();
+    p.policy("keyed");
+    let created = p.ok(&[
+        "--json",
+        "--agent-id",
+        "keyed",
+        "--agent-type",
+        "sandbox",
+        "keys",
+        "create",
+    ]);
+    let key = created["api_key"].as_str().unwrap().to_string();
+    let web = http_server("127.0.0.2");
+    let other = http_server("127.0.0.3");
+    let server = p
+        .coord(&["serve", "--port", "0", "--proxy-port", "0"])
+        .env("COORDINATION_API_KEYS", "serve-proxy-test")
+        .env_remove("API_PORT")
+        .env_remove("COORD_PROXY_PORT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = Killed(server);
+    let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("listening on http://"), "{first}");
+    let second = lines.next().unwrap().unwrap();
+    let proxy = second
+        .split_whitespace()
+        .nth(5)
+        .unwrap_or_else(|| panic!("no proxy address in {second:?}"))
+        .to_string();
+    let curl = |user: &str, secret: &str, url: &str| {
+        let out = Command::new("curl")
+            .args(["-sS", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", "-x"])
+            .arg(format!("http://{user}:{secret}@{proxy}"))
+            .arg(url)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(curl("keyed", &key, &format!("http://127.0.0.2:{web}/")), "200");
+    assert_eq!(curl("keyed", &key, &format!("http://127.0.0.3:{other}/")), "403");
+    assert_eq!(curl("keyed", "wrong", &format!("http://127.0.0.2:{web}/")), "407");
+    assert_eq!(
+        curl("someone", &key, &format!("http://127.0.0.2:{web}/")),
+        "407",
+        "the key's own agent only"
+    );
+    drop(server);
+    assert_eq!(
+        p.log("keyed"),
+        [
+            ("127.0.0.2".to_string(), u64::from(web), true, "allowlisted".to_string()),
+            (
+                "127.0.0.3".to_string(),
+                u64::from(other),
+                false,
+                "not_allowlisted".to_string()
+            ),
+        ]
+    );
+}
