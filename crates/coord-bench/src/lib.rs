@@ -20,6 +20,7 @@ mod invariants;
 mod locks;
 mod mcp;
 mod progress;
+pub mod proxy;
 mod queue;
 pub mod recall;
 mod remote;

@@ -281,6 +281,11 @@ pub enum BenchWorkload {
     /// --memories more memories (--rounds times each query); on a scratch database of
     /// the --db backend
     Recall,
+    /// the egress proxy: per request on fresh loopback connections, direct beside
+    /// forwarded and CONNECT-tunnelled through the proxy (each decided and logged on a
+    /// scratch SQLite database), interleaved, --rounds each (default there: 300); then
+    /// MiB/s through a tunnel beside a direct connection
+    Proxy,
 }
 
 #[derive(Debug, Args)]

@@ -19,7 +19,11 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
         BenchWorkload::Mcp => Workload::Mcp,
         BenchWorkload::Http => Workload::Http,
         BenchWorkload::Agents => Workload::Agents,
-        BenchWorkload::Guardrails | BenchWorkload::Files | BenchWorkload::Hooks | BenchWorkload::Recall => {
+        BenchWorkload::Guardrails
+        | BenchWorkload::Files
+        | BenchWorkload::Hooks
+        | BenchWorkload::Recall
+        | BenchWorkload::Proxy => {
             unreachable!("runs without a bench database")
         }
     };
@@ -102,6 +106,9 @@ pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
     }
     if matches!(args.workload, BenchWorkload::Recall) {
         return recall(args, ctx, json).await;
+    }
+    if matches!(args.workload, BenchWorkload::Proxy) {
+        return proxy(args, json).await;
     }
     let opts = match options(args, ctx, json) {
         Ok(o) => o,
@@ -334,6 +341,46 @@ async fn files(args: &BenchArgs, json: bool) -> u8 {
         if r.goals_met { "met" } else { "NOT met" }
     );
     if r.goals_met { 0 } else { 1 }
+}
+
+/// `coord bench proxy`.
+async fn proxy(args: &BenchArgs, json: bool) -> u8 {
+    let rounds = if args.rounds == 20 { 300 } else { args.rounds };
+    let r = match coord_bench::proxy::run(rounds, &std::env::temp_dir()).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("coord bench proxy: {e}");
+            return output::EXIT_UNAVAILABLE;
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string(&r).unwrap_or_default());
+        return output::EXIT_OK;
+    }
+    let us = |ns: u64| format!("{:.0}", ns as f64 / 1e3);
+    let mut t = table(&["REQUEST", "p50 µs", "p99 µs", "ADDED p50 µs"]);
+    for (name, l, added) in [
+        ("direct (baseline)", &r.direct, None),
+        ("forwarded by the proxy", &r.forward, Some(r.forward_added_p50_us)),
+        ("through a CONNECT tunnel", &r.tunnel, Some(r.tunnel_added_p50_us)),
+    ] {
+        t.add_row(vec![
+            name.to_string(),
+            us(l.p50_ns),
+            us(l.p99_ns),
+            added.map_or("-".into(), |a| format!("{a:+.0}")),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "{} requests of each kind on fresh loopback connections, interleaved; every proxied one decided by \
+         check_network_access and logged (SQLite)\nthroughput: direct {:.0} MiB/s, through a tunnel {:.0} MiB/s ({} MiB x 4 each)",
+        r.rounds,
+        r.direct_mib_per_s,
+        r.tunnel_mib_per_s,
+        coord_bench::proxy::BULK_BYTES / (1024 * 1024)
+    );
+    output::EXIT_OK
 }
 
 /// `coord bench hooks`.

@@ -240,6 +240,23 @@ fn hooks_measures_the_pre_tool_use_hook_beside_process_start() {
     assert!(left.is_empty(), "the scratch repository is removed: {left:?}");
 }
 
+/// `coord bench proxy`: direct, forwarded and tunnelled requests measured in one run, the
+/// bulk transfers complete, the scratch database removed (correctness only).
+#[test]
+fn proxy_measures_requests_beside_direct_connections() {
+    let (r, tmp) = scratch_bench("proxy", "10");
+    for kind in ["direct", "forward", "tunnel"] {
+        assert_eq!(r[kind]["samples"], 10, "{kind}: {r}");
+        assert!(r[kind]["p50_ns"].as_u64().unwrap() > 0, "{kind}: {r}");
+    }
+    assert!(
+        r["direct_mib_per_s"].as_f64().unwrap() > 0.0 && r["tunnel_mib_per_s"].as_f64().unwrap() > 0.0,
+        "{r}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "the scratch database is removed: {left:?}");
+}
+
 /// `coord bench guardrails`: no database; the corpus scores and the latency report, and a
 /// corpus of one's own (with a wrong label the exit code reports).
 #[test]
