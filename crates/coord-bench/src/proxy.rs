@@ -11,7 +11,7 @@ use crate::target::{BenchDb, Scratch};
 use base64::Engine as _;
 use coord_domain::Caller;
 use coord_domain::access::Principal;
-use coord_domain::network::{DefaultAction, NetworkPolicy};
+use coord_domain::network::{DefaultAction, SetNetworkPolicyRequest};
 use coord_domain::profiles::{ApplyProfilesRequest, AssignProfileRequest, Profile};
 use coord_egress::{Proxy, Resolver, RunTokens};
 use coord_service::call;
@@ -141,7 +141,7 @@ pub async fn run(rounds: usize, dir: &Path) -> BenchResult<ProxyReport> {
         .map_err(err)?;
     let coord = Arc::new(scratch.coordinator());
     let root = Principal::local(Caller::new("bench-root", "cli"));
-    let policy = NetworkPolicy {
+    let policy = SetNetworkPolicyRequest {
         name: "bench".into(),
         description: "loopback only".into(),
         default: DefaultAction::Deny,

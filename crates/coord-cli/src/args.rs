@@ -734,9 +734,11 @@ pub enum SandboxCommand {
     /// network namespace (only loopback inside), the proxy's socket is relayed to
     /// 127.0.0.1:3128 and HTTP(S)_PROXY point there with this run's own credential, so
     /// every connection is decided by the agent's network policy and logged; a direct
-    /// connection has no route. The workspace (the repository) is writable, the rest of
-    /// the file system read-only, credential stores (~/.ssh, ~/.aws, ~/.netrc, ...)
-    /// hidden, coord's own state read-only. Exits with the command's exit code.
+    /// connection has no route. Run it inside a git repository: the repository is
+    /// writable (but .git/hooks, .git/config and coord's own state are read-only), the
+    /// rest of the file system read-only, /run (the host's sockets) and credential stores
+    /// (~/.ssh, ~/.aws, ~/.netrc, ...) hidden; no capabilities, a new session, only a few
+    /// environment variables (--env adds more). Exits with the command's exit code.
     ///
     /// Example: `coord sandbox run --agent ci-bot --profile codex-cloud-worker -- npm test`
     Run(SandboxRunArgs),
@@ -766,6 +768,11 @@ pub struct SandboxRunArgs {
     /// Resolve NAME to ADDRESS in the proxy instead of asking DNS (NAME=ADDRESS; repeatable)
     #[arg(long = "resolve", value_name = "NAME=ADDRESS")]
     pub resolve: Vec<String>,
+    /// Pass this environment variable in (NAME: its value here; NAME=VALUE; repeatable).
+    /// Only PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TERM, COLORTERM, TZ,
+    /// NO_COLOR and FORCE_COLOR pass by default: keys and tokens stay outside
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
     /// Run WITHOUT the sandbox: only the proxy variables, which a program can ignore
     /// (advisory; recorded in the audit trail as such)
     #[arg(long)]

@@ -314,10 +314,11 @@ fn coordination_domains(given: &[String]) -> CoordResult<Vec<String>> {
         }
         out.push(d.to_string());
     }
+    // With its port: the API rarely listens on 80 or 443 only (`coord serve`: 8081).
     if let Ok(url) = std::env::var("COORDINATION_API_URL")
         && let Ok(t) = coord_domain::network::parse_target(&url)
     {
-        out.push(coord_domain::network::domain_of(&t));
+        out.push(t.to_string());
     }
     Ok(out)
 }

@@ -6,7 +6,7 @@ use crate::output::{Output, table};
 use coord_domain::access::Principal;
 use coord_domain::network::{
     CheckNetworkAccessRequest, ListNetworkPoliciesResult, NetworkAccessLogRequest, NetworkAccessLogResult,
-    NetworkPolicy, ResetNetworkPolicyRequest,
+    ResetNetworkPolicyRequest, SetNetworkPolicyRequest,
 };
 use coord_domain::{CoordError, ErrorCode};
 use coord_service::ops::network::{
@@ -69,6 +69,7 @@ pub async fn run(cmd: NetworkCommand, coord: &dyn Coordination, ctx: &Context, o
             let req = CheckNetworkAccessRequest {
                 target,
                 addresses: None,
+                resolve_next: false,
             };
             out.result(call::<CheckNetworkAccess, _>(coord, &me, req).await, |r| {
                 let by = r
@@ -84,7 +85,7 @@ pub async fn run(cmd: NetworkCommand, coord: &dyn Coordination, ctx: &Context, o
         ),
         NetworkCommand::Set { file } => {
             let policy = crate::profiles::read_document(&file).and_then(|doc| {
-                serde_json::from_value::<NetworkPolicy>(doc).map_err(|e| {
+                serde_json::from_value::<SetNetworkPolicyRequest>(doc).map_err(|e| {
                     CoordError::field(
                         ErrorCode::InvalidArgument,
                         "file",

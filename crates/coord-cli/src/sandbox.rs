@@ -103,6 +103,15 @@ fn unavailable(message: String) -> CoordError {
 
 async fn sandboxed(args: SandboxRunArgs, ctx: &Context) -> CoordResult<u8> {
     let resolver = resolver(&args.resolve)?;
+    if !args.no_sandbox && !ctx.in_git_repo {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "coord sandbox run makes the repository writable, and {} is not in a git repository: run it inside one",
+                ctx.repo_root.display()
+            ),
+        ));
+    }
     let agent_id = args
         .agent
         .clone()
@@ -157,7 +166,7 @@ async fn sandboxed(args: SandboxRunArgs, ctx: &Context) -> CoordResult<u8> {
     let proxy = Arc::new(Proxy::new(coord.clone(), tokens, Arc::new(resolver)));
     let status = match bwrap {
         None => advisory(proxy, &agent_id, &token, &args.command).await?,
-        Some(bwrap) => enforced(proxy, &bwrap, ctx, &agent_id, &token, &args.command).await?,
+        Some(bwrap) => enforced(proxy, &bwrap, ctx, &agent_id, &token, &args).await?,
     };
     Ok(u8::try_from(sandbox::exit_code(status)).unwrap_or(255))
 }
@@ -199,8 +208,9 @@ async fn enforced(
     ctx: &Context,
     agent_id: &str,
     token: &str,
-    command: &[OsString],
+    args: &SandboxRunArgs,
 ) -> CoordResult<std::process::ExitStatus> {
+    let command = &args.command;
     let run_dir = tempfile::Builder::new()
         .prefix("coord-sandbox-")
         .tempdir()
@@ -216,12 +226,52 @@ async fn enforced(
         .ok()
         .filter(|d| d.starts_with(&workspace))
         .unwrap_or_else(|| workspace.clone());
-    let (hide_dirs, hide_files) = std::env::var_os("HOME")
+    let (mut hide_dirs, mut hide_files) = std::env::var_os("HOME")
         .map(|h| sandbox::credential_paths(std::path::Path::new(&h)))
         .unwrap_or_default();
-    // coord's own state stays read-only: a sandboxed command cannot rewrite the audit trail.
-    let state = workspace.join(".coord");
-    let mut env = sandbox::proxy_env(&format!("http://{agent_id}:{token}@127.0.0.1:{RELAY_PORT}"));
+    // The host's Unix sockets (session bus, docker, ssh agents, database sockets): a
+    // read-only mount does not stop connect(), so they are not there at all.
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from);
+    for dir in [Some("/run".into()), Some("/var/run".into()), runtime]
+        .into_iter()
+        .flatten()
+    {
+        let dir: std::path::PathBuf = dir;
+        if dir.is_dir() && !dir.is_symlink() && !workspace.starts_with(&dir) {
+            hide_dirs.push(dir);
+        }
+    }
+    if let Some(key) = open::audit_key_path(ctx).filter(|k| k.is_file()) {
+        hide_files.push(key);
+    }
+    // Read-only inside the workspace: coord's own state (a sandboxed command cannot
+    // rewrite its policy or the audit trail) and what git runs on its own (hooks, config).
+    let mut read_only: Vec<std::path::PathBuf> = vec![
+        workspace.join(".coord"),
+        workspace.join(".git/hooks"),
+        workspace.join(".git/config"),
+    ];
+    if let crate::context::DbTarget::Sqlite(db) = &ctx.db
+        && let Some(dir) = db.parent()
+    {
+        if dir == workspace {
+            // The database file and its journals, not the whole workspace.
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut name = db.as_os_str().to_owned();
+                name.push(suffix);
+                read_only.push(name.into());
+            }
+        } else {
+            read_only.push(dir.to_path_buf());
+        }
+    }
+    read_only.retain(|p| p.exists() && p.starts_with(&workspace) && p != &workspace);
+    read_only.dedup();
+    let here: Vec<(String, String)> = std::env::vars().collect();
+    let mut env = sandbox::passed_env(&here, &args.env);
+    env.extend(sandbox::proxy_env(&format!(
+        "http://{agent_id}:{token}@127.0.0.1:{RELAY_PORT}"
+    )));
     env.push(("COORD_AGENT_ID".into(), agent_id.into()));
     env.push(("COORD_AGENT_TYPE".into(), AGENT_TYPE.into()));
     env.push(("COORD_SANDBOX".into(), "1".into()));
@@ -243,7 +293,7 @@ async fn enforced(
         hide_dirs,
         hide_files,
         empty,
-        read_only: if state.is_dir() { vec![state] } else { Vec::new() },
+        read_only,
         env,
         inner,
     };

@@ -131,7 +131,8 @@ struct Project {
 impl Project {
     fn new() -> Project {
         let repo = tempfile::tempdir().unwrap();
-        std::fs::create_dir(repo.path().join(".git")).unwrap();
+        std::fs::create_dir_all(repo.path().join(".git/hooks")).unwrap();
+        std::fs::write(repo.path().join(".git/config"), "[core]\n").unwrap();
         // Not under /tmp: the sandbox has a private /tmp, which would hide it anyway.
         let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         std::fs::create_dir(home.path().join(".ssh")).unwrap();
@@ -254,22 +255,28 @@ fn only_the_policy_gets_out_of_the_sandbox() {
          echo x > in-workspace.txt; echo \"workspace=$?\"\n\
          echo \"ssh=$(ls -A \"$HOME/.ssh\" | wc -l) netrc=$(wc -c < \"$HOME/.netrc\")\"\n\
          echo \"agent=$COORD_AGENT_ID\"\n\
+         grep CapEff /proc/self/status\n\
+         echo \"run=$(ls -A /run | wc -l)\"\n\
+         echo \"secret=${{COORD_TEST_SECRET:-none}} key=${{COORDINATION_API_KEY:-none}} kept=${{KEEP_ME:-none}}\"\n\
+         echo x > .git/hooks/pre-commit 2>/dev/null; echo \"hooks=$?\"\n\
+         echo x >> .git/config 2>/dev/null; echo \"gitconfig=$?\"\n\
+         echo x > .git/other; echo \"git=$?\"\n\
          exit 7",
         tls = tls.port
     );
-    let out = p.sandbox(
-        &[
-            "--agent",
-            "bot",
-            "--resolve",
-            "allowed.test=127.0.0.2",
-            "--resolve",
-            "tls.test=127.0.0.2",
-            "--resolve",
-            "denied.test=127.0.0.3",
-        ],
-        &script,
-    );
+    let mut all = vec!["sandbox", "run", "--agent", "bot", "--env", "KEEP_ME"];
+    for pin in ["allowed.test=127.0.0.2", "tls.test=127.0.0.2", "denied.test=127.0.0.3"] {
+        all.extend(["--resolve", pin]);
+    }
+    all.extend(["--", "sh", "-c", &script]);
+    // Secrets in the launcher's environment stay outside; --env passes one in.
+    let out = p
+        .coord(&all)
+        .env("COORD_TEST_SECRET", "hunter2")
+        .env("COORDINATION_API_KEY", "operator-key")
+        .env("KEEP_ME", "yes")
+        .output()
+        .unwrap();
     let t = text(&out);
     assert_eq!(out.status.code(), Some(7), "the command's exit code: {t}");
     for want in [
@@ -280,10 +287,23 @@ fn only_the_policy_gets_out_of_the_sandbox() {
         "ssh=0 netrc=0",
         "agent=bot",
         "runs under network policy sandbox-test (enforced",
+        "CapEff:\t0000000000000000",
+        "run=0",
+        "secret=none key=none kept=yes",
+        "git=0",
     ] {
         assert!(t.contains(want), "{want:?} in:\n{t}");
     }
-    for refused in ["tunnel=0", "direct=0", "direct3=0", "etc=0", "home=0", "state=0"] {
+    for refused in [
+        "tunnel=0",
+        "direct=0",
+        "direct3=0",
+        "etc=0",
+        "home=0",
+        "state=0",
+        "hooks=0",
+        "gitconfig=0",
+    ] {
         assert!(!t.contains(refused), "{refused:?} must fail:\n{t}");
     }
     assert!(p.repo.path().join("in-workspace.txt").exists());
@@ -369,6 +389,15 @@ fn without_the_sandbox_the_run_is_advisory_and_audited() {
     c.env("PATH", "/nonexistent");
     let v: Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
     assert_eq!(v["error"], "sandbox_unavailable");
+    // Outside a git repository the sandbox does not start (it would make the directory writable).
+    let bare = tempfile::tempdir().unwrap();
+    let out = p
+        .coord(&["sandbox", "run", "--", "true"])
+        .current_dir(bare.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("git repository"), "{}", text(&out));
     // Bad input is refused before anything runs.
     let out = p
         .coord(&["sandbox", "run", "--resolve", "nonsense", "--", "true"])

@@ -9,7 +9,7 @@ use crate::credentials::{Credentials, basic};
 use crate::resolve::Resolve;
 use bytes::Bytes;
 use coord_domain::access::Principal;
-use coord_domain::network::{AddressRules, CheckNetworkAccessRequest, Host, parse_target};
+use coord_domain::network::{CheckNetworkAccessRequest, Host, Target, parse_target};
 use coord_domain::{CoordError, ErrorCode, ErrorKind};
 use coord_service::ops::network::CheckNetworkAccess;
 use coord_service::{Coordination, call};
@@ -32,6 +32,13 @@ type Body = BoxBody<Bytes, hyper::Error>;
 
 /// The largest request head read (a header flood is cut off there).
 const MAX_HEAD: usize = 64 * 1024;
+/// Client connections served at once (each may hold a tunnel).
+pub const MAX_CONNECTIONS: usize = 1024;
+
+async fn backoff(e: std::io::Error) {
+    tracing::warn!(error = %e, "proxy: accept failed; retrying");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
 
 pub struct Proxy {
     coord: Arc<dyn Coordination>,
@@ -41,6 +48,7 @@ pub struct Proxy {
     pub connect_timeout: Duration,
     /// How long a client may take to send a request head (slowloris).
     pub header_timeout: Duration,
+    connections: Arc<tokio::sync::Semaphore>,
 }
 
 fn reply(status: StatusCode, body: serde_json::Value) -> Response<Body> {
@@ -73,26 +81,53 @@ impl Proxy {
             resolver,
             connect_timeout: Duration::from_secs(10),
             header_timeout: Duration::from_secs(30),
+            connections: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
         }
     }
 
-    /// Serves TCP clients until the listener fails.
+    /// Serves TCP clients (forever: a failed accept, such as running out of file
+    /// descriptors, is logged and retried shortly).
     pub async fn serve_tcp(self: Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
         loop {
-            let (stream, _) = listener.accept().await?;
-            tokio::spawn(self.clone().connection(stream));
+            let slot = self.slot().await;
+            match listener.accept().await {
+                Ok((stream, _)) => tokio::spawn(self.clone().connection(stream, slot)),
+                Err(e) => {
+                    backoff(e).await;
+                    continue;
+                }
+            };
         }
     }
 
-    /// Serves clients of a Unix socket (the sandbox's relay) until the listener fails.
+    /// Serves clients of a Unix socket (the sandbox's relay), like [`Proxy::serve_tcp`].
     pub async fn serve_unix(self: Arc<Self>, listener: UnixListener) -> std::io::Result<()> {
         loop {
-            let (stream, _) = listener.accept().await?;
-            tokio::spawn(self.clone().connection(stream));
+            let slot = self.slot().await;
+            match listener.accept().await {
+                Ok((stream, _)) => tokio::spawn(self.clone().connection(stream, slot)),
+                Err(e) => {
+                    backoff(e).await;
+                    continue;
+                }
+            };
         }
     }
 
-    async fn connection<I: AsyncRead + AsyncWrite + Unpin + Send + 'static>(self: Arc<Self>, io: I) {
+    /// One of `MAX_CONNECTIONS`: a client beyond them waits to be accepted.
+    async fn slot(&self) -> tokio::sync::OwnedSemaphorePermit {
+        loop {
+            if let Ok(p) = self.connections.clone().acquire_owned().await {
+                return p;
+            }
+        }
+    }
+
+    async fn connection<I: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+        self: Arc<Self>,
+        io: I,
+        _slot: tokio::sync::OwnedSemaphorePermit,
+    ) {
         let me = self.clone();
         let service = service_fn(move |req| {
             let me = me.clone();
@@ -141,50 +176,43 @@ impl Proxy {
     }
 
     /// The addresses `target` may be dialled at for `who`, or the answer refusing it.
-    async fn admit(&self, who: &Principal, target: &str) -> Result<Vec<SocketAddr>, Response<Body>> {
+    /// A name is checked first (`resolve_next`: a refused name is never resolved, and the
+    /// refusal is logged), then resolved here, then decided again with its addresses —
+    /// the decision that is logged and that names the addresses that may be dialled.
+    async fn admit(&self, who: &Principal, target: &Target) -> Result<Vec<SocketAddr>, Response<Body>> {
         let ask = |addresses: Option<Vec<String>>| {
+            let resolve_next = addresses.is_none();
             call::<CheckNetworkAccess, _>(
                 &*self.coord,
                 who,
                 CheckNetworkAccessRequest {
-                    target: target.into(),
+                    target: target.to_string(),
                     addresses,
+                    resolve_next,
                 },
             )
         };
-        let allowed = ask(None).await.map_err(|e| refusal(&e))?;
-        let parsed = parse_target(target).map_err(|e| refusal(&e))?;
-        let resolved = match &parsed.host {
+        let resolved = match &target.host {
             Host::Ip(ip) => vec![*ip],
-            // Resolved only once the name is allowed: a refused name never reaches DNS.
-            Host::Name(name) => match self.resolver.resolve(name, parsed.port).await {
-                Ok(ips) if !ips.is_empty() => ips,
-                Ok(_) | Err(_) => {
-                    return Err(failure(
-                        StatusCode::BAD_GATEWAY,
-                        "resolution_failed",
-                        format!("{name} does not resolve"),
-                    ));
+            Host::Name(name) => {
+                ask(None).await.map_err(|e| refusal(&e))?;
+                match self.resolver.resolve(name, target.port).await {
+                    Ok(ips) => ips,
+                    Err(e) => {
+                        tracing::debug!(%name, error = %e, "proxy: resolution failed");
+                        Vec::new()
+                    }
                 }
-            },
+            }
         };
-        let rules = AddressRules::parse(&allowed.address_allow, &allowed.address_deny)
-            .map_err(|m| failure(StatusCode::SERVICE_UNAVAILABLE, "internal_error", m))?;
-        let mut admitted: Vec<_> = resolved
+        let decided = ask(Some(resolved.iter().map(ToString::to_string).collect()))
+            .await
+            .map_err(|e| refusal(&e))?;
+        Ok(decided
+            .addresses
             .iter()
-            .copied()
-            .filter(|ip| rules.admits(*ip, parsed.port))
-            .collect();
-        if admitted.is_empty() {
-            // Asked again with the addresses: the refusal is decided and logged there.
-            let again = ask(Some(resolved.iter().map(ToString::to_string).collect()))
-                .await
-                .map_err(|e| refusal(&e))?;
-            admitted = again.addresses.iter().filter_map(|a| a.parse().ok()).collect();
-        }
-        Ok(admitted
-            .into_iter()
-            .map(|ip| SocketAddr::new(ip, parsed.port))
+            .filter_map(|a| a.parse().ok())
+            .map(|ip| SocketAddr::new(ip, target.port))
             .collect())
     }
 
@@ -202,14 +230,22 @@ impl Proxy {
     }
 
     async fn tunnel(&self, who: &Principal, req: Request<Incoming>) -> Response<Body> {
-        let Some(authority) = req.uri().authority().map(|a| a.to_string()) else {
-            return failure(
-                StatusCode::BAD_REQUEST,
-                "invalid_argument",
-                "CONNECT needs host:port".into(),
-            );
+        let target = match req.uri().authority().map(|a| a.as_str()) {
+            Some(a) if !a.contains('@') => parse_target(a),
+            _ => {
+                return failure(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_argument",
+                    "CONNECT needs host:port".into(),
+                );
+            }
         };
-        let addresses = match self.admit(who, &authority).await {
+        let target = match target {
+            Ok(t) => t,
+            Err(e) => return refusal(&e),
+        };
+        let authority = target.to_string();
+        let addresses = match self.admit(who, &target).await {
             Ok(a) => a,
             Err(r) => return r,
         };
@@ -242,6 +278,13 @@ impl Proxy {
                 "send http://host/path in absolute form, or CONNECT host:port for anything else".into(),
             );
         };
+        if authority.as_str().contains('@') {
+            return failure(
+                StatusCode::BAD_REQUEST,
+                "invalid_argument",
+                "no user@ in a proxied URL".into(),
+            );
+        }
         let authority = authority.to_string();
         // The Host header must name what the request line names (no fronting).
         if let Some(host) = req.headers().get(header::HOST)
@@ -253,7 +296,11 @@ impl Proxy {
                 format!("the Host header does not match {authority}"),
             );
         }
-        let addresses = match self.admit(who, &format!("http://{authority}")).await {
+        let target = match parse_target(&format!("http://{authority}")) {
+            Ok(t) => t,
+            Err(e) => return refusal(&e),
+        };
+        let addresses = match self.admit(who, &target).await {
             Ok(a) => a,
             Err(r) => return r,
         };

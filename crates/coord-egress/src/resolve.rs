@@ -9,6 +9,8 @@ use std::net::IpAddr;
 
 #[async_trait]
 pub trait Resolve: Send + Sync {
+    /// The addresses of `host`, a normalised name (no trailing dot), resolved as fully
+    /// qualified.
     async fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<IpAddr>>;
 }
 
@@ -18,7 +20,8 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    /// Reads `name=address[,address…]` pins; the message says what is wrong.
+    /// Reads `name=address[,address…]` pins (`name=`: the name resolves to nothing); the
+    /// message says what is wrong.
     pub fn with_pins(pins: &[String]) -> Result<Resolver, String> {
         let mut pinned: HashMap<String, Vec<IpAddr>> = HashMap::new();
         for pin in pins {
@@ -30,7 +33,8 @@ impl Resolver {
             let coord_domain::network::Host::Name(name) = target.host else {
                 return Err(format!("{pin:?}: pin a name, not an address"));
             };
-            for a in addrs.split(',') {
+            pinned.entry(name.clone()).or_default();
+            for a in addrs.split(',').filter(|a| !a.trim().is_empty()) {
                 let ip = a
                     .trim()
                     .parse::<IpAddr>()
@@ -48,7 +52,12 @@ impl Resolve for Resolver {
         if let Some(ips) = self.pinned.get(host) {
             return Ok(ips.clone());
         }
-        let mut out: Vec<IpAddr> = tokio::net::lookup_host((host, port)).await?.map(|a| a.ip()).collect();
+        // As a fully qualified name: no search domains (`db` must not become `db.corp.example`).
+        let fqdn = format!("{host}.");
+        let mut out: Vec<IpAddr> = tokio::net::lookup_host((fqdn.as_str(), port))
+            .await?
+            .map(|a| a.ip())
+            .collect();
         out.dedup();
         Ok(out)
     }

@@ -1,9 +1,11 @@
 //! `coord sandbox run`: a command tree in bubblewrap with the network namespace
 //! unshared (its only interface is loopback), the proxy's Unix socket bound in and
 //! relayed to `127.0.0.1:RELAY_PORT` inside, the proxy variables pointing there with the
-//! agent's own credential; the workspace writable, everything else read-only, credential
-//! stores hidden, coord's own state read-only. The argv is built by a pure function
-//! ([`bwrap_args`], table-tested) from a [`Plan`].
+//! agent's own credential; no capabilities (even when coord runs as root), a new session
+//! (no typing into the terminal), an environment of only what is allowed; the workspace
+//! writable, everything else read-only, the host's sockets (`/run`) and credential stores
+//! hidden, coord's own state and git's hooks and config read-only. The argv is built by
+//! a pure function ([`bwrap_args`], table-tested) from a [`Plan`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,7 @@ pub const RELAY_PORT: u16 = 3128;
 /// directories are replaced by an empty tmpfs, files by an empty read-only file.
 pub const HIDDEN_DIRS: &[&str] = &[
     ".ssh",
+    ".config/coord",
     ".aws",
     ".azure",
     ".gnupg",
@@ -27,6 +30,7 @@ pub const HIDDEN_DIRS: &[&str] = &[
 ];
 pub const HIDDEN_FILES: &[&str] = &[
     ".netrc",
+    ".pgpass",
     ".git-credentials",
     ".npmrc",
     ".pypirc",
@@ -44,7 +48,8 @@ pub struct Plan {
     pub run_dir: PathBuf,
     /// Where the command starts.
     pub cwd: PathBuf,
-    /// Existing directories to hide (tmpfs over them).
+    /// Existing directories to hide (tmpfs over them): credential stores, and where the
+    /// host's Unix sockets live (`/run`: a read-only mount does not stop `connect()`).
     pub hide_dirs: Vec<PathBuf>,
     /// Existing files to hide (`empty` over them).
     pub hide_files: Vec<PathBuf>,
@@ -53,6 +58,7 @@ pub struct Plan {
     pub empty: PathBuf,
     /// Paths inside the workspace that stay read-only (coord's state).
     pub read_only: Vec<PathBuf>,
+    /// The whole environment of the command (nothing else is inherited).
     pub env: Vec<(String, String)>,
     /// The relay and, after it, the command (`coord sandbox relay … -- cmd …`).
     pub inner: Vec<OsString>,
@@ -74,6 +80,10 @@ pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
             &"--unshare-ipc",
             &"--unshare-uts",
             &"--die-with-parent",
+            &"--new-session",
+            &"--cap-drop",
+            &"ALL",
+            &"--clearenv",
             &"--ro-bind",
             &"/",
             &"/",
@@ -104,6 +114,40 @@ pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
     a.push("--".into());
     a.extend(plan.inner.iter().cloned());
     a
+}
+
+/// Variables passed through to the command when set (everything else is dropped: the
+/// launcher's keys, tokens and socket addresses stay outside). `--env NAME` adds more.
+pub const PASSED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "COLORTERM",
+    "TZ",
+    "NO_COLOR",
+    "FORCE_COLOR",
+];
+
+/// The command's environment: the variables of `from` that [`PASSED_ENV`] names, every
+/// `LC_*`, and the `extra` names (`NAME` passes the launcher's value, `NAME=VALUE` sets it).
+pub fn passed_env(from: &[(String, String)], extra: &[String]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = from
+        .iter()
+        .filter(|(k, _)| PASSED_ENV.contains(&k.as_str()) || k.starts_with("LC_"))
+        .cloned()
+        .collect();
+    for e in extra {
+        match e.split_once('=') {
+            Some((k, v)) => out.push((k.to_string(), v.to_string())),
+            None => out.extend(from.iter().filter(|(k, _)| k == e).cloned()),
+        }
+    }
+    out
 }
 
 /// The credential stores under `home` that exist (only those can be mounted over).
@@ -215,11 +259,29 @@ mod tests {
         };
         assert_eq!(
             text(&bwrap_args(&plan)),
-            "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --ro-bind / / --dev /dev \
+            "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session --cap-drop ALL \
+             --clearenv --ro-bind / / --dev /dev \
              --proc /proc --tmpfs /tmp --bind /w /w --bind /tmp/run /tmp/run --ro-bind /w/.coord /w/.coord \
              --tmpfs /root/.ssh --ro-bind /tmp/run/empty /root/.netrc --chdir /w/src \
              --setenv HTTP_PROXY http://a:t@127.0.0.1:3128 -- coord sandbox relay -- curl"
         );
+    }
+
+    #[test]
+    fn only_allowed_variables_pass() {
+        let from: Vec<(String, String)> = [
+            ("PATH", "/bin"),
+            ("LC_ALL", "C"),
+            ("COORDINATION_API_KEY", "secret"),
+            ("AWS_SECRET_ACCESS_KEY", "x"),
+            ("SSH_AUTH_SOCK", "/run/user/0/ssh"),
+            ("CARGO_HOME", "/c"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .to_vec();
+        let env = passed_env(&from, &["CARGO_HOME".into(), "MODE=test".into(), "ABSENT".into()]);
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["PATH", "LC_ALL", "CARGO_HOME", "MODE"]);
     }
 
     #[test]

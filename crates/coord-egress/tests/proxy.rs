@@ -6,7 +6,7 @@
 use base64::Engine as _;
 use coord_domain::Caller;
 use coord_domain::access::Principal;
-use coord_domain::network::{DefaultAction, NetworkAccessLogRequest, NetworkPolicy};
+use coord_domain::network::{DefaultAction, NetworkAccessLogRequest, SetNetworkPolicyRequest};
 use coord_domain::profiles::{ApplyProfilesRequest, AssignProfileRequest, Profile};
 use coord_egress::{Proxy, Resolver, RunTokens};
 use coord_service::ops::{network as net_ops, profiles as profile_ops};
@@ -106,7 +106,7 @@ async fn setup(pins: &[&str]) -> Setup {
         Arc::new(DatabaseClock),
         CoordConfig::default(),
     ));
-    let policy = NetworkPolicy {
+    let policy = SetNetworkPolicyRequest {
         name: "proxy-test".into(),
         description: String::new(),
         default: DefaultAction::Deny,
@@ -115,6 +115,7 @@ async fn setup(pins: &[&str]) -> Setup {
             "rebind.test:*",
             "mixed.test:*",
             "web.test",
+            "nowhere.test",
             "127.0.0.2:*",
         ]
         .map(String::from)
@@ -186,6 +187,7 @@ async fn the_proxy_enforces_each_agents_policy_and_logs_every_attempt() {
         "rebind.test=127.0.0.3",
         "mixed.test=127.0.0.3,127.0.0.2",
         "web.test=127.0.0.2",
+        "nowhere.test=",
     ])
     .await;
     let a = auth("agent-a", &s.a);
@@ -322,7 +324,20 @@ async fn the_proxy_enforces_each_agents_policy_and_logs_every_attempt() {
     let r = exchange(s.proxy, &flood).await;
     assert!(r.is_empty() || status(&r) == "431" || status(&r) == "400", "{r}");
 
-    // Every decision is in the log, as the agent's, refusals alerting.
+    // A name that does not resolve is refused, and logged as such.
+    let r = get(s.proxy, "http://nowhere.test/", "nowhere.test", &a).await;
+    assert_eq!(status(&r), "403", "{r}");
+    // A proxied URL with user@ is refused before anything is decided.
+    let r = get(
+        s.proxy,
+        &format!("http://x@allowed.test:{port}/"),
+        &format!("allowed.test:{port}"),
+        &a,
+    )
+    .await;
+    assert_eq!(status(&r), "400", "{r}");
+
+    // Every decision is in the log once, as the agent's, refusals alerting.
     let log = call::<net_ops::NetworkAccessLog, _>(
         &*s.coord,
         &root(),
@@ -350,7 +365,6 @@ async fn the_proxy_enforces_each_agents_policy_and_logs_every_attempt() {
         [
             row("agent-a", "allowed.test", port, true, "allowlisted"),
             row("agent-a", "denied.test", port, false, "not_allowlisted"),
-            row("agent-a", "rebind.test", o, true, "allowlisted"),
             row("agent-a", "rebind.test", o, false, "no_allowed_address"),
             row("agent-a", "mixed.test", port, true, "allowlisted"),
             row("agent-a", "127.0.0.2", port, true, "allowlisted"),
@@ -358,6 +372,7 @@ async fn the_proxy_enforces_each_agents_policy_and_logs_every_attempt() {
             row("agent-a", "allowed.test", e, true, "allowlisted"),
             row("agent-a", "web.test", 22, false, "not_allowlisted"),
             row("agent-b", "allowed.test", e, false, "not_allowlisted"),
+            row("agent-a", "nowhere.test", 80, false, "no_allowed_address"),
         ]
     );
     assert!(log.entries.iter().all(|e| e.access.alert != e.access.allowed));

@@ -125,13 +125,14 @@ async fn log(tx: &Tx<'_>, f: &AccessLogFilter) -> R<Vec<NetworkAccessRow>> {
         .collect()
 }
 
-async fn pass(
-    tx: &Tx<'_>,
-    ctx: &OpCtx,
-    outcome: &CoordResult<CheckNetworkAccessResult>,
-) -> R<CheckNetworkAccessResult> {
+/// A decision and whether it is provisional (see `NetworkStore::network_decision`).
+type Outcome = (CoordResult<CheckNetworkAccessResult>, bool);
+
+async fn pass(tx: &Tx<'_>, ctx: &OpCtx, (outcome, provisional): &Outcome) -> R<CheckNetworkAccessResult> {
     let r = outcome.clone().map_err(Fail::Coord)?;
-    insert(tx, ctx, &NetworkAccess::of_pass(&ctx.who.agent_id, &r)).await?;
+    if !provisional {
+        insert(tx, ctx, &NetworkAccess::of_pass(&ctx.who.agent_id, &r)).await?;
+    }
     Ok(r)
 }
 
@@ -158,8 +159,10 @@ impl NetworkStore for PgStore {
         &self,
         ctx: OpCtx,
         outcome: CoordResult<CheckNetworkAccessResult>,
+        provisional: bool,
     ) -> CoordResult<CheckNetworkAccessResult> {
-        self.op(ctx, outcome, |tx, ctx, o| Box::pin(pass(tx, ctx, o))).await
+        self.op(ctx, (outcome, provisional), |tx, ctx, o| Box::pin(pass(tx, ctx, o)))
+            .await
     }
 
     async fn network_access_log(&self, ctx: OpCtx, filter: AccessLogFilter) -> CoordResult<Vec<NetworkAccessRow>> {

@@ -126,11 +126,14 @@ impl NetworkStore for SqliteStore {
         &self,
         ctx: OpCtx,
         outcome: CoordResult<CheckNetworkAccessResult>,
+        provisional: bool,
     ) -> CoordResult<CheckNetworkAccessResult> {
         let me = ctx.clone();
         self.op(ctx, move |c, now, who| {
             let r = outcome?;
-            insert(c, now, &me, &NetworkAccess::of_pass(&who.agent_id, &r))?;
+            if !provisional {
+                insert(c, now, &me, &NetworkAccess::of_pass(&who.agent_id, &r))?;
+            }
             Ok(r)
         })
         .await

@@ -521,12 +521,14 @@ pub trait NetworkStore: Send + Sync {
     /// Deletes the row of `name`; `not_found` when there is none.
     async fn delete_network_policy(&self, ctx: OpCtx, name: String) -> CoordResult<String>;
     /// Records an egress decision: an allowed one as a `network_access_log` row in the
-    /// operation's transaction; a refusal (`domain_blocked`) is refused, and its row
-    /// (alert set) written with the refusal's audit row.
+    /// operation's transaction (unless `provisional`: the caller asks again once it has
+    /// resolved the name); a refusal (`domain_blocked`) is refused, and its row (alert
+    /// set) written with the refusal's audit row.
     async fn network_decision(
         &self,
         ctx: OpCtx,
         outcome: CoordResult<CheckNetworkAccessResult>,
+        provisional: bool,
     ) -> CoordResult<CheckNetworkAccessResult>;
     /// Rows of `network_access_log`, newest first.
     async fn network_access_log(&self, ctx: OpCtx, filter: AccessLogFilter) -> CoordResult<Vec<NetworkAccessRow>>;

@@ -6,8 +6,8 @@ use crate::{Backend, Harness, agent, operator};
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::guardrail_rules::RuleSource;
 use coord_domain::network::{
-    CheckNetworkAccessRequest, CheckNetworkAccessResult, DefaultAction, NetworkAccessLogRequest, NetworkPolicy, Reason,
-    ResetNetworkPolicyRequest,
+    CheckNetworkAccessRequest, CheckNetworkAccessResult, DefaultAction, NetworkAccessLogRequest, Reason,
+    ResetNetworkPolicyRequest, SetNetworkPolicyRequest,
 };
 use coord_domain::profiles::Permission;
 use coord_domain::{Caller, CoordError, CoordResult, Empty, ErrorCode};
@@ -21,6 +21,7 @@ async fn check(h: &Harness, who: &Caller, target: &str) -> CoordResult<CheckNetw
         CheckNetworkAccessRequest {
             target: target.into(),
             addresses: None,
+            resolve_next: false,
         },
     )
     .await
@@ -140,6 +141,7 @@ pub async fn network_policies_decide_and_log(b: &dyn Backend) {
             let req = CheckNetworkAccessRequest {
                 target: target.into(),
                 addresses: None,
+                resolve_next: false,
             };
             coord_service::call::<ops::CheckNetworkAccess, _>(&*coord, &who, req).await
         });
@@ -209,8 +211,8 @@ pub async fn network_policies_decide_and_log(b: &dyn Backend) {
     );
 }
 
-fn policy(name: &str, default: DefaultAction, allow: &[&str], deny: &[&str]) -> NetworkPolicy {
-    NetworkPolicy {
+fn policy(name: &str, default: DefaultAction, allow: &[&str], deny: &[&str]) -> SetNetworkPolicyRequest {
+    SetNetworkPolicyRequest {
         name: name.into(),
         description: format!("{name} for the tests"),
         default,
@@ -220,10 +222,14 @@ fn policy(name: &str, default: DefaultAction, allow: &[&str], deny: &[&str]) -> 
     }
 }
 
+async fn worker_log(h: &Harness) -> usize {
+    log(h, &operator("root"), Some("worker")).await.unwrap().entries.len()
+}
+
 pub async fn network_policy_changes_apply_to_the_next_request(b: &dyn Backend) {
     let h = Harness::new(b).await;
     let root = operator("root");
-    let set = |p: NetworkPolicy| run::<ops::SetNetworkPolicy>(&h, &root, p);
+    let set = |p: SetNetworkPolicyRequest| run::<ops::SetNetworkPolicy>(&h, &root, p);
     let stored = set(policy(
         "team",
         DefaultAction::Deny,
@@ -250,6 +256,38 @@ pub async fn network_policy_changes_apply_to_the_next_request(b: &dyn Backend) {
         "api.example.com",
         "not_allowlisted",
     );
+
+    // A misspelt field stores nothing.
+    let raw = serde_json::json!({"name": "team", "default": "allow", "denny": ["evil.com"]});
+    let who = coord_domain::access::Principal::local(root.clone());
+    let op = coord_service::op_named("set_network_policy").unwrap();
+    let e = h.coord.invoke(op, &who, Ok(raw)).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument, "{e:?}");
+
+    // The proxy's two steps: a provisional pass is not logged; the decision with the
+    // resolved addresses is, and so is a name that resolved to nothing.
+    let ask = |addresses: Option<Vec<&str>>, resolve_next: bool| {
+        run::<ops::CheckNetworkAccess>(
+            &h,
+            &worker,
+            CheckNetworkAccessRequest {
+                target: "pypi.org".into(),
+                addresses: addresses.map(|a| a.into_iter().map(String::from).collect()),
+                resolve_next,
+            },
+        )
+    };
+    let before = worker_log(&h).await;
+    assert!(ask(None, true).await.is_ok());
+    assert_eq!(worker_log(&h).await, before, "a provisional pass is not logged");
+    let ok = ask(Some(vec!["151.101.0.223", "10.0.0.1"]), false).await.unwrap();
+    assert_eq!(
+        ok.addresses,
+        ["151.101.0.223"],
+        "only admitted addresses may be dialled"
+    );
+    blocked(ask(Some(vec![]), false).await, "pypi.org", "no_allowed_address");
+    assert_eq!(worker_log(&h).await, before + 2);
 
     // A change applies to the next request.
     set(policy("team", DefaultAction::Deny, &["api.example.com:8443"], &[]))

@@ -40,7 +40,7 @@ pub struct NetworkPolicy {
     /// `@category`; `:port` or `:*` (no port: 80 and 443).
     #[serde(default)]
     pub allow: Vec<String>,
-    /// Entries that refuse; deny wins over allow.
+    /// Entries that refuse (no port: every port); deny wins over allow.
     #[serde(default)]
     pub deny: Vec<String>,
     /// Whether the categories the caller's trust level gets by default are allowed too.
@@ -220,33 +220,53 @@ pub struct CheckNetworkAccessRequest {
     #[serde(alias = "url", alias = "host")]
     pub target: String,
     /// The addresses the host resolved to, when the caller has resolved it (the egress
-    /// proxy does): only those the policy admits may be dialled.
+    /// proxy does): only those the policy admits may be dialled; none at all (the name
+    /// did not resolve) is refused. At most 64; beyond that only the first 64 count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addresses: Option<Vec<String>>,
+    /// The caller will resolve the name and ask again with `addresses` (the egress proxy
+    /// does, so that a refused name is never resolved): a pass is provisional and not
+    /// logged; a refusal is final and logged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resolve_next: bool,
 }
 
 /// A validated check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
     pub target: Target,
-    pub addresses: Vec<IpAddr>,
+    /// `None`: not resolved (the decision is on the name alone).
+    pub addresses: Option<Vec<IpAddr>>,
+    /// A pass is provisional: not logged (see `resolve_next`).
+    pub provisional: bool,
 }
 
 pub fn validate_check(req: CheckNetworkAccessRequest) -> CoordResult<Check> {
     let target = parse_target(&req.target)?;
-    let addresses = req.addresses.unwrap_or_default();
-    if addresses.len() > MAX_ADDRESSES {
-        return Err(invalid("addresses", format!("at most {MAX_ADDRESSES} addresses")));
+    if req.resolve_next && req.addresses.is_some() {
+        return Err(invalid(
+            "resolve_next",
+            "resolve_next is for a check before the name is resolved: without addresses",
+        ));
     }
-    let addresses = addresses
-        .iter()
-        .map(|a| {
-            a.trim()
-                .parse::<IpAddr>()
-                .map_err(|_| invalid("addresses", format!("{a:?} is not an IP address")))
-        })
-        .collect::<CoordResult<Vec<_>>>()?;
-    Ok(Check { target, addresses })
+    let addresses = match req.addresses {
+        None => None,
+        Some(list) => Some(
+            list.iter()
+                .take(MAX_ADDRESSES)
+                .map(|a| {
+                    a.trim()
+                        .parse::<IpAddr>()
+                        .map_err(|_| invalid("addresses", format!("{a:?} is not an IP address")))
+                })
+                .collect::<CoordResult<Vec<_>>>()?,
+        ),
+    };
+    Ok(Check {
+        target,
+        addresses,
+        provisional: req.resolve_next,
+    })
 }
 
 /// `check_network_access`'s answer when the request is allowed (a refusal is the
@@ -268,12 +288,6 @@ pub struct CheckNetworkAccessResult {
     /// Of the addresses given, those that may be dialled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<String>,
-    /// The policy's address entries, for a caller that resolves the name afterwards
-    /// (`AddressRules::parse` + `admits`).
-    #[serde(default)]
-    pub address_allow: Vec<String>,
-    #[serde(default)]
-    pub address_deny: Vec<String>,
 }
 
 /// The host as answers and logs show it (IPv6 without brackets).
@@ -288,11 +302,10 @@ pub fn domain_of(t: &Target) -> String {
 /// port, the reason and the policy, which the access log keeps).
 pub fn answer(rules: Option<&Rules>, who: &EgressProfile, check: &Check) -> CoordResult<CheckNetworkAccessResult> {
     let domain = domain_of(&check.target);
-    let (decision, policy, addresses) = match rules {
+    let (decision, policy) = match rules {
         Some(r) => (
-            decide(r.default, &r.allow, &r.deny, &check.target, &check.addresses),
+            decide(r.default, &r.allow, &r.deny, &check.target, check.addresses.as_deref()),
             r.policy.clone(),
-            AddressRules::of(&r.allow, &r.deny),
         ),
         None => (
             Decision {
@@ -301,7 +314,6 @@ pub fn answer(rules: Option<&Rules>, who: &EgressProfile, check: &Check) -> Coor
                 addresses: Vec::new(),
             },
             who.policy.clone(),
-            AddressRules::default(),
         ),
     };
     if !decision.allowed() {
@@ -322,7 +334,6 @@ pub fn answer(rules: Option<&Rules>, who: &EgressProfile, check: &Check) -> Coor
         }
         return Err(e);
     }
-    let texts = |v: &[Entry]| v.iter().map(|e| e.text.clone()).collect();
     Ok(CheckNetworkAccessResult {
         success: true,
         allowed: true,
@@ -332,8 +343,6 @@ pub fn answer(rules: Option<&Rules>, who: &EgressProfile, check: &Check) -> Coor
         reason: decision.reason,
         rule: decision.rule,
         addresses: decision.addresses.iter().map(IpAddr::to_string).collect(),
-        address_allow: texts(&addresses.allow),
-        address_deny: texts(&addresses.deny),
     })
 }
 
@@ -401,7 +410,40 @@ pub struct ListNetworkPoliciesResult {
 }
 
 /// `set_network_policy`'s request: the whole policy (a built-in name replaces it).
-pub type SetNetworkPolicyRequest = NetworkPolicy;
+/// Unknown fields are refused: a misspelt `deny` must not store a policy without one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SetNetworkPolicyRequest {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// What happens to a host no entry names: allow or deny.
+    pub default: DefaultAction,
+    /// Entries that allow: `host`, `*.host` (subdomains only), an address or network,
+    /// `@category`; `:port` or `:*` (no port: 80 and 443).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Entries that refuse (no port: every port); deny wins over allow.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Whether the categories the caller's trust level gets by default are allowed too.
+    #[serde(default)]
+    pub trust_defaults: bool,
+}
+
+impl From<SetNetworkPolicyRequest> for NetworkPolicy {
+    fn from(r: SetNetworkPolicyRequest) -> NetworkPolicy {
+        NetworkPolicy {
+            name: r.name,
+            description: r.description,
+            default: r.default,
+            allow: r.allow,
+            deny: r.deny,
+            trust_defaults: r.trust_defaults,
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -3,8 +3,8 @@
 //! An entry is `host`, `*.host` (subdomains only, never the apex: list the apex too for
 //! both), an IP address or network (`127.0.0.2`, `10.0.0.0/8`, `[::1]`), or
 //! `@category`; any of them but a category may end in `:port` or `:*`. Without a port an
-//! entry means the web ports, 80 and 443. There is no bare `*`: a policy that allows
-//! everything says so with `default: allow`.
+//! allow entry means the web ports, 80 and 443, and a deny entry every port. There is no
+//! bare `*`: a policy that allows everything says so with `default: allow`.
 
 use super::target::{Host, Target, parse_target};
 use ipnet::IpNet;
@@ -34,6 +34,14 @@ pub enum Ports {
 }
 
 impl Ports {
+    /// As a deny entry reads it: no port written means every port.
+    fn denying(self) -> Ports {
+        match self {
+            Ports::Web => Ports::Any,
+            p => p,
+        }
+    }
+
     fn covers(self, port: u16) -> bool {
         match self {
             Ports::Web => port == 80 || port == 443,
@@ -109,23 +117,59 @@ impl Entry {
         })
     }
 
-    /// Whether this entry covers the target (a category covers nothing by itself).
+    /// Whether this allow entry covers the target (a category covers nothing by itself).
     pub fn matches(&self, target: &Target) -> bool {
-        self.ports.covers(target.port)
+        self.matches_on(self.ports, target)
+    }
+
+    /// Whether this deny entry covers the target (without a port: on every port).
+    pub fn denies(&self, target: &Target) -> bool {
+        self.matches_on(self.ports.denying(), target)
+    }
+
+    fn matches_on(&self, ports: Ports, target: &Target) -> bool {
+        ports.covers(target.port)
             && match (&self.pattern, &target.host) {
                 (Pattern::Exact(n), Host::Name(h)) => n == h,
                 (Pattern::Subdomains(n), Host::Name(h)) => {
                     h.len() > n.len() + 1 && h.ends_with(n.as_str()) && h.as_bytes()[h.len() - n.len() - 1] == b'.'
                 }
-                (Pattern::Net(net), Host::Ip(ip)) => net.contains(ip),
+                (Pattern::Net(net), Host::Ip(ip)) => in_net(net, *ip),
                 _ => false,
             }
     }
 
-    /// Whether this entry names a network that covers `ip` on `port`.
-    fn covers_address(&self, ip: IpAddr, port: u16) -> bool {
-        matches!(&self.pattern, Pattern::Net(net) if net.contains(&ip)) && self.ports.covers(port)
+    /// Whether this entry names a network that covers `ip` on `port` (a deny entry
+    /// without a port: on every port).
+    fn covers_address(&self, ip: IpAddr, port: u16, deny: bool) -> bool {
+        let ports = if deny { self.ports.denying() } else { self.ports };
+        matches!(&self.pattern, Pattern::Net(net) if in_net(net, ip)) && ports.covers(port)
     }
+}
+
+/// Whether `ip` is in `net`, an IPv6 form embedding an IPv4 address (NAT64, 6to4,
+/// compatible) counted as that address too: `[64:ff9b::5db8:d822]` is `93.184.216.34`.
+fn in_net(net: &IpNet, ip: IpAddr) -> bool {
+    net.contains(&ip) || embedded_v4(ip).is_some_and(|v4| net.contains(&IpAddr::V4(v4)))
+}
+
+/// The IPv4 address an IPv6 address stands for: IPv4-compatible (`::a.b.c.d`), NAT64
+/// (`64:ff9b::/96`, local-use `64:ff9b:1::/48`) and 6to4 (`2002::/16`). (IPv4-mapped
+/// addresses are read as IPv4 before any rule sees them.)
+fn embedded_v4(ip: IpAddr) -> Option<Ipv4Addr> {
+    let IpAddr::V6(v6) = ip else { return None };
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from(((hi as u32) << 16) | lo as u32);
+    if s[..6] == [0; 6] && !v6.is_unspecified() && !v6.is_loopback() {
+        return Some(v4(s[6], s[7]));
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || s[..3] == [0x64, 0xff9b, 1] {
+        return Some(v4(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(v4(s[1], s[2]));
+    }
+    None
 }
 
 /// `host[:port]`, `[v6][:port]` or an IPv6 address/network without brackets.
@@ -187,13 +231,17 @@ fn canonical(ip: IpAddr) -> IpAddr {
 }
 
 /// Addresses no request may reach unless a policy lists them: unspecified, loopback,
-/// private (RFC 1918, IPv6 ULA), shared (CGNAT), link-local (cloud metadata services
-/// live there), multicast, reserved and benchmarking ranges. An IPv6 address that
-/// embeds an IPv4 one (mapped, compatible, NAT64, 6to4) is judged by that address.
+/// private (RFC 1918, IPv6 ULA and site-local), shared (CGNAT), link-local (cloud
+/// metadata services live there), multicast, reserved and benchmarking ranges, IPv6
+/// documentation, Teredo and SIIT. An IPv6 address that embeds an IPv4 one (mapped,
+/// compatible, NAT64, 6to4) is judged by that address.
 pub fn is_reserved(ip: IpAddr) -> bool {
     match canonical(ip) {
         IpAddr::V4(v4) => reserved_v4(v4),
-        IpAddr::V6(v6) => reserved_v6(v6),
+        ip @ IpAddr::V6(v6) => match embedded_v4(ip) {
+            Some(v4) => reserved_v4(v4),
+            None => reserved_v6(v6),
+        },
     }
 }
 
@@ -213,18 +261,20 @@ fn reserved_v4(ip: Ipv4Addr) -> bool {
 
 fn reserved_v6(ip: Ipv6Addr) -> bool {
     let s = ip.segments();
-    let embedded = |hi: u16, lo: u16| Ipv4Addr::from(((hi as u32) << 16) | lo as u32);
-    if s[..6] == [0; 6] {
-        // :: , ::1 and the deprecated IPv4-compatible form.
-        return ip.is_unspecified() || ip.is_loopback() || reserved_v4(embedded(s[6], s[7]));
-    }
-    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        return reserved_v4(embedded(s[6], s[7]));
-    }
-    if s[0] == 0x2002 {
-        return reserved_v4(embedded(s[1], s[2]));
-    }
-    (s[0] & 0xfe00) == 0xfc00 || (s[0] & 0xffc0) == 0xfe80 || (s[0] & 0xff00) == 0xff00
+    ip.is_unspecified()
+        || ip.is_loopback()
+        // SIIT (::ffff:0:a.b.c.d), discard-only (100::/64)
+        || s[..5] == [0, 0, 0, 0, 0xffff]
+        || s[..4] == [0x100, 0, 0, 0]
+        // Teredo, benchmarking, documentation
+        || s[..2] == [0x2001, 0]
+        || s[..3] == [0x2001, 2, 0]
+        || s[..2] == [0x2001, 0xdb8]
+        // ULA fc00::/7, link-local fe80::/10, site-local fec0::/10, multicast ff00::/8
+        || (s[0] & 0xfe00) == 0xfc00
+        || (s[0] & 0xffc0) == 0xfe80
+        || (s[0] & 0xffc0) == 0xfec0
+        || (s[0] & 0xff00) == 0xff00
 }
 
 /// The address half of a policy: what a resolved address must pass.
@@ -251,18 +301,12 @@ impl AddressRules {
         }
     }
 
-    /// Reads the entry texts a check answered (`address_allow`, `address_deny`).
-    pub fn parse(allow: &[String], deny: &[String]) -> Result<AddressRules, String> {
-        let read = |v: &[String]| v.iter().map(|s| Entry::parse(s)).collect::<Result<Vec<_>, _>>();
-        Ok(AddressRules::of(&read(allow)?, &read(deny)?))
-    }
-
     /// Whether a connection to `ip:port` may be made: not in a denied network, and
     /// either not reserved or in an allowed network.
     pub fn admits(&self, ip: IpAddr, port: u16) -> bool {
         let ip = canonical(ip);
-        !self.deny.iter().any(|e| e.covers_address(ip, port))
-            && (!is_reserved(ip) || self.allow.iter().any(|e| e.covers_address(ip, port)))
+        !self.deny.iter().any(|e| e.covers_address(ip, port, true))
+            && (!is_reserved(ip) || self.allow.iter().any(|e| e.covers_address(ip, port, false)))
     }
 }
 
@@ -333,21 +377,22 @@ impl Decision {
 /// The decision over a target. In order: a deny entry refuses; then an allow entry, or
 /// the policy's default; an IP literal in a reserved range needs an allow entry that
 /// names it as an address (a name entry never does, nor does `default: allow`); of
-/// `resolved` — the addresses a name resolved to, when known — only those the address
-/// rules admit may be dialled, and none left refuses.
+/// `resolved` — the addresses a name resolved to, when known (`None`: not resolved yet)
+/// — only those the address rules admit may be dialled, and none left (or none at all)
+/// refuses.
 pub fn decide(
     default: DefaultAction,
     allow: &[Entry],
     deny: &[Entry],
     target: &Target,
-    resolved: &[IpAddr],
+    resolved: Option<&[IpAddr]>,
 ) -> Decision {
     let refuse = |reason, rule: Option<&Entry>| Decision {
         reason,
         rule: rule.map(|e| e.text.clone()),
         addresses: Vec::new(),
     };
-    if let Some(e) = deny.iter().find(|e| e.matches(target)) {
+    if let Some(e) = deny.iter().find(|e| e.denies(target)) {
         return refuse(Reason::Denylisted, Some(e));
     }
     let by = allow.iter().find(|e| e.matches(target));
@@ -363,11 +408,12 @@ pub fn decide(
         return refuse(Reason::ReservedAddress, by);
     }
     let admitted: Vec<IpAddr> = resolved
+        .unwrap_or_default()
         .iter()
         .copied()
         .filter(|ip| addresses.admits(*ip, target.port))
         .collect();
-    if !resolved.is_empty() && admitted.is_empty() {
+    if resolved.is_some() && admitted.is_empty() {
         return refuse(Reason::NoAllowedAddress, by);
     }
     Decision {

@@ -285,10 +285,46 @@ fn the_decision_table() {
             &[],
         ),
         (Allow, &[], &["1.2.3.0/24"], "1.2.3.4", &[], Denylisted, &[]),
+        // A deny entry without a port denies every port.
+        (Allow, &[], &["evil.example"], "evil.example:8443", &[], Denylisted, &[]),
+        (Allow, &[], &["evil.example"], "evil.example:22", &[], Denylisted, &[]),
+        (
+            Allow,
+            &[],
+            &["93.184.216.34"],
+            "93.184.216.34:8080",
+            &[],
+            Denylisted,
+            &[],
+        ),
+        // IPv6 forms embedding a denied IPv4 address are that address.
+        (
+            Allow,
+            &[],
+            &["93.184.216.34"],
+            "[64:ff9b::5db8:d822]",
+            &[],
+            Denylisted,
+            &[],
+        ),
+        (
+            Allow,
+            &[],
+            &["93.184.216.34"],
+            "example.com",
+            &["2002:5db8:d822::1"],
+            NoAllowedAddress,
+            &[],
+        ),
+        (Allow, &[], &[], "[64:ff9b:1::7f00:1]", &[], ReservedAddress, &[]),
+        (Allow, &[], &[], "[2001:db8::1]", &[], ReservedAddress, &[]),
+        (Allow, &[], &[], "[2001::1]", &[], ReservedAddress, &[]),
+        (Allow, &[], &[], "[fec0::1]", &[], ReservedAddress, &[]),
     ];
     for (default, allow, deny, target, resolved, reason, admitted) in cases {
         let resolved: Vec<IpAddr> = resolved.iter().map(|s| ip(s)).collect();
-        let d = decide(*default, &entries(allow), &entries(deny), &t(target), &resolved);
+        let resolved = (!resolved.is_empty()).then_some(resolved.as_slice());
+        let d = decide(*default, &entries(allow), &entries(deny), &t(target), resolved);
         assert_eq!(
             d.reason, *reason,
             "{target} under {default:?} allow {allow:?} deny {deny:?} resolved {resolved:?}"
@@ -353,8 +389,32 @@ fn check(raw: &str) -> Check {
     validate_check(CheckNetworkAccessRequest {
         target: raw.into(),
         addresses: None,
+        resolve_next: false,
     })
     .unwrap()
+}
+
+#[test]
+fn resolved_addresses_none_or_empty() {
+    let allow = entries(&["example.com"]);
+    let d = decide(DefaultAction::Deny, &allow, &[], &t("example.com"), Some(&[]));
+    assert_eq!(d.reason, Reason::NoAllowedAddress, "a name that resolved to nothing");
+    let d = decide(DefaultAction::Deny, &allow, &[], &t("example.com"), None);
+    assert_eq!(d.reason, Reason::Allowlisted, "not resolved yet: the name decides");
+    let e = validate_check(CheckNetworkAccessRequest {
+        target: "example.com".into(),
+        addresses: Some(vec![]),
+        resolve_next: true,
+    })
+    .unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("resolve_next"));
+    let many = validate_check(CheckNetworkAccessRequest {
+        target: "example.com".into(),
+        addresses: Some((0..100).map(|i| format!("1.1.1.{i}")).collect()),
+        resolve_next: false,
+    })
+    .unwrap();
+    assert_eq!(many.addresses.unwrap().len(), MAX_ADDRESSES);
 }
 
 fn allowed(who: &EgressProfile, rows: &[PolicyRow], raw: &str) -> bool {
@@ -506,11 +566,14 @@ fn policies_are_validated() {
 }
 
 #[test]
-fn address_rules_travel_as_text() {
-    let r = AddressRules::parse(&["127.0.0.2:*".into()], &["1.2.3.4".into()]).unwrap();
+fn address_rules() {
+    let r = AddressRules::of(&entries(&["127.0.0.2:*", "example.com"]), &entries(&["1.2.3.4"]));
     assert!(r.admits("127.0.0.2".parse().unwrap(), 9000));
     assert!(!r.admits("127.0.0.3".parse().unwrap(), 9000));
     assert!(!r.admits("1.2.3.4".parse().unwrap(), 443));
-    assert!(r.admits("1.2.3.4".parse().unwrap(), 8443));
+    assert!(
+        !r.admits("1.2.3.4".parse().unwrap(), 8443),
+        "a deny entry without a port: every port"
+    );
     assert!(r.admits("8.8.8.8".parse().unwrap(), 22));
 }

@@ -11,7 +11,7 @@ use coord_domain::network::{
     self, AccessLogFilter, Check, CheckNetworkAccessRequest, CheckNetworkAccessResult, EgressProfile,
     ListNetworkPoliciesResult, NetworkAccessLogRequest, NetworkAccessLogResult, NetworkPolicy,
     ResetNetworkPolicyRequest, ResetNetworkPolicyResult, Rules, SandboxRunRequest, SandboxRunResult,
-    SetNetworkPolicyResult, categories, merge,
+    SetNetworkPolicyRequest, SetNetworkPolicyResult, categories, merge,
 };
 use coord_domain::profiles::{Need, Permission};
 use coord_domain::{CoordError, CoordResult, Empty, Identity};
@@ -29,11 +29,16 @@ impl Operation for CheckNetworkAccess {
         normalised first (case, trailing dot, IDNA, every IPv4 spelling; in a URL the host is what follows \
         any user@). Answers {success:true, allowed:true, domain, port, policy, reason, rule} or \
         {success:false, error:\"domain_blocked\", domain, port, reason, policy}. Every decision is written to \
-        the network access log; refusals raise an alert. Inside `coord sandbox run` the egress proxy asks this \
+        the network access log; refusals raise an alert. With addresses (what the host resolved to), only \
+        those the policy admits may be dialled; resolve_next:true marks a check before resolving (a pass is \
+        then not logged: the caller asks again with the addresses). Inside `coord sandbox run` the egress proxy asks this \
         for every connection, so what it refuses cannot be reached at all.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const NEED: Need = Need::READ;
+    // Asked for every connection an agent makes through the proxy: not an API call to
+    // count against max_api_calls.
+    const METERED: bool = false;
     const HTTP: &'static [Http] = &[Http::post("/network/check").errors(&[403])];
     const EXAMPLE: &'static str = "{\"target\": \"https://pypi.org/simple/requests/\"}";
     type Request = CheckNetworkAccessRequest;
@@ -53,7 +58,7 @@ impl Operation for CheckNetworkAccess {
         });
         let rules = Rules::new(&who, &policies, &categories(&c.config().coordination_domains));
         let outcome = network::answer(rules.as_ref(), &who, &check);
-        c.store().network_decision(ctx, outcome).await
+        c.store().network_decision(ctx, outcome, check.provisional).await
     }
 }
 
@@ -104,12 +109,12 @@ impl Operation for SetNetworkPolicy {
     const EXAMPLE: &'static str = "{\"name\": \"team\", \"description\": \"registries and our API\", \"default\": \
         \"deny\", \"allow\": [\"@package_managers\", \"api.example.com\", \"*.internal.example.com:8443\"], \"deny\": \
         [\"evil.example.com\"]}";
-    type Request = NetworkPolicy;
+    type Request = SetNetworkPolicyRequest;
     type Response = SetNetworkPolicyResult;
     type Args = NetworkPolicy;
 
-    fn validate(c: &Coordinator, _: &Identity, req: NetworkPolicy) -> CoordResult<NetworkPolicy> {
-        network::validate_policy(req, &categories(&c.config().coordination_domains))
+    fn validate(c: &Coordinator, _: &Identity, req: SetNetworkPolicyRequest) -> CoordResult<NetworkPolicy> {
+        network::validate_policy(req.into(), &categories(&c.config().coordination_domains))
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, policy: NetworkPolicy) -> CoordResult<SetNetworkPolicyResult> {
@@ -197,6 +202,7 @@ impl Operation for RecordSandboxRun {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const NEED: Need = Need::READ;
+    const METERED: bool = false;
     const HTTP: &'static [Http] = &[Http::post("/network/sandbox-runs")];
     const EXAMPLE: &'static str =
         "{\"command\": [\"npm\", \"test\"], \"enforcement\": \"namespace\", \"workspace\": \"/work/repo\"}";
