@@ -1,10 +1,11 @@
 //! `coord bench proxy`: what the egress proxy adds. Per request, on fresh loopback
 //! connections, interleaved in the same run: a direct HTTP request to a local server (the
 //! independent baseline), the same request forwarded by the proxy (absolute form), and
-//! the same request through a CONNECT tunnel; then bytes per second through a tunnel
-//! beside a direct connection. Every proxied request is decided by
-//! `check_network_access` — its audit and access-log rows committed to a scratch SQLite
-//! database — which is most of what the proxy adds.
+//! the same request through a CONNECT tunnel, both naming the host as clients do; then
+//! bytes per second through a tunnel beside a direct connection. Every proxied request
+//! is two `check_network_access` calls (the name, then its addresses) — audit rows and
+//! an access-log row committed to a scratch SQLite database — which is most of what the
+//! proxy adds.
 
 use crate::guardrails::{Latency, latency};
 use crate::target::{BenchDb, Scratch};
@@ -109,7 +110,7 @@ async fn request(mut s: TcpStream, line: &str, auth: &str) -> BenchResult<usize>
     Ok(out.len())
 }
 
-async fn tunnel(proxy: SocketAddr, to: SocketAddr, auth: &str) -> BenchResult<TcpStream> {
+async fn tunnel(proxy: SocketAddr, to: &str, auth: &str) -> BenchResult<TcpStream> {
     let mut s = TcpStream::connect(proxy).await.map_err(err)?;
     s.write_all(format!("CONNECT {to} HTTP/1.1\r\nHost: {to}\r\n{auth}\r\n").as_bytes())
         .await
@@ -145,7 +146,7 @@ pub async fn run(rounds: usize, dir: &Path) -> BenchResult<ProxyReport> {
         name: "bench".into(),
         description: "loopback only".into(),
         default: DefaultAction::Deny,
-        allow: vec!["127.0.0.1:*".into()],
+        allow: vec!["bench.test:*".into(), "127.0.0.1:*".into()],
         deny: vec![],
         trust_defaults: false,
     };
@@ -182,8 +183,10 @@ pub async fn run(rounds: usize, dir: &Path) -> BenchResult<ProxyReport> {
     );
     let proxy_listener = TcpListener::bind("127.0.0.1:0").await.map_err(err)?;
     let proxy = proxy_listener.local_addr().map_err(err)?;
-    let task =
-        tokio::spawn(Arc::new(Proxy::new(coord, tokens, Arc::new(Resolver::default()))).serve_tcp(proxy_listener));
+    // Requests name a host, as clients do: the proxy checks the name, resolves it (pinned
+    // to loopback: no DNS server is asked) and decides again with its address.
+    let resolver = Resolver::with_pins(&["bench.test=127.0.0.1".to_string()])?;
+    let task = tokio::spawn(Arc::new(Proxy::new(coord, tokens, Arc::new(resolver))).serve_tcp(proxy_listener));
     let outcome = measure(rounds, proxy, &auth).await;
     task.abort();
     let _ = task.await;
@@ -196,7 +199,8 @@ async fn measure(rounds: usize, proxy: SocketAddr, auth: &str) -> BenchResult<Pr
     let bulk = server(true).await?;
     let (mut direct, mut forward, mut tunneled) = (Vec::new(), Vec::new(), Vec::new());
     let get = format!("GET / HTTP/1.1\r\nHost: {web}\r\n");
-    let absolute = format!("GET http://{web}/ HTTP/1.1\r\nHost: {web}\r\n");
+    let named = format!("bench.test:{}", web.port());
+    let absolute = format!("GET http://{named}/ HTTP/1.1\r\nHost: {named}\r\n");
     for i in 0..rounds {
         // The order rotates so no kind always runs first.
         for k in 0..3 {
@@ -211,7 +215,7 @@ async fn measure(rounds: usize, proxy: SocketAddr, auth: &str) -> BenchResult<Pr
                     forward.push(ns(t));
                 }
                 _ => {
-                    request(tunnel(proxy, web, auth).await?, &get, "").await?;
+                    request(tunnel(proxy, &named, auth).await?, &get, "").await?;
                     tunneled.push(ns(t));
                 }
             }
@@ -226,7 +230,7 @@ async fn measure(rounds: usize, proxy: SocketAddr, auth: &str) -> BenchResult<Pr
             return Err(format!("direct transfer got {n} bytes"));
         }
         let t = Instant::now();
-        let n = drain(tunnel(proxy, bulk, auth).await?).await?;
+        let n = drain(tunnel(proxy, &format!("bench.test:{}", bulk.port()), auth).await?).await?;
         tunnel_s += t.elapsed().as_secs_f64();
         if n != BULK_BYTES {
             return Err(format!("tunnelled transfer got {n} bytes"));

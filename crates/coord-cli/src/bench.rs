@@ -373,8 +373,8 @@ async fn proxy(args: &BenchArgs, json: bool) -> u8 {
     }
     println!("{t}");
     println!(
-        "{} requests of each kind on fresh loopback connections, interleaved; every proxied one decided by \
-         check_network_access and logged (SQLite)\nthroughput: direct {:.0} MiB/s, through a tunnel {:.0} MiB/s ({} MiB x 4 each)",
+        "{} requests of each kind on fresh loopback connections, interleaved; every proxied one decided by two \
+         check_network_access calls (the name, then its address) and logged (SQLite)\nthroughput: direct {:.0} MiB/s, through a tunnel {:.0} MiB/s ({} MiB x 4 each)",
         r.rounds,
         r.direct_mib_per_s,
         r.tunnel_mib_per_s,
