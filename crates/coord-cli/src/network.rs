@@ -76,7 +76,16 @@ pub async fn run(cmd: NetworkCommand, coord: &dyn Coordination, ctx: &Context, o
                     .rule
                     .as_deref()
                     .map_or("its default".to_string(), |rule| format!("entry {rule}"));
-                format!("allowed: {}:{} (policy {}, by {by})", r.domain, r.port, r.policy)
+                // An IPv6 address in brackets, as in a URL; a name is only the first step.
+                let (host, then) = match r.domain.parse::<std::net::IpAddr>() {
+                    Ok(std::net::IpAddr::V6(_)) => (format!("[{}]", r.domain), ""),
+                    Ok(_) => (r.domain.clone(), ""),
+                    Err(_) => (
+                        r.domain.clone(),
+                        "\n(by name: the addresses it resolves to are checked when the proxy connects)",
+                    ),
+                };
+                format!("allowed: {host}:{} (policy {}, by {by}){then}", r.port, r.policy)
             })
         }
         NetworkCommand::Policies => out.result(

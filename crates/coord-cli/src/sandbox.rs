@@ -8,7 +8,7 @@ use crate::open;
 use crate::output::{self, Output};
 use coord_domain::access::Principal;
 use coord_domain::network::{Enforcement, SandboxRunRequest};
-use coord_domain::profiles::AssignProfileRequest;
+use coord_domain::profiles::{AssignProfileRequest, UnassignProfileRequest};
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use coord_egress::sandbox::{self, Plan, RELAY_PORT};
 use coord_egress::{ManagedKeys, Proxy, Resolver, RunTokens};
@@ -103,6 +103,17 @@ fn unavailable(message: String) -> CoordError {
 
 async fn sandboxed(args: SandboxRunArgs, ctx: &Context) -> CoordResult<u8> {
     let resolver = resolver(&args.resolve)?;
+    if let Some(bad) = args
+        .env
+        .iter()
+        .find(|e| !sandbox::valid_env_name(e.split_once('=').map_or(e.as_str(), |(k, _)| k)))
+    {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!("--env {bad:?}: give NAME or NAME=VALUE, NAME of letters, digits and _"),
+        )
+        .with_field("env"));
+    }
     if !args.no_sandbox && !ctx.in_git_repo {
         return Err(CoordError::new(
             ErrorCode::InvalidArgument,
@@ -134,13 +145,14 @@ async fn sandboxed(args: SandboxRunArgs, ctx: &Context) -> CoordResult<u8> {
         Some(bwrap)
     };
     let coord = open::coordination(ctx, 4).await?;
+    let operator = Principal::local(ctx.caller.clone());
     if let Some(profile) = &args.profile {
         let req = AssignProfileRequest {
             profile: profile.clone(),
             target_agent_id: Some(agent_id.clone()),
             target_agent_type: None,
         };
-        call::<profile_ops::AssignProfile, _>(&*coord, &Principal::local(ctx.caller.clone()), req).await?;
+        call::<profile_ops::AssignProfile, _>(&*coord, &operator, req).await?;
     }
     let command: Vec<String> = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let record = SandboxRunRequest {
@@ -164,23 +176,33 @@ async fn sandboxed(args: SandboxRunArgs, ctx: &Context) -> CoordResult<u8> {
     let tokens = Arc::new(RunTokens::default());
     let token = tokens.issue(agent);
     let proxy = Arc::new(Proxy::new(coord.clone(), tokens, Arc::new(resolver)));
-    let status = match bwrap {
-        None => advisory(proxy, &agent_id, &token, &args.command).await?,
-        Some(bwrap) => enforced(proxy, &bwrap, ctx, &agent_id, &token, &args).await?,
+    let code = match bwrap {
+        None => advisory(proxy, &agent_id, &token, &args.command).await,
+        Some(bwrap) => enforced(proxy, &bwrap, ctx, &agent_id, &token, &args)
+            .await
+            .map(sandbox::exit_code),
     };
-    Ok(u8::try_from(sandbox::exit_code(status)).unwrap_or(255))
+    // A generated identity is this run's only: its assignment goes with it.
+    if args.agent.is_none() && args.profile.is_some() {
+        let req = UnassignProfileRequest {
+            target_agent_id: Some(agent_id.clone()),
+            target_agent_type: None,
+        };
+        if let Err(e) = call::<profile_ops::UnassignProfile, _>(&*coord, &operator, req).await {
+            eprintln!(
+                "coord sandbox: could not remove {agent_id}'s profile assignment: {}",
+                e.message
+            );
+        }
+    }
+    Ok(u8::try_from(code?).unwrap_or(255))
 }
 
 fn io(what: &str, e: std::io::Error) -> CoordError {
     unavailable(format!("{what}: {e}"))
 }
 
-async fn advisory(
-    proxy: Arc<Proxy>,
-    agent_id: &str,
-    token: &str,
-    command: &[OsString],
-) -> CoordResult<std::process::ExitStatus> {
+async fn advisory(proxy: Arc<Proxy>, agent_id: &str, token: &str, command: &[OsString]) -> CoordResult<i32> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
         .map_err(|e| io("cannot start the proxy", e))?;
@@ -190,16 +212,17 @@ async fn advisory(
         .port();
     tokio::spawn(proxy.serve_tcp(listener));
     let (program, rest) = command.split_first().ok_or_else(|| unavailable("no command".into()))?;
-    tokio::process::Command::new(program)
-        .args(rest)
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(rest)
         .envs(sandbox::proxy_env(&format!(
             "http://{agent_id}:{token}@127.0.0.1:{port}"
         )))
         .env("COORD_AGENT_ID", agent_id)
-        .env("COORD_AGENT_TYPE", AGENT_TYPE)
-        .status()
+        .env("COORD_AGENT_TYPE", AGENT_TYPE);
+    let name = program.to_string_lossy();
+    sandbox::run_like_a_shell(cmd, &name)
         .await
-        .map_err(|e| io(&format!("cannot run {}", program.to_string_lossy()), e))
+        .map_err(|e| io(&format!("cannot run {name}"), e))
 }
 
 async fn enforced(
@@ -245,12 +268,11 @@ async fn enforced(
         hide_files.push(key);
     }
     // Read-only inside the workspace: coord's own state (a sandboxed command cannot
-    // rewrite its policy or the audit trail) and what git runs on its own (hooks, config).
-    let mut read_only: Vec<std::path::PathBuf> = vec![
-        workspace.join(".coord"),
-        workspace.join(".git/hooks"),
-        workspace.join(".git/config"),
-    ];
+    // rewrite its policy or the audit trail) and what git runs on its own, later, outside
+    // (hooks, config), with `.git` pinned so that it cannot be renamed away.
+    let (pinned, git_read_only) = sandbox::git_protections(&workspace);
+    let mut read_only: Vec<std::path::PathBuf> = vec![workspace.join(".coord")];
+    read_only.extend(git_read_only);
     if let crate::context::DbTarget::Sqlite(db) = &ctx.db
         && let Some(dir) = db.parent()
     {
@@ -293,6 +315,7 @@ async fn enforced(
         hide_dirs,
         hide_files,
         empty,
+        pinned,
         read_only,
         env,
         inner,

@@ -261,6 +261,8 @@ fn only_the_policy_gets_out_of_the_sandbox() {
          echo x > .git/hooks/pre-commit 2>/dev/null; echo \"hooks=$?\"\n\
          echo x >> .git/config 2>/dev/null; echo \"gitconfig=$?\"\n\
          echo x > .git/other; echo \"git=$?\"\n\
+         mv .git .git_moved 2>/dev/null; echo \"gitmv=$?\"\n\
+         rm -rf .git/hooks 2>/dev/null; echo \"hooksrm=$?\"\n\
          exit 7",
         tls = tls.port
     );
@@ -303,6 +305,8 @@ fn only_the_policy_gets_out_of_the_sandbox() {
         "state=0",
         "hooks=0",
         "gitconfig=0",
+        "gitmv=0",
+        "hooksrm=0",
     ] {
         assert!(!t.contains(refused), "{refused:?} must fail:\n{t}");
     }
@@ -485,4 +489,39 @@ fn serve_runs_the_proxy_for_agents_with_a_managed_key() {
             ),
         ]
     );
+}
+
+/// The coord binary may live under /tmp (a CI checkout does), which the sandbox replaces
+/// with its own; a command that does not exist is reported as a shell would.
+#[test]
+fn the_binary_may_live_under_tmp_and_missing_commands_say_so() {
+    if !tools() {
+        return;
+    }
+    let p = Project::new();
+    let bin_dir = tempfile::tempdir().unwrap();
+    let copy = bin_dir.path().join("coord");
+    std::fs::copy(BIN, &copy).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(&copy)
+            .args(args)
+            .current_dir(p.repo.path())
+            .env("HOME", p.home.path())
+            .env_remove("COORD_DATABASE_URL")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["sandbox", "run", "--", "sh", "-c", "echo inside"]);
+    assert!(out.status.success() && text(&out).contains("inside"), "{}", text(&out));
+    let out = run(&["sandbox", "run", "--", "no-such-command-here"]);
+    assert_eq!(out.status.code(), Some(127), "{}", text(&out));
+    assert!(
+        text(&out).contains("no-such-command-here: command not found"),
+        "{}",
+        text(&out)
+    );
+    let out = run(&["sandbox", "run", "--no-sandbox", "--", "no-such-command-here"]);
+    assert_eq!(out.status.code(), Some(127), "{}", text(&out));
+    let out = run(&["sandbox", "run", "--env", "=x", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }

@@ -230,8 +230,15 @@ impl Proxy {
     }
 
     async fn tunnel(&self, who: &Principal, req: Request<Incoming>) -> Response<Body> {
-        let target = match req.uri().authority().map(|a| a.as_str()) {
-            Some(a) if !a.contains('@') => parse_target(a),
+        let target = match req.uri().authority() {
+            Some(a) if a.as_str().contains('@') => {
+                return failure(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_argument",
+                    "no user@ in a CONNECT target".into(),
+                );
+            }
+            Some(a) if a.port().is_some() => parse_target(a.as_str()),
             _ => {
                 return failure(
                     StatusCode::BAD_REQUEST,

@@ -56,11 +56,17 @@ pub struct Plan {
     /// An empty file (`/dev/null` would be a device on a `nodev` mount: unreadable,
     /// and a command should see an empty file rather than an error).
     pub empty: PathBuf,
-    /// Paths inside the workspace that stay read-only (coord's state).
+    /// Paths inside the workspace bound onto themselves, writable: a mount point cannot
+    /// be renamed or removed, so what is bound read-only inside it stays where git and
+    /// coord look for it (`.git`: renaming it away would leave the read-only hooks behind).
+    pub pinned: Vec<PathBuf>,
+    /// Paths inside the workspace that stay read-only (coord's state, git's hooks and config).
     pub read_only: Vec<PathBuf>,
     /// The whole environment of the command (nothing else is inherited).
     pub env: Vec<(String, String)>,
-    /// The relay and, after it, the command (`coord sandbox relay … -- cmd …`).
+    /// The relay and, after it, the command (`coord sandbox relay … -- cmd …`); its
+    /// first element, the coord binary, is bound in read-only (it may live under `/tmp`,
+    /// which the sandbox replaces).
     pub inner: Vec<OsString>,
 }
 
@@ -95,7 +101,7 @@ pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
             &"/tmp",
         ],
     );
-    for dir in [&plan.workspace, &plan.run_dir] {
+    for dir in [&plan.workspace, &plan.run_dir].into_iter().chain(&plan.pinned) {
         push(&mut a, &[&"--bind", dir, dir]);
     }
     for p in &plan.read_only {
@@ -106,6 +112,9 @@ pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
     }
     for f in &plan.hide_files {
         push(&mut a, &[&"--ro-bind", &plan.empty, f]);
+    }
+    if let Some(exe) = plan.inner.first() {
+        push(&mut a, &[&"--ro-bind", exe, exe]);
     }
     push(&mut a, &[&"--chdir", &plan.cwd]);
     for (k, v) in &plan.env {
@@ -133,6 +142,12 @@ pub const PASSED_ENV: &[&str] = &[
     "FORCE_COLOR",
 ];
 
+/// Whether `name` can be an environment variable's name (`[A-Za-z_][A-Za-z0-9_]*`).
+pub fn valid_env_name(name: &str) -> bool {
+    let mut b = name.bytes();
+    b.next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_') && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
 /// The command's environment: the variables of `from` that [`PASSED_ENV`] names, every
 /// `LC_*`, and the `extra` names (`NAME` passes the launcher's value, `NAME=VALUE` sets it).
 pub fn passed_env(from: &[(String, String)], extra: &[String]) -> Vec<(String, String)> {
@@ -148,6 +163,62 @@ pub fn passed_env(from: &[(String, String)], extra: &[String]) -> Vec<(String, S
         }
     }
     out
+}
+
+/// What git runs by itself, later and outside the sandbox, from a repository at
+/// `workspace`: its hooks and its config (`core.hooksPath`, `core.fsmonitor`), also of
+/// submodules (`.git/modules/…`) and a `core.hooksPath` inside the repository. Answers
+/// the paths to pin (`.git`, so it cannot be renamed away) and those to keep read-only
+/// (a linked worktree's `.git` file too: its git directory is outside, read-only anyway).
+pub fn git_protections(workspace: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let git = workspace.join(".git");
+    let (mut pinned, mut read_only) = (Vec::new(), Vec::new());
+    if git.is_file() {
+        read_only.push(git);
+        return (pinned, read_only);
+    }
+    if !git.is_dir() {
+        return (pinned, read_only);
+    }
+    pinned.push(git.clone());
+    let mut dirs = vec![(git.clone(), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        for name in ["hooks", "config"] {
+            let p = dir.join(name);
+            if p.exists() {
+                read_only.push(p);
+            }
+        }
+        if let Some(path) = hooks_path(&dir.join("config"), workspace) {
+            read_only.push(path);
+        }
+        // Submodules' git directories: .git/modules/<name>[/modules/<name>…].
+        if depth < 8
+            && let Ok(entries) = std::fs::read_dir(dir.join("modules"))
+        {
+            dirs.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.path().is_dir())
+                    .map(|e| (e.path(), depth + 1)),
+            );
+        }
+    }
+    (pinned, read_only)
+}
+
+/// A `core.hooksPath` of the config at `config` that names an existing directory inside
+/// `workspace` (relative paths are relative to the working tree).
+fn hooks_path(config: &Path, workspace: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(config).ok()?;
+    let value = text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("hookspath")
+            .then(|| v.trim().trim_matches('"').to_string())
+    })?;
+    let path = workspace.join(value);
+    (path.is_dir() && path.starts_with(workspace)).then_some(path)
 }
 
 /// The credential stores under `home` that exist (only those can be mounted over).
@@ -218,8 +289,26 @@ pub async fn relay_and_run(socket: PathBuf, port: u16, argv: Vec<OsString>) -> s
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command to run"))?;
-    let status = tokio::process::Command::new(program).args(args).status().await?;
-    Ok(exit_code(status))
+    let mut command = tokio::process::Command::new(program);
+    command.args(args);
+    run_like_a_shell(command, &program.to_string_lossy()).await
+}
+
+/// Runs `command` to its end and answers its exit code as a shell would: 127 when the
+/// program is not found, 126 when it cannot be executed (said on stderr, as a shell says it).
+pub async fn run_like_a_shell(mut command: tokio::process::Command, name: &str) -> std::io::Result<i32> {
+    match command.status().await {
+        Ok(status) => Ok(exit_code(status)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("coord sandbox: {name}: command not found");
+            Ok(127)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            eprintln!("coord sandbox: {name}: permission denied (not executable?)");
+            Ok(126)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 pub fn exit_code(status: ExitStatus) -> i32 {
@@ -247,10 +336,11 @@ mod tests {
             hide_dirs: vec!["/root/.ssh".into()],
             hide_files: vec!["/root/.netrc".into()],
             empty: "/tmp/run/empty".into(),
+            pinned: vec!["/w/.git".into()],
             read_only: vec!["/w/.coord".into()],
             env: vec![("HTTP_PROXY".into(), "http://a:t@127.0.0.1:3128".into())],
             inner: vec![
-                "coord".into(),
+                "/x/coord".into(),
                 "sandbox".into(),
                 "relay".into(),
                 "--".into(),
@@ -261,9 +351,9 @@ mod tests {
             text(&bwrap_args(&plan)),
             "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session --cap-drop ALL \
              --clearenv --ro-bind / / --dev /dev \
-             --proc /proc --tmpfs /tmp --bind /w /w --bind /tmp/run /tmp/run --ro-bind /w/.coord /w/.coord \
-             --tmpfs /root/.ssh --ro-bind /tmp/run/empty /root/.netrc --chdir /w/src \
-             --setenv HTTP_PROXY http://a:t@127.0.0.1:3128 -- coord sandbox relay -- curl"
+             --proc /proc --tmpfs /tmp --bind /w /w --bind /tmp/run /tmp/run --bind /w/.git /w/.git --ro-bind /w/.coord /w/.coord \
+             --tmpfs /root/.ssh --ro-bind /tmp/run/empty /root/.netrc --ro-bind /x/coord /x/coord --chdir /w/src \
+             --setenv HTTP_PROXY http://a:t@127.0.0.1:3128 -- /x/coord sandbox relay -- curl"
         );
     }
 
@@ -294,6 +384,33 @@ mod tests {
             env.iter()
                 .any(|(n, v)| n == "NO_PROXY" && v == "localhost,127.0.0.1,::1")
         );
+    }
+
+    #[test]
+    fn git_runs_nothing_the_sandbox_wrote() {
+        let ws = tempfile::tempdir().unwrap();
+        let w = ws.path();
+        for d in [".git/hooks", ".git/modules/sub/hooks", ".husky"] {
+            std::fs::create_dir_all(w.join(d)).unwrap();
+        }
+        std::fs::write(w.join(".git/config"), "[core]\n\thooksPath = .husky\n").unwrap();
+        std::fs::write(w.join(".git/modules/sub/config"), "[core]\n").unwrap();
+        let (pinned, mut ro) = git_protections(w);
+        assert_eq!(pinned, [w.join(".git")]);
+        ro.sort();
+        let mut want = vec![
+            w.join(".git/hooks"),
+            w.join(".git/config"),
+            w.join(".husky"),
+            w.join(".git/modules/sub/hooks"),
+            w.join(".git/modules/sub/config"),
+        ];
+        want.sort();
+        assert_eq!(ro, want);
+        // A linked worktree: .git is a file.
+        let wt = tempfile::tempdir().unwrap();
+        std::fs::write(wt.path().join(".git"), "gitdir: /elsewhere\n").unwrap();
+        assert_eq!(git_protections(wt.path()), (vec![], vec![wt.path().join(".git")]));
     }
 
     #[test]

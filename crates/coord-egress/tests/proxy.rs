@@ -372,7 +372,7 @@ async fn the_proxy_enforces_each_agents_policy_and_logs_every_attempt() {
             row("agent-a", "allowed.test", e, true, "allowlisted"),
             row("agent-a", "web.test", 22, false, "not_allowlisted"),
             row("agent-b", "allowed.test", e, false, "not_allowlisted"),
-            row("agent-a", "nowhere.test", 80, false, "no_allowed_address"),
+            row("agent-a", "nowhere.test", 80, false, "not_resolved"),
         ]
     );
     assert!(log.entries.iter().all(|e| e.access.alert != e.access.allowed));

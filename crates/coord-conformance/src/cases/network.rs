@@ -286,7 +286,7 @@ pub async fn network_policy_changes_apply_to_the_next_request(b: &dyn Backend) {
         ["151.101.0.223"],
         "only admitted addresses may be dialled"
     );
-    blocked(ask(Some(vec![]), false).await, "pypi.org", "no_allowed_address");
+    blocked(ask(Some(vec![]), false).await, "pypi.org", "not_resolved");
     assert_eq!(worker_log(&h).await, before + 2);
 
     // A change applies to the next request.

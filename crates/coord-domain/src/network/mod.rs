@@ -168,14 +168,33 @@ pub struct Rules {
     pub default: DefaultAction,
     pub allow: Vec<Entry>,
     pub deny: Vec<Entry>,
+    /// The profile names a policy that does not exist (or no longer reads): only its
+    /// required hosts are allowed, and everything else is refused as `unknown_policy`.
+    pub unknown: bool,
 }
 
 impl Rules {
     /// The rules of `who`'s policy among `policies`: its entries with `@category`
     /// expanded, the trust level's default categories when the policy asks for them,
     /// the profile's required hosts. A policy that does not exist, or whose entries no
-    /// longer read, allows nothing (`None`: refused as `unknown_policy`).
-    pub fn new(who: &EgressProfile, policies: &[PolicyEntry], categories: &[Category]) -> Option<Rules> {
+    /// longer read, allows only the required hosts (see [`Rules::unknown`]).
+    pub fn new(who: &EgressProfile, policies: &[PolicyEntry], categories: &[Category]) -> Rules {
+        let required: Vec<Entry> = who.required.iter().filter_map(|d| Entry::parse(d).ok()).collect();
+        Rules::of_policy(who, policies, categories, &required).unwrap_or_else(|| Rules {
+            policy: who.policy.clone(),
+            default: DefaultAction::Deny,
+            allow: required,
+            deny: Vec::new(),
+            unknown: true,
+        })
+    }
+
+    fn of_policy(
+        who: &EgressProfile,
+        policies: &[PolicyEntry],
+        categories: &[Category],
+        required: &[Entry],
+    ) -> Option<Rules> {
         let p = &policies.iter().find(|e| e.policy.name == who.policy)?.policy;
         let expand = |list: &[String]| -> Option<Vec<Entry>> {
             let mut out = Vec::new();
@@ -197,12 +216,13 @@ impl Rules {
                 allow.extend(c.domains.iter().filter_map(|d| Entry::parse(d).ok()));
             }
         }
-        allow.extend(who.required.iter().filter_map(|d| Entry::parse(d).ok()));
+        allow.extend(required.iter().cloned());
         Some(Rules {
             policy: p.name.clone(),
             default: p.default,
             allow,
             deny: expand(&p.deny)?,
+            unknown: false,
         })
     }
 }
@@ -300,22 +320,19 @@ pub fn domain_of(t: &Target) -> String {
 
 /// The answer to a check: the result, or `domain_blocked` naming the domain (with the
 /// port, the reason and the policy, which the access log keeps).
-pub fn answer(rules: Option<&Rules>, who: &EgressProfile, check: &Check) -> CoordResult<CheckNetworkAccessResult> {
+pub fn answer(rules: &Rules, check: &Check) -> CoordResult<CheckNetworkAccessResult> {
     let domain = domain_of(&check.target);
-    let (decision, policy) = match rules {
-        Some(r) => (
-            decide(r.default, &r.allow, &r.deny, &check.target, check.addresses.as_deref()),
-            r.policy.clone(),
-        ),
-        None => (
-            Decision {
-                reason: Reason::UnknownPolicy,
-                rule: None,
-                addresses: Vec::new(),
-            },
-            who.policy.clone(),
-        ),
-    };
+    let mut decision = decide(
+        rules.default,
+        &rules.allow,
+        &rules.deny,
+        &check.target,
+        check.addresses.as_deref(),
+    );
+    if rules.unknown && decision.reason == Reason::NotAllowlisted {
+        decision.reason = Reason::UnknownPolicy;
+    }
+    let policy = rules.policy.clone();
     if !decision.allowed() {
         let mut e = CoordError::new(
             ErrorCode::DomainBlocked,
@@ -477,7 +494,10 @@ pub fn validate_name(name: &str) -> CoordResult<String> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
     {
-        return Err(invalid("name", "1 to 64 lowercase letters, digits, '_' or '-'"));
+        return Err(invalid(
+            "name",
+            format!("name {name:?}: 1 to 64 lowercase letters, digits, '_' or '-'"),
+        ));
     }
     Ok(name.into())
 }
@@ -488,21 +508,21 @@ pub fn validate_policy(mut p: NetworkPolicy, categories: &[Category]) -> CoordRe
     p.name = validate_name(&p.name)?;
     p.description = p.description.trim().to_string();
     if p.description.chars().count() > 500 {
-        return Err(invalid("description", "at most 500 characters"));
+        return Err(invalid("description", "description: at most 500 characters"));
     }
     for (field, list) in [("allow", &mut p.allow), ("deny", &mut p.deny)] {
         if list.len() > MAX_ENTRIES {
             return Err(invalid(field, format!("at most {MAX_ENTRIES} entries")));
         }
         for (i, text) in list.iter_mut().enumerate() {
-            let e = Entry::parse(text).map_err(|m| invalid(&format!("{field}[{i}]"), m))?;
+            let e = Entry::parse(text).map_err(|m| invalid(&format!("{field}[{i}]"), format!("{field}[{i}]: {m}")))?;
             if let Pattern::Category(name) = &e.pattern
                 && !categories.iter().any(|c| &c.name == name)
             {
                 let known: Vec<&str> = categories.iter().map(|c| c.name.as_str()).collect();
                 return Err(invalid(
                     &format!("{field}[{i}]"),
-                    format!("no category {name} (there are {})", known.join(", ")),
+                    format!("{field}[{i}]: no category {name} (there are {})", known.join(", ")),
                 ));
             }
             *text = e.text;
@@ -559,7 +579,7 @@ pub struct AccessLogFilter {
 pub fn access_log_filter(req: NetworkAccessLogRequest, caller: &str, admin: bool) -> CoordResult<AccessLogFilter> {
     let limit = req.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
-        return Err(invalid("limit", "between 1 and 1000"));
+        return Err(invalid("limit", "limit: between 1 and 1000"));
     }
     let agent_id = match req.agent_id.map(|a| a.trim().to_string()) {
         Some(a) if !admin && a != caller => {

@@ -78,7 +78,14 @@ impl Entry {
                 text: text.into(),
             });
         }
+        let not_a_url = || format!("{text:?}: an entry is a host, *.host, an address or a network, not a URL or path");
+        if text.contains("://") {
+            return Err(not_a_url());
+        }
         let (host, ports) = split_port(text)?;
+        if host.contains('/') && net(host).is_none() {
+            return Err(not_a_url());
+        }
         let pattern = if host == "*" || host == "**" {
             return Err(format!(
                 "{text:?}: a bare * would allow every host; use default: allow for a policy that allows everything"
@@ -337,6 +344,8 @@ pub enum Reason {
     ReservedAddress,
     /// The name is allowed, but none of the addresses it resolved to may be reached.
     NoAllowedAddress,
+    /// The name is allowed, but it did not resolve to any address.
+    NotResolved,
     /// The caller's profile names a policy that does not exist: nothing is allowed.
     UnknownPolicy,
 }
@@ -350,6 +359,7 @@ impl Reason {
             Reason::NotAllowlisted => "not_allowlisted",
             Reason::ReservedAddress => "reserved_address",
             Reason::NoAllowedAddress => "no_allowed_address",
+            Reason::NotResolved => "not_resolved",
             Reason::UnknownPolicy => "unknown_policy",
         }
     }
@@ -413,8 +423,10 @@ pub fn decide(
         .copied()
         .filter(|ip| addresses.admits(*ip, target.port))
         .collect();
-    if resolved.is_some() && admitted.is_empty() {
-        return refuse(Reason::NoAllowedAddress, by);
+    match resolved {
+        Some([]) => return refuse(Reason::NotResolved, by),
+        Some(_) if admitted.is_empty() => return refuse(Reason::NoAllowedAddress, by),
+        _ => {}
     }
     Decision {
         reason,

@@ -95,7 +95,8 @@ pub fn parse_target(raw: &str) -> CoordResult<Target> {
 }
 
 /// A DNS name as the URL parser left it (lowercased, IDNA applied), checked: one
-/// trailing dot dropped, 1–63 character labels of `[a-z0-9_-]`, at most 253 in all.
+/// trailing dot dropped, 1–63 character labels of `[a-z0-9_-]` not starting or ending
+/// with `-`, at most 253 in all.
 fn name(d: &str) -> CoordResult<Host> {
     let d = d.strip_suffix('.').unwrap_or(d);
     if d.is_empty() || d.len() > 253 {
@@ -110,6 +111,9 @@ fn name(d: &str) -> CoordResult<Host> {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
         {
             return Err(bad(format!("host name {d:?} has a character a DNS name cannot have")));
+        }
+        if label.starts_with('-') || label.ends_with('-') {
+            return Err(bad(format!("host name {d:?} has a label starting or ending with '-'")));
         }
     }
     Ok(Host::Name(d.to_string()))

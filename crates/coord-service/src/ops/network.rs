@@ -57,7 +57,7 @@ impl Operation for CheckNetworkAccess {
             ..EgressProfile::default()
         });
         let rules = Rules::new(&who, &policies, &categories(&c.config().coordination_domains));
-        let outcome = network::answer(rules.as_ref(), &who, &check);
+        let outcome = network::answer(&rules, &check);
         c.store().network_decision(ctx, outcome, check.provisional).await
     }
 }
