@@ -133,8 +133,9 @@ impl Project {
         let repo = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(repo.path().join(".git/hooks")).unwrap();
         std::fs::write(repo.path().join(".git/config"), "[core]\n").unwrap();
-        // Not under /tmp: the sandbox has a private /tmp, which would hide it anyway.
-        let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        // Not under /tmp (a CI checkout's target directory is): the sandbox has a private
+        // /tmp, which would hide it and make the checks below pass for the wrong reason.
+        let home = tempfile::tempdir_in("/var/tmp").unwrap();
         std::fs::create_dir(home.path().join(".ssh")).unwrap();
         std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
         std::fs::write(home.path().join(".netrc"), "machine x password hunter2").unwrap();
@@ -262,6 +263,8 @@ fn only_the_policy_gets_out_of_the_sandbox() {
          echo x >> .git/config 2>/dev/null; echo \"gitconfig=$?\"\n\
          echo x > .git/other; echo \"git=$?\"\n\
          mv .git .git_moved 2>/dev/null; echo \"gitmv=$?\"\n\
+         python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>/dev/null; echo \"unix=$?\"\n\
+         python3 -c 'import socket; socket.socketpair()'; echo \"pair=$?\"\n\
          rm -rf .git/hooks 2>/dev/null; echo \"hooksrm=$?\"\n\
          exit 7",
         tls = tls.port
@@ -293,6 +296,7 @@ fn only_the_policy_gets_out_of_the_sandbox() {
         "run=0",
         "secret=none key=none kept=yes",
         "git=0",
+        "pair=0",
     ] {
         assert!(t.contains(want), "{want:?} in:\n{t}");
     }
@@ -307,6 +311,7 @@ fn only_the_policy_gets_out_of_the_sandbox() {
         "gitconfig=0",
         "gitmv=0",
         "hooksrm=0",
+        "unix=0",
     ] {
         assert!(!t.contains(refused), "{refused:?} must fail:\n{t}");
     }

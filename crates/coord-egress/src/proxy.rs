@@ -35,6 +35,26 @@ const MAX_HEAD: usize = 64 * 1024;
 /// Client connections served at once (each may hold a tunnel).
 pub const MAX_CONNECTIONS: usize = 1024;
 
+/// A TCP or Unix listener: what the accept loop needs of either.
+trait Listener: Send + 'static {
+    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    fn next(&self) -> impl std::future::Future<Output = std::io::Result<Self::Io>> + Send;
+}
+
+impl Listener for TcpListener {
+    type Io = TcpStream;
+    async fn next(&self) -> std::io::Result<TcpStream> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
+impl Listener for UnixListener {
+    type Io = tokio::net::UnixStream;
+    async fn next(&self) -> std::io::Result<tokio::net::UnixStream> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
 async fn backoff(e: std::io::Error) {
     tracing::warn!(error = %e, "proxy: accept failed; retrying");
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -88,24 +108,19 @@ impl Proxy {
     /// Serves TCP clients (forever: a failed accept, such as running out of file
     /// descriptors, is logged and retried shortly).
     pub async fn serve_tcp(self: Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
-        loop {
-            let slot = self.slot().await;
-            match listener.accept().await {
-                Ok((stream, _)) => tokio::spawn(self.clone().connection(stream, slot)),
-                Err(e) => {
-                    backoff(e).await;
-                    continue;
-                }
-            };
-        }
+        self.serve(listener).await
     }
 
     /// Serves clients of a Unix socket (the sandbox's relay), like [`Proxy::serve_tcp`].
     pub async fn serve_unix(self: Arc<Self>, listener: UnixListener) -> std::io::Result<()> {
+        self.serve(listener).await
+    }
+
+    async fn serve<L: Listener>(self: Arc<Self>, listener: L) -> std::io::Result<()> {
         loop {
             let slot = self.slot().await;
-            match listener.accept().await {
-                Ok((stream, _)) => tokio::spawn(self.clone().connection(stream, slot)),
+            match listener.next().await {
+                Ok(stream) => tokio::spawn(self.clone().connection(stream, slot)),
                 Err(e) => {
                     backoff(e).await;
                     continue;

@@ -281,16 +281,51 @@ pub fn find_bwrap() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Inside the namespace: listens on loopback, relays to `socket`, runs `argv` and
-/// answers its exit code (128 + the signal when killed by one).
+/// The seccomp program the sandboxed command runs under: no new Unix sockets
+/// (`socket(AF_UNIX, …)` fails with EPERM, so a host socket the hidden directories do not
+/// cover stays out of reach; `socketpair` still works), no io_uring (it can open sockets
+/// without the `socket` system call). Everything else is allowed.
+pub fn command_filter() -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule};
+    let arch = seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_UNIX as u64)
+        .map_err(|e| e.to_string())?;
+    let rules = std::collections::BTreeMap::from([
+        (
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![unix]).map_err(|e| e.to_string())?],
+        ),
+        (libc::SYS_io_uring_setup, vec![]),
+    ]);
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())
+}
+
+/// Inside the namespace: listens on loopback, relays to `socket` (before any filter: the
+/// relay itself needs its Unix socket), runs `argv` under [`command_filter`] and answers
+/// its exit code (128 + the signal when killed by one).
 pub async fn relay_and_run(socket: PathBuf, port: u16, argv: Vec<OsString>) -> std::io::Result<i32> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     tokio::spawn(crate::relay::relay(listener, socket));
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command to run"))?;
+    let filter = command_filter().map_err(std::io::Error::other)?;
     let mut command = tokio::process::Command::new(program);
     command.args(args);
+    // SAFETY: between fork and exec only prctl(NO_NEW_PRIVS) and seccomp(SET_MODE_FILTER)
+    // run, over a program compiled before the fork; the error is built without allocating.
+    unsafe {
+        command.pre_exec(move || {
+            seccompiler::apply_filter(&filter).map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))
+        });
+    }
     run_like_a_shell(command, &program.to_string_lossy()).await
 }
 
