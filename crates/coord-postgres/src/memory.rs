@@ -4,7 +4,7 @@
 use crate::rows::{NOW, get, id_text, int, uuid};
 use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
-use coord_domain::memory::query::words;
+use coord_domain::memory::query::{choose_terms, tags_text, words};
 use coord_domain::memory::rank::{Candidate, RankParams};
 use coord_domain::memory::skills::{self, GetSkillsResult, RecordSkillUseResult, Skill, SkillQuery, SkillUse};
 use coord_domain::memory::working::{self, Entry, EntryKind, EntryState, WorkingMemoryResult, WorkingUpdate};
@@ -43,7 +43,7 @@ fn candidate(r: &Row, raw_text: f64) -> R<Candidate> {
 const SESSION: &str = "(SELECT session_id FROM agent_sessions WHERE agent_id = $2 AND status <> 'disconnected')";
 
 fn tags_words(tags: &[String], event_type: &str) -> String {
-    words(&format!("{} {event_type}", tags.join(" ")))
+    words(&tags_text(tags, event_type))
 }
 
 pub async fn remember(tx: &Tx<'_>, ctx: &OpCtx, m: &NewMemory) -> R<RememberResult> {
@@ -171,19 +171,11 @@ pub async fn recall(tx: &Tx<'_>, ctx: &OpCtx, q: &RecallQuery, params: RankParam
                 &[&q.text.terms],
             )
             .await?;
-        let mut chosen: Vec<(String, i64)> = Vec::new();
-        for r in &stats {
-            let df: i64 = get(r, 1)?;
-            if df > 0 {
-                chosen.push((get(r, 0)?, df));
-            }
-        }
-        chosen.sort_by_key(|(_, df)| *df);
-        let mut total = 0;
-        chosen.retain(|(_, df)| {
-            total += df;
-            total - df == 0 || total <= memory::POSTINGS
-        });
+        let stats = stats
+            .iter()
+            .map(|r| Ok((get::<String>(r, 0)?, get::<i64>(r, 1)?)))
+            .collect::<R<Vec<_>>>()?;
+        let chosen = choose_terms(stats);
         if !chosen.is_empty() {
             let filter = chosen
                 .iter()

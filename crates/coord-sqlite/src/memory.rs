@@ -4,6 +4,7 @@
 use crate::rows::{json, opt_json, string_list, to_json, ts};
 use crate::{R, SqliteStore};
 use async_trait::async_trait;
+use coord_domain::memory::query::{choose_terms, tags_text};
 use coord_domain::memory::rank::{Candidate, RankParams};
 use coord_domain::memory::skills::{self, GetSkillsResult, RecordSkillUseResult, Skill, SkillQuery, SkillUse};
 use coord_domain::memory::working::{self, Entry, EntryKind, EntryState, WorkingMemoryResult, WorkingUpdate};
@@ -56,12 +57,6 @@ fn add_tags(c: &Connection, seq: i64, tags: &[String]) -> R<()> {
         insert.execute(params![t, seq])?;
     }
     Ok(())
-}
-
-fn tags_text(tags: &[String], event_type: &str) -> String {
-    let mut words = tags.to_vec();
-    words.push(event_type.to_string());
-    words.join(" ")
 }
 
 pub fn remember(c: &Connection, now: i64, who: &Identity, m: &NewMemory) -> R<RememberResult> {
@@ -172,13 +167,7 @@ pub fn recall(c: &Connection, now: i64, q: &RecallQuery, params: RankParams) -> 
         // RARE memories), however old, scored on its rare words: a lower bound of its
         // full score, since bm25 sums over the words.
         let stats = term_stats(c, &q.text.terms)?;
-        let mut chosen: Vec<(&String, i64)> = q.text.terms.iter().zip(stats).filter(|(_, df)| *df > 0).collect();
-        chosen.sort_by_key(|(_, df)| *df);
-        let mut total = 0;
-        chosen.retain(|(_, df)| {
-            total += df;
-            total - df == 0 || total <= memory::POSTINGS
-        });
+        let chosen = choose_terms(q.text.terms.iter().zip(stats));
         let or = |terms: &mut dyn Iterator<Item = &String>| {
             terms.map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR ")
         };
@@ -385,7 +374,7 @@ pub fn record_skill(c: &Connection, now: i64, who: &Identity, s: &SkillUse) -> R
              ON CONFLICT (merge_key) WHERE memory_type = 'procedural' DO UPDATE SET
                  successes = successes + excluded.successes, failures = failures + excluded.failures,
                  last_seen_at = MAX(last_seen_at, excluded.last_seen_at)
-             RETURNING seq, {SKILL_COLS}"
+             RETURNING {SKILL_COLS}, seq"
         ))?
         .query_row(
             params![
@@ -402,20 +391,7 @@ pub fn record_skill(c: &Connection, now: i64, who: &Identity, s: &SkillUse) -> R
                 failed,
                 now
             ],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    Skill::new(
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                        ts(r, 7)?,
-                    ),
-                ))
-            },
+            |r| Ok((r.get(7)?, skill_from_row(r)?)),
         )?;
     add_tags(c, seq, std::slice::from_ref(&s.task_type))?;
     if skill.uses == 1 {

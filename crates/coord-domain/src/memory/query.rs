@@ -84,9 +84,58 @@ pub fn words(text: &str) -> String {
         .join(" ")
 }
 
+/// The query words recall scores, from each word and how many memories hold it (its
+/// document frequency): words no memory holds are dropped, then the rarest first while
+/// their frequencies add up to at most [`super::POSTINGS`] (the rarest is always kept).
+/// Common words weigh little in the score and cost a posting-list read each, so both
+/// stores choose the same words this way. Answers (word, frequency), rarest first.
+pub fn choose_terms<T>(terms: impl IntoIterator<Item = (T, i64)>) -> Vec<(T, i64)> {
+    let mut chosen: Vec<(T, i64)> = terms.into_iter().filter(|(_, df)| *df > 0).collect();
+    chosen.sort_by_key(|(_, df)| *df);
+    let mut total = 0;
+    chosen.retain(|(_, df)| {
+        total += df;
+        total - df == 0 || total <= super::POSTINGS
+    });
+    chosen
+}
+
+/// The text a memory's tags and event type are indexed as (a tag or an event type is a
+/// word of the query's vocabulary).
+pub fn tags_text(tags: &[String], event_type: &str) -> String {
+    let mut words = tags.to_vec();
+    words.push(event_type.to_string());
+    words.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terms_are_chosen_rarest_first_within_the_postings_budget() {
+        let p = super::super::POSTINGS;
+        type Case<'a> = (&'a [(&'a str, i64)], &'a [&'a str]);
+        let cases: &[Case] = &[
+            (&[], &[]),
+            (&[("absent", 0)], &[]),
+            (&[("a", 5), ("b", 1), ("c", 0)], &["b", "a"]),
+            (&[("common", p + 10), ("rare", 3)], &["rare"]),
+            (&[("common", p + 10)], &["common"]),
+            (&[("x", p / 2), ("y", p / 2), ("z", 1)], &["z", "x"]),
+        ];
+        for (input, want) in cases {
+            let got: Vec<&str> = choose_terms(input.iter().copied())
+                .into_iter()
+                .map(|(t, _)| t)
+                .collect();
+            assert_eq!(got, *want, "{input:?}");
+        }
+        assert_eq!(
+            tags_text(&["ci".into(), "flaky-test".into()], "error"),
+            "ci flaky-test error"
+        );
+    }
 
     #[test]
     fn terms_table() {
