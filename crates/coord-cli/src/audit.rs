@@ -142,7 +142,8 @@ fn parse_head(raw: &str) -> CoordResult<ChainHead> {
 
 /// What a row was about, when its parameters name one thing: a file, a command, a task.
 fn target(parameters: &Value) -> String {
-    ["path", "file_path", "command", "task_id"]
+    // `target` (a network check), `name` (a policy, a guardrail), `agent_id` (whose).
+    ["path", "file_path", "command", "task_id", "target", "name"]
         .iter()
         .find_map(|k| parameters.get(*k).and_then(Value::as_str))
         .map(|t| ellipsis(t, 40))

@@ -225,7 +225,15 @@ fn limits(l: &ResourceLimits) -> String {
 }
 
 fn render_list(r: &ListProfilesResult) -> String {
-    let mut t = table(&["PROFILE", "TRUST", "ALLOWED", "BLOCKED", "LIMITS", "ASSIGNED TO"]);
+    let mut t = table(&[
+        "PROFILE",
+        "TRUST",
+        "ALLOWED",
+        "BLOCKED",
+        "LIMITS",
+        "NETWORK",
+        "ASSIGNED TO",
+    ]);
     for p in &r.profiles {
         let assigned: Vec<String> = r
             .assignments
@@ -245,6 +253,7 @@ fn render_list(r: &ListProfilesResult) -> String {
             perms(&p.allowed_operations),
             perms(&p.blocked_operations),
             limits(&p.resource_limits),
+            p.network_policy.clone().unwrap_or_else(|| "deny_all".into()),
             if assigned.is_empty() {
                 "-".into()
             } else {
