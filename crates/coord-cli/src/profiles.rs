@@ -56,9 +56,17 @@ pub async fn run(cmd: ProfileCommand, coord: &dyn Coordination, ctx: &Context, o
                 Ok(r) => r,
                 Err(e) => return out.error(&e),
             };
+            let policies: Vec<(String, String)> = req
+                .profiles
+                .iter()
+                .filter_map(|p| p.network_policy.clone().map(|n| (p.name.clone(), n)))
+                .collect();
             let answer = run_op::<ops::ApplyProfiles>(coord, ctx, req)
                 .await
                 .map_err(|e| name_the_profile(e, &names));
+            if answer.is_ok() {
+                warn_unknown_policies(coord, ctx, &policies).await;
+            }
             out.result(answer, |r| {
                 let mut t = table(&["PROFILE", "CHANGE", "TRUST"]);
                 for c in &r.changes {
@@ -118,6 +126,28 @@ pub async fn run(cmd: ProfileCommand, coord: &dyn Coordination, ctx: &Context, o
 
 fn describe(t: &ProfileTarget) -> &'static str {
     if t.agent.is_some() { "agent" } else { "agent type" }
+}
+
+/// Says on stderr which applied profiles name a network policy that does not exist (their
+/// agents get no network at all: `unknown_policy`). A profile may be applied before its
+/// policy, so this warns and does not refuse.
+async fn warn_unknown_policies(coord: &dyn Coordination, ctx: &Context, named: &[(String, String)]) {
+    if named.is_empty() {
+        return;
+    }
+    let me = Principal::local(ctx.caller.clone());
+    let Ok(list) = call::<coord_service::ops::network::ListNetworkPolicies, _>(coord, &me, Default::default()).await
+    else {
+        return;
+    };
+    for (profile, policy) in named {
+        if !list.policies.iter().any(|p| &p.policy.name == policy) {
+            eprintln!(
+                "warning: profile {profile} names network policy {policy}, which does not exist: its agents get no network \
+                 until it does (coord network set, coord network policies)"
+            );
+        }
+    }
 }
 
 /// A YAML or JSON document from `file` (`-`: stdin).

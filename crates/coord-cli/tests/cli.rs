@@ -1380,4 +1380,19 @@ fn network_commands_check_change_and_log() {
     assert_eq!(hosts, ["pypi.org", "127.0.0.1"], "newest first, refusals only");
     let out = repo.run(&["network", "reset", "team"]);
     assert!(stdout(&out).contains("network policy team removed"), "{}", stdout(&out));
+
+    // A profile naming a policy that does not exist is applied, with a warning.
+    std::fs::write(
+        repo.root().join("p.yaml"),
+        "profiles:\n  - {name: lost, agent_type: t, trust_level: 1, network_policy: no_such_policy}\n  - {name: fine, agent_type: t, trust_level: 1, network_policy: deny_all}\n",
+    )
+    .unwrap();
+    let out = repo.run(&["profile", "apply", "p.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("profile lost names network policy no_such_policy, which does not exist"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("profile fine"), "{}", stderr(&out));
 }
