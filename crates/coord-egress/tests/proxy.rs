@@ -172,6 +172,17 @@ async fn get(proxy: SocketAddr, url: &str, host: &str, auth: &str) -> String {
     .await
 }
 
+/// `get` of `http://{host}:{port}{path}` with the matching Host header.
+async fn fetch(proxy: SocketAddr, host: &str, port: u16, path: &str, auth: &str) -> String {
+    get(
+        proxy,
+        &format!("http://{host}:{port}{path}"),
+        &format!("{host}:{port}"),
+        auth,
+    )
+    .await
+}
+
 fn status(answer: &str) -> &str {
     answer.split(' ').nth(1).unwrap_or("")
 }
@@ -194,91 +205,43 @@ async fn the_proxy_enforces_each_agents_policy_and_logs_every_attempt() {
     let port = web.port();
 
     // No credential, or another agent's: 407, nothing decided.
-    let r = get(
-        s.proxy,
-        &format!("http://allowed.test:{port}/"),
-        &format!("allowed.test:{port}"),
-        "",
-    )
-    .await;
+    let r = fetch(s.proxy, "allowed.test", port, "/", "").await;
     assert_eq!(status(&r), "407", "{r}");
     assert!(r.to_lowercase().contains("proxy-authenticate: basic"), "{r}");
     let stolen = auth("agent-a", &s.b);
-    let r = get(
-        s.proxy,
-        &format!("http://allowed.test:{port}/"),
-        &format!("allowed.test:{port}"),
-        &stolen,
-    )
-    .await;
+    let r = fetch(s.proxy, "allowed.test", port, "/", &stolen).await;
     assert_eq!(status(&r), "407", "B's token under A's name: {r}");
 
     // Allowed: forwarded in origin form, without the proxy's headers.
-    let r = get(
-        s.proxy,
-        &format!("http://allowed.test:{port}/p?q=1"),
-        &format!("allowed.test:{port}"),
-        &a,
-    )
-    .await;
+    let r = fetch(s.proxy, "allowed.test", port, "/p?q=1", &a).await;
     assert_eq!(status(&r), "200", "{r}");
     assert!(r.contains("served by 127.0.0.2\nGET /p?q=1 HTTP/1.1"), "{r}");
     assert!(!r.to_lowercase().contains("proxy-authorization"), "{r}");
 
     // Refused by name (never resolved), by address, or for a reserved literal.
-    let r = get(
-        s.proxy,
-        &format!("http://denied.test:{port}/"),
-        &format!("denied.test:{port}"),
-        &a,
-    )
-    .await;
+    let r = fetch(s.proxy, "denied.test", port, "/", &a).await;
     assert_eq!(status(&r), "403", "{r}");
     assert!(
         r.contains("\"error\":\"domain_blocked\"") && r.contains("\"domain\":\"denied.test\""),
         "{r}"
     );
     let o = other.port();
-    let r = get(
-        s.proxy,
-        &format!("http://rebind.test:{o}/"),
-        &format!("rebind.test:{o}"),
-        &a,
-    )
-    .await;
+    let r = fetch(s.proxy, "rebind.test", o, "/", &a).await;
     assert_eq!(
         status(&r),
         "403",
         "an allowed name resolving to a reserved address: {r}"
     );
     assert!(r.contains("no_allowed_address"), "{r}");
-    let r = get(
-        s.proxy,
-        &format!("http://mixed.test:{port}/"),
-        &format!("mixed.test:{port}"),
-        &a,
-    )
-    .await;
+    let r = fetch(s.proxy, "mixed.test", port, "/", &a).await;
     assert_eq!(status(&r), "200", "{r}");
     assert!(
         r.contains("served by 127.0.0.2"),
         "only the admitted address is dialled: {r}"
     );
-    let r = get(
-        s.proxy,
-        &format!("http://127.0.0.2:{port}/"),
-        &format!("127.0.0.2:{port}"),
-        &a,
-    )
-    .await;
+    let r = fetch(s.proxy, "127.0.0.2", port, "/", &a).await;
     assert_eq!(status(&r), "200", "a listed address: {r}");
-    let r = get(
-        s.proxy,
-        &format!("http://2130706433:{port}/"),
-        &format!("2130706433:{port}"),
-        &a,
-    )
-    .await;
+    let r = fetch(s.proxy, "2130706433", port, "/", &a).await;
     assert_eq!(status(&r), "403", "127.0.0.1 spelled as a number: {r}");
     assert!(r.contains("\"domain\":\"127.0.0.1\""), "{r}");
 
