@@ -85,6 +85,17 @@ pub struct GlobalArgs {
         value_name = "HOST"
     )]
     pub coordination_domains: Vec<String>,
+    /// Model endpoints for network policies' `model_providers` category, beyond
+    /// api.anthropic.com and api.openai.com (`host`, `host:port`; repeatable or
+    /// comma-separated): what agents launched by `coord agent run` must reach
+    #[arg(
+        long = "model-endpoint",
+        global = true,
+        env = "COORD_MODEL_ENDPOINTS",
+        value_delimiter = ',',
+        value_name = "HOST"
+    )]
+    pub model_endpoints: Vec<String>,
     /// Whether --agent-id and --agent-type were written on the command line (not taken
     /// from COORD_AGENT_ID/COORD_AGENT_TYPE): commands that mint a credential for another
     /// identity (`coord keys`, `coord cloud`) use only what was written, so an
@@ -206,6 +217,11 @@ pub enum Command {
     /// network policy (bubblewrap; docs/network.md)
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Agents coord launches: definitions in .claude/agents/*.md, their profile
+    /// (read_only, write, verification, design), the exact command line per runtime, and
+    /// launching one in the sandbox with least privilege (docs/agents.md)
+    #[command(subcommand)]
+    Agent(AgentCommand),
     /// The egress proxy alone: HTTP CONNECT and plain-HTTP forwarding for agents that
     /// authenticate with `Proxy-Authorization: Basic <agent id>:<managed API key>`
     /// (`coord keys create`), each held to its own network policy; every attempt is
@@ -746,13 +762,75 @@ pub enum SandboxCommand {
     /// the command
     #[command(hide = true)]
     Relay {
-        #[arg(long)]
-        socket: std::path::PathBuf,
-        #[arg(long, default_value_t = 3128)]
-        port: u16,
+        /// PORT=SOCKET: listen on 127.0.0.1:PORT, carry each connection to SOCKET (repeatable)
+        #[arg(long = "forward", value_parser = parse_forward, required = true)]
+        forwards: Vec<(u16, std::path::PathBuf)>,
         #[arg(last = true, required = true)]
         command: Vec<std::ffi::OsString>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// The agent definitions of this repository (.claude/agents/*.md), invalid ones with their errors
+    List,
+    /// One definition: profile (and why), tools, model, system prompt
+    Show {
+        /// The agent's name (its `name:` field or its file name)
+        agent: String,
+    },
+    /// The exact command line, environment and generated files of a launch; $RUN,
+    /// $AGENT_ID and the key stand for what each launch creates
+    Flags(AgentFlagsArgs),
+    /// Launch an agent on a task: its own identity and key, its profile assigned, inside
+    /// the sandbox (bubblewrap; the workspace read-only unless the profile writes; the
+    /// egress proxy the only way out), stopped at the profile's max_execution_time
+    Run(AgentRunArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AgentFlagsArgs {
+    pub agent: String,
+    /// claude, codex or aider
+    #[arg(long, default_value = "claude")]
+    pub runtime: String,
+    /// The task (default: a placeholder)
+    #[arg(long, default_value = "$TASK")]
+    pub task: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AgentRunArgs {
+    pub agent: String,
+    /// What the agent is asked to do
+    pub task: String,
+    /// claude, codex or aider
+    #[arg(long, default_value = "claude")]
+    pub runtime: String,
+    /// The runtime's program (default: claude, codex or aider on the PATH)
+    #[arg(long)]
+    pub program: Option<std::path::PathBuf>,
+    /// The model endpoint the agent talks to (default: $ANTHROPIC_BASE_URL for claude,
+    /// $OPENAI_BASE_URL for codex and aider, else the provider's own). An http:// URL on
+    /// this machine's loopback is relayed into the sandbox; any other host goes through
+    /// the proxy as the `model_providers` category
+    #[arg(long, value_name = "URL")]
+    pub model_url: Option<String>,
+    /// Stop the agent after this long (default: its profile's max_execution_time, else 30m)
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Pass this variable (NAME, or NAME=VALUE) into the sandbox; repeatable
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// Resolve NAME to ADDRESS in the proxy instead of asking DNS (NAME=ADDRESS; repeatable)
+    #[arg(long = "resolve", value_name = "NAME=ADDRESS")]
+    pub resolve: Vec<String>,
+}
+
+fn parse_forward(s: &str) -> Result<(u16, std::path::PathBuf), String> {
+    let (port, socket) = s.split_once('=').ok_or("give PORT=SOCKET")?;
+    let port = port.parse::<u16>().map_err(|e| format!("port {port:?}: {e}"))?;
+    Ok((port, socket.into()))
 }
 
 #[derive(Debug, clap::Args)]

@@ -68,6 +68,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Serve(_)
         | Command::Proxy(_)
         | Command::Sandbox(_)
+        | Command::Agent(_)
         | Command::Keys(_)
         | Command::Cloud(_)
         | Command::Ports(_)

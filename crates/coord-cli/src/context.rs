@@ -81,6 +81,7 @@ pub struct Context {
     pub working_memory_budget: Option<i64>,
     pub recall_half_life_days: Option<u32>,
     pub coordination_domains: Vec<String>,
+    pub model_endpoints: Vec<String>,
 }
 
 impl Context {
@@ -142,6 +143,7 @@ impl Context {
             working_memory_budget: global.working_memory_budget,
             recall_half_life_days: global.recall_half_life_days,
             coordination_domains: coordination_domains(&global.coordination_domains)?,
+            model_endpoints: hosts("model-endpoint", &global.model_endpoints)?,
         })
     }
 
@@ -297,23 +299,28 @@ pub fn explicit_agent_type(global: &GlobalArgs) -> Option<String> {
         .or_else(|| std::env::var("AGENT_TYPE").ok().filter(|t| !t.trim().is_empty()))
 }
 
-/// The coordinator's own hosts: those given, each a valid policy entry, and the host of
-/// COORDINATION_API_URL.
-fn coordination_domains(given: &[String]) -> CoordResult<Vec<String>> {
+/// Hosts given to `--<flag>`, each a valid policy entry that is not a category.
+fn hosts(flag: &str, given: &[String]) -> CoordResult<Vec<String>> {
     let mut out = Vec::new();
     for d in given.iter().map(|d| d.trim()).filter(|d| !d.is_empty()) {
         let e = coord_domain::network::Entry::parse(d).map_err(|m| {
-            CoordError::new(ErrorCode::InvalidArgument, format!("--coordination-domain: {m}"))
-                .with_field("coordination_domain")
+            CoordError::new(ErrorCode::InvalidArgument, format!("--{flag}: {m}")).with_field(&flag.replace('-', "_"))
         })?;
         if matches!(e.pattern, coord_domain::network::Pattern::Category(_)) {
             return Err(CoordError::new(
                 ErrorCode::InvalidArgument,
-                "--coordination-domain: a host, not a @category",
+                format!("--{flag}: a host, not a @category"),
             ));
         }
         out.push(d.to_string());
     }
+    Ok(out)
+}
+
+/// The coordinator's own hosts: those given, each a valid policy entry, and the host of
+/// COORDINATION_API_URL.
+fn coordination_domains(given: &[String]) -> CoordResult<Vec<String>> {
+    let mut out = hosts("coordination-domain", given)?;
     // With its port: the API rarely listens on 80 or 443 only (`coord serve`: 8081).
     if let Ok(url) = std::env::var("COORDINATION_API_URL")
         && let Ok(t) = coord_domain::network::parse_target(&url)

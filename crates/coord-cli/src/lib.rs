@@ -11,6 +11,7 @@ pub mod context;
 mod files;
 mod guard;
 pub mod hooks;
+pub mod launch;
 mod memory;
 mod network;
 pub mod notify;
@@ -43,7 +44,7 @@ pub fn main() -> ExitCode {
     init_logging();
     // Servers get worker threads; one-shot commands need none.
     let mut builder = match cli.command {
-        Command::Serve(_) | Command::Mcp | Command::Proxy(_) | Command::Sandbox(_) => {
+        Command::Serve(_) | Command::Mcp | Command::Proxy(_) | Command::Sandbox(_) | Command::Agent(_) => {
             tokio::runtime::Builder::new_multi_thread()
         }
         _ => tokio::runtime::Builder::new_current_thread(),
@@ -107,6 +108,9 @@ pub async fn run(cli: Cli) -> u8 {
     }
     if let Command::Sandbox(cmd) = cli.command {
         return sandbox::run(cmd, &ctx, out).await;
+    }
+    if let Command::Agent(cmd) = cli.command {
+        return launch::run(cmd, &ctx, out).await;
     }
     if let Command::Ports(cmd) = cli.command {
         let ports = match open::ports(&ctx) {

@@ -133,6 +133,7 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
                 .recall_half_life_days
                 .map_or(CoordConfig::default().recall_half_life_days, f64::from),
             coordination_domains: ctx.coordination_domains.clone(),
+            model_endpoints: ctx.model_endpoints.clone(),
             ..CoordConfig::default()
         },
     );

@@ -83,7 +83,7 @@ pub async fn proxy(args: &ProxyArgs, ctx: &Context, out: Output) -> u8 {
 
 pub async fn run(cmd: SandboxCommand, ctx: &Context, out: Output) -> u8 {
     match cmd {
-        SandboxCommand::Relay { socket, port, command } => match sandbox::relay_and_run(socket, port, command).await {
+        SandboxCommand::Relay { forwards, command } => match sandbox::relay_and_run(forwards, command).await {
             Ok(code) => u8::try_from(code).unwrap_or(255),
             Err(e) => {
                 eprintln!("coord sandbox relay: {e}");
@@ -97,7 +97,7 @@ pub async fn run(cmd: SandboxCommand, ctx: &Context, out: Output) -> u8 {
     }
 }
 
-fn unavailable(message: String) -> CoordError {
+pub fn unavailable(message: String) -> CoordError {
     CoordError::new(ErrorCode::SandboxUnavailable, message)
 }
 
@@ -233,18 +233,62 @@ async fn enforced(
     token: &str,
     args: &SandboxRunArgs,
 ) -> CoordResult<std::process::ExitStatus> {
-    let command = &args.command;
     let run_dir = tempfile::Builder::new()
         .prefix("coord-sandbox-")
         .tempdir()
         .map_err(|e| io("cannot create the run directory", e))?;
-    let socket = run_dir.path().join("proxy.sock");
-    let listener = tokio::net::UnixListener::bind(&socket).map_err(|e| io("cannot start the proxy", e))?;
-    tokio::spawn(proxy.serve_unix(listener));
-    let empty = run_dir.path().join("empty");
-    std::fs::write(&empty, b"").map_err(|e| io("cannot create the run directory", e))?;
-    let exe = std::env::current_exe().map_err(|e| io("cannot find the coord binary", e))?;
-    let workspace = ctx.repo_root.clone();
+    let here: Vec<(String, String)> = std::env::vars().collect();
+    let mut command = enforced_command(Enforced {
+        proxy,
+        bwrap,
+        ctx,
+        agent_id,
+        agent_type: AGENT_TYPE,
+        token,
+        writable: vec![ctx.repo_root.clone()],
+        visible: Vec::new(),
+        run_dir: run_dir.path().to_path_buf(),
+        env: sandbox::passed_env(&here, &args.env),
+        forwards: Vec::new(),
+        command: args.command.clone(),
+    })?;
+    command.status().await.map_err(|e| io("cannot start bubblewrap", e))
+}
+
+/// A command tree to run in bubblewrap (docs/network.md): what is writable, the run's
+/// directory (the proxy socket, HOME and TMPDIR of launched agents), the environment,
+/// loopback ports relayed to Unix sockets the caller serves.
+pub struct Enforced<'a> {
+    pub proxy: Arc<Proxy>,
+    pub bwrap: &'a std::path::Path,
+    pub ctx: &'a Context,
+    pub agent_id: &'a str,
+    pub agent_type: &'a str,
+    pub token: &'a str,
+    /// Absolute paths inside the workspace (or the workspace itself).
+    pub writable: Vec<std::path::PathBuf>,
+    /// Read-only directories the command needs besides the workspace (a runtime's
+    /// install directory: the sandbox replaces `/tmp`).
+    pub visible: Vec<std::path::PathBuf>,
+    pub run_dir: std::path::PathBuf,
+    /// The command's environment (nothing else is passed); the proxy variables and
+    /// coord's identity variables are added.
+    pub env: Vec<(String, String)>,
+    /// Loopback ports inside and the Unix sockets (served by the caller) they lead to.
+    pub forwards: Vec<(u16, std::path::PathBuf)>,
+    pub command: Vec<OsString>,
+}
+
+/// The bubblewrap command of `e`, its proxy listening on a socket in the run directory.
+pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command> {
+    let socket = e.run_dir.join("proxy.sock");
+    let _ = std::fs::remove_file(&socket);
+    let listener = tokio::net::UnixListener::bind(&socket).map_err(|x| io("cannot start the proxy", x))?;
+    tokio::spawn(e.proxy.serve_unix(listener));
+    let empty = e.run_dir.join("empty");
+    std::fs::write(&empty, b"").map_err(|x| io("cannot create the run directory", x))?;
+    let exe = std::env::current_exe().map_err(|x| io("cannot find the coord binary", x))?;
+    let workspace = e.ctx.repo_root.clone();
     let cwd = std::env::current_dir()
         .ok()
         .filter(|d| d.starts_with(&workspace))
@@ -260,20 +304,26 @@ async fn enforced(
         .flatten()
     {
         let dir: std::path::PathBuf = dir;
-        if dir.is_dir() && !dir.is_symlink() && !workspace.starts_with(&dir) {
+        if dir.is_dir() && !dir.is_symlink() && !workspace.starts_with(&dir) && !e.run_dir.starts_with(&dir) {
             hide_dirs.push(dir);
         }
     }
-    if let Some(key) = open::audit_key_path(ctx).filter(|k| k.is_file()) {
+    if let Some(key) = open::audit_key_path(e.ctx).filter(|k| k.is_file()) {
         hide_files.push(key);
     }
     // Read-only inside the workspace: coord's own state (a sandboxed command cannot
     // rewrite its policy or the audit trail) and what git runs on its own, later, outside
-    // (hooks, config), with `.git` pinned so that it cannot be renamed away.
+    // (hooks, config), with `.git` pinned so that it cannot be renamed away (only when
+    // the workspace is writable: a pinned `.git` is a writable bind).
     let (pinned, git_read_only) = sandbox::git_protections(&workspace);
+    let pinned = if e.writable.contains(&workspace) {
+        pinned
+    } else {
+        Vec::new()
+    };
     let mut read_only: Vec<std::path::PathBuf> = vec![workspace.join(".coord")];
     read_only.extend(git_read_only);
-    if let crate::context::DbTarget::Sqlite(db) = &ctx.db
+    if let crate::context::DbTarget::Sqlite(db) = &e.ctx.db
         && let Some(dir) = db.parent()
     {
         if dir == workspace {
@@ -289,28 +339,29 @@ async fn enforced(
     }
     read_only.retain(|p| p.exists() && p.starts_with(&workspace) && p != &workspace);
     read_only.dedup();
-    let here: Vec<(String, String)> = std::env::vars().collect();
-    let mut env = sandbox::passed_env(&here, &args.env);
+    let mut env = e.env;
     env.extend(sandbox::proxy_env(&format!(
-        "http://{agent_id}:{token}@127.0.0.1:{RELAY_PORT}"
+        "http://{}:{}@127.0.0.1:{RELAY_PORT}",
+        e.agent_id, e.token
     )));
-    env.push(("COORD_AGENT_ID".into(), agent_id.into()));
-    env.push(("COORD_AGENT_TYPE".into(), AGENT_TYPE.into()));
+    env.push(("COORD_AGENT_ID".into(), e.agent_id.into()));
+    env.push(("COORD_AGENT_TYPE".into(), e.agent_type.into()));
     env.push(("COORD_SANDBOX".into(), "1".into()));
-    let mut inner: Vec<OsString> = vec![
-        exe.into(),
-        "sandbox".into(),
-        "relay".into(),
-        "--socket".into(),
-        socket.clone().into(),
-        "--port".into(),
-        RELAY_PORT.to_string().into(),
-        "--".into(),
-    ];
-    inner.extend(command.iter().cloned());
+    let mut inner: Vec<OsString> = vec![exe.into(), "sandbox".into(), "relay".into()];
+    for (port, sock) in std::iter::once((RELAY_PORT, socket.clone())).chain(e.forwards) {
+        inner.push("--forward".into());
+        let mut f = OsString::from(format!("{port}="));
+        f.push(sock);
+        inner.push(f);
+    }
+    inner.push("--".into());
+    inner.extend(e.command);
+    let mut visible = vec![workspace.clone()];
+    visible.extend(e.visible);
     let plan = Plan {
-        workspace: workspace.clone(),
-        run_dir: run_dir.path().to_path_buf(),
+        visible,
+        writable: e.writable,
+        run_dir: e.run_dir.clone(),
         cwd,
         hide_dirs,
         hide_files,
@@ -320,9 +371,7 @@ async fn enforced(
         env,
         inner,
     };
-    tokio::process::Command::new(bwrap)
-        .args(sandbox::bwrap_args(&plan))
-        .status()
-        .await
-        .map_err(|e| io("cannot start bubblewrap", e))
+    let mut command = tokio::process::Command::new(e.bwrap);
+    command.args(sandbox::bwrap_args(&plan));
+    Ok(command)
 }

@@ -13,7 +13,7 @@ const GIT_HOOK_MARKER: &str = "# installed by `coord init git-hook`";
 
 /// The Claude Code tools coord's PreToolUse hook sees: file edits (locks, credential
 /// files) and shell commands (destructive-operation guardrails).
-pub const PRE_TOOL_USE_MATCHER: &str = "Write|Edit|MultiEdit|NotebookEdit|Bash";
+pub use coord_domain::agents::launch::PRE_TOOL_USE_MATCHER;
 
 /// One file a setup wants to write.
 #[derive(Debug, Clone)]

@@ -191,3 +191,27 @@ fn a_strands_agent_claims_and_completes_a_task() {
 fn codex_is_refused_a_file_claude_code_holds() {
     scenario("codex-vs-claude");
 }
+
+/// `coord agent run` launches a READ_ONLY Claude Code worker (a `.claude/agents` definition)
+/// in the sandbox: Write does not exist for it, its Bash write and its read outside the
+/// workspace are refused, the file is untouched; coord's MCP tools work under its own
+/// identity and key (revoked afterwards); its final answer reaches the caller.
+#[test]
+fn a_read_only_worker_cannot_write() {
+    scenario("worker-read-only");
+}
+
+/// A WRITE worker edits inside the workspace, is refused outside it, and a test runner it
+/// may run (`make`, repository code running curl) cannot reach a host its policy denies:
+/// the proxy answers 403 and the access log has the refusal.
+#[test]
+fn a_write_worker_writes_inside_only_and_reaches_only_allowed_hosts() {
+    scenario("worker-write");
+}
+
+/// A worker past its deadline is stopped (its whole process group), its lock released and
+/// its claimed task back in the queue for another agent.
+#[test]
+fn a_worker_past_its_deadline_is_stopped_and_its_work_released() {
+    scenario("worker-deadline");
+}

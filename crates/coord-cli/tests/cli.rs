@@ -1396,3 +1396,65 @@ fn network_commands_check_change_and_log() {
     );
     assert!(!stderr(&out).contains("profile fine"), "{}", stderr(&out));
 }
+
+#[test]
+fn agent_definitions_are_listed_checked_and_turned_into_flags() {
+    let repo = Repo::new();
+    let dir = repo.root().join(".claude/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("code-reviewer.md"),
+        "---\nname: code-reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash\n---\nYou review.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("helper.md"),
+        "---\nname: helper\ndescription: x\ntools: Read, Frobnicate\npermissionMode: bypassPermissions\n---\n",
+    )
+    .unwrap();
+    // The list shows both; the invalid one with every error, and the exit code says so.
+    let (v, c) = repo.json_as("user", &["agent", "list"]);
+    assert_eq!(c, 2, "{v}");
+    let agents = v["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    assert_eq!(agents[0]["definition"]["profile"], "read_only");
+    let fields: Vec<&str> = agents[1]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["permissionMode", "tools[1]"]);
+    let (v, c) = repo.json_as("user", &["agent", "show", "helper"]);
+    assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
+    assert_eq!(v["errors"].as_array().map(Vec::len), Some(2), "{v}");
+    let (v, c) = repo.json_as("user", &["agent", "show", "nobody"]);
+    assert_eq!((c, v["error"].as_str()), (1, Some("not_found")), "{v}");
+    // The exact plan: tools restricted, nothing but coord's server, the task after `--`.
+    let (v, c) = repo.json_as("user", &["agent", "flags", "code-reviewer", "--task=--review"]);
+    assert_eq!(c, 0, "{v}");
+    let argv: Vec<&str> = v["plan"]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let after = |flag: &str| argv[argv.iter().position(|a| *a == flag).unwrap() + 1];
+    assert_eq!(after("--tools"), "Read,Grep,Glob,Bash");
+    assert_eq!(after("--permission-mode"), "dontAsk");
+    assert_eq!(argv[argv.len() - 2..], ["--", "--review"]);
+    for runtime in ["codex", "aider"] {
+        let (v, c) = repo.json_as("user", &["agent", "flags", "code-reviewer", "--runtime", runtime]);
+        assert_eq!((c, v["plan"]["runtime"].as_str()), (0, Some(runtime)), "{v}");
+    }
+    let (v, c) = repo.json_as("user", &["agent", "flags", "code-reviewer", "--runtime", "vim"]);
+    assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
+    let out = repo.run(&["agent", "flags", "code-reviewer"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("--strict-mcp-config"), "{}", stdout(&out));
+    // A launch of an unknown agent or an empty task is refused before anything starts.
+    let (v, c) = repo.json_as("user", &["agent", "run", "nobody", "x"]);
+    assert_eq!((c, v["error"].as_str()), (1, Some("not_found")), "{v}");
+    let (v, c) = repo.json_as("user", &["agent", "run", "code-reviewer", " "]);
+    assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
+}

@@ -74,6 +74,7 @@ macro_rules! conformance_suite {
             memory::memory_skills_rank_by_effectiveness,
             memory::memory_working_memory_is_budgeted_and_session_scoped,
             network::network_policies_decide_and_log,
+            network::network_worker_profiles_reach_their_model,
             network::network_policy_changes_apply_to_the_next_request,
             keys::keys_bind_identities_expire_and_revoke,
             profiles::profiles_builtin_are_seeded,

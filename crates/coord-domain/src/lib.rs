@@ -3,6 +3,7 @@
 //! Nothing in this crate performs I/O or reads a clock.
 
 pub mod access;
+pub mod agents;
 pub mod approvals;
 pub mod audit;
 pub mod audit_chain;

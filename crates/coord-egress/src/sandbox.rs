@@ -11,8 +11,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
-/// The loopback port the relay listens on inside the namespace.
+/// The loopback port the relay listens on inside the namespace for the proxy.
 pub const RELAY_PORT: u16 = 3128;
+/// ... for the coordinator's API (agents coord launches: their MCP server and hooks).
+pub const API_PORT: u16 = 3129;
+/// ... for a model endpoint on the host's loopback (`coord agent run --model-url`).
+pub const MODEL_PORT: u16 = 3130;
 
 /// Credential stores under the home directory that a sandboxed command never sees:
 /// directories are replaced by an empty tmpfs, files by an empty read-only file.
@@ -42,9 +46,15 @@ pub const HIDDEN_FILES: &[&str] = &[
 /// What a sandboxed run needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// Writable, at the same path inside.
-    pub workspace: PathBuf,
-    /// Holds the proxy socket; writable (and the command's TMPDIR).
+    /// Read-only, at the same path inside, bound before everything else: what the
+    /// command needs from under `/tmp` (which the sandbox replaces) — the workspace, a
+    /// runtime's install directory.
+    pub visible: Vec<PathBuf>,
+    /// Writable, at the same path inside: the workspace, a part of it (`docs/`), or
+    /// nothing (a read-only run).
+    pub writable: Vec<PathBuf>,
+    /// Holds the proxy socket; writable (and the command's TMPDIR). Bound after the
+    /// read-only paths, so it may lie inside one (`.coord/runs/<agent>`).
     pub run_dir: PathBuf,
     /// Where the command starts.
     pub cwd: PathBuf,
@@ -101,12 +111,16 @@ pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
             &"/tmp",
         ],
     );
-    for dir in [&plan.workspace, &plan.run_dir].into_iter().chain(&plan.pinned) {
+    for dir in &plan.visible {
+        push(&mut a, &[&"--ro-bind", dir, dir]);
+    }
+    for dir in plan.writable.iter().chain(&plan.pinned) {
         push(&mut a, &[&"--bind", dir, dir]);
     }
     for p in &plan.read_only {
         push(&mut a, &[&"--ro-bind", p, p]);
     }
+    push(&mut a, &[&"--bind", &plan.run_dir, &plan.run_dir]);
     for d in &plan.hide_dirs {
         push(&mut a, &[&"--tmpfs", d]);
     }
@@ -307,12 +321,14 @@ pub fn command_filter() -> Result<seccompiler::BpfProgram, String> {
     filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
-/// Inside the namespace: listens on loopback, relays to `socket` (before any filter: the
-/// relay itself needs its Unix socket), runs `argv` under [`command_filter`] and answers
-/// its exit code (128 + the signal when killed by one).
-pub async fn relay_and_run(socket: PathBuf, port: u16, argv: Vec<OsString>) -> std::io::Result<i32> {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    tokio::spawn(crate::relay::relay(listener, socket));
+/// Inside the namespace: listens on loopback ports, relays each to its Unix socket
+/// (before any filter: the relay itself needs them), runs `argv` under
+/// [`command_filter`] and answers its exit code (128 + the signal when killed by one).
+pub async fn relay_and_run(forwards: Vec<(u16, PathBuf)>, argv: Vec<OsString>) -> std::io::Result<i32> {
+    for (port, socket) in forwards {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        tokio::spawn(crate::relay::relay(listener, socket));
+    }
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command to run"))?;
@@ -365,7 +381,8 @@ mod tests {
     #[test]
     fn the_argv_binds_in_order() {
         let plan = Plan {
-            workspace: "/w".into(),
+            visible: vec!["/w".into()],
+            writable: vec!["/w/docs".into()],
             run_dir: "/tmp/run".into(),
             cwd: "/w/src".into(),
             hide_dirs: vec!["/root/.ssh".into()],
@@ -386,7 +403,7 @@ mod tests {
             text(&bwrap_args(&plan)),
             "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session --cap-drop ALL \
              --clearenv --ro-bind / / --dev /dev \
-             --proc /proc --tmpfs /tmp --bind /w /w --bind /tmp/run /tmp/run --bind /w/.git /w/.git --ro-bind /w/.coord /w/.coord \
+             --proc /proc --tmpfs /tmp --ro-bind /w /w --bind /w/docs /w/docs --bind /w/.git /w/.git --ro-bind /w/.coord /w/.coord --bind /tmp/run /tmp/run \
              --tmpfs /root/.ssh --ro-bind /tmp/run/empty /root/.netrc --ro-bind /x/coord /x/coord --chdir /w/src \
              --setenv HTTP_PROXY http://a:t@127.0.0.1:3128 -- /x/coord sandbox relay -- curl"
         );

@@ -173,3 +173,9 @@ pub async fn shutdown_signal() {
         _ = term => {}
     }
 }
+
+/// Serves `app` on a Unix socket until the task is dropped (`coord agent run`: the
+/// coordinator of one launched agent, relayed into its sandbox).
+pub async fn serve_unix(listener: tokio::net::UnixListener, app: Router) -> std::io::Result<()> {
+    axum::serve(listener, app.into_make_service()).await
+}

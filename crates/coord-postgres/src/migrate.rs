@@ -54,11 +54,20 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     ),
     (16, "memory", include_str!("../migrations/0016_memory.sql")),
     (17, "network", include_str!("../migrations/0017_network.sql")),
+    (
+        18,
+        "worker_profiles",
+        include_str!("../migrations/0018_worker_profiles.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded
 /// right after it, from `coord_domain::profiles::builtin`.
 const PROFILES: i32 = 9;
+
+/// Migrations after which built-in profiles added since are seeded (those missing only:
+/// a profile an administrator changed stays as it is).
+const NEW_BUILTIN_PROFILES: &[i32] = &[18];
 
 /// Arbitrary but fixed: the advisory lock key of `coord` migrations.
 const MIGRATION_LOCK_KEY: i64 = 0x636f_6f72_645f_6d67;
@@ -112,6 +121,9 @@ async fn apply(client: &mut Object) -> Result<Vec<i32>, Fail> {
         tx.batch_execute(sql).await?;
         if *version == PROFILES {
             crate::profiles::seed_builtin(&tx).await?;
+        }
+        if NEW_BUILTIN_PROFILES.contains(version) {
+            crate::profiles::seed_missing_builtin(&tx).await?;
         }
         tx.execute(
             "INSERT INTO coord_schema_migrations (version, name) VALUES ($1, $2)",

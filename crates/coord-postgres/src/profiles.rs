@@ -30,6 +30,20 @@ pub async fn seed_builtin(tx: &Tx<'_>) -> R<()> {
     Ok(())
 }
 
+/// Adds the built-in profiles a database does not have yet (built-ins added by a later
+/// version), leaving every existing one as it is.
+pub async fn seed_missing_builtin(tx: &Tx<'_>) -> R<()> {
+    for p in &profiles::builtin().profiles {
+        tx.execute(
+            "INSERT INTO agent_profiles (name, agent_type, trust_level, definition, builtin, updated_at, updated_by)
+             VALUES ($1, $2, $3, $4, true, statement_timestamp(), 'migration') ON CONFLICT (name) DO NOTHING",
+            &[&p.name, &p.agent_type, &i16::from(p.trust_level), &Json(p)],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 async fn upsert(tx: &Tx<'_>, now: Option<Timestamp>, by: &str, p: &Profile, builtin: bool) -> R<()> {
     tx.execute(
         &tx.prepare_cached(&format!(

@@ -88,7 +88,21 @@ impl RemoteClient {
             ));
         }
         install_crypto_provider();
-        let http = reqwest::Client::builder()
+        // A coordinator on loopback is never reached through a proxy: a proxy would
+        // connect to its own loopback. (Inside `coord sandbox`, the proxy variables point
+        // at the egress proxy, and the coordinator is a relay on loopback.)
+        let loopback = parsed.as_ref().and_then(|u| u.host_str()).is_some_and(|h| {
+            h.eq_ignore_ascii_case("localhost")
+                || h.trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|a| a.is_loopback())
+        });
+        let builder = if loopback {
+            reqwest::Client::builder().no_proxy()
+        } else {
+            reqwest::Client::builder()
+        };
+        let http = builder
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(60))
             .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))

@@ -92,6 +92,9 @@ pub struct CoordConfig {
     /// The coordinator's own hosts (`host`, `*.host`, `host:port`): the `coordination`
     /// category of network policies.
     pub coordination_domains: Vec<String>,
+    /// Model endpoints (`host`, `host:port`) beyond the providers' own: the
+    /// `model_providers` category (what agents coord launches need to reach).
+    pub model_endpoints: Vec<String>,
 }
 
 impl CoordConfig {
@@ -117,6 +120,7 @@ impl Default for CoordConfig {
             recall_half_life_days: coord_domain::memory::rank::DEFAULT_HALF_LIFE_DAYS,
             working_memory_budget: coord_domain::memory::working::DEFAULT_BUDGET,
             coordination_domains: Vec::new(),
+            model_endpoints: Vec::new(),
         }
     }
 }

@@ -20,11 +20,16 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (13, include_str!("../migrations/0013_operation_guardrails.sql")),
     (14, include_str!("../migrations/0014_memory.sql")),
     (15, include_str!("../migrations/0015_network.sql")),
+    (16, include_str!("../migrations/0016_worker_profiles.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded
 /// right after it, from `coord_domain::profiles::builtin`.
 const PROFILES: i64 = 7;
+
+/// Migrations after which built-in profiles added since are seeded (those missing only:
+/// a profile an administrator changed stays as it is).
+const NEW_BUILTIN_PROFILES: &[i64] = &[16];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
@@ -57,6 +62,9 @@ pub fn apply(conn: &mut Connection) -> R<Vec<i64>> {
         tx.execute_batch(sql)?;
         if *v == PROFILES {
             crate::profiles::seed_builtin(&tx)?;
+        }
+        if NEW_BUILTIN_PROFILES.contains(v) {
+            crate::profiles::seed_missing_builtin(&tx)?;
         }
         tracing::info!(version = v, "applied sqlite migration");
         applied.push(*v);

@@ -29,6 +29,20 @@ pub fn seed_builtin(c: &Connection) -> R<()> {
     Ok(())
 }
 
+/// Adds the built-in profiles a database does not have yet (built-ins added by a later
+/// version), leaving every existing one as it is.
+pub fn seed_missing_builtin(c: &Connection) -> R<()> {
+    let now = now_micros(None);
+    for p in &profiles::builtin().profiles {
+        c.execute(
+            "INSERT INTO agent_profiles (name, agent_type, trust_level, definition, builtin, updated_at, updated_by)
+             VALUES (?1, ?2, ?3, ?4, 1, ?5, 'migration') ON CONFLICT (name) DO NOTHING",
+            params![p.name, p.agent_type, p.trust_level, to_json(p), now],
+        )?;
+    }
+    Ok(())
+}
+
 fn upsert(c: &Connection, now: i64, by: &str, p: &Profile, builtin: bool) -> R<()> {
     c.prepare_cached(
         "INSERT INTO agent_profiles (name, agent_type, trust_level, definition, builtin, updated_at, updated_by)

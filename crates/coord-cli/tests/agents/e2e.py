@@ -157,7 +157,10 @@ class World:
                 pass
         if self.model:
             self.model.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("E2E_KEEP"):
+            print(f"kept {self.dir} (E2E_KEEP)")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def two_claude_sessions(w):
@@ -591,7 +594,125 @@ def interactive_claude(w):
     return f"interactive {agent}: trust and key dialogs answered, lock taken over MCP, Write of a held file denied, ended on /exit"
 
 
-SCENARIOS = {"approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+def launch(w, home, agent, script, *flags):
+    """`coord agent run AGENT SCRIPT:<script>` as a user would; answers its JSON outcome."""
+    out = subprocess.run(["coord", "--json", "agent", "run", agent, f"SCRIPT:{script}",
+                          "--program", os.path.join(w.cli_bin, "claude"),
+                          "--model-url", f"http://127.0.0.1:{w.port}", *flags],
+                         cwd=w.repo, capture_output=True, text=True, timeout=300,
+                         env=w.base_env(home, {"ANTHROPIC_API_KEY": "dummy"}))
+    print(f"--- coord agent run {agent} (rc {out.returncode}) stderr ---\n{out.stderr[-3000:]}")
+    try:
+        return json.loads(out.stdout)
+    except json.JSONDecodeError:
+        raise Fail(f"coord agent run: not JSON: {out.stdout[-2000:]!r}")
+
+
+def define(w, name, text):
+    d = os.path.join(w.repo, ".claude", "agents")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"{name}.md"), "w") as f:
+        f.write(text)
+
+
+def worker_read_only(w):
+    """A READ_ONLY Claude Code worker launched by `coord agent run`: no Write tool at all, its
+    Bash write and its read outside the workspace refused, the file untouched; coord's MCP
+    tools work under its own identity; its final answer reaches the caller."""
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    define(w, "code-reviewer", "---\nname: code-reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash\n---\n"
+                                "You review code and never change it.\n")
+    w.start_model({"RO_review": [
+        {"tool": "Write", "force": True, "input": {"file_path": shared, "content": "clobbered\n"}},
+        {"tool": "Bash", "input": {"command": "echo x > src/shared.rs", "description": "write"}},
+        {"tool": "Read", "input": {"file_path": "/etc/passwd"}},
+        {"tool": "check_locks", "input": {}},
+        {"tool": "Bash", "input": {"command": "git status --short", "description": "status"}},
+        {"text": "REVIEW: looks fine"}]})
+    home = w.home("operator")
+    r = launch(w, home, "code-reviewer", "RO_review")
+    check(open(shared).read() == "original\n", f"the file changed: {open(shared).read()!r}")
+    check(r.get("result") == "REVIEW: looks fine", f"the final answer reached the caller: {r}")
+    agent = r["agent_id"]
+    check(agent.startswith("code-reviewer-") and r["profile"] == "read_only", f"{r}")
+    played = [e for e in w.entries() if e.get("script") == "RO_review"]
+    check(played and all("Write" not in e.get("offered", []) for e in played),
+          f"Write was never offered: {[e.get('offered') for e in played][:1]}")
+    turn = {e["turn"]: e for e in played}
+    for step in (1, 2, 3):
+        check(turn.get(step, {}).get("last_is_error"), f"step {step} came back as an error: {turn.get(step)}")
+    denied = {d.get("tool_name") for d in r.get("permission_denials", [])}
+    check({"Bash", "Read"} <= denied, f"Claude Code reports the Bash write and the outside read: {r.get('permission_denials')}")
+    check(not turn.get(4, {}).get("last_is_error"), f"check_locks worked inside the sandbox: {turn.get(4)}")
+    check(not turn.get(5, {}).get("last_is_error"), f"git status ran: {turn.get(5)}")
+    mine = w.coord("audit", "--agent", agent)["entries"]
+    ops = {(e["operation"], e["success"]) for e in mine}
+    check(("check_locks", True) in ops and ("record_sandbox_run", True) in ops, f"audited as {agent}: {sorted(ops)}")
+    keys = [k for k in w.coord("keys", "list")["keys"] if k.get("agent_id") == agent]
+    check(keys and all(k.get("revoked_at") for k in keys), f"its key is revoked after the run: {keys}")
+    return f"{agent}: Write absent, Bash write and outside read refused ({sorted(denied)}), file untouched, answer read"
+
+
+def commit_makefile(w, text):
+    with open(os.path.join(w.repo, "Makefile"), "w") as f:
+        f.write(text)
+    w.git("add", "Makefile")
+    w.git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "make")
+
+
+def worker_write(w):
+    """A WRITE worker edits inside the workspace, is refused outside it, and a test runner
+    it may run (`make`, repository-controlled code) cannot reach a host its policy denies."""
+    outside = os.path.join(w.dir, "outside.txt")
+    feature = os.path.join(w.repo, "src", "feature.rs")
+    define(w, "coder", "---\nname: coder\ndescription: Writes code\n---\nYou write code.\n")
+    commit_makefile(w, "fetch:\n\t@curl -sS -o /dev/null -w 'status=%{http_code}\\n' http://denied.example/ || true\n")
+    w.start_model({"W_code": [
+        {"tool": "acquire_lock", "input": {"file_path": "src/feature.rs", "reason": "feature", "ttl_minutes": 30}},
+        {"tool": "Write", "input": {"file_path": feature, "content": "fn feature() {}\n"}},
+        {"tool": "Write", "input": {"file_path": outside, "content": "escaped\n"}},
+        {"tool": "Bash", "input": {"command": "make fetch", "description": "run the fetch target"}},
+        {"text": "CODED"}]})
+    r = launch(w, w.home("operator"), "coder", "W_code", "--resolve", "denied.example=127.0.0.1")
+    agent = r.get("agent_id", "")
+    check(r.get("result") == "CODED" and r.get("profile") == "write", f"{r}")
+    check(os.path.exists(feature) and open(feature).read() == "fn feature() {}\n", "the write inside landed")
+    check(not os.path.exists(outside), "the write outside the workspace did not land")
+    turn = {e["turn"]: e for e in w.entries() if e.get("script") == "W_code"}
+    check(not turn.get(2, {}).get("last_is_error"), f"Write inside allowed: {turn.get(2)}")
+    check(turn.get(3, {}).get("last_is_error"), f"Write outside refused: {turn.get(3)}")
+    fetched = str(turn.get(4, {}).get("last_result"))
+    check("status=403" in fetched, f"the denied host answered 403 through the proxy: {fetched}")
+    log = w.coord("network", "log", "--agent", agent)
+    rows = log.get("entries") or log.get("log") or []
+    check(any(e.get("host") == "denied.example" and not e.get("allowed") for e in rows),
+          f"the refusal is in the access log: {log}")
+    check(not w.coord("lock", "list")["locks"], "the lock was released when the run ended")
+    return f"{agent}: wrote inside, refused outside, denied.example refused by the proxy"
+
+
+def worker_deadline(w):
+    """A worker over its deadline: stopped (its process group), its lock released, its
+    claimed task back in the queue."""
+    define(w, "coder", "---\nname: coder\ndescription: Writes code\nprofile: write\n---\n")
+    commit_makefile(w, "hold:\n\t@sleep 300\n")
+    task = w.coord("--agent-id", "planner", "work", "submit", "build", "build it")["task_id"]
+    w.start_model({"D_hang": [
+        {"tool": "get_work", "input": {}},
+        {"tool": "acquire_lock", "input": {"file_path": "src/d.rs", "reason": "working", "ttl_minutes": 60}},
+        {"tool": "Bash", "input": {"command": "make hold", "description": "work", "timeout": 600000}},
+        {"text": "never"}]})
+    r = launch(w, w.home("operator"), "coder", "D_hang", "--timeout", "20s")
+    check(r.get("timed_out") is True and r.get("success") is False, f"stopped at its deadline: {r}")
+    check(not w.coord("lock", "list")["locks"], "its lock was released")
+    t = w.coord("work", "show", task).get("task", {})
+    check(t.get("status") == "pending" and t.get("attempts") == 1, f"its task is back in the queue: {t}")
+    claimed = w.coord("--agent-id", "survivor", "work", "claim")
+    check(claimed.get("task_id") == task, f"another agent takes it: {claimed}")
+    return f"{r['agent_id']}: stopped after 20 s, lock released, task requeued"
+
+
+SCENARIOS = {"worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 

@@ -6,7 +6,8 @@ Serves the Anthropic Messages API (Claude Code: /v1/messages, SSE or JSON, plus 
 count_tokens stub) and the OpenAI Responses API (Codex: /v1/responses, SSE).
 
 Scripts: a JSON file ($SCRIPTS) maps names to lists of steps; a step is
-{"tool": "<name or suffix>", "input": {...}} (the model calls that tool) or
+{"tool": "<name or suffix>", "input": {...}} (the model calls that tool; with "force": true
+even when the CLI does not offer it) or
 {"text": "..."} (the model answers and stops). A conversation picks its script with
 "SCRIPT:<name>" in a user message; the current step is the number of tool results
 already in the conversation (Claude Code's ToolSearch round trips not counted). When
@@ -123,7 +124,7 @@ class Handler(BaseHTTPRequestHandler):
                    for b in m["content"] if b.get("type") == "tool_result"]
         steps_done = len([r for r in results if r.get("tool_use_id") not in search_ids])
         last = results[-1] if results else None
-        entry = {"api": "anthropic", "script": script, "turn": steps_done,
+        entry = {"api": "anthropic", "script": script, "turn": steps_done, "offered": offered,
                  "last_result": last.get("content") if last else None,
                  "last_is_error": last.get("is_error") if last else None}
         if script is None or script not in SCRIPTS:
@@ -140,7 +141,10 @@ class Handler(BaseHTTPRequestHandler):
                 searched = sum(1 for m in messages if m.get("role") == "assistant" and isinstance(m.get("content"), list)
                                for b in m["content"] if b.get("type") == "tool_use" and b.get("name") == "ToolSearch"
                                and (b.get("input") or {}).get("query") == query)
-                if name is None and "ToolSearch" in offered and searched < 2:
+                if name is None and step.get("force"):
+                    # Call it anyway: how a test shows the CLI refuses a tool it does not have.
+                    name, tool_input = step["tool"], step.get("input", {})
+                elif name is None and "ToolSearch" in offered and searched < 2:
                     name, tool_input = "ToolSearch", {"query": query, "max_results": 5}
                 else:
                     tool_input = step.get("input", {})

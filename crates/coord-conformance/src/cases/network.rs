@@ -63,6 +63,56 @@ async fn log(
     .await
 }
 
+/// The built-in profiles of launched agents (`coord agent run`), as the store seeded them:
+/// each reaches the coordinator and the model provider (the providers' own hosts and the
+/// configured endpoint, a loopback address included), and only what its profile adds.
+pub async fn network_worker_profiles_reach_their_model(b: &dyn Backend) {
+    let h = Harness::with_config(b, |c| c.model_endpoints = vec!["127.0.0.1:4010".into()]).await;
+    let root = operator("root");
+    for (who, profile) in [
+        ("reviewer-1", "worker-read-only"),
+        ("coder-1", "worker-write"),
+        ("designer-1", "worker-design"),
+    ] {
+        let req = coord_domain::profiles::AssignProfileRequest {
+            profile: profile.into(),
+            target_agent_id: Some(who.into()),
+            target_agent_type: None,
+        };
+        run::<coord_service::ops::profiles::AssignProfile>(&h, &root, req)
+            .await
+            .unwrap();
+    }
+    let (reviewer, coder, designer) = (
+        Caller::new("reviewer-1", "worker"),
+        Caller::new("coder-1", "worker"),
+        Caller::new("designer-1", "worker"),
+    );
+    for who in [&reviewer, &coder, &designer] {
+        assert!(check(&h, who, "https://api.anthropic.com/v1/messages").await.is_ok());
+        assert!(check(&h, who, "http://127.0.0.1:4010/v1/messages").await.is_ok());
+        // The endpoint's port only.
+        blocked(check(&h, who, "127.0.0.1:4011").await, "127.0.0.1", "not_allowlisted");
+    }
+    let ok = check(&h, &reviewer, "api.openai.com").await.unwrap();
+    assert_eq!(ok.policy, "worker_read_only");
+    blocked(check(&h, &reviewer, "pypi.org").await, "pypi.org", "not_allowlisted");
+    blocked(
+        check(&h, &reviewer, "github.com").await,
+        "github.com",
+        "not_allowlisted",
+    );
+    assert!(check(&h, &designer, "docs.rs").await.is_ok());
+    blocked(check(&h, &designer, "pypi.org").await, "pypi.org", "not_allowlisted");
+    assert!(check(&h, &coder, "pypi.org").await.is_ok());
+    assert!(check(&h, &coder, "github.com").await.is_ok());
+    blocked(
+        check(&h, &coder, "evil.example").await,
+        "evil.example",
+        "not_allowlisted",
+    );
+}
+
 pub async fn network_policies_decide_and_log(b: &dyn Backend) {
     let h = Harness::with_config(b, |c| c.coordination_domains = vec!["coord.example.net".into()]).await;
     // The cases' agents run Claude Code: claude-code-cli, full_access.
@@ -343,11 +393,14 @@ pub async fn network_policy_changes_apply_to_the_next_request(b: &dyn Backend) {
             ("package_managers_and_docs", RuleSource::Builtin),
             ("coordination_only", RuleSource::Builtin),
             ("configurable", RuleSource::Builtin),
+            ("worker_read_only", RuleSource::Builtin),
+            ("worker_design", RuleSource::Builtin),
+            ("worker_write", RuleSource::Builtin),
             ("deny_all", RuleSource::Builtin),
             ("team", RuleSource::Custom),
         ]
     );
-    assert_eq!(listed.categories.len(), 5);
+    assert_eq!(listed.categories.len(), 6);
     let reset = |name: &str| run::<ops::ResetNetworkPolicy>(&h, &root, ResetNetworkPolicyRequest { name: name.into() });
     assert!(reset("full_access").await.unwrap().builtin_restored);
     assert!(check(&h, &dev, "a.evil.com").await.is_ok());

@@ -71,15 +71,18 @@ fn builtin() -> &'static Builtin {
 }
 
 /// The built-in categories; `coordination` holds `coordination` (the coordinator's own
-/// hosts, from configuration).
-pub fn categories(coordination: &[String]) -> Vec<Category> {
+/// hosts) and `model_providers` also holds `models` (model endpoints), both from
+/// configuration.
+pub fn categories(coordination: &[String], models: &[String]) -> Vec<Category> {
     builtin()
         .categories
         .iter()
         .cloned()
         .map(|mut c| {
-            if c.name == "coordination" {
-                c.domains.extend(coordination.iter().cloned());
+            match c.name.as_str() {
+                "coordination" => c.domains.extend(coordination.iter().cloned()),
+                "model_providers" => c.domains.extend(models.iter().cloned()),
+                _ => {}
             }
             c
         })

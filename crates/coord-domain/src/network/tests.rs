@@ -420,7 +420,7 @@ fn resolved_addresses_none_or_empty() {
 }
 
 fn allowed(who: &EgressProfile, rows: &[PolicyRow], raw: &str) -> bool {
-    let cats = categories(&["coord.example.net".into()]);
+    let cats = categories(&["coord.example.net".into()], &[]);
     let rules = Rules::new(who, &merge(rows), &cats);
     answer(&rules, &check(raw)).is_ok()
 }
@@ -512,7 +512,7 @@ fn rows_replace_and_add_policies() {
 #[test]
 fn a_refusal_answers_domain_blocked_and_logs_itself() {
     let who = profile("documentation_only", 2, &[]);
-    let cats = categories(&[]);
+    let cats = categories(&[], &[]);
     let rules = Rules::new(&who, &merge(&[]), &cats);
     let e = answer(&rules, &check("https://Evil.example.com/x")).unwrap_err();
     assert_eq!(e.code, ErrorCode::DomainBlocked);
@@ -535,7 +535,7 @@ fn a_refusal_answers_domain_blocked_and_logs_itself() {
 
 #[test]
 fn policies_are_validated() {
-    let cats = categories(&[]);
+    let cats = categories(&[], &[]);
     let p = |allow: &[&str]| NetworkPolicy {
         name: "team".into(),
         description: "d".into(),

@@ -17,6 +17,11 @@ use coord_domain::profiles::{Need, Permission};
 use coord_domain::{CoordError, CoordResult, Empty, Identity};
 use coord_store::OpCtx;
 
+/// The built-in categories with this coordinator's configured hosts.
+fn configured_categories(c: &Coordinator) -> Vec<coord_domain::network::Category> {
+    categories(&c.config().coordination_domains, &c.config().model_endpoints)
+}
+
 pub struct CheckNetworkAccess;
 impl Operation for CheckNetworkAccess {
     const NAME: &'static str = "check_network_access";
@@ -56,7 +61,7 @@ impl Operation for CheckNetworkAccess {
             policy: network::DENY_ALL.into(),
             ..EgressProfile::default()
         });
-        let rules = Rules::new(&who, &policies, &categories(&c.config().coordination_domains));
+        let rules = Rules::new(&who, &policies, &configured_categories(c));
         let outcome = network::answer(&rules, &check);
         c.store().network_decision(ctx, outcome, check.provisional).await
     }
@@ -88,7 +93,7 @@ impl Operation for ListNetworkPolicies {
         Ok(ListNetworkPoliciesResult {
             success: true,
             policies: merge(&rows),
-            categories: categories(&c.config().coordination_domains),
+            categories: configured_categories(c),
         })
     }
 }
@@ -114,7 +119,7 @@ impl Operation for SetNetworkPolicy {
     type Args = NetworkPolicy;
 
     fn validate(c: &Coordinator, _: &Identity, req: SetNetworkPolicyRequest) -> CoordResult<NetworkPolicy> {
-        network::validate_policy(req.into(), &categories(&c.config().coordination_domains))
+        network::validate_policy(req.into(), &configured_categories(c))
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, policy: NetworkPolicy) -> CoordResult<SetNetworkPolicyResult> {

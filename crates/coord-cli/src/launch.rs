@@ -1,0 +1,744 @@
+//! `coord agent list|show|flags|run` (docs/agents.md): agent definitions from
+//! `.claude/agents/*.md`, their launch plans (`coord_domain::agents`, pure) and the
+//! launch itself — its own identity, key and profile, inside the sandbox, supervised.
+
+use crate::args::{AgentCommand, AgentFlagsArgs, AgentRunArgs};
+use crate::context::Context;
+use crate::open;
+use crate::output::{self, Output};
+use crate::sandbox::{Enforced, enforced_command, unavailable};
+use coord_domain::access::Principal;
+use coord_domain::agents::{self, AgentDefinition, FieldError, LaunchInputs, LaunchPlan, Runtime};
+use coord_domain::keys::{CreateApiKeyRequest, RevokeApiKeyRequest};
+use coord_domain::network::{Enforcement, SandboxRunRequest};
+use coord_domain::profiles::{AssignProfileRequest, UnassignProfileRequest};
+use coord_domain::sessions::EndSessionRequest;
+use coord_domain::{Caller, CoordError, CoordResult, Empty, ErrorCode};
+use coord_egress::sandbox::{self, API_PORT, MODEL_PORT};
+use coord_egress::{Proxy, Resolver, RunTokens};
+use coord_service::call;
+use coord_service::ops::{keys as key_ops, network as net_ops, profiles as profile_ops, sessions as session_ops};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The agent type of launched agents (no type default: each launch's identity gets its
+/// profile assigned).
+pub const AGENT_TYPE: &str = "worker";
+
+/// Where definitions live, relative to the repository.
+pub const DEFINITIONS: &str = ".claude/agents";
+
+pub async fn run(cmd: AgentCommand, ctx: &Context, out: Output) -> u8 {
+    let r = match cmd {
+        AgentCommand::List => return list(ctx, out),
+        AgentCommand::Show { agent } => find(ctx, &agent).map(|(path, d)| show(&path, &d, ctx, out)),
+        AgentCommand::Flags(args) => flags(&args, ctx, out),
+        AgentCommand::Run(args) => launch(args, ctx, out).await,
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => out.error(&e),
+    }
+}
+
+/// Every `.md` file of `.claude/agents`, read and checked, by file name.
+fn definitions(ctx: &Context) -> Vec<(PathBuf, Result<AgentDefinition, Vec<FieldError>>)> {
+    let dir = ctx.repo_root.join(DEFINITIONS);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "md") && p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let parsed = match std::fs::metadata(&p) {
+                Ok(m) if m.len() > agents::definition::MAX_DEFINITION_BYTES as u64 => Err(vec![FieldError {
+                    field: "file".into(),
+                    reason: format!("larger than {} bytes", agents::definition::MAX_DEFINITION_BYTES),
+                }]),
+                _ => match std::fs::read_to_string(&p) {
+                    Ok(text) => agents::parse_definition(&text),
+                    Err(e) => Err(vec![FieldError {
+                        field: "file".into(),
+                        reason: format!("unreadable: {e}"),
+                    }]),
+                },
+            };
+            (p, parsed)
+        })
+        .collect()
+}
+
+fn relative(ctx: &Context, p: &Path) -> String {
+    p.strip_prefix(&ctx.repo_root).unwrap_or(p).display().to_string()
+}
+
+fn invalid(ctx: &Context, path: &Path, errors: &[FieldError]) -> CoordError {
+    let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    CoordError::new(
+        ErrorCode::InvalidArgument,
+        format!(
+            "{} is not a valid agent definition: {}",
+            relative(ctx, path),
+            list.join("; ")
+        ),
+    )
+    .with_detail("errors", json!(errors))
+    .with_detail("file", relative(ctx, path))
+}
+
+/// The definition named `name` (its `name:` or its file name).
+fn find(ctx: &Context, name: &str) -> CoordResult<(PathBuf, AgentDefinition)> {
+    let all = definitions(ctx);
+    let stem = |p: &Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let hit = all
+        .iter()
+        .find(|(_, d)| d.as_ref().is_ok_and(|d| d.name == name))
+        .or_else(|| all.iter().find(|(p, _)| stem(p) == name));
+    match hit {
+        Some((p, Ok(d))) => Ok((p.clone(), d.clone())),
+        Some((p, Err(errors))) => Err(invalid(ctx, p, errors)),
+        None => {
+            let known: Vec<String> = all
+                .iter()
+                .map(|(p, d)| d.as_ref().map_or_else(|_| stem(p), |d| d.name.clone()))
+                .collect();
+            Err(CoordError::new(
+                ErrorCode::NotFound,
+                format!(
+                    "no agent definition named {name:?} in {}/ ({})",
+                    DEFINITIONS,
+                    if known.is_empty() {
+                        "there are none: add <name>.md with name, description and tools".to_string()
+                    } else {
+                        format!("there are: {}", known.join(", "))
+                    }
+                ),
+            ))
+        }
+    }
+}
+
+fn list(ctx: &Context, out: Output) -> u8 {
+    let all = definitions(ctx);
+    let bad = all.iter().any(|(_, d)| d.is_err());
+    if out.json {
+        let rows: Vec<serde_json::Value> = all
+            .iter()
+            .map(|(p, d)| match d {
+                Ok(d) => json!({"file": relative(ctx, p), "valid": true, "definition": d}),
+                Err(e) => json!({"file": relative(ctx, p), "valid": false, "errors": e}),
+            })
+            .collect();
+        println!("{}", json!({"success": !bad, "agents": rows}));
+    } else if all.is_empty() {
+        println!("no agent definitions in {DEFINITIONS}/ (see docs/agents.md)");
+    } else {
+        let mut t = output::table(&["NAME", "PROFILE", "TOOLS", "FILE", "DESCRIPTION"]);
+        for (p, d) in &all {
+            match d {
+                Ok(d) => t.add_row(vec![
+                    d.name.clone(),
+                    d.profile.to_string(),
+                    d.tools.join(","),
+                    relative(ctx, p),
+                    output::ellipsis(&d.description, 50),
+                ]),
+                Err(e) => t.add_row(vec![
+                    "(invalid)".into(),
+                    "-".into(),
+                    "-".into(),
+                    relative(ctx, p),
+                    e.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+                ]),
+            };
+        }
+        println!("{t}");
+    }
+    if bad { output::EXIT_USAGE } else { output::EXIT_OK }
+}
+
+fn show(path: &Path, d: &AgentDefinition, ctx: &Context, out: Output) -> u8 {
+    if out.json {
+        println!(
+            "{}",
+            json!({"success": true, "file": relative(ctx, path), "definition": d})
+        );
+        return output::EXIT_OK;
+    }
+    println!("{} ({})", d.name, relative(ctx, path));
+    println!("  description: {}", d.description);
+    println!(
+        "  profile:     {} (from {}; coord profile {})",
+        d.profile,
+        d.profile_from,
+        d.profile.coord_profile()
+    );
+    println!("  tools:       {}", d.tools.join(", "));
+    println!("  writable:    {:?}", d.profile.writable());
+    if let Some(m) = &d.model {
+        println!("  model:       {m}");
+    }
+    println!(
+        "  max turns:   {}",
+        d.max_turns.unwrap_or(agents::launch::DEFAULT_MAX_TURNS)
+    );
+    println!("  prompt:      {}", output::ellipsis(&d.prompt, 200));
+    output::EXIT_OK
+}
+
+fn runtime(name: &str) -> CoordResult<Runtime> {
+    Runtime::parse(name).ok_or_else(|| {
+        CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!("--runtime {name:?}: use claude, codex or aider"),
+        )
+        .with_field("runtime")
+    })
+}
+
+/// A shell-quoted argv, for people to read and paste.
+fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn flags(args: &AgentFlagsArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
+    let runtime = runtime(&args.runtime)?;
+    let (_, d) = find(ctx, &args.agent)?;
+    let coord_env = coord_env("$AGENT_ID");
+    let workspace = ctx.repo_root.to_string_lossy();
+    let plan = agents::plan(
+        runtime,
+        &LaunchInputs {
+            definition: &d,
+            task: &args.task,
+            workspace: &workspace,
+            run_dir: "$RUN",
+            coord_exe: "coord",
+            program: runtime.name(),
+            coord_env: &coord_env,
+            model_base_url: None,
+        },
+    );
+    if out.json {
+        println!("{}", json!({"success": true, "agent": d.name, "plan": plan}));
+        return Ok(output::EXIT_OK);
+    }
+    println!(
+        "# {} on {}: profile {} (from {}), coord profile {}, writable: {:?}",
+        d.name,
+        runtime.name(),
+        d.profile,
+        d.profile_from,
+        d.profile.coord_profile(),
+        plan.writable
+    );
+    println!(
+        "# run by `coord agent run {} ...` inside the sandbox; $RUN = .coord/runs/$AGENT_ID",
+        d.name
+    );
+    println!("# environment (besides PATH, LANG, ... and the proxy variables):");
+    for (k, v) in &plan.env {
+        println!("{k}={}", shell_line(std::slice::from_ref(v)));
+    }
+    println!("COORDINATION_API_KEY=<a key bound to $AGENT_ID, revoked when the run ends>");
+    println!("\n{}", shell_line(&plan.argv));
+    for f in &plan.files {
+        println!("\n# {}\n{}", f.path, f.contents.trim_end());
+    }
+    for n in &plan.notes {
+        println!("\n# note: {n}");
+    }
+    Ok(output::EXIT_OK)
+}
+
+/// What coord's MCP server and hooks need inside the sandbox (the key is passed in the
+/// environment only, never written to a file another run could read).
+fn coord_env(agent_id: &str) -> Vec<(String, String)> {
+    vec![
+        ("COORDINATION_API_URL".into(), format!("http://127.0.0.1:{API_PORT}")),
+        ("COORD_AGENT_ID".into(), agent_id.into()),
+        ("COORD_AGENT_TYPE".into(), AGENT_TYPE.into()),
+    ]
+}
+
+fn io(what: &str, e: std::io::Error) -> CoordError {
+    CoordError::new(ErrorCode::SandboxUnavailable, format!("{what}: {e}"))
+}
+
+/// `url`'s host and port when it is plain HTTP on this machine's loopback.
+fn loopback_http(url: &str) -> Option<(String, u16, String)> {
+    let u = url::Url::parse(url).ok()?;
+    if u.scheme() != "http" {
+        return None;
+    }
+    let host = u.host_str()?.trim_matches(['[', ']']).to_string();
+    let ip: std::net::IpAddr = if host.eq_ignore_ascii_case("localhost") {
+        std::net::Ipv4Addr::LOCALHOST.into()
+    } else {
+        host.parse().ok()?
+    };
+    ip.is_loopback()
+        .then(|| (ip.to_string(), u.port().unwrap_or(80), u.path().to_string()))
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// A launch's outcome, as printed and as `--json`.
+#[derive(serde::Serialize)]
+struct Outcome {
+    success: bool,
+    agent_id: String,
+    agent: String,
+    runtime: &'static str,
+    profile: String,
+    exit_code: i32,
+    timed_out: bool,
+    result: Option<String>,
+    permission_denials: Vec<serde_json::Value>,
+    run_dir: String,
+}
+
+/// The final `result` line of Claude Code's stream-json output, or Codex's last message.
+fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde_json::Value>) {
+    match plan.runtime {
+        Runtime::Claude => {
+            let text = std::fs::read_to_string(run_dir.join("output.jsonl")).unwrap_or_default();
+            text.lines()
+                .rev()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find(|v| v["type"] == "result")
+                .map(|v| {
+                    (
+                        v["result"].as_str().map(String::from),
+                        v["permission_denials"].as_array().cloned().unwrap_or_default(),
+                    )
+                })
+                .unwrap_or_default()
+        }
+        Runtime::Codex => (
+            std::fs::read_to_string(run_dir.join("last-message.txt")).ok(),
+            Vec::new(),
+        ),
+        Runtime::Aider => (None, Vec::new()),
+    }
+}
+
+async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
+    open::local_only(
+        ctx,
+        "`coord agent run` (it serves the coordinator to the agent it launches)",
+    )?;
+    let runtime = runtime(&args.runtime)?;
+    let (_, d) = find(ctx, &args.agent)?;
+    if args.task.trim().is_empty() {
+        return Err(CoordError::new(ErrorCode::InvalidArgument, "the task is empty").with_field("task"));
+    }
+    if !ctx.in_git_repo {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "{} is not a git repository: run coord agent run inside one",
+                ctx.repo_root.display()
+            ),
+        ));
+    }
+    let program = match &args.program {
+        Some(p) => p.clone(),
+        None => find_program(runtime.name()).ok_or_else(|| {
+            CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!("{} is not on the PATH: install it, or give --program", runtime.name()),
+            )
+            .with_field("program")
+        })?,
+    };
+    let program = std::fs::canonicalize(&program).unwrap_or(program);
+    let bwrap = sandbox::find_bwrap().ok_or_else(|| {
+        unavailable("bubblewrap (bwrap) is not installed: coord launches agents only inside the sandbox (apt-get install bubblewrap)".into())
+    })?;
+    if let Some(why) = sandbox::unavailable(&bwrap).await {
+        return Err(unavailable(why));
+    }
+    for e in &args.env {
+        if !sandbox::valid_env_name(e.split_once('=').map_or(e.as_str(), |(k, _)| k)) {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!("--env {e:?}: give NAME or NAME=VALUE, NAME of letters, digits and _"),
+            )
+            .with_field("env"));
+        }
+    }
+    let resolver = Resolver::with_pins(&args.resolve)
+        .map_err(|m| CoordError::new(ErrorCode::InvalidArgument, format!("--resolve {m}")).with_field("resolve"))?;
+    // The model endpoint: relayed when it is plain HTTP on loopback (no proxy can reach
+    // this machine's loopback for the agent), otherwise reached through the proxy, its
+    // host then one of the `model_providers` category.
+    let key_var = match runtime {
+        Runtime::Claude => "ANTHROPIC_BASE_URL",
+        Runtime::Codex | Runtime::Aider => "OPENAI_BASE_URL",
+    };
+    let model_url = args
+        .model_url
+        .clone()
+        .or_else(|| std::env::var(key_var).ok().filter(|u| !u.trim().is_empty()));
+    let mut ctx = ctx.clone();
+    let relayed = model_url.as_deref().and_then(loopback_http);
+    if let (Some(url), None) = (&model_url, &relayed) {
+        let target = coord_domain::network::parse_target(url).map_err(|m| {
+            CoordError::new(ErrorCode::InvalidArgument, format!("--model-url {url:?}: {m}")).with_field("model_url")
+        })?;
+        ctx.model_endpoints.push(target.to_string());
+    }
+    let inner_model_url = match (&relayed, &model_url) {
+        (Some((_, _, path)), _) => Some(format!("http://127.0.0.1:{MODEL_PORT}{path}")),
+        (None, url) => url.clone(),
+    };
+
+    let coordinator = Arc::new(open::coordinator_with(&ctx, 8).await?);
+    let coord: Arc<dyn coord_service::Coordination> = coordinator.clone();
+    let operator = Principal::local(ctx.caller.clone());
+    let agent_id = format!("{}-{}", d.name, &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let agent = Caller::new(agent_id.clone(), AGENT_TYPE);
+    let me = Principal::local(agent.clone());
+
+    // The profile's deadline, unless --timeout says otherwise.
+    let profiles = call::<profile_ops::ListProfiles, _>(&*coord, &operator, Empty {}).await?;
+    let coord_profile = d.profile.coord_profile();
+    let limit = profiles
+        .profiles
+        .iter()
+        .find(|p| p.name == coord_profile)
+        .ok_or_else(|| {
+            CoordError::new(
+                ErrorCode::NotFound,
+                format!("the built-in profile {coord_profile} is missing: run coord migrate"),
+            )
+        })?
+        .resource_limits
+        .max_execution_time
+        .max();
+    let deadline = args
+        .timeout
+        .or(limit)
+        .unwrap_or(std::time::Duration::from_secs(30 * 60));
+
+    call::<profile_ops::AssignProfile, _>(
+        &*coord,
+        &operator,
+        AssignProfileRequest {
+            profile: coord_profile.into(),
+            target_agent_id: Some(agent_id.clone()),
+            target_agent_type: None,
+        },
+    )
+    .await?;
+    let key = call::<key_ops::CreateApiKey, _>(
+        &*coord,
+        &operator,
+        CreateApiKeyRequest {
+            bound_agent_id: agent_id.clone(),
+            bound_agent_type: AGENT_TYPE.into(),
+            expires_in_minutes: Some(
+                i64::try_from(deadline.as_secs() / 60 + 5)
+                    .unwrap_or(i64::MAX)
+                    .min(527_040),
+            ),
+            session_id: None,
+            task_id: None,
+        },
+    )
+    .await?;
+
+    let run_dir = ctx.repo_root.join(".coord").join("runs").join(&agent_id);
+    let outcome = supervise(Supervised {
+        ctx: &ctx,
+        args: &args,
+        d: &d,
+        runtime,
+        program: &program,
+        bwrap: &bwrap,
+        coordinator: coordinator.clone(),
+        resolver,
+        agent: agent.clone(),
+        key: &key.api_key,
+        run_dir: &run_dir,
+        relayed: relayed.as_ref().map(|(h, p, _)| (h.clone(), *p)),
+        model_url: inner_model_url.as_deref(),
+        deadline,
+    })
+    .await;
+
+    // Whatever happened: the key is revoked, the session ended (its locks released, its
+    // claimed tasks back in the queue), the assignment removed.
+    let _ = call::<key_ops::RevokeApiKey, _>(&*coord, &operator, RevokeApiKeyRequest { key_id: key.key_id }).await;
+    let _ = call::<session_ops::EndSessionOp, _>(
+        &*coord,
+        &me,
+        EndSessionRequest {
+            release_locks: Some(true),
+            handoff: None,
+            requeue_tasks: Some(true),
+            if_session: None,
+        },
+    )
+    .await;
+    let _ = call::<profile_ops::UnassignProfile, _>(
+        &*coord,
+        &operator,
+        UnassignProfileRequest {
+            target_agent_id: Some(agent_id.clone()),
+            target_agent_type: None,
+        },
+    )
+    .await;
+    let outcome = outcome?;
+    if out.json {
+        println!("{}", serde_json::to_value(&outcome).unwrap_or_default());
+    } else {
+        if outcome.timed_out {
+            eprintln!(
+                "coord agent: {} ran past its {} deadline and was stopped",
+                outcome.agent_id,
+                humantime::format_duration(deadline)
+            );
+        }
+        for denial in &outcome.permission_denials {
+            eprintln!("coord agent: refused by {}: {}", runtime.name(), denial);
+        }
+        match &outcome.result {
+            Some(r) => println!("{r}"),
+            None => eprintln!("coord agent: no final answer (output in {})", outcome.run_dir),
+        }
+    }
+    Ok(if outcome.success {
+        output::EXIT_OK
+    } else {
+        output::EXIT_REFUSED
+    })
+}
+
+struct Supervised<'a> {
+    ctx: &'a Context,
+    args: &'a AgentRunArgs,
+    d: &'a AgentDefinition,
+    runtime: Runtime,
+    program: &'a Path,
+    bwrap: &'a Path,
+    coordinator: Arc<coord_service::Coordinator>,
+    resolver: Resolver,
+    agent: Caller,
+    key: &'a str,
+    run_dir: &'a Path,
+    relayed: Option<(String, u16)>,
+    model_url: Option<&'a str>,
+    deadline: std::time::Duration,
+}
+
+async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
+    let agent_id = s.agent.agent_id.clone();
+    for dir in ["home", "tmp"] {
+        std::fs::create_dir_all(s.run_dir.join(dir)).map_err(|e| io("cannot create the run directory", e))?;
+    }
+    let run = s.run_dir.to_string_lossy().into_owned();
+    let workspace = s.ctx.repo_root.to_string_lossy().into_owned();
+    let exe = std::env::current_exe().map_err(|e| io("cannot find the coord binary", e))?;
+    let exe = exe.to_string_lossy().into_owned();
+    let program = s.program.to_string_lossy().into_owned();
+    let coord_env = coord_env(&agent_id);
+    let plan = agents::plan(
+        s.runtime,
+        &LaunchInputs {
+            definition: s.d,
+            task: &s.args.task,
+            workspace: &workspace,
+            run_dir: &run,
+            coord_exe: &exe,
+            program: &program,
+            coord_env: &coord_env,
+            model_base_url: s.model_url,
+        },
+    );
+    for f in &plan.files {
+        let path = Path::new(&f.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io("cannot write the launch files", e))?;
+        }
+        std::fs::write(path, &f.contents).map_err(|e| io("cannot write the launch files", e))?;
+    }
+
+    // The coordinator, for the agent's MCP server and hooks: its API on a socket the
+    // relay exposes inside at 127.0.0.1:API_PORT; the agent authenticates with its key.
+    let api_socket = s.run_dir.join("api.sock");
+    let _ = std::fs::remove_file(&api_socket);
+    let api = tokio::net::UnixListener::bind(&api_socket).map_err(|e| io("cannot serve the coordinator", e))?;
+    let config = coord_http::ApiConfig::default();
+    let app = coord_http::create_coordination_api(s.coordinator.clone(), &config);
+    let api_task = tokio::spawn(coord_http::serve_unix(api, app));
+    let mut forwards = vec![(API_PORT, api_socket)];
+    let mut model_task = None;
+    if let Some((host, port)) = &s.relayed {
+        let socket = s.run_dir.join("model.sock");
+        let _ = std::fs::remove_file(&socket);
+        let listener = tokio::net::UnixListener::bind(&socket).map_err(|e| io("cannot relay the model endpoint", e))?;
+        model_task = Some(tokio::spawn(forward_to_tcp(listener, format!("{host}:{port}"))));
+        forwards.push((MODEL_PORT, socket));
+    }
+
+    let here: Vec<(String, String)> = std::env::vars().collect();
+    let mut passed: Vec<String> = s.args.env.clone();
+    passed.extend(["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN"].map(String::from));
+    let mut env = sandbox::passed_env(&here, &passed);
+    env.extend(plan.env.iter().cloned());
+    env.push(("COORDINATION_API_KEY".into(), s.key.into()));
+
+    let me = Principal::local(s.agent.clone());
+    let coord: Arc<dyn coord_service::Coordination> = s.coordinator.clone();
+    let recorded = call::<net_ops::RecordSandboxRun, _>(
+        &*coord,
+        &me,
+        SandboxRunRequest {
+            command: plan.argv.clone(),
+            enforcement: Enforcement::Namespace,
+            workspace: workspace.clone(),
+        },
+    )
+    .await?;
+    eprintln!(
+        "coord agent: {agent_id} ({}, profile {} → coord profile {}, network policy {}, writable: {:?}) runs {} for at most {}; output in {}",
+        s.d.name,
+        s.d.profile,
+        s.d.profile.coord_profile(),
+        recorded.policy,
+        plan.writable,
+        s.runtime.name(),
+        humantime::format_duration(s.deadline),
+        s.run_dir.display()
+    );
+
+    let writable = match plan.writable {
+        agents::Writable::Nothing => Vec::new(),
+        agents::Writable::Workspace => vec![s.ctx.repo_root.clone()],
+        agents::Writable::Docs => {
+            let docs = s.ctx.repo_root.join("docs");
+            std::fs::create_dir_all(&docs).map_err(|e| io("cannot create docs/", e))?;
+            vec![docs]
+        }
+    };
+    let tokens = Arc::new(RunTokens::default());
+    let token = tokens.issue(s.agent.clone());
+    let proxy = Arc::new(Proxy::new(coord.clone(), tokens, Arc::new(s.resolver)));
+    let stdout =
+        std::fs::File::create(s.run_dir.join("output.jsonl")).map_err(|e| io("cannot create the output file", e))?;
+    let stderr =
+        std::fs::File::create(s.run_dir.join("stderr.log")).map_err(|e| io("cannot create the output file", e))?;
+    let mut command = enforced_command(Enforced {
+        proxy,
+        bwrap: s.bwrap,
+        ctx: s.ctx,
+        agent_id: &agent_id,
+        agent_type: AGENT_TYPE,
+        token: &token,
+        writable,
+        visible: vec![install_dir(s.program)],
+        run_dir: s.run_dir.to_path_buf(),
+        env,
+        forwards,
+        command: plan.argv.iter().map(Into::into).collect(),
+    })?;
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|e| io("cannot start bubblewrap", e))?;
+    let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+    let (status, timed_out) = match tokio::time::timeout(s.deadline, child.wait()).await {
+        Ok(status) => (status.map_err(|e| io("waiting for the agent", e))?, false),
+        Err(_) => {
+            // The whole process group: TERM, a grace period, then KILL.
+            if let Some(pgid) = pgid {
+                let _ = rustix::process::kill_process_group(
+                    rustix::process::Pid::from_raw(pgid).expect("a child's pid is positive"),
+                    rustix::process::Signal::TERM,
+                );
+            }
+            let status = match tokio::time::timeout(std::time::Duration::from_secs(10), child.wait()).await {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = child.start_kill();
+                    child.wait().await
+                }
+            };
+            (status.map_err(|e| io("waiting for the agent", e))?, true)
+        }
+    };
+    api_task.abort();
+    if let Some(t) = model_task {
+        t.abort();
+    }
+    let exit_code = sandbox::exit_code(status);
+    let (result, permission_denials) = final_result(&plan, s.run_dir);
+    Ok(Outcome {
+        success: exit_code == 0 && !timed_out && result.is_some(),
+        agent_id,
+        agent: s.d.name.clone(),
+        runtime: s.runtime.name(),
+        profile: s.d.profile.to_string(),
+        exit_code,
+        timed_out,
+        result,
+        permission_denials,
+        run_dir: s.run_dir.display().to_string(),
+    })
+}
+
+/// The directory a runtime is installed in: its nearest `node_modules` ancestor (an npm
+/// package finds its platform binary beside it), else its own directory.
+fn install_dir(program: &Path) -> PathBuf {
+    program
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .or_else(|| program.parent())
+        .unwrap_or(program)
+        .to_path_buf()
+}
+
+/// Carries each connection of `listener` to `addr` (the model endpoint on loopback).
+async fn forward_to_tcp(listener: tokio::net::UnixListener, addr: String) -> std::io::Result<()> {
+    loop {
+        let (mut unix, _) = listener.accept().await?;
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            if let Ok(mut tcp) = tokio::net::TcpStream::connect(&addr).await {
+                let _ = tokio::io::copy_bidirectional(&mut unix, &mut tcp).await;
+            }
+        });
+    }
+}

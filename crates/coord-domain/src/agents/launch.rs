@@ -1,0 +1,349 @@
+//! The launch plan of an agent definition for one runtime: the exact argv, the
+//! environment and the generated files (docs/agents.md has the table). Every plan is
+//! run inside coord's sandbox (bubblewrap, `Writable` decides what is writable, the
+//! proxy is the only way out); the runtime's own permission layer comes on top of it.
+
+use super::{AgentDefinition, WorkerProfile, Writable};
+use serde::Serialize;
+use serde_json::json;
+
+/// Turns a launched agent gets when its definition does not say.
+pub const DEFAULT_MAX_TURNS: u32 = 30;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runtime {
+    Claude,
+    Codex,
+    Aider,
+}
+
+impl Runtime {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+            Self::Aider => "aider",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "claude" | "claude-code" | "claude_code" => Some(Self::Claude),
+            "codex" => Some(Self::Codex),
+            "aider" => Some(Self::Aider),
+            _ => None,
+        }
+    }
+}
+
+/// What a launch needs besides the definition. Paths are absolute.
+#[derive(Debug, Clone)]
+pub struct LaunchInputs<'a> {
+    pub definition: &'a AgentDefinition,
+    pub task: &'a str,
+    pub workspace: &'a str,
+    /// The run's own directory, outside the workspace: generated files, HOME, TMPDIR.
+    pub run_dir: &'a str,
+    /// The coord binary the agent's MCP server and hooks run.
+    pub coord_exe: &'a str,
+    /// The runtime's program (`claude`, or a path).
+    pub program: &'a str,
+    /// The environment coord's MCP server and hooks need inside (the coordinator's
+    /// address and the agent's key and identity); written into the MCP config.
+    pub coord_env: &'a [(String, String)],
+    /// The model endpoint (`ANTHROPIC_BASE_URL` / an OpenAI-compatible base URL), when
+    /// not the provider's own.
+    pub model_base_url: Option<&'a str>,
+}
+
+/// A file the plan needs, with its absolute path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GeneratedFile {
+    pub path: String,
+    pub contents: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LaunchPlan {
+    pub runtime: Runtime,
+    pub profile: WorkerProfile,
+    pub argv: Vec<String>,
+    /// Variables set for the runtime (on top of the sandbox's minimal environment).
+    pub env: Vec<(String, String)>,
+    pub files: Vec<GeneratedFile>,
+    /// What the OS sandbox leaves writable in the workspace.
+    pub writable: Writable,
+    /// Where this runtime cannot do what the profile says by itself, and what holds instead.
+    pub notes: Vec<String>,
+}
+
+fn file(path: String, contents: String) -> GeneratedFile {
+    GeneratedFile { path, contents }
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The plan of `inputs.definition` on `runtime`.
+pub fn plan(runtime: Runtime, inputs: &LaunchInputs<'_>) -> LaunchPlan {
+    match runtime {
+        Runtime::Claude => claude(inputs),
+        Runtime::Codex => codex(inputs),
+        Runtime::Aider => aider(inputs),
+    }
+}
+
+fn home_env(i: &LaunchInputs<'_>) -> Vec<(String, String)> {
+    let home = format!("{}/home", i.run_dir);
+    let tmp = format!("{}/tmp", i.run_dir);
+    vec![
+        ("HOME".into(), home),
+        ("TMPDIR".into(), tmp.clone()),
+        ("XDG_RUNTIME_DIR".into(), tmp),
+    ]
+}
+
+fn coord_mcp(i: &LaunchInputs<'_>) -> serde_json::Value {
+    let env: serde_json::Map<String, serde_json::Value> =
+        i.coord_env.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    json!({"command": i.coord_exe, "args": ["mcp"], "env": env})
+}
+
+fn claude(i: &LaunchInputs<'_>) -> LaunchPlan {
+    let d = i.definition;
+    let settings_path = format!("{}/claude-settings.json", i.run_dir);
+    let mcp_path = format!("{}/claude-mcp.json", i.run_dir);
+    let hook =
+        |event: &str| json!([{"hooks": [{"type": "command", "command": format!("{} hook {event}", i.coord_exe)}]}]);
+    let mut pre_tool_use = hook("PreToolUse");
+    pre_tool_use[0]["matcher"] = json!(PRE_TOOL_USE_MATCHER);
+    let settings = json!({
+        "permissions": {
+            "deny": ["WebFetch", "WebSearch"],
+            "blockReadsOutsideWorkingDirectories": true,
+            "blockWritesOutsideWorkingDirectories": true,
+            "disableBypassPermissionsMode": "disable"
+        },
+        // Claude Code's own sandbox would nest bubblewrap inside coord's, which fails;
+        // coord's sandbox holds Bash and everything else the CLI starts.
+        "sandbox": {"enabled": false},
+        "hooks": {
+            "SessionStart": hook("SessionStart"),
+            "PreToolUse": pre_tool_use,
+            "SessionEnd": hook("SessionEnd")
+        }
+    });
+    let mcp = json!({"mcpServers": {"coord": coord_mcp(i)}});
+    let mut allowed: Vec<String> = vec!["mcp__coord".into()];
+    if d.tools.iter().any(|t| t == "Bash") {
+        allowed.extend(d.profile.bash_prefixes().iter().map(|p| format!("Bash({p}:*)")));
+    }
+    let mode = match d.profile {
+        WorkerProfile::Write => "acceptEdits",
+        WorkerProfile::ReadOnly | WorkerProfile::Verification | WorkerProfile::Design => "dontAsk",
+    };
+    if d.profile == WorkerProfile::Design && d.tools.iter().any(|t| t == "Edit" || t == "Write") {
+        allowed.push("Edit(./docs/**)".into());
+    }
+    let mut argv: Vec<String> = vec![
+        i.program.into(),
+        "-p".into(),
+        "--output-format".into(),
+        "stream-json".into(),
+        "--verbose".into(),
+        "--setting-sources".into(),
+        String::new(),
+        "--settings".into(),
+        settings_path.clone(),
+        "--strict-mcp-config".into(),
+        "--mcp-config".into(),
+        mcp_path.clone(),
+        "--no-session-persistence".into(),
+        "--max-turns".into(),
+        d.max_turns.unwrap_or(DEFAULT_MAX_TURNS).to_string(),
+        "--tools".into(),
+        d.tools.join(","),
+        "--allowedTools".into(),
+        allowed.join(","),
+        "--permission-mode".into(),
+        mode.into(),
+        "--permission-prompts".into(),
+        "none".into(),
+        "--restricted".into(),
+    ];
+    if !d.prompt.is_empty() {
+        argv.extend(["--append-system-prompt".into(), d.prompt.clone()]);
+    }
+    if let Some(m) = &d.model {
+        argv.extend(["--model".into(), m.clone()]);
+    }
+    // After `--`: a task starting with `-` is the prompt, not an option.
+    argv.extend(["--".into(), i.task.into()]);
+    let mut env = home_env(i);
+    env.push(("CLAUDE_CODE_TMPDIR".into(), format!("{}/tmp", i.run_dir)));
+    env.extend(
+        [
+            "DISABLE_TELEMETRY",
+            "DISABLE_AUTOUPDATER",
+            "DISABLE_ERROR_REPORTING",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        ]
+        .map(|k| (k.to_string(), "1".to_string())),
+    );
+    env.extend(i.coord_env.iter().cloned());
+    if let Some(url) = i.model_base_url {
+        env.push(("ANTHROPIC_BASE_URL".into(), url.into()));
+    }
+    LaunchPlan {
+        runtime: Runtime::Claude,
+        profile: d.profile,
+        argv,
+        env,
+        files: vec![file(settings_path, pretty(&settings)), file(mcp_path, pretty(&mcp))],
+        writable: d.profile.writable(),
+        notes: vec![
+            "--tools decides which built-in tools exist; --allowedTools only pre-approves (mcp__coord and the profile's Bash commands)".into(),
+            "--restricted, blockReads/WritesOutsideWorkingDirectories and the sandbox keep file tools in the workspace".into(),
+            "Claude Code's own Bash sandbox is off: coord's sandbox (bubblewrap) holds the whole process tree".into(),
+        ],
+    }
+}
+
+/// `s` as a TOML basic string.
+fn toml_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn codex(i: &LaunchInputs<'_>) -> LaunchPlan {
+    let d = i.definition;
+    let codex_home = format!("{}/codex", i.run_dir);
+    let mut config = String::new();
+    config.push_str("# Generated by coord for one launch (docs/agents.md).\n");
+    config.push_str("approval_policy = \"never\"\n");
+    if let Some(m) = &d.model {
+        config.push_str(&format!("model = {}\n", toml_str(m)));
+    }
+    if let Some(url) = i.model_base_url {
+        config.push_str("model_provider = \"coord_model\"\n");
+        config.push_str(&format!(
+            "\n[model_providers.coord_model]\nname = \"coord_model\"\nbase_url = {}\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
+            toml_str(url)
+        ));
+    }
+    if !d.prompt.is_empty() {
+        config.push_str(&format!("developer_instructions = {}\n", toml_str(&d.prompt)));
+    }
+    config.push_str(&format!(
+        "\n[mcp_servers.coord]\ncommand = {}\nargs = [\"mcp\"]\ndefault_tools_approval_mode = \"approve\"\n",
+        toml_str(i.coord_exe)
+    ));
+    if !i.coord_env.is_empty() {
+        config.push_str("\n[mcp_servers.coord.env]\n");
+        for (k, v) in i.coord_env {
+            config.push_str(&format!("{k} = {}\n", toml_str(v)));
+        }
+    }
+    let argv: Vec<String> = vec![
+        i.program.into(),
+        "exec".into(),
+        "--ephemeral".into(),
+        "--skip-git-repo-check".into(),
+        "--json".into(),
+        // Codex's bubblewrap cannot nest inside coord's: coord's sandbox is the one
+        // layer (read-only or writable workspace, the proxy the only way out).
+        "--sandbox".into(),
+        "danger-full-access".into(),
+        "-C".into(),
+        i.workspace.into(),
+        "-o".into(),
+        format!("{}/last-message.txt", i.run_dir),
+        "--".into(),
+        i.task.into(),
+    ];
+    let mut env = home_env(i);
+    env.push(("CODEX_HOME".into(), codex_home.clone()));
+    env.extend(i.coord_env.iter().cloned());
+    LaunchPlan {
+        runtime: Runtime::Codex,
+        profile: d.profile,
+        argv,
+        env,
+        files: vec![file(format!("{codex_home}/config.toml"), config)],
+        writable: d.profile.writable(),
+        notes: vec![
+            "Codex has no per-tool allowlist: the definition's tools cannot be narrowed inside Codex; coord's sandbox decides what its commands and patches can write and reach".into(),
+            "Codex's own sandbox is off (--sandbox danger-full-access) because bubblewrap does not nest; coord's sandbox is the enforcement".into(),
+        ],
+    }
+}
+
+fn aider(i: &LaunchInputs<'_>) -> LaunchPlan {
+    let d = i.definition;
+    let message = format!("{}/aider-message.txt", i.run_dir);
+    let mut text = String::new();
+    if !d.prompt.is_empty() {
+        text.push_str(&d.prompt);
+        text.push_str("\n\n");
+    }
+    text.push_str(i.task);
+    text.push('\n');
+    let mut argv: Vec<String> = vec![
+        i.program.into(),
+        "--message-file".into(),
+        message.clone(),
+        "--no-check-update".into(),
+        "--analytics-disable".into(),
+        "--no-show-release-notes".into(),
+        "--no-pretty".into(),
+        "--no-stream".into(),
+        "--no-fancy-input".into(),
+        "--no-detect-urls".into(),
+        "--no-suggest-shell-commands".into(),
+        "--no-auto-commits".into(),
+    ];
+    match d.profile {
+        WorkerProfile::ReadOnly | WorkerProfile::Verification => {
+            argv.extend(["--chat-mode".into(), "ask".into(), "--dry-run".into()]);
+        }
+        WorkerProfile::Write | WorkerProfile::Design => argv.push("--yes-always".into()),
+    }
+    if let Some(m) = &d.model {
+        argv.extend(["--model".into(), m.clone()]);
+    }
+    if let Some(url) = i.model_base_url {
+        argv.extend(["--openai-api-base".into(), url.into()]);
+    }
+    let mut env = home_env(i);
+    env.push(("LITELLM_LOCAL_MODEL_COST_MAP".into(), "True".into()));
+    LaunchPlan {
+        runtime: Runtime::Aider,
+        profile: d.profile,
+        argv,
+        env,
+        files: vec![file(message, text)],
+        writable: d.profile.writable(),
+        notes: vec![
+            "Aider has no permission system, no MCP and no tool list: it runs only inside coord's sandbox, which alone decides what it can write and reach".into(),
+        ],
+    }
+}
+
+/// The Claude Code tools coord's PreToolUse hook sees (the same as `coord init claude`).
+pub const PRE_TOOL_USE_MATCHER: &str = "Write|Edit|MultiEdit|NotebookEdit|Bash";
