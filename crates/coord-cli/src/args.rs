@@ -785,7 +785,7 @@ pub enum AgentCommand {
     /// Launch an agent on a task: its own identity and key, its profile assigned, inside
     /// the sandbox (bubblewrap; the workspace read-only unless the profile writes; the
     /// egress proxy the only way out), stopped at the profile's max_execution_time
-    Run(AgentRunArgs),
+    Run(Box<AgentRunArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -825,6 +825,35 @@ pub struct AgentRunArgs {
     /// Resolve NAME to ADDRESS in the proxy instead of asking DNS (NAME=ADDRESS; repeatable)
     #[arg(long = "resolve", value_name = "NAME=ADDRESS")]
     pub resolve: Vec<String>,
+    #[command(flatten)]
+    pub validation: ValidationArgs,
+}
+
+/// Pre-flight validation of a launch: one of these must be given (docs/agents.md).
+#[derive(Debug, clap::Args)]
+pub struct ValidationArgs {
+    /// Judge the plan with this command (run by /bin/sh -c): the plan as JSON on stdin,
+    /// exactly {"verdict":"valid"|"invalid","reasons":[...]} on stdout
+    #[arg(long, env = "COORD_VALIDATOR_COMMAND", value_name = "COMMAND")]
+    pub validator_command: Option<String>,
+    /// Judge the plan with a model behind this Anthropic-Messages-compatible endpoint
+    /// (ANTHROPIC_API_KEY is sent); it must answer the same JSON verdict and nothing else
+    #[arg(
+        long,
+        env = "COORD_VALIDATOR_URL",
+        value_name = "URL",
+        conflicts_with = "validator_command"
+    )]
+    pub validator_url: Option<String>,
+    /// The validator model
+    #[arg(long, env = "COORD_VALIDATOR_MODEL", default_value = "claude-sonnet-4-5")]
+    pub validator_model: String,
+    /// How long the validator may take; no answer in time is a denial
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
+    pub validator_timeout: std::time::Duration,
+    /// Launch without pre-flight validation (recorded in the audit trail)
+    #[arg(long, conflicts_with_all = ["validator_command", "validator_url"])]
+    pub no_validation: bool,
 }
 
 fn parse_forward(s: &str) -> Result<(u16, std::path::PathBuf), String> {

@@ -2,12 +2,14 @@
 //! `.claude/agents/*.md`, their launch plans (`coord_domain::agents`, pure) and the
 //! launch itself — its own identity, key and profile, inside the sandbox, supervised.
 
+use crate::args::ValidationArgs;
 use crate::args::{AgentCommand, AgentFlagsArgs, AgentRunArgs};
 use crate::context::Context;
 use crate::open;
 use crate::output::{self, Output};
 use crate::sandbox::{Enforced, enforced_command, unavailable};
 use coord_domain::access::Principal;
+use coord_domain::agents::preflight::{self, LaunchPlanSummary, PreflightRequest, Validator, Verdict};
 use coord_domain::agents::{self, AgentDefinition, FieldError, LaunchInputs, LaunchPlan, Runtime};
 use coord_domain::keys::{CreateApiKeyRequest, RevokeApiKeyRequest};
 use coord_domain::network::{Enforcement, SandboxRunRequest};
@@ -17,7 +19,9 @@ use coord_domain::{Caller, CoordError, CoordResult, Empty, ErrorCode};
 use coord_egress::sandbox::{self, API_PORT, MODEL_PORT};
 use coord_egress::{Proxy, Resolver, RunTokens};
 use coord_service::call;
-use coord_service::ops::{keys as key_ops, network as net_ops, profiles as profile_ops, sessions as session_ops};
+use coord_service::ops::{
+    agents as agent_ops, keys as key_ops, network as net_ops, profiles as profile_ops, sessions as session_ops,
+};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,7 +38,7 @@ pub async fn run(cmd: AgentCommand, ctx: &Context, out: Output) -> u8 {
         AgentCommand::List => return list(ctx, out),
         AgentCommand::Show { agent } => find(ctx, &agent).map(|(path, d)| show(&path, &d, ctx, out)),
         AgentCommand::Flags(args) => flags(&args, ctx, out),
-        AgentCommand::Run(args) => launch(args, ctx, out).await,
+        AgentCommand::Run(args) => launch(*args, ctx, out).await,
     };
     match r {
         Ok(code) => code,
@@ -448,6 +452,37 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         .or(limit)
         .unwrap_or(std::time::Duration::from_secs(30 * 60));
 
+    // Pre-flight validation, before anything is registered for the agent.
+    let policy = profiles
+        .profiles
+        .iter()
+        .find(|p| p.name == coord_profile)
+        .and_then(|p| p.network_policy.clone())
+        .unwrap_or_else(|| coord_domain::network::DENY_ALL.to_string());
+    let summary = LaunchPlanSummary {
+        agent: d.name.clone(),
+        profile: d.profile.to_string(),
+        runtime: runtime.name().into(),
+        task: args.task.clone(),
+        tools: d.tools.clone(),
+        writable: format!("{:?}", d.profile.writable()).to_lowercase(),
+        network_policy: policy,
+        bash_commands: d.profile.bash_prefixes().iter().map(|p| p.to_string()).collect(),
+    };
+    let (validator, verdict, failure) = judge(&args.validation, &summary).await?;
+    call::<agent_ops::RecordPreflight, _>(
+        &*coord,
+        &operator,
+        PreflightRequest {
+            target_agent_id: agent_id.clone(),
+            plan: summary,
+            validator,
+            verdict,
+            failure,
+        },
+    )
+    .await?;
+
     call::<profile_ops::AssignProfile, _>(
         &*coord,
         &operator,
@@ -623,7 +658,15 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         &*coord,
         &me,
         SandboxRunRequest {
-            command: plan.argv.clone(),
+            // A system prompt can be long: the record keeps its start and its length.
+            command: plan
+                .argv
+                .iter()
+                .map(|a| match a.char_indices().nth(2000) {
+                    Some((cut, _)) => format!("{}…({} characters)", &a[..cut], a.chars().count()),
+                    None => a.clone(),
+                })
+                .collect(),
             enforcement: Enforcement::Namespace,
             workspace: workspace.clone(),
         },
@@ -728,6 +771,94 @@ fn install_dir(program: &Path) -> PathBuf {
         .or_else(|| program.parent())
         .unwrap_or(program)
         .to_path_buf()
+}
+
+/// Asks the configured validator about `plan`: which validator, its verdict, or why its
+/// answer was not one (a denial). Unconfigured validation is refused: switching it off
+/// must be said (`--no-validation`).
+async fn judge(
+    v: &ValidationArgs,
+    plan: &LaunchPlanSummary,
+) -> CoordResult<(Validator, Option<Verdict>, Option<String>)> {
+    let plan_json = serde_json::to_string(plan).unwrap_or_default();
+    let answer = if v.no_validation {
+        eprintln!(
+            "coord agent: WARNING: pre-flight validation is OFF for this launch (--no-validation); this is recorded in the audit trail"
+        );
+        return Ok((Validator::Disabled, None, None));
+    } else if let Some(cmd) = &v.validator_command {
+        (
+            Validator::Command,
+            run_validator_command(cmd, &plan_json, v.validator_timeout).await,
+        )
+    } else if let Some(url) = &v.validator_url {
+        let key = std::env::var("ANTHROPIC_API_KEY").ok().filter(|k| !k.is_empty());
+        let client = coord_remote::MessagesClient::new(url, key, v.validator_timeout)?;
+        let body = json!({
+            "model": v.validator_model,
+            "max_tokens": 512,
+            "system": preflight::MODEL_INSTRUCTIONS,
+            "messages": [{"role": "user", "content": plan_json}],
+        });
+        let text = client.create(&body).await.and_then(|r| preflight::messages_text(&r));
+        (Validator::Model, text)
+    } else {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            "pre-flight validation is not configured: give --validator-command or --validator-url \
+             (COORD_VALIDATOR_COMMAND / COORD_VALIDATOR_URL), or --no-validation to launch without it (audited)",
+        )
+        .with_field("validator"));
+    };
+    Ok(match answer {
+        (kind, Ok(text)) => match preflight::parse_verdict(&text) {
+            Ok(verdict) => (kind, Some(verdict), None),
+            Err(why) => (kind, None, Some(why)),
+        },
+        (kind, Err(why)) => (kind, None, Some(why)),
+    })
+}
+
+/// Runs the validator command with the plan on stdin; its whole stdout, or why there is none.
+async fn run_validator_command(cmd: &str, plan: &str, timeout: std::time::Duration) -> Result<String, String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut child = tokio::process::Command::new("/bin/sh")
+        .args(["-c", cmd])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("the validator command cannot start: {e}"))?;
+    let mut stdin = child.stdin.take();
+    let mut stdout = child.stdout.take().ok_or("the validator command has no stdout")?;
+    let plan = plan.to_string();
+    let talk = async move {
+        if let Some(mut i) = stdin.take() {
+            // A validator that does not read its input is its business.
+            let _ = i.write_all(plan.as_bytes()).await;
+        }
+        let mut out = Vec::new();
+        (&mut stdout)
+            .take(preflight::MAX_VERDICT_BYTES as u64 + 1)
+            .read_to_end(&mut out)
+            .await
+            .map_err(|e| format!("cannot read the validator's answer: {e}"))?;
+        let status = child
+            .wait()
+            .await
+            .map_err(|e| format!("the validator command failed: {e}"))?;
+        Ok::<_, String>((status, out))
+    };
+    match tokio::time::timeout(timeout, talk).await {
+        Err(_) => Err(format!(
+            "the validator command did not answer within {}",
+            humantime::format_duration(timeout)
+        )),
+        Ok(Err(why)) => Err(why),
+        Ok(Ok((status, _))) if !status.success() => Err(format!("the validator command failed ({status})")),
+        Ok(Ok((_, out))) => String::from_utf8(out).map_err(|_| "the validator's answer is not UTF-8".to_string()),
+    }
 }
 
 /// Carries each connection of `listener` to `addr` (the model endpoint on loopback).

@@ -215,3 +215,13 @@ fn a_write_worker_writes_inside_only_and_reaches_only_allowed_hosts() {
 fn a_worker_past_its_deadline_is_stopped_and_its_work_released() {
     scenario("worker-deadline");
 }
+
+/// Pre-flight validation of `coord agent run`: a validator answering INVALID, prose,
+/// malformed JSON, nothing, an invalid verdict, a failure or too late blocks the launch
+/// before anything is registered (no key, the model never asked), each denial audited with
+/// its reason; a structured valid verdict from a command or a model lets it run; switching
+/// validation off is recorded.
+#[test]
+fn pre_flight_validation_blocks_all_but_a_structured_valid_verdict() {
+    scenario("preflight");
+}

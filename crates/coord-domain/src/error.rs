@@ -97,6 +97,7 @@ error_codes! {
     HardlinkDenied => "hardlink_denied", Forbidden;
     PermissionDenied => "permission_denied", Forbidden;
     DomainBlocked => "domain_blocked", Forbidden;
+    PreflightDenied => "preflight_denied", Forbidden;
     SandboxUnavailable => "sandbox_unavailable", Unavailable;
     DatabaseUnavailable => "database_unavailable", Unavailable;
     AuditKeyMissing => "audit_key_missing", Unavailable;

@@ -469,3 +469,69 @@ impl Webhook {
         }
     }
 }
+
+/// A model behind an Anthropic-Messages-compatible endpoint (`POST <base>/v1/messages`):
+/// the pre-flight validator of `coord agent run`.
+pub struct MessagesClient {
+    url: reqwest::Url,
+    key: Option<String>,
+    http: reqwest::Client,
+}
+
+impl MessagesClient {
+    pub fn new(base: &str, key: Option<String>, timeout: Duration) -> CoordResult<MessagesClient> {
+        let bad = || {
+            CoordError::field(
+                ErrorCode::InvalidArgument,
+                "validator_url",
+                format!("the validator URL {base:?} must be an http:// or https:// URL with a host"),
+            )
+        };
+        let trimmed = base.trim().trim_end_matches('/');
+        let full = if trimmed.ends_with("/v1/messages") {
+            trimmed.to_string()
+        } else {
+            format!("{trimmed}/v1/messages")
+        };
+        let url = reqwest::Url::parse(&full).map_err(|_| bad())?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+            return Err(bad());
+        }
+        install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(timeout)
+            .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| CoordError::unavailable(format!("cannot build the validator client: {e}")))?;
+        Ok(MessagesClient { url, key, http })
+    }
+
+    /// One request; the response body as JSON. `Err` says why there is none.
+    pub async fn create(&self, body: &serde_json::Value) -> Result<serde_json::Value, String> {
+        let mut req = self
+            .http
+            .post(self.url.clone())
+            .header("anthropic-version", "2023-06-01")
+            .json(body);
+        if let Some(k) = &self.key {
+            req = req.header("x-api-key", k);
+        }
+        let answer = req.send().await.map_err(|e| {
+            if e.is_timeout() {
+                "the validator model did not answer in time".to_string()
+            } else {
+                format!("cannot reach the validator model: {e}")
+            }
+        })?;
+        let status = answer.status();
+        let value: serde_json::Value = answer
+            .json()
+            .await
+            .map_err(|e| format!("the validator model answered {status} with a body that is not JSON: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("the validator model answered {status}: {value}"));
+        }
+        Ok(value)
+    }
+}

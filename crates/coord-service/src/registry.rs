@@ -4,8 +4,8 @@
 
 use crate::op::{Audit, Http, Operation};
 use crate::ops::{
-    approvals, audit, files, guardrails, handoffs, keys, locks, memory, messages, network, notifications, ports,
-    profiles, queue, sessions,
+    agents, approvals, audit, files, guardrails, handoffs, keys, locks, memory, messages, network, notifications,
+    ports, profiles, queue, sessions,
 };
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
@@ -164,6 +164,7 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<network::ResetNetworkPolicy>(),
         entry::<network::NetworkAccessLog>(),
         entry::<network::RecordSandboxRun>(),
+        entry::<agents::RecordPreflight>(),
         entry::<keys::CreateApiKey>(),
         entry::<keys::ListApiKeys>(),
         entry::<keys::RevokeApiKey>(),

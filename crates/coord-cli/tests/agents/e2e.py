@@ -595,7 +595,10 @@ def interactive_claude(w):
 
 
 def launch(w, home, agent, script, *flags):
-    """`coord agent run AGENT SCRIPT:<script>` as a user would; answers its JSON outcome."""
+    """`coord agent run AGENT SCRIPT:<script>` as a user would; answers its JSON outcome.
+    Without a validator flag, pre-flight validation is switched off (explicitly)."""
+    if not any(f.startswith("--validator") for f in flags):
+        flags = ("--no-validation", *flags)
     out = subprocess.run(["coord", "--json", "agent", "run", agent, f"SCRIPT:{script}",
                           "--program", os.path.join(w.cli_bin, "claude"),
                           "--model-url", f"http://127.0.0.1:{w.port}", *flags],
@@ -712,7 +715,54 @@ def worker_deadline(w):
     return f"{r['agent_id']}: stopped after 20 s, lock released, task requeued"
 
 
-SCENARIOS = {"worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+def preflight(w):
+    """Pre-flight validation: a validator answering INVALID, prose, malformed JSON, nothing,
+    an invalid verdict or too late blocks the launch before anything is registered; a
+    structured valid verdict (from a command or a model) lets it run; switching it off is
+    recorded."""
+    define(w, "code-reviewer", "---\nname: code-reviewer\ndescription: Reviews code\n---\n")
+    w.start_model({"P_run": [{"text": "RAN"}],
+                   "P_model_ok": [{"text": '{"verdict":"valid","reasons":[]}'}],
+                   "P_model_prose": [{"text": "The plan is VALID."}]})
+    home = w.home("operator")
+    plan_file = os.path.join(w.dir, "plan.json")
+    denials = {
+        "INVALID": "echo INVALID",
+        "prose": "echo 'Looks VALID to me'",
+        "malformed": "echo '{\"verdict\": \"valid\"'",
+        "nothing": "true",
+        "invalid verdict": "echo '{\"verdict\":\"invalid\",\"reasons\":[\"asks for secrets\"]}'",
+        "failing": "echo '{\"verdict\":\"valid\"}'; exit 3",
+        "too late": "sleep 20; echo '{\"verdict\":\"valid\"}'",
+    }
+    for what, cmd in denials.items():
+        r = launch(w, home, "code-reviewer", "P_run", "--validator-command", cmd, "--validator-timeout", "3s")
+        check(r.get("error") == "preflight_denied", f"{what}: the launch is denied: {r}")
+    check(not any(e.get("script") == "P_run" for e in w.entries()), "no denied launch ever reached the model")
+    check(not w.coord("keys", "list")["keys"], "no denied launch got a key")
+    rows = w.coord("audit", "--operation", "record_preflight")["entries"]
+    check(len(rows) == len(denials) and not any(e["success"] for e in rows), f"every denial audited: {rows}")
+    check(any("asks for secrets" in json.dumps(e) for e in rows), "the validator's reason is in the audit trail")
+    r = launch(w, home, "code-reviewer", "P_run", "--validator-command", f"tee {plan_file} >/dev/null; "
+               "echo '{\"verdict\":\"valid\",\"reasons\":[]}'")
+    check(r.get("result") == "RAN", f"a valid verdict lets the launch run: {r}")
+    plan = json.load(open(plan_file))
+    check(plan.get("profile") == "read_only" and plan.get("task") == "SCRIPT:P_run" and "Read" in plan.get("tools", []),
+          f"the validator saw the plan: {plan}")
+    model = f"http://127.0.0.1:{w.port}"
+    r = launch(w, home, "code-reviewer", "P_model_prose", "--validator-url", model)
+    check(r.get("error") == "preflight_denied", f"a model answering prose denies: {r}")
+    r = launch(w, home, "code-reviewer", "P_model_ok", "--validator-url", model)
+    check(r.get("success") is True, f"a model's structured valid verdict allows: {r}")
+    r = launch(w, home, "code-reviewer", "P_run")
+    check(r.get("success") is True, f"validation switched off explicitly: {r}")
+    rows = w.coord("audit", "--operation", "record_preflight", "--result", "success")["entries"]
+    kinds = sorted(e["parameters"]["validator"] for e in rows)
+    check(kinds == ["command", "disabled", "model"], f"allowed launches recorded with their validator: {kinds}")
+    return f"{len(denials) + 1} denials, valid verdicts from a command and a model, disabled recorded"
+
+
+SCENARIOS = {"preflight": preflight, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 

@@ -1,5 +1,6 @@
 //! The cases, grouped by requirement. Each takes the backend and builds its own harness.
 
+pub mod agents;
 pub mod approvals;
 pub mod audit;
 pub mod audit_chain;

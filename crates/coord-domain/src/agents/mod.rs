@@ -13,6 +13,7 @@
 
 pub mod definition;
 pub mod launch;
+pub mod preflight;
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! The operation definitions, one module per capability. Each `impl Operation` is the
 //! whole service-side cost of an operation; its store methods sit beside their SQL.
 
+pub mod agents;
 pub mod approvals;
 pub mod audit;
 pub mod files;
