@@ -231,7 +231,7 @@ fn shell_line(argv: &[String]) -> String {
 fn flags(args: &AgentFlagsArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
     let runtime = runtime(&args.runtime)?;
     let (_, d) = find(ctx, &args.agent)?;
-    let coord_env = coord_env("$AGENT_ID");
+    let coord_env = coord_env("$AGENT_ID", API_PORT);
     let workspace = ctx.repo_root.to_string_lossy();
     let plan = agents::plan(
         runtime,
@@ -280,9 +280,9 @@ fn flags(args: &AgentFlagsArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
 
 /// What coord's MCP server and hooks need inside the sandbox (the key is passed in the
 /// environment only, never written to a file another run could read).
-fn coord_env(agent_id: &str) -> Vec<(String, String)> {
+fn coord_env(agent_id: &str, api_port: u16) -> Vec<(String, String)> {
     vec![
-        ("COORDINATION_API_URL".into(), format!("http://127.0.0.1:{API_PORT}")),
+        ("COORDINATION_API_URL".into(), format!("http://127.0.0.1:{api_port}")),
         ("COORD_AGENT_ID".into(), agent_id.into()),
         ("COORD_AGENT_TYPE".into(), AGENT_TYPE.into()),
     ]
@@ -290,6 +290,22 @@ fn coord_env(agent_id: &str) -> Vec<(String, String)> {
 
 fn io(what: &str, e: std::io::Error) -> CoordError {
     CoordError::new(ErrorCode::SandboxUnavailable, format!("{what}: {e}"))
+}
+
+/// Spec 003's toggle: `COORD_SANDBOX_ENABLED=false` launches outside the sandbox.
+/// Unset or true: sandboxed; anything unreadable is refused, not guessed.
+fn sandbox_enabled() -> CoordResult<bool> {
+    match std::env::var("COORD_SANDBOX_ENABLED") {
+        Err(_) => Ok(true),
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" | "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            _ => Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!("COORD_SANDBOX_ENABLED={v:?}: use true or false"),
+            )),
+        },
+    }
 }
 
 /// `url`'s host and port when it is plain HTTP on this machine's loopback.
@@ -383,12 +399,33 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         })?,
     };
     let program = std::fs::canonicalize(&program).unwrap_or(program);
-    let bwrap = sandbox::find_bwrap().ok_or_else(|| {
-        unavailable("bubblewrap (bwrap) is not installed: coord launches agents only inside the sandbox (apt-get install bubblewrap)".into())
-    })?;
-    if let Some(why) = sandbox::unavailable(&bwrap).await {
-        return Err(unavailable(why));
-    }
+    let bwrap = if sandbox_enabled()? {
+        let bwrap = sandbox::find_bwrap().ok_or_else(|| {
+            unavailable(
+                "bubblewrap (bwrap) is not installed: coord launches agents only inside the sandbox \
+                 (apt-get install bubblewrap)"
+                    .into(),
+            )
+        })?;
+        if let Some(why) = sandbox::unavailable(&bwrap).await {
+            return Err(unavailable(why));
+        }
+        Some(bwrap)
+    } else {
+        if runtime == Runtime::Aider {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                "COORD_SANDBOX_ENABLED=false: Aider has no permission system of its own; it runs only inside the sandbox",
+            ));
+        }
+        eprintln!(
+            "coord agent: WARNING: COORD_SANDBOX_ENABLED=false: the agent runs OUTSIDE the sandbox: only {}'s own \
+             permission checks and coord's hooks hold it; nothing stops its commands writing outside the \
+             workspace or reaching any host. Recorded in the audit trail as advisory enforcement.",
+            runtime.name()
+        );
+        None
+    };
     for e in &args.env {
         if !sandbox::valid_env_name(e.split_once('=').map_or(e.as_str(), |(k, _)| k)) {
             return Err(CoordError::new(
@@ -412,7 +449,8 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         .clone()
         .or_else(|| std::env::var(key_var).ok().filter(|u| !u.trim().is_empty()));
     let mut ctx = ctx.clone();
-    let relayed = model_url.as_deref().and_then(loopback_http);
+    // Unsandboxed, the agent shares this machine's loopback: nothing to relay.
+    let relayed = model_url.as_deref().and_then(loopback_http).filter(|_| bwrap.is_some());
     if let (Some(url), None) = (&model_url, &relayed) {
         let target = coord_domain::network::parse_target(url).map_err(|m| {
             CoordError::new(ErrorCode::InvalidArgument, format!("--model-url {url:?}: {m}")).with_field("model_url")
@@ -517,7 +555,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         d: &d,
         runtime,
         program: &program,
-        bwrap: &bwrap,
+        bwrap: bwrap.as_deref(),
         coordinator: coordinator.clone(),
         resolver,
         agent: agent.clone(),
@@ -584,7 +622,8 @@ struct Supervised<'a> {
     d: &'a AgentDefinition,
     runtime: Runtime,
     program: &'a Path,
-    bwrap: &'a Path,
+    /// None: `COORD_SANDBOX_ENABLED=false`.
+    bwrap: Option<&'a Path>,
     coordinator: Arc<coord_service::Coordinator>,
     resolver: Resolver,
     agent: Caller,
@@ -605,7 +644,29 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
     let exe = std::env::current_exe().map_err(|e| io("cannot find the coord binary", e))?;
     let exe = exe.to_string_lossy().into_owned();
     let program = s.program.to_string_lossy().into_owned();
-    let coord_env = coord_env(&agent_id);
+    // The coordinator, for the agent's MCP server and hooks (the agent authenticates with
+    // its key): in the sandbox, on a socket the relay exposes inside at
+    // 127.0.0.1:API_PORT; without it, on a loopback port.
+    let config = coord_http::ApiConfig::default();
+    let app = coord_http::create_coordination_api(s.coordinator.clone(), &config);
+    let mut forwards = Vec::new();
+    let (api_task, api_port) = if s.bwrap.is_some() {
+        let api_socket = s.run_dir.join("api.sock");
+        let _ = std::fs::remove_file(&api_socket);
+        let api = tokio::net::UnixListener::bind(&api_socket).map_err(|e| io("cannot serve the coordinator", e))?;
+        forwards.push((API_PORT, api_socket));
+        (tokio::spawn(coord_http::serve_unix(api, app)), API_PORT)
+    } else {
+        let api = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| io("cannot serve the coordinator", e))?;
+        let port = api
+            .local_addr()
+            .map_err(|e| io("cannot serve the coordinator", e))?
+            .port();
+        (tokio::spawn(coord_http::serve_loopback(api, app)), port)
+    };
+    let coord_env = coord_env(&agent_id, api_port);
     let plan = agents::plan(
         s.runtime,
         &LaunchInputs {
@@ -627,15 +688,6 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         std::fs::write(path, &f.contents).map_err(|e| io("cannot write the launch files", e))?;
     }
 
-    // The coordinator, for the agent's MCP server and hooks: its API on a socket the
-    // relay exposes inside at 127.0.0.1:API_PORT; the agent authenticates with its key.
-    let api_socket = s.run_dir.join("api.sock");
-    let _ = std::fs::remove_file(&api_socket);
-    let api = tokio::net::UnixListener::bind(&api_socket).map_err(|e| io("cannot serve the coordinator", e))?;
-    let config = coord_http::ApiConfig::default();
-    let app = coord_http::create_coordination_api(s.coordinator.clone(), &config);
-    let api_task = tokio::spawn(coord_http::serve_unix(api, app));
-    let mut forwards = vec![(API_PORT, api_socket)];
     let mut model_task = None;
     if let Some((host, port)) = &s.relayed {
         let socket = s.run_dir.join("model.sock");
@@ -649,6 +701,10 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
     let mut passed: Vec<String> = s.args.env.clone();
     passed.extend(["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN"].map(String::from));
     let mut env = sandbox::passed_env(&here, &passed);
+    if s.bwrap.is_none() {
+        env.push(("COORD_AGENT_ID".into(), agent_id.clone()));
+        env.push(("COORD_AGENT_TYPE".into(), AGENT_TYPE.into()));
+    }
     env.extend(plan.env.iter().cloned());
     env.push(("COORDINATION_API_KEY".into(), s.key.into()));
 
@@ -667,7 +723,11 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
                     None => a.clone(),
                 })
                 .collect(),
-            enforcement: Enforcement::Namespace,
+            enforcement: if s.bwrap.is_some() {
+                Enforcement::Namespace
+            } else {
+                Enforcement::Advisory
+            },
             workspace: workspace.clone(),
         },
     )
@@ -700,37 +760,56 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         std::fs::File::create(s.run_dir.join("output.jsonl")).map_err(|e| io("cannot create the output file", e))?;
     let stderr =
         std::fs::File::create(s.run_dir.join("stderr.log")).map_err(|e| io("cannot create the output file", e))?;
-    let mut command = enforced_command(Enforced {
-        proxy,
-        bwrap: s.bwrap,
-        ctx: s.ctx,
-        agent_id: &agent_id,
-        agent_type: AGENT_TYPE,
-        token: &token,
-        writable,
-        visible: vec![install_dir(s.program)],
-        run_dir: s.run_dir.to_path_buf(),
-        env,
-        forwards,
-        command: plan.argv.iter().map(Into::into).collect(),
-    })?;
+    let mut command = match s.bwrap {
+        Some(bwrap) => enforced_command(Enforced {
+            proxy,
+            bwrap,
+            ctx: s.ctx,
+            agent_id: &agent_id,
+            agent_type: AGENT_TYPE,
+            token: &token,
+            writable,
+            visible: vec![install_dir(s.program)],
+            run_dir: s.run_dir.to_path_buf(),
+            env,
+            forwards,
+            command: plan.argv.iter().map(Into::into).collect(),
+        })?,
+        None => {
+            // COORD_SANDBOX_ENABLED=false: the proxy variables only (advisory).
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+                .await
+                .map_err(|e| io("cannot start the proxy", e))?;
+            let port = listener
+                .local_addr()
+                .map_err(|e| io("cannot start the proxy", e))?
+                .port();
+            tokio::spawn(proxy.serve_tcp(listener));
+            env.extend(sandbox::proxy_env(&format!(
+                "http://{agent_id}:{token}@127.0.0.1:{port}"
+            )));
+            let mut c = tokio::process::Command::new(&plan.argv[0]);
+            c.args(&plan.argv[1..])
+                .env_clear()
+                .envs(env)
+                .current_dir(&s.ctx.repo_root);
+            c
+        }
+    };
     command
         .stdin(std::process::Stdio::null())
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| io("cannot start bubblewrap", e))?;
+    let mut child = command.spawn().map_err(|e| io("cannot start the agent", e))?;
     let pgid = child.id().and_then(|p| i32::try_from(p).ok());
     let (status, timed_out) = match tokio::time::timeout(s.deadline, child.wait()).await {
         Ok(status) => (status.map_err(|e| io("waiting for the agent", e))?, false),
         Err(_) => {
             // The whole process group: TERM, a grace period, then KILL.
-            if let Some(pgid) = pgid {
-                let _ = rustix::process::kill_process_group(
-                    rustix::process::Pid::from_raw(pgid).expect("a child's pid is positive"),
-                    rustix::process::Signal::TERM,
-                );
+            if let Some(pgid) = pgid.and_then(rustix::process::Pid::from_raw) {
+                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::TERM);
             }
             let status = match tokio::time::timeout(std::time::Duration::from_secs(10), child.wait()).await {
                 Ok(s) => s,

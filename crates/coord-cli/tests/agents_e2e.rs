@@ -225,3 +225,20 @@ fn a_worker_past_its_deadline_is_stopped_and_its_work_released() {
 fn pre_flight_validation_blocks_all_but_a_structured_valid_verdict() {
     scenario("preflight");
 }
+
+/// `coord agent run --runtime codex` launches a READ_ONLY Codex worker: its shell write is
+/// refused by the read-only workspace (the file untouched), coord's MCP tools work under its
+/// identity (its key passed by name only), provider-side web search is off, and its last
+/// message reaches the caller.
+#[test]
+fn a_read_only_codex_worker_cannot_write() {
+    scenario("worker-codex-read-only");
+}
+
+/// Spec 003's toggle `COORD_SANDBOX_ENABLED=false`: the launch runs outside the sandbox with
+/// a loud warning and an audit row saying so (advisory enforcement), the CLI's own checks
+/// and the profile's tools kept; an unreadable value is refused.
+#[test]
+fn the_sandbox_toggle_is_loud_and_audited() {
+    scenario("worker-unsandboxed");
+}

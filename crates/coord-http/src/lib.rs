@@ -179,3 +179,9 @@ pub async fn shutdown_signal() {
 pub async fn serve_unix(listener: tokio::net::UnixListener, app: Router) -> std::io::Result<()> {
     axum::serve(listener, app.into_make_service()).await
 }
+
+/// Serves `app` on a loopback TCP listener until the task is dropped (`coord agent run`
+/// with `COORD_SANDBOX_ENABLED=false`: the coordinator of one launched agent).
+pub async fn serve_loopback(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    axum::serve(listener, app.into_make_service()).await
+}

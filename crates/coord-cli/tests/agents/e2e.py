@@ -594,16 +594,18 @@ def interactive_claude(w):
     return f"interactive {agent}: trust and key dialogs answered, lock taken over MCP, Write of a held file denied, ended on /exit"
 
 
-def launch(w, home, agent, script, *flags):
+def launch(w, home, agent, script, *flags, env=None):
     """`coord agent run AGENT SCRIPT:<script>` as a user would; answers its JSON outcome.
     Without a validator flag, pre-flight validation is switched off (explicitly)."""
     if not any(f.startswith("--validator") for f in flags):
         flags = ("--no-validation", *flags)
+    runtime = flags[flags.index("--runtime") + 1] if "--runtime" in flags else "claude"
+    url = f"http://127.0.0.1:{w.port}" + ("/v1" if runtime == "codex" else "")
     out = subprocess.run(["coord", "--json", "agent", "run", agent, f"SCRIPT:{script}",
-                          "--program", os.path.join(w.cli_bin, "claude"),
-                          "--model-url", f"http://127.0.0.1:{w.port}", *flags],
+                          "--program", os.path.join(w.cli_bin, runtime),
+                          "--model-url", url, *flags],
                          cwd=w.repo, capture_output=True, text=True, timeout=300,
-                         env=w.base_env(home, {"ANTHROPIC_API_KEY": "dummy"}))
+                         env=w.base_env(home, dict({"ANTHROPIC_API_KEY": "dummy", "OPENAI_API_KEY": "dummy"}, **(env or {}))))
     print(f"--- coord agent run {agent} (rc {out.returncode}) stderr ---\n{out.stderr[-3000:]}")
     try:
         return json.loads(out.stdout)
@@ -762,7 +764,53 @@ def preflight(w):
     return f"{len(denials) + 1} denials, valid verdicts from a command and a model, disabled recorded"
 
 
-SCENARIOS = {"preflight": preflight, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+def worker_codex_read_only(w):
+    """A READ_ONLY Codex worker (`coord agent run --runtime codex`): its shell write is
+    refused by the read-only workspace, the file untouched; coord's MCP tools work under its
+    identity; its last message reaches the caller."""
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    define(w, "code-reviewer", "---\nname: code-reviewer\ndescription: Reviews code\nmodel: fake-model\n---\n"
+                                "You review code.\n")
+    w.start_model({"CX_ro": [
+        {"tool": "exec_command", "input": {"cmd": "echo x > src/shared.rs; echo rc=$?"}},
+        {"tool": "check_locks", "input": {}},
+        {"text": "CODEX REVIEW DONE"}]})
+    r = launch(w, w.home("operator"), "code-reviewer", "CX_ro", "--runtime", "codex")
+    check(open(shared).read() == "original\n", f"the file changed: {open(shared).read()!r}")
+    turn = {e["turn"]: e for e in w.entries() if e.get("script") == "CX_ro"}
+    wrote = str(turn.get(1, {}).get("last_result"))
+    check("Read-only file system" in wrote, f"the shell write was refused by the sandbox: {wrote[:500]}")
+    check("locks" in str(turn.get(2, {}).get("last_result")), f"check_locks worked: {turn.get(2)}")
+    check(all("web_search" not in e.get("tool_types", []) for e in turn.values()),
+          "no provider-side web search (it would bypass the proxy)")
+    check((r.get("result") or "").strip() == "CODEX REVIEW DONE", f"the last message reached the caller: {r}")
+    mine = w.coord("audit", "--agent", r["agent_id"], "--operation", "check_locks")["entries"]
+    check(mine and mine[0]["success"], f"audited as {r['agent_id']}: {mine}")
+    return f"{r['agent_id']}: shell write refused (read-only file system), file untouched"
+
+
+def worker_unsandboxed(w):
+    """Spec 003's toggle COORD_SANDBOX_ENABLED=false: the launch runs outside the sandbox (its
+    CLI's own permission checks kept: Claude Code refuses skip-permissions as root anyway),
+    with a loud warning and an audit row saying the enforcement was advisory; its tools are
+    still only the profile's. An unreadable value is refused."""
+    define(w, "code-reviewer", "---\nname: code-reviewer\ndescription: Reviews code\n---\n")
+    w.start_model({"U_run": [{"tool": "check_locks", "input": {}}, {"text": "UNSANDBOXED"}]})
+    home = w.home("operator")
+    r = launch(w, home, "code-reviewer", "U_run", env={"COORD_SANDBOX_ENABLED": "maybe"})
+    check(r.get("error") == "invalid_argument", f"an unreadable toggle is refused: {r}")
+    r = launch(w, home, "code-reviewer", "U_run", env={"COORD_SANDBOX_ENABLED": "false"})
+    check(r.get("result") == "UNSANDBOXED", f"the launch ran: {r}")
+    runs = w.coord("audit", "--agent", r["agent_id"], "--operation", "record_sandbox_run")["entries"]
+    check(runs and runs[0]["parameters"]["enforcement"] == "advisory", f"recorded as advisory: {runs}")
+    check("--restricted" in runs[0]["parameters"]["command"], "the CLI's own checks stay on")
+    played = [e for e in w.entries() if e.get("script") == "U_run"]
+    check(played and "Write" not in played[0].get("offered", []), "the tools are still the profile's")
+    check(not played[-1].get("last_is_error"), f"coord's tools worked: {played[-1]}")
+    return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
+
+
+SCENARIOS = {"preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 

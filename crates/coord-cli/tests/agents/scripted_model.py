@@ -199,6 +199,8 @@ class Handler(BaseHTTPRequestHandler):
             elif t.get("name"):
                 offered[t["name"]] = (None, t["name"])
         entry = {"api": "responses", "script": script, "turn": steps_done,
+                 "tool_types": sorted({str(t.get("type")) for t in body.get("tools") or []}),
+                 "keys": sorted(body),
                  "last_result": outputs[-1].get("output") if outputs else None}
         item = None
         if script is not None and script in SCRIPTS:

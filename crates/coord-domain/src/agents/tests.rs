@@ -194,6 +194,12 @@ fn codex_and_aider_plans() {
     );
     assert!(config.contents.contains("developer_instructions = \"Say \\\"hi\\\"\""));
     assert!(config.contents.contains("default_tools_approval_mode = \"approve\""));
+    assert!(config.contents.contains("env_vars = [\"COORDINATION_API_KEY\"]"));
+    assert!(config.contents.contains("web_search = \"disabled\""));
+    // Top-level keys before the first table (a key after a header belongs to the table).
+    let first_table = config.contents.find("\n[").unwrap();
+    assert!(config.contents.find("developer_instructions").unwrap() < first_table);
+    assert!(config.contents.find("model_provider =").unwrap() < first_table);
     assert!(p.env.contains(&("CODEX_HOME".into(), "/r/run1/codex".into())));
     assert_eq!(&p.argv[p.argv.len() - 2..], ["--", "-review src/"]);
     assert_eq!(p.writable, Writable::Nothing);
