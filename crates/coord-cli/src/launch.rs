@@ -7,7 +7,7 @@ use crate::args::{AgentCommand, AgentFlagsArgs, AgentRunArgs};
 use crate::context::Context;
 use crate::open;
 use crate::output::{self, Output};
-use crate::sandbox::{Enforced, enforced_command, unavailable};
+use crate::sandbox::{Enforced, advisory_proxy, enforced_command, unavailable};
 use coord_domain::access::Principal;
 use coord_domain::agents::preflight::{self, LaunchPlanSummary, PreflightRequest, Validator, Verdict};
 use coord_domain::agents::{self, AgentDefinition, FieldError, LaunchInputs, LaunchPlan, Runtime};
@@ -777,17 +777,7 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         })?,
         None => {
             // COORD_SANDBOX_ENABLED=false: the proxy variables only (advisory).
-            let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-                .await
-                .map_err(|e| io("cannot start the proxy", e))?;
-            let port = listener
-                .local_addr()
-                .map_err(|e| io("cannot start the proxy", e))?
-                .port();
-            tokio::spawn(proxy.serve_tcp(listener));
-            env.extend(sandbox::proxy_env(&format!(
-                "http://{agent_id}:{token}@127.0.0.1:{port}"
-            )));
+            env.extend(advisory_proxy(proxy, &agent_id, &token).await?);
             let mut c = tokio::process::Command::new(&plan.argv[0]);
             c.args(&plan.argv[1..])
                 .env_clear()

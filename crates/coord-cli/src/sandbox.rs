@@ -202,7 +202,9 @@ fn io(what: &str, e: std::io::Error) -> CoordError {
     unavailable(format!("{what}: {e}"))
 }
 
-async fn advisory(proxy: Arc<Proxy>, agent_id: &str, token: &str, command: &[OsString]) -> CoordResult<i32> {
+/// The proxy on a loopback port, for a command outside the sandbox: the proxy variables
+/// that point at it with the agent's credential (advisory: a program may ignore them).
+pub async fn advisory_proxy(proxy: Arc<Proxy>, agent_id: &str, token: &str) -> CoordResult<Vec<(String, String)>> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
         .map_err(|e| io("cannot start the proxy", e))?;
@@ -211,12 +213,17 @@ async fn advisory(proxy: Arc<Proxy>, agent_id: &str, token: &str, command: &[OsS
         .map_err(|e| io("cannot start the proxy", e))?
         .port();
     tokio::spawn(proxy.serve_tcp(listener));
+    Ok(sandbox::proxy_env(&format!(
+        "http://{agent_id}:{token}@127.0.0.1:{port}"
+    )))
+}
+
+async fn advisory(proxy: Arc<Proxy>, agent_id: &str, token: &str, command: &[OsString]) -> CoordResult<i32> {
+    let env = advisory_proxy(proxy, agent_id, token).await?;
     let (program, rest) = command.split_first().ok_or_else(|| unavailable("no command".into()))?;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(rest)
-        .envs(sandbox::proxy_env(&format!(
-            "http://{agent_id}:{token}@127.0.0.1:{port}"
-        )))
+        .envs(env)
         .env("COORD_AGENT_ID", agent_id)
         .env("COORD_AGENT_TYPE", AGENT_TYPE);
     let name = program.to_string_lossy();
