@@ -30,6 +30,19 @@ use std::sync::Arc;
 /// profile assigned).
 pub const AGENT_TYPE: &str = "worker";
 
+/// What tools outside the sandbox read or run later from a workspace (name, directory?):
+/// read-only for a launched agent that may write the workspace.
+const TOOL_CONFIG: &[(&str, bool)] = &[
+    (".claude", true),
+    (".mcp.json", false),
+    (".codex", true),
+    (".vscode", true),
+    (".idea", true),
+    (".envrc", false),
+    (".gitmodules", false),
+    (".husky", true),
+];
+
 /// Where definitions live, relative to the repository.
 pub const DEFINITIONS: &str = ".claude/agents";
 
@@ -105,6 +118,22 @@ fn find(ctx: &Context, name: &str) -> CoordResult<(PathBuf, AgentDefinition)> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
+    let named: Vec<&PathBuf> = all
+        .iter()
+        .filter(|(_, d)| d.as_ref().is_ok_and(|d| d.name == name))
+        .map(|(p, _)| p)
+        .collect();
+    if named.len() > 1 {
+        // Never pick one: a file added later could shadow the reviewed definition.
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "{} files define an agent named {name:?}: {}; keep one",
+                named.len(),
+                named.iter().map(|p| relative(ctx, p)).collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
     let hit = all
         .iter()
         .find(|(_, d)| d.as_ref().is_ok_and(|d| d.name == name))
@@ -506,6 +535,21 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         writable: format!("{:?}", d.profile.writable()).to_lowercase(),
         network_policy: policy,
         bash_commands: d.profile.bash_prefixes().iter().map(|p| p.to_string()).collect(),
+        system_prompt: d.prompt.clone(),
+        model: d.model.clone(),
+        model_endpoint: model_url.clone(),
+        sandboxed: bwrap.is_some(),
+        tools_enforced: runtime == Runtime::Claude,
+        passed_env: args
+            .env
+            .iter()
+            .map(|e| e.split_once('=').map_or(e.as_str(), |(k, _)| k).to_string())
+            .collect(),
+        resolve: args
+            .resolve
+            .iter()
+            .map(|r| r.split_once('=').map_or(r.as_str(), |(k, _)| k).to_string())
+            .collect(),
     };
     let (validator, verdict, failure) = judge(&args.validation, &summary).await?;
     call::<agent_ops::RecordPreflight, _>(
@@ -647,7 +691,11 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
     // The coordinator, for the agent's MCP server and hooks (the agent authenticates with
     // its key): in the sandbox, on a socket the relay exposes inside at
     // 127.0.0.1:API_PORT; without it, on a loopback port.
-    let config = coord_http::ApiConfig::default();
+    // Every request needs the agent's key, reads included.
+    let config = coord_http::ApiConfig {
+        require_auth_for_reads: true,
+        ..coord_http::ApiConfig::default()
+    };
     let app = coord_http::create_coordination_api(s.coordinator.clone(), &config);
     let mut forwards = Vec::new();
     let (api_task, api_port) = if s.bwrap.is_some() {
@@ -699,7 +747,15 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
 
     let here: Vec<(String, String)> = std::env::vars().collect();
     let mut passed: Vec<String> = s.args.env.clone();
-    passed.extend(["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN"].map(String::from));
+    // The runtime's own provider key only.
+    passed.extend(
+        match s.runtime {
+            Runtime::Claude => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"][..],
+            Runtime::Codex | Runtime::Aider => &["OPENAI_API_KEY"][..],
+        }
+        .iter()
+        .map(|k| k.to_string()),
+    );
     let mut env = sandbox::passed_env(&here, &passed);
     if s.bwrap.is_none() {
         env.push(("COORD_AGENT_ID".into(), agent_id.clone()));
@@ -748,11 +804,49 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         agents::Writable::Nothing => Vec::new(),
         agents::Writable::Workspace => vec![s.ctx.repo_root.clone()],
         agents::Writable::Docs => {
+            // A real directory of the workspace: a symlink would make its target writable.
             let docs = s.ctx.repo_root.join("docs");
-            std::fs::create_dir_all(&docs).map_err(|e| io("cannot create docs/", e))?;
+            if std::fs::symlink_metadata(&docs).is_err() {
+                std::fs::create_dir(&docs).map_err(|e| io("cannot create docs/", e))?;
+            }
+            let real = std::fs::symlink_metadata(&docs).is_ok_and(|m| m.is_dir())
+                && std::fs::canonicalize(&docs).is_ok_and(|c| c.parent() == Some(s.ctx.repo_root.as_path()));
+            if !real {
+                return Err(CoordError::new(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "{} is not a directory of the workspace (a symlink?): a design agent writes only a real docs/",
+                        docs.display()
+                    ),
+                ));
+            }
             vec![docs]
         }
     };
+    // Read-only inside: the generated files, and in a writable workspace what tools
+    // outside the sandbox read or run later (an existing one pinned, a missing one held
+    // by an empty placeholder, removed after the run).
+    let mut protected: Vec<(PathBuf, PathBuf)> = plan
+        .files
+        .iter()
+        .map(|f| (PathBuf::from(&f.path), PathBuf::from(&f.path)))
+        .collect();
+    let mut placeholders = Vec::new();
+    if plan.writable == agents::Writable::Workspace {
+        let empty_file = s.run_dir.join("placeholder");
+        let empty_dir = s.run_dir.join("placeholder.d");
+        std::fs::write(&empty_file, b"").map_err(|e| io("cannot create the run directory", e))?;
+        std::fs::create_dir_all(&empty_dir).map_err(|e| io("cannot create the run directory", e))?;
+        for (name, dir) in TOOL_CONFIG {
+            let path = s.ctx.repo_root.join(name);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                protected.push((path.clone(), path));
+            } else {
+                protected.push((if *dir { empty_dir.clone() } else { empty_file.clone() }, path.clone()));
+                placeholders.push(path);
+            }
+        }
+    }
     let tokens = Arc::new(RunTokens::default());
     let token = tokens.issue(s.agent.clone());
     let proxy = Arc::new(Proxy::new(coord.clone(), tokens, Arc::new(s.resolver)));
@@ -773,6 +867,9 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
             run_dir: s.run_dir.to_path_buf(),
             env,
             forwards,
+            protected,
+            git_read_only: true,
+            cwd: Some(s.ctx.repo_root.clone()),
             command: plan.argv.iter().map(Into::into).collect(),
         })?,
         None => {
@@ -794,31 +891,60 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         .kill_on_drop(true);
     let mut child = command.spawn().map_err(|e| io("cannot start the agent", e))?;
     let pgid = child.id().and_then(|p| i32::try_from(p).ok());
-    let (status, timed_out) = match tokio::time::timeout(s.deadline, child.wait()).await {
-        Ok(status) => (status.map_err(|e| io("waiting for the agent", e))?, false),
-        Err(_) => {
+    let group = pgid.and_then(rustix::process::Pid::from_raw);
+    let signal_group = |sig| {
+        if let Some(g) = group {
+            let _ = rustix::process::kill_process_group(g, sig);
+        }
+    };
+    // Stopped by its deadline, or by this process being interrupted or terminated (the
+    // agent must not outlive its supervisor: cleanup below has to run).
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| io("cannot watch for SIGTERM", e))?;
+    let stop = tokio::select! {
+        status = child.wait() => Ok(status.map_err(|e| io("waiting for the agent", e))?),
+        () = tokio::time::sleep(s.deadline) => Err("deadline"),
+        _ = tokio::signal::ctrl_c() => Err("interrupted"),
+        _ = terminate.recv() => Err("terminated"),
+    };
+    let (status, stopped) = match stop {
+        Ok(status) => (status, None),
+        Err(why) => {
             // The whole process group: TERM, a grace period, then KILL.
-            if let Some(pgid) = pgid.and_then(rustix::process::Pid::from_raw) {
-                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::TERM);
-            }
+            signal_group(rustix::process::Signal::TERM);
             let status = match tokio::time::timeout(std::time::Duration::from_secs(10), child.wait()).await {
                 Ok(s) => s,
                 Err(_) => {
+                    signal_group(rustix::process::Signal::KILL);
                     let _ = child.start_kill();
                     child.wait().await
                 }
             };
-            (status.map_err(|e| io("waiting for the agent", e))?, true)
+            (status.map_err(|e| io("waiting for the agent", e))?, Some(why))
         }
     };
+    // What it left running in the background goes too.
+    signal_group(rustix::process::Signal::KILL);
+    let timed_out = stopped == Some("deadline");
+    if let Some(why @ ("interrupted" | "terminated")) = stopped {
+        eprintln!("coord agent: {agent_id} stopped: coord agent run was {why}");
+    }
     api_task.abort();
     if let Some(t) = model_task {
         t.abort();
     }
+    // The placeholders' mount points stay behind on the host, empty: remove them.
+    for p in placeholders {
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+            let _ = std::fs::remove_dir(&p);
+        } else if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
     let exit_code = sandbox::exit_code(status);
     let (result, permission_denials) = final_result(&plan, s.run_dir);
     Ok(Outcome {
-        success: exit_code == 0 && !timed_out && result.is_some(),
+        success: exit_code == 0 && stopped.is_none() && result.is_some(),
         agent_id,
         agent: s.d.name.clone(),
         runtime: s.runtime.name(),

@@ -257,6 +257,9 @@ async fn enforced(
         run_dir: run_dir.path().to_path_buf(),
         env: sandbox::passed_env(&here, &args.env),
         forwards: Vec::new(),
+        protected: Vec::new(),
+        git_read_only: false,
+        cwd: None,
         command: args.command.clone(),
     })?;
     command.status().await.map_err(|e| io("cannot start bubblewrap", e))
@@ -283,6 +286,14 @@ pub struct Enforced<'a> {
     pub env: Vec<(String, String)>,
     /// Loopback ports inside and the Unix sockets (served by the caller) they lead to.
     pub forwards: Vec<(u16, std::path::PathBuf)>,
+    /// Read-only mount points (source, path): the run's generated files and sockets,
+    /// the workspace's tool configuration (see `Plan::protected`).
+    pub protected: Vec<(std::path::PathBuf, std::path::PathBuf)>,
+    /// Keep all of `.git` read-only, not only its hooks and config.
+    pub git_read_only: bool,
+    /// Where the command starts (default: the working directory when it is inside the
+    /// workspace, else the workspace).
+    pub cwd: Option<std::path::PathBuf>,
     pub command: Vec<OsString>,
 }
 
@@ -296,10 +307,12 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command>
     std::fs::write(&empty, b"").map_err(|x| io("cannot create the run directory", x))?;
     let exe = std::env::current_exe().map_err(|x| io("cannot find the coord binary", x))?;
     let workspace = e.ctx.repo_root.clone();
-    let cwd = std::env::current_dir()
-        .ok()
-        .filter(|d| d.starts_with(&workspace))
-        .unwrap_or_else(|| workspace.clone());
+    let cwd = e.cwd.clone().unwrap_or_else(|| {
+        std::env::current_dir()
+            .ok()
+            .filter(|d| d.starts_with(&workspace))
+            .unwrap_or_else(|| workspace.clone())
+    });
     let (mut hide_dirs, mut hide_files) = std::env::var_os("HOME")
         .map(|h| sandbox::credential_paths(std::path::Path::new(&h)))
         .unwrap_or_default();
@@ -318,31 +331,32 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command>
     if let Some(key) = open::audit_key_path(e.ctx).filter(|k| k.is_file()) {
         hide_files.push(key);
     }
-    // Read-only inside the workspace: coord's own state (a sandboxed command cannot
-    // rewrite its policy or the audit trail) and what git runs on its own, later, outside
-    // (hooks, config), with `.git` pinned so that it cannot be renamed away (only when
-    // the workspace is writable: a pinned `.git` is a writable bind).
+    // coord's own state is not there at all (a sandboxed command can neither rewrite nor
+    // read its policy, other agents' messages or the audit trail), nor the database file.
+    hide_dirs.push(workspace.join(".coord"));
+    if let crate::context::DbTarget::Sqlite(db) = &e.ctx.db {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = db.as_os_str().to_owned();
+            name.push(suffix);
+            hide_files.push(name.into());
+        }
+    }
+    hide_dirs.retain(|p| p.is_dir());
+    // A file in a hidden directory is gone already (and a mount point there would show).
+    hide_files.retain(|p| p.is_file() && !hide_dirs.iter().any(|d| p.starts_with(d)));
+    // Read-only inside the workspace: what git runs on its own, later, outside (hooks,
+    // config), with `.git` pinned so that it cannot be renamed away (only when the
+    // workspace is writable: a pinned `.git` is a writable bind). With `e.git_read_only`,
+    // the whole `.git` stays read-only (a launched agent: coord commits its work).
     let (pinned, git_read_only) = sandbox::git_protections(&workspace);
-    let pinned = if e.writable.contains(&workspace) {
+    let pinned = if e.writable.contains(&workspace) && !e.git_read_only {
         pinned
     } else {
         Vec::new()
     };
-    let mut read_only: Vec<std::path::PathBuf> = vec![workspace.join(".coord")];
-    read_only.extend(git_read_only);
-    if let crate::context::DbTarget::Sqlite(db) = &e.ctx.db
-        && let Some(dir) = db.parent()
-    {
-        if dir == workspace {
-            // The database file and its journals, not the whole workspace.
-            for suffix in ["", "-wal", "-shm", "-journal"] {
-                let mut name = db.as_os_str().to_owned();
-                name.push(suffix);
-                read_only.push(name.into());
-            }
-        } else {
-            read_only.push(dir.to_path_buf());
-        }
+    let mut read_only: Vec<std::path::PathBuf> = git_read_only;
+    if e.git_read_only {
+        read_only.push(workspace.join(".git"));
     }
     read_only.retain(|p| p.exists() && p.starts_with(&workspace) && p != &workspace);
     read_only.dedup();
@@ -355,7 +369,11 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command>
     env.push(("COORD_AGENT_TYPE".into(), e.agent_type.into()));
     env.push(("COORD_SANDBOX".into(), "1".into()));
     let mut inner: Vec<OsString> = vec![exe.into(), "sandbox".into(), "relay".into()];
+    let mut sockets = Vec::new();
     for (port, sock) in std::iter::once((RELAY_PORT, socket.clone())).chain(e.forwards) {
+        if sock != socket && sock.starts_with(&e.run_dir) {
+            sockets.push(sock.clone());
+        }
         inner.push("--forward".into());
         let mut f = OsString::from(format!("{port}="));
         f.push(sock);
@@ -363,6 +381,11 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command>
     }
     inner.push("--".into());
     inner.extend(e.command);
+    // The sockets the relay reaches, pinned read-only: a command deleting one would cut
+    // its own agent off from the coordinator (and its hooks from their checks).
+    let mut protected = e.protected;
+    protected.push((socket.clone(), socket.clone()));
+    protected.extend(sockets.into_iter().map(|s| (s.clone(), s)));
     let mut visible = vec![workspace.clone()];
     visible.extend(e.visible);
     let plan = Plan {
@@ -375,10 +398,18 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command>
         empty,
         pinned,
         read_only,
+        protected,
         env,
         inner,
     };
+    let args = sandbox::bwrap_args(&plan);
+    // For whoever wonders what the sandbox was (no secrets: the environment is not in it).
+    let _ = std::fs::write(
+        e.run_dir.join("bwrap-args.txt"),
+        args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join("\n"),
+    );
     let mut command = tokio::process::Command::new(e.bwrap);
-    command.args(sandbox::bwrap_args(&plan));
+    // The environment is bubblewrap's own (passed on to the command), never its argv.
+    command.args(args).env_clear().envs(plan.env);
     Ok(command)
 }

@@ -33,6 +33,12 @@ pub const HIDDEN_DIRS: &[&str] = &[
     ".config/gh",
 ];
 pub const HIDDEN_FILES: &[&str] = &[
+    // Agent runtimes' own logins and keys (a launched agent has a HOME of its own).
+    ".claude/.credentials.json",
+    ".claude.json",
+    ".codex/auth.json",
+    ".aider.conf.yml",
+    ".env",
     ".netrc",
     ".pgpass",
     ".git-credentials",
@@ -72,7 +78,14 @@ pub struct Plan {
     pub pinned: Vec<PathBuf>,
     /// Paths inside the workspace that stay read-only (coord's state, git's hooks and config).
     pub read_only: Vec<PathBuf>,
-    /// The whole environment of the command (nothing else is inherited).
+    /// Inside the run directory (or other writable paths), read-only and pinned (a mount
+    /// point cannot be removed or renamed): generated files and sockets the command must
+    /// use but not change or delete. Also paths in the workspace that tools outside the
+    /// sandbox run later (`.claude/`, `.mcp.json`, ...), each bound from `source`.
+    pub protected: Vec<(PathBuf, PathBuf)>,
+    /// The whole environment of the command (nothing else is inherited). Not part of the
+    /// argv (a command line is readable by every local user): the caller gives it to
+    /// bubblewrap's own environment, which bubblewrap passes on.
     pub env: Vec<(String, String)>,
     /// The relay and, after it, the command (`coord sandbox relay … -- cmd …`); its
     /// first element, the coord binary, is bound in read-only (it may live under `/tmp`,
@@ -99,7 +112,6 @@ pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
             &"--new-session",
             &"--cap-drop",
             &"ALL",
-            &"--clearenv",
             &"--ro-bind",
             &"/",
             &"/",
@@ -120,20 +132,21 @@ pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
     for p in &plan.read_only {
         push(&mut a, &[&"--ro-bind", p, p]);
     }
-    push(&mut a, &[&"--bind", &plan.run_dir, &plan.run_dir]);
     for d in &plan.hide_dirs {
         push(&mut a, &[&"--tmpfs", d]);
     }
     for f in &plan.hide_files {
         push(&mut a, &[&"--ro-bind", &plan.empty, f]);
     }
+    // After the hiding: the run directory may lie in a hidden one (`.coord/runs/<agent>`).
+    push(&mut a, &[&"--bind", &plan.run_dir, &plan.run_dir]);
+    for (source, p) in &plan.protected {
+        push(&mut a, &[&"--ro-bind", source, p]);
+    }
     if let Some(exe) = plan.inner.first() {
         push(&mut a, &[&"--ro-bind", exe, exe]);
     }
     push(&mut a, &[&"--chdir", &plan.cwd]);
-    for (k, v) in &plan.env {
-        push(&mut a, &[&"--setenv", k, v]);
-    }
     a.push("--".into());
     a.extend(plan.inner.iter().cloned());
     a
@@ -385,11 +398,12 @@ mod tests {
             writable: vec!["/w/docs".into()],
             run_dir: "/tmp/run".into(),
             cwd: "/w/src".into(),
-            hide_dirs: vec!["/root/.ssh".into()],
+            hide_dirs: vec!["/root/.ssh".into(), "/w/.coord".into()],
             hide_files: vec!["/root/.netrc".into()],
             empty: "/tmp/run/empty".into(),
             pinned: vec!["/w/.git".into()],
-            read_only: vec!["/w/.coord".into()],
+            read_only: vec!["/w/.git/hooks".into()],
+            protected: vec![("/tmp/run/api.sock".into(), "/tmp/run/api.sock".into())],
             env: vec![("HTTP_PROXY".into(), "http://a:t@127.0.0.1:3128".into())],
             inner: vec![
                 "/x/coord".into(),
@@ -399,13 +413,16 @@ mod tests {
                 "curl".into(),
             ],
         };
+        // No environment on the command line: it would be readable by every local user.
+        assert!(!text(&bwrap_args(&plan)).contains("3128"));
         assert_eq!(
             text(&bwrap_args(&plan)),
             "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session --cap-drop ALL \
-             --clearenv --ro-bind / / --dev /dev \
-             --proc /proc --tmpfs /tmp --ro-bind /w /w --bind /w/docs /w/docs --bind /w/.git /w/.git --ro-bind /w/.coord /w/.coord --bind /tmp/run /tmp/run \
-             --tmpfs /root/.ssh --ro-bind /tmp/run/empty /root/.netrc --ro-bind /x/coord /x/coord --chdir /w/src \
-             --setenv HTTP_PROXY http://a:t@127.0.0.1:3128 -- /x/coord sandbox relay -- curl"
+             --ro-bind / / --dev /dev \
+             --proc /proc --tmpfs /tmp --ro-bind /w /w --bind /w/docs /w/docs --bind /w/.git /w/.git \
+             --ro-bind /w/.git/hooks /w/.git/hooks --tmpfs /root/.ssh --tmpfs /w/.coord \
+             --ro-bind /tmp/run/empty /root/.netrc --bind /tmp/run /tmp/run --ro-bind /tmp/run/api.sock /tmp/run/api.sock \
+             --ro-bind /x/coord /x/coord --chdir /w/src -- /x/coord sandbox relay -- curl"
         );
     }
 

@@ -499,6 +499,8 @@ impl MessagesClient {
         }
         install_crypto_provider();
         let http = reqwest::Client::builder()
+            // The key is a custom header, which redirects would carry elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
             .timeout(timeout)
             .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))

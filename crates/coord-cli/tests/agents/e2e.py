@@ -671,12 +671,16 @@ def worker_write(w):
     outside = os.path.join(w.dir, "outside.txt")
     feature = os.path.join(w.repo, "src", "feature.rs")
     define(w, "coder", "---\nname: coder\ndescription: Writes code\n---\nYou write code.\n")
-    commit_makefile(w, "fetch:\n\t@curl -sS -o /dev/null -w 'status=%{http_code}\\n' http://denied.example/ || true\n")
+    commit_makefile(w, "fetch:\n\t@curl -sS -o /dev/null -w 'status=%{http_code}\\n' http://denied.example/ || true\n"
+                       "plant:\n\t@echo '{}' > .mcp.json || echo planted=no\n"
+                       "\t@git config core.fsmonitor 'touch pwned' || echo gitconfig=no\n"
+                       "\t@echo coord_state=$$(ls -A .coord | tr '\\n' ,)\n")
     w.start_model({"W_code": [
         {"tool": "acquire_lock", "input": {"file_path": "src/feature.rs", "reason": "feature", "ttl_minutes": 30}},
         {"tool": "Write", "input": {"file_path": feature, "content": "fn feature() {}\n"}},
         {"tool": "Write", "input": {"file_path": outside, "content": "escaped\n"}},
         {"tool": "Bash", "input": {"command": "make fetch", "description": "run the fetch target"}},
+        {"tool": "Bash", "input": {"command": "make plant", "description": "plant config"}},
         {"text": "CODED"}]})
     r = launch(w, w.home("operator"), "coder", "W_code", "--resolve", "denied.example=127.0.0.1")
     agent = r.get("agent_id", "")
@@ -688,6 +692,13 @@ def worker_write(w):
     check(turn.get(3, {}).get("last_is_error"), f"Write outside refused: {turn.get(3)}")
     fetched = str(turn.get(4, {}).get("last_result"))
     check("status=403" in fetched, f"the denied host answered 403 through the proxy: {fetched}")
+    planted = str(turn.get(5, {}).get("last_result"))
+    check("planted=no" in planted and "gitconfig=no" in planted, f"tool config and .git are read-only: {planted}")
+    check("coord_state=" in planted and "coord.db" not in planted,
+          f"coord's state (the database) is not visible: {planted}")
+    check(not os.path.exists(os.path.join(w.repo, ".mcp.json")) and not os.path.exists(os.path.join(w.repo, ".vscode")),
+          "no placeholder left behind")
+    check("fsmonitor" not in open(os.path.join(w.repo, ".git", "config")).read(), ".git/config unchanged")
     log = w.coord("network", "log", "--agent", agent)
     rows = log.get("entries") or log.get("log") or []
     check(any(e.get("host") == "denied.example" and not e.get("allowed") for e in rows),

@@ -2,7 +2,7 @@
 //! verdict or validation switched off lets a launch go ahead; every decision audited.
 
 use crate::cases::profiles::run;
-use crate::{Backend, Harness, agent};
+use crate::{Backend, Harness, agent, operator};
 use coord_domain::ErrorCode;
 use coord_domain::agents::preflight::{LaunchPlanSummary, PreflightRequest, Validator, Verdict, VerdictKind};
 use coord_domain::audit::AuditQueryRequest;
@@ -21,6 +21,13 @@ fn request(validator: Validator, verdict: Option<(VerdictKind, &[&str])>, failur
             writable: "nothing".into(),
             network_policy: "worker_read_only".into(),
             bash_commands: vec!["git status".into()],
+            system_prompt: String::new(),
+            model: None,
+            model_endpoint: None,
+            sandboxed: true,
+            tools_enforced: true,
+            passed_env: vec![],
+            resolve: vec![],
         },
         validator,
         verdict: verdict.map(|(k, r)| Verdict {
@@ -33,7 +40,8 @@ fn request(validator: Validator, verdict: Option<(VerdictKind, &[&str])>, failur
 
 pub async fn agents_preflight_allows_only_a_valid_verdict(b: &dyn Backend) {
     let h = Harness::new(b).await;
-    let orchestrator = agent("orchestrator");
+    // Launching is the operator's (local-operator: spawn_agent), not any agent's.
+    let orchestrator = operator("orchestrator");
     let ok = run::<ops::RecordPreflight>(
         &h,
         &orchestrator,
@@ -68,6 +76,12 @@ pub async fn agents_preflight_allows_only_a_valid_verdict(b: &dyn Backend) {
             e.details.get("target_agent_id").and_then(Value::as_str),
             Some("code-reviewer-1")
         );
+    }
+    if h.door != crate::Door::Http {
+        let e = run::<ops::RecordPreflight>(&h, &agent("worker"), request(Validator::Disabled, None, None))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::OperationNotPermitted, "{e:?}");
     }
     let mut bad = request(Validator::Command, Some((VerdictKind::Valid, &[])), None);
     bad.target_agent_id = " ".into();

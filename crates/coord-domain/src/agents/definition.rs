@@ -209,8 +209,9 @@ pub fn parse_definition(text: &str) -> Result<AgentDefinition, Vec<FieldError>> 
         }
     }
     let name = string("name", map.get("name"), MAX_NAME_LEN, &mut errors);
+    let absent = |k: &str| map.get(k).is_none_or(Value::is_null);
     match &name {
-        None if !map.contains_key("name") => errors.push(FieldError::new("name", "missing")),
+        None if absent("name") => errors.push(FieldError::new("name", "missing")),
         Some(n)
             if !n
                 .bytes()
@@ -224,7 +225,7 @@ pub fn parse_definition(text: &str) -> Result<AgentDefinition, Vec<FieldError>> 
         _ => {}
     }
     let description = string("description", map.get("description"), MAX_DESCRIPTION_LEN, &mut errors);
-    if !map.contains_key("description") {
+    if absent("description") {
         errors.push(FieldError::new("description", "missing"));
     }
     let model = string("model", map.get("model"), 100, &mut errors);

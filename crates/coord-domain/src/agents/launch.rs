@@ -100,11 +100,22 @@ pub fn plan(runtime: Runtime, inputs: &LaunchInputs<'_>) -> LaunchPlan {
 fn home_env(i: &LaunchInputs<'_>) -> Vec<(String, String)> {
     let home = format!("{}/home", i.run_dir);
     let tmp = format!("{}/tmp", i.run_dir);
-    vec![
+    let mut env = vec![
         ("HOME".into(), home),
         ("TMPDIR".into(), tmp.clone()),
         ("XDG_RUNTIME_DIR".into(), tmp),
-    ]
+    ];
+    // A workspace the agent may not write still gets built and tested: build output and
+    // caches go to the run's directory.
+    if i.definition.profile.writable() != Writable::Workspace {
+        env.extend([
+            ("CARGO_TARGET_DIR".into(), format!("{}/target", i.run_dir)),
+            ("GOCACHE".into(), format!("{}/tmp/go-build", i.run_dir)),
+            ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+            ("PYTHONPYCACHEPREFIX".into(), format!("{}/tmp/pycache", i.run_dir)),
+        ]);
+    }
+    env
 }
 
 fn coord_mcp(i: &LaunchInputs<'_>) -> serde_json::Value {

@@ -153,9 +153,9 @@ impl WorkerProfile {
                 "go test",
                 "make test",
             ],
+            // No git add/commit: `.git` is read-only for a launched agent (a repository's
+            // config and hooks run on the host later); coord commits its work.
             Self::Write => &[
-                "git add",
-                "git commit",
                 "mkdir",
                 "cargo",
                 "pytest",

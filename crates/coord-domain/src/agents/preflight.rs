@@ -31,6 +31,30 @@ pub struct LaunchPlanSummary {
     pub writable: String,
     pub network_policy: String,
     pub bash_commands: Vec<String>,
+    /// The definition's body, which the agent gets as its system prompt.
+    #[serde(default)]
+    pub system_prompt: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The model endpoint the agent is given, when not the provider's own.
+    #[serde(default)]
+    pub model_endpoint: Option<String>,
+    /// Whether the launch runs in coord's sandbox (`COORD_SANDBOX_ENABLED=false`: not).
+    #[serde(default = "yes")]
+    pub sandboxed: bool,
+    /// Whether the runtime itself enforces the tool list (Codex and Aider do not).
+    #[serde(default = "yes")]
+    pub tools_enforced: bool,
+    /// Names of the launcher's variables passed in (`--env`).
+    #[serde(default)]
+    pub passed_env: Vec<String>,
+    /// Names the proxy resolves itself (`--resolve NAME=ADDRESS`).
+    #[serde(default)]
+    pub resolve: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,6 +185,9 @@ pub fn validate(req: PreflightRequest) -> crate::CoordResult<PreflightRequest> {
     }
     if req.plan.task.chars().count() > 65_536 {
         return Err(bad("plan.task", "longer than 65536 characters"));
+    }
+    if req.plan.system_prompt.len() > super::definition::MAX_DEFINITION_BYTES {
+        return Err(bad("plan.system_prompt", "longer than a definition can be (64 KiB)"));
     }
     if req.failure.as_ref().is_some_and(|f| f.chars().count() > 2000) {
         return Err(bad("failure", "longer than 2000 characters"));

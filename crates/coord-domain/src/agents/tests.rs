@@ -45,6 +45,7 @@ fn definitions_report_every_problem_with_its_field() {
         ("---\n[1, 2]\n---\n", &["front_matter"]),
         ("---\nname: [\n---\n", &["front_matter"]),
         ("---\ndescription: x\n---\n", &["name"]),
+        ("---\nname:\ndescription:\n---\n", &["name", "description"]),
         ("---\nname: X Y\ndescription: x\n---\n", &["name"]),
         ("---\nname: a\n---\n", &["description"]),
         ("---\nname: a\ndescription: 3\n---\n", &["description"]),
@@ -169,6 +170,15 @@ fn claude_plans_restrict_tools_and_pre_approve_only_the_profile() {
         assert_eq!(mcp["mcpServers"].as_object().unwrap().len(), 1);
         assert_eq!(mcp["mcpServers"]["coord"]["env"]["COORD_AGENT_ID"], "rev-1");
         assert!(p.env.contains(&("HOME".into(), "/r/run1/home".into())));
+        let target = p
+            .env
+            .iter()
+            .any(|(k, v)| k == "CARGO_TARGET_DIR" && v == "/r/run1/target");
+        assert_eq!(
+            target,
+            *writable != Writable::Workspace,
+            "{profile}: build output where it may write"
+        );
         assert!(
             p.env
                 .contains(&("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9/".into()))
@@ -277,6 +287,13 @@ fn preflight_decisions() {
         writable: "nothing".into(),
         network_policy: "worker_read_only".into(),
         bash_commands: vec![],
+        system_prompt: String::new(),
+        model: None,
+        model_endpoint: None,
+        sandboxed: true,
+        tools_enforced: true,
+        passed_env: vec![],
+        resolve: vec![],
     };
     let req = |validator, verdict: Option<(VerdictKind, &[&str])>, failure: Option<&str>| PreflightRequest {
         target_agent_id: "a-1".into(),

@@ -5,7 +5,7 @@ use crate::Coordinator;
 use crate::op::{Http, Operation};
 use coord_domain::access::{Access, Effect};
 use coord_domain::agents::preflight::{self, PreflightRequest, PreflightResult};
-use coord_domain::profiles::Need;
+use coord_domain::profiles::{Need, Permission};
 use coord_domain::{CoordError, CoordResult, ErrorCode, Identity};
 use coord_store::OpCtx;
 
@@ -21,7 +21,8 @@ impl Operation for RecordPreflight {
         refused with preflight_denied and the reason, and audited.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
-    const NEED: Need = Need::READ;
+    /// Only who may launch agents records a launch's verdict.
+    const NEED: Need = Need::new(Permission::SpawnAgent, 0);
     const METERED: bool = false;
     const HTTP: &'static [Http] = &[Http::post("/agents/preflight")];
     const EXAMPLE: &'static str = "{\"target_agent_id\": \"code-reviewer-1a2b3c4d5e6f\", \"plan\": {\"agent\": \"code-reviewer\", \
