@@ -790,6 +790,7 @@ pub enum AgentCommand {
 
 #[derive(Debug, clap::Args)]
 pub struct AgentFlagsArgs {
+    /// The agent: its definition's `name:` (or file name) in .claude/agents
     pub agent: String,
     /// claude, codex or aider
     #[arg(long, default_value = "claude")]
@@ -801,6 +802,7 @@ pub struct AgentFlagsArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct AgentRunArgs {
+    /// The agent: its definition's `name:` (or file name) in .claude/agents
     pub agent: String,
     /// What the agent is asked to do
     pub task: String,

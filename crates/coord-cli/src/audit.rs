@@ -142,12 +142,22 @@ fn parse_head(raw: &str) -> CoordResult<ChainHead> {
 
 /// What a row was about, when its parameters name one thing: a file, a command, a task.
 fn target(parameters: &Value) -> String {
-    // `target` (a network check), `name` (a policy, a guardrail), `agent_id` (whose).
-    ["path", "file_path", "command", "task_id", "target", "name"]
-        .iter()
-        .find_map(|k| parameters.get(*k).and_then(Value::as_str))
-        .map(|t| ellipsis(t, 40))
-        .unwrap_or_default()
+    // `target` (a network check), `name` (a policy, a guardrail), the agent an operator
+    // acted for (a profile assignment, a key, a launch's pre-flight verdict).
+    [
+        "path",
+        "file_path",
+        "command",
+        "task_id",
+        "target",
+        "name",
+        "target_agent_id",
+        "bound_agent_id",
+    ]
+    .iter()
+    .find_map(|k| parameters.get(*k).and_then(Value::as_str))
+    .map(|t| ellipsis(t, 40))
+    .unwrap_or_default()
 }
 
 fn render_audit(r: &AuditQueryResult) -> String {

@@ -163,7 +163,25 @@ fn find(ctx: &Context, name: &str) -> CoordResult<(PathBuf, AgentDefinition)> {
 }
 
 fn list(ctx: &Context, out: Output) -> u8 {
-    let all = definitions(ctx);
+    let mut all = definitions(ctx);
+    // Two files naming one agent: both refused, as `run` refuses them.
+    let names: Vec<Option<String>> = all
+        .iter()
+        .map(|(_, d)| d.as_ref().ok().map(|d| d.name.clone()))
+        .collect();
+    for i in 0..all.len() {
+        let Some(name) = &names[i] else { continue };
+        let others: Vec<String> = (0..all.len())
+            .filter(|&j| j != i && names[j].as_ref() == Some(name))
+            .map(|j| relative(ctx, &all[j].0))
+            .collect();
+        if !others.is_empty() {
+            all[i].1 = Err(vec![FieldError {
+                field: "name".into(),
+                reason: format!("{name:?} is also defined by {}", others.join(", ")),
+            }]);
+        }
+    }
     let bad = all.iter().any(|(_, d)| d.is_err());
     if out.json {
         let rows: Vec<serde_json::Value> = all
@@ -192,7 +210,7 @@ fn list(ctx: &Context, out: Output) -> u8 {
                     "-".into(),
                     "-".into(),
                     relative(ctx, p),
-                    e.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+                    output::ellipsis(&e.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "), 100),
                 ]),
             };
         }
@@ -228,6 +246,15 @@ fn show(path: &Path, d: &AgentDefinition, ctx: &Context, out: Output) -> u8 {
     );
     println!("  prompt:      {}", output::ellipsis(&d.prompt, 200));
     output::EXIT_OK
+}
+
+/// The provider credentials a runtime gets from the launcher's environment (a login kept
+/// in the launcher's home is not visible in the sandbox).
+fn provider_keys(runtime: Runtime) -> &'static [&'static str] {
+    match runtime {
+        Runtime::Claude => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
+        Runtime::Codex | Runtime::Aider => &["OPENAI_API_KEY"],
+    }
 }
 
 fn runtime(name: &str) -> CoordResult<Runtime> {
@@ -297,6 +324,9 @@ fn flags(args: &AgentFlagsArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
         println!("{k}={}", shell_line(std::slice::from_ref(v)));
     }
     println!("COORDINATION_API_KEY=<a key bound to $AGENT_ID, revoked when the run ends>");
+    for k in provider_keys(runtime) {
+        println!("{k}=<yours, passed through when set; a login kept in your home is not visible>");
+    }
     println!("\n{}", shell_line(&plan.argv));
     for f in &plan.files {
         println!("\n# {}\n{}", f.path, f.contents.trim_end());
@@ -417,6 +447,31 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
             ),
         ));
     }
+    // Everything the user can get wrong is checked before anything is looked up,
+    // started or registered, so that the first error is the one to fix.
+    let sandboxed = sandbox_enabled()?;
+    if !sandboxed && runtime == Runtime::Aider {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            "COORD_SANDBOX_ENABLED=false: Aider has no permission system of its own; it runs only inside the sandbox",
+        ));
+    }
+    for e in &args.env {
+        if !sandbox::valid_env_name(e.split_once('=').map_or(e.as_str(), |(k, _)| k)) {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!("--env {e:?}: give NAME or NAME=VALUE, NAME of letters, digits and _"),
+            )
+            .with_field("env"));
+        }
+    }
+    if args.timeout.is_some_and(|t| t < std::time::Duration::from_secs(1)) {
+        return Err(CoordError::new(ErrorCode::InvalidArgument, "--timeout: give at least 1s").with_field("timeout"));
+    }
+    let v = &args.validation;
+    if !v.no_validation && v.validator_command.is_none() && v.validator_url.is_none() {
+        return Err(no_validator());
+    }
     let program = match &args.program {
         Some(p) => p.clone(),
         None => find_program(runtime.name()).ok_or_else(|| {
@@ -428,7 +483,23 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         })?,
     };
     let program = std::fs::canonicalize(&program).unwrap_or(program);
-    let bwrap = if sandbox_enabled()? {
+    let executable = std::fs::metadata(&program)
+        .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
+    if !executable {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!("--program {}: not an executable file", program.display()),
+        )
+        .with_field("program"));
+    }
+    if !d.tools_enforced_by(runtime) {
+        eprintln!(
+            "coord agent: note: {} has no per-tool list; {}'s `tools:` are not enforced by it (the sandbox decides what it can write and reach)",
+            runtime.name(),
+            d.name
+        );
+    }
+    let bwrap = if sandboxed {
         let bwrap = sandbox::find_bwrap().ok_or_else(|| {
             unavailable(
                 "bubblewrap (bwrap) is not installed: coord launches agents only inside the sandbox \
@@ -441,12 +512,6 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         }
         Some(bwrap)
     } else {
-        if runtime == Runtime::Aider {
-            return Err(CoordError::new(
-                ErrorCode::InvalidArgument,
-                "COORD_SANDBOX_ENABLED=false: Aider has no permission system of its own; it runs only inside the sandbox",
-            ));
-        }
         eprintln!(
             "coord agent: WARNING: COORD_SANDBOX_ENABLED=false: the agent runs OUTSIDE the sandbox: only {}'s own \
              permission checks and coord's hooks hold it; nothing stops its commands writing outside the \
@@ -455,15 +520,6 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         );
         None
     };
-    for e in &args.env {
-        if !sandbox::valid_env_name(e.split_once('=').map_or(e.as_str(), |(k, _)| k)) {
-            return Err(CoordError::new(
-                ErrorCode::InvalidArgument,
-                format!("--env {e:?}: give NAME or NAME=VALUE, NAME of letters, digits and _"),
-            )
-            .with_field("env"));
-        }
-    }
     let resolver = Resolver::with_pins(&args.resolve)
         .map_err(|m| CoordError::new(ErrorCode::InvalidArgument, format!("--resolve {m}")).with_field("resolve"))?;
     // The model endpoint: relayed when it is plain HTTP on loopback (no proxy can reach
@@ -539,11 +595,12 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         model: d.model.clone(),
         model_endpoint: model_url.clone(),
         sandboxed: bwrap.is_some(),
-        tools_enforced: runtime == Runtime::Claude,
+        tools_enforced: d.tools_enforced_by(runtime),
         passed_env: args
             .env
             .iter()
             .map(|e| e.split_once('=').map_or(e.as_str(), |(k, _)| k).to_string())
+            .chain(provider_keys(runtime).iter().map(|k| k.to_string()))
             .collect(),
         resolve: args
             .resolve
@@ -748,14 +805,7 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
     let here: Vec<(String, String)> = std::env::vars().collect();
     let mut passed: Vec<String> = s.args.env.clone();
     // The runtime's own provider key only.
-    passed.extend(
-        match s.runtime {
-            Runtime::Claude => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"][..],
-            Runtime::Codex | Runtime::Aider => &["OPENAI_API_KEY"][..],
-        }
-        .iter()
-        .map(|k| k.to_string()),
-    );
+    passed.extend(provider_keys(s.runtime).iter().map(|k| k.to_string()));
     let mut env = sandbox::passed_env(&here, &passed);
     if s.bwrap.is_none() {
         env.push(("COORD_AGENT_ID".into(), agent_id.clone()));
@@ -933,6 +983,10 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
     if let Some(t) = model_task {
         t.abort();
     }
+    // The sockets are dead now.
+    for sock in ["api.sock", "proxy.sock", "model.sock"] {
+        let _ = std::fs::remove_file(s.run_dir.join(sock));
+    }
     // The placeholders' mount points stay behind on the host, empty: remove them.
     for p in placeholders {
         if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
@@ -998,12 +1052,7 @@ async fn judge(
         let text = client.create(&body).await.and_then(|r| preflight::messages_text(&r));
         (Validator::Model, text)
     } else {
-        return Err(CoordError::new(
-            ErrorCode::InvalidArgument,
-            "pre-flight validation is not configured: give --validator-command or --validator-url \
-             (COORD_VALIDATOR_COMMAND / COORD_VALIDATOR_URL), or --no-validation to launch without it (audited)",
-        )
-        .with_field("validator"));
+        return Err(no_validator());
     };
     Ok(match answer {
         (kind, Ok(text)) => match preflight::parse_verdict(&text) {
@@ -1012,6 +1061,15 @@ async fn judge(
         },
         (kind, Err(why)) => (kind, None, Some(why)),
     })
+}
+
+fn no_validator() -> CoordError {
+    CoordError::new(
+        ErrorCode::InvalidArgument,
+        "pre-flight validation is not configured: give --validator-command or --validator-url \
+         (COORD_VALIDATOR_COMMAND / COORD_VALIDATOR_URL), or --no-validation to launch without it (audited)",
+    )
+    .with_field("validator")
 }
 
 /// Runs the validator command with the plan on stdin; its whole stdout, or why there is none.

@@ -42,6 +42,25 @@ struct InitResult {
 pub fn main() -> ExitCode {
     let cli = Cli::from_command_line();
     init_logging();
+    // A command that prints and ends (`coord agent flags X | head -1`) ends quietly when
+    // its reader goes away, as other tools do, instead of panicking in println!. Not the
+    // servers and supervisors: they write to sockets, where EPIPE is an error to handle.
+    let serves = matches!(
+        cli.command,
+        Command::Serve(_)
+            | Command::Mcp
+            | Command::Proxy(_)
+            | Command::Sandbox(_)
+            | Command::Agent(args::AgentCommand::Run(_))
+            | Command::Hook { .. }
+    );
+    if !serves {
+        // SAFETY: called first thing on the main thread, before any other thread exists;
+        // it only restores the default disposition of one signal.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     // Servers get worker threads; one-shot commands need none.
     let mut builder = match cli.command {
         Command::Serve(_) | Command::Mcp | Command::Proxy(_) | Command::Sandbox(_) | Command::Agent(_) => {

@@ -1452,9 +1452,49 @@ fn agent_definitions_are_listed_checked_and_turned_into_flags() {
     let out = repo.run(&["agent", "flags", "code-reviewer"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).contains("--strict-mcp-config"), "{}", stdout(&out));
-    // A launch of an unknown agent or an empty task is refused before anything starts.
+    // A launch is refused before anything starts or is registered: an unknown agent, an
+    // empty task, no validation choice, a program that is not there, a zero deadline.
     let (v, c) = repo.json_as("user", &["agent", "run", "nobody", "x"]);
     assert_eq!((c, v["error"].as_str()), (1, Some("not_found")), "{v}");
     let (v, c) = repo.json_as("user", &["agent", "run", "code-reviewer", " "]);
+    assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
+    let (v, c) = repo.json_as(
+        "user",
+        &["agent", "run", "code-reviewer", "x", "--program", "/nope/claude"],
+    );
+    assert_eq!((c, v["field"].as_str()), (2, Some("validator")), "{v}");
+    let refused: &[&[&str]] = &[
+        &["--no-validation", "--program", "/nope/claude"],
+        &["--no-validation", "--program", "/"],
+        &["--no-validation", "--program", "/bin/true", "--timeout", "0s"],
+    ];
+    for flags in refused {
+        let mut all = vec!["agent", "run", "code-reviewer", "x"];
+        all.extend_from_slice(flags);
+        let (v, c) = repo.json_as("user", &all);
+        assert_eq!(
+            (c, v["error"].as_str()),
+            (2, Some("invalid_argument")),
+            "{flags:?}: {v}"
+        );
+    }
+    let (v, _) = repo.json_as("user", &["keys", "list"]);
+    assert_eq!(v["keys"].as_array().map(Vec::len), Some(0), "nothing registered: {v}");
+    // Two files naming one agent: both invalid in the list, and refused by name.
+    std::fs::write(
+        dir.join("zz.md"),
+        "---\nname: code-reviewer\ndescription: A shadow\ntools: Read\n---\n",
+    )
+    .unwrap();
+    let (v, c) = repo.json_as("user", &["agent", "list"]);
+    assert_eq!(c, 2);
+    let invalid = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["valid"] == false)
+        .count();
+    assert_eq!(invalid, 3, "{v}");
+    let (v, c) = repo.json_as("user", &["agent", "show", "code-reviewer"]);
     assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
 }

@@ -53,6 +53,14 @@ pub struct AgentDefinition {
     pub prompt: String,
 }
 
+impl AgentDefinition {
+    /// Whether `runtime` itself keeps the agent to its `tools` (only Claude Code has a
+    /// tool list; for the others the sandbox is all there is).
+    pub fn tools_enforced_by(&self, runtime: super::Runtime) -> bool {
+        runtime == super::Runtime::Claude
+    }
+}
+
 /// Front-matter fields coord reads.
 const FIELDS: &[&str] = &[
     "name",
@@ -133,7 +141,10 @@ fn tool_list(field: &str, v: &Value, errors: &mut Vec<FieldError>) -> Vec<(Strin
             )),
             Value::String(name) => errors.push(FieldError::new(
                 at,
-                format!("unknown tool {name:?} (known: {})", KNOWN_TOOLS.join(", ")),
+                format!(
+                    "unknown tool {name:?} (known: {}, mcp__coord, mcp__coord__<tool>)",
+                    KNOWN_TOOLS.join(", ")
+                ),
             )),
             _ => errors.push(FieldError::new(at, "not a tool name (a string)")),
         }
