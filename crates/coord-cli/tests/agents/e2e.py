@@ -549,13 +549,33 @@ def interactive_claude(w):
         while time.time() < deadline and "answered" not in done:
             pump(0.5)
             t = shown()
-            if "trust" not in done and "Yes, I trust this folder" in t:
-                press(b"\x1b[B")  # the default is "No, exit"
+            if "trust" not in done and "Yes, I trust this folder" in t and "Enter to confirm" in t:
+                # The default is "No, exit": move to "Yes" and confirm only once the dialog
+                # shows it selected (a key sent before the dialog takes input is lost, and
+                # Enter would then exit — seen on a loaded CI machine).
+                pump(1)
+                for _ in range(3):
+                    screen[0] = b""
+                    press(b"\x1b[B")
+                    pump(1.5)
+                    if re.search(r"\u276f\s*Yes, I trust", shown()):
+                        break
+                else:
+                    raise Fail(f"the trust dialog never selected Yes: {shown()[-800:]!r}")
                 screen[0] = b""
                 press(b"\r")
                 done.add("trust")
             elif "key" not in done and "Do you want to use this API key" in t:
-                press(b"\x1b[A")  # the default is "No"
+                # The default is "No": the same care as for the trust dialog.
+                pump(1)
+                for _ in range(3):
+                    screen[0] = b""
+                    press(b"\x1b[A")
+                    pump(1.5)
+                    if re.search(r"\u276f\s*Yes", shown()):
+                        break
+                else:
+                    raise Fail(f"the API key dialog never selected Yes: {shown()[-800:]!r}")
                 screen[0] = b""
                 press(b"\r")
                 done.add("key")
