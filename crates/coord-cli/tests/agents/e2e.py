@@ -543,6 +543,21 @@ def interactive_claude(w):
         os.write(fd, keys)
         time.sleep(0.4)
 
+    def move_once(key, dialog):
+        # A two-option dialog whose default is "No": one arrow selects "Yes". The dialog
+        # answers a key it took by redrawing the selection marker (only the cells that
+        # changed: the option's text is not redrawn); a key sent before it takes input is
+        # lost (seen on a loaded CI machine), so wait for the redraw, sending the key again
+        # only when none came, never twice for one redraw.
+        pump(1)
+        for _ in range(3):
+            screen[0] = b""
+            press(key)
+            pump(1.5)
+            if "\u276f" in shown():
+                return
+        raise Fail(f"the {dialog} dialog never moved its selection: {shown()[-800:]!r}")
+
     done = set()
     try:
         deadline = time.time() + 120
@@ -553,29 +568,13 @@ def interactive_claude(w):
                 # The default is "No, exit": move to "Yes" and confirm only once the dialog
                 # shows it selected (a key sent before the dialog takes input is lost, and
                 # Enter would then exit — seen on a loaded CI machine).
-                pump(1)
-                for _ in range(3):
-                    screen[0] = b""
-                    press(b"\x1b[B")
-                    pump(1.5)
-                    if re.search(r"\u276f\s*Yes, I trust", shown()):
-                        break
-                else:
-                    raise Fail(f"the trust dialog never selected Yes: {shown()[-800:]!r}")
+                move_once(b"\x1b[B", "trust")
                 screen[0] = b""
                 press(b"\r")
                 done.add("trust")
             elif "key" not in done and "Do you want to use this API key" in t:
                 # The default is "No": the same care as for the trust dialog.
-                pump(1)
-                for _ in range(3):
-                    screen[0] = b""
-                    press(b"\x1b[A")
-                    pump(1.5)
-                    if re.search(r"\u276f\s*Yes", shown()):
-                        break
-                else:
-                    raise Fail(f"the API key dialog never selected Yes: {shown()[-800:]!r}")
+                move_once(b"\x1b[A", "API key")
                 screen[0] = b""
                 press(b"\r")
                 done.add("key")
