@@ -786,6 +786,61 @@ pub enum AgentCommand {
     /// the sandbox (bubblewrap; the workspace read-only unless the profile writes; the
     /// egress proxy the only way out), stopped at the profile's max_execution_time
     Run(Box<AgentRunArgs>),
+    /// Spawn an agent through the coordinator (`spawn_agent`): judged by the pre-flight
+    /// validator configured for the coordinator (COORD_VALIDATOR_COMMAND, COORD_VALIDATOR_URL
+    /// or COORD_NO_VALIDATION=1), registered with its task, run in the background by a
+    /// supervisor; prints its agent_id and task_id
+    Spawn(Box<AgentSpawnArgs>),
+    /// A spawned agent's status (`get_agent_status`)
+    Status {
+        /// The agent_id spawn answered
+        #[arg(value_name = "AGENT_ID")]
+        spawned: String,
+    },
+    /// A spawned agent's final answer, refusals and the end of its output (`get_agent_output`)
+    Output {
+        /// The agent_id spawn answered
+        #[arg(value_name = "AGENT_ID")]
+        spawned: String,
+    },
+    /// Stop a spawned agent (`stop_agent`): its task goes back to the queue
+    Stop {
+        /// The agent_id spawn answered
+        #[arg(value_name = "AGENT_ID")]
+        spawned: String,
+        /// Recorded with the stop
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// The supervisor of a spawned agent (started by spawn_agent; not for people)
+    #[command(hide = true)]
+    Supervise {
+        #[arg(value_name = "AGENT_ID")]
+        spawned: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AgentSpawnArgs {
+    /// The agent: a definition's name in .claude/agents (or give --profile instead)
+    #[arg(required_unless_present = "profile")]
+    pub agent: Option<String>,
+    /// What the agent is asked to do
+    #[arg(long)]
+    pub task: String,
+    /// A generic worker of this profile instead of a definition: read_only, write,
+    /// verification or design
+    #[arg(long, conflicts_with = "agent")]
+    pub profile: Option<String>,
+    /// claude, codex or aider
+    #[arg(long)]
+    pub runtime: Option<String>,
+    /// The queue task type of its task (default agent_task)
+    #[arg(long)]
+    pub task_type: Option<String>,
+    /// Stop it after this many minutes (at most its profile's max_execution_time)
+    #[arg(long, value_name = "MINUTES")]
+    pub timeout_minutes: Option<i64>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -829,6 +884,50 @@ pub struct AgentRunArgs {
     pub resolve: Vec<String>,
     #[command(flatten)]
     pub validation: ValidationArgs,
+}
+
+impl ValidationArgs {
+    /// A spawned agent's: `spawn_agent` judged it before registering it.
+    pub fn already_judged() -> Self {
+        ValidationArgs {
+            validator_command: None,
+            validator_url: None,
+            validator_model: String::new(),
+            validator_timeout: std::time::Duration::from_secs(60),
+            no_validation: true,
+        }
+    }
+
+    /// A coordinator's (`spawn_agent`): COORD_VALIDATOR_COMMAND, COORD_VALIDATOR_URL
+    /// (with COORD_VALIDATOR_MODEL, COORD_VALIDATOR_TIMEOUT) or COORD_NO_VALIDATION=1.
+    pub fn from_env() -> Result<Self, String> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let no_validation = match var("COORD_NO_VALIDATION").as_deref() {
+            None | Some("0" | "false" | "no") => false,
+            Some("1" | "true" | "yes") => true,
+            Some(other) => return Err(format!("COORD_NO_VALIDATION={other:?}: give 1 or 0")),
+        };
+        let validator_timeout = match var("COORD_VALIDATOR_TIMEOUT") {
+            None => std::time::Duration::from_secs(60),
+            Some(t) => humantime::parse_duration(&t).map_err(|e| format!("COORD_VALIDATOR_TIMEOUT={t:?}: {e}"))?,
+        };
+        let v = ValidationArgs {
+            validator_command: var("COORD_VALIDATOR_COMMAND"),
+            validator_url: var("COORD_VALIDATOR_URL"),
+            validator_model: var("COORD_VALIDATOR_MODEL").unwrap_or_else(|| "claude-sonnet-4-5".into()),
+            validator_timeout,
+            no_validation,
+        };
+        let given = [
+            v.validator_command.is_some(),
+            v.validator_url.is_some(),
+            v.no_validation,
+        ];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err("give one of COORD_VALIDATOR_COMMAND, COORD_VALIDATOR_URL and COORD_NO_VALIDATION=1".into());
+        }
+        Ok(v)
+    }
 }
 
 /// Pre-flight validation of a launch: one of these must be given (docs/agents.md).

@@ -123,6 +123,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
             let req = CheckGuardrailsRequest {
                 command: (!command.is_empty()).then(|| command.join(" ")),
                 files: (!files.is_empty()).then_some(files),
+                tool: None,
             };
             let answer = coord_service::call::<coord_service::ops::guardrails::CheckGuardrails, _>(
                 coord,

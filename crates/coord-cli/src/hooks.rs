@@ -144,14 +144,19 @@ async fn claude_event(
             // the hook only chooses its arguments.
             let session = payload.get("session_id").and_then(Value::as_str).unwrap_or("?");
             let reason = payload.get("reason").and_then(Value::as_str).unwrap_or("unknown");
+            // An agent coord launched leaves its task to its supervisor, which completes it
+            // with the final answer (or gives it back when there is none).
+            let launched = me.agent_type == coord_domain::agents::spawn::AGENT_TYPE;
+            let requeue = crate::context::claude_session().is_some() && !launched;
             let request = EndSessionRequest {
                 release_locks: Some(true),
                 // Only a session of its own (Claude Code gave its id) may give its claimed
                 // tasks back: without one, every session on this host shares one agent id.
-                requeue_tasks: Some(crate::context::claude_session().is_some()),
+                requeue_tasks: Some(requeue),
                 handoff: Some(WriteHandoffRequest {
                     summary: format!(
-                        "Claude Code session {session} ended (reason: {reason}); its locks were released and its claimed tasks requeued."
+                        "Claude Code session {session} ended (reason: {reason}); its locks were released{}.",
+                        if requeue { " and its claimed tasks requeued" } else { "" }
                     ),
                     ..Default::default()
                 }),
@@ -390,18 +395,30 @@ fn edited_file(payload: &Value) -> Option<&str> {
 
 /// What the guardrails check for a tool call: a `Bash` command line, or the file an
 /// edit changes (credential files).
+/// For an agent coord spawned every tool call is checked (its declared tools; spec 000's
+/// activation check), the others' only when there is a command or file to judge.
 fn guard_request(payload: &Value, ctx: &Context) -> Option<CheckGuardrailsRequest> {
-    if payload.get("tool_name").and_then(Value::as_str) == Some("Bash") {
+    let tool = payload.get("tool_name").and_then(Value::as_str).map(String::from);
+    if tool.as_deref() == Some("Bash") {
         let command = payload.get("tool_input")?.get("command")?.as_str()?;
         return Some(CheckGuardrailsRequest {
             command: Some(command.to_string()),
             files: None,
+            tool,
         });
     }
-    let file = edited_file(payload)?;
-    Some(CheckGuardrailsRequest {
+    if let Some(file) = edited_file(payload) {
+        return Some(CheckGuardrailsRequest {
+            command: None,
+            files: Some(vec![ctx.lock_path(file)]),
+            tool,
+        });
+    }
+    let spawned = ctx.caller.agent_type == coord_domain::agents::spawn::AGENT_TYPE;
+    tool.filter(|_| spawned).map(|tool| CheckGuardrailsRequest {
         command: None,
-        files: Some(vec![ctx.lock_path(file)]),
+        files: None,
+        tool: Some(tool),
     })
 }
 
@@ -424,7 +441,9 @@ async fn guard(req: CheckGuardrailsRequest, coord: &dyn Coordination, ctx: &Cont
         Err(e)
             if matches!(
                 e.code,
-                ErrorCode::DestructiveOperationBlocked | ErrorCode::CredentialFileProtected
+                ErrorCode::DestructiveOperationBlocked
+                    | ErrorCode::CredentialFileProtected
+                    | ErrorCode::ToolExecutionDenied
             ) =>
         {
             let approval = e.details.get("approval_id").and_then(Value::as_str).map_or(String::new(), |id| {

@@ -10,17 +10,20 @@ use crate::output::{self, Output};
 use crate::sandbox::{Enforced, advisory_proxy, enforced_command, unavailable};
 use coord_domain::access::Principal;
 use coord_domain::agents::preflight::{self, LaunchPlanSummary, PreflightRequest, Validator, Verdict};
+use coord_domain::agents::spawn::{self, SpawnStatus, SpawnUpdate, SpawnedAgent};
 use coord_domain::agents::{self, AgentDefinition, FieldError, LaunchInputs, LaunchPlan, Runtime};
 use coord_domain::keys::{CreateApiKeyRequest, RevokeApiKeyRequest};
 use coord_domain::network::{Enforcement, SandboxRunRequest};
 use coord_domain::profiles::{AssignProfileRequest, UnassignProfileRequest};
+use coord_domain::queue::CompleteWorkRequest;
 use coord_domain::sessions::EndSessionRequest;
 use coord_domain::{Caller, CoordError, CoordResult, Empty, ErrorCode};
 use coord_egress::sandbox::{self, API_PORT, MODEL_PORT};
 use coord_egress::{Proxy, Resolver, RunTokens};
 use coord_service::call;
 use coord_service::ops::{
-    agents as agent_ops, keys as key_ops, network as net_ops, profiles as profile_ops, sessions as session_ops,
+    agents as agent_ops, keys as key_ops, network as net_ops, profiles as profile_ops, queue as queue_ops,
+    sessions as session_ops,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -28,7 +31,7 @@ use std::sync::Arc;
 
 /// The agent type of launched agents (no type default: each launch's identity gets its
 /// profile assigned).
-pub const AGENT_TYPE: &str = "worker";
+pub const AGENT_TYPE: &str = spawn::AGENT_TYPE;
 
 /// What tools outside the sandbox read or run later from a workspace (name, directory?):
 /// read-only for a launched agent that may write the workspace.
@@ -51,7 +54,13 @@ pub async fn run(cmd: AgentCommand, ctx: &Context, out: Output) -> u8 {
         AgentCommand::List => return list(ctx, out),
         AgentCommand::Show { agent } => find(ctx, &agent).map(|(path, d)| show(&path, &d, ctx, out)),
         AgentCommand::Flags(args) => flags(&args, ctx, out),
-        AgentCommand::Run(args) => launch(*args, ctx, out).await,
+        AgentCommand::Run(args) => launch(*args, ctx, out, None).await,
+        // (Not `agent_id`: clap would take it for the global --agent-id, the caller.)
+        AgentCommand::Supervise { spawned } => supervise_spawned(&spawned, ctx, out).await,
+        AgentCommand::Spawn(args) => crate::spawner::spawn(*args, ctx, out).await,
+        AgentCommand::Status { spawned } => crate::spawner::status(&spawned, ctx, out).await,
+        AgentCommand::Output { spawned } => crate::spawner::output(&spawned, ctx, out).await,
+        AgentCommand::Stop { spawned, reason } => crate::spawner::stop(&spawned, reason, ctx, out).await,
     };
     match r {
         Ok(code) => code,
@@ -111,7 +120,7 @@ fn invalid(ctx: &Context, path: &Path, errors: &[FieldError]) -> CoordError {
 }
 
 /// The definition named `name` (its `name:` or its file name).
-fn find(ctx: &Context, name: &str) -> CoordResult<(PathBuf, AgentDefinition)> {
+pub(crate) fn find(ctx: &Context, name: &str) -> CoordResult<(PathBuf, AgentDefinition)> {
     let all = definitions(ctx);
     let stem = |p: &Path| {
         p.file_stem()
@@ -353,7 +362,7 @@ fn io(what: &str, e: std::io::Error) -> CoordError {
 
 /// Spec 003's toggle: `COORD_SANDBOX_ENABLED=false` launches outside the sandbox.
 /// Unset or true: sandboxed; anything unreadable is refused, not guessed.
-fn sandbox_enabled() -> CoordResult<bool> {
+pub(crate) fn sandbox_enabled() -> CoordResult<bool> {
     match std::env::var("COORD_SANDBOX_ENABLED") {
         Err(_) => Ok(true),
         Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
@@ -392,6 +401,12 @@ fn find_program(name: &str) -> Option<PathBuf> {
 #[derive(serde::Serialize)]
 struct Outcome {
     success: bool,
+    /// Why it was stopped before it ended: deadline, interrupted, terminated, stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped: Option<String>,
+    /// Its runtime said the final answer is an error.
+    #[serde(skip)]
+    result_is_error: bool,
     agent_id: String,
     agent: String,
     runtime: &'static str,
@@ -404,7 +419,8 @@ struct Outcome {
 }
 
 /// The final `result` line of Claude Code's stream-json output, or Codex's last message.
-fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde_json::Value>) {
+/// Also whether the runtime marked it an error.
+fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde_json::Value>, bool) {
     match plan.runtime {
         Runtime::Claude => {
             let text = std::fs::read_to_string(run_dir.join("output.jsonl")).unwrap_or_default();
@@ -416,6 +432,7 @@ fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde
                     (
                         v["result"].as_str().map(String::from),
                         v["permission_denials"].as_array().cloned().unwrap_or_default(),
+                        v["is_error"].as_bool().unwrap_or(false),
                     )
                 })
                 .unwrap_or_default()
@@ -423,18 +440,112 @@ fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde
         Runtime::Codex => (
             std::fs::read_to_string(run_dir.join("last-message.txt")).ok(),
             Vec::new(),
+            false,
         ),
-        Runtime::Aider => (None, Vec::new()),
+        Runtime::Aider => (None, Vec::new(), false),
     }
 }
 
-async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
+/// `coord agent supervise ID`: started by `spawn_agent` (see `crate::spawner`), runs the
+/// registered agent as `coord agent run` would, from its record.
+async fn supervise_spawned(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u8> {
+    open::local_only(ctx, "`coord agent supervise` (it runs an agent spawn_agent registered)")?;
+    let coordinator = open::coordinator_with(ctx, 2).await?;
+    let (record, _) = coordinator
+        .store()
+        .spawned_agent(agent_id)
+        .await?
+        .ok_or_else(|| spawn::not_spawned(agent_id))?;
+    let args = AgentRunArgs {
+        agent: record.definition.name.clone(),
+        task: record.task.clone(),
+        runtime: record.runtime.name().into(),
+        program: None,
+        model_url: None,
+        timeout: None,
+        env: Vec::new(),
+        resolve: Vec::new(),
+        validation: ValidationArgs::already_judged(),
+    };
+    let task = record.task_id.clone();
+    let outcome = launch(args, ctx, out, Some(record)).await;
+    if let Err(e) = &outcome {
+        // It may have failed before it started: its task goes back to the queue and the
+        // record says why (a record already ended stays as it ended).
+        let me = Principal::local(Caller::new(agent_id, AGENT_TYPE));
+        let end = EndSessionRequest {
+            release_locks: Some(true),
+            handoff: None,
+            requeue_tasks: Some(true),
+            if_session: None,
+        };
+        if let Err(e) = call::<session_ops::EndSessionOp, _>(&coordinator, &me, end).await {
+            eprintln!("coord agent: could not requeue task {task}: {e}");
+        }
+        let ended = SpawnUpdate::Ended {
+            status: SpawnStatus::Failed,
+            exit_code: None,
+            result: None,
+            error: Some(e.message.clone()),
+            permission_denials: Vec::new(),
+        };
+        let _ = coordinator.record_agent_run(agent_id, ended).await;
+    }
+    outcome
+}
+
+/// The plan a validator judges.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn summary(
+    d: &AgentDefinition,
+    runtime: Runtime,
+    task: &str,
+    network_policy: String,
+    model_url: Option<String>,
+    sandboxed: bool,
+    env: &[String],
+    resolve: &[String],
+) -> LaunchPlanSummary {
+    LaunchPlanSummary {
+        agent: d.name.clone(),
+        profile: d.profile.to_string(),
+        runtime: runtime.name().into(),
+        task: task.to_string(),
+        tools: d.tools.clone(),
+        writable: format!("{:?}", d.profile.writable()).to_lowercase(),
+        network_policy,
+        bash_commands: d.profile.bash_prefixes().iter().map(|p| p.to_string()).collect(),
+        system_prompt: d.prompt.clone(),
+        model: d.model.clone(),
+        model_endpoint: model_url,
+        sandboxed,
+        tools_enforced: d.tools_enforced_by(runtime),
+        passed_env: env
+            .iter()
+            .map(|e| e.split_once('=').map_or(e.as_str(), |(k, _)| k).to_string())
+            .chain(provider_keys(runtime).iter().map(|k| k.to_string()))
+            .collect(),
+        resolve: resolve
+            .iter()
+            .map(|r| r.split_once('=').map_or(r.as_str(), |(k, _)| k).to_string())
+            .collect(),
+    }
+}
+
+/// `coord agent run`, or with `spawned` the supervisor of an agent `spawn_agent`
+/// registered (`coord agent supervise`): then the definition, task, identity, profile
+/// and deadline are the record's, pre-flight validation already happened, and the end
+/// of the run is reported to the record and settles its task.
+async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<SpawnedAgent>) -> CoordResult<u8> {
     open::local_only(
         ctx,
         "`coord agent run` (it serves the coordinator to the agent it launches)",
     )?;
     let runtime = runtime(&args.runtime)?;
-    let (_, d) = find(ctx, &args.agent)?;
+    let d = match &spawned {
+        Some(record) => record.definition.clone(),
+        None => find(ctx, &args.agent)?.1,
+    };
     if args.task.trim().is_empty() {
         return Err(CoordError::new(ErrorCode::InvalidArgument, "the task is empty").with_field("task"));
     }
@@ -550,7 +661,10 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
     let coordinator = Arc::new(open::coordinator_with(&ctx, 8).await?);
     let coord: Arc<dyn coord_service::Coordination> = coordinator.clone();
     let operator = Principal::local(ctx.caller.clone());
-    let agent_id = format!("{}-{}", d.name, &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let agent_id = match &spawned {
+        Some(record) => record.agent_id.clone(),
+        None => spawn::agent_id_for(&d.name),
+    };
     let agent = Caller::new(agent_id.clone(), AGENT_TYPE);
     let me = Principal::local(agent.clone());
 
@@ -570,10 +684,13 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         .resource_limits
         .max_execution_time
         .max();
-    let deadline = args
-        .timeout
-        .or(limit)
-        .unwrap_or(std::time::Duration::from_secs(30 * 60));
+    let deadline = match &spawned {
+        Some(record) => std::time::Duration::from_secs(u64::try_from(record.deadline_minutes).unwrap_or(1) * 60),
+        None => args
+            .timeout
+            .or(limit)
+            .unwrap_or(std::time::Duration::from_secs(30 * 60)),
+    };
 
     // Pre-flight validation, before anything is registered for the agent.
     let policy = profiles
@@ -582,56 +699,41 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         .find(|p| p.name == coord_profile)
         .and_then(|p| p.network_policy.clone())
         .unwrap_or_else(|| coord_domain::network::DENY_ALL.to_string());
-    let summary = LaunchPlanSummary {
-        agent: d.name.clone(),
-        profile: d.profile.to_string(),
-        runtime: runtime.name().into(),
-        task: args.task.clone(),
-        tools: d.tools.clone(),
-        writable: format!("{:?}", d.profile.writable()).to_lowercase(),
-        network_policy: policy,
-        bash_commands: d.profile.bash_prefixes().iter().map(|p| p.to_string()).collect(),
-        system_prompt: d.prompt.clone(),
-        model: d.model.clone(),
-        model_endpoint: model_url.clone(),
-        sandboxed: bwrap.is_some(),
-        tools_enforced: d.tools_enforced_by(runtime),
-        passed_env: args
-            .env
-            .iter()
-            .map(|e| e.split_once('=').map_or(e.as_str(), |(k, _)| k).to_string())
-            .chain(provider_keys(runtime).iter().map(|k| k.to_string()))
-            .collect(),
-        resolve: args
-            .resolve
-            .iter()
-            .map(|r| r.split_once('=').map_or(r.as_str(), |(k, _)| k).to_string())
-            .collect(),
-    };
-    let (validator, verdict, failure) = judge(&args.validation, &summary).await?;
-    call::<agent_ops::RecordPreflight, _>(
-        &*coord,
-        &operator,
-        PreflightRequest {
-            target_agent_id: agent_id.clone(),
-            plan: summary,
-            validator,
-            verdict,
-            failure,
-        },
-    )
-    .await?;
-
-    call::<profile_ops::AssignProfile, _>(
-        &*coord,
-        &operator,
-        AssignProfileRequest {
-            profile: coord_profile.into(),
-            target_agent_id: Some(agent_id.clone()),
-            target_agent_type: None,
-        },
-    )
-    .await?;
+    if spawned.is_none() {
+        let summary = summary(
+            &d,
+            runtime,
+            &args.task,
+            policy,
+            model_url.clone(),
+            bwrap.is_some(),
+            &args.env,
+            &args.resolve,
+        );
+        let (validator, verdict, failure) = judge(&args.validation, &summary).await?;
+        call::<agent_ops::RecordPreflight, _>(
+            &*coord,
+            &operator,
+            PreflightRequest {
+                target_agent_id: agent_id.clone(),
+                plan: summary,
+                validator,
+                verdict,
+                failure,
+            },
+        )
+        .await?;
+        call::<profile_ops::AssignProfile, _>(
+            &*coord,
+            &operator,
+            AssignProfileRequest {
+                profile: coord_profile.into(),
+                target_agent_id: Some(agent_id.clone()),
+                target_agent_type: None,
+            },
+        )
+        .await?;
+    }
     let key = call::<key_ops::CreateApiKey, _>(
         &*coord,
         &operator,
@@ -650,6 +752,20 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
     .await?;
 
     let run_dir = ctx.repo_root.join(".coord").join("runs").join(&agent_id);
+    if spawned.is_some() {
+        let started = SpawnUpdate::Started {
+            host: crate::context::hostname(),
+            pid: std::process::id(),
+            run_dir: run_dir.display().to_string(),
+            key_id: key.key_id.clone(),
+        };
+        if let Err(e) = coordinator.record_agent_run(&agent_id, started).await {
+            // Stopped (or reclaimed) before it started: nothing runs.
+            let _ =
+                call::<key_ops::RevokeApiKey, _>(&*coord, &operator, RevokeApiKeyRequest { key_id: key.key_id }).await;
+            return Err(e);
+        }
+    }
     let outcome = supervise(Supervised {
         ctx: &ctx,
         args: &args,
@@ -665,8 +781,27 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         relayed: relayed.as_ref().map(|(h, p, _)| (h.clone(), *p)),
         model_url: inner_model_url.as_deref(),
         deadline,
+        spawned: spawned.is_some(),
     })
     .await;
+    // A spawned agent's final answer settles its task (as the agent, which claimed it);
+    // without one the task goes back to the queue with the session below.
+    if let (Some(record), Ok(o)) = (&spawned, &outcome)
+        && let Some(result) = &o.result
+        && o.stopped.is_none()
+    {
+        let done = CompleteWorkRequest {
+            task_id: record.task_id.clone(),
+            success: o.exit_code == 0 && !o.result_is_error,
+            result: Some(json!({"result": result})),
+            error_message: (o.exit_code != 0 || o.result_is_error).then(|| format!("the agent's run failed: {result}")),
+            changes: None,
+            skill: None,
+        };
+        if let Err(e) = call::<queue_ops::CompleteWork, _>(&*coord, &me, done).await {
+            eprintln!("coord agent: could not settle task {}: {e}", record.task_id);
+        }
+    }
 
     // Whatever happened: the key is revoked, the session ended (its locks released, its
     // claimed tasks back in the queue), the assignment removed.
@@ -691,6 +826,39 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output) -> CoordResult<u
         },
     )
     .await;
+    if spawned.is_some() {
+        let ended = match &outcome {
+            Ok(o) => SpawnUpdate::Ended {
+                status: match (o.stopped.as_deref(), o.success) {
+                    (Some("deadline"), _) => SpawnStatus::TimedOut,
+                    (Some(_), _) => SpawnStatus::Stopped,
+                    (None, true) => SpawnStatus::Completed,
+                    (None, false) => SpawnStatus::Failed,
+                },
+                exit_code: Some(o.exit_code),
+                result: o.result.clone(),
+                error: match (&o.stopped, o.success) {
+                    (Some(why), _) => Some(format!("stopped: {why}")),
+                    (None, false) if o.result.is_none() => Some(format!(
+                        "{} exited with {} and no final answer (output in {})",
+                        o.runtime, o.exit_code, o.run_dir
+                    )),
+                    _ => None,
+                },
+                permission_denials: o.permission_denials.clone(),
+            },
+            Err(e) => SpawnUpdate::Ended {
+                status: SpawnStatus::Failed,
+                exit_code: None,
+                result: None,
+                error: Some(e.message.clone()),
+                permission_denials: Vec::new(),
+            },
+        };
+        if let Err(e) = coordinator.record_agent_run(&agent_id, ended).await {
+            eprintln!("coord agent: could not record the end of {agent_id}'s run: {e}");
+        }
+    }
     let outcome = outcome?;
     if out.json {
         println!("{}", serde_json::to_value(&outcome).unwrap_or_default());
@@ -733,6 +901,9 @@ struct Supervised<'a> {
     relayed: Option<(String, u16)>,
     model_url: Option<&'a str>,
     deadline: std::time::Duration,
+    /// A spawned agent's supervisor also stops when `stop_agent` asks (read from the
+    /// record: the request may have reached another machine's coordinator).
+    spawned: bool,
 }
 
 async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
@@ -951,11 +1122,25 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
     // agent must not outlive its supervisor: cleanup below has to run).
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| io("cannot watch for SIGTERM", e))?;
+    let stop_asked = async {
+        if !s.spawned {
+            return std::future::pending().await;
+        }
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            if let Ok(Some((a, _))) = s.coordinator.store().spawned_agent(&agent_id).await
+                && (a.stop_requested || !a.status.is_active())
+            {
+                return;
+            }
+        }
+    };
     let stop = tokio::select! {
         status = child.wait() => Ok(status.map_err(|e| io("waiting for the agent", e))?),
         () = tokio::time::sleep(s.deadline) => Err("deadline"),
         _ = tokio::signal::ctrl_c() => Err("interrupted"),
-        _ = terminate.recv() => Err("terminated"),
+        _ = terminate.recv() => Err(if s.spawned { "stopped" } else { "terminated" }),
+        () = stop_asked => Err("stopped"),
     };
     let (status, stopped) = match stop {
         Ok(status) => (status, None),
@@ -996,9 +1181,11 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         }
     }
     let exit_code = sandbox::exit_code(status);
-    let (result, permission_denials) = final_result(&plan, s.run_dir);
+    let (result, permission_denials, result_is_error) = final_result(&plan, s.run_dir);
     Ok(Outcome {
-        success: exit_code == 0 && stopped.is_none() && result.is_some(),
+        success: exit_code == 0 && stopped.is_none() && result.is_some() && !result_is_error,
+        stopped: stopped.map(String::from),
+        result_is_error,
         agent_id,
         agent: s.d.name.clone(),
         runtime: s.runtime.name(),
@@ -1025,7 +1212,7 @@ fn install_dir(program: &Path) -> PathBuf {
 /// Asks the configured validator about `plan`: which validator, its verdict, or why its
 /// answer was not one (a denial). Unconfigured validation is refused: switching it off
 /// must be said (`--no-validation`).
-async fn judge(
+pub(crate) async fn judge(
     v: &ValidationArgs,
     plan: &LaunchPlanSummary,
 ) -> CoordResult<(Validator, Option<Verdict>, Option<String>)> {

@@ -22,6 +22,7 @@ mod profiles;
 pub mod reaper;
 mod sandbox;
 pub mod setup;
+mod spawner;
 
 use args::{Cli, Command};
 use context::Context;

@@ -134,6 +134,7 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
                 .map_or(CoordConfig::default().recall_half_life_days, f64::from),
             coordination_domains: ctx.coordination_domains.clone(),
             model_endpoints: ctx.model_endpoints.clone(),
+            spawn_limits: spawn_limits()?,
             ..CoordConfig::default()
         },
     );
@@ -143,10 +144,30 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
         Some(e) => coord.without_workspaces(e),
         None => coord,
     };
+    let coord = coord.with_launcher(Arc::new(crate::spawner::CliLauncher::new(ctx)));
     Ok(match coord_ports::PortAllocator::from_env() {
         Ok(ports) => coord.with_ports(ports),
         Err(e) => coord.without_ports(e),
     })
+}
+
+/// `COORD_MAX_RUNNING_AGENTS`: spawned agents running at once (default 8).
+fn spawn_limits() -> CoordResult<coord_domain::agents::spawn::SpawnLimits> {
+    let mut limits = coord_domain::agents::spawn::SpawnLimits::default();
+    if let Ok(v) = std::env::var("COORD_MAX_RUNNING_AGENTS") {
+        limits.max_running = v
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| {
+                CoordError::new(
+                    ErrorCode::InvalidArgument,
+                    format!("COORD_MAX_RUNNING_AGENTS={v:?}: give a number from 1 to 1000"),
+                )
+            })?;
+    }
+    Ok(limits)
 }
 
 /// `COORD_AUDIT_RETENTION_DAYS`, else the spec's 90 days (a bad value is reported and

@@ -242,3 +242,23 @@ fn a_read_only_codex_worker_cannot_write() {
 fn the_sandbox_toggle_is_loud_and_audited() {
     scenario("worker-unsandboxed");
 }
+
+/// `spawn_agent` through a door (`coord agent spawn`): a READ_ONLY Claude Code worker is
+/// registered with its task claimed, run in the background by its supervisor (Write absent,
+/// its Bash write and outside read refused, the file untouched), and its final answer
+/// completes the task and reaches the orchestrator through `get_agent_output`; its key is
+/// revoked and its start and end audited. Bad input, no validator and a validator's prose
+/// are refused.
+#[test]
+fn a_spawned_worker_completes_its_task_with_its_answer() {
+    scenario("spawn");
+}
+
+/// Spawned WRITE workers: one whose runtime is SIGKILLed (failed), one whose supervisor is
+/// SIGKILLed (found out and reclaimed by the next `get_agent_status`: lost, nothing of it
+/// left running), one stopped by `stop_agent` (stopped): each time its lock is released,
+/// its task back in the queue and its key revoked.
+#[test]
+fn a_killed_or_stopped_spawned_worker_gives_its_work_back() {
+    scenario("spawned-worker-killed");
+}

@@ -98,15 +98,29 @@ impl Harness {
     }
 
     pub async fn with_config(b: &dyn Backend, tune: impl FnOnce(&mut CoordConfig)) -> Harness {
-        Harness::build(b, tune, false).await
+        Harness::build(b, tune, false, None).await
+    }
+
+    /// A harness whose coordinator spawns agents with `launcher`.
+    pub async fn with_launcher(
+        b: &dyn Backend,
+        launcher: Arc<dyn coord_service::Launcher>,
+        tune: impl FnOnce(&mut CoordConfig),
+    ) -> Harness {
+        Harness::build(b, tune, false, Some(launcher)).await
     }
 
     /// A harness whose coordinator uses the database's clock; `clock` is unused.
     pub async fn with_database_clock(b: &dyn Backend) -> Harness {
-        Harness::build(b, |_| {}, true).await
+        Harness::build(b, |_| {}, true, None).await
     }
 
-    async fn build(b: &dyn Backend, tune: impl FnOnce(&mut CoordConfig), database_clock: bool) -> Harness {
+    async fn build(
+        b: &dyn Backend,
+        tune: impl FnOnce(&mut CoordConfig),
+        database_clock: bool,
+        launcher: Option<Arc<dyn coord_service::Launcher>>,
+    ) -> Harness {
         let fx = b.fixture().await;
         let clock = Arc::new(ManualClock::starting_now());
         let coord_clock: Arc<dyn coord_service::Clock> = if database_clock {
@@ -126,6 +140,10 @@ impl Harness {
         };
         tune(&mut config);
         let local = Coordinator::new(fx.store.clone(), coord_clock, config);
+        let local = match launcher {
+            Some(l) => local.with_launcher(l),
+            None => local,
+        };
         Harness {
             coord: b.wrap(local.clone()).await,
             local,

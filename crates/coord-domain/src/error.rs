@@ -84,6 +84,7 @@ error_codes! {
     WriteFailed => "write_failed", Refused;
     ReadFailed => "read_failed", Refused;
     ConfinementUnavailable => "confinement_unavailable", Refused;
+    AgentNotRunning => "agent_not_running", Refused;
     TaskNotFound => "task_not_found", NotFound;
     NotFound => "not_found", NotFound;
     UnknownOperation => "unknown_operation", NotFound;
@@ -98,7 +99,10 @@ error_codes! {
     PermissionDenied => "permission_denied", Forbidden;
     DomainBlocked => "domain_blocked", Forbidden;
     PreflightDenied => "preflight_denied", Forbidden;
+    ToolExecutionDenied => "tool_execution_denied", Forbidden;
     SandboxUnavailable => "sandbox_unavailable", Unavailable;
+    SpawnUnavailable => "spawn_unavailable", Unavailable;
+    AgentStartFailed => "agent_start_failed", Unavailable;
     DatabaseUnavailable => "database_unavailable", Unavailable;
     AuditKeyMissing => "audit_key_missing", Unavailable;
     Internal => "internal_error", Internal;

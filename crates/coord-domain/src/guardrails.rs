@@ -91,6 +91,11 @@ pub struct CheckGuardrailsRequest {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
     pub files: Option<Vec<String>>,
+    /// The runtime tool being called (`Bash`, `Read`, ...): an agent coord spawned may
+    /// call only its declared tools (spec 000's activation check).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(max = 128)))]
+    pub tool: Option<String>,
 }
 
 /// A validated check.
@@ -98,6 +103,7 @@ pub struct CheckGuardrailsRequest {
 pub struct GuardCheck {
     pub command: Option<String>,
     pub files: Vec<String>,
+    pub tool: Option<String>,
 }
 
 pub fn validate_check(req: CheckGuardrailsRequest) -> CoordResult<GuardCheck> {
@@ -119,14 +125,15 @@ pub fn validate_check(req: CheckGuardrailsRequest) -> CoordResult<GuardCheck> {
         }
     }
     let files = validate::text_list("files", req.files, MAX_FILES, 4096)?;
-    if command.is_none() && files.is_empty() {
+    let tool = validate::optional_text("tool", req.tool, 128)?;
+    if command.is_none() && files.is_empty() && tool.is_none() {
         return Err(CoordError::field(
             ErrorCode::InvalidArgument,
             "command",
-            "give a command line to check (command) or the files an edit changes (files)",
+            "give a command line to check (command), the files an edit changes (files) or the tool called (tool)",
         ));
     }
-    Ok(GuardCheck { command, files })
+    Ok(GuardCheck { command, files, tool })
 }
 
 /// The code changes a completed task reports, analysed before it may complete.
@@ -163,6 +170,7 @@ pub fn validate_changes(changes: Option<WorkChanges>) -> CoordResult<Option<Work
         validate_check(CheckGuardrailsRequest {
             command: Some(command.clone()),
             files: None,
+            tool: None,
         })
         .map_err(|e| e.with_field(&format!("changes.commands[{i}]")))?;
     }
@@ -430,13 +438,15 @@ mod tests {
         let e = validate_check(CheckGuardrailsRequest {
             command: Some(long),
             files: None,
+            tool: None,
         })
         .unwrap_err();
         assert_eq!(e.code, ErrorCode::PayloadTooLarge);
         assert!(
             validate_check(CheckGuardrailsRequest {
                 command: Some("ls".into()),
-                files: None
+                files: None,
+                tool: None
             })
             .is_ok()
         );

@@ -262,9 +262,12 @@ async fn close_session(
         () = tokio::time::sleep(grace) => {}
         () = terminated => {}
     }
+    // An agent coord launched leaves its task to its supervisor (completed with the final
+    // answer, or given back when there is none).
+    let launched = principal.caller.agent_type == coord_domain::agents::spawn::AGENT_TYPE;
     let release = EndSessionRequest {
         release_locks: Some(true),
-        requeue_tasks: Some(true),
+        requeue_tasks: Some(!launched),
         if_session: Some(session),
         handoff: None,
     };

@@ -30,6 +30,7 @@ mod profiles;
 mod queue;
 mod rows;
 mod sessions;
+mod spawn;
 mod violations;
 
 use coord_domain::guardrails::Violation;

@@ -59,6 +59,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "worker_profiles",
         include_str!("../migrations/0018_worker_profiles.sql"),
     ),
+    (
+        19,
+        "spawned_agents",
+        include_str!("../migrations/0019_spawned_agents.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

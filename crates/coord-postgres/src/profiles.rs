@@ -68,7 +68,7 @@ async fn upsert(tx: &Tx<'_>, now: Option<Timestamp>, by: &str, p: &Profile, buil
     Ok(())
 }
 
-async fn profile(tx: &Tx<'_>, name: &str) -> R<Option<Profile>> {
+pub(crate) async fn profile(tx: &Tx<'_>, name: &str) -> R<Option<Profile>> {
     let row = tx
         .query_opt(
             &tx.prepare_cached("SELECT definition FROM agent_profiles WHERE name = $1")
@@ -221,7 +221,11 @@ async fn apply(tx: &Tx<'_>, ctx: &OpCtx, list: &[Profile]) -> R<ApplyProfilesRes
     Ok(ApplyProfilesResult { success: true, changes })
 }
 
-async fn assign(tx: &Tx<'_>, ctx: &OpCtx, (who, name): &(Assignee, Option<String>)) -> R<AssignProfileResult> {
+pub(crate) async fn assign(
+    tx: &Tx<'_>,
+    ctx: &OpCtx,
+    (who, name): &(Assignee, Option<String>),
+) -> R<AssignProfileResult> {
     let before = assignment(tx, who).await?;
     match name {
         Some(n) => {

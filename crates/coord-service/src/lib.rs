@@ -11,6 +11,7 @@
 mod call;
 pub mod clock;
 mod files;
+pub mod launcher;
 pub mod op;
 pub mod ops;
 pub mod pipeline;
@@ -31,6 +32,7 @@ use std::time::Duration;
 pub use call::{CoordinationExt, call};
 pub use clock::{Clock, DatabaseClock, ManualClock};
 pub use files::WorkspaceDir;
+pub use launcher::{Judgement, Launcher};
 pub use op::{Audit, Http, Input, Method, Operation};
 pub use ports::{LocalPorts, Ports};
 pub use registry::{OpEntry, op_named, ops};
@@ -95,6 +97,8 @@ pub struct CoordConfig {
     /// Model endpoints (`host`, `host:port`) beyond the providers' own: the
     /// `model_providers` category (what agents coord launches need to reach).
     pub model_endpoints: Vec<String>,
+    /// Spawned agents running at once and how deep spawns nest.
+    pub spawn_limits: coord_domain::agents::spawn::SpawnLimits,
 }
 
 impl CoordConfig {
@@ -121,6 +125,7 @@ impl Default for CoordConfig {
             working_memory_budget: coord_domain::memory::working::DEFAULT_BUDGET,
             coordination_domains: Vec::new(),
             model_endpoints: Vec::new(),
+            spawn_limits: Default::default(),
         }
     }
 }
@@ -139,6 +144,8 @@ pub struct Coordinator {
     patterns: ops::guardrails::PatternCache,
     /// The file tools' workspaces, opened once, or why they could not be.
     workspaces: Arc<CoordResult<files::Workspaces>>,
+    /// What starts spawned agents (none: `spawn_agent` answers `spawn_unavailable`).
+    launcher: Option<Arc<dyn Launcher>>,
 }
 
 pub(crate) fn new_id() -> String {
@@ -163,7 +170,24 @@ impl Coordinator {
                 "this coordinator has no port allocator configured",
             )),
             patterns: Default::default(),
+            launcher: None,
         }
+    }
+
+    /// Adds what starts spawned agents (`spawn_agent`).
+    pub fn with_launcher(mut self, launcher: Arc<dyn Launcher>) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
+    pub(crate) fn launcher(&self) -> CoordResult<&Arc<dyn Launcher>> {
+        self.launcher.as_ref().ok_or_else(|| {
+            CoordError::new(
+                ErrorCode::SpawnUnavailable,
+                "this coordinator cannot start agents: spawn_agent needs a local coordinator (coord mcp, coord serve, \
+                 the coord CLI) with a workspace",
+            )
+        })
     }
 
     /// Adds the port allocator (it keeps its leases outside the store).

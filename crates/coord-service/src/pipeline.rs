@@ -168,8 +168,27 @@ impl Coordinator {
     async fn admit<O: Operation>(&self, ctx: &mut OpCtx, who: &Principal) -> CoordResult<Option<(Profile, String)>> {
         ctx.who = who.caller.validate()?;
         authorize(who.credential, O::ACCESS)?;
-        self.policy_stage(O::NAME, O::NEED, who.credential, &ctx.who, who.origin.as_ref())
-            .await
+        let granted = self
+            .policy_stage(O::NAME, O::NEED, who.credential, &ctx.who, who.origin.as_ref())
+            .await?;
+        // An agent coord spawned acts through its key only while its run is active. (Its
+        // supervisor, a local process, still ends its session and task afterwards.)
+        if who.credential == Credential::Bound {
+            self.check_activation(&ctx.who, None).await?;
+        }
+        Ok(granted)
+    }
+
+    /// Spec 000's activation check for an agent coord spawned (other callers pass): it
+    /// must be active, and `tool`, when given, one of its declared tools.
+    pub(crate) async fn check_activation(&self, who: &Identity, tool: Option<&str>) -> CoordResult<()> {
+        if who.agent_type != coord_domain::agents::spawn::AGENT_TYPE {
+            return Ok(());
+        }
+        match self.store.spawned_agent(&who.agent_id).await? {
+            Some((agent, _)) => coord_domain::agents::spawn::check_activation(&agent, tool),
+            None => Ok(()),
+        }
     }
 
     /// The steps after admission and parsing: validation, then the charges against the
@@ -254,6 +273,12 @@ impl Coordinator {
 
     pub(crate) async fn audit_refusal(&self, ctx: &OpCtx, e: &CoordError) {
         self.append_refusal(ctx, ctx.audit::<()>(Err(e))).await
+    }
+
+    /// Audits a refusal of the caller met during execution as spec 000's
+    /// `tool_execution_denied` event.
+    pub(crate) async fn audit_denial(&self, ctx: &OpCtx, e: &CoordError) {
+        self.append_refusal(ctx, ctx.audit::<()>(Err(e)).tool_denied()).await
     }
 
     async fn append_refusal(&self, ctx: &OpCtx, record: AuditRecord) {

@@ -5,7 +5,7 @@
 use crate::op::{Audit, Http, Operation};
 use crate::ops::{
     agents, approvals, audit, files, guardrails, handoffs, keys, locks, memory, messages, network, notifications,
-    ports, profiles, queue, sessions,
+    ports, profiles, queue, sessions, spawn,
 };
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
@@ -165,6 +165,10 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<network::NetworkAccessLog>(),
         entry::<network::RecordSandboxRun>(),
         entry::<agents::RecordPreflight>(),
+        entry::<spawn::SpawnAgent>(),
+        entry::<spawn::GetAgentStatus>(),
+        entry::<spawn::GetAgentOutput>(),
+        entry::<spawn::StopAgent>(),
         entry::<keys::CreateApiKey>(),
         entry::<keys::ListApiKeys>(),
         entry::<keys::RevokeApiKey>(),

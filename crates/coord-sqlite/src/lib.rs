@@ -24,6 +24,7 @@ mod profiles;
 mod queue;
 mod rows;
 mod sessions;
+mod spawn;
 mod violations;
 mod writer;
 

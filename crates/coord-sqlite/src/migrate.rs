@@ -21,6 +21,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (14, include_str!("../migrations/0014_memory.sql")),
     (15, include_str!("../migrations/0015_network.sql")),
     (16, include_str!("../migrations/0016_worker_profiles.sql")),
+    (17, include_str!("../migrations/0017_spawned_agents.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -7,7 +7,7 @@ use coord_domain::profiles::{
     self, ApplyProfilesResult, AssignProfileResult, Assignee, Assignment, ListProfilesResult, Profile, Resource,
 };
 use coord_domain::time::from_micros;
-use coord_domain::{CoordError, CoordResult, Timestamp};
+use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
 use coord_store::{Charge, OpCtx, PolicyFacts, ProfileStore, UsageOf};
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -62,7 +62,7 @@ fn upsert(c: &Connection, now: i64, by: &str, p: &Profile, builtin: bool) -> R<(
     Ok(())
 }
 
-fn profile(c: &Connection, name: &str) -> R<Option<Profile>> {
+pub(crate) fn profile(c: &Connection, name: &str) -> R<Option<Profile>> {
     Ok(
         c.prepare_cached("SELECT definition FROM agent_profiles WHERE name = ?1")?
             .query_row([name], |r| json(r, 0))
@@ -155,6 +155,33 @@ fn facts(c: &Connection, now: i64, agent_id: &str, agent_type: Option<&str>, of:
     })
 }
 
+pub(crate) fn assign(
+    c: &Connection,
+    now: i64,
+    me: &Identity,
+    who: &Assignee,
+    name: Option<String>,
+) -> R<AssignProfileResult> {
+    let before = assignment(c, who)?;
+    match &name {
+        Some(n) => {
+            if profile(c, n)?.is_none() {
+                return Err(profiles::profile_not_found(n).into());
+            }
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![who.kind(), who.value(), n, now, me.agent_id])?;
+        }
+        None => {
+            c.prepare_cached("DELETE FROM agent_profile_assignments WHERE kind = ?1 AND value = ?2")?
+                .execute([who.kind(), who.value()])?;
+        }
+    }
+    Ok(profiles::assigned(who, before, name))
+}
+
 #[async_trait]
 impl ProfileStore for SqliteStore {
     async fn policy_facts(
@@ -215,26 +242,6 @@ impl ProfileStore for SqliteStore {
         who: Assignee,
         name: Option<String>,
     ) -> CoordResult<AssignProfileResult> {
-        self.op(ctx, move |c, now, me| {
-            let before = assignment(c, &who)?;
-            match &name {
-                Some(n) => {
-                    if profile(c, n)?.is_none() {
-                        return Err(profiles::profile_not_found(n).into());
-                    }
-                    c.prepare_cached(
-                        "INSERT OR REPLACE INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
-                         VALUES (?1, ?2, ?3, ?4, ?5)",
-                    )?
-                    .execute(params![who.kind(), who.value(), n, now, me.agent_id])?;
-                }
-                None => {
-                    c.prepare_cached("DELETE FROM agent_profile_assignments WHERE kind = ?1 AND value = ?2")?
-                        .execute([who.kind(), who.value()])?;
-                }
-            }
-            Ok(profiles::assigned(&who, before, name))
-        })
-        .await
+        self.op(ctx, move |c, now, me| assign(c, now, me, &who, name)).await
     }
 }

@@ -534,6 +534,99 @@ pub trait NetworkStore: Send + Sync {
     async fn network_access_log(&self, ctx: OpCtx, filter: AccessLogFilter) -> CoordResult<Vec<NetworkAccessRow>>;
 }
 
+/// A registered spawn: what `spawn_agent` stores in one transaction.
+#[derive(Debug, Clone)]
+pub struct NewSpawn {
+    /// The record (its depth and times are set by the store).
+    pub record: coord_domain::agents::spawn::SpawnedAgent,
+    /// The spawner's profile: the child's profile may hold no more.
+    pub parent_profile: Profile,
+    /// The task, submitted and claimed by the new agent until its deadline.
+    pub task: NewTask,
+    /// The deadline asked for (the profile's `max_execution_time` caps it).
+    pub timeout_minutes: Option<i64>,
+    pub limits: coord_domain::agents::spawn::SpawnLimits,
+    pub validator: coord_domain::agents::preflight::Validator,
+}
+
+impl NewSpawn {
+    /// The spawn's checks (`spawn::admit_spawn`) against the child's profile as stored, the
+    /// spawner's own record and the running count: the record to store (depth, deadline
+    /// and creation time set) and its task's lease in minutes.
+    pub fn admitted(
+        &self,
+        child: &Profile,
+        parent: Option<&coord_domain::agents::spawn::SpawnedAgent>,
+        running: i64,
+        now: Timestamp,
+    ) -> CoordResult<(coord_domain::agents::spawn::SpawnedAgent, i64)> {
+        let a = coord_domain::agents::spawn::admit_spawn(
+            &self.parent_profile,
+            child,
+            parent,
+            &self.record.definition.tools,
+            running,
+            self.limits,
+            self.timeout_minutes,
+        )?;
+        let mut record = self.record.clone();
+        record.depth = a.depth;
+        record.deadline_minutes = a.deadline_minutes;
+        record.created_at = now;
+        Ok((record, a.lease_minutes))
+    }
+
+    /// The answer once `record` is stored.
+    pub fn answer(
+        &self,
+        record: &coord_domain::agents::spawn::SpawnedAgent,
+    ) -> coord_domain::agents::spawn::SpawnAgentResult {
+        coord_domain::agents::spawn::SpawnAgentResult {
+            success: true,
+            agent_id: record.agent_id.clone(),
+            task_id: record.task_id.clone(),
+            status: coord_domain::agents::spawn::SpawnStatus::Starting,
+            depth: record.depth,
+            profile: record.definition.profile,
+            validator: self.validator,
+        }
+    }
+}
+
+/// Agents coord spawned (`spawn_agent`): their records.
+#[async_trait]
+pub trait SpawnStore {
+    /// In one transaction: the child's profile is read and held against the parent's
+    /// (`spawn::check_privileges`), the spawner's own record and the running count
+    /// against the limits (`spawn::admit`); then the task is submitted already claimed
+    /// by the new agent, the profile assigned to it, and its record stored. Audited.
+    async fn spawn_agent(
+        &self,
+        ctx: OpCtx,
+        spawn: NewSpawn,
+    ) -> CoordResult<coord_domain::agents::spawn::SpawnAgentResult>;
+    /// One record and its task's status now, unaudited (the activation check,
+    /// supervisors; the operations audit their reads).
+    async fn spawned_agent(
+        &self,
+        agent_id: &str,
+    ) -> CoordResult<
+        Option<(
+            coord_domain::agents::spawn::SpawnedAgent,
+            Option<coord_domain::queue::TaskStatus>,
+        )>,
+    >;
+    /// The profile called `name`, unaudited (what a spawn would be given).
+    async fn profile_named(&self, name: &str) -> CoordResult<Option<Profile>>;
+    /// Applies `update` (`SpawnedAgent::apply`) and answers the record. Audited.
+    async fn update_spawned_agent(
+        &self,
+        ctx: OpCtx,
+        agent_id: String,
+        update: coord_domain::agents::spawn::SpawnUpdate,
+    ) -> CoordResult<coord_domain::agents::spawn::SpawnedAgent>;
+}
+
 /// A whole store: every capability. Implemented by any type that implements them all;
 /// a backend adds a capability by implementing its trait in the capability's module.
 pub trait Store:
@@ -549,6 +642,7 @@ pub trait Store:
     + NotificationStore
     + GuardrailStore
     + NetworkStore
+    + SpawnStore
     + FileStore
     + KeyStore
     + Maintenance
@@ -571,7 +665,7 @@ impl<
         + NotificationStore
         + GuardrailStore
         + NetworkStore
-        + NetworkStore
+        + SpawnStore
         + FileStore
         + KeyStore
         + Maintenance

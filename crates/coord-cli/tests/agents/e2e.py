@@ -747,6 +747,162 @@ def worker_deadline(w):
     return f"{r['agent_id']}: stopped after 20 s, lock released, task requeued"
 
 
+def spawn_env(w, home, **extra):
+    """What a coordinator that spawns agents needs: the model endpoint its agents use, the
+    runtime on its PATH, and its pre-flight validation configured."""
+    return w.base_env(home, dict({"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{w.port}", "ANTHROPIC_API_KEY": "dummy",
+                                  "COORD_NO_VALIDATION": "1"}, **extra))
+
+
+def spawned(w, home, *args, **extra):
+    out = subprocess.run(["coord", "--json", "agent", *args], cwd=w.repo, capture_output=True, text=True,
+                         timeout=120, env=spawn_env(w, home, **extra))
+    try:
+        return json.loads(out.stdout)
+    except json.JSONDecodeError:
+        raise Fail(f"coord agent {args}: not JSON: {out.stdout[-2000:]!r} {out.stderr[-2000:]!r}")
+
+
+def wait_status(w, home, agent, until, timeout=180):
+    """Polls get_agent_status (a real process's progress: no clock to inject)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        st = spawned(w, home, "status", agent)
+        if until(st):
+            return st
+        time.sleep(0.5)
+    log = os.path.join(w.repo, ".coord", "runs", f"{agent}.supervisor.log")
+    if os.path.exists(log):
+        print(f"--- {agent} supervisor log ---\n{open(log).read()[-4000:]}")
+    raise Fail(f"{agent}: still {st.get('status')} after {timeout} s: {st}")
+
+
+def ended(st):
+    return st.get("status") not in ("starting", "running")
+
+
+def processes_of(agent):
+    """pid → argv of this machine's processes whose command line names the agent."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if any(agent.encode() in a for a in argv):
+            found[int(pid)] = [a.decode(errors="replace") for a in argv if a]
+    return found
+
+
+def spawn_agent(w):
+    """spawn_agent through a door (`coord agent spawn`): a READ_ONLY Claude Code worker is
+    registered with its task already claimed, runs in the background under its supervisor,
+    has its Write, Bash write and outside read refused (the file untouched) and completes
+    its task with a final answer the orchestrator reads with get_agent_output; the task is
+    completed with it, the worker's key revoked, every step audited."""
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    define(w, "code-reviewer", "---\nname: code-reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash\n---\n"
+                                "You review code and never change it.\n")
+    w.start_model({"S_review": [
+        {"tool": "Write", "force": True, "input": {"file_path": shared, "content": "clobbered\n"}},
+        {"tool": "Bash", "input": {"command": "echo x > src/shared.rs", "description": "write"}},
+        {"tool": "Read", "input": {"file_path": "/etc/passwd"}},
+        {"tool": "Read", "input": {"file_path": shared}},
+        {"text": "REVIEW: src/shared.rs is fine"}]})
+    home = w.home("orchestrator")
+    s = spawned(w, home, "spawn", "code-reviewer", "--task", "SCRIPT:S_review")
+    check(s.get("success") is True and s.get("status") == "starting" and s.get("depth") == 1, f"spawned: {s}")
+    agent, task = s["agent_id"], s["task_id"]
+    t = w.coord("work", "show", task).get("task", {})
+    check(t.get("claimed_by") == agent and t.get("status") in ("claimed", "completed"), f"its task is its own: {t}")
+    st = wait_status(w, home, agent, ended)
+    check(st.get("status") == "completed" and st.get("task_status") == "completed", f"it completed: {st}")
+    check(open(shared).read() == "original\n", f"the file changed: {open(shared).read()!r}")
+    out = spawned(w, home, "output", agent)
+    check(out.get("result") == "REVIEW: src/shared.rs is fine", f"the orchestrator reads its answer: {out}")
+    denied = {d.get("tool_name") for d in out.get("permission_denials", [])}
+    check({"Bash", "Read"} <= denied, f"its refused calls are reported: {out.get('permission_denials')}")
+    played = [e for e in w.entries() if e.get("script") == "S_review"]
+    check(played and all("Write" not in e.get("offered", []) for e in played), "Write was never offered")
+    t = w.coord("work", "show", task).get("task", {})
+    check(t.get("status") == "completed" and "REVIEW" in json.dumps(t.get("result")), f"its task has the answer: {t}")
+    keys = [k for k in w.coord("keys", "list")["keys"] if k.get("agent_id") == agent]
+    check(keys and all(k.get("revoked_at") for k in keys), f"its key is revoked: {keys}")
+    runs = [e for e in w.coord("audit", "--operation", "agent_run")["entries"] if agent in json.dumps(e)]
+    check(len(runs) == 2 and all(e["success"] for e in runs), f"its start and end are audited: {runs}")
+    check(w.coord("audit", "--operation", "spawn_agent")["entries"], "the spawn is audited")
+    # Bad input and an unknown agent answer clear errors; nothing is registered.
+    e = spawned(w, home, "spawn", "nobody", "--task", "x")
+    check(e.get("error") == "not_found", f"an unknown definition: {e}")
+    e = spawned(w, home, "spawn", "code-reviewer", "--task", "x", "--runtime", "vim")
+    check(e.get("error") == "invalid_argument" and e.get("field") == "runtime", f"a bad runtime: {e}")
+    e = spawned(w, home, "spawn", "code-reviewer", "--task", "x", COORD_NO_VALIDATION="")
+    check(e.get("error") == "invalid_argument" and "validation" in e.get("message", ""), f"no validator: {e}")
+    e = spawned(w, home, "spawn", "code-reviewer", "--task", "x", COORD_NO_VALIDATION="",
+                COORD_VALIDATOR_COMMAND="echo 'Looks VALID'")
+    check(e.get("error") == "preflight_denied", f"a validator's prose: {e}")
+    return f"{agent}: spawned, refused Write/Bash/outside Read, completed task {task} with its answer"
+
+
+def spawned_worker_killed(w):
+    """A spawned WRITE worker SIGKILLed mid-task (its runtime), then another whose supervisor
+    is SIGKILLed: each time its lock is released and its task back in the queue; the dead
+    supervisor's agent is found out and reclaimed (status lost, key revoked) by the next
+    get_agent_status; stop_agent stops a third."""
+    define(w, "coder", "---\nname: coder\ndescription: Writes code\nprofile: write\n---\n")
+    commit_makefile(w, "hold:\n\t@sleep 300\n")
+    hang = [{"tool": "acquire_lock", "input": {"file_path": "src/k.rs", "reason": "working", "ttl_minutes": 60}},
+            {"tool": "Bash", "input": {"command": "make hold", "description": "work", "timeout": 600000}},
+            {"text": "never"}]
+    w.start_model({"K_hang": hang})
+    home = w.home("orchestrator")
+
+    def start():
+        s = spawned(w, home, "spawn", "coder", "--task", "SCRIPT:K_hang")
+        check(s.get("success") is True, f"spawned: {s}")
+        agent = s["agent_id"]
+        deadline = time.time() + 120
+        while time.time() < deadline and not w.coord("lock", "list")["locks"]:
+            time.sleep(0.5)
+        check(w.coord("lock", "list")["locks"], f"{agent} took its lock")
+        return agent, s["task_id"]
+
+    def released(agent, task, status):
+        st = wait_status(w, home, agent, ended)
+        check(st.get("status") == status, f"{agent}: {st}")
+        check(not w.coord("lock", "list")["locks"], "its lock was released")
+        t = w.coord("work", "show", task).get("task", {})
+        check(t.get("status") == "pending" and t.get("attempts") == 1, f"its task is back in the queue: {t}")
+        keys = [k for k in w.coord("keys", "list")["keys"] if k.get("agent_id") == agent]
+        check(keys and all(k.get("revoked_at") for k in keys), f"its key is revoked: {keys}")
+
+    agent, task = start()
+    runtime = [p for p, argv in processes_of(agent).items()
+               if not argv[0].endswith(("coord", "bwrap")) and "claude" in " ".join(argv[:2])]
+    check(runtime, f"the runtime of {agent} is running: {processes_of(agent)}")
+    for p in runtime:
+        os.kill(p, signal.SIGKILL)
+    released(agent, task, "failed")
+
+    agent, task = start()
+    supervisor = spawned(w, home, "status", agent).get("pid")
+    check(supervisor and "supervise" in " ".join(processes_of(agent).get(supervisor, [])), f"its supervisor: {supervisor}")
+    os.kill(supervisor, signal.SIGKILL)
+    released(agent, task, "lost")
+    deadline = time.time() + 30
+    while time.time() < deadline and processes_of(agent):
+        time.sleep(0.5)
+    check(not processes_of(agent), f"nothing of {agent} outlives its supervisor: {processes_of(agent)}")
+
+    agent, task = start()
+    r = spawned(w, home, "stop", agent, "--reason", "no longer needed")
+    check(r.get("stopping") is True, f"stop_agent: {r}")
+    released(agent, task, "stopped")
+    return "runtime killed → failed, supervisor killed → lost, stop_agent → stopped; each lock released, task requeued"
+
+
 def preflight(w):
     """Pre-flight validation: a validator answering INVALID, prose, malformed JSON, nothing,
     an invalid verdict or too late blocks the launch before anything is registered; a
@@ -840,7 +996,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+SCENARIOS = {"spawn": spawn_agent, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 

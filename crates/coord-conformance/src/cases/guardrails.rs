@@ -22,6 +22,7 @@ async fn check(h: &Harness, who: &Caller, command: &str) -> CoordResult<CheckGua
         CheckGuardrailsRequest {
             command: Some(command.into()),
             files: None,
+            tool: None,
         },
     )
     .await
@@ -69,6 +70,7 @@ pub async fn guardrails_block_and_approve_once(b: &dyn Backend) {
         CheckGuardrailsRequest {
             command: None,
             files: Some(vec!["config/.env".into()]),
+            tool: None,
         },
     )
     .await

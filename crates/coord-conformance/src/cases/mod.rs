@@ -18,3 +18,4 @@ pub mod profiles;
 pub mod queue;
 pub mod registry;
 pub mod sessions;
+pub mod spawn;

@@ -29,7 +29,9 @@ async fn rows(h: &Harness, agent_id: &str, operation: &str) -> Vec<bool> {
 }
 
 pub async fn registry_every_audited_operation_writes_one_row_per_call(b: &dyn Backend) {
-    let h = Harness::new(b).await;
+    // (With a launcher: without one spawn_agent is unavailable, by design.)
+    let launcher = std::sync::Arc::new(crate::cases::spawn::Recorder::default());
+    let h = Harness::with_launcher(b, launcher, |_| {}).await;
     for op in ops() {
         let name = format!("reg-{}", op.name);
         // An administrator: administrative operations refuse others before reading the

@@ -3,7 +3,7 @@
 //! the agent's system prompt. Every problem is reported with its field, all at once.
 
 use super::{KNOWN_TOOLS, WRITE_TOOLS, WorkerProfile};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub const MAX_DEFINITION_BYTES: usize = 64 * 1024;
@@ -35,7 +35,7 @@ impl std::fmt::Display for FieldError {
 }
 
 /// A valid definition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AgentDefinition {
     pub name: String,

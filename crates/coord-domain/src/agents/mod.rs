@@ -14,7 +14,10 @@
 pub mod definition;
 pub mod launch;
 pub mod preflight;
+pub mod spawn;
 
+#[cfg(test)]
+mod spawn_tests;
 #[cfg(test)]
 mod tests;
 

@@ -48,6 +48,12 @@ impl Operation for CheckGuardrails {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, check: GuardCheck) -> CoordResult<CheckGuardrailsResult> {
+        if let Some(tool) = check.tool.as_deref()
+            && let Err(e) = c.check_activation(&ctx.who, Some(tool)).await
+        {
+            c.audit_denial(&ctx, &e).await;
+            return Err(e);
+        }
         // The pattern registry is read (and, in a new process such as a hook, compiled:
         // tens of milliseconds) only for a command; files alone do not need it.
         let mut findings = match check.command.as_deref() {

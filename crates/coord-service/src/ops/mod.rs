@@ -17,3 +17,4 @@ pub mod ports;
 pub mod profiles;
 pub mod queue;
 pub mod sessions;
+pub mod spawn;

@@ -1,0 +1,227 @@
+//! Spawning agents (docs/agents.md "Spawning"): the [`Launcher`] every local coordinator
+//! gets (`coord mcp`, `coord serve`, the CLI) — definitions from this workspace, the
+//! validator configured in this process's environment, supervisors started as
+//! `coord agent supervise ID` in their own process group — and `coord agent
+//! spawn|status|output|stop`, which call the operations like any door.
+
+use crate::args::{AgentSpawnArgs, ValidationArgs};
+use crate::context::{Context, DbTarget};
+use crate::open;
+use crate::output::{self, Output};
+use async_trait::async_trait;
+use coord_domain::access::Principal;
+use coord_domain::agents::preflight::LaunchPlanSummary;
+use coord_domain::agents::spawn::{self, AgentRef, SpawnAgentRequest, StopAgentRequest};
+use coord_domain::agents::{AgentDefinition, Runtime};
+use coord_domain::{CoordError, CoordResult, ErrorCode};
+use coord_service::ops::spawn::{GetAgentOutput, GetAgentStatus, SpawnAgent, StopAgent};
+use coord_service::{Judgement, Launcher, call};
+use std::path::Path;
+
+/// The identity supervisors act as (type `cli`: the local operator's profile, which
+/// issues and revokes keys).
+const SUPERVISOR: (&str, &str) = ("coord-supervisor", "cli");
+
+pub struct CliLauncher {
+    ctx: Context,
+}
+
+impl CliLauncher {
+    pub fn new(ctx: &Context) -> Self {
+        CliLauncher { ctx: ctx.clone() }
+    }
+}
+
+fn io(what: &str, e: std::io::Error) -> CoordError {
+    CoordError::new(ErrorCode::AgentStartFailed, format!("{what}: {e}"))
+}
+
+#[async_trait]
+impl Launcher for CliLauncher {
+    fn definition(&self, name: &str) -> CoordResult<AgentDefinition> {
+        crate::launch::find(&self.ctx, name).map(|(_, d)| d)
+    }
+
+    fn plan(&self, d: &AgentDefinition, runtime: Runtime, task: &str, network_policy: &str) -> LaunchPlanSummary {
+        let var = match runtime {
+            Runtime::Claude => "ANTHROPIC_BASE_URL",
+            Runtime::Codex | Runtime::Aider => "OPENAI_BASE_URL",
+        };
+        let model_url = std::env::var(var).ok().filter(|u| !u.trim().is_empty());
+        let sandboxed = crate::launch::sandbox_enabled().unwrap_or(true);
+        crate::launch::summary(d, runtime, task, network_policy.into(), model_url, sandboxed, &[], &[])
+    }
+
+    async fn judge(&self, plan: &LaunchPlanSummary) -> CoordResult<Judgement> {
+        let v = ValidationArgs::from_env()
+            .map_err(|m| CoordError::new(ErrorCode::InvalidArgument, m).with_field("validator"))?;
+        crate::launch::judge(&v, plan).await
+    }
+
+    async fn start(&self, agent_id: &str) -> CoordResult<u32> {
+        let exe = std::env::current_exe().map_err(|e| io("cannot find the coord binary", e))?;
+        let runs = self.ctx.repo_root.join(".coord").join("runs");
+        std::fs::create_dir_all(&runs).map_err(|e| io("cannot create .coord/runs", e))?;
+        // Beside the run's directory, not in it: the agent can write its run directory.
+        let log = std::fs::File::create(runs.join(format!("{agent_id}.supervisor.log")))
+            .map_err(|e| io("cannot create the supervisor's log", e))?;
+        let log2 = log
+            .try_clone()
+            .map_err(|e| io("cannot create the supervisor's log", e))?;
+        let db = match &self.ctx.db {
+            DbTarget::Sqlite(path) => path.display().to_string(),
+            DbTarget::Postgres(url) => url.clone(),
+        };
+        let mut command = tokio::process::Command::new(exe);
+        command
+            .args(["agent", "supervise", agent_id])
+            .current_dir(&self.ctx.repo_root)
+            .env("COORD_DATABASE_URL", db)
+            .env("COORD_AGENT_ID", SUPERVISOR.0)
+            .env("COORD_AGENT_TYPE", SUPERVISOR.1)
+            .env_remove("COORDINATION_API_URL")
+            .env_remove("COORDINATION_API_KEY")
+            .stdin(std::process::Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            // Its own group: a terminal's Ctrl-C to whoever spawned it does not reach it.
+            .process_group(0);
+        let mut child = command.spawn().map_err(|e| io("cannot start the supervisor", e))?;
+        let pid = child.id().unwrap_or_default();
+        // Reaped when it ends (as long as this process lives; an orphan is init's).
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+        });
+        Ok(pid)
+    }
+
+    fn host(&self) -> String {
+        crate::context::hostname()
+    }
+
+    fn alive(&self, pid: u32) -> bool {
+        match i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+            Some(p) => !matches!(rustix::process::test_kill_process(p), Err(rustix::io::Errno::SRCH)),
+            None => false,
+        }
+    }
+
+    fn signal_stop(&self, pid: u32) -> bool {
+        i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .is_some_and(|p| rustix::process::kill_process(p, rustix::process::Signal::TERM).is_ok())
+    }
+
+    fn output_tail(&self, run_dir: &str, max: usize) -> Option<String> {
+        let dir = Path::new(run_dir);
+        ["output.jsonl", "stderr.log"]
+            .iter()
+            .filter_map(|f| std::fs::read(dir.join(f)).ok())
+            .find(|b| !b.is_empty())
+            .map(|b| spawn::tail(&String::from_utf8_lossy(&b), max).to_string())
+    }
+}
+
+pub async fn spawn(args: AgentSpawnArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
+    let coord = open::coordination(ctx, 2).await?;
+    let me = Principal::local(ctx.caller.clone());
+    let req = SpawnAgentRequest {
+        agent: args.agent,
+        profile: args.profile,
+        task: args.task,
+        runtime: args.runtime,
+        task_type: args.task_type,
+        timeout_minutes: args.timeout_minutes,
+    };
+    Ok(out.result(call::<SpawnAgent, _>(&*coord, &me, req).await, |r| {
+        format!(
+            "spawned {} ({} profile, depth {}, validated: {:?}); its task is {}\nfollow it: coord agent status {}",
+            r.agent_id, r.profile, r.depth, r.validator, r.task_id, r.agent_id
+        )
+    }))
+}
+
+pub async fn status(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u8> {
+    let coord = open::coordination(ctx, 2).await?;
+    let me = Principal::local(ctx.caller.clone());
+    let req = AgentRef {
+        target_agent_id: agent_id.into(),
+    };
+    Ok(out.result(call::<GetAgentStatus, _>(&*coord, &me, req).await, |r| {
+        let mut t = output::table(&["", ""]);
+        let mut row = |k: &str, v: String| {
+            t.add_row(vec![k.to_string(), v]);
+        };
+        row(
+            "agent",
+            format!(
+                "{} ({}, {} profile, {})",
+                r.agent_id,
+                r.agent,
+                r.profile,
+                r.runtime.name()
+            ),
+        );
+        row("status", r.status.as_str().into());
+        row("spawned by", format!("{} (depth {})", r.parent_agent_id, r.depth));
+        row(
+            "task",
+            format!("{} ({})", r.task_id, r.task_status.map_or("unknown", |s| s.as_str())),
+        );
+        row("created", r.created_at.to_rfc3339());
+        if let Some(t) = r.started_at {
+            row("started", t.to_rfc3339());
+        }
+        if let Some(t) = r.ended_at {
+            row("ended", t.to_rfc3339());
+        }
+        row("deadline", format!("{} minutes", r.deadline_minutes));
+        if let Some(c) = r.exit_code {
+            row("exit code", c.to_string());
+        }
+        if let Some(e) = &r.error {
+            row("error", e.clone());
+        }
+        if r.stop_requested {
+            row("stop", "requested".into());
+        }
+        t.to_string()
+    }))
+}
+
+pub async fn output(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u8> {
+    let coord = open::coordination(ctx, 2).await?;
+    let me = Principal::local(ctx.caller.clone());
+    let req = AgentRef {
+        target_agent_id: agent_id.into(),
+    };
+    Ok(out.result(call::<GetAgentOutput, _>(&*coord, &me, req).await, |r| {
+        let mut text = String::new();
+        for d in &r.permission_denials {
+            text.push_str(&format!("refused by the runtime: {d}\n"));
+        }
+        match (&r.result, &r.error) {
+            (Some(result), _) => text.push_str(result),
+            (None, Some(e)) => text.push_str(&format!("({}: {e})", r.status.as_str())),
+            (None, None) => text.push_str(&format!("(no final answer yet: {})", r.status.as_str())),
+        }
+        text
+    }))
+}
+
+pub async fn stop(agent_id: &str, reason: Option<String>, ctx: &Context, out: Output) -> CoordResult<u8> {
+    let coord = open::coordination(ctx, 2).await?;
+    let me = Principal::local(ctx.caller.clone());
+    let req = StopAgentRequest {
+        target_agent_id: agent_id.into(),
+        reason,
+    };
+    Ok(out.result(call::<StopAgent, _>(&*coord, &me, req).await, |r| {
+        if r.stopping {
+            format!("stopping {}: its task goes back to the queue", r.agent_id)
+        } else {
+            format!("{} had already ended ({})", r.agent_id, r.status.as_str())
+        }
+    }))
+}

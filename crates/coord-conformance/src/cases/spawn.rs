@@ -1,0 +1,363 @@
+//! Spawned agents (`spawn_agent`, `get_agent_status`, `get_agent_output`, `stop_agent`):
+//! registration with its task and profile, the validator's veto, following and stopping,
+//! a dead supervisor's agent reclaimed, the running cap, spec 000's activation check.
+//!
+//! The launcher here starts no process (the real one, `coord agent supervise`, is driven
+//! with real agent CLIs by coord-cli's agents_e2e); it reads real definitions with the
+//! real parser and plays the supervisor's reports through `record_agent_run`.
+
+use crate::cases::profiles::run;
+use crate::{Backend, Harness, agent, operator};
+use async_trait::async_trait;
+use coord_domain::agents::preflight::{LaunchPlanSummary, Validator, Verdict, VerdictKind};
+use coord_domain::agents::spawn::{AgentRef, SpawnAgentRequest, SpawnStatus, SpawnUpdate, StopAgentRequest};
+use coord_domain::agents::{AgentDefinition, Runtime, parse_definition};
+use coord_domain::audit::AuditQueryRequest;
+use coord_domain::guardrails::CheckGuardrailsRequest;
+use coord_domain::queue::TaskStatus;
+use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
+use coord_service::ops::{audit, guardrails, spawn as ops};
+use coord_service::{CoordinationExt, Judgement, Launcher};
+use std::sync::{Arc, Mutex};
+
+const REVIEWER: &str = "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\n---\nYou review code.\n";
+
+/// A launcher that starts nothing (see the module's comment).
+#[derive(Default)]
+pub(crate) struct Recorder {
+    verdict: Mutex<Option<Judgement>>,
+    fail_start: Mutex<bool>,
+    started: Mutex<Vec<String>>,
+    stopped: Mutex<Vec<u32>>,
+    dead: Mutex<Vec<u32>>,
+}
+
+#[async_trait]
+impl Launcher for Recorder {
+    fn definition(&self, name: &str) -> CoordResult<AgentDefinition> {
+        match name {
+            "reviewer" => {
+                parse_definition(REVIEWER).map_err(|e| CoordError::new(ErrorCode::InvalidArgument, format!("{e:?}")))
+            }
+            other => Err(CoordError::new(
+                ErrorCode::NotFound,
+                format!("no agent definition named {other:?}"),
+            )),
+        }
+    }
+
+    fn plan(&self, d: &AgentDefinition, runtime: Runtime, task: &str, policy: &str) -> LaunchPlanSummary {
+        LaunchPlanSummary {
+            agent: d.name.clone(),
+            profile: d.profile.to_string(),
+            runtime: runtime.name().into(),
+            task: task.into(),
+            tools: d.tools.clone(),
+            writable: "nothing".into(),
+            network_policy: policy.into(),
+            bash_commands: vec![],
+            system_prompt: d.prompt.clone(),
+            model: None,
+            model_endpoint: None,
+            sandboxed: true,
+            tools_enforced: true,
+            passed_env: vec![],
+            resolve: vec![],
+        }
+    }
+
+    async fn judge(&self, _: &LaunchPlanSummary) -> CoordResult<Judgement> {
+        Ok(self.verdict.lock().unwrap().clone().unwrap_or((
+            Validator::Command,
+            Some(Verdict {
+                verdict: VerdictKind::Valid,
+                reasons: vec![],
+            }),
+            None,
+        )))
+    }
+
+    async fn start(&self, agent_id: &str) -> CoordResult<u32> {
+        if *self.fail_start.lock().unwrap() {
+            return Err(CoordError::new(ErrorCode::AgentStartFailed, "no such program"));
+        }
+        self.started.lock().unwrap().push(agent_id.into());
+        Ok(4242)
+    }
+
+    fn host(&self) -> String {
+        "conformance-host".into()
+    }
+
+    fn alive(&self, pid: u32) -> bool {
+        !self.dead.lock().unwrap().contains(&pid)
+    }
+
+    fn signal_stop(&self, pid: u32) -> bool {
+        self.stopped.lock().unwrap().push(pid);
+        true
+    }
+
+    fn output_tail(&self, _: &str, _: usize) -> Option<String> {
+        None
+    }
+}
+
+fn spawn_req(agent: Option<&str>, profile: Option<&str>, task: &str) -> SpawnAgentRequest {
+    SpawnAgentRequest {
+        agent: agent.map(String::from),
+        profile: profile.map(String::from),
+        task: task.into(),
+        runtime: None,
+        task_type: None,
+        timeout_minutes: None,
+    }
+}
+
+fn target(id: &str) -> AgentRef {
+    AgentRef {
+        target_agent_id: id.into(),
+    }
+}
+
+/// What the supervisor reports once it runs the agent.
+async fn started(h: &Harness, id: &str, pid: u32) {
+    let update = SpawnUpdate::Started {
+        host: "conformance-host".into(),
+        pid,
+        run_dir: format!("/tmp/runs/{id}"),
+        key_id: "no-key".into(),
+    };
+    h.local.record_agent_run(id, update).await.unwrap();
+}
+
+fn tool_check(tool: &str) -> CheckGuardrailsRequest {
+    CheckGuardrailsRequest {
+        command: None,
+        files: None,
+        tool: Some(tool.into()),
+    }
+}
+
+pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
+    let recorder = Arc::new(Recorder::default());
+    let h = Harness::with_launcher(b, recorder.clone(), |c| c.spawn_limits.max_running = 3).await;
+    let orchestrator = operator("orchestrator");
+
+    // Spawned: its task claimed by it, its profile assigned, its supervisor started.
+    let s = run::<ops::SpawnAgent>(&h, &orchestrator, spawn_req(Some("reviewer"), None, "review src/"))
+        .await
+        .unwrap();
+    assert!(s.success && s.agent_id.starts_with("reviewer-"), "{s:?}");
+    assert_eq!(
+        (s.status, s.depth, s.validator),
+        (SpawnStatus::Starting, 1, Validator::Command)
+    );
+    assert_eq!(*recorder.started.lock().unwrap(), vec![s.agent_id.clone()]);
+    let task = h.task(&s.task_id).await;
+    assert_eq!(task.status, TaskStatus::Claimed);
+    assert_eq!(task.claimed_by.as_deref(), Some(s.agent_id.as_str()));
+    assert_eq!(task.task_description, "review src/");
+    let worker = Caller::new(s.agent_id.clone(), "worker");
+    let st = run::<ops::GetAgentStatus>(&h, &orchestrator, target(&s.agent_id))
+        .await
+        .unwrap();
+    assert_eq!(
+        (st.status, st.task_status),
+        (SpawnStatus::Starting, Some(TaskStatus::Claimed))
+    );
+    assert_eq!(st.deadline_minutes, 30, "worker-read-only's max_execution_time");
+    assert_eq!(st.parent_agent_id, "orchestrator");
+    // Only its parent, itself or an administrator follows it.
+    // (Over HTTP the cases hold an operator key, which administers.)
+    if h.door != crate::Door::Http {
+        let e = run::<ops::GetAgentStatus>(&h, &agent("stranger"), target(&s.agent_id))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::Forbidden, "{e:?}");
+    }
+    run::<ops::GetAgentStatus>(&h, &worker, target(&s.agent_id))
+        .await
+        .unwrap();
+
+    // Spec 000's activation check: only its declared tools.
+    started(&h, &s.agent_id, 4242).await;
+    run::<guardrails::CheckGuardrails>(&h, &worker, tool_check("Read"))
+        .await
+        .unwrap();
+    run::<guardrails::CheckGuardrails>(&h, &worker, tool_check("mcp__coord__acquire_lock"))
+        .await
+        .unwrap();
+    let e = run::<guardrails::CheckGuardrails>(&h, &worker, tool_check("Write"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ToolExecutionDenied, "{e:?}");
+    assert_eq!(e.details.get("tool").and_then(|v| v.as_str()), Some("Write"));
+
+    // Stopped: its supervisor is signalled; until it reports, every tool is refused.
+    let e = run::<ops::StopAgent>(
+        &h,
+        &agent("stranger"),
+        StopAgentRequest {
+            target_agent_id: s.agent_id.clone(),
+            reason: None,
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::OperationNotPermitted, "needs spawn_agent: {e:?}");
+    let stop = StopAgentRequest {
+        target_agent_id: s.agent_id.clone(),
+        reason: Some("enough".into()),
+    };
+    let r = run::<ops::StopAgent>(&h, &orchestrator, stop.clone()).await.unwrap();
+    assert!(r.stopping);
+    assert_eq!(recorder.stopped.lock().unwrap().as_slice(), [4242]);
+    let e = run::<guardrails::CheckGuardrails>(&h, &worker, tool_check("Read"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ToolExecutionDenied, "{e:?}");
+    let ended = SpawnUpdate::Ended {
+        status: SpawnStatus::Stopped,
+        exit_code: Some(143),
+        result: None,
+        error: Some("stopped".into()),
+        permission_denials: vec![],
+    };
+    h.local.record_agent_run(&s.agent_id, ended.clone()).await.unwrap();
+    let e = h.local.record_agent_run(&s.agent_id, ended).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::AgentNotRunning, "an ended run stays as it ended");
+    let r = run::<ops::StopAgent>(&h, &orchestrator, stop).await.unwrap();
+    assert_eq!((r.stopping, r.status), (false, SpawnStatus::Stopped));
+    let out = run::<ops::GetAgentOutput>(&h, &orchestrator, target(&s.agent_id))
+        .await
+        .unwrap();
+    assert_eq!((out.status, out.result.as_deref()), (SpawnStatus::Stopped, None));
+
+    // A generic worker of a profile; its supervisor dies: reclaimed on the next look.
+    let w = run::<ops::SpawnAgent>(&h, &orchestrator, spawn_req(None, Some("write"), "fix the build"))
+        .await
+        .unwrap();
+    assert!(w.agent_id.starts_with("write-worker-"), "{w:?}");
+    started(&h, &w.agent_id, 777).await;
+    let writer = Caller::new(w.agent_id.clone(), "worker");
+    assert!(h.lock(&writer, "src/lib.rs", None).await.success);
+    recorder.dead.lock().unwrap().push(777);
+    let st = run::<ops::GetAgentStatus>(&h, &orchestrator, target(&w.agent_id))
+        .await
+        .unwrap();
+    assert_eq!(st.status, SpawnStatus::Lost, "{st:?}");
+    assert_eq!(
+        st.task_status,
+        Some(TaskStatus::Pending),
+        "its task is back in the queue"
+    );
+    assert!(
+        h.lock(&agent("someone"), "src/lib.rs", None).await.success,
+        "its lock was released"
+    );
+
+    // The running cap (3 here), then bad requests, a veto, a start that fails.
+    for i in 0..3 {
+        run::<ops::SpawnAgent>(
+            &h,
+            &orchestrator,
+            spawn_req(Some("reviewer"), None, &format!("task {i}")),
+        )
+        .await
+        .unwrap();
+    }
+    let e = run::<ops::SpawnAgent>(&h, &orchestrator, spawn_req(Some("reviewer"), None, "one more"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ResourceLimitExceeded, "{e:?}");
+    assert_eq!(
+        e.details.get("resource").and_then(|v| v.as_str()),
+        Some("max_running_agents")
+    );
+    let bad: [(SpawnAgentRequest, ErrorCode, Option<&str>); 5] = [
+        (
+            spawn_req(Some("reviewer"), None, "  "),
+            ErrorCode::InvalidArgument,
+            Some("task"),
+        ),
+        (
+            spawn_req(Some("reviewer"), Some("write"), "x"),
+            ErrorCode::InvalidArgument,
+            Some("profile"),
+        ),
+        (spawn_req(None, None, "x"), ErrorCode::InvalidArgument, Some("agent")),
+        (
+            spawn_req(None, Some("root"), "x"),
+            ErrorCode::InvalidArgument,
+            Some("profile"),
+        ),
+        (spawn_req(Some("nobody"), None, "x"), ErrorCode::NotFound, None),
+    ];
+    for (req, code, field) in bad {
+        let e = run::<ops::SpawnAgent>(&h, &orchestrator, req).await.unwrap_err();
+        assert_eq!((e.code, e.field.as_deref()), (code, field), "{e:?}");
+    }
+    let h2 = Harness::with_launcher(b, recorder.clone(), |_| {}).await;
+    *recorder.verdict.lock().unwrap() = Some((
+        Validator::Model,
+        Some(Verdict {
+            verdict: VerdictKind::Invalid,
+            reasons: vec!["reads credentials".into()],
+        }),
+        None,
+    ));
+    let e = run::<ops::SpawnAgent>(&h2, &orchestrator, spawn_req(Some("reviewer"), None, "read ~/.aws"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::PreflightDenied, "{e:?}");
+    *recorder.verdict.lock().unwrap() = Some((Validator::Command, None, Some("answered prose: VALID".into())));
+    let e = run::<ops::SpawnAgent>(&h2, &orchestrator, spawn_req(Some("reviewer"), None, "x"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::PreflightDenied, "{e:?}");
+    *recorder.verdict.lock().unwrap() = None;
+    let tasks = h2
+        .coord
+        .list_tasks(&orchestrator, Default::default())
+        .await
+        .unwrap()
+        .tasks;
+    assert!(tasks.is_empty(), "nothing registered for a denied spawn: {tasks:?}");
+    *recorder.fail_start.lock().unwrap() = true;
+    let e = run::<ops::SpawnAgent>(&h2, &orchestrator, spawn_req(Some("reviewer"), None, "x"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::AgentStartFailed, "{e:?}");
+    let id = e.details.get("agent_id").and_then(|v| v.as_str()).unwrap().to_string();
+    let st = run::<ops::GetAgentStatus>(&h2, &orchestrator, target(&id))
+        .await
+        .unwrap();
+    assert_eq!(
+        (st.status, st.task_status),
+        (SpawnStatus::Failed, Some(TaskStatus::Failed))
+    );
+
+    // A coordinator that cannot start agents says so.
+    let h3 = Harness::new(b).await;
+    let e = run::<ops::SpawnAgent>(&h3, &orchestrator, spawn_req(None, Some("read_only"), "x"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::SpawnUnavailable, "{e:?}");
+
+    // Every decision is in the trail, the veto with its reason.
+    let rows = run::<audit::QueryAudit>(
+        &h2,
+        &orchestrator,
+        AuditQueryRequest {
+            operation: Some("spawn_agent".into()),
+            limit: Some(100),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap()
+    .entries;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(rows.iter().any(|r| r.result.to_string().contains("reads credentials")));
+}

@@ -1,0 +1,35 @@
+//! What starts spawned agents. `spawn_agent` decides and records; a [`Launcher`] does
+//! what needs this machine: reads the workspace's agent definitions, asks the configured
+//! validator, and starts the supervisor (`coord agent run --spawned`, in the CLI) that
+//! runs the agent in the sandbox and reports how the run ended. A coordinator without
+//! one answers `spawn_unavailable` (a remote-only client, a test of other operations).
+
+use async_trait::async_trait;
+use coord_domain::CoordResult;
+use coord_domain::agents::preflight::{LaunchPlanSummary, Validator, Verdict};
+use coord_domain::agents::{AgentDefinition, Runtime};
+
+/// The validator's answer on a plan: which validator, its verdict, or why there is none.
+pub type Judgement = (Validator, Option<Verdict>, Option<String>);
+
+#[async_trait]
+pub trait Launcher: Send + Sync {
+    /// The workspace's definition `name` (`.claude/agents/<name>.md`), checked.
+    fn definition(&self, name: &str) -> CoordResult<AgentDefinition>;
+    /// The plan a validator judges, with what only the launching machine knows (the
+    /// sandbox, the model endpoint, the environment passed).
+    fn plan(&self, d: &AgentDefinition, runtime: Runtime, task: &str, network_policy: &str) -> LaunchPlanSummary;
+    /// Pre-flight validation: the configured validator's judgement of `plan`, or an
+    /// error when none is configured.
+    async fn judge(&self, plan: &LaunchPlanSummary) -> CoordResult<Judgement>;
+    /// Starts the supervisor of the registered spawn `agent_id`; answers its pid.
+    async fn start(&self, agent_id: &str) -> CoordResult<u32>;
+    /// This machine's name, as supervisors started here report it.
+    fn host(&self) -> String;
+    /// Whether process `pid` of this machine is alive.
+    fn alive(&self, pid: u32) -> bool;
+    /// Asks supervisor `pid` of this machine to stop its agent; false when it is gone.
+    fn signal_stop(&self, pid: u32) -> bool;
+    /// The last `max` bytes of the runtime's output in `run_dir` of this machine.
+    fn output_tail(&self, run_dir: &str, max: usize) -> Option<String>;
+}

@@ -1,0 +1,469 @@
+//! Spawning agents and following them (docs/agents.md "Spawning"): `spawn_agent` judges
+//! the launch (pre-flight), registers the agent, its task and its profile in one
+//! transaction and has the [`Launcher`](crate::Launcher) start its supervisor;
+//! `get_agent_status`, `get_agent_output` and `stop_agent` follow it. A supervisor that
+//! died without reporting is found out here (its process is gone) and its agent is
+//! reclaimed: session ended (locks released, task back in the queue), key revoked.
+
+use crate::Coordinator;
+use crate::op::{Http, Input, Operation};
+use coord_domain::access::{Access, Credential, Effect, Principal};
+use coord_domain::agents::preflight::{self, PreflightRequest};
+use coord_domain::agents::spawn::{
+    self, AgentOutputResult, AgentRef, AgentStatusResult, SpawnAgentRequest, SpawnAgentResult, SpawnPlan, SpawnStatus,
+    SpawnUpdate, SpawnedAgent, StopAgentRequest, StopAgentResult,
+};
+use coord_domain::keys::RevokeApiKeyRequest;
+use coord_domain::profiles::{self, Need, Permission, Resource};
+use coord_domain::queue::{SubmitWorkRequest, TaskStatus, validate_submission};
+use coord_domain::sessions::EndSessionRequest;
+use coord_domain::{Caller, CoordError, CoordResult, ErrorCode, Identity};
+use coord_store::{NewSpawn, OpCtx, UsageOf};
+
+/// The most of a run's output `get_agent_output` shows.
+const OUTPUT_TAIL: usize = 16 * 1024;
+
+pub struct SpawnAgent;
+impl Operation for SpawnAgent {
+    const NAME: &'static str = "spawn_agent";
+    const SUMMARY: &'static str = "Launch a sub-agent with least privilege on a task, supervised";
+    const DESCRIPTION: &'static str = "Launch a sub-agent (Claude Code, Codex or Aider) on a task, in the \
+        sandbox with only the tools and paths of its profile: agent (a definition in the workspace's \
+        .claude/agents/, its tools and system prompt) or profile (read_only, write, verification, design: a generic \
+        worker), the task (its prompt), optional runtime, task_type and timeout_minutes. The launch is judged by the \
+        configured pre-flight validator first (refused with preflight_denied otherwise). Registers the agent \
+        (NAME-<hex>, type worker, its worker profile), submits the task already claimed by it, starts its \
+        supervisor and answers {success:true, agent_id, task_id, status:\"starting\", depth, profile, validator}. \
+        Follow it with get_agent_status and get_agent_output; stop it with stop_agent. Its final answer completes \
+        the task; if it dies or overruns its deadline, its locks are released and its task goes back to the queue. \
+        Refused beyond max_spawned_agents, the running cap, spawn depth 2, or when the child would hold more trust, \
+        operations or tools than its parent.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::new(Permission::SpawnAgent, 0).starting_work();
+    const HTTP: &'static [Http] = &[Http::post("/agents/spawn").errors(&[403, 404, 409, 503])];
+    const EXAMPLE: &'static str =
+        "{\"agent\": \"code-reviewer\", \"task\": \"Review src/auth for injection bugs and report them\"}";
+    type Request = SpawnAgentRequest;
+    type Response = SpawnAgentResult;
+    type Args = SpawnPlan;
+
+    fn uses(plan: &SpawnPlan) -> Vec<(Resource, Vec<String>)> {
+        vec![(Resource::MaxSpawnedAgents, vec![plan.agent_id.clone()])]
+    }
+
+    fn validate(c: &Coordinator, _: &Identity, req: SpawnAgentRequest) -> CoordResult<SpawnPlan> {
+        let (runtime, task_type, which) = spawn::validate_request(&req)?;
+        let definition = match which {
+            Ok(name) => c.launcher()?.definition(&name)?,
+            Err(profile) => spawn::generic_definition(profile),
+        };
+        Ok(SpawnPlan {
+            agent_id: spawn::agent_id_for(&definition.name),
+            definition,
+            runtime,
+            task: req.task.trim().to_string(),
+            task_type,
+            timeout_minutes: req.timeout_minutes,
+        })
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, plan: SpawnPlan) -> CoordResult<SpawnAgentResult> {
+        let spawn = match prepare(c, &ctx, plan).await {
+            Ok(spawn) => spawn,
+            Err(e) => return refuse(c, &ctx, e).await,
+        };
+        // The store's transaction audits the spawn, or its refusal.
+        let result = c.store().spawn_agent(ctx.clone(), spawn).await?;
+        start(c, result).await
+    }
+}
+
+/// Everything before the registration: the profiles held against each other, then the
+/// validator's verdict.
+async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<NewSpawn> {
+    let launcher = c.launcher()?;
+    let facts = c
+        .store()
+        .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
+        .await?;
+    let (parent_profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
+    let child_name = plan.definition.profile.coord_profile();
+    let child = c
+        .store()
+        .profile_named(child_name)
+        .await?
+        .ok_or_else(|| profiles::profile_not_found(child_name))?;
+    // Refused before the validator is asked (the transaction checks again).
+    spawn::check_privileges(&parent_profile, &child)?;
+    let policy = child
+        .network_policy
+        .clone()
+        .unwrap_or_else(|| coord_domain::network::DENY_ALL.to_string());
+    let summary = launcher.plan(&plan.definition, plan.runtime, &plan.task, &policy);
+    let (validator, verdict, failure) = launcher.judge(&summary).await?;
+    let judged = PreflightRequest {
+        target_agent_id: plan.agent_id.clone(),
+        plan: summary,
+        validator,
+        verdict,
+        failure,
+    };
+    if let Err(why) = preflight::decide(&judged) {
+        return Err(CoordError::new(
+            ErrorCode::PreflightDenied,
+            format!(
+                "the launch of {} was denied by pre-flight validation: {why}",
+                plan.agent_id
+            ),
+        )
+        .with_detail("target_agent_id", plan.agent_id.clone())
+        .with_detail("validator", format!("{validator:?}").to_lowercase())
+        .with_detail("reason", why));
+    }
+    let task = validate_submission(
+        SubmitWorkRequest {
+            task_type: plan.task_type.clone(),
+            task_description: plan.task.clone(),
+            input_data: Some(serde_json::json!({"spawned_agent_id": plan.agent_id})),
+            priority: None,
+            depends_on: None,
+        },
+        crate::new_id(),
+        c.config().max_attempts,
+    )?;
+    let record = SpawnedAgent::new(
+        &plan.agent_id,
+        &ctx.who.agent_id,
+        plan.definition,
+        plan.runtime,
+        &task.task_id,
+        &plan.task,
+    );
+    Ok(NewSpawn {
+        record,
+        parent_profile,
+        task,
+        timeout_minutes: plan.timeout_minutes,
+        limits: c.config().spawn_limits,
+        validator,
+    })
+}
+
+/// Starts the registered agent's supervisor; an agent that could not be started is
+/// ended as failed and its task failed with the reason.
+async fn start(c: &Coordinator, result: SpawnAgentResult) -> CoordResult<SpawnAgentResult> {
+    let launcher = c.launcher()?;
+    match launcher.start(&result.agent_id).await {
+        Ok(_) => Ok(result),
+        Err(e) => {
+            let why = format!("its supervisor could not be started: {}", e.message);
+            let child = Principal::local(Caller::new(result.agent_id.clone(), spawn::AGENT_TYPE));
+            let failed = coord_domain::queue::CompleteWorkRequest {
+                task_id: result.task_id.clone(),
+                success: false,
+                result: None,
+                error_message: Some(why.clone()),
+                changes: None,
+                skill: None,
+            };
+            if let Err(e) = c.run::<super::queue::CompleteWork>(&child, failed).await {
+                tracing::warn!(agent = %result.agent_id, error = %e, "could not fail the task of an agent that did not start");
+            }
+            let ended = SpawnUpdate::Ended {
+                status: SpawnStatus::Failed,
+                exit_code: None,
+                result: None,
+                error: Some(why.clone()),
+                permission_denials: Vec::new(),
+            };
+            let _ = c.record_agent_run(&result.agent_id, ended).await;
+            Err(CoordError::new(
+                ErrorCode::AgentStartFailed,
+                format!("{} was registered but not started: {why}", result.agent_id),
+            )
+            .with_detail("agent_id", result.agent_id)
+            .with_detail("task_id", result.task_id))
+        }
+    }
+}
+
+/// The record of a spawned agent the caller may follow, with its task's status; a
+/// supervisor found dead on this machine is reclaimed first.
+async fn followed(
+    c: &Coordinator,
+    ctx: &OpCtx,
+    agent_id: &str,
+    to_stop: bool,
+) -> CoordResult<(SpawnedAgent, Option<TaskStatus>)> {
+    let (agent, task) = c
+        .store()
+        .spawned_agent(agent_id)
+        .await?
+        .ok_or_else(|| spawn::not_spawned(agent_id))?;
+    spawn::may_follow(&agent, &ctx.who.agent_id, ctx.audit_admin, to_stop)?;
+    if let Some(pid) = supervisor_gone(c, &agent) {
+        reclaim(
+            c,
+            &agent,
+            SpawnStatus::Lost,
+            format!("its supervisor (pid {pid}) died without reporting how the run ended"),
+        )
+        .await?;
+        let (agent, task) = c
+            .store()
+            .spawned_agent(agent_id)
+            .await?
+            .ok_or_else(|| spawn::not_spawned(agent_id))?;
+        return Ok((agent, task));
+    }
+    Ok((agent, task))
+}
+
+/// The pid of an active agent's supervisor that ran on this machine and is gone.
+fn supervisor_gone(c: &Coordinator, agent: &SpawnedAgent) -> Option<u32> {
+    let launcher = c.launcher.as_ref()?;
+    let pid = agent.pid?;
+    (agent.status.is_active() && agent.host.as_deref() == Some(launcher.host().as_str()) && !launcher.alive(pid))
+        .then_some(pid)
+}
+
+/// Ends an agent whose supervisor cannot: its session (locks released, claimed tasks
+/// back in the queue), its key, then its record.
+async fn reclaim(c: &Coordinator, agent: &SpawnedAgent, status: SpawnStatus, why: String) -> CoordResult<()> {
+    let child = Principal::local(Caller::new(agent.agent_id.clone(), spawn::AGENT_TYPE));
+    let end = EndSessionRequest {
+        release_locks: Some(true),
+        handoff: None,
+        requeue_tasks: Some(true),
+        if_session: None,
+    };
+    if let Err(e) = c.run::<super::sessions::EndSessionOp>(&child, end).await {
+        tracing::warn!(agent = %agent.agent_id, error = %e, "could not end the session of a reclaimed agent");
+    }
+    if let Some(key_id) = &agent.key_id {
+        let coord = Principal::new(Caller::new("coord-supervisor", "coord"), Credential::Operator);
+        let revoke = RevokeApiKeyRequest { key_id: key_id.clone() };
+        if let Err(e) = c.run::<super::keys::RevokeApiKey>(&coord, revoke).await {
+            tracing::warn!(agent = %agent.agent_id, error = %e, "could not revoke the key of a reclaimed agent");
+        }
+    }
+    let ended = SpawnUpdate::Ended {
+        status,
+        exit_code: None,
+        result: None,
+        error: Some(why),
+        permission_denials: Vec::new(),
+    };
+    match c.record_agent_run(&agent.agent_id, ended).await {
+        // Its supervisor reported after all.
+        Err(e) if e.code == ErrorCode::AgentNotRunning => Ok(()),
+        other => other.map(|_| ()),
+    }
+}
+
+/// Answers `result` and audits it (reads audit here: the store read is unaudited).
+async fn answer<T: serde::Serialize>(c: &Coordinator, ctx: &OpCtx, result: T) -> CoordResult<T> {
+    c.store().append_audit(ctx.now, ctx.audit(Ok(&result))).await?;
+    Ok(result)
+}
+
+/// Audits a refusal met after admission, and answers it.
+async fn refuse<T>(c: &Coordinator, ctx: &OpCtx, e: CoordError) -> CoordResult<T> {
+    c.audit_refusal(ctx, &e).await;
+    Err(e)
+}
+
+fn agent_ref(req: AgentRef) -> CoordResult<String> {
+    let id = req.target_agent_id.trim();
+    if id.is_empty() || id.len() > 128 {
+        return Err(
+            CoordError::new(ErrorCode::InvalidArgument, "target_agent_id: 1 to 128 characters")
+                .with_field("target_agent_id"),
+        );
+    }
+    Ok(id.to_string())
+}
+
+pub struct GetAgentStatus;
+impl Operation for GetAgentStatus {
+    const NAME: &'static str = "get_agent_status";
+    const SUMMARY: &'static str = "Where a spawned agent is: starting, running, or how it ended";
+    const DESCRIPTION: &'static str = "The status of an agent spawn_agent launched (for its parent, itself or an \
+        administrator). Answers {success:true, agent_id, parent_agent_id, agent, profile, runtime, depth, status \
+        (starting, running, completed, failed, stopped, timed_out, lost), task_id, task_status, created_at, \
+        started_at, ended_at, deadline_minutes, exit_code, error, stop_requested}. An agent whose supervisor died \
+        is reclaimed on the spot (status lost: locks released, task back in the queue).";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    const METERED: bool = false;
+    const HTTP: &'static [Http] = &[Http::get("/agents/{target_agent_id}/status")
+        .input(Input::Path("target_agent_id"))
+        .errors(&[403, 404])];
+    const EXAMPLE: &'static str = "{\"target_agent_id\": \"code-reviewer-1a2b3c4d5e6f\"}";
+    type Request = AgentRef;
+    type Response = AgentStatusResult;
+    type Args = String;
+
+    fn validate(_: &Coordinator, _: &Identity, req: AgentRef) -> CoordResult<String> {
+        agent_ref(req)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, agent_id: String) -> CoordResult<AgentStatusResult> {
+        match followed(c, &ctx, &agent_id, false).await {
+            Ok((agent, task)) => answer(c, &ctx, AgentStatusResult::of(&agent, task)).await,
+            Err(e) => refuse(c, &ctx, e).await,
+        }
+    }
+}
+
+pub struct GetAgentOutput;
+impl Operation for GetAgentOutput {
+    const NAME: &'static str = "get_agent_output";
+    const SUMMARY: &'static str = "A spawned agent's final answer and the end of its output";
+    const DESCRIPTION: &'static str = "What an agent spawn_agent launched produced (for its parent, itself or an \
+        administrator). Answers {success:true, agent_id, status, result (its final answer, once it ended with one), error, \
+        permission_denials (tool calls its runtime refused), output_tail (the last 16 KiB of its runtime's output, \
+        when its run is on this machine)}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    const METERED: bool = false;
+    const HTTP: &'static [Http] = &[Http::get("/agents/{target_agent_id}/output")
+        .input(Input::Path("target_agent_id"))
+        .errors(&[403, 404])];
+    const EXAMPLE: &'static str = "{\"target_agent_id\": \"code-reviewer-1a2b3c4d5e6f\"}";
+    type Request = AgentRef;
+    type Response = AgentOutputResult;
+    type Args = String;
+
+    fn validate(_: &Coordinator, _: &Identity, req: AgentRef) -> CoordResult<String> {
+        agent_ref(req)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, agent_id: String) -> CoordResult<AgentOutputResult> {
+        let (agent, _) = match followed(c, &ctx, &agent_id, false).await {
+            Ok(found) => found,
+            Err(e) => return refuse(c, &ctx, e).await,
+        };
+        let output_tail = match (c.launcher.as_ref(), &agent.host, &agent.run_dir) {
+            (Some(l), Some(host), Some(dir)) if *host == l.host() => l.output_tail(dir, OUTPUT_TAIL),
+            _ => None,
+        };
+        let result = AgentOutputResult {
+            success: true,
+            agent_id: agent.agent_id,
+            status: agent.status,
+            result: agent.result,
+            error: agent.error,
+            permission_denials: agent.permission_denials,
+            output_tail,
+        };
+        answer(c, &ctx, result).await
+    }
+}
+
+pub struct StopAgent;
+impl Operation for StopAgent {
+    const NAME: &'static str = "stop_agent";
+    const SUMMARY: &'static str = "Stop a spawned agent; its task goes back to the queue";
+    const DESCRIPTION: &'static str = "Stop an agent spawn_agent launched (its parent or an administrator): its \
+        supervisor stops the runtime's whole process group (TERM, then KILL after 10 s), ends its session (locks \
+        released, task back in the queue) and revokes its key. Answers {success:true, agent_id, status, \
+        stopping:true} while that happens, or stopping:false with how it had already ended. Until then every \
+        operation of the agent is refused (tool_execution_denied).";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::new(Permission::SpawnAgent, 0);
+    const METERED: bool = false;
+    const HTTP: &'static [Http] = &[Http::post("/agents/stop").errors(&[403, 404, 409])];
+    const EXAMPLE: &'static str =
+        "{\"target_agent_id\": \"code-reviewer-1a2b3c4d5e6f\", \"reason\": \"no longer needed\"}";
+    type Request = StopAgentRequest;
+    type Response = StopAgentResult;
+    type Args = StopAgentRequest;
+
+    fn validate(_: &Coordinator, _: &Identity, req: StopAgentRequest) -> CoordResult<StopAgentRequest> {
+        let target_agent_id = agent_ref(AgentRef {
+            target_agent_id: req.target_agent_id,
+        })?;
+        let reason = coord_domain::validate::optional_text("reason", req.reason, 500)?;
+        Ok(StopAgentRequest {
+            target_agent_id,
+            reason,
+        })
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, req: StopAgentRequest) -> CoordResult<StopAgentResult> {
+        let (agent, _) = match followed(c, &ctx, &req.target_agent_id, true).await {
+            Ok(found) => found,
+            Err(e) => return refuse(c, &ctx, e).await,
+        };
+        if !agent.status.is_active() {
+            let result = StopAgentResult {
+                success: true,
+                agent_id: agent.agent_id,
+                status: agent.status,
+                stopping: false,
+            };
+            return answer(c, &ctx, result).await;
+        }
+        let why = req
+            .reason
+            .clone()
+            .unwrap_or_else(|| format!("stopped by {}", ctx.who.agent_id));
+        let update = SpawnUpdate::StopRequested {
+            reason: Some(why.clone()),
+        };
+        let agent = c
+            .store()
+            .update_spawned_agent(ctx.clone(), agent.agent_id.clone(), update)
+            .await?;
+        // A supervisor on this machine is told now; one elsewhere sees the request when
+        // it next reads its record (and its agent is refused everything meanwhile).
+        if let (Some(l), Some(pid), Some(host)) = (c.launcher.as_ref(), agent.pid, &agent.host)
+            && *host == l.host()
+            && !l.signal_stop(pid)
+        {
+            reclaim(c, &agent, SpawnStatus::Stopped, why).await?;
+        }
+        Ok(StopAgentResult {
+            success: true,
+            agent_id: agent.agent_id,
+            status: agent.status,
+            stopping: true,
+        })
+    }
+}
+
+/// The name supervisors' reports are audited under.
+pub const AGENT_RUN: &str = "agent_run";
+
+impl Coordinator {
+    /// A supervisor's report on its agent's run (`coord agent supervise`): applied to the
+    /// record (`SpawnedAgent::apply`) and audited as `agent_run` by `coord-supervisor`.
+    /// Not an operation: only the process running the agent knows, and it is local.
+    pub async fn record_agent_run(&self, agent_id: &str, update: SpawnUpdate) -> CoordResult<SpawnedAgent> {
+        let mut parameters = serde_json::to_value(&update).unwrap_or_default();
+        parameters["target_agent_id"] = serde_json::Value::String(agent_id.to_string());
+        let ctx = OpCtx {
+            now: self.clock.now(),
+            who: Caller::new("coord-supervisor", "coord").for_audit(),
+            operation: AGENT_RUN,
+            parameters,
+            started: std::time::Instant::now(),
+            redact: &[],
+            charges: Vec::new(),
+            escalation: None,
+            origin: None,
+            lock_before_write: false,
+            events: None,
+            audit_admin: true,
+            egress: None,
+        };
+        self.store()
+            .update_spawned_agent(ctx, agent_id.to_string(), update)
+            .await
+    }
+}
