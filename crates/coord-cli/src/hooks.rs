@@ -91,7 +91,7 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
         // would let any destructive command through.
         Err(e) if event == "PreToolUse" => {
             log_failure(&ctx.repo_root, event, &format!("{} [{}]", e.message, e.code));
-            Ok(guard_request(&payload, &ctx).and_then(|req| local_guard(&req, &e)))
+            Ok(guard_request(&payload, &ctx).and_then(|req| local_guard(&req, &e, &ctx)))
         }
         Err(e) => Err(e),
     };
@@ -463,14 +463,21 @@ async fn guard(req: CheckGuardrailsRequest, coord: &dyn Coordination, ctx: &Cont
         // refused to read) must not let the call through: decide locally.
         Err(e) => {
             log_failure(&ctx.repo_root, "PreToolUse", &format!("{} [{}]", e.message, e.code));
-            Ok(local_guard(&req, &e))
+            Ok(local_guard(&req, &e, ctx))
         }
     }
 }
 
 /// The decision when the coordinator cannot decide: the same analysis, at trust 0, with
 /// no approval to offer.
-fn local_guard(req: &CheckGuardrailsRequest, why: &CoordError) -> Option<Value> {
+fn local_guard(req: &CheckGuardrailsRequest, why: &CoordError, ctx: &Context) -> Option<Value> {
+    // An agent coord launched runs nothing its coordinator did not check.
+    if ctx.caller.agent_type == coord_domain::agents::spawn::AGENT_TYPE {
+        return Some(deny(format!(
+            "coord could not check this call ({}): an agent coord launched runs only what its coordinator checked",
+            why.message
+        )));
+    }
     let mut findings = req
         .command
         .as_deref()

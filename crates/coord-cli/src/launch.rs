@@ -419,11 +419,16 @@ struct Outcome {
 }
 
 /// The final `result` line of Claude Code's stream-json output, or Codex's last message.
+/// How much of the end of a run's output is read for its final answer.
+const FINAL_OUTPUT_BYTES: usize = 1 << 20;
+
 /// Also whether the runtime marked it an error.
 fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde_json::Value>, bool) {
     match plan.runtime {
         Runtime::Claude => {
-            let text = std::fs::read_to_string(run_dir.join("output.jsonl")).unwrap_or_default();
+            // The end is enough (the result line is last); read safely: the agent can write
+            // its run directory.
+            let text = crate::spawner::read_tail(&run_dir.join("output.jsonl"), FINAL_OUTPUT_BYTES).unwrap_or_default();
             text.lines()
                 .rev()
                 .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -438,7 +443,7 @@ fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde
                 .unwrap_or_default()
         }
         Runtime::Codex => (
-            std::fs::read_to_string(run_dir.join("last-message.txt")).ok(),
+            crate::spawner::read_tail(&run_dir.join("last-message.txt"), FINAL_OUTPUT_BYTES),
             Vec::new(),
             false,
         ),
@@ -446,9 +451,34 @@ fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde
     }
 }
 
+/// Refuses a runtime older than the one its plans were verified on (or one whose version
+/// cannot be read): an older Claude Code silently ignores confinement settings.
+async fn check_version(runtime: Runtime, program: &Path) -> CoordResult<()> {
+    if runtime.min_version().is_none() {
+        return Ok(());
+    }
+    let run = tokio::process::Command::new(program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = match tokio::time::timeout(std::time::Duration::from_secs(30), run).await {
+        Ok(Ok(out)) => String::from_utf8_lossy(&out.stdout).into_owned(),
+        Ok(Err(e)) => return Err(io(&format!("cannot run {} --version", program.display()), e)),
+        Err(_) => String::new(),
+    };
+    runtime
+        .check_version(&out)
+        .map_err(|m| CoordError::new(ErrorCode::InvalidArgument, m).with_field("program"))
+}
+
 /// `coord agent supervise ID`: started by `spawn_agent` (see `crate::spawner`), runs the
 /// registered agent as `coord agent run` would, from its record.
 async fn supervise_spawned(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u8> {
+    // From the first moment: `stop_agent`'s SIGTERM must never kill the supervisor before
+    // it has cleaned up (a stop that comes this early is also seen in the record).
+    let _held = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| io("cannot watch for SIGTERM", e))?;
     open::local_only(ctx, "`coord agent supervise` (it runs an agent spawn_agent registered)")?;
     let coordinator = open::coordinator_with(ctx, 2).await?;
     let (record, _) = coordinator
@@ -603,6 +633,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
         )
         .with_field("program"));
     }
+    check_version(runtime, &program).await?;
     if !d.tools_enforced_by(runtime) {
         eprintln!(
             "coord agent: note: {} has no per-tool list; {}'s `tools:` are not enforced by it (the sandbox decides what it can write and reach)",
@@ -1254,7 +1285,7 @@ fn no_validator() -> CoordError {
     CoordError::new(
         ErrorCode::InvalidArgument,
         "pre-flight validation is not configured: give --validator-command or --validator-url \
-         (COORD_VALIDATOR_COMMAND / COORD_VALIDATOR_URL), or --no-validation to launch without it (audited)",
+         (COORD_VALIDATOR_COMMAND / COORD_VALIDATOR_URL), or --no-validation (COORD_NO_VALIDATION=1) to launch without it (audited)",
     )
     .with_field("validator")
 }

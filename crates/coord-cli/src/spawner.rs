@@ -11,16 +11,14 @@ use crate::output::{self, Output};
 use async_trait::async_trait;
 use coord_domain::access::Principal;
 use coord_domain::agents::preflight::LaunchPlanSummary;
-use coord_domain::agents::spawn::{self, AgentRef, SpawnAgentRequest, StopAgentRequest};
+use coord_domain::agents::spawn::{AgentRef, SpawnAgentRequest, StopAgentRequest};
 use coord_domain::agents::{AgentDefinition, Runtime};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use coord_service::ops::spawn::{GetAgentOutput, GetAgentStatus, SpawnAgent, StopAgent};
 use coord_service::{Judgement, Launcher, call};
 use std::path::Path;
 
-/// The identity supervisors act as (type `cli`: the local operator's profile, which
-/// issues and revokes keys).
-const SUPERVISOR: (&str, &str) = ("coord-supervisor", "cli");
+use coord_domain::agents::spawn::SUPERVISOR;
 
 pub struct CliLauncher {
     ctx: Context,
@@ -99,15 +97,14 @@ impl Launcher for CliLauncher {
         crate::context::hostname()
     }
 
-    fn alive(&self, pid: u32) -> bool {
-        match i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
-            Some(p) => !matches!(rustix::process::test_kill_process(p), Err(rustix::io::Errno::SRCH)),
-            None => false,
-        }
+    fn started(&self, pid: u32) -> Option<u64> {
+        crate::reaper::start_time(pid)
     }
 
-    fn signal_stop(&self, pid: u32) -> bool {
-        i32::try_from(pid)
+    fn signal_stop(&self, pid: u32, started: Option<u64>) -> bool {
+        // The same process, not one that has its pid now.
+        let same = self.started(pid).is_some_and(|s| started.is_none_or(|t| t == s));
+        same && i32::try_from(pid)
             .ok()
             .and_then(rustix::process::Pid::from_raw)
             .is_some_and(|p| rustix::process::kill_process(p, rustix::process::Signal::TERM).is_ok())
@@ -117,10 +114,34 @@ impl Launcher for CliLauncher {
         let dir = Path::new(run_dir);
         ["output.jsonl", "stderr.log"]
             .iter()
-            .filter_map(|f| std::fs::read(dir.join(f)).ok())
-            .find(|b| !b.is_empty())
-            .map(|b| spawn::tail(&String::from_utf8_lossy(&b), max).to_string())
+            .filter_map(|f| read_tail(&dir.join(f), max))
+            .find(|t| !t.is_empty())
     }
+}
+
+/// The last `max` bytes of a file the agent could have replaced (its run directory is
+/// writable inside the sandbox): never through a symlink (`O_NOFOLLOW`), only a regular
+/// file (a FIFO or a device would hang the reader: `O_NONBLOCK` for the open), at most
+/// `max` bytes read.
+pub(crate) fn read_tail(path: &Path, max: usize) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let max = u64::try_from(max).unwrap_or(u64::MAX);
+    if meta.len() > max {
+        f.seek(SeekFrom::Start(meta.len() - max)).ok()?;
+    }
+    let mut bytes = Vec::new();
+    f.take(max).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 pub async fn spawn(args: AgentSpawnArgs, ctx: &Context, out: Output) -> CoordResult<u8> {

@@ -262,3 +262,20 @@ fn a_spawned_worker_completes_its_task_with_its_answer() {
 fn a_killed_or_stopped_spawned_worker_gives_its_work_back() {
     scenario("spawned-worker-killed");
 }
+
+/// Spec 001's orchestration scenario for real: a Claude Code orchestrator set up by `coord
+/// init claude` calls the MCP tool `spawn_agent` (refused while its profile lacks
+/// `spawn_agent`, nothing registered); with an orchestrator profile the worker is registered
+/// under it, runs, and completes its task with its answer.
+#[test]
+fn a_claude_code_orchestrator_spawns_a_worker_over_mcp() {
+    scenario("orchestrator-spawns");
+}
+
+/// Spec 003's other two profiles, spawned side by side as generic workers: DESIGN writes
+/// `docs/` and nothing else; VERIFICATION runs the tests in a read-only workspace without a
+/// Write tool.
+#[test]
+fn design_and_verification_workers_keep_to_their_paths() {
+    scenario("design-and-verification");
+}

@@ -1467,6 +1467,8 @@ fn agent_definitions_are_listed_checked_and_turned_into_flags() {
         &["--no-validation", "--program", "/nope/claude"],
         &["--no-validation", "--program", "/"],
         &["--no-validation", "--program", "/bin/true", "--timeout", "0s"],
+        // No readable version: not one coord's plans were verified on.
+        &["--no-validation", "--program", "/bin/true"],
     ];
     for flags in refused {
         let mut all = vec!["agent", "run", "code-reviewer", "x"];
@@ -1478,6 +1480,23 @@ fn agent_definitions_are_listed_checked_and_turned_into_flags() {
             "{flags:?}: {v}"
         );
     }
+    // The spawn operations answer clear errors too (real launches: agents_e2e).
+    let (v, c) = repo.json_as("user", &["agent", "spawn", "nobody", "--task", "x"]);
+    assert_eq!((c, v["error"].as_str()), (1, Some("not_found")), "{v}");
+    let (v, c) = repo.json_as("user", &["agent", "spawn", "code-reviewer", "--task", "x"]);
+    assert_eq!(
+        (c, v["field"].as_str()),
+        (2, Some("validator")),
+        "no validator configured: {v}"
+    );
+    let (v, c) = repo.json_as("user", &["agent", "spawn", "--profile", "root", "--task", "x"]);
+    assert_eq!((c, v["field"].as_str()), (2, Some("profile")), "{v}");
+    for cmd in ["status", "output", "stop"] {
+        let (v, c) = repo.json_as("user", &["agent", cmd, "nobody-000000000000"]);
+        assert_eq!((c, v["error"].as_str()), (1, Some("not_found")), "{cmd}: {v}");
+    }
+    let (v, _) = repo.json_as("user", &["work", "list"]);
+    assert_eq!(v["tasks"].as_array().map(Vec::len), Some(0), "no task registered: {v}");
     let (v, _) = repo.json_as("user", &["keys", "list"]);
     assert_eq!(v["keys"].as_array().map(Vec::len), Some(0), "nothing registered: {v}");
     // Two files naming one agent: both invalid in the list, and refused by name.

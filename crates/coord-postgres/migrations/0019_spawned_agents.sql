@@ -7,6 +7,8 @@ CREATE TABLE spawned_agents (
     task_id         text NOT NULL,
     created_at      timestamptz NOT NULL,
     updated_at      timestamptz NOT NULL,
+    -- Deadline and grace: an active row past it no longer counts as running.
+    expires_at      timestamptz NOT NULL,
     record          jsonb NOT NULL
 );
 CREATE INDEX spawned_agents_status ON spawned_agents (status);

@@ -36,8 +36,10 @@ async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSpawn) -> R<SpawnAgentResult>
     let parent = find(tx, &ctx.who.agent_id, false).await?;
     let running: i64 = get(
         &tx.query_one(
-            "SELECT count(*) FROM spawned_agents WHERE status IN ('starting', 'running')",
-            &[],
+            &format!(
+                "SELECT count(*) FROM spawned_agents WHERE status IN ('starting', 'running') AND expires_at > {NOW}"
+            ),
+            &[&ctx.now],
         )
         .await?,
         0,
@@ -72,8 +74,9 @@ async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSpawn) -> R<SpawnAgentResult>
     .await?;
     tx.execute(
         &tx.prepare_cached(
-            "INSERT INTO spawned_agents (agent_id, parent_agent_id, status, task_id, created_at, updated_at, record)
-             VALUES ($1, $2, $3, $4, $5, $5, $6)",
+            "INSERT INTO spawned_agents (agent_id, parent_agent_id, status, task_id, created_at, updated_at,
+                 expires_at, record)
+             VALUES ($1, $2, $3, $4, $5, $5, $6, $7)",
         )
         .await?,
         &[
@@ -82,6 +85,7 @@ async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSpawn) -> R<SpawnAgentResult>
             &record.status.as_str(),
             &record.task_id,
             &record.created_at,
+            &record.expires_at(),
             &Json(&record),
         ],
     )
@@ -117,7 +121,7 @@ impl SpawnStore for PgStore {
                 &client
                     .prepare_cached(
                         "SELECT s.record, w.status FROM spawned_agents s
-                         LEFT JOIN work_queue w ON w.task_id::text = s.task_id WHERE s.agent_id = $1",
+                         LEFT JOIN work_queue w ON w.task_id = s.task_id::uuid WHERE s.agent_id = $1",
                     )
                     .await
                     .map_err(Fail::from)?,

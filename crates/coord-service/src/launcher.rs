@@ -1,6 +1,6 @@
 //! What starts spawned agents. `spawn_agent` decides and records; a [`Launcher`] does
 //! what needs this machine: reads the workspace's agent definitions, asks the configured
-//! validator, and starts the supervisor (`coord agent run --spawned`, in the CLI) that
+//! validator, and starts the supervisor (`coord agent supervise`, in the CLI) that
 //! runs the agent in the sandbox and reports how the run ended. A coordinator without
 //! one answers `spawn_unavailable` (a remote-only client, a test of other operations).
 
@@ -26,10 +26,12 @@ pub trait Launcher: Send + Sync {
     async fn start(&self, agent_id: &str) -> CoordResult<u32>;
     /// This machine's name, as supervisors started here report it.
     fn host(&self) -> String;
-    /// Whether process `pid` of this machine is alive.
-    fn alive(&self, pid: u32) -> bool;
-    /// Asks supervisor `pid` of this machine to stop its agent; false when it is gone.
-    fn signal_stop(&self, pid: u32) -> bool;
+    /// When process `pid` of this machine started (its identity with the pid: pids are
+    /// reused), if it runs.
+    fn started(&self, pid: u32) -> Option<u64>;
+    /// Asks supervisor `pid` of this machine, started at `started`, to stop its agent;
+    /// false when it is gone (or the pid is another process's now).
+    fn signal_stop(&self, pid: u32, started: Option<u64>) -> bool;
     /// The last `max` bytes of the runtime's output in `run_dir` of this machine.
     fn output_tail(&self, run_dir: &str, max: usize) -> Option<String>;
 }

@@ -7,6 +7,8 @@ CREATE TABLE spawned_agents (
     task_id         TEXT NOT NULL,
     created_at      INTEGER NOT NULL,
     updated_at      INTEGER NOT NULL,
+    -- Deadline and grace: an active row past it no longer counts as running.
+    expires_at      INTEGER NOT NULL,
     record          TEXT NOT NULL
 );
 CREATE INDEX spawned_agents_status ON spawned_agents (status);

@@ -24,8 +24,10 @@ fn register(c: &Connection, now: i64, who: &Identity, s: NewSpawn) -> R<SpawnAge
     let child = crate::profiles::profile(c, child_name)?.ok_or_else(|| profiles::profile_not_found(child_name))?;
     let parent = find(c, &who.agent_id)?;
     let running: i64 = c
-        .prepare_cached("SELECT count(*) FROM spawned_agents WHERE status IN ('starting', 'running')")?
-        .query_row([], |r| r.get(0))?;
+        .prepare_cached(
+            "SELECT count(*) FROM spawned_agents WHERE status IN ('starting', 'running') AND expires_at > ?1",
+        )?
+        .query_row([now], |r| r.get(0))?;
     let (record, lease_minutes) = s.admitted(&child, parent.as_ref(), running, from_micros(now))?;
     crate::queue::submit(c, now, who, &s.task)?;
     let claimed = c
@@ -52,8 +54,9 @@ fn register(c: &Connection, now: i64, who: &Identity, s: NewSpawn) -> R<SpawnAge
         Some(child_name.to_string()),
     )?;
     c.prepare_cached(
-        "INSERT INTO spawned_agents (agent_id, parent_agent_id, status, task_id, created_at, updated_at, record)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
+        "INSERT INTO spawned_agents (agent_id, parent_agent_id, status, task_id, created_at, updated_at,
+             expires_at, record)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)",
     )?
     .execute(params![
         record.agent_id,
@@ -61,6 +64,7 @@ fn register(c: &Connection, now: i64, who: &Identity, s: NewSpawn) -> R<SpawnAge
         record.status.as_str(),
         record.task_id,
         now,
+        coord_domain::time::to_micros(record.expires_at()),
         to_json(&record)
     ])?;
     Ok(s.answer(&record))

@@ -760,7 +760,7 @@ def spawned(w, home, *args, **extra):
     try:
         return json.loads(out.stdout)
     except json.JSONDecodeError:
-        raise Fail(f"coord agent {args}: not JSON: {out.stdout[-2000:]!r} {out.stderr[-2000:]!r}")
+        raise Fail(f"coord agent {args} (exit {out.returncode}): not JSON: {out.stdout[-2000:]!r} {out.stderr[-2000:]!r}")
 
 
 def wait_status(w, home, agent, until, timeout=180):
@@ -831,7 +831,10 @@ def spawn_agent(w):
     keys = [k for k in w.coord("keys", "list")["keys"] if k.get("agent_id") == agent]
     check(keys and all(k.get("revoked_at") for k in keys), f"its key is revoked: {keys}")
     runs = [e for e in w.coord("audit", "--operation", "agent_run")["entries"] if agent in json.dumps(e)]
-    check(len(runs) == 2 and all(e["success"] for e in runs), f"its start and end are audited: {runs}")
+    asked = {e["parameters"].get("tool") for e in w.coord("audit", "--agent", agent, "--operation", "check_guardrails")["entries"]}
+    check({"Read", "Bash"} <= asked, f"coord's hook was asked about every tool call (activation check): {asked}")
+    events = sorted(e["parameters"].get("event") for e in runs if e["success"])
+    check(events == ["ended", "launched", "started"], f"its launch, start and end are audited: {runs}")
     check(w.coord("audit", "--operation", "spawn_agent")["entries"], "the spawn is audited")
     # Bad input and an unknown agent answer clear errors; nothing is registered.
     e = spawned(w, home, "spawn", "nobody", "--task", "x")
@@ -844,6 +847,84 @@ def spawn_agent(w):
                 COORD_VALIDATOR_COMMAND="echo 'Looks VALID'")
     check(e.get("error") == "preflight_denied", f"a validator's prose: {e}")
     return f"{agent}: spawned, refused Write/Bash/outside Read, completed task {task} with its answer"
+
+
+def orchestrator_spawns(w):
+    """Spec 001's scenario: a Claude Code orchestrator (set up by `coord init claude` only)
+    calls the MCP tool spawn_agent; coord registers the worker under the orchestrator as
+    its parent, runs it (a READ_ONLY Claude Code worker) and completes the task with its
+    answer; an agent without the spawn_agent permission is refused."""
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    define(w, "code-reviewer", "---\nname: code-reviewer\ndescription: Reviews code\ntools: Read, Grep\n---\n")
+    w.start_model({
+        "O_plan": [{"tool": "spawn_agent", "input": {"agent": "code-reviewer", "task": "SCRIPT:O_review"}},
+                   {"text": "spawned"}],
+        "O_review": [{"tool": "Read", "input": {"file_path": shared}}, {"text": "REVIEW: shared.rs is fine"}],
+    })
+    home = w.home("orchestrator")
+    w.init_claude(home)
+    env = {"COORD_NO_VALIDATION": "1"}
+    # Claude Code's default profile may not spawn: refused, nothing registered.
+    o = w.claude(home, "O_plan", ["mcp__coord__spawn_agent"], env)
+    o.wait(timeout=120)
+    refused = w.coord("audit", "--operation", "spawn_agent")["entries"]
+    check(len(refused) == 1 and refused[0]["error_code"] == "operation_not_permitted", f"refused: {refused}")
+    check(not w.coord("work", "list")["tasks"], "nothing registered for a refused spawn")
+    # An orchestrator profile (trust 4, spawn_agent) for Claude Code sessions.
+    w.coord("profile", "assign", "strands-orchestrator", "--type", "claude_code")
+    o = w.claude(home, "O_plan", ["mcp__coord__spawn_agent"], env)
+    o.wait(timeout=120)
+    spawns = [e for e in w.coord("audit", "--operation", "spawn_agent")["entries"] if e["success"]]
+    check(len(spawns) == 1, f"one spawn: {spawns}")
+    orchestrator = spawns[0]["agent_id"]
+    check(orchestrator.startswith("claude-code-"), f"the orchestrator is its session's own identity: {orchestrator}")
+    agent = spawns[0]["result"]["agent_id"]
+    st = wait_status(w, home, agent, ended)
+    check(st.get("status") == "completed" and st.get("parent_agent_id") == orchestrator, f"{st}")
+    check(st.get("task_status") == "completed", f"its task completed: {st}")
+    out = spawned(w, home, "output", agent)
+    check(out.get("result") == "REVIEW: shared.rs is fine", f"its answer: {out}")
+    turn = [e for e in w.entries() if e.get("script") == "O_plan" and e.get("turn") == 1]
+    check(turn and not turn[-1].get("last_is_error"), f"the orchestrator's model got the spawn's answer: {turn}")
+    return f"{orchestrator} spawned {agent} over MCP; it completed its task"
+
+
+def design_and_verification(w):
+    """Generic workers of spec 003's other two profiles, spawned side by side: a DESIGN
+    worker writes docs/ and nothing else (its Write to src/ and its Bash write refused); a
+    VERIFICATION worker runs the tests (`make test`) in a read-only workspace (what the
+    tests try to write there fails) and has no Write tool."""
+    plan = os.path.join(w.repo, "docs", "plan.md")
+    src = os.path.join(w.repo, "src", "design.rs")
+    commit_makefile(w, "test:\n\t@echo tests-ran\n\t@touch src/built.o 2>/dev/null || echo workspace=read-only\n")
+    w.start_model({
+        "DV_design": [{"tool": "Write", "input": {"file_path": plan, "content": "# Plan\n"}},
+                      {"tool": "Write", "input": {"file_path": src, "content": "fn f() {}\n"}},
+                      {"tool": "Bash", "input": {"command": "echo x > src/y.rs", "description": "write"}},
+                      {"text": "DESIGNED"}],
+        "DV_verify": [{"tool": "Bash", "input": {"command": "make test", "description": "run the tests"}},
+                      {"text": "VERIFIED"}],
+    })
+    home = w.home("orchestrator")
+    d = spawned(w, home, "spawn", "--profile", "design", "--task", "SCRIPT:DV_design")
+    v = spawned(w, home, "spawn", "--profile", "verification", "--task", "SCRIPT:DV_verify")
+    check(d.get("profile") == "design" and v.get("profile") == "verification", f"spawned: {d} {v}")
+    for s in (d, v):
+        st = wait_status(w, home, s["agent_id"], ended)
+        check(st.get("status") == "completed" and st.get("task_status") == "completed", f"{st}")
+    check(open(plan).read() == "# Plan\n", "the design worker wrote docs/plan.md")
+    check(not os.path.exists(src) and not os.path.exists(os.path.join(w.repo, "src", "y.rs")),
+          "the design worker wrote nothing outside docs/")
+    design = {e["turn"]: e for e in w.entries() if e.get("script") == "DV_design"}
+    check(not design.get(1, {}).get("last_is_error"), f"docs/ write allowed: {design.get(1)}")
+    check(design.get(2, {}).get("last_is_error") and design.get(3, {}).get("last_is_error"),
+          f"src/ writes refused: {design.get(2)} {design.get(3)}")
+    verify = [e for e in w.entries() if e.get("script") == "DV_verify"]
+    ran = str({e["turn"]: e for e in verify}.get(1, {}).get("last_result"))
+    check("tests-ran" in ran and "workspace=read-only" in ran, f"the tests ran, the workspace read-only: {ran}")
+    check(all("Write" not in e.get("offered", []) for e in verify), "no Write tool for verification")
+    check(not os.path.exists(os.path.join(w.repo, "src", "built.o")), "nothing written by the tests")
+    return f"{d['agent_id']} wrote docs/ only; {v['agent_id']} ran the tests read-only"
 
 
 def spawned_worker_killed(w):
@@ -996,7 +1077,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"spawn": spawn_agent, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+SCENARIOS = {"spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
 

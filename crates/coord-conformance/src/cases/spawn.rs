@@ -89,11 +89,11 @@ impl Launcher for Recorder {
         "conformance-host".into()
     }
 
-    fn alive(&self, pid: u32) -> bool {
-        !self.dead.lock().unwrap().contains(&pid)
+    fn started(&self, pid: u32) -> Option<u64> {
+        (!self.dead.lock().unwrap().contains(&pid)).then_some(1)
     }
 
-    fn signal_stop(&self, pid: u32) -> bool {
+    fn signal_stop(&self, pid: u32, _: Option<u64>) -> bool {
         self.stopped.lock().unwrap().push(pid);
         true
     }
@@ -274,6 +274,29 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
     assert_eq!(
         e.details.get("resource").and_then(|v| v.as_str()),
         Some("max_running_agents")
+    );
+    // Supervisors that never report: past deadline and grace they stop counting, and the
+    // next look reclaims them (whatever machine they ran on).
+    let third = recorder.started.lock().unwrap()[3].clone();
+    let stuck = run::<ops::GetAgentStatus>(&h, &orchestrator, target(&third))
+        .await
+        .unwrap();
+    assert_eq!(stuck.status, SpawnStatus::Starting);
+    h.advance(stuck.deadline_minutes + coord_domain::agents::spawn::REPORT_GRACE_MINUTES + 1);
+    run::<ops::SpawnAgent>(
+        &h,
+        &orchestrator,
+        spawn_req(Some("reviewer"), None, "after the stuck ones"),
+    )
+    .await
+    .unwrap();
+    let st = run::<ops::GetAgentStatus>(&h, &orchestrator, target(&third))
+        .await
+        .unwrap();
+    assert_eq!(
+        (st.status, st.task_status),
+        (SpawnStatus::Lost, Some(TaskStatus::Pending)),
+        "{st:?}"
     );
     let bad: [(SpawnAgentRequest, ErrorCode, Option<&str>); 5] = [
         (

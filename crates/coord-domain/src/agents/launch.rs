@@ -36,6 +36,53 @@ impl Runtime {
             _ => None,
         }
     }
+
+    /// The oldest version whose flags and settings the plans were verified against
+    /// (docs/agents.md): older Claude Code silently ignores settings keys it does not know
+    /// (`blockReadsOutsideWorkingDirectories`, …) and lacks `--restricted` and
+    /// `--permission-prompts`; older Codex reads its config differently.
+    pub fn min_version(self) -> Option<(u64, u64, u64)> {
+        match self {
+            Self::Claude => Some((2, 1, 330)),
+            Self::Codex => Some((0, 169, 0)),
+            Self::Aider => None,
+        }
+    }
+
+    /// Whether `--version`'s output names a version this runtime's plans hold for; an
+    /// output without a readable version is refused (unknown means not verified).
+    pub fn check_version(self, version_output: &str) -> Result<(), String> {
+        let Some(min) = self.min_version() else {
+            return Ok(());
+        };
+        let found = version_output
+            .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+            .find_map(|w| {
+                let w = w.trim_start_matches('v');
+                let mut parts = w.split('.').map(|p| p.parse::<u64>().ok());
+                match (parts.next()?, parts.next()?, parts.next()?, parts.next()) {
+                    (Some(a), Some(b), Some(c), None) => Some((a, b, c)),
+                    _ => None,
+                }
+            });
+        let want = format!("{}.{}.{}", min.0, min.1, min.2);
+        match found {
+            None => Err(format!(
+                "cannot read {}'s version from {:?}: coord launches only versions it knows (≥ {want})",
+                self.name(),
+                version_output.trim()
+            )),
+            Some(v) if v < min => Err(format!(
+                "{} {}.{}.{} is older than {want}, the oldest whose permission flags and settings coord's \
+                 plans were verified on (older versions silently ignore some of them): upgrade it",
+                self.name(),
+                v.0,
+                v.1,
+                v.2
+            )),
+            Some(_) => Ok(()),
+        }
+    }
 }
 
 /// What a launch needs besides the definition. Paths are absolute.
@@ -132,7 +179,9 @@ fn claude(i: &LaunchInputs<'_>) -> LaunchPlan {
     let hook =
         |event: &str| json!([{"hooks": [{"type": "command", "command": format!("{} hook {event}", i.coord_exe)}]}]);
     let mut pre_tool_use = hook("PreToolUse");
-    pre_tool_use[0]["matcher"] = json!(PRE_TOOL_USE_MATCHER);
+    // Every tool call: coord checks a launched agent's tools against its declared ones
+    // (spec 000's activation check), besides the guardrails on commands and edits.
+    pre_tool_use[0]["matcher"] = json!(LAUNCHED_PRE_TOOL_USE_MATCHER);
     let settings = json!({
         "permissions": {
             "deny": ["WebFetch", "WebSearch"],
@@ -367,5 +416,8 @@ fn aider(i: &LaunchInputs<'_>) -> LaunchPlan {
     }
 }
 
-/// The Claude Code tools coord's PreToolUse hook sees (the same as `coord init claude`).
+/// The Claude Code tools coord's PreToolUse hook sees in a session `coord init claude` set up.
 pub const PRE_TOOL_USE_MATCHER: &str = "Write|Edit|MultiEdit|NotebookEdit|Bash";
+
+/// The tools it sees in an agent coord launched: all of them.
+pub const LAUNCHED_PRE_TOOL_USE_MATCHER: &str = "*";

@@ -21,6 +21,12 @@ pub const DEFAULT_DEADLINE_MINUTES: i64 = 30;
 pub const DEFAULT_TASK_TYPE: &str = "agent_task";
 /// The largest task text (it becomes the agent's prompt).
 pub const MAX_TASK_BYTES: usize = 32 * 1024;
+/// How long past its deadline a run may go unreported before any coordinator takes its
+/// supervisor for dead (the supervisor's own grace to stop the agent is 10 s).
+pub const REPORT_GRACE_MINUTES: i64 = 10;
+/// The identity supervisors act and report as (type `cli`: the local operator's profile,
+/// which issues and revokes keys).
+pub const SUPERVISOR: (&str, &str) = ("coord-supervisor", "cli");
 
 /// Where a spawned agent is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,11 +105,14 @@ pub struct SpawnedAgent {
     pub started_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<Timestamp>,
-    /// The machine and process id of its supervisor (`coord agent run --spawned`).
+    /// The machine and process id of its supervisor (`coord agent supervise`), and the
+    /// process's start time there (a pid is reused; the pair is not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_started: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
     /// The key issued to it (revoked when it ends).
@@ -128,6 +137,12 @@ pub struct SpawnedAgent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum SpawnUpdate {
+    /// Its supervisor was started (by the coordinator that registered it).
+    Launched {
+        host: String,
+        pid: u32,
+        pid_started: Option<u64>,
+    },
     /// Its supervisor runs it.
     Started {
         host: String,
@@ -174,6 +189,7 @@ impl SpawnedAgent {
             ended_at: None,
             host: None,
             pid: None,
+            pid_started: None,
             run_dir: None,
             key_id: None,
             exit_code: None,
@@ -182,6 +198,17 @@ impl SpawnedAgent {
             permission_denials: Vec::new(),
             stop_requested: false,
         }
+    }
+
+    /// When any coordinator may take its supervisor for dead: its deadline and
+    /// [`REPORT_GRACE_MINUTES`] after it was registered.
+    pub fn expires_at(&self) -> Timestamp {
+        self.created_at + chrono::Duration::minutes(self.deadline_minutes + REPORT_GRACE_MINUTES)
+    }
+
+    /// Still active past [`SpawnedAgent::expires_at`]: its supervisor never reported the end.
+    pub fn overdue(&self, now: Timestamp) -> bool {
+        self.status.is_active() && now > self.expires_at()
     }
 
     /// The record after `update` at `now`. An ended run stays as it ended (a late report
@@ -195,7 +222,33 @@ impl SpawnedAgent {
             .with_detail("status", self.status.as_str()));
         }
         let mut next = self.clone();
+        let not_starting = |what: &str| {
+            CoordError::new(
+                ErrorCode::AgentNotRunning,
+                format!(
+                    "agent {} cannot be {what}: it is {}",
+                    self.agent_id,
+                    self.status.as_str()
+                ),
+            )
+            .with_detail("status", self.status.as_str())
+        };
         match update {
+            SpawnUpdate::Launched { host, pid, pid_started } => {
+                if self.status != SpawnStatus::Starting {
+                    return Err(not_starting("launched again"));
+                }
+                next.host = Some(host.clone());
+                next.pid = Some(*pid);
+                next.pid_started = *pid_started;
+            }
+            // One supervisor, once; and none after a stop was asked for.
+            SpawnUpdate::Started { .. } if self.status != SpawnStatus::Starting => {
+                return Err(not_starting("started again"));
+            }
+            SpawnUpdate::Started { .. } if self.stop_requested => {
+                return Err(not_starting("started: a stop was asked for"));
+            }
             SpawnUpdate::Started {
                 host,
                 pid,

@@ -138,8 +138,31 @@ fn a_record_moves_forward_only() {
         run_dir: "/r".into(),
         key_id: "k".into(),
     };
+    let launched = SpawnUpdate::Launched {
+        host: "h".into(),
+        pid: 7,
+        pid_started: Some(99),
+    };
+    let r = r.apply(&launched, now).unwrap();
+    assert_eq!(
+        (r.status, r.pid, r.pid_started),
+        (SpawnStatus::Starting, Some(7), Some(99))
+    );
+    // Stopped before its supervisor started it: it never starts.
+    let stopped = r.apply(&SpawnUpdate::StopRequested { reason: None }, now).unwrap();
+    assert_eq!(
+        stopped.apply(&started, now).unwrap_err().code,
+        ErrorCode::AgentNotRunning
+    );
     let r = r.apply(&started, now).unwrap();
     assert_eq!((r.status, r.pid), (SpawnStatus::Running, Some(7)));
+    // One supervisor, once.
+    assert_eq!(r.apply(&started, now).unwrap_err().code, ErrorCode::AgentNotRunning);
+    assert_eq!(r.apply(&launched, now).unwrap_err().code, ErrorCode::AgentNotRunning);
+    // Overdue only past its deadline and the grace, and only while active.
+    let due = r.expires_at();
+    assert_eq!(due, r.created_at + chrono::Duration::minutes(30 + REPORT_GRACE_MINUTES));
+    assert!(!r.overdue(due) && r.overdue(due + chrono::Duration::seconds(1)));
     let r = r.apply(&SpawnUpdate::StopRequested { reason: None }, now).unwrap();
     assert!(r.stop_requested && r.status.is_active());
     let still_running = SpawnUpdate::Ended {

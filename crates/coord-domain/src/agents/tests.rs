@@ -324,3 +324,23 @@ fn preflight_decisions() {
     assert_eq!(messages_text(&msg).unwrap(), "{\"verdict\":\"valid\"}");
     assert!(messages_text(&serde_json::json!({"type": "error", "error": {"message": "overloaded"}})).is_err());
 }
+
+#[test]
+fn runtime_versions_older_than_verified_or_unreadable_are_refused() {
+    let cases = [
+        (Runtime::Claude, "2.1.330 (Claude Code)", true),
+        (Runtime::Claude, "2.2.0 (Claude Code)", true),
+        (Runtime::Claude, "2.1.329 (Claude Code)", false),
+        (Runtime::Claude, "2.1.197 (Claude Code)", false),
+        (Runtime::Claude, "Claude Code", false),
+        (Runtime::Claude, "", false),
+        (Runtime::Codex, "codex-cli 0.169.0", true),
+        (Runtime::Codex, "codex-cli v0.170.1", true),
+        (Runtime::Codex, "codex-cli 0.168.9", false),
+        (Runtime::Codex, "codex-cli 0.169", false),
+        (Runtime::Aider, "whatever", true),
+    ];
+    for (runtime, out, ok) in cases {
+        assert_eq!(runtime.check_version(out).is_ok(), ok, "{runtime:?} {out:?}");
+    }
+}

@@ -7,7 +7,7 @@
 
 use crate::Coordinator;
 use crate::op::{Http, Input, Operation};
-use coord_domain::access::{Access, Credential, Effect, Principal};
+use coord_domain::access::{Access, Effect, Principal};
 use coord_domain::agents::preflight::{self, PreflightRequest};
 use coord_domain::agents::spawn::{
     self, AgentOutputResult, AgentRef, AgentStatusResult, SpawnAgentRequest, SpawnAgentResult, SpawnPlan, SpawnStatus,
@@ -100,6 +100,18 @@ async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<N
         .network_policy
         .clone()
         .unwrap_or_else(|| coord_domain::network::DENY_ALL.to_string());
+    let task = validate_submission(
+        SubmitWorkRequest {
+            task_type: plan.task_type.clone(),
+            task_description: plan.task.clone(),
+            input_data: Some(serde_json::json!({"spawned_agent_id": plan.agent_id})),
+            priority: None,
+            depends_on: None,
+        },
+        crate::new_id(),
+        c.config().max_attempts,
+    )?;
+    // The validator (perhaps a paid model call) is asked last, once everything else passed.
     let summary = launcher.plan(&plan.definition, plan.runtime, &plan.task, &policy);
     let (validator, verdict, failure) = launcher.judge(&summary).await?;
     let judged = PreflightRequest {
@@ -121,17 +133,6 @@ async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<N
         .with_detail("validator", format!("{validator:?}").to_lowercase())
         .with_detail("reason", why));
     }
-    let task = validate_submission(
-        SubmitWorkRequest {
-            task_type: plan.task_type.clone(),
-            task_description: plan.task.clone(),
-            input_data: Some(serde_json::json!({"spawned_agent_id": plan.agent_id})),
-            priority: None,
-            depends_on: None,
-        },
-        crate::new_id(),
-        c.config().max_attempts,
-    )?;
     let record = SpawnedAgent::new(
         &plan.agent_id,
         &ctx.who.agent_id,
@@ -155,7 +156,18 @@ async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<N
 async fn start(c: &Coordinator, result: SpawnAgentResult) -> CoordResult<SpawnAgentResult> {
     let launcher = c.launcher()?;
     match launcher.start(&result.agent_id).await {
-        Ok(_) => Ok(result),
+        Ok(pid) => {
+            // Known from now on, so that a supervisor dying before it reports is found out.
+            let launched = SpawnUpdate::Launched {
+                host: launcher.host(),
+                pid,
+                pid_started: launcher.started(pid),
+            };
+            if let Err(e) = c.record_agent_run(&result.agent_id, launched).await {
+                tracing::warn!(agent = %result.agent_id, error = %e, "could not record the supervisor's pid");
+            }
+            Ok(result)
+        }
         Err(e) => {
             let why = format!("its supervisor could not be started: {}", e.message);
             let child = Principal::local(Caller::new(result.agent_id.clone(), spawn::AGENT_TYPE));
@@ -178,6 +190,7 @@ async fn start(c: &Coordinator, result: SpawnAgentResult) -> CoordResult<SpawnAg
                 permission_denials: Vec::new(),
             };
             let _ = c.record_agent_run(&result.agent_id, ended).await;
+            unassign(c, &result.agent_id).await;
             Err(CoordError::new(
                 ErrorCode::AgentStartFailed,
                 format!("{} was registered but not started: {why}", result.agent_id),
@@ -202,14 +215,21 @@ async fn followed(
         .await?
         .ok_or_else(|| spawn::not_spawned(agent_id))?;
     spawn::may_follow(&agent, &ctx.who.agent_id, ctx.audit_admin, to_stop)?;
-    if let Some(pid) = supervisor_gone(c, &agent) {
-        reclaim(
-            c,
-            &agent,
-            SpawnStatus::Lost,
-            format!("its supervisor (pid {pid}) died without reporting how the run ended"),
-        )
-        .await?;
+    let now = c.clock.now().unwrap_or_else(chrono::Utc::now);
+    let why = match supervisor_gone(c, &agent) {
+        Some(pid) => Some(format!(
+            "its supervisor (pid {pid}) died without reporting how the run ended"
+        )),
+        None if agent.overdue(now) => Some(format!(
+            "its supervisor ({} pid {}) has not reported the end {} minutes past its deadline",
+            agent.host.as_deref().unwrap_or("never started,"),
+            agent.pid.map_or_else(|| "none".to_string(), |p| p.to_string()),
+            spawn::REPORT_GRACE_MINUTES
+        )),
+        None => None,
+    };
+    if let Some(why) = why {
+        reclaim(c, &agent, SpawnStatus::Lost, why).await?;
         let (agent, task) = c
             .store()
             .spawned_agent(agent_id)
@@ -224,8 +244,10 @@ async fn followed(
 fn supervisor_gone(c: &Coordinator, agent: &SpawnedAgent) -> Option<u32> {
     let launcher = c.launcher.as_ref()?;
     let pid = agent.pid?;
-    (agent.status.is_active() && agent.host.as_deref() == Some(launcher.host().as_str()) && !launcher.alive(pid))
-        .then_some(pid)
+    let alive = launcher
+        .started(pid)
+        .is_some_and(|s| agent.pid_started.is_none_or(|t| t == s));
+    (agent.status.is_active() && agent.host.as_deref() == Some(launcher.host().as_str()) && !alive).then_some(pid)
 }
 
 /// Ends an agent whose supervisor cannot: its session (locks released, claimed tasks
@@ -242,12 +264,12 @@ async fn reclaim(c: &Coordinator, agent: &SpawnedAgent, status: SpawnStatus, why
         tracing::warn!(agent = %agent.agent_id, error = %e, "could not end the session of a reclaimed agent");
     }
     if let Some(key_id) = &agent.key_id {
-        let coord = Principal::new(Caller::new("coord-supervisor", "coord"), Credential::Operator);
         let revoke = RevokeApiKeyRequest { key_id: key_id.clone() };
-        if let Err(e) = c.run::<super::keys::RevokeApiKey>(&coord, revoke).await {
+        if let Err(e) = c.run::<super::keys::RevokeApiKey>(&supervisor(), revoke).await {
             tracing::warn!(agent = %agent.agent_id, error = %e, "could not revoke the key of a reclaimed agent");
         }
     }
+    unassign(c, &agent.agent_id).await;
     let ended = SpawnUpdate::Ended {
         status,
         exit_code: None,
@@ -259,6 +281,22 @@ async fn reclaim(c: &Coordinator, agent: &SpawnedAgent, status: SpawnStatus, why
         // Its supervisor reported after all.
         Err(e) if e.code == ErrorCode::AgentNotRunning => Ok(()),
         other => other.map(|_| ()),
+    }
+}
+
+/// The identity supervisors (and coord reclaiming for a dead one) act as.
+fn supervisor() -> Principal {
+    Principal::local(Caller::new(spawn::SUPERVISOR.0, spawn::SUPERVISOR.1))
+}
+
+/// Removes the worker profile of an agent whose run is over.
+async fn unassign(c: &Coordinator, agent_id: &str) {
+    let req = coord_domain::profiles::UnassignProfileRequest {
+        target_agent_id: Some(agent_id.to_string()),
+        target_agent_type: None,
+    };
+    if let Err(e) = c.run::<super::profiles::UnassignProfile>(&supervisor(), req).await {
+        tracing::warn!(agent = %agent_id, error = %e, "could not remove the profile of an ended agent");
     }
 }
 
@@ -422,17 +460,21 @@ impl Operation for StopAgent {
             .await?;
         // A supervisor on this machine is told now; one elsewhere sees the request when
         // it next reads its record (and its agent is refused everything meanwhile).
+        let mut status = agent.status;
+        let mut stopping = true;
         if let (Some(l), Some(pid), Some(host)) = (c.launcher.as_ref(), agent.pid, &agent.host)
             && *host == l.host()
-            && !l.signal_stop(pid)
+            && !l.signal_stop(pid, agent.pid_started)
         {
+            // Its supervisor is gone: nobody else will end it.
             reclaim(c, &agent, SpawnStatus::Stopped, why).await?;
+            (status, stopping) = (SpawnStatus::Stopped, false);
         }
         Ok(StopAgentResult {
             success: true,
             agent_id: agent.agent_id,
-            status: agent.status,
-            stopping: true,
+            status,
+            stopping,
         })
     }
 }
@@ -449,7 +491,7 @@ impl Coordinator {
         parameters["target_agent_id"] = serde_json::Value::String(agent_id.to_string());
         let ctx = OpCtx {
             now: self.clock.now(),
-            who: Caller::new("coord-supervisor", "coord").for_audit(),
+            who: Caller::new(spawn::SUPERVISOR.0, spawn::SUPERVISOR.1).for_audit(),
             operation: AGENT_RUN,
             parameters,
             started: std::time::Instant::now(),
