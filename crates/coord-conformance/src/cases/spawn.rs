@@ -6,7 +6,7 @@
 //! with real agent CLIs by coord-cli's agents_e2e); it reads real definitions with the
 //! real parser and plays the supervisor's reports through `record_agent_run`.
 
-use crate::cases::profiles::run;
+use crate::cases::profiles::{give, profile, run};
 use crate::{Backend, Harness, agent, operator};
 use async_trait::async_trait;
 use coord_domain::agents::preflight::{LaunchPlanSummary, Validator, Verdict, VerdictKind};
@@ -14,10 +14,12 @@ use coord_domain::agents::spawn::{AgentRef, SpawnAgentRequest, SpawnStatus, Spaw
 use coord_domain::agents::{AgentDefinition, Runtime, parse_definition};
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::guardrails::CheckGuardrailsRequest;
+use coord_domain::profiles::Permission;
 use coord_domain::queue::TaskStatus;
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use coord_service::ops::{audit, guardrails, spawn as ops};
 use coord_service::{CoordinationExt, Judgement, Launcher};
+use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
 const REVIEWER: &str = "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\n---\nYou review code.\n";
@@ -360,6 +362,59 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
         (st.status, st.task_status),
         (SpawnStatus::Failed, Some(TaskStatus::Failed))
     );
+
+    // A child that may spawn (given a profile that allows it) spawns at depth 2, never a
+    // child with a tool it lacks, and its children not at all (depth 3).
+    *recorder.fail_start.lock().unwrap() = false;
+    let h4 = Harness::with_launcher(b, recorder.clone(), |_| {}).await;
+    let spawner =
+        |name: &str, trust: u8, max: Value| profile(name, trust, &[Permission::Read, Permission::SpawnAgent], max);
+    give(&h4, spawner("lead", 4, json!({"max_spawned_agents": 2})), "lead").await;
+    let lead = operator("lead");
+    let child = run::<ops::SpawnAgent>(&h4, &lead, spawn_req(Some("reviewer"), None, "look"))
+        .await
+        .unwrap();
+    give(&h4, spawner("sub-lead", 4, json!({})), &child.agent_id).await;
+    let child_caller = Caller::new(child.agent_id.clone(), "worker");
+    let e = run::<ops::SpawnAgent>(&h4, &child_caller, spawn_req(None, Some("write"), "write"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.code,
+        ErrorCode::OperationNotPermitted,
+        "a tool its parent lacks: {e:?}"
+    );
+    let grandchild = run::<ops::SpawnAgent>(&h4, &child_caller, spawn_req(Some("reviewer"), None, "look closer"))
+        .await
+        .unwrap();
+    assert_eq!(grandchild.depth, 2);
+    give(&h4, spawner("sub-sub-lead", 4, json!({})), &grandchild.agent_id).await;
+    let e = run::<ops::SpawnAgent>(
+        &h4,
+        &Caller::new(grandchild.agent_id.clone(), "worker"),
+        spawn_req(Some("reviewer"), None, "deeper"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        (e.code, e.details.get("resource").and_then(|v| v.as_str())),
+        (ErrorCode::ResourceLimitExceeded, Some("spawn_depth")),
+        "{e:?}"
+    );
+    // The lead's own max_spawned_agents (2): its third spawn is refused.
+    run::<ops::SpawnAgent>(&h4, &lead, spawn_req(Some("reviewer"), None, "two"))
+        .await
+        .unwrap();
+    let e = run::<ops::SpawnAgent>(&h4, &lead, spawn_req(Some("reviewer"), None, "three"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ResourceLimitExceeded, "{e:?}");
+    // A parent of trust 1 may not spawn a trust 2 worker.
+    give(&h4, spawner("junior", 1, json!({})), "junior").await;
+    let e = run::<ops::SpawnAgent>(&h4, &operator("junior"), spawn_req(None, Some("write"), "x"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InsufficientTrustLevel, "{e:?}");
 
     // A coordinator that cannot start agents says so.
     let h3 = Harness::new(b).await;
