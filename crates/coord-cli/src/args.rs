@@ -791,6 +791,15 @@ pub enum AgentCommand {
     /// or COORD_NO_VALIDATION=1), registered with its task, run in the background by a
     /// supervisor; prints its agent_id and task_id
     Spawn(Box<AgentSpawnArgs>),
+    /// The agents you spawned (an administrator: everyone's), newest first (`list_spawned_agents`)
+    Spawned {
+        /// Only those starting or running
+        #[arg(long)]
+        active: bool,
+        /// At most this many
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
     /// A spawned agent's status (`get_agent_status`)
     Status {
         /// The agent_id spawn answered
@@ -823,7 +832,6 @@ pub enum AgentCommand {
 #[derive(Debug, clap::Args)]
 pub struct AgentSpawnArgs {
     /// The agent: a definition's name in .claude/agents (or give --profile instead)
-    #[arg(required_unless_present = "profile")]
     pub agent: Option<String>,
     /// What the agent is asked to do
     #[arg(long)]

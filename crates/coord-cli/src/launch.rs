@@ -58,6 +58,7 @@ pub async fn run(cmd: AgentCommand, ctx: &Context, out: Output) -> u8 {
         // (Not `agent_id`: clap would take it for the global --agent-id, the caller.)
         AgentCommand::Supervise { spawned } => supervise_spawned(&spawned, ctx, out).await,
         AgentCommand::Spawn(args) => crate::spawner::spawn(*args, ctx, out).await,
+        AgentCommand::Spawned { active, limit } => crate::spawner::list(active, limit, ctx, out).await,
         AgentCommand::Status { spawned } => crate::spawner::status(&spawned, ctx, out).await,
         AgentCommand::Output { spawned } => crate::spawner::output(&spawned, ctx, out).await,
         AgentCommand::Stop { spawned, reason } => crate::spawner::stop(&spawned, reason, ctx, out).await,
@@ -259,7 +260,7 @@ fn show(path: &Path, d: &AgentDefinition, ctx: &Context, out: Output) -> u8 {
 
 /// The provider credentials a runtime gets from the launcher's environment (a login kept
 /// in the launcher's home is not visible in the sandbox).
-fn provider_keys(runtime: Runtime) -> &'static [&'static str] {
+pub(crate) fn provider_keys(runtime: Runtime) -> &'static [&'static str] {
     match runtime {
         Runtime::Claude => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
         Runtime::Codex | Runtime::Aider => &["OPENAI_API_KEY"],
@@ -451,6 +452,55 @@ fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde
     }
 }
 
+/// The runtime's program (`given`, else on the PATH): an executable file of a version
+/// coord's plans were verified on.
+pub(crate) async fn program_of(runtime: Runtime, given: Option<PathBuf>) -> CoordResult<PathBuf> {
+    let program = match given {
+        Some(p) => p,
+        None => find_program(runtime.name()).ok_or_else(|| {
+            CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!("{} is not on the PATH: install it, or give --program", runtime.name()),
+            )
+            .with_field("program")
+        })?,
+    };
+    let program = std::fs::canonicalize(&program).unwrap_or(program);
+    let executable = std::fs::metadata(&program)
+        .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
+    if !executable {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!("--program {}: not an executable file", program.display()),
+        )
+        .with_field("program"));
+    }
+    check_version(runtime, &program).await?;
+    Ok(program)
+}
+
+/// bubblewrap, installed and able to make namespaces here.
+pub(crate) async fn bwrap_ready() -> CoordResult<PathBuf> {
+    let bwrap = sandbox::find_bwrap().ok_or_else(|| {
+        unavailable(
+            "bubblewrap (bwrap) is not installed: coord launches agents only inside the sandbox \
+             (apt-get install bubblewrap)"
+                .into(),
+        )
+    })?;
+    if let Some(why) = sandbox::unavailable(&bwrap).await {
+        return Err(unavailable(why));
+    }
+    Ok(bwrap)
+}
+
+/// The runtime's own provider key, when the environment has one.
+pub(crate) fn has_provider_key(runtime: Runtime) -> bool {
+    provider_keys(runtime)
+        .iter()
+        .any(|k| std::env::var(k).is_ok_and(|v| !v.trim().is_empty()))
+}
+
 /// Refuses a runtime older than the one its plans were verified on (or one whose version
 /// cannot be read): an older Claude Code silently ignores confinement settings.
 async fn check_version(runtime: Runtime, program: &Path) -> CoordResult<()> {
@@ -512,8 +562,14 @@ async fn supervise_spawned(agent_id: &str, ctx: &Context, out: Output) -> CoordR
         if let Err(e) = call::<session_ops::EndSessionOp, _>(&coordinator, &me, end).await {
             eprintln!("coord agent: could not requeue task {task}: {e}");
         }
+        // Stopped before it started: that is how it ended, with the stop's reason.
+        let stopped = matches!(coordinator.store().spawned_agent(agent_id).await, Ok(Some((a, _))) if a.stop_requested);
         let ended = SpawnUpdate::Ended {
-            status: SpawnStatus::Failed,
+            status: if stopped {
+                SpawnStatus::Stopped
+            } else {
+                SpawnStatus::Failed
+            },
             exit_code: None,
             result: None,
             error: Some(e.message.clone()),
@@ -613,27 +669,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
     if !v.no_validation && v.validator_command.is_none() && v.validator_url.is_none() {
         return Err(no_validator());
     }
-    let program = match &args.program {
-        Some(p) => p.clone(),
-        None => find_program(runtime.name()).ok_or_else(|| {
-            CoordError::new(
-                ErrorCode::InvalidArgument,
-                format!("{} is not on the PATH: install it, or give --program", runtime.name()),
-            )
-            .with_field("program")
-        })?,
-    };
-    let program = std::fs::canonicalize(&program).unwrap_or(program);
-    let executable = std::fs::metadata(&program)
-        .is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
-    if !executable {
-        return Err(CoordError::new(
-            ErrorCode::InvalidArgument,
-            format!("--program {}: not an executable file", program.display()),
-        )
-        .with_field("program"));
-    }
-    check_version(runtime, &program).await?;
+    let program = program_of(runtime, args.program.clone()).await?;
     if !d.tools_enforced_by(runtime) {
         eprintln!(
             "coord agent: note: {} has no per-tool list; {}'s `tools:` are not enforced by it (the sandbox decides what it can write and reach)",
@@ -642,17 +678,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
         );
     }
     let bwrap = if sandboxed {
-        let bwrap = sandbox::find_bwrap().ok_or_else(|| {
-            unavailable(
-                "bubblewrap (bwrap) is not installed: coord launches agents only inside the sandbox \
-                 (apt-get install bubblewrap)"
-                    .into(),
-            )
-        })?;
-        if let Some(why) = sandbox::unavailable(&bwrap).await {
-            return Err(unavailable(why));
-        }
-        Some(bwrap)
+        Some(bwrap_ready().await?)
     } else {
         eprintln!(
             "coord agent: WARNING: COORD_SANDBOX_ENABLED=false: the agent runs OUTSIDE the sandbox: only {}'s own \
@@ -1250,7 +1276,7 @@ pub(crate) async fn judge(
     let plan_json = serde_json::to_string(plan).unwrap_or_default();
     let answer = if v.no_validation {
         eprintln!(
-            "coord agent: WARNING: pre-flight validation is OFF for this launch (--no-validation); this is recorded in the audit trail"
+            "coord agent: WARNING: pre-flight validation is OFF for this launch (--no-validation / COORD_NO_VALIDATION=1); this is recorded in the audit trail"
         );
         return Ok((Validator::Disabled, None, None));
     } else if let Some(cmd) = &v.validator_command {

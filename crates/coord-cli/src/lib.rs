@@ -45,14 +45,19 @@ pub fn main() -> ExitCode {
     init_logging();
     // A command that prints and ends (`coord agent flags X | head -1`) ends quietly when
     // its reader goes away, as other tools do, instead of panicking in println!. Not the
-    // servers and supervisors: they write to sockets, where EPIPE is an error to handle.
+    // servers and supervisors: they write to sockets, where EPIPE is an error to handle;
+    // nor what may launch an agent (`spawn_agent` from the shell): a pre-flight validator
+    // that does not read the plan it is given must not kill the launch.
     let serves = matches!(
         cli.command,
         Command::Serve(_)
             | Command::Mcp
             | Command::Proxy(_)
             | Command::Sandbox(_)
-            | Command::Agent(args::AgentCommand::Run(_))
+            | Command::Agent(
+                args::AgentCommand::Run(_) | args::AgentCommand::Spawn(_) | args::AgentCommand::Supervise { .. }
+            )
+            | Command::Call(_)
             | Command::Hook { .. }
     );
     if !serves {

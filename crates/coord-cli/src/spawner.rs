@@ -11,10 +11,10 @@ use crate::output::{self, Output};
 use async_trait::async_trait;
 use coord_domain::access::Principal;
 use coord_domain::agents::preflight::LaunchPlanSummary;
-use coord_domain::agents::spawn::{AgentRef, SpawnAgentRequest, StopAgentRequest};
+use coord_domain::agents::spawn::{AgentRef, ListSpawnedAgentsRequest, SpawnAgentRequest, StopAgentRequest};
 use coord_domain::agents::{AgentDefinition, Runtime};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
-use coord_service::ops::spawn::{GetAgentOutput, GetAgentStatus, SpawnAgent, StopAgent};
+use coord_service::ops::spawn::{GetAgentOutput, GetAgentStatus, ListSpawnedAgents, SpawnAgent, StopAgent};
 use coord_service::{Judgement, Launcher, call};
 use std::path::Path;
 
@@ -50,9 +50,52 @@ impl Launcher for CliLauncher {
         crate::launch::summary(d, runtime, task, network_policy.into(), model_url, sandboxed, &[], &[])
     }
 
+    async fn ready(&self, runtime: Runtime) -> CoordResult<()> {
+        let sandboxed = crate::launch::sandbox_enabled()?;
+        if !sandboxed && runtime == Runtime::Aider {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                "COORD_SANDBOX_ENABLED=false: Aider has no permission system of its own; it runs only inside the sandbox",
+            )
+            .with_field("runtime"));
+        }
+        crate::launch::program_of(runtime, None).await.map_err(|e| {
+            CoordError::new(
+                e.code,
+                format!("{} (on the coordinator's machine: its PATH decides)", e.message),
+            )
+            .with_field("runtime")
+        })?;
+        if sandboxed {
+            crate::launch::bwrap_ready().await?;
+        }
+        if !crate::launch::has_provider_key(runtime) {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "the coordinator's environment has no model provider key for {} ({}): its agents take it from there \
+                     (a login kept in a home directory is not visible inside the sandbox)",
+                    runtime.name(),
+                    crate::launch::provider_keys(runtime).join(" or ")
+                ),
+            )
+            .with_field("runtime"));
+        }
+        Ok(())
+    }
+
     async fn judge(&self, plan: &LaunchPlanSummary) -> CoordResult<Judgement> {
         let v = ValidationArgs::from_env()
             .map_err(|m| CoordError::new(ErrorCode::InvalidArgument, m).with_field("validator"))?;
+        if !v.no_validation && v.validator_command.is_none() && v.validator_url.is_none() {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                "the coordinator has no pre-flight validator: set COORD_VALIDATOR_COMMAND or COORD_VALIDATOR_URL in \
+                 its environment (for `coord agent spawn`, yours), or COORD_NO_VALIDATION=1 to spawn without one \
+                 (audited)",
+            )
+            .with_field("validator"));
+        }
         crate::launch::judge(&v, plan).await
     }
 
@@ -145,6 +188,15 @@ pub(crate) fn read_tail(path: &Path, max: usize) -> Option<String> {
 }
 
 pub async fn spawn(args: AgentSpawnArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
+    if ctx.remote.is_none() && !ctx.in_git_repo {
+        return Err(CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "{} is not a git repository: spawn agents inside one (their workspace)",
+                ctx.repo_root.display()
+            ),
+        ));
+    }
     let coord = open::coordination(ctx, 2).await?;
     let me = Principal::local(ctx.caller.clone());
     let req = SpawnAgentRequest {
@@ -157,9 +209,43 @@ pub async fn spawn(args: AgentSpawnArgs, ctx: &Context, out: Output) -> CoordRes
     };
     Ok(out.result(call::<SpawnAgent, _>(&*coord, &me, req).await, |r| {
         format!(
-            "spawned {} ({} profile, depth {}, validated: {:?}); its task is {}\nfollow it: coord agent status {}",
-            r.agent_id, r.profile, r.depth, r.validator, r.task_id, r.agent_id
+            "spawned {} ({} profile, depth {}, validation: {}); its task is {}\nfollow it: coord agent status {} \
+             (its answer: coord agent output {})",
+            r.agent_id,
+            r.profile,
+            r.depth,
+            format!("{:?}", r.validator).to_lowercase(),
+            r.task_id,
+            r.agent_id,
+            r.agent_id
         )
+    }))
+}
+
+pub async fn list(active_only: bool, limit: i64, ctx: &Context, out: Output) -> CoordResult<u8> {
+    let coord = open::coordination(ctx, 2).await?;
+    let me = Principal::local(ctx.caller.clone());
+    let req = ListSpawnedAgentsRequest {
+        active_only: Some(active_only),
+        limit: Some(limit),
+    };
+    Ok(out.result(call::<ListSpawnedAgents, _>(&*coord, &me, req).await, |r| {
+        if r.agents.is_empty() {
+            return "no spawned agents".into();
+        }
+        let mut t = output::table(&["AGENT", "STATUS", "PROFILE", "RUNTIME", "TASK", "SPAWNED BY", "CREATED"]);
+        for a in &r.agents {
+            t.add_row(vec![
+                a.agent_id.clone(),
+                a.status.as_str().into(),
+                a.profile.to_string(),
+                a.runtime.name().into(),
+                format!("{} ({})", a.task_id, a.task_status.map_or("?", |s| s.as_str())),
+                a.parent_agent_id.clone(),
+                a.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ]);
+        }
+        t.to_string()
     }))
 }
 
@@ -170,10 +256,8 @@ pub async fn status(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u
         target_agent_id: agent_id.into(),
     };
     Ok(out.result(call::<GetAgentStatus, _>(&*coord, &me, req).await, |r| {
-        let mut t = output::table(&["", ""]);
-        let mut row = |k: &str, v: String| {
-            t.add_row(vec![k.to_string(), v]);
-        };
+        let mut lines = Vec::new();
+        let mut row = |k: &str, v: String| lines.push(format!("{k:<11} {v}"));
         row(
             "agent",
             format!(
@@ -207,7 +291,10 @@ pub async fn status(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u
         if r.stop_requested {
             row("stop", "requested".into());
         }
-        t.to_string()
+        if let (Some(host), Some(pid)) = (&r.host, r.pid) {
+            row("supervisor", format!("pid {pid} on {host}"));
+        }
+        lines.join("\n")
     }))
 }
 
@@ -220,12 +307,22 @@ pub async fn output(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u
     Ok(out.result(call::<GetAgentOutput, _>(&*coord, &me, req).await, |r| {
         let mut text = String::new();
         for d in &r.permission_denials {
-            text.push_str(&format!("refused by the runtime: {d}\n"));
+            let tool = d.get("tool_name").and_then(|t| t.as_str()).unwrap_or("a tool");
+            let input = d.get("tool_input").map(|i| i.to_string()).unwrap_or_default();
+            text.push_str(&format!("refused by the runtime: {tool} {input}\n"));
         }
         match (&r.result, &r.error) {
             (Some(result), _) => text.push_str(result),
-            (None, Some(e)) => text.push_str(&format!("({}: {e})", r.status.as_str())),
-            (None, None) => text.push_str(&format!("(no final answer yet: {})", r.status.as_str())),
+            (None, e) => {
+                let why = e.as_deref().map_or(String::new(), |e| format!(": {e}"));
+                text.push_str(&format!("(no final answer: {}{why})", r.status.as_str()));
+                // The end of its output so far, for a person to see where it is.
+                if let Some(tail) = &r.output_tail {
+                    let last: Vec<&str> = tail.lines().rev().take(10).collect();
+                    text.push_str("\n--- the end of its output ---\n");
+                    text.push_str(&last.into_iter().rev().collect::<Vec<_>>().join("\n"));
+                }
+            }
         }
         text
     }))

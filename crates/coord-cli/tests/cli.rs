@@ -1483,11 +1483,14 @@ fn agent_definitions_are_listed_checked_and_turned_into_flags() {
     // The spawn operations answer clear errors too (real launches: agents_e2e).
     let (v, c) = repo.json_as("user", &["agent", "spawn", "nobody", "--task", "x"]);
     assert_eq!((c, v["error"].as_str()), (1, Some("not_found")), "{v}");
-    let (v, c) = repo.json_as("user", &["agent", "spawn", "code-reviewer", "--task", "x"]);
+    let (v, c) = repo.json_as(
+        "user",
+        &["agent", "spawn", "code-reviewer", "--task", "x", "--runtime", "aider"],
+    );
     assert_eq!(
         (c, v["field"].as_str()),
-        (2, Some("validator")),
-        "no validator configured: {v}"
+        (2, Some("runtime")),
+        "no such runtime here: {v}"
     );
     let (v, c) = repo.json_as("user", &["agent", "spawn", "--profile", "root", "--task", "x"]);
     assert_eq!((c, v["field"].as_str()), (2, Some("profile")), "{v}");

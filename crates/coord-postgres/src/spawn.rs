@@ -139,6 +139,34 @@ impl SpawnStore for PgStore {
         Ok(row.as_ref().map(read).transpose()?)
     }
 
+    async fn spawned_agents(
+        &self,
+        parent: Option<String>,
+        active_only: bool,
+        limit: i64,
+    ) -> CoordResult<Vec<(SpawnedAgent, Option<TaskStatus>)>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT s.record, w.status FROM spawned_agents s
+                 LEFT JOIN work_queue w ON w.task_id = s.task_id::uuid
+                 WHERE ($1::text IS NULL OR s.parent_agent_id = $1)
+                   AND (NOT $2 OR s.status IN ('starting', 'running'))
+                 ORDER BY s.created_at DESC, s.agent_id LIMIT $3",
+                &[&parent, &active_only, &limit],
+            )
+            .await
+            .map_err(Fail::from)?;
+        let read = |r: &tokio_postgres::Row| -> R<(SpawnedAgent, Option<TaskStatus>)> {
+            let status: Option<String> = get(r, 1)?;
+            Ok((
+                get::<Json<SpawnedAgent>>(r, 0)?.0,
+                status.as_deref().and_then(TaskStatus::parse),
+            ))
+        };
+        Ok(rows.iter().map(read).collect::<R<Vec<_>>>()?)
+    }
+
     async fn profile_named(&self, name: &str) -> CoordResult<Option<Profile>> {
         let client = self.client().await?;
         let row = client

@@ -19,6 +19,9 @@ pub trait Launcher: Send + Sync {
     /// The plan a validator judges, with what only the launching machine knows (the
     /// sandbox, the model endpoint, the environment passed).
     fn plan(&self, d: &AgentDefinition, runtime: Runtime, task: &str, network_policy: &str) -> LaunchPlanSummary;
+    /// Whether an agent of `runtime` can be launched here at all (its program, the
+    /// sandbox, its provider key): checked before anything is judged or registered.
+    async fn ready(&self, runtime: Runtime) -> CoordResult<()>;
     /// Pre-flight validation: the configured validator's judgement of `plan`, or an
     /// error when none is configured.
     async fn judge(&self, plan: &LaunchPlanSummary) -> CoordResult<Judgement>;

@@ -168,6 +168,7 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<spawn::SpawnAgent>(),
         entry::<spawn::GetAgentStatus>(),
         entry::<spawn::GetAgentOutput>(),
+        entry::<spawn::ListSpawnedAgents>(),
         entry::<spawn::StopAgent>(),
         entry::<keys::CreateApiKey>(),
         entry::<keys::ListApiKeys>(),

@@ -102,6 +102,31 @@ impl SpawnStore for SqliteStore {
         .await
     }
 
+    async fn spawned_agents(
+        &self,
+        parent: Option<String>,
+        active_only: bool,
+        limit: i64,
+    ) -> CoordResult<Vec<(SpawnedAgent, Option<TaskStatus>)>> {
+        self.read(move |c| {
+            Ok(c.prepare_cached(
+                "SELECT s.record, w.status FROM spawned_agents s
+                 LEFT JOIN work_queue w ON w.task_id = s.task_id
+                 WHERE (?1 IS NULL OR s.parent_agent_id = ?1)
+                   AND (NOT ?2 OR s.status IN ('starting', 'running'))
+                 ORDER BY s.created_at DESC, s.agent_id LIMIT ?3",
+            )?
+            .query_map(params![parent, active_only, limit], |r| {
+                Ok((
+                    json(r, 0)?,
+                    r.get::<_, Option<String>>(1)?.as_deref().and_then(TaskStatus::parse),
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
     async fn profile_named(&self, name: &str) -> CoordResult<Option<Profile>> {
         let name = name.to_string();
         self.read(move |c| crate::profiles::profile(c, &name)).await

@@ -616,6 +616,19 @@ pub trait SpawnStore {
             Option<coord_domain::queue::TaskStatus>,
         )>,
     >;
+    /// Records newest first, of `parent`'s children (everyone's for `None`), only the
+    /// active ones if asked; unaudited (the operation audits).
+    async fn spawned_agents(
+        &self,
+        parent: Option<String>,
+        active_only: bool,
+        limit: i64,
+    ) -> CoordResult<
+        Vec<(
+            coord_domain::agents::spawn::SpawnedAgent,
+            Option<coord_domain::queue::TaskStatus>,
+        )>,
+    >;
     /// The profile called `name`, unaudited (what a spawn would be given).
     async fn profile_named(&self, name: &str) -> CoordResult<Option<Profile>>;
     /// Applies `update` (`SpawnedAgent::apply`) and answers the record. Audited.

@@ -822,6 +822,8 @@ def spawn_agent(w):
     check(open(shared).read() == "original\n", f"the file changed: {open(shared).read()!r}")
     out = spawned(w, home, "output", agent)
     check(out.get("result") == "REVIEW: src/shared.rs is fine", f"the orchestrator reads its answer: {out}")
+    listed = spawned(w, home, "spawned")
+    check([a["agent_id"] for a in listed.get("agents", [])] == [agent], f"coord agent spawned lists it: {listed}")
     denied = {d.get("tool_name") for d in out.get("permission_denials", [])}
     check({"Bash", "Read"} <= denied, f"its refused calls are reported: {out.get('permission_denials')}")
     played = [e for e in w.entries() if e.get("script") == "S_review"]
@@ -842,7 +844,9 @@ def spawn_agent(w):
     e = spawned(w, home, "spawn", "code-reviewer", "--task", "x", "--runtime", "vim")
     check(e.get("error") == "invalid_argument" and e.get("field") == "runtime", f"a bad runtime: {e}")
     e = spawned(w, home, "spawn", "code-reviewer", "--task", "x", COORD_NO_VALIDATION="")
-    check(e.get("error") == "invalid_argument" and "validation" in e.get("message", ""), f"no validator: {e}")
+    check(e.get("error") == "invalid_argument" and e.get("field") == "validator", f"no validator: {e}")
+    e = spawned(w, home, "spawn", "code-reviewer", "--task", "x", ANTHROPIC_API_KEY="")
+    check(e.get("error") == "invalid_argument" and "ANTHROPIC_API_KEY" in e.get("message", ""), f"no provider key: {e}")
     e = spawned(w, home, "spawn", "code-reviewer", "--task", "x", COORD_NO_VALIDATION="",
                 COORD_VALIDATOR_COMMAND="echo 'Looks VALID'")
     check(e.get("error") == "preflight_denied", f"a validator's prose: {e}")
@@ -981,6 +985,17 @@ def spawned_worker_killed(w):
     r = spawned(w, home, "stop", agent, "--reason", "no longer needed")
     check(r.get("stopping") is True, f"stop_agent: {r}")
     released(agent, task, "stopped")
+    st = spawned(w, home, "status", agent)
+    check(st.get("error") == "no longer needed", f"the stop keeps its reason: {st}")
+
+    # Stopped the moment it is spawned: it never runs, and ends stopped with the reason.
+    s = spawned(w, home, "spawn", "coder", "--task", "SCRIPT:K_hang")
+    r = spawned(w, home, "stop", s["agent_id"], "--reason", "changed my mind")
+    check(r.get("stopping") is True, f"stop_agent: {r}")
+    st = wait_status(w, home, s["agent_id"], ended)
+    check(st.get("status") == "stopped" and st.get("error") == "changed my mind", f"{st}")
+    t = w.coord("work", "show", s["task_id"]).get("task", {})
+    check(t.get("status") == "pending", f"its task is back in the queue: {t}")
     return "runtime killed → failed, supervisor killed → lost, stop_agent → stopped; each lock released, task requeued"
 
 

@@ -68,6 +68,10 @@ impl Launcher for Recorder {
         }
     }
 
+    async fn ready(&self, _: Runtime) -> CoordResult<()> {
+        Ok(())
+    }
+
     async fn judge(&self, _: &LaunchPlanSummary) -> CoordResult<Judgement> {
         Ok(self.verdict.lock().unwrap().clone().unwrap_or((
             Validator::Command,
@@ -181,6 +185,32 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
     run::<ops::GetAgentStatus>(&h, &worker, target(&s.agent_id))
         .await
         .unwrap();
+    // Listing: one's own children; an administrator everyone's.
+    let mine = run::<ops::ListSpawnedAgents>(&h, &orchestrator, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(mine.agents.len(), 1);
+    assert_eq!(mine.agents[0].agent_id, s.agent_id);
+    if h.door != crate::Door::Http {
+        let theirs = run::<ops::ListSpawnedAgents>(&h, &agent("stranger"), Default::default())
+            .await
+            .unwrap();
+        assert!(theirs.agents.is_empty(), "{theirs:?}");
+    }
+    let e = run::<ops::ListSpawnedAgents>(
+        &h,
+        &orchestrator,
+        coord_domain::agents::spawn::ListSpawnedAgentsRequest {
+            active_only: None,
+            limit: Some(0),
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_deref()),
+        (ErrorCode::InvalidArgument, Some("limit"))
+    );
 
     // Spec 000's activation check: only its declared tools.
     started(&h, &s.agent_id, 4242).await;
@@ -231,6 +261,12 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
     assert_eq!(e.code, ErrorCode::AgentNotRunning, "an ended run stays as it ended");
     let r = run::<ops::StopAgent>(&h, &orchestrator, stop).await.unwrap();
     assert_eq!((r.stopping, r.status), (false, SpawnStatus::Stopped));
+    let active = coord_domain::agents::spawn::ListSpawnedAgentsRequest {
+        active_only: Some(true),
+        limit: None,
+    };
+    let live = run::<ops::ListSpawnedAgents>(&h, &orchestrator, active).await.unwrap();
+    assert!(live.agents.is_empty(), "an ended agent is not active: {live:?}");
     let out = run::<ops::GetAgentOutput>(&h, &orchestrator, target(&s.agent_id))
         .await
         .unwrap();

@@ -286,7 +286,11 @@ impl SpawnedAgent {
                 next.ended_at = Some(now);
                 next.exit_code = *exit_code;
                 next.result = result.clone();
-                next.error = error.clone().or(next.error);
+                // A stop keeps the reason it was asked for with.
+                next.error = match (status, self.stop_requested) {
+                    (SpawnStatus::Stopped, true) => next.error.or(error.clone()),
+                    _ => error.clone().or(next.error),
+                };
                 next.permission_denials = permission_denials.clone();
             }
         }
@@ -569,7 +573,10 @@ pub fn validate_request(req: &SpawnAgentRequest) -> CoordResult<(Runtime, String
     if let Some(t) = req.timeout_minutes
         && !(1..=24 * 60).contains(&t)
     {
-        return Err(bad("timeout_minutes", "1 to 1440".into()));
+        return Err(bad(
+            "timeout_minutes",
+            format!("timeout_minutes: {t}: give 1 to 1440 (minutes; the profile's max_execution_time caps it)"),
+        ));
     }
     let which = match (&req.agent, &req.profile) {
         (Some(a), None) => {
@@ -624,6 +631,27 @@ pub struct SpawnAgentResult {
 pub struct AgentRef {
     /// The spawned agent's id, as `spawn_agent` answered it.
     pub target_agent_id: String,
+}
+
+/// `list_spawned_agents`' request.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ListSpawnedAgentsRequest {
+    /// Only those starting or running.
+    #[serde(default)]
+    pub active_only: Option<bool>,
+    /// At most this many, newest first (1 to 1000, default 100).
+    #[serde(default)]
+    pub limit: Option<i64>,
+}
+
+/// `list_spawned_agents`' answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ListSpawnedAgentsResult {
+    pub success: bool,
+    pub agents: Vec<AgentStatusResult>,
 }
 
 /// `stop_agent`'s request.

@@ -10,8 +10,9 @@ use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect, Principal};
 use coord_domain::agents::preflight::{self, PreflightRequest};
 use coord_domain::agents::spawn::{
-    self, AgentOutputResult, AgentRef, AgentStatusResult, SpawnAgentRequest, SpawnAgentResult, SpawnPlan, SpawnStatus,
-    SpawnUpdate, SpawnedAgent, StopAgentRequest, StopAgentResult,
+    self, AgentOutputResult, AgentRef, AgentStatusResult, ListSpawnedAgentsRequest, ListSpawnedAgentsResult,
+    SpawnAgentRequest, SpawnAgentResult, SpawnPlan, SpawnStatus, SpawnUpdate, SpawnedAgent, StopAgentRequest,
+    StopAgentResult,
 };
 use coord_domain::keys::RevokeApiKeyRequest;
 use coord_domain::profiles::{self, Need, Permission, Resource};
@@ -83,6 +84,7 @@ impl Operation for SpawnAgent {
 /// validator's verdict.
 async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<NewSpawn> {
     let launcher = c.launcher()?;
+    launcher.ready(plan.runtime).await?;
     let facts = c
         .store()
         .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
@@ -125,8 +127,8 @@ async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<N
         return Err(CoordError::new(
             ErrorCode::PreflightDenied,
             format!(
-                "the launch of {} was denied by pre-flight validation: {why}",
-                plan.agent_id
+                "the launch of {} was denied by pre-flight validation (nothing was registered): {why}",
+                judged.plan.agent
             ),
         )
         .with_detail("target_agent_id", plan.agent_id.clone())
@@ -402,6 +404,44 @@ impl Operation for GetAgentOutput {
     }
 }
 
+pub struct ListSpawnedAgents;
+impl Operation for ListSpawnedAgents {
+    const NAME: &'static str = "list_spawned_agents";
+    const SUMMARY: &'static str = "The agents you spawned (an administrator: everyone's), newest first";
+    const DESCRIPTION: &'static str = "List the agents spawn_agent launched for you — an administrator sees \
+        everyone's — newest first, optionally only those starting or running (active_only), at most limit (default \
+        100). Answers {success:true, agents:[{agent_id, parent_agent_id, agent, profile, runtime, depth, status, \
+        task_id, task_status, created_at, started_at, ended_at, deadline_minutes, exit_code, error, \
+        stop_requested}]}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    const METERED: bool = false;
+    const HTTP: &'static [Http] = &[Http::get("/agents/spawned")];
+    const EXAMPLE: &'static str = "{\"active_only\": true}";
+    type Request = ListSpawnedAgentsRequest;
+    type Response = ListSpawnedAgentsResult;
+    type Args = (bool, i64);
+
+    fn validate(_: &Coordinator, _: &Identity, req: ListSpawnedAgentsRequest) -> CoordResult<(bool, i64)> {
+        let limit = coord_domain::validate::int_in_range("limit", req.limit, 100, 1, 1000, ErrorCode::InvalidArgument)?;
+        Ok((req.active_only.unwrap_or(false), limit))
+    }
+
+    async fn execute(
+        c: &Coordinator,
+        ctx: OpCtx,
+        (active_only, limit): (bool, i64),
+    ) -> CoordResult<ListSpawnedAgentsResult> {
+        let parent = (!ctx.audit_admin).then(|| ctx.who.agent_id.clone());
+        let agents = match c.store().spawned_agents(parent, active_only, limit).await {
+            Ok(rows) => rows.iter().map(|(a, t)| AgentStatusResult::of(a, *t)).collect(),
+            Err(e) => return refuse(c, &ctx, e).await,
+        };
+        answer(c, &ctx, ListSpawnedAgentsResult { success: true, agents }).await
+    }
+}
+
 pub struct StopAgent;
 impl Operation for StopAgent {
     const NAME: &'static str = "stop_agent";
@@ -458,11 +498,13 @@ impl Operation for StopAgent {
             .store()
             .update_spawned_agent(ctx.clone(), agent.agent_id.clone(), update)
             .await?;
-        // A supervisor on this machine is told now; one elsewhere sees the request when
-        // it next reads its record (and its agent is refused everything meanwhile).
+        // A running supervisor on this machine is told now; one elsewhere sees the request
+        // when it next reads its record (and its agent is refused everything meanwhile). One
+        // still starting reads it when it records its start, and never starts the agent.
         let mut status = agent.status;
         let mut stopping = true;
         if let (Some(l), Some(pid), Some(host)) = (c.launcher.as_ref(), agent.pid, &agent.host)
+            && agent.status == SpawnStatus::Running
             && *host == l.host()
             && !l.signal_stop(pid, agent.pid_started)
         {
