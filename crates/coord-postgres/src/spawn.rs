@@ -20,6 +20,15 @@ async fn find(c: &Tx<'_>, agent_id: &str, for_update: bool) -> R<Option<SpawnedA
     row.map(|r| get::<Json<SpawnedAgent>>(&r, 0).map(|j| j.0)).transpose()
 }
 
+/// A row of `record, task status`.
+fn with_task_status(r: &tokio_postgres::Row) -> R<(SpawnedAgent, Option<TaskStatus>)> {
+    let status: Option<String> = get(r, 1)?;
+    Ok((
+        get::<Json<SpawnedAgent>>(r, 0)?.0,
+        status.as_deref().and_then(TaskStatus::parse),
+    ))
+}
+
 async fn now(tx: &Tx<'_>, ctx: &OpCtx) -> R<Timestamp> {
     let row = tx.query_one(&format!("SELECT {NOW}"), &[&ctx.now]).await?;
     get(&row, 0)
@@ -129,14 +138,7 @@ impl SpawnStore for PgStore {
             )
             .await
             .map_err(Fail::from)?;
-        let read = |r: &tokio_postgres::Row| -> R<(SpawnedAgent, Option<TaskStatus>)> {
-            let status: Option<String> = get(r, 1)?;
-            Ok((
-                get::<Json<SpawnedAgent>>(r, 0)?.0,
-                status.as_deref().and_then(TaskStatus::parse),
-            ))
-        };
-        Ok(row.as_ref().map(read).transpose()?)
+        Ok(row.as_ref().map(with_task_status).transpose()?)
     }
 
     async fn spawned_agents(
@@ -157,14 +159,7 @@ impl SpawnStore for PgStore {
             )
             .await
             .map_err(Fail::from)?;
-        let read = |r: &tokio_postgres::Row| -> R<(SpawnedAgent, Option<TaskStatus>)> {
-            let status: Option<String> = get(r, 1)?;
-            Ok((
-                get::<Json<SpawnedAgent>>(r, 0)?.0,
-                status.as_deref().and_then(TaskStatus::parse),
-            ))
-        };
-        Ok(rows.iter().map(read).collect::<R<Vec<_>>>()?)
+        Ok(rows.iter().map(with_task_status).collect::<R<Vec<_>>>()?)
     }
 
     async fn profile_named(&self, name: &str) -> CoordResult<Option<Profile>> {
