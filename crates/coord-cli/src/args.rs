@@ -811,6 +811,9 @@ pub enum AgentCommand {
         /// The agent_id spawn answered
         #[arg(value_name = "AGENT_ID")]
         spawned: String,
+        /// Wait up to this long (at most 5m) for it to end first
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        wait: Option<std::time::Duration>,
     },
     /// Stop a spawned agent (`stop_agent`): its task goes back to the queue
     Stop {

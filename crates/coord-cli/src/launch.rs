@@ -60,7 +60,7 @@ pub async fn run(cmd: AgentCommand, ctx: &Context, out: Output) -> u8 {
         AgentCommand::Spawn(args) => crate::spawner::spawn(*args, ctx, out).await,
         AgentCommand::Spawned { active, limit } => crate::spawner::list(active, limit, ctx, out).await,
         AgentCommand::Status { spawned } => crate::spawner::status(&spawned, ctx, out).await,
-        AgentCommand::Output { spawned } => crate::spawner::output(&spawned, ctx, out).await,
+        AgentCommand::Output { spawned, wait } => crate::spawner::output(&spawned, wait, ctx, out).await,
         AgentCommand::Stop { spawned, reason } => crate::spawner::stop(&spawned, reason, ctx, out).await,
     };
     match r {

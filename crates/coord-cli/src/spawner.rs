@@ -11,7 +11,9 @@ use crate::output::{self, Output};
 use async_trait::async_trait;
 use coord_domain::access::Principal;
 use coord_domain::agents::preflight::LaunchPlanSummary;
-use coord_domain::agents::spawn::{AgentRef, ListSpawnedAgentsRequest, SpawnAgentRequest, StopAgentRequest};
+use coord_domain::agents::spawn::{
+    AgentOutputRequest, AgentRef, ListSpawnedAgentsRequest, SpawnAgentRequest, StopAgentRequest,
+};
 use coord_domain::agents::{AgentDefinition, Runtime};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use coord_service::ops::spawn::{GetAgentOutput, GetAgentStatus, ListSpawnedAgents, SpawnAgent, StopAgent};
@@ -298,11 +300,12 @@ pub async fn status(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u
     }))
 }
 
-pub async fn output(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u8> {
+pub async fn output(agent_id: &str, wait: Option<std::time::Duration>, ctx: &Context, out: Output) -> CoordResult<u8> {
     let coord = open::coordination(ctx, 2).await?;
     let me = Principal::local(ctx.caller.clone());
-    let req = AgentRef {
+    let req = AgentOutputRequest {
         target_agent_id: agent_id.into(),
+        wait_seconds: wait.map(|w| w.as_secs().max(1)),
     };
     Ok(out.result(call::<GetAgentOutput, _>(&*coord, &me, req).await, |r| {
         let mut text = String::new();

@@ -817,10 +817,11 @@ def spawn_agent(w):
     agent, task = s["agent_id"], s["task_id"]
     t = w.coord("work", "show", task).get("task", {})
     check(t.get("claimed_by") == agent and t.get("status") in ("claimed", "completed"), f"its task is its own: {t}")
-    st = wait_status(w, home, agent, ended)
+    # The orchestrator waits for the answer (get_agent_output with wait_seconds).
+    out = spawned(w, home, "output", agent, "--wait", "100s")
+    st = spawned(w, home, "status", agent)
     check(st.get("status") == "completed" and st.get("task_status") == "completed", f"it completed: {st}")
     check(open(shared).read() == "original\n", f"the file changed: {open(shared).read()!r}")
-    out = spawned(w, home, "output", agent)
     check(out.get("result") == "REVIEW: src/shared.rs is fine", f"the orchestrator reads its answer: {out}")
     listed = spawned(w, home, "spawned")
     check([a["agent_id"] for a in listed.get("agents", [])] == [agent], f"coord agent spawned lists it: {listed}")

@@ -10,7 +10,9 @@ use crate::cases::profiles::{give, profile, run};
 use crate::{Backend, Harness, agent, operator};
 use async_trait::async_trait;
 use coord_domain::agents::preflight::{LaunchPlanSummary, Validator, Verdict, VerdictKind};
-use coord_domain::agents::spawn::{AgentRef, SpawnAgentRequest, SpawnStatus, SpawnUpdate, StopAgentRequest};
+use coord_domain::agents::spawn::{
+    AgentOutputRequest, AgentRef, SpawnAgentRequest, SpawnStatus, SpawnUpdate, StopAgentRequest,
+};
 use coord_domain::agents::{AgentDefinition, Runtime, parse_definition};
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::guardrails::CheckGuardrailsRequest;
@@ -117,6 +119,13 @@ fn spawn_req(agent: Option<&str>, profile: Option<&str>, task: &str) -> SpawnAge
         runtime: None,
         task_type: None,
         timeout_minutes: None,
+    }
+}
+
+fn output_req(id: &str, wait_seconds: Option<u64>) -> AgentOutputRequest {
+    AgentOutputRequest {
+        target_agent_id: id.into(),
+        wait_seconds,
     }
 }
 
@@ -267,10 +276,49 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
     };
     let live = run::<ops::ListSpawnedAgents>(&h, &orchestrator, active).await.unwrap();
     assert!(live.agents.is_empty(), "an ended agent is not active: {live:?}");
-    let out = run::<ops::GetAgentOutput>(&h, &orchestrator, target(&s.agent_id))
+    let out = run::<ops::GetAgentOutput>(&h, &orchestrator, output_req(&s.agent_id, Some(300)))
         .await
         .unwrap();
-    assert_eq!((out.status, out.result.as_deref()), (SpawnStatus::Stopped, None));
+    assert_eq!(
+        (out.status, out.result.as_deref()),
+        (SpawnStatus::Stopped, None),
+        "an ended run is answered at once"
+    );
+    let e = run::<ops::GetAgentOutput>(&h, &orchestrator, output_req(&s.agent_id, Some(301)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_deref()),
+        (ErrorCode::InvalidArgument, Some("wait_seconds"))
+    );
+
+    // Waiting for the answer: the supervisor (another process, played here) reports it
+    // while get_agent_output waits.
+    let waited = run::<ops::SpawnAgent>(&h, &orchestrator, spawn_req(Some("reviewer"), None, "answer me"))
+        .await
+        .unwrap();
+    started(&h, &waited.agent_id, 4242).await;
+    let supervisor = h.local.clone();
+    let id = waited.agent_id.clone();
+    let report = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        let done = SpawnUpdate::Ended {
+            status: SpawnStatus::Completed,
+            exit_code: Some(0),
+            result: Some("42".into()),
+            error: None,
+            permission_denials: vec![],
+        };
+        supervisor.record_agent_run(&id, done).await.unwrap();
+    });
+    let out = run::<ops::GetAgentOutput>(&h, &orchestrator, output_req(&waited.agent_id, Some(60)))
+        .await
+        .unwrap();
+    report.await.unwrap();
+    assert_eq!(
+        (out.status, out.result.as_deref()),
+        (SpawnStatus::Completed, Some("42"))
+    );
 
     // A generic worker of a profile; its supervisor dies: reclaimed on the next look.
     let w = run::<ops::SpawnAgent>(&h, &orchestrator, spawn_req(None, Some("write"), "fix the build"))

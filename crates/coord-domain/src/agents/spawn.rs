@@ -624,6 +624,23 @@ pub struct SpawnAgentResult {
     pub validator: super::preflight::Validator,
 }
 
+/// The longest `get_agent_output` waits for a run to end, in seconds.
+pub const MAX_WAIT_SECONDS: u64 = 300;
+
+/// `get_agent_output`'s request.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AgentOutputRequest {
+    /// The spawned agent's id, as `spawn_agent` answered it.
+    pub target_agent_id: String,
+    /// Wait up to this many seconds (at most 300) for the run to end before answering;
+    /// default 0: answer now.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(max = 300)))]
+    pub wait_seconds: Option<u64>,
+}
+
 /// `get_agent_status`, `get_agent_output` and `stop_agent` name the agent.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -10,9 +10,9 @@ use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect, Principal};
 use coord_domain::agents::preflight::{self, PreflightRequest};
 use coord_domain::agents::spawn::{
-    self, AgentOutputResult, AgentRef, AgentStatusResult, ListSpawnedAgentsRequest, ListSpawnedAgentsResult,
-    SpawnAgentRequest, SpawnAgentResult, SpawnPlan, SpawnStatus, SpawnUpdate, SpawnedAgent, StopAgentRequest,
-    StopAgentResult,
+    self, AgentOutputRequest, AgentOutputResult, AgentRef, AgentStatusResult, ListSpawnedAgentsRequest,
+    ListSpawnedAgentsResult, SpawnAgentRequest, SpawnAgentResult, SpawnPlan, SpawnStatus, SpawnUpdate, SpawnedAgent,
+    StopAgentRequest, StopAgentResult,
 };
 use coord_domain::keys::RevokeApiKeyRequest;
 use coord_domain::profiles::{self, Need, Permission, Resource};
@@ -363,29 +363,55 @@ impl Operation for GetAgentOutput {
     const NAME: &'static str = "get_agent_output";
     const SUMMARY: &'static str = "A spawned agent's final answer and the end of its output";
     const DESCRIPTION: &'static str = "What an agent spawn_agent launched produced (for its parent, itself or an \
-        administrator). Answers {success:true, agent_id, status, result (its final answer, once it ended with one), error, \
+        administrator); with wait_seconds (at most 300) it first waits for the run to end. Answers {success:true, agent_id, status, result (its final answer, once it ended with one), error, \
         permission_denials (tool calls its runtime refused), output_tail (the last 16 KiB of its runtime's output, \
         when its run is on this machine)}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const NEED: Need = Need::READ;
     const METERED: bool = false;
-    const HTTP: &'static [Http] = &[Http::get("/agents/{target_agent_id}/output")
-        .input(Input::Path("target_agent_id"))
-        .errors(&[403, 404])];
+    // The body route first: it carries wait_seconds (remote clients use the first).
+    const HTTP: &'static [Http] = &[
+        Http::post("/agents/output")
+            .errors(&[403, 404])
+            .summary("A spawned agent's final answer, waiting up to wait_seconds for it"),
+        Http::get("/agents/{target_agent_id}/output")
+            .input(Input::Path("target_agent_id"))
+            .errors(&[403, 404]),
+    ];
     const EXAMPLE: &'static str = "{\"target_agent_id\": \"code-reviewer-1a2b3c4d5e6f\"}";
-    type Request = AgentRef;
+    type Request = AgentOutputRequest;
     type Response = AgentOutputResult;
-    type Args = String;
+    type Args = (String, u64);
 
-    fn validate(_: &Coordinator, _: &Identity, req: AgentRef) -> CoordResult<String> {
-        agent_ref(req)
+    fn validate(_: &Coordinator, _: &Identity, req: AgentOutputRequest) -> CoordResult<(String, u64)> {
+        let id = agent_ref(AgentRef {
+            target_agent_id: req.target_agent_id,
+        })?;
+        let wait = req.wait_seconds.unwrap_or(0);
+        if wait > spawn::MAX_WAIT_SECONDS {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!("wait_seconds: {wait}: at most {}", spawn::MAX_WAIT_SECONDS),
+            )
+            .with_field("wait_seconds"));
+        }
+        Ok((id, wait))
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, agent_id: String) -> CoordResult<AgentOutputResult> {
-        let (agent, _) = match followed(c, &ctx, &agent_id, false).await {
-            Ok(found) => found,
-            Err(e) => return refuse(c, &ctx, e).await,
+    async fn execute(c: &Coordinator, ctx: OpCtx, (agent_id, wait): (String, u64)) -> CoordResult<AgentOutputResult> {
+        // A real process's end is awaited by reading its record now and then (it may be
+        // written by a supervisor in another process or on another machine).
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(wait);
+        let agent = loop {
+            let (agent, _) = match followed(c, &ctx, &agent_id, false).await {
+                Ok(found) => found,
+                Err(e) => return refuse(c, &ctx, e).await,
+            };
+            if !agent.status.is_active() || std::time::Instant::now() >= until {
+                break agent;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         };
         let output_tail = match (c.launcher.as_ref(), &agent.host, &agent.run_dir) {
             (Some(l), Some(host), Some(dir)) if *host == l.host() => l.output_tail(dir, OUTPUT_TAIL),
