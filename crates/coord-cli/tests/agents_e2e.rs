@@ -266,7 +266,8 @@ fn a_killed_or_stopped_spawned_worker_gives_its_work_back() {
 /// Spec 001's orchestration scenario for real: a Claude Code orchestrator set up by `coord
 /// init claude` calls the MCP tool `spawn_agent` (refused while its profile lacks
 /// `spawn_agent`, nothing registered); with an orchestrator profile the worker is registered
-/// under it, runs, and completes its task with its answer.
+/// under it, runs, and completes its task with its answer; `delegate_task` hands the
+/// orchestrator's model a worker's final answer as the tool's result.
 #[test]
 fn a_claude_code_orchestrator_spawns_a_worker_over_mcp() {
     scenario("orchestrator-spawns");

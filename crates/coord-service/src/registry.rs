@@ -166,6 +166,7 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<network::RecordSandboxRun>(),
         entry::<agents::RecordPreflight>(),
         entry::<spawn::SpawnAgent>(),
+        entry::<spawn::DelegateTask>(),
         entry::<spawn::GetAgentStatus>(),
         entry::<spawn::GetAgentOutput>(),
         entry::<spawn::ListSpawnedAgents>(),

@@ -865,6 +865,9 @@ def orchestrator_spawns(w):
         "O_plan": [{"tool": "spawn_agent", "input": {"agent": "code-reviewer", "task": "SCRIPT:O_review"}},
                    {"text": "spawned"}],
         "O_review": [{"tool": "Read", "input": {"file_path": shared}}, {"text": "REVIEW: shared.rs is fine"}],
+        "O_delegate": [{"tool": "delegate_task", "input": {"agent": "code-reviewer", "task": "SCRIPT:O_review",
+                                                           "wait_seconds": 120}},
+                       {"text": "delegated"}],
     })
     home = w.home("orchestrator")
     w.init_claude(home)
@@ -891,6 +894,12 @@ def orchestrator_spawns(w):
     check(out.get("result") == "REVIEW: shared.rs is fine", f"its answer: {out}")
     turn = [e for e in w.entries() if e.get("script") == "O_plan" and e.get("turn") == 1]
     check(turn and not turn[-1].get("last_is_error"), f"the orchestrator's model got the spawn's answer: {turn}")
+    # spec 002's delegate_task: the sub-agent's final answer comes back as the tool's result.
+    o = w.claude(home, "O_delegate", ["mcp__coord__delegate_task"], env)
+    o.wait(timeout=180)
+    turn = [e for e in w.entries() if e.get("script") == "O_delegate" and e.get("turn") == 1]
+    check(turn and "REVIEW: shared.rs is fine" in str(turn[-1].get("last_result")),
+          f"delegate_task answered the sub-agent's final answer to the orchestrator's model: {turn}")
     return f"{orchestrator} spawned {agent} over MCP; it completed its task"
 
 

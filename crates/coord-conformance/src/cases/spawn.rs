@@ -447,6 +447,69 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
         (SpawnStatus::Failed, Some(TaskStatus::Failed))
     );
 
+    // delegate_task: spawn, wait, answer the sub-agent's answer (its supervisor, played
+    // here, reports while the caller waits).
+    *recorder.fail_start.lock().unwrap() = false;
+    let hd = Harness::with_launcher(b, recorder.clone(), |_| {}).await;
+    let before = recorder.started.lock().unwrap().len();
+    let (watch, supervisor) = (recorder.clone(), hd.local.clone());
+    let report = tokio::spawn(async move {
+        let id = loop {
+            if let Some(id) = watch.started.lock().unwrap().get(before).cloned() {
+                break id;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        };
+        let done = SpawnUpdate::Ended {
+            status: SpawnStatus::Completed,
+            exit_code: Some(0),
+            result: Some("tokens are checked in src/auth/jwt.rs".into()),
+            error: None,
+            permission_denials: vec![],
+        };
+        supervisor.record_agent_run(&id, done).await.unwrap();
+    });
+    let delegated = run::<ops::DelegateTask>(
+        &hd,
+        &orchestrator,
+        serde_json::from_value(json!({"agent": "reviewer", "task": "how are tokens checked?", "wait_seconds": 60}))
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    report.await.unwrap();
+    assert_eq!(
+        (delegated.status, delegated.result.as_deref()),
+        (SpawnStatus::Completed, Some("tokens are checked in src/auth/jwt.rs"))
+    );
+    assert_eq!(
+        hd.task(&delegated.task_id).await.claimed_by.as_deref(),
+        Some(delegated.agent_id.as_str())
+    );
+    let bad = [
+        (
+            json!({"agent": "reviewer", "task": "x", "wait_seconds": 301}),
+            "wait_seconds",
+        ),
+        (json!({"agent": "reviewer", "task": "x", "colour": "red"}), ""),
+        (json!({"task": "x"}), "agent"),
+    ];
+    for (req, field) in bad {
+        let e = hd
+            .coord
+            .invoke(
+                coord_service::op_named("delegate_task").unwrap(),
+                &coord_domain::access::Principal::local(orchestrator.clone()),
+                Ok(req.clone()),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument, "{req}: {e:?}");
+        if !field.is_empty() {
+            assert_eq!(e.field.as_deref(), Some(field), "{req}: {e:?}");
+        }
+    }
+
     // A child that may spawn (given a profile that allows it) spawns at depth 2, never a
     // child with a tool it lacks, and its children not at all (depth 3).
     *recorder.fail_start.lock().unwrap() = false;

@@ -641,6 +641,49 @@ pub struct AgentOutputRequest {
     pub wait_seconds: Option<u64>,
 }
 
+/// `delegate_task`'s request: a spawn, and how long to wait for its answer. (The spawn's
+/// fields are repeated rather than `#[serde(flatten)]`ed: flattening would accept unknown
+/// fields, and unknown fields are refused.)
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DelegateTaskRequest {
+    /// The agent definition to run (`.claude/agents/<agent>.md`). Give this or `profile`.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// A spec 003 profile for a generic worker instead. Give this or `agent`.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// What it is to do.
+    pub task: String,
+    /// claude (default), codex or aider.
+    #[serde(default)]
+    pub runtime: Option<String>,
+    /// Stop it after this many minutes (at most its profile's `max_execution_time`).
+    #[serde(default)]
+    pub timeout_minutes: Option<i64>,
+    /// Wait up to this many seconds (default and most 300) for its final answer.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(max = 300)))]
+    pub wait_seconds: Option<u64>,
+}
+
+/// `delegate_task`'s answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct DelegateTaskResult {
+    pub success: bool,
+    pub agent_id: String,
+    pub task_id: String,
+    /// How its run ended (`running` when the wait ended first).
+    pub status: SpawnStatus,
+    /// Its final answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// `get_agent_status`, `get_agent_output` and `stop_agent` name the agent.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -10,9 +10,9 @@ use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect, Principal};
 use coord_domain::agents::preflight::{self, PreflightRequest};
 use coord_domain::agents::spawn::{
-    self, AgentOutputRequest, AgentOutputResult, AgentRef, AgentStatusResult, ListSpawnedAgentsRequest,
-    ListSpawnedAgentsResult, SpawnAgentRequest, SpawnAgentResult, SpawnPlan, SpawnStatus, SpawnUpdate, SpawnedAgent,
-    StopAgentRequest, StopAgentResult,
+    self, AgentOutputRequest, AgentOutputResult, AgentRef, AgentStatusResult, DelegateTaskRequest, DelegateTaskResult,
+    ListSpawnedAgentsRequest, ListSpawnedAgentsResult, SpawnAgentRequest, SpawnAgentResult, SpawnPlan, SpawnStatus,
+    SpawnUpdate, SpawnedAgent, StopAgentRequest, StopAgentResult,
 };
 use coord_domain::keys::RevokeApiKeyRequest;
 use coord_domain::profiles::{self, Need, Permission, Resource};
@@ -70,13 +70,80 @@ impl Operation for SpawnAgent {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, plan: SpawnPlan) -> CoordResult<SpawnAgentResult> {
-        let spawn = match prepare(c, &ctx, plan).await {
-            Ok(spawn) => spawn,
+        spawn_one(c, &ctx, plan).await
+    }
+}
+
+/// A spawn from its checked plan: judged, registered (the store's transaction audits it,
+/// or its refusal), started.
+async fn spawn_one(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<SpawnAgentResult> {
+    let spawn = match prepare(c, ctx, plan).await {
+        Ok(spawn) => spawn,
+        Err(e) => return refuse(c, ctx, e).await,
+    };
+    let result = c.store().spawn_agent(ctx.clone(), spawn).await?;
+    start(c, result).await
+}
+
+pub struct DelegateTask;
+impl Operation for DelegateTask {
+    const NAME: &'static str = "delegate_task";
+    const SUMMARY: &'static str = "Run a sub-agent on a task and answer its final answer";
+    const DESCRIPTION: &'static str = "Delegate a task to a sub-agent (spec 002's delegate_task): spawn_agent with \
+        every rule of it (pre-flight, least privilege, limits, supervision), then wait up to wait_seconds (default \
+        and most 300) for its run to end. Takes agent (a definition in .claude/agents) or profile, the task, \
+        optional runtime and timeout_minutes. Answers {success:true, agent_id, task_id, status, result (its final \
+        answer), error}; a run still going after the wait answers status running: follow it with \
+        get_agent_output (wait_seconds).";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::new(Permission::SpawnAgent, 0).starting_work();
+    const HTTP: &'static [Http] = &[Http::post("/agents/delegate").errors(&[403, 404, 409, 503])];
+    const EXAMPLE: &'static str =
+        "{\"agent\": \"researcher\", \"task\": \"Summarise how src/auth validates tokens\", \"wait_seconds\": 120}";
+    type Request = DelegateTaskRequest;
+    type Response = DelegateTaskResult;
+    type Args = (SpawnPlan, u64);
+
+    fn uses((plan, _): &(SpawnPlan, u64)) -> Vec<(Resource, Vec<String>)> {
+        SpawnAgent::uses(plan)
+    }
+
+    fn validate(c: &Coordinator, who: &Identity, req: DelegateTaskRequest) -> CoordResult<(SpawnPlan, u64)> {
+        let wait = req.wait_seconds.unwrap_or(spawn::MAX_WAIT_SECONDS);
+        if wait > spawn::MAX_WAIT_SECONDS {
+            return Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!("wait_seconds: {wait}: at most {}", spawn::MAX_WAIT_SECONDS),
+            )
+            .with_field("wait_seconds"));
+        }
+        let spawn = SpawnAgentRequest {
+            agent: req.agent,
+            profile: req.profile,
+            task: req.task,
+            runtime: req.runtime,
+            task_type: None,
+            timeout_minutes: req.timeout_minutes,
+        };
+        Ok((SpawnAgent::validate(c, who, spawn)?, wait))
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, (plan, wait): (SpawnPlan, u64)) -> CoordResult<DelegateTaskResult> {
+        let spawned = spawn_one(c, &ctx, plan).await?;
+        let agent = match ended_within(c, &ctx, &spawned.agent_id, wait).await {
+            Ok(agent) => agent,
             Err(e) => return refuse(c, &ctx, e).await,
         };
-        // The store's transaction audits the spawn, or its refusal.
-        let result = c.store().spawn_agent(ctx.clone(), spawn).await?;
-        start(c, result).await
+        let result = DelegateTaskResult {
+            success: true,
+            agent_id: agent.agent_id,
+            task_id: agent.task_id,
+            status: agent.status,
+            result: agent.result,
+            error: agent.error,
+        };
+        answer(c, &ctx, result).await
     }
 }
 
@@ -242,6 +309,20 @@ async fn followed(
     Ok((agent, task))
 }
 
+/// The record once its run ended, or as it is after `wait` seconds. A real process's end
+/// is awaited by reading its record now and then (a supervisor in another process, or on
+/// another machine, writes it).
+async fn ended_within(c: &Coordinator, ctx: &OpCtx, agent_id: &str, wait: u64) -> CoordResult<SpawnedAgent> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(wait);
+    loop {
+        let (agent, _) = followed(c, ctx, agent_id, false).await?;
+        if !agent.status.is_active() || std::time::Instant::now() >= until {
+            return Ok(agent);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
 /// The pid of an active agent's supervisor that ran on this machine and is gone.
 fn supervisor_gone(c: &Coordinator, agent: &SpawnedAgent) -> Option<u32> {
     let launcher = c.launcher.as_ref()?;
@@ -400,18 +481,9 @@ impl Operation for GetAgentOutput {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, (agent_id, wait): (String, u64)) -> CoordResult<AgentOutputResult> {
-        // A real process's end is awaited by reading its record now and then (it may be
-        // written by a supervisor in another process or on another machine).
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(wait);
-        let agent = loop {
-            let (agent, _) = match followed(c, &ctx, &agent_id, false).await {
-                Ok(found) => found,
-                Err(e) => return refuse(c, &ctx, e).await,
-            };
-            if !agent.status.is_active() || std::time::Instant::now() >= until {
-                break agent;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let agent = match ended_within(c, &ctx, &agent_id, wait).await {
+            Ok(agent) => agent,
+            Err(e) => return refuse(c, &ctx, e).await,
         };
         let output_tail = match (c.launcher.as_ref(), &agent.host, &agent.run_dir) {
             (Some(l), Some(host), Some(dir)) if *host == l.host() => l.output_tail(dir, OUTPUT_TAIL),
