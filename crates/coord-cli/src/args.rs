@@ -222,6 +222,9 @@ pub enum Command {
     /// launching one in the sandbox with least privilege (docs/agents.md)
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Run one agent of the registry on a task from the shell (spec 002's `--agent`):
+    /// `coord agent run` with the agent named by --agent; prints its final answer
+    Run(Box<RunArgs>),
     /// The egress proxy alone: HTTP CONNECT and plain-HTTP forwarding for agents that
     /// authenticate with `Proxy-Authorization: Basic <agent id>:<managed API key>`
     /// (`coord keys create`), each held to its own network policy; every attempt is
@@ -858,9 +861,9 @@ pub struct AgentSpawnArgs {
 pub struct AgentFlagsArgs {
     /// The agent: its definition's `name:` (or file name) in .claude/agents
     pub agent: String,
-    /// claude, codex or aider
-    #[arg(long, default_value = "claude")]
-    pub runtime: String,
+    /// claude, codex or aider (default: the definition's runtime, else claude)
+    #[arg(long)]
+    pub runtime: Option<String>,
     /// The task (default: a placeholder)
     #[arg(long, default_value = "$TASK")]
     pub task: String,
@@ -868,13 +871,32 @@ pub struct AgentFlagsArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct AgentRunArgs {
-    /// The agent: its definition's `name:` (or file name) in .claude/agents
+    /// The agent: its id in the registry (`name:` of .claude/agents/*.md, `id` of agents.json)
     pub agent: String,
     /// What the agent is asked to do
     pub task: String,
-    /// claude, codex or aider
-    #[arg(long, default_value = "claude")]
-    pub runtime: String,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// `coord run --agent ID TASK` (spec 002's `cli.py --agent researcher`): `coord agent run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The agent: its id in the registry (`name:` of .claude/agents/*.md, `id` of agents.json)
+    #[arg(long, value_name = "ID")]
+    pub agent: String,
+    /// What the agent is asked to do
+    pub task: String,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// How an agent is launched (`coord agent run`, `coord run --agent`).
+#[derive(Debug, clap::Args)]
+pub struct LaunchArgs {
+    /// claude, codex or aider (default: the definition's runtime, else claude)
+    #[arg(long)]
+    pub runtime: Option<String>,
     /// The runtime's program (default: claude, codex or aider on the PATH)
     #[arg(long)]
     pub program: Option<std::path::PathBuf>,
@@ -1230,6 +1252,15 @@ pub enum AgentStatusArg {
 
 #[derive(Debug, Subcommand)]
 pub enum AgentsCommand {
+    /// The agent registry (spec 002's `/agents`): every definition of
+    /// .claude/agents/*.md and agents.json, checked, with each invalid one's errors;
+    /// exits 2 when one is invalid
+    List,
+    /// One definition of the registry: profile, tools, runtime, delegation, prompt
+    Show {
+        /// Its id (`name:` of a .md file, `id` of agents.json)
+        agent: String,
+    },
     /// Start a session so other agents can discover you
     Register {
         /// Something you can do, e.g. coding, testing, review (repeatable)

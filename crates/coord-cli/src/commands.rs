@@ -69,6 +69,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Proxy(_)
         | Command::Sandbox(_)
         | Command::Agent(_)
+        | Command::Run(_)
         | Command::Keys(_)
         | Command::Cloud(_)
         | Command::Ports(_)
@@ -228,6 +229,9 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
 async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;
     match cmd {
+        // Read from the workspace before a coordinator is opened (lib.rs).
+        // `lib::run` reads the registry before opening a coordinator.
+        AgentsCommand::List | AgentsCommand::Show { .. } => out.error(&coord_domain::CoordError::internal()),
         AgentsCommand::Register {
             capabilities,
             current_task,

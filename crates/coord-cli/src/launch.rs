@@ -3,13 +3,14 @@
 //! launch itself — its own identity, key and profile, inside the sandbox, supervised.
 
 use crate::args::ValidationArgs;
-use crate::args::{AgentCommand, AgentFlagsArgs, AgentRunArgs};
+use crate::args::{AgentCommand, AgentFlagsArgs, AgentRunArgs, LaunchArgs};
 use crate::context::Context;
 use crate::open;
 use crate::output::{self, Output};
 use crate::sandbox::{Enforced, advisory_proxy, enforced_command, unavailable};
 use coord_domain::access::Principal;
 use coord_domain::agents::preflight::{self, LaunchPlanSummary, PreflightRequest, Validator, Verdict};
+use coord_domain::agents::registry::{self, Entry, NotFound};
 use coord_domain::agents::spawn::{self, SpawnStatus, SpawnUpdate, SpawnedAgent};
 use coord_domain::agents::{self, AgentDefinition, FieldError, LaunchInputs, LaunchPlan, Runtime};
 use coord_domain::keys::{CreateApiKeyRequest, RevokeApiKeyRequest};
@@ -52,7 +53,7 @@ pub const DEFINITIONS: &str = ".claude/agents";
 pub async fn run(cmd: AgentCommand, ctx: &Context, out: Output) -> u8 {
     let r = match cmd {
         AgentCommand::List => return list(ctx, out),
-        AgentCommand::Show { agent } => find(ctx, &agent).map(|(path, d)| show(&path, &d, ctx, out)),
+        AgentCommand::Show { agent } => return show_agent(ctx, &agent, out),
         AgentCommand::Flags(args) => flags(&args, ctx, out),
         AgentCommand::Run(args) => launch(*args, ctx, out, None).await,
         // (Not `agent_id`: clap would take it for the global --agent-id, the caller.)
@@ -69,8 +70,9 @@ pub async fn run(cmd: AgentCommand, ctx: &Context, out: Output) -> u8 {
     }
 }
 
-/// Every `.md` file of `.claude/agents`, read and checked, by file name.
-fn definitions(ctx: &Context) -> Vec<(PathBuf, Result<AgentDefinition, Vec<FieldError>>)> {
+/// The registry: every `.md` file of `.claude/agents` (by file name) and the entries of
+/// `agents.json`, each checked, then checked against each other.
+pub(crate) fn definitions(ctx: &Context) -> Vec<Entry> {
     let dir = ctx.repo_root.join(DEFINITIONS);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|d| {
@@ -81,146 +83,141 @@ fn definitions(ctx: &Context) -> Vec<(PathBuf, Result<AgentDefinition, Vec<Field
         })
         .unwrap_or_default();
     files.sort();
-    files
+    let too_big = |limit: usize| Err(vec![FieldError::new("file", format!("larger than {limit} bytes"))]);
+    let unreadable = |e: std::io::Error| Err(vec![FieldError::new("file", format!("unreadable: {e}"))]);
+    let mut entries: Vec<Entry> = files
         .into_iter()
         .map(|p| {
             let parsed = match std::fs::metadata(&p) {
-                Ok(m) if m.len() > agents::definition::MAX_DEFINITION_BYTES as u64 => Err(vec![FieldError {
-                    field: "file".into(),
-                    reason: format!("larger than {} bytes", agents::definition::MAX_DEFINITION_BYTES),
-                }]),
-                _ => match std::fs::read_to_string(&p) {
-                    Ok(text) => agents::parse_definition(&text),
-                    Err(e) => Err(vec![FieldError {
-                        field: "file".into(),
-                        reason: format!("unreadable: {e}"),
-                    }]),
-                },
+                Ok(m) if m.len() > agents::definition::MAX_DEFINITION_BYTES as u64 => {
+                    too_big(agents::definition::MAX_DEFINITION_BYTES)
+                }
+                _ => std::fs::read_to_string(&p).map_or_else(unreadable, |text| agents::parse_definition(&text)),
             };
-            (p, parsed)
+            let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned());
+            let claimed = parsed.as_ref().ok().map(|d| d.name.clone()).or(stem);
+            Entry::new(relative(ctx, &p), None, claimed, parsed)
         })
-        .collect()
+        .collect();
+    let json = ctx.repo_root.join(registry::AGENTS_JSON);
+    match std::fs::metadata(&json) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Ok(m) if m.len() > registry::MAX_AGENTS_JSON_BYTES as u64 => entries.push(Entry::new(
+            registry::AGENTS_JSON,
+            None,
+            None,
+            too_big(registry::MAX_AGENTS_JSON_BYTES),
+        )),
+        _ => match std::fs::read_to_string(&json) {
+            Ok(text) => entries.extend(registry::parse_agents_json(registry::AGENTS_JSON, &text)),
+            Err(e) => entries.push(Entry::new(registry::AGENTS_JSON, None, None, unreadable(e))),
+        },
+    }
+    registry::assemble(entries)
 }
 
 fn relative(ctx: &Context, p: &Path) -> String {
     p.strip_prefix(&ctx.repo_root).unwrap_or(p).display().to_string()
 }
 
-fn invalid(ctx: &Context, path: &Path, errors: &[FieldError]) -> CoordError {
-    let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    CoordError::new(
-        ErrorCode::InvalidArgument,
-        format!(
-            "{} is not a valid agent definition: {}",
-            relative(ctx, path),
-            list.join("; ")
-        ),
-    )
-    .with_detail("errors", json!(errors))
-    .with_detail("file", relative(ctx, path))
-}
-
-/// The definition named `name` (its `name:` or its file name).
-pub(crate) fn find(ctx: &Context, name: &str) -> CoordResult<(PathBuf, AgentDefinition)> {
+/// The valid definition `name` of the registry.
+pub(crate) fn find(ctx: &Context, name: &str) -> CoordResult<(String, AgentDefinition)> {
     let all = definitions(ctx);
-    let stem = |p: &Path| {
-        p.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let named: Vec<&PathBuf> = all
-        .iter()
-        .filter(|(_, d)| d.as_ref().is_ok_and(|d| d.name == name))
-        .map(|(p, _)| p)
-        .collect();
-    if named.len() > 1 {
-        // Never pick one: a file added later could shadow the reviewed definition.
-        return Err(CoordError::new(
-            ErrorCode::InvalidArgument,
-            format!(
-                "{} files define an agent named {name:?}: {}; keep one",
-                named.len(),
-                named.iter().map(|p| relative(ctx, p)).collect::<Vec<_>>().join(", ")
-            ),
-        ));
-    }
-    let hit = all
-        .iter()
-        .find(|(_, d)| d.as_ref().is_ok_and(|d| d.name == name))
-        .or_else(|| all.iter().find(|(p, _)| stem(p) == name));
-    match hit {
-        Some((p, Ok(d))) => Ok((p.clone(), d.clone())),
-        Some((p, Err(errors))) => Err(invalid(ctx, p, errors)),
-        None => {
-            let known: Vec<String> = all
+    match registry::find(&all, name) {
+        Ok(d) => {
+            let place = all
                 .iter()
-                .map(|(p, d)| d.as_ref().map_or_else(|_| stem(p), |d| d.name.clone()))
-                .collect();
-            Err(CoordError::new(
-                ErrorCode::NotFound,
-                format!(
-                    "no agent definition named {name:?} in {}/ ({})",
-                    DEFINITIONS,
-                    if known.is_empty() {
-                        "there are none: add <name>.md with name, description and tools".to_string()
-                    } else {
-                        format!("there are: {}", known.join(", "))
-                    }
-                ),
-            ))
+                .find(|e| e.definition() == Some(d))
+                .map(Entry::place)
+                .unwrap_or_default();
+            Ok((place, d.clone()))
         }
+        Err(NotFound::Invalid { place, errors }) => {
+            let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            Err(CoordError::new(
+                ErrorCode::InvalidArgument,
+                format!("{place} is not a valid agent definition: {}", list.join("; ")),
+            )
+            .with_detail("errors", json!(errors))
+            .with_detail("file", place))
+        }
+        Err(NotFound::Missing { known }) => Err(CoordError::new(
+            ErrorCode::NotFound,
+            format!(
+                "no agent {name:?} in the registry ({DEFINITIONS}/*.md, {}): {}",
+                registry::AGENTS_JSON,
+                if known.is_empty() {
+                    "there are none: see docs/agents.md".to_string()
+                } else {
+                    format!("there are: {}", known.join(", "))
+                }
+            ),
+        )
+        .with_detail("known", json!(known))),
     }
 }
 
-fn list(ctx: &Context, out: Output) -> u8 {
-    let mut all = definitions(ctx);
-    // Two files naming one agent: both refused, as `run` refuses them.
-    let names: Vec<Option<String>> = all
-        .iter()
-        .map(|(_, d)| d.as_ref().ok().map(|d| d.name.clone()))
-        .collect();
-    for i in 0..all.len() {
-        let Some(name) = &names[i] else { continue };
-        let others: Vec<String> = (0..all.len())
-            .filter(|&j| j != i && names[j].as_ref() == Some(name))
-            .map(|j| relative(ctx, &all[j].0))
-            .collect();
-        if !others.is_empty() {
-            all[i].1 = Err(vec![FieldError {
-                field: "name".into(),
-                reason: format!("{name:?} is also defined by {}", others.join(", ")),
-            }]);
-        }
-    }
-    let bad = all.iter().any(|(_, d)| d.is_err());
+/// `coord agents list` / `coord agent list`: the registry, invalid entries with their errors.
+pub(crate) fn list(ctx: &Context, out: Output) -> u8 {
+    let all = definitions(ctx);
+    let bad = all.iter().any(|e| e.definition().is_none());
     if out.json {
         let rows: Vec<serde_json::Value> = all
             .iter()
-            .map(|(p, d)| match d {
-                Ok(d) => json!({"file": relative(ctx, p), "valid": true, "definition": d}),
-                Err(e) => json!({"file": relative(ctx, p), "valid": false, "errors": e}),
+            .map(|e| {
+                let mut row = json!({"file": e.file, "valid": e.definition().is_some()});
+                if let Some(at) = &e.at {
+                    row["at"] = json!(at);
+                }
+                match e.definition() {
+                    Some(d) => row["definition"] = json!(d),
+                    None => row["errors"] = json!(e.errors()),
+                }
+                row
             })
             .collect();
         println!("{}", json!({"success": !bad, "agents": rows}));
     } else if all.is_empty() {
-        println!("no agent definitions in {DEFINITIONS}/ (see docs/agents.md)");
+        println!(
+            "no agent definitions in {DEFINITIONS}/ or {} (see docs/agents.md)",
+            registry::AGENTS_JSON
+        );
     } else {
-        let mut t = output::table(&["NAME", "PROFILE", "TOOLS", "FILE", "DESCRIPTION"]);
-        for (p, d) in &all {
-            match d {
-                Ok(d) => t.add_row(vec![
+        let mut t = output::table(&[
+            "ID",
+            "PROFILE",
+            "RUNTIME",
+            "TOOLS",
+            "DELEGATES TO",
+            "WHERE",
+            "DESCRIPTION",
+        ]);
+        for e in &all {
+            match e.definition() {
+                Some(d) => t.add_row(vec![
                     d.name.clone(),
                     d.profile.to_string(),
+                    d.runtime.unwrap_or(Runtime::Claude).name().to_string(),
                     d.tools.join(","),
-                    relative(ctx, p),
+                    d.delegates_to.join(","),
+                    e.place(),
                     output::ellipsis(&d.description, 50),
                 ]),
-                Err(e) => t.add_row(vec![
+                None => t.add_row(vec![
                     "(invalid)".into(),
                     "-".into(),
                     "-".into(),
-                    relative(ctx, p),
-                    output::ellipsis(&e.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "), 100),
+                    "-".into(),
+                    "-".into(),
+                    e.place(),
+                    output::ellipsis(
+                        &e.errors()
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                        100,
+                    ),
                 ]),
             };
         }
@@ -229,15 +226,23 @@ fn list(ctx: &Context, out: Output) -> u8 {
     if bad { output::EXIT_USAGE } else { output::EXIT_OK }
 }
 
-fn show(path: &Path, d: &AgentDefinition, ctx: &Context, out: Output) -> u8 {
+/// `coord agents show ID` / `coord agent show ID`.
+pub(crate) fn show_agent(ctx: &Context, name: &str, out: Output) -> u8 {
+    match find(ctx, name) {
+        Ok((place, d)) => show(&place, &d, out),
+        Err(e) => out.error(&e),
+    }
+}
+
+fn show(place: &str, d: &AgentDefinition, out: Output) -> u8 {
     if out.json {
-        println!(
-            "{}",
-            json!({"success": true, "file": relative(ctx, path), "definition": d})
-        );
+        println!("{}", json!({"success": true, "file": place, "definition": d}));
         return output::EXIT_OK;
     }
-    println!("{} ({})", d.name, relative(ctx, path));
+    match &d.display_name {
+        Some(n) => println!("{} — {n} ({place})", d.name),
+        None => println!("{} ({place})", d.name),
+    }
     println!("  description: {}", d.description);
     println!(
         "  profile:     {} (from {}; coord profile {})",
@@ -247,12 +252,24 @@ fn show(path: &Path, d: &AgentDefinition, ctx: &Context, out: Output) -> u8 {
     );
     println!("  tools:       {}", d.tools.join(", "));
     println!("  writable:    {:?}", d.profile.writable());
+    println!("  runtime:     {}", d.runtime.map_or("claude (default)", Runtime::name));
     if let Some(m) = &d.model {
         println!("  model:       {m}");
     }
     println!(
         "  max turns:   {}",
         d.max_turns.unwrap_or(agents::launch::DEFAULT_MAX_TURNS)
+    );
+    if let Some(p) = &d.parent {
+        println!("  parent:      {p} (may delegate to it)");
+    }
+    println!(
+        "  delegates:   {}",
+        if d.delegates_to.is_empty() {
+            "to nobody (when spawned; its children excepted)".to_string()
+        } else {
+            d.delegates_to.join(", ")
+        }
     );
     println!("  prompt:      {}", output::ellipsis(&d.prompt, 200));
     output::EXIT_OK
@@ -267,7 +284,11 @@ pub(crate) fn provider_keys(runtime: Runtime) -> &'static [&'static str] {
     }
 }
 
-fn runtime(name: &str) -> CoordResult<Runtime> {
+/// The runtime asked for, else the definition's, else Claude Code.
+fn runtime(asked: Option<&str>, d: &AgentDefinition) -> CoordResult<Runtime> {
+    let Some(name) = asked else {
+        return Ok(d.runtime.unwrap_or(Runtime::Claude));
+    };
     Runtime::parse(name).ok_or_else(|| {
         CoordError::new(
             ErrorCode::InvalidArgument,
@@ -295,8 +316,8 @@ fn shell_line(argv: &[String]) -> String {
 }
 
 fn flags(args: &AgentFlagsArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
-    let runtime = runtime(&args.runtime)?;
     let (_, d) = find(ctx, &args.agent)?;
+    let runtime = runtime(args.runtime.as_deref(), &d)?;
     let coord_env = coord_env("$AGENT_ID", API_PORT);
     let workspace = ctx.repo_root.to_string_lossy();
     let plan = agents::plan(
@@ -539,13 +560,15 @@ async fn supervise_spawned(agent_id: &str, ctx: &Context, out: Output) -> CoordR
     let args = AgentRunArgs {
         agent: record.definition.name.clone(),
         task: record.task.clone(),
-        runtime: record.runtime.name().into(),
-        program: None,
-        model_url: None,
-        timeout: None,
-        env: Vec::new(),
-        resolve: Vec::new(),
-        validation: ValidationArgs::already_judged(),
+        launch: LaunchArgs {
+            runtime: Some(record.runtime.name().into()),
+            program: None,
+            model_url: None,
+            timeout: None,
+            env: Vec::new(),
+            resolve: Vec::new(),
+            validation: ValidationArgs::already_judged(),
+        },
     };
     let task = record.task_id.clone();
     let outcome = launch(args, ctx, out, Some(record)).await;
@@ -627,11 +650,11 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
         ctx,
         "`coord agent run` (it serves the coordinator to the agent it launches)",
     )?;
-    let runtime = runtime(&args.runtime)?;
     let d = match &spawned {
         Some(record) => record.definition.clone(),
         None => find(ctx, &args.agent)?.1,
     };
+    let runtime = runtime(args.launch.runtime.as_deref(), &d)?;
     if args.task.trim().is_empty() {
         return Err(CoordError::new(ErrorCode::InvalidArgument, "the task is empty").with_field("task"));
     }
@@ -653,7 +676,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
             "COORD_SANDBOX_ENABLED=false: Aider has no permission system of its own; it runs only inside the sandbox",
         ));
     }
-    for e in &args.env {
+    for e in &args.launch.env {
         if !sandbox::valid_env_name(e.split_once('=').map_or(e.as_str(), |(k, _)| k)) {
             return Err(CoordError::new(
                 ErrorCode::InvalidArgument,
@@ -662,14 +685,18 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
             .with_field("env"));
         }
     }
-    if args.timeout.is_some_and(|t| t < std::time::Duration::from_secs(1)) {
+    if args
+        .launch
+        .timeout
+        .is_some_and(|t| t < std::time::Duration::from_secs(1))
+    {
         return Err(CoordError::new(ErrorCode::InvalidArgument, "--timeout: give at least 1s").with_field("timeout"));
     }
-    let v = &args.validation;
+    let v = &args.launch.validation;
     if !v.no_validation && v.validator_command.is_none() && v.validator_url.is_none() {
         return Err(no_validator());
     }
-    let program = program_of(runtime, args.program.clone()).await?;
+    let program = program_of(runtime, args.launch.program.clone()).await?;
     if !d.tools_enforced_by(runtime) {
         eprintln!(
             "coord agent: note: {} has no per-tool list; {}'s `tools:` are not enforced by it (the sandbox decides what it can write and reach)",
@@ -688,7 +715,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
         );
         None
     };
-    let resolver = Resolver::with_pins(&args.resolve)
+    let resolver = Resolver::with_pins(&args.launch.resolve)
         .map_err(|m| CoordError::new(ErrorCode::InvalidArgument, format!("--resolve {m}")).with_field("resolve"))?;
     // The model endpoint: relayed when it is plain HTTP on loopback (no proxy can reach
     // this machine's loopback for the agent), otherwise reached through the proxy, its
@@ -698,6 +725,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
         Runtime::Codex | Runtime::Aider => "OPENAI_BASE_URL",
     };
     let model_url = args
+        .launch
         .model_url
         .clone()
         .or_else(|| std::env::var(key_var).ok().filter(|u| !u.trim().is_empty()));
@@ -744,6 +772,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
     let deadline = match &spawned {
         Some(record) => std::time::Duration::from_secs(u64::try_from(record.deadline_minutes).unwrap_or(1) * 60),
         None => args
+            .launch
             .timeout
             .or(limit)
             .unwrap_or(std::time::Duration::from_secs(30 * 60)),
@@ -764,10 +793,10 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
             policy,
             model_url.clone(),
             bwrap.is_some(),
-            &args.env,
-            &args.resolve,
+            &args.launch.env,
+            &args.launch.resolve,
         );
-        let (validator, verdict, failure) = judge(&args.validation, &summary).await?;
+        let (validator, verdict, failure) = judge(&args.launch.validation, &summary).await?;
         call::<agent_ops::RecordPreflight, _>(
             &*coord,
             &operator,
@@ -1031,7 +1060,7 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
     }
 
     let here: Vec<(String, String)> = std::env::vars().collect();
-    let mut passed: Vec<String> = s.args.env.clone();
+    let mut passed: Vec<String> = s.args.launch.env.clone();
     // The runtime's own provider key only.
     passed.extend(provider_keys(s.runtime).iter().map(|k| k.to_string()));
     let mut env = sandbox::passed_env(&here, &passed);

@@ -57,6 +57,7 @@ pub fn main() -> ExitCode {
             | Command::Agent(
                 args::AgentCommand::Run(_) | args::AgentCommand::Spawn(_) | args::AgentCommand::Supervise { .. }
             )
+            | Command::Run(_)
             | Command::Call(_)
             | Command::Hook { .. }
     );
@@ -69,9 +70,12 @@ pub fn main() -> ExitCode {
     }
     // Servers get worker threads; one-shot commands need none.
     let mut builder = match cli.command {
-        Command::Serve(_) | Command::Mcp | Command::Proxy(_) | Command::Sandbox(_) | Command::Agent(_) => {
-            tokio::runtime::Builder::new_multi_thread()
-        }
+        Command::Serve(_)
+        | Command::Mcp
+        | Command::Proxy(_)
+        | Command::Sandbox(_)
+        | Command::Agent(_)
+        | Command::Run(_) => tokio::runtime::Builder::new_multi_thread(),
         _ => tokio::runtime::Builder::new_current_thread(),
     };
     let runtime = match builder.enable_all().build() {
@@ -134,8 +138,20 @@ pub async fn run(cli: Cli) -> u8 {
     if let Command::Sandbox(cmd) = cli.command {
         return sandbox::run(cmd, &ctx, out).await;
     }
-    if let Command::Agent(cmd) = cli.command {
-        return launch::run(cmd, &ctx, out).await;
+    match cli.command {
+        Command::Agent(cmd) => return launch::run(cmd, &ctx, out).await,
+        Command::Run(args) => {
+            let args = args::AgentRunArgs {
+                agent: args.agent,
+                task: args.task,
+                launch: args.launch,
+            };
+            return launch::run(args::AgentCommand::Run(Box::new(args)), &ctx, out).await;
+        }
+        // The registry is the workspace's files: no coordinator needed.
+        Command::Agents(args::AgentsCommand::List) => return launch::list(&ctx, out),
+        Command::Agents(args::AgentsCommand::Show { agent }) => return launch::show_agent(&ctx, &agent, out),
+        _ => {}
     }
     if let Command::Ports(cmd) = cli.command {
         let ports = match open::ports(&ctx) {

@@ -1520,3 +1520,76 @@ fn agent_definitions_are_listed_checked_and_turned_into_flags() {
     let (v, c) = repo.json_as("user", &["agent", "show", "code-reviewer"]);
     assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
 }
+
+/// Spec 002's registry: agents.json beside the .md files, `coord agents list|show`
+/// (its `/agents`), `coord run --agent` (its `--agent`), field errors with their path.
+#[test]
+fn the_agent_registry_reads_agents_json_and_runs_an_agent_by_id() {
+    let repo = Repo::new();
+    let dir = repo.root().join(".claude/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("lead.md"),
+        "---\nname: lead\ndescription: Leads\ntools: Read, Grep\ndelegatesTo: [researcher]\n---\nYou lead.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.root().join("agents.json"),
+        r#"[
+  {"id": "researcher", "name": "Researcher", "description": "Reads and summarises", "tools": ["Read", "Grep"],
+   "system_prompt": "You research.", "parent_id": "lead", "runtime": "codex"},
+  {"id": "coder", "name": "Senior Engineer", "description": "Expert Python/JS developer.", "tools": ["all"]},
+  {"id": "scout", "description": "x", "tools": ["google_search"], "delegates_to": ["ghost"]}
+]"#,
+    )
+    .unwrap();
+    let (v, c) = repo.json_as("user", &["agents", "list"]);
+    assert_eq!(c, 2, "one invalid entry: {v}");
+    let rows = v["agents"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{v}");
+    assert_eq!(rows[1]["at"], "agents[0]");
+    assert_eq!(rows[1]["definition"]["prompt"], "You research.");
+    assert_eq!(rows[2]["definition"]["profile"], "write", "coder writes (spec 003)");
+    let fields: Vec<&str> = rows[3]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["agents[2].tools[0]"], "{v}");
+    let (v, c) = repo.json_as("user", &["agents", "show", "lead"]);
+    assert_eq!(c, 0, "{v}");
+    assert_eq!(v["definition"]["children"], serde_json::json!(["researcher"]));
+    assert_eq!(v["definition"]["delegates_to"], serde_json::json!(["researcher"]));
+    let (v, c) = repo.json_as("user", &["agents", "show", "scout"]);
+    assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
+    assert_eq!(v["file"], "agents.json agents[2]", "{v}");
+    let out = repo.run(&["agents", "list"]);
+    assert!(
+        stdout(&out).contains("Read,Grep,Glob,Edit,Write,NotebookEdit,Bash"),
+        "{}",
+        stdout(&out)
+    );
+    // `coord run --agent` is `coord agent run`: the same checks before anything starts.
+    let (v, c) = repo.json_as("user", &["run", "--agent", "nobody", "x"]);
+    assert_eq!((c, v["error"].as_str()), (1, Some("not_found")), "{v}");
+    let (v, c) = repo.json_as(
+        "user",
+        &[
+            "run",
+            "--agent",
+            "researcher",
+            "x",
+            "--no-validation",
+            "--program",
+            "/nope/codex",
+        ],
+    );
+    assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("/nope/codex"),
+        "the definition's runtime: {v}"
+    );
+    let (v, _) = repo.json_as("user", &["work", "list"]);
+    assert_eq!(v["tasks"].as_array().map(Vec::len), Some(0), "nothing registered: {v}");
+}

@@ -168,13 +168,26 @@ impl Coordinator {
     async fn admit<O: Operation>(&self, ctx: &mut OpCtx, who: &Principal) -> CoordResult<Option<(Profile, String)>> {
         ctx.who = who.caller.validate()?;
         authorize(who.credential, O::ACCESS)?;
-        let granted = self
-            .policy_stage(O::NAME, O::NEED, who.credential, &ctx.who, who.origin.as_ref())
-            .await?;
         // An agent coord spawned acts through its key only while its run is active. (Its
         // supervisor, a local process, still ends its session and task afterwards.)
-        if who.credential == Credential::Bound {
-            self.check_activation(&ctx.who, None).await?;
+        let spawned = match who.credential {
+            Credential::Bound if ctx.who.agent_type == coord_domain::agents::spawn::AGENT_TYPE => {
+                self.store.spawned_agent(&ctx.who.agent_id).await?.map(|(a, _)| a)
+            }
+            _ => None,
+        };
+        let granted = self
+            .policy_stage(
+                O::NAME,
+                O::NEED,
+                who.credential,
+                &ctx.who,
+                who.origin.as_ref(),
+                spawned.as_ref(),
+            )
+            .await?;
+        if let Some(agent) = &spawned {
+            coord_domain::agents::spawn::check_activation(agent, None)?;
         }
         Ok(granted)
     }
@@ -235,7 +248,7 @@ impl Coordinator {
     /// assignment, else its type's default, else least privilege. Answers the profile
     /// and the usage scope its limits are counted in, or `None` for an operator key
     /// running an administrative operation (operator keys administer, whoever they
-    /// name). A request that came with a managed key is counted per key, and its time
+    /// name). A spawned agent's profile has what its definition adds (delegation). A request that came with a managed key is counted per key, and its time
     /// runs from the key's issue: a key is issued for one cloud session or task, and
     /// registering a new coordinator session must not reset what its agent may still do.
     async fn policy_stage(
@@ -245,6 +258,7 @@ impl Coordinator {
         credential: Credential,
         id: &Identity,
         origin: Option<&KeyOrigin>,
+        spawned: Option<&coord_domain::agents::spawn::SpawnedAgent>,
     ) -> CoordResult<Option<(Profile, String)>> {
         if credential == Credential::Operator && need.permission.is_administrative() {
             return Ok(None);
@@ -254,6 +268,10 @@ impl Coordinator {
             .policy_facts(self.clock.now(), &id.agent_id, Some(&id.agent_type), UsageOf::Nothing)
             .await?;
         let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
+        let profile = match spawned {
+            Some(agent) => coord_domain::agents::spawn::delegation_grant(profile, agent),
+            None => profile,
+        };
         profiles::decide(&profile, operation, need)?;
         let started = match origin {
             Some(key) => key.issued_at,

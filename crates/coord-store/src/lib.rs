@@ -564,7 +564,7 @@ impl NewSpawn {
             &self.parent_profile,
             child,
             parent,
-            &self.record.definition.tools,
+            &self.record.definition,
             running,
             self.limits,
             self.timeout_minutes,

@@ -25,6 +25,8 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
 const REVIEWER: &str = "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\n---\nYou review code.\n";
+/// Delegates to itself (a delegation loop) and to generic writers.
+const LOOPER: &str = "---\nname: looper\ndescription: Delegates\ntools: Read, Grep\ndelegatesTo: [looper, write-worker]\n---\nDelegate.\n";
 
 /// A launcher that starts nothing (see the module's comment).
 #[derive(Default)]
@@ -39,15 +41,17 @@ pub(crate) struct Recorder {
 #[async_trait]
 impl Launcher for Recorder {
     fn definition(&self, name: &str) -> CoordResult<AgentDefinition> {
-        match name {
-            "reviewer" => {
-                parse_definition(REVIEWER).map_err(|e| CoordError::new(ErrorCode::InvalidArgument, format!("{e:?}")))
+        let text = match name {
+            "reviewer" => REVIEWER,
+            "looper" => LOOPER,
+            other => {
+                return Err(CoordError::new(
+                    ErrorCode::NotFound,
+                    format!("no agent definition named {other:?}"),
+                ));
             }
-            other => Err(CoordError::new(
-                ErrorCode::NotFound,
-                format!("no agent definition named {other:?}"),
-            )),
-        }
+        };
+        parse_definition(text).map_err(|e| CoordError::new(ErrorCode::InvalidArgument, format!("{e:?}")))
     }
 
     fn plan(&self, d: &AgentDefinition, runtime: Runtime, task: &str, policy: &str) -> LaunchPlanSummary {
@@ -510,15 +514,33 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
         }
     }
 
-    // A child that may spawn (given a profile that allows it) spawns at depth 2, never a
-    // child with a tool it lacks, and its children not at all (depth 3).
+    // A spawned agent delegates only as its definition says (reviewer: to nobody;
+    // looper: to itself and to generic writers), never a tool it lacks, and a
+    // delegation loop ends at the depth limit (2).
     *recorder.fail_start.lock().unwrap() = false;
     let h4 = Harness::with_launcher(b, recorder.clone(), |_| {}).await;
     let spawner =
         |name: &str, trust: u8, max: Value| profile(name, trust, &[Permission::Read, Permission::SpawnAgent], max);
     give(&h4, spawner("lead", 4, json!({"max_spawned_agents": 2})), "lead").await;
     let lead = operator("lead");
-    let child = run::<ops::SpawnAgent>(&h4, &lead, spawn_req(Some("reviewer"), None, "look"))
+    let reviewer = run::<ops::SpawnAgent>(&h4, &lead, spawn_req(Some("reviewer"), None, "look"))
+        .await
+        .unwrap();
+    give(&h4, spawner("sub-lead", 4, json!({})), &reviewer.agent_id).await;
+    let e = run::<ops::SpawnAgent>(
+        &h4,
+        &Caller::new(reviewer.agent_id.clone(), "worker"),
+        spawn_req(Some("reviewer"), None, "look closer"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        e.code,
+        ErrorCode::ToolExecutionDenied,
+        "reviewer delegates to nobody: {e:?}"
+    );
+    assert!(e.message.contains("does not delegate to reviewer"), "{e:?}");
+    let child = run::<ops::SpawnAgent>(&h4, &lead, spawn_req(Some("looper"), None, "delegate"))
         .await
         .unwrap();
     give(&h4, spawner("sub-lead", 4, json!({})), &child.agent_id).await;
@@ -531,27 +553,40 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
         ErrorCode::OperationNotPermitted,
         "a tool its parent lacks: {e:?}"
     );
-    let grandchild = run::<ops::SpawnAgent>(&h4, &child_caller, spawn_req(Some("reviewer"), None, "look closer"))
+    let e = run::<ops::DelegateTask>(
+        &h4,
+        &child_caller,
+        serde_json::from_value(json!({"agent": "reviewer", "task": "x", "wait_seconds": 0})).unwrap(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ToolExecutionDenied, "not in its delegatesTo: {e:?}");
+    let grandchild = run::<ops::DelegateTask>(
+        &h4,
+        &child_caller,
+        serde_json::from_value(json!({"agent": "looper", "task": "delegate again", "wait_seconds": 0})).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(grandchild.status, SpawnStatus::Starting, "{grandchild:?}");
+    let st = run::<ops::GetAgentStatus>(&h4, &child_caller, target(&grandchild.agent_id))
         .await
         .unwrap();
-    assert_eq!(grandchild.depth, 2);
+    assert_eq!(st.depth, 2);
     give(&h4, spawner("sub-sub-lead", 4, json!({})), &grandchild.agent_id).await;
-    let e = run::<ops::SpawnAgent>(
+    let e = run::<ops::DelegateTask>(
         &h4,
         &Caller::new(grandchild.agent_id.clone(), "worker"),
-        spawn_req(Some("reviewer"), None, "deeper"),
+        serde_json::from_value(json!({"agent": "looper", "task": "and again", "wait_seconds": 0})).unwrap(),
     )
     .await
     .unwrap_err();
     assert_eq!(
         (e.code, e.details.get("resource").and_then(|v| v.as_str())),
         (ErrorCode::ResourceLimitExceeded, Some("spawn_depth")),
-        "{e:?}"
+        "the loop ends at the depth limit: {e:?}"
     );
     // The lead's own max_spawned_agents (2): its third spawn is refused.
-    run::<ops::SpawnAgent>(&h4, &lead, spawn_req(Some("reviewer"), None, "two"))
-        .await
-        .unwrap();
     let e = run::<ops::SpawnAgent>(&h4, &lead, spawn_req(Some("reviewer"), None, "three"))
         .await
         .unwrap_err();

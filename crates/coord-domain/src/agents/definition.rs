@@ -20,7 +20,7 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             reason: reason.into(),
@@ -51,9 +51,38 @@ pub struct AgentDefinition {
     pub max_turns: Option<u32>,
     /// The body: the agent's system prompt.
     pub prompt: String,
+    /// A display name (`agents.json`'s `name`; the `.md` format has only the id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// The runtime it runs on unless a spawn names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<super::Runtime>,
+    /// The agents it may delegate to (`spawn_agent`, `delegate_task`) when it runs as a
+    /// spawned agent, besides its children; `*` for any. Empty: it delegates to nobody.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegates_to: Vec<String>,
+    /// The agent it works for (spec 002's `parent_id`): that agent may delegate to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The agents whose parent it is (filled in by the registry).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<String>,
 }
 
 impl AgentDefinition {
+    /// Whether this agent, running as a spawned agent, may have `child` launched: named
+    /// in its `delegates_to` (or `*` there), or `child`'s parent.
+    pub fn may_delegate_to(&self, child: &AgentDefinition) -> bool {
+        self.delegates_to.iter().any(|d| d == "*" || *d == child.name)
+            || child.parent.as_deref() == Some(&self.name)
+            || self.children.contains(&child.name)
+    }
+
+    /// Whether it may delegate to anyone.
+    pub fn delegates(&self) -> bool {
+        !self.delegates_to.is_empty() || !self.children.is_empty()
+    }
+
     /// Whether `runtime` itself keeps the agent to its `tools` (only Claude Code has a
     /// tool list; for the others the sandbox is all there is).
     pub fn tools_enforced_by(&self, runtime: super::Runtime) -> bool {
@@ -61,18 +90,75 @@ impl AgentDefinition {
     }
 }
 
-/// Front-matter fields coord reads.
-const FIELDS: &[&str] = &[
-    "name",
-    "description",
-    "tools",
-    "disallowedTools",
-    "model",
-    "maxTurns",
-    "profile",
-    "color",
-    "effort",
-];
+/// Where a format keeps each field: Claude Code's `.md` front matter (camelCase, the body
+/// is the prompt) or spec 002's `agents.json` (snake_case, an `id` and a display `name`).
+struct Format {
+    id: &'static str,
+    display_name: Option<&'static str>,
+    /// `None`: the body after the front matter.
+    prompt: Option<&'static str>,
+    tools: &'static str,
+    tools_alias: Option<&'static str>,
+    disallowed: &'static str,
+    max_turns: &'static str,
+    delegates_to: &'static str,
+    parent: &'static str,
+    /// Every field read (the rest are unknown).
+    known: &'static [&'static str],
+}
+
+const MARKDOWN: Format = Format {
+    id: "name",
+    display_name: None,
+    prompt: None,
+    tools: "tools",
+    tools_alias: None,
+    disallowed: "disallowedTools",
+    max_turns: "maxTurns",
+    delegates_to: "delegatesTo",
+    parent: "parent",
+    known: &[
+        "name",
+        "description",
+        "tools",
+        "disallowedTools",
+        "model",
+        "maxTurns",
+        "profile",
+        "runtime",
+        "delegatesTo",
+        "parent",
+        "color",
+        "effort",
+    ],
+};
+
+const JSON: Format = Format {
+    id: "id",
+    display_name: Some("name"),
+    prompt: Some("system_prompt"),
+    tools: "tools",
+    tools_alias: Some("allowed_tools"),
+    disallowed: "disallowed_tools",
+    max_turns: "max_turns",
+    delegates_to: "delegates_to",
+    parent: "parent_id",
+    known: &[
+        "id",
+        "name",
+        "description",
+        "system_prompt",
+        "tools",
+        "allowed_tools",
+        "disallowed_tools",
+        "model",
+        "max_turns",
+        "profile",
+        "runtime",
+        "delegates_to",
+        "parent_id",
+    ],
+};
 
 /// Claude Code fields that would widen what the profile decides: refused, not ignored.
 const DECIDED_BY_COORD: &[(&str, &str)] = &[
@@ -134,7 +220,9 @@ fn tool_list(field: &str, v: &Value, errors: &mut Vec<FieldError>) -> Vec<(Strin
     let mut out = Vec::new();
     for (at, t) in items {
         match t {
-            Value::String(name) if KNOWN_TOOLS.contains(&name.as_str()) || is_coord_mcp(&name) => out.push((at, name)),
+            Value::String(name) if KNOWN_TOOLS.contains(&name.as_str()) || is_coord_mcp(&name) || name == ALL_TOOLS => {
+                out.push((at, name))
+            }
             Value::String(name) if name.starts_with("mcp__") => errors.push(FieldError::new(
                 at,
                 format!("{name:?}: a launched agent has coord's MCP server only (mcp__coord or mcp__coord__<tool>)"),
@@ -142,7 +230,7 @@ fn tool_list(field: &str, v: &Value, errors: &mut Vec<FieldError>) -> Vec<(Strin
             Value::String(name) => errors.push(FieldError::new(
                 at,
                 format!(
-                    "unknown tool {name:?} (known: {}, mcp__coord, mcp__coord__<tool>)",
+                    "unknown tool {name:?} (known: {}, mcp__coord, mcp__coord__<tool>, all)",
                     KNOWN_TOOLS.join(", ")
                 ),
             )),
@@ -151,6 +239,9 @@ fn tool_list(field: &str, v: &Value, errors: &mut Vec<FieldError>) -> Vec<(Strin
     }
     out
 }
+
+/// `tools: [all]` (spec 002): every tool of the agent's profile.
+pub const ALL_TOOLS: &str = "all";
 
 fn is_coord_mcp(name: &str) -> bool {
     name == "mcp__coord"
@@ -181,8 +272,8 @@ fn string(field: &str, v: Option<&Value>, max: usize, errors: &mut Vec<FieldErro
     }
 }
 
-/// Reads a definition file's text. `stem` is the file name without `.md` (used in the
-/// error when `name` is missing). Errors list every problem found.
+/// Reads a definition file's text (`.claude/agents/<name>.md`). Errors list every
+/// problem found.
 pub fn parse_definition(text: &str) -> Result<AgentDefinition, Vec<FieldError>> {
     if text.len() > MAX_DEFINITION_BYTES {
         return Err(vec![FieldError::new(
@@ -206,58 +297,137 @@ pub fn parse_definition(text: &str) -> Result<AgentDefinition, Vec<FieldError>> 
             "must be a mapping of fields (name: ..., description: ...)",
         )]);
     };
+    from_fields(&map, &MARKDOWN, "", Some(body))
+}
+
+/// One entry of `agents.json` (spec 002's shape: `id`, `name`, `description`,
+/// `system_prompt`, `tools`, `parent_id`, and coord's `profile`, `runtime`,
+/// `delegates_to`, `model`, `max_turns`). `at` prefixes every field of an error
+/// (`agents[2].`).
+pub fn definition_from_json(value: &Value, at: &str) -> Result<AgentDefinition, Vec<FieldError>> {
+    match value {
+        Value::Object(map) => from_fields(map, &JSON, at, None),
+        _ => Err(vec![FieldError::new(
+            at.trim_end_matches('.'),
+            "not an object: give {\"id\": ..., \"description\": ..., \"tools\": [...]}",
+        )]),
+    }
+}
+
+/// A list of agent names (`delegates_to`): each a name, or `*`.
+fn name_list(field: &str, v: Option<&Value>, errors: &mut Vec<FieldError>) -> Vec<String> {
+    let items = match v {
+        None | Some(Value::Null) => return Vec::new(),
+        Some(Value::String(s)) => vec![Value::String(s.clone())],
+        Some(Value::Array(a)) => a.clone(),
+        Some(_) => {
+            errors.push(FieldError::new(field, "give a list of agent names (or \"*\" for any)"));
+            return Vec::new();
+        }
+    };
+    let mut out: Vec<String> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match item.as_str().map(str::trim) {
+            Some(n) if n == "*" || is_agent_name(n) => {
+                if !out.iter().any(|o| o == n) {
+                    out.push(n.to_string())
+                }
+            }
+            Some(n) => errors.push(FieldError::new(
+                format!("{field}[{i}]"),
+                format!("{n:?}: an agent name (lowercase letters, digits and '-') or \"*\""),
+            )),
+            None => errors.push(FieldError::new(format!("{field}[{i}]"), "not a string")),
+        }
+    }
+    out
+}
+
+fn is_agent_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= MAX_NAME_LEN
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+fn from_fields(
+    map: &serde_json::Map<String, Value>,
+    f: &Format,
+    at: &str,
+    body: Option<&str>,
+) -> Result<AgentDefinition, Vec<FieldError>> {
     let mut errors = Vec::new();
-    for key in map.keys() {
-        if FIELDS.contains(&key.as_str()) {
+    let key = |k: &str| format!("{at}{k}");
+    for k in map.keys() {
+        if f.known.contains(&k.as_str()) {
             continue;
         }
-        match DECIDED_BY_COORD.iter().find(|(k, _)| k == key) {
-            Some((_, why)) => errors.push(FieldError::new(key.as_str(), format!("not allowed: {why}"))),
+        match DECIDED_BY_COORD.iter().find(|(d, _)| d == k) {
+            Some((_, why)) => errors.push(FieldError::new(key(k), format!("not allowed: {why}"))),
             None => errors.push(FieldError::new(
-                key.as_str(),
-                format!("unknown field (known: {})", FIELDS.join(", ")),
+                key(k),
+                format!("unknown field (known: {})", f.known.join(", ")),
             )),
         }
     }
-    let name = string("name", map.get("name"), MAX_NAME_LEN, &mut errors);
     let absent = |k: &str| map.get(k).is_none_or(Value::is_null);
+    let name = string(&key(f.id), map.get(f.id), MAX_NAME_LEN, &mut errors);
     match &name {
-        None if absent("name") => errors.push(FieldError::new("name", "missing")),
-        Some(n)
-            if !n
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') =>
-        {
-            errors.push(FieldError::new(
-                "name",
-                format!("{n:?}: use lowercase letters, digits and '-'"),
-            ))
-        }
+        None if absent(f.id) => errors.push(FieldError::new(key(f.id), "missing")),
+        Some(n) if !is_agent_name(n) => errors.push(FieldError::new(
+            key(f.id),
+            format!("{n:?}: use lowercase letters, digits and '-'"),
+        )),
         _ => {}
     }
-    let description = string("description", map.get("description"), MAX_DESCRIPTION_LEN, &mut errors);
+    let display_name = f
+        .display_name
+        .and_then(|k| string(&key(k), map.get(k), MAX_NAME_LEN * 2, &mut errors));
+    let description = string(
+        &key("description"),
+        map.get("description"),
+        MAX_DESCRIPTION_LEN,
+        &mut errors,
+    );
     if absent("description") {
-        errors.push(FieldError::new("description", "missing"));
+        errors.push(FieldError::new(key("description"), "missing"));
     }
-    let model = string("model", map.get("model"), 100, &mut errors);
-    let max_turns = match map.get("maxTurns") {
+    let prompt = match (f.prompt, body) {
+        (Some(k), _) => string(&key(k), map.get(k), MAX_DEFINITION_BYTES, &mut errors).unwrap_or_default(),
+        (None, Some(b)) => b.trim().to_string(),
+        (None, None) => String::new(),
+    };
+    let model = string(&key("model"), map.get("model"), 100, &mut errors);
+    let max_turns = match map.get(f.max_turns) {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_u64().filter(|t| (1..=MAX_TURNS).contains(t)) {
             Some(t) => u32::try_from(t).ok(),
             None => {
-                errors.push(FieldError::new("maxTurns", format!("give 1 to {MAX_TURNS}")));
+                errors.push(FieldError::new(key(f.max_turns), format!("give 1 to {MAX_TURNS}")));
                 None
             }
         },
         Some(_) => {
-            errors.push(FieldError::new("maxTurns", "not a number"));
+            errors.push(FieldError::new(key(f.max_turns), "not a number"));
             None
         }
     };
-    let listed = map.get("tools").map(|v| tool_list("tools", v, &mut errors));
+    let tools_key = match f.tools_alias {
+        Some(alias) if !absent(alias) => {
+            if !absent(f.tools) {
+                errors.push(FieldError::new(
+                    key(alias),
+                    format!("give {} or {alias}, not both", f.tools),
+                ));
+            }
+            alias
+        }
+        _ => f.tools,
+    };
+    let listed = map.get(tools_key).map(|v| tool_list(&key(tools_key), v, &mut errors));
     let denied = map
-        .get("disallowedTools")
-        .map(|v| tool_list("disallowedTools", v, &mut errors))
+        .get(f.disallowed)
+        .map(|v| tool_list(&key(f.disallowed), v, &mut errors))
         .unwrap_or_default();
     let explicit = match map.get("profile") {
         None | Some(Value::Null) => None,
@@ -265,17 +435,56 @@ pub fn parse_definition(text: &str) -> Result<AgentDefinition, Vec<FieldError>> 
             Some(p) => Some(p),
             None => {
                 errors.push(FieldError::new(
-                    "profile",
+                    key("profile"),
                     format!("{s:?} is not a profile: use read_only, write, verification or design"),
                 ));
                 None
             }
         },
         Some(_) => {
-            errors.push(FieldError::new("profile", "not a string"));
+            errors.push(FieldError::new(key("profile"), "not a string"));
             None
         }
     };
+    let runtime = match map.get("runtime") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match super::Runtime::parse(s) {
+            Some(r) => Some(r),
+            None => {
+                errors.push(FieldError::new(
+                    key("runtime"),
+                    format!("{s:?}: give claude, codex or aider"),
+                ));
+                None
+            }
+        },
+        Some(_) => {
+            errors.push(FieldError::new(key("runtime"), "not a string"));
+            None
+        }
+    };
+    let delegates_to = name_list(&key(f.delegates_to), map.get(f.delegates_to), &mut errors);
+    let parent = string(&key(f.parent), map.get(f.parent), MAX_NAME_LEN, &mut errors);
+    if let Some(p) = &parent
+        && !is_agent_name(p)
+    {
+        errors.push(FieldError::new(
+            key(f.parent),
+            format!("{p:?}: an agent name (lowercase letters, digits and '-')"),
+        ));
+    }
+    if let (Some(p), Some(n)) = (&parent, &name)
+        && p == n
+    {
+        errors.push(FieldError::new(key(f.parent), "an agent cannot be its own parent"));
+    }
+    let all = listed.as_ref().is_some_and(|l| l.iter().any(|(_, t)| t == ALL_TOOLS));
+    if all && listed.as_ref().is_some_and(|l| l.len() > 1) {
+        errors.push(FieldError::new(
+            key(tools_key),
+            "\"all\" stands alone: it means every tool of the agent's profile",
+        ));
+    }
     let writes = listed
         .as_ref()
         .is_some_and(|l| l.iter().any(|(_, t)| WRITE_TOOLS.contains(&t.as_str())));
@@ -287,6 +496,7 @@ pub fn parse_definition(text: &str) -> Result<AgentDefinition, Vec<FieldError>> 
     };
     let mut tools: Vec<String> = Vec::new();
     match &listed {
+        Some(_) if all => tools = profile.tools().iter().map(|t| t.to_string()).collect(),
         Some(l) => {
             for (at, t) in l {
                 if !is_coord_mcp(t) && !profile.tools().contains(&t.as_str()) {
@@ -305,7 +515,6 @@ pub fn parse_definition(text: &str) -> Result<AgentDefinition, Vec<FieldError>> 
         None => tools = profile.tools().iter().map(|t| t.to_string()).collect(),
     }
     tools.retain(|t| !denied.iter().any(|(_, d)| d == t));
-    let prompt = body.trim().to_string();
     if errors.is_empty() {
         Ok(AgentDefinition {
             name: name.unwrap_or_default(),
@@ -316,6 +525,11 @@ pub fn parse_definition(text: &str) -> Result<AgentDefinition, Vec<FieldError>> 
             model,
             max_turns,
             prompt,
+            display_name,
+            runtime,
+            delegates_to,
+            parent,
+            children: Vec::new(),
         })
     } else {
         Err(errors)

@@ -14,8 +14,11 @@
 pub mod definition;
 pub mod launch;
 pub mod preflight;
+pub mod registry;
 pub mod spawn;
 
+#[cfg(test)]
+mod registry_tests;
 #[cfg(test)]
 mod spawn_tests;
 #[cfg(test)]

@@ -319,7 +319,7 @@ impl Default for SpawnLimits {
 /// spawn), `running` the spawned agents active now. Answers the child's depth.
 pub fn admit(
     parent: Option<&SpawnedAgent>,
-    child_tools: &[String],
+    child: &AgentDefinition,
     running: i64,
     limits: SpawnLimits,
 ) -> CoordResult<u32> {
@@ -332,7 +332,25 @@ pub fn admit(
                 "the spawning agent is not active",
             ));
         }
-        if let Some(extra) = child_tools.iter().find(|t| !p.definition.tools.contains(t)) {
+        if !p.definition.may_delegate_to(child) {
+            return Err(tool_execution_denied(
+                &p.agent_id,
+                "spawn_agent",
+                &format!(
+                    "its definition {} does not delegate to {} (delegates_to: [{}]{})",
+                    p.definition.name,
+                    child.name,
+                    p.definition.delegates_to.join(", "),
+                    if p.definition.children.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; children: {}", p.definition.children.join(", "))
+                    }
+                ),
+            )
+            .with_field("agent"));
+        }
+        if let Some(extra) = child.tools.iter().find(|t| !p.definition.tools.contains(t)) {
             return Err(CoordError::new(
                 ErrorCode::OperationNotPermitted,
                 format!(
@@ -387,13 +405,13 @@ pub fn admit_spawn(
     parent_profile: &Profile,
     child_profile: &Profile,
     parent: Option<&SpawnedAgent>,
-    child_tools: &[String],
+    child: &AgentDefinition,
     running: i64,
     limits: SpawnLimits,
     timeout_minutes: Option<i64>,
 ) -> CoordResult<Admitted> {
     check_privileges(parent_profile, child_profile)?;
-    let depth = admit(parent, child_tools, running, limits)?;
+    let depth = admit(parent, child, running, limits)?;
     let most = child_profile
         .resource_limits
         .max_execution_time
@@ -448,6 +466,17 @@ pub fn check_privileges(parent: &Profile, child: &Profile) -> CoordResult<()> {
         }
     }
     Ok(())
+}
+
+/// A spawned agent's profile with what its definition adds: `spawn_agent` (which
+/// `delegate_task` needs too) when it delegates to anyone (`delegates_to`, children), so
+/// a worker profile without it still delegates as its definition says; `admit` holds
+/// each spawn to the definition. A profile that blocks `spawn_agent` keeps blocking it.
+pub fn delegation_grant(mut profile: Profile, spawned: &SpawnedAgent) -> Profile {
+    if spawned.definition.delegates() && !profile.allowed_operations.contains(&Permission::SpawnAgent) {
+        profile.allowed_operations.push(Permission::SpawnAgent);
+    }
+    profile
 }
 
 /// No spawned agent has this id.
@@ -545,6 +574,11 @@ pub fn generic_definition(profile: WorkerProfile) -> AgentDefinition {
         model: None,
         max_turns: None,
         prompt: String::new(),
+        display_name: None,
+        runtime: None,
+        delegates_to: Vec::new(),
+        parent: None,
+        children: Vec::new(),
     }
 }
 
@@ -556,7 +590,9 @@ pub fn agent_id_for(name: &str) -> String {
 /// Checks what a request says on its own (not the definition: the coordinator's
 /// workspace has it). Answers the runtime, the task type, and which definition:
 /// `Ok(Err(profile))` for a generic worker.
-pub fn validate_request(req: &SpawnAgentRequest) -> CoordResult<(Runtime, String, Result<String, WorkerProfile>)> {
+pub fn validate_request(
+    req: &SpawnAgentRequest,
+) -> CoordResult<(Option<Runtime>, String, Result<String, WorkerProfile>)> {
     let bad = |f: &str, m: String| CoordError::new(ErrorCode::InvalidArgument, m).with_field(f);
     let task = req.task.trim();
     if task.is_empty() {
@@ -566,8 +602,10 @@ pub fn validate_request(req: &SpawnAgentRequest) -> CoordResult<(Runtime, String
         return Err(bad("task", format!("at most {MAX_TASK_BYTES} bytes")));
     }
     let runtime = match req.runtime.as_deref() {
-        None => Runtime::Claude,
-        Some(r) => Runtime::parse(r).ok_or_else(|| bad("runtime", format!("{r:?}: give claude, codex or aider")))?,
+        None => None,
+        Some(r) => {
+            Some(Runtime::parse(r).ok_or_else(|| bad("runtime", format!("{r:?}: give claude, codex or aider")))?)
+        }
     };
     let task_type = req.task_type.clone().unwrap_or_else(|| DEFAULT_TASK_TYPE.into());
     if let Some(t) = req.timeout_minutes

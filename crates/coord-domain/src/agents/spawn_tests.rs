@@ -10,6 +10,7 @@ fn profile(name: &str) -> Profile {
 fn record(tools: &[&str], depth: u32, status: SpawnStatus) -> SpawnedAgent {
     let mut definition = generic_definition(WorkerProfile::Write);
     definition.tools = tools.iter().map(|t| t.to_string()).collect();
+    definition.delegates_to = vec!["*".into()];
     let mut r = SpawnedAgent::new("parent-1", "orchestrator", definition, super::Runtime::Claude, "t", "x");
     r.depth = depth;
     r.status = status;
@@ -30,6 +31,8 @@ fn admission_limits_depth_running_and_tools() {
     let running = record(&["Read", "Grep", "Edit"], 1, SpawnStatus::Running);
     let deep = record(&["Read"], 2, SpawnStatus::Running);
     let ended = record(&["Read"], 1, SpawnStatus::Completed);
+    let mut silent = record(&["Read"], 1, SpawnStatus::Running);
+    silent.definition.delegates_to.clear();
     type Case<'a> = (Option<&'a SpawnedAgent>, &'a [&'a str], i64, Result<u32, ErrorCode>);
     let cases: Vec<Case> = vec![
         (None, &["Read", "Write"], 0, Ok(1)),
@@ -44,9 +47,12 @@ fn admission_limits_depth_running_and_tools() {
         ),
         (Some(&deep), &["Read"], 0, Err(ErrorCode::ResourceLimitExceeded)),
         (Some(&ended), &["Read"], 0, Err(ErrorCode::ToolExecutionDenied)),
+        (Some(&silent), &["Read"], 0, Err(ErrorCode::ToolExecutionDenied)),
     ];
     for (parent, tools, n, want) in cases {
-        let got = admit(parent, &strings(tools), n, limits).map_err(|e| e.code);
+        let mut child = generic_definition(WorkerProfile::ReadOnly);
+        child.tools = strings(tools);
+        let got = admit(parent, &child, n, limits).map_err(|e| e.code);
         assert_eq!(got, want, "{tools:?} running {n} parent {:?}", parent.map(|p| p.depth));
     }
 }
@@ -91,7 +97,16 @@ fn deadlines_follow_the_request_capped_by_the_profile() {
         ("worker-write", None, 120),
     ];
     for (child, asked, want) in cases {
-        let a = admit_spawn(&parent, &profile(child), None, &[], 0, l, asked).unwrap();
+        let a = admit_spawn(
+            &parent,
+            &profile(child),
+            None,
+            &generic_definition(WorkerProfile::ReadOnly),
+            0,
+            l,
+            asked,
+        )
+        .unwrap();
         assert_eq!(
             (a.deadline_minutes, a.lease_minutes),
             (want, want + 5),
@@ -100,7 +115,16 @@ fn deadlines_follow_the_request_capped_by_the_profile() {
     }
     let mut unlimited = profile("worker-write");
     unlimited.resource_limits.max_execution_time = Default::default();
-    let a = admit_spawn(&parent, &unlimited, None, &[], 0, l, None).unwrap();
+    let a = admit_spawn(
+        &parent,
+        &unlimited,
+        None,
+        &generic_definition(WorkerProfile::ReadOnly),
+        0,
+        l,
+        None,
+    )
+    .unwrap();
     assert_eq!(a.deadline_minutes, DEFAULT_DEADLINE_MINUTES);
 }
 
@@ -235,7 +259,7 @@ fn requests_are_checked_on_their_own() {
         validate_request(&req(None, Some("read-only"), "t", Some("codex"), Some(5))).unwrap();
     assert_eq!(
         (runtime, task_type.as_str()),
-        (super::Runtime::Codex, DEFAULT_TASK_TYPE)
+        (Some(super::Runtime::Codex), DEFAULT_TASK_TYPE)
     );
     assert_eq!(which, Err(WorkerProfile::ReadOnly));
     let d = generic_definition(WorkerProfile::Design);
@@ -245,4 +269,65 @@ fn requests_are_checked_on_their_own() {
     let back: super::AgentDefinition = serde_json::from_value(serde_json::to_value(&d).unwrap()).unwrap();
     assert_eq!(back, d);
     assert_eq!(tail("héllo", 4), "llo");
+}
+
+#[test]
+fn a_spawned_agent_delegates_only_as_its_definition_says() {
+    let lead =
+        parse_definition("---\nname: lead\ndescription: x\ntools: Read\ndelegatesTo: [researcher]\n---\n").unwrap();
+    let researcher = parse_definition("---\nname: researcher\ndescription: x\ntools: Read\n---\n").unwrap();
+    let mut child = researcher.clone();
+    child.name = "helper".into();
+    child.parent = Some("researcher".into());
+    let mut parent_of_helper = researcher.clone();
+    parent_of_helper.children = vec!["helper".into()];
+    let cases = [
+        (&lead, &researcher, true, "named in delegatesTo"),
+        (&researcher, &lead, false, "delegates to nobody"),
+        (&lead, &child, false, "not named"),
+        (&researcher, &child, true, "its child (the child's parent)"),
+        (&parent_of_helper, &child, true, "its child (the registry's children)"),
+    ];
+    for (parent, child, want, why) in cases {
+        assert_eq!(
+            parent.may_delegate_to(child),
+            want,
+            "{} → {}: {why}",
+            parent.name,
+            child.name
+        );
+    }
+    // The grant: a worker profile without spawn_agent gets it only when the definition
+    // delegates at all, and never past a block.
+    let worker = profile("worker-read-only");
+    let spawned =
+        |d: &super::AgentDefinition| SpawnedAgent::new("x-1", "p", d.clone(), super::Runtime::Claude, "t", "task");
+    let need = crate::profiles::Need::new(crate::profiles::Permission::SpawnAgent, 0);
+    assert!(
+        crate::profiles::decide(
+            &delegation_grant(worker.clone(), &spawned(&lead)),
+            "delegate_task",
+            need
+        )
+        .is_ok()
+    );
+    assert!(
+        crate::profiles::decide(
+            &delegation_grant(worker.clone(), &spawned(&parent_of_helper)),
+            "delegate_task",
+            need
+        )
+        .is_ok()
+    );
+    assert!(
+        crate::profiles::decide(
+            &delegation_grant(worker.clone(), &spawned(&researcher)),
+            "delegate_task",
+            need
+        )
+        .is_err()
+    );
+    let mut blocked = worker;
+    blocked.blocked_operations.push(crate::profiles::Permission::SpawnAgent);
+    assert!(crate::profiles::decide(&delegation_grant(blocked, &spawned(&lead)), "delegate_task", need).is_err());
 }

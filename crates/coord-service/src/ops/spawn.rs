@@ -8,6 +8,7 @@
 use crate::Coordinator;
 use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect, Principal};
+use coord_domain::agents::Runtime;
 use coord_domain::agents::preflight::{self, PreflightRequest};
 use coord_domain::agents::spawn::{
     self, AgentOutputRequest, AgentOutputResult, AgentRef, AgentStatusResult, DelegateTaskRequest, DelegateTaskResult,
@@ -29,16 +30,18 @@ impl Operation for SpawnAgent {
     const NAME: &'static str = "spawn_agent";
     const SUMMARY: &'static str = "Launch a sub-agent with least privilege on a task, supervised";
     const DESCRIPTION: &'static str = "Launch a sub-agent (Claude Code, Codex or Aider) on a task, in the \
-        sandbox with only the tools and paths of its profile: agent (a definition in the workspace's \
-        .claude/agents/, its tools and system prompt) or profile (read_only, write, verification, design: a generic \
-        worker), the task (its prompt), optional runtime, task_type and timeout_minutes. The launch is judged by the \
+        sandbox with only the tools and paths of its profile: agent (an id of the workspace's agent registry, \
+        .claude/agents/*.md or agents.json: its tools and system prompt) or profile (read_only, write, \
+        verification, design: a generic worker), the task (its prompt), optional runtime (default: the \
+        definition's, else claude), task_type and timeout_minutes. The launch is judged by the \
         configured pre-flight validator first (refused with preflight_denied otherwise). Registers the agent \
         (NAME-<hex>, type worker, its worker profile), submits the task already claimed by it, starts its \
         supervisor and answers {success:true, agent_id, task_id, status:\"starting\", depth, profile, validator}. \
         Follow it with get_agent_status and get_agent_output; stop it with stop_agent. Its final answer completes \
         the task; if it dies or overruns its deadline, its locks are released and its task goes back to the queue. \
         Refused beyond max_spawned_agents, the running cap, spawn depth 2, or when the child would hold more trust, \
-        operations or tools than its parent.";
+        operations or tools than its parent; a spawned agent launches only the agents its definition delegates to \
+        (delegates_to, its children).";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::new(Permission::SpawnAgent, 0).starting_work();
@@ -61,8 +64,8 @@ impl Operation for SpawnAgent {
         };
         Ok(SpawnPlan {
             agent_id: spawn::agent_id_for(&definition.name),
+            runtime: runtime.or(definition.runtime).unwrap_or(Runtime::Claude),
             definition,
-            runtime,
             task: req.task.trim().to_string(),
             task_type,
             timeout_minutes: req.timeout_minutes,
@@ -91,8 +94,9 @@ impl Operation for DelegateTask {
     const SUMMARY: &'static str = "Run a sub-agent on a task and answer its final answer";
     const DESCRIPTION: &'static str = "Delegate a task to a sub-agent (spec 002's delegate_task): spawn_agent with \
         every rule of it (pre-flight, least privilege, limits, supervision), then wait up to wait_seconds (default \
-        and most 300) for its run to end. Takes agent (a definition in .claude/agents) or profile, the task, \
-        optional runtime and timeout_minutes. Answers {success:true, agent_id, task_id, status, result (its final \
+        and most 300) for its run to end. Takes agent (an id of the agent registry: .claude/agents/*.md or \
+        agents.json) or profile, the task, optional runtime and timeout_minutes. A spawned agent delegates only to \
+        the agents its definition names in delegates_to (or its children). Answers {success:true, agent_id, task_id, status, result (its final \
         answer), error}; a run still going after the wait answers status running: follow it with \
         get_agent_output (wait_seconds).";
     const ACCESS: Access = Access::Agent;
