@@ -77,6 +77,8 @@ macro_rules! conformance_suite {
             network::network_worker_profiles_reach_their_model,
             agents::agents_preflight_allows_only_a_valid_verdict,
             spawn::agents_spawn_follow_stop_and_reclaim,
+            workflows::workflows_run_by_their_conditions_and_catch_up,
+            workflows::workflows_swarm_members_drain_a_shared_queue,
             network::network_policy_changes_apply_to_the_next_request,
             keys::keys_bind_identities_expire_and_revoke,
             profiles::profiles_builtin_are_seeded,

@@ -103,6 +103,7 @@ error_codes! {
     SandboxUnavailable => "sandbox_unavailable", Unavailable;
     SpawnUnavailable => "spawn_unavailable", Unavailable;
     AgentStartFailed => "agent_start_failed", Unavailable;
+    WorkflowBusy => "workflow_busy", Unavailable;
     DatabaseUnavailable => "database_unavailable", Unavailable;
     AuditKeyMissing => "audit_key_missing", Unavailable;
     Internal => "internal_error", Internal;

@@ -28,6 +28,7 @@ pub mod status;
 pub mod target;
 pub mod time;
 pub mod validate;
+pub mod workflows;
 
 /// The request of operations that take no arguments.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -32,6 +32,7 @@ mod rows;
 mod sessions;
 mod spawn;
 mod violations;
+mod workflows;
 
 use coord_domain::guardrails::Violation;
 

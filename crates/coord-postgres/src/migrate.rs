@@ -64,6 +64,7 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "spawned_agents",
         include_str!("../migrations/0019_spawned_agents.sql"),
     ),
+    (20, "workflows", include_str!("../migrations/0020_workflows.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -5,7 +5,7 @@
 use crate::op::{Audit, Http, Operation};
 use crate::ops::{
     agents, approvals, audit, files, guardrails, handoffs, keys, locks, memory, messages, network, notifications,
-    ports, profiles, queue, sessions, spawn,
+    ports, profiles, queue, sessions, spawn, workflows,
 };
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
@@ -171,6 +171,11 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<spawn::GetAgentOutput>(),
         entry::<spawn::ListSpawnedAgents>(),
         entry::<spawn::StopAgent>(),
+        entry::<workflows::CreateWorkflow>(),
+        entry::<workflows::GetWorkflowStatus>(),
+        entry::<workflows::ListWorkflows>(),
+        entry::<workflows::CreateSwarm>(),
+        entry::<workflows::GetSwarmResults>(),
         entry::<keys::CreateApiKey>(),
         entry::<keys::ListApiKeys>(),
         entry::<keys::RevokeApiKey>(),

@@ -26,6 +26,7 @@ mod rows;
 mod sessions;
 mod spawn;
 mod violations;
+mod workflows;
 mod writer;
 
 use coord_domain::guardrails::Violation;

@@ -79,6 +79,28 @@ pub struct OpCtx {
     pub egress: Option<coord_domain::network::EgressProfile>,
 }
 
+impl OpCtx {
+    /// The context of what coord does itself, not at a caller's request (a supervisor's
+    /// report, a workflow moving on): audited under `who`, no profile charged.
+    pub fn internal(now: Option<Timestamp>, who: Identity, operation: &'static str, parameters: Value) -> Self {
+        OpCtx {
+            now,
+            who,
+            operation,
+            parameters,
+            started: Instant::now(),
+            redact: &[],
+            charges: Vec::new(),
+            escalation: None,
+            origin: None,
+            lock_before_write: false,
+            events: None,
+            audit_admin: true,
+            egress: None,
+        }
+    }
+}
+
 /// How a request may be escalated to a person (see `coord_domain::approvals`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Escalation {
@@ -640,6 +662,49 @@ pub trait SpawnStore {
     ) -> CoordResult<coord_domain::agents::spawn::SpawnedAgent>;
 }
 
+/// Graph workflows and swarms (`coord_domain::workflows`): the record, moved on under a
+/// version, and its nodes' tasks.
+#[async_trait]
+pub trait WorkflowStore {
+    /// In one transaction: the record stored (version 1) and the tasks of the nodes it
+    /// starts submitted and mapped to it. Audited.
+    async fn create_workflow(
+        &self,
+        ctx: OpCtx,
+        workflow: coord_domain::workflows::Workflow,
+        tasks: Vec<(String, NewTask)>,
+    ) -> CoordResult<()>;
+    /// The record, its version and its nodes' tasks, unaudited (the operations audit).
+    async fn workflow(
+        &self,
+        workflow_id: &str,
+    ) -> CoordResult<
+        Option<(
+            coord_domain::workflows::Workflow,
+            i64,
+            Vec<coord_domain::queue::TaskInfo>,
+        )>,
+    >;
+    /// In one transaction, if the record is still at `version`: `next` stored, the tasks
+    /// of the nodes it starts submitted and mapped. False when another step came first
+    /// (nothing written). Audited.
+    async fn step_workflow(
+        &self,
+        ctx: OpCtx,
+        version: i64,
+        next: coord_domain::workflows::Workflow,
+        tasks: Vec<(String, NewTask)>,
+    ) -> CoordResult<bool>;
+    /// The workflow a task belongs to.
+    async fn workflow_of_task(&self, task_id: &str) -> CoordResult<Option<String>>;
+    /// Records newest first, of one creator (everyone's for `None`), unaudited.
+    async fn workflows(
+        &self,
+        created_by: Option<String>,
+        limit: i64,
+    ) -> CoordResult<Vec<coord_domain::workflows::Workflow>>;
+}
+
 /// A whole store: every capability. Implemented by any type that implements them all;
 /// a backend adds a capability by implementing its trait in the capability's module.
 pub trait Store:
@@ -656,6 +721,7 @@ pub trait Store:
     + GuardrailStore
     + NetworkStore
     + SpawnStore
+    + WorkflowStore
     + FileStore
     + KeyStore
     + Maintenance
@@ -679,6 +745,7 @@ impl<
         + GuardrailStore
         + NetworkStore
         + SpawnStore
+        + WorkflowStore
         + FileStore
         + KeyStore
         + Maintenance

@@ -19,3 +19,4 @@ pub mod queue;
 pub mod registry;
 pub mod sessions;
 pub mod spawn;
+pub mod workflows;

@@ -31,9 +31,9 @@ const LOOPER: &str = "---\nname: looper\ndescription: Delegates\ntools: Read, Gr
 /// A launcher that starts nothing (see the module's comment).
 #[derive(Default)]
 pub(crate) struct Recorder {
-    verdict: Mutex<Option<Judgement>>,
+    pub(crate) verdict: Mutex<Option<Judgement>>,
     fail_start: Mutex<bool>,
-    started: Mutex<Vec<String>>,
+    pub(crate) started: Mutex<Vec<String>>,
     stopped: Mutex<Vec<u32>>,
     dead: Mutex<Vec<u32>>,
 }

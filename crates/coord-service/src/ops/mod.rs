@@ -18,3 +18,4 @@ pub mod profiles;
 pub mod queue;
 pub mod sessions;
 pub mod spawn;
+pub mod workflows;

@@ -114,6 +114,8 @@ impl Operation for CompleteWork {
             // The completion stands; what failed is its report, which must not undo it.
             tracing::error!(error = %e, "an elevated completion could not be recorded");
         }
+        // A node of a workflow moves it on (its next nodes queued, or skipped).
+        crate::ops::workflows::task_ended(c, &completed.task_id).await;
         Ok(completed)
     }
 }

@@ -633,21 +633,8 @@ impl Coordinator {
     pub async fn record_agent_run(&self, agent_id: &str, update: SpawnUpdate) -> CoordResult<SpawnedAgent> {
         let mut parameters = serde_json::to_value(&update).unwrap_or_default();
         parameters["target_agent_id"] = serde_json::Value::String(agent_id.to_string());
-        let ctx = OpCtx {
-            now: self.clock.now(),
-            who: Caller::new(spawn::SUPERVISOR.0, spawn::SUPERVISOR.1).for_audit(),
-            operation: AGENT_RUN,
-            parameters,
-            started: std::time::Instant::now(),
-            redact: &[],
-            charges: Vec::new(),
-            escalation: None,
-            origin: None,
-            lock_before_write: false,
-            events: None,
-            audit_admin: true,
-            egress: None,
-        };
+        let who = Caller::new(spawn::SUPERVISOR.0, spawn::SUPERVISOR.1).for_audit();
+        let ctx = OpCtx::internal(self.clock.now(), who, AGENT_RUN, parameters);
         self.store()
             .update_spawned_agent(ctx, agent_id.to_string(), update)
             .await

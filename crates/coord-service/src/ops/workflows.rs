@@ -1,0 +1,672 @@
+//! Graph workflows and swarms (docs/orchestration.md): `create_workflow` checks the graph
+//! (conditions compiled, cycles refused), stores it and puts its first nodes' tasks in
+//! the queue; every end of a node's task moves it on ([`moved_on`], also run by every
+//! status read, so a workflow whose coordinator restarted between a task's end and its
+//! step catches up). `create_swarm` is a workflow of independent tasks with one shared
+//! task type and the members spawned to drain them.
+
+use crate::Coordinator;
+use crate::op::{Http, Input, Operation};
+use coord_domain::access::{Access, Effect};
+use coord_domain::agents::spawn::SpawnAgentRequest;
+use coord_domain::profiles::{Need, Permission};
+use coord_domain::queue::{NewTask, SubmitWorkRequest, TaskInfo, TaskStatus, validate_submission};
+use coord_domain::workflows::api::{
+    CreateSwarmRequest, CreateSwarmResult, CreateWorkflowRequest, CreateWorkflowResult, ListWorkflowsRequest,
+    ListWorkflowsResult, MAX_SWARM_MEMBERS, MAX_SWARM_TASKS, MemberView, NodeView, SwarmRef, WorkflowRef,
+    WorkflowSummary, WorkflowView,
+};
+use coord_domain::workflows::{
+    self, DEFAULT_TASK_TYPE, Kind, NodeSpec, NodeState, NodeStatus, TaskOutcome, Workflow, WorkflowStatus,
+};
+use coord_domain::{Caller, CoordError, CoordResult, ErrorCode, Identity};
+use coord_store::OpCtx;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+/// The audited operation of a workflow moving on.
+const WORKFLOW_STEP: &str = "workflow_step";
+/// Tries of a step that lost a race with another step before giving up.
+const STEP_TRIES: usize = 8;
+
+pub struct CreateWorkflow;
+impl Operation for CreateWorkflow {
+    const NAME: &'static str = "create_workflow";
+    const SUMMARY: &'static str = "Define a graph of tasks with conditional edges and start it";
+    const DESCRIPTION: &'static str = "Create a graph workflow: nodes are tasks of the work queue ({id, task, \
+        task_type (default workflow), priority, join: all|any}), edges say when a node follows another ({from, to, \
+        when: success|failure|always} or {from, to, if: a CEL expression on result and task, e.g. \
+        result.status == \"passed\" && result.coverage > 0.8}). Checked whole before anything is stored: every \
+        error with its field (nodes[1].id, edges[0].if), conditions compiled (unknown variables are errors), cycles \
+        refused. The nodes without inputs are queued at once; a node is queued when every input has ended and its \
+        join holds (all: every incoming edge taken; any: one), else skipped; a failure no edge takes fails the \
+        workflow. Workers claim node tasks with get_work(task_type) and end them with complete_work; each task's \
+        input_data has the workflow input and its inputs' results. Answers {success:true, workflow_id, status, \
+        started, order}; follow it with get_workflow_status.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::new(Permission::ManageSwarm, 0).starting_work();
+    const HTTP: &'static [Http] = &[Http::post("/workflows").errors(&[403])];
+    const EXAMPLE: &'static str = "{\"name\": \"fix-and-review\", \"nodes\": [{\"id\": \"test\", \"task\": \"Run \
+        the tests; answer {status, coverage}\"}, {\"id\": \"fix\", \"task\": \"Fix the failing tests\"}, {\"id\": \
+        \"review\", \"task\": \"Review the change\"}], \"edges\": [{\"from\": \"test\", \"to\": \"fix\", \"when\": \
+        \"failure\"}, {\"from\": \"test\", \"to\": \"review\", \"if\": \"result.status == 'passed'\"}]}";
+    type Request = CreateWorkflowRequest;
+    type Response = CreateWorkflowResult;
+    type Args = Workflow;
+
+    fn validate(_: &Coordinator, who: &Identity, req: CreateWorkflowRequest) -> CoordResult<Workflow> {
+        let order =
+            workflows::check_definition(&req.name, &req.nodes, &req.edges).map_err(workflows::definition_error)?;
+        let input = coord_domain::validate::json_payload("input", req.input)?;
+        Ok(new_workflow(
+            who,
+            Kind::Workflow,
+            req.name.trim(),
+            order,
+            req.edges,
+            input,
+        ))
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, wf: Workflow) -> CoordResult<CreateWorkflowResult> {
+        let (wf, tasks) = first_step(c, wf)?;
+        let started = tasks.iter().map(|(n, _)| n.clone()).collect();
+        let result = CreateWorkflowResult {
+            success: true,
+            workflow_id: wf.workflow_id.clone(),
+            status: wf.status,
+            started,
+            order: wf.nodes.iter().map(|n| n.spec.id.clone()).collect(),
+        };
+        c.store().create_workflow(ctx, wf, tasks).await?;
+        Ok(result)
+    }
+}
+
+fn new_workflow(
+    who: &Identity,
+    kind: Kind,
+    name: &str,
+    order: Vec<NodeSpec>,
+    edges: Vec<workflows::EdgeSpec>,
+    input: Option<Value>,
+) -> Workflow {
+    Workflow {
+        workflow_id: crate::new_id(),
+        kind,
+        name: name.to_string(),
+        created_by: who.agent_id.clone(),
+        // Set by the store's clock when stored; the record keeps the request's time.
+        created_at: chrono::Utc::now(),
+        status: WorkflowStatus::Running,
+        nodes: order
+            .into_iter()
+            .map(|spec| NodeState {
+                spec,
+                status: NodeStatus::Waiting,
+                task_id: None,
+                reason: None,
+            })
+            .collect(),
+        edges,
+        input,
+        error: None,
+        ended_at: None,
+        members: Vec::new(),
+    }
+}
+
+/// The workflow's first step (no task has ended): the nodes without inputs started.
+fn first_step(c: &Coordinator, mut wf: Workflow) -> CoordResult<(Workflow, Vec<(String, NewTask)>)> {
+    let now = c.clock.now().unwrap_or_else(chrono::Utc::now);
+    wf.created_at = now;
+    let step = workflows::advance(&wf, &HashMap::new(), now);
+    let mut next = step.workflow;
+    let tasks = node_tasks(c, &mut next, &step.start, &HashMap::new())?;
+    Ok((next, tasks))
+}
+
+/// The tasks of the nodes `start` (their ids set on the nodes).
+fn node_tasks(
+    c: &Coordinator,
+    wf: &mut Workflow,
+    start: &[String],
+    outcomes: &HashMap<String, TaskOutcome>,
+) -> CoordResult<Vec<(String, NewTask)>> {
+    let mut tasks = Vec::new();
+    for id in start {
+        let input = workflows::node_input(wf, id, outcomes);
+        // The inputs that completed, as the task's dependencies: the queue holds the
+        // order too (they are done, so the task is claimable at once).
+        let depends_on: Vec<String> = wf
+            .edges
+            .iter()
+            .filter(|e| &e.to == id)
+            .filter_map(|e| wf.nodes.iter().find(|n| n.spec.id == e.from))
+            .filter(|n| n.status == NodeStatus::Completed)
+            .filter_map(|n| n.task_id.clone())
+            .collect();
+        let Some(node) = wf.nodes.iter_mut().find(|n| &n.spec.id == id) else {
+            continue;
+        };
+        let task = validate_submission(
+            SubmitWorkRequest {
+                task_type: node.spec.task_type.clone().unwrap_or_else(|| DEFAULT_TASK_TYPE.into()),
+                task_description: node.spec.task.clone(),
+                input_data: Some(input),
+                priority: node.spec.priority,
+                depends_on: (!depends_on.is_empty()).then_some(depends_on),
+            },
+            crate::new_id(),
+            c.config().max_attempts,
+        )?;
+        node.task_id = Some(task.task_id.clone());
+        tasks.push((id.clone(), task));
+    }
+    Ok(tasks)
+}
+
+fn outcomes(tasks: &[TaskInfo]) -> HashMap<String, TaskOutcome> {
+    tasks
+        .iter()
+        .map(|t| {
+            (
+                t.task_id.clone(),
+                TaskOutcome {
+                    status: t.status,
+                    result: t.result.clone(),
+                    attempts: t.attempts,
+                    failure_reason: t.failure_reason.clone(),
+                    error_message: t.error_message.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
+fn not_found(id: &str, kind: Kind) -> CoordError {
+    let (what, field) = match kind {
+        Kind::Workflow => ("workflow", "workflow_id"),
+        Kind::Swarm => ("swarm", "swarm_id"),
+    };
+    CoordError::new(ErrorCode::NotFound, format!("no {what} {id}")).with_field(field)
+}
+
+/// Moves the workflow on from its tasks as stored (`workflows::advance`), as many steps
+/// as it takes; answers it and its tasks as they are after. A step that lost a race
+/// with another is tried again on what that one stored.
+pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<Option<(Workflow, Vec<TaskInfo>)>> {
+    for _ in 0..STEP_TRIES {
+        let Some((wf, version, tasks)) = c.store().workflow(workflow_id).await? else {
+            return Ok(None);
+        };
+        let now = c.clock.now().unwrap_or_else(chrono::Utc::now);
+        let known = outcomes(&tasks);
+        let step = workflows::advance(&wf, &known, now);
+        if !step.changed {
+            return Ok(Some((wf, tasks)));
+        }
+        let mut next = step.workflow;
+        let new = node_tasks(c, &mut next, &step.start, &known)?;
+        let parameters = json!({
+            "workflow_id": next.workflow_id,
+            "status": next.status,
+            "started": step.start,
+            "error": next.error,
+        });
+        let who = Caller::new(next.created_by.clone(), "cli").for_audit();
+        let ctx = OpCtx::internal(c.clock.now(), who, WORKFLOW_STEP, parameters);
+        if c.store().step_workflow(ctx, version, next, new).await? && step.start.is_empty() {
+            // Nothing new was queued: what was read is what there is.
+            let Some((wf, _, tasks)) = c.store().workflow(workflow_id).await? else {
+                return Ok(None);
+            };
+            return Ok(Some((wf, tasks)));
+        }
+        // Queued new tasks (or lost a race): read again; the next round settles.
+    }
+    Err(CoordError::new(
+        ErrorCode::WorkflowBusy,
+        format!("workflow {workflow_id} is being moved on by others: try again"),
+    ))
+}
+
+/// After a task ended: the workflow it belongs to, if any, moves on. A failure here is
+/// logged, never the task's end's failure (the next status read catches up).
+pub(crate) async fn task_ended(c: &Coordinator, task_id: &str) {
+    match c.store().workflow_of_task(task_id).await {
+        Ok(Some(wf)) => {
+            if let Err(e) = moved_on(c, &wf).await {
+                tracing::warn!(workflow = %wf, task = %task_id, error = %e, "could not move the workflow on");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(task = %task_id, error = %e, "could not look up the task's workflow"),
+    }
+}
+
+fn view(wf: &Workflow, tasks: &[TaskInfo], members: Vec<MemberView>) -> WorkflowView {
+    let by_id: HashMap<&str, &TaskInfo> = tasks.iter().map(|t| (t.task_id.as_str(), t)).collect();
+    let mut results = serde_json::Map::new();
+    let mut summary = serde_json::Map::new();
+    let nodes: Vec<NodeView> = wf
+        .nodes
+        .iter()
+        .map(|n| {
+            let t = n.task_id.as_deref().and_then(|id| by_id.get(id).copied());
+            let status = serde_json::to_value(n.status).unwrap_or(Value::Null);
+            let key = status.as_str().unwrap_or("unknown").to_string();
+            let count = summary.get(&key).and_then(Value::as_u64).unwrap_or(0) + 1;
+            summary.insert(key, json!(count));
+            results.insert(
+                n.spec.id.clone(),
+                json!({"status": status, "result": t.and_then(|t| t.result.clone())}),
+            );
+            let started_at = t.and_then(|t| t.claimed_at);
+            let completed_at = t.and_then(|t| t.completed_at);
+            NodeView {
+                id: n.spec.id.clone(),
+                status: n.status,
+                task: n.spec.task.clone(),
+                task_type: n.spec.task_type.clone().unwrap_or_else(|| DEFAULT_TASK_TYPE.into()),
+                task_id: n.task_id.clone(),
+                agent: t.and_then(|t| t.claimed_by.clone()),
+                attempts: t.map_or(0, |t| t.attempts),
+                result: t.and_then(|t| t.result.clone()),
+                error: t.and_then(|t| t.error_message.clone().or(t.failure_reason.clone())),
+                reason: n.reason.clone(),
+                started_at,
+                completed_at,
+                duration_seconds: match (started_at, completed_at) {
+                    (Some(s), Some(e)) => Some((e - s).num_milliseconds() as f64 / 1000.0),
+                    _ => None,
+                },
+            }
+        })
+        .collect();
+    WorkflowView {
+        success: true,
+        workflow_id: wf.workflow_id.clone(),
+        kind: wf.kind,
+        name: wf.name.clone(),
+        status: wf.status,
+        error: wf.error.clone(),
+        created_by: wf.created_by.clone(),
+        created_at: wf.created_at,
+        ended_at: wf.ended_at,
+        nodes,
+        results,
+        summary,
+        members,
+        task_type: (wf.kind == Kind::Swarm)
+            .then(|| wf.nodes.first().and_then(|n| n.spec.task_type.clone()))
+            .flatten(),
+    }
+}
+
+fn workflow_ref(id: &str, field: &str) -> CoordResult<String> {
+    coord_domain::queue::parse_task_id(field, id).map_err(|_| {
+        CoordError::new(
+            ErrorCode::InvalidArgument,
+            format!("{field}: {id:?} is not an id coord gave"),
+        )
+        .with_field(field)
+    })
+}
+
+pub struct GetWorkflowStatus;
+impl Operation for GetWorkflowStatus {
+    const NAME: &'static str = "get_workflow_status";
+    const SUMMARY: &'static str = "Where a workflow is: each node's status, task, agent and result";
+    const DESCRIPTION: &'static str = "The state of a workflow create_workflow made: answers {success:true, \
+        workflow_id, name, status (running, completed, failed), error (why it failed), nodes: [{id, status \
+        (waiting, running, completed, failed, skipped), task_id, agent, attempts, result, error, reason (why \
+        skipped), started_at, completed_at, duration_seconds}], results: {node: {status, result}} (the aggregated \
+        results), summary (nodes by status)}. Moves the workflow on first if a task ended since.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    const METERED: bool = false;
+    const HTTP: &'static [Http] = &[Http::get("/workflows/{workflow_id}")
+        .input(Input::Path("workflow_id"))
+        .errors(&[404])];
+    const EXAMPLE: &'static str = "{\"workflow_id\": \"0f8fad5b-d9cb-469f-a165-70867728950e\"}";
+    type Request = WorkflowRef;
+    type Response = WorkflowView;
+    type Args = String;
+
+    fn validate(_: &Coordinator, _: &Identity, req: WorkflowRef) -> CoordResult<String> {
+        workflow_ref(&req.workflow_id, "workflow_id")
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, id: String) -> CoordResult<WorkflowView> {
+        let found = match moved_on(c, &id).await {
+            Ok(Some((wf, tasks))) if wf.kind == Kind::Workflow => view(&wf, &tasks, Vec::new()),
+            Ok(_) => return refuse(c, &ctx, not_found(&id, Kind::Workflow)).await,
+            Err(e) => return refuse(c, &ctx, e).await,
+        };
+        answer(c, &ctx, found).await
+    }
+}
+
+pub struct ListWorkflows;
+impl Operation for ListWorkflows {
+    const NAME: &'static str = "list_workflows";
+    const SUMMARY: &'static str = "The workflows and swarms, newest first";
+    const DESCRIPTION: &'static str = "Lists workflows and swarms (yours; an administrator's: everyone's), \
+        newest first, at most limit (default 50, at most 500). Answers {success:true, workflows: [{workflow_id, \
+        kind, name, status, created_by, created_at, nodes}]}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    const METERED: bool = false;
+    const HTTP: &'static [Http] = &[Http::get("/workflows")];
+    type Request = ListWorkflowsRequest;
+    type Response = ListWorkflowsResult;
+    type Args = i64;
+
+    fn validate(_: &Coordinator, _: &Identity, req: ListWorkflowsRequest) -> CoordResult<i64> {
+        coord_domain::validate::int_in_range("limit", req.limit, 50, 1, 500, ErrorCode::InvalidArgument)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, limit: i64) -> CoordResult<ListWorkflowsResult> {
+        let mine = (!ctx.audit_admin).then(|| ctx.who.agent_id.clone());
+        let rows = match c.store().workflows(mine, limit).await {
+            Ok(rows) => rows,
+            Err(e) => return refuse(c, &ctx, e).await,
+        };
+        let workflows = rows
+            .into_iter()
+            .map(|w| WorkflowSummary {
+                nodes: w.nodes.len(),
+                workflow_id: w.workflow_id,
+                kind: w.kind,
+                name: w.name,
+                status: w.status,
+                created_by: w.created_by,
+                created_at: w.created_at,
+            })
+            .collect();
+        answer(
+            c,
+            &ctx,
+            ListWorkflowsResult {
+                success: true,
+                workflows,
+            },
+        )
+        .await
+    }
+}
+
+pub struct CreateSwarm;
+impl Operation for CreateSwarm {
+    const NAME: &'static str = "create_swarm";
+    const SUMMARY: &'static str = "Spawn agents that drain a shared queue of tasks together";
+    const DESCRIPTION: &'static str = "Create a swarm: the tasks (1 to 50 descriptions) go into the work queue \
+        under one task type of their own, then each member of agents (1 to 10: {agent} of the registry or \
+        {profile}, optional runtime) is spawned with spawn_agent (every rule of it: pre-flight, least privilege, \
+        limits, supervision) and told the swarm's context: its members, the shared task type, to claim with \
+        get_work and complete with complete_work until none is left, to lock files before editing and leave \
+        handoffs for the others. Answers {success:true, swarm_id, task_type, tasks, members}; read the aggregated \
+        results with get_swarm_results. A member that cannot be spawned is refused with the reason; if none can, \
+        the swarm's tasks are cancelled.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::new(Permission::ManageSwarm, 0).starting_work();
+    const HTTP: &'static [Http] = &[Http::post("/swarms").errors(&[403, 404, 409, 503])];
+    const EXAMPLE: &'static str = "{\"name\": \"lint-fixes\", \"agents\": [{\"profile\": \"write\"}, {\"profile\": \
+        \"write\", \"runtime\": \"codex\"}], \"tasks\": [\"Fix the lint warnings in src/a.rs\", \"Fix the lint \
+        warnings in src/b.rs\"]}";
+    type Request = CreateSwarmRequest;
+    type Response = CreateSwarmResult;
+    type Args = (Workflow, Vec<SpawnAgentRequest>);
+
+    fn validate(
+        c: &Coordinator,
+        who: &Identity,
+        req: CreateSwarmRequest,
+    ) -> CoordResult<(Workflow, Vec<SpawnAgentRequest>)> {
+        let bad = |f: &str, m: String| CoordError::new(ErrorCode::InvalidArgument, m).with_field(f);
+        if req.agents.is_empty() || req.agents.len() > MAX_SWARM_MEMBERS {
+            return Err(bad("agents", format!("give 1 to {MAX_SWARM_MEMBERS} members")));
+        }
+        if req.tasks.is_empty() || req.tasks.len() > MAX_SWARM_TASKS {
+            return Err(bad("tasks", format!("give 1 to {MAX_SWARM_TASKS} tasks")));
+        }
+        let id = crate::new_id();
+        let task_type = format!("swarm-{}", &id[..8]);
+        let nodes: Vec<NodeSpec> = req
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| NodeSpec {
+                id: format!("task-{}", i + 1),
+                task: t.clone(),
+                task_type: Some(task_type.clone()),
+                priority: None,
+                join: None,
+            })
+            .collect();
+        let order = workflows::check_definition(&req.name, &nodes, &[]).map_err(|errors| {
+            // A node's field is a task's here.
+            let errors = errors
+                .into_iter()
+                .map(|mut e| {
+                    e.field = e.field.replace("nodes[", "tasks[").replace("].task", "]");
+                    e
+                })
+                .collect();
+            workflows::definition_error(errors)
+        })?;
+        let mut wf = new_workflow(who, Kind::Swarm, req.name.trim(), order, Vec::new(), None);
+        wf.workflow_id = id;
+        let members: Vec<String> = req
+            .agents
+            .iter()
+            .map(|m| {
+                m.agent
+                    .clone()
+                    .or(m.profile.as_ref().map(|p| format!("a {p} worker")))
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut spawns = Vec::new();
+        for (i, m) in req.agents.into_iter().enumerate() {
+            let context = member_context(&wf, &task_type, i, &members);
+            let spawn = SpawnAgentRequest {
+                agent: m.agent,
+                profile: m.profile,
+                task: context,
+                runtime: m.runtime,
+                task_type: Some("swarm_member".into()),
+                timeout_minutes: req.timeout_minutes,
+            };
+            // Every member checked before anything is created.
+            super::spawn::SpawnAgent::validate(c, who, spawn.clone()).map_err(|e| {
+                let field = format!("agents[{i}].{}", e.field.clone().unwrap_or_default());
+                CoordError::new(e.code, format!("agents[{i}]: {}", e.message)).with_field(field.trim_end_matches('.'))
+            })?;
+            spawns.push(spawn);
+        }
+        Ok((wf, spawns))
+    }
+
+    async fn execute(
+        c: &Coordinator,
+        ctx: OpCtx,
+        (wf, spawns): (Workflow, Vec<SpawnAgentRequest>),
+    ) -> CoordResult<CreateSwarmResult> {
+        c.launcher()?;
+        let swarm_id = wf.workflow_id.clone();
+        let task_type = wf.nodes[0].spec.task_type.clone().unwrap_or_default();
+        let (wf, tasks) = first_step(c, wf)?;
+        let task_ids: Vec<String> = tasks.iter().map(|(_, t)| t.task_id.clone()).collect();
+        c.store().create_workflow(ctx.clone(), wf, tasks).await?;
+        // Spawned as the caller (the swarm's operation admitted it; each spawn is held
+        // to the caller's profile again).
+        let me =
+            coord_domain::access::Principal::local(Caller::new(ctx.who.agent_id.clone(), ctx.who.agent_type.clone()));
+        let mut members = Vec::new();
+        let mut refusals = Vec::new();
+        for (i, spawn) in spawns.into_iter().enumerate() {
+            match c.run::<super::spawn::SpawnAgent>(&me, spawn).await {
+                Ok(s) => members.push(s.agent_id),
+                Err(e) => refusals.push(format!("agents[{i}]: {} [{}]", e.message, e.code.as_str())),
+            }
+        }
+        record_members(c, &swarm_id, &members).await?;
+        if members.is_empty() {
+            // Nobody will do them: the caller ends them as failed, so nothing waits.
+            let why = format!("no member of the swarm could be spawned: {}", refusals.join("; "));
+            for _ in &task_ids {
+                let claim = coord_domain::queue::GetWorkRequest {
+                    task_types: Some(vec![task_type.clone()]),
+                };
+                let Ok(got) = c.run::<super::queue::GetWork>(&me, claim).await else {
+                    break;
+                };
+                let Some(task_id) = got.task_id else { break };
+                let failed = coord_domain::queue::CompleteWorkRequest {
+                    task_id,
+                    success: false,
+                    error_message: Some(why.clone()),
+                    ..Default::default()
+                };
+                if let Err(e) = c.run::<super::queue::CompleteWork>(&me, failed).await {
+                    tracing::warn!(error = %e, "could not end a task of a swarm without members");
+                }
+            }
+            moved_on(c, &swarm_id).await?;
+            let e = CoordError::new(ErrorCode::SpawnUnavailable, format!("{why} (its tasks are failed)"))
+                .with_detail("swarm_id", swarm_id.clone());
+            return refuse(c, &ctx, e).await;
+        }
+        let result = CreateSwarmResult {
+            success: true,
+            swarm_id,
+            task_type,
+            tasks: task_ids,
+            members,
+        };
+        if !refusals.is_empty() {
+            tracing::warn!(refused = ?refusals, "some members of the swarm could not be spawned");
+        }
+        Ok(result)
+    }
+}
+
+/// What a member is told: the swarm, its members, how to work with them.
+fn member_context(wf: &Workflow, task_type: &str, me: usize, members: &[String]) -> String {
+    let others: Vec<String> = members
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != me)
+        .map(|(_, m)| m.clone())
+        .collect();
+    format!(
+        "You are one of {n} members of the swarm \"{name}\" (swarm_id {id}); the others are: {others}. \
+         The swarm's {t} tasks are in coord's work queue under task_type \"{task_type}\". Work through coord's \
+         MCP tools until none is left: call get_work with task_types [\"{task_type}\"]; do the task it gives; \
+         acquire_lock on a file before you edit it and release_lock after; then complete_work with its task_id, \
+         success true and your result (success false and error_message if you cannot do it). Repeat until \
+         get_work answers no_tasks_available. Leave notes the others need with write_handoff. Then answer with \
+         the task ids you completed.",
+        n = members.len(),
+        name = wf.name,
+        id = wf.workflow_id,
+        others = if others.is_empty() {
+            "none".to_string()
+        } else {
+            others.join(", ")
+        },
+        t = wf.nodes.len(),
+    )
+}
+
+/// Stores the swarm's members in its record (another step may come first: tried again).
+async fn record_members(c: &Coordinator, swarm_id: &str, members: &[String]) -> CoordResult<()> {
+    for _ in 0..STEP_TRIES {
+        let Some((mut wf, version, _)) = c.store().workflow(swarm_id).await? else {
+            return Err(not_found(swarm_id, Kind::Swarm));
+        };
+        wf.members = members.to_vec();
+        let who = Caller::new(wf.created_by.clone(), "cli").for_audit();
+        let ctx = OpCtx::internal(
+            c.clock.now(),
+            who,
+            WORKFLOW_STEP,
+            json!({"workflow_id": swarm_id, "members": members}),
+        );
+        if c.store().step_workflow(ctx, version, wf, Vec::new()).await? {
+            return Ok(());
+        }
+    }
+    Err(CoordError::new(
+        ErrorCode::WorkflowBusy,
+        format!("swarm {swarm_id} is being moved on by others: try again"),
+    ))
+}
+
+pub struct GetSwarmResults;
+impl Operation for GetSwarmResults {
+    const NAME: &'static str = "get_swarm_results";
+    const SUMMARY: &'static str = "A swarm's aggregated results: each task's status, result, agent and duration";
+    const DESCRIPTION: &'static str = "The aggregated results of a swarm create_swarm made: answers {success:true, \
+        workflow_id (the swarm_id), name, status (running until every task ended; failed if one failed), \
+        task_type, nodes: [{id, task, status, task_id, agent (who did it), attempts, result, error, \
+        duration_seconds}], results: {task: {status, result}}, summary (tasks by status), members: [{agent_id, \
+        status, completed}]}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    const METERED: bool = false;
+    const HTTP: &'static [Http] = &[Http::get("/swarms/{swarm_id}")
+        .input(Input::Path("swarm_id"))
+        .errors(&[404])];
+    const EXAMPLE: &'static str = "{\"swarm_id\": \"0f8fad5b-d9cb-469f-a165-70867728950e\"}";
+    type Request = SwarmRef;
+    type Response = WorkflowView;
+    type Args = String;
+
+    fn validate(_: &Coordinator, _: &Identity, req: SwarmRef) -> CoordResult<String> {
+        workflow_ref(&req.swarm_id, "swarm_id")
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, id: String) -> CoordResult<WorkflowView> {
+        let (wf, tasks) = match moved_on(c, &id).await {
+            Ok(Some((wf, tasks))) if wf.kind == Kind::Swarm => (wf, tasks),
+            Ok(_) => return refuse(c, &ctx, not_found(&id, Kind::Swarm)).await,
+            Err(e) => return refuse(c, &ctx, e).await,
+        };
+        let mut members = Vec::new();
+        for m in &wf.members {
+            let status = match c.store().spawned_agent(m).await {
+                Ok(Some((a, _))) => a.status.as_str().to_string(),
+                Ok(None) => "unknown".into(),
+                Err(e) => return refuse(c, &ctx, e).await,
+            };
+            let completed = tasks
+                .iter()
+                .filter(|t| t.status == TaskStatus::Completed && t.claimed_by.as_deref() == Some(m.as_str()))
+                .count();
+            members.push(MemberView {
+                agent_id: m.clone(),
+                status,
+                completed,
+            });
+        }
+        answer(c, &ctx, view(&wf, &tasks, members)).await
+    }
+}
+
+async fn answer<T: serde::Serialize>(c: &Coordinator, ctx: &OpCtx, result: T) -> CoordResult<T> {
+    c.store().append_audit(ctx.now, ctx.audit(Ok(&result))).await?;
+    Ok(result)
+}
+
+async fn refuse<T>(c: &Coordinator, ctx: &OpCtx, e: CoordError) -> CoordResult<T> {
+    c.audit_refusal(ctx, &e).await;
+    Err(e)
+}
