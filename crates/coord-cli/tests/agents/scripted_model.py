@@ -14,6 +14,10 @@ already in the conversation (Claude Code's ToolSearch round trips not counted). 
 the step's tool is not offered but ToolSearch is (Claude Code 2.1.3xx defers MCP tools),
 the model first calls ToolSearch with "select:<tool>". Requests without a script get
 a plain text answer. Every request is logged as one JSON line to $FAKE_LOG.
+
+A string "{{last.KEY}}" in a step's input is replaced by KEY (a dotted path) of the JSON
+the last tool result carries (e.g. the task_id get_work answered), so a script can act on
+what it was given.
 """
 import json
 import os
@@ -58,6 +62,46 @@ def resolve(wanted, offered):
         if name.endswith(wanted):
             return name
     return None
+
+
+def parse_json(value):
+    """The JSON a tool result carries, however the runtime wrapped it (a string, text
+    blocks, an MCP result with content)."""
+    if isinstance(value, str):
+        try:
+            return parse_json(json.loads(value))
+        except ValueError:
+            return None
+    if isinstance(value, list):
+        for b in value:
+            if isinstance(b, dict) and isinstance(b.get("text"), str):
+                found = parse_json(b["text"])
+                if found is not None:
+                    return found
+        return None
+    if isinstance(value, dict):
+        if "content" in value and not any(k in value for k in ("success", "task_id")):
+            inner = parse_json(value["content"])
+            if inner is not None:
+                return inner
+        return value
+    return None
+
+
+def fill(obj, last):
+    """`obj` with each "{{last.KEY}}" replaced from `last` (the parsed last result)."""
+    if isinstance(obj, dict):
+        return {k: fill(v, last) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [fill(v, last) for v in obj]
+    if isinstance(obj, str):
+        m = re.fullmatch(r"\{\{last\.([A-Za-z0-9_.]+)\}\}", obj)
+        if m:
+            value = last
+            for key in m.group(1).split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            return value
+    return obj
 
 
 def step_of(script, index):
@@ -147,7 +191,7 @@ class Handler(BaseHTTPRequestHandler):
                 elif name is None and "ToolSearch" in offered and searched < 2:
                     name, tool_input = "ToolSearch", {"query": query, "max_results": 5}
                 else:
-                    tool_input = step.get("input", {})
+                    tool_input = fill(step.get("input", {}), parse_json(last.get("content")) if last else None)
                 if name is None:
                     entry["offered"] = offered
                     blocks, stop = [{"type": "text", "text": f"SCRIPT ERROR: tool {step['tool']} not offered"}], "end_turn"
@@ -216,7 +260,8 @@ class Handler(BaseHTTPRequestHandler):
                     entry["tool"] = name
                     item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:12],
                             "call_id": "call_" + uuid.uuid4().hex[:12], "name": bare,
-                            "arguments": json.dumps(step.get("input", {}))}
+                            "arguments": json.dumps(fill(step.get("input", {}),
+                                                         parse_json(outputs[-1].get("output")) if outputs else None))}
                     if namespace:
                         item["namespace"] = namespace
             else:

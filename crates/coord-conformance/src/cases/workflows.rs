@@ -392,6 +392,62 @@ pub async fn workflows_swarm_members_drain_a_shared_queue(b: &dyn crate::Backend
     .unwrap_err();
     assert_eq!(e.code, ErrorCode::NotFound, "a swarm is not a workflow");
 
+    // A node naming an agent: coord spawns it, as the workflow's creator, when the node
+    // is queued; it is told the node's task and how to claim and end it.
+    let graph = json!({
+        "name": "reviewed",
+        "nodes": [
+            {"id": "build", "task": "Build it", "task_type": "build"},
+            {"id": "review", "task": "Review the build", "task_type": "review", "agent": "reviewer"}
+        ],
+        "edges": [{"from": "build", "to": "review"}]
+    });
+    let before = recorder.started.lock().unwrap().len();
+    let created = run::<ops::CreateWorkflow>(&h, &lead, serde_json::from_value(graph).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(recorder.started.lock().unwrap().len(), before, "review waits for build");
+    work(&h, &agent("builder"), "build", true, json!({"ok": true})).await;
+    let v = run::<ops::GetWorkflowStatus>(
+        &h,
+        &lead,
+        WorkflowRef {
+            workflow_id: created.workflow_id.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let review = v.nodes.iter().find(|n| n.id == "review").unwrap();
+    let spawned = review.spawned_agent_id.clone().expect("an agent spawned for the node");
+    assert!(spawned.starts_with("reviewer-"), "{review:?}");
+    assert_eq!(recorder.started.lock().unwrap().last(), Some(&spawned));
+    let own = run::<coord_service::ops::spawn::GetAgentStatus>(
+        &h,
+        &lead,
+        coord_domain::agents::spawn::AgentRef {
+            target_agent_id: spawned.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    let prompt = h.task(&own.task_id).await.task_description;
+    assert!(
+        prompt.contains(review.task_id.as_deref().unwrap()) && prompt.contains("\"review\""),
+        "{prompt}"
+    );
+    let e = run::<ops::CreateWorkflow>(
+        &h,
+        &lead,
+        serde_json::from_value(json!({"name": "x", "nodes": [{"id": "a", "task": "t", "agent": "nobody"}]})).unwrap(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_deref()),
+        (ErrorCode::NotFound, Some("nodes[0].agent")),
+        "{e:?}"
+    );
+
     // Bad members are refused before anything is created; a swarm nobody can join
     // fails its tasks rather than leave them waiting.
     let bad = json!({"name": "x", "agents": [{"agent": "nobody"}], "tasks": ["t"]});

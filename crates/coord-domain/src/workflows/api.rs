@@ -56,6 +56,9 @@ pub struct NodeView {
     /// Who claimed its task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The agent coord spawned for it (a node with agent or profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawned_agent_id: Option<String>,
     pub attempts: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,

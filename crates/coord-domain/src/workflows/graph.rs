@@ -42,6 +42,23 @@ pub struct NodeSpec {
     pub priority: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join: Option<Join>,
+    /// An agent of the registry coord spawns to do the node's task when it is queued
+    /// (spawn_agent's rules all apply). Without agent or profile, any worker claims it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// A generic worker of this profile (read_only, write, verification, design) instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The spawned agent's runtime (claude, codex, aider; default: the definition's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+}
+
+impl NodeSpec {
+    /// Whether coord spawns an agent for it.
+    pub fn spawns(&self) -> bool {
+        self.agent.is_some() || self.profile.is_some()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,6 +156,33 @@ pub fn check_definition(name: &str, nodes: &[NodeSpec], edges: &[EdgeSpec]) -> R
             && let Err(e) = crate::queue::validate_priority(Some(p))
         {
             errors.push(FieldError::new(format!("nodes[{i}].priority"), e.message));
+        }
+        if n.agent.is_some() && n.profile.is_some() {
+            errors.push(FieldError::new(
+                format!("nodes[{i}]"),
+                "give agent or profile, not both",
+            ));
+        }
+        if let Some(p) = &n.profile
+            && crate::agents::WorkerProfile::parse(p).is_none()
+        {
+            errors.push(FieldError::new(
+                format!("nodes[{i}].profile"),
+                format!("{p:?}: give read_only, write, verification or design"),
+            ));
+        }
+        if let Some(r) = &n.runtime {
+            if crate::agents::Runtime::parse(r).is_none() {
+                errors.push(FieldError::new(
+                    format!("nodes[{i}].runtime"),
+                    format!("{r:?}: give claude, codex or aider"),
+                ));
+            } else if !n.spawns() {
+                errors.push(FieldError::new(
+                    format!("nodes[{i}].runtime"),
+                    "a runtime needs an agent or a profile",
+                ));
+            }
         }
     }
     let known: HashSet<&str> = nodes.iter().map(|n| n.id.as_str()).collect();

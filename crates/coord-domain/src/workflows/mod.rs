@@ -100,6 +100,9 @@ pub struct NodeState {
     /// Why it was skipped, or an edge condition that could not be evaluated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The agent coord spawned for it (a node with `agent` or `profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawned_agent_id: Option<String>,
 }
 
 /// A workflow (or swarm) as stored.
@@ -110,6 +113,9 @@ pub struct Workflow {
     pub kind: Kind,
     pub name: String,
     pub created_by: String,
+    /// The creator's agent type: the agents spawned for its nodes are spawned as it.
+    #[serde(default = "default_type")]
+    pub created_by_type: String,
     pub created_at: Timestamp,
     pub status: WorkflowStatus,
     /// In topological order (checked at definition).
@@ -126,6 +132,27 @@ pub struct Workflow {
     /// A swarm's members: the agents spawned to drain its tasks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<String>,
+}
+
+fn default_type() -> String {
+    "cli".into()
+}
+
+/// What a spawned node's agent is asked: the node's task, and how to claim and end it.
+pub fn node_prompt(wf: &Workflow, node: &NodeState) -> String {
+    let task_type = node.spec.task_type.as_deref().unwrap_or(DEFAULT_TASK_TYPE);
+    format!(
+        "{task}\n\nThis is node \"{id}\" of workflow \"{name}\" ({wid}); its task is {tid} in coord's work \
+         queue. Claim it with coord's get_work tool (task_types [\"{task_type}\"]); its input_data holds the \
+         workflow input and the results of the nodes before it. When done, call complete_work with its task_id, \
+         success (false if it failed) and result: a JSON object saying what you found (for example {{\"status\": \
+         \"passed\"}}); what follows in the workflow depends on it. Then answer with a one-line summary.",
+        task = node.spec.task,
+        id = node.spec.id,
+        name = wf.name,
+        wid = wf.workflow_id,
+        tid = node.task_id.as_deref().unwrap_or("(not queued)"),
+    )
 }
 
 /// What the queue says of a node's task.

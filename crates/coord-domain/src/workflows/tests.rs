@@ -9,6 +9,9 @@ fn node(id: &str) -> NodeSpec {
         task_type: None,
         priority: None,
         join: None,
+        agent: None,
+        profile: None,
+        runtime: None,
     }
 }
 
@@ -164,6 +167,7 @@ fn workflow(nodes: Vec<NodeSpec>, edges: Vec<EdgeSpec>) -> Workflow {
         kind: Kind::Workflow,
         name: "w".into(),
         created_by: "me".into(),
+        created_by_type: "cli".into(),
         created_at: chrono::Utc::now(),
         status: WorkflowStatus::Running,
         nodes: order
@@ -173,6 +177,7 @@ fn workflow(nodes: Vec<NodeSpec>, edges: Vec<EdgeSpec>) -> Workflow {
                 status: NodeStatus::Waiting,
                 task_id: None,
                 reason: None,
+                spawned_agent_id: None,
             })
             .collect(),
         edges,

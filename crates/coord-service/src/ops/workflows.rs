@@ -55,9 +55,22 @@ impl Operation for CreateWorkflow {
     type Response = CreateWorkflowResult;
     type Args = Workflow;
 
-    fn validate(_: &Coordinator, who: &Identity, req: CreateWorkflowRequest) -> CoordResult<Workflow> {
+    fn validate(c: &Coordinator, who: &Identity, req: CreateWorkflowRequest) -> CoordResult<Workflow> {
         let order =
             workflows::check_definition(&req.name, &req.nodes, &req.edges).map_err(workflows::definition_error)?;
+        // The agents its nodes name exist here (and agents can be spawned at all).
+        for (i, n) in req.nodes.iter().enumerate() {
+            if !n.spawns() {
+                continue;
+            }
+            let field = format!("nodes[{i}].agent");
+            let launcher = c.launcher().map_err(|e| e.with_field(&field))?;
+            if let Some(name) = &n.agent {
+                launcher
+                    .definition(name)
+                    .map_err(|e| CoordError::new(e.code, format!("{field}: {}", e.message)).with_field(&field))?;
+            }
+        }
         let input = coord_domain::validate::json_payload("input", req.input)?;
         Ok(new_workflow(
             who,
@@ -79,8 +92,74 @@ impl Operation for CreateWorkflow {
             started,
             order: wf.nodes.iter().map(|n| n.spec.id.clone()).collect(),
         };
-        c.store().create_workflow(ctx, wf, tasks).await?;
+        let started: Vec<String> = tasks.iter().map(|(n, _)| n.clone()).collect();
+        c.store().create_workflow(ctx, wf.clone(), tasks).await?;
+        spawn_for(c, &wf, &started).await;
         Ok(result)
+    }
+}
+
+/// Spawns the agents of the nodes just queued that name one, as the workflow's creator
+/// (spawn_agent's every rule applies), and records each agent, or why it could not be
+/// spawned, on its node. A node whose agent could not be spawned keeps its task in the
+/// queue for any worker.
+async fn spawn_for(c: &Coordinator, wf: &Workflow, started: &[String]) {
+    let creator =
+        coord_domain::access::Principal::local(Caller::new(wf.created_by.clone(), wf.created_by_type.clone()));
+    let mut outcomes: Vec<(String, Result<String, String>)> = Vec::new();
+    for node in wf
+        .nodes
+        .iter()
+        .filter(|n| started.contains(&n.spec.id) && n.spec.spawns())
+    {
+        let spawn = SpawnAgentRequest {
+            agent: node.spec.agent.clone(),
+            profile: node.spec.profile.clone(),
+            task: workflows::node_prompt(wf, node),
+            runtime: node.spec.runtime.clone(),
+            task_type: Some("workflow_node".into()),
+            timeout_minutes: None,
+        };
+        let outcome = match c.run::<super::spawn::SpawnAgent>(&creator, spawn).await {
+            Ok(s) => Ok(s.agent_id),
+            Err(e) => Err(format!(
+                "its agent could not be spawned: {} [{}]",
+                e.message,
+                e.code.as_str()
+            )),
+        };
+        outcomes.push((node.spec.id.clone(), outcome));
+    }
+    if outcomes.is_empty() {
+        return;
+    }
+    let spawned: Vec<Value> = outcomes
+        .iter()
+        .map(|(n, o)| json!({"node": n, "agent": o.as_ref().ok(), "error": o.as_ref().err()}))
+        .collect();
+    for _ in 0..STEP_TRIES {
+        let Ok(Some((mut current, version, _))) = c.store().workflow(&wf.workflow_id).await else {
+            break;
+        };
+        for (id, outcome) in &outcomes {
+            if let Some(n) = current.nodes.iter_mut().find(|n| &n.spec.id == id) {
+                match outcome {
+                    Ok(agent) => n.spawned_agent_id = Some(agent.clone()),
+                    Err(why) => n.reason = Some(why.clone()),
+                }
+            }
+        }
+        let who = Caller::new(current.created_by.clone(), "cli").for_audit();
+        let parameters = json!({"workflow_id": current.workflow_id, "spawned": spawned});
+        let ctx = OpCtx::internal(c.clock.now(), who, WORKFLOW_STEP, parameters);
+        match c.store().step_workflow(ctx, version, current, Vec::new()).await {
+            Ok(true) => return,
+            Ok(false) => continue,
+            Err(e) => {
+                tracing::warn!(workflow = %wf.workflow_id, error = %e, "could not record the agents spawned for its nodes");
+                return;
+            }
+        }
     }
 }
 
@@ -97,6 +176,7 @@ fn new_workflow(
         kind,
         name: name.to_string(),
         created_by: who.agent_id.clone(),
+        created_by_type: who.agent_type.clone(),
         // Set by the store's clock when stored; the record keeps the request's time.
         created_at: chrono::Utc::now(),
         status: WorkflowStatus::Running,
@@ -107,6 +187,7 @@ fn new_workflow(
                 status: NodeStatus::Waiting,
                 task_id: None,
                 reason: None,
+                spawned_agent_id: None,
             })
             .collect(),
         edges,
@@ -217,12 +298,16 @@ pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<
         });
         let who = Caller::new(next.created_by.clone(), "cli").for_audit();
         let ctx = OpCtx::internal(c.clock.now(), who, WORKFLOW_STEP, parameters);
-        if c.store().step_workflow(ctx, version, next, new).await? && step.start.is_empty() {
-            // Nothing new was queued: what was read is what there is.
-            let Some((wf, _, tasks)) = c.store().workflow(workflow_id).await? else {
-                return Ok(None);
-            };
-            return Ok(Some((wf, tasks)));
+        if c.store().step_workflow(ctx, version, next.clone(), new).await? {
+            // This step won: the agents of the nodes it queued are its to spawn.
+            spawn_for(c, &next, &step.start).await;
+            if step.start.is_empty() {
+                // Nothing new was queued: what was read is what there is.
+                let Some((wf, _, tasks)) = c.store().workflow(workflow_id).await? else {
+                    return Ok(None);
+                };
+                return Ok(Some((wf, tasks)));
+            }
         }
         // Queued new tasks (or lost a race): read again; the next round settles.
     }
@@ -234,16 +319,24 @@ pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<
 
 /// After a task ended: the workflow it belongs to, if any, moves on. A failure here is
 /// logged, never the task's end's failure (the next status read catches up).
-pub(crate) async fn task_ended(c: &Coordinator, task_id: &str) {
-    match c.store().workflow_of_task(task_id).await {
-        Ok(Some(wf)) => {
-            if let Err(e) = moved_on(c, &wf).await {
-                tracing::warn!(workflow = %wf, task = %task_id, error = %e, "could not move the workflow on");
+///
+/// Boxed: moving on may spawn agents, and a spawn that fails ends its task, which ends
+/// here again (an async cycle the compiler needs a box to size).
+pub(crate) fn task_ended<'a>(
+    c: &'a Coordinator,
+    task_id: &'a str,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
+    Box::pin(async move {
+        match c.store().workflow_of_task(task_id).await {
+            Ok(Some(wf)) => {
+                if let Err(e) = moved_on(c, &wf).await {
+                    tracing::warn!(workflow = %wf, task = %task_id, error = %e, "could not move the workflow on");
+                }
             }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(task = %task_id, error = %e, "could not look up the task's workflow"),
         }
-        Ok(None) => {}
-        Err(e) => tracing::warn!(task = %task_id, error = %e, "could not look up the task's workflow"),
-    }
+    })
 }
 
 fn view(wf: &Workflow, tasks: &[TaskInfo], members: Vec<MemberView>) -> WorkflowView {
@@ -272,6 +365,7 @@ fn view(wf: &Workflow, tasks: &[TaskInfo], members: Vec<MemberView>) -> Workflow
                 task_type: n.spec.task_type.clone().unwrap_or_else(|| DEFAULT_TASK_TYPE.into()),
                 task_id: n.task_id.clone(),
                 agent: t.and_then(|t| t.claimed_by.clone()),
+                spawned_agent_id: n.spawned_agent_id.clone(),
                 attempts: t.map_or(0, |t| t.attempts),
                 result: t.and_then(|t| t.result.clone()),
                 error: t.and_then(|t| t.error_message.clone().or(t.failure_reason.clone())),
@@ -447,6 +541,9 @@ impl Operation for CreateSwarm {
                 task_type: Some(task_type.clone()),
                 priority: None,
                 join: None,
+                agent: None,
+                profile: None,
+                runtime: None,
             })
             .collect();
         let order = workflows::check_definition(&req.name, &nodes, &[]).map_err(|errors| {
