@@ -222,6 +222,19 @@ pub enum Command {
     /// launching one in the sandbox with least privilege (docs/agents.md)
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// Graph workflows: nodes are queue tasks, edges conditions on the upstream result
+    /// (when: success|failure|always, or CEL); create from a YAML/JSON file, follow
+    /// (docs/orchestration.md)
+    #[command(subcommand)]
+    Workflow(WorkflowCommand),
+    /// Swarms: spawned agents draining a shared queue of tasks, results aggregated
+    /// (docs/orchestration.md)
+    #[command(subcommand)]
+    Swarm(SwarmCommand),
+    /// Teams declared in a file (teams.yaml): members with roles and capabilities, who
+    /// delegates to whom; validate, bring up, follow (docs/orchestration.md)
+    #[command(subcommand)]
+    Team(TeamCommand),
     /// Run one agent of the registry on a task from the shell (spec 002's `--agent`):
     /// `coord agent run` with the agent named by --agent; prints its final answer
     Run(Box<RunArgs>),
@@ -1450,4 +1463,68 @@ pub struct AuditArgs {
     /// At most this many entries (default 100)
     #[arg(long)]
     pub limit: Option<i64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkflowCommand {
+    /// Check a workflow file without creating it: every error with its field path
+    /// (nodes[1].id, edges[0].if), conditions compiled, cycles refused; exits 2 if invalid
+    Validate {
+        /// The workflow: YAML or JSON ({name, nodes, edges, input})
+        file: std::path::PathBuf,
+    },
+    /// Create a workflow from a file and start it (`create_workflow`)
+    Create {
+        /// The workflow: YAML or JSON ({name, nodes, edges, input})
+        file: std::path::PathBuf,
+    },
+    /// Each node's status, agent, attempts, duration and result (`get_workflow_status`)
+    Status {
+        /// The id `coord workflow create` printed
+        workflow_id: String,
+    },
+    /// Workflows and swarms, newest first (`list_workflows`)
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SwarmCommand {
+    /// Queue the tasks under one task type and spawn the members to drain them
+    /// (`create_swarm`; every spawn judged by the coordinator's pre-flight validator)
+    Create {
+        /// A name for people
+        #[arg(long)]
+        name: String,
+        /// A member: an agent of the registry, NAME or NAME:RUNTIME (repeatable)
+        #[arg(long = "agent", value_name = "NAME[:RUNTIME]")]
+        agents: Vec<String>,
+        /// A member: a generic worker of a profile, PROFILE or PROFILE:RUNTIME (repeatable)
+        #[arg(long = "profile", value_name = "PROFILE[:RUNTIME]")]
+        profiles: Vec<String>,
+        /// A task of the swarm (repeatable)
+        #[arg(long = "task", value_name = "TEXT", required = true)]
+        tasks: Vec<String>,
+        /// Stop each member after this many minutes (its profile's limit caps it)
+        #[arg(long)]
+        timeout_minutes: Option<i64>,
+    },
+    /// Each task's status, result, agent and duration, and the members (`get_swarm_results`)
+    Results {
+        /// The id `coord swarm create` printed
+        swarm_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Check a team file against the agent registry: every error with its path
+    /// (agents[2].role: missing); exits 2 if invalid
+    Validate { file: std::path::PathBuf },
+    /// Spawn the members marked `run: true` on their tasks (the others stay defined)
+    Up { file: std::path::PathBuf },
+    /// Each member's agent, status, task and locks
+    Status { file: std::path::PathBuf },
 }

@@ -17,6 +17,7 @@ mod network;
 pub mod notify;
 pub mod open;
 mod ops;
+mod orchestrate;
 pub mod output;
 mod profiles;
 pub mod reaper;
@@ -58,6 +59,9 @@ pub fn main() -> ExitCode {
                 args::AgentCommand::Run(_) | args::AgentCommand::Spawn(_) | args::AgentCommand::Supervise { .. }
             )
             | Command::Run(_)
+            | Command::Swarm(_)
+            | Command::Team(_)
+            | Command::Workflow(_)
             | Command::Call(_)
             | Command::Hook { .. }
     );
@@ -75,7 +79,10 @@ pub fn main() -> ExitCode {
         | Command::Proxy(_)
         | Command::Sandbox(_)
         | Command::Agent(_)
-        | Command::Run(_) => tokio::runtime::Builder::new_multi_thread(),
+        | Command::Run(_)
+        | Command::Swarm(_)
+        | Command::Team(_)
+        | Command::Workflow(_) => tokio::runtime::Builder::new_multi_thread(),
         _ => tokio::runtime::Builder::new_current_thread(),
     };
     let runtime = match builder.enable_all().build() {
@@ -148,6 +155,9 @@ pub async fn run(cli: Cli) -> u8 {
             };
             return launch::run(args::AgentCommand::Run(Box::new(args)), &ctx, out).await;
         }
+        Command::Workflow(cmd) => return orchestrate::workflow(cmd, &ctx, out).await,
+        Command::Swarm(cmd) => return orchestrate::swarm(cmd, &ctx, out).await,
+        Command::Team(cmd) => return orchestrate::team(cmd, &ctx, out).await,
         // The registry is the workspace's files: no coordinator needed.
         Command::Agents(args::AgentsCommand::List) => return launch::list(&ctx, out),
         Command::Agents(args::AgentsCommand::Show { agent }) => return launch::show_agent(&ctx, &agent, out),

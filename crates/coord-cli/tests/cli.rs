@@ -1593,3 +1593,117 @@ fn the_agent_registry_reads_agents_json_and_runs_an_agent_by_id() {
     let (v, _) = repo.json_as("user", &["work", "list"]);
     assert_eq!(v["tasks"].as_array().map(Vec::len), Some(0), "nothing registered: {v}");
 }
+
+/// `coord workflow` and `coord team` from the shell: files checked with every error's
+/// path, a workflow created and moved on by completions, a team file against the
+/// registry (bringing a team up spawns real agents: agents_e2e).
+#[test]
+fn workflows_and_team_files_from_the_shell() {
+    let repo = Repo::new();
+    std::fs::write(
+        repo.root().join("fix.yaml"),
+        "name: fix-and-review\nnodes:\n  - {id: test, task: Run the tests, task_type: test}\n  - {id: fix, task: Fix them, task_type: fix}\n  - {id: review, task: Review, task_type: review, join: any}\nedges:\n  - {from: test, to: fix, when: failure}\n  - {from: test, to: review, if: 'result.status == \"passed\"'}\n  - {from: fix, to: review}\n",
+    )
+    .unwrap();
+    let (v, c) = repo.json_as("lead", &["workflow", "validate", "fix.yaml"]);
+    assert_eq!(
+        (c, &v["order"]),
+        (0, &serde_json::json!(["test", "fix", "review"])),
+        "{v}"
+    );
+    std::fs::write(
+        repo.root().join("bad.yaml"),
+        "name: bad\nnodes: [{id: a, task: x}, {id: b, task: y}]\nedges: [{from: a, to: b, if: 'reslt.ok'}, {from: a, to: c}]\n",
+    )
+    .unwrap();
+    let (v, c) = repo.json_as("lead", &["workflow", "validate", "bad.yaml"]);
+    assert_eq!(c, 2, "{v}");
+    let fields: Vec<&str> = v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["edges[0].if", "edges[1].to"], "{v}");
+    let (v, c) = repo.json_as("lead", &["workflow", "create", "bad.yaml"]);
+    assert_eq!(
+        (c, v["field"].as_str()),
+        (2, Some("edges[0].if")),
+        "refused by the operation too: {v}"
+    );
+    let (v, c) = repo.json_as("lead", &["workflow", "create", "fix.yaml"]);
+    assert_eq!(c, 0, "{v}");
+    let id = v["workflow_id"].as_str().unwrap().to_string();
+    let (v, _) = repo.json_as("tester", &["work", "claim", "--type", "test"]);
+    let task = v["task_id"].as_str().unwrap().to_string();
+    let (v, c) = repo.json_as(
+        "tester",
+        &["work", "complete", &task, "--failed", "--error", "2 tests failed"],
+    );
+    assert_eq!(c, 0, "{v}");
+    let (v, _) = repo.json_as("lead", &["workflow", "status", &id]);
+    let status: Vec<&str> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["failed", "running", "waiting"], "{v}");
+    let out = repo.run(&["workflow", "status", &id]);
+    assert!(
+        stdout(&out).contains("fix-and-review") && stdout(&out).contains("waiting"),
+        "{}",
+        stdout(&out)
+    );
+    let (v, _) = repo.json_as("lead", &["workflow", "list"]);
+    assert_eq!(v["workflows"][0]["workflow_id"], id.as_str());
+    let (v, c) = repo.json_as("lead", &["workflow", "status", "nope"]);
+    assert_eq!((c, v["field"].as_str()), (2, Some("workflow_id")), "{v}");
+
+    let dir = repo.root().join(".claude/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("code-reviewer.md"),
+        "---\nname: code-reviewer\ndescription: Reviews\ntools: Read, Grep\n---\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.root().join("teams.yaml"),
+        "name: backend\nagents:\n  - {name: reviewer, role: reviewer, capabilities: [review], definition: code-reviewer}\n  - {name: coder, capabilities: [coding, deploy], profile: write}\n  - {name: ghost, role: x, definition: nobody}\n",
+    )
+    .unwrap();
+    let (v, c) = repo.json_as("lead", &["team", "validate", "teams.yaml"]);
+    assert_eq!(c, 2, "{v}");
+    let fields: Vec<&str> = v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["agents[1].role", "agents[1].capabilities[1]", "agents[2].definition"],
+        "{v}"
+    );
+    let out = repo.run(&["team", "validate", "teams.yaml"]);
+    assert!(stderr(&out).contains("agents[1].role: missing"), "{}", stderr(&out));
+    std::fs::write(
+        repo.root().join("teams.yaml"),
+        "name: backend\nagents:\n  - {name: reviewer, role: reviewer, capabilities: [review], definition: code-reviewer}\n",
+    )
+    .unwrap();
+    let (v, c) = repo.json_as("lead", &["team", "validate", "teams.yaml"]);
+    assert_eq!(
+        (c, v["team"]["members"][0]["definition"].as_str()),
+        (0, Some("code-reviewer")),
+        "{v}"
+    );
+    let (v, c) = repo.json_as("lead", &["team", "up", "teams.yaml"]);
+    assert_eq!(
+        (c, v["members"][0]["state"].as_str()),
+        (0, Some("defined")),
+        "nothing to run: {v}"
+    );
+    let (v, c) = repo.json_as("lead", &["team", "status", "teams.yaml"]);
+    assert_eq!((c, v["members"][0]["status"].as_str()), (0, Some("not running")), "{v}");
+}

@@ -24,7 +24,11 @@ async fn start_nodes(tx: &Tx<'_>, ctx: &OpCtx, workflow_id: &str, tasks: &[(Stri
     Ok(())
 }
 
-async fn create(tx: &Tx<'_>, ctx: &OpCtx, (wf, tasks): &(Workflow, Vec<(String, NewTask)>)) -> R<()> {
+async fn create(
+    tx: &Tx<'_>,
+    ctx: &OpCtx,
+    (wf, tasks, answer): &(Workflow, Vec<(String, NewTask)>, serde_json::Value),
+) -> R<serde_json::Value> {
     tx.execute(
         &tx.prepare_cached(&format!(
             "INSERT INTO workflows (workflow_id, kind, name, created_by, status, version, created_at, updated_at, record)
@@ -42,7 +46,8 @@ async fn create(tx: &Tx<'_>, ctx: &OpCtx, (wf, tasks): &(Workflow, Vec<(String, 
         ],
     )
     .await?;
-    start_nodes(tx, ctx, &wf.workflow_id, tasks).await
+    start_nodes(tx, ctx, &wf.workflow_id, tasks).await?;
+    Ok(answer.clone())
 }
 
 async fn step(tx: &Tx<'_>, ctx: &OpCtx, (version, next, tasks): &(i64, Workflow, Vec<(String, NewTask)>)) -> R<bool> {
@@ -65,9 +70,17 @@ async fn step(tx: &Tx<'_>, ctx: &OpCtx, (version, next, tasks): &(i64, Workflow,
 
 #[async_trait]
 impl WorkflowStore for PgStore {
-    async fn create_workflow(&self, ctx: OpCtx, workflow: Workflow, tasks: Vec<(String, NewTask)>) -> CoordResult<()> {
-        self.op(ctx, (workflow, tasks), |tx, ctx, a| Box::pin(create(tx, ctx, a)))
-            .await
+    async fn create_workflow(
+        &self,
+        ctx: OpCtx,
+        workflow: Workflow,
+        tasks: Vec<(String, NewTask)>,
+        answer: serde_json::Value,
+    ) -> CoordResult<serde_json::Value> {
+        self.op(ctx, (workflow, tasks, answer), |tx, ctx, a| {
+            Box::pin(create(tx, ctx, a))
+        })
+        .await
     }
 
     async fn workflow(&self, workflow_id: &str) -> CoordResult<Option<(Workflow, i64, Vec<TaskInfo>)>> {

@@ -76,9 +76,17 @@ fn tasks_of(c: &Connection, workflow_id: &str) -> R<Vec<TaskInfo>> {
 
 #[async_trait]
 impl WorkflowStore for SqliteStore {
-    async fn create_workflow(&self, ctx: OpCtx, workflow: Workflow, tasks: Vec<(String, NewTask)>) -> CoordResult<()> {
-        self.op(ctx, move |c, now, who| create(c, now, who, &workflow, &tasks))
-            .await
+    async fn create_workflow(
+        &self,
+        ctx: OpCtx,
+        workflow: Workflow,
+        tasks: Vec<(String, NewTask)>,
+        answer: serde_json::Value,
+    ) -> CoordResult<serde_json::Value> {
+        self.op(ctx, move |c, now, who| {
+            create(c, now, who, &workflow, &tasks).map(|()| answer)
+        })
+        .await
     }
 
     async fn workflow(&self, workflow_id: &str) -> CoordResult<Option<(Workflow, i64, Vec<TaskInfo>)>> {

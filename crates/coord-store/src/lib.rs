@@ -667,13 +667,15 @@ pub trait SpawnStore {
 #[async_trait]
 pub trait WorkflowStore {
     /// In one transaction: the record stored (version 1) and the tasks of the nodes it
-    /// starts submitted and mapped to it. Audited.
+    /// starts submitted and mapped to it. Audited with `answer` (what the operation
+    /// answers), which it answers.
     async fn create_workflow(
         &self,
         ctx: OpCtx,
         workflow: coord_domain::workflows::Workflow,
         tasks: Vec<(String, NewTask)>,
-    ) -> CoordResult<()>;
+        answer: serde_json::Value,
+    ) -> CoordResult<serde_json::Value>;
     /// The record, its version and its nodes' tasks, unaudited (the operations audit).
     async fn workflow(
         &self,

@@ -409,6 +409,132 @@ def strands_worker(w):
     return f"task {task} completed by {shown['claimed_by']}"
 
 
+def strands_orchestrator(w):
+    """A Strands orchestrator creates a graph workflow through coord's MCP server (test, then
+    fix on failure or report if the tests passed; report joins either way); workers (the coord
+    CLI, other identities) end its nodes; a second run of the orchestrator reads the
+    aggregated results. The failure edge and the `any` join decided what ran."""
+    check(w.strands_python, "no --strands-python given")
+    plan = {"name": "test-fix-report", "input": {"suite": "parser"},
+            "nodes": [{"id": "test", "task": "Run the parser tests; answer {status}", "task_type": "test"},
+                      {"id": "fix", "task": "Fix the failing tests", "task_type": "fix"},
+                      {"id": "report", "task": "Report what happened", "task_type": "report", "join": "any"}],
+            "edges": [{"from": "test", "to": "fix", "when": "failure"},
+                      {"from": "test", "to": "report", "if": 'result.status == "passed"'},
+                      {"from": "fix", "to": "report"}]}
+
+    def orchestrate(script, prompt):
+        # Its own process group (its `coord mcp` too): w.close() kills the whole of it if
+        # Strands hangs past the timeout.
+        p = subprocess.Popen([w.strands_python, os.path.join(HERE, "strands_orchestrator.py"), "--coord", w.coord_bin,
+                              "--cwd", w.repo, "--model-url", f"http://127.0.0.1:{w.port}", "--script", script,
+                              "--prompt", prompt],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=w.base_env(w.home("home-orchestrator")), start_new_session=True)
+        w.children.append(p)
+        out, err = p.communicate(timeout=120)
+        check('"ok": true' in out, f"strands {script}: {out[-1500:]} {err[-2500:]}")
+        return json.loads(out.strip().splitlines()[-1])["answer"]
+
+    def given(script, turn):
+        """The JSON coord's tool answered the Strands agent, as its model was sent it on
+        `turn` (the tool result wrapped in text blocks by Strands)."""
+        rows = [e for e in w.entries() if e.get("script") == script and e.get("turn") == turn]
+        check(rows, f"the model never saw turn {turn} of {script}")
+        content = rows[-1].get("last_result")
+        blocks = content if isinstance(content, list) else [{"text": content}]
+        for b in blocks:
+            try:
+                return json.loads(b.get("text") or "")
+            except (ValueError, TypeError, AttributeError):
+                continue
+        raise Fail(f"no JSON in what {script} was given on turn {turn}: {content}")
+
+    def status(wf):
+        return w.coord("call", "get_workflow_status", json.dumps({"workflow_id": wf}))
+
+    w.start_model({"S_plan": [{"tool": "create_workflow", "input": plan},
+                              {"tool": "get_workflow_status", "input": {"workflow_id": "{{last.workflow_id}}"}},
+                              {"text": "PLANNED"}]})
+    answer = orchestrate("S_plan", "Plan the parser fix as a workflow and check it started.")
+    # What coord holds, not what the agent said: the workflow, made by the Strands identity.
+    mine = [x for x in w.coord("call", "list_workflows")["workflows"] if x["name"] == "test-fix-report"]
+    check(len(mine) == 1 and mine[0]["created_by"] == "strands-orchestrator" and mine[0]["status"] == "running",
+          f"one running workflow made by the Strands orchestrator: {mine}")
+    wf = mine[0]["workflow_id"]
+    shown = status(wf)
+    nodes = {n["id"]: n for n in shown["nodes"]}
+    check(nodes["test"]["status"] == "running" and nodes["test"].get("task_id")
+          and nodes["fix"]["status"] == "waiting" and nodes["report"]["status"] == "waiting",
+          f"only test (no inputs) is queued: {shown}")
+    test_task = nodes["test"]["task_id"]
+    queued = w.coord("work", "show", test_task)["task"]
+    check(queued["created_by"] == "strands-orchestrator" and queued["task_type"] == "test",
+          f"the node's task is the orchestrator's: {queued}")
+    created = given("S_plan", 1)
+    check(created.get("workflow_id") == wf and created.get("started") == ["test"],
+          f"create_workflow's answer reached the agent: {created}")
+    check(given("S_plan", 2).get("status") == "running", "the agent was told the workflow is running")
+    check(answer == "PLANNED", f"the orchestrator's answer: {answer!r}")
+
+    # The workers: other identities, through the CLI. fix exists only once test has ended.
+    early = w.coord("--agent-id", "fixer", "work", "claim", "--type", "fix")
+    check(early.get("reason") == "no_tasks_available", f"fix is not queued before test ends: {early}")
+    claimed = w.coord("--agent-id", "tester", "work", "claim", "--type", "test")
+    check(claimed.get("task_id") == test_task and claimed["input_data"]["input"] == {"suite": "parser"},
+          f"the tester got the test node with the workflow's input: {claimed}")
+    done = w.coord("--agent-id", "tester", "work", "complete", test_task, "--failed", "--error", "1 test failed",
+                   "--result", json.dumps({"status": "failed", "failing": ["parser::empty_input"]}))
+    check(done.get("status") == "failed", f"the test node failed: {done}")
+    fix = w.coord("--agent-id", "fixer", "work", "claim", "--type", "fix")
+    check(fix.get("task_id") and fix["input_data"]["inputs"].get("test", {}).get("status") == "failed",
+          f"the failure edge queued fix, with test's outcome as input: {fix}")
+    check(status(wf)["status"] == "running", "a failure an edge handles does not fail the workflow")
+    w.coord("--agent-id", "fixer", "work", "complete", fix["task_id"], "--success",
+            "--result", json.dumps({"fixed": ["parser::empty_input"]}))
+    report = w.coord("--agent-id", "reporter", "work", "claim", "--type", "report")
+    check(report.get("task_id") and report["input_data"]["inputs"].get("fix", {}).get("status") == "completed",
+          f"join any: report queued after fix although test -> report was not taken: {report}")
+    w.coord("--agent-id", "reporter", "work", "complete", report["task_id"], "--success",
+            "--result", json.dumps({"report": "1 failure fixed"}))
+
+    # The model reads its scripts when it starts, and S_results names the workflow only
+    # known now: a new model (the same log) for the second run.
+    w.model.kill()
+    w.model.wait()
+    w.start_model({"S_results": [{"tool": "get_workflow_status", "input": {"workflow_id": wf}},
+                                 {"text": "RESULTS READ"}]})
+    answer = orchestrate("S_results", "Report the workflow's aggregated results.")
+    final = status(wf)
+    nodes = {n["id"]: n for n in final["nodes"]}
+    check(final["status"] == "completed" and final.get("ended_at"), f"the workflow completed: {final}")
+    check(nodes["test"]["status"] == "failed" and nodes["fix"]["status"] == "completed"
+          and nodes["report"]["status"] == "completed", f"test failed, fix and report completed: {final}")
+    check(nodes["fix"]["agent"] == "fixer" and nodes["report"]["agent"] == "reporter",
+          f"each node's worker is recorded: {final}")
+    check("not taken" in (nodes["report"].get("reason") or ""), f"report says which input was not taken: {final}")
+    check(final["results"] == {"test": {"status": "failed", "result": {"status": "failed",
+                                                                       "failing": ["parser::empty_input"]}},
+                               "fix": {"status": "completed", "result": {"fixed": ["parser::empty_input"]}},
+                               "report": {"status": "completed", "result": {"report": "1 failure fixed"}}}
+          and final["summary"] == {"failed": 1, "completed": 2}, f"the results aggregated: {final}")
+    # The Strands agent itself was given that: the completed workflow in its tool result.
+    read = given("S_results", 1)
+    check(read.get("workflow_id") == wf and read.get("status") == "completed"
+          and read.get("results") == final["results"], f"the agent was given the completed workflow: {read}")
+    check(answer == "RESULTS READ", f"the orchestrator's answer: {answer!r}")
+    # The audit trail: the Strands identity made both calls (its type, not the observer's).
+    made = w.coord("audit", "--agent", "strands-orchestrator", "--operation", "create_workflow")["entries"]
+    check(len(made) == 1 and made[0]["success"] and made[0]["agent_type"] == "strands_agent"
+          and made[0]["parameters"].get("name") == "test-fix-report",
+          f"create_workflow audited once as the Strands agent: {made}")
+    reads = w.coord("audit", "--agent", "strands-orchestrator", "--operation", "get_workflow_status")["entries"]
+    check(len(reads) == 2 and all(e["success"] and e["agent_type"] == "strands_agent"
+                                  and e["parameters"].get("workflow_id") == wf for e in reads),
+          f"get_workflow_status audited twice (one per run) as the Strands agent: {reads}")
+    return f"workflow {wf} by strands-orchestrator: test failed, fix and report completed, results read back"
+
+
 def approval(w):
     """Claude Code 2.1.328 set up by `coord init claude` (which approves the project's server
     in the user's settings) is offered coord's tools and they work. Whether 2.1.328 would
@@ -1104,7 +1230,8 @@ def worker_unsandboxed(w):
 
 SCENARIOS = {"spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
-             "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker}
+             "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
+             "strands-orchestrator": strands_orchestrator}
 
 
 def main():

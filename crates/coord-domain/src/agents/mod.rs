@@ -16,11 +16,14 @@ pub mod launch;
 pub mod preflight;
 pub mod registry;
 pub mod spawn;
+pub mod team;
 
 #[cfg(test)]
 mod registry_tests;
 #[cfg(test)]
 mod spawn_tests;
+#[cfg(test)]
+mod team_tests;
 #[cfg(test)]
 mod tests;
 

@@ -93,7 +93,8 @@ impl Operation for CreateWorkflow {
             order: wf.nodes.iter().map(|n| n.spec.id.clone()).collect(),
         };
         let started: Vec<String> = tasks.iter().map(|(n, _)| n.clone()).collect();
-        c.store().create_workflow(ctx, wf.clone(), tasks).await?;
+        let answer = serde_json::to_value(&result).unwrap_or(Value::Null);
+        c.store().create_workflow(ctx, wf.clone(), tasks, answer).await?;
         spawn_for(c, &wf, &started).await;
         Ok(result)
     }
@@ -149,7 +150,7 @@ async fn spawn_for(c: &Coordinator, wf: &Workflow, started: &[String]) {
                 }
             }
         }
-        let who = Caller::new(current.created_by.clone(), "cli").for_audit();
+        let who = Caller::new(current.created_by.clone(), current.created_by_type.clone()).for_audit();
         let parameters = json!({"workflow_id": current.workflow_id, "spawned": spawned});
         let ctx = OpCtx::internal(c.clock.now(), who, WORKFLOW_STEP, parameters);
         match c.store().step_workflow(ctx, version, current, Vec::new()).await {
@@ -296,7 +297,7 @@ pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<
             "started": step.start,
             "error": next.error,
         });
-        let who = Caller::new(next.created_by.clone(), "cli").for_audit();
+        let who = Caller::new(next.created_by.clone(), next.created_by_type.clone()).for_audit();
         let ctx = OpCtx::internal(c.clock.now(), who, WORKFLOW_STEP, parameters);
         if c.store().step_workflow(ctx, version, next.clone(), new).await? {
             // This step won: the agents of the nodes it queued are its to spawn.
@@ -600,7 +601,8 @@ impl Operation for CreateSwarm {
         let task_type = wf.nodes[0].spec.task_type.clone().unwrap_or_default();
         let (wf, tasks) = first_step(c, wf)?;
         let task_ids: Vec<String> = tasks.iter().map(|(_, t)| t.task_id.clone()).collect();
-        c.store().create_workflow(ctx.clone(), wf, tasks).await?;
+        let answer = json!({"swarm_id": swarm_id, "task_type": task_type, "tasks": task_ids});
+        c.store().create_workflow(ctx.clone(), wf, tasks, answer).await?;
         // Spawned as the caller (the swarm's operation admitted it; each spawn is held
         // to the caller's profile again).
         let me =
@@ -689,7 +691,7 @@ async fn record_members(c: &Coordinator, swarm_id: &str, members: &[String]) -> 
             return Err(not_found(swarm_id, Kind::Swarm));
         };
         wf.members = members.to_vec();
-        let who = Caller::new(wf.created_by.clone(), "cli").for_audit();
+        let who = Caller::new(wf.created_by.clone(), wf.created_by_type.clone()).for_audit();
         let ctx = OpCtx::internal(
             c.clock.now(),
             who,
