@@ -1507,6 +1507,9 @@ pub enum SwarmCommand {
         /// A task of the swarm (repeatable)
         #[arg(long = "task", value_name = "TEXT", required = true)]
         tasks: Vec<String>,
+        /// The task type of its tasks (its queue; default swarm-<id>)
+        #[arg(long)]
+        task_type: Option<String>,
         /// Stop each member after this many minutes (its profile's limit caps it)
         #[arg(long)]
         timeout_minutes: Option<i64>,

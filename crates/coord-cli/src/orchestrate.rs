@@ -200,6 +200,7 @@ pub async fn swarm(cmd: SwarmCommand, ctx: &Context, out: Output) -> u8 {
             agents,
             profiles,
             tasks,
+            task_type,
             timeout_minutes,
         } => {
             let mut members: Vec<SwarmMemberSpec> = agents.iter().map(|a| member(a, false)).collect();
@@ -208,6 +209,7 @@ pub async fn swarm(cmd: SwarmCommand, ctx: &Context, out: Output) -> u8 {
                 name,
                 agents: members,
                 tasks,
+                task_type,
                 timeout_minutes,
             };
             create_swarm(req, ctx, out).await

@@ -304,6 +304,24 @@ fn a_claude_code_orchestrator_spawns_a_worker_over_mcp() {
     scenario("orchestrator-spawns");
 }
 
+/// Spec 001's graph with conditional edges, run by real spawned workers: implement → test;
+/// test → fix when it fails, → review if its result says passed; fix → review (join
+/// any). Each node names a profile, so coord spawns a Claude Code worker for it when it is
+/// queued; the scripted test fails once: the failure edge runs, then the success path; the
+/// results are aggregated.
+#[test]
+fn a_graph_workflow_is_run_by_spawned_workers_through_its_failure_edge() {
+    scenario("workflow-graph");
+}
+
+/// Spec 001's swarm: two Claude Code workers and one Codex worker spawned by create_swarm
+/// drain a shared queue of six tasks: each task done once, two per member, no lock
+/// conflict, results aggregated by get_swarm_results.
+#[test]
+fn a_swarm_of_claude_code_and_codex_workers_drains_a_shared_queue() {
+    scenario("swarm");
+}
+
 /// Spec 003's other two profiles, spawned side by side as generic workers: DESIGN writes
 /// `docs/` and nothing else; VERIFICATION runs the tests in a read-only workspace without a
 /// Write tool.

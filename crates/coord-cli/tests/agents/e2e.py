@@ -1067,6 +1067,111 @@ def design_and_verification(w):
     return f"{d['agent_id']} wrote docs/ only; {v['agent_id']} ran the tests read-only"
 
 
+def wait_workflow(w, what, ident, timeout=300):
+    """Polls a workflow's or swarm's status until it ends (real processes: no clock to inject)."""
+    deadline = time.time() + timeout
+    while True:
+        v = w.coord(what, "status" if what == "workflow" else "results", ident)
+        if v.get("status") in ("completed", "failed") or time.time() > deadline:
+            return v
+        time.sleep(1)
+
+
+def workflow_graph(w):
+    """Spec 001's graph with a conditional edge, run by real spawned workers: implement →
+    test; test → fix when it fails; test → review if its result says passed; fix → review
+    (join any). Every node names a profile, so coord spawns a Claude Code worker for it when
+    it is queued; the scripted test fails once: the failure edge runs, then the success
+    path; the aggregated results come back."""
+    def node(task_type, success, result):
+        return [{"tool": "get_work", "input": {"task_types": [task_type]}},
+                {"tool": "complete_work", "input": {"task_id": "{{last.task_id}}", "success": success, "result": result,
+                                                    **({} if success else {"error_message": "2 tests failed"})}},
+                {"text": f"{task_type} done"}]
+    w.start_model({"G_impl": node("implement", True, {"files": ["src/shared.rs"]}),
+                   "G_test": node("test", False, {"status": "failed", "failures": 2}),
+                   "G_fix": node("fix", True, {"fixed": 2}),
+                   "G_review": node("review", True, {"verdict": "approve"})})
+    graph = os.path.join(w.dir, "graph.yaml")
+    with open(graph, "w") as f:
+        f.write("""name: implement-test-fix-review
+input: {issue: 42}
+nodes:
+  - {id: implement, task: "SCRIPT:G_impl Implement issue 42", task_type: implement, profile: write}
+  - {id: test, task: "SCRIPT:G_test Run the tests", task_type: test, profile: verification}
+  - {id: fix, task: "SCRIPT:G_fix Fix the failing tests", task_type: fix, profile: write}
+  - {id: review, task: "SCRIPT:G_review Review the change", task_type: review, profile: read_only, join: any}
+edges:
+  - {from: implement, to: test}
+  - {from: test, to: fix, when: failure}
+  - {from: test, to: review, if: 'result.status == "passed"'}
+  - {from: fix, to: review}
+""")
+    home = w.home("orchestrator")
+    out = subprocess.run(["coord", "--json", "workflow", "create", graph], cwd=w.repo, capture_output=True, text=True,
+                         timeout=120, env=spawn_env(w, home))
+    created = json.loads(out.stdout or "{}")
+    check(created.get("success") is True and created.get("started") == ["implement"], f"created: {created} {out.stderr}")
+    v = wait_workflow(w, "workflow", created["workflow_id"])
+    nodes = {n["id"]: n for n in v.get("nodes", [])}
+    statuses = {k: n["status"] for k, n in nodes.items()}
+    check(v.get("status") == "completed" and statuses == {"implement": "completed", "test": "failed", "fix": "completed",
+                                                          "review": "completed"}, f"the workflow: {v}")
+    for k, n in nodes.items():
+        check(n.get("spawned_agent_id") and n.get("agent") == n["spawned_agent_id"],
+              f"node {k} was done by the worker coord spawned for it: {n}")
+    profiles = {k: spawned(w, home, "status", n["spawned_agent_id"]).get("profile") for k, n in nodes.items()}
+    check(profiles == {"implement": "write", "test": "verification", "fix": "write", "review": "read_only"},
+          f"each worker had its node's profile: {profiles}")
+    check(v["results"]["review"]["result"] == {"verdict": "approve"} and v["results"]["test"]["status"] == "failed",
+          f"the aggregated results: {v['results']}")
+    fix_task = w.coord("work", "show", nodes["fix"]["task_id"])["task"]
+    check(fix_task["input_data"]["inputs"]["test"] == {"status": "failed", "result": {"status": "failed", "failures": 2}},
+          f"the fix got the failed test's result: {fix_task['input_data']}")
+    steps = w.coord("audit", "--operation", "workflow_step")["entries"]
+    check(len(steps) >= 4, f"each step audited: {len(steps)}")
+    return f"workflow {created['workflow_id']}: implement, test (failed), fix, review by 4 spawned workers"
+
+
+def swarm_drain(w):
+    """Spec 001's swarm: two Claude Code workers and one Codex worker, spawned by
+    create_swarm, drain a shared queue of six tasks: each task done exactly once, each
+    member two, no lock conflict, the results aggregated by get_swarm_results."""
+    define(w, "linter", "---\nname: linter\ndescription: Fixes lint\nprofile: write\n---\nYou fix lint warnings.\n")
+    define(w, "linter-codex", "---\nname: linter-codex\ndescription: Fixes lint\nprofile: write\nruntime: codex\n"
+                              "model: fake-model\n---\nYou fix lint warnings.\n")
+    step = [{"tool": "get_work", "input": {"task_types": ["lint"]}},
+            {"tool": "complete_work", "input": {"task_id": "{{last.task_id}}", "success": True,
+                                                "result": {"fixed": "{{last.task_id}}"}}}]
+    w.start_model({"M_drain": step + step + [{"text": "DRAINED"}]})
+    home = w.home("orchestrator")
+    tasks = [a for i in range(6) for a in ("--task", f"Fix the lint warnings in src/m{i}.rs")]
+    out = subprocess.run(["coord", "--json", "swarm", "create", "--name", "SCRIPT:M_drain lint", "--task-type", "lint",
+                          "--agent", "linter", "--agent", "linter", "--agent", "linter-codex", *tasks],
+                         cwd=w.repo, capture_output=True, text=True, timeout=180,
+                         env=spawn_env(w, home, OPENAI_BASE_URL=f"http://127.0.0.1:{w.port}/v1", OPENAI_API_KEY="dummy"))
+    s = json.loads(out.stdout or "{}")
+    check(s.get("success") is True and len(s.get("members", [])) == 3 and len(s.get("tasks", [])) == 6,
+          f"swarm: {s} {out.stderr[-2000:]}")
+    r = wait_workflow(w, "swarm", s["swarm_id"])
+    check(r.get("status") == "completed" and r.get("summary") == {"completed": 6}, f"the swarm: {r}")
+    done_by = [n["agent"] for n in r["nodes"]]
+    check(sorted(done_by) == sorted(s["members"] * 2), f"each member did two tasks, each task once: {done_by}")
+    check(all(n["result"] == {"fixed": n["task_id"]} for n in r["nodes"]), f"each result is its task's: {r['nodes']}")
+    check({m["completed"] for m in r["members"]} == {2}, f"members: {r['members']}")
+    runtimes = sorted(spawned(w, home, "status", m).get("runtime") for m in s["members"])
+    check(runtimes == ["claude", "claude", "codex"], f"runtimes: {runtimes}")
+    for m in s["members"]:
+        st = wait_status(w, home, m, ended)
+        check(st.get("status") == "completed", f"member {m}: {st}")
+    tasks = w.coord("work", "list", "--type", "lint")["tasks"]
+    check(len(tasks) == 6 and all(t["attempts"] == 1 and t["status"] == "completed" for t in tasks),
+          f"each task claimed once: {tasks}")
+    conflicts = [e for e in w.coord("audit", "--operation", "acquire_lock")["entries"] if not e["success"]]
+    check(not conflicts, f"no lock conflicts: {conflicts}")
+    return f"swarm {s['swarm_id']}: 6 tasks by 2 Claude Code + 1 Codex workers, 2 each"
+
+
 def spawned_worker_killed(w):
     """A spawned WRITE worker SIGKILLed mid-task (its runtime), then another whose supervisor
     is SIGKILLed: each time its lock is released and its task back in the queue; the dead
@@ -1228,7 +1333,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}

@@ -71,6 +71,10 @@ def parse_json(value):
         try:
             return parse_json(json.loads(value))
         except ValueError:
+            # Codex prefixes the tool's text ("Wall time: …\nOutput:\n{…}").
+            start = value.find("{")
+            if start > 0:
+                return parse_json(value[start:])
             return None
     if isinstance(value, list):
         for b in value:

@@ -167,6 +167,9 @@ pub struct CreateSwarmRequest {
     pub agents: Vec<SwarmMemberSpec>,
     /// The tasks they share (1 to 50), each a task description.
     pub tasks: Vec<String>,
+    /// The task type of the swarm's tasks (its queue; default `swarm-<id>`).
+    #[serde(default)]
+    pub task_type: Option<String>,
     /// Stop each member after this many minutes (its profile's max_execution_time caps it).
     #[serde(default)]
     pub timeout_minutes: Option<i64>,

@@ -500,13 +500,13 @@ impl Operation for CreateSwarm {
     const NAME: &'static str = "create_swarm";
     const SUMMARY: &'static str = "Spawn agents that drain a shared queue of tasks together";
     const DESCRIPTION: &'static str = "Create a swarm: the tasks (1 to 50 descriptions) go into the work queue \
-        under one task type of their own, then each member of agents (1 to 10: {agent} of the registry or \
+        under one task type (task_type, default swarm-<id>), then each member of agents (1 to 10: {agent} of the registry or \
         {profile}, optional runtime) is spawned with spawn_agent (every rule of it: pre-flight, least privilege, \
         limits, supervision) and told the swarm's context: its members, the shared task type, to claim with \
         get_work and complete with complete_work until none is left, to lock files before editing and leave \
         handoffs for the others. Answers {success:true, swarm_id, task_type, tasks, members}; read the aggregated \
-        results with get_swarm_results. A member that cannot be spawned is refused with the reason; if none can, \
-        the swarm's tasks are cancelled.";
+        results with get_swarm_results. A member that cannot be spawned is left out (logged, its refusal audited); if \
+        none can, the swarm's tasks are failed with the reasons and the answer is spawn_unavailable.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::new(Permission::ManageSwarm, 0).starting_work();
@@ -531,7 +531,10 @@ impl Operation for CreateSwarm {
             return Err(bad("tasks", format!("give 1 to {MAX_SWARM_TASKS} tasks")));
         }
         let id = crate::new_id();
-        let task_type = format!("swarm-{}", &id[..8]);
+        let task_type = match &req.task_type {
+            Some(t) => coord_domain::validate::required_text("task_type", t, coord_domain::validate::MAX_SHORT_TEXT)?,
+            None => format!("swarm-{}", &id[..8]),
+        };
         let nodes: Vec<NodeSpec> = req
             .tasks
             .iter()
