@@ -156,7 +156,8 @@ pub enum Command {
     /// The work queue: submit, claim and complete tasks
     #[command(subcommand)]
     Work(WorkCommand),
-    /// Agent sessions: register, heartbeat, discover peers, clean up dead agents
+    /// The agent registry (list, show: .claude/agents/*.md and agents.json) and agent
+    /// sessions (register, heartbeat, discover peers, clean up dead agents)
     #[command(subcommand)]
     Agents(AgentsCommand),
     /// Confined file tools: read or write a file of the workspace through coord (no
@@ -999,7 +1000,12 @@ pub struct ValidationArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
     pub validator_timeout: std::time::Duration,
     /// Launch without pre-flight validation (recorded in the audit trail)
-    #[arg(long, conflicts_with_all = ["validator_command", "validator_url"])]
+    #[arg(
+        long,
+        env = "COORD_NO_VALIDATION",
+        value_parser = clap::builder::FalseyValueParser::new(),
+        conflicts_with_all = ["validator_command", "validator_url"]
+    )]
     pub no_validation: bool,
 }
 
@@ -1265,7 +1271,7 @@ pub enum AgentStatusArg {
 
 #[derive(Debug, Subcommand)]
 pub enum AgentsCommand {
-    /// The agent registry (spec 002's `/agents`): every definition of
+    /// The agent registry (spec 002's `/agents`; also `coord agent list`): every definition of
     /// .claude/agents/*.md and agents.json, checked, with each invalid one's errors;
     /// exits 2 when one is invalid
     List,

@@ -45,6 +45,8 @@ const TOOL_CONFIG: &[(&str, bool)] = &[
     (".envrc", false),
     (".gitmodules", false),
     (".husky", true),
+    // The agent registry's list: a writer must not change what others spawn later.
+    ("agents.json", false),
 ];
 
 /// Where definitions live, relative to the repository.
@@ -262,6 +264,9 @@ fn show(place: &str, d: &AgentDefinition, out: Output) -> u8 {
     );
     if let Some(p) = &d.parent {
         println!("  parent:      {p} (may delegate to it)");
+    }
+    if !d.children.is_empty() {
+        println!("  children:    {} (it may delegate to them)", d.children.join(", "));
     }
     println!(
         "  delegates:   {}",

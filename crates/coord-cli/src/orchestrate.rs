@@ -53,24 +53,49 @@ fn invalid(path: &Path, what: &str, errors: &[FieldError]) -> CoordError {
 }
 
 /// A workflow file (YAML or JSON) as `create_workflow`'s request.
+/// Read as YAML, then typed the way the operation types a request (a wrong type or an
+/// unknown field named by its path: `nodes[0].priority`).
 fn workflow_request(path: &Path) -> CoordResult<CreateWorkflowRequest> {
     let text = read(path)?;
-    serde_saphyr::from_str::<CreateWorkflowRequest>(&text).map_err(|e| {
-        let first = e.to_string();
-        invalid(
-            path,
-            "workflow",
-            &[FieldError::new(
-                "file",
-                first.lines().next().unwrap_or("unreadable").to_string(),
-            )],
-        )
-    })
+    // Typed straight from YAML first: a string field takes `y` or `no` as text.
+    let direct_error = match serde_saphyr::from_str::<CreateWorkflowRequest>(&text) {
+        Ok(req) => return Ok(req),
+        Err(e) => e.to_string(),
+    };
+    let first_line = |s: &str| {
+        s.lines()
+            .next()
+            .unwrap_or("unreadable")
+            .trim_start_matches("error: ")
+            .to_string()
+    };
+    // Refused: again through JSON values, for an error that names its field's path.
+    let value: Value = serde_saphyr::from_str(&text).map_err(|e| {
+        let reason = format!("not YAML: {}", first_line(&e.to_string()));
+        invalid(path, "workflow", &[FieldError::new("file", reason)])
+    })?;
+    let e = match coord_service::pipeline::parse_named::<CreateWorkflowRequest>(&value) {
+        Err(e) => e,
+        Ok(_) => {
+            return Err(invalid(
+                path,
+                "workflow",
+                &[FieldError::new("file", first_line(&direct_error))],
+            ));
+        }
+    };
+    let field = e.field.clone().unwrap_or_else(|| "file".into());
+    let reason = e
+        .message
+        .strip_prefix(&format!("{field}: "))
+        .unwrap_or(&e.message)
+        .to_string();
+    Err(invalid(path, "workflow", &[FieldError::new(field, reason)]))
 }
 
 pub async fn workflow(cmd: WorkflowCommand, ctx: &Context, out: Output) -> u8 {
     let r = match cmd {
-        WorkflowCommand::Validate { file } => validate_workflow(&file, out),
+        WorkflowCommand::Validate { file } => validate_workflow(&file, ctx, out),
         WorkflowCommand::Create { file } => create_workflow(&file, ctx, out).await,
         WorkflowCommand::Status { workflow_id } => workflow_status(&workflow_id, ctx, out).await,
         WorkflowCommand::List { limit } => list_workflows(limit, ctx, out).await,
@@ -78,15 +103,40 @@ pub async fn workflow(cmd: WorkflowCommand, ctx: &Context, out: Output) -> u8 {
     r.unwrap_or_else(|e| out.error(&e))
 }
 
-fn validate_workflow(file: &Path, out: Output) -> CoordResult<u8> {
+fn validate_workflow(file: &Path, ctx: &Context, out: Output) -> CoordResult<u8> {
     let req = workflow_request(file)?;
+    let mut errors = coord_domain::workflows::check_definition(&req.name, &req.nodes, &req.edges)
+        .err()
+        .unwrap_or_default();
+    // The agents its nodes name, as create_workflow checks them.
+    let registry = crate::launch::definitions(ctx);
+    for (i, n) in req.nodes.iter().enumerate() {
+        if let Some(a) = &n.agent
+            && coord_domain::agents::registry::find(&registry, a).is_err()
+        {
+            errors.push(FieldError::new(
+                format!("nodes[{i}].agent"),
+                format!("no valid agent {a:?} in the registry"),
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(invalid(file, "workflow", &errors));
+    }
     let order = coord_domain::workflows::check_definition(&req.name, &req.nodes, &req.edges)
         .map_err(|errors| invalid(file, "workflow", &errors))?;
     let order: Vec<String> = order.into_iter().map(|n| n.id).collect();
     if out.json {
-        println!("{}", json!({"success": true, "name": req.name, "order": order}));
+        output::line(&format!(
+            "{}",
+            json!({"success": true, "name": req.name, "order": order})
+        ));
     } else {
-        println!("{}: valid; nodes in order: {}", file.display(), order.join(" → "));
+        output::line(&format!(
+            "{}: valid; nodes in order: {}",
+            file.display(),
+            order.join(" → ")
+        ));
     }
     Ok(output::EXIT_OK)
 }
@@ -96,13 +146,22 @@ async fn create_workflow(file: &Path, ctx: &Context, out: Output) -> CoordResult
     let coord = open::coordination(ctx, 2).await?;
     let me = Principal::local(ctx.caller.clone());
     Ok(out.result(call::<CreateWorkflow, _>(&*coord, &me, req).await, |r| {
-        format!(
-            "workflow {} started: {} queued; order {}\nfollow it: coord workflow status {}",
+        let mut text = format!(
+            "workflow {} started: {} queued; order {}",
             r.workflow_id,
             r.started.join(", "),
             r.order.join(" → "),
-            r.workflow_id
-        )
+        );
+        for (node, agent) in &r.spawned {
+            text.push_str(&format!("\n  node {node}: spawned {agent}"));
+        }
+        for (node, why) in &r.not_spawned {
+            text.push_str(&format!(
+                "\n  node {node}: WARNING: {why} (its task waits in the queue for any worker)"
+            ));
+        }
+        text.push_str(&format!("\nfollow it: coord workflow status {}", r.workflow_id));
+        text
     }))
 }
 
@@ -267,17 +326,18 @@ pub async fn team(cmd: TeamCommand, ctx: &Context, out: Output) -> u8 {
     let r = match cmd {
         TeamCommand::Validate { file } => load_team(&file, ctx).map(|t| {
             if out.json {
-                println!("{}", json!({"success": true, "team": t}));
+                output::line(&format!("{}", json!({"success": true, "team": t})));
             } else {
-                println!(
-                    "{}: valid; team {} ({} members, {} to run, queue {}, at most {} at once)",
+                output::line(&format!(
+                    "{}: valid; team {} ({} member{}, {} to run, queue {}, at most {} at once)",
                     file.display(),
                     t.name,
                     t.members.len(),
+                    if t.members.len() == 1 { "" } else { "s" },
                     t.members.iter().filter(|m| m.run).count(),
                     t.queue,
                     t.max_concurrent
-                );
+                ));
             }
             output::EXIT_OK
         }),
@@ -335,7 +395,10 @@ async fn team_up(file: &Path, ctx: &Context, out: Output) -> CoordResult<u8> {
     std::fs::write(&path, serde_json::to_string_pretty(&state).unwrap_or_default())
         .map_err(|e| CoordError::new(ErrorCode::Internal, format!("{}: {e}", path.display())))?;
     if out.json {
-        println!("{}", json!({"success": !failed, "team": t.name, "members": rows}));
+        output::line(&format!(
+            "{}",
+            json!({"success": !failed, "team": t.name, "members": rows})
+        ));
     } else {
         for r in &rows {
             let line = match r["state"].as_str() {
@@ -356,9 +419,9 @@ async fn team_up(file: &Path, ctx: &Context, out: Output) -> CoordResult<u8> {
                     r["role"].as_str().unwrap_or("")
                 ),
             };
-            println!("{line}");
+            output::line(&line);
         }
-        println!("follow it: coord team status {}", file.display());
+        output::line(&format!("follow it: coord team status {}", file.display()));
     }
     Ok(if failed { output::EXIT_REFUSED } else { output::EXIT_OK })
 }
@@ -415,10 +478,10 @@ async fn team_status(file: &Path, ctx: &Context, out: Output) -> CoordResult<u8>
         );
     }
     if out.json {
-        println!(
+        output::line(&format!(
             "{}",
             json!({"success": true, "team": t.name, "queue": t.queue, "members": rows})
-        );
+        ));
     } else {
         let mut table = output::table(&["MEMBER", "ROLE", "AGENT", "STATUS", "TASK", "LOCKS"]);
         for r in &rows {
@@ -438,7 +501,7 @@ async fn team_status(file: &Path, ctx: &Context, out: Output) -> CoordResult<u8>
                 }),
             ]);
         }
-        println!("team {} (queue {})\n{table}", t.name, t.queue);
+        output::line(&format!("team {} (queue {})\n{table}", t.name, t.queue));
     }
     Ok(output::EXIT_OK)
 }

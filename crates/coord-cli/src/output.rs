@@ -8,6 +8,20 @@ use coord_domain::{CoordError, CoordResult, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
 
+/// Prints one line to stdout. Commands that keep SIGPIPE ignored (they may launch
+/// agents, whose validator may not read what it is given) end quietly, as a shell
+/// expects, when stdout's reader went away (`coord call … | head`), instead of panicking
+/// in `println!`.
+pub fn line(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(141);
+    }
+}
+
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_REFUSED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
@@ -34,11 +48,11 @@ impl Output {
                 let value = serde_json::to_value(&v).unwrap_or(Value::Null);
                 let ok = value.get("success").and_then(Value::as_bool).unwrap_or(true);
                 if self.json {
-                    println!("{value}");
+                    line(&value.to_string());
                 } else {
                     let text = human(&v);
                     if !text.is_empty() {
-                        println!("{}", text.trim_end());
+                        line(text.trim_end());
                     }
                 }
                 if ok { EXIT_OK } else { EXIT_REFUSED }
@@ -49,7 +63,7 @@ impl Output {
 
     pub fn error(&self, e: &CoordError) -> u8 {
         if self.json {
-            println!("{}", e.to_value());
+            line(&e.to_value().to_string());
         } else {
             eprintln!("error: {} [{}]", e.message, e.code);
             if e.code == coord_domain::ErrorCode::InvalidIdentity {

@@ -159,10 +159,9 @@ fn the_typescript_mcp_sdk_over_stdio_and_http() {
     scenario("typescript-sdk");
 }
 
-/// A Strands agent (`strands-agents` 1.62 in `.ci/venv-strands`), its model the scripted
-/// one, claims and completes a task through coord's MCP server.
-#[test]
-fn a_strands_agent_claims_and_completes_a_task() {
+/// The Python of `.ci/venv-strands` (or $COORD_TEST_STRANDS_PYTHON) if Strands imports
+/// there; under CI it must.
+fn strands_python(what: &str) -> Option<PathBuf> {
     let python = std::env::var_os("COORD_TEST_STRANDS_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv-strands/bin/python"));
@@ -177,11 +176,21 @@ fn a_strands_agent_claims_and_completes_a_task() {
             python.display()
         );
         eprintln!(
-            "\n*** SKIPPING the Strands test: {} does not work. Run .ci/run once, or set COORD_TEST_STRANDS_PYTHON.\n",
+            "\n*** SKIPPING {what}: {} does not work. Run .ci/run once, or set COORD_TEST_STRANDS_PYTHON.\n",
             python.display()
         );
-        return;
+        return None;
     }
+    Some(python)
+}
+
+/// A Strands agent (`strands-agents` 1.62 in `.ci/venv-strands`), its model the scripted
+/// one, claims and completes a task through coord's MCP server.
+#[test]
+fn a_strands_agent_claims_and_completes_a_task() {
+    let Some(python) = strands_python("the Strands test") else {
+        return;
+    };
     scenario_with("strands", &["--strands-python".as_ref(), python.as_os_str()]);
 }
 
@@ -191,25 +200,9 @@ fn a_strands_agent_claims_and_completes_a_task() {
 /// and audit trail say the Strands identity made both calls.
 #[test]
 fn a_strands_orchestrator_creates_a_workflow_and_reads_its_results() {
-    let python = std::env::var_os("COORD_TEST_STRANDS_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv-strands/bin/python"));
-    let works = Command::new(&python)
-        .args(["-c", "import strands, strands.models.anthropic"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !works {
-        assert!(
-            !under_ci(),
-            "Strands is required under CI but {} does not work",
-            python.display()
-        );
-        eprintln!(
-            "\n*** SKIPPING the Strands orchestrator test: {} does not work. Run .ci/run once, or set COORD_TEST_STRANDS_PYTHON.\n",
-            python.display()
-        );
+    let Some(python) = strands_python("the Strands orchestrator test") else {
         return;
-    }
+    };
     scenario_with(
         "strands-orchestrator",
         &["--strands-python".as_ref(), python.as_os_str()],

@@ -28,6 +28,8 @@ pub const MAX_LIST_LIMIT: i64 = 10_000;
 pub const REASON_DEPENDENCY_FAILED: &str = "dependency_failed";
 pub const REASON_MAX_ATTEMPTS: &str = "max_attempts_exceeded";
 pub const REASON_AGENT_REPORTED: &str = "agent_reported_failure";
+/// A swarm's task nobody could be spawned to do.
+pub const REASON_NO_WORKER: &str = "no_worker";
 pub const REASON_NO_TASKS: &str = "no_tasks_available";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -62,10 +62,35 @@ async fn step(tx: &Tx<'_>, ctx: &OpCtx, (version, next, tasks): &(i64, Workflow,
         )
         .await?;
     if moved == 0 {
-        return Ok(false);
+        // Another step came first: nothing written; the service reads again.
+        return Err(coord_domain::CoordError::new(
+            coord_domain::ErrorCode::WorkflowBusy,
+            "another step of this workflow came first",
+        )
+        .into());
     }
     start_nodes(tx, ctx, &next.workflow_id, tasks).await?;
     Ok(true)
+}
+
+async fn fail_pending(tx: &Tx<'_>, ctx: &OpCtx, (task_ids, reason): &(Vec<String>, String)) -> R<Vec<String>> {
+    let mut failed = Vec::new();
+    for id in task_ids {
+        let n = tx
+            .execute(
+                &tx.prepare_cached(&format!(
+                    "UPDATE work_queue SET status = 'failed', failure_reason = $3, error_message = $4,
+                         completed_at = {NOW} WHERE task_id = $2 AND status = 'pending'"
+                ))
+                .await?,
+                &[&ctx.now, &uuid(id)?, &coord_domain::queue::REASON_NO_WORKER, reason],
+            )
+            .await?;
+        if n == 1 {
+            failed.push(id.clone());
+        }
+    }
+    Ok(failed)
 }
 
 #[async_trait]
@@ -118,6 +143,11 @@ impl WorkflowStore for PgStore {
         tasks: Vec<(String, NewTask)>,
     ) -> CoordResult<bool> {
         self.op(ctx, (version, next, tasks), |tx, ctx, a| Box::pin(step(tx, ctx, a)))
+            .await
+    }
+
+    async fn fail_pending_tasks(&self, ctx: OpCtx, task_ids: Vec<String>, reason: String) -> CoordResult<Vec<String>> {
+        self.op(ctx, (task_ids, reason), |tx, ctx, a| Box::pin(fail_pending(tx, ctx, a)))
             .await
     }
 

@@ -58,7 +58,12 @@ fn step(
             to_json(next)
         ])?;
     if moved == 0 {
-        return Ok(false);
+        // Another step came first: nothing written; the service reads again.
+        return Err(coord_domain::CoordError::new(
+            coord_domain::ErrorCode::WorkflowBusy,
+            "another step of this workflow came first",
+        )
+        .into());
     }
     start_nodes(c, now, who, &next.workflow_id, tasks)?;
     Ok(true)
@@ -113,6 +118,25 @@ impl WorkflowStore for SqliteStore {
     ) -> CoordResult<bool> {
         self.op(ctx, move |c, now, who| step(c, now, who, version, &next, &tasks))
             .await
+    }
+
+    async fn fail_pending_tasks(&self, ctx: OpCtx, task_ids: Vec<String>, reason: String) -> CoordResult<Vec<String>> {
+        self.op(ctx, move |c, now, _| {
+            let mut failed = Vec::new();
+            for id in &task_ids {
+                let n = c
+                    .prepare_cached(
+                        "UPDATE work_queue SET status = 'failed', failure_reason = ?2, error_message = ?3,
+                             completed_at = ?4 WHERE task_id = ?1 AND status = 'pending'",
+                    )?
+                    .execute(params![id, coord_domain::queue::REASON_NO_WORKER, reason, now])?;
+                if n == 1 {
+                    failed.push(id.clone());
+                }
+            }
+            Ok(failed)
+        })
+        .await
     }
 
     async fn workflow_of_task(&self, task_id: &str) -> CoordResult<Option<String>> {

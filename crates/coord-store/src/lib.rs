@@ -688,8 +688,8 @@ pub trait WorkflowStore {
         )>,
     >;
     /// In one transaction, if the record is still at `version`: `next` stored, the tasks
-    /// of the nodes it starts submitted and mapped. False when another step came first
-    /// (nothing written). Audited.
+    /// of the nodes it starts submitted and mapped. `workflow_busy` when another step came
+    /// first (nothing written; audited as that refusal). Audited.
     async fn step_workflow(
         &self,
         ctx: OpCtx,
@@ -697,6 +697,9 @@ pub trait WorkflowStore {
         next: coord_domain::workflows::Workflow,
         tasks: Vec<(String, NewTask)>,
     ) -> CoordResult<bool>;
+    /// Fails the pending tasks among `task_ids` with `reason` (`failure_reason`
+    /// `no_worker`); answers those it failed. Audited.
+    async fn fail_pending_tasks(&self, ctx: OpCtx, task_ids: Vec<String>, reason: String) -> CoordResult<Vec<String>>;
     /// The workflow a task belongs to.
     async fn workflow_of_task(&self, task_id: &str) -> CoordResult<Option<String>>;
     /// Records newest first, of one creator (everyone's for `None`), unaudited.

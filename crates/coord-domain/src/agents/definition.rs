@@ -71,11 +71,11 @@ pub struct AgentDefinition {
 
 impl AgentDefinition {
     /// Whether this agent, running as a spawned agent, may have `child` launched: named
-    /// in its `delegates_to` (or `*` there), or `child`'s parent.
+    /// in its `delegates_to` (or `*` there), or one of its children.
     pub fn may_delegate_to(&self, child: &AgentDefinition) -> bool {
-        self.delegates_to.iter().any(|d| d == "*" || *d == child.name)
-            || child.parent.as_deref() == Some(&self.name)
-            || self.children.contains(&child.name)
+        // Children as the registry had them when this agent was spawned (its record):
+        // a child's own `parent_id`, read later, could be planted by a writer.
+        self.delegates_to.iter().any(|d| d == "*" || *d == child.name) || self.children.contains(&child.name)
     }
 
     /// Whether it may delegate to anyone.

@@ -168,8 +168,14 @@ pub fn assemble(mut entries: Vec<Entry>) -> Vec<Entry> {
                 ),
             ));
         }
+        // A generic worker of a profile (`write-worker`, …) is no entry but may be delegated to.
+        let generic = |t: &str| {
+            super::WorkerProfile::ALL
+                .iter()
+                .any(|p| super::spawn::generic_definition(*p).name == t)
+        };
         for (k, t) in d.delegates_to.iter().enumerate() {
-            if t != "*" && !known(t) {
+            if t != "*" && !known(t) && !generic(t) {
                 let field = format!("{}[{k}]", e.field("delegatesTo", "delegates_to"));
                 problems.push((i, FieldError::new(field, format!("no agent {t:?} in the registry"))));
             }

@@ -61,10 +61,14 @@ fn agents_json_fields() {
     assert_eq!(researcher.parent.as_deref(), Some("lead"));
     assert!(lead.may_delegate_to(researcher), "named in delegates_to");
     assert!(!researcher.may_delegate_to(lead), "a child does not delegate up");
+    assert_eq!(lead.children, vec!["researcher"], "the registry fills in children");
     let mut other = researcher.clone();
     other.name = "other".into();
     other.parent = Some("lead".into());
-    assert!(lead.may_delegate_to(&other), "a parent delegates to its children");
+    assert!(
+        !lead.may_delegate_to(&other),
+        "a parent_id the registry did not see is not a child"
+    );
     other.parent = None;
     let mut any = researcher.clone();
     any.delegates_to = vec!["*".into()];

@@ -475,9 +475,17 @@ pub fn check_privileges(parent: &Profile, child: &Profile) -> CoordResult<()> {
 pub fn delegation_grant(mut profile: Profile, spawned: &SpawnedAgent) -> Profile {
     if spawned.definition.delegates() && !profile.allowed_operations.contains(&Permission::SpawnAgent) {
         profile.allowed_operations.push(Permission::SpawnAgent);
+        // A budget too: a worker profile sets none, and the grant must not be unlimited.
+        if profile.resource_limits.max_spawned_agents == crate::profiles::Limit::Unlimited {
+            profile.resource_limits.max_spawned_agents = crate::profiles::Limit::Max(DELEGATION_BUDGET);
+        }
     }
     profile
 }
+
+/// The most agents a spawned agent's definition lets it launch when its profile sets no
+/// `max_spawned_agents`.
+pub const DELEGATION_BUDGET: u64 = 5;
 
 /// No spawned agent has this id.
 pub fn not_spawned(agent_id: &str) -> CoordError {

@@ -285,7 +285,12 @@ fn a_spawned_agent_delegates_only_as_its_definition_says() {
         (&lead, &researcher, true, "named in delegatesTo"),
         (&researcher, &lead, false, "delegates to nobody"),
         (&lead, &child, false, "not named"),
-        (&researcher, &child, true, "its child (the child's parent)"),
+        (
+            &researcher,
+            &child,
+            false,
+            "a parent_id alone proves nothing (it may be planted later)",
+        ),
         (&parent_of_helper, &child, true, "its child (the registry's children)"),
     ];
     for (parent, child, want, why) in cases {

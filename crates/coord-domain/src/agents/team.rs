@@ -117,6 +117,13 @@ fn text(
             None
         }
         Some(Value::String(s)) => Some(s.trim().to_string()),
+        Some(Value::Bool(b)) => {
+            errors.push(FieldError::new(
+                field,
+                format!("not a string: YAML read {b} (y, n, yes, no, on, off are booleans): quote it"),
+            ));
+            None
+        }
         Some(_) => {
             errors.push(FieldError::new(field, "not a string"));
             None
@@ -259,14 +266,24 @@ pub fn parse_team(text_: &str, registry: &dyn Fn(&str) -> Option<AgentDefinition
                     (Some(fd), Some(td)) => fd.may_delegate_to(&td),
                     _ => true,
                 },
-                (Some(fd), None) => registry(fd).is_some_and(|d| d.delegates_to.iter().any(|x| x == "*")),
+                (Some(fd), None) => registry(fd).is_some_and(|d| {
+                    to.profile
+                        .is_some_and(|p| d.may_delegate_to(&super::spawn::generic_definition(p)))
+                }),
                 (None, _) => false,
             };
             if !allowed {
                 errors.push(FieldError::new(
                     format!("coordination.delegation.{from}[{k}]"),
                     match &f.definition {
-                        Some(fd) => format!("{from}'s agent {fd} does not delegate to {t}: add it to its delegates_to"),
+                        Some(fd) => format!(
+                            "{from}'s agent {fd} does not delegate to {t}: add {} (or \"*\") to its delegates_to",
+                            match (&to.definition, to.profile) {
+                                (Some(d), _) => d.clone(),
+                                (None, Some(p)) => super::spawn::generic_definition(p).name,
+                                (None, None) => t.clone(),
+                            }
+                        ),
                         None => format!(
                             "{from} is a generic {} worker: only an agent of the registry delegates",
                             f.profile.map_or("", WorkerProfile::name)

@@ -93,8 +93,8 @@ fn every_error_with_its_path() {
                 "coordination.max_concurrent: give a number from 1 to 20",
                 "coordination.delegation.l[2]: no member \"ghost\"",
                 "coordination.delegation.nobody: no member \"nobody\"",
-                "coordination.delegation.l[1]: l's agent lead does not delegate to w: add it to its delegates_to",
-                "coordination.delegation.r[0]: r's agent code-reviewer does not delegate to l: add it to its delegates_to",
+                "coordination.delegation.l[1]: l's agent lead does not delegate to w: add write-worker (or \"*\") to its delegates_to",
+                "coordination.delegation.r[0]: r's agent code-reviewer does not delegate to l: add lead (or \"*\") to its delegates_to",
             ],
         ),
         (

@@ -33,6 +33,13 @@ pub struct CreateWorkflowResult {
     pub started: Vec<String>,
     /// Every node, in the order it can run.
     pub order: Vec<String>,
+    /// The agents spawned for queued nodes that name one (node → agent id).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub spawned: std::collections::BTreeMap<String, String>,
+    /// Queued nodes whose agent could not be spawned, and why (their tasks wait in the
+    /// queue for any worker).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub not_spawned: std::collections::BTreeMap<String, String>,
 }
 
 /// Names a workflow.

@@ -157,6 +157,16 @@ pub fn check_definition(name: &str, nodes: &[NodeSpec], edges: &[EdgeSpec]) -> R
         {
             errors.push(FieldError::new(format!("nodes[{i}].priority"), e.message));
         }
+        // A spawned agent's prompt is the task and the node's instructions.
+        if n.spawns() && n.task.len() + 1024 > crate::agents::spawn::MAX_TASK_BYTES {
+            errors.push(FieldError::new(
+                format!("nodes[{i}].task"),
+                format!(
+                    "longer than {} bytes: a node that spawns an agent gives it the task as its prompt",
+                    crate::agents::spawn::MAX_TASK_BYTES - 1024
+                ),
+            ));
+        }
         if n.agent.is_some() && n.profile.is_some() {
             errors.push(FieldError::new(
                 format!("nodes[{i}]"),

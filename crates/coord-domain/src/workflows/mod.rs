@@ -31,6 +31,9 @@ pub const MAX_EDGES: usize = 200;
 pub const MAX_NAME_LEN: usize = 100;
 /// The task type of a node that names none.
 pub const DEFAULT_TASK_TYPE: &str = "workflow";
+/// The most bytes of upstream results (and the workflow's input) a node's task carries;
+/// the queue's input_data limit is 256 KiB.
+pub const MAX_INPUTS_BYTES: usize = 192 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -138,9 +141,24 @@ fn default_type() -> String {
     "cli".into()
 }
 
+/// A node's task type: its own, else `workflow` — or, for a node coord spawns an agent
+/// for, one of its own (`workflow-<id>-<node>`), so that agent claims this node's task
+/// and no other workflow's.
+pub fn task_type_of(workflow_id: &str, node: &NodeState) -> String {
+    match (&node.spec.task_type, node.spec.spawns()) {
+        (Some(t), _) => t.clone(),
+        (None, true) => format!(
+            "{DEFAULT_TASK_TYPE}-{}-{}",
+            &workflow_id[..workflow_id.len().min(8)],
+            node.spec.id
+        ),
+        (None, false) => DEFAULT_TASK_TYPE.into(),
+    }
+}
+
 /// What a spawned node's agent is asked: the node's task, and how to claim and end it.
 pub fn node_prompt(wf: &Workflow, node: &NodeState) -> String {
-    let task_type = node.spec.task_type.as_deref().unwrap_or(DEFAULT_TASK_TYPE);
+    let task_type = task_type_of(&wf.workflow_id, node);
     format!(
         "{task}\n\nThis is node \"{id}\" of workflow \"{name}\" ({wid}); its task is {tid} in coord's work \
          queue. Claim it with coord's get_work tool (task_types [\"{task_type}\"]); its input_data holds the \
@@ -153,6 +171,46 @@ pub fn node_prompt(wf: &Workflow, node: &NodeState) -> String {
         wid = wf.workflow_id,
         tid = node.task_id.as_deref().unwrap_or("(not queued)"),
     )
+}
+
+impl Workflow {
+    /// A new workflow, running, its nodes (in topological order) waiting.
+    #[allow(clippy::too_many_arguments)] // the record's fields, named at the call
+    pub fn new(
+        workflow_id: String,
+        kind: Kind,
+        name: &str,
+        created_by: &crate::Identity,
+        created_at: Timestamp,
+        order: Vec<NodeSpec>,
+        edges: Vec<EdgeSpec>,
+        input: Option<Value>,
+    ) -> Self {
+        Workflow {
+            workflow_id,
+            kind,
+            name: name.to_string(),
+            created_by: created_by.agent_id.clone(),
+            created_by_type: created_by.agent_type.clone(),
+            created_at,
+            status: WorkflowStatus::Running,
+            nodes: order
+                .into_iter()
+                .map(|spec| NodeState {
+                    spec,
+                    status: NodeStatus::Waiting,
+                    task_id: None,
+                    reason: None,
+                    spawned_agent_id: None,
+                })
+                .collect(),
+            edges,
+            input,
+            error: None,
+            ended_at: None,
+            members: Vec::new(),
+        }
+    }
 }
 
 /// What the queue says of a node's task.
@@ -223,10 +281,19 @@ pub fn advance(current: &Workflow, tasks: &HashMap<String, TaskOutcome>, now: Ti
     let mut wf = current.clone();
     let mut start = Vec::new();
     if wf.status != WorkflowStatus::Running {
+        // Nothing more starts; what was running still follows its task.
+        for n in &mut wf.nodes {
+            if n.status == NodeStatus::Running
+                && let Some(t) = n.task_id.as_ref().and_then(|t| tasks.get(t))
+            {
+                n.status = from_task(t);
+            }
+        }
+        let changed = wf != *current;
         return Step {
             workflow: wf,
             start,
-            changed: false,
+            changed,
         };
     }
     let index: HashMap<String, usize> = wf
@@ -352,13 +419,21 @@ fn source_state(n: &NodeState) -> &'static str {
 /// input and each upstream node's status and result.
 pub fn node_input(wf: &Workflow, node: &str, tasks: &HashMap<String, TaskOutcome>) -> Value {
     let mut inputs = serde_json::Map::new();
+    let mut budget = MAX_INPUTS_BYTES.saturating_sub(wf.input.as_ref().map_or(0, |i| i.to_string().len()));
     for e in wf.edges.iter().filter(|e| e.to == node) {
         if let Some(n) = wf.nodes.iter().find(|n| n.spec.id == e.from) {
             let t = n.task_id.as_ref().and_then(|t| tasks.get(t));
-            inputs.insert(
-                e.from.clone(),
-                serde_json::json!({"status": source_state(n), "result": t.and_then(|t| t.result.clone())}),
-            );
+            let result = t.and_then(|t| t.result.clone());
+            let size = result.as_ref().map_or(0, |r| r.to_string().len());
+            // A result that does not fit is passed by its task (get_task reads it), so a
+            // large result never stalls the workflow on the task's input limit.
+            let entry = if size <= budget {
+                budget -= size;
+                serde_json::json!({"status": source_state(n), "result": result})
+            } else {
+                serde_json::json!({"status": source_state(n), "result_in_task": n.task_id})
+            };
+            inputs.insert(e.from.clone(), entry);
         }
     }
     serde_json::json!({

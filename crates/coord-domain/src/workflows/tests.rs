@@ -162,30 +162,17 @@ fn conditions_evaluate_on_result_and_task() {
 /// A workflow as create_workflow stores it: entry nodes running with a task each.
 fn workflow(nodes: Vec<NodeSpec>, edges: Vec<EdgeSpec>) -> Workflow {
     let order = check_definition("w", &nodes, &edges).unwrap();
-    let mut wf = Workflow {
-        workflow_id: "wf".into(),
-        kind: Kind::Workflow,
-        name: "w".into(),
-        created_by: "me".into(),
-        created_by_type: "cli".into(),
-        created_at: chrono::Utc::now(),
-        status: WorkflowStatus::Running,
-        nodes: order
-            .into_iter()
-            .map(|spec| NodeState {
-                spec,
-                status: NodeStatus::Waiting,
-                task_id: None,
-                reason: None,
-                spawned_agent_id: None,
-            })
-            .collect(),
+    let me = crate::Caller::new("me", "cli").for_audit();
+    let mut wf = Workflow::new(
+        "wf".into(),
+        Kind::Workflow,
+        "w",
+        &me,
+        chrono::Utc::now(),
+        order,
         edges,
-        input: None,
-        error: None,
-        ended_at: None,
-        members: vec![],
-    };
+        None,
+    );
     run(&mut wf, &HashMap::new());
     wf
 }
@@ -366,4 +353,61 @@ fn an_and_join_waits_for_every_input_and_skipping_propagates() {
     assert!(run(&mut wf, &tasks).is_empty());
     assert_eq!(status(&wf)[2..], [("join".into(), Skipped), ("after".into(), Skipped)]);
     assert_eq!(wf.status, WorkflowStatus::Completed);
+}
+
+#[test]
+fn conditions_have_no_loops_and_a_size_cap() {
+    for src in [
+        "result.items.all(i, i > 0)",
+        "result.a.map(task, result.a.map(task, 1)) == []",
+        "result.items.exists(x, x == 1)",
+    ] {
+        let e = Condition::compile(src).unwrap_err();
+        assert!(e.contains("loops are not allowed"), "{src}: {e}");
+    }
+    assert!(Condition::compile("size(result.items) > 0 && 3 in result.items").is_ok());
+    let c = Condition::compile("result.ok").unwrap();
+    let big = json!({"ok": true, "blob": "x".repeat(70 * 1024)});
+    assert!(c.evaluate(&(big, json!({}))).unwrap_err().contains("larger than"));
+    assert_eq!(
+        Condition::compile(&format!("{}1{}", "(".repeat(40), ")".repeat(40))).unwrap_err(),
+        "nested more than 32 levels deep"
+    );
+    assert_eq!(
+        Condition::compile("1 + 2").unwrap().evaluate(&(json!({}), json!({}))),
+        Err("answered a number, not true or false".into())
+    );
+}
+
+#[test]
+fn a_failed_workflow_still_follows_its_running_nodes() {
+    use NodeStatus::*;
+    let mut wf = workflow(vec![node("a"), node("b"), node("c")], vec![edge("a", "c", None, None)]);
+    let mut tasks = HashMap::new();
+    done(&mut tasks, "a", false, json!(null));
+    run(&mut wf, &tasks);
+    assert_eq!((wf.status, wf.nodes[1].status), (WorkflowStatus::Failed, Running));
+    done(&mut tasks, "b", true, json!("late"));
+    let step = advance(&wf, &tasks, chrono::Utc::now());
+    assert!(step.changed && step.start.is_empty());
+    assert_eq!(step.workflow.nodes[1].status, Completed, "b's end is shown");
+}
+
+#[test]
+fn large_inputs_are_passed_by_their_task_and_spawned_nodes_have_their_own_type() {
+    let mut wf = workflow(vec![node("a"), node("b")], vec![edge("a", "b", None, None)]);
+    let mut tasks = HashMap::new();
+    done(&mut tasks, "a", true, json!({"blob": "x".repeat(200 * 1024)}));
+    run(&mut wf, &tasks);
+    let input = node_input(&wf, "b", &tasks);
+    assert_eq!(
+        input["inputs"]["a"],
+        json!({"status": "completed", "result_in_task": "t-a"})
+    );
+    assert_eq!(task_type_of("0f8fad5b-d9cb", &wf.nodes[0]), "workflow");
+    let mut spawning = wf.nodes[0].clone();
+    spawning.spec.profile = Some("write".into());
+    assert_eq!(task_type_of("0f8fad5b-d9cb", &spawning), "workflow-0f8fad5b-a");
+    spawning.spec.task_type = Some("build".into());
+    assert_eq!(task_type_of("0f8fad5b-d9cb", &spawning), "build");
 }

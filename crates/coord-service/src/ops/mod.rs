@@ -19,3 +19,24 @@ pub mod queue;
 pub mod sessions;
 pub mod spawn;
 pub mod workflows;
+
+/// Audits an operation's answer (operations that read through unaudited store methods)
+/// and answers it.
+pub(crate) async fn answer<T: serde::Serialize>(
+    c: &crate::Coordinator,
+    ctx: &coord_store::OpCtx,
+    result: T,
+) -> coord_domain::CoordResult<T> {
+    c.store().append_audit(ctx.now, ctx.audit(Ok(&result))).await?;
+    Ok(result)
+}
+
+/// Audits a refusal met after admission, and answers it.
+pub(crate) async fn refuse<T>(
+    c: &crate::Coordinator,
+    ctx: &coord_store::OpCtx,
+    e: coord_domain::CoordError,
+) -> coord_domain::CoordResult<T> {
+    c.audit_refusal(ctx, &e).await;
+    Err(e)
+}

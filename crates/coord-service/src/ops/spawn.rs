@@ -5,6 +5,7 @@
 //! died without reporting is found out here (its process is gone) and its agent is
 //! reclaimed: session ended (locks released, task back in the queue), key revoked.
 
+use super::{answer, refuse};
 use crate::Coordinator;
 use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect, Principal};
@@ -385,18 +386,6 @@ async fn unassign(c: &Coordinator, agent_id: &str) {
     if let Err(e) = c.run::<super::profiles::UnassignProfile>(&supervisor(), req).await {
         tracing::warn!(agent = %agent_id, error = %e, "could not remove the profile of an ended agent");
     }
-}
-
-/// Answers `result` and audits it (reads audit here: the store read is unaudited).
-async fn answer<T: serde::Serialize>(c: &Coordinator, ctx: &OpCtx, result: T) -> CoordResult<T> {
-    c.store().append_audit(ctx.now, ctx.audit(Ok(&result))).await?;
-    Ok(result)
-}
-
-/// Audits a refusal met after admission, and answers it.
-async fn refuse<T>(c: &Coordinator, ctx: &OpCtx, e: CoordError) -> CoordResult<T> {
-    c.audit_refusal(ctx, &e).await;
-    Err(e)
 }
 
 fn agent_ref(req: AgentRef) -> CoordResult<String> {

@@ -5,6 +5,7 @@
 //! step catches up). `create_swarm` is a workflow of independent tasks with one shared
 //! task type and the members spawned to drain them.
 
+use super::{answer, refuse};
 use crate::Coordinator;
 use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect};
@@ -16,9 +17,7 @@ use coord_domain::workflows::api::{
     ListWorkflowsResult, MAX_SWARM_MEMBERS, MAX_SWARM_TASKS, MemberView, NodeView, SwarmRef, WorkflowRef,
     WorkflowSummary, WorkflowView,
 };
-use coord_domain::workflows::{
-    self, DEFAULT_TASK_TYPE, Kind, NodeSpec, NodeState, NodeStatus, TaskOutcome, Workflow, WorkflowStatus,
-};
+use coord_domain::workflows::{self, Kind, NodeSpec, NodeStatus, TaskOutcome, Workflow};
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode, Identity};
 use coord_store::OpCtx;
 use serde_json::{Value, json};
@@ -26,6 +25,8 @@ use std::collections::HashMap;
 
 /// The audited operation of a workflow moving on.
 const WORKFLOW_STEP: &str = "workflow_step";
+/// The largest workflow input.
+const MAX_INPUT_BYTES: usize = 64 * 1024;
 /// Tries of a step that lost a race with another step before giving up.
 const STEP_TRIES: usize = 8;
 
@@ -72,6 +73,14 @@ impl Operation for CreateWorkflow {
             }
         }
         let input = coord_domain::validate::json_payload("input", req.input)?;
+        // Every node's task carries it (and its inputs' results) within the queue's limit.
+        if input.as_ref().is_some_and(|i| i.to_string().len() > MAX_INPUT_BYTES) {
+            return Err(CoordError::new(
+                ErrorCode::PayloadTooLarge,
+                format!("input: larger than {MAX_INPUT_BYTES} bytes (every node's task carries it)"),
+            )
+            .with_field("input"));
+        }
         Ok(new_workflow(
             who,
             Kind::Workflow,
@@ -83,7 +92,15 @@ impl Operation for CreateWorkflow {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, wf: Workflow) -> CoordResult<CreateWorkflowResult> {
-        let (wf, tasks) = first_step(c, wf)?;
+        if wf.nodes.iter().any(|n| n.spec.spawns())
+            && let Err(e) = spawns_for_later(&ctx)
+        {
+            return refuse(c, &ctx, e).await;
+        }
+        let (wf, tasks) = match first_step(c, wf) {
+            Ok(step) => step,
+            Err(e) => return refuse(c, &ctx, e).await,
+        };
         let started = tasks.iter().map(|(n, _)| n.clone()).collect();
         let result = CreateWorkflowResult {
             success: true,
@@ -91,12 +108,35 @@ impl Operation for CreateWorkflow {
             status: wf.status,
             started,
             order: wf.nodes.iter().map(|n| n.spec.id.clone()).collect(),
+            spawned: Default::default(),
+            not_spawned: Default::default(),
         };
         let started: Vec<String> = tasks.iter().map(|(n, _)| n.clone()).collect();
         let answer = serde_json::to_value(&result).unwrap_or(Value::Null);
         c.store().create_workflow(ctx, wf.clone(), tasks, answer).await?;
-        spawn_for(c, &wf, &started).await;
+        let mut result = result;
+        for (node, outcome) in spawn_for(c, &wf, &started).await {
+            match outcome {
+                Ok(agent) => result.spawned.insert(node, agent),
+                Err(why) => result.not_spawned.insert(node, why),
+            };
+        }
         Ok(result)
+    }
+}
+
+/// Agents spawned on a caller's behalf after its request (a workflow's later nodes, a
+/// swarm's members) are spawned as its identity without its key: a managed key's limits,
+/// expiry and revocation could not follow them. So only a local or operator caller may
+/// ask for them (least privilege; a cloud agent with a key spawns with spawn_agent).
+fn spawns_for_later(ctx: &OpCtx) -> CoordResult<()> {
+    match &ctx.origin {
+        None => Ok(()),
+        Some(_) => Err(CoordError::new(
+            ErrorCode::OperationNotPermitted,
+            "nodes or members that coord spawns later need a local or operator caller: a managed key's limits \
+             and revocation cannot follow spawns made after its request (spawn with spawn_agent instead)",
+        )),
     }
 }
 
@@ -104,7 +144,7 @@ impl Operation for CreateWorkflow {
 /// (spawn_agent's every rule applies), and records each agent, or why it could not be
 /// spawned, on its node. A node whose agent could not be spawned keeps its task in the
 /// queue for any worker.
-async fn spawn_for(c: &Coordinator, wf: &Workflow, started: &[String]) {
+async fn spawn_for(c: &Coordinator, wf: &Workflow, started: &[String]) -> Vec<(String, Result<String, String>)> {
     let creator =
         coord_domain::access::Principal::local(Caller::new(wf.created_by.clone(), wf.created_by_type.clone()));
     let mut outcomes: Vec<(String, Result<String, String>)> = Vec::new();
@@ -132,7 +172,7 @@ async fn spawn_for(c: &Coordinator, wf: &Workflow, started: &[String]) {
         outcomes.push((node.spec.id.clone(), outcome));
     }
     if outcomes.is_empty() {
-        return;
+        return outcomes;
     }
     let spawned: Vec<Value> = outcomes
         .iter()
@@ -154,14 +194,16 @@ async fn spawn_for(c: &Coordinator, wf: &Workflow, started: &[String]) {
         let parameters = json!({"workflow_id": current.workflow_id, "spawned": spawned});
         let ctx = OpCtx::internal(c.clock.now(), who, WORKFLOW_STEP, parameters);
         match c.store().step_workflow(ctx, version, current, Vec::new()).await {
-            Ok(true) => return,
+            Ok(true) => return outcomes,
             Ok(false) => continue,
+            Err(e) if e.code == ErrorCode::WorkflowBusy => continue,
             Err(e) => {
                 tracing::warn!(workflow = %wf.workflow_id, error = %e, "could not record the agents spawned for its nodes");
-                return;
+                return outcomes;
             }
         }
     }
+    outcomes
 }
 
 fn new_workflow(
@@ -172,31 +214,17 @@ fn new_workflow(
     edges: Vec<workflows::EdgeSpec>,
     input: Option<Value>,
 ) -> Workflow {
-    Workflow {
-        workflow_id: crate::new_id(),
+    // Its time is set from the coordinator's clock by its first step.
+    Workflow::new(
+        crate::new_id(),
         kind,
-        name: name.to_string(),
-        created_by: who.agent_id.clone(),
-        created_by_type: who.agent_type.clone(),
-        // Set by the store's clock when stored; the record keeps the request's time.
-        created_at: chrono::Utc::now(),
-        status: WorkflowStatus::Running,
-        nodes: order
-            .into_iter()
-            .map(|spec| NodeState {
-                spec,
-                status: NodeStatus::Waiting,
-                task_id: None,
-                reason: None,
-                spawned_agent_id: None,
-            })
-            .collect(),
+        name,
+        who,
+        chrono::Utc::now(),
+        order,
         edges,
         input,
-        error: None,
-        ended_at: None,
-        members: Vec::new(),
-    }
+    )
 }
 
 /// The workflow's first step (no task has ended): the nodes without inputs started.
@@ -234,7 +262,7 @@ fn node_tasks(
         };
         let task = validate_submission(
             SubmitWorkRequest {
-                task_type: node.spec.task_type.clone().unwrap_or_else(|| DEFAULT_TASK_TYPE.into()),
+                task_type: workflows::task_type_of(&wf.workflow_id, node),
                 task_description: node.spec.task.clone(),
                 input_data: Some(input),
                 priority: node.spec.priority,
@@ -299,9 +327,14 @@ pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<
         });
         let who = Caller::new(next.created_by.clone(), next.created_by_type.clone()).for_audit();
         let ctx = OpCtx::internal(c.clock.now(), who, WORKFLOW_STEP, parameters);
-        if c.store().step_workflow(ctx, version, next.clone(), new).await? {
+        let stored = match c.store().step_workflow(ctx, version, next.clone(), new).await {
+            Ok(stored) => stored,
+            Err(e) if e.code == ErrorCode::WorkflowBusy => false,
+            Err(e) => return Err(e),
+        };
+        if stored {
             // This step won: the agents of the nodes it queued are its to spawn.
-            spawn_for(c, &next, &step.start).await;
+            let _ = spawn_for(c, &next, &step.start).await;
             if step.start.is_empty() {
                 // Nothing new was queued: what was read is what there is.
                 let Some((wf, _, tasks)) = c.store().workflow(workflow_id).await? else {
@@ -321,8 +354,9 @@ pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<
 /// After a task ended: the workflow it belongs to, if any, moves on. A failure here is
 /// logged, never the task's end's failure (the next status read catches up).
 ///
-/// Boxed: moving on may spawn agents, and a spawn that fails ends its task, which ends
-/// here again (an async cycle the compiler needs a box to size).
+/// Boxed: moving on may spawn agents (`spawn_agent`), whose failure to start ends a task
+/// through `complete_work`, which calls this: an async cycle the compiler needs a box to
+/// size (the spawned agent's own task belongs to no workflow, so it stops there).
 pub(crate) fn task_ended<'a>(
     c: &'a Coordinator,
     task_id: &'a str,
@@ -363,7 +397,7 @@ fn view(wf: &Workflow, tasks: &[TaskInfo], members: Vec<MemberView>) -> Workflow
                 id: n.spec.id.clone(),
                 status: n.status,
                 task: n.spec.task.clone(),
-                task_type: n.spec.task_type.clone().unwrap_or_else(|| DEFAULT_TASK_TYPE.into()),
+                task_type: workflows::task_type_of(&wf.workflow_id, n),
                 task_id: n.task_id.clone(),
                 agent: t.and_then(|t| t.claimed_by.clone()),
                 spawned_agent_id: n.spawned_agent_id.clone(),
@@ -555,7 +589,10 @@ impl Operation for CreateSwarm {
             let errors = errors
                 .into_iter()
                 .map(|mut e| {
-                    e.field = e.field.replace("nodes[", "tasks[").replace("].task", "]");
+                    e.field = e.field.replace("nodes[", "tasks[");
+                    if let Some(at) = e.field.strip_suffix(".task") {
+                        e.field = at.to_string();
+                    }
                     e
                 })
                 .collect();
@@ -599,10 +636,15 @@ impl Operation for CreateSwarm {
         ctx: OpCtx,
         (wf, spawns): (Workflow, Vec<SpawnAgentRequest>),
     ) -> CoordResult<CreateSwarmResult> {
-        c.launcher()?;
+        if let Err(e) = c.launcher().map(|_| ()).and_then(|()| spawns_for_later(&ctx)) {
+            return refuse(c, &ctx, e).await;
+        }
         let swarm_id = wf.workflow_id.clone();
         let task_type = wf.nodes[0].spec.task_type.clone().unwrap_or_default();
-        let (wf, tasks) = first_step(c, wf)?;
+        let (wf, tasks) = match first_step(c, wf) {
+            Ok(step) => step,
+            Err(e) => return refuse(c, &ctx, e).await,
+        };
         let task_ids: Vec<String> = tasks.iter().map(|(_, t)| t.task_id.clone()).collect();
         let answer = json!({"swarm_id": swarm_id, "task_type": task_type, "tasks": task_ids});
         c.store().create_workflow(ctx.clone(), wf, tasks, answer).await?;
@@ -618,31 +660,30 @@ impl Operation for CreateSwarm {
                 Err(e) => refusals.push(format!("agents[{i}]: {} [{}]", e.message, e.code.as_str())),
             }
         }
-        record_members(c, &swarm_id, &members).await?;
+        if let Err(e) = record_members(c, &swarm_id, &members).await {
+            // The members run whatever happened here: their spawns are recorded and audited.
+            tracing::warn!(swarm = %swarm_id, error = %e, "could not record the swarm's members");
+        }
         if members.is_empty() {
-            // Nobody will do them: the caller ends them as failed, so nothing waits.
+            // Nobody will do them: they are failed, so nothing waits; its own tasks only
+            // (another's of the same task type stay as they are).
             let why = format!("no member of the swarm could be spawned: {}", refusals.join("; "));
-            for _ in &task_ids {
-                let claim = coord_domain::queue::GetWorkRequest {
-                    task_types: Some(vec![task_type.clone()]),
-                };
-                let Ok(got) = c.run::<super::queue::GetWork>(&me, claim).await else {
-                    break;
-                };
-                let Some(task_id) = got.task_id else { break };
-                let failed = coord_domain::queue::CompleteWorkRequest {
-                    task_id,
-                    success: false,
-                    error_message: Some(why.clone()),
-                    ..Default::default()
-                };
-                if let Err(e) = c.run::<super::queue::CompleteWork>(&me, failed).await {
-                    tracing::warn!(error = %e, "could not end a task of a swarm without members");
-                }
+            let who = Caller::new(ctx.who.agent_id.clone(), ctx.who.agent_type.clone()).for_audit();
+            let fail = OpCtx::internal(
+                c.clock.now(),
+                who,
+                WORKFLOW_STEP,
+                json!({"workflow_id": swarm_id, "fail_tasks": task_ids}),
+            );
+            if let Err(e) = c.store().fail_pending_tasks(fail, task_ids.clone(), why.clone()).await {
+                tracing::warn!(swarm = %swarm_id, error = %e, "could not fail the tasks of a swarm without members");
             }
             moved_on(c, &swarm_id).await?;
-            let e = CoordError::new(ErrorCode::SpawnUnavailable, format!("{why} (its tasks are failed)"))
-                .with_detail("swarm_id", swarm_id.clone());
+            let e = CoordError::new(
+                ErrorCode::SpawnUnavailable,
+                format!("{why} (swarm {swarm_id}: its tasks are failed; see coord swarm results {swarm_id})"),
+            )
+            .with_detail("swarm_id", swarm_id.clone());
             return refuse(c, &ctx, e).await;
         }
         let result = CreateSwarmResult {
@@ -701,8 +742,11 @@ async fn record_members(c: &Coordinator, swarm_id: &str, members: &[String]) -> 
             WORKFLOW_STEP,
             json!({"workflow_id": swarm_id, "members": members}),
         );
-        if c.store().step_workflow(ctx, version, wf, Vec::new()).await? {
-            return Ok(());
+        match c.store().step_workflow(ctx, version, wf, Vec::new()).await {
+            Ok(true) => return Ok(()),
+            Ok(false) => continue,
+            Err(e) if e.code == ErrorCode::WorkflowBusy => continue,
+            Err(e) => return Err(e),
         }
     }
     Err(CoordError::new(
@@ -761,14 +805,4 @@ impl Operation for GetSwarmResults {
         }
         answer(c, &ctx, view(&wf, &tasks, members)).await
     }
-}
-
-async fn answer<T: serde::Serialize>(c: &Coordinator, ctx: &OpCtx, result: T) -> CoordResult<T> {
-    c.store().append_audit(ctx.now, ctx.audit(Ok(&result))).await?;
-    Ok(result)
-}
-
-async fn refuse<T>(c: &Coordinator, ctx: &OpCtx, e: CoordError) -> CoordResult<T> {
-    c.audit_refusal(ctx, &e).await;
-    Err(e)
 }
