@@ -448,6 +448,28 @@ pub async fn workflows_swarm_members_drain_a_shared_queue(b: &dyn crate::Backend
         "{e:?}"
     );
 
+    // A caller with a managed key may not have agents spawned after its request: the
+    // key's limits and revocation could not follow them.
+    let keyed = coord_domain::access::Principal::new(lead.clone(), coord_domain::access::Credential::Bound)
+        .with_origin(Some(coord_domain::keys::KeyOrigin {
+            key_id: "key-1".into(),
+            ..Default::default()
+        }));
+    let req = json!({"name": "k", "agents": [{"agent": "reviewer"}], "tasks": ["t"]});
+    let e = coord_service::call::<ops::CreateSwarm, _>(&h.local, &keyed, serde_json::from_value(req).unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::OperationNotPermitted, "{e:?}");
+    let req = json!({"name": "k", "nodes": [{"id": "a", "task": "t", "profile": "read_only"}]});
+    let e = coord_service::call::<ops::CreateWorkflow, _>(&h.local, &keyed, serde_json::from_value(req).unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::OperationNotPermitted, "{e:?}");
+    let req = json!({"name": "k", "nodes": [{"id": "a", "task": "t"}]});
+    coord_service::call::<ops::CreateWorkflow, _>(&h.local, &keyed, serde_json::from_value(req).unwrap())
+        .await
+        .expect("a workflow that spawns nothing is fine with a key");
+
     // Bad members are refused before anything is created; a swarm nobody can join
     // fails its tasks rather than leave them waiting.
     let bad = json!({"name": "x", "agents": [{"agent": "nobody"}], "tasks": ["t"]});
