@@ -274,6 +274,11 @@ pub struct CompleteWorkResult {
     /// The skill whose use this completion counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skill: Option<crate::memory::skills::Skill>,
+    /// The workflow the task is a node of, read in the completion's own statement (the
+    /// service moves it on); not part of the answer.
+    #[serde(skip)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub workflow_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

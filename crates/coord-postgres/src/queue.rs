@@ -175,13 +175,22 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
     let id = uuid(&done.task_id)?;
     let row = tx
         .query_opt(
-            &tx.prepare_cached("SELECT status, claimed_by, task_type FROM work_queue WHERE task_id = $1 FOR UPDATE")
-                .await?,
+            // With the workflow it is a node of, if any: moving that on needs no read of its own.
+            &tx.prepare_cached(
+                "SELECT status, claimed_by, task_type,
+                     (SELECT workflow_id FROM workflow_tasks w WHERE w.task_id = work_queue.task_id)
+                 FROM work_queue WHERE task_id = $1 FOR UPDATE",
+            )
+            .await?,
             &[&id],
         )
         .await?;
     let stored = match &row {
         Some(r) => Some((status(get(r, 0)?)?, get::<Option<String>>(r, 1)?, get::<String>(r, 2)?)),
+        None => None,
+    };
+    let workflow_id = match &row {
+        Some(r) => get::<Option<String>>(r, 3)?,
         None => None,
     };
     decide_completion(
@@ -226,6 +235,7 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
             status: TaskStatus::Completed,
             cancelled_dependents: Vec::new(),
             skill,
+            workflow_id,
         })
     } else {
         let message = done
@@ -239,6 +249,7 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
             status: TaskStatus::Failed,
             cancelled_dependents: cancelled,
             skill,
+            workflow_id,
         })
     }
 }

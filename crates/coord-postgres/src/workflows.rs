@@ -151,16 +151,6 @@ impl WorkflowStore for PgStore {
             .await
     }
 
-    async fn workflow_of_task(&self, task_id: &str) -> CoordResult<Option<String>> {
-        let Ok(id) = uuid(task_id) else { return Ok(None) };
-        let client = self.client().await?;
-        let row = client
-            .query_opt("SELECT workflow_id FROM workflow_tasks WHERE task_id = $1", &[&id])
-            .await
-            .map_err(Fail::from)?;
-        Ok(row.map(|r| get::<String>(&r, 0)).transpose()?)
-    }
-
     async fn workflows(&self, created_by: Option<String>, limit: i64) -> CoordResult<Vec<Workflow>> {
         let client = self.client().await?;
         let rows = client

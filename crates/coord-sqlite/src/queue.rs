@@ -164,17 +164,25 @@ pub fn claim(c: &Connection, now: i64, who: &Identity, spec: &ClaimSpec) -> R<Ge
 }
 
 pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> R<CompleteWorkResult> {
-    let stored: Option<(TaskStatus, Option<String>, String)> = c
-        .prepare_cached("SELECT status, claimed_by, task_type FROM work_queue WHERE task_id = ?1")?
-        .query_row([&done.task_id], |r| Ok((status_at(r, 0)?, r.get(1)?, r.get(2)?)))
+    // With the workflow it is a node of, if any: moving that on needs no read of its own.
+    let stored: Option<(TaskStatus, Option<String>, String, Option<String>)> = c
+        .prepare_cached(
+            "SELECT status, claimed_by, task_type,
+                 (SELECT workflow_id FROM workflow_tasks w WHERE w.task_id = work_queue.task_id)
+             FROM work_queue WHERE task_id = ?1",
+        )?
+        .query_row([&done.task_id], |r| {
+            Ok((status_at(r, 0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
         .optional()?;
+    let workflow_id = stored.as_ref().and_then(|s| s.3.clone());
     decide_completion(
-        stored.as_ref().map(|(s, by, _)| (*s, by.as_deref())),
+        stored.as_ref().map(|(s, by, _, _)| (*s, by.as_deref())),
         &done.task_id,
         who,
     )?;
     let skill = match (&done.skill, &stored) {
-        (Some(skill), Some((_, _, task_type))) => Some(crate::memory::record_skill(
+        (Some(skill), Some((_, _, task_type, _))) => Some(crate::memory::record_skill(
             c,
             now,
             who,
@@ -203,6 +211,7 @@ pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> 
             status: TaskStatus::Completed,
             cancelled_dependents: Vec::new(),
             skill,
+            workflow_id,
         })
     } else {
         let message = done
@@ -223,6 +232,7 @@ pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> 
             status: TaskStatus::Failed,
             cancelled_dependents: cancelled,
             skill,
+            workflow_id,
         })
     }
 }

@@ -139,18 +139,6 @@ impl WorkflowStore for SqliteStore {
         .await
     }
 
-    async fn workflow_of_task(&self, task_id: &str) -> CoordResult<Option<String>> {
-        let id = task_id.to_string();
-        self.read(move |c| {
-            Ok(
-                c.prepare_cached("SELECT workflow_id FROM workflow_tasks WHERE task_id = ?1")?
-                    .query_row([&id], |r| r.get(0))
-                    .optional()?,
-            )
-        })
-        .await
-    }
-
     async fn workflows(&self, created_by: Option<String>, limit: i64) -> CoordResult<Vec<Workflow>> {
         self.read(move |c| {
             Ok(c.prepare_cached(

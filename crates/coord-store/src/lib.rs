@@ -700,8 +700,6 @@ pub trait WorkflowStore {
     /// Fails the pending tasks among `task_ids` with `reason` (`failure_reason`
     /// `no_worker`); answers those it failed. Audited.
     async fn fail_pending_tasks(&self, ctx: OpCtx, task_ids: Vec<String>, reason: String) -> CoordResult<Vec<String>>;
-    /// The workflow a task belongs to.
-    async fn workflow_of_task(&self, task_id: &str) -> CoordResult<Option<String>>;
     /// Records newest first, of one creator (everyone's for `None`), unaudited.
     async fn workflows(
         &self,

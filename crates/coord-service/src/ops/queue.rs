@@ -115,7 +115,9 @@ impl Operation for CompleteWork {
             tracing::error!(error = %e, "an elevated completion could not be recorded");
         }
         // A node of a workflow moves it on (its next nodes queued, or skipped).
-        crate::ops::workflows::task_ended(c, &completed.task_id).await;
+        if let Some(workflow_id) = &completed.workflow_id {
+            crate::ops::workflows::node_ended(c, workflow_id).await;
+        }
         Ok(completed)
     }
 }

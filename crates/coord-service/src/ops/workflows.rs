@@ -351,25 +351,20 @@ pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<
     ))
 }
 
-/// After a task ended: the workflow it belongs to, if any, moves on. A failure here is
-/// logged, never the task's end's failure (the next status read catches up).
+/// After a node's task ended (`complete_work` read which workflow it belongs to in the
+/// same statement): the workflow moves on. A failure here is logged, never the task's
+/// end's failure (the next status read catches up).
 ///
 /// Boxed: moving on may spawn agents (`spawn_agent`), whose failure to start ends a task
 /// through `complete_work`, which calls this: an async cycle the compiler needs a box to
 /// size (the spawned agent's own task belongs to no workflow, so it stops there).
-pub(crate) fn task_ended<'a>(
+pub(crate) fn node_ended<'a>(
     c: &'a Coordinator,
-    task_id: &'a str,
+    workflow_id: &'a str,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
     Box::pin(async move {
-        match c.store().workflow_of_task(task_id).await {
-            Ok(Some(wf)) => {
-                if let Err(e) = moved_on(c, &wf).await {
-                    tracing::warn!(workflow = %wf, task = %task_id, error = %e, "could not move the workflow on");
-                }
-            }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(task = %task_id, error = %e, "could not look up the task's workflow"),
+        if let Err(e) = moved_on(c, workflow_id).await {
+            tracing::warn!(workflow = %workflow_id, error = %e, "could not move the workflow on");
         }
     })
 }
