@@ -461,6 +461,7 @@ async fn measure(
     let base = score(&judged.iter().map(|q| (*q, baseline(memories, q))).collect::<Vec<_>>());
     let speed = if scale > 0 {
         fill(scratch.store(), now, memories, scale).await?;
+        scratch.settle().await?;
         let mut samples = Samples::default();
         let (ranked, _) = recall_all(&coord, &judged_owned, &keys, &mut samples, rounds).await?;
         let scores = score(&judged.iter().copied().zip(ranked).collect::<Vec<_>>()).overall;

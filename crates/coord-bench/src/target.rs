@@ -154,6 +154,15 @@ impl Scratch {
         }
     }
 
+    /// After a bulk fill: the planner's statistics as a database that grew over time has
+    /// them (PostgreSQL: `ANALYZE`; SQLite plans full-text queries without statistics).
+    pub async fn settle(&self) -> BenchResult<()> {
+        if let Handle::Postgres(_) = &self.handle {
+            coord_postgres::analyze_database(&self.db_arg).await?;
+        }
+        Ok(())
+    }
+
     /// Tasks by status, for the after-run checks.
     pub async fn task_counts(&self) -> BenchResult<coord_store::bench::QueueTotals> {
         Ok(match &self.handle {

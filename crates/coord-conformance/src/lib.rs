@@ -70,6 +70,7 @@ macro_rules! conformance_suite {
             memory::memory_merges_within_the_hour_only,
             memory::memory_concurrent_duplicates_merge,
             memory::memory_recall_ranks_text_tags_decay_and_feedback,
+            memory::memory_recall_bounds_its_reading_in_a_large_store,
             memory::memory_forget_by_author_or_admin,
             memory::memory_skills_rank_by_effectiveness,
             memory::memory_working_memory_is_budgeted_and_session_scoped,

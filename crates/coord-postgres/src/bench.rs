@@ -177,6 +177,17 @@ pub async fn create_scratch_database(url: &str, name: &str) -> CoordResult<Strin
     Ok(with_database(url, name))
 }
 
+/// Refreshes the planner's statistics of the database `url` names, as autovacuum does
+/// once a table has grown by a tenth: a benchmark that fills a table in a minute would
+/// otherwise be planned on the statistics of the empty table.
+pub async fn analyze_database(url: &str) -> CoordResult<()> {
+    admin_client(url)
+        .await?
+        .batch_execute("ANALYZE")
+        .await
+        .map_err(|e| crate::pg_error(&e))
+}
+
 pub async fn drop_scratch_database(url: &str, name: &str) -> CoordResult<()> {
     let admin = admin_client(url).await?;
     admin

@@ -65,6 +65,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         include_str!("../migrations/0019_spawned_agents.sql"),
     ),
     (20, "workflows", include_str!("../migrations/0020_workflows.sql")),
+    (
+        21,
+        "memory_recall",
+        include_str!("../migrations/0021_memory_recall.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -352,6 +352,7 @@ fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()>
     // A 64 MiB page cache (the default is 2 MiB): recall reads full-text index pages that
     // would otherwise come back through a system call each time.
     conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536;")?;
+    conn.execute_batch(memory::STEMS)?;
     Ok(())
 }
 

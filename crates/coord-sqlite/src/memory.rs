@@ -219,31 +219,54 @@ pub fn recall(c: &Connection, now: i64, q: &RecallQuery, params: RankParams) -> 
         }
     }
     if !q.tags.is_empty() || q.text.is_empty() {
+        // The newest memories sharing a tag (the newest of all without tags nor text);
+        // then, when a common tag filled those, every memory with a rare tag (held by at
+        // most memory::RARE memories), however old, so that it is not crowded out.
+        let mut passes = vec![q.tags.clone()];
+        let rare = rare_tags(c, &q.tags)?;
+        if !rare.is_empty() && rare.len() < q.tags.len() {
+            passes.push(rare);
+        }
         let mut stmt = c.prepare_cached(&format!(
             "SELECT {CANDIDATE_COLS} FROM memories m
              WHERE (?1 = '[]' OR m.seq IN (SELECT seq FROM memory_tags WHERE tag IN (SELECT value FROM json_each(?1))))
                AND (?2 IS NULL OR m.agent_id = ?2) AND (?3 IS NULL OR m.memory_type = ?3)
              ORDER BY m.last_seen_at DESC LIMIT ?4"
         ))?;
-        let rows = stmt.query_map(params![to_json(&q.tags), q.agent_id, kind, limit], |r| {
-            candidate(r, 0.0)
-        })?;
-        for row in rows {
-            candidates.push(row?);
+        for tags in passes {
+            let rows = stmt.query_map(params![to_json(&tags), q.agent_id, kind, limit], |r| candidate(r, 0.0))?;
+            for row in rows {
+                candidates.push(row?);
+            }
         }
     }
     Ok(memory::answer(candidates, q, from_micros(now), params))
 }
 
-const STEMS: &str = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.coord_stems
+/// The asked tags held by at most memory::RARE memories (each count stops there).
+fn rare_tags(c: &Connection, tags: &[String]) -> R<Vec<String>> {
+    let mut count = c.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM memory_tags WHERE tag = ?1 LIMIT ?2)")?;
+    let mut rare = Vec::new();
+    for t in tags {
+        let n: i64 = count.query_row(params![t, memory::RARE + 1], |r| r.get(0))?;
+        if n <= memory::RARE {
+            rare.push(t.clone());
+        }
+    }
+    Ok(rare)
+}
+
+/// The connection's scratch tables for [`stems`], created once when the connection is
+/// opened (parsing the statement on every recall cost more than using the tables).
+pub(crate) const STEMS: &str = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.coord_stems
          USING fts5(t, tokenize = 'porter unicode61 remove_diacritics 2');
      CREATE VIRTUAL TABLE IF NOT EXISTS temp.coord_stem_terms USING fts5vocab(temp, coord_stems, 'instance');";
 
 /// The index's terms for each of `texts` (the same tokenizer and stemmer, run over a
 /// scratch table of this connection), in order.
 fn stems(c: &Connection, texts: &[&str]) -> R<Vec<Vec<String>>> {
-    c.execute_batch(STEMS)?;
-    c.execute_batch("DELETE FROM temp.coord_stems;")?;
+    let clear = || c.prepare_cached("DELETE FROM temp.coord_stems")?.execute([]);
+    clear()?;
     let mut insert = c.prepare_cached("INSERT INTO temp.coord_stems (rowid, t) VALUES (?1, ?2)")?;
     for (i, t) in texts.iter().enumerate() {
         insert.execute(params![i as i64, t])?;
@@ -257,7 +280,7 @@ fn stems(c: &Connection, texts: &[&str]) -> R<Vec<Vec<String>>> {
             slot.push(term);
         }
     }
-    c.execute_batch("DELETE FROM temp.coord_stems;")?;
+    clear()?;
     Ok(out)
 }
 

@@ -562,3 +562,55 @@ pub async fn memory_working_memory_is_budgeted_and_session_scoped(b: &dyn Backen
         .unwrap();
     assert!(after.entries.is_empty(), "{after:?}");
 }
+
+/// A store bounds what one recall reads once a query's words or tags are common (the
+/// newest matches, and every match of a rare word or tag however old): the bound must
+/// never hide the old memory that shares the task's rare word or tag, nor a match an
+/// author filter asks for.
+pub async fn memory_recall_bounds_its_reading_in_a_large_store(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let old = remember(
+        &h,
+        &agent("old-hand"),
+        mem(
+            "error",
+            "zeppelin cache warmup failed during deploy",
+            &["ops", "zeppelin-team"],
+        ),
+    )
+    .await;
+    // More memories holding "deploy" and the tag "ops" than a store reads in full.
+    let common = 3 * coord_domain::memory::SCORED;
+    for i in 0..common {
+        remember(
+            &h,
+            &agent(&format!("filler-{}", i % 4)),
+            mem("fix", &format!("deploy step {i} finished cleanly"), &["ops"]),
+        )
+        .await;
+    }
+    let r = recall(&h, "the zeppelin deploy is broken again", &[]).await;
+    assert_eq!(
+        ids(&r).first(),
+        Some(&old.memory_id),
+        "the rare word's old memory first"
+    );
+    let r = recall(&h, "", &["zeppelin-team", "ops"]).await;
+    assert_eq!(ids(&r).first(), Some(&old.memory_id), "the rare tag's old memory first");
+    let r = recall(&h, "deploy step finished", &[]).await;
+    assert_eq!(r.memories.len(), 10);
+    assert!(r.memories.iter().all(|m| m.memory_id != old.memory_id));
+    let r = run::<ops::Recall>(
+        &h,
+        &agent("reader"),
+        RecallRequest {
+            task_description: "deploy".into(),
+            agent_id: Some("old-hand".into()),
+            limit: Some(10),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("recall");
+    assert_eq!(ids(&r), vec![old.memory_id.clone()], "an author filter reads every match");
+}

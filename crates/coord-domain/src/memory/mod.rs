@@ -38,7 +38,7 @@ pub const MAX_RECALL_LIMIT: i64 = 50;
 pub const CANDIDATES: i64 = 100;
 /// Matching memories a store scores with every word of a query before bounding the
 /// work (see the stores' `recall`): the newest this many.
-pub const SCORED: i64 = 200;
+pub const SCORED: i64 = 100;
 /// The most postings (the sum of the chosen query words' document frequencies) a
 /// store reads for one query: the rarest words are chosen up to it.
 pub const POSTINGS: i64 = 2000;

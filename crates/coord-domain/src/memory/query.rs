@@ -100,6 +100,24 @@ pub fn choose_terms<T>(terms: impl IntoIterator<Item = (T, i64)>) -> Vec<(T, i64
     chosen
 }
 
+/// The lowest memory sequence number a store that cannot read its matches newest first
+/// from the index (PostgreSQL: its GIN index answers row addresses, and reading each
+/// match's row to learn its age is the cost being bounded) scores every match above:
+/// given the sequence numbers in use (`lowest..=highest`) and the chosen words'
+/// postings, the newest stretch expected to hold [`super::SCORED`] matches, matches
+/// being spread evenly. `None`: few enough postings to score every match (or no
+/// memories).
+pub fn recent_floor(lowest: i64, highest: i64, postings: i64) -> Option<i64> {
+    if postings <= 2 * super::SCORED || highest < lowest {
+        return None;
+    }
+    let span = i128::from(highest) - i128::from(lowest) + 1;
+    // Rounded up, so at least one memory is in the stretch.
+    let keep = (span * i128::from(super::SCORED) + i128::from(postings) - 1) / i128::from(postings);
+    // keep ≤ span / 2 (postings > 2 · SCORED), so the floor is within lowest..highest.
+    i64::try_from(i128::from(highest) - keep).ok()
+}
+
 /// The text a memory's tags and event type are indexed as (a tag or an event type is a
 /// word of the query's vocabulary).
 pub fn tags_text(tags: &[String], event_type: &str) -> String {
@@ -111,6 +129,31 @@ pub fn tags_text(tags: &[String], event_type: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_recent_floor_keeps_the_stretch_expected_to_hold_the_scored_matches() {
+        let scored = super::super::SCORED;
+        let cases: &[(i64, i64, i64, Option<i64>)] = &[
+            // Few postings: every match is scored.
+            (1, 100_000, 2 * scored, None),
+            (1, 100_000, 0, None),
+            // 20 × SCORED postings over 100,000 memories: the newest 5,000.
+            (1, 100_000, 20 * scored, Some(95_000)),
+            // 200 × SCORED postings: the newest 500.
+            (1, 100_000, 200 * scored, Some(99_500)),
+            // Rounded up: 3 memories, 10 × SCORED postings keeps one.
+            (1, 3, 10 * scored, Some(2)),
+            // Just over the bound: about half the span.
+            (500, 600, 2 * scored + 1, Some(549)),
+            // No memories, or numbers near the limits: no overflow.
+            (10, 9, 5000, None),
+            (i64::MAX - 10, i64::MAX, 5000, Some(i64::MAX - 1)),
+            (i64::MIN, i64::MAX, i64::MAX, Some(i64::MAX - (2 * scored + 1))),
+        ];
+        for &(lo, hi, postings, want) in cases {
+            assert_eq!(recent_floor(lo, hi, postings), want, "{lo}..={hi}, {postings}");
+        }
+    }
 
     #[test]
     fn terms_are_chosen_rarest_first_within_the_postings_budget() {

@@ -57,7 +57,7 @@ pub struct Candidate {
     pub useful: i64,
     pub not_useful: i64,
     pub last_seen_at: Timestamp,
-    /// Higher is better: `-bm25(...)` in SQLite, `ts_rank_cd(...)` in PostgreSQL.
+    /// Higher is better: `-bm25(...)` in SQLite, `ts_rank(...)` in PostgreSQL.
     pub raw_text: f64,
 }
 
