@@ -612,5 +612,9 @@ pub async fn memory_recall_bounds_its_reading_in_a_large_store(b: &dyn Backend) 
     )
     .await
     .expect("recall");
-    assert_eq!(ids(&r), vec![old.memory_id.clone()], "an author filter reads every match");
+    assert_eq!(
+        ids(&r),
+        vec![old.memory_id.clone()],
+        "an author filter reads every match"
+    );
 }
