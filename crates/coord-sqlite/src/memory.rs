@@ -223,9 +223,12 @@ pub fn recall(c: &Connection, now: i64, q: &RecallQuery, params: RankParams) -> 
         // then, when a common tag filled those, every memory with a rare tag (held by at
         // most memory::RARE memories), however old, so that it is not crowded out.
         let mut passes = vec![q.tags.clone()];
-        let rare = rare_tags(c, &q.tags)?;
-        if !rare.is_empty() && rare.len() < q.tags.len() {
-            passes.push(rare);
+        // With one tag (or none) the first pass is every candidate already: nothing to count.
+        if q.tags.len() > 1 {
+            let rare = rare_tags(c, &q.tags)?;
+            if !rare.is_empty() && rare.len() < q.tags.len() {
+                passes.push(rare);
+            }
         }
         let mut stmt = c.prepare_cached(&format!(
             "SELECT {CANDIDATE_COLS} FROM memories m
