@@ -106,7 +106,7 @@ pub async fn run(cmd: MemoryCommand, coord: &dyn Coordination, ctx: &Context, ou
                 task_description: task.join(" "),
                 tags: some(tags),
                 limit,
-                agent_id: agent,
+                author: agent,
                 memory_type: None,
                 explain: explain.then_some(true),
             };

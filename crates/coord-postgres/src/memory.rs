@@ -208,7 +208,7 @@ pub async fn recall(tx: &Tx<'_>, ctx: &OpCtx, q: &RecallQuery, params: RankParam
     // are read (the GIN index's entries intersected with a range of the primary key
     // before any row is read). With a filter (an author, a memory type) the newest
     // matches may all be filtered out: every match is read instead.
-    let filtered = q.agent_id.is_some() || q.memory_type.is_some();
+    let filtered = q.author.is_some() || q.memory_type.is_some();
     let floor = |postings: i64| match (stats.lowest, stats.highest) {
         (Some(lo), Some(hi)) if !filtered => memory::query::recent_floor(lo, hi, postings),
         _ => None,
@@ -241,7 +241,7 @@ pub async fn recall(tx: &Tx<'_>, ctx: &OpCtx, q: &RecallQuery, params: RankParam
            AND ($2::text IS NULL OR m.agent_id = $2) AND ($3::text IS NULL OR m.memory_type = $3)
          ORDER BY score DESC, m.seq DESC LIMIT $4"
     );
-    let mut text_params: Vec<Param> = vec![&expr, &q.agent_id, &kind, &limit, &any_word, &text_floor];
+    let mut text_params: Vec<Param> = vec![&expr, &q.author, &kind, &limit, &any_word, &text_floor];
     if !or_rare.is_empty() {
         text_params.push(&rare_word);
     }
@@ -279,7 +279,7 @@ pub async fn recall(tx: &Tx<'_>, ctx: &OpCtx, q: &RecallQuery, params: RankParam
     );
     // (A memory with a rare tag is a candidate before the newest: the newest stretch
     // alone may fill the candidates.)
-    let tag_params: [Param; 6] = [&q.tags, &q.agent_id, &kind, &limit, &tag_floor, &rare_tags];
+    let tag_params: [Param; 6] = [&q.tags, &q.author, &kind, &limit, &tag_floor, &rare_tags];
     let tag_pass = async {
         if q.tags.is_empty() && !q.text.is_empty() {
             return Ok(Vec::new());

@@ -175,7 +175,7 @@ pub fn recall(c: &Connection, now: i64, q: &RecallQuery, params: RankParams) -> 
         let rare = or(&mut chosen.iter().filter(|(_, df)| *df <= memory::RARE).map(|(t, _)| *t));
         // With a filter (an author, a memory type) the newest matches may all be
         // filtered out: every match of the chosen words is scored instead.
-        let filtered = q.agent_id.is_some() || q.memory_type.is_some();
+        let filtered = q.author.is_some() || q.memory_type.is_some();
         let boundary: Option<i64> = if chosen.is_empty() || filtered {
             None
         } else {
@@ -209,7 +209,7 @@ pub fn recall(c: &Connection, now: i64, q: &RecallQuery, params: RankParams) -> 
                    AND (?2 IS NULL OR m.agent_id = ?2) AND (?3 IS NULL OR m.memory_type = ?3)
                  ORDER BY {BM25} LIMIT ?4"
             ))?;
-            let rows = stmt.query_map(params![expr, q.agent_id, kind, limit, bound], |r| {
+            let rows = stmt.query_map(params![expr, q.author, kind, limit, bound], |r| {
                 let raw: f64 = r.get(14)?;
                 candidate(r, raw)
             })?;
@@ -237,7 +237,7 @@ pub fn recall(c: &Connection, now: i64, q: &RecallQuery, params: RankParams) -> 
              ORDER BY m.last_seen_at DESC LIMIT ?4"
         ))?;
         for tags in passes {
-            let rows = stmt.query_map(params![to_json(&tags), q.agent_id, kind, limit], |r| candidate(r, 0.0))?;
+            let rows = stmt.query_map(params![to_json(&tags), q.author, kind, limit], |r| candidate(r, 0.0))?;
             for row in rows {
                 candidates.push(row?);
             }

@@ -295,7 +295,7 @@ pub async fn memory_recall_ranks_text_tags_decay_and_feedback(b: &dyn Backend) {
         RecallRequest {
             task_description: "vite build".into(),
             memory_type: Some(MemoryType::Episodic),
-            agent_id: Some("c".into()),
+            author: Some("c".into()),
             explain: Some(true),
             ..Default::default()
         },
@@ -600,18 +600,12 @@ pub async fn memory_recall_bounds_its_reading_in_a_large_store(b: &dyn Backend) 
     let r = recall(&h, "deploy step finished", &[]).await;
     assert_eq!(r.memories.len(), 10);
     assert!(r.memories.iter().all(|m| m.memory_id != old.memory_id));
-    // Known defect, left for issue 14: on the HTTP door a body's `agent_id` is the
-    // caller's identity claim, so recall's author filter (also `agent_id`) never reaches
-    // the service there; the filter needs a name of its own.
-    if h.door == crate::Door::Http {
-        return;
-    }
     let r = run::<ops::Recall>(
         &h,
         &agent("reader"),
         RecallRequest {
             task_description: "deploy".into(),
-            agent_id: Some("old-hand".into()),
+            author: Some("old-hand".into()),
             limit: Some(10),
             ..Default::default()
         },

@@ -164,9 +164,10 @@ pub struct RecallRequest {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 50)))]
     pub limit: Option<i64>,
-    /// Only memories this agent stored.
+    /// Only memories this agent stored (its agent id). Not named `agent_id`: on the HTTP
+    /// API a body's `agent_id` is the caller's own identity claim.
     #[serde(default)]
-    pub agent_id: Option<String>,
+    pub author: Option<String>,
     /// Only `episodic` or only `procedural` memories (default both).
     #[serde(default)]
     pub memory_type: Option<MemoryType>,
@@ -181,7 +182,7 @@ pub struct RecallQuery {
     pub text: query::TextQuery,
     pub tags: Vec<String>,
     pub limit: i64,
-    pub agent_id: Option<String>,
+    pub author: Option<String>,
     pub memory_type: Option<MemoryType>,
     pub explain: bool,
 }
@@ -381,7 +382,7 @@ pub fn validate_recall(req: RecallRequest) -> CoordResult<RecallQuery> {
         text: query::TextQuery::of(description.as_deref().unwrap_or("")),
         tags,
         limit,
-        agent_id: validate::optional_text("agent_id", req.agent_id, MAX_SHORT_TEXT)?.map(|a| a.trim().to_string()),
+        author: validate::optional_text("author", req.author, MAX_SHORT_TEXT)?.map(|a| a.trim().to_string()),
         memory_type: req.memory_type,
         explain: req.explain.unwrap_or(false),
     })

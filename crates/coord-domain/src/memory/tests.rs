@@ -186,6 +186,19 @@ fn recall_validation() {
     assert_eq!(q.text.terms, ["fix", "flaky", "login", "test"]);
     assert_eq!(q.tags, ["auth"]);
     assert_eq!(q.limit, DEFAULT_RECALL_LIMIT);
+    assert_eq!(q.author, None);
+    let q = validate_recall(RecallRequest {
+        author: Some(" old-hand ".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(q.author.as_deref(), Some("old-hand"));
+    let e = validate_recall(RecallRequest {
+        author: Some("x".repeat(MAX_SHORT_TEXT + 1)),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("author"));
     for limit in [0, MAX_RECALL_LIMIT + 1] {
         let e = validate_recall(RecallRequest {
             limit: Some(limit),
