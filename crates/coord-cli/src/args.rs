@@ -150,6 +150,11 @@ pub enum Command {
     Migrate,
     /// One-screen summary: who you are, your locks and tasks, the queue, the agents
     Status,
+    /// The fleet's figures for whoever supervises it: agents, locks held, the queue by
+    /// state, approvals pending, claim-to-complete time, guardrail blocks by category,
+    /// memory feedback (administrators: trust 4 or an operator key; `GET /metrics` serves
+    /// the same figures to Prometheus)
+    Stats,
     /// File locks: take one before editing a file other agents may touch
     #[command(subcommand)]
     Lock(LockCommand),

@@ -63,6 +63,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Init { .. }
         | Command::Migrate
         | Command::Status
+        | Command::Stats
         | Command::Mcp
         | Command::Bench(_)
         | Command::Serve(_)

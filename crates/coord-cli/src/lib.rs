@@ -24,6 +24,7 @@ pub mod reaper;
 mod sandbox;
 pub mod setup;
 mod spawner;
+mod stats;
 
 use args::{Cli, Command};
 use context::Context;
@@ -176,6 +177,15 @@ pub async fn run(cli: Cli) -> u8 {
     };
     match cli.command {
         Command::Status => out.result(coord.status(&ctx.caller).await, commands::render_status),
+        Command::Stats => out.result(
+            coord_service::call::<coord_service::ops::audit::GetStats, _>(
+                coord.as_ref(),
+                &coord_domain::access::Principal::local(ctx.caller.clone()),
+                coord_domain::Empty {},
+            )
+            .await,
+            stats::render,
+        ),
         Command::Call(args) => ops::call(&args, coord.as_ref(), &ctx).await,
         other => commands::run(other, coord.as_ref(), &ctx, out).await,
     }

@@ -112,6 +112,7 @@ macro_rules! conformance_suite {
             audit_chain::audit_chain_verifies_awkward_values,
             audit::identity_is_validated,
             audit::status_summarises,
+            stats::stats_count_the_fleet,
             audit::storage_failure_is_database_unavailable,
             registry::registry_every_audited_operation_writes_one_row_per_call,
         );

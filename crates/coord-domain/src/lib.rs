@@ -24,6 +24,7 @@ pub mod ports;
 pub mod profiles;
 pub mod queue;
 pub mod sessions;
+pub mod stats;
 pub mod status;
 pub mod target;
 pub mod time;

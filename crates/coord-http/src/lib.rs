@@ -2,12 +2,13 @@
 //! [`ApiConfig`] (the spec's `create_coordination_api()` / `ApiConfig`). Handlers call
 //! the service and nothing else.
 //!
-//! Routes: the JSON API (see `openapi.rs` or `GET /openapi.json`), `GET /health`, and
-//! `/mcp`, the MCP server over streamable HTTP, behind the same API keys.
+//! Routes: the JSON API (see `openapi.rs` or `GET /openapi.json`), `GET /health`,
+//! `GET /metrics` (Prometheus), and `/mcp`, the MCP server over streamable HTTP, behind the same API keys.
 
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod metrics;
 pub mod openapi;
 
 pub use config::ApiConfig;
@@ -109,6 +110,7 @@ pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> R
         .layer(middleware::from_fn_with_state(app.clone(), mcp_auth));
     api::routes(Router::new())
         .route("/health", get(api::health))
+        .route("/metrics", get(metrics::metrics))
         .route(
             "/openapi.json",
             get(move || async move { Json(document.as_ref().clone()) }),

@@ -162,6 +162,18 @@ fn health() -> Value {
     })
 }
 
+fn metrics() -> Value {
+    json!({
+        "summary": "Prometheus metrics (OpenMetrics text): this server's operation counters and the fleet's figures of get_stats",
+        "operationId": "get_metrics",
+        "responses": {
+            "200": {"description": "The metrics, in the OpenMetrics text format.", "content": {"application/openmetrics-text": {"schema": {"type": "string"}}}},
+            "401": {"description": describe(401), "content": {"application/json": {"schema": {"type": "object"}}}},
+            "403": {"description": describe(403), "content": {"application/json": {"schema": {"type": "object"}}}}
+        }
+    })
+}
+
 /// The whole document.
 pub fn document() -> Value {
     let mut settings = schemars::generate::SchemaSettings::draft2020_12();
@@ -170,6 +182,7 @@ pub fn document() -> Value {
     let error_ref = json!({"$ref": "#/components/schemas/Error"});
     let mut paths = Map::new();
     paths.insert("/health".into(), json!({"get": health()}));
+    paths.insert("/metrics".into(), json!({"get": metrics()}));
     for op in ops() {
         for binding in op.http {
             let entry = paths.entry(openapi_path(binding.path)).or_insert_with(|| json!({}));

@@ -791,7 +791,11 @@ async fn health_reports_a_postgres_outage_honestly() {
         Arc::new(coord_service::DatabaseClock),
         CoordConfig::default(),
     );
-    let app = create_coordination_api(Arc::new(coord), &ApiConfig::default());
+    let config = ApiConfig {
+        api_keys: vec![OPERATOR.into()],
+        ..ApiConfig::default()
+    };
+    let app = create_coordination_api(Arc::new(coord), &config);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -801,8 +805,30 @@ async fn health_reports_a_postgres_outage_honestly() {
         let r = reqwest::get(format!("{url}/health")).await.unwrap();
         (r.status(), r.json::<Value>().await.unwrap())
     };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let metrics = || async {
+        let r = reqwest::Client::new()
+            .get(format!("{url}/metrics"))
+            .header("authorization", format!("Bearer {OPERATOR}"))
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.text().await.unwrap())
+    };
     assert_eq!(health().await.0, StatusCode::OK);
+    let (st, text) = metrics().await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(text.contains("\ncoord_store_up 1\n"), "{text}");
     db.refuse_connections().await;
+    // The scrape still answers this process's counters, and says the store is down.
+    let (st, text) = metrics().await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(text.contains("\ncoord_store_up 0\n"), "{text}");
+    assert!(!text.contains("coord_locks_held"), "{text}");
+    assert!(
+        text.contains("coord_operations_total{operation=\"get_stats\",outcome=\"database_unavailable\"} 1"),
+        "{text}"
+    );
     let (st, v) = health().await;
     assert_eq!(
         (st, v["status"].as_str(), v["error"].as_str()),
@@ -818,6 +844,100 @@ async fn health_reports_a_postgres_outage_honestly() {
     );
     db.allow_connections().await;
     assert_eq!(health().await.0, StatusCode::OK, "recovers without a restart");
+}
+
+/// The value of the sample `series` (name and labels as written) in a metrics text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_prometheus_text_for_administrators() {
+    let s = server(|_| {}).await;
+    let (st, v) = s
+        .post("/locks/acquire", Some(OPERATOR), json!({"file_path": "src/a.rs"}))
+        .await;
+    assert_eq!((st, v["success"].as_bool()), (StatusCode::OK, Some(true)), "{v}");
+    let (st, _) = s
+        .post("/locks/release", Some(OPERATOR), json!({"file_path": "src/none.rs"}))
+        .await;
+    assert!(st.is_client_error());
+    let (st, v) = s
+        .post(
+            "/work/submit",
+            Some(OPERATOR),
+            json!({"task_type": "t", "task_description": "d"}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let scrape = |key: Option<&'static str>| {
+        let mut r = s.http.get(format!("{}/metrics", s.url));
+        if let Some(k) = key {
+            r = r.header("authorization", format!("Bearer {k}"));
+        }
+        async move {
+            let resp = r.send().await.unwrap();
+            let ctype = resp.headers()["content-type"].to_str().unwrap().to_string();
+            (resp.status(), ctype, resp.text().await.unwrap())
+        }
+    };
+    // Nobody anonymous, and only administrators (the bound key is a trust-2 agent's).
+    let (st, ctype, body) = scrape(None).await;
+    assert_eq!(
+        (st, ctype.as_str()),
+        (StatusCode::UNAUTHORIZED, "application/json"),
+        "{body}"
+    );
+    let (st, _, body) = scrape(Some(BOUND)).await;
+    assert_eq!(st, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("insufficient_trust_level"), "{body}");
+    let (st, ctype, text) = scrape(Some(OPERATOR)).await;
+    assert_eq!(st, StatusCode::OK, "{text}");
+    assert_eq!(ctype, coord_service::metrics::CONTENT_TYPE);
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let want = [
+        ("coord_operations_total{operation=\"acquire_lock\",outcome=\"ok\"}", 1.0),
+        (
+            "coord_operations_total{operation=\"release_lock\",outcome=\"lock_not_held\"}",
+            1.0,
+        ),
+        (
+            "coord_operation_duration_seconds_count{operation=\"acquire_lock\"}",
+            1.0,
+        ),
+        ("coord_store_up", 1.0),
+        ("coord_locks_held", 1.0),
+        ("coord_tasks{state=\"ready\"}", 1.0),
+        ("coord_tasks{state=\"claimed\"}", 0.0),
+        ("coord_approvals_pending", 0.0),
+        ("coord_task_claim_to_complete_seconds_count", 0.0),
+        ("coord_task_claim_to_complete_seconds_bucket{le=\"+Inf\"}", 0.0),
+        ("coord_memory_feedback_votes{useful=\"true\"}", 0.0),
+    ];
+    for (series, value) in want {
+        assert_eq!(sample(&text, series), Some(value), "{series} in\n{text}");
+    }
+    for family in [
+        "# TYPE coord_operations counter",
+        "# TYPE coord_operation_duration_seconds histogram",
+        "# TYPE coord_agents gauge",
+        "# TYPE coord_task_claim_to_complete_seconds histogram",
+        "# TYPE coord_guardrail_blocks counter",
+    ] {
+        assert!(text.contains(family), "{family} in\n{text}");
+    }
+    // Each scrape is a get_stats call, audited under the key's caller.
+    let (st, _, text) = scrape(Some(OPERATOR)).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(
+        sample(&text, "coord_operations_total{operation=\"get_stats\",outcome=\"ok\"}"),
+        Some(2.0),
+        "both scrapes: each counts its own get_stats before rendering"
+    );
+    let (_, audit) = s.get("/audit?operation=get_stats", Some(OPERATOR)).await;
+    let rows = audit["entries"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "two refusals and two scrapes: {audit}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -837,7 +957,8 @@ async fn the_openapi_document_matches_the_routes() {
         assert!(schemas.contains_key(name), "component {name}");
     }
     let paths = doc["paths"].as_object().unwrap();
-    // Documented exactly what the registry binds (plus /health), in both directions.
+    // Documented exactly what the registry binds (plus /health and /metrics), in both
+    // directions.
     let mut documented: Vec<(String, String)> = paths
         .iter()
         .flat_map(|(p, item)| item.as_object().unwrap().keys().map(move |m| (m.clone(), p.clone())))
@@ -846,12 +967,17 @@ async fn the_openapi_document_matches_the_routes() {
         .iter()
         .flat_map(|op| op.http.iter())
         .map(|h| (h.method.as_str().to_string(), h.path.replace("{*", "{")))
-        .chain([("get".to_string(), "/health".to_string())])
+        .chain(["/health", "/metrics"].map(|p| ("get".to_string(), p.to_string())))
         .collect();
     documented.sort();
     bound.sort();
     assert_eq!(documented, bound);
     for (path, item) in paths {
+        if path == "/metrics" {
+            // Not JSON: metrics_are_prometheus_text_for_administrators covers it.
+            assert!(item["get"]["responses"]["200"]["content"]["application/openmetrics-text"].is_object());
+            continue;
+        }
         for (method, op) in item.as_object().unwrap() {
             let concrete = path
                 .replace("{file_path}", "a.rs")

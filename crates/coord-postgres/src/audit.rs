@@ -320,8 +320,8 @@ pub async fn prune(tx: &Tx<'_>, ctx: &OpCtx, p: &PruneAudit) -> R<PruneAuditResu
     Ok(result)
 }
 
-#[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
-pub async fn status(tx: &Tx<'_>, ctx: &OpCtx, location: &String) -> R<StatusResult> {
+/// Live locks, tasks by status and agents by status: what `status` and `get_stats` share.
+pub async fn fleet_counts(tx: &Tx<'_>, ctx: &OpCtx) -> R<(i64, TaskCounts, AgentCounts)> {
     let live_locks: i64 = get(
         &tx.query_one(
             &tx.prepare_cached(&format!("SELECT count(*) FROM file_locks WHERE expires_at > {NOW}"))
@@ -348,6 +348,12 @@ pub async fn status(tx: &Tx<'_>, ctx: &OpCtx, location: &String) -> R<StatusResu
     for (status, n) in sessions::counts(tx).await? {
         agents.add(status, n);
     }
+    Ok((live_locks, tasks, agents))
+}
+
+#[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
+pub async fn status(tx: &Tx<'_>, ctx: &OpCtx, location: &String) -> R<StatusResult> {
+    let (live_locks, tasks, agents) = fleet_counts(tx, ctx).await?;
     let latest = handoffs::read(
         tx,
         &HandoffQuery {

@@ -31,6 +31,7 @@ mod queue;
 mod rows;
 mod sessions;
 mod spawn;
+mod stats;
 mod violations;
 mod workflows;
 

@@ -12,6 +12,7 @@ mod call;
 pub mod clock;
 mod files;
 pub mod launcher;
+pub mod metrics;
 pub mod op;
 pub mod ops;
 pub mod pipeline;
@@ -146,6 +147,8 @@ pub struct Coordinator {
     workspaces: Arc<CoordResult<files::Workspaces>>,
     /// What starts spawned agents (none: `spawn_agent` answers `spawn_unavailable`).
     launcher: Option<Arc<dyn Launcher>>,
+    /// This process's operation counters (`GET /metrics`).
+    metrics: metrics::Metrics,
 }
 
 pub(crate) fn new_id() -> String {
@@ -171,6 +174,7 @@ impl Coordinator {
             )),
             patterns: Default::default(),
             launcher: None,
+            metrics: Default::default(),
         }
     }
 
@@ -223,6 +227,11 @@ impl Coordinator {
 
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+
+    /// This process's operation counters.
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.metrics
     }
 
     pub fn config(&self) -> &CoordConfig {

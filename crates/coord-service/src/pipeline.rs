@@ -107,12 +107,13 @@ impl Coordinator {
         let span =
             tracing::info_span!("op", op = O::NAME, agent = %who.caller.agent_id, outcome = tracing::field::Empty);
         async move {
+            let started = Instant::now();
             let mut ctx = OpCtx {
                 now: self.clock.now(),
                 who: who.caller.for_audit(),
                 operation: O::NAME,
                 parameters,
-                started: Instant::now(),
+                started,
                 redact: O::AUDIT_REDACT,
                 charges: Vec::new(),
                 escalation: None,
@@ -155,7 +156,9 @@ impl Coordinator {
                     Err(e)
                 }
             };
-            tracing::Span::current().record("outcome", prepared.as_ref().err().map_or("ok", |e| e.code.as_str()));
+            let outcome = prepared.as_ref().err().map_or("ok", |e| e.code.as_str());
+            tracing::Span::current().record("outcome", outcome);
+            self.metrics.observe(O::NAME, outcome, started.elapsed());
             prepared
         }
         .instrument(span)

@@ -146,6 +146,7 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<audit::PruneAudit>(),
         entry::<notifications::ListNotifications>(),
         entry::<audit::Status>(),
+        entry::<audit::GetStats>(),
         entry::<profiles::ListProfiles>(),
         entry::<profiles::ApplyProfiles>(),
         entry::<profiles::AssignProfile>(),

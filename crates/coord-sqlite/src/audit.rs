@@ -270,7 +270,8 @@ pub fn prune(c: &Connection, now: i64, p: &PruneAudit) -> R<PruneAuditResult> {
     Ok(result)
 }
 
-pub fn status(c: &Connection, now: i64, who: &Identity, location: String) -> R<StatusResult> {
+/// Live locks, tasks by status and agents by status: what `status` and `get_stats` share.
+pub fn fleet_counts(c: &Connection, now: i64) -> R<(i64, TaskCounts, AgentCounts)> {
     let live_locks: i64 = c
         .prepare_cached("SELECT count(*) FROM file_locks WHERE expires_at > ?1")?
         .query_row([now], |r| r.get(0))?;
@@ -288,6 +289,11 @@ pub fn status(c: &Connection, now: i64, who: &Identity, location: String) -> R<S
     for (status, n) in sessions::counts(c)? {
         agents.add(status, n);
     }
+    Ok((live_locks, tasks, agents))
+}
+
+pub fn status(c: &Connection, now: i64, who: &Identity, location: String) -> R<StatusResult> {
+    let (live_locks, tasks, agents) = fleet_counts(c, now)?;
     let latest = handoffs::read(
         c,
         &HandoffQuery {

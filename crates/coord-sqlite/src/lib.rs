@@ -25,6 +25,7 @@ mod queue;
 mod rows;
 mod sessions;
 mod spawn;
+mod stats;
 mod violations;
 mod workflows;
 mod writer;

@@ -708,6 +708,13 @@ pub trait WorkflowStore {
     ) -> CoordResult<Vec<coord_domain::workflows::Workflow>>;
 }
 
+/// The fleet's figures (`get_stats`): counts of what the database holds now, read in one
+/// snapshot, audited like any read.
+#[async_trait]
+pub trait StatsStore: Send + Sync {
+    async fn stats(&self, ctx: OpCtx) -> CoordResult<coord_domain::stats::StatsResult>;
+}
+
 /// A whole store: every capability. Implemented by any type that implements them all;
 /// a backend adds a capability by implementing its trait in the capability's module.
 pub trait Store:
@@ -720,6 +727,7 @@ pub trait Store:
     + MemoryStore
     + MessageStore
     + AuditStore
+    + StatsStore
     + NotificationStore
     + GuardrailStore
     + NetworkStore
@@ -744,6 +752,7 @@ impl<
         + MemoryStore
         + MessageStore
         + AuditStore
+        + StatsStore
         + NotificationStore
         + GuardrailStore
         + NetworkStore

@@ -15,7 +15,7 @@ use coord_domain::{Caller, CoordResult, Empty, ErrorCode};
 use coord_service::ops::{approvals, audit, guardrails};
 use serde_json::json;
 
-async fn check(h: &Harness, who: &Caller, command: &str) -> CoordResult<CheckGuardrailsResult> {
+pub(crate) async fn check(h: &Harness, who: &Caller, command: &str) -> CoordResult<CheckGuardrailsResult> {
     run::<guardrails::CheckGuardrails>(
         h,
         who,

@@ -19,4 +19,5 @@ pub mod queue;
 pub mod registry;
 pub mod sessions;
 pub mod spawn;
+pub mod stats;
 pub mod workflows;

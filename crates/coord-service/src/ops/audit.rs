@@ -1,4 +1,4 @@
-//! The audit trail and the one-screen status.
+//! The audit trail, the one-screen status and the fleet's figures.
 
 use crate::Coordinator;
 use crate::op::{Http, Input, Operation};
@@ -6,6 +6,7 @@ use coord_domain::access::{Access, Effect};
 use coord_domain::audit::{AuditFilter, AuditQueryRequest, AuditQueryResult, validate_audit_query};
 use coord_domain::audit_chain::{self, PruneAuditRequest, PruneAuditResult, VerifyAuditRequest, VerifyAuditResult};
 use coord_domain::profiles::{Need, Permission};
+use coord_domain::stats::StatsResult;
 use coord_domain::status::StatusResult;
 use coord_domain::validate;
 use coord_domain::{CoordError, CoordResult, Empty, ErrorCode, Identity};
@@ -152,5 +153,33 @@ impl Operation for Status {
 
     async fn execute(c: &Coordinator, ctx: OpCtx, (): ()) -> CoordResult<StatusResult> {
         c.store().status(ctx).await
+    }
+}
+
+pub struct GetStats;
+impl Operation for GetStats {
+    const NAME: &'static str = "get_stats";
+    const SUMMARY: &'static str = "The fleet's figures: agents, locks, queue, approvals, guardrail blocks";
+    const DESCRIPTION: &'static str = "The coordinator's figures for whoever supervises the fleet: agents by \
+        session status, file locks held, tasks by status, approvals pending, spawned agents running, how long \
+        completed tasks were held from claim to completion (a histogram), guardrail blocks by category and memory \
+        feedback votes. For administrators (trust 4, an operator key); GET /metrics serves the same figures to \
+        Prometheus. Answers {success:true, backend, at, agents, locks_held, tasks, approvals_pending, \
+        spawned_running, claim_to_complete:{count, sum_seconds, buckets:[{le, count}]}, guardrail_blocks:[{category, \
+        count}], memory_feedback:{useful, not_useful}}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::admin(Permission::ManageAudit);
+    const HTTP: &'static [Http] = &[Http::get("/stats").input(Input::None)];
+    type Request = Empty;
+    type Response = StatsResult;
+    type Args = ();
+
+    fn validate(_: &Coordinator, _: &Identity, _: Empty) -> CoordResult<()> {
+        Ok(())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, (): ()) -> CoordResult<StatsResult> {
+        c.store().stats(ctx).await
     }
 }
