@@ -272,6 +272,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// Serve the HTTP API (and MCP over streamable HTTP at /mcp) for cloud agents
     Serve(ServeArgs),
+    /// Open the live dashboard of this repository's coordinator in your browser: serves
+    /// it on loopback (as `coord serve` does) and prints a one-time sign-in link (no key
+    /// needed: you are at the terminal). Ctrl-C stops it
+    Ui(UiArgs),
     /// Run an agent-runtime hook: a Claude Code event (reads its JSON on stdin),
     /// git-pre-commit or git-pre-push. Never breaks the agent's session when the
     /// coordinator is unreachable (the guardrails then decide locally)
@@ -711,6 +715,16 @@ pub struct ServeArgs {
     /// a free one); agents authenticate with their managed API key
     #[arg(long, env = "COORD_PROXY_PORT", value_name = "PORT")]
     pub proxy_port: Option<u16>,
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// Port on 127.0.0.1 (0 picks a free one)
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Print the link without starting a browser (xdg-open)
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -67,6 +67,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Mcp
         | Command::Bench(_)
         | Command::Serve(_)
+        | Command::Ui(_)
         | Command::Proxy(_)
         | Command::Sandbox(_)
         | Command::Agent(_)

@@ -53,6 +53,7 @@ pub fn main() -> ExitCode {
     let serves = matches!(
         cli.command,
         Command::Serve(_)
+            | Command::Ui(_)
             | Command::Mcp
             | Command::Proxy(_)
             | Command::Sandbox(_)
@@ -76,6 +77,7 @@ pub fn main() -> ExitCode {
     // Servers get worker threads; one-shot commands need none.
     let mut builder = match cli.command {
         Command::Serve(_)
+        | Command::Ui(_)
         | Command::Mcp
         | Command::Proxy(_)
         | Command::Sandbox(_)
@@ -122,6 +124,7 @@ pub async fn run(cli: Cli) -> u8 {
     if matches!(
         &cli.command,
         Command::Serve(_)
+            | Command::Ui(_)
             | Command::Init { target: None }
             | Command::Audit(args::AuditCommandArgs {
                 command: Some(args::AuditCommand::Prune { .. }),
@@ -136,6 +139,14 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Mcp => return run_mcp(&ctx, &cli.global).await,
         Command::Bench(args) => return bench::run(args, &ctx, cli.global.json).await,
         Command::Serve(args) => return run_serve(&ctx, args).await,
+        Command::Ui(args) => {
+            let serve = args::ServeArgs {
+                host: "127.0.0.1".into(),
+                port: args.port,
+                proxy_port: None,
+            };
+            return run_serve_with(&ctx, &serve, Some(args)).await;
+        }
         Command::Init { target: None } | Command::Migrate => return init_store(&ctx, out).await,
         Command::Keys(cmd) => return commands::keys(cmd, &ctx, &cli.global, out).await,
         Command::Cloud(cmd) => return cloud::run(cmd, &ctx, &cli.global, out).await,
@@ -388,7 +399,13 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
 }
 
 async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
-    if let Err(e) = open::local_only(ctx, "`coord serve`") {
+    run_serve_with(ctx, args, None).await
+}
+
+/// `coord serve`, or with `ui`, `coord ui`: the same server on loopback, announcing a
+/// one-time dashboard link for whoever is at the terminal.
+async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args::UiArgs>) -> u8 {
+    if let Err(e) = open::local_only(ctx, "`coord serve` and `coord ui`") {
         eprintln!("coord serve: {}", e.message);
         return output::exit_code(&e);
     }
@@ -466,6 +483,24 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
         dirs => dirs.join(", "),
     };
     println!("coord serve: listening on http://{addr} (database: {database}; file tools: {files})");
+    if let Some(ui) = ui {
+        let who = coord_domain::Caller::new(ctx.caller.agent_id.clone(), coord_http::ui::AGENT_TYPE);
+        let link = format!("http://{addr}{}", coord_http::ui::sign_in_link(&config, who));
+        println!(
+            "coord ui: the dashboard, signed in as {} (a one-time link, valid 10 minutes):",
+            ctx.caller.agent_id
+        );
+        println!("  {link}");
+        if !ui.no_open {
+            // Best effort: without a desktop the printed link is the way in.
+            let _ = std::process::Command::new("xdg-open")
+                .arg(&link)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+        }
+    }
     if let Some((_, proxy)) = &proxy {
         println!("coord serve: egress proxy on {proxy} (HTTPS_PROXY=http://<agent id>:<managed key>@{proxy})");
     }

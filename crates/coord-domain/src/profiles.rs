@@ -542,6 +542,19 @@ pub fn resolve(by_agent: Option<Profile>, by_type: Option<Profile>) -> (Profile,
     }
 }
 
+/// An agent's profile as `list_profiles` shows the profiles and assignments: what the
+/// pipeline would resolve for it (the dashboard's column; the pipeline reads its own).
+pub fn effective(list: &ListProfilesResult, agent_id: &str, agent_type: &str) -> (Profile, ProfileSource) {
+    let assigned = |kind: &str, value: &str| {
+        list.assignments
+            .iter()
+            .find(|a| a.kind == kind && a.value == value)
+            .and_then(|a| list.profiles.iter().find(|p| p.name == a.profile))
+            .cloned()
+    };
+    resolve(assigned("agent", agent_id), assigned("agent_type", agent_type))
+}
+
 /// The profile of agents nothing is assigned to: trust 0, read only, nothing else. It
 /// is built in (always this one, whatever the database holds) and cannot be changed.
 pub fn least_privilege() -> Profile {

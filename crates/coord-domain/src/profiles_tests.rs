@@ -344,3 +344,34 @@ fn assignee_rules() {
     .unwrap_err();
     assert_eq!(e.field.as_deref(), Some("profile"));
 }
+
+#[test]
+fn effective_profiles_from_a_listing() {
+    let assign = |kind: &str, value: &str, profile: &str| Assignment {
+        kind: kind.into(),
+        value: value.into(),
+        profile: profile.into(),
+    };
+    let list = ListProfilesResult {
+        success: true,
+        profiles: vec![named("claude-code-cli"), named("local-operator")],
+        assignments: vec![
+            assign("agent_type", "claude_code", "claude-code-cli"),
+            assign("agent", "boss", "local-operator"),
+            // Names a profile the listing does not hold: as if unassigned.
+            assign("agent", "ghost", "gone"),
+        ],
+    };
+    let cases = [
+        ("alice", "claude_code", "claude-code-cli", ProfileSource::TypeDefault),
+        ("boss", "claude_code", "local-operator", ProfileSource::AgentAssignment),
+        ("ghost", "claude_code", "claude-code-cli", ProfileSource::TypeDefault),
+        ("x", "unknown", LEAST_PRIVILEGE, ProfileSource::Fallback),
+        // Kinds are not interchangeable: an agent named like a type is not that type.
+        ("claude_code", "other", LEAST_PRIVILEGE, ProfileSource::Fallback),
+    ];
+    for (id, ty, want, source) in cases {
+        let (p, s) = effective(&list, id, ty);
+        assert_eq!((p.name.as_str(), s), (want, source), "{id} {ty}");
+    }
+}

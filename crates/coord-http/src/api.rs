@@ -31,6 +31,8 @@ pub struct App {
     pub max_body_bytes: usize,
     /// The MCP sessions `/mcp` serves, so a client's DELETE ends its agent's session.
     pub mcp_sessions: coord_mcp::HttpSessions,
+    /// The dashboard's signed-in browsers.
+    pub ui: Arc<crate::ui::sessions::Sessions>,
 }
 
 impl App {
@@ -40,6 +42,7 @@ impl App {
             auth: Arc::new(Auth::new(config)),
             max_body_bytes: config.max_body_bytes,
             mcp_sessions: coord_mcp::HttpSessions::default(),
+            ui: config.ui.clone(),
         }
     }
 }

@@ -31,6 +31,9 @@ pub struct ApiConfig {
     /// `COORD_RELEASE_GRACE_SECONDS`: after a client deletes its MCP session, how long
     /// its agent's locks and claimed tasks wait for it to come back (None: until TTL).
     pub release_after: Option<std::time::Duration>,
+    /// The dashboard's browser sessions (`coord ui` makes its one-time link here before
+    /// the server starts).
+    pub ui: std::sync::Arc<crate::ui::sessions::Sessions>,
 }
 
 impl Default for ApiConfig {
@@ -45,6 +48,7 @@ impl Default for ApiConfig {
             mcp_allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             shutdown: tokio_util::sync::CancellationToken::new(),
             release_after: Some(coord_mcp::DEFAULT_RELEASE_AFTER),
+            ui: Default::default(),
         }
     }
 }

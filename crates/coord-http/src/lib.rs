@@ -3,13 +3,14 @@
 //! the service and nothing else.
 //!
 //! Routes: the JSON API (see `openapi.rs` or `GET /openapi.json`), `GET /health`,
-//! `GET /metrics` (Prometheus), and `/mcp`, the MCP server over streamable HTTP, behind the same API keys.
+//! `GET /metrics` (Prometheus), the live dashboard (`/` and `/ui/…`, see `ui`), and `/mcp`, the MCP server over streamable HTTP, behind the same API keys.
 
 pub mod api;
 pub mod auth;
 pub mod config;
 pub mod metrics;
 pub mod openapi;
+pub mod ui;
 
 pub use config::ApiConfig;
 
@@ -111,6 +112,14 @@ pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> R
     api::routes(Router::new())
         .route("/health", get(api::health))
         .route("/metrics", get(metrics::metrics))
+        .route("/", get(ui::page))
+        .route("/ui/login", get(ui::login_link).post(ui::login))
+        .route("/ui/logout", axum::routing::post(ui::logout))
+        .route("/ui/snapshot", get(ui::snapshot))
+        .route("/ui/events", get(ui::events))
+        .route("/ui/approvals/decide", axum::routing::post(ui::decide))
+        .route("/ui/app.js", get(ui::script))
+        .route("/ui/style.css", get(ui::style))
         .route(
             "/openapi.json",
             get(move || async move { Json(document.as_ref().clone()) }),

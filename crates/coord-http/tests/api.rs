@@ -941,6 +941,153 @@ async fn metrics_are_prometheus_text_for_administrators() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_is_for_operators_and_refuses_forged_changes() {
+    let s = server(|_| {}).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = http.get(format!("{}/", s.url)).send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let csp = page.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert!(page.text().await.unwrap().contains("name=\"key\""), "the sign-in form");
+    let login = |key: &'static str| {
+        http.post(format!("{}/ui/login", s.url))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("key={key}&name=night-shift"))
+            .send()
+    };
+    // An agent's key (bound, trust 2) and a wrong key open nothing.
+    for key in [BOUND, "wrong"] {
+        let r = login(key).await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{key}");
+        assert!(r.headers().get("set-cookie").is_none());
+    }
+    let r = login(OPERATOR).await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attr), "{cookie}");
+    }
+    let cookie = cookie.split(';').next().unwrap().to_string();
+    assert!(!cookie.contains(OPERATOR), "the browser never holds the key");
+    let page = http
+        .get(format!("{}/", s.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = page
+        .split("name=\"csrf\" content=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    assert_eq!(csrf.len(), 64);
+    assert!(page.contains("night-shift"));
+
+    // The snapshot and the feed need the session.
+    for path in ["/ui/snapshot", "/ui/events"] {
+        let r = http.get(format!("{}{path}", s.url)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path}");
+    }
+    let snap: Value = http
+        .get(format!("{}/ui/snapshot", s.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(snap["stats"]["success"], true, "{snap}");
+    assert!(snap["approvals"]["items"].as_array().unwrap().is_empty());
+
+    // A pending approval, then decisions with and without the CSRF token.
+    let (st, refused) = s
+        .call(
+            Method::POST,
+            "/guardrails/check",
+            Some(OPERATOR),
+            &[("x-agent-id", "pusher"), ("x-agent-type", "claude_code")],
+            Some(json!({"command": "git push --force origin main"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CONFLICT, "{refused}");
+    let id = refused["approval_id"].as_str().unwrap().to_string();
+    let decide = |csrf: Option<&str>, origin: Option<&str>, body: String| {
+        let mut r = http
+            .post(format!("{}/ui/approvals/decide", s.url))
+            .header("cookie", &cookie)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(c) = csrf {
+            r = r.header("x-csrf-token", c.to_string());
+        }
+        if let Some(o) = origin {
+            r = r.header("origin", o.to_string());
+        }
+        r.send()
+    };
+    let body = json!({"approval_id": id, "decision": "approve"}).to_string();
+    let cases: [(Option<&str>, Option<&str>); 3] = [
+        (None, None),
+        (Some("0".repeat(64).leak()), None),
+        (Some(csrf.as_str()), Some("http://evil.example")),
+    ];
+    for (token, origin) in cases {
+        let r = decide(token, origin, body.clone()).await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{token:?} {origin:?}");
+    }
+    let r = decide(Some(&csrf), None, "{nope".into()).await.unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let r = decide(
+        Some(&csrf),
+        None,
+        json!({"approval_id": "apr_nope", "decision": "approve"}).to_string(),
+    )
+    .await
+    .unwrap();
+    assert!(r.status().is_client_error(), "{}", r.status());
+    let origin = s.url.clone();
+    let r = decide(Some(&csrf), Some(&origin), body.clone()).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    // The decision is audited under the operator's name.
+    let (_, audit) = s.get("/audit?operation=decide_approval", Some(OPERATOR)).await;
+    let rows = audit["entries"].as_array().unwrap();
+    let ok: Vec<&Value> = rows.iter().filter(|r| r["success"] == true).collect();
+    assert_eq!(ok.len(), 1, "{audit}");
+    assert_eq!(
+        (ok[0]["agent_id"].as_str(), ok[0]["agent_type"].as_str()),
+        (Some("night-shift"), Some("dashboard"))
+    );
+
+    // Signing out ends the session.
+    let r = http
+        .post(format!("{}/ui/logout", s.url))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let r = http
+        .get(format!("{}/ui/snapshot", s.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_matches_the_routes() {
     let s = server(|_| {}).await;
     let (st, doc) = s.get("/openapi.json", None).await;

@@ -35,11 +35,24 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.00025, 2.0, 15))
 }
 
-/// This process's operation counters; cheap to clone (shared).
+/// A change some operation made (or tried to make), as the live dashboard hears of it:
+/// every operation that may write, and every refusal (it left rows behind). Reads that
+/// succeed are not changes, so the dashboard's own reads never wake it again.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    pub operation: &'static str,
+    pub agent_id: String,
+    pub agent_type: String,
+    /// `ok` or the error code.
+    pub outcome: &'static str,
+}
+
+/// This process's operation counters and its feed of changes; cheap to clone (shared).
 #[derive(Clone, Debug)]
 pub struct Metrics {
     operations: Family<Outcome, Counter>,
     durations: Family<Op, Histogram, fn() -> Histogram>,
+    changes: tokio::sync::broadcast::Sender<Change>,
 }
 
 impl Default for Metrics {
@@ -47,6 +60,9 @@ impl Default for Metrics {
         Metrics {
             operations: Family::default(),
             durations: Family::new_with_constructor(latency_histogram),
+            // A slow listener misses changes (it is told it lagged) rather than holding
+            // memory or slowing operations down.
+            changes: tokio::sync::broadcast::channel(256).0,
         }
     }
 }
@@ -58,6 +74,19 @@ impl Metrics {
         self.durations
             .get_or_create(&Op { operation })
             .observe(took.as_secs_f64());
+    }
+
+    /// Tells the listeners (the live dashboards) of an operation that may have changed
+    /// something; nobody listening costs nothing.
+    pub fn changed(&self, change: impl FnOnce() -> Change) {
+        if self.changes.receiver_count() > 0 {
+            let _ = self.changes.send(change());
+        }
+    }
+
+    /// The changes from now on.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Change> {
+        self.changes.subscribe()
     }
 
     /// Every metric in the OpenMetrics text format: this process's counters, then the

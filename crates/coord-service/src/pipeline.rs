@@ -5,7 +5,7 @@
 
 use crate::Coordinator;
 use crate::op::{Audit, Operation};
-use coord_domain::access::{Credential, Principal, authorize};
+use coord_domain::access::{Credential, Effect, Principal, authorize};
 use coord_domain::approvals;
 use coord_domain::audit::AuditRecord;
 use coord_domain::keys::KeyOrigin;
@@ -159,6 +159,16 @@ impl Coordinator {
             let outcome = prepared.as_ref().err().map_or("ok", |e| e.code.as_str());
             tracing::Span::current().record("outcome", outcome);
             self.metrics.observe(O::NAME, outcome, started.elapsed());
+            // A refused read is a change too: it left a refusal row, and a guardrail
+            // block an approval request and a violation.
+            if O::EFFECT != Effect::Read || outcome != "ok" {
+                self.metrics.changed(|| crate::metrics::Change {
+                    operation: O::NAME,
+                    agent_id: who.caller.agent_id.clone(),
+                    agent_type: who.caller.agent_type.clone(),
+                    outcome,
+                });
+            }
             prepared
         }
         .instrument(span)

@@ -1,0 +1,167 @@
+"""The live dashboard in a real browser (headless Chromium driven by Playwright), while
+a scripted scenario runs against `coord serve`'s HTTP API as three agents.
+
+Checks that, without reloading the page: a new lock, a claimed task and an approval
+request appear; that approving from the page unblocks the agent (its retried command
+passes); that a change without the CSRF token is refused; that the key never reaches
+the page. Saves a screenshot of each main view (light and dark).
+
+usage: dashboard_browser.py --url URL --key OPERATOR_KEY --chromium PATH --shots DIR
+"""
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+
+def api(url, key, agent, method, path, body=None):
+    """One HTTP API call as `agent` (type claude_code) with the operator key."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url + path, data=data, method=method)
+    req.add_header("x-api-key", key)
+    req.add_header("x-agent-id", agent)
+    req.add_header("x-agent-type", "claude_code")
+    if data is not None:
+        req.add_header("content-type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--key", required=True)
+    p.add_argument("--chromium", required=True)
+    p.add_argument("--shots", required=True)
+    a = p.parse_args()
+    os.makedirs(a.shots, exist_ok=True)
+    url, key = a.url, a.key
+    checks = []
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=a.chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        expect.set_options(timeout=15000)
+
+        # Sign in with the operator key.
+        page.goto(url + "/")
+        page.fill("input[name=key]", "not-a-key")
+        page.click("button[type=submit]")
+        expect(page.locator("p.error")).to_contain_text("not an operator key")
+        page.fill("input[name=key]", key)
+        page.fill("input[name=name]", "ops-lead")
+        page.click("button[type=submit]")
+        page.wait_for_selector("body[data-refreshed]")
+        expect(page.locator("#live")).to_have_text("live")
+        checks.append("signed in")
+        # Marks this page: a reload would lose it.
+        page.evaluate("window.__same_page = true")
+
+        # Agents register; they appear.
+        for agent in ("alice", "bob", "lead"):
+            st, r = api(url, key, agent, "POST", "/sessions/register", {"capabilities": ["rust"]})
+            assert st == 200, r
+        expect(page.locator("#panel-agents")).to_contain_text("alice")
+        expect(page.locator("#panel-agents")).to_contain_text("bob")
+        expect(page.locator("#panel-agents")).to_contain_text("claude-code-cli")
+        checks.append("agents appeared")
+
+        # A new lock appears.
+        st, r = api(url, key, "alice", "POST", "/locks/acquire",
+                    {"file_path": "src/payments/ledger.rs", "reason": "refactor"})
+        assert st == 200 and r["success"], r
+        expect(page.locator("#panel-locks")).to_contain_text("src/payments/ledger.rs")
+        expect(page.locator("#panel-locks")).to_contain_text("alice")
+        checks.append("lock appeared")
+
+        # A claimed task appears on the board; its dependent waits in the graph.
+        st, t1 = api(url, key, "lead", "POST", "/work/submit",
+                     {"task_type": "refactor", "task_description": "Split the ledger module", "priority": 1})
+        assert st == 200, t1
+        st, t2 = api(url, key, "lead", "POST", "/work/submit",
+                     {"task_type": "review", "task_description": "Review the ledger split",
+                      "depends_on": [t1["task_id"]]})
+        assert st == 200, t2
+        st, t3 = api(url, key, "lead", "POST", "/work/submit",
+                     {"task_type": "docs", "task_description": "Document the ledger API", "priority": 9})
+        assert st == 200, t3
+        st, claimed = api(url, key, "bob", "POST", "/work/claim", {})
+        assert st == 200 and claimed.get("task_id") == t1["task_id"], claimed
+        card = page.locator('[data-column=claimed] [data-task="%s"]' % t1["task_id"])
+        expect(card).to_contain_text("claimed by bob")
+        expect(page.locator('[data-column=blocked] [data-task="%s"]' % t2["task_id"])).to_be_visible()
+        expect(page.locator('svg.graph rect[data-node="%s"]' % t2["task_id"])).to_have_count(1)
+        checks.append("claimed task appeared")
+
+        # An approval request appears; approving it from the page unblocks the agent.
+        force = {"command": "git push --force origin main"}
+        st, refused = api(url, key, "bob", "POST", "/guardrails/check", force)
+        assert st == 409 and refused.get("approval_id"), refused
+        approval = refused["approval_id"]
+        row = page.locator('#panel-approvals button[data-approve="%s"]' % approval)
+        expect(row).to_be_visible()
+        expect(page.locator("#panel-approvals")).to_contain_text("git push --force origin main")
+        expect(page.locator("#panel-violations")).to_contain_text("git_force")
+        checks.append("approval appeared")
+
+        # The views, before deciding.
+        page.screenshot(path=os.path.join(a.shots, "dashboard.png"), full_page=True)
+        page.locator("#panel-board").screenshot(path=os.path.join(a.shots, "queue.png"))
+        page.locator("#panel-graph").screenshot(path=os.path.join(a.shots, "graph.png"))
+        page.locator("#panel-approvals").screenshot(path=os.path.join(a.shots, "approvals.png"))
+        page.locator("#panel-audit").screenshot(path=os.path.join(a.shots, "audit.png"))
+        page.emulate_media(color_scheme="dark")
+        page.screenshot(path=os.path.join(a.shots, "dashboard-dark.png"), full_page=True)
+        page.emulate_media(color_scheme="light")
+
+        # A change without the CSRF token is refused, even from the page itself.
+        forged = page.evaluate(
+            """async (id) => {
+                const r = await fetch('/ui/approvals/decide', {method: 'POST',
+                    headers: {'content-type': 'application/json'},
+                    body: JSON.stringify({approval_id: id, decision: 'approve'})});
+                return r.status;
+            }""",
+            approval,
+        )
+        assert forged == 403, forged
+        checks.append("no CSRF token, no change")
+
+        row.click()
+        expect(row).to_have_count(0)
+        st, passed = api(url, key, "bob", "POST", "/guardrails/check", force)
+        assert st == 200 and passed.get("approval_used") == approval, (st, passed)
+        checks.append("approved from the page: the agent's command passes once")
+        st, again = api(url, key, "bob", "POST", "/guardrails/check", force)
+        assert st == 409, again
+
+        # The audit trail, filtered as the CLI filters it.
+        page.fill("#audit-filters input[name=operation]", "decide_approval")
+        page.click("#audit-filters button[type=submit]")
+        expect(page.locator("#panel-audit tbody tr")).to_have_count(1)
+        expect(page.locator("#panel-audit")).to_contain_text("ops-lead")
+        checks.append("audit filtered")
+
+        assert page.evaluate("window.__same_page === true"), "the page reloaded"
+        heard = int(page.evaluate("document.body.dataset.changes || '0'"))
+        assert heard >= 8, "the page heard of the changes by server-sent events: %d" % heard
+        html = page.content()
+        assert key not in html, "the operator key reached the page"
+        assert page.evaluate("document.cookie") == "", "the session cookie is readable by scripts"
+        checks.append("never reloaded; no key or readable cookie in the page")
+        browser.close()
+
+    print(json.dumps({"ok": True, "checks": checks}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+//! The live dashboard at `/` (docs/dashboard.md): one page, its script and its style
+//! sheet (committed files, no CDN, no build step), the snapshot it draws
+//! (`/ui/snapshot`), the server-sent events that tell it to draw again (`/ui/events`,
+//! fed by the pipeline: every operation that may change something), and approve/deny
+//! (`/ui/approvals/decide`).
+//!
+//! Only operators: signing in takes an operator key (the API's own keys), checked like
+//! any request's; the browser then holds a session cookie, never the key. Changes need
+//! the session's CSRF token in `X-CSRF-Token` and, when the browser sends one, an
+//! `Origin` of this server; the cookie is `SameSite=Strict`. Every read and decision
+//! goes through the operations, audited under the operator's name.
+
+pub mod sessions;
+pub mod snapshot;
+
+use crate::api::{App, error_response};
+use crate::auth;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use coord_domain::access::{Credential, Effect, Principal};
+use coord_domain::{Caller, CoordError, ErrorCode};
+use coord_service::op_named;
+use serde_json::json;
+use sessions::{COOKIE, Session};
+use std::time::Instant;
+use tokio_stream::StreamExt as _;
+
+const PAGE: &str = include_str!("../../ui/index.html");
+const LOGIN: &str = include_str!("../../ui/login.html");
+const SCRIPT: &str = include_str!("../../ui/app.js");
+const STYLE: &str = include_str!("../../ui/style.css");
+
+/// The agent type the dashboard's operators act as (audit rows say who decided).
+pub const AGENT_TYPE: &str = "dashboard";
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; \
+                   form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+fn html(body: String, status: StatusCode) -> Response {
+    let mut r = (status, body).into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// Text for an HTML element or attribute.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+fn login_page(message: Option<&str>, status: StatusCode) -> Response {
+    let note = message.map_or(String::new(), |m| {
+        format!("<p class=\"error\" role=\"alert\">{}</p>", escape(m))
+    });
+    html(LOGIN.replace("{{message}}", &note), status)
+}
+
+/// The session of a request's cookie.
+fn session(app: &App, headers: &HeaderMap) -> Option<(String, Session)> {
+    let token = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| sessions::cookie(c, COOKIE))?
+        .to_string();
+    let s = app.ui.get(&token, Instant::now())?;
+    Some((token, s))
+}
+
+fn principal(s: &Session) -> Principal {
+    Principal::new(s.who.clone(), Credential::Operator)
+}
+
+fn unauthorized() -> CoordError {
+    CoordError::new(ErrorCode::Unauthorized, "sign in to the dashboard first (GET /)")
+}
+
+/// A change the page asks for must carry its session's CSRF token, and come from this
+/// server's own page when the browser says where it comes from.
+fn check_change(s: &Session, headers: &HeaderMap) -> Result<(), CoordError> {
+    let forbidden = |m: &str| CoordError::new(ErrorCode::Forbidden, m.to_string());
+    if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let origin_host = origin.split_once("://").map_or("", |(_, rest)| rest);
+        if origin_host != host {
+            return Err(forbidden("a request from another site's page"));
+        }
+    }
+    let sent = headers.get("x-csrf-token").and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !sessions::same_secret(sent, &s.csrf) {
+        return Err(forbidden("missing or wrong X-CSRF-Token"));
+    }
+    Ok(())
+}
+
+fn set_cookie(token: &str, max_age: u64) -> HeaderValue {
+    HeaderValue::from_str(&format!(
+        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("coord_ui=; Max-Age=0"))
+}
+
+fn signed_in(token: &str) -> Response {
+    let mut r = Redirect::to("/").into_response();
+    r.headers_mut()
+        .insert(header::SET_COOKIE, set_cookie(token, sessions::SESSION_TTL.as_secs()));
+    r
+}
+
+/// `GET /`: the dashboard, or the sign-in form.
+pub async fn page(State(app): State<App>, headers: HeaderMap) -> Response {
+    match session(&app, &headers) {
+        Some((_, s)) => html(
+            PAGE.replace("{{csrf}}", &escape(&s.csrf))
+                .replace("{{operator}}", &escape(&s.who.agent_id)),
+            StatusCode::OK,
+        ),
+        None => login_page(None, StatusCode::OK),
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct LinkQuery {
+    token: Option<String>,
+}
+
+/// `GET /ui/login?token=…`: `coord ui`'s one-time link.
+pub async fn login_link(State(app): State<App>, Query(q): Query<LinkQuery>) -> Response {
+    let now = Instant::now();
+    match q.token.and_then(|t| app.ui.redeem(&t, now)) {
+        Some(who) => signed_in(&app.ui.start(who, now).0),
+        None => login_page(
+            Some("That sign-in link was used already or has expired; sign in with an operator key."),
+            StatusCode::UNAUTHORIZED,
+        ),
+    }
+}
+
+/// `POST /ui/login` (a form: `key`, `name`): an operator key starts a session.
+pub async fn login(State(app): State<App>, body: Bytes) -> Response {
+    let form: std::collections::HashMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
+    let key = form.get("key").map(|k| k.trim()).unwrap_or("");
+    let name = form
+        .get("name")
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+        .unwrap_or("operator");
+    if key.is_empty() {
+        return login_page(Some("Enter an operator key."), StatusCode::UNAUTHORIZED);
+    }
+    let who = Caller::new(name, AGENT_TYPE);
+    if let Err(e) = who.validate() {
+        return login_page(
+            Some(&format!("That name cannot be used: {}", e.message)),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        );
+    }
+    let mut headers = HeaderMap::new();
+    match HeaderValue::from_str(key) {
+        Ok(v) => {
+            headers.insert("x-api-key", v);
+        }
+        Err(_) => return login_page(Some("That is not an operator key."), StatusCode::UNAUTHORIZED),
+    }
+    match auth::authenticate(&app.auth, app.server.as_ref(), &headers).await {
+        Ok(auth::Authenticated::Operator) => signed_in(&app.ui.start(who, Instant::now()).0),
+        Ok(_) | Err(_) => {
+            tracing::warn!("dashboard: a sign-in with a key that is not an operator key");
+            login_page(
+                Some("That is not an operator key (agents' keys cannot open the dashboard)."),
+                StatusCode::UNAUTHORIZED,
+            )
+        }
+    }
+}
+
+/// `POST /ui/logout`.
+pub async fn logout(State(app): State<App>, headers: HeaderMap) -> Response {
+    if let Some((token, s)) = session(&app, &headers) {
+        if let Err(e) = check_change(&s, &headers) {
+            return error_response(&e);
+        }
+        app.ui.end(&token);
+    }
+    let mut r = Redirect::to("/").into_response();
+    r.headers_mut().insert(header::SET_COOKIE, set_cookie("", 0));
+    r
+}
+
+/// `GET /ui/snapshot?agent=&operation=&result=`: everything the page draws.
+pub async fn snapshot(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Query(filters): Query<snapshot::AuditFilters>,
+) -> Response {
+    let Some((_, s)) = session(&app, &headers) else {
+        return error_response(&unauthorized());
+    };
+    let mut r = Json(snapshot::snapshot(app.server.as_ref(), &principal(&s), filters).await).into_response();
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// `GET /ui/events`: one `change` event per operation that may have changed something
+/// (its name, the agent, the outcome), `lagged` when this listener fell behind.
+pub async fn events(State(app): State<App>, headers: HeaderMap) -> Response {
+    if session(&app, &headers).is_none() {
+        return error_response(&unauthorized());
+    }
+    let Some(coord) = app.server.local() else {
+        return error_response(&CoordError::new(
+            ErrorCode::NotFound,
+            "this server forwards to another coordinator: it has no live feed",
+        ));
+    };
+    let stream = tokio_stream::wrappers::BroadcastStream::new(coord.metrics().subscribe()).filter_map(|change| {
+        match change {
+            // A dashboard's own refused read would wake every dashboard, which would read
+            // again: the feed leaves dashboards' reads out.
+            Ok(c) if c.agent_type == AGENT_TYPE && op_named(c.operation).is_ok_and(|o| o.effect == Effect::Read) => {
+                None
+            }
+            Ok(c) => Some(
+                Event::default()
+                    .event("change")
+                    .json_data(&c)
+                    .unwrap_or_else(|_| Event::default().event("change")),
+            ),
+            Err(_) => Some(Event::default().event("lagged").data("{}")),
+        }
+        .map(Ok::<_, std::convert::Infallible>)
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+#[derive(serde::Deserialize)]
+pub struct Decide {
+    approval_id: String,
+    decision: String,
+    note: Option<String>,
+}
+
+/// `POST /ui/approvals/decide` `{approval_id, decision: approve|deny, note?}`.
+pub async fn decide(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some((_, s)) = session(&app, &headers) else {
+        return error_response(&unauthorized());
+    };
+    if let Err(e) = check_change(&s, &headers) {
+        return error_response(&e);
+    }
+    let d: Decide = match serde_json::from_slice(&body) {
+        Ok(d) => d,
+        Err(e) => {
+            return error_response(&CoordError::new(
+                ErrorCode::InvalidJson,
+                format!("the body is not {{approval_id, decision, note?}}: {e}"),
+            ));
+        }
+    };
+    let Ok(op) = op_named("decide_approval") else {
+        return error_response(&CoordError::internal());
+    };
+    let request = json!({"approval_id": d.approval_id, "decision": d.decision, "note": d.note});
+    match app.server.invoke(op, &principal(&s), Ok(request)).await {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => (api_status(&e), Json(snapshot::error_json(&e))).into_response(),
+    }
+}
+
+fn api_status(e: &CoordError) -> StatusCode {
+    crate::api::status_of(e)
+}
+
+fn asset(body: &'static str, kind: &'static str) -> Response {
+    let mut r = body.into_response();
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+pub async fn script() -> Response {
+    asset(SCRIPT, "text/javascript; charset=utf-8")
+}
+
+pub async fn style() -> Response {
+    asset(STYLE, "text/css; charset=utf-8")
+}
+
+/// A one-time sign-in link for `who` (`coord ui`), as a path to open on the server
+/// `config` configures.
+pub fn sign_in_link(config: &crate::ApiConfig, who: Caller) -> String {
+    format!("/ui/login?token={}", config.ui.link(who, Instant::now()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn changes_need_the_token_and_this_origin() {
+        let s = Session {
+            who: Caller::new("ops", AGENT_TYPE),
+            csrf: "t0k".into(),
+            expires: Instant::now(),
+        };
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_static(v));
+            }
+            h
+        };
+        let cases: &[(&[(&str, &str)], bool)] = &[
+            (&[("x-csrf-token", "t0k"), ("host", "h:1")], true),
+            (
+                &[("x-csrf-token", "t0k"), ("host", "h:1"), ("origin", "http://h:1")],
+                true,
+            ),
+            (
+                &[("x-csrf-token", "t0k"), ("host", "h:1"), ("origin", "http://evil:1")],
+                false,
+            ),
+            (&[("x-csrf-token", "nope"), ("host", "h:1")], false),
+            (&[("host", "h:1")], false),
+        ];
+        for (pairs, ok) in cases {
+            assert_eq!(check_change(&s, &headers(pairs)).is_ok(), *ok, "{pairs:?}");
+        }
+    }
+}
