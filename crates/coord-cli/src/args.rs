@@ -138,6 +138,8 @@ impl Cli {
     }
 }
 
+// Parsed once per process: the size of its largest variant costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create the database and print where it is; or set up an agent runtime:
@@ -1482,6 +1484,10 @@ pub struct AuditArgs {
     /// directory or absolute inside the repository
     #[arg(long, value_name = "FILE")]
     pub path: Option<String>,
+    /// Leave out the rows of agents of this type (e.g. `dashboard`: the live dashboard's
+    /// own reads)
+    #[arg(long, value_name = "TYPE")]
+    pub exclude_type: Option<String>,
     /// Rows after this id, oldest first (to page forward)
     #[arg(long, value_name = "ID")]
     pub after_id: Option<i64>,

@@ -76,6 +76,7 @@ fn request(args: AuditArgs) -> CoordResult<AuditQueryRequest> {
         result,
         elevated: args.elevated.then_some(true),
         path: args.path,
+        exclude_agent_type: args.exclude_type,
         after_id: args.after_id,
         limit: args.limit,
     })

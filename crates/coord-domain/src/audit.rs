@@ -228,6 +228,9 @@ pub struct AuditQueryRequest {
     /// a file read or write), repository-relative as they store it.
     #[serde(default)]
     pub path: Option<String>,
+    /// Leave out the rows of agents of this type (the dashboard leaves out its own).
+    #[serde(default)]
+    pub exclude_agent_type: Option<String>,
     /// Entries after this id, oldest first: page through the whole trail (an export) by
     /// passing the last id you got. Without it, entries come newest first.
     #[serde(default)]
@@ -280,6 +283,7 @@ pub struct AuditFilter {
     pub outcome: Option<AuditOutcome>,
     pub elevated: Option<bool>,
     pub path: Option<String>,
+    pub exclude_agent_type: Option<String>,
     pub after_id: Option<i64>,
     pub limit: i64,
 }
@@ -360,6 +364,7 @@ pub fn validate_audit_query(req: AuditQueryRequest) -> CoordResult<AuditFilter> 
         outcome: req.result,
         elevated: req.elevated,
         path: validate::optional_text("path", req.path, crate::path::MAX_PATH_LEN)?,
+        exclude_agent_type: validate::optional_text("exclude_agent_type", req.exclude_agent_type, MAX_SHORT_TEXT)?,
         after_id: match req.after_id {
             Some(id) if id < 0 => {
                 return Err(crate::CoordError::field(

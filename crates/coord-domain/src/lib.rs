@@ -23,6 +23,7 @@ pub mod path;
 pub mod ports;
 pub mod profiles;
 pub mod queue;
+pub mod secrets;
 pub mod sessions;
 pub mod stats;
 pub mod status;

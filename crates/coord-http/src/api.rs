@@ -33,6 +33,8 @@ pub struct App {
     pub mcp_sessions: coord_mcp::HttpSessions,
     /// The dashboard's signed-in browsers.
     pub ui: Arc<crate::ui::sessions::Sessions>,
+    /// Cancelled when the server shuts down (ends the dashboards' live feeds).
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl App {
@@ -43,6 +45,7 @@ impl App {
             max_body_bytes: config.max_body_bytes,
             mcp_sessions: coord_mcp::HttpSessions::default(),
             ui: config.ui.clone(),
+            shutdown: config.shutdown.clone(),
         }
     }
 }
@@ -79,7 +82,7 @@ fn respond(outcome: CoordResult<Value>) -> Response {
     }
 }
 
-async fn read_body(body: Body, limit: usize) -> CoordResult<axum::body::Bytes> {
+pub(crate) async fn read_body(body: Body, limit: usize) -> CoordResult<axum::body::Bytes> {
     axum::body::to_bytes(body, limit).await.map_err(|e| {
         if e.into_inner().is::<http_body_util::LengthLimitError>() {
             CoordError::new(

@@ -2,8 +2,9 @@
 //! `get_stats` call by the key's caller — so the same rule decides who may read the
 //! fleet's figures on every door (an administrator: an operator key or a trust-4 agent),
 //! and every scrape is audited like any other read — rendered with this process's own
-//! operation counters. A database that does not answer still yields the process half,
-//! with `coord_store_up 0`, so the scrape shows the outage instead of failing.
+//! operation counters. A database that does not answer still yields the process half to
+//! an operator key (environment keys are checked without the database), with
+//! `coord_store_up 0`, so the scrape shows the outage instead of failing.
 
 use crate::api::{App, error_response};
 use crate::auth;
@@ -17,17 +18,20 @@ use coord_service::metrics::{CONTENT_TYPE, Metrics};
 use coord_service::{call, ops};
 
 pub async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
-    let stats = async {
-        let authenticated = auth::authenticate(&app.auth, app.server.as_ref(), &headers).await?;
-        let claims = auth::Claims::of(&headers, None, None);
-        let who = Principal::new(auth::identity(&authenticated, claims)?, authenticated.credential())
-            .with_origin(authenticated.origin());
-        call::<ops::audit::GetStats, _>(app.server.as_ref(), &who, Empty {}).await
-    }
-    .await;
-    let stats = match stats {
+    let authenticated = match auth::authenticate(&app.auth, app.server.as_ref(), &headers).await {
+        Ok(a) => a,
+        Err(e) => return error_response(&e),
+    };
+    let claims = auth::Claims::of(&headers, None, None);
+    let who = match auth::identity(&authenticated, claims) {
+        Ok(c) => Principal::new(c, authenticated.credential()).with_origin(authenticated.origin()),
+        Err(e) => return error_response(&e),
+    };
+    let stats = match call::<ops::audit::GetStats, _>(app.server.as_ref(), &who, Empty {}).await {
         Ok(s) => Some(s),
-        Err(e) if matches!(e.kind(), ErrorKind::Unavailable) => {
+        // The store did not answer: an operator key (checked without the database) still
+        // gets this process's half; anyone else is told the database is unavailable.
+        Err(e) if matches!(e.kind(), ErrorKind::Unavailable) && authenticated == auth::Authenticated::Operator => {
             tracing::warn!(error = %e, "metrics: the fleet's figures could not be read");
             None
         }

@@ -829,6 +829,15 @@ async fn health_reports_a_postgres_outage_honestly() {
         text.contains("coord_operations_total{operation=\"get_stats\",outcome=\"database_unavailable\"} 1"),
         "{text}"
     );
+    // A key that is not an operator's cannot be checked without the database: nothing.
+    let r = reqwest::Client::new()
+        .get(format!("{url}/metrics"))
+        .header("authorization", "Bearer coord_made_up")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(!r.text().await.unwrap().contains("coord_operations_total"));
     let (st, v) = health().await;
     assert_eq!(
         (st, v["status"].as_str(), v["error"].as_str()),
@@ -1046,6 +1055,20 @@ async fn the_dashboard_is_for_operators_and_refuses_forged_changes() {
         let r = decide(token, origin, body.clone()).await.unwrap();
         assert_eq!(r.status(), StatusCode::FORBIDDEN, "{token:?} {origin:?}");
     }
+    // The browser's own word on where a request comes from wins over Origin and Host.
+    let r = http
+        .post(format!("{}/ui/approvals/decide", s.url))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .header("sec-fetch-site", "cross-site")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // Bodies are bounded.
+    let r = decide(Some(&csrf), None, "x".repeat(64 * 1024)).await.unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
     let r = decide(Some(&csrf), None, "{nope".into()).await.unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let r = decide(
@@ -1085,6 +1108,44 @@ async fn the_dashboard_is_for_operators_and_refuses_forged_changes() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_sign_in_pauses_after_many_failures() {
+    let s = server(|_| {}).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = |key: &str| {
+        http.post(format!("{}/ui/login", s.url))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-forwarded-proto", "https")
+            .body(format!("key={key}"))
+            .send()
+    };
+    let r = login(OPERATOR).await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(
+        r.headers()["set-cookie"].to_str().unwrap().ends_with("; Secure"),
+        "over HTTPS"
+    );
+    for _ in 0..coord_http::ui::sessions::MAX_FAILURES {
+        assert_eq!(login("guess").await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    }
+    let r = login(OPERATOR).await.unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "even the right key, for a minute"
+    );
+    let r = http
+        .post(format!("{}/ui/login", s.url))
+        .body("x".repeat(64 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_client_error());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

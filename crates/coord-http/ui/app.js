@@ -135,14 +135,20 @@ function column(task) {
   return task.status;
 }
 
-function board(p) {
+function board(p, stats) {
   if (failed(p)) return fill("panel-board", failed(p));
   const cols = ["ready", "blocked", "claimed", "done", "failed"];
+  // Column totals from the figures (the board holds every pending and claimed task up
+  // to a bound, and a sample of the ended ones).
+  const t = stats && stats.tasks;
+  const totals = t ? { ready: t.pending - t.waiting, blocked: t.waiting, claimed: t.claimed, done: t.completed, failed: t.failed + t.cancelled } : {};
   const body = document.querySelector("#panel-board .body");
   body.replaceChildren(...cols.map((c) => {
     const tasks = p.items.filter((t) => column(t) === c);
+    const total = totals[c] ?? tasks.length;
+    const shown = Math.min(tasks.length, 30);
     return el("div", { class: "column", "data-column": c },
-      el("h3", {}, c + " (" + tasks.length + ")"),
+      el("h3", {}, c + " (" + (shown < total ? shown + " of " + total : total) + ")"),
       ...tasks.slice(0, 30).map((t) => el("div", { class: "card", "data-task": t.task_id },
         el("div", { class: "t" }, t.task_type + " · " + short(t.task_id)),
         el("div", { class: "d" }, t.task_description),
@@ -202,7 +208,7 @@ function graph(p) {
 
 function workflows(p, nodes) {
   if (failed(p)) return fill("panel-workflows", failed(p));
-  const states = new Map((nodes || []).map((w) => [w.workflow_id, w.nodes.items || []]));
+  const states = new Map((nodes || []).map((w) => [w.workflow_id, w.nodes || []]));
   fill("panel-workflows", table(
     ["name", "kind", "status", "nodes", "started"],
     p.items.map((w) => [w.name, w.kind, chip(w.status),
@@ -214,7 +220,9 @@ function workflows(p, nodes) {
 
 function violations(stats, p) {
   const by = stats && stats.guardrail_blocks ? stats.guardrail_blocks : [];
-  const list = failed(p) || table(["when", "agent", "refused with"], p.items.map((v) => [ago(v.timestamp), v.agent_id, v.error_code]), "no command was blocked");
+  const list = failed(p) || table(["when", "agent", "category", "asked"],
+    p.items.map((v) => [ago(v.timestamp), v.agent_id, v.category || v.operation, el("td", { class: "wrap" }, el("code", {}, v.asked || ""))]),
+    "nothing was blocked");
   fill("panel-violations", el("div", {},
     by.length ? el("p", {}, ...by.map((c) => el("span", { class: "chip s-refused" }, c.category + " " + c.count)), " ") : null,
     list));
@@ -235,8 +243,25 @@ function showError(message) {
   box.textContent = message || "";
 }
 
+let running = false;
+let again = false;
+let last = 0;
+
+// One read at a time, at most one a second: a busy fleet wakes the page often, and each
+// read is a handful of audited operations.
 async function refresh() {
   pending = null;
+  if (running) {
+    again = true;
+    return;
+  }
+  const wait = last + 1000 - Date.now();
+  if (wait > 0) {
+    pending = setTimeout(refresh, wait);
+    return;
+  }
+  running = true;
+  last = Date.now();
   try {
     const r = await fetch("/ui/snapshot?" + filters.toString(), { headers: { accept: "application/json" } });
     if (r.status === 401) return location.reload();
@@ -245,7 +270,7 @@ async function refresh() {
     agents(s.agents);
     locks(s.locks);
     approvals(s.approvals);
-    board(s.tasks);
+    board(s.tasks, s.stats);
     graph(s.tasks);
     workflows(s.workflows, s.workflow_nodes);
     violations(s.stats, s.violations);
@@ -253,6 +278,12 @@ async function refresh() {
     document.body.dataset.refreshed = String(Date.now());
   } catch (e) {
     showError("could not refresh: " + e);
+  } finally {
+    running = false;
+    if (again) {
+      again = false;
+      soon();
+    }
   }
 }
 

@@ -129,6 +129,7 @@ pub async fn query(tx: &Tx<'_>, f: &AuditFilter) -> R<AuditQueryResult> {
                    AND ($8::boolean IS NULL OR coalesce(result -> 'elevated' = 'true'::jsonb, false) = $8)
                    AND ($9::bigint IS NULL OR id > $9)
                    AND ($10::text IS NULL OR parameters ->> 'path' = $10 OR parameters ->> 'file_path' = $10)
+                   AND ($11::text IS NULL OR agent_type <> $11)
                  ORDER BY id {order} LIMIT $6",
                 errors = error_codes_sql()
             ))
@@ -144,6 +145,7 @@ pub async fn query(tx: &Tx<'_>, f: &AuditFilter) -> R<AuditQueryResult> {
                 &f.elevated,
                 &f.after_id,
                 &f.path,
+                &f.exclude_agent_type,
             ],
         )
         .await?;

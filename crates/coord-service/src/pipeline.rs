@@ -160,8 +160,10 @@ impl Coordinator {
             tracing::Span::current().record("outcome", outcome);
             self.metrics.observe(O::NAME, outcome, started.elapsed());
             // A refused read is a change too: it left a refusal row, and a guardrail
-            // block an approval request and a violation.
-            if O::EFFECT != Effect::Read || outcome != "ok" {
+            // block an approval request and a violation. Not a caller without a key:
+            // anyone could wake every dashboard (each of them reading again) at will.
+            // (A caller without a key may only read, so it changes nothing.)
+            if who.credential != Credential::Anonymous && (O::EFFECT != Effect::Read || outcome != "ok") {
                 self.metrics.changed(|| crate::metrics::Change {
                     operation: O::NAME,
                     agent_id: who.caller.agent_id.clone(),

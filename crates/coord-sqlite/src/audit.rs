@@ -115,6 +115,7 @@ pub fn query(c: &Connection, f: &AuditFilter) -> R<AuditQueryResult> {
                AND (?9 IS NULL OR id > ?9)
                AND (?10 IS NULL OR json_extract(parameters, '$.path') = ?10
                     OR json_extract(parameters, '$.file_path') = ?10)
+               AND (?11 IS NULL OR agent_type <> ?11)
              ORDER BY id {order} LIMIT ?6",
             errors = error_codes_sql()
         ))?
@@ -129,7 +130,8 @@ pub fn query(c: &Connection, f: &AuditFilter) -> R<AuditQueryResult> {
                 f.outcome.map(AuditOutcome::as_str),
                 f.elevated,
                 f.after_id,
-                f.path
+                f.path,
+                f.exclude_agent_type
             ],
             entry_from_row,
         )?

@@ -19,13 +19,13 @@ import urllib.request
 from playwright.sync_api import expect, sync_playwright
 
 
-def api(url, key, agent, method, path, body=None):
-    """One HTTP API call as `agent` (type claude_code) with the operator key."""
+def api(url, key, agent, method, path, body=None, agent_type="claude_code"):
+    """One HTTP API call as `agent` (of `agent_type`) with the operator key."""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url + path, data=data, method=method)
     req.add_header("x-api-key", key)
     req.add_header("x-agent-id", agent)
-    req.add_header("x-agent-type", "claude_code")
+    req.add_header("x-agent-type", agent_type)
     if data is not None:
         req.add_header("content-type", "application/json")
     try:
@@ -101,6 +101,18 @@ def main():
         expect(page.locator('svg.graph rect[data-node="%s"]' % t2["task_id"])).to_have_count(1)
         checks.append("claimed task appeared")
 
+        # A workflow appears with its nodes' states.
+        st, wf = api(url, key, "conductor", "POST", "/workflows", {
+            "name": "fix-and-review",
+            "nodes": [{"id": "test", "task": "Run the tests"}, {"id": "review", "task": "Review the change"}],
+            "edges": [{"from": "test", "to": "review"}],
+        }, agent_type="strands_agent")
+        assert st == 200 and wf.get("success"), wf
+        expect(page.locator("#panel-workflows")).to_contain_text("fix-and-review")
+        expect(page.locator("#panel-workflows .chip", has_text="test:")).to_have_count(1)
+        expect(page.locator("#panel-workflows .chip", has_text="review:")).to_have_count(1)
+        checks.append("workflow and its node states appeared")
+
         # An approval request appears; approving it from the page unblocks the agent.
         force = {"command": "git push --force origin main"}
         st, refused = api(url, key, "bob", "POST", "/guardrails/check", force)
@@ -110,6 +122,7 @@ def main():
         expect(row).to_be_visible()
         expect(page.locator("#panel-approvals")).to_contain_text("git push --force origin main")
         expect(page.locator("#panel-violations")).to_contain_text("git_force")
+        expect(page.locator("#panel-violations")).to_contain_text("git push --force origin main")
         checks.append("approval appeared")
 
         # The views, before deciding.
@@ -148,6 +161,12 @@ def main():
         page.click("#audit-filters button[type=submit]")
         expect(page.locator("#panel-audit tbody tr")).to_have_count(1)
         expect(page.locator("#panel-audit")).to_contain_text("ops-lead")
+        page.fill("#audit-filters input[name=operation]", "")
+        page.fill("#audit-filters input[name=path]", "src/payments/ledger.rs")
+        page.select_option("#audit-filters select[name=since]", "1h")
+        page.click("#audit-filters button[type=submit]")
+        expect(page.locator("#panel-audit tbody tr")).to_have_count(1)
+        expect(page.locator("#panel-audit")).to_contain_text("acquire_lock")
         checks.append("audit filtered")
 
         assert page.evaluate("window.__same_page === true"), "the page reloaded"

@@ -164,6 +164,23 @@ pub async fn audit_query_filters(b: &dyn Backend) {
         .await,
         ["agent-b:heartbeat"]
     );
+    // The excluded type's rows go, the others stay (the cases' agents are all
+    // claude_code, the operator a cli whose rows here are its queries).
+    let others = q(AuditQueryRequest {
+        exclude_agent_type: Some(crate::AGENT_TYPE.into()),
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(others, Vec::<String>::new(), "only the operator's own queries are left");
+    assert_eq!(
+        q(AuditQueryRequest {
+            exclude_agent_type: Some("cli".into()),
+            operation: Some("heartbeat".into()),
+            ..Default::default()
+        })
+        .await,
+        ["agent-b:heartbeat", "agent-a:heartbeat"]
+    );
     let e = h
         .coord
         .query_audit(

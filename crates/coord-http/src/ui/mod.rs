@@ -16,7 +16,7 @@ pub mod snapshot;
 use crate::api::{App, error_response};
 use crate::auth;
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -33,6 +33,10 @@ const PAGE: &str = include_str!("../../ui/index.html");
 const LOGIN: &str = include_str!("../../ui/login.html");
 const SCRIPT: &str = include_str!("../../ui/app.js");
 const STYLE: &str = include_str!("../../ui/style.css");
+
+/// How often an idle live feed checks that its session is still signed in and the
+/// server is not shutting down (a lookup in memory).
+const SESSION_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The agent type the dashboard's operators act as (audit rows say who decided).
 pub const AGENT_TYPE: &str = "dashboard";
@@ -94,7 +98,13 @@ fn unauthorized() -> CoordError {
 /// server's own page when the browser says where it comes from.
 fn check_change(s: &Session, headers: &HeaderMap) -> Result<(), CoordError> {
     let forbidden = |m: &str| CoordError::new(ErrorCode::Forbidden, m.to_string());
-    if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+    let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if let Some(site) = site {
+        // The browser's own word (a proxy that rewrites Host does not change it).
+        if site != "same-origin" {
+            return Err(forbidden("a request from another site's page"));
+        }
+    } else if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
         let origin_host = origin.split_once("://").map_or("", |(_, rest)| rest);
         if origin_host != host {
@@ -108,19 +118,34 @@ fn check_change(s: &Session, headers: &HeaderMap) -> Result<(), CoordError> {
     Ok(())
 }
 
-fn set_cookie(token: &str, max_age: u64) -> HeaderValue {
+/// Whether the browser reached this server over HTTPS (directly or through a proxy that
+/// says so): the cookie is then `Secure`.
+fn over_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.eq_ignore_ascii_case("https"))
+}
+
+fn set_cookie(token: &str, max_age: u64, secure: bool) -> HeaderValue {
+    let secure = if secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
-        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}"
+        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}"
     ))
     .unwrap_or_else(|_| HeaderValue::from_static("coord_ui=; Max-Age=0"))
 }
 
-fn signed_in(token: &str) -> Response {
+fn signed_in(token: &str, headers: &HeaderMap) -> Response {
     let mut r = Redirect::to("/").into_response();
-    r.headers_mut()
-        .insert(header::SET_COOKIE, set_cookie(token, sessions::SESSION_TTL.as_secs()));
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        set_cookie(token, sessions::SESSION_TTL.as_secs(), over_https(headers)),
+    );
     r
 }
+
+/// The largest sign-in form or decision body read.
+const FORM_LIMIT: usize = 16 * 1024;
 
 /// `GET /`: the dashboard, or the sign-in form.
 pub async fn page(State(app): State<App>, headers: HeaderMap) -> Response {
@@ -140,10 +165,10 @@ pub struct LinkQuery {
 }
 
 /// `GET /ui/login?token=…`: `coord ui`'s one-time link.
-pub async fn login_link(State(app): State<App>, Query(q): Query<LinkQuery>) -> Response {
+pub async fn login_link(State(app): State<App>, headers: HeaderMap, Query(q): Query<LinkQuery>) -> Response {
     let now = Instant::now();
     match q.token.and_then(|t| app.ui.redeem(&t, now)) {
-        Some(who) => signed_in(&app.ui.start(who, now).0),
+        Some(who) => signed_in(&app.ui.start(who, now).0, &headers),
         None => login_page(
             Some("That sign-in link was used already or has expired; sign in with an operator key."),
             StatusCode::UNAUTHORIZED,
@@ -152,7 +177,17 @@ pub async fn login_link(State(app): State<App>, Query(q): Query<LinkQuery>) -> R
 }
 
 /// `POST /ui/login` (a form: `key`, `name`): an operator key starts a session.
-pub async fn login(State(app): State<App>, body: Bytes) -> Response {
+pub async fn login(State(app): State<App>, request_headers: HeaderMap, body: Body) -> Response {
+    if app.ui.failing(Instant::now()) {
+        return login_page(
+            Some("Too many failed sign-ins in the last minute; wait a minute and try again."),
+            StatusCode::TOO_MANY_REQUESTS,
+        );
+    }
+    let body = match crate::api::read_body(body, FORM_LIMIT).await {
+        Ok(b) => b,
+        Err(e) => return login_page(Some(&e.message), crate::api::status_of(&e)),
+    };
     let form: std::collections::HashMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
     let key = form.get("key").map(|k| k.trim()).unwrap_or("");
     let name = form
@@ -178,9 +213,10 @@ pub async fn login(State(app): State<App>, body: Bytes) -> Response {
         Err(_) => return login_page(Some("That is not an operator key."), StatusCode::UNAUTHORIZED),
     }
     match auth::authenticate(&app.auth, app.server.as_ref(), &headers).await {
-        Ok(auth::Authenticated::Operator) => signed_in(&app.ui.start(who, Instant::now()).0),
+        Ok(auth::Authenticated::Operator) => signed_in(&app.ui.start(who, Instant::now()).0, &request_headers),
         Ok(_) | Err(_) => {
-            tracing::warn!("dashboard: a sign-in with a key that is not an operator key");
+            app.ui.failed(Instant::now());
+            tracing::debug!("dashboard: a sign-in with a key that is not an operator key");
             login_page(
                 Some("That is not an operator key (agents' keys cannot open the dashboard)."),
                 StatusCode::UNAUTHORIZED,
@@ -198,7 +234,8 @@ pub async fn logout(State(app): State<App>, headers: HeaderMap) -> Response {
         app.ui.end(&token);
     }
     let mut r = Redirect::to("/").into_response();
-    r.headers_mut().insert(header::SET_COOKIE, set_cookie("", 0));
+    r.headers_mut()
+        .insert(header::SET_COOKIE, set_cookie("", 0, over_https(&headers)));
     r
 }
 
@@ -220,32 +257,44 @@ pub async fn snapshot(
 /// `GET /ui/events`: one `change` event per operation that may have changed something
 /// (its name, the agent, the outcome), `lagged` when this listener fell behind.
 pub async fn events(State(app): State<App>, headers: HeaderMap) -> Response {
-    if session(&app, &headers).is_none() {
+    let Some((token, _)) = session(&app, &headers) else {
         return error_response(&unauthorized());
-    }
+    };
     let Some(coord) = app.server.local() else {
         return error_response(&CoordError::new(
             ErrorCode::NotFound,
             "this server forwards to another coordinator: it has no live feed",
         ));
     };
-    let stream = tokio_stream::wrappers::BroadcastStream::new(coord.metrics().subscribe()).filter_map(|change| {
-        match change {
-            // A dashboard's own refused read would wake every dashboard, which would read
-            // again: the feed leaves dashboards' reads out.
-            Ok(c) if c.agent_type == AGENT_TYPE && op_named(c.operation).is_ok_and(|o| o.effect == Effect::Read) => {
-                None
+    // The feed ends when the server shuts down (a graceful shutdown must not wait for
+    // open dashboards) and when the session does (sign-out, expiry): checked on every
+    // change and every SESSION_CHECK.
+    let (ui, shutdown) = (app.ui.clone(), app.shutdown.clone());
+    let ticks = tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(SESSION_CHECK)).map(|_| None);
+    let changes = tokio_stream::wrappers::BroadcastStream::new(coord.metrics().subscribe()).map(Some);
+    let stream = changes
+        .merge(ticks)
+        .take_while(move |_| !shutdown.is_cancelled() && ui.get(&token, Instant::now()).is_some())
+        .filter_map(|item| {
+            let change = item?;
+            match change {
+                // A dashboard's own refused read would wake every dashboard, which would read
+                // again: the feed leaves dashboards' reads out.
+                Ok(c)
+                    if c.agent_type == AGENT_TYPE && op_named(c.operation).is_ok_and(|o| o.effect == Effect::Read) =>
+                {
+                    None
+                }
+                Ok(c) => Some(
+                    Event::default()
+                        .event("change")
+                        .json_data(&c)
+                        .unwrap_or_else(|_| Event::default().event("change")),
+                ),
+                Err(_) => Some(Event::default().event("lagged").data("{}")),
             }
-            Ok(c) => Some(
-                Event::default()
-                    .event("change")
-                    .json_data(&c)
-                    .unwrap_or_else(|_| Event::default().event("change")),
-            ),
-            Err(_) => Some(Event::default().event("lagged").data("{}")),
-        }
-        .map(Ok::<_, std::convert::Infallible>)
-    });
+            .map(Ok::<_, std::convert::Infallible>)
+        });
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }
 
@@ -257,13 +306,17 @@ pub struct Decide {
 }
 
 /// `POST /ui/approvals/decide` `{approval_id, decision: approve|deny, note?}`.
-pub async fn decide(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn decide(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
     let Some((_, s)) = session(&app, &headers) else {
         return error_response(&unauthorized());
     };
     if let Err(e) = check_change(&s, &headers) {
         return error_response(&e);
     }
+    let body = match crate::api::read_body(body, FORM_LIMIT).await {
+        Ok(b) => b,
+        Err(e) => return error_response(&e),
+    };
     let d: Decide = match serde_json::from_slice(&body) {
         Ok(d) => d,
         Err(e) => {

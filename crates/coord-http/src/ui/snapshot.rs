@@ -5,6 +5,7 @@
 
 use coord_domain::CoordError;
 use coord_domain::access::Principal;
+use coord_domain::secrets::mask_secrets;
 use coord_service::{Coordination, op_named};
 use serde_json::{Map, Value, json};
 
@@ -15,6 +16,27 @@ pub struct AuditFilters {
     pub operation: Option<String>,
     /// `allowed`, `refused` or `error`.
     pub result: Option<String>,
+    /// Rows on this file (repository-relative).
+    pub path: Option<String>,
+    /// How far back: `15m`, `1h`, `24h` or `7d`.
+    pub since: Option<String>,
+    /// `on`: only operations let through as elevated.
+    pub elevated: Option<String>,
+}
+
+/// The windows the page offers for `since`.
+pub fn window(since: &str) -> Option<chrono::Duration> {
+    match since {
+        "15m" => Some(chrono::Duration::minutes(15)),
+        "1h" => Some(chrono::Duration::hours(1)),
+        "24h" => Some(chrono::Duration::hours(24)),
+        "7d" => Some(chrono::Duration::days(7)),
+        _ => None,
+    }
+}
+
+fn text(v: Option<String>) -> Option<String> {
+    v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 async fn read(coord: &dyn Coordination, who: &Principal, op: &str, request: Value) -> Value {
@@ -77,20 +99,58 @@ fn approvals(answer: &Value) -> Value {
         answer.get("approvals").and_then(Value::as_array),
     ) {
         for (item, full) in items.iter_mut().zip(all) {
-            let params = &full["parameters"];
-            let asked: Vec<String> = ["command", "file_path", "files", "paths", "tool"]
-                .iter()
-                .filter_map(|k| match &params[*k] {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Array(a) => Some(a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),
-                    _ => None,
-                })
-                .filter(|s| !s.is_empty())
-                .collect();
-            item["asked"] = Value::String(asked.join(" "));
+            item["asked"] = asked(&full["parameters"]).into();
+            // The refusal's reason quotes the command.
+            for k in ["reason", "error"] {
+                if let Some(text) = item[k].as_str() {
+                    item[k] = mask_secrets(text).into();
+                }
+            }
         }
     }
     p
+}
+
+/// What a request asked, for a person deciding on it: its command, paths or tool —
+/// never other parameters — with credentials masked.
+fn asked(params: &Value) -> String {
+    let parts: Vec<String> = ["command", "file_path", "path", "files", "paths", "tool"]
+        .iter()
+        .filter_map(|k| match &params[*k] {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(a) => Some(a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),
+            _ => None,
+        })
+        .filter(|s| !s.is_empty())
+        .collect();
+    mask_secrets(&parts.join(" "))
+}
+
+/// The latest guardrail blocks among refused rows, with what was asked (masked).
+fn blocks(answer: &Value) -> Value {
+    if answer.get("entries").is_none() {
+        return panel(answer, "entries", &[]);
+    }
+    let items: Vec<Value> = answer["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            matches!(
+                e["error_code"].as_str(),
+                Some("destructive_operation_blocked" | "credential_file_protected")
+            )
+        })
+        .take(10)
+        .map(|e| {
+            json!({
+                "id": e["id"], "timestamp": e["timestamp"], "agent_id": e["agent_id"],
+                "operation": e["operation"], "category": e["result"]["category"],
+                "asked": asked(&e["parameters"]),
+            })
+        })
+        .collect();
+    json!({"items": items})
 }
 
 /// Each agent's effective profile and trust, resolved as the pipeline resolves them
@@ -118,58 +178,99 @@ fn with_profiles(agents: &mut Value, listing: &Value) {
 /// Audit rows the panel shows.
 const AUDIT_ROWS: usize = 50;
 
-/// The trail without the dashboards' own successful reads, at most [`AUDIT_ROWS`].
-fn without_dashboard_reads(mut answer: Value) -> Value {
-    if let Some(entries) = answer.get_mut("entries").and_then(Value::as_array_mut) {
-        entries.retain(|e| {
-            let read = e["operation"]
-                .as_str()
-                .and_then(|o| op_named(o).ok())
-                .is_some_and(|o| o.effect == coord_domain::access::Effect::Read);
-            !(e["agent_type"] == super::AGENT_TYPE && e["success"] == true && read)
-        });
-        entries.truncate(AUDIT_ROWS);
-    }
-    answer
+/// The trail without the dashboards' own reads: every other agent's rows, merged with
+/// the dashboards' decisions (their only writes), newest first, at most [`AUDIT_ROWS`].
+fn merged_trail(others: Value, decisions: &Value) -> Value {
+    let (Some(rows), Some(decided)) = (
+        others.get("entries").and_then(Value::as_array),
+        decisions.get("entries").and_then(Value::as_array),
+    ) else {
+        return others;
+    };
+    let mut all: Vec<Value> = rows.iter().chain(decided.iter()).cloned().collect();
+    all.sort_by_key(|e| std::cmp::Reverse(e["id"].as_i64().unwrap_or(0)));
+    all.dedup_by_key(|e| e["id"].as_i64());
+    all.truncate(AUDIT_ROWS);
+    json!({"entries": all})
 }
 
 /// Everything the page draws, in one answer.
 pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditFilters) -> Value {
     // Unfiltered, the trail would be mostly dashboards reading it: their successful reads
     // are left out (asked for by agent or operation, everything shows).
-    let unfiltered = filters.agent.as_deref().is_none_or(|s| s.trim().is_empty())
-        && filters.operation.as_deref().is_none_or(|s| s.trim().is_empty());
-    let mut audit = json!({"limit": if unfiltered { 300 } else { AUDIT_ROWS }});
-    if let Some(a) = filters.agent.filter(|s| !s.trim().is_empty()) {
-        audit["agent_id"] = a.trim().into();
+    let (agent, operation) = (text(filters.agent), text(filters.operation));
+    let unfiltered = agent.is_none() && operation.is_none();
+    let mut audit = json!({"limit": AUDIT_ROWS});
+    if let Some(a) = agent {
+        audit["agent_id"] = a.into();
     }
-    if let Some(o) = filters.operation.filter(|s| !s.trim().is_empty()) {
-        audit["operation"] = o.trim().into();
+    if let Some(o) = operation {
+        audit["operation"] = o.into();
     }
-    if let Some(r) = filters.result.filter(|s| !s.trim().is_empty()) {
-        audit["result"] = r.trim().into();
+    if let Some(r) = text(filters.result) {
+        audit["result"] = r.into();
     }
-    let (stats, agents, locks, tasks, approval_list, workflows, audit, blocks, profiles) = tokio::join!(
+    if let Some(p) = text(filters.path) {
+        audit["path"] = p.into();
+    }
+    if let Some(since) = text(filters.since) {
+        // Anything but the offered windows reaches query_audit as given, which refuses
+        // it naming the field.
+        audit["since"] = match window(&since) {
+            Some(d) => (chrono::Utc::now() - d).to_rfc3339().into(),
+            None => since.into(),
+        };
+    }
+    if text(filters.elevated).is_some() {
+        audit["elevated"] = true.into();
+    }
+    // Unfiltered, the trail would be mostly dashboards reading it: their rows are left out
+    // but for their decisions (asked for by agent or operation, everything shows).
+    let mut decisions = audit.clone();
+    if unfiltered {
+        audit["exclude_agent_type"] = super::AGENT_TYPE.into();
+        decisions["operation"] = "decide_approval".into();
+    }
+    let (stats, agents, locks, approval_list, workflows, audit, decisions, refused, profiles) = tokio::join!(
         read(coord, who, "get_stats", json!({})),
         read(coord, who, "discover_agents", json!({})),
         read(coord, who, "check_locks", json!({})),
-        read(coord, who, "list_tasks", json!({"limit": 200})),
         read(coord, who, "list_approvals", json!({"status": "pending"})),
         read(coord, who, "list_workflows", json!({"limit": 10})),
         read(coord, who, "query_audit", audit),
-        read(
-            coord,
-            who,
-            "query_audit",
-            json!({"operation": "check_guardrails", "result": "refused", "limit": 10})
-        ),
+        async {
+            if unfiltered {
+                read(coord, who, "query_audit", decisions).await
+            } else {
+                json!({"entries": []})
+            }
+        },
+        read(coord, who, "query_audit", json!({"result": "refused", "limit": 200})),
         read(coord, who, "list_profiles", json!({})),
     );
-    let audit = if unfiltered {
-        without_dashboard_reads(audit)
-    } else {
-        audit
-    };
+    let audit = merged_trail(audit, &decisions);
+    // The board: every pending and claimed task (up to a bound), a sample of the ended.
+    let mut tasks = json!({"tasks": []});
+    for (status, limit) in [
+        ("pending", 300),
+        ("claimed", 300),
+        ("failed", 30),
+        ("cancelled", 30),
+        ("completed", 30),
+    ] {
+        let answer = read(coord, who, "list_tasks", json!({"status": status, "limit": limit})).await;
+        match answer.get("tasks").and_then(Value::as_array) {
+            Some(list) => {
+                if let Some(all) = tasks["tasks"].as_array_mut() {
+                    all.extend(list.iter().cloned());
+                }
+            }
+            None => {
+                tasks = answer;
+                break;
+            }
+        }
+    }
     // Node states of the workflows still running (a handful: each is one more read).
     let mut running = Vec::new();
     if let Some(list) = workflows.get("workflows").and_then(Value::as_array) {
@@ -210,7 +311,7 @@ pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditF
         "workflows": panel(&workflows, "workflows", &["workflow_id", "kind", "name", "status", "created_by", "created_at", "nodes"]),
         "workflow_nodes": running,
         "audit": panel(&audit, "entries", &["id", "timestamp", "agent_id", "agent_type", "operation", "success", "error_code", "duration_ms"]),
-        "violations": panel(&blocks, "entries", &["id", "timestamp", "agent_id", "error_code"]),
+        "violations": blocks(&refused),
     })
 }
 
@@ -240,26 +341,61 @@ mod tests {
             "approval_id": "apr_1", "parameters": {"command": "git push --force", "token": "s3cret", "files": ["a.rs", "b.rs"]}
         }]}));
         assert_eq!(a["items"][0]["asked"], "git push --force a.rs b.rs");
+        let a = approvals(&json!({"approvals": [{
+            "approval_id": "apr_2", "reason": "force_push (git push https://u:tok@h/r --force): no",
+            "parameters": {"command": "GITHUB_TOKEN=tok git push https://u:tok@h/r --force"}
+        }]}));
+        assert_eq!(
+            a["items"][0]["asked"],
+            "GITHUB_TOKEN=*** git push https://***@h/r --force"
+        );
+        assert!(!a.to_string().contains("tok@"), "{a}");
         assert!(!a.to_string().contains("s3cret"));
     }
 
     #[test]
-    fn the_trail_leaves_out_dashboards_reading_it() {
-        let rows = json!({"entries": [
-            {"operation": "get_stats", "agent_type": "dashboard", "success": true},
-            {"operation": "get_stats", "agent_type": "dashboard", "success": false},
-            {"operation": "decide_approval", "agent_type": "dashboard", "success": true},
-            {"operation": "check_locks", "agent_type": "claude_code", "success": true},
-        ]});
-        let kept: Vec<Value> = without_dashboard_reads(rows)["entries"]
+    fn since_windows() {
+        let cases = [
+            ("15m", Some(15)),
+            ("1h", Some(60)),
+            ("24h", Some(1440)),
+            ("7d", Some(10080)),
+            ("2h", None),
+            ("", None),
+        ];
+        for (since, minutes) in cases {
+            assert_eq!(window(since).map(|d| d.num_minutes()), minutes, "{since}");
+        }
+    }
+
+    #[test]
+    fn the_trail_merges_other_agents_rows_with_the_dashboards_decisions() {
+        let others = json!({"entries": [{"id": 9}, {"id": 5}, {"id": 2}]});
+        let decisions = json!({"entries": [{"id": 7}, {"id": 5}]});
+        let ids: Vec<i64> = merged_trail(others, &decisions)["entries"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|e| e["operation"].clone())
+            .map(|e| e["id"].as_i64().unwrap())
             .collect();
-        assert_eq!(
-            kept,
-            [json!("get_stats"), json!("decide_approval"), json!("check_locks")]
-        );
+        assert_eq!(ids, [9, 7, 5, 2]);
+        let refused = json!({"error": "unauthorized", "message": "no"});
+        assert_eq!(merged_trail(refused.clone(), &decisions), refused);
+    }
+
+    #[test]
+    fn blocks_show_what_was_asked_masked() {
+        let refused = json!({"entries": [
+            {"id": 3, "error_code": "file_locked", "parameters": {"file_path": "a.rs"}},
+            {"id": 2, "error_code": "destructive_operation_blocked", "agent_id": "bob",
+             "operation": "check_guardrails", "result": {"category": "git_force"},
+             "parameters": {"command": "git push https://bob:s3cret@github.com/o/r --force", "files": null}},
+        ]});
+        let b = blocks(&refused);
+        let items = b["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0]["category"], "git_force");
+        assert_eq!(items[0]["asked"], "git push https://***@github.com/o/r --force");
+        assert!(!b.to_string().contains("s3cret"));
     }
 }
