@@ -1117,6 +1117,18 @@ pub enum MemoryCommand {
     },
     /// Delete a memory (its author, or trust 4 / an operator key)
     Forget { memory_id: String },
+    /// Remove episodic memories nobody has met for the retention period (trust 4): last
+    /// seen more than --older-than-days ago (default COORD_MEMORY_RETENTION_DAYS, 365),
+    /// except those voted useful more often than not; skills stay. `coord serve` does
+    /// this every hour
+    Prune {
+        /// Days since a memory was last seen (1 to 36500)
+        #[arg(long, value_name = "DAYS")]
+        older_than_days: Option<i64>,
+        /// Only count what would go
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// The skills recorded for a task type, most effective first
     Skills {
         task_type: String,

@@ -4,13 +4,14 @@ use crate::args::MemoryCommand;
 use crate::context::Context;
 use crate::output::{Output, table};
 use coord_domain::access::Principal;
+use coord_domain::memory::retention::PruneMemoriesRequest;
 use coord_domain::memory::skills::{GetSkillsRequest, RecordSkillUseRequest, Skill};
 use coord_domain::memory::working::GetWorkingMemoryRequest;
 use coord_domain::memory::{
     ForgetRequest, MemoryFeedbackRequest, Outcome, RecallRequest, RecallResult, RememberRequest,
 };
 use coord_service::ops::memory::{
-    Forget, GetSkills, GetWorkingMemory, MemoryFeedback, Recall, RecordSkillUse, Remember,
+    Forget, GetSkills, GetWorkingMemory, MemoryFeedback, PruneMemories, Recall, RecordSkillUse, Remember,
 };
 use coord_service::{Coordination, call};
 
@@ -125,6 +126,25 @@ pub async fn run(cmd: MemoryCommand, coord: &dyn Coordination, ctx: &Context, ou
             let req = ForgetRequest { memory_id };
             out.result(call::<Forget, _>(coord, &me, req).await, |r| {
                 format!("forgot memory {}", r.memory_id)
+            })
+        }
+        MemoryCommand::Prune {
+            older_than_days,
+            dry_run,
+        } => {
+            let req = PruneMemoriesRequest {
+                older_than_days,
+                dry_run: dry_run.then_some(true),
+            };
+            out.result(call::<PruneMemories, _>(coord, &me, req).await, |r| {
+                let verb = if r.dry_run { "would remove" } else { "removed" };
+                let more = if r.more { " (more remain: run it again)" } else { "" };
+                format!(
+                    "{verb} {} memories last seen before {}; kept {} voted useful{more}",
+                    r.pruned,
+                    r.cutoff.format("%Y-%m-%d %H:%M:%SZ"),
+                    r.kept_useful
+                )
             })
         }
         MemoryCommand::Skills { task_type, limit } => {

@@ -122,6 +122,7 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
         CoordConfig {
             repo_root: Some(ctx.repo_root.to_string_lossy().into_owned()),
             audit_retention_days: audit_retention_days(),
+            memory_retention_days: memory_retention_days(),
             audit_key: audit_key(ctx),
             workspaces,
             protected_paths: ctx.protected_paths(audit_key_path(ctx).as_deref()),
@@ -181,6 +182,22 @@ fn audit_retention_days() -> i64 {
             _ => {
                 tracing::warn!(value = %v, "COORD_AUDIT_RETENTION_DAYS is not a number of days from 1 to 36500; keeping {default}");
                 default
+            }
+        },
+    }
+}
+
+/// `COORD_MEMORY_RETENTION_DAYS`, else a year (a bad value is reported and the default
+/// kept, as for the audit retention).
+fn memory_retention_days() -> i64 {
+    use coord_domain::memory::retention::{DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS};
+    match std::env::var("COORD_MEMORY_RETENTION_DAYS") {
+        Err(_) => DEFAULT_RETENTION_DAYS,
+        Ok(v) => match v.trim().parse::<i64>() {
+            Ok(d) if (1..=MAX_RETENTION_DAYS).contains(&d) => d,
+            _ => {
+                tracing::warn!(value = %v, "COORD_MEMORY_RETENTION_DAYS is not a number of days from 1 to 36500; keeping {DEFAULT_RETENTION_DAYS}");
+                DEFAULT_RETENTION_DAYS
             }
         },
     }

@@ -72,6 +72,7 @@ macro_rules! conformance_suite {
             memory::memory_recall_ranks_text_tags_decay_and_feedback,
             memory::memory_recall_bounds_its_reading_in_a_large_store,
             memory::memory_forget_by_author_or_admin,
+            memory::memory_prune_past_retention,
             memory::memory_skills_rank_by_effectiveness,
             memory::memory_working_memory_is_budgeted_and_session_scoped,
             network::network_policies_decide_and_log,

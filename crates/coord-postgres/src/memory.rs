@@ -6,6 +6,7 @@ use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::memory::query::{choose_terms, tags_text, words};
 use coord_domain::memory::rank::{Candidate, RankParams};
+use coord_domain::memory::retention::{PruneMemories, PruneMemoriesResult};
 use coord_domain::memory::skills::{self, GetSkillsResult, RecordSkillUseResult, Skill, SkillQuery, SkillUse};
 use coord_domain::memory::working::{self, Entry, EntryKind, EntryState, WorkingMemoryResult, WorkingUpdate};
 use coord_domain::memory::{
@@ -371,6 +372,84 @@ pub async fn forget(tx: &Tx<'_>, ctx: &OpCtx, memory_id: &str, admin: bool) -> R
     })
 }
 
+/// The retention rule of `coord_domain::memory::retention::expired`, in SQL ($1: the
+/// cutoff). Term counts follow by the `memories` trigger.
+const EXPIRED: &str = "memory_type = 'episodic' AND last_seen_at < $1 AND useful_count <= not_useful_count";
+
+pub async fn prune(tx: &Tx<'_>, ctx: &OpCtx, p: &PruneMemories) -> R<PruneMemoriesResult> {
+    let cutoff: Timestamp = get(
+        &tx.query_one(
+            &tx.prepare_cached(&format!("SELECT {NOW} - make_interval(days => $2::int)"))
+                .await?,
+            &[&ctx.now, &int(p.older_than_days)],
+        )
+        .await?,
+        0,
+    )?;
+    let kept_useful: i64 = get(
+        &tx.query_one(
+            &tx.prepare_cached(
+                "SELECT count(*) FROM memories
+                 WHERE memory_type = 'episodic' AND last_seen_at < $1 AND useful_count > not_useful_count",
+            )
+            .await?,
+            &[&cutoff],
+        )
+        .await?,
+        0,
+    )?;
+    let (pruned, more) = if p.dry_run {
+        let n: i64 = get(
+            &tx.query_one(
+                &tx.prepare_cached(&format!("SELECT count(*) FROM memories WHERE {EXPIRED}"))
+                    .await?,
+                &[&cutoff],
+            )
+            .await?,
+            0,
+        )?;
+        (n, false)
+    } else {
+        // Locked in a fixed order, skipping rows a concurrent prune or merge holds.
+        let ids: Vec<Uuid> = tx
+            .query(
+                &tx.prepare_cached(&format!(
+                    "SELECT id FROM memories WHERE {EXPIRED} ORDER BY last_seen_at, id LIMIT $2
+                     FOR UPDATE SKIP LOCKED"
+                ))
+                .await?,
+                &[&cutoff, &(p.batch + 1)],
+            )
+            .await?
+            .iter()
+            .map(|r| get(r, 0))
+            .collect::<R<_>>()?;
+        let more = ids.len() as i64 > p.batch;
+        let gone = &ids[..ids.len().min(usize::try_from(p.batch).unwrap_or(0))];
+        tx.execute(
+            &tx.prepare_cached("DELETE FROM memory_feedback WHERE memory_id = ANY($1)")
+                .await?,
+            &[&gone],
+        )
+        .await?;
+        let n = tx
+            .execute(
+                &tx.prepare_cached("DELETE FROM memories WHERE id = ANY($1)").await?,
+                &[&gone],
+            )
+            .await?;
+        (i64::try_from(n).unwrap_or(i64::MAX), more)
+    };
+    Ok(PruneMemoriesResult {
+        success: true,
+        cutoff,
+        pruned,
+        kept_useful,
+        more,
+        dry_run: p.dry_run,
+    })
+}
+
 const SKILL_COLS: &str = "id, summary, event_type, successes, failures, agent_id, last_seen_at";
 
 fn skill_from_row(r: &Row) -> R<Skill> {
@@ -573,6 +652,10 @@ impl MemoryStore for PgStore {
             Box::pin(forget(tx, ctx, id, *a))
         })
         .await
+    }
+
+    async fn prune_memories(&self, ctx: OpCtx, p: PruneMemories) -> CoordResult<PruneMemoriesResult> {
+        self.op(ctx, p, |tx, ctx, p| Box::pin(prune(tx, ctx, p))).await
     }
 
     async fn record_skill_use(&self, ctx: OpCtx, s: SkillUse) -> CoordResult<RecordSkillUseResult> {

@@ -92,6 +92,8 @@ pub struct CoordConfig {
     pub recall_half_life_days: f64,
     /// The working-memory token budget of a session (estimated tokens).
     pub working_memory_budget: i64,
+    /// Days an episodic memory nobody met is kept before `prune_memories` removes it.
+    pub memory_retention_days: i64,
     /// The coordinator's own hosts (`host`, `*.host`, `host:port`): the `coordination`
     /// category of network policies.
     pub coordination_domains: Vec<String>,
@@ -124,6 +126,7 @@ impl Default for CoordConfig {
             protected_paths: Vec::new(),
             recall_half_life_days: coord_domain::memory::rank::DEFAULT_HALF_LIFE_DAYS,
             working_memory_budget: coord_domain::memory::working::DEFAULT_BUDGET,
+            memory_retention_days: coord_domain::memory::retention::DEFAULT_RETENTION_DAYS,
             coordination_domains: Vec::new(),
             model_endpoints: Vec::new(),
             spawn_limits: Default::default(),
@@ -278,8 +281,9 @@ impl Coordinator {
 
 impl Coordinator {
     /// Removes audit rows older than the retention every `every`, through `prune_audit`
-    /// like any other caller (audited, checkpointed), as the server itself: an operator
-    /// credential named `coord-retention`. Failures are logged and retried next time.
+    /// like any other caller (audited, checkpointed), then memories past theirs through
+    /// `prune_memories`, as the server itself: an operator credential named
+    /// `coord-retention`. Failures are logged and retried next time.
     pub fn spawn_audit_pruner(&self, every: Duration) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
         tokio::spawn(async move {
@@ -297,6 +301,23 @@ impl Coordinator {
                     }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "audit prune failed"),
+                }
+                // Memories past their retention, a batch at a time until none is left.
+                loop {
+                    match call::<ops::memory::PruneMemories, _>(&me, &who, Default::default()).await {
+                        Ok(r) => {
+                            if r.pruned > 0 {
+                                tracing::info!(memories = r.pruned, cutoff = %r.cutoff, "pruned memories past retention");
+                            }
+                            if !r.more {
+                                break;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "memory prune failed");
+                            break;
+                        }
+                    }
                 }
             }
         })

@@ -133,6 +133,7 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<memory::Recall>(),
         entry::<memory::MemoryFeedback>(),
         entry::<memory::Forget>(),
+        entry::<memory::PruneMemories>(),
         entry::<memory::RecordSkillUse>(),
         entry::<memory::GetSkills>(),
         entry::<memory::UpdateWorkingMemory>(),

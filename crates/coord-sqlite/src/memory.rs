@@ -6,6 +6,7 @@ use crate::{R, SqliteStore};
 use async_trait::async_trait;
 use coord_domain::memory::query::{choose_terms, tags_text};
 use coord_domain::memory::rank::{Candidate, RankParams};
+use coord_domain::memory::retention::{self, PruneMemories, PruneMemoriesResult};
 use coord_domain::memory::skills::{self, GetSkillsResult, RecordSkillUseResult, Skill, SkillQuery, SkillUse};
 use coord_domain::memory::working::{self, Entry, EntryKind, EntryState, WorkingMemoryResult, WorkingUpdate};
 use coord_domain::memory::{
@@ -360,6 +361,15 @@ pub fn forget(c: &Connection, who: &Identity, memory_id: &str, admin: bool) -> R
     if author != who.agent_id && !admin {
         return Err(memory::not_memory_author(memory_id, &author).into());
     }
+    delete(c, seq, memory_id)?;
+    Ok(ForgetResult {
+        success: true,
+        memory_id: memory_id.to_string(),
+    })
+}
+
+/// Removes one memory with its term counts, tags and votes.
+fn delete(c: &Connection, seq: i64, memory_id: &str) -> R<()> {
     count_terms(c, &indexed_text(c, seq)?, -1)?;
     c.prepare_cached("DELETE FROM memory_tags WHERE seq = ?1")?
         .execute([seq])?;
@@ -367,9 +377,50 @@ pub fn forget(c: &Connection, who: &Identity, memory_id: &str, admin: bool) -> R
         .execute([memory_id])?;
     c.prepare_cached("DELETE FROM memories WHERE seq = ?1")?
         .execute([seq])?;
-    Ok(ForgetResult {
+    Ok(())
+}
+
+/// The retention rule of `coord_domain::memory::retention::expired`, in SQL (?1: the
+/// cutoff in microseconds).
+const EXPIRED: &str = "memory_type = 'episodic' AND last_seen_at < ?1 AND useful_count <= not_useful_count";
+
+pub fn prune(c: &Connection, now: i64, p: &PruneMemories) -> R<PruneMemoriesResult> {
+    let cutoff = retention::cutoff_micros(now, p.older_than_days);
+    let kept_useful: i64 = c
+        .prepare_cached(
+            "SELECT count(*) FROM memories
+             WHERE memory_type = 'episodic' AND last_seen_at < ?1 AND useful_count > not_useful_count",
+        )?
+        .query_row([cutoff], |r| r.get(0))?;
+    let (pruned, more) = if p.dry_run {
+        let n: i64 = c
+            .prepare_cached(&format!("SELECT count(*) FROM memories WHERE {EXPIRED}"))?
+            .query_row([cutoff], |r| r.get(0))?;
+        (n, false)
+    } else {
+        let gone = c
+            .prepare_cached(&format!(
+                "SELECT seq, id FROM memories WHERE {EXPIRED} ORDER BY last_seen_at, seq LIMIT ?2"
+            ))?
+            .query_map(params![cutoff, p.batch + 1], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let more = gone.len() as i64 > p.batch;
+        let mut n = 0;
+        for (seq, id) in gone.iter().take(usize::try_from(p.batch).unwrap_or(0)) {
+            delete(c, *seq, id)?;
+            n += 1;
+        }
+        (n, more)
+    };
+    Ok(PruneMemoriesResult {
         success: true,
-        memory_id: memory_id.to_string(),
+        cutoff: from_micros(cutoff),
+        pruned,
+        kept_useful,
+        more,
+        dry_run: p.dry_run,
     })
 }
 
@@ -530,6 +581,10 @@ impl MemoryStore for SqliteStore {
 
     async fn forget_memory(&self, ctx: OpCtx, memory_id: String, admin: bool) -> CoordResult<ForgetResult> {
         self.op(ctx, move |c, _, who| forget(c, who, &memory_id, admin)).await
+    }
+
+    async fn prune_memories(&self, ctx: OpCtx, p: PruneMemories) -> CoordResult<PruneMemoriesResult> {
+        self.op(ctx, move |c, now, _| prune(c, now, &p)).await
     }
 
     async fn record_skill_use(&self, ctx: OpCtx, s: SkillUse) -> CoordResult<RecordSkillUseResult> {

@@ -385,6 +385,13 @@ pub trait MemoryStore: Send + Sync {
     async fn memory_feedback(&self, ctx: OpCtx, memory_id: String, useful: bool) -> CoordResult<MemoryFeedbackResult>;
     /// Deletes a memory: its author's, or anyone's when `admin`.
     async fn forget_memory(&self, ctx: OpCtx, memory_id: String, admin: bool) -> CoordResult<ForgetResult>;
+    /// Removes (up to the batch) the memories past the retention, oldest first, with
+    /// their tags, votes and term counts — `coord_domain::memory::retention::expired`.
+    async fn prune_memories(
+        &self,
+        ctx: OpCtx,
+        prune: coord_domain::memory::retention::PruneMemories,
+    ) -> CoordResult<coord_domain::memory::retention::PruneMemoriesResult>;
     /// Counts one use of a skill (created on first use).
     async fn record_skill_use(&self, ctx: OpCtx, skill: SkillUse) -> CoordResult<RecordSkillUseResult>;
     async fn get_skills(&self, ctx: OpCtx, query: SkillQuery) -> CoordResult<GetSkillsResult>;

@@ -9,6 +9,7 @@
 
 pub mod query;
 pub mod rank;
+pub mod retention;
 pub mod skills;
 pub mod working;
 

@@ -4,6 +4,7 @@
 use crate::Coordinator;
 use crate::op::{Http, Operation};
 use coord_domain::access::{Access, Effect};
+use coord_domain::memory::retention::{self, PruneMemoriesRequest, PruneMemoriesResult};
 use coord_domain::memory::skills::{
     GetSkillsRequest, GetSkillsResult, RecordSkillUseRequest, RecordSkillUseResult, SkillQuery, SkillUse, validate_get,
     validate_skill_use,
@@ -15,7 +16,7 @@ use coord_domain::memory::{
     ForgetRequest, ForgetResult, MemoryFeedbackRequest, MemoryFeedbackResult, NewMemory, RecallQuery, RecallRequest,
     RecallResult, RememberRequest, RememberResult, validate_memory_id, validate_recall, validate_remember,
 };
-use coord_domain::profiles::Need;
+use coord_domain::profiles::{Need, Permission};
 use coord_domain::{CoordResult, Identity};
 use coord_store::OpCtx;
 
@@ -125,6 +126,33 @@ impl Operation for Forget {
         // (implied at trust 4).
         let admin = ctx.audit_admin;
         c.store().forget_memory(ctx, id, admin).await
+    }
+}
+
+pub struct PruneMemories;
+impl Operation for PruneMemories {
+    const NAME: &'static str = "prune_memories";
+    const SUMMARY: &'static str = "Remove memories nobody has met for the retention period";
+    const DESCRIPTION: &'static str = "Remove episodic memories last seen more than older_than_days ago (default: \
+        the server's retention, 365 days) — except those whose votes say they helped more often than not; skills \
+        stay. At most 1000 per call, oldest first (more:true says to call again); dry_run only counts. For \
+        administrators (trust 4, an operator key); coord serve runs it every hour. Answers {success:true, cutoff, \
+        pruned, kept_useful, more, dry_run}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Destructive;
+    const NEED: Need = Need::admin(Permission::ManageAudit);
+    const HTTP: &'static [Http] = &[Http::post("/memory/prune")];
+    const EXAMPLE: &'static str = "{\"older_than_days\": 180, \"dry_run\": true}";
+    type Request = PruneMemoriesRequest;
+    type Response = PruneMemoriesResult;
+    type Args = retention::PruneMemories;
+
+    fn validate(c: &Coordinator, _: &Identity, req: PruneMemoriesRequest) -> CoordResult<retention::PruneMemories> {
+        retention::validate_prune(req, c.config().memory_retention_days)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, p: retention::PruneMemories) -> CoordResult<PruneMemoriesResult> {
+        c.store().prune_memories(ctx, p).await
     }
 }
 
