@@ -121,6 +121,9 @@ pub struct Speed {
     pub p99_us: u64,
     /// The ranking's scores with the extra memories present.
     pub scores: Scores,
+    /// The queries whose slowest round took longest (key, median µs, slowest µs): a tail
+    /// that is always the same queries is the algorithm's, not the machine's.
+    pub slowest: Vec<(String, u64, u64)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -269,18 +272,22 @@ async fn load(
     Ok(ids)
 }
 
+/// Each query's recall times (µs), by query.
+type PerQuery = Vec<Vec<u64>>;
+
 async fn recall_all(
     coord: &Coordinator,
     queries: &[FixtureQuery],
     keys: &HashMap<String, String>,
     samples: &mut Samples,
     rounds: usize,
-) -> BenchResult<(Vec<Vec<String>>, Vec<f64>)> {
+) -> BenchResult<(Vec<Vec<String>>, Vec<f64>, PerQuery)> {
     let reader = who("bench-reader");
     let mut ranked = Vec::new();
     let mut top = Vec::new();
+    let mut per_query: PerQuery = vec![Vec::new(); queries.len()];
     for round in 0..rounds.max(1) {
-        for q in queries {
+        for (i, q) in queries.iter().enumerate() {
             let req = RecallRequest {
                 task_description: q.task_description.clone(),
                 tags: (!q.tags.is_empty()).then(|| q.tags.clone()),
@@ -290,6 +297,7 @@ async fn recall_all(
             let t = Instant::now();
             let r = call::<Recall, _>(coord, &reader, req).await?;
             samples.record(t.elapsed());
+            per_query[i].push(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
             if round == 0 {
                 ranked.push(
                     r.memories
@@ -301,7 +309,27 @@ async fn recall_all(
             }
         }
     }
-    Ok((ranked, top))
+    Ok((ranked, top, per_query))
+}
+
+/// The `n` queries with the longest slowest round: (key, median µs, slowest µs).
+fn slowest(queries: &[FixtureQuery], per_query: &PerQuery, n: usize) -> Vec<(String, u64, u64)> {
+    let mut rows: Vec<(String, u64, u64)> = queries
+        .iter()
+        .zip(per_query)
+        .map(|(q, times)| {
+            let mut t = times.clone();
+            t.sort_unstable();
+            (
+                q.key.clone(),
+                t.get(t.len() / 2).copied().unwrap_or(0),
+                t.last().copied().unwrap_or(0),
+            )
+        })
+        .collect();
+    rows.sort_by_key(|r| std::cmp::Reverse(r.2));
+    rows.truncate(n);
+    rows
 }
 
 /// A deterministic generator (no dependency for a benchmark's noise).
@@ -455,15 +483,15 @@ async fn measure(
     let judged_owned: Vec<FixtureQuery> = judged.iter().map(|q| (*q).clone()).collect();
     let negative_owned: Vec<FixtureQuery> = negative.iter().map(|q| (*q).clone()).collect();
     let mut unused = Samples::default();
-    let (ranked, _) = recall_all(&coord, &judged_owned, &keys, &mut unused, 1).await?;
-    let (_, neg_top) = recall_all(&coord, &negative_owned, &keys, &mut unused, 1).await?;
+    let (ranked, _, _) = recall_all(&coord, &judged_owned, &keys, &mut unused, 1).await?;
+    let (_, neg_top, _) = recall_all(&coord, &negative_owned, &keys, &mut unused, 1).await?;
     let coord_ranking = score(&judged.iter().copied().zip(ranked).collect::<Vec<_>>());
     let base = score(&judged.iter().map(|q| (*q, baseline(memories, q))).collect::<Vec<_>>());
     let speed = if scale > 0 {
         fill(scratch.store(), now, memories, scale).await?;
         scratch.settle().await?;
         let mut samples = Samples::default();
-        let (ranked, _) = recall_all(&coord, &judged_owned, &keys, &mut samples, rounds).await?;
+        let (ranked, _, per_query) = recall_all(&coord, &judged_owned, &keys, &mut samples, rounds).await?;
         let scores = score(&judged.iter().copied().zip(ranked).collect::<Vec<_>>()).overall;
         Some(Speed {
             memories: memories.len() + scale,
@@ -471,6 +499,7 @@ async fn measure(
             p50_us: samples.percentile(50.0),
             p99_us: samples.percentile(99.0),
             scores,
+            slowest: slowest(&judged_owned, &per_query, 5),
         })
     } else {
         None

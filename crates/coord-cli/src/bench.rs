@@ -498,6 +498,12 @@ async fn recall(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
                 "with {} memories: {} recalls, p50 {} µs, p99 {} µs; hit@3 {:.3}, MRR@10 {:.3}",
                 s.memories, s.recalls, s.p50_us, s.p99_us, s.scores.hit_at_3, s.scores.mrr_at_10
             );
+            let slow: Vec<String> = s
+                .slowest
+                .iter()
+                .map(|(key, median, max)| format!("{key} (median {median} µs, slowest {max} µs)"))
+                .collect();
+            println!("slowest queries: {}", slow.join(", "));
         }
         println!(
             "goals: hit@3 ≥ {}, MRR@10 ≥ {}, above the baseline, recall p99 < {} µs (stated for {} memories) — {}",

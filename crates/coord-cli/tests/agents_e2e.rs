@@ -137,6 +137,13 @@ fn an_interactive_claude_code_session_is_wired_by_coord_init_claude() {
     scenario("interactive-claude");
 }
 
+/// A new Claude Code session's SessionStart hook gives the model the project's relevant
+/// memories (and not the unrelated ones).
+#[test]
+fn claude_code_starts_with_the_relevant_memories() {
+    scenario("claude-session-start-memory");
+}
+
 /// Claude Code set up by `coord init claude` only, through coord's file tools: a file
 /// another agent holds is not written, an escape is refused, a fenced write lands and a
 /// stale token writes nothing; all audited with spec 000's events.

@@ -572,6 +572,38 @@ def approval(w):
     return f"{version.strip()} -p: with coord init claude coord's tools worked; without the user approval it {loaded} them"
 
 
+def claude_session_start_memory(w):
+    """A new Claude Code session (set up by `coord init claude` only) starts with what the
+    project learnt: its SessionStart hook adds the memories relevant to the project's latest
+    handoff to the session's context, and the model is given them (the scripted model records
+    what it was sent); an unrelated memory stays out."""
+    prev = {"COORD_AGENT_ID": "previous-agent"}
+    handoff = w.coord("handoff", "write", "Refactored auth", "--next", "write logout tests", env=prev)
+    check(handoff.get("success"), f"a handoff: {handoff}")
+    relevant = w.coord("memory", "remember", "test_failure",
+                       "logout tests failed: the session cookie survived the logout handler",
+                       "--lesson", "clear the cookie in the logout handler", env={"COORD_AGENT_ID": "codex-2"})
+    unrelated = w.coord("memory", "remember", "build", "docker image grew to 2 GB",
+                        "--lesson", "use a distroless base image", env={"COORD_AGENT_ID": "codex-2"})
+    check(relevant.get("memory_id") and unrelated.get("memory_id"), f"memories: {relevant} {unrelated}")
+    w.start_model({"M_memory": [{"text": "M done", "record_context": True}]})
+    home = w.home("home-memory")
+    w.init_claude(home)
+    p = w.claude(home, "M_memory", ["Read"])
+    p.wait(timeout=120)
+    sent = [e for e in w.entries() if e.get("script") == "M_memory" and "context" in e]
+    check(sent, f"the model was asked: {w.entries()[-3:]}")
+    seen = "\n".join(e["context"] for e in sent)
+    check("session cookie survived" in seen and relevant["memory_id"] in seen,
+          f"the relevant memory reached the model: {seen[-3000:]}")
+    check("clear the cookie in the logout handler" in seen, "with its lesson")
+    check("docker image grew" not in seen, "the unrelated memory stayed out")
+    recalls = w.coord("audit", "--operation", "recall")["entries"]
+    check(any(e["agent_id"].startswith("claude-code-") for e in recalls),
+          f"the session's own identity recalled them: {[e['agent_id'] for e in recalls]}")
+    return "the SessionStart hook gave the model the relevant memory (with its lesson), not the unrelated one"
+
+
 def claude_file_tools(w):
     """Claude Code, set up by `coord init claude` only, uses coord's file tools: a write of a
     file another agent holds is refused (file_locked), a read works, an escape is refused
@@ -1333,7 +1365,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}

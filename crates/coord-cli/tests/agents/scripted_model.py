@@ -175,6 +175,10 @@ class Handler(BaseHTTPRequestHandler):
         entry = {"api": "anthropic", "script": script, "turn": steps_done, "offered": offered,
                  "last_result": last.get("content") if last else None,
                  "last_is_error": last.get("is_error") if last else None}
+        if script is not None and SCRIPTS.get(script, [{}])[0].get("record_context"):
+            # Everything the model was given: where a hook's additional context lands is
+            # the CLI's choice (Claude Code 2.1.330: a `role: system` entry of `messages`).
+            entry["context"] = json.dumps(body)[:200000]
         if script is None or script not in SCRIPTS:
             blocks, stop = [{"type": "text", "text": "ok"}], "end_turn"
         else:
