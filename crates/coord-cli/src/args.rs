@@ -1117,13 +1117,14 @@ pub enum MemoryCommand {
     },
     /// Delete a memory (its author, or trust 4 / an operator key)
     Forget { memory_id: String },
-    /// Remove episodic memories nobody has met for the retention period (trust 4): last
+    /// Remove episodic memories nobody has met for the retention period (trust 4 or an
+    /// operator key): last
     /// seen more than --older-than-days ago (default COORD_MEMORY_RETENTION_DAYS, 365),
     /// except those voted useful more often than not; skills stay. `coord serve` does
     /// this every hour
     Prune {
         /// Days since a memory was last seen (1 to 36500)
-        #[arg(long, value_name = "DAYS")]
+        #[arg(long, value_name = "DAYS", allow_negative_numbers = true)]
         older_than_days: Option<i64>,
         /// Only count what would go
         #[arg(long)]

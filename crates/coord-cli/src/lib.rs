@@ -405,8 +405,9 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
 /// `coord serve`, or with `ui`, `coord ui`: the same server on loopback, announcing a
 /// one-time dashboard link for whoever is at the terminal.
 async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args::UiArgs>) -> u8 {
-    if let Err(e) = open::local_only(ctx, "`coord serve` and `coord ui`") {
-        eprintln!("coord serve: {}", e.message);
+    let name = if ui.is_some() { "coord ui" } else { "coord serve" };
+    if let Err(e) = open::local_only(ctx, &format!("`{name}`")) {
+        eprintln!("{name}: {}", e.message);
         return output::exit_code(&e);
     }
     let mut config = match coord_http::ApiConfig::from_env() {

@@ -1139,6 +1139,7 @@ async fn dashboard_sign_in_pauses_after_many_failures() {
         StatusCode::TOO_MANY_REQUESTS,
         "even the right key, for a minute"
     );
+    assert_eq!(r.headers()["retry-after"], "60");
     let r = http
         .post(format!("{}/ui/login", s.url))
         .body("x".repeat(64 * 1024))

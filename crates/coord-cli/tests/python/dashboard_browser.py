@@ -55,7 +55,7 @@ def main():
         page.goto(url + "/")
         page.fill("input[name=key]", "not-a-key")
         page.click("button[type=submit]")
-        expect(page.locator("p.error")).to_contain_text("not an operator key")
+        expect(page.locator("p.error")).to_contain_text("does not open the dashboard")
         page.fill("input[name=key]", key)
         page.fill("input[name=name]", "ops-lead")
         page.click("button[type=submit]")

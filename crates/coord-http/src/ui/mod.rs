@@ -170,7 +170,10 @@ pub async fn login_link(State(app): State<App>, headers: HeaderMap, Query(q): Qu
     match q.token.and_then(|t| app.ui.redeem(&t, now)) {
         Some(who) => signed_in(&app.ui.start(who, now).0, &headers),
         None => login_page(
-            Some("That sign-in link was used already or has expired; sign in with an operator key."),
+            Some(
+                "That sign-in link was used already or has expired: run `coord ui` again for a new one, or sign \
+                 in with an operator key.",
+            ),
             StatusCode::UNAUTHORIZED,
         ),
     }
@@ -179,10 +182,13 @@ pub async fn login_link(State(app): State<App>, headers: HeaderMap, Query(q): Qu
 /// `POST /ui/login` (a form: `key`, `name`): an operator key starts a session.
 pub async fn login(State(app): State<App>, request_headers: HeaderMap, body: Body) -> Response {
     if app.ui.failing(Instant::now()) {
-        return login_page(
+        let mut r = login_page(
             Some("Too many failed sign-ins in the last minute; wait a minute and try again."),
             StatusCode::TOO_MANY_REQUESTS,
         );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+        return r;
     }
     let body = match crate::api::read_body(body, FORM_LIMIT).await {
         Ok(b) => b,
@@ -218,7 +224,7 @@ pub async fn login(State(app): State<App>, request_headers: HeaderMap, body: Bod
             app.ui.failed(Instant::now());
             tracing::debug!("dashboard: a sign-in with a key that is not an operator key");
             login_page(
-                Some("That is not an operator key (agents' keys cannot open the dashboard)."),
+                Some("That key does not open the dashboard: it is wrong, or an agent's (only operator keys do)."),
                 StatusCode::UNAUTHORIZED,
             )
         }
