@@ -353,7 +353,11 @@ fn racing_directory_swaps_never_leak_a_read() {
     let stop = Arc::new(AtomicBool::new(false));
     let flips = flipper(s.ws.clone(), s.out.clone(), stop.clone());
     let (mut ok, mut refused) = (0, 0);
-    for _ in 0..20_000 {
+    // At least 20,000 reads, and on until the race has gone both ways (on a loaded
+    // 2-core machine the flipper may not interleave with the first 20,000), bounded.
+    let mut reads = 0;
+    while reads < 20_000 || ((ok == 0 || refused == 0) && reads < 1_000_000) {
+        reads += 1;
         match ws.read("flip/f.txt", MAX) {
             Ok(r) => {
                 assert_eq!(r.content, b"inside", "a read leaked the outside");
