@@ -338,12 +338,8 @@ pub async fn decide(State(app): State<App>, headers: HeaderMap, body: Body) -> R
     let request = json!({"approval_id": d.approval_id, "decision": d.decision, "note": d.note});
     match app.server.invoke(op, &principal(&s), Ok(request)).await {
         Ok(v) => Json(v).into_response(),
-        Err(e) => (api_status(&e), Json(snapshot::error_json(&e))).into_response(),
+        Err(e) => (crate::api::status_of(&e), Json(snapshot::error_json(&e))).into_response(),
     }
-}
-
-fn api_status(e: &CoordError) -> StatusCode {
-    crate::api::status_of(e)
 }
 
 fn asset(body: &'static str, kind: &'static str) -> Response {
