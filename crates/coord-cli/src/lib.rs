@@ -98,16 +98,34 @@ pub fn main() -> ExitCode {
     ExitCode::from(runtime.block_on(run(cli)))
 }
 
-/// Logs go to stderr (stdout carries results); `COORD_LOG` sets the filter. They are off
-/// by default: every failure a user can act on is already in the answer, and the log
-/// carries database messages meant for whoever debugs (`COORD_LOG=error`).
+/// Logs go to stderr (stdout carries results); `COORD_LOG` sets the filter: a level or
+/// `target=level` directives (`warn`, `coord_postgres=debug,info`). They are off by
+/// default: every failure a user can act on is already in the answer, and the log carries
+/// database messages meant for whoever debugs (`COORD_LOG=error`).
+///
+/// `Targets`, not `EnvFilter`: the latter's span-field filters pull in regex-automata's
+/// full-DFA builder, which every other regex of the process then used too — every glob
+/// of the guardrails' registry built a dense DFA in every new process (every hook of an
+/// agent's Bash call paid ~10 ms for it; docs/benchmarks.md).
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("COORD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let targets = match std::env::var("COORD_LOG") {
+        Ok(text) => text.parse::<Targets>().unwrap_or_else(|e| {
+            eprintln!("coord: COORD_LOG={text:?} is not a log filter ({e}; e.g. `warn` or `coord_postgres=debug`): logs are off");
+            Targets::new()
+        }),
+        // No directive enables nothing.
+        Err(_) => Targets::new(),
+    };
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(false),
+        )
+        .with(targets)
         .try_init();
 }
 

@@ -63,9 +63,31 @@ pub struct PatternError {
     pub message: String,
 }
 
+/// One alternative. Most are plain words (`delete`, `--force`), compared as text: each
+/// glob compiles into a regex, and compiling the ~900 of the built-in registry cost
+/// every new process — every Bash hook of an agent — about 30 ms; 57 of them are globs.
+#[derive(Debug, Clone)]
+enum Word {
+    Literal { text: String, fold: bool },
+    Glob(GlobMatcher),
+}
+
+impl Word {
+    fn is_match(&self, subject: &str) -> bool {
+        match self {
+            // Without case, plain ASCII folding: what is compared without case is a
+            // keyword of a program (`-X DELETE`); a non-ASCII letter that Unicode folds
+            // to an ASCII one (`ſ`, `K`) is not that keyword to the program either.
+            Word::Literal { text, fold: true } => subject.eq_ignore_ascii_case(text),
+            Word::Literal { text, fold: false } => subject == text,
+            Word::Glob(g) => g.is_match(subject),
+        }
+    }
+}
+
 /// A `|`-separated list of globs.
 #[derive(Debug, Clone)]
-struct Alternatives(Vec<GlobMatcher>);
+struct Alternatives(Vec<Word>);
 
 impl Alternatives {
     fn parse(text: &str) -> Result<Self, String> {
@@ -90,16 +112,28 @@ struct OptionSpec(Vec<OptionAlt>);
 
 #[derive(Debug, Clone)]
 struct OptionAlt {
-    name: GlobMatcher,
-    value: Option<GlobMatcher>,
+    name: Word,
+    value: Option<Word>,
     /// `-n`: also found inside a bundle of short flags (`-avn`).
     short: Option<char>,
 }
 
-fn glob(text: &str, case_insensitive: bool) -> Result<GlobMatcher, String> {
+fn glob(text: &str, case_insensitive: bool) -> Result<Word, String> {
     if text.is_empty() {
         return Err("an empty alternative matches nothing".into());
     }
+    // A text without a character globset reads specially (backslash escapes included)
+    // matches only itself.
+    if !text.contains(['*', '?', '[', ']', '{', '}', '\\']) && (text.is_ascii() || !case_insensitive) {
+        return Ok(Word::Literal {
+            text: text.to_string(),
+            fold: case_insensitive,
+        });
+    }
+    compile(text, case_insensitive).map(Word::Glob)
+}
+
+fn compile(text: &str, case_insensitive: bool) -> Result<GlobMatcher, String> {
     GlobBuilder::new(text)
         .literal_separator(false)
         .backslash_escape(true)
@@ -531,6 +565,32 @@ mod tests {
 
     fn pattern(json: serde_json::Value) -> Result<Compiled, PatternError> {
         Compiled::new(serde_json::from_value(json).expect("a pattern"))
+    }
+
+    #[test]
+    fn a_plain_word_matches_as_its_glob_does() {
+        let subjects = [
+            "delete", "DELETE", "Delete", "delete ", "delet", "deletes", "", "a/b", "A/B", "--force", "-f",
+        ];
+        let texts = ["delete", "DELETE", "a/b", "--force", "-f", "x.y", "d!e"];
+        for text in texts {
+            for fold in [false, true] {
+                let word = glob(text, fold).unwrap();
+                assert!(matches!(word, Word::Literal { .. }), "{text}");
+                let reference = compile(text, fold).unwrap();
+                for subject in subjects {
+                    assert_eq!(
+                        word.is_match(subject),
+                        reference.is_match(subject),
+                        "{text} (fold {fold}) on {subject:?}"
+                    );
+                }
+            }
+        }
+        for text in ["delete-*", "-?", "db:[a-z]", "{a,b}", "a\\*", "é"] {
+            assert!(matches!(glob(text, true).unwrap(), Word::Glob(_)), "{text}");
+        }
+        assert!(matches!(glob("é", false).unwrap(), Word::Literal { .. }));
     }
 
     #[test]
