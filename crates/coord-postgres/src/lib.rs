@@ -212,10 +212,11 @@ impl PgStore {
         // Short statements only: JIT compiling one (when the planner's estimate crosses
         // jit_above_cost, as a ranked recall over many memories does) costs more than it
         // saves, and so does starting a parallel worker (measured: 8 ms added to a recall
-        // the planner overestimated, against well under 1 ms of work).
-        if config.get_options().is_none() {
-            config.options("-c jit=off -c max_parallel_workers_per_gather=0");
-        }
+        // the planner overestimated, against well under 1 ms of work). Options the URL
+        // gives come after these (the last setting wins), so they may override them
+        // and do not drop them.
+        let server_options = session_options(config.get_options());
+        config.options(&server_options);
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -373,5 +374,33 @@ impl Maintenance for PgStore {
         }
         .await;
         report.map_err(CoordError::from)
+    }
+}
+
+/// The server options of coord's connections: its own settings, then those the URL gives.
+fn session_options(given: Option<&str>) -> String {
+    const OURS: &str = "-c jit=off -c max_parallel_workers_per_gather=0";
+    match given.map(str::trim) {
+        Some(given) if !given.is_empty() => format!("{OURS} {given}"),
+        _ => OURS.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn url_options_come_after_coords_own() {
+        let ours = "-c jit=off -c max_parallel_workers_per_gather=0";
+        for (given, want) in [
+            (None, ours.to_string()),
+            (Some(""), ours.to_string()),
+            (
+                Some("-c synchronous_commit=off"),
+                format!("{ours} -c synchronous_commit=off"),
+            ),
+            (Some("-c jit=on"), format!("{ours} -c jit=on")),
+        ] {
+            assert_eq!(super::session_options(given), want, "{given:?}");
+        }
     }
 }

@@ -70,6 +70,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "memory_recall",
         include_str!("../migrations/0021_memory_recall.sql"),
     ),
+    (
+        22,
+        "memory_tags_index",
+        include_str!("../migrations/0022_memory_tags_index.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -192,3 +192,29 @@ async fn row_level_security_and_grants_limit_the_application_roles() {
         assert!(e.as_db_error().unwrap().message().contains("append-only"), "{sql}: {e}");
     }
 }
+
+#[tokio::test]
+async fn recall_gin_indexes_take_each_write_directly() {
+    if skip().await {
+        return;
+    }
+    // A pending list (GIN's fast update) is scanned in full by every search: recall's
+    // latency would follow autovacuum's timing (migrations 0021 and 0022).
+    let db = TestDatabase::from_template().await;
+    let c = pg_support::connect(&db.url).await;
+    let rows = c
+        .query(
+            "SELECT c.relname::text, COALESCE(c.reloptions, '{}')
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+             WHERE i.indrelid = 'memories'::regclass AND a.amname = 'gin' ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let got: Vec<(String, Vec<String>)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let off = || vec!["fastupdate=off".to_string()];
+    assert_eq!(
+        got,
+        vec![("memories_tags".into(), off()), ("memories_text".into(), off())]
+    );
+}

@@ -620,7 +620,8 @@ pub async fn memory_recall_bounds_its_reading_in_a_large_store(b: &dyn Backend) 
 }
 
 pub async fn memory_prune_past_retention(b: &dyn Backend) {
-    use coord_domain::memory::retention::PruneMemoriesRequest;
+    use coord_domain::memory::retention::{PruneMemories, PruneMemoriesRequest};
+    use coord_store::OpCtx;
     let h = Harness::new(b).await;
     let (a, boss) = (agent("author"), operator("boss"));
     let old = remember(
@@ -722,4 +723,33 @@ pub async fn memory_prune_past_retention(b: &dyn Backend) {
     // Again: nothing more past the cutoff; a day's retention spares what was just seen.
     assert_eq!(prune(None, false).await.expect("again").pruned, 0);
     assert_eq!(prune(Some(1), false).await.expect("a day").pruned, 0);
+
+    // More past the cutoff than one prune removes: each removes a batch and says `more`
+    // until the last. (The store is called with a batch of 3: the operation's is 1000.)
+    for i in 0..3 {
+        remember(&h, &a, mem("fix", &format!("batch memory {i}"), &["batch"])).await;
+    }
+    h.advance(400 * 24 * 60);
+    let batch = |dry_run: bool| {
+        let ctx = OpCtx::internal(Some(h.now()), boss.for_audit(), "prune_memories", json!({}));
+        let p = PruneMemories {
+            older_than_days: 365,
+            dry_run,
+            batch: 3,
+        };
+        h.store.prune_memories(ctx, p)
+    };
+    // Past it: the three and `fresh`; `loved` stays on its votes.
+    let r = batch(true).await.expect("dry run");
+    assert_eq!(
+        (r.pruned, r.kept_useful, r.more),
+        (4, 1, false),
+        "a dry run counts them all"
+    );
+    let r = batch(false).await.expect("first batch");
+    assert_eq!((r.pruned, r.kept_useful, r.more), (3, 1, true));
+    let r = batch(false).await.expect("second batch");
+    assert_eq!((r.pruned, r.kept_useful, r.more), (1, 1, false));
+    let left = ids(&recall(&h, "", &["db", "batch"]).await);
+    assert_eq!(left, vec![loved.memory_id.clone()]);
 }
