@@ -112,8 +112,8 @@ fn init_logging() {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let targets = match std::env::var("COORD_LOG") {
-        Ok(text) => text.parse::<Targets>().unwrap_or_else(|e| {
-            eprintln!("coord: COORD_LOG={text:?} is not a log filter ({e}; e.g. `warn` or `coord_postgres=debug`): logs are off");
+        Ok(text) => log_filter(&text).unwrap_or_else(|e| {
+            eprintln!("coord: COORD_LOG={text:?}: {e} (e.g. `warn` or `coord_postgres=debug,warn`); logs are off");
             Targets::new()
         }),
         // No directive enables nothing.
@@ -127,6 +127,29 @@ fn init_logging() {
         )
         .with(targets)
         .try_init();
+}
+
+/// `COORD_LOG` read strictly: comma-separated directives, each a level (`warn`) or
+/// `target=level`; blanks around them and empty ones (`COORD_LOG=`, a trailing comma) are
+/// ignored. `Targets`' own parser reads an empty directive as `error` (logs would come on
+/// for `COORD_LOG=`) and a misspelt level as a target name (`wanr`: silently nothing).
+fn log_filter(text: &str) -> Result<tracing_subscriber::filter::Targets, String> {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    let level = |word: &str| {
+        word.parse::<LevelFilter>()
+            .map_err(|_| format!("`{word}` is not a level (off, error, warn, info, debug, trace)"))
+    };
+    let mut targets = Targets::new();
+    for directive in text.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        targets = match directive.split_once('=') {
+            Some((target, lvl)) if !target.trim().is_empty() && !lvl.trim().is_empty() => {
+                targets.with_target(target.trim(), level(lvl.trim())?)
+            }
+            Some(_) => return Err(format!("`{directive}` is not target=level")),
+            None => targets.with_default(level(directive)?),
+        };
+    }
+    Ok(targets)
 }
 
 pub async fn run(cli: Cli) -> u8 {
@@ -539,6 +562,36 @@ async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args:
         Err(e) => {
             eprintln!("coord serve: {e}");
             output::EXIT_UNAVAILABLE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::Level;
+
+    #[test]
+    fn coord_log_is_read_strictly() {
+        let on = |text: &str, target: &str, level: Level| super::log_filter(text).unwrap().would_enable(target, &level);
+        for (text, target, level, want) in [
+            ("", "coord_postgres", Level::ERROR, false),
+            ("  ", "coord_postgres", Level::ERROR, false),
+            (",", "coord_postgres", Level::ERROR, false),
+            ("off", "coord_postgres", Level::ERROR, false),
+            ("warn", "coord_postgres", Level::WARN, true),
+            ("warn", "coord_postgres", Level::INFO, false),
+            ("WARN", "coord_service", Level::WARN, true),
+            ("coord_postgres=debug,", "coord_postgres", Level::DEBUG, true),
+            ("coord_postgres=debug,", "coord_service", Level::ERROR, false),
+            ("warn, coord_postgres=debug", "coord_postgres", Level::DEBUG, true),
+            ("warn, coord_postgres=debug", "coord_service", Level::WARN, true),
+            ("coord::audit=info", "coord::audit", Level::INFO, true),
+            ("coord::audit=info", "coord_service", Level::ERROR, false),
+        ] {
+            assert_eq!(on(text, target, level), want, "{text:?} {target} {level}");
+        }
+        for bad in ["wanr", "coord_postgres=", "=debug", "coord_postgres=loud", "a=b=c"] {
+            assert!(super::log_filter(bad).is_err(), "{bad:?}");
         }
     }
 }

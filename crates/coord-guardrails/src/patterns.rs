@@ -75,9 +75,8 @@ enum Word {
 impl Word {
     fn is_match(&self, subject: &str) -> bool {
         match self {
-            // Without case, plain ASCII folding: what is compared without case is a
-            // keyword of a program (`-X DELETE`); a non-ASCII letter that Unicode folds
-            // to an ASCII one (`ſ`, `K`) is not that keyword to the program either.
+            // ASCII folding, as globset's own (its regexes are built `(?-u)(?i)`: `ſ`
+            // and `K` never matched `s` and `k` there either).
             Word::Literal { text, fold: true } => subject.eq_ignore_ascii_case(text),
             Word::Literal { text, fold: false } => subject == text,
             Word::Glob(g) => g.is_match(subject),
@@ -124,7 +123,7 @@ fn glob(text: &str, case_insensitive: bool) -> Result<Word, String> {
     }
     // A text without a character globset reads specially (backslash escapes included)
     // matches only itself.
-    if !text.contains(['*', '?', '[', ']', '{', '}', '\\']) && (text.is_ascii() || !case_insensitive) {
+    if !text.contains(['*', '?', '[', ']', '{', '}', '\\']) {
         return Ok(Word::Literal {
             text: text.to_string(),
             fold: case_insensitive,
@@ -570,9 +569,28 @@ mod tests {
     #[test]
     fn a_plain_word_matches_as_its_glob_does() {
         let subjects = [
-            "delete", "DELETE", "Delete", "delete ", "delet", "deletes", "", "a/b", "A/B", "--force", "-f",
+            "delete",
+            "DELETE",
+            "Delete",
+            "delete ",
+            "delet",
+            "deletes",
+            "",
+            "a/b",
+            "A/B",
+            "--force",
+            "-f",
+            "ſtop",
+            "stop",
+            "STOP",
+            "é",
+            "É",
+            "\u{212a}ill",
+            "kill",
         ];
-        let texts = ["delete", "DELETE", "a/b", "--force", "-f", "x.y", "d!e"];
+        let texts = [
+            "delete", "DELETE", "a/b", "--force", "-f", "x.y", "d!e", "stop", "é", "kill",
+        ];
         for text in texts {
             for fold in [false, true] {
                 let word = glob(text, fold).unwrap();
@@ -587,10 +605,9 @@ mod tests {
                 }
             }
         }
-        for text in ["delete-*", "-?", "db:[a-z]", "{a,b}", "a\\*", "é"] {
+        for text in ["delete-*", "-?", "db:[a-z]", "{a,b}", "a\\*"] {
             assert!(matches!(glob(text, true).unwrap(), Word::Glob(_)), "{text}");
         }
-        assert!(matches!(glob("é", false).unwrap(), Word::Literal { .. }));
     }
 
     #[test]
