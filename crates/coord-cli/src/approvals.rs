@@ -114,8 +114,19 @@ async fn decide(
     };
     out.result(run_op::<ops::DecideApproval>(coord, ctx, req).await, |r| {
         let a = &r.approval;
-        match a.status {
-            ApprovalStatus::Approved => format!(
+        let changeset = a.parameters.get("changeset_id").and_then(serde_json::Value::as_str);
+        match (a.status, changeset) {
+            // A review of a changeset (the verification gateway): the decision is the check.
+            (_, Some(cs)) if a.operation == coord_domain::verification::REVIEW_OPERATION => format!(
+                "{} {}: changeset {cs}'s run of policy {} follows it (coord verify status {cs})",
+                a.status.as_str(),
+                a.approval_id,
+                a.parameters
+                    .get("policy")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("?"),
+            ),
+            (ApprovalStatus::Approved, _) => format!(
                 "approved {}: {}'s {} may pass once until {}",
                 a.approval_id,
                 a.agent_id,

@@ -225,6 +225,11 @@ pub enum Command {
     /// network policy (bubblewrap; docs/network.md)
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// The verification gateway: policies route changed files to tiers and executors
+    /// (lint inline, tests on GitHub Actions, a person's review for tier 4); submit a
+    /// change and follow its runs (docs/verification.md)
+    #[command(subcommand)]
+    Verify(VerifyCommand),
     /// Agents coord launches: definitions in .claude/agents/*.md, their profile
     /// (read_only, write, verification, design), the exact command line per runtime, and
     /// launching one in the sandbox with least privilege (docs/agents.md)
@@ -765,6 +770,58 @@ pub enum NetworkCommand {
         /// At most this many rows (1-1000)
         #[arg(long, default_value_t = 50)]
         limit: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VerifyCommand {
+    /// The verification policies: tier, executor, the files they cover, what runs
+    Policies,
+    /// Add or replace policies (trust 4) from a YAML or JSON file (`-`: stdin):
+    /// `policies: [...]`, a list, a map of name -> policy, or one policy. Every policy is
+    /// checked before any is stored
+    ///
+    /// Example file: `policies: [{name: lint, tier: 0, executor: inline, patterns: ["**/*.rs"], command: [cargo, clippy]}]`
+    Apply {
+        /// The policy file
+        file: String,
+    },
+    /// Delete a policy (trust 4); runs already routed keep it
+    Delete { name: String },
+    /// Submit a change for verification: the files it changed (or --git BASE to take
+    /// them, the branch and the commit from git). Prints each policy's run
+    ///
+    /// Example: `coord verify submit --git origin/main --description "argon2 passwords"`
+    Submit {
+        /// Files added or modified (repo-relative)
+        files: Vec<String>,
+        /// A file deleted (repeatable)
+        #[arg(long = "removed", value_name = "FILE")]
+        removed: Vec<String>,
+        /// The branch (agent/<id>/<task> by convention)
+        #[arg(long)]
+        branch: Option<String>,
+        /// The commit; the same branch and commit again answers the recorded changeset
+        #[arg(long)]
+        commit: Option<String>,
+        /// What the change is, for reviewers
+        #[arg(long)]
+        description: Option<String>,
+        /// A file holding the diff, for reviewers (at most 256 KiB)
+        #[arg(long, value_name = "FILE")]
+        diff_file: Option<String>,
+        /// Take the files changed since BASE (git diff BASE...HEAD), the branch and HEAD's commit from git
+        #[arg(long, value_name = "BASE")]
+        git: Option<String>,
+    },
+    /// A changeset's runs and overall status (not_required, pending, awaiting_approval,
+    /// passed, failed)
+    Status {
+        /// The id submit answered (cs_...)
+        changeset_id: String,
+        /// Also print the submitted diff
+        #[arg(long)]
+        diff: bool,
     },
 }
 

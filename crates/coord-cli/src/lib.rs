@@ -25,6 +25,7 @@ mod sandbox;
 pub mod setup;
 mod spawner;
 mod stats;
+mod verify;
 
 use args::{Cli, Command};
 use context::Context;

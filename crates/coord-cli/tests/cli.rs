@@ -1108,7 +1108,113 @@ local_and_remote!(
     guardrails_through_the_cli,
     guardrail_rules_through_the_cli,
     files_through_the_cli,
+    verification_through_the_cli,
 );
+
+fn git(repo: &Repo, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(repo.root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    stdout(&out).trim().to_string()
+}
+
+fn verification_through_the_cli(repo: &Repo) {
+    // A file with one bad policy stores nothing.
+    std::fs::write(
+        repo.root().join("bad.yaml"),
+        "policies:\n  - {name: lint, tier: 0, executor: inline, patterns: ['**/*.rs'], command: [cargo, clippy]}\n  - {name: oops, tier: 4, executor: inline, patterns: ['a'], command: [a]}\n",
+    )
+    .unwrap();
+    let (v, c) = repo.json_as("user", &["verify", "apply", "bad.yaml"]);
+    assert_ne!(c, 0);
+    assert_eq!(
+        (v["error"].as_str(), v["field"].as_str()),
+        (Some("invalid_argument"), Some("policies[1].executor")),
+        "{v}"
+    );
+    let out = repo.run(&["verify", "policies"]);
+    assert!(stdout(&out).contains("no verification policies"), "{}", stdout(&out));
+    std::fs::write(
+        repo.root().join("policies.yaml"),
+        "lint: {tier: 0, executor: inline, patterns: ['**/*.rs'], command: [cargo, clippy]}\nsecurity: {tier: 4, executor: manual, patterns: ['src/auth/**']}\n",
+    )
+    .unwrap();
+    let out = repo.run(&["verify", "apply", "policies.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("stored 2 verification policies: lint, security"),
+        "{}",
+        stdout(&out)
+    );
+
+    // The change from git: files, branch, commit.
+    git(repo, &["init", "-q"]);
+    git(repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    let base = git(repo, &["rev-parse", "HEAD"]);
+    git(repo, &["checkout", "-q", "-b", "agent/dev/1"]);
+    std::fs::create_dir_all(repo.root().join("src/auth")).unwrap();
+    std::fs::write(repo.root().join("src/auth/login.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(repo.root().join("src/main.rs"), "fn main() {}\n").unwrap();
+    git(repo, &["add", "src"]);
+    git(repo, &["commit", "-q", "-m", "login"]);
+    let head = git(repo, &["rev-parse", "HEAD"]);
+    let submit = [
+        "--agent-type",
+        "claude_code",
+        "verify",
+        "submit",
+        "--git",
+        base.as_str(),
+    ];
+    let (v, c) = repo.json_as("dev", &submit);
+    assert_eq!(c, 0, "{v}");
+    assert_eq!(v["changeset"]["branch"], "agent/dev/1");
+    assert_eq!(v["changeset"]["commit"].as_str(), Some(head.as_str()));
+    assert_eq!(v["changeset"]["files"].as_array().unwrap().len(), 2, "{v}");
+    let runs: Vec<(&str, &str)> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["policy"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        runs,
+        [("lint", "skipped"), ("security", "awaiting_approval")],
+        "trust 3"
+    );
+    let id = v["changeset"]["changeset_id"].as_str().unwrap().to_string();
+    let review = v["runs"][1]["approval_id"].as_str().unwrap().to_string();
+    let (again, _) = repo.json_as("dev", &submit);
+    assert_eq!(
+        (again["existing"].as_bool(), again["changeset"]["changeset_id"].as_str()),
+        (Some(true), Some(id.as_str()))
+    );
+
+    // A person approves the review; the changeset passes.
+    let out = repo.run(&["--agent-id", "lead", "approvals", "approve", &review]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("changeset {id}'s run of policy security follows it")),
+        "{}",
+        stdout(&out)
+    );
+    let out = repo.run(&["verify", "status", &id]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains(": passed ("), "{}", stdout(&out));
+    assert!(stdout(&out).contains("approved by lead"), "{}", stdout(&out));
+    let (v, c) = repo.json_as("dev", &["verify", "status", "cs_00000000000000000000000000000000"]);
+    assert_eq!((c, v["error"].as_str()), (1, Some("not_found")), "{v}");
+    let out = repo.run(&["verify", "delete", "lint"]);
+    assert!(
+        stdout(&out).contains("verification policy lint deleted"),
+        "{}",
+        stdout(&out)
+    );
+}
 
 #[test]
 fn remote_mode_refuses_database_commands_and_reports_an_unreachable_server() {

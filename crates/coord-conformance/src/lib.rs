@@ -82,6 +82,8 @@ macro_rules! conformance_suite {
             workflows::workflows_run_by_their_conditions_and_catch_up,
             workflows::workflows_swarm_members_drain_a_shared_queue,
             network::network_policy_changes_apply_to_the_next_request,
+            verification::verification_policies_route_changesets,
+            verification::verification_concurrent_resubmissions_record_one_changeset,
             keys::keys_bind_identities_expire_and_revoke,
             profiles::profiles_builtin_are_seeded,
             profiles::profiles_assignment_precedence_and_least_privilege,

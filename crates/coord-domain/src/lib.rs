@@ -30,6 +30,7 @@ pub mod status;
 pub mod target;
 pub mod time;
 pub mod validate;
+pub mod verification;
 pub mod workflows;
 
 /// The request of operations that take no arguments.

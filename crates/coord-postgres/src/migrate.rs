@@ -75,6 +75,7 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "memory_tags_index",
         include_str!("../migrations/0022_memory_tags_index.sql"),
     ),
+    (23, "verification", include_str!("../migrations/0023_verification.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

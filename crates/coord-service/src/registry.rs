@@ -5,7 +5,7 @@
 use crate::op::{Audit, Http, Operation};
 use crate::ops::{
     agents, approvals, audit, files, guardrails, handoffs, keys, locks, memory, messages, network, notifications,
-    ports, profiles, queue, sessions, spawn, workflows,
+    ports, profiles, queue, sessions, spawn, verification, workflows,
 };
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
@@ -166,6 +166,11 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<network::ResetNetworkPolicy>(),
         entry::<network::NetworkAccessLog>(),
         entry::<network::RecordSandboxRun>(),
+        entry::<verification::SetVerificationPolicy>(),
+        entry::<verification::ListVerificationPolicies>(),
+        entry::<verification::DeleteVerificationPolicy>(),
+        entry::<verification::SubmitChangeset>(),
+        entry::<verification::GetVerification>(),
         entry::<agents::RecordPreflight>(),
         entry::<spawn::SpawnAgent>(),
         entry::<spawn::DelegateTask>(),

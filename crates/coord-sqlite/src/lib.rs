@@ -26,6 +26,7 @@ mod rows;
 mod sessions;
 mod spawn;
 mod stats;
+mod verification;
 mod violations;
 mod workflows;
 mod writer;

@@ -42,6 +42,9 @@ use coord_domain::sessions::{
 };
 use coord_domain::status::StatusResult;
 use coord_domain::target::LockTarget;
+use coord_domain::verification::{
+    self, NewChangeset, PlannedRun, REVIEW_OPERATION, VerificationPolicy, VerificationPolicyRow, VerificationResult,
+};
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
@@ -563,6 +566,72 @@ pub trait NetworkStore: Send + Sync {
     async fn network_access_log(&self, ctx: OpCtx, filter: AccessLogFilter) -> CoordResult<Vec<NetworkAccessRow>>;
 }
 
+/// A changeset and the runs routing planned for it: what `submit_changeset` records in
+/// one transaction.
+#[derive(Debug, Clone)]
+pub struct RoutedChangeset {
+    pub changeset: NewChangeset,
+    /// The submitter's trust level the routing used.
+    pub trust_level: u8,
+    pub runs: Vec<PlannedRun>,
+}
+
+/// The approval request of a run waiting for a person: the submitter's (so they cannot
+/// decide it themselves), under [`REVIEW_OPERATION`], one per changeset and policy.
+pub fn review_request(
+    who: &Identity,
+    changeset_id: &str,
+    run: &PlannedRun,
+    description: Option<&str>,
+) -> ApprovalRequest {
+    let parameters = verification::review_parameters(changeset_id, run, description);
+    ApprovalRequest {
+        agent: who.clone(),
+        operation: REVIEW_OPERATION,
+        params_hash: coord_domain::approvals::params_hash(&parameters),
+        reason: format!(
+            "verification policy {} (tier {}) needs a person's {} of changeset {changeset_id}",
+            run.policy.name,
+            run.policy.tier,
+            if run.policy.review_only() {
+                "review"
+            } else {
+                "approval before it runs"
+            },
+        ),
+        parameters,
+        error: "verification_review_required",
+        pending_minutes: coord_domain::approvals::PENDING_MINUTES,
+    }
+}
+
+/// The verification gateway: policies, changesets and their runs.
+#[async_trait]
+pub trait VerificationStore: Send + Sync {
+    /// Every policy row, by name. Not audited: routing a changeset reads it.
+    async fn verification_policy_rows(&self) -> CoordResult<Vec<VerificationPolicyRow>>;
+    /// Every policy row, by name, as an audited operation.
+    async fn list_verification_policies(&self, ctx: OpCtx) -> CoordResult<Vec<VerificationPolicyRow>>;
+    /// Inserts or replaces the row of `policy.name`; `resource_limit_exceeded` past
+    /// `MAX_POLICIES` rows.
+    async fn set_verification_policy(
+        &self,
+        ctx: OpCtx,
+        policy: VerificationPolicy,
+    ) -> CoordResult<VerificationPolicyRow>;
+    /// Deletes the row of `name`; `not_found` when there is none. Runs already routed
+    /// keep the policy as it was.
+    async fn delete_verification_policy(&self, ctx: OpCtx, name: String) -> CoordResult<String>;
+    /// Records the changeset and its runs, each run waiting for a person with its
+    /// approval request (the submitter's), in one transaction. The same agent's branch
+    /// and commit submitted before answer the recorded changeset (`existing`), even
+    /// when two submissions race.
+    async fn submit_changeset(&self, ctx: OpCtx, routed: RoutedChangeset) -> CoordResult<VerificationResult>;
+    /// A changeset, its runs (those waiting for a person as their review decided) and
+    /// its overall status; `not_found` for an unknown id.
+    async fn get_verification(&self, ctx: OpCtx, changeset_id: String, diff: bool) -> CoordResult<VerificationResult>;
+}
+
 /// A registered spawn: what `spawn_agent` stores in one transaction.
 #[derive(Debug, Clone)]
 pub struct NewSpawn {
@@ -738,6 +807,7 @@ pub trait Store:
     + NotificationStore
     + GuardrailStore
     + NetworkStore
+    + VerificationStore
     + SpawnStore
     + WorkflowStore
     + FileStore
@@ -763,6 +833,7 @@ impl<
         + NotificationStore
         + GuardrailStore
         + NetworkStore
+        + VerificationStore
         + SpawnStore
         + WorkflowStore
         + FileStore

@@ -20,4 +20,5 @@ pub mod registry;
 pub mod sessions;
 pub mod spawn;
 pub mod stats;
+pub mod verification;
 pub mod workflows;

@@ -18,6 +18,7 @@ pub mod profiles;
 pub mod queue;
 pub mod sessions;
 pub mod spawn;
+pub mod verification;
 pub mod workflows;
 
 /// Audits an operation's answer (operations that read through unaudited store methods)

@@ -1,0 +1,202 @@
+//! The verification gateway: policies route a changeset's files to verification tiers
+//! and executors (`coord_domain::verification::route`, with the submitter's trust);
+//! the store records the changeset, one run per matching policy, and an approval
+//! request for each run a person must decide.
+
+use crate::Coordinator;
+use crate::op::{Http, Input, Operation};
+use coord_domain::access::{Access, Effect};
+use coord_domain::profiles::{self, Need, Permission};
+use coord_domain::verification::{
+    self, DeleteVerificationPolicyRequest, DeleteVerificationPolicyResult, GetVerificationRequest,
+    ListVerificationPoliciesResult, Matcher, NewChangeset, SetVerificationPolicyResult, SubmitChangesetRequest,
+    VerificationPolicy, VerificationResult,
+};
+use coord_domain::{CoordResult, Empty, Identity};
+use coord_store::{OpCtx, RoutedChangeset, UsageOf};
+
+pub struct SetVerificationPolicy;
+impl Operation for SetVerificationPolicy {
+    const NAME: &'static str = "set_verification_policy";
+    const SUMMARY: &'static str = "Add a verification policy or replace one (administrators)";
+    const DESCRIPTION: &'static str = "Store a whole verification policy: name, description, tier (0 static \
+        analysis, 1 unit tests, 2 integration, 3 system, 4 a person's review), executor (inline, local, \
+        github_actions, e2b, manual; tier 4 is manual), patterns and exclude_patterns (globs over repo-relative \
+        paths: * stays in one directory, **/ spans any number), required_env (variable names the executor needs), \
+        timeout_seconds (default 300), requires_approval (a person approves before the executor runs), enabled, \
+        and what the executor needs: command (inline, local: program and arguments, no shell), workflow \
+        (github_actions), template (e2b). Every field is checked first; nothing is stored on an error. Takes \
+        effect for the next changeset. Trust 4 (manage_policies). Answers {success:true, policy:{...}}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::admin(Permission::ManagePolicies);
+    const HTTP: &'static [Http] = &[Http::post("/verification/policies/set")];
+    const EXAMPLE: &'static str = "{\"name\": \"lint\", \"tier\": 0, \"executor\": \"inline\", \"patterns\": \
+        [\"**/*.rs\"], \"exclude_patterns\": [\"vendor/**\"], \"command\": [\"cargo\", \"clippy\", \"--\", \"-D\", \
+        \"warnings\"], \"timeout_seconds\": 600}";
+    type Request = VerificationPolicy;
+    type Response = SetVerificationPolicyResult;
+    type Args = VerificationPolicy;
+
+    fn validate(_: &Coordinator, _: &Identity, req: VerificationPolicy) -> CoordResult<VerificationPolicy> {
+        verification::validate_policy(req)
+    }
+
+    async fn execute(
+        c: &Coordinator,
+        ctx: OpCtx,
+        policy: VerificationPolicy,
+    ) -> CoordResult<SetVerificationPolicyResult> {
+        let policy = c.store().set_verification_policy(ctx, policy).await?;
+        Ok(SetVerificationPolicyResult { success: true, policy })
+    }
+}
+
+pub struct ListVerificationPolicies;
+impl Operation for ListVerificationPolicies {
+    const NAME: &'static str = "list_verification_policies";
+    const SUMMARY: &'static str = "List the verification policies";
+    const DESCRIPTION: &'static str = "List every verification policy by name: tier, executor, patterns, \
+        exclude_patterns, required_env, timeout, whether it needs a person's approval, whether it is enabled, \
+        who changed it last. Use it to see which checks a change to some files will go through before calling \
+        submit_changeset. Answers {success:true, policies:[{policy, updated_by, updated_at}]}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    const HTTP: &'static [Http] = &[Http::get("/verification/policies").input(Input::None)];
+    const EXAMPLE: &'static str = "{}";
+    type Request = Empty;
+    type Response = ListVerificationPoliciesResult;
+    type Args = ();
+
+    fn validate(_: &Coordinator, _: &Identity, _: Empty) -> CoordResult<()> {
+        Ok(())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, (): ()) -> CoordResult<ListVerificationPoliciesResult> {
+        let policies = c.store().list_verification_policies(ctx).await?;
+        Ok(ListVerificationPoliciesResult {
+            success: true,
+            policies,
+        })
+    }
+}
+
+pub struct DeleteVerificationPolicy;
+impl Operation for DeleteVerificationPolicy {
+    const NAME: &'static str = "delete_verification_policy";
+    const SUMMARY: &'static str = "Delete a verification policy (administrators)";
+    const DESCRIPTION: &'static str = "Delete the verification policy called name: later changesets are not \
+        routed to it; runs already routed keep the policy as it was. not_found when there is none. Trust 4 \
+        (manage_policies). Answers {success:true, name}.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Destructive;
+    const NEED: Need = Need::admin(Permission::ManagePolicies);
+    const HTTP: &'static [Http] = &[Http::post("/verification/policies/delete").errors(&[404])];
+    const EXAMPLE: &'static str = "{\"name\": \"lint\"}";
+    type Request = DeleteVerificationPolicyRequest;
+    type Response = DeleteVerificationPolicyResult;
+    type Args = String;
+
+    fn validate(_: &Coordinator, _: &Identity, req: DeleteVerificationPolicyRequest) -> CoordResult<String> {
+        verification::validate_name(&req.name)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, name: String) -> CoordResult<DeleteVerificationPolicyResult> {
+        let name = c.store().delete_verification_policy(ctx, name).await?;
+        Ok(DeleteVerificationPolicyResult { success: true, name })
+    }
+}
+
+pub struct SubmitChangeset;
+impl Operation for SubmitChangeset {
+    const NAME: &'static str = "submit_changeset";
+    const SUMMARY: &'static str = "Submit changed files for verification; answers the tiers and checks they go to";
+    const DESCRIPTION: &'static str = "When you have finished a change (before asking for it to be merged), \
+        submit it: files (added or modified, repo-relative), removed (deleted files), branch, commit (hex; \
+        submitting the same branch and commit again answers the changeset already recorded, existing:true), \
+        description and diff for reviewers. Every enabled verification policy whose patterns cover one of the \
+        files (and whose exclude_patterns do not) gets a run: status pending (its executor will run it), \
+        awaiting_approval (a person reviews it in the approval queue: tier 4, or requires_approval before the \
+        executor runs), or skipped (trust level 3 and above skips tiers 0 and 1). Answers {success:true, \
+        changeset:{changeset_id, ...}, status: not_required|pending|awaiting_approval|passed|failed, \
+        runs:[{policy, tier, executor, status, reason, files, approval_id}]}. Follow it with get_verification.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::COORDINATE;
+    const HTTP: &'static [Http] = &[Http::post("/verification/changesets")];
+    const PATH_FIELDS: &'static [&'static str] = &["files", "removed"];
+    const EXAMPLE: &'static str = "{\"files\": [\"src/auth/login.rs\", \"migrations/0042_users.sql\"], \"branch\": \
+        \"agent/claude-1/42\", \"commit\": \"9fceb02d0ae598e95dc970b74767f19372d61af8\", \"description\": \
+        \"hash passwords with argon2\"}";
+    type Request = SubmitChangesetRequest;
+    type Response = VerificationResult;
+    type Args = NewChangeset;
+
+    fn validate(c: &Coordinator, _: &Identity, req: SubmitChangesetRequest) -> CoordResult<NewChangeset> {
+        verification::validate_changeset(req, c.root())
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, changeset: NewChangeset) -> CoordResult<VerificationResult> {
+        // Policies and trust are read when the changeset is routed; each run keeps the
+        // policy as it was then.
+        let matchers = c
+            .store()
+            .verification_policy_rows()
+            .await?
+            .into_iter()
+            .map(|row| Matcher::new(row.policy))
+            .collect::<CoordResult<Vec<_>>>();
+        let matchers = match matchers {
+            Ok(m) => m,
+            Err(e) => return super::refuse(c, &ctx, e).await,
+        };
+        let facts = c
+            .store()
+            .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
+            .await?;
+        let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
+        let runs = verification::route(&matchers, &changeset.paths(), profile.trust_level);
+        let routed = RoutedChangeset {
+            changeset,
+            trust_level: profile.trust_level,
+            runs,
+        };
+        c.store().submit_changeset(ctx, routed).await
+    }
+}
+
+pub struct GetVerification;
+impl Operation for GetVerification {
+    const NAME: &'static str = "get_verification";
+    const SUMMARY: &'static str = "A changeset's verification: each policy's run and the overall status";
+    const DESCRIPTION: &'static str = "Read what became of a submitted changeset: changeset_id as \
+        submit_changeset answered it (diff:true also returns the submitted diff). Answers {success:true, \
+        changeset, status: not_required|pending|awaiting_approval|passed|failed, runs:[{policy, tier, executor, \
+        status: pending|running|awaiting_approval|passed|failed|error|timed_out|skipped|cancelled, reason, files, \
+        approval_id, exit_code, duration_ms, output_tail}]}. A run a person reviews follows their decision in the \
+        approval queue (approved: passed, or pending for its executor when approval only let it run; denied: \
+        failed; unanswered until the request expires: timed_out). not_found for an unknown id.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Read;
+    const NEED: Need = Need::READ;
+    // The body route first: it carries diff (remote clients use the first).
+    const HTTP: &'static [Http] = &[
+        Http::post("/verification/changesets/get").errors(&[404]),
+        Http::get("/verification/changesets/{changeset_id}")
+            .input(Input::Path("changeset_id"))
+            .errors(&[404]),
+    ];
+    const EXAMPLE: &'static str = "{\"changeset_id\": \"cs_0f8e6d4c2b0a49e7a5c3b1d9f7e5c3a1\"}";
+    type Request = GetVerificationRequest;
+    type Response = VerificationResult;
+    type Args = (String, bool);
+
+    fn validate(_: &Coordinator, _: &Identity, req: GetVerificationRequest) -> CoordResult<(String, bool)> {
+        Ok((verification::validate_changeset_id(&req.changeset_id)?, req.diff))
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, (id, diff): (String, bool)) -> CoordResult<VerificationResult> {
+        c.store().get_verification(ctx, id, diff).await
+    }
+}
