@@ -814,6 +814,28 @@ pub enum VerifyCommand {
         #[arg(long, value_name = "BASE")]
         git: Option<String>,
     },
+    /// Be a verification worker: claim the inline and local runs of other agents'
+    /// changesets, run each policy's command in `coord sandbox run` (as agent
+    /// coord-verifier: no profile, no network, unless you assign it one; the policy's
+    /// required_env passed in by name) in this repository, which must be at the
+    /// changeset's commit, within the policy's timeout, and report exit code, duration and
+    /// the end of the output. Trust 4
+    ///
+    /// Example: `coord verify run --once` (what is pending now, then stop)
+    Run {
+        /// Stop when nothing is left to run (default: wait for more, polling)
+        #[arg(long)]
+        once: bool,
+        /// The executors to run (default both)
+        #[arg(long, value_parser = ["inline", "local"])]
+        executor: Vec<String>,
+        /// Seconds between polls when nothing is pending
+        #[arg(long, default_value_t = 5)]
+        poll_seconds: u64,
+        /// Run the commands without bubblewrap (advisory: recorded as such)
+        #[arg(long)]
+        no_sandbox: bool,
+    },
     /// A changeset's runs and overall status (not_required, pending, awaiting_approval,
     /// passed, failed)
     Status {

@@ -6,12 +6,14 @@ use crate::context::Context;
 use crate::output::{Output, table};
 use coord_domain::access::Principal;
 use coord_domain::verification::{
-    self, DeleteVerificationPolicyRequest, GetVerificationRequest, ListVerificationPoliciesResult,
-    SubmitChangesetRequest, VerificationPolicy, VerificationResult,
+    self, ClaimVerificationRunRequest, ClaimedRun, DeleteVerificationPolicyRequest, Executor, GetVerificationRequest,
+    ListVerificationPoliciesResult, ReportVerificationRunRequest, RunStatus, SubmitChangesetRequest,
+    VerificationPolicy, VerificationResult,
 };
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use coord_service::ops::verification::{
-    DeleteVerificationPolicy, GetVerification, ListVerificationPolicies, SetVerificationPolicy, SubmitChangeset,
+    ClaimVerificationRun, DeleteVerificationPolicy, GetVerification, ListVerificationPolicies, ReportVerificationRun,
+    SetVerificationPolicy, SubmitChangeset,
 };
 use coord_service::{Coordination, call};
 use serde_json::{Map, Value};
@@ -91,6 +93,20 @@ fn render_result(r: &VerificationResult) -> String {
         ]);
     }
     let mut text = format!("{head}\n{t}");
+    // What went wrong, where it can be read: the end of each unsuccessful run's output.
+    for run in &r.runs {
+        if let (Some(out), RunStatus::Failed | RunStatus::Error | RunStatus::TimedOut) = (&run.output_tail, run.status)
+        {
+            let lines: Vec<&str> = out.lines().collect();
+            let last = &lines[lines.len().saturating_sub(20)..];
+            text.push_str(&format!(
+                "\n\n--- {} ({}), the end of its output ---\n{}",
+                run.policy,
+                status_word(&run.status),
+                last.join("\n")
+            ));
+        }
+    }
     if let Some(d) = &r.diff {
         text.push_str(&format!("\n\n{d}"));
     }
@@ -204,6 +220,287 @@ fn from_git(base: &str) -> CoordResult<SubmitChangesetRequest> {
     Ok(req)
 }
 
+/// Keeps the last `cap` bytes of what is pushed.
+struct Tail {
+    buf: Vec<u8>,
+    cap: usize,
+}
+
+impl Tail {
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() > 2 * self.cap {
+            let cut = self.buf.len() - self.cap;
+            self.buf.drain(..cut);
+        }
+    }
+
+    fn text(&self) -> String {
+        let text = String::from_utf8_lossy(&self.buf);
+        verification::tail(&text, self.cap).to_string()
+    }
+}
+
+/// The identity runs execute as inside the sandbox: no profile by default (least
+/// privilege, no network); assign it one to give checks network access.
+pub const VERIFIER_AGENT: &str = "coord-verifier";
+
+/// How a worker's run ended, before it is reported.
+struct Outcome {
+    status: RunStatus,
+    exit_code: Option<i32>,
+    reason: Option<String>,
+    output: String,
+}
+
+fn refused(reason: String) -> Outcome {
+    Outcome {
+        status: RunStatus::Error,
+        exit_code: None,
+        reason: Some(reason),
+        output: String::new(),
+    }
+}
+
+/// Runs one claimed run's command in `coord sandbox run` (as [`VERIFIER_AGENT`], the
+/// policy's required variables passed in by name), in the repository, within the
+/// policy's timeout (the process group is killed past it).
+async fn execute(run: &ClaimedRun, ctx: &Context, no_sandbox: bool) -> Outcome {
+    let p = &run.policy;
+    let missing: Vec<&str> = p
+        .required_env
+        .iter()
+        .filter(|n| std::env::var_os(n).is_none())
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return refused(format!(
+            "missing environment variables: {} (set them where coord verify run runs)",
+            missing.join(", ")
+        ));
+    }
+    if let Some(commit) = &run.commit {
+        let head = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(&ctx.repo_root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        match head {
+            Some(h) if h.starts_with(commit.as_str()) => {}
+            Some(h) => {
+                return refused(format!(
+                    "the working tree is at {h}, not the changeset's commit {commit}: run the worker in a checkout of it"
+                ));
+            }
+            None => {
+                return refused(format!(
+                    "{} is not a git checkout: cannot check commit {commit}",
+                    ctx.repo_root.display()
+                ));
+            }
+        }
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return refused("cannot find the coord binary".into());
+    };
+    let mut command = tokio::process::Command::new(exe);
+    command.args(["sandbox", "run", "--agent", VERIFIER_AGENT]);
+    if no_sandbox {
+        command.arg("--no-sandbox");
+    }
+    for name in &p.required_env {
+        command.args(["--env", name]);
+    }
+    command.arg("--").args(&p.command);
+    // The sandboxed run reaches the same coordinator, as this worker.
+    match &ctx.remote {
+        Some(r) => {
+            command.env("COORDINATION_API_URL", &r.url);
+            if let Some(key) = &r.api_key {
+                command.env("COORDINATION_API_KEY", key);
+            }
+        }
+        None => {
+            let db = match &ctx.db {
+                crate::context::DbTarget::Sqlite(path) => format!("sqlite:{}", path.display()),
+                crate::context::DbTarget::Postgres(url) => url.clone(),
+            };
+            command.env("COORD_DATABASE_URL", db);
+        }
+    }
+    command
+        .env("COORD_AGENT_ID", &ctx.caller.agent_id)
+        .env("COORD_AGENT_TYPE", &ctx.caller.agent_type)
+        .current_dir(&ctx.repo_root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => return refused(format!("cannot start coord sandbox run: {e}")),
+    };
+    let group = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    let tail = std::sync::Arc::new(std::sync::Mutex::new(Tail {
+        buf: Vec::new(),
+        cap: verification::MAX_OUTPUT_TAIL,
+    }));
+    let mut readers = Vec::new();
+    let streams: Vec<Box<dyn tokio::io::AsyncRead + Unpin + Send>> = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for mut stream in streams {
+        let tail = tail.clone();
+        readers.push(tokio::spawn(async move {
+            use tokio::io::AsyncReadExt as _;
+            let mut chunk = [0u8; 8192];
+            while let Ok(n) = stream.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                tail.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(&chunk[..n]);
+            }
+        }));
+    }
+    let limit = std::time::Duration::from_secs(u64::from(p.timeout_seconds));
+    let waited = tokio::time::timeout(limit, child.wait()).await;
+    if waited.is_err()
+        && let Some(g) = group
+    {
+        let _ = rustix::process::kill_process_group(g, rustix::process::Signal::KILL);
+        let _ = child.wait().await;
+    }
+    for r in readers {
+        let _ = r.await;
+    }
+    let output = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner).text();
+    match waited {
+        Err(_) => Outcome {
+            status: RunStatus::TimedOut,
+            exit_code: None,
+            reason: Some(format!("still running after {} s: stopped", p.timeout_seconds)),
+            output,
+        },
+        Ok(Err(e)) => Outcome {
+            output,
+            ..refused(format!("waiting for the run: {e}"))
+        },
+        Ok(Ok(status)) => {
+            let code = coord_egress::sandbox::exit_code(status);
+            Outcome {
+                status: if code == 0 {
+                    RunStatus::Passed
+                } else {
+                    RunStatus::Failed
+                },
+                exit_code: Some(code),
+                reason: (code != 0).then(|| format!("exit code {code}")),
+                output,
+            }
+        }
+    }
+}
+
+/// What `coord verify run` was asked to do.
+struct Worker {
+    executors: Vec<Executor>,
+    /// Stop when nothing is left (else poll every `poll`).
+    once: bool,
+    poll: std::time::Duration,
+    no_sandbox: bool,
+}
+
+/// `coord verify run`: claims runs of the executors this machine runs, executes each and
+/// reports it; with `once`, until nothing is left.
+async fn work(coord: &dyn Coordination, ctx: &Context, me: &Principal, w: Worker, out: Output) -> u8 {
+    let Worker {
+        executors,
+        once,
+        poll,
+        no_sandbox,
+    } = w;
+    let mut done = 0usize;
+    loop {
+        let req = ClaimVerificationRunRequest {
+            executors: executors.clone(),
+        };
+        let run = match call::<ClaimVerificationRun, _>(coord, me, req).await {
+            Ok(r) => r.run,
+            Err(e) => return out.error(&e),
+        };
+        let Some(run) = run else {
+            if once {
+                if !out.json {
+                    println!(
+                        "{done} run{} done; nothing left to run",
+                        if done == 1 { "" } else { "s" }
+                    );
+                }
+                return 0;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(poll) => continue,
+                _ = tokio::signal::ctrl_c() => return 0,
+            }
+        };
+        let started = std::time::Instant::now();
+        let outcome = execute(&run, ctx, no_sandbox).await;
+        let report = ReportVerificationRunRequest {
+            changeset_id: run.changeset_id.clone(),
+            policy: run.policy.name.clone(),
+            attempt: Some(run.attempt),
+            status: outcome.status,
+            exit_code: outcome.exit_code,
+            duration_ms: Some(i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)),
+            output_tail: Some(outcome.output),
+            reason: outcome.reason.clone(),
+        };
+        match call::<ReportVerificationRun, _>(coord, me, report).await {
+            Ok(r) => {
+                done += 1;
+                if out.json {
+                    println!("{}", serde_json::to_string(&r).unwrap_or_default());
+                } else {
+                    println!(
+                        "{} on {}: {}{} ({:.1} s); changeset {}",
+                        run.policy.name,
+                        run.changeset_id,
+                        outcome.status.as_str(),
+                        outcome.reason.map(|r| format!(": {r}")).unwrap_or_default(),
+                        started.elapsed().as_secs_f64(),
+                        status_word(&r.status),
+                    );
+                }
+            }
+            Err(e) => {
+                // The claim may have passed to another worker: say so and go on.
+                eprintln!(
+                    "could not report {} on {}: {} [{}]",
+                    run.policy.name, run.changeset_id, e.message, e.code
+                );
+            }
+        }
+    }
+}
+
 pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = Principal::local(ctx.caller.clone());
     match cmd {
@@ -277,6 +574,26 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
                 }
             }
             out.result(call::<SubmitChangeset, _>(coord, &me, req).await, render_result)
+        }
+        VerifyCommand::Run {
+            once,
+            executor,
+            poll_seconds,
+            no_sandbox,
+        } => {
+            let executors = if executor.is_empty() {
+                vec![Executor::Inline, Executor::Local]
+            } else {
+                executor.iter().filter_map(|e| Executor::parse(e)).collect()
+            };
+            let poll = std::time::Duration::from_secs(poll_seconds.max(1));
+            let w = Worker {
+                executors,
+                once,
+                poll,
+                no_sandbox,
+            };
+            work(coord, ctx, &me, w, out).await
         }
         VerifyCommand::Status { changeset_id, diff } => out.result(
             call::<GetVerification, _>(coord, &me, GetVerificationRequest { changeset_id, diff }).await,

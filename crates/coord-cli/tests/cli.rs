@@ -1109,7 +1109,110 @@ local_and_remote!(
     guardrail_rules_through_the_cli,
     files_through_the_cli,
     verification_through_the_cli,
+    verification_workers_through_the_cli,
 );
+
+/// `coord verify run --once`: the policies' commands run in the sandbox (bubblewrap) in
+/// this repository, and their outcomes are recorded.
+fn verification_workers_through_the_cli(repo: &Repo) {
+    git(repo, &["init", "-q"]);
+    git(repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    let base = git(repo, &["rev-parse", "HEAD"]);
+    std::fs::write(
+        repo.root().join("policies.yaml"),
+        "check: {tier: 2, executor: local, patterns: ['src/**'], required_env: [FOO],\n  command: [sh, -c, 'test -f src/main.rs && echo checked $FOO && echo oops > /dev/stderr']}\nslow: {tier: 2, executor: inline, patterns: ['slow/**'], command: [sleep, '30'], timeout_seconds: 1}\n",
+    )
+    .unwrap();
+    let out = repo.run(&["verify", "apply", "policies.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::fs::create_dir_all(repo.root().join("src")).unwrap();
+    std::fs::create_dir_all(repo.root().join("slow")).unwrap();
+    std::fs::write(repo.root().join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(repo.root().join("slow/x"), "x\n").unwrap();
+    git(repo, &["add", "src", "slow"]);
+    git(repo, &["commit", "-q", "-m", "work"]);
+    let submit = [
+        "--agent-type",
+        "claude_code",
+        "verify",
+        "submit",
+        "--git",
+        base.as_str(),
+    ];
+    let (v, c) = repo.json_as("dev", &submit);
+    assert_eq!(c, 0, "{v}");
+    let id = v["changeset"]["changeset_id"].as_str().unwrap().to_string();
+
+    // Without FOO the check cannot judge; the slow one is stopped at its timeout.
+    let out = repo.run_in(
+        repo.root(),
+        &["--agent-id", "ci", "verify", "run", "--once"],
+        &[("FOO", "")],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (v, _) = repo.json_as("dev", &["verify", "status", &id]);
+    let runs: Vec<(&str, &str)> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["policy"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(runs, [("check", "passed"), ("slow", "timed_out")], "{v}");
+    assert_eq!(v["status"], "failed");
+    let check = &v["runs"][0];
+    assert_eq!(check["exit_code"], 0);
+    let tail = check["output_tail"].as_str().unwrap();
+    // Both streams are kept (FOO is empty: the shell drops the unquoted word).
+    assert!(tail.contains("checked\n") && tail.contains("oops"), "{tail}");
+    assert!(
+        tail.contains("enforced: the proxy is the only way out"),
+        "ran in the sandbox: {tail}"
+    );
+
+    // A new commit: FOO unset is an error naming it; the human table shows why.
+    std::fs::write(repo.root().join("src/main.rs"), "fn main() { println!(); }\n").unwrap();
+    git(repo, &["commit", "-q", "-am", "more"]);
+    let (v, _) = repo.json_as("dev", &submit);
+    let second = v["changeset"]["changeset_id"].as_str().unwrap().to_string();
+    let mut cmd = repo.command(&["--agent-id", "ci", "verify", "run", "--once", "--executor", "local"]);
+    let out = cmd.env_remove("FOO").output().unwrap();
+    assert!(
+        stdout(&out).contains("check on ") && stdout(&out).contains("error: missing environment variables: FOO"),
+        "{}",
+        stdout(&out)
+    );
+    let out = repo.run(&["verify", "status", &second]);
+    assert!(stdout(&out).contains(": failed ("), "{}", stdout(&out));
+    // The submitter's own worker does not verify its own change.
+    std::fs::write(repo.root().join("src/main.rs"), "fn main() { println!(\"x\"); }\n").unwrap();
+    git(repo, &["commit", "-q", "-am", "again"]);
+    let (v, _) = repo.json_as("dev", &submit);
+    let third = v["changeset"]["changeset_id"].as_str().unwrap().to_string();
+    let out = repo.run_in(
+        repo.root(),
+        &["--agent-id", "dev", "verify", "run", "--once"],
+        &[("FOO", "x")],
+    );
+    assert!(stdout(&out).contains("0 runs done"), "{}", stdout(&out));
+    // The second changeset's inline run is left from before: the tree is no longer at
+    // its commit, so it is not verified against the wrong code.
+    let out = repo.run_in(
+        repo.root(),
+        &["--agent-id", "ci", "verify", "run", "--once"],
+        &[("FOO", "bar")],
+    );
+    assert!(stdout(&out).contains("3 runs done"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("slow on {second}: error: the working tree is at ")),
+        "{}",
+        stdout(&out)
+    );
+    let (v, _) = repo.json_as("dev", &["verify", "status", &third]);
+    assert!(
+        v["runs"][0]["output_tail"].as_str().unwrap().contains("checked bar"),
+        "{v}"
+    );
+}
 
 fn git(repo: &Repo, args: &[&str]) -> String {
     let out = Command::new("git")

@@ -84,6 +84,8 @@ macro_rules! conformance_suite {
             network::network_policy_changes_apply_to_the_next_request,
             verification::verification_policies_route_changesets,
             verification::verification_concurrent_resubmissions_record_one_changeset,
+            verification::verification_workers_claim_and_report,
+            verification::verification_concurrent_workers_claim_each_run_once,
             keys::keys_bind_identities_expire_and_revoke,
             profiles::profiles_builtin_are_seeded,
             profiles::profiles_assignment_precedence_and_least_privilege,

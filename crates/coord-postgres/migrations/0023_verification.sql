@@ -39,6 +39,9 @@ CREATE TABLE verification_results (
     files        jsonb NOT NULL,
     file_count   integer NOT NULL,
     approval_id  text,
+    -- The worker running it (claim_verification_run) and until when its claim holds.
+    claimed_by   text,
+    lease_until  timestamptz,
     exit_code    integer,
     duration_ms  bigint,
     output_tail  text,

@@ -6,8 +6,9 @@ use crate::{Fail, PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::approvals::ApprovalStatus;
 use coord_domain::verification::{
-    self, ChangedFile, Changeset, Executor, MAX_POLICIES, RUN_FILES_SHOWN, Review, RunStatus, VerificationPolicy,
-    VerificationPolicyRow, VerificationResult, VerificationRun, no_policy, too_many_policies,
+    self, CLAIM_GRACE_SECONDS, ChangedFile, Changeset, ClaimedRun, Executor, MAX_POLICIES, RUN_FILES_SHOWN, Review,
+    RunClaim, RunReport, RunStatus, VerificationPolicy, VerificationPolicyRow, VerificationResult, VerificationRun,
+    no_policy, too_many_policies,
 };
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{OpCtx, RoutedChangeset, VerificationStore};
@@ -233,6 +234,106 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx, id: &str, with_diff: bool, existing: boo
     Ok(verification::assemble(changeset, runs, &reviews, now, diff, existing))
 }
 
+/// The oldest claimable run of `executors` (see `VerificationStore::claim_verification_run`):
+/// the row is locked (`SKIP LOCKED`), so racing workers take different runs.
+#[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `Vec`
+async fn claim(tx: &Tx<'_>, ctx: &OpCtx, executors: &Vec<Executor>) -> R<Option<ClaimedRun>> {
+    let names: Vec<&str> = executors.iter().map(|e| e.as_str()).collect();
+    let Some(r) = tx
+        .query_opt(
+            &tx.prepare_cached(&format!(
+                "SELECT v.changeset_id, v.policy, v.attempt, v.policy_snapshot, v.files, v.file_count, c.branch,
+                        c.commit_sha, {NOW}
+                   FROM verification_results v
+                   JOIN changesets c ON c.changeset_id = v.changeset_id
+                   LEFT JOIN approval_queue a ON a.approval_id = v.approval_id
+                  WHERE v.executor = ANY($2::text[]) AND c.agent_id <> $3
+                    AND (v.status = 'pending'
+                         OR (v.status = 'running' AND v.lease_until <= {NOW})
+                         OR (v.status = 'awaiting_approval' AND v.executor <> 'manual'
+                             AND a.status IN ('approved', 'used')))
+                  ORDER BY v.created_at, v.changeset_id, v.policy LIMIT 1
+                  FOR UPDATE OF v SKIP LOCKED"
+            ))
+            .await?,
+            &[&ctx.now, &names, &ctx.who.agent_id],
+        )
+        .await?
+    else {
+        return Ok(None);
+    };
+    let Json(policy) = get::<Json<VerificationPolicy>>(&r, 3)?;
+    let Json(files) = get::<Json<Vec<String>>>(&r, 4)?;
+    let branch: String = get(&r, 6)?;
+    let now: Timestamp = get(&r, 8)?;
+    let lease_until = now + chrono::Duration::seconds(i64::from(policy.timeout_seconds) + CLAIM_GRACE_SECONDS);
+    let run = ClaimedRun {
+        changeset_id: get(&r, 0)?,
+        attempt: u32::try_from(get::<i32>(&r, 2)?).unwrap_or(1),
+        policy,
+        files,
+        file_count: usize::try_from(get::<i32>(&r, 5)?).unwrap_or_default(),
+        branch: (!branch.is_empty()).then_some(branch),
+        commit: get(&r, 7)?,
+        lease_until,
+    };
+    tx.execute(
+        "UPDATE verification_results SET status = 'running', claimed_by = $4, started_at = $5, lease_until = $6,
+                reason = NULL
+          WHERE changeset_id = $1 AND policy = $2 AND attempt = $3",
+        &[
+            &run.changeset_id,
+            &run.policy.name,
+            &int(i64::from(run.attempt)),
+            &ctx.who.agent_id,
+            &now,
+            &lease_until,
+        ],
+    )
+    .await?;
+    Ok(Some(run))
+}
+
+async fn report(tx: &Tx<'_>, ctx: &OpCtx, r: &RunReport) -> R<VerificationResult> {
+    let attempt = int(i64::from(r.attempt));
+    let row = tx
+        .query_opt(
+            "SELECT v.status, v.claimed_by, c.agent_id FROM verification_results v
+               JOIN changesets c ON c.changeset_id = v.changeset_id
+              WHERE v.changeset_id = $1 AND v.policy = $2 AND v.attempt = $3
+              FOR UPDATE OF v",
+            &[&r.changeset_id, &r.policy, &attempt],
+        )
+        .await?
+        .ok_or_else(|| Fail::Coord(verification::run_not_found(r)))?;
+    let claim = RunClaim {
+        status: RunStatus::parse(&get::<String>(&row, 0)?).unwrap_or(RunStatus::Error),
+        claimed_by: get(&row, 1)?,
+        submitter: get(&row, 2)?,
+    };
+    verification::decide_report(&claim, &ctx.who.agent_id, r)?;
+    tx.execute(
+        &format!(
+            "UPDATE verification_results SET status = $5, exit_code = $6, duration_ms = $7, output_tail = $8,
+                    reason = $9, finished_at = {NOW}, lease_until = NULL
+              WHERE changeset_id = $2 AND policy = $3 AND attempt = $4"
+        ),
+        &[
+            &ctx.now,
+            &r.changeset_id,
+            &r.policy,
+            &attempt,
+            &r.status.as_str(),
+            &r.exit_code,
+            &r.duration_ms,
+            &r.output_tail,
+            &r.reason,
+        ],
+    )
+    .await?;
+    read(tx, ctx, &r.changeset_id, false, false).await
+}
+
 #[allow(clippy::ptr_arg)] // the shape of an `OpFn`
 async fn get_one(tx: &Tx<'_>, ctx: &OpCtx, (id, diff): &(String, bool)) -> R<VerificationResult> {
     read(tx, ctx, id, *diff, false).await
@@ -269,5 +370,13 @@ impl VerificationStore for PgStore {
     async fn get_verification(&self, ctx: OpCtx, changeset_id: String, diff: bool) -> CoordResult<VerificationResult> {
         self.op(ctx, (changeset_id, diff), |tx, ctx, a| Box::pin(get_one(tx, ctx, a)))
             .await
+    }
+
+    async fn claim_verification_run(&self, ctx: OpCtx, executors: Vec<Executor>) -> CoordResult<Option<ClaimedRun>> {
+        self.op(ctx, executors, |tx, ctx, e| Box::pin(claim(tx, ctx, e))).await
+    }
+
+    async fn report_verification_run(&self, ctx: OpCtx, r: RunReport) -> CoordResult<VerificationResult> {
+        self.op(ctx, r, |tx, ctx, r| Box::pin(report(tx, ctx, r))).await
     }
 }

@@ -171,6 +171,8 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<verification::DeleteVerificationPolicy>(),
         entry::<verification::SubmitChangeset>(),
         entry::<verification::GetVerification>(),
+        entry::<verification::ClaimVerificationRun>(),
+        entry::<verification::ReportVerificationRun>(),
         entry::<agents::RecordPreflight>(),
         entry::<spawn::SpawnAgent>(),
         entry::<spawn::DelegateTask>(),

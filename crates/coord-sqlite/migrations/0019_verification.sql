@@ -39,6 +39,9 @@ CREATE TABLE verification_results (
     files        TEXT NOT NULL,
     file_count   INTEGER NOT NULL,
     approval_id  TEXT,
+    -- The worker running it (claim_verification_run) and until when its claim holds.
+    claimed_by   TEXT,
+    lease_until  INTEGER,
     exit_code    INTEGER,
     duration_ms  INTEGER,
     output_tail  TEXT,

@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use coord_domain::approvals::ApprovalStatus;
 use coord_domain::time::from_micros;
 use coord_domain::verification::{
-    self, Changeset, Executor, MAX_POLICIES, RUN_FILES_SHOWN, Review, RunStatus, VerificationPolicy,
-    VerificationPolicyRow, VerificationResult, VerificationRun, no_policy, too_many_policies,
+    self, CLAIM_GRACE_SECONDS, Changeset, ClaimedRun, Executor, MAX_POLICIES, RUN_FILES_SHOWN, Review, RunClaim,
+    RunReport, RunStatus, VerificationPolicy, VerificationPolicyRow, VerificationResult, VerificationRun, no_policy,
+    too_many_policies,
 };
 use coord_domain::{CoordResult, Identity};
 use coord_store::{OpCtx, RoutedChangeset, VerificationStore};
@@ -213,6 +214,95 @@ fn read(c: &Connection, now: i64, id: &str, with_diff: bool, existing: bool) -> 
     ))
 }
 
+/// The oldest claimable run of `executors` (see `VerificationStore::claim_verification_run`);
+/// the single writer makes the look and the update one step.
+fn claim(c: &Connection, now: i64, who: &Identity, executors: &[Executor]) -> R<Option<ClaimedRun>> {
+    let names: Vec<&str> = executors.iter().map(|e| e.as_str()).collect();
+    let found = c
+        .prepare_cached(
+            "SELECT v.changeset_id, v.policy, v.attempt, v.policy_snapshot, v.files, v.file_count, c.branch, c.commit_sha
+               FROM verification_results v
+               JOIN changesets c ON c.changeset_id = v.changeset_id
+               LEFT JOIN approval_queue a ON a.approval_id = v.approval_id
+              WHERE v.executor IN (SELECT value FROM json_each(?1)) AND c.agent_id <> ?2
+                AND (v.status = 'pending'
+                     OR (v.status = 'running' AND v.lease_until <= ?3)
+                     OR (v.status = 'awaiting_approval' AND v.executor <> 'manual'
+                         AND a.status IN ('approved', 'used')))
+              ORDER BY v.created_at, v.changeset_id, v.policy LIMIT 1",
+        )?
+        .query_row(params![to_json(&names), who.agent_id, now], |r| {
+            let branch: String = r.get(6)?;
+            Ok(ClaimedRun {
+                changeset_id: r.get(0)?,
+                policy: json(r, 3)?,
+                attempt: r.get(2)?,
+                files: json(r, 4)?,
+                file_count: r.get::<_, i64>(5)? as usize,
+                branch: (!branch.is_empty()).then_some(branch),
+                commit: r.get(7)?,
+                lease_until: from_micros(now),
+            })
+        })
+        .optional()?;
+    let Some(mut run) = found else {
+        return Ok(None);
+    };
+    let lease = now + (i64::from(run.policy.timeout_seconds) + CLAIM_GRACE_SECONDS) * 1_000_000;
+    run.lease_until = from_micros(lease);
+    c.prepare_cached(
+        "UPDATE verification_results SET status = 'running', claimed_by = ?4, started_at = ?5, lease_until = ?6,
+                reason = NULL
+          WHERE changeset_id = ?1 AND policy = ?2 AND attempt = ?3",
+    )?
+    .execute(params![
+        run.changeset_id,
+        run.policy.name,
+        run.attempt,
+        who.agent_id,
+        now,
+        lease
+    ])?;
+    Ok(Some(run))
+}
+
+fn report(c: &Connection, now: i64, who: &Identity, r: &RunReport) -> R<VerificationResult> {
+    let claim = c
+        .prepare_cached(
+            "SELECT v.status, v.claimed_by, c.agent_id FROM verification_results v
+               JOIN changesets c ON c.changeset_id = v.changeset_id
+              WHERE v.changeset_id = ?1 AND v.policy = ?2 AND v.attempt = ?3",
+        )?
+        .query_row(params![r.changeset_id, r.policy, r.attempt], |row| {
+            let status: String = row.get(0)?;
+            Ok(RunClaim {
+                status: RunStatus::parse(&status).unwrap_or(RunStatus::Error),
+                claimed_by: row.get(1)?,
+                submitter: row.get(2)?,
+            })
+        })
+        .optional()?
+        .ok_or_else(|| Fail::Coord(verification::run_not_found(r)))?;
+    verification::decide_report(&claim, &who.agent_id, r)?;
+    c.prepare_cached(
+        "UPDATE verification_results SET status = ?4, exit_code = ?5, duration_ms = ?6, output_tail = ?7, reason = ?8,
+                finished_at = ?9, lease_until = NULL
+          WHERE changeset_id = ?1 AND policy = ?2 AND attempt = ?3",
+    )?
+    .execute(params![
+        r.changeset_id,
+        r.policy,
+        r.attempt,
+        r.status.as_str(),
+        r.exit_code,
+        r.duration_ms,
+        r.output_tail,
+        r.reason,
+        now
+    ])?;
+    read(c, now, &r.changeset_id, false, false)
+}
+
 #[async_trait]
 impl VerificationStore for SqliteStore {
     async fn verification_policy_rows(&self) -> CoordResult<Vec<VerificationPolicyRow>> {
@@ -243,5 +333,13 @@ impl VerificationStore for SqliteStore {
     async fn get_verification(&self, ctx: OpCtx, changeset_id: String, diff: bool) -> CoordResult<VerificationResult> {
         self.op(ctx, move |c, now, _| read(c, now, &changeset_id, diff, false))
             .await
+    }
+
+    async fn claim_verification_run(&self, ctx: OpCtx, executors: Vec<Executor>) -> CoordResult<Option<ClaimedRun>> {
+        self.op(ctx, move |c, now, who| claim(c, now, who, &executors)).await
+    }
+
+    async fn report_verification_run(&self, ctx: OpCtx, r: RunReport) -> CoordResult<VerificationResult> {
+        self.op(ctx, move |c, now, who| report(c, now, who, &r)).await
     }
 }

@@ -43,7 +43,8 @@ use coord_domain::sessions::{
 use coord_domain::status::StatusResult;
 use coord_domain::target::LockTarget;
 use coord_domain::verification::{
-    self, NewChangeset, PlannedRun, REVIEW_OPERATION, VerificationPolicy, VerificationPolicyRow, VerificationResult,
+    self, ClaimedRun, Executor, NewChangeset, PlannedRun, REVIEW_OPERATION, RunReport, VerificationPolicy,
+    VerificationPolicyRow, VerificationResult,
 };
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
 use serde::Serialize;
@@ -630,6 +631,13 @@ pub trait VerificationStore: Send + Sync {
     /// A changeset, its runs (those waiting for a person as their review decided) and
     /// its overall status; `not_found` for an unknown id.
     async fn get_verification(&self, ctx: OpCtx, changeset_id: String, diff: bool) -> CoordResult<VerificationResult>;
+    /// Claims the oldest run one of `executors` runs, for the caller: pending, approved
+    /// to run, or running past its claim (a worker that died); never a run of the
+    /// caller's own changeset. Concurrent workers never claim one run twice.
+    async fn claim_verification_run(&self, ctx: OpCtx, executors: Vec<Executor>) -> CoordResult<Option<ClaimedRun>>;
+    /// Records the outcome of a claimed run (`verification::decide_report`) and answers
+    /// the changeset as it is now.
+    async fn report_verification_run(&self, ctx: OpCtx, report: RunReport) -> CoordResult<VerificationResult>;
 }
 
 /// A registered spawn: what `spawn_agent` stores in one transaction.

@@ -9,8 +9,9 @@ use coord_domain::approvals::{DecideApprovalRequest, Decision};
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::profiles::Permission;
 use coord_domain::verification::{
-    ChangesetStatus, DeleteVerificationPolicyRequest, Executor, GetVerificationRequest, RunStatus,
-    SubmitChangesetRequest, VerificationPolicy, VerificationResult,
+    ChangesetStatus, ClaimVerificationRunRequest, ClaimedRun, DeleteVerificationPolicyRequest, Executor,
+    GetVerificationRequest, ReportVerificationRunRequest, RunStatus, SubmitChangesetRequest, VerificationPolicy,
+    VerificationResult,
 };
 use coord_domain::{Caller, CoordResult, Empty, ErrorCode};
 use coord_service::ops::{approvals, audit, verification as ops};
@@ -343,4 +344,210 @@ pub async fn verification_concurrent_resubmissions_record_one_changeset(b: &dyn 
             .count(),
         1
     );
+}
+
+async fn claim(h: &Harness, who: &Caller, executors: &[Executor]) -> CoordResult<Option<ClaimedRun>> {
+    run::<ops::ClaimVerificationRun>(
+        h,
+        who,
+        ClaimVerificationRunRequest {
+            executors: executors.to_vec(),
+        },
+    )
+    .await
+    .map(|r| r.run)
+}
+
+async fn report(h: &Harness, who: &Caller, claimed: &ClaimedRun, status: RunStatus) -> CoordResult<VerificationResult> {
+    run::<ops::ReportVerificationRun>(
+        h,
+        who,
+        ReportVerificationRunRequest {
+            changeset_id: claimed.changeset_id.clone(),
+            policy: claimed.policy.name.clone(),
+            attempt: Some(claimed.attempt),
+            status,
+            exit_code: Some(if status == RunStatus::Passed { 0 } else { 2 }),
+            duration_ms: Some(1500),
+            output_tail: Some("test result: ok".into()),
+            reason: None,
+        },
+    )
+    .await
+}
+
+/// Workers claim runs of the executors they run (never of their own changeset), report
+/// what happened, and take over a run whose worker stopped reporting.
+pub async fn verification_workers_claim_and_report(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let root = operator("root");
+    let mut all = policies();
+    all.push(policy(
+        json!({"name": "deploy", "tier": 3, "executor": "e2b", "patterns": ["deploy/**"],
+                           "template": "t", "requires_approval": true}),
+    ));
+    for p in all {
+        run::<ops::SetVerificationPolicy>(&h, &root, p).await.unwrap();
+    }
+    let own = submit(&h, &root, json!({"files": ["src/db/x.rs"]})).await.unwrap();
+    assert_eq!(
+        statuses(&own),
+        [
+            ("lint", RunStatus::Skipped),
+            ("unit", RunStatus::Skipped),
+            ("integration", RunStatus::Pending)
+        ]
+    );
+    let dev2 = standard(&h, "dev2").await;
+    let cs = submit(
+        &h,
+        &dev2,
+        json!({"files": ["src/db/pool.rs", "deploy/app.yaml"], "commit": "abcdef1"}),
+    )
+    .await
+    .unwrap();
+    let id = cs.changeset.changeset_id.clone();
+    if h.door != Door::Http {
+        let e = claim(&h, &dev2, &[]).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::InsufficientTrustLevel);
+    }
+    // Oldest first, never the worker's own changeset; what it needs comes with it.
+    let first = claim(&h, &root, &[]).await.unwrap().expect("a run to do");
+    assert_eq!(
+        (first.changeset_id.as_str(), first.policy.name.as_str()),
+        (id.as_str(), "integration")
+    );
+    assert_eq!(first.policy.command, ["make", "integration"]);
+    assert_eq!(first.policy.required_env, ["DATABASE_URL"]);
+    assert_eq!(
+        (first.files.clone(), first.commit.as_deref()),
+        (vec!["src/db/pool.rs".to_string()], Some("abcdef1"))
+    );
+    let second = claim(&h, &root, &[Executor::Inline, Executor::Local])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (second.changeset_id.as_str(), second.policy.name.as_str()),
+        (id.as_str(), "lint")
+    );
+    assert_eq!(
+        claim(&h, &root, &[]).await.unwrap(),
+        None,
+        "its own changeset's run is not its to verify"
+    );
+    let read = get(&h, &dev2, &id).await.unwrap();
+    assert_eq!(read.runs[0].status, RunStatus::Running);
+    assert!(read.runs[0].started_at.is_some());
+
+    // A run waiting for approval is claimable once approved.
+    let worker = operator("worker");
+    assert_eq!(claim(&h, &worker, &[Executor::E2b]).await.unwrap(), None);
+    let deploy_review = cs
+        .runs
+        .iter()
+        .find(|r| r.policy == "deploy")
+        .unwrap()
+        .approval_id
+        .clone()
+        .unwrap();
+    decide(&h, &root, &deploy_review, Decision::Approve).await.unwrap();
+    assert_eq!(
+        get(&h, &dev2, &id)
+            .await
+            .unwrap()
+            .runs
+            .iter()
+            .find(|r| r.policy == "deploy")
+            .unwrap()
+            .status,
+        RunStatus::Pending,
+        "approved: waiting for its executor"
+    );
+    let deploy = claim(&h, &worker, &[Executor::E2b]).await.unwrap().unwrap();
+    assert_eq!(deploy.policy.name, "deploy");
+
+    // Only the claiming worker reports.
+    let e = report(&h, &worker, &first, RunStatus::Passed).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Forbidden, "{e:?}");
+    let after = report(&h, &root, &second, RunStatus::Passed).await.unwrap();
+    assert_eq!(after.status, ChangesetStatus::Pending);
+    let after = report(&h, &root, &first, RunStatus::Failed).await.unwrap();
+    assert_eq!(after.status, ChangesetStatus::Failed);
+    let integration = after.runs.iter().find(|r| r.policy == "integration").unwrap();
+    assert_eq!(
+        (
+            integration.status,
+            integration.exit_code,
+            integration.duration_ms,
+            integration.output_tail.as_deref()
+        ),
+        (RunStatus::Failed, Some(2), Some(1500), Some("test result: ok"))
+    );
+    assert!(integration.finished_at.is_some());
+    let e = report(&h, &root, &first, RunStatus::Passed).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Forbidden, "a finished run stays as reported");
+    let mut ghost = first.clone();
+    ghost.policy.name = "nothing".into();
+    assert_eq!(
+        report(&h, &root, &ghost, RunStatus::Passed).await.unwrap_err().code,
+        ErrorCode::NotFound
+    );
+
+    // A worker that stops reporting loses its claim after the timeout and a minute.
+    h.advance(5);
+    assert_eq!(
+        claim(&h, &root, &[Executor::E2b]).await.unwrap(),
+        None,
+        "still the worker's"
+    );
+    h.advance(2);
+    let taken = claim(&h, &root, &[Executor::E2b]).await.unwrap().unwrap();
+    assert_eq!(taken.policy.name, "deploy");
+    assert_eq!(
+        report(&h, &worker, &deploy, RunStatus::Passed).await.unwrap_err().code,
+        ErrorCode::Forbidden
+    );
+    report(&h, &root, &taken, RunStatus::Passed).await.unwrap();
+    // Another worker verifies root's change.
+    let theirs = claim(&h, &worker, &[]).await.unwrap().unwrap();
+    assert_eq!(theirs.changeset_id, own.changeset.changeset_id);
+}
+
+/// Workers racing for runs: each run is claimed once.
+pub async fn verification_concurrent_workers_claim_each_run_once(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    run::<ops::SetVerificationPolicy>(&h, &operator("root"), policies()[2].clone())
+        .await
+        .unwrap();
+    let dev = standard(&h, "dev").await;
+    for i in 0..6 {
+        submit(&h, &dev, json!({"files": [format!("src/db/{i}.rs")]}))
+            .await
+            .unwrap();
+    }
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let coord = h.coord.clone();
+        tasks.push(tokio::spawn(async move {
+            let me = coord_domain::access::Principal::local(operator(&format!("worker-{w}")));
+            let mut got = Vec::new();
+            while let Some(run) = coord_service::call::<ops::ClaimVerificationRun, _>(&*coord, &me, Default::default())
+                .await
+                .unwrap()
+                .run
+            {
+                got.push(run.changeset_id);
+            }
+            got
+        }));
+    }
+    let mut claimed = Vec::new();
+    for t in tasks {
+        claimed.extend(t.await.unwrap());
+    }
+    claimed.sort();
+    let before = claimed.len();
+    claimed.dedup();
+    assert_eq!((before, claimed.len()), (6, 6), "every run claimed, none twice");
 }

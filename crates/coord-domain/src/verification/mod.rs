@@ -782,3 +782,200 @@ pub fn assemble(
 
 /// How many of a run's files are kept with it (the count is kept whole).
 pub const RUN_FILES_SHOWN: usize = 100;
+
+/// The end of an executor's output kept with a run.
+pub const MAX_OUTPUT_TAIL: usize = 64 * 1024;
+/// How long a claim outlives the policy's timeout before another worker may take the
+/// run over (a worker that died).
+pub const CLAIM_GRACE_SECONDS: i64 = 60;
+
+/// `claim_verification_run`'s request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ClaimVerificationRunRequest {
+    /// The executors this worker runs (default inline and local; never manual).
+    #[serde(default)]
+    pub executors: Vec<Executor>,
+}
+
+/// The executors a claim asks for: given ones without repeats, or inline and local.
+pub fn validate_claim(req: ClaimVerificationRunRequest) -> CoordResult<Vec<Executor>> {
+    if req.executors.contains(&Executor::Manual) {
+        return Err(invalid(
+            "executors",
+            "executors: a person's review is decided in the approval queue, not claimed",
+        ));
+    }
+    let mut list: Vec<Executor> = Vec::new();
+    for e in req.executors {
+        if !list.contains(&e) {
+            list.push(e);
+        }
+    }
+    if list.is_empty() {
+        list = vec![Executor::Inline, Executor::Local];
+    }
+    Ok(list)
+}
+
+/// A run a worker claimed: what it needs to run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ClaimedRun {
+    pub changeset_id: String,
+    pub attempt: u32,
+    /// The policy as routed.
+    pub policy: VerificationPolicy,
+    pub files: Vec<String>,
+    pub file_count: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Report before this, or another worker may take the run over.
+    pub lease_until: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ClaimVerificationRunResult {
+    pub success: bool,
+    /// None: nothing to run.
+    pub run: Option<ClaimedRun>,
+}
+
+/// `report_verification_run`'s request: the outcome of a claimed run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReportVerificationRunRequest {
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64)))]
+    pub changeset_id: String,
+    pub policy: String,
+    /// The attempt claimed (default 1).
+    #[serde(default)]
+    pub attempt: Option<u32>,
+    /// passed, failed, error (could not judge) or timed_out.
+    pub status: RunStatus,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub duration_ms: Option<i64>,
+    /// The end of the output (longer text keeps its last 64 KiB).
+    #[serde(default)]
+    pub output_tail: Option<String>,
+    /// Why, in a sentence (a missing variable, the wrong commit checked out).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// A validated report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunReport {
+    pub changeset_id: String,
+    pub policy: String,
+    pub attempt: u32,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<i64>,
+    pub output_tail: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// The last `max` bytes of `s`, cut at a character boundary.
+pub fn tail(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+pub fn validate_report(req: ReportVerificationRunRequest) -> CoordResult<RunReport> {
+    if !matches!(
+        req.status,
+        RunStatus::Passed | RunStatus::Failed | RunStatus::Error | RunStatus::TimedOut
+    ) {
+        return Err(invalid(
+            "status",
+            format!(
+                "status {}: a report is passed, failed, error or timed_out",
+                req.status.as_str()
+            ),
+        ));
+    }
+    if req.duration_ms.is_some_and(|d| d < 0) {
+        return Err(invalid("duration_ms", "duration_ms: not negative"));
+    }
+    let output_tail = req
+        .output_tail
+        .map(|t| tail(&t.replace('\0', ""), MAX_OUTPUT_TAIL).to_string())
+        .filter(|t| !t.is_empty());
+    Ok(RunReport {
+        changeset_id: validate_changeset_id(&req.changeset_id)?,
+        policy: validate_name(&req.policy).map_err(|mut e| {
+            e.field = Some("policy".into());
+            e
+        })?,
+        attempt: req.attempt.unwrap_or(1).max(1),
+        status: req.status,
+        exit_code: req.exit_code,
+        duration_ms: req.duration_ms,
+        output_tail,
+        reason: validate::optional_text("reason", req.reason, 1000)?,
+    })
+}
+
+/// What the store read about a run someone reports on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunClaim {
+    pub status: RunStatus,
+    pub claimed_by: Option<String>,
+    pub submitter: String,
+}
+
+/// Only the worker holding the claim reports, only on a running run, and never on its
+/// own changeset (nobody verifies their own change).
+pub fn decide_report(claim: &RunClaim, reporter: &str, report: &RunReport) -> CoordResult<()> {
+    if claim.submitter == reporter {
+        return Err(CoordError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "{reporter} submitted changeset {}: another worker reports on its runs",
+                report.changeset_id
+            ),
+        ));
+    }
+    if claim.status != RunStatus::Running || claim.claimed_by.as_deref() != Some(reporter) {
+        return Err(CoordError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "the run of policy {} on changeset {} is {}{}: only the worker that claimed it reports, while it runs",
+                report.policy,
+                report.changeset_id,
+                claim.status.as_str(),
+                claim
+                    .claimed_by
+                    .as_ref()
+                    .map(|w| format!(" (claimed by {w})"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `not_found` for a run that does not exist.
+pub fn run_not_found(report: &RunReport) -> CoordError {
+    CoordError::new(
+        ErrorCode::NotFound,
+        format!(
+            "changeset {} has no run of policy {} (attempt {})",
+            report.changeset_id, report.policy, report.attempt
+        ),
+    )
+}

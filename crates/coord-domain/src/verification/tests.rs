@@ -378,3 +378,70 @@ fn changeset_ids_are_ours() {
         assert!(validate_changeset_id(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn reports_come_from_the_claiming_worker_only() {
+    let report = validate_report(ReportVerificationRunRequest {
+        changeset_id: new_changeset_id(),
+        policy: "lint".into(),
+        attempt: None,
+        status: RunStatus::Failed,
+        exit_code: Some(1),
+        duration_ms: Some(12),
+        output_tail: Some("é".repeat(MAX_OUTPUT_TAIL)),
+        reason: None,
+    })
+    .unwrap();
+    let kept = report.output_tail.as_deref().unwrap();
+    assert!(kept.len() <= MAX_OUTPUT_TAIL && kept.chars().all(|c| c == 'é'));
+    let claim = |status, by: Option<&str>| RunClaim {
+        status,
+        claimed_by: by.map(str::to_string),
+        submitter: "dev".into(),
+    };
+    // (claim, reporter, allowed)
+    let cases = [
+        (claim(RunStatus::Running, Some("worker")), "worker", true),
+        (claim(RunStatus::Running, Some("worker")), "other", false),
+        (claim(RunStatus::Running, Some("dev")), "dev", false),
+        (claim(RunStatus::Pending, None), "worker", false),
+        (claim(RunStatus::Passed, Some("worker")), "worker", false),
+    ];
+    for (c, who, ok) in cases {
+        let got = decide_report(&c, who, &report);
+        assert_eq!(got.is_ok(), ok, "{c:?} {who}: {got:?}");
+        if let Err(e) = got {
+            assert_eq!(e.code, ErrorCode::Forbidden);
+        }
+    }
+    for status in [
+        RunStatus::Pending,
+        RunStatus::Running,
+        RunStatus::Skipped,
+        RunStatus::AwaitingApproval,
+    ] {
+        let e = validate_report(ReportVerificationRunRequest {
+            changeset_id: new_changeset_id(),
+            policy: "lint".into(),
+            attempt: None,
+            status,
+            exit_code: None,
+            duration_ms: None,
+            output_tail: None,
+            reason: None,
+        })
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("status"));
+    }
+    assert_eq!(
+        validate_claim(ClaimVerificationRunRequest::default()).unwrap(),
+        [Executor::Inline, Executor::Local]
+    );
+    assert!(
+        validate_claim(ClaimVerificationRunRequest {
+            executors: vec![Executor::Manual]
+        })
+        .is_err()
+    );
+    assert_eq!(tail("abcdef", 3), "def");
+}

@@ -8,8 +8,9 @@ use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect};
 use coord_domain::profiles::{self, Need, Permission};
 use coord_domain::verification::{
-    self, DeleteVerificationPolicyRequest, DeleteVerificationPolicyResult, GetVerificationRequest,
-    ListVerificationPoliciesResult, Matcher, NewChangeset, SetVerificationPolicyResult, SubmitChangesetRequest,
+    self, ClaimVerificationRunRequest, ClaimVerificationRunResult, DeleteVerificationPolicyRequest,
+    DeleteVerificationPolicyResult, Executor, GetVerificationRequest, ListVerificationPoliciesResult, Matcher,
+    NewChangeset, ReportVerificationRunRequest, RunReport, SetVerificationPolicyResult, SubmitChangesetRequest,
     VerificationPolicy, VerificationResult,
 };
 use coord_domain::{CoordResult, Empty, Identity};
@@ -198,5 +199,64 @@ impl Operation for GetVerification {
 
     async fn execute(c: &Coordinator, ctx: OpCtx, (id, diff): (String, bool)) -> CoordResult<VerificationResult> {
         c.store().get_verification(ctx, id, diff).await
+    }
+}
+
+pub struct ClaimVerificationRun;
+impl Operation for ClaimVerificationRun {
+    const NAME: &'static str = "claim_verification_run";
+    const SUMMARY: &'static str = "Claim the next verification run to execute (verification workers)";
+    const DESCRIPTION: &'static str = "For verification workers (`coord verify run` is one): claim the oldest run \
+        of the executors you run (executors, default inline and local): pending, approved to run, or running past \
+        its claim (a worker that died). Never a run of your own changeset. Answers {success:true, run:null} when \
+        there is nothing to do, or {success:true, run:{changeset_id, attempt, policy (as routed: command, \
+        required_env, timeout_seconds, ...), files, branch, commit, lease_until}}; the run is then running and \
+        yours: report its outcome with report_verification_run before lease_until (the policy's timeout plus a \
+        minute). Trust 4 with the execute permission: a worker's report decides whether a change is verified.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::admin(Permission::Execute);
+    const HTTP: &'static [Http] = &[Http::post("/verification/runs/claim")];
+    const EXAMPLE: &'static str = "{\"executors\": [\"inline\", \"local\"]}";
+    type Request = ClaimVerificationRunRequest;
+    type Response = ClaimVerificationRunResult;
+    type Args = Vec<Executor>;
+
+    fn validate(_: &Coordinator, _: &Identity, req: ClaimVerificationRunRequest) -> CoordResult<Vec<Executor>> {
+        verification::validate_claim(req)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, executors: Vec<Executor>) -> CoordResult<ClaimVerificationRunResult> {
+        let run = c.store().claim_verification_run(ctx, executors).await?;
+        Ok(ClaimVerificationRunResult { success: true, run })
+    }
+}
+
+pub struct ReportVerificationRun;
+impl Operation for ReportVerificationRun {
+    const NAME: &'static str = "report_verification_run";
+    const SUMMARY: &'static str = "Report the outcome of a claimed verification run (verification workers)";
+    const DESCRIPTION: &'static str = "For the worker that claimed a run with claim_verification_run: its outcome \
+        — changeset_id, policy, attempt (default 1), status passed|failed|error|timed_out (error: could not judge, \
+        e.g. a missing environment variable; say which in reason), exit_code, duration_ms, output_tail (the end \
+        of the output; longer text keeps its last 64 KiB), reason. Refused (forbidden) unless you hold the claim \
+        and the run is still running, and never on your own changeset. Answers the changeset as get_verification \
+        would. Trust 4 with the execute permission.";
+    const ACCESS: Access = Access::Agent;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::admin(Permission::Execute);
+    const HTTP: &'static [Http] = &[Http::post("/verification/runs/report").errors(&[403, 404])];
+    const EXAMPLE: &'static str = "{\"changeset_id\": \"cs_0f8e6d4c2b0a49e7a5c3b1d9f7e5c3a1\", \"policy\": \"lint\", \
+        \"status\": \"failed\", \"exit_code\": 101, \"duration_ms\": 5120, \"output_tail\": \"error: unused variable\"}";
+    type Request = ReportVerificationRunRequest;
+    type Response = VerificationResult;
+    type Args = RunReport;
+
+    fn validate(_: &Coordinator, _: &Identity, req: ReportVerificationRunRequest) -> CoordResult<RunReport> {
+        verification::validate_report(req)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, report: RunReport) -> CoordResult<VerificationResult> {
+        c.store().report_verification_run(ctx, report).await
     }
 }
