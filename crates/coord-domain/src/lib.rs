@@ -9,6 +9,7 @@ pub mod audit;
 pub mod audit_chain;
 pub mod error;
 pub mod files;
+pub mod github;
 pub mod guardrail_rules;
 pub mod guardrails;
 pub mod handoffs;

@@ -35,6 +35,9 @@ pub struct App {
     pub ui: Arc<crate::ui::sessions::Sessions>,
     /// Cancelled when the server shuts down (ends the dashboards' live feeds).
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// `GITHUB_WEBHOOK_SECRET` (and the previous one while rotating): none refuses every
+    /// delivery to `/webhook/github`.
+    pub github_secrets: Arc<Vec<Vec<u8>>>,
 }
 
 impl App {
@@ -46,6 +49,7 @@ impl App {
             mcp_sessions: coord_mcp::HttpSessions::default(),
             ui: config.ui.clone(),
             shutdown: config.shutdown.clone(),
+            github_secrets: Arc::new(config.github_webhook_secrets.clone()),
         }
     }
 }

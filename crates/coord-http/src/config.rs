@@ -34,6 +34,9 @@ pub struct ApiConfig {
     /// The dashboard's browser sessions (`coord ui` makes its one-time link here before
     /// the server starts).
     pub ui: std::sync::Arc<crate::ui::sessions::Sessions>,
+    /// `GITHUB_WEBHOOK_SECRET` and `GITHUB_WEBHOOK_SECRET_PREVIOUS` (while rotating):
+    /// the secrets GitHub signs deliveries with. None: `/webhook/github` refuses all.
+    pub github_webhook_secrets: Vec<Vec<u8>>,
 }
 
 impl Default for ApiConfig {
@@ -49,6 +52,7 @@ impl Default for ApiConfig {
             shutdown: tokio_util::sync::CancellationToken::new(),
             release_after: Some(coord_mcp::DEFAULT_RELEASE_AFTER),
             ui: Default::default(),
+            github_webhook_secrets: Vec::new(),
         }
     }
 }
@@ -68,7 +72,16 @@ impl ApiConfig {
     /// `COORDINATION_API_KEY_IDENTITIES`, `COORDINATION_API_REQUIRE_AUTH_FOR_READS`,
     /// `COORDINATION_MCP_ALLOWED_HOSTS` through `var`. Invalid values stop start-up.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> CoordResult<ApiConfig> {
-        let mut c = ApiConfig::default();
+        let mut c = ApiConfig {
+            // Secrets are taken as given (GitHub signs with the exact bytes), only an
+            // empty one is no secret.
+            github_webhook_secrets: ["GITHUB_WEBHOOK_SECRET", "GITHUB_WEBHOOK_SECRET_PREVIOUS"]
+                .into_iter()
+                .filter_map(|v| var(v).filter(|s| !s.is_empty()))
+                .map(String::into_bytes)
+                .collect(),
+            ..ApiConfig::default()
+        };
         if let Some(h) = var("API_HOST").filter(|h| !h.trim().is_empty()) {
             c.host = h.trim().to_string();
         }

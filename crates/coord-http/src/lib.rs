@@ -11,6 +11,7 @@ pub mod config;
 pub mod metrics;
 pub mod openapi;
 pub mod ui;
+pub mod webhook;
 
 pub use config::ApiConfig;
 
@@ -112,6 +113,7 @@ pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> R
     api::routes(Router::new())
         .route("/health", get(api::health))
         .route("/metrics", get(metrics::metrics))
+        .route("/webhook/github", axum::routing::post(webhook::github))
         .route("/", get(ui::page))
         .route("/ui/login", get(ui::login_link).post(ui::login))
         .route("/ui/logout", axum::routing::post(ui::logout))

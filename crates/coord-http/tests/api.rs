@@ -1214,6 +1214,130 @@ async fn the_openapi_document_matches_the_routes() {
 }
 
 /// One MCP client over streamable HTTP, speaking JSON-RPC by hand.
+/// `POST /webhook/github`: the signature is checked over the raw body first (GitHub's
+/// published test vector included), then the delivery is recorded once and acted on.
+#[tokio::test]
+async fn github_deliveries_are_signed_recorded_once_and_acted_on() {
+    const SECRET: &str = "It's a Secret to Everybody";
+    let s = server(|c| c.github_webhook_secrets = vec![b"old secret".to_vec(), SECRET.as_bytes().to_vec()]).await;
+    let post = |id: &str, event: &str, body: Vec<u8>, sig: Option<String>| {
+        let mut r = s
+            .http
+            .post(format!("{}/webhook/github", s.url))
+            .header("x-github-delivery", id)
+            .header("x-github-event", event)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(sig) = sig {
+            r = r.header("x-hub-signature-256", sig);
+        }
+        r.send()
+    };
+    let sign = |b: &[u8]| Some(coord_domain::github::signature(SECRET.as_bytes(), b));
+    // GitHub's test vector: the signature checks out, the body is not a delivery.
+    let vector = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17".to_string();
+    let r = post("v", "ping", b"Hello, World!".to_vec(), Some(vector))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"], "invalid_json");
+    let ping = serde_json::to_vec(&json!({"zen": "Speak like a human.", "hook_id": 7})).unwrap();
+    // No signature, a wrong one, one over other bytes: 401, nothing recorded.
+    for sig in [
+        None,
+        Some("sha256=nothex".to_string()),
+        Some(coord_domain::github::signature(b"guess", &ping)),
+        sign(b"{}"),
+    ] {
+        let r = post("p1", "ping", ping.clone(), sig.clone()).await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{sig:?}");
+        assert_eq!(r.json::<Value>().await.unwrap()["error"], "unauthorized");
+    }
+    let r = post("p1", "ping", ping.clone(), sign(&ping)).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        (v["status"].as_str(), v["duplicate"].as_bool()),
+        (Some("ignored"), Some(false)),
+        "{v}"
+    );
+    // A push to an agent's branch: a changeset; the same delivery again: a duplicate.
+    let push = serde_json::to_vec(&json!({
+        "ref": "refs/heads/agent/claude-1/42", "after": "9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "commits": [{"id": "9fceb02", "added": ["src/a.rs"], "removed": [], "modified": []}],
+        "pusher": {"name": "octocat"}
+    }))
+    .unwrap();
+    let v: Value = post("d1", "push", push.clone(), sign(&push))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["status"], "processed", "{v}");
+    let id = v["changeset_id"].as_str().unwrap().to_string();
+    let again: Value = post("d1", "push", push.clone(), sign(&push))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (again["duplicate"].as_bool(), again["changeset_id"].as_str()),
+        (Some(true), Some(id.as_str()))
+    );
+    let cs: Value = s
+        .http
+        .get(format!("{}/verification/changesets/{id}", s.url))
+        .header("x-api-key", OPERATOR)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(cs["changeset"]["agent_id"], "claude-1", "{cs}");
+    // Under the previous secret too (rotation); a bad delivery id is the request's error.
+    let old = Some(coord_domain::github::signature(b"old secret", &ping));
+    let r = post("p2", "ping", ping.clone(), old).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = post("", "ping", ping.clone(), sign(&ping)).await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // The delivery is audited under the webhook's identity.
+    let rows: Value = s
+        .http
+        .get(format!("{}/audit?operation=receive_github_delivery", s.url))
+        .header("x-api-key", OPERATOR)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let entries = rows["entries"].as_array().unwrap();
+    assert!(
+        !entries.is_empty() && entries.iter().all(|e| e["agent_id"] == "github-webhook"),
+        "{rows}"
+    );
+
+    // No secret configured: every delivery is refused.
+    let closed = server(|_| {}).await;
+    let r = closed
+        .http
+        .post(format!("{}/webhook/github", closed.url))
+        .header("x-github-delivery", "p1")
+        .header("x-github-event", "ping")
+        .header(
+            "x-hub-signature-256",
+            coord_domain::github::signature(SECRET.as_bytes(), &ping),
+        )
+        .body(ping)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+}
+
 struct McpHttp<'a> {
     s: &'a Server,
     key: &'static str,

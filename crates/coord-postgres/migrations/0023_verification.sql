@@ -60,3 +60,23 @@ CREATE POLICY service_role_all ON changesets FOR ALL TO service_role USING (true
 CREATE POLICY service_role_all ON verification_results FOR ALL TO service_role USING (true) WITH CHECK (true);
 GRANT SELECT, INSERT, UPDATE, DELETE ON verification_policies, changesets, verification_results TO service_role;
 REVOKE ALL ON verification_policies, changesets, verification_results FROM PUBLIC, anon, authenticated;
+
+-- GitHub webhook deliveries: recorded before they are acted on (a delivery the
+-- coordinator did not finish is processed on its next start), one row per delivery id
+-- (a redelivery is answered as a duplicate).
+CREATE TABLE github_deliveries (
+    delivery_id  text PRIMARY KEY,
+    event        text NOT NULL,
+    action       text,
+    payload      jsonb NOT NULL,
+    status       text NOT NULL CHECK (status IN ('received', 'processed', 'ignored', 'failed')),
+    note         text,
+    changeset_id text,
+    received_at  timestamptz NOT NULL,
+    processed_at timestamptz
+);
+CREATE INDEX github_deliveries_status ON github_deliveries (status, received_at);
+ALTER TABLE github_deliveries ENABLE ROW LEVEL SECURITY;
+CREATE POLICY service_role_all ON github_deliveries FOR ALL TO service_role USING (true) WITH CHECK (true);
+GRANT SELECT, INSERT, UPDATE ON github_deliveries TO service_role;
+REVOKE ALL ON github_deliveries FROM PUBLIC, anon, authenticated;

@@ -17,6 +17,7 @@ mod approvals;
 mod audit;
 mod bench;
 mod files;
+mod github;
 mod guardrail_rules;
 mod handoffs;
 mod keys;

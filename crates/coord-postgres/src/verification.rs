@@ -88,7 +88,7 @@ async fn submit(tx: &Tx<'_>, ctx: &OpCtx, routed: &RoutedChangeset) -> R<Verific
             &tx.prepare_cached(&format!(
                 "INSERT INTO changesets (changeset_id, agent_id, agent_type, source, branch, commit_sha, description,
                                          files, diff, trust_level, created_at)
-                 VALUES ($2, $3, $4, 'agent', $5, $6, $7, $8, $9, $10, {NOW})
+                 VALUES ($2, $3, $4, $11, $5, $6, $7, $8, $9, $10, {NOW})
                  ON CONFLICT DO NOTHING RETURNING changeset_id"
             ))
             .await?,
@@ -103,6 +103,7 @@ async fn submit(tx: &Tx<'_>, ctx: &OpCtx, routed: &RoutedChangeset) -> R<Verific
                 &Json(&cs.files),
                 &cs.diff,
                 &i16::from(routed.trust_level),
+                &routed.source,
             ],
         )
         .await?;

@@ -283,7 +283,8 @@ impl Coordinator {
     /// Removes audit rows older than the retention every `every`, through `prune_audit`
     /// like any other caller (audited, checkpointed), then memories past theirs through
     /// `prune_memories`, as the server itself: an operator credential named
-    /// `coord-retention`. Failures are logged and retried next time.
+    /// `coord-retention`; and acts on GitHub deliveries left unprocessed. Failures are
+    /// logged and retried next time.
     pub fn spawn_audit_pruner(&self, every: Duration) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
         tokio::spawn(async move {
@@ -318,6 +319,13 @@ impl Coordinator {
                             break;
                         }
                     }
+                }
+                // GitHub deliveries recorded and not acted on (a coordinator stopped in
+                // between): at start, then with every round.
+                match ops::github::resume_deliveries(&me, None).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(deliveries = n, "acted on GitHub deliveries left from before"),
+                    Err(e) => tracing::warn!(error = %e, "resuming GitHub deliveries failed"),
                 }
             }
         })

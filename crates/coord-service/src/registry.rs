@@ -4,8 +4,8 @@
 
 use crate::op::{Audit, Http, Operation};
 use crate::ops::{
-    agents, approvals, audit, files, guardrails, handoffs, keys, locks, memory, messages, network, notifications,
-    ports, profiles, queue, sessions, spawn, verification, workflows,
+    agents, approvals, audit, files, github, guardrails, handoffs, keys, locks, memory, messages, network,
+    notifications, ports, profiles, queue, sessions, spawn, verification, workflows,
 };
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
@@ -173,6 +173,7 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<verification::GetVerification>(),
         entry::<verification::ClaimVerificationRun>(),
         entry::<verification::ReportVerificationRun>(),
+        entry::<github::ReceiveGithubDelivery>(),
         entry::<agents::RecordPreflight>(),
         entry::<spawn::SpawnAgent>(),
         entry::<spawn::DelegateTask>(),

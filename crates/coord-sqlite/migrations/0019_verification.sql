@@ -51,3 +51,19 @@ CREATE TABLE verification_results (
     PRIMARY KEY (changeset_id, policy, attempt)
 ) WITHOUT ROWID;
 CREATE INDEX verification_results_status ON verification_results (status, created_at);
+
+-- GitHub webhook deliveries: recorded before they are acted on (a delivery the
+-- coordinator did not finish is processed on its next start), one row per delivery id
+-- (a redelivery is answered as a duplicate).
+CREATE TABLE github_deliveries (
+    delivery_id  TEXT PRIMARY KEY,
+    event        TEXT NOT NULL,
+    action       TEXT,
+    payload      TEXT NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('received', 'processed', 'ignored', 'failed')),
+    note         TEXT,
+    changeset_id TEXT,
+    received_at  INTEGER NOT NULL,
+    processed_at INTEGER
+) WITHOUT ROWID;
+CREATE INDEX github_deliveries_status ON github_deliveries (status, received_at);

@@ -11,6 +11,7 @@ mod approvals;
 mod audit;
 mod bench;
 mod files;
+mod github;
 mod guardrail_rules;
 mod handoffs;
 mod keys;
@@ -163,7 +164,7 @@ fn is_storage_failure(e: &CoordError) -> bool {
     matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Internal)
 }
 
-fn now_micros(now: Option<Timestamp>) -> i64 {
+pub(crate) fn now_micros(now: Option<Timestamp>) -> i64 {
     to_micros(now.unwrap_or_else(chrono::Utc::now))
 }
 

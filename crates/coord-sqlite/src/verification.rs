@@ -81,7 +81,7 @@ fn submit(c: &Connection, now: i64, who: &Identity, routed: &RoutedChangeset) ->
     c.prepare_cached(
         "INSERT INTO changesets (changeset_id, agent_id, agent_type, source, branch, commit_sha, description, files,
                                  diff, trust_level, created_at)
-         VALUES (?1, ?2, ?3, 'agent', ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         VALUES (?1, ?2, ?3, ?11, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         id,
@@ -93,7 +93,8 @@ fn submit(c: &Connection, now: i64, who: &Identity, routed: &RoutedChangeset) ->
         to_json(&cs.files),
         cs.diff,
         routed.trust_level,
-        now
+        now,
+        routed.source
     ])?;
     for run in &routed.runs {
         let approval_id = match run.status {

@@ -18,6 +18,7 @@ use coord_domain::approvals::{ApprovalFilter, ApprovalResult, ListApprovalsResul
 use coord_domain::audit::{AuditEvents, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::audit_chain::{PruneAudit, PruneAuditResult, VerifyAudit, VerifyAuditResult};
 use coord_domain::files::{Fence, ReadFileResult, WriteFileResult};
+use coord_domain::github::{Delivery, GithubDeliveryResult};
 use coord_domain::guardrail_rules::{GuardrailRule, NewRule};
 use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
@@ -572,6 +573,8 @@ pub trait NetworkStore: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct RoutedChangeset {
     pub changeset: NewChangeset,
+    /// `agent` (submit_changeset) or `github` (a push delivery).
+    pub source: &'static str,
     /// The submitter's trust level the routing used.
     pub trust_level: u8,
     pub runs: Vec<PlannedRun>,
@@ -638,6 +641,19 @@ pub trait VerificationStore: Send + Sync {
     /// Records the outcome of a claimed run (`verification::decide_report`) and answers
     /// the changeset as it is now.
     async fn report_verification_run(&self, ctx: OpCtx, report: RunReport) -> CoordResult<VerificationResult>;
+}
+
+/// GitHub webhook deliveries, recorded before they are acted on.
+#[async_trait]
+pub trait GithubStore: Send + Sync {
+    /// Records a delivery as received (the operation's audited step), or answers the
+    /// recorded one with `duplicate` when its id was seen before.
+    async fn record_github_delivery(&self, ctx: OpCtx, delivery: Delivery) -> CoordResult<GithubDeliveryResult>;
+    /// What processing made of it (bookkeeping, not audited: what it did is).
+    async fn finish_github_delivery(&self, now: Option<Timestamp>, outcome: GithubDeliveryResult) -> CoordResult<()>;
+    /// Deliveries received and not processed (a coordinator stopped in between), oldest
+    /// first.
+    async fn unprocessed_github_deliveries(&self, limit: i64) -> CoordResult<Vec<Delivery>>;
 }
 
 /// A registered spawn: what `spawn_agent` stores in one transaction.
@@ -816,6 +832,7 @@ pub trait Store:
     + GuardrailStore
     + NetworkStore
     + VerificationStore
+    + GithubStore
     + SpawnStore
     + WorkflowStore
     + FileStore
@@ -842,6 +859,7 @@ impl<
         + GuardrailStore
         + NetworkStore
         + VerificationStore
+        + GithubStore
         + SpawnStore
         + WorkflowStore
         + FileStore

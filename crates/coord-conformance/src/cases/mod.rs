@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod audit;
 pub mod audit_chain;
 pub mod files;
+pub mod github;
 pub mod guardrails;
 pub mod handoffs;
 pub mod keys;

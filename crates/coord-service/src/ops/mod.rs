@@ -5,6 +5,7 @@ pub mod agents;
 pub mod approvals;
 pub mod audit;
 pub mod files;
+pub mod github;
 pub mod guardrails;
 pub mod handoffs;
 pub mod keys;

@@ -139,32 +139,43 @@ impl Operation for SubmitChangeset {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, changeset: NewChangeset) -> CoordResult<VerificationResult> {
-        // Policies and trust are read when the changeset is routed; each run keeps the
-        // policy as it was then.
-        let matchers = c
-            .store()
-            .verification_policy_rows()
-            .await?
-            .into_iter()
-            .map(|row| Matcher::new(row.policy))
-            .collect::<CoordResult<Vec<_>>>();
-        let matchers = match matchers {
-            Ok(m) => m,
-            Err(e) => return super::refuse(c, &ctx, e).await,
-        };
-        let facts = c
-            .store()
-            .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
-            .await?;
-        let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
-        let runs = verification::route(&matchers, &changeset.paths(), profile.trust_level);
-        let routed = RoutedChangeset {
-            changeset,
-            trust_level: profile.trust_level,
-            runs,
-        };
-        c.store().submit_changeset(ctx, routed).await
+        submit(c, ctx, changeset, "agent").await
     }
+}
+
+/// Routes `changeset` by the policies and the trust of `ctx.who` as they are now, and
+/// records it with its runs (each run keeps the policy as it was then). A stored policy
+/// that no longer compiles refuses the submission (audited) rather than being skipped.
+pub(crate) async fn submit(
+    c: &Coordinator,
+    ctx: OpCtx,
+    changeset: NewChangeset,
+    source: &'static str,
+) -> CoordResult<VerificationResult> {
+    let matchers = c
+        .store()
+        .verification_policy_rows()
+        .await?
+        .into_iter()
+        .map(|row| Matcher::new(row.policy))
+        .collect::<CoordResult<Vec<_>>>();
+    let matchers = match matchers {
+        Ok(m) => m,
+        Err(e) => return super::refuse(c, &ctx, e).await,
+    };
+    let facts = c
+        .store()
+        .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
+        .await?;
+    let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
+    let runs = verification::route(&matchers, &changeset.paths(), profile.trust_level);
+    let routed = RoutedChangeset {
+        changeset,
+        source,
+        trust_level: profile.trust_level,
+        runs,
+    };
+    c.store().submit_changeset(ctx, routed).await
 }
 
 pub struct GetVerification;

@@ -1,0 +1,144 @@
+//! GitHub webhook deliveries (`POST /webhook/github`, which checks the signature and
+//! calls `receive_github_delivery` as the webhook's principal): recorded first, then
+//! acted on — a push becomes a changeset routed to verification. A delivery recorded
+//! but not acted on (the coordinator stopped in between) is acted on at the next start
+//! (`resume_deliveries`).
+
+use crate::Coordinator;
+use crate::op::{Http, Operation};
+use coord_domain::access::{Access, Effect};
+use coord_domain::github::{
+    self, Delivery, DeliveryStatus, GithubDeliveryRequest, GithubDeliveryResult, Push, PushPlan,
+};
+use coord_domain::profiles::{Need, Permission};
+use coord_domain::verification;
+use coord_domain::{CoordResult, Identity};
+use coord_store::OpCtx;
+
+pub struct ReceiveGithubDelivery;
+impl Operation for ReceiveGithubDelivery {
+    const NAME: &'static str = "receive_github_delivery";
+    const SUMMARY: &'static str = "Record a GitHub webhook delivery and act on it (the webhook door)";
+    const DESCRIPTION: &'static str = "What POST /webhook/github does once GitHub's signature checks out: \
+        records the delivery (delivery_id from X-GitHub-Delivery, event from X-GitHub-Event, the payload) and acts \
+        on it: a push to a branch becomes a changeset of the branch's agent (agent/<id>/<task>; otherwise \
+        github:<pusher>) routed to verification like submit_changeset. A delivery id seen before is answered \
+        with duplicate:true and nothing is done again. Operator only.";
+    const ACCESS: Access = Access::Operator;
+    const EFFECT: Effect = Effect::Write;
+    const NEED: Need = Need::admin(Permission::ManagePolicies);
+    const HTTP: &'static [Http] = &[];
+    const NOT_HTTP: &'static str = "GitHub reaches it through POST /webhook/github, which checks X-Hub-Signature-256 \
+        against the raw body first (GITHUB_WEBHOOK_SECRET)";
+    const NOT_MCP: &'static str =
+        "GitHub delivers events signed over HTTP; agents submit changes with submit_changeset";
+    const EXAMPLE: &'static str = "{\"delivery_id\": \"72d3162e-cc78-11e3-81ab-4c9367dc0958\", \"event\": \"ping\", \
+        \"payload\": {\"zen\": \"Keep it logically awesome.\", \"hook_id\": 1}}";
+    type Request = GithubDeliveryRequest;
+    type Response = GithubDeliveryResult;
+    type Args = Delivery;
+
+    fn validate(_: &Coordinator, _: &Identity, req: GithubDeliveryRequest) -> CoordResult<Delivery> {
+        github::validate_delivery(req)
+    }
+
+    async fn execute(c: &Coordinator, ctx: OpCtx, delivery: Delivery) -> CoordResult<GithubDeliveryResult> {
+        let now = ctx.now;
+        let recorded = c.store().record_github_delivery(ctx, delivery.clone()).await?;
+        if recorded.duplicate {
+            return Ok(recorded);
+        }
+        Ok(process(c, now, delivery).await)
+    }
+}
+
+/// Acts on a recorded delivery and records what became of it. Never fails: what went
+/// wrong is the delivery's `failed` status and note (GitHub would not redeliver anyway).
+pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: Delivery) -> GithubDeliveryResult {
+    let mut outcome = GithubDeliveryResult {
+        success: true,
+        delivery_id: d.delivery_id.clone(),
+        event: d.event.clone(),
+        duplicate: false,
+        status: DeliveryStatus::Ignored,
+        note: None,
+        changeset_id: None,
+    };
+    match d.event.as_str() {
+        "ping" => outcome.note = Some("ping: the webhook reaches coord".into()),
+        "push" => match serde_json::from_value::<Push>(d.payload.clone()) {
+            Err(e) => {
+                outcome.status = DeliveryStatus::Failed;
+                outcome.note = Some(format!("not a push payload: {e}"));
+            }
+            Ok(push) => match github::plan_push(&push) {
+                PushPlan::Nothing(why) => outcome.note = Some(why),
+                PushPlan::Changeset { agent_id, request, .. } => {
+                    match submit_push(c, now, &d, agent_id, request).await {
+                        Ok(r) => {
+                            outcome.status = DeliveryStatus::Processed;
+                            outcome.note = Some(format!(
+                                "changeset of {} ({} run{})",
+                                r.changeset.agent_id,
+                                r.runs.len(),
+                                if r.runs.len() == 1 { "" } else { "s" }
+                            ));
+                            outcome.changeset_id = Some(r.changeset.changeset_id);
+                        }
+                        Err(e) => {
+                            outcome.status = DeliveryStatus::Failed;
+                            outcome.note = Some(format!("{} [{}]", e.message, e.code));
+                        }
+                    }
+                }
+            },
+        },
+        other => outcome.note = Some(format!("coord does not act on {other} events")),
+    }
+    if let Err(e) = c.store().finish_github_delivery(now, outcome.clone()).await {
+        tracing::warn!(delivery = %d.delivery_id, error = %e.message, "could not record what became of a delivery");
+    }
+    outcome
+}
+
+/// A push's changeset, submitted as the branch's agent (type `github`: its trust is that
+/// of the profile assigned to its id, else least privilege — every tier runs), audited
+/// as `submit_changeset` with the delivery id.
+async fn submit_push(
+    c: &Coordinator,
+    now: Option<coord_domain::Timestamp>,
+    d: &Delivery,
+    agent_id: String,
+    request: verification::SubmitChangesetRequest,
+) -> CoordResult<verification::VerificationResult> {
+    let who = coord_domain::Caller::new(agent_id, github::WEBHOOK_AGENT_TYPE).validate()?;
+    let parameters = serde_json::json!({
+        "delivery_id": d.delivery_id,
+        "files": request.files,
+        "removed": request.removed,
+        "branch": request.branch,
+        "commit": request.commit,
+    });
+    let ctx = OpCtx::internal(now, who.clone(), super::verification::SubmitChangeset::NAME, parameters);
+    let changeset = match verification::validate_changeset(request, None) {
+        Ok(cs) => cs,
+        Err(e) => return super::refuse(c, &ctx, e).await,
+    };
+    super::verification::submit(c, ctx, changeset, "github").await
+}
+
+/// Acts on every delivery recorded and not acted on (a coordinator stopped in between);
+/// answers how many.
+pub async fn resume_deliveries(c: &Coordinator, now: Option<coord_domain::Timestamp>) -> CoordResult<usize> {
+    let mut done = 0;
+    loop {
+        let batch = c.store().unprocessed_github_deliveries(100).await?;
+        if batch.is_empty() {
+            return Ok(done);
+        }
+        for d in batch {
+            process(c, now, d).await;
+            done += 1;
+        }
+    }
+}
