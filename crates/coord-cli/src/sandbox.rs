@@ -177,7 +177,7 @@ async fn sandboxed(args: SandboxRunArgs, ctx: &Context) -> CoordResult<u8> {
     let token = tokens.issue(agent);
     let proxy = Arc::new(Proxy::new(coord.clone(), tokens, Arc::new(resolver)));
     let code = match bwrap {
-        None => advisory(proxy, &agent_id, &token, &args.command).await,
+        None => advisory(proxy, &agent_id, &token, &args.command, &args.env).await,
         Some(bwrap) => enforced(proxy, &bwrap, ctx, &agent_id, &token, &args)
             .await
             .map(sandbox::exit_code),
@@ -218,11 +218,22 @@ pub async fn advisory_proxy(proxy: Arc<Proxy>, agent_id: &str, token: &str) -> C
     )))
 }
 
-async fn advisory(proxy: Arc<Proxy>, agent_id: &str, token: &str, command: &[OsString]) -> CoordResult<i32> {
+async fn advisory(
+    proxy: Arc<Proxy>,
+    agent_id: &str,
+    token: &str,
+    command: &[OsString],
+    passed: &[String],
+) -> CoordResult<i32> {
     let env = advisory_proxy(proxy, agent_id, token).await?;
     let (program, rest) = command.split_first().ok_or_else(|| unavailable("no command".into()))?;
     let mut cmd = tokio::process::Command::new(program);
+    // The same environment as in the sandbox: keys, tokens and coord's own settings stay
+    // outside (a command could otherwise act as whoever ran it).
+    let here: Vec<(String, String)> = std::env::vars().collect();
     cmd.args(rest)
+        .env_clear()
+        .envs(sandbox::passed_env(&here, passed))
         .envs(env)
         .env("COORD_AGENT_ID", agent_id)
         .env("COORD_AGENT_TYPE", AGENT_TYPE);

@@ -262,6 +262,18 @@ fn refused(reason: String) -> Outcome {
     }
 }
 
+/// The commit the repository's HEAD is at, if it is a git checkout with one.
+fn head(ctx: &Context) -> Option<String> {
+    std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&ctx.repo_root)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
 /// Runs one claimed run's command in `coord sandbox run` (as [`VERIFIER_AGENT`], the
 /// policy's required variables passed in by name), in the repository, within the
 /// policy's timeout (the process group is killed past it).
@@ -280,14 +292,9 @@ async fn execute(run: &ClaimedRun, ctx: &Context, no_sandbox: bool) -> Outcome {
         ));
     }
     if let Some(commit) = &run.commit {
-        let head = std::process::Command::new("git")
-            .args(["rev-parse", "HEAD"])
-            .current_dir(&ctx.repo_root)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-        match head {
+        // The run must see the changeset's code and nothing else: HEAD at its commit, no
+        // changes or untracked files (coord's own state aside).
+        match head(ctx) {
             Some(h) if h.starts_with(commit.as_str()) => {}
             Some(h) => {
                 return refused(format!(
@@ -300,6 +307,24 @@ async fn execute(run: &ClaimedRun, ctx: &Context, no_sandbox: bool) -> Outcome {
                     ctx.repo_root.display()
                 ));
             }
+        }
+        let status = std::process::Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=all", "--", ".", ":!.coord"])
+            .current_dir(&ctx.repo_root)
+            .output();
+        match status {
+            Ok(o) if o.status.success() && o.stdout.is_empty() => {}
+            Ok(o) if o.status.success() => {
+                let first = String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                return refused(format!(
+                    "the working tree has changes beside commit {commit} ({first}, ...): run the worker in a clean checkout"
+                ));
+            }
+            _ => return refused("git status failed: cannot tell whether the working tree is the commit's".into()),
         }
     }
     let Ok(exe) = std::env::current_exe() else {
@@ -382,14 +407,16 @@ async fn execute(run: &ClaimedRun, ctx: &Context, no_sandbox: bool) -> Outcome {
     }
     let limit = std::time::Duration::from_secs(u64::from(p.timeout_seconds));
     let waited = tokio::time::timeout(limit, child.wait()).await;
-    if waited.is_err()
-        && let Some(g) = group
-    {
+    // Whatever the command left behind (a background child holding the output open)
+    // goes with it: past the timeout, and after it ended.
+    if let Some(g) = group {
         let _ = rustix::process::kill_process_group(g, rustix::process::Signal::KILL);
+    }
+    if waited.is_err() {
         let _ = child.wait().await;
     }
     for r in readers {
-        let _ = r.await;
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), r).await;
     }
     let output = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner).text();
     match waited {
@@ -437,10 +464,25 @@ async fn work(coord: &dyn Coordination, ctx: &Context, me: &Principal, w: Worker
         poll,
         no_sandbox,
     } = w;
+    // A sandbox that cannot start would fail every run as the change's fault: say so
+    // once, before claiming anything.
+    if !no_sandbox {
+        let why = match coord_egress::sandbox::find_bwrap() {
+            None => Some("bubblewrap (bwrap) is not installed (apt-get install bubblewrap)".to_string()),
+            Some(bwrap) => coord_egress::sandbox::unavailable(&bwrap).await,
+        };
+        if let Some(why) = why {
+            return out.error(&CoordError::new(
+                ErrorCode::SandboxUnavailable,
+                format!("{why}: runs need the sandbox (--no-sandbox runs them without it, advisory)"),
+            ));
+        }
+    }
     let mut done = 0usize;
     loop {
         let req = ClaimVerificationRunRequest {
             executors: executors.clone(),
+            commit: head(ctx),
         };
         let run = match call::<ClaimVerificationRun, _>(coord, me, req).await {
             Ok(r) => r.run,

@@ -1129,7 +1129,8 @@ fn verification_workers_through_the_cli(repo: &Repo) {
     std::fs::create_dir_all(repo.root().join("slow")).unwrap();
     std::fs::write(repo.root().join("src/main.rs"), "fn main() {}\n").unwrap();
     std::fs::write(repo.root().join("slow/x"), "x\n").unwrap();
-    git(repo, &["add", "src", "slow"]);
+    // A worker checks the changeset's commit in a clean tree (coord's own .coord aside).
+    git(repo, &["add", "src", "slow", "policies.yaml"]);
     git(repo, &["commit", "-q", "-m", "work"]);
     let submit = [
         "--agent-type",
@@ -1195,15 +1196,30 @@ fn verification_workers_through_the_cli(repo: &Repo) {
     );
     assert!(stdout(&out).contains("0 runs done"), "{}", stdout(&out));
     // The second changeset's inline run is left from before: the tree is no longer at
-    // its commit, so it is not verified against the wrong code.
+    // its commit, so this worker does not take it (it stays pending for one that is).
     let out = repo.run_in(
         repo.root(),
         &["--agent-id", "ci", "verify", "run", "--once"],
         &[("FOO", "bar")],
     );
-    assert!(stdout(&out).contains("3 runs done"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("2 runs done"), "{}", stdout(&out));
+    let (v, _) = repo.json_as("dev", &["verify", "status", &second]);
+    assert_eq!(v["runs"][1]["status"], "pending", "{v}");
+    // A change beside the commit: the run is an error, not a check of other code.
+    std::fs::write(repo.root().join("src/stray.rs"), "\n").unwrap();
+    std::fs::write(repo.root().join("src/main.rs"), "fn main() { println!(\"y\"); }\n").unwrap();
+    git(repo, &["commit", "-q", "-m", "y", "src/main.rs"]);
+    let (v, _) = repo.json_as("dev", &submit);
+    let fourth = v["changeset"]["changeset_id"].as_str().unwrap().to_string();
+    let out = repo.run_in(
+        repo.root(),
+        &["--agent-id", "ci", "verify", "run", "--once", "--executor", "local"],
+        &[("FOO", "bar")],
+    );
     assert!(
-        stdout(&out).contains(&format!("slow on {second}: error: the working tree is at ")),
+        stdout(&out).contains(&format!(
+            "check on {fourth}: error: the working tree has changes beside commit"
+        )),
         "{}",
         stdout(&out)
     );

@@ -380,13 +380,29 @@ fn without_the_sandbox_the_run_is_advisory_and_audited() {
     p.policy("loose");
     let web = http_server("127.0.0.2");
     // The proxy variables are set, but nothing stops a program that ignores them.
-    let out = p.sandbox(
-        &["--agent", "loose", "--no-sandbox"],
-        &format!("env | grep -c '^HTTPS_PROXY=http://loose:'; curl -sS --noproxy '*' http://127.0.0.2:{web}/"),
+    // The environment is the sandbox's: a secret of the caller's does not pass.
+    let script = format!(
+        "env | grep -c '^HTTPS_PROXY=http://loose:'; echo \"secret=[${{AWS_SECRET_ACCESS_KEY:-}}]\"; curl -sS --noproxy '*' http://127.0.0.2:{web}/"
     );
+    let out = p
+        .coord(&[
+            "sandbox",
+            "run",
+            "--agent",
+            "loose",
+            "--no-sandbox",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("AWS_SECRET_ACCESS_KEY", "leaked")
+        .output()
+        .unwrap();
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("hello from 127.0.0.2") && t.contains("advisory"), "{t}");
+    assert!(t.contains("secret=[]"), "{t}");
     let runs = p.sandbox_runs("loose");
     assert_eq!(runs[0]["result"]["enforcement"], "advisory", "{:?}", runs[0]);
 

@@ -211,6 +211,7 @@ pub struct PushCommit {
 /// The fields of a `push` delivery coord reads.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Push {
+    // `created`, `forced`: GitHub's commit lists are then partial.
     #[serde(rename = "ref")]
     pub git_ref: String,
     #[serde(default)]
@@ -243,18 +244,19 @@ pub fn agent_branch(git_ref: &str) -> Option<(&str, &str)> {
 pub enum PushPlan {
     /// A branch deleted, a tag, or a push without changed files: nothing to verify.
     Nothing(String),
-    /// A changeset to submit as `agent_id` (the branch's agent, else `github:<pusher>`).
+    /// A changeset to submit as `github:<login>` (GitHub's sender).
     Changeset {
         agent_id: String,
         request: SubmitChangesetRequest,
-        /// GitHub's lists may be incomplete (`commits` or a commit's files at the cap,
-        /// a new or force-pushed branch).
-        incomplete: bool,
+        /// Why GitHub's lists may be incomplete (a forced push, a new branch, a push at
+        /// the caps): every policy then runs.
+        incomplete: Option<String>,
     },
 }
 
 /// The changed files of a push (added and modified; removed apart, a file last removed
-/// counts as removed), its branch and head commit, and whose change it is.
+/// counts as removed), its branch and head commit, and whose change it is: GitHub's
+/// sender as `github:<login>`, never the agent a branch name claims.
 pub fn plan_push(p: &Push) -> PushPlan {
     let Some(branch) = p.git_ref.strip_prefix("refs/heads/") else {
         return PushPlan::Nothing(format!("{} is not a branch", p.git_ref));
@@ -281,42 +283,42 @@ pub fn plan_push(p: &Push) -> PushPlan {
     if files.is_empty() && removed.is_empty() {
         return PushPlan::Nothing(format!("the push to {branch} lists no changed files"));
     }
-    let incomplete = p.commits.len() >= MAX_PUSH_COMMITS
+    let incomplete = if p.forced {
+        Some("a forced push: GitHub lists only the new commits")
+    } else if p.created {
+        Some("a new branch: GitHub lists only the commits new to the repository")
+    } else if p.commits.len() >= MAX_PUSH_COMMITS
         || p.commits
             .iter()
             .any(|c| c.added.len() + c.modified.len() + c.removed.len() >= MAX_COMMIT_FILES)
-        || p.forced;
-    let agent_id = match agent_branch(&p.git_ref) {
-        Some((agent, _)) => agent.to_string(),
-        None => {
-            let who = p
-                .pusher
-                .as_ref()
-                .and_then(|n| n.name.clone())
-                .or_else(|| p.sender.as_ref().and_then(|n| n.login.clone()))
-                .unwrap_or_else(|| "unknown".into());
-            format!("github:{who}")
-        }
-    };
-    let description = if incomplete {
-        Some(
-            "pushed to GitHub; the file list GitHub sent may be incomplete (a forced push, or at GitHub's limits)"
-                .into(),
-        )
+    {
+        Some("a push at GitHub's limits (2,048 commits, 3,000 files a commit)")
     } else {
-        Some("pushed to GitHub".into())
+        None
     };
+    // Whoever GitHub says pushed: a branch name is only a name, anyone who may push can
+    // choose it, so it never decides whose change this is (or whose trust applies).
+    let who = p
+        .sender
+        .as_ref()
+        .and_then(|n| n.login.clone())
+        .or_else(|| p.pusher.as_ref().and_then(|n| n.name.clone()))
+        .unwrap_or_else(|| "unknown".into());
+    let mut description = format!("pushed to GitHub by {who}");
+    if let Some((agent, task)) = agent_branch(&p.git_ref) {
+        description.push_str(&format!(" on agent {agent}'s branch for task {task}"));
+    }
     PushPlan::Changeset {
-        agent_id,
+        agent_id: format!("github:{who}"),
         request: SubmitChangesetRequest {
             files,
             removed,
             branch: Some(branch.to_string()),
             commit: (!p.after.is_empty()).then(|| p.after.clone()),
-            description,
+            description: Some(description),
             diff: None,
         },
-        incomplete,
+        incomplete: incomplete.map(str::to_string),
     }
 }
 
@@ -404,7 +406,12 @@ mod tests {
         else {
             panic!("a changeset");
         };
-        assert_eq!(agent_id, "claude-1");
+        // The branch names claude-1; GitHub says octocat pushed: octocat's change.
+        assert_eq!(agent_id, "github:octocat");
+        assert_eq!(
+            request.description.as_deref(),
+            Some("pushed to GitHub by octocat on agent claude-1's branch for task 42")
+        );
         assert_eq!(request.files, ["README.md", "src/old.rs"]);
         assert_eq!(request.removed, ["src/new.rs"]);
         assert_eq!(request.branch.as_deref(), Some("agent/claude-1/42"));
@@ -412,8 +419,8 @@ mod tests {
             request.commit.as_deref(),
             Some("9fceb02d0ae598e95dc970b74767f19372d61af8")
         );
-        assert!(!incomplete);
-        // Anyone else's branch: the pusher's GitHub name.
+        assert_eq!(incomplete, None);
+        // A forced push, a new branch: the lists may be partial.
         let p = push(json!({"ref": "refs/heads/main", "after": "abcdef1", "forced": true,
                             "commits": [{"modified": ["a.rs"]}], "pusher": {"name": "octocat"}}));
         let PushPlan::Changeset {
@@ -422,7 +429,18 @@ mod tests {
         else {
             panic!("a changeset");
         };
-        assert_eq!((agent_id.as_str(), incomplete), ("github:octocat", true));
+        assert_eq!(agent_id, "github:octocat");
+        assert!(incomplete.unwrap().starts_with("a forced push"));
+        let p = push(json!({"ref": "refs/heads/x", "after": "abcdef1", "created": true,
+                            "commits": [{"modified": ["a.rs"]}], "sender": {"login": "hubot"}}));
+        let PushPlan::Changeset {
+            agent_id, incomplete, ..
+        } = plan_push(&p)
+        else {
+            panic!("a changeset");
+        };
+        assert_eq!(agent_id, "github:hubot");
+        assert!(incomplete.unwrap().starts_with("a new branch"));
         for (v, why) in [
             (
                 json!({"ref": "refs/tags/v1", "commits": [{"modified": ["a"]}]}),

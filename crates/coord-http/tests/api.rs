@@ -1296,7 +1296,7 @@ async fn github_deliveries_are_signed_recorded_once_and_acted_on() {
         .json()
         .await
         .unwrap();
-    assert_eq!(cs["changeset"]["agent_id"], "claude-1", "{cs}");
+    assert_eq!(cs["changeset"]["agent_id"], "github:octocat", "{cs}");
     // Under the previous secret too (rotation); a bad delivery id is the request's error.
     let old = Some(coord_domain::github::signature(b"old secret", &ping));
     let r = post("p2", "ping", ping.clone(), old).await.unwrap();

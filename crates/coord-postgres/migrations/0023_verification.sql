@@ -21,8 +21,9 @@ CREATE TABLE changesets (
     trust_level  smallint NOT NULL,
     created_at   timestamptz NOT NULL
 );
--- The same agent submitting the same branch and commit again gets the recorded changeset.
-CREATE UNIQUE INDEX changesets_commit ON changesets (agent_id, branch, commit_sha) WHERE commit_sha IS NOT NULL;
+-- The same agent submitting the same branch and commit again (from the same source: its
+-- own submission never stands for a push's file list) gets the recorded changeset.
+CREATE UNIQUE INDEX changesets_commit ON changesets (agent_id, source, branch, commit_sha) WHERE commit_sha IS NOT NULL;
 CREATE INDEX changesets_agent ON changesets (agent_id, created_at);
 
 CREATE TABLE verification_results (

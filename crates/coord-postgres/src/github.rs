@@ -57,13 +57,14 @@ impl GithubStore for PgStore {
         Ok(())
     }
 
-    async fn unprocessed_github_deliveries(&self, limit: i64) -> CoordResult<Vec<Delivery>> {
+    async fn unprocessed_github_deliveries(&self, before: Timestamp, limit: i64) -> CoordResult<Vec<Delivery>> {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT delivery_id, event, action, payload FROM github_deliveries WHERE status = 'received'
+                "SELECT delivery_id, event, action, payload FROM github_deliveries
+                  WHERE status = 'received' AND received_at < $2
                   ORDER BY received_at, delivery_id LIMIT $1",
-                &[&limit],
+                &[&limit, &before],
             )
             .await
             .map_err(|e| CoordError::from(crate::Fail::Db(e)))?;

@@ -6,9 +6,9 @@ use crate::{Fail, PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::approvals::ApprovalStatus;
 use coord_domain::verification::{
-    self, CLAIM_GRACE_SECONDS, ChangedFile, Changeset, ClaimedRun, Executor, MAX_POLICIES, RUN_FILES_SHOWN, Review,
-    RunClaim, RunReport, RunStatus, VerificationPolicy, VerificationPolicyRow, VerificationResult, VerificationRun,
-    no_policy, too_many_policies,
+    self, CLAIM_GRACE_SECONDS, ChangedFile, Changeset, ClaimFilter, ClaimedRun, Executor, MAX_POLICIES,
+    RUN_FILES_SHOWN, Review, RunClaim, RunReport, RunStatus, VerificationPolicy, VerificationPolicyRow,
+    VerificationResult, VerificationRun, no_policy, too_many_policies,
 };
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{OpCtx, RoutedChangeset, VerificationStore};
@@ -110,8 +110,9 @@ async fn submit(tx: &Tx<'_>, ctx: &OpCtx, routed: &RoutedChangeset) -> R<Verific
     if inserted.is_none() {
         let row = tx
             .query_one(
-                "SELECT changeset_id FROM changesets WHERE agent_id = $1 AND branch = $2 AND commit_sha = $3",
-                &[&who.agent_id, &branch, &cs.commit],
+                "SELECT changeset_id FROM changesets
+                  WHERE agent_id = $1 AND source = $4 AND branch = $2 AND commit_sha = $3",
+                &[&who.agent_id, &branch, &cs.commit, &routed.source],
             )
             .await?;
         return read(tx, ctx, &get::<String>(&row, 0)?, false, true).await;
@@ -237,9 +238,8 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx, id: &str, with_diff: bool, existing: boo
 
 /// The oldest claimable run of `executors` (see `VerificationStore::claim_verification_run`):
 /// the row is locked (`SKIP LOCKED`), so racing workers take different runs.
-#[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `Vec`
-async fn claim(tx: &Tx<'_>, ctx: &OpCtx, executors: &Vec<Executor>) -> R<Option<ClaimedRun>> {
-    let names: Vec<&str> = executors.iter().map(|e| e.as_str()).collect();
+async fn claim(tx: &Tx<'_>, ctx: &OpCtx, filter: &ClaimFilter) -> R<Option<ClaimedRun>> {
+    let names: Vec<&str> = filter.executors.iter().map(|e| e.as_str()).collect();
     let Some(r) = tx
         .query_opt(
             &tx.prepare_cached(&format!(
@@ -249,6 +249,7 @@ async fn claim(tx: &Tx<'_>, ctx: &OpCtx, executors: &Vec<Executor>) -> R<Option<
                    JOIN changesets c ON c.changeset_id = v.changeset_id
                    LEFT JOIN approval_queue a ON a.approval_id = v.approval_id
                   WHERE v.executor = ANY($2::text[]) AND c.agent_id <> $3
+                    AND ($4::text IS NULL OR c.commit_sha IS NULL OR left($4, length(c.commit_sha)) = c.commit_sha)
                     AND (v.status = 'pending'
                          OR (v.status = 'running' AND v.lease_until <= {NOW})
                          OR (v.status = 'awaiting_approval' AND v.executor <> 'manual'
@@ -257,7 +258,7 @@ async fn claim(tx: &Tx<'_>, ctx: &OpCtx, executors: &Vec<Executor>) -> R<Option<
                   FOR UPDATE OF v SKIP LOCKED"
             ))
             .await?,
-            &[&ctx.now, &names, &ctx.who.agent_id],
+            &[&ctx.now, &names, &ctx.who.agent_id, &filter.commit],
         )
         .await?
     else {
@@ -373,8 +374,8 @@ impl VerificationStore for PgStore {
             .await
     }
 
-    async fn claim_verification_run(&self, ctx: OpCtx, executors: Vec<Executor>) -> CoordResult<Option<ClaimedRun>> {
-        self.op(ctx, executors, |tx, ctx, e| Box::pin(claim(tx, ctx, e))).await
+    async fn claim_verification_run(&self, ctx: OpCtx, filter: ClaimFilter) -> CoordResult<Option<ClaimedRun>> {
+        self.op(ctx, filter, |tx, ctx, f| Box::pin(claim(tx, ctx, f))).await
     }
 
     async fn report_verification_run(&self, ctx: OpCtx, r: RunReport) -> CoordResult<VerificationResult> {

@@ -39,12 +39,13 @@ fn finish(c: &Connection, now: i64, o: &GithubDeliveryResult) -> R<()> {
     Ok(())
 }
 
-fn unprocessed(c: &Connection, limit: i64) -> R<Vec<Delivery>> {
+fn unprocessed(c: &Connection, before: i64, limit: i64) -> R<Vec<Delivery>> {
     Ok(c.prepare_cached(
-        "SELECT delivery_id, event, action, payload FROM github_deliveries WHERE status = 'received'
+        "SELECT delivery_id, event, action, payload FROM github_deliveries
+          WHERE status = 'received' AND received_at < ?2
           ORDER BY received_at, delivery_id LIMIT ?1",
     )?
-    .query_map([limit], |r| {
+    .query_map([limit, before], |r| {
         Ok(Delivery {
             delivery_id: r.get(0)?,
             event: r.get(1)?,
@@ -66,7 +67,8 @@ impl GithubStore for SqliteStore {
             .await
     }
 
-    async fn unprocessed_github_deliveries(&self, limit: i64) -> CoordResult<Vec<Delivery>> {
-        self.read(move |c| unprocessed(c, limit)).await
+    async fn unprocessed_github_deliveries(&self, before: Timestamp, limit: i64) -> CoordResult<Vec<Delivery>> {
+        let before = coord_domain::time::to_micros(before);
+        self.read(move |c| unprocessed(c, before, limit)).await
     }
 }

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use coord_domain::approvals::ApprovalStatus;
 use coord_domain::time::from_micros;
 use coord_domain::verification::{
-    self, CLAIM_GRACE_SECONDS, Changeset, ClaimedRun, Executor, MAX_POLICIES, RUN_FILES_SHOWN, Review, RunClaim,
-    RunReport, RunStatus, VerificationPolicy, VerificationPolicyRow, VerificationResult, VerificationRun, no_policy,
-    too_many_policies,
+    self, CLAIM_GRACE_SECONDS, Changeset, ClaimFilter, ClaimedRun, Executor, MAX_POLICIES, RUN_FILES_SHOWN, Review,
+    RunClaim, RunReport, RunStatus, VerificationPolicy, VerificationPolicyRow, VerificationResult, VerificationRun,
+    no_policy, too_many_policies,
 };
 use coord_domain::{CoordResult, Identity};
 use coord_store::{OpCtx, RoutedChangeset, VerificationStore};
@@ -69,9 +69,10 @@ fn submit(c: &Connection, now: i64, who: &Identity, routed: &RoutedChangeset) ->
     if let Some(commit) = &cs.commit {
         let existing: Option<String> = c
             .prepare_cached(
-                "SELECT changeset_id FROM changesets WHERE agent_id = ?1 AND branch = ?2 AND commit_sha = ?3",
+                "SELECT changeset_id FROM changesets
+                  WHERE agent_id = ?1 AND source = ?4 AND branch = ?2 AND commit_sha = ?3",
             )?
-            .query_row(params![who.agent_id, branch, commit], |r| r.get(0))
+            .query_row(params![who.agent_id, branch, commit, routed.source], |r| r.get(0))
             .optional()?;
         if let Some(id) = existing {
             return read(c, now, &id, false, true);
@@ -217,8 +218,8 @@ fn read(c: &Connection, now: i64, id: &str, with_diff: bool, existing: bool) -> 
 
 /// The oldest claimable run of `executors` (see `VerificationStore::claim_verification_run`);
 /// the single writer makes the look and the update one step.
-fn claim(c: &Connection, now: i64, who: &Identity, executors: &[Executor]) -> R<Option<ClaimedRun>> {
-    let names: Vec<&str> = executors.iter().map(|e| e.as_str()).collect();
+fn claim(c: &Connection, now: i64, who: &Identity, filter: &ClaimFilter) -> R<Option<ClaimedRun>> {
+    let names: Vec<&str> = filter.executors.iter().map(|e| e.as_str()).collect();
     let found = c
         .prepare_cached(
             "SELECT v.changeset_id, v.policy, v.attempt, v.policy_snapshot, v.files, v.file_count, c.branch, c.commit_sha
@@ -226,13 +227,14 @@ fn claim(c: &Connection, now: i64, who: &Identity, executors: &[Executor]) -> R<
                JOIN changesets c ON c.changeset_id = v.changeset_id
                LEFT JOIN approval_queue a ON a.approval_id = v.approval_id
               WHERE v.executor IN (SELECT value FROM json_each(?1)) AND c.agent_id <> ?2
+                AND (?4 IS NULL OR c.commit_sha IS NULL OR substr(?4, 1, length(c.commit_sha)) = c.commit_sha)
                 AND (v.status = 'pending'
                      OR (v.status = 'running' AND v.lease_until <= ?3)
                      OR (v.status = 'awaiting_approval' AND v.executor <> 'manual'
                          AND a.status IN ('approved', 'used')))
               ORDER BY v.created_at, v.changeset_id, v.policy LIMIT 1",
         )?
-        .query_row(params![to_json(&names), who.agent_id, now], |r| {
+        .query_row(params![to_json(&names), who.agent_id, now, filter.commit], |r| {
             let branch: String = r.get(6)?;
             Ok(ClaimedRun {
                 changeset_id: r.get(0)?,
@@ -336,8 +338,8 @@ impl VerificationStore for SqliteStore {
             .await
     }
 
-    async fn claim_verification_run(&self, ctx: OpCtx, executors: Vec<Executor>) -> CoordResult<Option<ClaimedRun>> {
-        self.op(ctx, move |c, now, who| claim(c, now, who, &executors)).await
+    async fn claim_verification_run(&self, ctx: OpCtx, filter: ClaimFilter) -> CoordResult<Option<ClaimedRun>> {
+        self.op(ctx, move |c, now, who| claim(c, now, who, &filter)).await
     }
 
     async fn report_verification_run(&self, ctx: OpCtx, r: RunReport) -> CoordResult<VerificationResult> {

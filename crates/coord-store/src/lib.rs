@@ -44,7 +44,7 @@ use coord_domain::sessions::{
 use coord_domain::status::StatusResult;
 use coord_domain::target::LockTarget;
 use coord_domain::verification::{
-    self, ClaimedRun, Executor, NewChangeset, PlannedRun, REVIEW_OPERATION, RunReport, VerificationPolicy,
+    self, ClaimFilter, ClaimedRun, NewChangeset, PlannedRun, REVIEW_OPERATION, RunReport, VerificationPolicy,
     VerificationPolicyRow, VerificationResult,
 };
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
@@ -634,10 +634,11 @@ pub trait VerificationStore: Send + Sync {
     /// A changeset, its runs (those waiting for a person as their review decided) and
     /// its overall status; `not_found` for an unknown id.
     async fn get_verification(&self, ctx: OpCtx, changeset_id: String, diff: bool) -> CoordResult<VerificationResult>;
-    /// Claims the oldest run one of `executors` runs, for the caller: pending, approved
-    /// to run, or running past its claim (a worker that died); never a run of the
-    /// caller's own changeset. Concurrent workers never claim one run twice.
-    async fn claim_verification_run(&self, ctx: OpCtx, executors: Vec<Executor>) -> CoordResult<Option<ClaimedRun>>;
+    /// Claims the oldest run one of the filter's executors runs, of a changeset at the
+    /// filter's commit (or naming none), for the caller: pending, approved to run, or
+    /// running past its claim (a worker that died); never a run of the caller's own
+    /// changeset. Concurrent workers never claim one run twice.
+    async fn claim_verification_run(&self, ctx: OpCtx, filter: ClaimFilter) -> CoordResult<Option<ClaimedRun>>;
     /// Records the outcome of a claimed run (`verification::decide_report`) and answers
     /// the changeset as it is now.
     async fn report_verification_run(&self, ctx: OpCtx, report: RunReport) -> CoordResult<VerificationResult>;
@@ -651,9 +652,9 @@ pub trait GithubStore: Send + Sync {
     async fn record_github_delivery(&self, ctx: OpCtx, delivery: Delivery) -> CoordResult<GithubDeliveryResult>;
     /// What processing made of it (bookkeeping, not audited: what it did is).
     async fn finish_github_delivery(&self, now: Option<Timestamp>, outcome: GithubDeliveryResult) -> CoordResult<()>;
-    /// Deliveries received and not processed (a coordinator stopped in between), oldest
-    /// first.
-    async fn unprocessed_github_deliveries(&self, limit: i64) -> CoordResult<Vec<Delivery>>;
+    /// Deliveries received before `before` and not processed (a coordinator stopped in
+    /// between), oldest first.
+    async fn unprocessed_github_deliveries(&self, before: Timestamp, limit: i64) -> CoordResult<Vec<Delivery>>;
 }
 
 /// A registered spawn: what `spawn_agent` stores in one transaction.

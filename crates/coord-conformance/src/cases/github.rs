@@ -87,7 +87,7 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
             cs.changeset.source.as_str(),
             cs.changeset.branch.as_deref()
         ),
-        ("claude-1", "github", Some("agent/claude-1/42"))
+        ("github:octocat", "github", Some("agent/claude-1/42"))
     );
     assert_eq!(cs.changeset.commit.as_deref(), Some(sha));
     let files: Vec<(&str, &str)> = cs
@@ -113,7 +113,8 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
             ("src/main.rs", "changed")
         ]
     );
-    // Pushed, not submitted by a profiled agent: least privilege, every tier runs.
+    // Pushed, not submitted by a profiled agent: trust 0, every tier runs — even when
+    // the sender's name has a profile.
     assert_eq!(cs.changeset.trust_level, 0);
     let runs: Vec<(&str, RunStatus)> = cs.runs.iter().map(|r| (r.policy.as_str(), r.status)).collect();
     assert_eq!(
@@ -137,12 +138,39 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
         .unwrap();
     assert_eq!(other.changeset_id.as_deref(), Some(id.as_str()));
 
-    // Someone's push to main: their GitHub name is the agent.
-    let main = deliver(&h, "d-3", "push", push("main", "abcdef0123456789"))
+    // The agent's own earlier submission of the same commit does not stand for the push.
+    let own = run::<verification::SubmitChangeset>(
+        &h,
+        &agent("claude-1"),
+        serde_json::from_value(
+            json!({"files": ["README.md"], "branch": "agent/claude-1/43", "commit": "abcdef0123456789"}),
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(own.status, ChangesetStatus::NotRequired);
+    let pushed = deliver(&h, "d-3", "push", push("agent/claude-1/43", "abcdef0123456789"))
         .await
         .unwrap();
-    let main_cs = main.changeset_id.unwrap();
-    assert_ne!(main_cs, id);
+    assert_ne!(pushed.changeset_id.unwrap(), own.changeset.changeset_id);
+    // A forced push may list too few files: every policy runs.
+    let mut forced = push("main", "fedcba9876543210");
+    forced["forced"] = json!(true);
+    forced["commits"] = json!([{"modified": ["README.md"]}]);
+    let forced = deliver(&h, "d-8", "push", forced).await.unwrap();
+    let forced = run::<verification::GetVerification>(
+        &h,
+        &agent("observer"),
+        GetVerificationRequest {
+            changeset_id: forced.changeset_id.unwrap(),
+            diff: false,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(forced.runs.len(), 2, "{forced:?}");
+    assert!(forced.runs[0].reason.as_deref().unwrap().contains("a forced push"));
     // Nothing to do, or not readable: recorded with why.
     let tag = deliver(&h, "d-4", "push", json!({"ref": "refs/tags/v1", "commits": []}))
         .await
@@ -184,20 +212,14 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
     );
     let recorded = h.store.record_github_delivery(ctx, left).await.unwrap();
     assert_eq!(recorded.status, DeliveryStatus::Received);
-    assert_eq!(
-        coord_service::ops::github::resume_deliveries(&h.local, Some(h.now()))
-            .await
-            .unwrap(),
-        1
-    );
-    assert_eq!(
-        coord_service::ops::github::resume_deliveries(&h.local, Some(h.now()))
-            .await
-            .unwrap(),
-        0
-    );
+    let resume = || coord_service::ops::github::resume_deliveries(&h.local, Some(h.now()));
+    // Not while it may still be in hand (a minute), then once.
+    assert_eq!(resume().await.unwrap(), 0);
+    h.advance(2);
+    assert_eq!(resume().await.unwrap(), 1);
+    assert_eq!(resume().await.unwrap(), 0);
     let seen = deliver(&h, "d-left", "push", json!({})).await.unwrap();
     assert!(seen.duplicate);
     assert_eq!(seen.status, DeliveryStatus::Processed);
-    assert!(seen.note.unwrap().starts_with("changeset of codex-2"));
+    assert!(seen.note.unwrap().starts_with("changeset of github:octocat"));
 }

@@ -352,6 +352,7 @@ async fn claim(h: &Harness, who: &Caller, executors: &[Executor]) -> CoordResult
         who,
         ClaimVerificationRunRequest {
             executors: executors.to_vec(),
+            commit: None,
         },
     )
     .await
@@ -411,8 +412,21 @@ pub async fn verification_workers_claim_and_report(b: &dyn Backend) {
         let e = claim(&h, &dev2, &[]).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::InsufficientTrustLevel);
     }
+    // A worker checked out elsewhere claims nothing of a changeset at another commit.
+    let elsewhere = |commit: &str| ClaimVerificationRunRequest {
+        executors: vec![],
+        commit: Some(commit.into()),
+    };
+    let other = run::<ops::ClaimVerificationRun>(&h, &root, elsewhere("1111111aaaa"))
+        .await
+        .unwrap();
+    assert_eq!(other.run, None);
     // Oldest first, never the worker's own changeset; what it needs comes with it.
-    let first = claim(&h, &root, &[]).await.unwrap().expect("a run to do");
+    let first = run::<ops::ClaimVerificationRun>(&h, &root, elsewhere("ABCDEF1234567"))
+        .await
+        .unwrap()
+        .run
+        .expect("a run to do");
     assert_eq!(
         (first.changeset_id.as_str(), first.policy.name.as_str()),
         (id.as_str(), "integration")

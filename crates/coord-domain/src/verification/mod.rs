@@ -458,6 +458,9 @@ pub struct SubmitChangesetRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewChangeset {
     pub files: Vec<ChangedFile>,
+    /// Why the file list may be incomplete (a push GitHub listed partly): every policy
+    /// then runs. Never from an agent's request.
+    pub incomplete: Option<String>,
     pub branch: Option<String>,
     pub commit: Option<String>,
     pub description: Option<String>,
@@ -526,6 +529,7 @@ pub fn validate_changeset(req: SubmitChangesetRequest, repo_root: Option<&str>) 
     };
     Ok(NewChangeset {
         files,
+        incomplete: None,
         branch,
         commit,
         description,
@@ -797,10 +801,43 @@ pub struct ClaimVerificationRunRequest {
     /// The executors this worker runs (default inline and local; never manual).
     #[serde(default)]
     pub executors: Vec<Executor>,
+    /// The commit this worker's checkout is at (hex): only runs of changesets at that
+    /// commit (or naming none) are claimed, so a worker never fails others' runs for
+    /// being elsewhere.
+    #[serde(default)]
+    pub commit: Option<String>,
 }
 
-/// The executors a claim asks for: given ones without repeats, or inline and local.
-pub fn validate_claim(req: ClaimVerificationRunRequest) -> CoordResult<Vec<Executor>> {
+/// What a worker claims: runs of these executors, at this commit (or any).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimFilter {
+    pub executors: Vec<Executor>,
+    pub commit: Option<String>,
+}
+
+/// The executors a claim asks for (given ones without repeats, or inline and local) and
+/// the worker's commit.
+pub fn validate_claim(req: ClaimVerificationRunRequest) -> CoordResult<ClaimFilter> {
+    let commit = req
+        .commit
+        .map(|c| c.trim().to_ascii_lowercase())
+        .filter(|c| !c.is_empty());
+    if let Some(c) = &commit
+        && (c.len() < 7 || c.len() > 64 || !c.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(invalid("commit", format!("commit {c:?}: 7 to 64 hexadecimal digits")));
+    }
+    Ok(ClaimFilter {
+        executors: executors(req.executors)?,
+        commit,
+    })
+}
+
+fn executors(asked: Vec<Executor>) -> CoordResult<Vec<Executor>> {
+    let req = ClaimVerificationRunRequest {
+        executors: asked,
+        commit: None,
+    };
     if req.executors.contains(&Executor::Manual) {
         return Err(invalid(
             "executors",
@@ -817,6 +854,15 @@ pub fn validate_claim(req: ClaimVerificationRunRequest) -> CoordResult<Vec<Execu
         list = vec![Executor::Inline, Executor::Local];
     }
     Ok(list)
+}
+
+impl Default for ClaimFilter {
+    fn default() -> Self {
+        ClaimFilter {
+            executors: vec![Executor::Inline, Executor::Local],
+            commit: None,
+        }
+    }
 }
 
 /// A run a worker claimed: what it needs to run it.

@@ -88,14 +88,16 @@ pub struct PlannedRun {
 /// higher tier does not replace a lower one), ordered by tier then name. A submitter of
 /// trust 3 or more has tiers 0 and 1 skipped (recorded, with the reason); a policy
 /// needing a person's review starts awaiting approval, any other pending for its
-/// executor. No run at all means no policy covers the change.
-pub fn route(matchers: &[Matcher], files: &[&str], trust: u8) -> Vec<PlannedRun> {
+/// executor. No run at all means no policy covers the change. `incomplete` (why the
+/// file list may miss files): every enabled policy gets a run, covering or not — a
+/// missing file must not mean a skipped check.
+pub fn route(matchers: &[Matcher], files: &[&str], trust: u8, incomplete: Option<&str>) -> Vec<PlannedRun> {
     let mut runs: Vec<PlannedRun> = matchers
         .iter()
         .filter(|m| m.policy.enabled)
         .filter_map(|m| {
             let covered: Vec<String> = files.iter().filter(|f| m.covers(f)).map(|f| f.to_string()).collect();
-            if covered.is_empty() {
+            if covered.is_empty() && incomplete.is_none() {
                 return None;
             }
             let p = &m.policy;
@@ -108,6 +110,10 @@ pub fn route(matchers: &[Matcher], files: &[&str], trust: u8) -> Vec<PlannedRun>
                 (RunStatus::AwaitingApproval, Some(review_reason(p)))
             } else {
                 (RunStatus::Pending, None)
+            };
+            let reason = match (covered.is_empty(), incomplete) {
+                (true, Some(why)) => Some(format!("runs although no listed file matches: {why}")),
+                _ => reason,
             };
             Some(PlannedRun {
                 policy: p.clone(),

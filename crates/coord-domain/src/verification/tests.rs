@@ -152,7 +152,7 @@ fn set_of() -> Vec<Matcher> {
 }
 
 fn plan(files: &[&str], trust: u8) -> Vec<(String, RunStatus, Vec<String>)> {
-    route(&set_of(), files, trust)
+    route(&set_of(), files, trust, None)
         .into_iter()
         .map(|r| (r.policy.name, r.status, r.files))
         .collect()
@@ -177,7 +177,7 @@ fn routing_runs_every_matching_policy_by_tier() {
     // Nothing covers it (the disabled catch-all does not count).
     assert_eq!(plan(&["README.md"], 2), vec![]);
     // Trust 3 skips tiers 0 and 1, with the reason; higher tiers stay.
-    let runs = route(&set_of(), &["src/db/pool.rs"], 3);
+    let runs = route(&set_of(), &["src/db/pool.rs"], 3, None);
     let st: Vec<_> = runs.iter().map(|r| (r.policy.name.as_str(), r.status)).collect();
     assert_eq!(st, [("lint", Skipped), ("unit", Skipped), ("integration", Pending)]);
     assert_eq!(runs[0].reason.as_deref(), Some("trust level 3 skips tiers 0 and 1"));
@@ -185,11 +185,19 @@ fn routing_runs_every_matching_policy_by_tier() {
     assert_eq!(plan(&["a.rs"], 4), vec![("lint".into(), Skipped, s(&["a.rs"]))]);
     assert_eq!(plan(&["a.rs"], 0), vec![("lint".into(), Pending, s(&["a.rs"]))]);
     // requires_approval holds a non-manual executor until a person approves.
-    let runs = route(&set_of(), &["deploy/app.yaml"], 2);
+    let runs = route(&set_of(), &["deploy/app.yaml"], 2, None);
     assert_eq!(runs[0].status, AwaitingApproval);
     assert_eq!(
         runs[0].reason.as_deref(),
         Some("waiting for a person's approval before e2b runs")
+    );
+    // A file list that may be incomplete: every enabled policy runs, saying why.
+    let all = route(&set_of(), &["README.md"], 0, Some("a forced push"));
+    let names: Vec<&str> = all.iter().map(|r| r.policy.name.as_str()).collect();
+    assert_eq!(names, ["lint", "unit", "integration", "deploy", "security"]);
+    assert_eq!(
+        all[0].reason.as_deref(),
+        Some("runs although no listed file matches: a forced push")
     );
     // A removed private key still goes to review.
     assert_eq!(
@@ -435,13 +443,22 @@ fn reports_come_from_the_claiming_worker_only() {
     }
     assert_eq!(
         validate_claim(ClaimVerificationRunRequest::default()).unwrap(),
-        [Executor::Inline, Executor::Local]
+        ClaimFilter::default()
     );
-    assert!(
+    let claim = |executors: Vec<Executor>, commit: Option<&str>| {
         validate_claim(ClaimVerificationRunRequest {
-            executors: vec![Executor::Manual]
+            executors,
+            commit: commit.map(str::to_string),
         })
-        .is_err()
+    };
+    assert!(claim(vec![Executor::Manual], None).is_err());
+    assert_eq!(
+        claim(vec![Executor::E2b, Executor::E2b], Some(" ABCDEF0 ")).unwrap(),
+        ClaimFilter {
+            executors: vec![Executor::E2b],
+            commit: Some("abcdef0".into())
+        }
     );
+    assert_eq!(claim(vec![], Some("xyz")).unwrap_err().field.as_deref(), Some("commit"));
     assert_eq!(tail("abcdef", 3), "def");
 }

@@ -21,8 +21,8 @@ impl Operation for ReceiveGithubDelivery {
     const SUMMARY: &'static str = "Record a GitHub webhook delivery and act on it (the webhook door)";
     const DESCRIPTION: &'static str = "What POST /webhook/github does once GitHub's signature checks out: \
         records the delivery (delivery_id from X-GitHub-Delivery, event from X-GitHub-Event, the payload) and acts \
-        on it: a push to a branch becomes a changeset of the branch's agent (agent/<id>/<task>; otherwise \
-        github:<pusher>) routed to verification like submit_changeset. A delivery id seen before is answered \
+        on it: a push to a branch becomes a changeset of github:<sender login> routed to verification like \
+        submit_changeset, at trust 0 (every tier runs; a partial file list runs every policy). A delivery id seen before is answered \
         with duplicate:true and nothing is done again. Operator only.";
     const ACCESS: Access = Access::Operator;
     const EFFECT: Effect = Effect::Write;
@@ -73,24 +73,26 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
             }
             Ok(push) => match github::plan_push(&push) {
                 PushPlan::Nothing(why) => outcome.note = Some(why),
-                PushPlan::Changeset { agent_id, request, .. } => {
-                    match submit_push(c, now, &d, agent_id, request).await {
-                        Ok(r) => {
-                            outcome.status = DeliveryStatus::Processed;
-                            outcome.note = Some(format!(
-                                "changeset of {} ({} run{})",
-                                r.changeset.agent_id,
-                                r.runs.len(),
-                                if r.runs.len() == 1 { "" } else { "s" }
-                            ));
-                            outcome.changeset_id = Some(r.changeset.changeset_id);
-                        }
-                        Err(e) => {
-                            outcome.status = DeliveryStatus::Failed;
-                            outcome.note = Some(format!("{} [{}]", e.message, e.code));
-                        }
+                PushPlan::Changeset {
+                    agent_id,
+                    request,
+                    incomplete,
+                } => match submit_push(c, now, &d, agent_id, request, incomplete).await {
+                    Ok(r) => {
+                        outcome.status = DeliveryStatus::Processed;
+                        outcome.note = Some(format!(
+                            "changeset of {} ({} run{})",
+                            r.changeset.agent_id,
+                            r.runs.len(),
+                            if r.runs.len() == 1 { "" } else { "s" }
+                        ));
+                        outcome.changeset_id = Some(r.changeset.changeset_id);
                     }
-                }
+                    Err(e) => {
+                        outcome.status = DeliveryStatus::Failed;
+                        outcome.note = Some(format!("{} [{}]", e.message, e.code));
+                    }
+                },
             },
         },
         other => outcome.note = Some(format!("coord does not act on {other} events")),
@@ -101,15 +103,15 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
     outcome
 }
 
-/// A push's changeset, submitted as the branch's agent (type `github`: its trust is that
-/// of the profile assigned to its id, else least privilege — every tier runs), audited
-/// as `submit_changeset` with the delivery id.
+/// A push's changeset, submitted as `github:<login>` (type `github`, routed at trust 0:
+/// every tier runs), audited as `submit_changeset` with the delivery id.
 async fn submit_push(
     c: &Coordinator,
     now: Option<coord_domain::Timestamp>,
     d: &Delivery,
     agent_id: String,
     request: verification::SubmitChangesetRequest,
+    incomplete: Option<String>,
 ) -> CoordResult<verification::VerificationResult> {
     let who = coord_domain::Caller::new(agent_id, github::WEBHOOK_AGENT_TYPE).validate()?;
     let parameters = serde_json::json!({
@@ -120,25 +122,23 @@ async fn submit_push(
         "commit": request.commit,
     });
     let ctx = OpCtx::internal(now, who.clone(), super::verification::SubmitChangeset::NAME, parameters);
-    let changeset = match verification::validate_changeset(request, None) {
+    let mut changeset = match verification::validate_changeset(request, None) {
         Ok(cs) => cs,
         Err(e) => return super::refuse(c, &ctx, e).await,
     };
+    changeset.incomplete = incomplete;
     super::verification::submit(c, ctx, changeset, "github").await
 }
 
-/// Acts on every delivery recorded and not acted on (a coordinator stopped in between);
-/// answers how many.
+/// Acts on the deliveries recorded more than a minute ago and not acted on (a
+/// coordinator stopped in between; younger ones may still be in hand), one batch of at
+/// most 100 per call; answers how many.
 pub async fn resume_deliveries(c: &Coordinator, now: Option<coord_domain::Timestamp>) -> CoordResult<usize> {
-    let mut done = 0;
-    loop {
-        let batch = c.store().unprocessed_github_deliveries(100).await?;
-        if batch.is_empty() {
-            return Ok(done);
-        }
-        for d in batch {
-            process(c, now, d).await;
-            done += 1;
-        }
+    let before = now.unwrap_or_else(chrono::Utc::now) - chrono::Duration::minutes(1);
+    let batch = c.store().unprocessed_github_deliveries(before, 100).await?;
+    let n = batch.len();
+    for d in batch {
+        process(c, now, d).await;
     }
+    Ok(n)
 }

@@ -8,10 +8,10 @@ use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect};
 use coord_domain::profiles::{self, Need, Permission};
 use coord_domain::verification::{
-    self, ClaimVerificationRunRequest, ClaimVerificationRunResult, DeleteVerificationPolicyRequest,
-    DeleteVerificationPolicyResult, Executor, GetVerificationRequest, ListVerificationPoliciesResult, Matcher,
-    NewChangeset, ReportVerificationRunRequest, RunReport, SetVerificationPolicyResult, SubmitChangesetRequest,
-    VerificationPolicy, VerificationResult,
+    self, ClaimFilter, ClaimVerificationRunRequest, ClaimVerificationRunResult, DeleteVerificationPolicyRequest,
+    DeleteVerificationPolicyResult, GetVerificationRequest, ListVerificationPoliciesResult, Matcher, NewChangeset,
+    ReportVerificationRunRequest, RunReport, SetVerificationPolicyResult, SubmitChangesetRequest, VerificationPolicy,
+    VerificationResult,
 };
 use coord_domain::{CoordResult, Empty, Identity};
 use coord_store::{OpCtx, RoutedChangeset, UsageOf};
@@ -143,8 +143,8 @@ impl Operation for SubmitChangeset {
     }
 }
 
-/// Routes `changeset` by the policies and the trust of `ctx.who` as they are now, and
-/// records it with its runs (each run keeps the policy as it was then). A stored policy
+/// Routes `changeset` by the policies and the trust of `ctx.who` (an agent's profile; a
+/// push from GitHub: 0) as they are now, and records it with its runs (each run keeps the policy as it was then). A stored policy
 /// that no longer compiles refuses the submission (audited) rather than being skipped.
 pub(crate) async fn submit(
     c: &Coordinator,
@@ -163,16 +163,22 @@ pub(crate) async fn submit(
         Ok(m) => m,
         Err(e) => return super::refuse(c, &ctx, e).await,
     };
-    let facts = c
-        .store()
-        .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
-        .await?;
-    let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
-    let runs = verification::route(&matchers, &changeset.paths(), profile.trust_level);
+    // A push arrives from GitHub with a name GitHub vouches for, not a coord profile:
+    // least privilege, every tier runs.
+    let trust = if source == "agent" {
+        let facts = c
+            .store()
+            .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
+            .await?;
+        profiles::resolve(facts.by_agent, facts.by_type).0.trust_level
+    } else {
+        0
+    };
+    let runs = verification::route(&matchers, &changeset.paths(), trust, changeset.incomplete.as_deref());
     let routed = RoutedChangeset {
         changeset,
         source,
-        trust_level: profile.trust_level,
+        trust_level: trust,
         runs,
     };
     c.store().submit_changeset(ctx, routed).await
@@ -218,8 +224,9 @@ impl Operation for ClaimVerificationRun {
     const NAME: &'static str = "claim_verification_run";
     const SUMMARY: &'static str = "Claim the next verification run to execute (verification workers)";
     const DESCRIPTION: &'static str = "For verification workers (`coord verify run` is one): claim the oldest run \
-        of the executors you run (executors, default inline and local): pending, approved to run, or running past \
-        its claim (a worker that died). Never a run of your own changeset. Answers {success:true, run:null} when \
+        of the executors you run (executors, default inline and local), of a changeset at commit (your checkout's; \
+        changesets naming no commit match any): pending, approved to run, or running past its claim (a worker \
+        that died). Never a run of your own changeset. Answers {success:true, run:null} when \
         there is nothing to do, or {success:true, run:{changeset_id, attempt, policy (as routed: command, \
         required_env, timeout_seconds, ...), files, branch, commit, lease_until}}; the run is then running and \
         yours: report its outcome with report_verification_run before lease_until (the policy's timeout plus a \
@@ -228,17 +235,18 @@ impl Operation for ClaimVerificationRun {
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::admin(Permission::Execute);
     const HTTP: &'static [Http] = &[Http::post("/verification/runs/claim")];
-    const EXAMPLE: &'static str = "{\"executors\": [\"inline\", \"local\"]}";
+    const EXAMPLE: &'static str =
+        "{\"executors\": [\"inline\", \"local\"], \"commit\": \"9fceb02d0ae598e95dc970b74767f19372d61af8\"}";
     type Request = ClaimVerificationRunRequest;
     type Response = ClaimVerificationRunResult;
-    type Args = Vec<Executor>;
+    type Args = ClaimFilter;
 
-    fn validate(_: &Coordinator, _: &Identity, req: ClaimVerificationRunRequest) -> CoordResult<Vec<Executor>> {
+    fn validate(_: &Coordinator, _: &Identity, req: ClaimVerificationRunRequest) -> CoordResult<ClaimFilter> {
         verification::validate_claim(req)
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, executors: Vec<Executor>) -> CoordResult<ClaimVerificationRunResult> {
-        let run = c.store().claim_verification_run(ctx, executors).await?;
+    async fn execute(c: &Coordinator, ctx: OpCtx, filter: ClaimFilter) -> CoordResult<ClaimVerificationRunResult> {
+        let run = c.store().claim_verification_run(ctx, filter).await?;
         Ok(ClaimVerificationRunResult { success: true, run })
     }
 }
