@@ -170,15 +170,14 @@ pub(crate) fn read_document(file: &str) -> CoordResult<Value> {
     })
 }
 
-/// The profiles in a YAML or JSON document — `profiles: [...]`, a list, or a map of
-/// name → profile — as the request, with the names in order (errors say `profiles[i]`).
-pub fn read_profiles(file: &str) -> CoordResult<(ApplyProfilesRequest, Vec<String>)> {
-    let doc = read_document(file)?;
-    let list = match doc {
-        Value::Object(mut m) if m.contains_key("profiles") => m.remove("profiles").unwrap_or_default(),
-        Value::Array(a) => Value::Array(a),
-        // The spec's layout: each profile under its name.
-        Value::Object(m) if m.values().all(Value::is_object) => Value::Array(
+/// The items of a document that lists named things (`key: [...]`, a list, or a map of
+/// name -> item, the name put into each item): `None` when it is none of these.
+pub(crate) fn named_items(doc: Value, key: &str) -> Option<Value> {
+    match doc {
+        Value::Object(mut m) if m.contains_key(key) => Some(m.remove(key).unwrap_or_default()),
+        Value::Array(a) => Some(Value::Array(a)),
+        // The spec's layout: each item under its name.
+        Value::Object(m) if !m.is_empty() && m.values().all(Value::is_object) => Some(Value::Array(
             m.into_iter()
                 .map(|(name, body)| {
                     let mut body: Map<String, Value> = body.as_object().cloned().unwrap_or_default();
@@ -186,14 +185,21 @@ pub fn read_profiles(file: &str) -> CoordResult<(ApplyProfilesRequest, Vec<Strin
                     Value::Object(body)
                 })
                 .collect(),
-        ),
-        _ => {
-            return Err(CoordError::field(
-                ErrorCode::InvalidArgument,
-                "file",
-                format!("{file}: expected `profiles: [...]`, a list of profiles, or a map of name -> profile"),
-            ));
-        }
+        )),
+        _ => None,
+    }
+}
+
+/// The profiles in a YAML or JSON document — `profiles: [...]`, a list, or a map of
+/// name → profile — as the request, with the names in order (errors say `profiles[i]`).
+pub fn read_profiles(file: &str) -> CoordResult<(ApplyProfilesRequest, Vec<String>)> {
+    let doc = read_document(file)?;
+    let Some(list) = named_items(doc, "profiles") else {
+        return Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            "file",
+            format!("{file}: expected `profiles: [...]`, a list of profiles, or a map of name -> profile"),
+        ));
     };
     let names: Vec<String> = list
         .as_array()

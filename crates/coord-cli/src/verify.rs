@@ -16,7 +16,7 @@ use coord_service::ops::verification::{
     SetVerificationPolicy, SubmitChangeset,
 };
 use coord_service::{Coordination, call};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 fn list(v: &[String]) -> String {
     if v.is_empty() { "-".into() } else { v.join(", ") }
@@ -118,28 +118,18 @@ fn render_result(r: &VerificationResult) -> String {
 /// with one mistake changes nothing (errors name `policies[i].field` and the policy).
 pub fn read_policies(file: &str) -> CoordResult<Vec<VerificationPolicy>> {
     let doc = crate::profiles::read_document(file)?;
-    let list = match doc {
-        Value::Object(mut m) if m.contains_key("policies") => m.remove("policies").unwrap_or_default(),
-        Value::Object(m) if m.contains_key("name") => Value::Array(vec![Value::Object(m)]),
-        Value::Array(a) => Value::Array(a),
-        Value::Object(m) if !m.is_empty() && m.values().all(Value::is_object) => Value::Array(
-            m.into_iter()
-                .map(|(name, body)| {
-                    let mut body: Map<String, Value> = body.as_object().cloned().unwrap_or_default();
-                    body.entry("name").or_insert(Value::String(name));
-                    Value::Object(body)
-                })
-                .collect(),
-        ),
-        _ => {
-            return Err(CoordError::field(
-                ErrorCode::InvalidArgument,
-                "file",
-                format!(
-                    "{file}: expected `policies: [...]`, a list of policies, a map of name -> policy, or one policy"
-                ),
-            ));
-        }
+    let one = matches!(&doc, Value::Object(m) if m.contains_key("name"));
+    let list = if one {
+        Some(Value::Array(vec![doc]))
+    } else {
+        crate::profiles::named_items(doc, "policies")
+    };
+    let Some(list) = list else {
+        return Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            "file",
+            format!("{file}: expected `policies: [...]`, a list of policies, a map of name -> policy, or one policy"),
+        ));
     };
     let Value::Array(items) = list else {
         return Err(CoordError::field(

@@ -506,15 +506,7 @@ pub fn validate_changeset(req: SubmitChangesetRequest, repo_root: Option<&str>) 
     if let Some(b) = &branch {
         check_branch(b)?;
     }
-    let commit = req
-        .commit
-        .map(|c| c.trim().to_ascii_lowercase())
-        .filter(|c| !c.is_empty());
-    if let Some(c) = &commit
-        && (c.len() < 7 || c.len() > 64 || !c.bytes().all(|b| b.is_ascii_hexdigit()))
-    {
-        return Err(invalid("commit", format!("commit {c:?}: 7 to 64 hexadecimal digits")));
-    }
+    let commit = commit_hex(req.commit)?;
     let description = validate::optional_text("description", req.description, MAX_TEXT)?;
     let diff = match req.diff {
         Some(d) if d.len() > MAX_DIFF_BYTES => {
@@ -546,6 +538,17 @@ impl Change {
             self
         }
     }
+}
+
+/// A commit as hex, lower-cased (7 to 64 digits: abbreviated, SHA-1 or SHA-256); blank is none.
+fn commit_hex(value: Option<String>) -> CoordResult<Option<String>> {
+    let commit = value.map(|c| c.trim().to_ascii_lowercase()).filter(|c| !c.is_empty());
+    if let Some(c) = &commit
+        && (c.len() < 7 || c.len() > 64 || !c.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(invalid("commit", format!("commit {c:?}: 7 to 64 hexadecimal digits")));
+    }
+    Ok(commit)
 }
 
 /// A branch name git accepts (`git check-ref-format --branch`, the rules that matter
@@ -818,15 +821,7 @@ pub struct ClaimFilter {
 /// The executors a claim asks for (given ones without repeats, or inline and local) and
 /// the worker's commit.
 pub fn validate_claim(req: ClaimVerificationRunRequest) -> CoordResult<ClaimFilter> {
-    let commit = req
-        .commit
-        .map(|c| c.trim().to_ascii_lowercase())
-        .filter(|c| !c.is_empty());
-    if let Some(c) = &commit
-        && (c.len() < 7 || c.len() > 64 || !c.bytes().all(|b| b.is_ascii_hexdigit()))
-    {
-        return Err(invalid("commit", format!("commit {c:?}: 7 to 64 hexadecimal digits")));
-    }
+    let commit = commit_hex(req.commit)?;
     Ok(ClaimFilter {
         executors: executors(req.executors)?,
         commit,
