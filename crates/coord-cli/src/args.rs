@@ -230,6 +230,10 @@ pub enum Command {
     /// change and follow its runs (docs/verification.md)
     #[command(subcommand)]
     Verify(VerifyCommand),
+    /// GitHub: the label that locks a path (`locked:<path>`, or `locked:<tail>#<hash>` for
+    /// paths over GitHub's 50 characters; docs/github.md)
+    #[command(subcommand)]
+    Github(GithubCommand),
     /// Agents coord launches: definitions in .claude/agents/*.md, their profile
     /// (read_only, write, verification, design), the exact command line per runtime, and
     /// launching one in the sandbox with least privilege (docs/agents.md)
@@ -770,6 +774,19 @@ pub enum NetworkCommand {
         /// At most this many rows (1-1000)
         #[arg(long, default_value_t = 50)]
         limit: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GithubCommand {
+    /// Print the issue label that asks for a lock on PATH. A path longer than a label
+    /// allows becomes `locked:<tail>#<first 8 hex digits of its SHA-256>`: list the full
+    /// path in the issue body under `<!-- coord:locks -->` so it can be resolved
+    ///
+    /// Example: `coord github label src/auth/login.ts` prints `locked:src/auth/login.ts`
+    Label {
+        /// The file (repo-relative, or absolute inside the repository)
+        path: String,
     },
 }
 

@@ -1,7 +1,7 @@
 //! `coord verify`: the verification gateway from the shell — policies from a file,
 //! submitting a change (listed, or read from git), and a changeset's runs.
 
-use crate::args::VerifyCommand;
+use crate::args::{GithubCommand, VerifyCommand};
 use crate::context::Context;
 use crate::output::{Output, table};
 use coord_domain::access::Principal;
@@ -631,5 +631,36 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
             call::<GetVerification, _>(coord, &me, GetVerificationRequest { changeset_id, diff }).await,
             render_result,
         ),
+    }
+}
+
+/// `coord github label PATH`: the lock label of a path (no coordinator needed).
+pub fn github(cmd: GithubCommand, ctx: &Context, out: Output) -> u8 {
+    match cmd {
+        GithubCommand::Label { path } => {
+            let root = ctx.repo_root.to_string_lossy().into_owned();
+            let normalised = match coord_domain::path::normalize_path(&path, Some(&root)) {
+                Ok(p) => p,
+                Err(e) => return out.error(&e),
+            };
+            let label = coord_domain::labels::lock_label(&normalised);
+            let hashed = !label.ends_with(normalised.as_str());
+            let answer = serde_json::json!({
+                "success": true,
+                "path": normalised,
+                "label": label,
+                "hashed": hashed,
+            });
+            out.result(Ok(answer), |_| {
+                if hashed {
+                    format!(
+                        "{label}\n(the path is longer than a label allows: list it in the issue body under {} so coord can resolve it)",
+                        coord_domain::labels::LOCKS_BLOCK
+                    )
+                } else {
+                    label.clone()
+                }
+            })
+        }
     }
 }

@@ -1932,3 +1932,21 @@ fn workflows_and_team_files_from_the_shell() {
     let (v, c) = repo.json_as("lead", &["team", "status", "teams.yaml"]);
     assert_eq!((c, v["members"][0]["status"].as_str()), (0, Some("not running")), "{v}");
 }
+
+#[test]
+fn github_lock_labels_fit_githubs_limit() {
+    let repo = Repo::new();
+    let out = repo.run(&["github", "label", "./src//auth/login.ts"]);
+    assert_eq!((code(&out), stdout(&out).trim()), (0, "locked:src/auth/login.ts"));
+    let long = "src/services/authentication/oauth/callback_handler.ts";
+    let (v, c) = repo.json_as("user", &["github", "label", long]);
+    assert_eq!(c, 0);
+    // What `printf %s "$path" | sha256sum | cut -c1-8` prints.
+    assert_eq!(v["label"], "locked:oauth/callback_handler.ts#af80f26f", "{v}");
+    assert_eq!(v["hashed"], true);
+    let abs = repo.root().join("docs/a.md");
+    let out = repo.run(&["github", "label", abs.to_str().unwrap()]);
+    assert_eq!(stdout(&out).trim(), "locked:docs/a.md");
+    let (v, c) = repo.json_as("user", &["github", "label", "../outside.rs"]);
+    assert_eq!((c, v["error"].as_str()), (2, Some("invalid_path")), "{v}");
+}

@@ -15,6 +15,7 @@ pub mod guardrails;
 pub mod handoffs;
 pub mod identity;
 pub mod keys;
+pub mod labels;
 pub mod locks;
 pub mod memory;
 pub mod messages;
