@@ -924,17 +924,9 @@ pub struct RunReport {
     pub reason: Option<String>,
 }
 
-/// The last `max` bytes of `s`, cut at a character boundary.
-pub fn tail(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
-}
+/// The last bytes of an output, cut at a character boundary (the same as a spawned
+/// agent's output tail).
+pub use crate::agents::spawn::tail;
 
 pub fn validate_report(req: ReportVerificationRunRequest) -> CoordResult<RunReport> {
     if !matches!(
