@@ -788,6 +788,11 @@ pub enum GithubCommand {
         /// The file (repo-relative, or absolute inside the repository)
         path: String,
     },
+    /// Send GitHub the queued issue comments and commit statuses now (`coord serve` sends
+    /// them every 10 seconds). Needs COORD_GITHUB_TOKEN (or GITHUB_TOKEN): a token that may
+    /// write issues and commit statuses; COORD_GITHUB_API_URL for GitHub Enterprise
+    /// (https://HOST/api/v3). Failures are retried with backoff, then left with their error
+    Send,
 }
 
 #[derive(Debug, Subcommand)]

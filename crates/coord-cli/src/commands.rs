@@ -120,7 +120,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Memory(cmd) => crate::memory::run(cmd, coord, ctx, out).await,
         Command::Network(cmd) => crate::network::run(cmd, coord, ctx, out).await,
         Command::Verify(cmd) => crate::verify::run(cmd, coord, ctx, out).await,
-        Command::Github(cmd) => crate::verify::github(cmd, ctx, out),
+        Command::Github(cmd) => crate::verify::github(cmd, coord, ctx, out).await,
         Command::Audit(args) => crate::audit::run(args, coord, ctx, out).await,
         Command::Msg(cmd) => msg(cmd, coord, ctx, out).await,
         Command::Profile(cmd) => crate::profiles::run(cmd, coord, ctx, out).await,

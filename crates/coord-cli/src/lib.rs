@@ -356,6 +356,8 @@ fn release_grace() -> coord_domain::CoordResult<Option<std::time::Duration>> {
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 /// How often `coord serve` prunes audit rows past the retention.
 const AUDIT_PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+/// How often `coord serve` sends GitHub the outbox's comments and statuses.
+const GITHUB_SEND_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
     let fail = |e: coord_domain::CoordError| {
@@ -506,6 +508,17 @@ async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args:
             return output::exit_code(&e);
         }
     };
+    let github = match coord_remote::github::GithubApi::from_env() {
+        Ok(Some(api)) => {
+            println!("coord serve: comments and commit statuses go to GitHub (COORD_GITHUB_TOKEN)");
+            Some(coord_remote::github::spawn(coord.clone(), api, GITHUB_SEND_EVERY))
+        }
+        Ok(None) => None,
+        Err(e) => {
+            eprintln!("coord serve: {} [{}]", e.message, e.code);
+            return output::exit_code(&e);
+        }
+    };
     let database = coord.store().location();
     let coord = std::sync::Arc::new(coord);
     let proxy = match args.proxy_port {
@@ -552,8 +565,8 @@ async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args:
     let served = coord_http::serve(listener, app, &config, coord_http::shutdown_signal()).await;
     sweeper.abort();
     pruner.abort();
-    if let Some(d) = dispatcher {
-        d.abort();
+    for task in [dispatcher, github].into_iter().flatten() {
+        task.abort();
     }
     if let Some((p, _)) = proxy {
         p.abort();

@@ -634,9 +634,37 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
     }
 }
 
-/// `coord github label PATH`: the lock label of a path (no coordinator needed).
-pub fn github(cmd: GithubCommand, ctx: &Context, out: Output) -> u8 {
+async fn send_now(coord: &dyn Coordination) -> CoordResult<(u64, u64)> {
+    let local = coord.local().ok_or_else(|| {
+        CoordError::new(
+            ErrorCode::InvalidArgument,
+            "in remote mode the server sends GitHub its requests (`coord serve` with COORD_GITHUB_TOKEN)",
+        )
+    })?;
+    let api = coord_remote::github::GithubApi::from_env()?.ok_or_else(|| {
+        CoordError::field(
+            ErrorCode::InvalidArgument,
+            "COORD_GITHUB_TOKEN",
+            "set COORD_GITHUB_TOKEN (or GITHUB_TOKEN) to a token that may write issues and commit statuses",
+        )
+    })?;
+    coord_remote::github::send_due(local, &api).await
+}
+
+/// `coord github label PATH`: the lock label of a path (no coordinator needed);
+/// `coord github send`: one pass over the outbox.
+pub async fn github(cmd: GithubCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     match cmd {
+        GithubCommand::Send => match send_now(coord).await {
+            Ok((sent, failed)) => {
+                let answer = serde_json::json!({"success": failed == 0, "sent": sent, "failed": failed});
+                let code = out.result(Ok(answer), |_| {
+                    format!("sent {sent}, failed {failed} (failures are retried with backoff)")
+                });
+                if failed == 0 { code } else { crate::output::EXIT_REFUSED }
+            }
+            Err(e) => out.error(&e),
+        },
         GithubCommand::Label { path } => {
             let root = ctx.repo_root.to_string_lossy().into_owned();
             let normalised = match coord_domain::path::normalize_path(&path, Some(&root)) {

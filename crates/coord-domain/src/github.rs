@@ -228,6 +228,8 @@ pub struct Push {
     pub pusher: Option<Named>,
     #[serde(default)]
     pub sender: Option<Named>,
+    #[serde(default)]
+    pub repository: Option<crate::github_sync::Repository>,
 }
 
 /// `agent/<agent id>/<task>` → (agent id, task); the ref may be full (`refs/heads/…`,

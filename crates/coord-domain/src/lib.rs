@@ -10,6 +10,7 @@ pub mod audit_chain;
 pub mod error;
 pub mod files;
 pub mod github;
+pub mod github_sync;
 pub mod guardrail_rules;
 pub mod guardrails;
 pub mod handoffs;

@@ -172,6 +172,19 @@ pub struct NewTask {
     pub priority: i64,
     pub depends_on: Vec<String>,
     pub max_attempts: i32,
+    /// Only this agent may claim it (a GitHub issue's `agent:` label); anyone when none.
+    pub assigned_to: Option<String>,
+}
+
+/// A task ended from outside its claim (its GitHub issue closed, or no longer assigned).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskEnding {
+    /// Completed (the issue was closed as completed), else cancelled.
+    pub completed: bool,
+    /// Why, for people: the result's `note` or the error message.
+    pub note: String,
+    /// The cancelled task's `failure_reason`.
+    pub reason: String,
 }
 
 /// A validated claim request.
@@ -315,6 +328,9 @@ pub struct TaskInfo {
     /// `dependency_failed` or `max_attempts_exceeded`.
     #[serde(default)]
     pub failure_reason: Option<String>,
+    /// The only agent that may claim it (tasks made from GitHub issues).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assigned_to: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -387,6 +403,7 @@ pub fn validate_submission(req: SubmitWorkRequest, task_id: String, max_attempts
         priority,
         depends_on,
         max_attempts,
+        assigned_to: None,
     })
 }
 

@@ -1,9 +1,12 @@
-//! `github_deliveries`: webhook deliveries, recorded before they are acted on.
+//! `github_deliveries` (webhook deliveries, recorded before they are acted on),
+//! `github_links` (what coord applied for an issue or branch) and `github_outbox`
+//! (requests for GitHub's API waiting to be sent).
 
 use crate::rows::{NOW, get};
 use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
+use coord_domain::github_sync::{GithubRequest, Link, QueuedRequest};
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{GithubStore, OpCtx};
 use tokio_postgres::types::Json;
@@ -36,8 +39,137 @@ async fn record(tx: &Tx<'_>, ctx: &OpCtx, d: &Delivery) -> R<GithubDeliveryResul
     })
 }
 
+/// A taken request is not due again for this long (the sender's timeout is shorter).
+const TAKEN_SECONDS: f64 = 120.0;
+
+fn db(e: tokio_postgres::Error) -> CoordError {
+    CoordError::from(crate::Fail::Db(e))
+}
+
 #[async_trait]
 impl GithubStore for PgStore {
+    async fn github_link(&self, repo_id: i64, key: String) -> CoordResult<Option<Link>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT repository, agent_id, locks, task_id, updated_at, notice FROM github_links WHERE repo_id = $1 AND key = $2",
+                &[&repo_id, &key],
+            )
+            .await
+            .map_err(db)?;
+        let read = |r: &tokio_postgres::Row| -> R<Link> {
+            let Json(locks) = get::<Json<Vec<String>>>(r, 2)?;
+            Ok(Link {
+                repo_id,
+                key: key.clone(),
+                repository: get(r, 0)?,
+                agent_id: get(r, 1)?,
+                locks,
+                task_id: get(r, 3)?,
+                updated_at: get(r, 4)?,
+                notice: get(r, 5)?,
+            })
+        };
+        row.as_ref().map(read).transpose().map_err(CoordError::from)
+    }
+
+    async fn save_github_link(&self, now: Option<Timestamp>, l: Link) -> CoordResult<()> {
+        let client = self.client().await?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO github_links (repo_id, key, repository, agent_id, locks, task_id, updated_at, saved_at, notice)
+                     VALUES ($2, $3, $4, $5, $6, $7, $8, {NOW}, $9)
+                     ON CONFLICT (repo_id, key) DO UPDATE SET repository = excluded.repository,
+                         agent_id = excluded.agent_id, locks = excluded.locks, task_id = excluded.task_id,
+                         updated_at = excluded.updated_at, saved_at = excluded.saved_at, notice = excluded.notice"
+                ),
+                &[&now, &l.repo_id, &l.key, &l.repository, &l.agent_id, &Json(&l.locks), &l.task_id, &l.updated_at, &l.notice],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn queue_github_request(&self, now: Option<Timestamp>, r: GithubRequest) -> CoordResult<()> {
+        let client = self.client().await?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO github_outbox (method, path, body, created_at, next_attempt_at)
+                     VALUES ($2, $3, $4, {NOW}, {NOW})"
+                ),
+                &[&now, &r.method, &r.path, &Json(&r.body)],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn take_due_github_requests(&self, now: Option<Timestamp>, limit: i64) -> CoordResult<Vec<QueuedRequest>> {
+        let client = self.client().await?;
+        // SKIP LOCKED: senders on several hosts never take the same request.
+        let rows = client
+            .query(
+                &format!(
+                    "UPDATE github_outbox SET attempts = attempts + 1,
+                         next_attempt_at = {NOW} + make_interval(secs => $2)
+                     WHERE id IN (SELECT id FROM github_outbox WHERE sent_at IS NULL AND next_attempt_at <= {NOW}
+                                  ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+                     RETURNING id, attempts, method, path, body"
+                ),
+                &[&now, &TAKEN_SECONDS, &limit],
+            )
+            .await
+            .map_err(db)?;
+        let read = |r: &tokio_postgres::Row| -> R<QueuedRequest> {
+            let Json(body) = get::<Json<serde_json::Value>>(r, 4)?;
+            Ok(QueuedRequest {
+                id: get(r, 0)?,
+                attempts: get(r, 1)?,
+                request: GithubRequest {
+                    method: get(r, 2)?,
+                    path: get(r, 3)?,
+                    body,
+                },
+            })
+        };
+        rows.iter().map(read).collect::<R<Vec<_>>>().map_err(CoordError::from)
+    }
+
+    async fn record_github_request(
+        &self,
+        now: Option<Timestamp>,
+        id: i64,
+        outcome: Result<(), String>,
+        retry_in_seconds: i64,
+    ) -> CoordResult<()> {
+        let client = self.client().await?;
+        match outcome {
+            Ok(()) => {
+                client
+                    .execute(
+                        &format!("UPDATE github_outbox SET sent_at = {NOW}, last_error = NULL WHERE id = $2"),
+                        &[&now, &id],
+                    )
+                    .await
+            }
+            Err(why) => {
+                client
+                    .execute(
+                        &format!(
+                            "UPDATE github_outbox SET last_error = $2,
+                                 next_attempt_at = {NOW} + make_interval(secs => $3) WHERE id = $4"
+                        ),
+                        &[&now, &why, &(retry_in_seconds as f64), &id],
+                    )
+                    .await
+            }
+        }
+        .map_err(db)?;
+        Ok(())
+    }
+
     async fn record_github_delivery(&self, ctx: OpCtx, delivery: Delivery) -> CoordResult<GithubDeliveryResult> {
         self.op(ctx, delivery, |tx, ctx, d| Box::pin(record(tx, ctx, d))).await
     }

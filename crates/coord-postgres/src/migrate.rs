@@ -76,6 +76,7 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         include_str!("../migrations/0022_memory_tags_index.sql"),
     ),
     (23, "verification", include_str!("../migrations/0023_verification.sql")),
+    (24, "github_sync", include_str!("../migrations/0024_github_sync.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
-    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskFilter, TaskInfo,
-    TaskStatus, decide_completion, expired_claim_status, plan_submission,
+    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskEnding, TaskFilter,
+    TaskInfo, TaskStatus, decide_completion, expired_claim_status, plan_submission,
 };
 use coord_domain::{CoordError, Timestamp};
 use coord_store::OpCtx;
@@ -27,7 +27,8 @@ const CLAIM_SETTLE_BATCH: i64 = 32;
 pub const TASK_COLS: &str = "task_id, task_type, task_description, input_data, priority, status, pending_deps,
     created_by, created_at, claimed_by, claimed_at, claimed_until, attempts, max_attempts, completed_at,
     result, error_message, failure_reason,
-    ARRAY(SELECT d.depends_on FROM task_dependencies d WHERE d.task_id = work_queue.task_id ORDER BY d.depends_on)";
+    ARRAY(SELECT d.depends_on FROM task_dependencies d WHERE d.task_id = work_queue.task_id ORDER BY d.depends_on),
+    assigned_to";
 
 fn status(s: &str) -> R<TaskStatus> {
     TaskStatus::parse(s).ok_or_else(|| {
@@ -57,6 +58,7 @@ pub fn task_from_row(r: &Row) -> R<TaskInfo> {
         error_message: get(r, 16)?,
         failure_reason: get(r, 17)?,
         depends_on: get::<Vec<Uuid>>(r, 18)?.into_iter().map(id_text).collect(),
+        assigned_to: get(r, 19)?,
     })
 }
 
@@ -92,9 +94,9 @@ pub async fn submit(tx: &Tx<'_>, ctx: &OpCtx, t: &NewTask) -> R<SubmitWorkResult
         &tx.prepare_cached(&format!(
             "INSERT INTO work_queue (task_id, task_type, task_description, input_data, priority, status,
                  pending_deps, created_by, created_by_type, created_at, max_attempts, error_message,
-                 failure_reason, completed_at)
+                 failure_reason, completed_at, assigned_to)
              VALUES ($2, $3, $4, $5, $6, $7, $8, $9, $10, {NOW}, $11, $12, $13,
-                     CASE WHEN $13::text IS NULL THEN NULL ELSE {NOW} END)"
+                     CASE WHEN $13::text IS NULL THEN NULL ELSE {NOW} END, $14)"
         ))
         .await?,
         &[
@@ -111,6 +113,7 @@ pub async fn submit(tx: &Tx<'_>, ctx: &OpCtx, t: &NewTask) -> R<SubmitWorkResult
             &t.max_attempts,
             &error_message,
             &plan.failure_reason,
+            &t.assigned_to,
         ],
     )
     .await?;
@@ -138,6 +141,7 @@ fn claim_sql(type_filter: &str) -> String {
              claimed_until = {NOW} + make_interval(mins => $4), attempts = attempts + 1
          WHERE task_id = (SELECT task_id FROM work_queue
                           WHERE status = 'pending' AND pending_deps = 0 {type_filter}
+                            AND (assigned_to IS NULL OR assigned_to = $2)
                           ORDER BY priority, created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED)
          RETURNING {TASK_COLS}"
     )
@@ -273,6 +277,11 @@ async fn fail_task(
         &[&now, &id, &reason, &message, &result],
     )
     .await?;
+    cancel_dependents(tx, now, id).await
+}
+
+/// Cancels every pending task that (transitively) depends on `id`; answers their ids.
+async fn cancel_dependents(tx: &Tx<'_>, now: Option<Timestamp>, id: Uuid) -> R<Vec<String>> {
     // The cascade reads task_dependencies through its statement's snapshot, which
     // cannot see a dependent submitted concurrently (its submit holds the dependency
     // FOR SHARE, so this statement waits for it to commit, but keeps its old snapshot).
@@ -302,6 +311,49 @@ async fn fail_task(
     let mut cancelled: Vec<String> = rows.iter().map(|r| get(r, 0).map(id_text)).collect::<R<_>>()?;
     cancelled.sort();
     Ok(cancelled)
+}
+
+/// Ends a pending or claimed task from outside (its GitHub issue closed or no longer
+/// assigned): completed (its dependents move on) or cancelled (theirs are cancelled).
+/// Answers the status it moved to, or None when it had already ended.
+pub async fn end(tx: &Tx<'_>, ctx: &OpCtx, task_id: &str, end: &TaskEnding) -> R<Option<TaskStatus>> {
+    let Ok(id) = uuid(task_id) else { return Ok(None) };
+    let status = if end.completed {
+        TaskStatus::Completed
+    } else {
+        TaskStatus::Cancelled
+    };
+    let n = tx
+        .execute(
+            &tx.prepare_cached(&format!(
+                "UPDATE work_queue SET status = $3, completed_at = {NOW},
+                     result = CASE WHEN $3 = 'completed' THEN jsonb_build_object('note', $4::text) ELSE result END,
+                     error_message = CASE WHEN $3 = 'cancelled' THEN $4 ELSE error_message END,
+                     failure_reason = CASE WHEN $3 = 'cancelled' THEN $5 ELSE failure_reason END
+                 WHERE task_id = $2 AND status IN ('pending', 'claimed')"
+            ))
+            .await?,
+            &[&ctx.now, &id, &status.as_str(), &end.note, &end.reason],
+        )
+        .await?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if end.completed {
+        tx.execute(
+            &tx.prepare_cached(
+                "UPDATE work_queue SET pending_deps = pending_deps - 1
+                 WHERE status = 'pending'
+                   AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = $1)",
+            )
+            .await?,
+            &[&id],
+        )
+        .await?;
+    } else {
+        cancel_dependents(tx, ctx.now, id).await?;
+    }
+    Ok(Some(status))
 }
 
 /// Ends a claim its holder will not complete: back to `pending`, or `failed` after
@@ -430,5 +482,10 @@ impl QueueStore for PgStore {
 
     async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult> {
         self.op(ctx, filter, |tx, _, a| Box::pin(list(tx, a))).await
+    }
+
+    async fn end_task(&self, ctx: OpCtx, task_id: String, ending: TaskEnding) -> CoordResult<Option<TaskStatus>> {
+        self.op(ctx, (task_id, ending), |tx, ctx, (id, e)| Box::pin(end(tx, ctx, id, e)))
+            .await
     }
 }

@@ -53,6 +53,8 @@ impl Unconfigured {
     }
 }
 
+pub mod github;
+
 fn install_crypto_provider() {
     // reqwest is built without a default provider; ring is the one linked in. A second
     // install (another client in this process) is harmless and reports an error we ignore.

@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use coord_domain::access::Principal;
 use coord_domain::keys::{KeyOrigin, hash_key};
 use coord_domain::queue::{DEFAULT_CLAIM_LEASE_MINUTES, DEFAULT_MAX_ATTEMPTS};
-use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
+use coord_domain::{Caller, CoordError, CoordResult, ErrorCode, Timestamp};
 use coord_ports::PortAllocator;
 use coord_store::{Store, SweepReport};
 use serde_json::Value;
@@ -243,6 +243,11 @@ impl Coordinator {
 
     pub fn root(&self) -> Option<&str> {
         self.config.repo_root.as_deref()
+    }
+
+    /// The coordinator's time: None defers to the database's clock.
+    pub fn now(&self) -> Option<Timestamp> {
+        self.clock.now()
     }
 
     /// One bounded maintenance pass (expired lock rows, expired claims).

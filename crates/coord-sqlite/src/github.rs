@@ -1,11 +1,16 @@
-//! `github_deliveries`: webhook deliveries, recorded before they are acted on.
+//! `github_deliveries` (webhook deliveries, recorded before they are acted on),
+//! `github_links` (what coord applied for an issue or branch) and `github_outbox`
+//! (requests for GitHub's API waiting to be sent).
 
-use crate::rows::{json, to_json};
+use crate::rows::{json, opt_ts, string_list, to_json};
 use crate::{R, SqliteStore};
 use async_trait::async_trait;
 use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
+use coord_domain::github_sync::{GithubRequest, Link, QueuedRequest};
+use coord_domain::time::to_micros;
 use coord_domain::{CoordResult, Timestamp};
 use coord_store::{GithubStore, OpCtx};
+use rusqlite::OptionalExtension;
 use rusqlite::{Connection, params};
 
 fn record(c: &Connection, now: i64, d: &Delivery) -> R<GithubDeliveryResult> {
@@ -56,8 +61,121 @@ fn unprocessed(c: &Connection, before: i64, limit: i64) -> R<Vec<Delivery>> {
     .collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
+const SECOND: i64 = 1_000_000;
+/// A taken request is not due again for this long (the sender's timeout is shorter).
+const TAKEN_SECONDS: i64 = 120;
+
+fn link(c: &Connection, repo_id: i64, key: &str) -> R<Option<Link>> {
+    Ok(c.prepare_cached(
+        "SELECT repository, agent_id, locks, task_id, updated_at, notice FROM github_links WHERE repo_id = ?1 AND key = ?2",
+    )?
+    .query_row(params![repo_id, key], |r| {
+        Ok(Link {
+            repo_id,
+            key: key.to_string(),
+            repository: r.get(0)?,
+            agent_id: r.get(1)?,
+            locks: string_list(r, 2)?,
+            task_id: r.get(3)?,
+            updated_at: opt_ts(r, 4)?,
+            notice: r.get(5)?,
+        })
+    })
+    .optional()?)
+}
+
+fn save_link(c: &Connection, now: i64, l: &Link) -> R<()> {
+    c.prepare_cached(
+        "INSERT INTO github_links (repo_id, key, repository, agent_id, locks, task_id, updated_at, saved_at, notice)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT (repo_id, key) DO UPDATE SET repository = excluded.repository, agent_id = excluded.agent_id,
+             locks = excluded.locks, task_id = excluded.task_id, updated_at = excluded.updated_at,
+             saved_at = excluded.saved_at, notice = excluded.notice",
+    )?
+    .execute(params![
+        l.repo_id,
+        l.key,
+        l.repository,
+        l.agent_id,
+        to_json(&l.locks),
+        l.task_id,
+        l.updated_at.map(to_micros),
+        now,
+        l.notice
+    ])?;
+    Ok(())
+}
+
+fn take_due(c: &Connection, now: i64, limit: i64) -> R<Vec<QueuedRequest>> {
+    Ok(c.prepare_cached(
+        "UPDATE github_outbox SET attempts = attempts + 1, next_attempt_at = ?1 + ?2
+          WHERE id IN (SELECT id FROM github_outbox WHERE sent_at IS NULL AND next_attempt_at <= ?1
+                       ORDER BY id LIMIT ?3)
+          RETURNING id, attempts, method, path, body",
+    )?
+    .query_map(params![now, TAKEN_SECONDS * SECOND, limit], |r| {
+        Ok(QueuedRequest {
+            id: r.get(0)?,
+            attempts: r.get(1)?,
+            request: GithubRequest {
+                method: r.get(2)?,
+                path: r.get(3)?,
+                body: json(r, 4)?,
+            },
+        })
+    })?
+    .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
 #[async_trait]
 impl GithubStore for SqliteStore {
+    async fn github_link(&self, repo_id: i64, key: String) -> CoordResult<Option<Link>> {
+        self.read(move |c| link(c, repo_id, &key)).await
+    }
+
+    async fn save_github_link(&self, now: Option<Timestamp>, l: Link) -> CoordResult<()> {
+        self.with_tx(move |tx| save_link(tx, crate::now_micros(now), &l)).await
+    }
+
+    async fn queue_github_request(&self, now: Option<Timestamp>, request: GithubRequest) -> CoordResult<()> {
+        self.with_tx(move |tx| {
+            let now = crate::now_micros(now);
+            tx.prepare_cached(
+                "INSERT INTO github_outbox (method, path, body, created_at, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?4)",
+            )?
+            .execute(params![request.method, request.path, to_json(&request.body), now])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn take_due_github_requests(&self, now: Option<Timestamp>, limit: i64) -> CoordResult<Vec<QueuedRequest>> {
+        self.with_tx(move |tx| take_due(tx, crate::now_micros(now), limit))
+            .await
+    }
+
+    async fn record_github_request(
+        &self,
+        now: Option<Timestamp>,
+        id: i64,
+        outcome: Result<(), String>,
+        retry_in_seconds: i64,
+    ) -> CoordResult<()> {
+        self.with_tx(move |tx| {
+            let now = crate::now_micros(now);
+            match outcome {
+                Ok(()) => tx
+                    .prepare_cached("UPDATE github_outbox SET sent_at = ?1, last_error = NULL WHERE id = ?2")?
+                    .execute(params![now, id])?,
+                Err(why) => tx
+                    .prepare_cached("UPDATE github_outbox SET last_error = ?1, next_attempt_at = ?2 WHERE id = ?3")?
+                    .execute(params![why, now + retry_in_seconds * SECOND, id])?,
+            };
+            Ok(())
+        })
+        .await
+    }
+
     async fn record_github_delivery(&self, ctx: OpCtx, delivery: Delivery) -> CoordResult<GithubDeliveryResult> {
         self.op(ctx, move |c, now, _| record(c, now, &delivery)).await
     }

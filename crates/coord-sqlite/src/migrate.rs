@@ -24,6 +24,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (17, include_str!("../migrations/0017_spawned_agents.sql")),
     (18, include_str!("../migrations/0018_workflows.sql")),
     (19, include_str!("../migrations/0019_verification.sql")),
+    (20, include_str!("../migrations/0020_github_sync.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

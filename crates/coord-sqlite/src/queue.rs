@@ -13,8 +13,8 @@ use coord_domain::Identity;
 use coord_domain::memory::skills;
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
-    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskFilter, TaskInfo,
-    TaskStatus, decide_completion, expired_claim_status, plan_submission,
+    REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskEnding, TaskFilter,
+    TaskInfo, TaskStatus, decide_completion, expired_claim_status, plan_submission,
 };
 use coord_store::{OpCtx, QueueStore};
 use rusqlite::types::Type;
@@ -28,7 +28,8 @@ const CLAIM_SETTLE_BATCH: i64 = 32;
 pub const TASK_COLS: &str = "task_id, task_type, task_description, input_data, priority, status, pending_deps,
     created_by, created_at, claimed_by, claimed_at, claimed_until, attempts, max_attempts, completed_at,
     result, error_message, failure_reason,
-    (SELECT json_group_array(depends_on) FROM task_dependencies d WHERE d.task_id = work_queue.task_id)";
+    (SELECT json_group_array(depends_on) FROM task_dependencies d WHERE d.task_id = work_queue.task_id),
+    assigned_to";
 
 fn status_at(r: &Row, idx: usize) -> rusqlite::Result<TaskStatus> {
     let s: String = r.get(idx)?;
@@ -60,6 +61,7 @@ pub fn task_from_row(r: &Row) -> rusqlite::Result<TaskInfo> {
         error_message: r.get(16)?,
         failure_reason: r.get(17)?,
         depends_on,
+        assigned_to: r.get(19)?,
     })
 }
 
@@ -96,8 +98,8 @@ pub fn submit(c: &Connection, now: i64, who: &Identity, t: &NewTask) -> R<Submit
     c.prepare_cached(
         "INSERT INTO work_queue (task_id, task_type, task_description, input_data, priority, status,
              pending_deps, created_by, created_by_type, created_at, max_attempts, error_message,
-             failure_reason, completed_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+             failure_reason, completed_at, assigned_to)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
         t.task_id,
@@ -114,6 +116,7 @@ pub fn submit(c: &Connection, now: i64, who: &Identity, t: &NewTask) -> R<Submit
         error_message,
         plan.failure_reason,
         completed_at,
+        t.assigned_to,
     ])?;
     if !t.depends_on.is_empty() {
         c.prepare_cached("INSERT INTO task_dependencies (task_id, depends_on) SELECT ?1, value FROM json_each(?2)")?
@@ -144,6 +147,7 @@ pub fn claim(c: &Connection, now: i64, who: &Identity, spec: &ClaimSpec) -> R<Ge
              claimed_until = ?4, attempts = attempts + 1
          WHERE seq = (SELECT seq FROM work_queue INDEXED BY {index}
                       WHERE status = 'pending' AND pending_deps = 0 {type_filter}
+                        AND (assigned_to IS NULL OR assigned_to = ?1)
                       ORDER BY priority, created_at, seq LIMIT 1)
          RETURNING {TASK_COLS}"
     );
@@ -253,6 +257,11 @@ fn fail_task(
          WHERE task_id = ?1",
     )?
     .execute(params![task_id, reason, message, result, now])?;
+    cancel_dependents(c, now, task_id)
+}
+
+/// Cancels every pending task that (transitively) depends on `task_id`; returns their ids.
+fn cancel_dependents(c: &Connection, now: i64, task_id: &str) -> R<Vec<String>> {
     let mut cancelled = c
         .prepare_cached(
             "WITH RECURSIVE dependents(id) AS (
@@ -271,6 +280,40 @@ fn fail_task(
         .collect::<rusqlite::Result<Vec<_>>>()?;
     cancelled.sort();
     Ok(cancelled)
+}
+
+/// Ends a pending or claimed task from outside (its GitHub issue closed or no longer
+/// assigned): completed (its dependents move on) or cancelled (theirs are cancelled).
+/// Answers the status it moved to, or None when it had already ended.
+pub fn end(c: &Connection, now: i64, task_id: &str, end: &TaskEnding) -> R<Option<TaskStatus>> {
+    let status = if end.completed {
+        TaskStatus::Completed
+    } else {
+        TaskStatus::Cancelled
+    };
+    let n = c
+        .prepare_cached(
+            "UPDATE work_queue SET status = ?2, completed_at = ?3,
+                 result = CASE WHEN ?2 = 'completed' THEN json_object('note', ?4) ELSE result END,
+                 error_message = CASE WHEN ?2 = 'cancelled' THEN ?4 ELSE error_message END,
+                 failure_reason = CASE WHEN ?2 = 'cancelled' THEN ?5 ELSE failure_reason END
+             WHERE task_id = ?1 AND status IN ('pending', 'claimed')",
+        )?
+        .execute(params![task_id, status.as_str(), now, end.note, end.reason])?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if end.completed {
+        c.prepare_cached(
+            "UPDATE work_queue SET pending_deps = pending_deps - 1
+             WHERE task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = ?1)
+               AND +status = 'pending'",
+        )?
+        .execute([task_id])?;
+    } else {
+        cancel_dependents(c, now, task_id)?;
+    }
+    Ok(Some(status))
 }
 
 /// Ends a claim that will not be completed by its holder (lease ran out, or the holder
@@ -381,5 +424,9 @@ impl QueueStore for SqliteStore {
 
     async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult> {
         self.op(ctx, move |c, _, _| list(c, &filter)).await
+    }
+
+    async fn end_task(&self, ctx: OpCtx, task_id: String, ending: TaskEnding) -> CoordResult<Option<TaskStatus>> {
+        self.op(ctx, move |c, now, _| end(c, now, &task_id, &ending)).await
     }
 }

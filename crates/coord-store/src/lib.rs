@@ -19,6 +19,7 @@ use coord_domain::audit::{AuditEvents, AuditFilter, AuditQueryResult, AuditRecor
 use coord_domain::audit_chain::{PruneAudit, PruneAuditResult, VerifyAudit, VerifyAuditResult};
 use coord_domain::files::{Fence, ReadFileResult, WriteFileResult};
 use coord_domain::github::{Delivery, GithubDeliveryResult};
+use coord_domain::github_sync::{GithubRequest, Link, QueuedRequest};
 use coord_domain::guardrail_rules::{GuardrailRule, NewRule};
 use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
@@ -36,7 +37,7 @@ use coord_domain::profiles::{
 };
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
-    SubmitWorkResult, TaskFilter,
+    SubmitWorkResult, TaskEnding, TaskFilter, TaskStatus,
 };
 use coord_domain::sessions::{
     AgentStatus, Cleanup, CleanupResult, DiscoverAgentsResult, EndSession, EndSessionResult, NewSession, SessionResult,
@@ -342,6 +343,9 @@ pub trait QueueStore: Send + Sync {
     async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult>;
     async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult>;
     async fn list_tasks(&self, ctx: OpCtx, filter: TaskFilter) -> CoordResult<ListTasksResult>;
+    /// Ends a pending or claimed task from outside: completed (its dependents move on)
+    /// or cancelled (its dependents are cancelled). None when it had already ended.
+    async fn end_task(&self, ctx: OpCtx, task_id: String, ending: TaskEnding) -> CoordResult<Option<TaskStatus>>;
 }
 
 /// Agent sessions.
@@ -655,6 +659,23 @@ pub trait GithubStore: Send + Sync {
     /// Deliveries received before `before` and not processed (a coordinator stopped in
     /// between), oldest first.
     async fn unprocessed_github_deliveries(&self, before: Timestamp, limit: i64) -> CoordResult<Vec<Delivery>>;
+    /// What coord last applied for an issue or branch (`github_sync::Link`).
+    async fn github_link(&self, repo_id: i64, key: String) -> CoordResult<Option<Link>>;
+    /// Stores a link (replacing the one of its issue or branch).
+    async fn save_github_link(&self, now: Option<Timestamp>, link: Link) -> CoordResult<()>;
+    /// Queues a request for GitHub's API (sent by `coord serve` when a token is set).
+    async fn queue_github_request(&self, now: Option<Timestamp>, request: GithubRequest) -> CoordResult<()>;
+    /// Takes up to `limit` queued requests that are due, marking them tried (they are
+    /// not due again for a while, so two senders do not send one twice at once).
+    async fn take_due_github_requests(&self, now: Option<Timestamp>, limit: i64) -> CoordResult<Vec<QueuedRequest>>;
+    /// Records a send: done, or failed and due again in `retry_in_seconds`.
+    async fn record_github_request(
+        &self,
+        now: Option<Timestamp>,
+        id: i64,
+        outcome: Result<(), String>,
+        retry_in_seconds: i64,
+    ) -> CoordResult<()>;
 }
 
 /// A registered spawn: what `spawn_agent` stores in one transaction.

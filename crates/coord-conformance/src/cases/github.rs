@@ -8,6 +8,7 @@ use crate::{Backend, Harness, agent, operator};
 use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryRequest, GithubDeliveryResult};
 use coord_domain::verification::{ChangesetStatus, GetVerificationRequest, RunStatus, VerificationPolicy};
 use coord_domain::{Caller, CoordResult, ErrorCode};
+use coord_service::CoordinationExt as _;
 use coord_service::ops::{github as ops, verification};
 use coord_store::OpCtx;
 use serde_json::{Value, json};
@@ -190,7 +191,8 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
     .unwrap();
     assert_eq!(escape.status, DeliveryStatus::Failed, "{escape:?}");
     let issue = deliver(&h, "d-7", "issues", json!({"action": "opened"})).await.unwrap();
-    assert_eq!(issue.status, DeliveryStatus::Ignored);
+    assert_eq!(issue.status, DeliveryStatus::Failed);
+    assert!(issue.note.unwrap().starts_with("not an issues payload"));
     let e = deliver(&h, "bad id", "push", json!({})).await.unwrap_err();
     assert_eq!(
         (e.code, e.field.as_deref()),
@@ -222,4 +224,234 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
     assert!(seen.duplicate);
     assert_eq!(seen.status, DeliveryStatus::Processed);
     assert!(seen.note.unwrap().starts_with("changeset of github:octocat"));
+}
+
+fn issue_event(action: &str, labels: &[&str], updated_at: &str, state: &str, body: &str) -> Value {
+    json!({
+        "action": action,
+        "issue": {
+            "number": 12, "title": "Harden the login form", "body": body, "state": state,
+            "state_reason": if state == "closed" { json!("completed") } else { Value::Null },
+            "updated_at": updated_at, "html_url": "https://github.com/octocat/Hello-World/issues/12",
+            "labels": labels.iter().map(|l| json!({"id": 1, "name": l, "color": "ededed"})).collect::<Vec<_>>(),
+            "user": {"login": "octocat"}
+        },
+        "label": {"name": labels.last().copied().unwrap_or("")},
+        "repository": {"id": 1296269, "full_name": "octocat/Hello-World"},
+        "sender": {"login": "octocat"}
+    })
+}
+
+/// Live locks as (path, holder), sorted.
+async fn locks(h: &Harness) -> Vec<(String, String)> {
+    let mut all: Vec<(String, String)> = h
+        .coord
+        .check_locks(
+            &agent("observer"),
+            coord_domain::locks::CheckLocksRequest { file_paths: None },
+        )
+        .await
+        .unwrap()
+        .locks
+        .into_iter()
+        .map(|l| (l.file_path, l.locked_by))
+        .collect();
+    all.sort();
+    all
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+/// Requirement "GitHub-Mediated Coordination", its three scenarios: a `locked:` label on
+/// an agent's issue locks the file for that agent; `agent:` + `status:assigned` makes a
+/// task only that agent claims, closing the issue ends it; a push to
+/// `agent/<id>/<task>` locks its files to the agent until the branch is deleted. The
+/// coordinator's existing lock wins, and GitHub is told by a comment or a commit status.
+pub async fn github_issues_and_branches_become_locks_and_tasks(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let claude = agent("claude-web-1");
+    let codex = agent("codex-2");
+    // codex holds src/api.rs in coord already.
+    assert!(h.lock(&codex, "src/api.rs", Some(480)).await.success);
+
+    let labels = ["agent:claude-web-1", "locked:src/auth/login.ts", "locked:src/api.rs"];
+    let r = deliver(
+        &h,
+        "i-1",
+        "issues",
+        issue_event("labeled", &labels, "2026-11-26T10:00:00Z", "open", ""),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, DeliveryStatus::Processed, "{r:?}");
+    assert_eq!(
+        locks(&h).await,
+        pairs(&[("src/api.rs", "codex-2"), ("src/auth/login.ts", "claude-web-1")])
+    );
+    // The contested label is told on the issue, once.
+    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    assert_eq!(queued[0].request.path, "/repos/octocat/Hello-World/issues/12/comments");
+    let comment = queued[0].request.body["body"].as_str().unwrap();
+    assert!(comment.contains("`src/api.rs` is locked by codex-2"), "{comment}");
+    h.store
+        .record_github_request(Some(h.now()), queued[0].id, Ok(()), 0)
+        .await
+        .unwrap();
+    let again = deliver(
+        &h,
+        "i-1b",
+        "issues",
+        issue_event("edited", &labels, "2026-11-26T10:00:00Z", "open", ""),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.status, DeliveryStatus::Processed);
+    h.advance(10);
+    assert!(
+        h.store
+            .take_due_github_requests(Some(h.now()), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "told once"
+    );
+    // Acts as the agent: audited as acquire_lock under claude-web-1 with the delivery.
+    let audited = h
+        .coord
+        .query_audit(
+            &operator("root"),
+            coord_domain::audit::AuditQueryRequest {
+                agent_id: Some("claude-web-1".into()),
+                operation: Some("acquire_lock".into()),
+                limit: Some(100),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        audited.entries.iter().any(|e| e.parameters["delivery_id"] == "i-1"),
+        "{audited:?}"
+    );
+
+    // Assigned: a task only claude-web-1 claims.
+    let labels2 = [
+        "agent:claude-web-1",
+        "locked:src/auth/login.ts",
+        "status:assigned",
+        "priority:2",
+    ];
+    let r = deliver(
+        &h,
+        "i-2",
+        "issues",
+        issue_event("labeled", &labels2, "2026-11-26T10:05:00Z", "open", "Use MFA."),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, DeliveryStatus::Processed, "{r:?}");
+    assert!(!h.claim(&codex).await.success, "the issue's task is not codex's");
+    let task = h.claim(&claude).await;
+    assert!(task.success, "{task:?}");
+    let task_id = task.task_id.clone().unwrap();
+    let info = h.task(&task_id).await;
+    assert_eq!(
+        (info.task_type.as_str(), info.assigned_to.as_deref(), info.priority),
+        ("github_issue", Some("claude-web-1"), 2)
+    );
+    assert_eq!(info.task_description, "Harden the login form");
+    assert_eq!(info.input_data.as_ref().unwrap()["issue"], 12);
+    // The label src/api.rs was removed: nothing held for it (it was codex's anyway).
+    assert_eq!(
+        locks(&h).await,
+        pairs(&[("src/api.rs", "codex-2"), ("src/auth/login.ts", "claude-web-1")])
+    );
+
+    // A late delivery of an older state changes nothing.
+    let late = deliver(
+        &h,
+        "i-0",
+        "issues",
+        issue_event("unlabeled", &["agent:claude-web-1"], "2026-11-26T09:00:00Z", "open", ""),
+    )
+    .await
+    .unwrap();
+    assert_eq!(late.status, DeliveryStatus::Ignored, "{late:?}");
+    assert_eq!(locks(&h).await.len(), 2);
+
+    // Closed as completed: the lock released, the claimed task completed.
+    let closed = deliver(
+        &h,
+        "i-3",
+        "issues",
+        issue_event("closed", &labels2, "2026-11-26T11:00:00Z", "closed", ""),
+    )
+    .await
+    .unwrap();
+    assert_eq!(closed.status, DeliveryStatus::Processed, "{closed:?}");
+    assert_eq!(locks(&h).await, pairs(&[("src/api.rs", "codex-2")]));
+    assert_eq!(
+        h.task(&task_id).await.status,
+        coord_domain::queue::TaskStatus::Completed
+    );
+
+    // Two agent labels: nobody's locks.
+    let two = deliver(
+        &h,
+        "i-4",
+        "issues",
+        json!({
+            "action": "labeled",
+            "issue": {"number": 13, "title": "t", "state": "open", "updated_at": "2026-11-26T12:00:00Z",
+                      "labels": [{"name": "agent:a"}, {"name": "agent:b"}, {"name": "locked:src/x.rs"}]},
+            "repository": {"id": 1296269, "full_name": "octocat/Hello-World"}
+        }),
+    )
+    .await
+    .unwrap();
+    assert!(two.note.unwrap().contains("2 agent: labels"));
+    assert_eq!(locks(&h).await.len(), 1);
+
+    // A push to claude-web-1's branch: its files are locked to claude-web-1, except the
+    // one codex holds (a failing coord/locks status on the head says so).
+    let sha = "1111111111111111111111111111111111111111";
+    let mut p = push("agent/claude-web-1/99", sha);
+    p["commits"] = json!([{"added": ["src/new.rs"], "modified": ["src/api.rs"], "removed": ["docs/old.md"]}]);
+    let pushed = deliver(&h, "b-1", "push", p).await.unwrap();
+    assert_eq!(pushed.status, DeliveryStatus::Processed, "{pushed:?}");
+    assert_eq!(
+        locks(&h).await,
+        pairs(&[
+            ("docs/old.md", "claude-web-1"),
+            ("src/api.rs", "codex-2"),
+            ("src/new.rs", "claude-web-1")
+        ])
+    );
+    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let status = queued
+        .iter()
+        .find(|q| q.request.path == format!("/repos/octocat/Hello-World/statuses/{sha}"))
+        .expect("a commit status");
+    assert_eq!(
+        (
+            status.request.body["state"].as_str(),
+            status.request.body["context"].as_str()
+        ),
+        (Some("failure"), Some("coord/locks"))
+    );
+    // Deleted: released.
+    let gone = deliver(
+        &h,
+        "b-2",
+        "delete",
+        json!({"ref": "agent/claude-web-1/99", "ref_type": "branch",
+               "repository": {"id": 1296269, "full_name": "octocat/Hello-World"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(gone.status, DeliveryStatus::Processed, "{gone:?}");
+    assert_eq!(locks(&h).await, pairs(&[("src/api.rs", "codex-2")]));
 }

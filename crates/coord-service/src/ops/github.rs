@@ -22,8 +22,12 @@ impl Operation for ReceiveGithubDelivery {
     const DESCRIPTION: &'static str = "What POST /webhook/github does once GitHub's signature checks out: \
         records the delivery (delivery_id from X-GitHub-Delivery, event from X-GitHub-Event, the payload) and acts \
         on it: a push to a branch becomes a changeset of github:<sender login> routed to verification like \
-        submit_changeset, at trust 0 (every tier runs; a partial file list runs every policy). A delivery id seen before is answered \
-        with duplicate:true and nothing is done again. Operator only.";
+        submit_changeset, at trust 0 (every tier runs; a partial file list runs every policy), and a push to \
+        agent/<id>/<task> locks its files to that agent until the branch is merged or deleted; an issue (or pull \
+        request) with one agent:<id> label gets that agent locks for its locked:<path> labels and, with \
+        status:assigned, a task only that agent can claim; closing it releases the locks and completes (closed as \
+        completed) or cancels the task. A delivery id seen before is answered with duplicate:true and nothing is \
+        done again. Operator only.";
     const ACCESS: Access = Access::Operator;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::admin(Permission::ManagePolicies);
@@ -72,7 +76,10 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
                 outcome.note = Some(format!("not a push payload: {e}"));
             }
             Ok(push) => match github::plan_push(&push) {
-                PushPlan::Nothing(why) => outcome.note = Some(why),
+                PushPlan::Nothing(why) => {
+                    outcome.note = Some(why);
+                    branch_locks(c, now, &d, &push, &mut outcome).await;
+                }
                 PushPlan::Changeset {
                     agent_id,
                     request,
@@ -87,6 +94,7 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
                             if r.runs.len() == 1 { "" } else { "s" }
                         ));
                         outcome.changeset_id = Some(r.changeset.changeset_id);
+                        branch_locks(c, now, &d, &push, &mut outcome).await;
                     }
                     Err(e) => {
                         outcome.status = DeliveryStatus::Failed;
@@ -95,12 +103,50 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
                 },
             },
         },
+        "issues" | "pull_request" | "delete" => {
+            let (status, note) = match d.event.as_str() {
+                "issues" => super::github_sync::issues(c, now, &d).await,
+                "pull_request" => super::github_sync::pull_request(c, now, &d).await,
+                _ => super::github_sync::delete(c, now, &d).await,
+            };
+            outcome.status = status;
+            outcome.note = Some(note);
+        }
         other => outcome.note = Some(format!("coord does not act on {other} events")),
     }
     if let Err(e) = c.store().finish_github_delivery(now, outcome.clone()).await {
         tracing::warn!(delivery = %d.delivery_id, error = %e.message, "could not record what became of a delivery");
     }
     outcome
+}
+
+/// A push to an agent branch also locks its files to the agent (see
+/// `github_sync::push_locks`); what it did joins the delivery's note.
+async fn branch_locks(
+    c: &Coordinator,
+    now: Option<coord_domain::Timestamp>,
+    d: &Delivery,
+    push: &Push,
+    outcome: &mut GithubDeliveryResult,
+) {
+    match super::github_sync::push_locks(c, now, d, push).await {
+        Ok(None) => {}
+        Ok(Some(note)) => {
+            if outcome.status == DeliveryStatus::Ignored {
+                outcome.status = DeliveryStatus::Processed;
+            }
+            let before = outcome.note.take().unwrap_or_default();
+            outcome.note = Some(if before.is_empty() {
+                note
+            } else {
+                format!("{before}; {note}")
+            });
+        }
+        Err(e) => {
+            outcome.status = DeliveryStatus::Failed;
+            outcome.note = Some(format!("branch locks: {} [{}]", e.message, e.code));
+        }
+    }
 }
 
 /// A push's changeset, submitted as `github:<login>` (type `github`, routed at trust 0:

@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod audit;
 pub mod files;
 pub mod github;
+pub(crate) mod github_sync;
 pub mod guardrails;
 pub mod handoffs;
 pub mod keys;

@@ -1,0 +1,228 @@
+//! GitHub's REST API, the few calls coord makes: the outbox's comments and commit
+//! statuses, and the `github_actions` verification executor's dispatch and polling.
+//! Hand-written over reqwest (octocrab would bring a second TLS stack and JWT crates
+//! for eight endpoints). The base URL is configurable (`COORD_GITHUB_API_URL`: GitHub
+//! Enterprise, or a fake GitHub on loopback in the tests).
+
+use coord_domain::github_sync::{GithubRequest, retry_seconds};
+use coord_domain::{CoordError, CoordResult, ErrorCode};
+use coord_service::Coordinator;
+use std::time::Duration;
+
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+/// The REST API version coord is written against.
+pub const API_VERSION: &str = "2022-11-28";
+/// Outbox requests taken per round trip to the store.
+const BATCH: i64 = 50;
+/// A request that failed this often is left in the outbox with its last error.
+pub const MAX_ATTEMPTS: i32 = 10;
+
+/// Why a call did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub message: String,
+    /// GitHub asked to wait this long (rate limits: `retry-after`, or until
+    /// `x-ratelimit-reset` when `x-ratelimit-remaining` is 0).
+    pub retry_after: Option<u64>,
+    /// No answer, a 5xx or a timeout: the request may or may not have been acted on.
+    pub ambiguous: bool,
+    pub status: Option<u16>,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+pub struct GithubApi {
+    base: reqwest::Url,
+    token: String,
+    http: reqwest::Client,
+}
+
+fn config_error(field: &str, message: String) -> CoordError {
+    CoordError::field(ErrorCode::InvalidArgument, field, message)
+}
+
+impl GithubApi {
+    pub fn new(base: &str, token: &str) -> CoordResult<GithubApi> {
+        let base = base.trim().trim_end_matches('/');
+        let parsed = reqwest::Url::parse(&format!("{base}/")).map_err(|_| {
+            config_error(
+                "COORD_GITHUB_API_URL",
+                format!("{base:?} is not a URL (GitHub: {DEFAULT_API_URL}; Enterprise: https://HOST/api/v3)"),
+            )
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none_or(str::is_empty) {
+            return Err(config_error(
+                "COORD_GITHUB_API_URL",
+                format!("{base:?} must be an http:// or https:// URL"),
+            ));
+        }
+        if token.trim().is_empty() {
+            return Err(config_error("COORD_GITHUB_TOKEN", "the GitHub token is empty".into()));
+        }
+        super::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(30))
+            .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| CoordError::unavailable(format!("cannot build the GitHub client: {e}")))?;
+        Ok(GithubApi {
+            base: parsed,
+            token: token.trim().to_string(),
+            http,
+        })
+    }
+
+    /// From `COORD_GITHUB_TOKEN` (or `GITHUB_TOKEN`) and `COORD_GITHUB_API_URL`; None
+    /// when no token is set.
+    pub fn from_env() -> CoordResult<Option<GithubApi>> {
+        let token = ["COORD_GITHUB_TOKEN", "GITHUB_TOKEN"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()));
+        let Some(token) = token else { return Ok(None) };
+        let base = std::env::var("COORD_GITHUB_API_URL").unwrap_or_else(|_| DEFAULT_API_URL.into());
+        GithubApi::new(&base, &token).map(Some)
+    }
+
+    fn url(&self, path: &str) -> Result<reqwest::Url, ApiError> {
+        self.base.join(path.trim_start_matches('/')).map_err(|e| ApiError {
+            message: format!("{path:?} is not a path of the API: {e}"),
+            retry_after: None,
+            ambiguous: false,
+            status: None,
+        })
+    }
+
+    /// Sends one request; answers the JSON body (Null when there is none).
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<serde_json::Value, ApiError> {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| ApiError {
+            message: format!("{method:?} is not an HTTP method"),
+            retry_after: None,
+            ambiguous: false,
+            status: None,
+        })?;
+        let mut req = self
+            .http
+            .request(method.clone(), self.url(path)?)
+            .bearer_auth(&self.token)
+            .header("accept", "application/vnd.github+json")
+            .header("x-github-api-version", API_VERSION);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let answer = req.send().await.map_err(|e| ApiError {
+            message: format!("cannot reach GitHub ({method} {path}): {e}"),
+            retry_after: None,
+            ambiguous: true,
+            status: None,
+        })?;
+        let status = answer.status();
+        let header = |name: &str| {
+            answer
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        let retry_after = header("retry-after").or_else(|| {
+            (header("x-ratelimit-remaining") == Some(0))
+                .then(|| header("x-ratelimit-reset"))
+                .flatten()
+                .map(|reset| {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs())
+                        .unwrap_or(0);
+                    reset.saturating_sub(now).max(1)
+                })
+        });
+        let text = answer.text().await.unwrap_or_default();
+        if status.is_success() {
+            return Ok(if text.trim().is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+            });
+        }
+        let said = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_string))
+            .unwrap_or_else(|| text.chars().take(200).collect());
+        Err(ApiError {
+            message: format!("GitHub answered {status} to {method} {path}: {said}"),
+            retry_after,
+            ambiguous: status.is_server_error(),
+            status: Some(status.as_u16()),
+        })
+    }
+
+    pub async fn send(&self, r: &GithubRequest) -> Result<serde_json::Value, ApiError> {
+        self.call(&r.method, &r.path, Some(&r.body)).await
+    }
+}
+
+/// One pass over the outbox: every due request sent once; a failure is due again after
+/// the backoff (or when GitHub's rate limit resets). Answers (sent, failed).
+pub async fn send_due(coord: &Coordinator, api: &GithubApi) -> CoordResult<(u64, u64)> {
+    let (mut sent, mut failed) = (0, 0);
+    loop {
+        let due = coord.store().take_due_github_requests(coord.now(), BATCH).await?;
+        let n = due.len();
+        for q in due {
+            if q.attempts > MAX_ATTEMPTS {
+                // Kept with its last error, not tried again.
+                coord
+                    .store()
+                    .record_github_request(coord.now(), q.id, Err("given up".into()), 365 * 24 * 3600)
+                    .await?;
+                continue;
+            }
+            let outcome = api.send(&q.request).await;
+            let retry = match &outcome {
+                Ok(_) => 0,
+                Err(e) => e
+                    .retry_after
+                    .map(|s| s as i64)
+                    .unwrap_or(0)
+                    .max(retry_seconds(q.attempts)),
+            };
+            match &outcome {
+                Ok(_) => sent += 1,
+                Err(e) => {
+                    tracing::warn!(path = %q.request.path, error = %e, "a GitHub request failed");
+                    failed += 1;
+                }
+            }
+            coord
+                .store()
+                .record_github_request(coord.now(), q.id, outcome.map(|_| ()).map_err(|e| e.message), retry)
+                .await?;
+        }
+        if (n as i64) < BATCH {
+            return Ok((sent, failed));
+        }
+    }
+}
+
+/// The sender of `coord serve`: a pass every `every`.
+pub fn spawn(coord: Coordinator, api: GithubApi, every: Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(e) = send_due(&coord, &api).await {
+                tracing::warn!(error = %e, "GitHub requests could not be sent");
+            }
+        }
+    })
+}

@@ -1,0 +1,410 @@
+//! What issue, pull request and branch events do to locks and tasks
+//! (`coord_domain::github_sync` plans it; this applies the plan through the store, each
+//! step audited as its operation under the agent it is for, with the delivery id).
+//!
+//! Every step is idempotent (acquiring a held lock renews it, releasing a released
+//! one is a no-op, a task ends once), so a delivery processed twice — a restart
+//! mid-way, a redelivery — leaves the same state. The link is saved last.
+
+use crate::Coordinator;
+use crate::op::Operation;
+use coord_domain::github::{Delivery, DeliveryStatus, Push};
+use coord_domain::github_sync::{
+    self as sync, DeleteEvent, Issue, IssuesEvent, Link, PullRequest, PullRequestEvent, Repository, TaskEnd,
+};
+use coord_domain::locks::LockAction;
+use coord_domain::queue::{NewTask, TaskEnding};
+use coord_domain::target::LockTarget;
+use coord_domain::{Caller, CoordResult, Identity, Timestamp};
+use coord_store::OpCtx;
+use serde_json::json;
+
+/// What became of an event: its status and a note for the delivery row.
+pub(crate) type Outcome = (DeliveryStatus, String);
+
+fn failed(why: impl std::fmt::Display) -> Outcome {
+    (DeliveryStatus::Failed, why.to_string())
+}
+
+fn agent(id: &str) -> CoordResult<Identity> {
+    Caller::new(id, coord_domain::github::WEBHOOK_AGENT_TYPE).validate()
+}
+
+fn webhook() -> Identity {
+    Identity {
+        agent_id: coord_domain::github::WEBHOOK_AGENT.into(),
+        agent_type: coord_domain::github::WEBHOOK_AGENT_TYPE.into(),
+    }
+}
+
+/// An audited context for one step of a delivery.
+fn step(now: Option<Timestamp>, who: Identity, op: &'static str, d: &Delivery, params: serde_json::Value) -> OpCtx {
+    let mut p = json!({ "delivery_id": d.delivery_id });
+    if let (Some(p), serde_json::Value::Object(extra)) = (p.as_object_mut(), params) {
+        p.extend(extra);
+    }
+    OpCtx::internal(now, who, op, p)
+}
+
+/// Locks taken (or renewed) and locks held by someone else.
+struct Taken {
+    held: Vec<String>,
+    contested: Vec<(String, String)>,
+}
+
+async fn acquire(
+    c: &Coordinator,
+    now: Option<Timestamp>,
+    d: &Delivery,
+    owner: &str,
+    paths: &[String],
+    reason: &str,
+    ttl: i64,
+) -> CoordResult<Taken> {
+    let who = agent(owner)?;
+    let mut out = Taken {
+        held: Vec::new(),
+        contested: Vec::new(),
+    };
+    for path in paths {
+        let target = match LockTarget::parse(path, None) {
+            Ok(t) => t,
+            Err(e) => {
+                out.contested.push((path.clone(), format!("nobody ({})", e.message)));
+                continue;
+            }
+        };
+        let ctx = step(
+            now,
+            who.clone(),
+            super::locks::AcquireLock::NAME,
+            d,
+            json!({"file_path": path, "reason": reason}),
+        );
+        let r = c
+            .store()
+            .acquire_lock(ctx, target, Some(reason.to_string()), ttl)
+            .await?;
+        match r.action {
+            LockAction::Acquired | LockAction::Refreshed => out.held.push(path.clone()),
+            LockAction::Blocked => out
+                .contested
+                .push((path.clone(), r.locked_by.unwrap_or_else(|| "another agent".into()))),
+        }
+    }
+    Ok(out)
+}
+
+async fn release(c: &Coordinator, now: Option<Timestamp>, d: &Delivery, locks: &[(String, String)]) {
+    for (owner, path) in locks {
+        let Ok(who) = agent(owner) else { continue };
+        let ctx = step(now, who, super::locks::ReleaseLock::NAME, d, json!({"file_path": path}));
+        // Gone already (expired, released by the agent): nothing to undo.
+        if let Err(e) = c.store().release_lock(ctx, path.clone()).await {
+            tracing::debug!(path, error = %e.message, "a GitHub lock was not held any more");
+        }
+    }
+}
+
+/// Queues a comment unless it is the one queued last for this link.
+async fn notify(c: &Coordinator, now: Option<Timestamp>, link: &mut Link, number: i64, body: Option<String>) {
+    let Some(body) = body else {
+        link.notice = None;
+        return;
+    };
+    if link.notice.as_deref() == Some(body.as_str()) || link.repository.is_empty() {
+        return;
+    }
+    let request = sync::issue_comment(&link.repository, number, body.clone());
+    match c.store().queue_github_request(now, request).await {
+        Ok(()) => link.notice = Some(body),
+        Err(e) => tracing::warn!(error = %e.message, "could not queue a comment for GitHub"),
+    }
+}
+
+/// Reconciles an issue (or a pull request's labels) with what its link holds.
+async fn reconcile_issue(
+    c: &Coordinator,
+    now: Option<Timestamp>,
+    d: &Delivery,
+    action: &str,
+    issue: &Issue,
+    repo: &Repository,
+) -> CoordResult<Outcome> {
+    let key = sync::issue_key(issue.number);
+    let mut link = c
+        .store()
+        .github_link(repo.id, key.clone())
+        .await?
+        .unwrap_or_else(|| Link::new(repo.id, key, repo.full_name.clone()));
+    if sync::stale(&link, issue.updated_at) {
+        return Ok((
+            DeliveryStatus::Ignored,
+            format!(
+                "issue #{} changed since this event (it was delivered late): the newer state stands",
+                issue.number
+            ),
+        ));
+    }
+    if !repo.full_name.is_empty() {
+        link.repository = repo.full_name.clone();
+    }
+    let closed = sync::issue_closed(action, issue);
+    let completed =
+        closed && action != "deleted" && issue.state_reason.as_deref().unwrap_or("completed") == "completed";
+    // Paths this issue locked before resolve its short-hash labels when the body no
+    // longer lists them.
+    let wanted = sync::wanted(issue, closed, &link.locks);
+    let plan = sync::reconcile(
+        &link,
+        wanted.agent.as_deref(),
+        &wanted.locks,
+        wanted.task.as_ref(),
+        completed,
+    );
+    release(c, now, d, &plan.release).await;
+    let place = format!("GitHub issue {}#{}", link.repository, issue.number);
+    let taken = match &plan.agent {
+        Some(owner) => acquire(c, now, d, owner, &plan.acquire, &place, sync::LABEL_LOCK_TTL_MINUTES).await?,
+        None => Taken {
+            held: Vec::new(),
+            contested: Vec::new(),
+        },
+    };
+    let mut task_note = String::new();
+    if let Some((task_id, end)) = &plan.end_task {
+        let ending = TaskEnding {
+            completed: *end == TaskEnd::Complete,
+            note: if closed {
+                format!("{place} was closed")
+            } else {
+                format!(
+                    "{place} no longer assigns it to {}",
+                    link.agent_id.as_deref().unwrap_or("an agent")
+                )
+            },
+            reason: "github_issue".into(),
+        };
+        let ctx = step(now, webhook(), "end_task", d, json!({"task_id": task_id}));
+        if let Some(status) = c.store().end_task(ctx, task_id.clone(), ending).await? {
+            task_note = format!("; task {task_id} {status}");
+        }
+        link.task_id = None;
+    }
+    if let (Some(t), Some(owner)) = (&plan.create_task, &plan.agent) {
+        let task = NewTask {
+            task_id: uuid::Uuid::new_v4().to_string(),
+            task_type: sync::ISSUE_TASK_TYPE.into(),
+            task_description: t.title.clone(),
+            input_data: Some(json!({
+                "repository": link.repository,
+                "issue": issue.number,
+                "url": issue.html_url,
+                "body": issue.body,
+            })),
+            priority: t.priority,
+            depends_on: Vec::new(),
+            max_attempts: c.config().max_attempts,
+            assigned_to: Some(owner.clone()),
+        };
+        let ctx = step(
+            now,
+            webhook(),
+            super::queue::SubmitWork::NAME,
+            d,
+            json!({"task_type": task.task_type, "assigned_to": owner, "issue": issue.number}),
+        );
+        let r = c.store().submit_work(ctx, task).await?;
+        task_note = format!("{task_note}; task {} for {owner}", r.task_id);
+        link.task_id = Some(r.task_id);
+    }
+    let comment = sync::lock_comment(&taken.contested, &wanted.problems);
+    let note = format!(
+        "issue #{}: {} lock{} for {}{}{}{}",
+        issue.number,
+        taken.held.len(),
+        if taken.held.len() == 1 { "" } else { "s" },
+        plan.agent.as_deref().unwrap_or("nobody"),
+        if taken.contested.is_empty() {
+            String::new()
+        } else {
+            format!(", {} held by others", taken.contested.len())
+        },
+        task_note,
+        if wanted.problems.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", wanted.problems.join("; "))
+        }
+    );
+    link.agent_id = plan.agent.clone();
+    link.locks = taken.held;
+    link.updated_at = Some(issue.updated_at);
+    notify(c, now, &mut link, issue.number, comment).await;
+    c.store().save_github_link(now, link).await?;
+    Ok((DeliveryStatus::Processed, note))
+}
+
+/// `issues`: reconcile the issue.
+pub(crate) async fn issues(c: &Coordinator, now: Option<Timestamp>, d: &Delivery) -> Outcome {
+    let e: IssuesEvent = match serde_json::from_value(d.payload.clone()) {
+        Ok(e) => e,
+        Err(e) => return failed(format!("not an issues payload: {e}")),
+    };
+    reconcile_issue(c, now, d, &e.action, &e.issue, &e.repository)
+        .await
+        .unwrap_or_else(|e| failed(format!("{} [{}]", e.message, e.code)))
+}
+
+/// `pull_request`: its labels like an issue's; merged, its head branch's locks end.
+pub(crate) async fn pull_request(c: &Coordinator, now: Option<Timestamp>, d: &Delivery) -> Outcome {
+    let e: PullRequestEvent = match serde_json::from_value(d.payload.clone()) {
+        Ok(e) => e,
+        Err(e) => return failed(format!("not a pull_request payload: {e}")),
+    };
+    let (issue, pr) = match (
+        serde_json::from_value::<Issue>(e.pull_request.clone()),
+        serde_json::from_value::<PullRequest>(e.pull_request.clone()),
+    ) {
+        (Ok(i), Ok(p)) => (i, p),
+        (Err(x), _) | (_, Err(x)) => return failed(format!("not a pull_request payload: {x}")),
+    };
+    let labels = reconcile_issue(c, now, d, &e.action, &issue, &e.repository).await;
+    let mut out = labels.unwrap_or_else(|e| failed(format!("{} [{}]", e.message, e.code)));
+    if e.action == "closed" && pr.merged {
+        match end_branch(c, now, d, &e.repository, &pr.head.git_ref).await {
+            Ok(Some(n)) => out
+                .1
+                .push_str(&format!("; merged: {n} lock(s) of {} released", pr.head.git_ref)),
+            Ok(None) => {}
+            Err(err) => out = failed(format!("{} [{}]", err.message, err.code)),
+        }
+    }
+    out
+}
+
+/// `delete` of a branch: its locks end.
+pub(crate) async fn delete(c: &Coordinator, now: Option<Timestamp>, d: &Delivery) -> Outcome {
+    let e: DeleteEvent = match serde_json::from_value(d.payload.clone()) {
+        Ok(e) => e,
+        Err(e) => return failed(format!("not a delete payload: {e}")),
+    };
+    if e.ref_type != "branch" {
+        return (DeliveryStatus::Ignored, format!("{} {} deleted", e.ref_type, e.git_ref));
+    }
+    match end_branch(c, now, d, &e.repository, &e.git_ref).await {
+        Ok(Some(n)) => (
+            DeliveryStatus::Processed,
+            format!("branch {} deleted: {n} lock(s) released", e.git_ref),
+        ),
+        Ok(None) => (DeliveryStatus::Ignored, format!("branch {} holds no locks", e.git_ref)),
+        Err(err) => failed(format!("{} [{}]", err.message, err.code)),
+    }
+}
+
+/// Releases a branch's locks; None when it held none.
+async fn end_branch(
+    c: &Coordinator,
+    now: Option<Timestamp>,
+    d: &Delivery,
+    repo: &Repository,
+    git_ref: &str,
+) -> CoordResult<Option<usize>> {
+    let Some(mut link) = c.store().github_link(repo.id, sync::branch_key(git_ref)).await? else {
+        return Ok(None);
+    };
+    let Some(owner) = link.agent_id.clone() else {
+        return Ok(None);
+    };
+    if link.locks.is_empty() {
+        return Ok(None);
+    }
+    let locks: Vec<(String, String)> = link.locks.iter().map(|p| (owner.clone(), p.clone())).collect();
+    release(c, now, d, &locks).await;
+    let n = link.locks.len();
+    link.locks.clear();
+    c.store().save_github_link(now, link).await?;
+    Ok(Some(n))
+}
+
+/// A push to `agent/<id>/<task>`: the files it changed are locked to that agent until
+/// the branch is merged or deleted (a deleted branch's push releases them). A file
+/// another agent holds stays theirs: the branch head gets a failing `coord/locks`
+/// commit status saying so. Answers a note, or None for other branches.
+pub(crate) async fn push_locks(
+    c: &Coordinator,
+    now: Option<Timestamp>,
+    d: &Delivery,
+    push: &Push,
+) -> CoordResult<Option<String>> {
+    let (Some((owner, _task)), Some(repo)) = (sync::branch_agent(&push.git_ref), push.repository.as_ref()) else {
+        return Ok(None);
+    };
+    if push.deleted {
+        let n = end_branch(c, now, d, repo, &push.git_ref).await?.unwrap_or(0);
+        return Ok(Some(format!("{n} lock(s) of the deleted branch released")));
+    }
+    let key = sync::branch_key(&push.git_ref);
+    let mut link = c
+        .store()
+        .github_link(repo.id, key.clone())
+        .await?
+        .unwrap_or_else(|| Link::new(repo.id, key, repo.full_name.clone()));
+    let mut paths: Vec<String> = Vec::new();
+    for f in push
+        .commits
+        .iter()
+        .flat_map(|c| c.added.iter().chain(&c.modified).chain(&c.removed))
+    {
+        if let Ok(p) = coord_domain::path::normalize_path(f, None)
+            && !paths.contains(&p)
+            && paths.len() < sync::MAX_LINK_LOCKS
+        {
+            paths.push(p);
+        }
+    }
+    // Another agent's link for this branch name (it cannot be: the name holds the id),
+    // or locks it held before: kept, renewed with the new ones.
+    if link.agent_id.as_deref() == Some(owner.as_str()) {
+        for p in &link.locks {
+            if !paths.contains(p) {
+                paths.push(p.clone());
+            }
+        }
+    }
+    let branch = push.git_ref.strip_prefix("refs/heads/").unwrap_or(&push.git_ref);
+    let reason = format!("GitHub branch {branch} of {}", repo.full_name);
+    let taken = acquire(c, now, d, &owner, &paths, &reason, sync::BRANCH_LOCK_TTL_MINUTES).await?;
+    if !taken.contested.is_empty() && !push.after.is_empty() && !repo.full_name.is_empty() {
+        let description: String = taken
+            .contested
+            .iter()
+            .map(|(p, who)| format!("{p} is locked by {who}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let request = sync::commit_status(
+            &repo.full_name,
+            &push.after,
+            "failure",
+            "coord/locks",
+            &format!("coord's lock wins: {description}"),
+        );
+        if let Err(e) = c.store().queue_github_request(now, request).await {
+            tracing::warn!(error = %e.message, "could not queue a commit status for GitHub");
+        }
+    }
+    let note = format!(
+        "{} lock(s) for {owner} on {branch}{}",
+        taken.held.len(),
+        if taken.contested.is_empty() {
+            String::new()
+        } else {
+            format!(", {} held by others", taken.contested.len())
+        }
+    );
+    link.agent_id = Some(owner);
+    link.locks = taken.held;
+    link.updated_at = now.or_else(|| Some(chrono::Utc::now()));
+    c.store().save_github_link(now, link).await?;
+    Ok(Some(note))
+}
