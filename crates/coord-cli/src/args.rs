@@ -841,16 +841,29 @@ pub enum VerifyCommand {
     /// coord-verifier: no profile, no network, unless you assign it one; the policy's
     /// required_env passed in by name) in this repository, which must be at the
     /// changeset's commit, within the policy's timeout, and report exit code, duration and
-    /// the end of the output. Trust 4
+    /// the end of the output. With --executor github_actions: dispatch the policy's
+    /// workflow on the changeset's branch through GitHub's API (COORD_GITHUB_TOKEN; inputs
+    /// changeset_id and policy), record the run's id, follow it to its conclusion (the
+    /// workflow_run webhook may finish it first). Trust 4
     ///
-    /// Example: `coord verify run --once` (what is pending now, then stop)
+    /// Examples: `coord verify run --once` (what is pending now, then stop);
+    /// `coord verify run --executor github_actions --repository octo/app`
     Run {
         /// Stop when nothing is left to run (default: wait for more, polling)
         #[arg(long)]
         once: bool,
-        /// The executors to run (default both)
-        #[arg(long, value_parser = ["inline", "local"])]
+        /// The executors to run (default inline and local; github_actions runs on GitHub,
+        /// in its own worker: it does not need this checkout at the changeset's commit)
+        #[arg(long, value_parser = ["inline", "local", "github_actions"])]
         executor: Vec<String>,
+        /// github_actions: the repository (OWNER/NAME) of changesets not pushed from one
+        /// (default COORD_GITHUB_REPOSITORY)
+        #[arg(long, env = "COORD_GITHUB_REPOSITORY", value_name = "OWNER/NAME")]
+        repository: Option<String>,
+        /// github_actions: seconds before the first poll of a dispatched run (doubling
+        /// to 60)
+        #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+        actions_poll: f64,
         /// Seconds between polls when nothing is pending
         #[arg(long, default_value_t = 5)]
         poll_seconds: u64,

@@ -1,6 +1,7 @@
 //! The `coord` command line: a door. It parses arguments into requests, calls the
 //! [`Coordination`] interface, and prints results; it holds no coordination rules.
 
+mod actions;
 mod approvals;
 pub mod args;
 mod audit;

@@ -447,16 +447,28 @@ struct Worker {
 
 /// `coord verify run`: claims runs of the executors this machine runs, executes each and
 /// reports it; with `once`, until nothing is left.
-async fn work(coord: &dyn Coordination, ctx: &Context, me: &Principal, w: Worker, out: Output) -> u8 {
+async fn work(
+    coord: &dyn Coordination,
+    ctx: &Context,
+    me: &Principal,
+    w: Worker,
+    actions: Option<crate::actions::Actions<'_>>,
+    out: Output,
+) -> u8 {
     let Worker {
         executors,
         once,
         poll,
         no_sandbox,
     } = w;
+    // Runs on this machine need its checkout at the changeset's commit and the sandbox;
+    // runs on GitHub need neither.
+    let here = executors
+        .iter()
+        .any(|e| matches!(e, Executor::Inline | Executor::Local));
     // A sandbox that cannot start would fail every run as the change's fault: say so
     // once, before claiming anything.
-    if !no_sandbox {
+    if here && !no_sandbox {
         let why = match coord_egress::sandbox::find_bwrap() {
             None => Some("bubblewrap (bwrap) is not installed (apt-get install bubblewrap)".to_string()),
             Some(bwrap) => coord_egress::sandbox::unavailable(&bwrap).await,
@@ -472,7 +484,7 @@ async fn work(coord: &dyn Coordination, ctx: &Context, me: &Principal, w: Worker
     loop {
         let req = ClaimVerificationRunRequest {
             executors: executors.clone(),
-            commit: head(ctx),
+            commit: if here { head(ctx) } else { None },
         };
         let run = match call::<ClaimVerificationRun, _>(coord, me, req).await {
             Ok(r) => r.run,
@@ -494,7 +506,30 @@ async fn work(coord: &dyn Coordination, ctx: &Context, me: &Principal, w: Worker
             }
         };
         let started = std::time::Instant::now();
-        let outcome = execute(&run, ctx, no_sandbox).await;
+        let outcome = match (&actions, run.policy.executor) {
+            (Some(a), Executor::GithubActions) => {
+                let followed = crate::actions::execute(coord, me, a, &run).await;
+                if followed.finished_elsewhere {
+                    done += 1;
+                    if !out.json {
+                        println!(
+                            "{} on {}: {}",
+                            run.policy.name,
+                            run.changeset_id,
+                            followed.reason.unwrap_or_default()
+                        );
+                    }
+                    continue;
+                }
+                Outcome {
+                    status: followed.status,
+                    exit_code: None,
+                    reason: followed.reason,
+                    output: followed.output,
+                }
+            }
+            _ => execute(&run, ctx, no_sandbox).await,
+        };
         let report = ReportVerificationRunRequest {
             changeset_id: run.changeset_id.clone(),
             policy: run.policy.name.clone(),
@@ -504,6 +539,8 @@ async fn work(coord: &dyn Coordination, ctx: &Context, me: &Principal, w: Worker
             duration_ms: Some(i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)),
             output_tail: Some(outcome.output),
             reason: outcome.reason.clone(),
+            external_id: None,
+            external_url: None,
         };
         match call::<ReportVerificationRun, _>(coord, me, report).await {
             Ok(r) => {
@@ -610,14 +647,52 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
         VerifyCommand::Run {
             once,
             executor,
+            repository,
+            actions_poll,
             poll_seconds,
             no_sandbox,
         } => {
-            let executors = if executor.is_empty() {
+            let executors: Vec<Executor> = if executor.is_empty() {
                 vec![Executor::Inline, Executor::Local]
             } else {
                 executor.iter().filter_map(|e| Executor::parse(e)).collect()
             };
+            let repository = match repository
+                .as_deref()
+                .map(|r| (r, coord_domain::github_sync::repository_name(r)))
+            {
+                None => None,
+                Some((_, Some(r))) => Some(r),
+                Some((r, None)) => {
+                    return out.error(&CoordError::field(
+                        ErrorCode::InvalidArgument,
+                        "repository",
+                        format!("--repository {r:?}: OWNER/NAME as GitHub spells it"),
+                    ));
+                }
+            };
+            let api = if executors.contains(&Executor::GithubActions) {
+                match coord_remote::github::GithubApi::from_env() {
+                    Ok(Some(api)) => Some(api),
+                    Ok(None) => {
+                        return out.error(&CoordError::field(
+                            ErrorCode::InvalidArgument,
+                            "COORD_GITHUB_TOKEN",
+                            "github_actions runs need COORD_GITHUB_TOKEN (or GITHUB_TOKEN): a token that may dispatch workflows (Actions: write)",
+                        ));
+                    }
+                    Err(e) => return out.error(&e),
+                }
+            } else {
+                None
+            };
+            if !(0.0..=3600.0).contains(&actions_poll) {
+                return out.error(&CoordError::field(
+                    ErrorCode::InvalidArgument,
+                    "actions_poll",
+                    "--actions-poll: 0 to 3600 seconds",
+                ));
+            }
             let poll = std::time::Duration::from_secs(poll_seconds.max(1));
             let w = Worker {
                 executors,
@@ -625,7 +700,12 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
                 poll,
                 no_sandbox,
             };
-            work(coord, ctx, &me, w, out).await
+            let actions = api.as_ref().map(|api| crate::actions::Actions {
+                api,
+                repository,
+                poll: std::time::Duration::from_secs_f64(actions_poll),
+            });
+            work(coord, ctx, &me, w, actions, out).await
         }
         VerifyCommand::Status { changeset_id, diff } => out.result(
             call::<GetVerification, _>(coord, &me, GetVerificationRequest { changeset_id, diff }).await,

@@ -1110,6 +1110,7 @@ local_and_remote!(
     files_through_the_cli,
     verification_through_the_cli,
     verification_workers_through_the_cli,
+    github_actions_workers_through_the_cli,
 );
 
 /// `coord verify run --once`: the policies' commands run in the sandbox (bubblewrap) in
@@ -1949,4 +1950,182 @@ fn github_lock_labels_fit_githubs_limit() {
     assert_eq!(stdout(&out).trim(), "locked:docs/a.md");
     let (v, c) = repo.json_as("user", &["github", "label", "../outside.rs"]);
     assert_eq!((c, v["error"].as_str()), (2, Some("invalid_path")), "{v}");
+}
+
+/// What the fake GitHub was sent.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String, Value)>>>;
+
+/// A fake GitHub (a real HTTP server on loopback, recording what it is sent): workflow
+/// `ci` dispatches answer the run's id; workflow `flaky` dispatches answer 502 but start
+/// a run anyway (listed with its title); run 501 is in progress once, then succeeds; run
+/// 502 fails. Answers its base URL and what it was sent (method, path, body).
+fn fake_github() -> (String, Seen) {
+    use axum::extract::{Request, State};
+    use axum::http::StatusCode;
+    use axum::response::{IntoResponse, Response};
+    #[derive(Clone, Default)]
+    struct Fake {
+        seen: Seen,
+        listed: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    }
+    async fn handle(State(f): State<Fake>, req: Request) -> Response {
+        let (parts, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let path = parts.uri.path().to_string();
+        let polls = {
+            let mut seen = f.seen.lock().unwrap();
+            seen.push((parts.method.to_string(), path.clone(), body.clone()));
+            seen.iter().filter(|(_, p, _)| p == &path).count()
+        };
+        let json = |code: StatusCode, v: Value| (code, axum::Json(v)).into_response();
+        if path.ends_with("/dispatches") {
+            let id = body["inputs"]["changeset_id"].as_str().unwrap_or("").to_string();
+            return match body["inputs"]["policy"].as_str() {
+                Some("ci") => json(
+                    StatusCode::OK,
+                    serde_json::json!({"workflow_run_id": 501,
+                        "run_url": "http://fake/repos/octocat/app/actions/runs/501",
+                        "html_url": "https://github.com/octocat/app/actions/runs/501"}),
+                ),
+                _ => {
+                    f.listed.lock().unwrap().push(serde_json::json!({"id": 502,
+                        "display_title": format!("coord {id}"), "status": "queued",
+                        "html_url": "https://github.com/octocat/app/actions/runs/502"}));
+                    (StatusCode::BAD_GATEWAY, "upstream timed out").into_response()
+                }
+            };
+        }
+        if path.ends_with("/runs") {
+            let runs = f.listed.lock().unwrap().clone();
+            return json(
+                StatusCode::OK,
+                serde_json::json!({"total_count": runs.len(), "workflow_runs": runs}),
+            );
+        }
+        if path.ends_with("/runs/501") {
+            let (status, conclusion) = if polls == 1 {
+                ("in_progress", Value::Null)
+            } else {
+                ("completed", "success".into())
+            };
+            return json(
+                StatusCode::OK,
+                serde_json::json!({"id": 501, "status": status, "conclusion": conclusion,
+                "html_url": "https://github.com/octocat/app/actions/runs/501"}),
+            );
+        }
+        if path.ends_with("/runs/502") {
+            return json(
+                StatusCode::OK,
+                serde_json::json!({"id": 502, "status": "completed", "conclusion": "failure",
+                "html_url": "https://github.com/octocat/app/actions/runs/502"}),
+            );
+        }
+        json(StatusCode::NOT_FOUND, serde_json::json!({"message": "Not Found"}))
+    }
+    let fake = Fake::default();
+    let seen = fake.seen.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap().to_string()).unwrap();
+            let app = axum::Router::new().fallback(handle).with_state(fake);
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (format!("http://{}", rx.recv().unwrap()), seen)
+}
+
+/// `coord verify run --executor github_actions`: each policy's workflow is dispatched
+/// once on the changeset's branch (a dispatch without a clear answer is found among
+/// the workflow's runs, never dispatched again), followed to its conclusion, and the
+/// run's page recorded.
+fn github_actions_workers_through_the_cli(repo: &Repo) {
+    git(repo, &["init", "-q", "-b", "feature"]);
+    git(repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    let base = git(repo, &["rev-parse", "HEAD"]);
+    std::fs::write(
+        repo.root().join("policies.yaml"),
+        "ci: {tier: 2, executor: github_actions, patterns: ['src/**'], workflow: verify.yml}\nflaky: {tier: 2, executor: github_actions, patterns: ['src/**'], workflow: verify.yml}\n",
+    )
+    .unwrap();
+    let out = repo.run(&["verify", "apply", "policies.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::fs::create_dir_all(repo.root().join("src")).unwrap();
+    std::fs::write(repo.root().join("src/main.rs"), "fn main() {}\n").unwrap();
+    git(repo, &["add", "src"]);
+    git(repo, &["commit", "-q", "-m", "work"]);
+    let (v, c) = repo.json_as("dev", &["verify", "submit", "--git", base.as_str()]);
+    assert_eq!(c, 0, "{v}");
+    let id = v["changeset"]["changeset_id"].as_str().unwrap().to_string();
+
+    let worker = [
+        "--agent-id",
+        "ci",
+        "verify",
+        "run",
+        "--once",
+        "--executor",
+        "github_actions",
+    ];
+    // No token: said before anything is claimed.
+    let mut cmd = repo.command(&worker);
+    let out = cmd
+        .env_remove("COORD_GITHUB_TOKEN")
+        .env_remove("GITHUB_TOKEN")
+        .output()
+        .unwrap();
+    assert_ne!(code(&out), 0);
+    assert!(stderr(&out).contains("COORD_GITHUB_TOKEN"), "{}", stderr(&out));
+
+    let (api, seen) = fake_github();
+    let mut args = worker.to_vec();
+    args.extend(["--repository", "octocat/app", "--actions-poll", "0.01"]);
+    let out = repo.run_in(
+        repo.root(),
+        &args,
+        &[("COORD_GITHUB_TOKEN", "t0ken"), ("COORD_GITHUB_API_URL", api.as_str())],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let (v, _) = repo.json_as("dev", &["verify", "status", &id]);
+    let runs: Vec<(&str, &str, &str)> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["policy"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+                r["external_url"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("ci", "passed", "https://github.com/octocat/app/actions/runs/501"),
+            ("flaky", "failed", "https://github.com/octocat/app/actions/runs/502")
+        ],
+        "{v}"
+    );
+    let seen = seen.lock().unwrap().clone();
+    let dispatches: Vec<&Value> = seen
+        .iter()
+        .filter(|(m, p, _)| m == "POST" && p == "/repos/octocat/app/actions/workflows/verify.yml/dispatches")
+        .map(|(_, _, b)| b)
+        .collect();
+    assert_eq!(dispatches.len(), 2, "one dispatch per policy, none repeated: {seen:?}");
+    assert_eq!(dispatches[0]["ref"], "feature");
+    assert_eq!(dispatches[0]["inputs"]["changeset_id"], id.as_str());
+    assert_eq!(dispatches[0]["return_run_details"], true);
+    assert!(
+        seen.iter().filter(|(_, p, _)| p.ends_with("/runs/501")).count() >= 2,
+        "followed by polling"
+    );
 }

@@ -88,6 +88,7 @@ macro_rules! conformance_suite {
             verification::verification_concurrent_workers_claim_each_run_once,
             github::github_pushes_become_changesets,
             github::github_issues_and_branches_become_locks_and_tasks,
+            github::github_actions_runs_finish_by_webhook,
             keys::keys_bind_identities_expire_and_revoke,
             profiles::profiles_builtin_are_seeded,
             profiles::profiles_assignment_precedence_and_least_privilege,

@@ -102,6 +102,42 @@ pub struct DeleteEvent {
     pub repository: Repository,
 }
 
+/// A GitHub Actions run, as `workflow_run` deliveries and the runs API show it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct WorkflowRun {
+    pub id: i64,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub conclusion: Option<String>,
+    #[serde(default)]
+    pub html_url: Option<String>,
+    #[serde(default)]
+    pub display_title: Option<String>,
+}
+
+/// A `workflow_run` delivery.
+#[derive(Debug, Clone, Deserialize)]
+pub struct WorkflowRunEvent {
+    pub action: String,
+    pub workflow_run: WorkflowRun,
+}
+
+/// A repository's `owner/name` as GitHub spells it (letters, digits, `.`, `_`, `-`),
+/// or None.
+pub fn repository_name(s: &str) -> Option<String> {
+    let (owner, name) = s.trim().split_once('/')?;
+    let ok = |p: &str| {
+        !p.is_empty()
+            && p.len() <= 100
+            && p != "."
+            && p != ".."
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    };
+    (ok(owner) && ok(name)).then(|| format!("{owner}/{name}"))
+}
+
 /// What coord last applied for an issue or a branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Link {

@@ -32,6 +32,15 @@ CREATE TABLE github_outbox (
 );
 CREATE INDEX github_outbox_due ON github_outbox (next_attempt_at) WHERE sent_at IS NULL;
 
+-- The GitHub repository a pushed changeset came from (results go back as commit
+-- statuses), and a run started elsewhere (a GitHub Actions run): its id, so no other
+-- worker starts it again and the workflow_run webhook finds it, and its page.
+ALTER TABLE changesets ADD COLUMN repository text;
+ALTER TABLE verification_results ADD COLUMN external_id text;
+ALTER TABLE verification_results ADD COLUMN external_url text;
+CREATE INDEX verification_results_external ON verification_results (executor, external_id)
+    WHERE external_id IS NOT NULL;
+
 ALTER TABLE github_links ENABLE ROW LEVEL SECURITY;
 ALTER TABLE github_outbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY service_role_all ON github_links FOR ALL TO service_role USING (true) WITH CHECK (true);

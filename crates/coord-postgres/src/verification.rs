@@ -6,7 +6,7 @@ use crate::{Fail, PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::approvals::ApprovalStatus;
 use coord_domain::verification::{
-    self, CLAIM_GRACE_SECONDS, ChangedFile, Changeset, ClaimFilter, ClaimedRun, Executor, MAX_POLICIES,
+    self, CLAIM_GRACE_SECONDS, ChangedFile, Changeset, ClaimFilter, ClaimedRun, Executor, ExternalFinish, MAX_POLICIES,
     RUN_FILES_SHOWN, Review, RunClaim, RunReport, RunStatus, VerificationPolicy, VerificationPolicyRow,
     VerificationResult, VerificationRun, no_policy, too_many_policies,
 };
@@ -87,8 +87,8 @@ async fn submit(tx: &Tx<'_>, ctx: &OpCtx, routed: &RoutedChangeset) -> R<Verific
         .query_opt(
             &tx.prepare_cached(&format!(
                 "INSERT INTO changesets (changeset_id, agent_id, agent_type, source, branch, commit_sha, description,
-                                         files, diff, trust_level, created_at)
-                 VALUES ($2, $3, $4, $11, $5, $6, $7, $8, $9, $10, {NOW})
+                                         files, diff, trust_level, created_at, repository)
+                 VALUES ($2, $3, $4, $11, $5, $6, $7, $8, $9, $10, {NOW}, $12)
                  ON CONFLICT DO NOTHING RETURNING changeset_id"
             ))
             .await?,
@@ -104,6 +104,7 @@ async fn submit(tx: &Tx<'_>, ctx: &OpCtx, routed: &RoutedChangeset) -> R<Verific
                 &cs.diff,
                 &i16::from(routed.trust_level),
                 &routed.source,
+                &cs.repository,
             ],
         )
         .await?;
@@ -160,7 +161,7 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx, id: &str, with_diff: bool, existing: boo
         .query_opt(
             &tx.prepare_cached(&format!(
                 "SELECT changeset_id, agent_id, agent_type, source, branch, commit_sha, description, files,
-                        diff IS NOT NULL, trust_level, created_at, CASE WHEN $3 THEN diff END, {NOW}
+                        diff IS NOT NULL, trust_level, created_at, CASE WHEN $3 THEN diff END, {NOW}, repository
                    FROM changesets WHERE changeset_id = $2"
             ))
             .await?,
@@ -184,6 +185,7 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx, id: &str, with_diff: bool, existing: boo
         has_diff: get(&r, 8)?,
         trust_level: u8::try_from(get::<i16>(&r, 9)?).unwrap_or_default(),
         created_at: get(&r, 10)?,
+        repository: get(&r, 13)?,
     };
     let diff: Option<String> = get(&r, 11)?;
     let now: Timestamp = get(&r, 12)?;
@@ -193,7 +195,7 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx, id: &str, with_diff: bool, existing: boo
             &tx.prepare_cached(
                 "SELECT v.policy, v.tier, v.executor, v.status, v.reason, v.files, v.file_count, v.approval_id,
                         v.exit_code, v.duration_ms, v.output_tail, v.started_at, v.finished_at,
-                        a.status, a.expires_at, a.decided_by, a.note
+                        a.status, a.expires_at, a.decided_by, a.note, v.external_url
                    FROM verification_results v LEFT JOIN approval_queue a ON a.approval_id = v.approval_id
                   WHERE v.changeset_id = $1 ORDER BY v.tier, v.policy, v.attempt",
             )
@@ -219,6 +221,7 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx, id: &str, with_diff: bool, existing: boo
             output_tail: get(r, 10)?,
             started_at: get(r, 11)?,
             finished_at: get(r, 12)?,
+            external_url: get(r, 17)?,
         };
         if let (Some(approval_id), Some(status)) = (&run.approval_id, get::<Option<String>>(r, 13)?) {
             reviews.push((
@@ -244,7 +247,7 @@ async fn claim(tx: &Tx<'_>, ctx: &OpCtx, filter: &ClaimFilter) -> R<Option<Claim
         .query_opt(
             &tx.prepare_cached(&format!(
                 "SELECT v.changeset_id, v.policy, v.attempt, v.policy_snapshot, v.files, v.file_count, c.branch,
-                        c.commit_sha, {NOW}
+                        c.commit_sha, {NOW}, v.external_id, v.external_url, c.repository
                    FROM verification_results v
                    JOIN changesets c ON c.changeset_id = v.changeset_id
                    LEFT JOIN approval_queue a ON a.approval_id = v.approval_id
@@ -278,6 +281,9 @@ async fn claim(tx: &Tx<'_>, ctx: &OpCtx, filter: &ClaimFilter) -> R<Option<Claim
         branch: (!branch.is_empty()).then_some(branch),
         commit: get(&r, 7)?,
         lease_until,
+        external_id: get(&r, 9)?,
+        external_url: get(&r, 10)?,
+        repository: get(&r, 11)?,
     };
     tx.execute(
         "UPDATE verification_results SET status = 'running', claimed_by = $4, started_at = $5, lease_until = $6,
@@ -314,6 +320,27 @@ async fn report(tx: &Tx<'_>, ctx: &OpCtx, r: &RunReport) -> R<VerificationResult
         submitter: get(&row, 2)?,
     };
     verification::decide_report(&claim, &ctx.who.agent_id, r)?;
+    if let Some((external_id, url)) = r.external.as_ref().filter(|_| r.status == RunStatus::Running) {
+        // Started elsewhere: recorded, and the lease runs from now for the policy's timeout.
+        tx.execute(
+            &format!(
+                "UPDATE verification_results SET external_id = $5, external_url = $6,
+                        lease_until = {NOW} + make_interval(secs => (policy_snapshot->>'timeout_seconds')::int + $7)
+                  WHERE changeset_id = $2 AND policy = $3 AND attempt = $4"
+            ),
+            &[
+                &ctx.now,
+                &r.changeset_id,
+                &r.policy,
+                &attempt,
+                external_id,
+                url,
+                &(CLAIM_GRACE_SECONDS as i32),
+            ],
+        )
+        .await?;
+        return read(tx, ctx, &r.changeset_id, false, false).await;
+    }
     tx.execute(
         &format!(
             "UPDATE verification_results SET status = $5, exit_code = $6, duration_ms = $7, output_tail = $8,
@@ -334,6 +361,37 @@ async fn report(tx: &Tx<'_>, ctx: &OpCtx, r: &RunReport) -> R<VerificationResult
     )
     .await?;
     read(tx, ctx, &r.changeset_id, false, false).await
+}
+
+/// The running run an executor knows by `external_id`, finished; None when no running
+/// run has that id (finished already, or not coord's).
+async fn finish_external(tx: &Tx<'_>, ctx: &OpCtx, f: &ExternalFinish) -> R<Option<(String, VerificationResult)>> {
+    let row = tx
+        .query_opt(
+            &format!(
+                "UPDATE verification_results SET status = $4, reason = $5, external_url = COALESCE($6, external_url),
+                        finished_at = {NOW}, lease_until = NULL,
+                        duration_ms = (extract(epoch FROM {NOW} - started_at) * 1000)::bigint
+                  WHERE executor = $2 AND external_id = $3 AND status = 'running'
+                  RETURNING changeset_id, policy"
+            ),
+            &[
+                &ctx.now,
+                &f.executor.as_str(),
+                &f.external_id,
+                &f.status.as_str(),
+                &f.reason,
+                &f.url,
+            ],
+        )
+        .await?;
+    match row {
+        Some(r) => Ok(Some((
+            get(&r, 1)?,
+            read(tx, ctx, &get::<String>(&r, 0)?, false, false).await?,
+        ))),
+        None => Ok(None),
+    }
 }
 
 #[allow(clippy::ptr_arg)] // the shape of an `OpFn`
@@ -376,6 +434,15 @@ impl VerificationStore for PgStore {
 
     async fn claim_verification_run(&self, ctx: OpCtx, filter: ClaimFilter) -> CoordResult<Option<ClaimedRun>> {
         self.op(ctx, filter, |tx, ctx, f| Box::pin(claim(tx, ctx, f))).await
+    }
+
+    async fn finish_external_run(
+        &self,
+        ctx: OpCtx,
+        f: ExternalFinish,
+    ) -> CoordResult<Option<(String, VerificationResult)>> {
+        self.op(ctx, f, |tx, ctx, f| Box::pin(finish_external(tx, ctx, f)))
+            .await
     }
 
     async fn report_verification_run(&self, ctx: OpCtx, r: RunReport) -> CoordResult<VerificationResult> {

@@ -31,3 +31,12 @@ CREATE TABLE github_outbox (
     last_error      TEXT
 );
 CREATE INDEX github_outbox_due ON github_outbox (next_attempt_at) WHERE sent_at IS NULL;
+
+-- The GitHub repository a pushed changeset came from (results go back as commit
+-- statuses), and a run started elsewhere (a GitHub Actions run): its id, so no other
+-- worker starts it again and the workflow_run webhook finds it, and its page.
+ALTER TABLE changesets ADD COLUMN repository TEXT;
+ALTER TABLE verification_results ADD COLUMN external_id TEXT;
+ALTER TABLE verification_results ADD COLUMN external_url TEXT;
+CREATE INDEX verification_results_external ON verification_results (executor, external_id)
+    WHERE external_id IS NOT NULL;

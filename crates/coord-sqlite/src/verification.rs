@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use coord_domain::approvals::ApprovalStatus;
 use coord_domain::time::from_micros;
 use coord_domain::verification::{
-    self, CLAIM_GRACE_SECONDS, Changeset, ClaimFilter, ClaimedRun, Executor, MAX_POLICIES, RUN_FILES_SHOWN, Review,
-    RunClaim, RunReport, RunStatus, VerificationPolicy, VerificationPolicyRow, VerificationResult, VerificationRun,
-    no_policy, too_many_policies,
+    self, CLAIM_GRACE_SECONDS, Changeset, ClaimFilter, ClaimedRun, Executor, ExternalFinish, MAX_POLICIES,
+    RUN_FILES_SHOWN, Review, RunClaim, RunReport, RunStatus, VerificationPolicy, VerificationPolicyRow,
+    VerificationResult, VerificationRun, no_policy, too_many_policies,
 };
 use coord_domain::{CoordResult, Identity};
 use coord_store::{OpCtx, RoutedChangeset, VerificationStore};
@@ -81,8 +81,8 @@ fn submit(c: &Connection, now: i64, who: &Identity, routed: &RoutedChangeset) ->
     let id = verification::new_changeset_id();
     c.prepare_cached(
         "INSERT INTO changesets (changeset_id, agent_id, agent_type, source, branch, commit_sha, description, files,
-                                 diff, trust_level, created_at)
-         VALUES (?1, ?2, ?3, ?11, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                 diff, trust_level, created_at, repository)
+         VALUES (?1, ?2, ?3, ?11, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12)",
     )?
     .execute(params![
         id,
@@ -95,7 +95,8 @@ fn submit(c: &Connection, now: i64, who: &Identity, routed: &RoutedChangeset) ->
         cs.diff,
         routed.trust_level,
         now,
-        routed.source
+        routed.source,
+        cs.repository
     ])?;
     for run in &routed.runs {
         let approval_id = match run.status {
@@ -132,7 +133,7 @@ fn read(c: &Connection, now: i64, id: &str, with_diff: bool, existing: bool) -> 
     let found = c
         .prepare_cached(
             "SELECT changeset_id, agent_id, agent_type, source, branch, commit_sha, description, files,
-                    diff IS NOT NULL, trust_level, created_at, CASE WHEN ?2 THEN diff END
+                    diff IS NOT NULL, trust_level, created_at, CASE WHEN ?2 THEN diff END, repository
                FROM changesets WHERE changeset_id = ?1",
         )?
         .query_row(params![id, with_diff], |r| {
@@ -150,6 +151,7 @@ fn read(c: &Connection, now: i64, id: &str, with_diff: bool, existing: bool) -> 
                     has_diff: r.get(8)?,
                     trust_level: r.get(9)?,
                     created_at: ts(r, 10)?,
+                    repository: r.get(12)?,
                 },
                 r.get::<_, Option<String>>(11)?,
             ))
@@ -164,7 +166,7 @@ fn read(c: &Connection, now: i64, id: &str, with_diff: bool, existing: bool) -> 
         .prepare_cached(
             "SELECT v.policy, v.tier, v.executor, v.status, v.reason, v.files, v.file_count, v.approval_id,
                     v.exit_code, v.duration_ms, v.output_tail, v.started_at, v.finished_at,
-                    a.status, a.expires_at, a.decided_by, a.note
+                    a.status, a.expires_at, a.decided_by, a.note, v.external_url
                FROM verification_results v LEFT JOIN approval_queue a ON a.approval_id = v.approval_id
               WHERE v.changeset_id = ?1 ORDER BY v.tier, v.policy, v.attempt",
         )?
@@ -185,6 +187,7 @@ fn read(c: &Connection, now: i64, id: &str, with_diff: bool, existing: bool) -> 
                 output_tail: r.get(10)?,
                 started_at: opt_ts(r, 11)?,
                 finished_at: opt_ts(r, 12)?,
+                external_url: r.get(17)?,
             };
             let review = match r.get::<_, Option<String>>(13)? {
                 Some(status) => Some(Review {
@@ -222,7 +225,8 @@ fn claim(c: &Connection, now: i64, who: &Identity, filter: &ClaimFilter) -> R<Op
     let names: Vec<&str> = filter.executors.iter().map(|e| e.as_str()).collect();
     let found = c
         .prepare_cached(
-            "SELECT v.changeset_id, v.policy, v.attempt, v.policy_snapshot, v.files, v.file_count, c.branch, c.commit_sha
+            "SELECT v.changeset_id, v.policy, v.attempt, v.policy_snapshot, v.files, v.file_count, c.branch, c.commit_sha,
+                    v.external_id, v.external_url, c.repository
                FROM verification_results v
                JOIN changesets c ON c.changeset_id = v.changeset_id
                LEFT JOIN approval_queue a ON a.approval_id = v.approval_id
@@ -245,6 +249,9 @@ fn claim(c: &Connection, now: i64, who: &Identity, filter: &ClaimFilter) -> R<Op
                 branch: (!branch.is_empty()).then_some(branch),
                 commit: r.get(7)?,
                 lease_until: from_micros(now),
+                external_id: r.get(8)?,
+                external_url: r.get(9)?,
+                repository: r.get(10)?,
             })
         })
         .optional()?;
@@ -287,6 +294,24 @@ fn report(c: &Connection, now: i64, who: &Identity, r: &RunReport) -> R<Verifica
         .optional()?
         .ok_or_else(|| Fail::Coord(verification::run_not_found(r)))?;
     verification::decide_report(&claim, &who.agent_id, r)?;
+    if let Some((external_id, url)) = r.external.as_ref().filter(|_| r.status == RunStatus::Running) {
+        // Started elsewhere: recorded, and the lease runs from now for the policy's timeout.
+        c.prepare_cached(
+            "UPDATE verification_results SET external_id = ?4, external_url = ?5,
+                    lease_until = ?6 + (json_extract(policy_snapshot, '$.timeout_seconds') + ?7) * 1000000
+              WHERE changeset_id = ?1 AND policy = ?2 AND attempt = ?3",
+        )?
+        .execute(params![
+            r.changeset_id,
+            r.policy,
+            r.attempt,
+            external_id,
+            url,
+            now,
+            CLAIM_GRACE_SECONDS
+        ])?;
+        return read(c, now, &r.changeset_id, false, false);
+    }
     c.prepare_cached(
         "UPDATE verification_results SET status = ?4, exit_code = ?5, duration_ms = ?6, output_tail = ?7, reason = ?8,
                 finished_at = ?9, lease_until = NULL
@@ -304,6 +329,34 @@ fn report(c: &Connection, now: i64, who: &Identity, r: &RunReport) -> R<Verifica
         now
     ])?;
     read(c, now, &r.changeset_id, false, false)
+}
+
+/// The running run an executor knows by `external_id`, finished; None when no running
+/// run has that id (finished already, or not coord's).
+fn finish_external(c: &Connection, now: i64, f: &ExternalFinish) -> R<Option<(String, VerificationResult)>> {
+    let found: Option<(String, String)> = c
+        .prepare_cached(
+            "UPDATE verification_results SET status = ?3, reason = ?4, external_url = COALESCE(?5, external_url),
+                    finished_at = ?6, lease_until = NULL,
+                    duration_ms = CASE WHEN started_at IS NULL THEN NULL ELSE (?6 - started_at) / 1000 END
+              WHERE executor = ?1 AND external_id = ?2 AND status = 'running'
+              RETURNING changeset_id, policy",
+        )?
+        .query_row(
+            params![
+                f.executor.as_str(),
+                f.external_id,
+                f.status.as_str(),
+                f.reason,
+                f.url,
+                now
+            ],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    found
+        .map(|(id, policy)| Ok((policy, read(c, now, &id, false, false)?)))
+        .transpose()
 }
 
 #[async_trait]
@@ -340,6 +393,14 @@ impl VerificationStore for SqliteStore {
 
     async fn claim_verification_run(&self, ctx: OpCtx, filter: ClaimFilter) -> CoordResult<Option<ClaimedRun>> {
         self.op(ctx, move |c, now, who| claim(c, now, who, &filter)).await
+    }
+
+    async fn finish_external_run(
+        &self,
+        ctx: OpCtx,
+        f: ExternalFinish,
+    ) -> CoordResult<Option<(String, VerificationResult)>> {
+        self.op(ctx, move |c, now, _| finish_external(c, now, &f)).await
     }
 
     async fn report_verification_run(&self, ctx: OpCtx, r: RunReport) -> CoordResult<VerificationResult> {

@@ -45,8 +45,8 @@ use coord_domain::sessions::{
 use coord_domain::status::StatusResult;
 use coord_domain::target::LockTarget;
 use coord_domain::verification::{
-    self, ClaimFilter, ClaimedRun, NewChangeset, PlannedRun, REVIEW_OPERATION, RunReport, VerificationPolicy,
-    VerificationPolicyRow, VerificationResult,
+    self, ClaimFilter, ClaimedRun, ExternalFinish, NewChangeset, PlannedRun, REVIEW_OPERATION, RunReport,
+    VerificationPolicy, VerificationPolicyRow, VerificationResult,
 };
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
 use serde::Serialize;
@@ -646,6 +646,14 @@ pub trait VerificationStore: Send + Sync {
     /// Records the outcome of a claimed run (`verification::decide_report`) and answers
     /// the changeset as it is now.
     async fn report_verification_run(&self, ctx: OpCtx, report: RunReport) -> CoordResult<VerificationResult>;
+    /// Finishes the running run its executor knows by this id (a GitHub Actions run that
+    /// completed); answers its policy and the changeset, or None when no running run has
+    /// it (finished already, or not coord's).
+    async fn finish_external_run(
+        &self,
+        ctx: OpCtx,
+        finish: ExternalFinish,
+    ) -> CoordResult<Option<(String, VerificationResult)>>;
 }
 
 /// GitHub webhook deliveries, recorded before they are acted on.

@@ -455,3 +455,183 @@ pub async fn github_issues_and_branches_become_locks_and_tasks(b: &dyn Backend) 
     assert_eq!(gone.status, DeliveryStatus::Processed, "{gone:?}");
     assert_eq!(locks(&h).await, pairs(&[("src/api.rs", "codex-2")]));
 }
+
+fn workflow_run(id: i64, action: &str, conclusion: Option<&str>) -> Value {
+    json!({
+        "action": action,
+        "workflow_run": {
+            "id": id, "name": "verify", "display_title": "coord cs",
+            "status": if action == "completed" { "completed" } else { "in_progress" },
+            "conclusion": conclusion, "html_url": format!("https://github.com/octocat/Hello-World/actions/runs/{id}"),
+            "head_branch": "feature", "event": "workflow_dispatch"
+        },
+        "repository": {"id": 1296269, "full_name": "octocat/Hello-World"}
+    })
+}
+
+/// Requirement "Verification Gateway" with a `github_actions` policy: a pushed changeset
+/// gets pending commit statuses; the worker that dispatched the workflow records the
+/// run's id (a later worker sees it and follows, never dispatching again); GitHub's
+/// `workflow_run` webhook finishes the run by that id, and the result goes back to the
+/// commit as a `coord/<policy>` status.
+pub async fn github_actions_runs_finish_by_webhook(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let root = operator("root");
+    let p: VerificationPolicy = serde_json::from_value(json!({
+        "name": "ci", "tier": 2, "executor": "github_actions", "patterns": ["src/**"],
+        "workflow": "verify.yml", "timeout_seconds": 600
+    }))
+    .unwrap();
+    run::<verification::SetVerificationPolicy>(&h, &root, p).await.unwrap();
+    let sha = "2222222222222222222222222222222222222222";
+    let pushed = deliver(&h, "w-1", "push", push("feature", sha)).await.unwrap();
+    let id = pushed.changeset_id.expect("a changeset");
+    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let statuses: Vec<(&str, &str, &str)> = queued
+        .iter()
+        .map(|q| {
+            (
+                q.request.path.as_str(),
+                q.request.body["context"].as_str().unwrap_or(""),
+                q.request.body["state"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let path = format!("/repos/octocat/Hello-World/statuses/{sha}");
+    assert_eq!(statuses, [(path.as_str(), "coord/ci", "pending")]);
+    for q in &queued {
+        h.store
+            .record_github_request(Some(h.now()), q.id, Ok(()), 0)
+            .await
+            .unwrap();
+    }
+
+    let worker = || async {
+        run::<verification::ClaimVerificationRun>(
+            &h,
+            &root,
+            coord_domain::verification::ClaimVerificationRunRequest {
+                executors: vec![coord_domain::verification::Executor::GithubActions],
+                commit: None,
+            },
+        )
+        .await
+        .unwrap()
+        .run
+    };
+    let claimed = worker().await.expect("the ci run");
+    assert_eq!(
+        (
+            claimed.repository.as_deref(),
+            claimed.external_id.as_deref(),
+            claimed.branch.as_deref()
+        ),
+        (Some("octocat/Hello-World"), None, Some("feature"))
+    );
+    let attach = |status: RunStatus, external: Option<&str>| coord_domain::verification::ReportVerificationRunRequest {
+        changeset_id: id.clone(),
+        policy: "ci".into(),
+        attempt: Some(1),
+        status,
+        exit_code: None,
+        duration_ms: None,
+        output_tail: None,
+        reason: None,
+        external_id: external.map(str::to_string),
+        external_url: external.map(|e| format!("https://github.com/octocat/Hello-World/actions/runs/{e}")),
+    };
+    // Running only with the executor's id.
+    let e = run::<verification::ReportVerificationRun>(&h, &root, attach(RunStatus::Running, None))
+        .await
+        .unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("status"));
+    let attached = run::<verification::ReportVerificationRun>(&h, &root, attach(RunStatus::Running, Some("30433642")))
+        .await
+        .unwrap();
+    assert_eq!(attached.runs[0].status, RunStatus::Running);
+    assert_eq!(
+        attached.runs[0].external_url.as_deref(),
+        Some("https://github.com/octocat/Hello-World/actions/runs/30433642")
+    );
+    // The worker stops; past the lease another worker takes the run over — and is told
+    // which GitHub run to follow.
+    assert!(worker().await.is_none(), "the lease runs from the dispatch");
+    h.advance(12);
+    let again = worker().await.expect("taken over");
+    assert_eq!(again.external_id.as_deref(), Some("30433642"));
+
+    // Not completed yet, or not coord's: nothing happens.
+    let requested = deliver(&h, "w-2", "workflow_run", workflow_run(30433642, "in_progress", None))
+        .await
+        .unwrap();
+    assert_eq!(requested.status, DeliveryStatus::Ignored);
+    let stranger = deliver(
+        &h,
+        "w-3",
+        "workflow_run",
+        workflow_run(999, "completed", Some("success")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(stranger.status, DeliveryStatus::Ignored, "{stranger:?}");
+    // Completed: the run follows its conclusion.
+    let done = deliver(
+        &h,
+        "w-4",
+        "workflow_run",
+        workflow_run(30433642, "completed", Some("failure")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(done.status, DeliveryStatus::Processed, "{done:?}");
+    let v = run::<verification::GetVerification>(
+        &h,
+        &agent("observer"),
+        GetVerificationRequest {
+            changeset_id: id.clone(),
+            diff: false,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (v.runs[0].status, v.status),
+        (RunStatus::Failed, ChangesetStatus::Failed)
+    );
+    assert!(v.runs[0].reason.as_deref().unwrap().contains("concluded failure"));
+    // The worker following it learns it is over: its report is refused.
+    let late = run::<verification::ReportVerificationRun>(&h, &root, attach(RunStatus::Passed, None))
+        .await
+        .unwrap_err();
+    assert_eq!(late.code, ErrorCode::Forbidden);
+    // The dispatch linked the pending status to the run; the conclusion followed.
+    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let states: Vec<(Option<&str>, Option<&str>, Option<&str>)> = queued
+        .iter()
+        .map(|q| {
+            (
+                q.request.body["context"].as_str(),
+                q.request.body["state"].as_str(),
+                q.request.body["target_url"].as_str(),
+            )
+        })
+        .collect();
+    let page = Some("https://github.com/octocat/Hello-World/actions/runs/30433642");
+    assert_eq!(
+        states,
+        [
+            (Some("coord/ci"), Some("pending"), page),
+            (Some("coord/ci"), Some("failure"), page)
+        ]
+    );
+    // A redelivery finishes nothing twice.
+    let twice = deliver(
+        &h,
+        "w-5",
+        "workflow_run",
+        workflow_run(30433642, "completed", Some("success")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(twice.status, DeliveryStatus::Ignored);
+}

@@ -372,6 +372,8 @@ async fn report(h: &Harness, who: &Caller, claimed: &ClaimedRun, status: RunStat
             duration_ms: Some(1500),
             output_tail: Some("test result: ok".into()),
             reason: None,
+            external_id: None,
+            external_url: None,
         },
     )
     .await

@@ -465,6 +465,9 @@ pub struct NewChangeset {
     pub commit: Option<String>,
     pub description: Option<String>,
     pub diff: Option<String>,
+    /// The GitHub repository (`owner/name`) a push came from: its runs' results are
+    /// reported there as commit statuses. Never from an agent's request.
+    pub repository: Option<String>,
 }
 
 impl NewChangeset {
@@ -526,6 +529,7 @@ pub fn validate_changeset(req: SubmitChangesetRequest, repo_root: Option<&str>) 
         commit,
         description,
         diff,
+        repository: None,
     })
 }
 
@@ -600,6 +604,9 @@ pub struct VerificationRun {
     pub started_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
+    /// Where the executor runs it (a GitHub Actions run's page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_url: Option<String>,
 }
 
 /// A recorded changeset.
@@ -623,6 +630,9 @@ pub struct Changeset {
     /// The submitter's trust level when it was routed.
     pub trust_level: u8,
     pub created_at: Timestamp,
+    /// The GitHub repository a push came from (results go there as commit statuses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
 }
 
 /// `submit_changeset`'s and `get_verification`'s answer.
@@ -876,6 +886,15 @@ pub struct ClaimedRun {
     pub commit: Option<String>,
     /// Report before this, or another worker may take the run over.
     pub lease_until: Timestamp,
+    /// The executor's run already started elsewhere (a GitHub Actions run id): follow
+    /// it, never start another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_url: Option<String>,
+    /// The GitHub repository of the changeset, when it came from a push.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -897,8 +916,18 @@ pub struct ReportVerificationRunRequest {
     /// The attempt claimed (default 1).
     #[serde(default)]
     pub attempt: Option<u32>,
-    /// passed, failed, error (could not judge) or timed_out.
+    /// passed, failed, error (could not judge) or timed_out; or running, with
+    /// external_id, when the run was started elsewhere (a dispatched GitHub Actions run):
+    /// recorded so no other worker starts it again, the lease renewed.
     pub status: RunStatus,
+    /// The executor's id of the run started elsewhere (a GitHub Actions run id).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    pub external_id: Option<String>,
+    /// Where to see it (the run's page).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(max = 2048)))]
+    pub external_url: Option<String>,
     #[serde(default)]
     pub exit_code: Option<i32>,
     #[serde(default)]
@@ -922,6 +951,8 @@ pub struct RunReport {
     pub duration_ms: Option<i64>,
     pub output_tail: Option<String>,
     pub reason: Option<String>,
+    /// The run started elsewhere: (id, page).
+    pub external: Option<(String, Option<String>)>,
 }
 
 /// The last bytes of an output, cut at a character boundary (the same as a spawned
@@ -929,14 +960,45 @@ pub struct RunReport {
 pub use crate::agents::spawn::tail;
 
 pub fn validate_report(req: ReportVerificationRunRequest) -> CoordResult<RunReport> {
-    if !matches!(
-        req.status,
-        RunStatus::Passed | RunStatus::Failed | RunStatus::Error | RunStatus::TimedOut
-    ) {
+    let external = match (req.external_id, req.external_url) {
+        (None, None) => None,
+        (None, Some(_)) => return Err(invalid("external_id", "external_url goes with external_id")),
+        (Some(id), url) => {
+            let id = id.trim().to_string();
+            if id.is_empty()
+                || id.len() > 128
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+            {
+                return Err(invalid(
+                    "external_id",
+                    "external_id: 1 to 128 letters, digits, '-', '_', '.' or ':'",
+                ));
+            }
+            let url = match url.map(|u| u.trim().to_string()).filter(|u| !u.is_empty()) {
+                Some(u) if u.len() > 2048 || !(u.starts_with("https://") || u.starts_with("http://")) => {
+                    return Err(invalid(
+                        "external_url",
+                        "external_url: an http(s) URL of at most 2048 bytes",
+                    ));
+                }
+                u => u,
+            };
+            Some((id, url))
+        }
+    };
+    let running = req.status == RunStatus::Running && external.is_some();
+    if !running
+        && !matches!(
+            req.status,
+            RunStatus::Passed | RunStatus::Failed | RunStatus::Error | RunStatus::TimedOut
+        )
+    {
         return Err(invalid(
             "status",
             format!(
-                "status {}: a report is passed, failed, error or timed_out",
+                "status {}: a report is passed, failed, error or timed_out (running only with external_id)",
                 req.status.as_str()
             ),
         ));
@@ -960,7 +1022,40 @@ pub fn validate_report(req: ReportVerificationRunRequest) -> CoordResult<RunRepo
         duration_ms: req.duration_ms,
         output_tail,
         reason: validate::optional_text("reason", req.reason, 1000)?,
+        external,
     })
+}
+
+/// A run started elsewhere that finished there (a `workflow_run` webhook).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalFinish {
+    pub executor: Executor,
+    pub external_id: String,
+    pub status: RunStatus,
+    pub reason: Option<String>,
+    pub url: Option<String>,
+}
+
+/// A GitHub Actions run's conclusion as a run status: success passes; failure,
+/// timed_out and startup_failure fail; anything else (cancelled, skipped, neutral,
+/// stale, action_required, none) could not judge the change.
+pub fn conclusion_status(conclusion: Option<&str>) -> RunStatus {
+    match conclusion {
+        Some("success") => RunStatus::Passed,
+        Some("failure" | "startup_failure") => RunStatus::Failed,
+        Some("timed_out") => RunStatus::TimedOut,
+        _ => RunStatus::Error,
+    }
+}
+
+/// The commit status state GitHub shows for a run.
+pub fn commit_state(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Passed | RunStatus::Skipped => "success",
+        RunStatus::Failed | RunStatus::TimedOut => "failure",
+        RunStatus::Error | RunStatus::Cancelled => "error",
+        RunStatus::Pending | RunStatus::Running | RunStatus::AwaitingApproval => "pending",
+    }
 }
 
 /// What the store read about a run someone reports on.

@@ -398,6 +398,8 @@ fn reports_come_from_the_claiming_worker_only() {
         duration_ms: Some(12),
         output_tail: Some("é".repeat(MAX_OUTPUT_TAIL)),
         reason: None,
+        external_id: None,
+        external_url: None,
     })
     .unwrap();
     let kept = report.output_tail.as_deref().unwrap();
@@ -437,10 +439,62 @@ fn reports_come_from_the_claiming_worker_only() {
             duration_ms: None,
             output_tail: None,
             reason: None,
+            external_id: None,
+            external_url: None,
         })
         .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("status"));
     }
+    // Running, only as "started elsewhere" with the executor's id.
+    let started = |id: Option<&str>, url: Option<&str>, status| {
+        validate_report(ReportVerificationRunRequest {
+            changeset_id: new_changeset_id(),
+            policy: "ci".into(),
+            attempt: None,
+            status,
+            exit_code: None,
+            duration_ms: None,
+            output_tail: None,
+            reason: None,
+            external_id: id.map(str::to_string),
+            external_url: url.map(str::to_string),
+        })
+    };
+    let ok = started(
+        Some("30433642"),
+        Some("https://github.com/o/r/actions/runs/30433642"),
+        RunStatus::Running,
+    )
+    .unwrap();
+    assert_eq!(ok.external.unwrap().0, "30433642");
+    for (id, url, status, field) in [
+        (None, Some("https://x"), RunStatus::Running, "external_id"),
+        (Some("a b"), None, RunStatus::Running, "external_id"),
+        (
+            Some("1"),
+            Some("file:///etc/passwd"),
+            RunStatus::Running,
+            "external_url",
+        ),
+        (None, None, RunStatus::Running, "status"),
+    ] {
+        let e = started(id, url, status).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some(field), "{id:?} {url:?}");
+    }
+    for (conclusion, want) in [
+        (Some("success"), RunStatus::Passed),
+        (Some("failure"), RunStatus::Failed),
+        (Some("startup_failure"), RunStatus::Failed),
+        (Some("timed_out"), RunStatus::TimedOut),
+        (Some("cancelled"), RunStatus::Error),
+        (Some("action_required"), RunStatus::Error),
+        (None, RunStatus::Error),
+    ] {
+        assert_eq!(conclusion_status(conclusion), want, "{conclusion:?}");
+    }
+    assert_eq!(commit_state(RunStatus::Passed), "success");
+    assert_eq!(commit_state(RunStatus::TimedOut), "failure");
+    assert_eq!(commit_state(RunStatus::AwaitingApproval), "pending");
     assert_eq!(
         validate_claim(ClaimVerificationRunRequest::default()).unwrap(),
         ClaimFilter::default()

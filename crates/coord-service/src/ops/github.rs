@@ -103,6 +103,11 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
                 },
             },
         },
+        "workflow_run" => {
+            let (status, note) = workflow_run(c, now, &d).await;
+            outcome.status = status;
+            outcome.note = Some(note);
+        }
         "issues" | "pull_request" | "delete" => {
             let (status, note) = match d.event.as_str() {
                 "issues" => super::github_sync::issues(c, now, &d).await,
@@ -118,6 +123,60 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
         tracing::warn!(delivery = %d.delivery_id, error = %e.message, "could not record what became of a delivery");
     }
     outcome
+}
+
+/// A `workflow_run` that completed finishes the verification run that dispatched it
+/// (found by the run id the worker recorded); the worker polling it learns it is done.
+async fn workflow_run(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: &Delivery) -> (DeliveryStatus, String) {
+    let e: coord_domain::github_sync::WorkflowRunEvent = match serde_json::from_value(d.payload.clone()) {
+        Ok(e) => e,
+        Err(e) => return (DeliveryStatus::Failed, format!("not a workflow_run payload: {e}")),
+    };
+    let run = &e.workflow_run;
+    if e.action != "completed" {
+        return (DeliveryStatus::Ignored, format!("workflow run {} {}", run.id, e.action));
+    }
+    let status = verification::conclusion_status(run.conclusion.as_deref());
+    let finish = verification::ExternalFinish {
+        executor: verification::Executor::GithubActions,
+        external_id: run.id.to_string(),
+        status,
+        reason: Some(format!(
+            "GitHub Actions run {} concluded {}",
+            run.id,
+            run.conclusion.as_deref().unwrap_or("without a conclusion")
+        )),
+        url: run.html_url.clone(),
+    };
+    let who = Identity {
+        agent_id: github::WEBHOOK_AGENT.into(),
+        agent_type: github::WEBHOOK_AGENT_TYPE.into(),
+    };
+    let ctx = OpCtx::internal(
+        now,
+        who,
+        "finish_verification_run",
+        serde_json::json!({"delivery_id": d.delivery_id, "external_id": finish.external_id, "status": status.as_str()}),
+    );
+    match c.store().finish_external_run(ctx, finish).await {
+        Ok(Some((policy, v))) => {
+            super::verification::report_to_github(c, now, &v, Some(&policy)).await;
+            (
+                DeliveryStatus::Processed,
+                format!(
+                    "changeset {}: GitHub Actions run {} {}",
+                    v.changeset.changeset_id,
+                    run.id,
+                    status.as_str()
+                ),
+            )
+        }
+        Ok(None) => (
+            DeliveryStatus::Ignored,
+            format!("workflow run {} is not a running verification run", run.id),
+        ),
+        Err(e) => (DeliveryStatus::Failed, format!("{} [{}]", e.message, e.code)),
+    }
 }
 
 /// A push to an agent branch also locks its files to the agent (see
@@ -173,6 +232,11 @@ async fn submit_push(
         Err(e) => return super::refuse(c, &ctx, e).await,
     };
     changeset.incomplete = incomplete;
+    changeset.repository = d
+        .payload
+        .pointer("/repository/full_name")
+        .and_then(serde_json::Value::as_str)
+        .and_then(coord_domain::github_sync::repository_name);
     super::verification::submit(c, ctx, changeset, "github").await
 }
 

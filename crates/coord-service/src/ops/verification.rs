@@ -181,7 +181,45 @@ pub(crate) async fn submit(
         trust_level: trust,
         runs,
     };
-    c.store().submit_changeset(ctx, routed).await
+    let now = ctx.now;
+    let result = c.store().submit_changeset(ctx, routed).await?;
+    if !result.existing {
+        report_to_github(c, now, &result, None).await;
+    }
+    Ok(result)
+}
+
+/// Queues commit statuses (`coord/<policy>`) for a changeset pushed from a GitHub
+/// repository: every run's, or one policy's. Best effort: a status that cannot be
+/// queued is logged, the verification stands.
+pub(crate) async fn report_to_github(
+    c: &Coordinator,
+    now: Option<coord_domain::Timestamp>,
+    v: &VerificationResult,
+    only: Option<&str>,
+) {
+    let (Some(repo), Some(sha)) = (&v.changeset.repository, &v.changeset.commit) else {
+        return;
+    };
+    for run in v.runs.iter().filter(|r| only.is_none_or(|p| p == r.policy)) {
+        let description = match (&run.reason, run.status) {
+            (Some(why), _) => format!("{}: {why}", run.status.as_str()),
+            (None, s) => format!("{} ({} executor, tier {})", s.as_str(), run.executor.as_str(), run.tier),
+        };
+        let mut request = coord_domain::github_sync::commit_status(
+            repo,
+            sha,
+            verification::commit_state(run.status),
+            &format!("coord/{}", run.policy),
+            &description,
+        );
+        if let Some(url) = &run.external_url {
+            request.body["target_url"] = serde_json::Value::String(url.clone());
+        }
+        if let Err(e) = c.store().queue_github_request(now, request).await {
+            tracing::warn!(error = %e.message, "could not queue a commit status for GitHub");
+        }
+    }
 }
 
 pub struct GetVerification;
@@ -258,7 +296,10 @@ impl Operation for ReportVerificationRun {
     const DESCRIPTION: &'static str = "For the worker that claimed a run with claim_verification_run: its outcome \
         — changeset_id, policy, attempt (default 1), status passed|failed|error|timed_out (error: could not judge, \
         e.g. a missing environment variable; say which in reason), exit_code, duration_ms, output_tail (the end \
-        of the output; longer text keeps its last 64 KiB), reason. Refused (forbidden) unless you hold the claim \
+        of the output; longer text keeps its last 64 KiB), reason. A run started elsewhere (a dispatched GitHub \
+        Actions run) is reported first as status running with external_id (and external_url): recorded, so no \
+        other worker starts it again and the workflow_run webhook can finish it, and the lease renewed. A \
+        changeset pushed from GitHub gets each result as a commit status coord/<policy>. Refused (forbidden) unless you hold the claim \
         and the run is still running, and never on your own changeset. Answers the changeset as get_verification \
         would. Trust 4 with the execute permission.";
     const ACCESS: Access = Access::Agent;
@@ -276,6 +317,10 @@ impl Operation for ReportVerificationRun {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, report: RunReport) -> CoordResult<VerificationResult> {
-        c.store().report_verification_run(ctx, report).await
+        let now = ctx.now;
+        let policy = report.policy.clone();
+        let result = c.store().report_verification_run(ctx, report).await?;
+        report_to_github(c, now, &result, Some(&policy)).await;
+        Ok(result)
     }
 }
