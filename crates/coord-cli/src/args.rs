@@ -852,9 +852,10 @@ pub enum VerifyCommand {
         /// Stop when nothing is left to run (default: wait for more, polling)
         #[arg(long)]
         once: bool,
-        /// The executors to run (default inline and local; github_actions runs on GitHub,
-        /// in its own worker: it does not need this checkout at the changeset's commit)
-        #[arg(long, value_parser = ["inline", "local", "github_actions"])]
+        /// The executors to run (default inline and local; github_actions and e2b run
+        /// elsewhere — on GitHub, in an E2B sandbox (E2B_API_KEY) — and do not need this
+        /// checkout at the changeset's commit: give them their own worker)
+        #[arg(long, value_parser = ["inline", "local", "github_actions", "e2b"])]
         executor: Vec<String>,
         /// github_actions: the repository (OWNER/NAME) of changesets not pushed from one
         /// (default COORD_GITHUB_REPOSITORY)

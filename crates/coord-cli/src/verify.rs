@@ -264,22 +264,91 @@ fn head(ctx: &Context) -> Option<String> {
         .filter(|h| !h.is_empty())
 }
 
-/// Runs one claimed run's command in `coord sandbox run` (as [`VERIFIER_AGENT`], the
-/// policy's required variables passed in by name), in the repository, within the
-/// policy's timeout (the process group is killed past it).
-async fn execute(run: &ClaimedRun, ctx: &Context, no_sandbox: bool) -> Outcome {
-    let p = &run.policy;
+/// An error naming the policy's required variables this worker's environment lacks.
+fn missing_env(p: &coord_domain::verification::VerificationPolicy) -> Option<Outcome> {
     let missing: Vec<&str> = p
         .required_env
         .iter()
         .filter(|n| std::env::var_os(n).is_none())
         .map(String::as_str)
         .collect();
-    if !missing.is_empty() {
-        return refused(format!(
+    (!missing.is_empty()).then(|| {
+        refused(format!(
             "missing environment variables: {} (set them where coord verify run runs)",
             missing.join(", ")
-        ));
+        ))
+    })
+}
+
+/// Runs one claimed `e2b` run: the policy's command in a new sandbox of its template
+/// (deleted afterwards), with the required variables' values and the changeset's id,
+/// policy, branch and commit (`COORD_CHANGESET_ID`, `COORD_POLICY`, `COORD_BRANCH`,
+/// `COORD_COMMIT`) in its environment: the template or the command fetches the code.
+async fn execute_e2b(run: &ClaimedRun, e2b: &coord_remote::e2b::E2b) -> Outcome {
+    use coord_remote::e2b::{Job, Ran};
+    let p = &run.policy;
+    if let Some(missing) = missing_env(p) {
+        return missing;
+    }
+    let Some(template) = p.template.as_deref() else {
+        return refused(format!("policy {} names no template", p.name));
+    };
+    let mut envs: std::collections::BTreeMap<String, String> = p
+        .required_env
+        .iter()
+        .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
+        .collect();
+    envs.insert("COORD_CHANGESET_ID".into(), run.changeset_id.clone());
+    envs.insert("COORD_POLICY".into(), p.name.clone());
+    for (k, v) in [("COORD_BRANCH", &run.branch), ("COORD_COMMIT", &run.commit)] {
+        if let Some(v) = v {
+            envs.insert(k.into(), v.clone());
+        }
+    }
+    let metadata = [
+        ("coord_changeset_id".to_string(), run.changeset_id.clone()),
+        ("coord_policy".to_string(), p.name.clone()),
+    ]
+    .into_iter()
+    .collect();
+    let job = Job {
+        template,
+        command: &p.command,
+        envs,
+        metadata,
+        timeout: std::time::Duration::from_secs(u64::from(p.timeout_seconds)),
+    };
+    match e2b.run(&job, verification::MAX_OUTPUT_TAIL).await {
+        Ran::Exited { code, output } => Outcome {
+            status: if code == 0 {
+                RunStatus::Passed
+            } else {
+                RunStatus::Failed
+            },
+            exit_code: Some(code),
+            reason: (code != 0).then(|| format!("exit code {code} in the E2B sandbox")),
+            output,
+        },
+        Ran::TimedOut { output } => Outcome {
+            status: RunStatus::TimedOut,
+            exit_code: None,
+            reason: Some(format!(
+                "still running after {} s: the sandbox was deleted",
+                p.timeout_seconds
+            )),
+            output,
+        },
+        Ran::Failed { why, output } => Outcome { output, ..refused(why) },
+    }
+}
+
+/// Runs one claimed run's command in `coord sandbox run` (as [`VERIFIER_AGENT`], the
+/// policy's required variables passed in by name), in the repository, within the
+/// policy's timeout (the process group is killed past it).
+async fn execute(run: &ClaimedRun, ctx: &Context, no_sandbox: bool) -> Outcome {
+    let p = &run.policy;
+    if let Some(missing) = missing_env(p) {
+        return missing;
     }
     if let Some(commit) = &run.commit {
         // The run must see the changeset's code and nothing else: HEAD at its commit, no
@@ -436,6 +505,12 @@ async fn execute(run: &ClaimedRun, ctx: &Context, no_sandbox: bool) -> Outcome {
     }
 }
 
+/// The services runs of the remote executors go to.
+struct Remote<'a> {
+    actions: Option<crate::actions::Actions<'a>>,
+    e2b: Option<&'a coord_remote::e2b::E2b>,
+}
+
 /// What `coord verify run` was asked to do.
 struct Worker {
     executors: Vec<Executor>,
@@ -452,9 +527,10 @@ async fn work(
     ctx: &Context,
     me: &Principal,
     w: Worker,
-    actions: Option<crate::actions::Actions<'_>>,
+    remote: Remote<'_>,
     out: Output,
 ) -> u8 {
+    let Remote { actions, e2b } = remote;
     let Worker {
         executors,
         once,
@@ -528,6 +604,10 @@ async fn work(
                     output: followed.output,
                 }
             }
+            (_, Executor::E2b) => match e2b {
+                Some(e) => execute_e2b(&run, e).await,
+                None => refused("this worker has no E2B_API_KEY".into()),
+            },
             _ => execute(&run, ctx, no_sandbox).await,
         };
         let report = ReportVerificationRunRequest {
@@ -671,6 +751,21 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
                     ));
                 }
             };
+            let e2b = if executors.contains(&Executor::E2b) {
+                match coord_remote::e2b::E2b::from_env() {
+                    Ok(Some(e)) => Some(e),
+                    Ok(None) => {
+                        return out.error(&CoordError::field(
+                            ErrorCode::InvalidArgument,
+                            "E2B_API_KEY",
+                            "e2b runs need E2B_API_KEY (E2B_API_URL for another control plane)",
+                        ));
+                    }
+                    Err(e) => return out.error(&e),
+                }
+            } else {
+                None
+            };
             let api = if executors.contains(&Executor::GithubActions) {
                 match coord_remote::github::GithubApi::from_env() {
                     Ok(Some(api)) => Some(api),
@@ -705,7 +800,11 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
                 repository,
                 poll: std::time::Duration::from_secs_f64(actions_poll),
             });
-            work(coord, ctx, &me, w, actions, out).await
+            let remote = Remote {
+                actions,
+                e2b: e2b.as_ref(),
+            };
+            work(coord, ctx, &me, w, remote, out).await
         }
         VerifyCommand::Status { changeset_id, diff } => out.result(
             call::<GetVerification, _>(coord, &me, GetVerificationRequest { changeset_id, diff }).await,

@@ -1111,6 +1111,7 @@ local_and_remote!(
     verification_through_the_cli,
     verification_workers_through_the_cli,
     github_actions_workers_through_the_cli,
+    e2b_workers_through_the_cli,
 );
 
 /// `coord verify run --once`: the policies' commands run in the sandbox (bubblewrap) in
@@ -2128,4 +2129,187 @@ fn github_actions_workers_through_the_cli(repo: &Repo) {
         seen.iter().filter(|(_, p, _)| p.ends_with("/runs/501")).count() >= 2,
         "followed by polling"
     );
+}
+
+/// A fake E2B (control plane and envd on one loopback server, recording what it is
+/// sent): sandboxes are created for key `e2b-key`; a command with `fail` in it writes
+/// to stderr and exits 1, `hang` never answers, anything else prints and exits 0.
+fn fake_e2b() -> (String, Seen) {
+    use axum::extract::{Request, State};
+    use axum::http::StatusCode;
+    use axum::response::{IntoResponse, Response};
+    fn frame(flags: u8, v: Value) -> Vec<u8> {
+        let body = serde_json::to_vec(&v).unwrap();
+        let mut out = vec![flags];
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        out.extend(body);
+        out
+    }
+    async fn handle(State(seen): State<Seen>, req: Request) -> Response {
+        let (parts, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+        let path = parts.uri.path().to_string();
+        let header = |n: &str| {
+            parts
+                .headers
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        };
+        if path == "/process.Process/Start" {
+            // One Connect envelope: flags, length, the JSON request.
+            let request: Value = serde_json::from_slice(bytes.get(5..).unwrap_or_default()).unwrap_or_default();
+            let mut recorded = request.clone();
+            recorded["sandbox"] = header("e2b-sandbox-id").into();
+            recorded["token"] = header("x-access-token").into();
+            seen.lock().unwrap().push(("POST".into(), path, recorded));
+            let args = request["process"].to_string();
+            if args.contains("hang") {
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            }
+            let (data, code) = if args.contains("fail") {
+                (serde_json::json!({"stderr": "Ym9vbQo="}), 1) // "boom\n"
+            } else {
+                (serde_json::json!({"stdout": "Y2hlY2tlZAo="}), 0) // "checked\n"
+            };
+            let mut out = frame(0, serde_json::json!({"event": {"start": {"pid": 7}}}));
+            out.extend(frame(0, serde_json::json!({"event": {"data": data}})));
+            out.extend(frame(
+                0,
+                serde_json::json!({"event": {"end": {"exitCode": code, "exited": true}}}),
+            ));
+            out.extend(frame(2, serde_json::json!({})));
+            return (StatusCode::OK, [("content-type", "application/connect+json")], out).into_response();
+        }
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let mut recorded = body;
+        recorded["key"] = header("x-api-key").into();
+        let n = {
+            let mut s = seen.lock().unwrap();
+            s.push((parts.method.to_string(), path.clone(), recorded));
+            s.len()
+        };
+        if parts.method == "POST" && path == "/sandboxes" {
+            if header("x-api-key") != "e2b-key" {
+                return (StatusCode::UNAUTHORIZED, "bad key").into_response();
+            }
+            return (
+                StatusCode::CREATED,
+                axum::Json(
+                    serde_json::json!({"sandboxID": format!("sbx{n}"), "envdAccessToken": "envd-token",
+                    "domain": "e2b.test", "templateID": "rust"}),
+                ),
+            )
+                .into_response();
+        }
+        StatusCode::NO_CONTENT.into_response()
+    }
+    let seen = Seen::default();
+    let state = seen.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap().to_string()).unwrap();
+            let app = axum::Router::new().fallback(handle).with_state(state);
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (format!("http://{}", rx.recv().unwrap()), seen)
+}
+
+/// `coord verify run --executor e2b`: each run's command runs in a new sandbox of the
+/// policy's template, with the required variables and the changeset in its environment;
+/// exit code and output are recorded, a run past its timeout is timed out, and every
+/// sandbox is deleted.
+fn e2b_workers_through_the_cli(repo: &Repo) {
+    git(repo, &["init", "-q", "-b", "feature"]);
+    git(repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    let base = git(repo, &["rev-parse", "HEAD"]);
+    std::fs::write(
+        repo.root().join("policies.yaml"),
+        "e2e: {tier: 3, executor: e2b, patterns: ['src/**'], template: rust, command: [make, e2e], required_env: [E2E_TOKEN]}\n\
+         e2e-fail: {tier: 3, executor: e2b, patterns: ['src/**'], template: rust, command: [sh, -c, fail]}\n\
+         e2e-slow: {tier: 3, executor: e2b, patterns: ['src/**'], template: rust, command: [hang], timeout_seconds: 1}\n",
+    )
+    .unwrap();
+    let out = repo.run(&["verify", "apply", "policies.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::fs::create_dir_all(repo.root().join("src")).unwrap();
+    std::fs::write(repo.root().join("src/main.rs"), "fn main() {}\n").unwrap();
+    git(repo, &["add", "src"]);
+    git(repo, &["commit", "-q", "-m", "work"]);
+    let (v, c) = repo.json_as("dev", &["verify", "submit", "--git", base.as_str()]);
+    assert_eq!(c, 0, "{v}");
+    let id = v["changeset"]["changeset_id"].as_str().unwrap().to_string();
+
+    let worker = ["--agent-id", "ci", "verify", "run", "--once", "--executor", "e2b"];
+    let mut cmd = repo.command(&worker);
+    let out = cmd.env_remove("E2B_API_KEY").output().unwrap();
+    assert_ne!(code(&out), 0);
+    assert!(stderr(&out).contains("E2B_API_KEY"), "{}", stderr(&out));
+
+    let (url, seen) = fake_e2b();
+    let out = repo.run_in(
+        repo.root(),
+        &worker,
+        &[
+            ("E2B_API_KEY", "e2b-key"),
+            ("E2B_API_URL", url.as_str()),
+            ("E2B_ENVD_URL", url.as_str()),
+            ("E2E_TOKEN", "s3cret"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let (v, _) = repo.json_as("dev", &["verify", "status", &id]);
+    let runs: Vec<(&str, &str, Value, &str)> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["policy"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+                r["exit_code"].clone(),
+                r["output_tail"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("e2e", "passed", Value::from(0), "checked\n"),
+            ("e2e-fail", "failed", Value::from(1), "boom\n"),
+            ("e2e-slow", "timed_out", Value::Null, "")
+        ],
+        "{v}"
+    );
+    let seen = seen.lock().unwrap().clone();
+    let created: Vec<&Value> = seen
+        .iter()
+        .filter(|(m, p, _)| m == "POST" && p == "/sandboxes")
+        .map(|(_, _, b)| b)
+        .collect();
+    assert_eq!(created.len(), 3, "{seen:?}");
+    assert_eq!(created[0]["templateID"], "rust");
+    assert_eq!(created[0]["envVars"]["E2E_TOKEN"], "s3cret");
+    assert_eq!(created[0]["envVars"]["COORD_CHANGESET_ID"], id.as_str());
+    assert_eq!(created[0]["allow_internet_access"], false);
+    let started: Vec<&Value> = seen
+        .iter()
+        .filter(|(_, p, _)| p == "/process.Process/Start")
+        .map(|(_, _, b)| b)
+        .collect();
+    assert_eq!(started[0]["process"]["cmd"], "make");
+    assert_eq!(started[0]["token"], "envd-token");
+    let deleted = seen
+        .iter()
+        .filter(|(m, p, _)| m == "DELETE" && p.starts_with("/sandboxes/"))
+        .count();
+    assert_eq!(deleted, 3, "every sandbox deleted, the timed-out one too: {seen:?}");
 }

@@ -53,6 +53,7 @@ impl Unconfigured {
     }
 }
 
+pub mod e2b;
 pub mod github;
 
 fn install_crypto_provider() {

@@ -386,7 +386,7 @@ pub async fn verification_workers_claim_and_report(b: &dyn Backend) {
     let root = operator("root");
     let mut all = policies();
     all.push(policy(
-        json!({"name": "deploy", "tier": 3, "executor": "e2b", "patterns": ["deploy/**"],
+        json!({"name": "deploy", "tier": 3, "executor": "e2b", "patterns": ["deploy/**"], "command": ["make", "e2e"],
                            "template": "t", "requires_approval": true}),
     ));
     for p in all {

@@ -127,7 +127,8 @@ pub struct VerificationPolicy {
     /// A disabled policy routes nothing.
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// inline and local: the program and its arguments (no shell).
+    /// inline, local and e2b: the program and its arguments (no shell; e2b runs it in
+    /// the sandbox).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
     /// github_actions: the workflow's file name (`ci.yml`) or id.
@@ -260,7 +261,8 @@ pub fn validate_policy(mut p: VerificationPolicy) -> CoordResult<VerificationPol
             format!("timeout_seconds: 1 to {MAX_TIMEOUT_SECONDS}, got {}", p.timeout_seconds),
         ));
     }
-    let uses_command = matches!(p.executor, Executor::Inline | Executor::Local);
+    // e2b runs the command inside its sandbox.
+    let uses_command = matches!(p.executor, Executor::Inline | Executor::Local | Executor::E2b);
     if uses_command {
         if p.command.is_empty() {
             return Err(invalid(
@@ -289,7 +291,7 @@ pub fn validate_policy(mut p: VerificationPolicy) -> CoordResult<VerificationPol
         return Err(invalid(
             "command",
             format!(
-                "command: only the inline and local executors run a command, not {}",
+                "command: only the inline, local and e2b executors run a command, not {}",
                 p.executor.as_str()
             ),
         ));

@@ -62,11 +62,9 @@ fn policies_are_checked_field_by_field() {
             json!({"executor": "github_actions", "tier": 1, "command": null, "workflow": "c i.yml"}),
             Some("workflow"),
         ),
-        (json!({"executor": "e2b", "tier": 2, "command": null}), Some("template")),
-        (
-            json!({"executor": "e2b", "tier": 2, "command": null, "template": "rust-1.95"}),
-            None,
-        ),
+        (json!({"executor": "e2b", "tier": 2, "command": null}), Some("command")),
+        (json!({"executor": "e2b", "tier": 2}), Some("template")),
+        (json!({"executor": "e2b", "tier": 2, "template": "rust-1.95"}), None),
         (json!({"executor": "local", "tier": 2}), None),
         (json!({"description": "x".repeat(501)}), Some("description")),
     ];
@@ -143,7 +141,7 @@ fn set_of() -> Vec<Matcher> {
         ),
         matcher(json!({"name": "security", "tier": 4, "executor": "manual", "patterns": ["src/auth/**", "**/*.pem"]})),
         matcher(
-            json!({"name": "deploy", "tier": 3, "executor": "e2b", "patterns": ["deploy/**"], "template": "t", "requires_approval": true}),
+            json!({"name": "deploy", "tier": 3, "executor": "e2b", "patterns": ["deploy/**"], "template": "t", "command": ["make", "e2e"], "requires_approval": true}),
         ),
         matcher(
             json!({"name": "off", "tier": 0, "executor": "inline", "patterns": ["**"], "command": ["true"], "enabled": false}),
