@@ -12,6 +12,26 @@ fn seconds(s: f64) -> String {
     }
 }
 
+/// A histogram in a line: how many, the mean, upper bounds of p50 and p95.
+fn spread(h: &coord_domain::stats::Histogram, what: &str, none: &str) -> String {
+    match h.mean_seconds() {
+        None => none.to_string(),
+        Some(mean) => {
+            let bound = |q| {
+                h.quantile_bound(q)
+                    .map_or_else(|| "more".to_string(), |b| format!("≤ {}", seconds(b)))
+            };
+            format!(
+                "{} {what}, mean {}, p50 {}, p95 {}",
+                h.count,
+                seconds(mean),
+                bound(0.5),
+                bound(0.95)
+            )
+        }
+    }
+}
+
 pub fn render(s: &StatsResult) -> String {
     let mut t = table(&["FIGURE", "VALUE", "METRIC"]);
     let mut row = |figure: &str, value: String, metric: &str| {
@@ -48,24 +68,32 @@ pub fn render(s: &StatsResult) -> String {
         s.spawned_running.to_string(),
         "coord_spawned_agents_running",
     );
-    let h = &s.claim_to_complete;
-    let held = match h.mean_seconds() {
-        None => "no completed task yet".to_string(),
-        Some(mean) => {
-            let bound = |q| {
-                h.quantile_bound(q)
-                    .map_or_else(|| "more".to_string(), |b| format!("≤ {}", seconds(b)))
-            };
-            format!(
-                "{} tasks, mean {}, p50 {}, p95 {}",
-                h.count,
-                seconds(mean),
-                bound(0.5),
-                bound(0.95)
-            )
-        }
-    };
-    row("claim to complete", held, "coord_task_claim_to_complete_seconds");
+    row(
+        "claim to complete",
+        spread(&s.claim_to_complete, "tasks", "no completed task yet"),
+        "coord_task_claim_to_complete_seconds",
+    );
+    let v = &s.verification;
+    row(
+        "verification runs",
+        match v.pass_rate() {
+            None => format!("none judged yet ({} could not judge)", v.error),
+            Some(rate) => format!(
+                "{:.0}% passed: {} passed, {} failed, {} timed out, {} could not judge",
+                rate * 100.0,
+                v.passed,
+                v.failed,
+                v.timed_out,
+                v.error
+            ),
+        },
+        "coord_verification_runs{status}",
+    );
+    row(
+        "time to verify",
+        spread(&v.time_to_verify, "runs", "no run ended yet"),
+        "coord_verification_time_to_verify_seconds",
+    );
     let total: i64 = s.guardrail_blocks.iter().map(|c| c.count).sum();
     let by: Vec<String> = s
         .guardrail_blocks

@@ -36,6 +36,47 @@ pub struct StatsResult {
     pub guardrail_blocks: Vec<CategoryCount>,
     /// Votes of `memory_feedback` as stored (one per agent and memory).
     pub memory_feedback: FeedbackCounts,
+    /// Verification runs that ended, by outcome, and how long they took.
+    #[serde(default)]
+    pub verification: VerificationCounts,
+}
+
+/// The spec's "verification pass rate" and "mean time to verify", from
+/// `verification_results`: runs that ended (skipped and cancelled ones aside), and the
+/// time from the changeset's submission to each run's end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct VerificationCounts {
+    pub passed: i64,
+    pub failed: i64,
+    pub timed_out: i64,
+    /// The executor could not judge (a missing variable, an unreachable service).
+    pub error: i64,
+    /// Submission to the run's end, over runs that ended.
+    pub time_to_verify: Histogram,
+}
+
+impl VerificationCounts {
+    /// Passed among the runs that judged the change (passed, failed, timed out); `None`
+    /// before any.
+    pub fn pass_rate(&self) -> Option<f64> {
+        let judged = self.passed + self.failed + self.timed_out;
+        (judged > 0).then(|| self.passed as f64 / judged as f64)
+    }
+}
+
+/// The query both stores run for [`VerificationCounts`], given `seconds`, the store's
+/// expression for a run's submission-to-end time: the four counts, the count and sum
+/// of times, then one column per bound.
+pub fn verification_sql(seconds: &str) -> String {
+    format!(
+        "SELECT count(*) FILTER (WHERE status = 'passed'), count(*) FILTER (WHERE status = 'failed'),
+                count(*) FILTER (WHERE status = 'timed_out'), count(*) FILTER (WHERE status = 'error'),
+                count(d), coalesce(sum(d), 0.0), {}
+           FROM (SELECT status, {seconds} AS d FROM verification_results
+                  WHERE status IN ('passed', 'failed', 'timed_out', 'error')) v",
+        bucket_columns("d")
+    )
 }
 
 /// A histogram as Prometheus has it: cumulative counts per upper bound, plus the count and

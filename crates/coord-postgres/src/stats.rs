@@ -4,7 +4,9 @@ use crate::rows::{NOW, get};
 use crate::{PgStore, R, Tx, audit};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
-use coord_domain::stats::{self, CLAIM_TO_COMPLETE_BOUNDS, CategoryCount, FeedbackCounts, Histogram, StatsResult};
+use coord_domain::stats::{
+    self, CLAIM_TO_COMPLETE_BOUNDS, CategoryCount, FeedbackCounts, Histogram, StatsResult, VerificationCounts,
+};
 use coord_store::{OpCtx, StatsStore};
 
 async fn read(tx: &Tx<'_>, ctx: &OpCtx) -> R<StatsResult> {
@@ -56,6 +58,25 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx) -> R<StatsResult> {
             })
         })
         .collect::<R<Vec<_>>>()?;
+    let v = tx
+        .query_one(
+            &tx.prepare_cached(&stats::verification_sql(
+                "extract(epoch FROM finished_at - created_at)::float8",
+            ))
+            .await?,
+            &[],
+        )
+        .await?;
+    let v_at_most = (0..CLAIM_TO_COMPLETE_BOUNDS.len())
+        .map(|i| get::<i64>(&v, i + 6))
+        .collect::<R<Vec<_>>>()?;
+    let verification = VerificationCounts {
+        passed: get(&v, 0)?,
+        failed: get(&v, 1)?,
+        timed_out: get(&v, 2)?,
+        error: get(&v, 3)?,
+        time_to_verify: Histogram::of(&CLAIM_TO_COMPLETE_BOUNDS, get(&v, 4)?, get(&v, 5)?, &v_at_most),
+    };
     Ok(StatsResult {
         success: true,
         backend: "postgres".into(),
@@ -71,6 +92,7 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx) -> R<StatsResult> {
             useful: get(&row, 3)?,
             not_useful: get(&row, 4)?,
         },
+        verification,
     })
 }
 

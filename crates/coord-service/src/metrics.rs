@@ -195,35 +195,11 @@ impl Collector for Fleet {
             "Spawned agents starting or running",
             s.spawned_running,
         )?;
-        let h = &s.claim_to_complete;
-        let buckets: Vec<(f64, u64)> = h
-            .buckets
-            .iter()
-            .scan(0u64, |below, b| {
-                // OpenMetrics buckets are cumulative as stored; prometheus-client takes
-                // per-bucket counts and accumulates them itself.
-                let cumulative = u64::try_from(b.count).unwrap_or(0);
-                let own = cumulative.saturating_sub(*below);
-                *below = cumulative;
-                Some((b.le, own))
-            })
-            // prometheus-client writes `+Inf` for f64::MAX.
-            .chain(std::iter::once((
-                f64::MAX,
-                u64::try_from(h.count - h.buckets.last().map_or(0, |b| b.count)).unwrap_or(0),
-            )))
-            .collect();
-        e.encode_descriptor(
+        histogram(
+            &mut e,
             "coord_task_claim_to_complete_seconds",
             "Time completed tasks were held, from their claim to their completion",
-            None,
-            MetricType::Histogram,
-        )?
-        .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
-            h.sum_seconds,
-            u64::try_from(h.count).unwrap_or(0),
-            &buckets,
-            None,
+            &s.claim_to_complete,
         )?;
         let blocks: Vec<(&str, i64)> = s
             .guardrail_blocks
@@ -247,8 +223,60 @@ impl Collector for Fleet {
             "useful",
             &[("true", f.useful), ("false", f.not_useful)],
         )?;
-        Ok(())
+        let v = &s.verification;
+        labelled(
+            &mut e,
+            "coord_verification_runs",
+            "Verification runs that ended, by outcome (the pass rate is passed over passed, failed and timed_out)",
+            MetricType::Gauge,
+            "status",
+            &[
+                ("passed", v.passed),
+                ("failed", v.failed),
+                ("timed_out", v.timed_out),
+                ("error", v.error),
+            ],
+        )?;
+        histogram(
+            &mut e,
+            "coord_verification_time_to_verify_seconds",
+            "Time from a changeset's submission to the end of each of its verification runs",
+            &v.time_to_verify,
+        )
     }
+}
+
+/// A stored histogram in OpenMetrics' shape.
+fn histogram(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    h: &coord_domain::stats::Histogram,
+) -> std::fmt::Result {
+    let buckets: Vec<(f64, u64)> = h
+        .buckets
+        .iter()
+        .scan(0u64, |below, b| {
+            // OpenMetrics buckets are cumulative as stored; prometheus-client takes
+            // per-bucket counts and accumulates them itself.
+            let cumulative = u64::try_from(b.count).unwrap_or(0);
+            let own = cumulative.saturating_sub(*below);
+            *below = cumulative;
+            Some((b.le, own))
+        })
+        // prometheus-client writes `+Inf` for f64::MAX.
+        .chain(std::iter::once((
+            f64::MAX,
+            u64::try_from(h.count - h.buckets.last().map_or(0, |b| b.count)).unwrap_or(0),
+        )))
+        .collect();
+    e.encode_descriptor(name, help, None, MetricType::Histogram)?
+        .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            h.sum_seconds,
+            u64::try_from(h.count).unwrap_or(0),
+            &buckets,
+            None,
+        )
 }
 
 #[cfg(test)]
@@ -285,6 +313,7 @@ mod tests {
                 useful: 7,
                 not_useful: 3,
             },
+            verification: Default::default(),
         }
     }
 

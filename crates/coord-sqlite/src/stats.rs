@@ -3,7 +3,9 @@
 use crate::{R, SqliteStore, audit};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
-use coord_domain::stats::{self, CLAIM_TO_COMPLETE_BOUNDS, CategoryCount, FeedbackCounts, Histogram, StatsResult};
+use coord_domain::stats::{
+    self, CLAIM_TO_COMPLETE_BOUNDS, CategoryCount, FeedbackCounts, Histogram, StatsResult, VerificationCounts,
+};
 use coord_domain::time::from_micros;
 use coord_store::{OpCtx, StatsStore};
 use rusqlite::Connection;
@@ -52,6 +54,22 @@ fn read(c: &Connection, now: i64) -> R<StatsResult> {
                 not_useful: r.get(1)?,
             })
         })?;
+    let verification = c
+        .prepare_cached(&stats::verification_sql(
+            "CASE WHEN finished_at IS NOT NULL THEN (finished_at - created_at) / 1000000.0 END",
+        ))?
+        .query_row([], |r| {
+            let at_most = (0..CLAIM_TO_COMPLETE_BOUNDS.len())
+                .map(|i| r.get::<_, i64>(i + 6))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(VerificationCounts {
+                passed: r.get(0)?,
+                failed: r.get(1)?,
+                timed_out: r.get(2)?,
+                error: r.get(3)?,
+                time_to_verify: Histogram::of(&CLAIM_TO_COMPLETE_BOUNDS, r.get(4)?, r.get(5)?, &at_most),
+            })
+        })?;
     Ok(StatsResult {
         success: true,
         backend: "sqlite".into(),
@@ -64,6 +82,7 @@ fn read(c: &Connection, now: i64) -> R<StatsResult> {
         claim_to_complete,
         guardrail_blocks,
         memory_feedback,
+        verification,
     })
 }
 

@@ -634,4 +634,13 @@ pub async fn github_actions_runs_finish_by_webhook(b: &dyn Backend) {
     .await
     .unwrap();
     assert_eq!(twice.status, DeliveryStatus::Ignored);
+    // The figures of `coord stats` and /metrics: one run judged, failed, twelve minutes
+    // after the push.
+    let stats = run::<coord_service::ops::audit::GetStats>(&h, &root, coord_domain::Empty {})
+        .await
+        .unwrap();
+    let v = &stats.verification;
+    assert_eq!((v.passed, v.failed, v.timed_out, v.error), (0, 1, 0, 0));
+    assert_eq!(v.pass_rate(), Some(0.0));
+    assert_eq!((v.time_to_verify.count, v.time_to_verify.sum_seconds), (1, 720.0));
 }
