@@ -32,7 +32,7 @@ impl SignatureError {
     pub fn message(self) -> &'static str {
         match self {
             SignatureError::NotConfigured => {
-                "no GitHub webhook secret is configured (GITHUB_WEBHOOK_SECRET): every delivery is refused"
+                "no GitHub webhook secret is configured (GITHUB_WEBHOOK_SECRET or GITHUB_WEBHOOK_SECRET_FILE): every delivery is refused"
             }
             SignatureError::Missing => "X-Hub-Signature-256 is missing",
             SignatureError::Malformed => "X-Hub-Signature-256 is not sha256=<64 hex digits>",

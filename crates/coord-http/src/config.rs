@@ -34,7 +34,8 @@ pub struct ApiConfig {
     /// The dashboard's browser sessions (`coord ui` makes its one-time link here before
     /// the server starts).
     pub ui: std::sync::Arc<crate::ui::sessions::Sessions>,
-    /// `GITHUB_WEBHOOK_SECRET` and `GITHUB_WEBHOOK_SECRET_PREVIOUS` (while rotating):
+    /// `GITHUB_WEBHOOK_SECRET` and `GITHUB_WEBHOOK_SECRET_PREVIOUS` (while rotating), or
+    /// `<NAME>_FILE` naming a file holding one:
     /// the secrets GitHub signs deliveries with. None: `/webhook/github` refuses all.
     pub github_webhook_secrets: Vec<Vec<u8>>,
 }
@@ -72,14 +73,31 @@ impl ApiConfig {
     /// `COORDINATION_API_KEY_IDENTITIES`, `COORDINATION_API_REQUIRE_AUTH_FOR_READS`,
     /// `COORDINATION_MCP_ALLOWED_HOSTS` through `var`. Invalid values stop start-up.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> CoordResult<ApiConfig> {
-        let mut c = ApiConfig {
+        let mut secrets = Vec::new();
+        for name in ["GITHUB_WEBHOOK_SECRET", "GITHUB_WEBHOOK_SECRET_PREVIOUS"] {
             // Secrets are taken as given (GitHub signs with the exact bytes), only an
-            // empty one is no secret.
-            github_webhook_secrets: ["GITHUB_WEBHOOK_SECRET", "GITHUB_WEBHOOK_SECRET_PREVIOUS"]
-                .into_iter()
-                .filter_map(|v| var(v).filter(|s| !s.is_empty()))
-                .map(String::into_bytes)
-                .collect(),
+            // empty one is no secret; `<NAME>_FILE` names a file holding it (a mounted
+            // secret), its trailing line break dropped.
+            let file_var = format!("{name}_FILE");
+            let secret = match (
+                var(name).filter(|s| !s.is_empty()),
+                var(&file_var).filter(|f| !f.trim().is_empty()),
+            ) {
+                (Some(_), Some(_)) => {
+                    return Err(config_error(&file_var, format!("set {name} or {file_var}, not both")));
+                }
+                (Some(s), None) => Some(s),
+                (None, Some(path)) => {
+                    let text = std::fs::read_to_string(path.trim())
+                        .map_err(|e| config_error(&file_var, format!("cannot read {:?}: {e}", path.trim())))?;
+                    Some(text.trim_end_matches(['\n', '\r']).to_string()).filter(|s| !s.is_empty())
+                }
+                (None, None) => None,
+            };
+            secrets.extend(secret.map(String::into_bytes));
+        }
+        let mut c = ApiConfig {
+            github_webhook_secrets: secrets,
             ..ApiConfig::default()
         };
         if let Some(h) = var("API_HOST").filter(|h| !h.trim().is_empty()) {
@@ -179,9 +197,36 @@ mod tests {
             ),
             ("COORDINATION_API_REQUIRE_AUTH_FOR_READS", "sometimes"),
             ("COORD_RELEASE_GRACE_SECONDS", "soon"),
+            ("GITHUB_WEBHOOK_SECRET_FILE", "/nonexistent/secret"),
         ] {
             let e = ApiConfig::from_vars(vars(&[(var, value)])).unwrap_err();
             assert_eq!(e.field.as_deref(), Some(var), "{var}={value}");
         }
+    }
+
+    #[test]
+    fn webhook_secrets_from_the_environment_or_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        std::fs::write(&file, "from a file\n").unwrap();
+        let path = file.to_str().unwrap();
+        let c = ApiConfig::from_vars(vars(&[
+            ("GITHUB_WEBHOOK_SECRET_FILE", path),
+            ("GITHUB_WEBHOOK_SECRET_PREVIOUS", " old "),
+        ]))
+        .unwrap();
+        assert_eq!(c.github_webhook_secrets, [b"from a file".to_vec(), b" old ".to_vec()]);
+        let e = ApiConfig::from_vars(vars(&[
+            ("GITHUB_WEBHOOK_SECRET", "x"),
+            ("GITHUB_WEBHOOK_SECRET_FILE", path),
+        ]))
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("GITHUB_WEBHOOK_SECRET_FILE"));
+        assert!(
+            ApiConfig::from_vars(vars(&[]))
+                .unwrap()
+                .github_webhook_secrets
+                .is_empty()
+        );
     }
 }
