@@ -123,6 +123,57 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
         [("lint", RunStatus::Pending), ("security", RunStatus::AwaitingApproval)]
     );
     assert_eq!(cs.status, ChangesetStatus::Pending);
+    // GitHub hears each run as a commit status; a person's review is the security run's.
+    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let states: Vec<(&str, &str)> = queued
+        .iter()
+        .map(|q| {
+            (
+                q.request.body["context"].as_str().unwrap_or(""),
+                q.request.body["state"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(states, [("coord/lint", "pending"), ("coord/security", "pending")]);
+    for q in &queued {
+        h.store
+            .record_github_request(Some(h.now()), q.id, Ok(()), 0)
+            .await
+            .unwrap();
+    }
+    let approval = cs.runs[1].approval_id.clone().expect("a review");
+    run::<coord_service::ops::approvals::DecideApproval>(
+        &h,
+        &operator("reviewer"),
+        coord_domain::approvals::DecideApprovalRequest {
+            approval_id: approval,
+            decision: coord_domain::approvals::Decision::Approve,
+            note: Some("read it".into()),
+            valid_minutes: None,
+        },
+    )
+    .await
+    .unwrap();
+    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    assert_eq!(
+        (
+            queued[0].request.path.as_str(),
+            queued[0].request.body["context"].as_str(),
+            queued[0].request.body["state"].as_str()
+        ),
+        (
+            format!("/repos/octocat/Hello-World/statuses/{sha}").as_str(),
+            Some("coord/security"),
+            Some("success")
+        )
+    );
+    for q in &queued {
+        h.store
+            .record_github_request(Some(h.now()), q.id, Ok(()), 0)
+            .await
+            .unwrap();
+    }
 
     // The same delivery again: a duplicate, nothing done twice.
     let again = deliver(&h, "d-1", "push", push("agent/claude-1/42", sha))
@@ -370,6 +421,19 @@ pub async fn github_issues_and_branches_become_locks_and_tasks(b: &dyn Backend) 
         pairs(&[("src/api.rs", "codex-2"), ("src/auth/login.ts", "claude-web-1")])
     );
 
+    // A comment on the issue renews its locks (8 hours from now), changing nothing else.
+    h.advance(7 * 60);
+    let mut comment = issue_event("created", &labels2, "2026-11-26T10:30:00Z", "open", "Use MFA.");
+    comment["comment"] = json!({"id": 1, "body": "still on it"});
+    let renewed = deliver(&h, "i-2c", "issue_comment", comment).await.unwrap();
+    assert_eq!(renewed.status, DeliveryStatus::Processed, "{renewed:?}");
+    assert!(
+        h.lock(&codex, "src/api.rs", Some(480)).await.success,
+        "codex renews its own"
+    );
+    h.advance(2 * 60);
+    assert_eq!(locks(&h).await.len(), 2, "renewed by the comment");
+    assert_eq!(h.task(&task_id).await.status, coord_domain::queue::TaskStatus::Claimed);
     // A late delivery of an older state changes nothing.
     let late = deliver(
         &h,

@@ -94,6 +94,23 @@ impl Operation for DecideApproval {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, d: NewDecision) -> CoordResult<ApprovalResult> {
-        c.store().decide_approval(ctx, d).await
+        let (now, who) = (ctx.now, ctx.who.clone());
+        let decided = c.store().decide_approval(ctx, d).await?;
+        // A person's review of a pushed changeset is its run's result: GitHub hears it
+        // as a commit status like any other.
+        let a = &decided.approval;
+        if a.operation == coord_domain::verification::REVIEW_OPERATION
+            && let (Some(cs), Some(policy)) = (
+                a.parameters.get("changeset_id").and_then(serde_json::Value::as_str),
+                a.parameters.get("policy").and_then(serde_json::Value::as_str),
+            )
+        {
+            let read = OpCtx::internal(now, who, "get_verification", serde_json::json!({"changeset_id": cs}));
+            match c.store().get_verification(read, cs.to_string(), false).await {
+                Ok(v) => super::verification::report_to_github(c, now, &v, Some(policy)).await,
+                Err(e) => tracing::warn!(changeset = cs, error = %e.message, "could not read a reviewed changeset"),
+            }
+        }
+        Ok(decided)
     }
 }

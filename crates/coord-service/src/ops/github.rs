@@ -108,9 +108,11 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
             outcome.status = status;
             outcome.note = Some(note);
         }
-        "issues" | "pull_request" | "delete" => {
+        "issues" | "issue_comment" | "pull_request" | "delete" => {
             let (status, note) = match d.event.as_str() {
-                "issues" => super::github_sync::issues(c, now, &d).await,
+                // A comment carries the issue as it is: reconciled (and its label locks
+                // renewed) like any event on it.
+                "issues" | "issue_comment" => super::github_sync::issues(c, now, &d).await,
                 "pull_request" => super::github_sync::pull_request(c, now, &d).await,
                 _ => super::github_sync::delete(c, now, &d).await,
             };

@@ -245,7 +245,7 @@ async fn reconcile_issue(
     Ok((DeliveryStatus::Processed, note))
 }
 
-/// `issues`: reconcile the issue.
+/// `issues` and `issue_comment`: reconcile the issue.
 pub(crate) async fn issues(c: &Coordinator, now: Option<Timestamp>, d: &Delivery) -> Outcome {
     let e: IssuesEvent = match serde_json::from_value(d.payload.clone()) {
         Ok(e) => e,
