@@ -736,15 +736,26 @@ pub fn render_tasks(tasks: &[TaskInfo]) -> String {
     if tasks.is_empty() {
         return "no tasks".into();
     }
-    let mut t = table(&["ID", "TYPE", "PRIO", "STATE", "DESCRIPTION"]);
+    // Tasks only one agent may claim (GitHub issues) say whose they are.
+    let assigned = tasks.iter().any(|t| t.assigned_to.is_some());
+    let mut head = vec!["ID", "TYPE", "PRIO", "STATE"];
+    if assigned {
+        head.push("FOR");
+    }
+    head.push("DESCRIPTION");
+    let mut t = table(&head);
     for task in tasks {
-        t.add_row(vec![
+        let mut row = vec![
             short_id(&task.task_id).to_string(),
             task.task_type.clone(),
             task.priority.to_string(),
             task_state(task),
-            ellipsis(&task.task_description, 50),
-        ]);
+        ];
+        if assigned {
+            row.push(task.assigned_to.clone().unwrap_or_else(|| "anyone".into()));
+        }
+        row.push(ellipsis(&task.task_description, 50));
+        t.add_row(row);
     }
     t.to_string()
 }
@@ -758,6 +769,9 @@ pub fn render_task(t: &TaskInfo) -> String {
     line("type", t.task_type.clone());
     line("priority", t.priority.to_string());
     line("state", task_state(t));
+    if let Some(a) = &t.assigned_to {
+        line("for", format!("{a} only"));
+    }
     line("description", t.task_description.clone());
     if let Some(i) = &t.input_data {
         line("input", i.to_string());
