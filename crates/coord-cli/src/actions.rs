@@ -13,6 +13,7 @@ use coord_domain::access::Principal;
 use coord_domain::verification::{
     ClaimedRun, GetVerificationRequest, ReportVerificationRunRequest, RunStatus, conclusion_status,
 };
+use coord_domain::{CoordError, ErrorCode};
 use coord_remote::github::{ApiError, GithubApi};
 use coord_service::ops::verification::{GetVerification, ReportVerificationRun};
 use coord_service::{Coordination, call};
@@ -45,8 +46,8 @@ pub struct Actions<'a> {
     pub poll: Duration,
 }
 
-/// The run of this changeset among the workflow's dispatched runs (its title names the
-/// changeset id), if GitHub lists it.
+/// The run of this changeset and policy among the workflow's dispatched runs (its title
+/// names both, as `run-name: coord <changeset_id> <policy>` makes it), if GitHub lists it.
 async fn find_run(a: &Actions<'_>, repo: &str, workflow: &str, run: &ClaimedRun) -> Result<Option<Value>, ApiError> {
     let mut path = format!("/repos/{repo}/actions/workflows/{workflow}/runs?event=workflow_dispatch&per_page=100");
     if let Some(b) = &run.branch {
@@ -60,9 +61,10 @@ async fn find_run(a: &Actions<'_>, repo: &str, workflow: &str, run: &ClaimedRun)
         .as_array()
         .and_then(|runs| {
             runs.iter().find(|r| {
-                r["display_title"]
-                    .as_str()
-                    .is_some_and(|t| t.contains(&run.changeset_id))
+                r["display_title"].as_str().is_some_and(|t| {
+                    let words: Vec<&str> = t.split_whitespace().collect();
+                    words.contains(&run.changeset_id.as_str()) && words.contains(&run.policy.name.as_str())
+                })
             })
         })
         .cloned())
@@ -110,8 +112,8 @@ async fn dispatch(
         tokio::time::sleep(a.poll.min(Duration::from_secs(2)) * (attempt + 1)).await;
     }
     Err(format!(
-        "the dispatch of {workflow} got no run id and no run titled with {} appeared: not dispatched again (name the workflow's runs with `run-name: coord ${{{{ inputs.changeset_id }}}}`)",
-        run.changeset_id
+        "the dispatch of {workflow} got no run id and no run titled with {} and {} appeared: not dispatched again (name the workflow's runs with `run-name: coord ${{{{ inputs.changeset_id }}}} ${{{{ inputs.policy }}}}`)",
+        run.changeset_id, run.policy.name
     ))
 }
 
@@ -147,9 +149,19 @@ pub async fn execute(coord: &dyn Coordination, me: &Principal, a: &Actions<'_>, 
     let (id, url) = match &run.external_id {
         // An earlier worker dispatched it and stopped: follow that run.
         Some(id) => (id.clone(), run.external_url.clone()),
-        None => match dispatch(a, &repo, workflow, run).await {
-            Ok(found) => found,
-            Err(why) => return error(why),
+        // An earlier worker may have dispatched it and stopped before recording the
+        // run: look for it first, dispatch only if GitHub has none.
+        None => match find_run(a, &repo, workflow, run).await {
+            Ok(Some(r)) => (r["id"].to_string(), r["html_url"].as_str().map(str::to_string)),
+            Ok(None) => match dispatch(a, &repo, workflow, run).await {
+                Ok(found) => found,
+                Err(why) => return error(why),
+            },
+            Err(e) => {
+                return error(format!(
+                    "cannot list the workflow's runs, so cannot tell whether it was dispatched already: {e}"
+                ));
+            }
         },
     };
     let attach = ReportVerificationRunRequest {
@@ -164,8 +176,23 @@ pub async fn execute(coord: &dyn Coordination, me: &Principal, a: &Actions<'_>, 
         external_id: Some(id.clone()),
         external_url: url.clone(),
     };
-    if let Err(e) = call::<ReportVerificationRun, _>(coord, me, attach).await {
-        // The claim passed to another worker (or the run was finished): theirs now.
+    let mut recorded = call::<ReportVerificationRun, _>(coord, me, attach.clone()).await;
+    for pause in [1, 3] {
+        match &recorded {
+            // Refused: the claim passed to another worker (or the run finished): theirs.
+            Ok(_)
+            | Err(CoordError {
+                code: ErrorCode::Forbidden,
+                ..
+            }) => break,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_secs(pause)).await;
+                recorded = call::<ReportVerificationRun, _>(coord, me, attach.clone()).await;
+            }
+        }
+    }
+    if let Err(e) = recorded {
+        // A worker taking the run over finds the dispatched run by its title.
         return Followed {
             finished_elsewhere: true,
             ..error(format!("could not record run {id}: {} [{}]", e.message, e.code))
@@ -202,7 +229,7 @@ pub async fn execute(coord: &dyn Coordination, me: &Principal, a: &Actions<'_>, 
             Err(e) => {
                 tracing::warn!(run = %id, error = %e, "polling the workflow run failed");
                 if let Some(s) = e.retry_after {
-                    wait = wait.max(Duration::from_secs(s));
+                    wait = wait.max(Duration::from_secs(s.min(3600)));
                 }
             }
         }

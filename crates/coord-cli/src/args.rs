@@ -861,8 +861,8 @@ pub enum VerifyCommand {
         /// (default COORD_GITHUB_REPOSITORY)
         #[arg(long, env = "COORD_GITHUB_REPOSITORY", value_name = "OWNER/NAME")]
         repository: Option<String>,
-        /// github_actions: seconds before the first poll of a dispatched run (doubling
-        /// to 60)
+        /// github_actions: seconds between polls of a dispatched run (doubling to 60;
+        /// the first poll is at once)
         #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
         actions_poll: f64,
         /// Seconds between polls when nothing is pending

@@ -781,11 +781,11 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
             } else {
                 None
             };
-            if !(0.0..=3600.0).contains(&actions_poll) {
+            if !(0.01..=3600.0).contains(&actions_poll) {
                 return out.error(&CoordError::field(
                     ErrorCode::InvalidArgument,
                     "actions_poll",
-                    "--actions-poll: 0 to 3600 seconds",
+                    "--actions-poll: 0.01 to 3600 seconds",
                 ));
             }
             let poll = std::time::Duration::from_secs(poll_seconds.max(1));

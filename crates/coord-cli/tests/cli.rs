@@ -1991,7 +1991,7 @@ fn fake_github() -> (String, Seen) {
                 ),
                 _ => {
                     f.listed.lock().unwrap().push(serde_json::json!({"id": 502,
-                        "display_title": format!("coord {id}"), "status": "queued",
+                        "display_title": format!("coord {id} flaky"), "status": "queued",
                         "html_url": "https://github.com/octocat/app/actions/runs/502"}));
                     (StatusCode::BAD_GATEWAY, "upstream timed out").into_response()
                 }

@@ -89,6 +89,7 @@ macro_rules! conformance_suite {
             github::github_pushes_become_changesets,
             github::github_issues_and_branches_become_locks_and_tasks,
             github::github_actions_runs_finish_by_webhook,
+            github::github_races_and_coord_locks,
             keys::keys_bind_identities_expire_and_revoke,
             profiles::profiles_builtin_are_seeded,
             profiles::profiles_assignment_precedence_and_least_privilege,

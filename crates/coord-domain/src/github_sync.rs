@@ -75,6 +75,9 @@ pub struct IssuesEvent {
 pub struct PullRequestHead {
     #[serde(rename = "ref")]
     pub git_ref: String,
+    /// The head's repository (a fork's, for a pull request from one).
+    #[serde(default)]
+    pub repo: Option<Repository>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -225,6 +228,26 @@ pub fn issue_closed(action: &str, issue: &Issue) -> bool {
     matches!(action, "closed" | "deleted" | "transferred") || issue.state == "closed"
 }
 
+/// Whether a closing completes the issue's task: closed as completed (a pull request:
+/// merged); deleted, transferred, not planned or anything else cancels it.
+pub fn closed_as_completed(action: &str, issue: &Issue, merged: bool) -> bool {
+    if !issue_closed(action, issue) || matches!(action, "deleted" | "transferred") {
+        return false;
+    }
+    merged || issue.state_reason.as_deref() == Some("completed")
+}
+
+/// The id of the task a delivery makes for an issue: the same delivery acted on twice
+/// (a restart mid-way) makes the same id, so the task is found rather than made again.
+pub fn task_id_for(delivery_id: &str, repo_id: i64, key: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("{delivery_id}\n{repo_id}\n{key}").as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&digest[..16]);
+    // The queue's ids are version-4 UUIDs; these look the same.
+    uuid::Builder::from_random_bytes(b).into_uuid().hyphenated().to_string()
+}
+
 /// What an issue's labels ask for: exactly one `agent:` label names the agent (none or
 /// several: no locks and no task — nobody's locks are anonymous); `locked:` labels name
 /// paths, resolved by `labels::resolve` against the body's block and `known`; a task when
@@ -273,8 +296,16 @@ pub fn wanted(issue: &Issue, closed: bool, known: &[String]) -> Wanted {
     }
     let listed = labels::listed_paths(issue.body.as_deref().unwrap_or(""));
     for name in lock_labels {
-        match labels::parse_label(name).and_then(|l: LockLabel| labels::resolve(&l, &listed, known)) {
-            Ok(path) if !out.locks.contains(&path) && out.locks.len() < MAX_LINK_LOCKS => out.locks.push(path),
+        // As a lock key: a label may name a directory (`src/auth/`) or a glob.
+        let key = labels::parse_label(name)
+            .and_then(|l: LockLabel| labels::resolve(&l, &listed, known))
+            .and_then(|path| {
+                crate::target::LockTarget::parse(&path, None)
+                    .map(|t| t.into_key())
+                    .map_err(|e| labels::Unresolved::BadPath(e.message))
+            });
+        match key {
+            Ok(key) if !out.locks.contains(&key) && out.locks.len() < MAX_LINK_LOCKS => out.locks.push(key),
             Ok(_) => {}
             Err(why) => out.problems.push(why.message(name.trim())),
         }
@@ -295,15 +326,6 @@ pub fn wanted(issue: &Issue, closed: bool, known: &[String]) -> Wanted {
         out.task = Some(WantedTask { title, priority });
     }
     out
-}
-
-/// Whether a hashed label needs paths coord knows (its live locks) to resolve: only
-/// then are they read.
-pub fn needs_known_paths(issue: &Issue) -> bool {
-    issue
-        .labels
-        .iter()
-        .any(|l| matches!(labels::parse_label(&l.name), Ok(LockLabel::Hashed { .. })))
 }
 
 /// How a task ends when its issue no longer asks for it.
@@ -431,6 +453,9 @@ pub fn commit_status(repository: &str, sha: &str, state: &str, context: &str, de
         body: serde_json::json!({ "state": state, "context": context, "description": description }),
     }
 }
+
+/// A request tried this often stays in the outbox with its last error, not tried again.
+pub const MAX_REQUEST_ATTEMPTS: i32 = 10;
 
 /// Seconds before the next try of a request tried `attempts` times: 30 s doubling to
 /// an hour.

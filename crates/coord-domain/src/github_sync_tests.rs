@@ -152,8 +152,6 @@ fn labels_become_wanted_locks_and_tasks() {
     // Known paths resolve a hash the body does not list.
     let w = wanted(&issue(&["agent:x", &hashed], "", "open"), false, &[long.to_string()]);
     assert_eq!(w.locks, vec![long.to_string()]);
-    assert!(needs_known_paths(&issue(&["agent:x", &hashed], "", "open")));
-    assert!(!needs_known_paths(&issue(&["agent:x", "locked:src/a.rs"], "", "open")));
     assert_eq!(short_hash(long).len(), 8);
 }
 
@@ -341,4 +339,43 @@ fn agent_ids_github_can_carry() {
     ] {
         assert_eq!(github_agent_id(id).is_ok(), ok, "{id:?}");
     }
+}
+
+#[test]
+fn what_completes_a_task() {
+    let closed = |reason: Option<&str>| {
+        let mut i = issue(&[], "", "closed");
+        i.state_reason = reason.map(str::to_string);
+        i
+    };
+    // (action, issue, merged) → completed
+    let cases = [
+        ("closed", closed(Some("completed")), false, true),
+        ("closed", closed(Some("not_planned")), false, false),
+        ("closed", closed(None), false, false),
+        ("closed", closed(None), true, true),
+        ("deleted", closed(Some("completed")), false, false),
+        ("transferred", issue(&[], "", "open"), false, false),
+        ("labeled", issue(&[], "", "open"), false, false),
+    ];
+    for (action, i, merged, want) in cases {
+        assert_eq!(
+            closed_as_completed(action, &i, merged),
+            want,
+            "{action} {:?}",
+            i.state_reason
+        );
+    }
+}
+
+#[test]
+fn a_delivery_makes_one_task_id() {
+    let a = task_id_for("d-1", 7, "issue:12");
+    assert_eq!(a, task_id_for("d-1", 7, "issue:12"));
+    assert_ne!(a, task_id_for("d-2", 7, "issue:12"));
+    assert_ne!(a, task_id_for("d-1", 7, "issue:13"));
+    // The queue's own format: a version-4 UUID.
+    assert_eq!(a.len(), 36);
+    assert_eq!(&a[14..15], "4");
+    assert_eq!(crate::queue::parse_task_id("task_id", &a).unwrap(), a);
 }

@@ -6,7 +6,7 @@ use crate::rows::{NOW, get};
 use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
-use coord_domain::github_sync::{GithubRequest, Link, QueuedRequest};
+use coord_domain::github_sync::{GithubRequest, Link, MAX_REQUEST_ATTEMPTS, QueuedRequest};
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{GithubStore, OpCtx};
 use tokio_postgres::types::Json;
@@ -82,7 +82,9 @@ impl GithubStore for PgStore {
                      VALUES ($2, $3, $4, $5, $6, $7, $8, {NOW}, $9)
                      ON CONFLICT (repo_id, key) DO UPDATE SET repository = excluded.repository,
                          agent_id = excluded.agent_id, locks = excluded.locks, task_id = excluded.task_id,
-                         updated_at = excluded.updated_at, saved_at = excluded.saved_at, notice = excluded.notice"
+                         updated_at = excluded.updated_at, saved_at = excluded.saved_at, notice = excluded.notice
+                     WHERE github_links.updated_at IS NULL OR excluded.updated_at IS NULL
+                        OR github_links.updated_at <= excluded.updated_at"
                 ),
                 &[&now, &l.repo_id, &l.key, &l.repository, &l.agent_id, &Json(&l.locks), &l.task_id, &l.updated_at, &l.notice],
             )
@@ -115,10 +117,11 @@ impl GithubStore for PgStore {
                     "UPDATE github_outbox SET attempts = attempts + 1,
                          next_attempt_at = {NOW} + make_interval(secs => $2)
                      WHERE id IN (SELECT id FROM github_outbox WHERE sent_at IS NULL AND next_attempt_at <= {NOW}
+                                    AND attempts < $4
                                   ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
                      RETURNING id, attempts, method, path, body"
                 ),
-                &[&now, &TAKEN_SECONDS, &limit],
+                &[&now, &TAKEN_SECONDS, &limit, &MAX_REQUEST_ATTEMPTS],
             )
             .await
             .map_err(db)?;

@@ -17,6 +17,8 @@ pub const DEFAULT_API_URL: &str = "https://api.e2b.app";
 pub const ENVD_PORT: u16 = 49983;
 /// Connect's end-of-stream flag.
 const END_STREAM: u8 = 0x02;
+/// A larger message from the sandbox is refused (output arrives in small chunks).
+const MAX_ENVELOPE: usize = 16 * 1024 * 1024;
 
 pub struct E2b {
     api: reqwest::Url,
@@ -199,9 +201,18 @@ impl E2b {
             Some(u) => u.clone(),
             None => {
                 let domain = sandbox["domain"].as_str().unwrap_or("e2b.app");
-                match reqwest::Url::parse(&format!("https://sandbox.{domain}/")) {
-                    Ok(u) => u,
-                    Err(_) => {
+                // The sandbox's token goes there: a host name, nothing else.
+                let host_like = !domain.is_empty()
+                    && domain.len() <= 253
+                    && domain
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+                match reqwest::Url::parse(&format!("https://sandbox.{domain}/"))
+                    .ok()
+                    .filter(|_| host_like)
+                {
+                    Some(u) => u,
+                    None => {
                         return Ran::Failed {
                             why: format!("E2B answered an unusable domain {domain:?}"),
                             output: String::new(),
@@ -264,6 +275,12 @@ impl E2b {
                 Ok(Ok(Some(c))) => c,
             };
             buf.extend_from_slice(&chunk);
+            if buf.len() >= 5 && u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize > MAX_ENVELOPE {
+                return Ran::Failed {
+                    why: "the sandbox sent a message larger than 16 MiB".into(),
+                    output: text(&out),
+                };
+            }
             while let Some((flags, message)) = next_envelope(&mut buf) {
                 let v: Value = serde_json::from_slice(&message).unwrap_or_default();
                 if flags & END_STREAM != 0 {

@@ -14,8 +14,6 @@ pub const DEFAULT_API_URL: &str = "https://api.github.com";
 pub const API_VERSION: &str = "2022-11-28";
 /// Outbox requests taken per round trip to the store.
 const BATCH: i64 = 50;
-/// A request that failed this often is left in the outbox with its last error.
-pub const MAX_ATTEMPTS: i32 = 10;
 
 /// Why a call did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,21 +175,16 @@ pub async fn send_due(coord: &Coordinator, api: &GithubApi) -> CoordResult<(u64,
     loop {
         let due = coord.store().take_due_github_requests(coord.now(), BATCH).await?;
         let n = due.len();
+        // A request tried `MAX_REQUEST_ATTEMPTS` times is not taken again: it stays with
+        // its last error.
         for q in due {
-            if q.attempts > MAX_ATTEMPTS {
-                // Kept with its last error, not tried again.
-                coord
-                    .store()
-                    .record_github_request(coord.now(), q.id, Err("given up".into()), 365 * 24 * 3600)
-                    .await?;
-                continue;
-            }
             let outcome = api.send(&q.request).await;
             let retry = match &outcome {
                 Ok(_) => 0,
+                // Whatever GitHub asks, a day at most.
                 Err(e) => e
                     .retry_after
-                    .map(|s| s as i64)
+                    .map(|s| s.min(86_400) as i64)
                     .unwrap_or(0)
                     .max(retry_seconds(q.attempts)),
             };

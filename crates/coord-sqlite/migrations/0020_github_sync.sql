@@ -38,5 +38,5 @@ CREATE INDEX github_outbox_due ON github_outbox (next_attempt_at) WHERE sent_at 
 ALTER TABLE changesets ADD COLUMN repository TEXT;
 ALTER TABLE verification_results ADD COLUMN external_id TEXT;
 ALTER TABLE verification_results ADD COLUMN external_url TEXT;
-CREATE INDEX verification_results_external ON verification_results (executor, external_id)
+CREATE UNIQUE INDEX verification_results_external ON verification_results (executor, external_id)
     WHERE external_id IS NOT NULL;

@@ -6,7 +6,7 @@ use crate::rows::{json, opt_ts, string_list, to_json};
 use crate::{R, SqliteStore};
 use async_trait::async_trait;
 use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
-use coord_domain::github_sync::{GithubRequest, Link, QueuedRequest};
+use coord_domain::github_sync::{GithubRequest, Link, MAX_REQUEST_ATTEMPTS, QueuedRequest};
 use coord_domain::time::to_micros;
 use coord_domain::{CoordResult, Timestamp};
 use coord_store::{GithubStore, OpCtx};
@@ -90,7 +90,9 @@ fn save_link(c: &Connection, now: i64, l: &Link) -> R<()> {
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
          ON CONFLICT (repo_id, key) DO UPDATE SET repository = excluded.repository, agent_id = excluded.agent_id,
              locks = excluded.locks, task_id = excluded.task_id, updated_at = excluded.updated_at,
-             saved_at = excluded.saved_at, notice = excluded.notice",
+             saved_at = excluded.saved_at, notice = excluded.notice
+         WHERE github_links.updated_at IS NULL OR excluded.updated_at IS NULL
+            OR github_links.updated_at <= excluded.updated_at",
     )?
     .execute(params![
         l.repo_id,
@@ -110,10 +112,11 @@ fn take_due(c: &Connection, now: i64, limit: i64) -> R<Vec<QueuedRequest>> {
     Ok(c.prepare_cached(
         "UPDATE github_outbox SET attempts = attempts + 1, next_attempt_at = ?1 + ?2
           WHERE id IN (SELECT id FROM github_outbox WHERE sent_at IS NULL AND next_attempt_at <= ?1
+                         AND attempts < ?4
                        ORDER BY id LIMIT ?3)
           RETURNING id, attempts, method, path, body",
     )?
-    .query_map(params![now, TAKEN_SECONDS * SECOND, limit], |r| {
+    .query_map(params![now, TAKEN_SECONDS * SECOND, limit, MAX_REQUEST_ATTEMPTS], |r| {
         Ok(QueuedRequest {
             id: r.get(0)?,
             attempts: r.get(1)?,

@@ -669,7 +669,8 @@ pub trait GithubStore: Send + Sync {
     async fn unprocessed_github_deliveries(&self, before: Timestamp, limit: i64) -> CoordResult<Vec<Delivery>>;
     /// What coord last applied for an issue or branch (`github_sync::Link`).
     async fn github_link(&self, repo_id: i64, key: String) -> CoordResult<Option<Link>>;
-    /// Stores a link (replacing the one of its issue or branch).
+    /// Stores a link, replacing the one of its issue or branch unless that one applied a
+    /// newer `updated_at` (another process was quicker with a later event).
     async fn save_github_link(&self, now: Option<Timestamp>, link: Link) -> CoordResult<()>;
     /// Queues a request for GitHub's API (sent by `coord serve` when a token is set).
     async fn queue_github_request(&self, now: Option<Timestamp>, request: GithubRequest) -> CoordResult<()>;

@@ -708,3 +708,95 @@ pub async fn github_actions_runs_finish_by_webhook(b: &dyn Backend) {
     assert_eq!(v.pass_rate(), Some(0.0));
     assert_eq!((v.time_to_verify.count, v.time_to_verify.sum_seconds), (1, 720.0));
 }
+
+/// What GitHub does not get to undo: a lock the agent took in coord stays when a label
+/// naming it comes and goes, a deleted comment does not close its issue, and deliveries
+/// racing for one issue (GitHub sends one `labeled` per label of an edit) make one task.
+pub async fn github_races_and_coord_locks(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let alice = agent("alice");
+    assert!(h.lock(&alice, "src/own.rs", Some(480)).await.success);
+    let with = ["agent:alice", "locked:src/own.rs", "locked:src/new.rs"];
+    let r = deliver(
+        &h,
+        "r-1",
+        "issues",
+        issue_event("labeled", &with, "2026-11-26T10:00:00Z", "open", ""),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, DeliveryStatus::Processed, "{r:?}");
+    let r = deliver(
+        &h,
+        "r-2",
+        "issues",
+        issue_event("unlabeled", &["agent:alice"], "2026-11-26T10:01:00Z", "open", ""),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, DeliveryStatus::Processed, "{r:?}");
+    assert_eq!(
+        locks(&h).await,
+        pairs(&[("src/own.rs", "alice")]),
+        "the label's lock went, alice's own stayed"
+    );
+
+    // Assigned, then a comment deleted: the task stays.
+    let assigned = ["agent:alice", "status:assigned"];
+    deliver(
+        &h,
+        "r-3",
+        "issues",
+        issue_event("labeled", &assigned, "2026-11-26T10:02:00Z", "open", ""),
+    )
+    .await
+    .unwrap();
+    let mut gone = issue_event("deleted", &assigned, "2026-11-26T10:03:00Z", "open", "");
+    gone["comment"] = json!({"id": 9, "body": "spam"});
+    let r = deliver(&h, "r-4", "issue_comment", gone).await.unwrap();
+    assert_eq!(r.status, DeliveryStatus::Processed, "{r:?}");
+    let task = h.claim(&alice).await;
+    assert!(task.success, "the task is still alice's to claim: {task:?}");
+
+    // Six deliveries for a new issue at once: one task.
+    let racing: Vec<_> = (0..6)
+        .map(|i| {
+            let mut e = issue_event("labeled", &assigned, "2026-11-26T11:00:00Z", "open", "");
+            e["issue"]["number"] = json!(40);
+            let coord = h.local.clone();
+            tokio::spawn(async move {
+                coord_service::call::<ops::ReceiveGithubDelivery, _>(
+                    &coord,
+                    &coord_domain::access::Principal::local(webhook()),
+                    GithubDeliveryRequest {
+                        delivery_id: format!("race-{i}"),
+                        event: "issues".into(),
+                        payload: e,
+                    },
+                )
+                .await
+            })
+        })
+        .collect();
+    for r in racing {
+        assert_eq!(r.await.unwrap().unwrap().status, DeliveryStatus::Processed);
+    }
+    let tasks = h
+        .coord
+        .list_tasks(
+            &agent("observer"),
+            coord_domain::queue::ListTasksRequest {
+                status: Some(coord_domain::queue::TaskStatus::Pending),
+                task_type: Some("github_issue".into()),
+                limit: None,
+            },
+        )
+        .await
+        .unwrap()
+        .tasks;
+    let for_40: Vec<_> = tasks
+        .iter()
+        .filter(|t| t.input_data.as_ref().is_some_and(|i| i["issue"] == 40))
+        .collect();
+    assert_eq!(for_40.len(), 1, "{tasks:#?}");
+}

@@ -97,8 +97,9 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
                         branch_locks(c, now, &d, &push, &mut outcome).await;
                     }
                     Err(e) => {
-                        outcome.status = DeliveryStatus::Failed;
-                        outcome.note = Some(format!("{} [{}]", e.message, e.code));
+                        let (status, note) = super::github_sync::stopped(e);
+                        outcome.status = status;
+                        outcome.note = Some(note);
                     }
                 },
             },
@@ -177,7 +178,7 @@ async fn workflow_run(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: 
             DeliveryStatus::Ignored,
             format!("workflow run {} is not a running verification run", run.id),
         ),
-        Err(e) => (DeliveryStatus::Failed, format!("{} [{}]", e.message, e.code)),
+        Err(e) => super::github_sync::stopped(e),
     }
 }
 
@@ -204,8 +205,9 @@ async fn branch_locks(
             });
         }
         Err(e) => {
-            outcome.status = DeliveryStatus::Failed;
-            outcome.note = Some(format!("branch locks: {} [{}]", e.message, e.code));
+            let (status, note) = super::github_sync::stopped(e);
+            outcome.status = status;
+            outcome.note = Some(format!("branch locks: {note}"));
         }
     }
 }

@@ -26,6 +26,25 @@ fn failed(why: impl std::fmt::Display) -> Outcome {
     (DeliveryStatus::Failed, why.to_string())
 }
 
+/// A step that could not be done: a store that is unavailable for now leaves the
+/// delivery `received`, so it is acted on again (every step is idempotent); anything
+/// else fails it.
+pub(crate) fn stopped(e: coord_domain::CoordError) -> Outcome {
+    match e.kind() {
+        coord_domain::ErrorKind::Unavailable => (
+            DeliveryStatus::Received,
+            format!("will be acted on again: {} [{}]", e.message, e.code),
+        ),
+        _ => failed(format!("{} [{}]", e.message, e.code)),
+    }
+}
+
+/// One event at a time per coordinator process: an issue's or branch's link is read,
+/// acted on and saved without another delivery for it in between (GitHub sends several
+/// `labeled` events for one edit at once). Across processes the save is guarded by the
+/// issue's `updated_at`.
+static SYNC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn agent(id: &str) -> CoordResult<Identity> {
     Caller::new(id, coord_domain::github::WEBHOOK_AGENT_TYPE).validate()
 }
@@ -52,14 +71,29 @@ struct Taken {
     contested: Vec<(String, String)>,
 }
 
+/// How a link names its paths: labels may name a directory (`src/auth/`) or a glob;
+/// a pushed file is that file, whatever characters its name has.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Paths {
+    Labels,
+    Pushed,
+}
+
+/// Takes (or renews) the locks on `paths` for `owner`. Only locks this link took are
+/// renewed: a path the agent already holds otherwise (through coord, or another link)
+/// is left as it is and not recorded, so ending this link never releases it. Answers
+/// the lock keys held for the link and the paths another agent holds.
+#[allow(clippy::too_many_arguments)] // one delivery step: who, what, why, how long
 async fn acquire(
     c: &Coordinator,
     now: Option<Timestamp>,
     d: &Delivery,
     owner: &str,
     paths: &[String],
+    ours: &[String],
     reason: &str,
     ttl: i64,
+    kind: Paths,
 ) -> CoordResult<Taken> {
     let who = agent(owner)?;
     let mut out = Taken {
@@ -67,26 +101,47 @@ async fn acquire(
         contested: Vec::new(),
     };
     for path in paths {
-        let target = match LockTarget::parse(path, None) {
+        let parsed = match kind {
+            Paths::Labels => LockTarget::parse(path, None),
+            Paths::Pushed => LockTarget::literal_file(path, None),
+        };
+        let target = match parsed {
             Ok(t) => t,
             Err(e) => {
                 out.contested.push((path.clone(), format!("nobody ({})", e.message)));
                 continue;
             }
         };
+        let key = target.key().to_string();
+        if out.held.contains(&key) {
+            continue;
+        }
+        if !ours.contains(&key) {
+            let ctx = step(
+                now,
+                who.clone(),
+                super::locks::CheckLocks::NAME,
+                d,
+                json!({"file_paths": [key]}),
+            );
+            let live = c.store().check_locks(ctx, Some(vec![target.clone()])).await?;
+            if live.locks.iter().any(|l| l.file_path == key && l.locked_by == owner) {
+                continue;
+            }
+        }
         let ctx = step(
             now,
             who.clone(),
             super::locks::AcquireLock::NAME,
             d,
-            json!({"file_path": path, "reason": reason}),
+            json!({"file_path": key, "reason": reason}),
         );
         let r = c
             .store()
             .acquire_lock(ctx, target, Some(reason.to_string()), ttl)
             .await?;
         match r.action {
-            LockAction::Acquired | LockAction::Refreshed => out.held.push(path.clone()),
+            LockAction::Acquired | LockAction::Refreshed => out.held.push(key),
             LockAction::Blocked => out
                 .contested
                 .push((path.clone(), r.locked_by.unwrap_or_else(|| "another agent".into()))),
@@ -130,7 +185,9 @@ async fn reconcile_issue(
     action: &str,
     issue: &Issue,
     repo: &Repository,
+    merged: bool,
 ) -> CoordResult<Outcome> {
+    let _one = SYNC.lock().await;
     let key = sync::issue_key(issue.number);
     let mut link = c
         .store()
@@ -146,12 +203,14 @@ async fn reconcile_issue(
             ),
         ));
     }
-    if !repo.full_name.is_empty() {
-        link.repository = repo.full_name.clone();
+    // Only a name GitHub could have: it goes into the API paths of comments.
+    if let Some(name) = sync::repository_name(&repo.full_name) {
+        link.repository = name;
+    } else if sync::repository_name(&link.repository).is_none() {
+        link.repository = String::new();
     }
     let closed = sync::issue_closed(action, issue);
-    let completed =
-        closed && action != "deleted" && issue.state_reason.as_deref().unwrap_or("completed") == "completed";
+    let completed = sync::closed_as_completed(action, issue, merged);
     // Paths this issue locked before resolve its short-hash labels when the body no
     // longer lists them.
     let wanted = sync::wanted(issue, closed, &link.locks);
@@ -165,7 +224,25 @@ async fn reconcile_issue(
     release(c, now, d, &plan.release).await;
     let place = format!("GitHub issue {}#{}", link.repository, issue.number);
     let taken = match &plan.agent {
-        Some(owner) => acquire(c, now, d, owner, &plan.acquire, &place, sync::LABEL_LOCK_TTL_MINUTES).await?,
+        Some(owner) => {
+            let ours = if link.agent_id.as_deref() == Some(owner.as_str()) {
+                link.locks.clone()
+            } else {
+                Vec::new()
+            };
+            acquire(
+                c,
+                now,
+                d,
+                owner,
+                &plan.acquire,
+                &ours,
+                &place,
+                sync::LABEL_LOCK_TTL_MINUTES,
+                Paths::Labels,
+            )
+            .await?
+        }
         None => Taken {
             held: Vec::new(),
             contested: Vec::new(),
@@ -192,8 +269,19 @@ async fn reconcile_issue(
         link.task_id = None;
     }
     if let (Some(t), Some(owner)) = (&plan.create_task, &plan.agent) {
+        // The same delivery acted on again (a restart mid-way) makes the same task id:
+        // the task it made before is found, not made twice.
+        let task_id = sync::task_id_for(&d.delivery_id, repo.id, &link.key);
+        let ctx = step(
+            now,
+            webhook(),
+            super::queue::GetTask::NAME,
+            d,
+            json!({"task_id": task_id}),
+        );
+        let exists = c.store().get_task(ctx, task_id.clone()).await.is_ok();
         let task = NewTask {
-            task_id: uuid::Uuid::new_v4().to_string(),
+            task_id,
             task_type: sync::ISSUE_TASK_TYPE.into(),
             task_description: t.title.clone(),
             input_data: Some(json!({
@@ -214,9 +302,13 @@ async fn reconcile_issue(
             d,
             json!({"task_type": task.task_type, "assigned_to": owner, "issue": issue.number}),
         );
-        let r = c.store().submit_work(ctx, task).await?;
-        task_note = format!("{task_note}; task {} for {owner}", r.task_id);
-        link.task_id = Some(r.task_id);
+        let id = if exists {
+            task.task_id
+        } else {
+            c.store().submit_work(ctx, task).await?.task_id
+        };
+        task_note = format!("{task_note}; task {id} for {owner}");
+        link.task_id = Some(id);
     }
     let comment = sync::lock_comment(&taken.contested, &wanted.problems);
     let note = format!(
@@ -249,11 +341,18 @@ async fn reconcile_issue(
 pub(crate) async fn issues(c: &Coordinator, now: Option<Timestamp>, d: &Delivery) -> Outcome {
     let e: IssuesEvent = match serde_json::from_value(d.payload.clone()) {
         Ok(e) => e,
-        Err(e) => return failed(format!("not an issues payload: {e}")),
+        Err(e) => return failed(format!("not an {} payload: {e}", d.event)),
     };
-    reconcile_issue(c, now, d, &e.action, &e.issue, &e.repository)
+    // A comment's action (created, edited, deleted) is the comment's, not the issue's:
+    // only the issue's state says whether it is closed.
+    let action = if d.event == "issue_comment" {
+        "commented"
+    } else {
+        e.action.as_str()
+    };
+    reconcile_issue(c, now, d, action, &e.issue, &e.repository, false)
         .await
-        .unwrap_or_else(|e| failed(format!("{} [{}]", e.message, e.code)))
+        .unwrap_or_else(stopped)
 }
 
 /// `pull_request`: its labels like an issue's; merged, its head branch's locks end.
@@ -269,15 +368,18 @@ pub(crate) async fn pull_request(c: &Coordinator, now: Option<Timestamp>, d: &De
         (Ok(i), Ok(p)) => (i, p),
         (Err(x), _) | (_, Err(x)) => return failed(format!("not a pull_request payload: {x}")),
     };
-    let labels = reconcile_issue(c, now, d, &e.action, &issue, &e.repository).await;
-    let mut out = labels.unwrap_or_else(|e| failed(format!("{} [{}]", e.message, e.code)));
-    if e.action == "closed" && pr.merged {
+    let labels = reconcile_issue(c, now, d, &e.action, &issue, &e.repository, pr.merged).await;
+    let mut out = labels.unwrap_or_else(stopped);
+    // A pull request from a fork may have a head branch of the same name: only this
+    // repository's branches hold locks here.
+    let same_repo = pr.head.repo.as_ref().is_none_or(|r| r.id == e.repository.id);
+    if e.action == "closed" && pr.merged && same_repo {
         match end_branch(c, now, d, &e.repository, &pr.head.git_ref).await {
             Ok(Some(n)) => out
                 .1
                 .push_str(&format!("; merged: {n} lock(s) of {} released", pr.head.git_ref)),
             Ok(None) => {}
-            Err(err) => out = failed(format!("{} [{}]", err.message, err.code)),
+            Err(err) => out = stopped(err),
         }
     }
     out
@@ -298,7 +400,7 @@ pub(crate) async fn delete(c: &Coordinator, now: Option<Timestamp>, d: &Delivery
             format!("branch {} deleted: {n} lock(s) released", e.git_ref),
         ),
         Ok(None) => (DeliveryStatus::Ignored, format!("branch {} holds no locks", e.git_ref)),
-        Err(err) => failed(format!("{} [{}]", err.message, err.code)),
+        Err(err) => stopped(err),
     }
 }
 
@@ -310,6 +412,7 @@ async fn end_branch(
     repo: &Repository,
     git_ref: &str,
 ) -> CoordResult<Option<usize>> {
+    let _one = SYNC.lock().await;
     let Some(mut link) = c.store().github_link(repo.id, sync::branch_key(git_ref)).await? else {
         return Ok(None);
     };
@@ -344,6 +447,7 @@ pub(crate) async fn push_locks(
         let n = end_branch(c, now, d, repo, &push.git_ref).await?.unwrap_or(0);
         return Ok(Some(format!("{n} lock(s) of the deleted branch released")));
     }
+    let _one = SYNC.lock().await;
     let key = sync::branch_key(&push.git_ref);
     let mut link = c
         .store()
@@ -374,8 +478,29 @@ pub(crate) async fn push_locks(
     }
     let branch = push.git_ref.strip_prefix("refs/heads/").unwrap_or(&push.git_ref);
     let reason = format!("GitHub branch {branch} of {}", repo.full_name);
-    let taken = acquire(c, now, d, &owner, &paths, &reason, sync::BRANCH_LOCK_TTL_MINUTES).await?;
-    if !taken.contested.is_empty() && !push.after.is_empty() && !repo.full_name.is_empty() {
+    let ours = if link.agent_id.as_deref() == Some(owner.as_str()) {
+        link.locks.clone()
+    } else {
+        Vec::new()
+    };
+    let taken = acquire(
+        c,
+        now,
+        d,
+        &owner,
+        &paths,
+        &ours,
+        &reason,
+        sync::BRANCH_LOCK_TTL_MINUTES,
+        Paths::Pushed,
+    )
+    .await?;
+    let sha_ok = push.after.len() == 40 && push.after.bytes().all(|b| b.is_ascii_hexdigit());
+    if let (false, true, Some(repository)) = (
+        taken.contested.is_empty(),
+        sha_ok,
+        sync::repository_name(&repo.full_name),
+    ) {
         let description: String = taken
             .contested
             .iter()
@@ -383,7 +508,7 @@ pub(crate) async fn push_locks(
             .collect::<Vec<_>>()
             .join("; ");
         let request = sync::commit_status(
-            &repo.full_name,
+            &repository,
             &push.after,
             "failure",
             "coord/locks",
