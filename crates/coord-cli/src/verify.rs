@@ -287,9 +287,6 @@ fn missing_env(p: &coord_domain::verification::VerificationPolicy) -> Option<Out
 async fn execute_e2b(run: &ClaimedRun, e2b: &coord_remote::e2b::E2b) -> Outcome {
     use coord_remote::e2b::{Job, Ran};
     let p = &run.policy;
-    if let Some(missing) = missing_env(p) {
-        return missing;
-    }
     let Some(template) = p.template.as_deref() else {
         return refused(format!("policy {} names no template", p.name));
     };
@@ -347,9 +344,6 @@ async fn execute_e2b(run: &ClaimedRun, e2b: &coord_remote::e2b::E2b) -> Outcome 
 /// policy's timeout (the process group is killed past it).
 async fn execute(run: &ClaimedRun, ctx: &Context, no_sandbox: bool) -> Outcome {
     let p = &run.policy;
-    if let Some(missing) = missing_env(p) {
-        return missing;
-    }
     if let Some(commit) = &run.commit {
         // The run must see the changeset's code and nothing else: HEAD at its commit, no
         // changes or untracked files (coord's own state aside).
@@ -582,33 +576,39 @@ async fn work(
             }
         };
         let started = std::time::Instant::now();
-        let outcome = match (&actions, run.policy.executor) {
-            (Some(a), Executor::GithubActions) => {
-                let followed = crate::actions::execute(coord, me, a, &run).await;
-                if followed.finished_elsewhere {
-                    done += 1;
-                    if !out.json {
-                        println!(
-                            "{} on {}: {}",
-                            run.policy.name,
-                            run.changeset_id,
-                            followed.reason.unwrap_or_default()
-                        );
+        // Every executor needs the policy's variables: a run without one is an error
+        // naming them, never a silent pass.
+        let outcome = if let Some(missing) = missing_env(&run.policy) {
+            missing
+        } else {
+            match (&actions, run.policy.executor) {
+                (Some(a), Executor::GithubActions) => {
+                    let followed = crate::actions::execute(coord, me, a, &run).await;
+                    if followed.finished_elsewhere {
+                        done += 1;
+                        if !out.json {
+                            println!(
+                                "{} on {}: {}",
+                                run.policy.name,
+                                run.changeset_id,
+                                followed.reason.unwrap_or_default()
+                            );
+                        }
+                        continue;
                     }
-                    continue;
+                    Outcome {
+                        status: followed.status,
+                        exit_code: None,
+                        reason: followed.reason,
+                        output: followed.output,
+                    }
                 }
-                Outcome {
-                    status: followed.status,
-                    exit_code: None,
-                    reason: followed.reason,
-                    output: followed.output,
-                }
+                (_, Executor::E2b) => match e2b {
+                    Some(e) => execute_e2b(&run, e).await,
+                    None => refused("this worker has no E2B_API_KEY".into()),
+                },
+                _ => execute(&run, ctx, no_sandbox).await,
             }
-            (_, Executor::E2b) => match e2b {
-                Some(e) => execute_e2b(&run, e).await,
-                None => refused("this worker has no E2B_API_KEY".into()),
-            },
-            _ => execute(&run, ctx, no_sandbox).await,
         };
         let report = ReportVerificationRunRequest {
             changeset_id: run.changeset_id.clone(),

@@ -1953,6 +1953,23 @@ fn github_lock_labels_fit_githubs_limit() {
     assert_eq!((c, v["error"].as_str()), (2, Some("invalid_path")), "{v}");
 }
 
+/// Serves `app` on a loopback port from its own thread; answers its base URL.
+fn serve_on_loopback(app: axum::Router) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap().to_string()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{}", rx.recv().unwrap())
+}
+
 /// What the fake GitHub was sent.
 type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String, Value)>>>;
 
@@ -2027,20 +2044,8 @@ fn fake_github() -> (String, Seen) {
     }
     let fake = Fake::default();
     let seen = fake.seen.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap().to_string()).unwrap();
-            let app = axum::Router::new().fallback(handle).with_state(fake);
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    (format!("http://{}", rx.recv().unwrap()), seen)
+    let app = axum::Router::new().fallback(handle).with_state(fake);
+    (serve_on_loopback(app), seen)
 }
 
 /// `coord verify run --executor github_actions`: each policy's workflow is dispatched
@@ -2207,20 +2212,8 @@ fn fake_e2b() -> (String, Seen) {
     }
     let seen = Seen::default();
     let state = seen.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap().to_string()).unwrap();
-            let app = axum::Router::new().fallback(handle).with_state(state);
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    (format!("http://{}", rx.recv().unwrap()), seen)
+    let app = axum::Router::new().fallback(handle).with_state(state);
+    (serve_on_loopback(app), seen)
 }
 
 /// `coord verify run --executor e2b`: each run's command runs in a new sandbox of the

@@ -223,16 +223,7 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
             &[&ctx.now, &id, &done.result, &done.error_message],
         )
         .await?;
-        tx.execute(
-            &tx.prepare_cached(
-                "UPDATE work_queue SET pending_deps = pending_deps - 1
-                 WHERE status = 'pending'
-                   AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = $1)",
-            )
-            .await?,
-            &[&id],
-        )
-        .await?;
+        unblock_dependents(tx, id).await?;
         Ok(CompleteWorkResult {
             success: true,
             task_id: done.task_id.clone(),
@@ -256,6 +247,21 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
             workflow_id,
         })
     }
+}
+
+/// One dependency fewer for each pending task that depends on `id` (it completed).
+async fn unblock_dependents(tx: &Tx<'_>, id: Uuid) -> R<()> {
+    tx.execute(
+        &tx.prepare_cached(
+            "UPDATE work_queue SET pending_deps = pending_deps - 1
+             WHERE status = 'pending'
+               AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = $1)",
+        )
+        .await?,
+        &[&id],
+    )
+    .await?;
+    Ok(())
 }
 
 /// Marks a task failed and cancels everything that (transitively) depends on it.
@@ -340,16 +346,7 @@ pub async fn end(tx: &Tx<'_>, ctx: &OpCtx, task_id: &str, end: &TaskEnding) -> R
         return Ok(None);
     }
     if end.completed {
-        tx.execute(
-            &tx.prepare_cached(
-                "UPDATE work_queue SET pending_deps = pending_deps - 1
-                 WHERE status = 'pending'
-                   AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = $1)",
-            )
-            .await?,
-            &[&id],
-        )
-        .await?;
+        unblock_dependents(tx, id).await?;
     } else {
         cancel_dependents(tx, ctx.now, id).await?;
     }

@@ -201,14 +201,7 @@ pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> 
              WHERE task_id = ?1",
         )?
         .execute(params![done.task_id, now, result, done.error_message])?;
-        c.prepare_cached(
-            // `+status`: the dependents are found through task_dependencies, never by
-            // scanning every pending task through the status index.
-            "UPDATE work_queue SET pending_deps = pending_deps - 1
-             WHERE task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = ?1)
-               AND +status = 'pending'",
-        )?
-        .execute([&done.task_id])?;
+        unblock_dependents(c, &done.task_id)?;
         Ok(CompleteWorkResult {
             success: true,
             task_id: done.task_id.clone(),
@@ -239,6 +232,19 @@ pub fn complete(c: &Connection, now: i64, who: &Identity, done: &Completion) -> 
             workflow_id,
         })
     }
+}
+
+/// One dependency fewer for each pending task that depends on `task_id` (it completed).
+fn unblock_dependents(c: &Connection, task_id: &str) -> R<()> {
+    c.prepare_cached(
+        // `+status`: the dependents are found through task_dependencies, never by
+        // scanning every pending task through the status index.
+        "UPDATE work_queue SET pending_deps = pending_deps - 1
+         WHERE task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = ?1)
+           AND +status = 'pending'",
+    )?
+    .execute([task_id])?;
+    Ok(())
 }
 
 /// Marks a task failed and cancels everything that (transitively) depends on it;
@@ -304,12 +310,7 @@ pub fn end(c: &Connection, now: i64, task_id: &str, end: &TaskEnding) -> R<Optio
         return Ok(None);
     }
     if end.completed {
-        c.prepare_cached(
-            "UPDATE work_queue SET pending_deps = pending_deps - 1
-             WHERE task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = ?1)
-               AND +status = 'pending'",
-        )?
-        .execute([task_id])?;
+        unblock_dependents(c, task_id)?;
     } else {
         cancel_dependents(c, now, task_id)?;
     }

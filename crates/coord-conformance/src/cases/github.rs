@@ -124,7 +124,7 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
     );
     assert_eq!(cs.status, ChangesetStatus::Pending);
     // GitHub hears each run as a commit status; a person's review is the security run's.
-    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let queued = sent(&h).await;
     let states: Vec<(&str, &str)> = queued
         .iter()
         .map(|q| {
@@ -135,12 +135,6 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
         })
         .collect();
     assert_eq!(states, [("coord/lint", "pending"), ("coord/security", "pending")]);
-    for q in &queued {
-        h.store
-            .record_github_request(Some(h.now()), q.id, Ok(()), 0)
-            .await
-            .unwrap();
-    }
     let approval = cs.runs[1].approval_id.clone().expect("a review");
     run::<coord_service::ops::approvals::DecideApproval>(
         &h,
@@ -154,7 +148,7 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
     )
     .await
     .unwrap();
-    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let queued = sent(&h).await;
     assert_eq!(queued.len(), 1, "{queued:?}");
     assert_eq!(
         (
@@ -168,12 +162,6 @@ pub async fn github_pushes_become_changesets(b: &dyn Backend) {
             Some("success")
         )
     );
-    for q in &queued {
-        h.store
-            .record_github_request(Some(h.now()), q.id, Ok(()), 0)
-            .await
-            .unwrap();
-    }
 
     // The same delivery again: a duplicate, nothing done twice.
     let again = deliver(&h, "d-1", "push", push("agent/claude-1/42", sha))
@@ -293,6 +281,23 @@ fn issue_event(action: &str, labels: &[&str], updated_at: &str, state: &str, bod
     })
 }
 
+/// What `coord serve` would send GitHub now, marked sent (GitHub took it).
+async fn sent(h: &Harness) -> Vec<coord_domain::github_sync::QueuedRequest> {
+    let due = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    for q in &due {
+        h.store
+            .record_github_request(Some(h.now()), q.id, Ok(()), 0)
+            .await
+            .unwrap();
+    }
+    due
+}
+
+/// An `issues` delivery, answered.
+async fn on_issue(h: &Harness, id: &str, payload: Value) -> GithubDeliveryResult {
+    deliver(h, id, "issues", payload).await.unwrap()
+}
+
 /// Live locks as (path, holder), sorted.
 async fn locks(h: &Harness) -> Vec<(String, String)> {
     let mut all: Vec<(String, String)> = h
@@ -328,37 +333,29 @@ pub async fn github_issues_and_branches_become_locks_and_tasks(b: &dyn Backend) 
     assert!(h.lock(&codex, "src/api.rs", Some(480)).await.success);
 
     let labels = ["agent:claude-web-1", "locked:src/auth/login.ts", "locked:src/api.rs"];
-    let r = deliver(
+    let r = on_issue(
         &h,
         "i-1",
-        "issues",
         issue_event("labeled", &labels, "2026-11-26T10:00:00Z", "open", ""),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(r.status, DeliveryStatus::Processed, "{r:?}");
     assert_eq!(
         locks(&h).await,
         pairs(&[("src/api.rs", "codex-2"), ("src/auth/login.ts", "claude-web-1")])
     );
     // The contested label is told on the issue, once.
-    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let queued = sent(&h).await;
     assert_eq!(queued.len(), 1, "{queued:?}");
     assert_eq!(queued[0].request.path, "/repos/octocat/Hello-World/issues/12/comments");
     let comment = queued[0].request.body["body"].as_str().unwrap();
     assert!(comment.contains("`src/api.rs` is locked by codex-2"), "{comment}");
-    h.store
-        .record_github_request(Some(h.now()), queued[0].id, Ok(()), 0)
-        .await
-        .unwrap();
-    let again = deliver(
+    let again = on_issue(
         &h,
         "i-1b",
-        "issues",
         issue_event("edited", &labels, "2026-11-26T10:00:00Z", "open", ""),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(again.status, DeliveryStatus::Processed);
     h.advance(10);
     assert!(
@@ -395,14 +392,12 @@ pub async fn github_issues_and_branches_become_locks_and_tasks(b: &dyn Backend) 
         "status:assigned",
         "priority:2",
     ];
-    let r = deliver(
+    let r = on_issue(
         &h,
         "i-2",
-        "issues",
         issue_event("labeled", &labels2, "2026-11-26T10:05:00Z", "open", "Use MFA."),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(r.status, DeliveryStatus::Processed, "{r:?}");
     assert!(!h.claim(&codex).await.success, "the issue's task is not codex's");
     let task = h.claim(&claude).await;
@@ -435,26 +430,22 @@ pub async fn github_issues_and_branches_become_locks_and_tasks(b: &dyn Backend) 
     assert_eq!(locks(&h).await.len(), 2, "renewed by the comment");
     assert_eq!(h.task(&task_id).await.status, coord_domain::queue::TaskStatus::Claimed);
     // A late delivery of an older state changes nothing.
-    let late = deliver(
+    let late = on_issue(
         &h,
         "i-0",
-        "issues",
         issue_event("unlabeled", &["agent:claude-web-1"], "2026-11-26T09:00:00Z", "open", ""),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(late.status, DeliveryStatus::Ignored, "{late:?}");
     assert_eq!(locks(&h).await.len(), 2);
 
     // Closed as completed: the lock released, the claimed task completed.
-    let closed = deliver(
+    let closed = on_issue(
         &h,
         "i-3",
-        "issues",
         issue_event("closed", &labels2, "2026-11-26T11:00:00Z", "closed", ""),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(closed.status, DeliveryStatus::Processed, "{closed:?}");
     assert_eq!(locks(&h).await, pairs(&[("src/api.rs", "codex-2")]));
     assert_eq!(
@@ -494,7 +485,7 @@ pub async fn github_issues_and_branches_become_locks_and_tasks(b: &dyn Backend) 
             ("src/new.rs", "claude-web-1")
         ])
     );
-    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let queued = sent(&h).await;
     let status = queued
         .iter()
         .find(|q| q.request.path == format!("/repos/octocat/Hello-World/statuses/{sha}"))
@@ -550,7 +541,7 @@ pub async fn github_actions_runs_finish_by_webhook(b: &dyn Backend) {
     let sha = "2222222222222222222222222222222222222222";
     let pushed = deliver(&h, "w-1", "push", push("feature", sha)).await.unwrap();
     let id = pushed.changeset_id.expect("a changeset");
-    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let queued = sent(&h).await;
     let statuses: Vec<(&str, &str, &str)> = queued
         .iter()
         .map(|q| {
@@ -563,12 +554,6 @@ pub async fn github_actions_runs_finish_by_webhook(b: &dyn Backend) {
         .collect();
     let path = format!("/repos/octocat/Hello-World/statuses/{sha}");
     assert_eq!(statuses, [(path.as_str(), "coord/ci", "pending")]);
-    for q in &queued {
-        h.store
-            .record_github_request(Some(h.now()), q.id, Ok(()), 0)
-            .await
-            .unwrap();
-    }
 
     let worker = || async {
         run::<verification::ClaimVerificationRun>(
@@ -669,7 +654,7 @@ pub async fn github_actions_runs_finish_by_webhook(b: &dyn Backend) {
         .unwrap_err();
     assert_eq!(late.code, ErrorCode::Forbidden);
     // The dispatch linked the pending status to the run; the conclusion followed.
-    let queued = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
+    let queued = sent(&h).await;
     let states: Vec<(Option<&str>, Option<&str>, Option<&str>)> = queued
         .iter()
         .map(|q| {
@@ -717,23 +702,19 @@ pub async fn github_races_and_coord_locks(b: &dyn Backend) {
     let alice = agent("alice");
     assert!(h.lock(&alice, "src/own.rs", Some(480)).await.success);
     let with = ["agent:alice", "locked:src/own.rs", "locked:src/new.rs"];
-    let r = deliver(
+    let r = on_issue(
         &h,
         "r-1",
-        "issues",
         issue_event("labeled", &with, "2026-11-26T10:00:00Z", "open", ""),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(r.status, DeliveryStatus::Processed, "{r:?}");
-    let r = deliver(
+    let r = on_issue(
         &h,
         "r-2",
-        "issues",
         issue_event("unlabeled", &["agent:alice"], "2026-11-26T10:01:00Z", "open", ""),
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(r.status, DeliveryStatus::Processed, "{r:?}");
     assert_eq!(
         locks(&h).await,
@@ -743,14 +724,12 @@ pub async fn github_races_and_coord_locks(b: &dyn Backend) {
 
     // Assigned, then a comment deleted: the task stays.
     let assigned = ["agent:alice", "status:assigned"];
-    deliver(
+    on_issue(
         &h,
         "r-3",
-        "issues",
         issue_event("labeled", &assigned, "2026-11-26T10:02:00Z", "open", ""),
     )
-    .await
-    .unwrap();
+    .await;
     let mut gone = issue_event("deleted", &assigned, "2026-11-26T10:03:00Z", "open", "");
     gone["comment"] = json!({"id": 9, "body": "spam"});
     let r = deliver(&h, "r-4", "issue_comment", gone).await.unwrap();
