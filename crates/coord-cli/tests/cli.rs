@@ -1953,6 +1953,24 @@ fn github_lock_labels_fit_githubs_limit() {
     assert_eq!((c, v["error"].as_str()), (2, Some("invalid_path")), "{v}");
 }
 
+/// A repository on branch `feature` with the policies applied and one commit adding
+/// `src/main.rs`, submitted by `dev` (`verify submit --git`); answers the changeset id.
+fn submitted_on_branch(repo: &Repo, policies: &str) -> String {
+    git(repo, &["init", "-q", "-b", "feature"]);
+    git(repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    let base = git(repo, &["rev-parse", "HEAD"]);
+    std::fs::write(repo.root().join("policies.yaml"), policies).unwrap();
+    let out = repo.run(&["verify", "apply", "policies.yaml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    std::fs::create_dir_all(repo.root().join("src")).unwrap();
+    std::fs::write(repo.root().join("src/main.rs"), "fn main() {}\n").unwrap();
+    git(repo, &["add", "src"]);
+    git(repo, &["commit", "-q", "-m", "work"]);
+    let (v, c) = repo.json_as("dev", &["verify", "submit", "--git", base.as_str()]);
+    assert_eq!(c, 0, "{v}");
+    v["changeset"]["changeset_id"].as_str().unwrap().to_string()
+}
+
 /// Serves `app` on a loopback port from its own thread; answers its base URL.
 fn serve_on_loopback(app: axum::Router) -> String {
     let (tx, rx) = std::sync::mpsc::channel();
@@ -2053,23 +2071,10 @@ fn fake_github() -> (String, Seen) {
 /// the workflow's runs, never dispatched again), followed to its conclusion, and the
 /// run's page recorded.
 fn github_actions_workers_through_the_cli(repo: &Repo) {
-    git(repo, &["init", "-q", "-b", "feature"]);
-    git(repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
-    let base = git(repo, &["rev-parse", "HEAD"]);
-    std::fs::write(
-        repo.root().join("policies.yaml"),
+    let id = submitted_on_branch(
+        repo,
         "ci: {tier: 2, executor: github_actions, patterns: ['src/**'], workflow: verify.yml}\nflaky: {tier: 2, executor: github_actions, patterns: ['src/**'], workflow: verify.yml}\n",
-    )
-    .unwrap();
-    let out = repo.run(&["verify", "apply", "policies.yaml"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    std::fs::create_dir_all(repo.root().join("src")).unwrap();
-    std::fs::write(repo.root().join("src/main.rs"), "fn main() {}\n").unwrap();
-    git(repo, &["add", "src"]);
-    git(repo, &["commit", "-q", "-m", "work"]);
-    let (v, c) = repo.json_as("dev", &["verify", "submit", "--git", base.as_str()]);
-    assert_eq!(c, 0, "{v}");
-    let id = v["changeset"]["changeset_id"].as_str().unwrap().to_string();
+    );
 
     let worker = [
         "--agent-id",
@@ -2221,25 +2226,12 @@ fn fake_e2b() -> (String, Seen) {
 /// exit code and output are recorded, a run past its timeout is timed out, and every
 /// sandbox is deleted.
 fn e2b_workers_through_the_cli(repo: &Repo) {
-    git(repo, &["init", "-q", "-b", "feature"]);
-    git(repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
-    let base = git(repo, &["rev-parse", "HEAD"]);
-    std::fs::write(
-        repo.root().join("policies.yaml"),
+    let id = submitted_on_branch(
+        repo,
         "e2e: {tier: 3, executor: e2b, patterns: ['src/**'], template: rust, command: [make, e2e], required_env: [E2E_TOKEN]}\n\
          e2e-fail: {tier: 3, executor: e2b, patterns: ['src/**'], template: rust, command: [sh, -c, fail]}\n\
          e2e-slow: {tier: 3, executor: e2b, patterns: ['src/**'], template: rust, command: [hang], timeout_seconds: 1}\n",
-    )
-    .unwrap();
-    let out = repo.run(&["verify", "apply", "policies.yaml"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    std::fs::create_dir_all(repo.root().join("src")).unwrap();
-    std::fs::write(repo.root().join("src/main.rs"), "fn main() {}\n").unwrap();
-    git(repo, &["add", "src"]);
-    git(repo, &["commit", "-q", "-m", "work"]);
-    let (v, c) = repo.json_as("dev", &["verify", "submit", "--git", base.as_str()]);
-    assert_eq!(c, 0, "{v}");
-    let id = v["changeset"]["changeset_id"].as_str().unwrap().to_string();
+    );
 
     let worker = ["--agent-id", "ci", "verify", "run", "--once", "--executor", "e2b"];
     let mut cmd = repo.command(&worker);
