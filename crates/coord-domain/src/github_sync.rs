@@ -454,6 +454,12 @@ pub fn commit_status(repository: &str, sha: &str, state: &str, context: &str, de
     }
 }
 
+/// Sent requests (and given-up ones) are kept this long, then pruned by the sweeper.
+pub const OUTBOX_KEEP_DAYS: i64 = 7;
+/// Deliveries acted on are kept this long (GitHub offers redelivery for 3 days; a
+/// redelivery of a pruned one would be acted on again), then pruned by the sweeper.
+pub const DELIVERIES_KEEP_DAYS: i64 = 30;
+
 /// A request tried this often stays in the outbox with its last error, not tried again.
 pub const MAX_REQUEST_ATTEMPTS: i32 = 10;
 

@@ -6,7 +6,9 @@ use crate::rows::{NOW, get};
 use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
-use coord_domain::github_sync::{GithubRequest, Link, MAX_REQUEST_ATTEMPTS, QueuedRequest};
+use coord_domain::github_sync::{
+    DELIVERIES_KEEP_DAYS, GithubRequest, Link, MAX_REQUEST_ATTEMPTS, OUTBOX_KEEP_DAYS, QueuedRequest,
+};
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{GithubStore, OpCtx};
 use tokio_postgres::types::Json;
@@ -37,6 +39,34 @@ async fn record(tx: &Tx<'_>, ctx: &OpCtx, d: &Delivery) -> R<GithubDeliveryResul
         note: get(&r, 2)?,
         changeset_id: get(&r, 3)?,
     })
+}
+
+/// Up to `batch` deliveries and `batch` outbox rows past their keeping time; answers
+/// how many went. Deliveries not acted on yet and requests not sent yet (and not given
+/// up) stay.
+pub async fn prune(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<i64> {
+    let deliveries = tx
+        .execute(
+            &format!(
+                "DELETE FROM github_deliveries WHERE delivery_id IN (
+                     SELECT delivery_id FROM github_deliveries
+                      WHERE status <> 'received' AND received_at < {NOW} - make_interval(days => $2) LIMIT $3)"
+            ),
+            &[&now, &(DELIVERIES_KEEP_DAYS as i32), &batch],
+        )
+        .await?;
+    let requests = tx
+        .execute(
+            &format!(
+                "DELETE FROM github_outbox WHERE id IN (
+                     SELECT id FROM github_outbox
+                      WHERE created_at < {NOW} - make_interval(days => $2)
+                        AND (sent_at IS NOT NULL OR attempts >= $4) LIMIT $3)"
+            ),
+            &[&now, &(OUTBOX_KEEP_DAYS as i32), &batch, &MAX_REQUEST_ATTEMPTS],
+        )
+        .await?;
+    Ok((deliveries + requests) as i64)
 }
 
 /// A taken request is not due again for this long (the sender's timeout is shorter).

@@ -367,11 +367,13 @@ impl Maintenance for PgStore {
             let tx = client.transaction().await?;
             let expired_locks_deleted = locks::sweep(&tx, now, batch).await?;
             let (claims_requeued, claims_failed) = queue::settle_expired_claims(&tx, now, batch).await?;
+            let github_rows_pruned = github::prune(&tx, now, batch).await?;
             tx.commit().await?;
             Ok(SweepReport {
                 expired_locks_deleted,
                 claims_requeued,
                 claims_failed,
+                github_rows_pruned,
             })
         }
         .await;

@@ -6,7 +6,9 @@ use crate::rows::{json, opt_ts, string_list, to_json};
 use crate::{R, SqliteStore};
 use async_trait::async_trait;
 use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
-use coord_domain::github_sync::{GithubRequest, Link, MAX_REQUEST_ATTEMPTS, QueuedRequest};
+use coord_domain::github_sync::{
+    DELIVERIES_KEEP_DAYS, GithubRequest, Link, MAX_REQUEST_ATTEMPTS, OUTBOX_KEEP_DAYS, QueuedRequest,
+};
 use coord_domain::time::to_micros;
 use coord_domain::{CoordResult, Timestamp};
 use coord_store::{GithubStore, OpCtx};
@@ -128,6 +130,27 @@ fn take_due(c: &Connection, now: i64, limit: i64) -> R<Vec<QueuedRequest>> {
         })
     })?
     .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Up to `batch` deliveries and `batch` outbox rows past their keeping time; answers
+/// how many went. Deliveries not acted on yet and requests not sent yet (and not given
+/// up) stay.
+pub fn prune(c: &Connection, now: i64, batch: i64) -> R<i64> {
+    let day = 24 * 3600 * SECOND;
+    let deliveries = c
+        .prepare_cached(
+            "DELETE FROM github_deliveries WHERE delivery_id IN (
+                 SELECT delivery_id FROM github_deliveries WHERE status <> 'received' AND received_at < ?1 LIMIT ?2)",
+        )?
+        .execute(params![now - DELIVERIES_KEEP_DAYS * day, batch])?;
+    let requests = c
+        .prepare_cached(
+            "DELETE FROM github_outbox WHERE id IN (
+                 SELECT id FROM github_outbox
+                  WHERE created_at < ?1 AND (sent_at IS NOT NULL OR attempts >= ?3) LIMIT ?2)",
+        )?
+        .execute(params![now - OUTBOX_KEEP_DAYS * day, batch, MAX_REQUEST_ATTEMPTS])?;
+    Ok((deliveries + requests) as i64)
 }
 
 #[async_trait]

@@ -388,10 +388,12 @@ impl Maintenance for SqliteStore {
             let now = now_micros(now);
             let expired_locks_deleted = locks::sweep(tx, now, batch)?;
             let (claims_requeued, claims_failed) = queue::settle_expired_claims(tx, now, batch)?;
+            let github_rows_pruned = github::prune(tx, now, batch)?;
             Ok(SweepReport {
                 expired_locks_deleted,
                 claims_requeued,
                 claims_failed,
+                github_rows_pruned,
             })
         })
         .await

@@ -274,6 +274,9 @@ pub struct SweepReport {
     pub expired_locks_deleted: i64,
     pub claims_requeued: i64,
     pub claims_failed: i64,
+    /// GitHub deliveries and outbox requests past their keeping time
+    /// (`github_sync::DELIVERIES_KEEP_DAYS`, `OUTBOX_KEEP_DAYS`).
+    pub github_rows_pruned: i64,
 }
 
 /// The file-system step of a write, run inside the write's transaction once the lock

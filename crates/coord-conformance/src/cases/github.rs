@@ -692,6 +692,12 @@ pub async fn github_actions_runs_finish_by_webhook(b: &dyn Backend) {
     assert_eq!((v.passed, v.failed, v.timed_out, v.error), (0, 1, 0, 0));
     assert_eq!(v.pass_rate(), Some(0.0));
     assert_eq!((v.time_to_verify.count, v.time_to_verify.sum_seconds), (1, 720.0));
+    // A month on, the sweeper prunes the deliveries acted on and the requests sent.
+    h.advance(31 * 24 * 60);
+    assert_eq!(h.sweep().await.unwrap().github_rows_pruned, 5 + 3);
+    assert_eq!(h.sweep().await.unwrap().github_rows_pruned, 0);
+    let again = deliver(&h, "w-1", "ping", json!({"zen": "again"})).await.unwrap();
+    assert!(!again.duplicate, "a pruned delivery id is new again");
 }
 
 /// What GitHub does not get to undo: a lock the agent took in coord stays when a label
