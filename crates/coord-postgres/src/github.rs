@@ -69,6 +69,22 @@ pub async fn prune(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<i64> {
     Ok((deliveries + requests) as i64)
 }
 
+const LINK_COLS: &str = "repo_id, key, repository, agent_id, locks, task_id, updated_at, notice";
+
+fn link_row(r: &tokio_postgres::Row) -> R<Link> {
+    let Json(locks) = get::<Json<Vec<String>>>(r, 4)?;
+    Ok(Link {
+        repo_id: get(r, 0)?,
+        key: get(r, 1)?,
+        repository: get(r, 2)?,
+        agent_id: get(r, 3)?,
+        locks,
+        task_id: get(r, 5)?,
+        updated_at: get(r, 6)?,
+        notice: get(r, 7)?,
+    })
+}
+
 /// A taken request is not due again for this long (the sender's timeout is shorter).
 const TAKEN_SECONDS: f64 = 120.0;
 
@@ -82,25 +98,32 @@ impl GithubStore for PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT repository, agent_id, locks, task_id, updated_at, notice FROM github_links WHERE repo_id = $1 AND key = $2",
+                &format!("SELECT {LINK_COLS} FROM github_links WHERE repo_id = $1 AND key = $2"),
                 &[&repo_id, &key],
             )
             .await
             .map_err(db)?;
-        let read = |r: &tokio_postgres::Row| -> R<Link> {
-            let Json(locks) = get::<Json<Vec<String>>>(r, 2)?;
-            Ok(Link {
-                repo_id,
-                key: key.clone(),
-                repository: get(r, 0)?,
-                agent_id: get(r, 1)?,
-                locks,
-                task_id: get(r, 3)?,
-                updated_at: get(r, 4)?,
-                notice: get(r, 5)?,
-            })
-        };
-        row.as_ref().map(read).transpose().map_err(CoordError::from)
+        row.as_ref().map(link_row).transpose().map_err(CoordError::from)
+    }
+
+    async fn github_issue_links_due(&self, before: Timestamp, limit: i64) -> CoordResult<Vec<Link>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {LINK_COLS} FROM github_links
+                      WHERE key LIKE 'issue:%' AND agent_id IS NOT NULL
+                        AND (jsonb_array_length(locks) > 0 OR task_id IS NOT NULL) AND saved_at < $1
+                      ORDER BY saved_at LIMIT $2"
+                ),
+                &[&before, &limit],
+            )
+            .await
+            .map_err(db)?;
+        rows.iter()
+            .map(link_row)
+            .collect::<R<Vec<_>>>()
+            .map_err(CoordError::from)
     }
 
     async fn save_github_link(&self, now: Option<Timestamp>, l: Link) -> CoordResult<()> {

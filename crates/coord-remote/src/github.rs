@@ -206,15 +206,82 @@ pub async fn send_due(coord: &Coordinator, api: &GithubApi) -> CoordResult<(u64,
     }
 }
 
-/// The sender of `coord serve`: a pass every `every`.
+/// Issue links not saved for this long are read back from GitHub.
+pub const REFRESH_AFTER_MINUTES: i64 = 60;
+/// Issues read back per pass.
+const REFRESH_BATCH: i64 = 100;
+
+/// Reads back from GitHub the issues whose links hold locks or a task and have heard
+/// nothing for an hour, and reconciles each as a delivery (`issues`, action
+/// `refreshed`, delivery id `refresh-<repo>-<number>-<hour>`): a delivery GitHub never
+/// sent or coord missed is repaired, label locks are renewed while their labels stay,
+/// and an issue gone from GitHub (404, 410) ends as if deleted. Answers (refreshed,
+/// failed).
+pub async fn refresh_issues(coord: &Coordinator, api: &GithubApi) -> CoordResult<(u64, u64)> {
+    use coord_domain::github::{GithubDeliveryRequest, WEBHOOK_AGENT, WEBHOOK_AGENT_TYPE};
+    let now = coord.now().unwrap_or_else(chrono::Utc::now);
+    let before = now - chrono::Duration::minutes(REFRESH_AFTER_MINUTES);
+    let due = coord.store().github_issue_links_due(before, REFRESH_BATCH).await?;
+    let who = coord_domain::access::Principal::new(
+        coord_domain::Caller::new(WEBHOOK_AGENT, WEBHOOK_AGENT_TYPE),
+        coord_domain::access::Credential::Operator,
+    );
+    let (mut refreshed, mut failed) = (0, 0);
+    for link in due {
+        let (Some(number), Some(repo)) = (
+            link.key.strip_prefix("issue:").and_then(|n| n.parse::<i64>().ok()),
+            coord_domain::github_sync::repository_name(&link.repository),
+        ) else {
+            continue;
+        };
+        let repository = serde_json::json!({"id": link.repo_id, "full_name": repo});
+        let payload = match api.call("GET", &format!("/repos/{repo}/issues/{number}"), None).await {
+            Ok(issue) => serde_json::json!({"action": "refreshed", "issue": issue, "repository": repository}),
+            Err(e) if matches!(e.status, Some(404 | 410)) => serde_json::json!({
+                "action": "deleted",
+                "issue": {"number": number, "state": "closed", "updated_at": now, "labels": []},
+                "repository": repository,
+            }),
+            Err(e) => {
+                tracing::warn!(repository = %repo, issue = number, error = %e, "could not read an issue back from GitHub");
+                failed += 1;
+                continue;
+            }
+        };
+        let request = GithubDeliveryRequest {
+            delivery_id: format!("refresh-{}-{number}-{}", link.repo_id, now.format("%Y%m%d%H")),
+            event: "issues".into(),
+            payload,
+        };
+        match coord_service::call::<coord_service::ops::github::ReceiveGithubDelivery, _>(coord, &who, request).await {
+            Ok(_) => refreshed += 1,
+            Err(e) => {
+                tracing::warn!(repository = %repo, issue = number, error = %e.message, "could not reconcile an issue");
+                failed += 1;
+            }
+        }
+    }
+    Ok((refreshed, failed))
+}
+
+/// The GitHub task of `coord serve`: the outbox sent every `every`, issues read back
+/// every hour.
 pub fn spawn(coord: Coordinator, api: GithubApi, every: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let hour = Duration::from_secs(3600);
+        let mut last_refresh: Option<std::time::Instant> = None;
         loop {
             tick.tick().await;
             if let Err(e) = send_due(&coord, &api).await {
                 tracing::warn!(error = %e, "GitHub requests could not be sent");
+            }
+            if last_refresh.is_none_or(|t| t.elapsed() >= hour) {
+                last_refresh = Some(std::time::Instant::now());
+                if let Err(e) = refresh_issues(&coord, &api).await {
+                    tracing::warn!(error = %e, "issues could not be read back from GitHub");
+                }
             }
         }
     })

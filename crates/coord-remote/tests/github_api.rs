@@ -7,7 +7,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use coord_domain::github_sync::{commit_status, issue_comment};
-use coord_remote::github::{GithubApi, send_due};
+use coord_remote::github::{GithubApi, refresh_issues, send_due};
 use coord_service::{CoordConfig, Coordinator, ManualClock};
 use std::sync::{Arc, Mutex};
 
@@ -39,6 +39,21 @@ async fn handle(State(fake): State<Arc<Fake>>, headers: HeaderMap, req: Request)
         version: header("x-github-api-version"),
         body: serde_json::from_slice(&bytes).unwrap_or_default(),
     });
+    if path == "/api/v3/repos/octocat/Hello-World/issues/12" {
+        // The issue as GitHub has it now: still labelled, nothing new.
+        return axum::Json(serde_json::json!({
+            "number": 12, "title": "Harden login", "state": "open", "updated_at": "2026-11-26T10:00:00Z",
+            "labels": [{"name": "agent:claude-1"}, {"name": "locked:src/a.rs"}]
+        }))
+        .into_response();
+    }
+    if path == "/api/v3/repos/octocat/Hello-World/issues/13" {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(serde_json::json!({"message": "Not Found"})),
+        )
+            .into_response();
+    }
     if path.contains("/broken/") {
         return (StatusCode::BAD_GATEWAY, "upstream").into_response();
     }
@@ -142,6 +157,79 @@ async fn the_outbox_reaches_github_with_retries_and_rate_limits() {
         .filter(|s| s.path.ends_with("/issues/12/comments"))
         .count();
     assert_eq!(comments, 1);
+}
+
+/// Issues are read back from GitHub: label locks renewed while their labels stay, an
+/// issue gone from GitHub released as deleted; only links quiet for an hour are read.
+#[tokio::test]
+async fn issues_are_read_back_from_github() {
+    let fake = Arc::new(Fake::default());
+    let app = axum::Router::new().fallback(handle).with_state(fake.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let dir = tempfile::tempdir().unwrap();
+    let store = coord_sqlite::SqliteStore::open(&dir.path().join("coord.db")).unwrap();
+    let start: chrono::DateTime<chrono::Utc> = "2026-11-26T10:00:00Z".parse().unwrap();
+    let clock = Arc::new(ManualClock::new(start));
+    let coord = Coordinator::new(Arc::new(store), clock.clone(), CoordConfig::default());
+    let api = GithubApi::new(&format!("http://{addr}/api/v3"), "t0ken").unwrap();
+    let webhook = coord_domain::access::Principal::new(
+        coord_domain::Caller::new("github-webhook", "github"),
+        coord_domain::access::Credential::Operator,
+    );
+    for (n, path) in [(12, "src/a.rs"), (13, "src/b.rs")] {
+        let request = coord_domain::github::GithubDeliveryRequest {
+            delivery_id: format!("d-{n}"),
+            event: "issues".into(),
+            payload: serde_json::json!({
+                "action": "labeled",
+                "issue": {"number": n, "state": "open", "updated_at": "2026-11-26T10:00:00Z",
+                          "labels": [{"name": "agent:claude-1"}, {"name": format!("locked:{path}")}]},
+                "repository": {"id": 1296269, "full_name": "octocat/Hello-World"}
+            }),
+        };
+        let r = coord_service::call::<coord_service::ops::github::ReceiveGithubDelivery, _>(&coord, &webhook, request)
+            .await
+            .unwrap();
+        assert_eq!(r.status, coord_domain::github::DeliveryStatus::Processed, "{r:?}");
+    }
+    let live = |coord: &Coordinator| {
+        let coord = coord.clone();
+        async move {
+            let who = coord_domain::access::Principal::local(coord_domain::Caller::new("observer", "cli"));
+            let mut paths: Vec<String> = coord_service::call::<coord_service::ops::locks::CheckLocks, _>(
+                &coord,
+                &who,
+                coord_domain::locks::CheckLocksRequest { file_paths: None },
+            )
+            .await
+            .unwrap()
+            .locks
+            .into_iter()
+            .map(|l| l.file_path)
+            .collect();
+            paths.sort();
+            paths
+        }
+    };
+    assert_eq!(live(&coord).await, ["src/a.rs", "src/b.rs"]);
+    // Quiet for less than an hour: nothing is read.
+    assert_eq!(refresh_issues(&coord, &api).await.unwrap(), (0, 0));
+    clock.advance(chrono::Duration::hours(2));
+    assert_eq!(refresh_issues(&coord, &api).await.unwrap(), (2, 0));
+    // #13 is gone from GitHub: released. #12's lock was renewed: live past its first 8 h.
+    assert_eq!(live(&coord).await, ["src/a.rs"]);
+    clock.advance(chrono::Duration::hours(7));
+    assert_eq!(live(&coord).await, ["src/a.rs"]);
+    let reads = fake
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.method == "GET" && s.path.contains("/issues/"))
+        .count();
+    assert_eq!(reads, 2);
 }
 
 #[test]

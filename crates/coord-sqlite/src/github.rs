@@ -67,23 +67,38 @@ const SECOND: i64 = 1_000_000;
 /// A taken request is not due again for this long (the sender's timeout is shorter).
 const TAKEN_SECONDS: i64 = 120;
 
-fn link(c: &Connection, repo_id: i64, key: &str) -> R<Option<Link>> {
-    Ok(c.prepare_cached(
-        "SELECT repository, agent_id, locks, task_id, updated_at, notice FROM github_links WHERE repo_id = ?1 AND key = ?2",
-    )?
-    .query_row(params![repo_id, key], |r| {
-        Ok(Link {
-            repo_id,
-            key: key.to_string(),
-            repository: r.get(0)?,
-            agent_id: r.get(1)?,
-            locks: string_list(r, 2)?,
-            task_id: r.get(3)?,
-            updated_at: opt_ts(r, 4)?,
-            notice: r.get(5)?,
-        })
+const LINK_COLS: &str = "repo_id, key, repository, agent_id, locks, task_id, updated_at, notice";
+
+fn link_row(r: &rusqlite::Row) -> rusqlite::Result<Link> {
+    Ok(Link {
+        repo_id: r.get(0)?,
+        key: r.get(1)?,
+        repository: r.get(2)?,
+        agent_id: r.get(3)?,
+        locks: string_list(r, 4)?,
+        task_id: r.get(5)?,
+        updated_at: opt_ts(r, 6)?,
+        notice: r.get(7)?,
     })
+}
+
+fn link(c: &Connection, repo_id: i64, key: &str) -> R<Option<Link>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {LINK_COLS} FROM github_links WHERE repo_id = ?1 AND key = ?2"
+    ))?
+    .query_row(params![repo_id, key], link_row)
     .optional()?)
+}
+
+fn issue_links_due(c: &Connection, before: i64, limit: i64) -> R<Vec<Link>> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {LINK_COLS} FROM github_links
+          WHERE key LIKE 'issue:%' AND agent_id IS NOT NULL AND (locks <> '[]' OR task_id IS NOT NULL)
+            AND saved_at < ?1
+          ORDER BY saved_at LIMIT ?2"
+    ))?
+    .query_map(params![before, limit], link_row)?
+    .collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
 fn save_link(c: &Connection, now: i64, l: &Link) -> R<()> {
@@ -157,6 +172,11 @@ pub fn prune(c: &Connection, now: i64, batch: i64) -> R<i64> {
 impl GithubStore for SqliteStore {
     async fn github_link(&self, repo_id: i64, key: String) -> CoordResult<Option<Link>> {
         self.read(move |c| link(c, repo_id, &key)).await
+    }
+
+    async fn github_issue_links_due(&self, before: Timestamp, limit: i64) -> CoordResult<Vec<Link>> {
+        let before = to_micros(before);
+        self.read(move |c| issue_links_due(c, before, limit)).await
     }
 
     async fn save_github_link(&self, now: Option<Timestamp>, l: Link) -> CoordResult<()> {

@@ -672,6 +672,10 @@ pub trait GithubStore: Send + Sync {
     async fn unprocessed_github_deliveries(&self, before: Timestamp, limit: i64) -> CoordResult<Vec<Delivery>>;
     /// What coord last applied for an issue or branch (`github_sync::Link`).
     async fn github_link(&self, repo_id: i64, key: String) -> CoordResult<Option<Link>>;
+    /// Issue links that hold locks or a task and were last saved before `before`, oldest
+    /// first: the issues `coord serve` reads back from GitHub (missed deliveries, locks
+    /// renewed while their labels stay).
+    async fn github_issue_links_due(&self, before: Timestamp, limit: i64) -> CoordResult<Vec<Link>>;
     /// Stores a link, replacing the one of its issue or branch unless that one applied a
     /// newer `updated_at` (another process was quicker with a later event).
     async fn save_github_link(&self, now: Option<Timestamp>, link: Link) -> CoordResult<()>;

@@ -348,6 +348,22 @@ pub async fn github_issues_and_branches_become_locks_and_tasks(b: &dyn Backend) 
     let queued = sent(&h).await;
     assert_eq!(queued.len(), 1, "{queued:?}");
     assert_eq!(queued[0].request.path, "/repos/octocat/Hello-World/issues/12/comments");
+    // The issue's link is what `coord serve` reads back from GitHub once it is quiet.
+    let hour = chrono::Duration::hours(1);
+    let due = h.store.github_issue_links_due(h.now() + hour, 10).await.unwrap();
+    assert_eq!(
+        due.iter()
+            .map(|l| (l.key.as_str(), l.locks.clone()))
+            .collect::<Vec<_>>(),
+        [("issue:12", vec!["src/auth/login.ts".to_string()])]
+    );
+    assert!(
+        h.store
+            .github_issue_links_due(h.now() - hour, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let comment = queued[0].request.body["body"].as_str().unwrap();
     assert!(comment.contains("`src/api.rs` is locked by codex-2"), "{comment}");
     let again = on_issue(
