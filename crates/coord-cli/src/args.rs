@@ -793,6 +793,16 @@ pub enum GithubCommand {
     /// write issues and commit statuses; COORD_GITHUB_API_URL for GitHub Enterprise
     /// (https://HOST/api/v3). Failures are retried with backoff, then left with their error
     Send,
+    /// The requests for GitHub waiting to be sent (comments, commit statuses), with how
+    /// often each was tried and its last error; --sent also those sent. Local only
+    Outbox {
+        /// Also the requests already sent (kept 7 days)
+        #[arg(long)]
+        sent: bool,
+        /// At most this many, newest first
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

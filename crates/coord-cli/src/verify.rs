@@ -813,6 +813,38 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
     }
 }
 
+/// The outbox as a table.
+fn render_outbox(rows: &[Value]) -> String {
+    if rows.is_empty() {
+        return "nothing waits to be sent to GitHub".into();
+    }
+    let mut t = table(&["ID", "REQUEST", "TRIES", "STATE", "LAST ERROR"]);
+    for r in rows {
+        let at = |k: &str| {
+            r[k].as_str()
+                .and_then(|s| s.parse::<coord_domain::Timestamp>().ok())
+                .map(crate::output::when)
+        };
+        let state = match (at("sent_at"), r["attempts"].as_i64().unwrap_or(0)) {
+            (Some(sent), _) => format!("sent {sent}"),
+            (None, n) if n >= i64::from(coord_domain::github_sync::MAX_REQUEST_ATTEMPTS) => "given up".to_string(),
+            (None, _) => format!("next try {}", at("next_attempt_at").unwrap_or_default()),
+        };
+        t.add_row(vec![
+            r["id"].to_string(),
+            format!(
+                "{} {}",
+                r["method"].as_str().unwrap_or(""),
+                r["path"].as_str().unwrap_or("")
+            ),
+            r["attempts"].to_string(),
+            state,
+            crate::output::ellipsis(r["last_error"].as_str().unwrap_or("-"), 60),
+        ]);
+    }
+    t.to_string()
+}
+
 async fn send_now(coord: &dyn Coordination) -> CoordResult<(u64, u64)> {
     let local = coord.local().ok_or_else(|| {
         CoordError::new(
@@ -844,6 +876,19 @@ pub async fn github(cmd: GithubCommand, coord: &dyn Coordination, ctx: &Context,
             }
             Err(e) => out.error(&e),
         },
+        GithubCommand::Outbox { sent, limit } => {
+            let Some(local) = coord.local() else {
+                return out.error(&CoordError::new(
+                    ErrorCode::InvalidArgument,
+                    "in remote mode the server keeps the outbox: run coord github outbox where coord serve runs",
+                ));
+            };
+            let rows = local.store().github_outbox(sent, limit.clamp(1, 1000)).await;
+            out.result(
+                rows.map(|rows| serde_json::json!({"success": true, "requests": rows})),
+                |v| render_outbox(v["requests"].as_array().map(Vec::as_slice).unwrap_or_default()),
+            )
+        }
         GithubCommand::Label { path } => {
             let root = ctx.repo_root.to_string_lossy().into_owned();
             let normalised = match coord_domain::path::normalize_path(&path, Some(&root)) {

@@ -2298,3 +2298,48 @@ fn e2b_workers_through_the_cli(repo: &Repo) {
         .count();
     assert_eq!(deleted, 3, "every sandbox deleted, the timed-out one too: {seen:?}");
 }
+
+/// `coord github outbox` and `coord github send`: what waits for GitHub, sent with the
+/// token, and what GitHub answered when it refused.
+#[test]
+fn the_github_outbox_through_the_cli() {
+    let repo = Repo::new();
+    // codex holds the file; an issue labels it for claude: coord's lock wins and the
+    // issue is to be told.
+    assert_eq!(
+        code(&repo.run(&["--agent-id", "codex", "lock", "acquire", "src/a.rs"])),
+        0
+    );
+    let delivery = serde_json::json!({
+        "delivery_id": "d-1", "event": "issues",
+        "payload": {"action": "labeled",
+            "issue": {"number": 3, "state": "open", "updated_at": "2026-11-26T10:00:00Z",
+                      "labels": [{"name": "agent:claude"}, {"name": "locked:src/a.rs"}]},
+            "repository": {"id": 7, "full_name": "octocat/app"}}
+    });
+    let (v, c) = repo.json_as(
+        "github-webhook",
+        &["call", "receive_github_delivery", &delivery.to_string()],
+    );
+    assert_eq!(c, 0, "{v}");
+    let (v, c) = repo.json_as("ops", &["github", "outbox"]);
+    assert_eq!(c, 0, "{v}");
+    let requests = v["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 1, "{v}");
+    assert_eq!(requests[0]["path"], "/repos/octocat/app/issues/3/comments");
+    // The fake GitHub knows no such issue: the send fails, the error is kept.
+    let (api, _) = fake_github();
+    let out = repo.run_in(
+        repo.root(),
+        &["github", "send"],
+        &[("COORD_GITHUB_TOKEN", "t0ken"), ("COORD_GITHUB_API_URL", api.as_str())],
+    );
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("sent 0, failed 1"), "{}", stdout(&out));
+    let out = repo.run(&["github", "outbox"]);
+    let table = stdout(&out);
+    assert!(
+        table.contains("POST /repos/octocat/app/issues/3/comments") && table.contains("404 Not Found"),
+        "{table}"
+    );
+}

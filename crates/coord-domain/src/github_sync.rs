@@ -434,6 +434,23 @@ pub struct QueuedRequest {
     pub request: GithubRequest,
 }
 
+/// A request in the outbox as `coord github outbox` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub method: String,
+    pub path: String,
+    pub attempts: i32,
+    pub created_at: Timestamp,
+    /// When it is tried next (not sent yet).
+    pub next_attempt_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_at: Option<Timestamp>,
+    /// Why the last try failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
 /// A comment on an issue (or pull request) of `repository` (`owner/name`).
 pub fn issue_comment(repository: &str, number: i64, body: String) -> GithubRequest {
     GithubRequest {

@@ -7,7 +7,7 @@ use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
 use coord_domain::github_sync::{
-    DELIVERIES_KEEP_DAYS, GithubRequest, Link, MAX_REQUEST_ATTEMPTS, OUTBOX_KEEP_DAYS, QueuedRequest,
+    DELIVERIES_KEEP_DAYS, GithubRequest, Link, MAX_REQUEST_ATTEMPTS, OUTBOX_KEEP_DAYS, OutboxRow, QueuedRequest,
 };
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{GithubStore, OpCtx};
@@ -159,6 +159,31 @@ impl GithubStore for PgStore {
             .await
             .map_err(db)?;
         Ok(())
+    }
+
+    async fn github_outbox(&self, sent: bool, limit: i64) -> CoordResult<Vec<OutboxRow>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT id, method, path, attempts, created_at, next_attempt_at, sent_at, last_error
+                   FROM github_outbox WHERE $1 OR sent_at IS NULL ORDER BY id DESC LIMIT $2",
+                &[&sent, &limit],
+            )
+            .await
+            .map_err(db)?;
+        let read = |r: &tokio_postgres::Row| -> R<OutboxRow> {
+            Ok(OutboxRow {
+                id: get(r, 0)?,
+                method: get(r, 1)?,
+                path: get(r, 2)?,
+                attempts: get(r, 3)?,
+                created_at: get(r, 4)?,
+                next_attempt_at: get(r, 5)?,
+                sent_at: get(r, 6)?,
+                last_error: get(r, 7)?,
+            })
+        };
+        rows.iter().map(read).collect::<R<Vec<_>>>().map_err(CoordError::from)
     }
 
     async fn take_due_github_requests(&self, now: Option<Timestamp>, limit: i64) -> CoordResult<Vec<QueuedRequest>> {

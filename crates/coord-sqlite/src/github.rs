@@ -2,12 +2,12 @@
 //! `github_links` (what coord applied for an issue or branch) and `github_outbox`
 //! (requests for GitHub's API waiting to be sent).
 
-use crate::rows::{json, opt_ts, string_list, to_json};
+use crate::rows::{json, opt_ts, string_list, to_json, ts};
 use crate::{R, SqliteStore};
 use async_trait::async_trait;
 use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
 use coord_domain::github_sync::{
-    DELIVERIES_KEEP_DAYS, GithubRequest, Link, MAX_REQUEST_ATTEMPTS, OUTBOX_KEEP_DAYS, QueuedRequest,
+    DELIVERIES_KEEP_DAYS, GithubRequest, Link, MAX_REQUEST_ATTEMPTS, OUTBOX_KEEP_DAYS, OutboxRow, QueuedRequest,
 };
 use coord_domain::time::to_micros;
 use coord_domain::{CoordResult, Timestamp};
@@ -191,6 +191,29 @@ impl GithubStore for SqliteStore {
             )?
             .execute(params![request.method, request.path, to_json(&request.body), now])?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn github_outbox(&self, sent: bool, limit: i64) -> CoordResult<Vec<OutboxRow>> {
+        self.read(move |c| {
+            Ok(c.prepare_cached(
+                "SELECT id, method, path, attempts, created_at, next_attempt_at, sent_at, last_error
+                   FROM github_outbox WHERE ?1 OR sent_at IS NULL ORDER BY id DESC LIMIT ?2",
+            )?
+            .query_map(params![sent, limit], |r| {
+                Ok(OutboxRow {
+                    id: r.get(0)?,
+                    method: r.get(1)?,
+                    path: r.get(2)?,
+                    attempts: r.get(3)?,
+                    created_at: ts(r, 4)?,
+                    next_attempt_at: ts(r, 5)?,
+                    sent_at: opt_ts(r, 6)?,
+                    last_error: r.get(7)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
     }

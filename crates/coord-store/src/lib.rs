@@ -19,7 +19,7 @@ use coord_domain::audit::{AuditEvents, AuditFilter, AuditQueryResult, AuditRecor
 use coord_domain::audit_chain::{PruneAudit, PruneAuditResult, VerifyAudit, VerifyAuditResult};
 use coord_domain::files::{Fence, ReadFileResult, WriteFileResult};
 use coord_domain::github::{Delivery, GithubDeliveryResult};
-use coord_domain::github_sync::{GithubRequest, Link, QueuedRequest};
+use coord_domain::github_sync::{GithubRequest, Link, OutboxRow, QueuedRequest};
 use coord_domain::guardrail_rules::{GuardrailRule, NewRule};
 use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
@@ -684,6 +684,8 @@ pub trait GithubStore: Send + Sync {
     /// Takes up to `limit` queued requests that are due, marking them tried (they are
     /// not due again for a while, so two senders do not send one twice at once).
     async fn take_due_github_requests(&self, now: Option<Timestamp>, limit: i64) -> CoordResult<Vec<QueuedRequest>>;
+    /// The outbox, newest first: the requests not sent yet, or with `sent` all.
+    async fn github_outbox(&self, sent: bool, limit: i64) -> CoordResult<Vec<OutboxRow>>;
     /// Records a send: done, or failed and due again in `retry_in_seconds`.
     async fn record_github_request(
         &self,

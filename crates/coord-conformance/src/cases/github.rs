@@ -708,6 +708,15 @@ pub async fn github_actions_runs_finish_by_webhook(b: &dyn Backend) {
     assert_eq!((v.passed, v.failed, v.timed_out, v.error), (0, 1, 0, 0));
     assert_eq!(v.pass_rate(), Some(0.0));
     assert_eq!((v.time_to_verify.count, v.time_to_verify.sum_seconds), (1, 720.0));
+    // What `coord github outbox` lists: nothing waits; with --sent, the three statuses.
+    assert!(h.store.github_outbox(false, 10).await.unwrap().is_empty());
+    let all = h.store.github_outbox(true, 10).await.unwrap();
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert!(
+        all.iter()
+            .all(|r| r.sent_at.is_some() && r.attempts == 1 && r.last_error.is_none())
+    );
+    assert!(all[0].id > all[2].id, "newest first");
     // A month on, the sweeper prunes the deliveries acted on and the requests sent.
     h.advance(31 * 24 * 60);
     assert_eq!(h.sweep().await.unwrap().github_rows_pruned, 5 + 3);
