@@ -576,9 +576,11 @@ async fn work(
             }
         };
         let started = std::time::Instant::now();
-        // Every executor needs the policy's variables: a run without one is an error
-        // naming them, never a silent pass.
-        let outcome = if let Some(missing) = missing_env(&run.policy) {
+        // Every executor that runs the policy's command needs its variables: a run
+        // without one is an error naming them, never a silent pass. (A GitHub Actions
+        // run takes its secrets from GitHub, not from this worker.)
+        let needs_env = run.policy.executor != Executor::GithubActions;
+        let outcome = if let Some(missing) = missing_env(&run.policy).filter(|_| needs_env) {
             missing
         } else {
             match (&actions, run.policy.executor) {

@@ -59,6 +59,15 @@ pub struct Issue {
     pub labels: Vec<Label>,
     #[serde(default)]
     pub html_url: Option<String>,
+    /// Set when the issue is a pull request (as the issues API shows one).
+    #[serde(default)]
+    pub pull_request: Option<IssuePullRequest>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct IssuePullRequest {
+    #[serde(default)]
+    pub merged_at: Option<String>,
 }
 
 /// An `issues` delivery.

@@ -46,5 +46,7 @@ ALTER TABLE github_outbox ENABLE ROW LEVEL SECURITY;
 CREATE POLICY service_role_all ON github_links FOR ALL TO service_role USING (true) WITH CHECK (true);
 CREATE POLICY service_role_all ON github_outbox FOR ALL TO service_role USING (true) WITH CHECK (true);
 GRANT SELECT, INSERT, UPDATE ON github_links, github_outbox TO service_role;
+-- The sweeper prunes deliveries acted on and requests sent (github::prune).
+GRANT DELETE ON github_deliveries, github_outbox TO service_role;
 GRANT USAGE ON SEQUENCE github_outbox_id_seq TO service_role;
 REVOKE ALL ON github_links, github_outbox FROM PUBLIC, anon, authenticated;

@@ -367,6 +367,9 @@ impl Maintenance for PgStore {
             let tx = client.transaction().await?;
             let expired_locks_deleted = locks::sweep(&tx, now, batch).await?;
             let (claims_requeued, claims_failed) = queue::settle_expired_claims(&tx, now, batch).await?;
+            tx.commit().await?;
+            // Apart: pruning that fails never holds back expired locks and claims.
+            let tx = client.transaction().await?;
             let github_rows_pruned = github::prune(&tx, now, batch).await?;
             tx.commit().await?;
             Ok(SweepReport {

@@ -63,6 +63,9 @@ impl GithubApi {
         }
         super::install_crypto_provider();
         let http = reqwest::Client::builder()
+            // A redirect answers a renamed repository or a transferred issue: coord
+            // acts on what it asked about or not at all.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(30))
             .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))
@@ -211,14 +214,74 @@ pub const REFRESH_AFTER_MINUTES: i64 = 60;
 /// Issues read back per pass.
 const REFRESH_BATCH: i64 = 100;
 
+/// The fields of an issue coord reads, from the REST API's answer: nothing else is
+/// recorded (bodies aside, an issue's JSON carries its author, reactions, ...).
+fn issue_fields(issue: &serde_json::Value) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for k in [
+        "number",
+        "title",
+        "body",
+        "state",
+        "state_reason",
+        "updated_at",
+        "html_url",
+    ] {
+        if let Some(v) = issue.get(k) {
+            out.insert(k.into(), v.clone());
+        }
+    }
+    let labels: Vec<serde_json::Value> = issue["labels"]
+        .as_array()
+        .map(|ls| ls.iter().map(|l| serde_json::json!({"name": l["name"]})).collect())
+        .unwrap_or_default();
+    out.insert("labels".into(), labels.into());
+    if let Some(pr) = issue.get("pull_request") {
+        out.insert("pull_request".into(), serde_json::json!({"merged_at": pr["merged_at"]}));
+    }
+    serde_json::Value::Object(out)
+}
+
+/// What reading an issue back found.
+enum ReadBack {
+    Issue(serde_json::Value),
+    /// GitHub no longer has it (the repository still answers, with the same id).
+    Gone,
+}
+
+async fn read_back(api: &GithubApi, repo: &str, repo_id: i64, number: i64) -> Result<ReadBack, ApiError> {
+    match api.call("GET", &format!("/repos/{repo}/issues/{number}"), None).await {
+        // Never another issue's state for this one (a transferred issue answers from its
+        // new repository under another number: redirects are not followed at all).
+        Ok(issue) if issue["number"].as_i64() == Some(number) => Ok(ReadBack::Issue(issue_fields(&issue))),
+        Ok(_) => Err(ApiError {
+            message: format!("GitHub answered another issue for {repo}#{number}"),
+            retry_after: None,
+            ambiguous: false,
+            status: None,
+        }),
+        // A 404 also answers a token that cannot see the repository, or a wrong API URL:
+        // the issue is gone only if the repository itself answers, as the same one.
+        Err(e) if matches!(e.status, Some(404 | 410)) => {
+            let same = api
+                .call("GET", &format!("/repos/{repo}"), None)
+                .await
+                .is_ok_and(|r| r["id"].as_i64() == Some(repo_id));
+            if same { Ok(ReadBack::Gone) } else { Err(e) }
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Reads back from GitHub the issues whose links hold locks or a task and have heard
 /// nothing for an hour, and reconciles each as a delivery (`issues`, action
 /// `refreshed`, delivery id `refresh-<repo>-<number>-<hour>`): a delivery GitHub never
 /// sent or coord missed is repaired, label locks are renewed while their labels stay,
-/// and an issue gone from GitHub (404, 410) ends as if deleted. Answers (refreshed,
-/// failed).
+/// and an issue gone from GitHub (404, 410 while its repository still answers) ends as
+/// if deleted. A link that could not be read back goes to the end of the line (it is
+/// tried again in an hour, after the others). Answers (refreshed, failed).
 pub async fn refresh_issues(coord: &Coordinator, api: &GithubApi) -> CoordResult<(u64, u64)> {
-    use coord_domain::github::{GithubDeliveryRequest, WEBHOOK_AGENT, WEBHOOK_AGENT_TYPE};
+    use coord_domain::github::{DeliveryStatus, GithubDeliveryRequest, WEBHOOK_AGENT, WEBHOOK_AGENT_TYPE};
     let now = coord.now().unwrap_or_else(chrono::Utc::now);
     let before = now - chrono::Duration::minutes(REFRESH_AFTER_MINUTES);
     let due = coord.store().github_issue_links_due(before, REFRESH_BATCH).await?;
@@ -232,19 +295,27 @@ pub async fn refresh_issues(coord: &Coordinator, api: &GithubApi) -> CoordResult
             link.key.strip_prefix("issue:").and_then(|n| n.parse::<i64>().ok()),
             coord_domain::github_sync::repository_name(&link.repository),
         ) else {
+            touch(coord, link.repo_id, &link.key).await;
             continue;
         };
         let repository = serde_json::json!({"id": link.repo_id, "full_name": repo});
-        let payload = match api.call("GET", &format!("/repos/{repo}/issues/{number}"), None).await {
-            Ok(issue) => serde_json::json!({"action": "refreshed", "issue": issue, "repository": repository}),
-            Err(e) if matches!(e.status, Some(404 | 410)) => serde_json::json!({
-                "action": "deleted",
-                "issue": {"number": number, "state": "closed", "updated_at": now, "labels": []},
-                "repository": repository,
-            }),
+        let payload = match read_back(api, &repo, link.repo_id, number).await {
+            Ok(ReadBack::Issue(issue)) => {
+                serde_json::json!({"action": "refreshed", "issue": issue, "repository": repository})
+            }
+            Ok(ReadBack::Gone) => {
+                // Not older than what was applied, whatever GitHub's clock said then.
+                let at = link.updated_at.map_or(now, |u| u.max(now));
+                serde_json::json!({
+                    "action": "deleted",
+                    "issue": {"number": number, "state": "closed", "updated_at": at, "labels": []},
+                    "repository": repository,
+                })
+            }
             Err(e) => {
                 tracing::warn!(repository = %repo, issue = number, error = %e, "could not read an issue back from GitHub");
                 failed += 1;
+                touch(coord, link.repo_id, &link.key).await;
                 continue;
             }
         };
@@ -254,35 +325,54 @@ pub async fn refresh_issues(coord: &Coordinator, api: &GithubApi) -> CoordResult
             payload,
         };
         match coord_service::call::<coord_service::ops::github::ReceiveGithubDelivery, _>(coord, &who, request).await {
-            Ok(_) => refreshed += 1,
+            Ok(r) if r.status == DeliveryStatus::Processed && !r.duplicate => refreshed += 1,
+            Ok(r) => {
+                tracing::debug!(repository = %repo, issue = number, note = ?r.note, "an issue read back changed nothing");
+                touch(coord, link.repo_id, &link.key).await;
+            }
             Err(e) => {
                 tracing::warn!(repository = %repo, issue = number, error = %e.message, "could not reconcile an issue");
                 failed += 1;
+                touch(coord, link.repo_id, &link.key).await;
             }
         }
     }
     Ok((refreshed, failed))
 }
 
-/// The GitHub task of `coord serve`: the outbox sent every `every`, issues read back
-/// every hour.
+/// Saves a link as it is, so it is due again only after the others.
+async fn touch(coord: &Coordinator, repo_id: i64, key: &str) {
+    if let Ok(Some(link)) = coord.store().github_link(repo_id, key.to_string()).await
+        && let Err(e) = coord.store().save_github_link(coord.now(), link).await
+    {
+        tracing::warn!(error = %e.message, "could not move a link back in the read-back's line");
+    }
+}
+
+/// The GitHub task of `coord serve`: the outbox sent every `every` and, beside it (a
+/// slow read-back never holds up comments and statuses), issues read back every hour.
 pub fn spawn(coord: Coordinator, api: GithubApi, every: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let hour = Duration::from_secs(3600);
-        let mut last_refresh: Option<std::time::Instant> = None;
-        loop {
-            tick.tick().await;
-            if let Err(e) = send_due(&coord, &api).await {
-                tracing::warn!(error = %e, "GitHub requests could not be sent");
+        let send = async {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = send_due(&coord, &api).await {
+                    tracing::warn!(error = %e, "GitHub requests could not be sent");
+                }
             }
-            if last_refresh.is_none_or(|t| t.elapsed() >= hour) {
-                last_refresh = Some(std::time::Instant::now());
+        };
+        let refresh = async {
+            let mut tick = tokio::time::interval(Duration::from_secs(3600));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
                 if let Err(e) = refresh_issues(&coord, &api).await {
                     tracing::warn!(error = %e, "issues could not be read back from GitHub");
                 }
             }
-        }
+        };
+        tokio::join!(send, refresh);
     })
 }

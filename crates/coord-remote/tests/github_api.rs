@@ -47,6 +47,9 @@ async fn handle(State(fake): State<Arc<Fake>>, headers: HeaderMap, req: Request)
         }))
         .into_response();
     }
+    if path == "/api/v3/repos/octocat/Hello-World" {
+        return axum::Json(serde_json::json!({"id": 1296269, "full_name": "octocat/Hello-World"})).into_response();
+    }
     if path == "/api/v3/repos/octocat/Hello-World/issues/13" {
         return (
             StatusCode::NOT_FOUND,
@@ -217,17 +220,28 @@ async fn issues_are_read_back_from_github() {
     // Quiet for less than an hour: nothing is read.
     assert_eq!(refresh_issues(&coord, &api).await.unwrap(), (0, 0));
     clock.advance(chrono::Duration::hours(2));
+    // A wrong API URL answers 404 for everything: nothing is taken as gone.
+    let wrong = GithubApi::new(&format!("http://{addr}/nowhere"), "t0ken").unwrap();
+    assert_eq!(refresh_issues(&coord, &wrong).await.unwrap(), (0, 2));
+    assert_eq!(live(&coord).await, ["src/a.rs", "src/b.rs"]);
+    // Tried: not again for an hour.
+    assert_eq!(refresh_issues(&coord, &api).await.unwrap(), (0, 0));
+    clock.advance(chrono::Duration::hours(2));
     assert_eq!(refresh_issues(&coord, &api).await.unwrap(), (2, 0));
     // #13 is gone from GitHub: released. #12's lock was renewed: live past its first 8 h.
     assert_eq!(live(&coord).await, ["src/a.rs"]);
     clock.advance(chrono::Duration::hours(7));
-    assert_eq!(live(&coord).await, ["src/a.rs"]);
+    assert_eq!(
+        live(&coord).await,
+        ["src/a.rs"],
+        "renewed 7 hours ago, 11 after it was taken"
+    );
     let reads = fake
         .seen
         .lock()
         .unwrap()
         .iter()
-        .filter(|s| s.method == "GET" && s.path.contains("/issues/"))
+        .filter(|s| s.method == "GET" && s.path.starts_with("/api/v3/repos/octocat/Hello-World/issues/"))
         .count();
     assert_eq!(reads, 2);
 }

@@ -26,12 +26,14 @@ fn failed(why: impl std::fmt::Display) -> Outcome {
     (DeliveryStatus::Failed, why.to_string())
 }
 
-/// A step that could not be done: a store that is unavailable for now leaves the
+/// A step that could not be done: a database that does not answer for now leaves the
 /// delivery `received`, so it is acted on again (every step is idempotent); anything
 /// else fails it.
 pub(crate) fn stopped(e: coord_domain::CoordError) -> Outcome {
-    match e.kind() {
-        coord_domain::ErrorKind::Unavailable => (
+    // Only the database not answering is a passing state; other errors would keep the
+    // delivery `received`, retried hourly, for ever.
+    match e.code {
+        coord_domain::ErrorCode::DatabaseUnavailable => (
             DeliveryStatus::Received,
             format!("will be acted on again: {} [{}]", e.message, e.code),
         ),
@@ -350,7 +352,9 @@ pub(crate) async fn issues(c: &Coordinator, now: Option<Timestamp>, d: &Delivery
     } else {
         e.action.as_str()
     };
-    reconcile_issue(c, now, d, action, &e.issue, &e.repository, false)
+    // A pull request read back through the issues API says whether it was merged.
+    let merged = e.issue.pull_request.as_ref().is_some_and(|p| p.merged_at.is_some());
+    reconcile_issue(c, now, d, action, &e.issue, &e.repository, merged)
         .await
         .unwrap_or_else(stopped)
 }
