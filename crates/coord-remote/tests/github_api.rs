@@ -78,19 +78,28 @@ async fn handle(State(fake): State<Arc<Fake>>, headers: HeaderMap, req: Request)
     (StatusCode::CREATED, axum::Json(serde_json::json!({"id": 1}))).into_response()
 }
 
+/// The fake GitHub served on loopback, and a coordinator on a new SQLite file with its
+/// clock at `start`: (address, coordinator, clock, the file's directory).
+async fn setup(
+    fake: Arc<Fake>,
+    start: chrono::DateTime<chrono::Utc>,
+) -> (std::net::SocketAddr, Coordinator, Arc<ManualClock>, tempfile::TempDir) {
+    let app = axum::Router::new().fallback(handle).with_state(fake);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let dir = tempfile::tempdir().unwrap();
+    let store = coord_sqlite::SqliteStore::open(&dir.path().join("coord.db")).unwrap();
+    let clock = Arc::new(ManualClock::new(start));
+    let coord = Coordinator::new(Arc::new(store), clock.clone(), CoordConfig::default());
+    (addr, coord, clock, dir)
+}
+
 #[tokio::test]
 async fn the_outbox_reaches_github_with_retries_and_rate_limits() {
     let fake = Arc::new(Fake::default());
     *fake.limited.lock().unwrap() = 1;
-    let app = axum::Router::new().fallback(handle).with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-
-    let dir = tempfile::tempdir().unwrap();
-    let store = coord_sqlite::SqliteStore::open(&dir.path().join("coord.db")).unwrap();
-    let clock = Arc::new(ManualClock::starting_now());
-    let coord = Coordinator::new(Arc::new(store), clock.clone(), CoordConfig::default());
+    let (addr, coord, clock, _dir) = setup(fake.clone(), chrono::Utc::now()).await;
     let api = GithubApi::new(&format!("http://{addr}/api/v3/"), "t0ken").unwrap();
 
     let s = coord.store();
@@ -167,15 +176,7 @@ async fn the_outbox_reaches_github_with_retries_and_rate_limits() {
 #[tokio::test]
 async fn issues_are_read_back_from_github() {
     let fake = Arc::new(Fake::default());
-    let app = axum::Router::new().fallback(handle).with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let dir = tempfile::tempdir().unwrap();
-    let store = coord_sqlite::SqliteStore::open(&dir.path().join("coord.db")).unwrap();
-    let start: chrono::DateTime<chrono::Utc> = "2026-11-26T10:00:00Z".parse().unwrap();
-    let clock = Arc::new(ManualClock::new(start));
-    let coord = Coordinator::new(Arc::new(store), clock.clone(), CoordConfig::default());
+    let (addr, coord, clock, _dir) = setup(fake.clone(), "2026-11-26T10:00:00Z".parse().unwrap()).await;
     let api = GithubApi::new(&format!("http://{addr}/api/v3"), "t0ken").unwrap();
     let webhook = coord_domain::access::Principal::new(
         coord_domain::Caller::new("github-webhook", "github"),

@@ -102,34 +102,48 @@ async fn acquire(
         held: Vec::new(),
         contested: Vec::new(),
     };
+    let mut targets: Vec<(String, LockTarget)> = Vec::new();
     for path in paths {
         let parsed = match kind {
             Paths::Labels => LockTarget::parse(path, None),
             Paths::Pushed => LockTarget::literal_file(path, None),
         };
-        let target = match parsed {
-            Ok(t) => t,
-            Err(e) => {
-                out.contested.push((path.clone(), format!("nobody ({})", e.message)));
-                continue;
-            }
-        };
-        let key = target.key().to_string();
-        if out.held.contains(&key) {
-            continue;
+        match parsed {
+            Ok(t) if !targets.iter().any(|(_, o)| o.key() == t.key()) => targets.push((path.clone(), t)),
+            Ok(_) => {}
+            Err(e) => out.contested.push((path.clone(), format!("nobody ({})", e.message))),
         }
-        if !ours.contains(&key) {
-            let ctx = step(
-                now,
-                who.clone(),
-                super::locks::CheckLocks::NAME,
-                d,
-                json!({"file_paths": [key]}),
-            );
-            let live = c.store().check_locks(ctx, Some(vec![target.clone()])).await?;
-            if live.locks.iter().any(|l| l.file_path == key && l.locked_by == owner) {
-                continue;
-            }
+    }
+    // The locks the agent holds already, not through this link: one read for all.
+    let others: Vec<LockTarget> = targets
+        .iter()
+        .filter(|(_, t)| !ours.iter().any(|k| k == t.key()))
+        .map(|(_, t)| t.clone())
+        .collect();
+    let mut held_already: Vec<String> = Vec::new();
+    if !others.is_empty() {
+        let keys: Vec<&str> = others.iter().map(LockTarget::key).collect();
+        let ctx = step(
+            now,
+            who.clone(),
+            super::locks::CheckLocks::NAME,
+            d,
+            json!({"file_paths": keys}),
+        );
+        held_already = c
+            .store()
+            .check_locks(ctx, Some(others))
+            .await?
+            .locks
+            .into_iter()
+            .filter(|l| l.locked_by == owner)
+            .map(|l| l.file_path)
+            .collect();
+    }
+    for (path, target) in targets {
+        let key = target.key().to_string();
+        if !ours.contains(&key) && held_already.contains(&key) {
+            continue;
         }
         let ctx = step(
             now,
