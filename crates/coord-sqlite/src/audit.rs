@@ -48,24 +48,35 @@ pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
 
 /// The newest position: the last chained row, or the last checkpoint when a prune
 /// removed every row, or the genesis.
+///
+/// Two index seeks compared here, not one statement: the `UNION ALL … ORDER BY` form made
+/// SQLite build and drop a temporary b-tree on every insert, whose page cache freed back
+/// to the system cost a TLB shoot-down per audit row (docs/benchmarks.md, "one client").
 fn chain_head(c: &Connection) -> R<ChainHead> {
-    Ok(c.prepare_cached(
-        "SELECT seq, hash FROM (
-             SELECT * FROM (SELECT chain_seq AS seq, row_hash AS hash FROM audit_log
-                            WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1)
-             UNION ALL
-             SELECT * FROM (SELECT through_seq, through_hash FROM audit_checkpoints
-                            ORDER BY through_seq DESC LIMIT 1))
-         ORDER BY seq DESC LIMIT 1",
-    )?
-    .query_row([], |r| {
-        Ok(ChainHead {
-            seq: r.get(0)?,
-            hash: r.get(1)?,
-        })
+    let head = |sql: &str| -> R<Option<ChainHead>> {
+        Ok(c.prepare_cached(sql)?
+            .query_row([], |r| {
+                Ok(ChainHead {
+                    seq: r.get(0)?,
+                    hash: r.get(1)?,
+                })
+            })
+            .optional()?)
+    };
+    let row =
+        head("SELECT chain_seq, row_hash FROM audit_log WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1")?;
+    let checkpoint = head("SELECT through_seq, through_hash FROM audit_checkpoints ORDER BY through_seq DESC LIMIT 1")?;
+    Ok(match (row, checkpoint) {
+        (Some(r), Some(c)) => {
+            if r.seq >= c.seq {
+                r
+            } else {
+                c
+            }
+        }
+        (Some(h), None) | (None, Some(h)) => h,
+        (None, None) => ChainHead::genesis(),
     })
-    .optional()?
-    .unwrap_or_else(ChainHead::genesis))
 }
 
 const COLUMNS: &str = "id, timestamp, agent_id, agent_type, operation, parameters, result, success, error_code,

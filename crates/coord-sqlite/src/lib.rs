@@ -252,6 +252,23 @@ impl SqliteStore {
         .map_err(CoordError::from)
     }
 
+    /// [`SqliteStore::read`] for a few point reads by key: run on the caller's thread when
+    /// the connection is free — handing a 20 µs read to the blocking pool and back costs
+    /// two thread wake-ups, more than the read (docs/benchmarks.md, "one client") —, and
+    /// on the blocking pool when the writer holds the connection.
+    pub(crate) async fn read_quick<T, F>(&self, f: F) -> CoordResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> R<T> + Send + 'static,
+    {
+        let f = match self.inner.conn.try_lock() {
+            Ok(conn) => return f(&conn).map_err(CoordError::from),
+            Err(std::sync::TryLockError::Poisoned(p)) => return f(&p.into_inner()).map_err(CoordError::from),
+            Err(std::sync::TryLockError::WouldBlock) => f,
+        };
+        self.read(f).await
+    }
+
     /// Runs a read-only `f` outside any transaction: WAL readers never wait for other
     /// processes' writers (only for this process's current write batch, if any).
     pub(crate) async fn read<T, F>(&self, f: F) -> CoordResult<T>
@@ -350,6 +367,10 @@ impl SqliteStore {
 
 fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()> {
     conn.busy_timeout(options.busy_timeout)?;
+    // Plans that do not depend on bound values. The bundled SQLite has STAT4 compiled in,
+    // and the profile lookup's statement was re-prepared on every call whose values
+    // differed from the last (10% of a lock pair's CPU, docs/benchmarks.md).
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     // journal_mode answers with a row, so it cannot go through execute().
     let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     // A 64 MiB page cache (the default is 2 MiB): recall reads full-text index pages that

@@ -192,7 +192,9 @@ impl ProfileStore for SqliteStore {
         usage: UsageOf,
     ) -> CoordResult<PolicyFacts> {
         let (agent_id, agent_type) = (agent_id.to_string(), agent_type.map(String::from));
-        self.read(move |c| facts(c, now_micros(now), &agent_id, agent_type.as_deref(), &usage))
+        // Every operation reads these first: a few point reads by key, run here when the
+        // connection is free rather than handed to another thread and back.
+        self.read_quick(move |c| facts(c, now_micros(now), &agent_id, agent_type.as_deref(), &usage))
             .await
     }
 
