@@ -22,16 +22,27 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
 const THINK_MIN_MS: usize = 1_000;
 const THINK_SPREAD_MS: usize = 2_000;
 
+/// `--nodes N`: N `coord serve` processes on the one database, agent `i` talking to node
+/// `i % N` (the scale-out path on PostgreSQL: the invariants must hold across nodes).
 pub async fn run(opts: &BenchOptions) -> BenchResult<Report> {
     let scratch = Scratch::create(&opts.db, "agents", 1).await?;
+    let mut servers = Vec::new();
     let outcome = async {
-        let server = ServeChild::start(opts, &scratch).await?;
-        let client: Arc<dyn Coordination> = Arc::new(server.client()?);
-        let report = simulate(opts, client, &scratch).await;
-        server.stop().await;
-        report
+        for _ in 0..opts.nodes.max(1) {
+            servers.push(ServeChild::start(opts, &scratch).await?);
+        }
+        let mut clients: Vec<Arc<dyn Coordination>> = Vec::new();
+        for s in &servers {
+            clients.push(Arc::new(s.client()?));
+        }
+        let mut report = simulate(opts, clients, &scratch).await?;
+        report.counts.insert("nodes", servers.len() as u64);
+        Ok(report)
     }
     .await;
+    for s in servers {
+        s.stop().await;
+    }
     scratch.dispose().await;
     outcome
 }
@@ -174,7 +185,7 @@ impl Agent {
     }
 }
 
-async fn simulate(opts: &BenchOptions, coord: Arc<dyn Coordination>, scratch: &Scratch) -> BenchResult<Report> {
+async fn simulate(opts: &BenchOptions, nodes: Vec<Arc<dyn Coordination>>, scratch: &Scratch) -> BenchResult<Report> {
     let shared = Shared::new(opts.seconds);
     let scale = opts.time_scale.max(0.001);
     let heartbeat_every = HEARTBEAT_EVERY.div_f64(scale);
@@ -186,7 +197,7 @@ async fn simulate(opts: &BenchOptions, coord: Arc<dyn Coordination>, scratch: &S
             me: Caller::new(format!("agent-{i:04}"), crate::AGENT_TYPE),
             rng: Rng::new(i as u64 + 7),
             scale,
-            coord: coord.clone(),
+            coord: nodes[i % nodes.len()].clone(),
         };
         async move { agent.live(&shared, heartbeat_every, paths).await }
     })

@@ -185,6 +185,8 @@ pub fn report(
         errors: shared.errors(),
         invariant_violations: shared.invariants.violations(),
         baseline: None,
+        limit: None,
+        limit_unavailable: None,
         per_operation: tally.per_op.iter_mut().map(|(k, v)| (*k, v.summary())).collect(),
         counts: tally.counts,
     }

@@ -4,7 +4,9 @@
 //! PostgreSQL database on the given server, dropped afterwards), checks the invariants
 //! while it runs, and reports one [`Report`]. With `--compare`, a baseline run precedes
 //! the measured one in the same invocation: the store's raw SQL for `locks` and `queue`,
-//! the in-process service for `http` and `mcp`; the report carries the ratio.
+//! the in-process service for `http` and `mcp`; the report carries the ratio. `locks`
+//! also runs the independent limit ([`limit`]): a client that is not coord, running the
+//! leanest statements with coord's guarantees.
 
 /// The agent type of every bench client: Claude Code's, whose built-in profile
 /// (claude-code-cli) has no limits. The profile check is part of every operation, so it
@@ -17,6 +19,7 @@ pub mod files;
 pub mod guardrails;
 pub mod hooks;
 mod invariants;
+mod limit;
 mod locks;
 mod mcp;
 mod progress;
@@ -79,6 +82,9 @@ pub struct BenchOptions {
     pub held: usize,
     /// `agents`: how many simulated agents.
     pub agents: usize,
+    /// `agents`: how many `coord serve` processes share the database (agents split
+    /// across them).
+    pub nodes: usize,
     /// `agents`: how many times faster than real time the agents live (heartbeat every
     /// 30 s and think times of 1-3 s, divided by this).
     pub time_scale: f64,
@@ -115,6 +121,13 @@ pub struct Report {
     pub invariant_violations: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Baseline>,
+    /// The independent limit (`locks --compare`): Python's sqlite3 or pgbench running
+    /// the leanest statements with the same guarantees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Baseline>,
+    /// Why the independent limit did not run (its tool is not installed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_unavailable: Option<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub per_operation: BTreeMap<&'static str, OpStats>,
     /// Workload-specific counts (blocked acquisitions, empty claims, ...).
@@ -123,17 +136,21 @@ pub struct Report {
 }
 
 impl Report {
-    fn with_baseline(mut self, baseline: &Report) -> Report {
-        let ratio = if baseline.ops_per_sec > 0.0 {
-            self.ops_per_sec / baseline.ops_per_sec
+    fn ratio_to(&self, other: &Report) -> Baseline {
+        let ratio = if other.ops_per_sec > 0.0 {
+            self.ops_per_sec / other.ops_per_sec
         } else {
             0.0
         };
-        self.baseline = Some(Baseline {
-            mode: baseline.mode,
-            ops_per_sec: baseline.ops_per_sec,
+        Baseline {
+            mode: other.mode,
+            ops_per_sec: other.ops_per_sec,
             ratio: (ratio * 1000.0).round() / 1000.0,
-        });
+        }
+    }
+
+    fn with_baseline(mut self, baseline: &Report) -> Report {
+        self.baseline = Some(self.ratio_to(baseline));
         self
     }
 }
@@ -157,6 +174,11 @@ pub async fn run(opts: &BenchOptions, mut emit: impl FnMut(&Report)) -> BenchRes
             "--clients, --paths, --agents and --time-scale must be positive, --seconds between 0 and 86400".into(),
         ));
     }
+    if opts.nodes == 0 || opts.nodes > 16 || (opts.nodes > 1 && opts.workload != Workload::Agents) {
+        return Err(BenchError::Setup(
+            "--nodes takes 1 to 16, and applies to agents only".into(),
+        ));
+    }
     let mut reports = Vec::new();
     let mut push = |r: Report, reports: &mut Vec<Report>| {
         emit(&r);
@@ -172,10 +194,26 @@ pub async fn run(opts: &BenchOptions, mut emit: impl FnMut(&Report)) -> BenchRes
             } else {
                 None
             };
+            let limit = if opts.mode == Mode::Compare && opts.workload == Workload::Locks {
+                Some(match limit::locks(opts).await? {
+                    limit::Limit::Measured(r) => {
+                        push((*r).clone(), &mut reports);
+                        Ok(*r)
+                    }
+                    limit::Limit::Unavailable(why) => Err(why),
+                })
+            } else {
+                None
+            };
             if opts.mode != Mode::Raw {
                 let mut r = run_store_workload(opts, false).await?;
                 if let Some(b) = &baseline {
                     r = r.with_baseline(b);
+                }
+                match limit {
+                    Some(Ok(l)) => r.limit = Some(r.ratio_to(&l)),
+                    Some(Err(why)) => r.limit_unavailable = Some(why),
+                    None => {}
                 }
                 push(r, &mut reports);
             }

@@ -60,6 +60,17 @@ impl Cleanup {
     async fn run(self) {
         match self {
             Cleanup::Files(files) => {
+                // A repository coordinator's socket (`<database>.<fingerprint>.sock`):
+                // removing it also stops the server.
+                if let Some((dir, name)) = files.first().and_then(|db| Some((db.parent()?, db.file_name()?))) {
+                    let prefix = format!("{}.", name.to_string_lossy());
+                    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                        let n = entry.file_name().to_string_lossy().into_owned();
+                        if n.starts_with(&prefix) && n.ends_with(".sock") {
+                            let _ = std::fs::remove_file(entry.path());
+                        }
+                    }
+                }
                 for f in files {
                     match std::fs::remove_file(&f) {
                         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -73,7 +84,9 @@ impl Cleanup {
                 if let Err(e) = coord_postgres::drop_scratch_database(&url, &name).await {
                     eprintln!("coord bench: could not drop scratch database {name}: {e}");
                 }
-                let _ = std::fs::remove_file(key);
+                if !key.as_os_str().is_empty() {
+                    let _ = std::fs::remove_file(key);
+                }
             }
         }
     }
@@ -94,7 +107,9 @@ impl Scratch {
                     .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
                 let path = dir.join(format!("{name}.db"));
                 let audit_key = PathBuf::from(format!("{}.audit.key", path.display()));
-                let files = ["", "-wal", "-shm", ".audit.key"]
+                // With the repository coordinator's lock and log (`mcp`: the children
+                // share one; its socket goes in `Cleanup::run`).
+                let files = ["", "-wal", "-shm", ".audit.key", ".server.lock", ".server.log"]
                     .iter()
                     .map(|suffix| PathBuf::from(format!("{}{suffix}", path.display())))
                     .collect();
@@ -184,6 +199,52 @@ impl Scratch {
         drop(handle);
         forget(&cleanup);
         cleanup.run().await;
+    }
+}
+
+/// A fresh, empty database that is not coord's (no migrations): where an independent
+/// client runs its own schema (the `--compare` limit).
+pub struct EmptyScratch {
+    /// A SQLite file path, or a PostgreSQL URL.
+    pub db_arg: String,
+    cleanup: Cleanup,
+}
+
+impl EmptyScratch {
+    pub async fn create(db: &BenchDb, label: &str) -> BenchResult<EmptyScratch> {
+        let name = scratch_name(label);
+        match db {
+            BenchDb::Sqlite { dir } => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
+                let path = dir.join(format!("{name}.db"));
+                let files = ["", "-wal", "-shm", "-journal"]
+                    .iter()
+                    .map(|suffix| PathBuf::from(format!("{}{suffix}", path.display())))
+                    .collect();
+                let cleanup = Cleanup::Files(files);
+                live().push(cleanup.clone());
+                Ok(EmptyScratch {
+                    db_arg: path.display().to_string(),
+                    cleanup,
+                })
+            }
+            BenchDb::Postgres { url } => {
+                let db_arg = coord_postgres::create_scratch_database(url, &name).await?;
+                let cleanup = Cleanup::Database {
+                    url: url.clone(),
+                    name,
+                    key: PathBuf::new(),
+                };
+                live().push(cleanup.clone());
+                Ok(EmptyScratch { db_arg, cleanup })
+            }
+        }
+    }
+
+    pub async fn dispose(self) {
+        forget(&self.cleanup);
+        self.cleanup.run().await;
     }
 }
 

@@ -70,14 +70,21 @@ fn assert_scratch_removed(dir: &tempfile::TempDir) {
 }
 
 /// Every workload, briefly, against `db`; each must run clean. Returns every report.
-fn every_workload_runs_clean(db: &str) -> Vec<Value> {
+/// `limit` is the independent client `locks --compare` runs (python-sqlite3, pgbench).
+fn every_workload_runs_clean(db: &str, limit: &str) -> Vec<Value> {
     let mut all = Vec::new();
     for (workload, extra, modes) in [
-        ("locks", &["--compare"][..], &["raw", "service"][..]),
+        ("locks", &["--compare"][..], &["raw", limit, "service"][..]),
         ("queue", &["--compare"][..], &["raw", "service"][..]),
         ("mcp", &["--compare"][..], &["service", "mcp"][..]),
         ("http", &["--compare"][..], &["service", "http"][..]),
         ("agents", &["--agents", "20", "--time-scale", "30"][..], &["agents"][..]),
+        // Two `coord serve` nodes on the one database, the agents split across them.
+        (
+            "agents",
+            &["--agents", "20", "--time-scale", "30", "--nodes", "2"][..],
+            &["agents"][..],
+        ),
     ] {
         let mut args = vec![workload];
         args.extend_from_slice(SHORT);
@@ -85,8 +92,19 @@ fn every_workload_runs_clean(db: &str) -> Vec<Value> {
         let (code, reports, stderr) = bench(db, &args);
         assert_eq!(code, 0, "{workload}: {stderr}");
         assert_clean(&reports, modes, &stderr);
-        if let Some(baseline) = reports.last().unwrap().get("baseline") {
+        let last = reports.last().unwrap();
+        if let Some(baseline) = last.get("baseline") {
             assert!(baseline["ratio"].as_f64().unwrap() > 0.0, "{baseline}");
+        }
+        if workload == "agents" {
+            let nodes = if extra.contains(&"--nodes") { 2 } else { 1 };
+            assert_eq!(last["counts"]["nodes"], nodes, "{last}");
+        }
+        if workload == "locks" {
+            // The independent limit ran, and the service's figure is read against it.
+            assert_eq!(last["limit"]["mode"], limit, "{last}");
+            assert!(last["limit"]["ratio"].as_f64().unwrap() > 0.0, "{last}");
+            assert!(last.get("limit_unavailable").is_none(), "{last}");
         }
         all.extend(reports);
     }
@@ -96,7 +114,7 @@ fn every_workload_runs_clean(db: &str) -> Vec<Value> {
 #[test]
 fn sqlite_workloads_run_clean() {
     let (dir, db) = sqlite_dir();
-    every_workload_runs_clean(&db);
+    every_workload_runs_clean(&db, "python-sqlite3");
     assert_scratch_removed(&dir);
 }
 
@@ -111,7 +129,7 @@ async fn postgres_workloads_run_clean() {
     // would otherwise show up in the leftover check below.
     let reports = tokio::task::spawn_blocking(move || {
         recall_scores(&server, "postgres");
-        every_workload_runs_clean(&server)
+        every_workload_runs_clean(&server, "pgbench")
     })
     .await
     .unwrap();
@@ -137,6 +155,8 @@ fn bad_options_are_usage_errors() {
         &["locks", "--seconds", "NaN"][..],
         &["locks", "--seconds", "inf"][..],
         &["agents", "--time-scale", "0"][..],
+        &["agents", "--nodes", "0"][..],
+        &["locks", "--nodes", "2"][..],
         &["http", "--raw"][..],
         &["locks", "--raw", "--compare"][..],
         &["nonsense"][..],
@@ -229,9 +249,13 @@ fn files_measures_confinement_beside_plain_io() {
 #[test]
 fn hooks_measures_the_pre_tool_use_hook_beside_process_start() {
     let (r, tmp) = scratch_bench("hooks", "5");
-    assert_eq!(r["baseline"]["samples"], 5, "{r}");
+    // Process start is measured beside each setting's rounds.
+    assert_eq!(r["baseline"]["samples"], 10, "{r}");
     let cases = r["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 2, "{r}");
+    let settings: Vec<&str> = cases.iter().map(|c| c["setting"].as_str().unwrap()).collect();
+    // Each payload alone (the hook opens the database) and with the repository's
+    // coordinator running (a `coord mcp` of the checkout started it).
+    assert_eq!(settings, ["alone", "alone", "coordinator", "coordinator"], "{r}");
     for c in cases {
         assert_eq!(c["latency"]["samples"], 5, "{c}");
         assert!(c["ratio_p50"].as_f64().unwrap() > 0.0, "{c}");

@@ -181,9 +181,15 @@ pub async fn create_scratch_database(url: &str, name: &str) -> CoordResult<Strin
 /// once a table has grown by a tenth: a benchmark that fills a table in a minute would
 /// otherwise be planned on the statistics of the empty table.
 pub async fn analyze_database(url: &str) -> CoordResult<()> {
+    run_script(url, "ANALYZE").await
+}
+
+/// Runs `sql` (one or more statements) on the database `url` names: the schema of a
+/// benchmark's independent limit, which is not coord's.
+pub async fn run_script(url: &str, sql: &str) -> CoordResult<()> {
     admin_client(url)
         .await?
-        .batch_execute("ANALYZE")
+        .batch_execute(sql)
         .await
         .map_err(|e| crate::pg_error(&e))
 }

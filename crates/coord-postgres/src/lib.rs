@@ -51,7 +51,9 @@ use std::time::Duration;
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
-pub use bench::{RawPostgres, analyze_database, create_scratch_database, drop_scratch_database, with_database};
+pub use bench::{
+    RawPostgres, analyze_database, create_scratch_database, drop_scratch_database, run_script, with_database,
+};
 pub use migrate::{MIGRATIONS, migrate};
 
 pub(crate) type Tx<'t> = deadpool_postgres::Transaction<'t>;
