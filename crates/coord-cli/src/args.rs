@@ -355,7 +355,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub raw: bool,
     /// Run the baseline first, then the measured path, and report their ratio: raw SQL for
-    /// locks/queue, the in-process service for http/mcp
+    /// locks/queue, the in-process service for http/mcp. locks also runs the independent
+    /// limit: Python's sqlite3 (SQLite) or pgbench (PostgreSQL) executing the leanest
+    /// statements with coord's guarantees (COORD_BENCH_PYTHON, COORD_BENCH_PGBENCH)
     #[arg(long)]
     pub compare: bool,
     /// Distinct file paths the lock workloads draw from (default 1000; agents: 250, so
@@ -370,6 +372,10 @@ pub struct BenchArgs {
     /// agents: how many simulated agents
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub agents: usize,
+    /// agents: how many `coord serve` processes share the database, the agents split
+    /// across them (the scale-out path on PostgreSQL)
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub nodes: usize,
     /// agents: run agent time this many times faster (heartbeat every 30 s and think
     /// times of 1-3 s are divided by it)
     #[arg(long, default_value_t = 1.0, value_name = "X")]
@@ -724,8 +730,17 @@ pub struct ServeArgs {
     pub port: u16,
     /// Also run the egress proxy (as `coord proxy` does) on this port of --host (0 picks
     /// a free one); agents authenticate with their managed API key
-    #[arg(long, env = "COORD_PROXY_PORT", value_name = "PORT")]
+    #[arg(long, env = "COORD_PROXY_PORT", value_name = "PORT", conflicts_with = "socket")]
     pub proxy_port: Option<u16>,
+    /// Serve on this Unix socket instead of --host/--port: the per-repository
+    /// coordinator, which `coord mcp` starts on demand (COORD_LOCAL_SERVER=off: never).
+    /// Only processes of this user are admitted, and they need no key
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// With --socket: stop after this many seconds without a request (0: run until
+    /// stopped). It also stops when its database or socket file is removed
+    #[arg(long, value_name = "SECONDS", default_value_t = 0, requires = "socket")]
+    pub idle_exit: u64,
 }
 
 #[derive(Debug, Args)]

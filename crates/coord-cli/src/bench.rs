@@ -49,6 +49,7 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
             .unwrap_or(if workload == Workload::Agents { 250 } else { 1000 }),
         held: args.held,
         agents: args.agents,
+        nodes: args.nodes,
         time_scale: args.time_scale,
         exe,
         progress: !json && std::io::stderr().is_terminal(),
@@ -162,6 +163,7 @@ fn render(reports: &[Report]) -> String {
         "ERRORS",
         "VIOLATIONS",
         "VS BASELINE",
+        "VS LIMIT",
     ]);
     for r in reports {
         t.add_row(vec![
@@ -179,9 +181,18 @@ fn render(reports: &[Report]) -> String {
                 .as_ref()
                 .map(|b| format!("{:.2} × {}", b.ratio, b.mode))
                 .unwrap_or_default(),
+            match (&r.limit, &r.limit_unavailable) {
+                (Some(l), _) => format!("{:.2} × {}", l.ratio, l.mode),
+                (None, Some(_)) => "not run".into(),
+                (None, None) => String::new(),
+            },
         ]);
     }
-    t.to_string()
+    let mut out = t.to_string();
+    for why in reports.iter().filter_map(|r| r.limit_unavailable.as_deref()) {
+        out.push_str(&format!("\nno independent limit: {why}"));
+    }
+    out
 }
 
 /// `coord bench guardrails`: exit 0 when the goals hold (≥ 99% of destructive commands
@@ -415,16 +426,28 @@ fn hooks(args: &BenchArgs, json: bool) -> u8 {
     ]);
     for c in &r.cases {
         t.add_row(vec![
-            format!("hook PreToolUse: {}", c.payload),
+            format!(
+                "hook PreToolUse: {}, {}",
+                c.payload,
+                if c.setting == "alone" {
+                    "alone"
+                } else {
+                    "coordinator running"
+                }
+            ),
             ms(c.latency.p50_ns),
             ms(c.latency.p99_ns),
             format!("{:.2}", c.ratio_p50),
-            format!("<= {:.1}", r.goal_ratio),
+            if c.setting == "alone" {
+                String::new()
+            } else {
+                format!("<= {:.1}", r.goal_ratio)
+            },
         ]);
     }
     println!("{t}");
     println!(
-        "{} runs each, interleaved; goal {}",
+        "{} runs each, interleaved; goal (with the coordinator running, as in a session) {}",
         r.rounds,
         if r.goals_met { "met" } else { "NOT met" }
     );

@@ -85,7 +85,13 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
             return 0;
         }
     };
-    let outcome = match open::coordination(&ctx, 2).await {
+    // The repository's coordinator process when one is running (a hook never starts
+    // one: `coord mcp` does), else the database opened here.
+    let coord = match crate::local_server::connect(&ctx, false).await {
+        Some(c) => Ok(c),
+        None => open::coordination(&ctx, 2).await,
+    };
+    let outcome = match coord {
         Ok(coord) => claude_event(event, &payload, coord.as_ref(), &ctx).await,
         // Without a coordinator the guardrails still decide: a hook that fails open
         // would let any destructive command through.

@@ -13,6 +13,7 @@ mod files;
 mod guard;
 pub mod hooks;
 pub mod launch;
+pub mod local_server;
 mod memory;
 mod network;
 pub mod notify;
@@ -187,6 +188,8 @@ pub async fn run(cli: Cli) -> u8 {
                 host: "127.0.0.1".into(),
                 port: args.port,
                 proxy_port: None,
+                socket: None,
+                idle_exit: 0,
             };
             return run_serve_with(&ctx, &serve, Some(args)).await;
         }
@@ -383,12 +386,17 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
             Ok(c) => (c, None),
             Err(e) => return fail(e),
         },
-        None => match open::coordinator_with(ctx, 4).await {
-            Ok(c) => {
-                let sweeper = c.spawn_sweeper(SWEEP_EVERY);
-                (std::sync::Arc::new(c), Some(sweeper))
-            }
-            Err(e) => return fail(e),
+        // The repository's coordinator process (started on demand), else the database
+        // opened here.
+        None => match local_server::connect(ctx, true).await {
+            Some(c) => (c, None),
+            None => match open::coordinator_with(ctx, 4).await {
+                Ok(c) => {
+                    let sweeper = c.spawn_sweeper(SWEEP_EVERY);
+                    (std::sync::Arc::new(c), Some(sweeper))
+                }
+                Err(e) => return fail(e),
+            },
         },
     };
     let mut options = coord_mcp::McpOptions::stdio(mcp_identity(global));
@@ -488,6 +496,9 @@ async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args:
             return output::exit_code(&e);
         }
     };
+    if let Some(socket) = &args.socket {
+        return serve_socket(ctx, coord, config, socket, args.idle_exit).await;
+    }
     let listener = match tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await {
         Ok(l) => l,
         Err(e) => {
@@ -571,6 +582,106 @@ async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args:
     }
     if let Some((p, _)) = proxy {
         p.abort();
+    }
+    match served {
+        Ok(()) => output::EXIT_OK,
+        Err(e) => {
+            eprintln!("coord serve: {e}");
+            output::EXIT_UNAVAILABLE
+        }
+    }
+}
+
+/// The file a socket path names, to tell this server's socket from a successor's.
+fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// `coord serve --socket`: the per-repository coordinator (see local_server.rs).
+async fn serve_socket(
+    ctx: &Context,
+    coord: coord_service::Coordinator,
+    mut config: coord_http::ApiConfig,
+    socket: &std::path::Path,
+    idle_exit: u64,
+) -> u8 {
+    use std::os::unix::fs::PermissionsExt as _;
+    if ctx.remote.is_some() {
+        eprintln!("coord serve: --socket serves a database, not a remote coordinator");
+        return output::EXIT_USAGE;
+    }
+    config.local_peers = true;
+    let listener = match tokio::net::UnixListener::bind(socket) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("coord serve: cannot listen on {}: {e}", socket.display());
+            return output::EXIT_USAGE;
+        }
+    };
+    // Owner only; the listener also checks every peer's user (the kernel's answer).
+    if let Err(e) = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600)) {
+        eprintln!("coord serve: cannot restrict {}: {e}", socket.display());
+        let _ = std::fs::remove_file(socket);
+        return output::EXIT_UNAVAILABLE;
+    }
+    let mine = file_identity(socket);
+    let database_file = match &ctx.db {
+        context::DbTarget::Sqlite(p) => Some(p.clone()),
+        context::DbTarget::Postgres(_) => None,
+    };
+    let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
+    let pruner = coord.spawn_audit_pruner(AUDIT_PRUNE_EVERY);
+    let database = coord.store().location();
+    let app = coord_http::create_coordination_api(std::sync::Arc::new(coord), &config);
+    let activity = coord_http::Activity::default();
+    let idle = (idle_exit > 0).then(|| std::time::Duration::from_secs(idle_exit));
+    println!(
+        "coord serve: listening on unix:{} (database: {database}; {})",
+        socket.display(),
+        match idle {
+            Some(d) => format!("stops after {}s without requests", d.as_secs()),
+            None => "runs until stopped".into(),
+        }
+    );
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let watched = activity.clone();
+    let socket_path = socket.to_path_buf();
+    let watch = async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        let why = loop {
+            tick.tick().await;
+            if idle.is_some_and(|d| watched.idle() >= d) {
+                break "idle";
+            }
+            if database_file.as_ref().is_some_and(|p| !p.exists()) {
+                break "its database was removed";
+            }
+            if file_identity(&socket_path) != mine {
+                break "its socket was removed or replaced";
+            }
+        };
+        tracing::info!("coord serve --socket: stopping ({why})");
+        // New callers find no socket (and start a successor) from here on; connections
+        // already queued are still accepted and answered before the listener closes.
+        if file_identity(&socket_path) == mine {
+            let _ = std::fs::remove_file(&socket_path);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let shutdown = async move {
+        tokio::select! {
+            () = coord_http::shutdown_signal() => {}
+            () = watch => {}
+        }
+    };
+    let listener = coord_http::SameUserListener::new(listener);
+    let served = coord_http::serve_local(listener, app, &config, activity, shutdown).await;
+    sweeper.abort();
+    pruner.abort();
+    if file_identity(socket) == mine {
+        let _ = std::fs::remove_file(socket);
     }
     match served {
         Ok(()) => output::EXIT_OK,

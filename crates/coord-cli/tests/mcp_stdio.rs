@@ -500,3 +500,178 @@ fn a_killed_coord_mcp_is_reaped_by_a_sibling() {
     );
     sibling.finish();
 }
+
+/// The sockets of repository coordinators in `root`'s `.coord`.
+fn coordinator_sockets(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<_> = std::fs::read_dir(root.join(".coord"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    found.retain(|p| p.extension().is_some_and(|e| e == "sock"));
+    found
+}
+
+/// The processes serving `socket` (`coord … serve --socket <socket>`).
+fn serving(socket: &std::path::Path) -> Vec<u32> {
+    let wanted = socket.as_os_str().to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            args.iter().any(|a| a == "--socket") && args.contains(&wanted)
+        })
+        .collect()
+}
+
+/// Waits (bounded) until `pid` is gone; false when it is still there after 20 s.
+fn gone(pid: u32) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // A zombie (Z) has exited; only its parent's wait is missing.
+        if state.is_empty() || state.split_whitespace().nth(2) == Some("Z") {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn audit_of(root: &std::path::Path, operation: &str) -> Vec<(String, bool)> {
+    let audit = coord_json(root, &["--json", "audit", "--operation", operation]);
+    audit["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{audit}"))
+        .iter()
+        .map(|e| (e["agent_id"].as_str().unwrap().to_string(), e["success"] == json!(true)))
+        .collect()
+}
+
+/// Agents in one checkout share one repository coordinator process (started by the first
+/// `coord mcp`), each acting as itself; a hook of the same checkout goes through it too.
+#[test]
+fn agents_in_one_checkout_share_the_repository_coordinator() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let root = dir.path().to_path_buf();
+    let mut a = Server::start_at(&root, None, "agent-a", &[]);
+    let mut b = Server::start_at(&root, None, "agent-b", &[]);
+    let got = a.call(2, "acquire_lock", json!({"file_path": "src/shared.rs"}));
+    assert_eq!(got["success"], true, "{got}");
+    let blocked = b.call(2, "acquire_lock", json!({"file_path": "src/shared.rs"}));
+    assert_eq!(
+        (&blocked["success"], &blocked["locked_by"]),
+        (&json!(false), &json!("agent-a")),
+        "{blocked}"
+    );
+    let sockets = coordinator_sockets(&root);
+    assert_eq!(sockets.len(), 1, "one coordinator for both: {sockets:?}");
+    assert_eq!(serving(&sockets[0]).len(), 1, "one process serves it");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&sockets[0]).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "only its owner may connect");
+    // Another user cannot connect (the file's mode; the server also checks the peer).
+    let other = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "python3", "-c"])
+        .arg("import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])")
+        .arg(&sockets[0])
+        .output()
+        .unwrap();
+    assert!(!other.status.success(), "another user connected: {other:?}");
+
+    // agent-b's Write of the file agent-a holds: the hook refuses it.
+    let payload = json!({
+        "session_id": "s-b", "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": root.join("src/shared.rs"), "content": "x"},
+        "cwd": root,
+    });
+    let mut hook = Command::new(BIN)
+        .args(["hook", "PreToolUse"])
+        .current_dir(&root)
+        .env("COORD_AGENT_ID", "agent-b")
+        .env("COORD_AGENT_TYPE", "claude_code")
+        .env_remove("COORD_DATABASE_URL")
+        .env_remove("COORDINATION_API_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = hook.wait_with_output().unwrap();
+    let decision: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(
+        decision["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{decision}"
+    );
+
+    let acquires = audit_of(&root, "acquire_lock");
+    assert!(acquires.contains(&("agent-a".into(), true)), "{acquires:?}");
+    assert!(acquires.contains(&("agent-b".into(), false)), "{acquires:?}");
+    let edits = audit_of(&root, "check_edit");
+    assert!(edits.iter().any(|(who, _)| who == "agent-b"), "{edits:?}");
+    a.finish();
+    b.finish();
+}
+
+/// When the repository coordinator dies, the next call starts a successor and goes
+/// through (a request that never reached a server is safe to send again); nothing the
+/// dead one committed is lost.
+#[test]
+fn a_dead_repository_coordinator_is_replaced_by_the_next_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let root = dir.path().to_path_buf();
+    let mut a = Server::start_at(&root, None, "agent-a", &[]);
+    assert_eq!(
+        a.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}))["success"],
+        true
+    );
+    let socket = coordinator_sockets(&root).pop().expect("a coordinator socket");
+    let first = serving(&socket);
+    assert_eq!(first.len(), 1);
+    let killed = Command::new("kill")
+        .args(["-9", &first[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(gone(first[0]), "the coordinator did not die");
+    assert!(socket.exists(), "a killed server leaves its socket behind");
+
+    let released = a.call(3, "release_lock", json!({"file_path": "src/x.rs"}));
+    assert_eq!(released["success"], true, "{released}");
+    let second = serving(&socket);
+    assert_eq!(second.len(), 1, "a successor serves the same socket");
+    assert_ne!(second, first);
+    let locks = coord_json(&root, &["--json", "lock", "list"]);
+    assert_eq!(locks["locks"], json!([]), "{locks}");
+    assert_eq!(audit_of(&root, "acquire_lock"), vec![("agent-a".to_string(), true)]);
+    assert_eq!(audit_of(&root, "release_lock"), vec![("agent-a".to_string(), true)]);
+    a.finish();
+
+    // Removing the database stops it (a deleted checkout leaves no server behind).
+    drop(dir);
+    assert!(gone(second[0]), "the coordinator outlived its database");
+}
+
+/// `COORD_LOCAL_SERVER=off`: every process opens the database itself.
+#[test]
+fn the_repository_coordinator_can_be_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let root = dir.path().to_path_buf();
+    let mut a = Server::start_at(&root, None, "agent-a", &[("COORD_LOCAL_SERVER", "off")]);
+    assert_eq!(
+        a.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}))["success"],
+        true
+    );
+    assert_eq!(coordinator_sockets(&root), Vec::<std::path::PathBuf>::new());
+    a.finish();
+}

@@ -25,6 +25,7 @@ pub const ANONYMOUS_TYPE: &str = "http";
 pub struct Auth {
     env_keys: Vec<([u8; 32], Option<Caller>)>,
     require_auth_for_reads: bool,
+    local_peers: bool,
 }
 
 fn digest(key: &str) -> [u8; 32] {
@@ -55,6 +56,7 @@ impl Auth {
         Auth {
             env_keys,
             require_auth_for_reads: config.require_auth_for_reads,
+            local_peers: config.local_peers,
         }
     }
 
@@ -89,6 +91,10 @@ pub enum Authenticated {
     Anonymous,
     /// An operator key (`COORDINATION_API_KEYS`): acts as the identity the request names.
     Operator,
+    /// No key, on the per-repository socket, whose listener admits only processes of the
+    /// server's own user (checked by the kernel): a local process, which could open the
+    /// database itself, acting as the identity it names.
+    Local,
     /// A key bound to one identity (environment or managed): acts only as it. A managed
     /// key also says which key it is and the cloud session or task it was issued for.
     Bound(Caller, Option<KeyOrigin>),
@@ -100,6 +106,7 @@ impl Authenticated {
         match self {
             Authenticated::Anonymous => Credential::Anonymous,
             Authenticated::Operator => Credential::Operator,
+            Authenticated::Local => Credential::Local,
             Authenticated::Bound(..) => Credential::Bound,
         }
     }
@@ -118,7 +125,9 @@ impl Authenticated {
 /// server requires a key for every request.
 pub async fn authenticate(auth: &Auth, server: &dyn Server, headers: &HeaderMap) -> CoordResult<Authenticated> {
     let Some(key) = presented_key(headers) else {
-        return if auth.require_auth_for_reads {
+        return if auth.local_peers {
+            Ok(Authenticated::Local)
+        } else if auth.require_auth_for_reads {
             Err(unauthorized(
                 "an API key is required: send X-API-Key or Authorization: Bearer",
             ))
@@ -198,7 +207,7 @@ impl Claims {
 pub fn identity(authenticated: &Authenticated, claims: Claims) -> CoordResult<Caller> {
     match authenticated {
         Authenticated::Anonymous => Ok(Caller::new(ANONYMOUS_ID, ANONYMOUS_TYPE)),
-        Authenticated::Operator => Ok(claims.named()),
+        Authenticated::Operator | Authenticated::Local => Ok(claims.named()),
         Authenticated::Bound(bound, _) => {
             // Every explicit claim must match; defaults are never held against a binding.
             let clash = |asked: &Option<String>, actual: &str| asked.as_deref().is_some_and(|a| a.trim() != actual);

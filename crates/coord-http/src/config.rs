@@ -38,6 +38,10 @@ pub struct ApiConfig {
     /// `<NAME>_FILE` naming a file holding one:
     /// the secrets GitHub signs deliveries with. None: `/webhook/github` refuses all.
     pub github_webhook_secrets: Vec<Vec<u8>>,
+    /// Served only on [`crate::SameUserListener`] (`coord serve --socket`): a request
+    /// without a key acts as a local process of this user (see `Authenticated::Local`).
+    /// Never set for a TCP listener.
+    pub local_peers: bool,
 }
 
 impl Default for ApiConfig {
@@ -54,6 +58,7 @@ impl Default for ApiConfig {
             release_after: Some(coord_mcp::DEFAULT_RELEASE_AFTER),
             ui: Default::default(),
             github_webhook_secrets: Vec::new(),
+            local_peers: false,
         }
     }
 }

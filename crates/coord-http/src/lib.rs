@@ -47,7 +47,12 @@ async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Respo
             ));
         }
         let claims = auth::Claims::of(&headers, None, None);
-        let who = if authenticated == auth::Authenticated::Operator && !claims.names_anyone() {
+        let names_nobody = !claims.names_anyone();
+        let who = if matches!(
+            authenticated,
+            auth::Authenticated::Operator | auth::Authenticated::Local
+        ) && names_nobody
+        {
             None
         } else {
             Some(auth::identity(&authenticated, claims)?)
@@ -191,6 +196,114 @@ pub async fn shutdown_signal() {
 /// coordinator of one launched agent, relayed into its sandbox).
 pub async fn serve_unix(listener: tokio::net::UnixListener, app: Router) -> std::io::Result<()> {
     axum::serve(listener, app.into_make_service()).await
+}
+
+/// A Unix-socket listener that admits only processes running as this process's user: the
+/// kernel reports each connecting peer's credentials (`SO_PEERCRED`), and any other
+/// user's connection is closed unanswered. What serves the per-repository coordinator
+/// (`coord serve --socket`), whose requests then need no key ([`ApiConfig::local_peers`]).
+pub struct SameUserListener {
+    inner: tokio::net::UnixListener,
+    uid: u32,
+}
+
+impl SameUserListener {
+    pub fn new(inner: tokio::net::UnixListener) -> SameUserListener {
+        SameUserListener {
+            inner,
+            uid: rustix::process::getuid().as_raw(),
+        }
+    }
+}
+
+impl axum::serve::Listener for SameUserListener {
+    type Io = tokio::net::UnixStream;
+    type Addr = tokio::net::unix::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((io, addr)) => match io.peer_cred() {
+                    Ok(cred) if cred.uid() == self.uid => return (io, addr),
+                    Ok(cred) => tracing::warn!(uid = cred.uid(), "refused a connection from another user"),
+                    Err(e) => tracing::warn!(error = %e, "refused a connection whose peer is unknown"),
+                },
+                // As axum's own listeners: a connection that failed is skipped; anything
+                // else (out of descriptors) is waited out rather than spun on.
+                Err(e) if is_connection_error(&e) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    matches!(e.kind(), ConnectionRefused | ConnectionAborted | ConnectionReset)
+}
+
+/// When the last request arrived, for a server that stops when idle.
+#[derive(Clone)]
+pub struct Activity {
+    started: std::time::Instant,
+    last_ms: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Activity {
+            started: std::time::Instant::now(),
+            last_ms: Arc::default(),
+        }
+    }
+}
+
+impl Activity {
+    fn touch(&self) {
+        let ms = self.started.elapsed().as_millis() as u64;
+        self.last_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Time since the last request began (or since the server started).
+    pub fn idle(&self) -> std::time::Duration {
+        let last = std::time::Duration::from_millis(self.last_ms.load(std::sync::atomic::Ordering::Relaxed));
+        self.started.elapsed().saturating_sub(last)
+    }
+}
+
+/// The per-repository coordinator: serves `app` (built with [`ApiConfig::local_peers`])
+/// on `listener` until `shutdown` resolves, recording each request in `activity`.
+pub async fn serve_local(
+    listener: SameUserListener,
+    app: Router,
+    config: &ApiConfig,
+    activity: Activity,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = app.layer(middleware::from_fn(move |req: Request, next: Next| {
+        let activity = activity.clone();
+        async move {
+            activity.touch();
+            let response = next.run(req).await;
+            // A long request (a blocking wait) is activity until it ends.
+            activity.touch();
+            response
+        }
+    }));
+    let streams = config.shutdown.clone();
+    axum::serve(listener, app.into_make_service())
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            streams.cancel();
+        })
+        .await
 }
 
 /// Serves `app` on a loopback TCP listener until the task is dropped (`coord agent run`

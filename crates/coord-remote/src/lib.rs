@@ -66,6 +66,25 @@ fn unreachable(base: &str, e: impl std::fmt::Display) -> CoordError {
     CoordError::unavailable(format!("cannot reach the coordination API at {base}: {e}"))
 }
 
+/// The detail a send error carries when the connection was never made: the request did
+/// not leave this process, so sending it again cannot apply it twice.
+pub const NOT_DELIVERED: &str = "not_delivered";
+
+/// A request that failed to send: [`NOT_DELIVERED`] when no connection was made.
+fn send_failed(base: &str, e: reqwest::Error) -> CoordError {
+    let connect = e.is_connect();
+    let mut error = unreachable(base, e);
+    if connect {
+        error.details.insert(NOT_DELIVERED.into(), Value::Bool(true));
+    }
+    error
+}
+
+/// Whether `e` says its request never reached the server (see [`NOT_DELIVERED`]).
+pub fn not_delivered(e: &CoordError) -> bool {
+    e.details.get(NOT_DELIVERED) == Some(&Value::Bool(true))
+}
+
 /// Header values may carry any non-control bytes; identities are validated server-side.
 fn header(value: &str) -> CoordResult<HeaderValue> {
     HeaderValue::from_bytes(value.as_bytes()).map_err(|_| {
@@ -114,6 +133,33 @@ impl RemoteClient {
         Ok(RemoteClient {
             base,
             key: api_key.filter(|k| !k.trim().is_empty()),
+            http,
+            default_id: Unconfigured::Nothing,
+            default_type: Unconfigured::Nothing,
+            local_root: None,
+        })
+    }
+
+    /// A client of the per-repository coordinator on the Unix socket `socket` (`coord
+    /// serve --socket`): no key, as the server admits only this user's processes, which
+    /// could open its database themselves.
+    pub fn unix(socket: &std::path::Path) -> CoordResult<RemoteClient> {
+        install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .unix_socket(socket)
+            .no_proxy()
+            // Plain HTTP on the socket: no certificate store to load (reading the
+            // system's roots was a sixth of a hook's process).
+            .tls_certs_only(Vec::new())
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| unreachable(&socket.display().to_string(), e))?;
+        Ok(RemoteClient {
+            // The socket is the address; the URL's host is only the Host header.
+            base: "http://localhost".into(),
+            key: None,
             http,
             default_id: Unconfigured::Nothing,
             default_type: Unconfigured::Nothing,
@@ -263,7 +309,7 @@ impl RemoteClient {
             .json(&value)
             .send()
             .await
-            .map_err(|e| unreachable(&self.base, e))?;
+            .map_err(|e| send_failed(&self.base, e))?;
         self.decode(r).await
     }
 
@@ -286,7 +332,7 @@ impl RemoteClient {
             .headers(self.headers(caller)?)
             .send()
             .await
-            .map_err(|e| unreachable(&self.base, e))?;
+            .map_err(|e| send_failed(&self.base, e))?;
         self.decode(r).await
     }
 }
