@@ -99,6 +99,14 @@ def release(c, agent, path):
 
 
 def client(db, index, paths, start, seconds, out):
+    # A worker that fails still answers (with its error), so the parent never waits forever.
+    try:
+        run_client(db, index, paths, start, seconds, out)
+    except Exception as e:  # noqa: BLE001 - reported, not hidden
+        out.put((0, 0, 0, [], f"client {index}: {e}"))
+
+
+def run_client(db, index, paths, start, seconds, out):
     c = sqlite3.connect(db, isolation_level=None, timeout=60)
     c.execute("PRAGMA synchronous = NORMAL")
     agent = f"limit-{index}"
@@ -122,7 +130,7 @@ def client(db, index, paths, start, seconds, out):
             errors += 1
         latencies.append((time.perf_counter_ns() - t0) // 1000)
         pairs += 1
-    out.put((pairs, blocked, errors, latencies))
+    out.put((pairs, blocked, errors, latencies, None))
     c.close()
 
 
@@ -143,7 +151,10 @@ def main():
     time.sleep(0.2)  # every process connected before the clock starts
     t0 = time.monotonic()
     start.set()
-    results = [out.get() for _ in procs]
+    results = [out.get(timeout=a.seconds + 120) for _ in procs]
+    failures = [r[4] for r in results if r[4]]
+    if failures:
+        raise SystemExit("; ".join(failures))
     elapsed = time.monotonic() - t0
     for proc in procs:
         proc.join()

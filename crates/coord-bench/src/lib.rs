@@ -195,12 +195,15 @@ pub async fn run(opts: &BenchOptions, mut emit: impl FnMut(&Report)) -> BenchRes
                 None
             };
             let limit = if opts.mode == Mode::Compare && opts.workload == Workload::Locks {
-                Some(match limit::locks(opts).await? {
-                    limit::Limit::Measured(r) => {
+                // A limit that cannot run (or fails) is reported with the service's
+                // figures, never instead of them.
+                Some(match limit::locks(opts).await {
+                    Ok(limit::Limit::Measured(r)) => {
                         push((*r).clone(), &mut reports);
                         Ok(*r)
                     }
-                    limit::Limit::Unavailable(why) => Err(why),
+                    Ok(limit::Limit::Unavailable(why)) => Err(why),
+                    Err(e) => Err(e.to_string()),
                 })
             } else {
                 None

@@ -53,8 +53,12 @@ impl Drop for ScriptFile {
     }
 }
 
-/// Runs `program` to completion; `None` when it is not installed.
-async fn output(program: &str, args: &[String]) -> BenchResult<Option<std::process::Output>> {
+/// Runs `program` to completion (at most `limit`); `None` when it is not installed.
+async fn output(
+    program: &str,
+    args: &[String],
+    limit: std::time::Duration,
+) -> BenchResult<Option<std::process::Output>> {
     let child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -65,11 +69,11 @@ async fn output(program: &str, args: &[String]) -> BenchResult<Option<std::proce
     match child {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(BenchError::Setup(format!("cannot run {program}: {e}"))),
-        Ok(child) => child
-            .wait_with_output()
-            .await
-            .map(Some)
-            .map_err(|e| BenchError::Setup(format!("{program}: {e}"))),
+        Ok(child) => match tokio::time::timeout(limit, child.wait_with_output()).await {
+            Ok(out) => out.map(Some).map_err(|e| BenchError::Setup(format!("{program}: {e}"))),
+            // Dropping the wait kills the child (kill_on_drop).
+            Err(_) => Err(BenchError::Setup(format!("{program} did not finish within {limit:?}"))),
+        },
     }
 }
 
@@ -104,6 +108,11 @@ fn limit_report(opts: &BenchOptions, backend: &'static str, mode: &'static str) 
     }
 }
 
+/// How long a limit's run may take: its seconds, start-up and teardown.
+fn allowed(opts: &BenchOptions) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(opts.seconds * 2.0 + 120.0)
+}
+
 /// `COORD_BENCH_PYTHON`, else `python3`.
 async fn sqlite(opts: &BenchOptions, db: &str) -> BenchResult<Limit> {
     let python = std::env::var("COORD_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
@@ -119,7 +128,7 @@ async fn sqlite(opts: &BenchOptions, db: &str) -> BenchResult<Limit> {
         "--paths".into(),
         opts.paths.to_string(),
     ];
-    let Some(out) = output(&python, &args).await? else {
+    let Some(out) = output(&python, &args, allowed(opts)).await? else {
         return Ok(Limit::Unavailable(format!(
             "{python} is not installed (set COORD_BENCH_PYTHON to a Python 3)"
         )));
@@ -206,7 +215,7 @@ async fn pgbench_run(
         format!("--log-prefix={}", logs.join("tx").display()),
         url.into(),
     ];
-    let Some(out) = output(pgbench, &args).await? else {
+    let Some(out) = output(pgbench, &args, allowed(opts)).await? else {
         return Ok(Limit::Unavailable(format!(
             "{pgbench} is not installed (PostgreSQL's client tools; or set COORD_BENCH_PGBENCH)"
         )));

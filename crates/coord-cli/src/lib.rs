@@ -630,6 +630,7 @@ async fn serve_socket(
         context::DbTarget::Sqlite(p) => Some(p.clone()),
         context::DbTarget::Postgres(_) => None,
     };
+    let database_identity = database_file.as_deref().and_then(file_identity);
     let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
     let pruner = coord.spawn_audit_pruner(AUDIT_PRUNE_EVERY);
     let database = coord.store().location();
@@ -655,7 +656,12 @@ async fn serve_socket(
             if idle.is_some_and(|d| watched.idle() >= d) {
                 break "idle";
             }
-            if database_file.as_ref().is_some_and(|p| !p.exists()) {
+            // Removed, or replaced by another file (a restore): this server's open
+            // database is no longer the one at that path.
+            if database_file
+                .as_ref()
+                .is_some_and(|p| file_identity(p) != database_identity)
+            {
                 break "its database was removed";
             }
             if file_identity(&socket_path) != mine {
@@ -663,26 +669,25 @@ async fn serve_socket(
             }
         };
         tracing::info!("coord serve --socket: stopping ({why})");
-        // New callers find no socket (and start a successor) from here on; connections
-        // already queued are still accepted and answered before the listener closes.
-        if file_identity(&socket_path) == mine {
-            let _ = std::fs::remove_file(&socket_path);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     };
+    let socket_path = socket.to_path_buf();
     let shutdown = async move {
         tokio::select! {
             () = coord_http::shutdown_signal() => {}
             () = watch => {}
         }
+        // Removed before the listener closes, never after: a successor may bind the name
+        // while this server drains. New callers find no socket (and start a successor)
+        // from here on; connections already queued are still accepted and answered.
+        if file_identity(&socket_path) == mine {
+            let _ = std::fs::remove_file(&socket_path);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     };
     let listener = coord_http::SameUserListener::new(listener);
     let served = coord_http::serve_local(listener, app, &config, activity, shutdown).await;
     sweeper.abort();
     pruner.abort();
-    if file_identity(socket) == mine {
-        let _ = std::fs::remove_file(socket);
-    }
     match served {
         Ok(()) => output::EXIT_OK,
         Err(e) => {

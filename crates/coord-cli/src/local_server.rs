@@ -112,18 +112,32 @@ fn fingerprint(ctx: &Context, db: &Path) -> String {
     part(
         "settings",
         format!(
-            "{:?} {:?} {:?}",
-            ctx.file_size_limit, ctx.working_memory_budget, ctx.recall_half_life_days
+            "{:?} {:?} {:?} {:?} {:?}",
+            ctx.file_size_limit,
+            ctx.working_memory_budget,
+            ctx.recall_half_life_days,
+            ctx.coordination_domains,
+            ctx.model_endpoints
         )
         .as_bytes(),
     );
     let mut vars: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
+        // Also what agents the server launches inherit (their credentials, tools and
+        // home): a session's sub-agents never run with another session's.
         .filter(|(k, _)| {
-            ["COORD_", "COORDINATION_", "PORT_ALLOC_", "GITHUB_"]
-                .iter()
-                .any(|p| k.starts_with(p))
+            [
+                "COORD_",
+                "COORDINATION_",
+                "PORT_ALLOC_",
+                "GITHUB_",
+                "ANTHROPIC_",
+                "OPENAI_",
+            ]
+            .iter()
+            .any(|p| k.starts_with(p))
                 && !PER_AGENT.contains(&k.as_str())
+                || ["PATH", "HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME"].contains(&k.as_str())
         })
         .collect();
     vars.sort();
@@ -138,6 +152,10 @@ fn fingerprint(ctx: &Context, db: &Path) -> String {
 /// running, or one could not be started — the caller then opens the database itself.
 pub async fn connect(ctx: &Context, start: bool) -> Option<Arc<dyn Coordination>> {
     let socket = socket_path(ctx)?;
+    if !mine_or_absent(&socket) {
+        tracing::warn!(socket = %socket.display(), "the coordinator socket is another user's; opening the database here");
+        return None;
+    }
     let answering = std::os::unix::net::UnixStream::connect(&socket).is_ok();
     if !answering {
         if !start {
@@ -160,7 +178,17 @@ pub async fn connect(ctx: &Context, start: bool) -> Option<Arc<dyn Coordination>
     }))
 }
 
-/// Starts the server unless another process just did (under `coord-server.lock`).
+/// Whether `path` is absent or a file of this process's user (never followed): a socket
+/// someone else put in a shared directory is never talked to, nor removed.
+fn mine_or_absent(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => m.uid() == rustix::process::getuid().as_raw(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// Starts the server unless another process just did (under `<database>.server.lock`).
 async fn ensure_started(ctx: &Context, socket: &Path) -> Result<(), String> {
     let (ctx, socket) = (ctx.clone(), socket.to_path_buf());
     tokio::task::spawn_blocking(move || start_blocking(&ctx, &socket))
@@ -176,6 +204,11 @@ fn start_blocking(ctx: &Context, socket: &Path) -> Result<(), String> {
     if let Some(dir) = db.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
+    // The server is told its database explicitly, so the default location's
+    // `.gitignore` is written here, as an embedded coordinator would.
+    if ctx.db_is_default {
+        crate::open::keep_out_of_git(&db);
+    }
     let lock_path = beside(&db, "server.lock");
     let lock = std::fs::OpenOptions::new()
         .create(true)
@@ -185,6 +218,9 @@ fn start_blocking(ctx: &Context, socket: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
     lock.lock()
         .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    if !mine_or_absent(socket) {
+        return Err(format!("{} is another user's", socket.display()));
+    }
     if std::os::unix::net::UnixStream::connect(socket).is_ok() {
         return Ok(()); // another process started it while this one waited for the lock
     }
@@ -216,6 +252,12 @@ fn start_blocking(ctx: &Context, socket: &Path) -> Result<(), String> {
     if let Some(n) = ctx.recall_half_life_days {
         cmd.arg("--recall-half-life-days").arg(n.to_string());
     }
+    for d in &ctx.coordination_domains {
+        cmd.arg("--coordination-domain").arg(d);
+    }
+    for m in &ctx.model_endpoints {
+        cmd.arg("--model-endpoint").arg(m);
+    }
     cmd.args(["serve", "--socket"])
         .arg(socket)
         .arg("--idle-exit")
@@ -224,6 +266,10 @@ fn start_blocking(ctx: &Context, socket: &Path) -> Result<(), String> {
         // Nobody's identity: each request names its own.
         .env_remove("COORD_AGENT_ID")
         .env_remove("COORD_AGENT_TYPE")
+        // Settings of a TCP `coord serve` (the proxy port conflicts with --socket).
+        .env_remove("COORD_PROXY_PORT")
+        .env_remove("API_HOST")
+        .env_remove("API_PORT")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log)

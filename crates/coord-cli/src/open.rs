@@ -292,7 +292,7 @@ fn load_or_create_key(path: &std::path::Path) -> std::io::Result<coord_domain::a
 
 /// The default database lives inside the repository; a `.gitignore` beside it keeps
 /// it (and its WAL files) out of commits.
-fn keep_out_of_git(db: &std::path::Path) {
+pub(crate) fn keep_out_of_git(db: &std::path::Path) {
     if let Some(dir) = db.parent() {
         let ignore = dir.join(".gitignore");
         if !ignore.exists() && std::fs::create_dir_all(dir).is_ok() {

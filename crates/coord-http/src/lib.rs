@@ -254,6 +254,7 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 pub struct Activity {
     started: std::time::Instant,
     last_ms: Arc<std::sync::atomic::AtomicU64>,
+    in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Default for Activity {
@@ -261,6 +262,7 @@ impl Default for Activity {
         Activity {
             started: std::time::Instant::now(),
             last_ms: Arc::default(),
+            in_flight: Arc::default(),
         }
     }
 }
@@ -271,10 +273,32 @@ impl Activity {
         self.last_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Time since the last request began (or since the server started).
+    /// Time since the last request ended (or since the server started); zero while one
+    /// runs (an operation that waits minutes is activity all along).
     pub fn idle(&self) -> std::time::Duration {
+        if self.in_flight.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            return std::time::Duration::ZERO;
+        }
         let last = std::time::Duration::from_millis(self.last_ms.load(std::sync::atomic::Ordering::Relaxed));
         self.started.elapsed().saturating_sub(last)
+    }
+}
+
+/// Counts a request as running until dropped (also when its handler is cancelled).
+struct Running(Activity);
+
+impl Running {
+    fn start(a: &Activity) -> Running {
+        a.in_flight.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        a.touch();
+        Running(a.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -288,22 +312,32 @@ pub async fn serve_local(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = app.layer(middleware::from_fn(move |req: Request, next: Next| {
-        let activity = activity.clone();
+        let running = Running::start(&activity);
         async move {
-            activity.touch();
             let response = next.run(req).await;
-            // A long request (a blocking wait) is activity until it ends.
-            activity.touch();
+            drop(running);
             response
         }
     }));
     let streams = config.shutdown.clone();
-    axum::serve(listener, app.into_make_service())
+    let stopping = streams.clone();
+    let server = axum::serve(listener, app.into_make_service())
         .with_graceful_shutdown(async move {
             shutdown.await;
             streams.cancel();
         })
-        .await
+        .into_future();
+    // As `serve`: requests still running after the drain limit are given up on.
+    tokio::select! {
+        served = server => served,
+        () = async {
+            stopping.cancelled().await;
+            tokio::time::sleep(DRAIN_LIMIT).await;
+        } => {
+            tracing::warn!("shutdown: requests still running after {DRAIN_LIMIT:?}; stopping anyway");
+            Ok(())
+        }
+    }
 }
 
 /// Serves `app` on a loopback TCP listener until the task is dropped (`coord agent run`

@@ -151,8 +151,9 @@ impl RemoteClient {
             // Plain HTTP on the socket: no certificate store to load (reading the
             // system's roots was a sixth of a hook's process).
             .tls_certs_only(Vec::new())
+            // No overall limit: operations that wait (delegate_task, get_agent_output)
+            // take minutes by design, and an embedded coordinator has none either.
             .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
             .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| unreachable(&socket.display().to_string(), e))?;
@@ -274,7 +275,11 @@ impl RemoteClient {
             });
         }
         match serde_json::from_slice::<CoordError>(&body) {
-            Ok(e) => Err(e),
+            // Only this client says a request was not delivered; a server's answer never does.
+            Ok(mut e) => {
+                e.details.remove(NOT_DELIVERED);
+                Err(e)
+            }
             Err(_) => Err(CoordError::unavailable(format!(
                 "the coordination API at {} answered HTTP {status} without an error body",
                 self.base
