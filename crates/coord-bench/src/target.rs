@@ -103,18 +103,11 @@ impl Scratch {
         let name = scratch_name(label);
         match db {
             BenchDb::Sqlite { dir } => {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
-                let path = dir.join(format!("{name}.db"));
-                let audit_key = PathBuf::from(format!("{}.audit.key", path.display()));
                 // With the repository coordinator's lock and log (`mcp`: the children
                 // share one; its socket goes in `Cleanup::run`).
-                let files = ["", "-wal", "-shm", ".audit.key", ".server.lock", ".server.log"]
-                    .iter()
-                    .map(|suffix| PathBuf::from(format!("{}{suffix}", path.display())))
-                    .collect();
-                let cleanup = Cleanup::Files(files);
-                live().push(cleanup.clone());
+                let suffixes = ["", "-wal", "-shm", ".audit.key", ".server.lock", ".server.log"];
+                let (path, cleanup) = sqlite_files(dir, &name, &suffixes)?;
+                let audit_key = PathBuf::from(format!("{}.audit.key", path.display()));
                 let store = match SqliteStore::open(&path) {
                     Ok(s) => s,
                     Err(e) => {
@@ -215,15 +208,7 @@ impl EmptyScratch {
         let name = scratch_name(label);
         match db {
             BenchDb::Sqlite { dir } => {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
-                let path = dir.join(format!("{name}.db"));
-                let files = ["", "-wal", "-shm", "-journal"]
-                    .iter()
-                    .map(|suffix| PathBuf::from(format!("{}{suffix}", path.display())))
-                    .collect();
-                let cleanup = Cleanup::Files(files);
-                live().push(cleanup.clone());
+                let (path, cleanup) = sqlite_files(dir, &name, &["", "-wal", "-shm", "-journal"])?;
                 Ok(EmptyScratch {
                     db_arg: path.display().to_string(),
                     cleanup,
@@ -246,6 +231,19 @@ impl EmptyScratch {
         forget(&self.cleanup);
         self.cleanup.run().await;
     }
+}
+
+/// `<dir>/<name>.db` and the files named by `suffixes` after it, registered for removal.
+fn sqlite_files(dir: &std::path::Path, name: &str, suffixes: &[&str]) -> BenchResult<(PathBuf, Cleanup)> {
+    std::fs::create_dir_all(dir).map_err(|e| BenchError::Setup(format!("cannot create {}: {e}", dir.display())))?;
+    let path = dir.join(format!("{name}.db"));
+    let files = suffixes
+        .iter()
+        .map(|suffix| PathBuf::from(format!("{}{suffix}", path.display())))
+        .collect();
+    let cleanup = Cleanup::Files(files);
+    live().push(cleanup.clone());
+    Ok((path, cleanup))
 }
 
 fn forget(cleanup: &Cleanup) {

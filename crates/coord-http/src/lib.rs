@@ -158,6 +158,15 @@ pub async fn serve(
             streams.cancel();
         })
         .into_future();
+    drained(server, stopping).await
+}
+
+/// `server` until it ends, or until [`DRAIN_LIMIT`] after `stopping` is cancelled:
+/// requests still running then are given up on.
+async fn drained(
+    server: impl std::future::Future<Output = std::io::Result<()>>,
+    stopping: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
     tokio::select! {
         served = server => served,
         () = async {
@@ -327,17 +336,7 @@ pub async fn serve_local(
             streams.cancel();
         })
         .into_future();
-    // As `serve`: requests still running after the drain limit are given up on.
-    tokio::select! {
-        served = server => served,
-        () = async {
-            stopping.cancelled().await;
-            tokio::time::sleep(DRAIN_LIMIT).await;
-        } => {
-            tracing::warn!("shutdown: requests still running after {DRAIN_LIMIT:?}; stopping anyway");
-            Ok(())
-        }
-    }
+    drained(server, stopping).await
 }
 
 /// Serves `app` on a loopback TCP listener until the task is dropped (`coord agent run`
