@@ -154,6 +154,11 @@ impl RemoteClient {
             // No overall limit: operations that wait (delegate_task, get_agent_output)
             // take minutes by design, and an embedded coordinator has none either.
             .connect_timeout(Duration::from_secs(10))
+            // A connection per request (a Unix connect costs microseconds): a request is
+            // then never written into a kept-alive connection whose server has died or
+            // stopped, where its fate would be unknown; a dead server shows as a refused
+            // connect, which `not_delivered` marks safe to send again.
+            .pool_max_idle_per_host(0)
             .user_agent(concat!("coord/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| unreachable(&socket.display().to_string(), e))?;
