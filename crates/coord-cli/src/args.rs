@@ -104,28 +104,59 @@ pub struct GlobalArgs {
     pub identity_on_command_line: (bool, bool),
 }
 
+/// Whether `--agent-id` and `--agent-type` were written on the command line (not taken
+/// from the environment).
+fn identity_written(matches: &clap::ArgMatches) -> (bool, bool) {
+    let written = |id: &str| {
+        // Global flags are recorded on the subcommand they were written after.
+        let mut m = matches;
+        loop {
+            if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+                return true;
+            }
+            match m.subcommand() {
+                Some((_, sub)) => m = sub,
+                None => return false,
+            }
+        }
+    };
+    (written("agent_id"), written("agent_type"))
+}
+
 impl Cli {
     /// Parses the command line (exits with clap's message on bad usage), noting where the
     /// identity flags came from.
     pub fn from_command_line() -> Cli {
-        use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
-        let matches = Cli::command().get_matches();
-        let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-        let written = |id: &str| {
-            // Global flags are recorded on the subcommand they were written after.
-            let mut m = &matches;
-            loop {
-                if m.value_source(id) == Some(ValueSource::CommandLine) {
-                    return true;
-                }
-                match m.subcommand() {
-                    Some((_, sub)) => m = sub,
-                    None => return false,
-                }
-            }
-        };
-        cli.global.identity_on_command_line = (written("agent_id"), written("agent_type"));
-        cli
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        Cli::hook_line(&args)
+            .unwrap_or_else(|| Cli::whole_grammar(args))
+            .unwrap_or_else(|e| e.exit())
+    }
+
+    /// `args` read by the hook-only grammar ([`HookLine`]); `None` when it does not
+    /// accept them.
+    fn hook_line(args: &[std::ffi::OsString]) -> Option<Result<Cli, clap::Error>> {
+        use clap::{CommandFactory, FromArgMatches};
+        if !args.iter().skip(1).any(|a| a == "hook") {
+            return None;
+        }
+        let matches = HookLine::command().try_get_matches_from(args).ok()?;
+        let line = HookLine::from_arg_matches(&matches).ok()?;
+        let HookOnly::Hook(hook) = line.command;
+        let mut global = line.global;
+        global.identity_on_command_line = identity_written(&matches);
+        Some(Ok(Cli {
+            global,
+            command: Command::Hook(hook),
+        }))
+    }
+
+    fn whole_grammar(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = Cli::command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        cli.global.identity_on_command_line = identity_written(&matches);
+        Ok(cli)
     }
 
     /// The identity flags written on the command line, for minting credentials.
@@ -290,11 +321,35 @@ pub enum Command {
     /// Run an agent-runtime hook: a Claude Code event (reads its JSON on stdin),
     /// git-pre-commit or git-pre-push. Never breaks the agent's session when the
     /// coordinator is unreachable (the guardrails then decide locally)
-    Hook {
-        /// SessionStart, SessionEnd, PreToolUse (other Claude Code events are accepted
-        /// and ignored), git-pre-commit or git-pre-push
-        event: String,
-    },
+    Hook(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// SessionStart, SessionEnd, PreToolUse (other Claude Code events are accepted
+    /// and ignored), git-pre-commit or git-pre-push
+    pub event: String,
+}
+
+/// The grammar of `coord hook EVENT` alone (with every global flag): what an agent
+/// runtime runs before each tool call. Building the whole grammar — every subcommand's
+/// arguments — was half of a hook process's instructions (docs/benchmarks.md, "Hooks");
+/// a hook line parses here first, and anything this grammar does not accept (help, a
+/// typo, another command) goes to the whole grammar, which answers it as before. Being a
+/// subset of the whole grammar with the same [`GlobalArgs`], whatever it accepts means
+/// the same there.
+#[derive(Debug, Parser)]
+#[command(name = "coord", disable_help_flag = true, disable_help_subcommand = true)]
+struct HookLine {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: HookOnly,
+}
+
+#[derive(Debug, Subcommand)]
+enum HookOnly {
+    Hook(HookArgs),
 }
 
 #[derive(Debug, Args)]
@@ -1714,4 +1769,64 @@ pub enum TeamCommand {
     Up { file: std::path::PathBuf },
     /// Each member's agent, status, task and locks
     Status { file: std::path::PathBuf },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(words: &str) -> Vec<std::ffi::OsString> {
+        std::iter::once("coord")
+            .chain(words.split_whitespace())
+            .map(Into::into)
+            .collect()
+    }
+
+    /// Every line the hook-only grammar accepts means the same in the whole grammar
+    /// (the same global flags, event and identity provenance); every other line is left
+    /// to the whole grammar.
+    #[test]
+    fn the_hook_grammar_is_a_subset_of_the_whole() {
+        let accepted = [
+            "hook PreToolUse",
+            "hook SessionStart",
+            "hook git-pre-commit",
+            "--json hook PreToolUse",
+            "hook PreToolUse --json",
+            "--db /tmp/x.db hook SessionEnd",
+            "hook PreToolUse --agent-id a1 --agent-type claude-code",
+            "--agent-id a1 hook PreToolUse",
+            "--workspace /a --workspace /b hook PreToolUse",
+            "--db hook hook PreToolUse",
+            "--remote http://127.0.0.1:1 hook UserPromptSubmit",
+        ];
+        for words in accepted {
+            let lean = Cli::hook_line(&line(words))
+                .unwrap_or_else(|| panic!("{words}: not accepted"))
+                .unwrap();
+            let whole = Cli::whole_grammar(line(words)).unwrap();
+            assert_eq!(format!("{lean:?}"), format!("{whole:?}"), "{words}");
+        }
+        let left_to_the_whole = [
+            "--version",
+            "hook --help",
+            "hook -h",
+            "hook",
+            "hook PreToolUse extra",
+            "hook PreToolUse --version",
+            "help hook",
+            "lock acquire hook",
+            "memory search hook",
+            "hook PreToolUse --no-such-flag",
+        ];
+        for words in left_to_the_whole {
+            assert!(
+                Cli::hook_line(&line(words)).is_none(),
+                "{words}: taken by the hook grammar"
+            );
+        }
+        // What the whole grammar says of them is unchanged: usage errors, help, version.
+        assert!(Cli::whole_grammar(line("hook")).is_err());
+        assert!(Cli::whole_grammar(line("lock acquire hook")).is_ok());
+    }
 }

@@ -157,8 +157,8 @@ fn log_filter(text: &str) -> Result<tracing_subscriber::filter::Targets, String>
 
 pub async fn run(cli: Cli) -> u8 {
     let out = Output { json: cli.global.json };
-    if let Command::Hook { event } = &cli.command {
-        return hooks::run(event, &cli.global).await;
+    if let Command::Hook(hook) = &cli.command {
+        return hooks::run(&hook.event, &cli.global).await;
     }
     let ctx = match Context::resolve(&cli.global) {
         Ok(c) => c,

@@ -237,8 +237,8 @@ impl AuditKey {
 
     pub fn sign(&self, cp: &CheckpointBody) -> String {
         use hmac::{KeyInit, Mac};
-        let mut mac = <hmac::Hmac<sha2_011::Sha256> as KeyInit>::new_from_slice(&self.0)
-            .expect("HMAC accepts keys of any length");
+        let mut mac =
+            <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&self.0).expect("HMAC accepts keys of any length");
         mac.update(cp.message().as_bytes());
         hex(&mac.finalize().into_bytes())
     }
@@ -247,8 +247,8 @@ impl AuditKey {
     pub fn verifies(&self, cp: &CheckpointBody, signature: &str) -> bool {
         use hmac::{KeyInit, Mac};
         let Some(bytes) = unhex(signature) else { return false };
-        let mut mac = <hmac::Hmac<sha2_011::Sha256> as KeyInit>::new_from_slice(&self.0)
-            .expect("HMAC accepts keys of any length");
+        let mut mac =
+            <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&self.0).expect("HMAC accepts keys of any length");
         mac.update(cp.message().as_bytes());
         mac.verify_slice(&bytes).is_ok()
     }

@@ -55,7 +55,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 pub fn signature(secret: &[u8], body: &[u8]) -> String {
     use hmac::{KeyInit, Mac};
     let mut mac =
-        <hmac::Hmac<sha2_011::Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC accepts keys of any length");
+        <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC accepts keys of any length");
     mac.update(body);
     let digest: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256={digest}")
@@ -75,7 +75,7 @@ pub fn verify_signature(secrets: &[Vec<u8>], body: &[u8], header: Option<&str>) 
         .and_then(unhex)
         .ok_or(SignatureError::Malformed)?;
     let ok = secrets.iter().any(|secret| {
-        let Ok(mut mac) = <hmac::Hmac<sha2_011::Sha256> as KeyInit>::new_from_slice(secret) else {
+        let Ok(mut mac) = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret) else {
             return false;
         };
         mac.update(body);
