@@ -26,7 +26,22 @@ use tokio_postgres::types::Json;
 /// Arbitrary but fixed: the advisory lock that orders audit writers (the chain's head).
 const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
 
-/// Appends `rec` to the chain inside the caller's transaction `c`. The advisory lock,
+/// A transaction that may append to the chain: READ COMMITTED whatever the server's,
+/// database's or role's `default_transaction_isolation` says. [`insert`] reads the head by
+/// a statement that starts after the chain lock is held, and only READ COMMITTED's
+/// per-statement snapshots make that read see the previous writer's row (under
+/// REPEATABLE READ the snapshot is the transaction's first statement's, taken before the
+/// lock: the chain would fork). `BEGIN ISOLATION LEVEL …`: no extra round trip.
+pub async fn chaining(client: &mut Object) -> R<deadpool_postgres::Transaction<'_>> {
+    Ok(client
+        .build_transaction()
+        .isolation_level(IsolationLevel::ReadCommitted)
+        .start()
+        .await?)
+}
+
+/// Appends `rec` to the chain inside the caller's transaction `c` (begun by
+/// [`chaining`]). The advisory lock,
 /// held to commit, orders concurrent writers; the head is read by a statement that
 /// starts after the lock is held, so (READ COMMITTED) it sees the previous writer's row.
 ///
@@ -50,6 +65,8 @@ pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &Audit
         ))
         .await?;
     // A request is sent when its future is first polled; `biased` polls in this order.
+    // Both are prepared statements: given SQL text, the call would prepare it first (a
+    // round trip) and the head's read could reach the server before the lock.
     let (key, at): (
         &[&(dyn tokio_postgres::types::ToSql + Sync)],
         &[&(dyn tokio_postgres::types::ToSql + Sync)],
@@ -399,7 +416,7 @@ impl AuditStore for PgStore {
         let mut client = self.client().await?;
         async {
             // The chain lock is held to commit: the row needs a transaction of its own.
-            let tx = client.transaction().await?;
+            let tx = chaining(&mut client).await?;
             insert(&tx, now, &record).await?;
             tx.commit().await?;
             Ok(())

@@ -51,7 +51,7 @@ impl RawPostgres {
         };
         let mut client = self.store.pool.get().await.map_err(pool_error)?;
         let outcome: R<T> = async {
-            let tx = client.transaction().await?;
+            let tx = audit::chaining(&mut client).await?;
             let value = f(&tx, &ctx, &args).await?;
             audit::insert(&tx, None, &raw_audit_record(who, operation, parameters)).await?;
             tx.commit().await?;

@@ -269,7 +269,7 @@ impl PgStore {
             attempt += 1;
             let mut client = self.client().await?;
             let outcome: R<T> = async {
-                let tx = client.transaction().await?;
+                let tx = audit::chaining(&mut client).await?;
                 let value = f(&tx, &ctx, &args).await?;
                 let mut spent = None;
                 if coord_store::counts_as_use(&ctx.charges, &value)
@@ -312,7 +312,7 @@ impl PgStore {
 /// Records a refusal in its own transaction: its audit row and, when the caller may
 /// escalate it, its approval request (answering the refusal that names it).
 async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError) -> R<CoordError> {
-    let tx = client.transaction().await?;
+    let tx = audit::chaining(client).await?;
     let e = match ctx.approval_request(&e) {
         Some(req) => coord_domain::approvals::awaiting(e, &approvals::enqueue(&tx, ctx, &req).await?),
         None => e,

@@ -2,9 +2,12 @@
 
 mod pg_support;
 
+use coord_domain::Identity;
+use coord_domain::audit::AuditRecord;
 use coord_postgres::{MIGRATIONS, PgOptions, PgStore};
-use coord_store::Maintenance;
+use coord_store::{AuditStore as _, Maintenance};
 use pg_support::TestDatabase;
+use std::sync::Arc;
 
 async fn skip() -> bool {
     !pg_support::available().await
@@ -217,4 +220,88 @@ async fn recall_gin_indexes_take_each_write_directly() {
         got,
         vec![("memories_tags".into(), off()), ("memories_text".into(), off())]
     );
+}
+
+/// The chain reads its head by a statement that starts after its lock is held, which only
+/// READ COMMITTED's per-statement snapshots make current: a database (or role, or server)
+/// whose default isolation is REPEATABLE READ must not fork the chain — concurrent writers
+/// each get the next position, linked to the previous row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_chain_holds_when_the_database_defaults_to_repeatable_read() {
+    if skip().await {
+        return;
+    }
+    let db = TestDatabase::from_template().await;
+    let name = db
+        .url
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    let c = pg_support::connect(&db.url).await;
+    c.batch_execute(&format!(
+        "ALTER DATABASE \"{name}\" SET default_transaction_isolation = 'repeatable read'"
+    ))
+    .await
+    .unwrap();
+    let store = PgStore::connect(
+        &db.url,
+        PgOptions {
+            pool_size: 8,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    // New sessions, as the store's pool opens, take the database's default.
+    let fresh = pg_support::connect(&db.url).await;
+    let level: String = fresh.query_one("SHOW transaction_isolation", &[]).await.unwrap().get(0);
+    assert_eq!(level, "repeatable read");
+    let store = Arc::new(store);
+    let (writers, each) = (8, 25);
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in 0..each {
+                    let record = AuditRecord {
+                        agent: Identity {
+                            agent_id: format!("writer-{w}"),
+                            agent_type: "test".into(),
+                        },
+                        operation: "acquire_lock",
+                        parameters: serde_json::json!({"file_path": format!("src/{i}.rs")}),
+                        result: serde_json::json!({"success": true}),
+                        success: true,
+                        error_code: None,
+                        duration_ms: 0.0,
+                        origin: None,
+                    };
+                    store.append_audit(None, record).await.expect("every append succeeds");
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let row = c
+        .query_one(
+            "SELECT count(*) FILTER (WHERE agent_id LIKE 'writer-%'), count(*), count(DISTINCT chain_seq),
+                    max(chain_seq) - min(chain_seq) + 1,
+                    (SELECT count(*) FROM audit_log a JOIN audit_log b ON b.chain_seq = a.chain_seq - 1
+                     WHERE a.prev_hash IS DISTINCT FROM b.row_hash)
+             FROM audit_log",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (written, rows, positions, span, broken): (i64, i64, i64, i64, i64) =
+        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    assert_eq!(written, (writers * each) as i64);
+    assert_eq!((positions, span), (rows, rows), "one position per row, none skipped");
+    assert_eq!(broken, 0, "every row links to the row before it");
 }
