@@ -128,14 +128,15 @@ impl Cli {
     /// identity flags came from.
     pub fn from_command_line() -> Cli {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-        Cli::hook_line(&args)
-            .unwrap_or_else(|| Cli::whole_grammar(args))
-            .unwrap_or_else(|e| e.exit())
+        match Cli::hook_line(&args) {
+            Some(cli) => cli,
+            None => Cli::whole_grammar(args).unwrap_or_else(|e| e.exit()),
+        }
     }
 
     /// `args` read by the hook-only grammar ([`HookLine`]); `None` when it does not
     /// accept them.
-    fn hook_line(args: &[std::ffi::OsString]) -> Option<Result<Cli, clap::Error>> {
+    fn hook_line(args: &[std::ffi::OsString]) -> Option<Cli> {
         use clap::{CommandFactory, FromArgMatches};
         if !args.iter().skip(1).any(|a| a == "hook") {
             return None;
@@ -145,10 +146,10 @@ impl Cli {
         let HookOnly::Hook(hook) = line.command;
         let mut global = line.global;
         global.identity_on_command_line = identity_written(&matches);
-        Some(Ok(Cli {
+        Some(Cli {
             global,
             command: Command::Hook(hook),
-        }))
+        })
     }
 
     fn whole_grammar(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
@@ -1801,9 +1802,7 @@ mod tests {
             "--remote http://127.0.0.1:1 hook UserPromptSubmit",
         ];
         for words in accepted {
-            let lean = Cli::hook_line(&line(words))
-                .unwrap_or_else(|| panic!("{words}: not accepted"))
-                .unwrap();
+            let lean = Cli::hook_line(&line(words)).unwrap_or_else(|| panic!("{words}: not accepted"));
             let whole = Cli::whole_grammar(line(words)).unwrap();
             assert_eq!(format!("{lean:?}"), format!("{whole:?}"), "{words}");
         }

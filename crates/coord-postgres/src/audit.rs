@@ -21,7 +21,7 @@ use deadpool_postgres::GenericClient;
 use deadpool_postgres::Object;
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::Row;
-use tokio_postgres::types::Json;
+use tokio_postgres::types::{Json, ToSql};
 
 /// Arbitrary but fixed: the advisory lock that orders audit writers (the chain's head).
 const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
@@ -67,11 +67,9 @@ pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &Audit
     // A request is sent when its future is first polled; `biased` polls in this order.
     // Both are prepared statements: given SQL text, the call would prepare it first (a
     // round trip) and the head's read could reach the server before the lock.
-    let (key, at): (
-        &[&(dyn tokio_postgres::types::ToSql + Sync)],
-        &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) = (&[&CHAIN_LOCK_KEY], &[&now]);
-    let (locked, row) = tokio::join!(biased; c.execute(&lock, key), c.query_one(&head, at));
+    let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
+    let at: [&(dyn ToSql + Sync); 1] = [&now];
+    let (locked, row) = tokio::join!(biased; c.execute(&lock, &key), c.query_one(&head, &at));
     locked?;
     let row = row?;
     // Hashed as stored: PostgreSQL keeps microseconds.
