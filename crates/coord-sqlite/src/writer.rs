@@ -1,32 +1,36 @@
-//! The single-writer path with group commit: one thread per store runs every write, and
-//! commits whatever queued up meanwhile as one `BEGIN IMMEDIATE` transaction. Each write
-//! keeps its own savepoint, so a write that fails is rolled back alone and the others
-//! commit; callers are answered only after the commit, so an acknowledged write is as
-//! durable as before.
+//! The single-writer path with group commit: a write that finds no other write of this
+//! process under way runs on its caller's thread; writes that arrive while one is under
+//! way go to one writer thread per store, which commits whatever queued up meanwhile as
+//! one `BEGIN IMMEDIATE` transaction. Each write keeps its own savepoint, so a write that
+//! fails is rolled back alone and the others commit; callers are answered only after the
+//! commit, so an acknowledged write is as durable as before.
 //!
 //! Why (measured with `coord bench`, see docs/benchmarks.md): SQLite allows one writer at
 //! a time anyway, so concurrent callers used to queue on a mutex and commit one by one.
 //! Committing a batch writes each touched page (the audit log's last page, its indexes)
-//! once per batch instead of once per operation. A dedicated thread beat running the
-//! write on the caller's thread (`block_in_place`) under HTTP load, where the runtime's
-//! thread hand-offs cost more than the channel.
+//! once per batch instead of once per operation. A lone write gains nothing from the
+//! thread and pays two thread wake-ups (the hand-off and the answer), about as much as
+//! the write itself at one client; running it where it was asked for costs none. It runs
+//! on the caller's thread as it is (no `block_in_place`: handing the runtime's other
+//! tasks to a new thread each time lost under HTTP load), for the 0.1 ms a write takes.
 
 use crate::{Fail, R};
 use coord_domain::CoordError;
 use rusqlite::{Connection, Savepoint};
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Writes committed together at most.
 const MAX_BATCH: usize = 64;
 
-/// How long the writer polls for the next write before it sleeps: a caller's next write
-/// typically follows within a few hundred microseconds (one client: its answer, its
-/// next request's checks), and waking a sleeping thread costs about as much again on
-/// this machine kind (a futex wake-up was 19% of a one-client lock pair's CPU with 50 µs).
-/// The poll yields the core, so it takes nothing from a runnable caller.
+/// How long the writer polls for the next write before it sleeps: under load a caller's
+/// next write typically follows within a few hundred microseconds, and waking a sleeping
+/// thread costs about as much again on this machine kind (a futex wake-up was 19% of a
+/// one-client lock pair's CPU with 50 µs). The poll yields the core, so it takes nothing
+/// from a runnable caller.
 const SPIN: Duration = Duration::from_micros(400);
 
 /// Called with the commit's outcome.
@@ -37,6 +41,14 @@ type Job = Box<dyn FnOnce(Result<&mut Connection, &CoordError>) -> Finish + Send
 pub struct Writer {
     jobs: Option<Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    conn: Arc<Mutex<Connection>>,
+    busy_timeout: Duration,
+    /// Writes asked for and not yet answered, on either path. Only a hint of whether
+    /// another write is under way (who runs where); the connection's mutex and SQLite's
+    /// write lock are what keep writes apart.
+    pending: AtomicUsize,
+    /// The writer thread sleeps for want of work: no write came within its poll.
+    idle: Arc<AtomicBool>,
 }
 
 impl Drop for Writer {
@@ -50,27 +62,48 @@ impl Drop for Writer {
     }
 }
 
+/// Counts a write as pending for as long as it lives (also when its caller gives up
+/// waiting: the count is a hint, and a write dropped unanswered is rare).
+struct Pending<'a>(&'a AtomicUsize);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl Writer {
     /// Starts the writer thread; it ends when the `Writer` is dropped. `busy_timeout`
     /// bounds the wait for another process's write lock.
     pub fn start(conn: Arc<Mutex<Connection>>, busy_timeout: Duration) -> std::io::Result<Writer> {
         let (jobs, queue) = std::sync::mpsc::channel();
+        let thread_conn = conn.clone();
+        let idle = Arc::new(AtomicBool::new(true));
+        let thread_idle = idle.clone();
         let thread = std::thread::Builder::new()
             .name("coord-sqlite-writer".into())
-            .spawn(move || run(conn, queue, busy_timeout))?;
+            .spawn(move || run(thread_conn, queue, busy_timeout, &thread_idle))?;
         Ok(Writer {
             jobs: Some(jobs),
             thread: Some(thread),
+            conn,
+            busy_timeout,
+            pending: AtomicUsize::new(0),
+            idle,
         })
     }
 
-    /// Runs `f` atomically in the next batch: its changes commit with the batch, or are
-    /// rolled back alone when it fails.
+    /// Runs `f` atomically, alone or in the next batch: its changes commit, or are rolled
+    /// back alone when it fails.
     pub async fn write<T, F>(&self, f: F) -> Result<T, CoordError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Savepoint) -> R<T> + Send + 'static,
     {
+        // Alone: no other write under way, and none recently (the writer thread polls for
+        // a while after each batch: writes are coming in a stream, which batches better).
+        let alone = self.pending.fetch_add(1, Ordering::AcqRel) == 0 && self.idle.load(Ordering::Acquire);
+        let _pending = Pending(&self.pending);
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |conn| {
             let conn = match conn {
@@ -94,27 +127,74 @@ impl Writer {
                 let _ = answer.send(reply);
             })
         });
-        let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
-        sent.and_then(Result::ok).ok_or_else(|| {
-            tracing::error!("sqlite writer thread is gone");
-            CoordError::internal()
-        })?;
+        let queued = if alone { self.run_here(job) } else { Some(job) };
+        if let Some(job) = queued {
+            let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
+            sent.and_then(Result::ok).ok_or_else(|| {
+                tracing::error!("sqlite writer thread is gone");
+                CoordError::internal()
+            })?;
+        }
         answered.await.map_err(|_| {
             tracing::error!("sqlite write was dropped without an answer (a panic while writing?)");
             CoordError::internal()
         })?
     }
+
+    /// Runs `job` on this thread as a batch of one, or gives it back for the writer
+    /// thread: when the connection is in use (a read, a batch just starting), or another
+    /// process holds the write lock (the thread waits for it, not the caller's runtime).
+    fn run_here(&self, job: Job) -> Option<Job> {
+        let c = match self.conn.try_lock() {
+            Ok(c) => c,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Some(job),
+        };
+        match try_begin(&c, self.busy_timeout) {
+            Ok(true) => {
+                commit(c, vec![job]);
+                None
+            }
+            // Busy, or an error the thread's own attempt will meet and report.
+            Ok(false) | Err(_) => Some(job),
+        }
+    }
 }
 
-fn next_job(queue: &Receiver<Job>) -> Option<Job> {
+fn next_job(queue: &Receiver<Job>, idle: &AtomicBool) -> Option<Job> {
     let until = Instant::now() + SPIN;
     loop {
         match queue.try_recv() {
             Ok(job) => return Some(job),
             Err(TryRecvError::Disconnected) => return None,
             Err(TryRecvError::Empty) if Instant::now() < until => std::thread::yield_now(),
-            Err(TryRecvError::Empty) => return queue.recv().ok(),
+            Err(TryRecvError::Empty) => {
+                idle.store(true, Ordering::Release);
+                let job = queue.recv().ok();
+                idle.store(false, Ordering::Release);
+                return job;
+            }
         }
+    }
+}
+
+/// One attempt at `BEGIN IMMEDIATE` without waiting: `false` when another process holds
+/// the write lock.
+fn try_begin(c: &Connection, busy_timeout: Duration) -> rusqlite::Result<bool> {
+    if !c.is_autocommit() {
+        // Left open by an earlier failure: it would fail every BEGIN and keep the write
+        // lock from every other process.
+        tracing::error!("sqlite writer found a transaction left open; rolling it back");
+        c.execute_batch("ROLLBACK")?;
+    }
+    c.busy_timeout(Duration::ZERO)?;
+    let attempt = c.execute_batch("BEGIN IMMEDIATE");
+    // Other users of the connection (reads, migrations) keep the ordinary handler.
+    let restored = c.busy_timeout(busy_timeout);
+    match attempt {
+        Ok(()) => restored.map(|_| true),
+        Err(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::DatabaseBusy => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -129,84 +209,79 @@ fn begin(conn: &Mutex<Connection>, busy_timeout: Duration) -> rusqlite::Result<M
     let mut pause = Duration::from_micros(50);
     loop {
         let c = conn.lock().unwrap_or_else(PoisonError::into_inner);
-        if !c.is_autocommit() {
-            // Left open by an earlier failure: it would fail every BEGIN and keep the
-            // write lock from every other process.
-            tracing::error!("sqlite writer found a transaction left open; rolling it back");
-            c.execute_batch("ROLLBACK")?;
+        if try_begin(&c, busy_timeout)? {
+            return Ok(c);
         }
-        c.busy_timeout(Duration::ZERO)?;
-        let attempt = c.execute_batch("BEGIN IMMEDIATE");
-        // Other users of the connection (reads, migrations) keep the ordinary handler.
-        let restored = c.busy_timeout(busy_timeout);
-        match attempt {
-            Ok(()) => return restored.map(|_| c),
-            Err(rusqlite::Error::SqliteFailure(f, _))
-                if f.code == rusqlite::ErrorCode::DatabaseBusy && Instant::now() < deadline =>
-            {
-                drop(c);
-                std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-                pause = (pause * 2).min(Duration::from_millis(2));
-            }
-            Err(e) => return Err(e),
+        if Instant::now() >= deadline {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+                None,
+            ));
         }
+        drop(c);
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        pause = (pause * 2).min(Duration::from_millis(2));
     }
 }
 
-fn run(conn: Arc<Mutex<Connection>>, queue: Receiver<Job>, busy_timeout: Duration) {
-    while let Some(first) = next_job(&queue) {
+fn run(conn: Arc<Mutex<Connection>>, queue: Receiver<Job>, busy_timeout: Duration, idle: &AtomicBool) {
+    while let Some(first) = next_job(&queue, idle) {
         let mut batch = vec![first];
         batch.extend(queue.try_iter().take(MAX_BATCH - 1));
         // IMMEDIATE: take the write lock up front, so no other process's write can slip
         // between a job's reads and its writes.
-        let mut c = match begin(&conn, busy_timeout) {
-            Ok(c) => c,
+        match begin(&conn, busy_timeout) {
+            Ok(c) => commit(c, batch),
             Err(e) => {
                 let e = CoordError::from(Fail::Db(e));
                 for job in batch {
                     let _no_commit_follows = job(Err(&e));
                 }
-                continue;
-            }
-        };
-        let mut finishes = Vec::with_capacity(batch.len());
-        let mut lost: Option<CoordError> = None;
-        for job in batch {
-            if let Some(e) = &lost {
-                // Outside a transaction a job's savepoint would commit on its own: the
-                // rest of the batch is refused instead.
-                let _no_commit_follows = job(Err(e));
-                continue;
-            }
-            // A panicking job loses its answer (its caller sees an internal error); its
-            // savepoint was rolled back while unwinding, and the batch goes on.
-            if let Ok(finish) = std::panic::catch_unwind(AssertUnwindSafe(|| job(Ok(&mut c)))) {
-                finishes.push(finish);
-            }
-            if c.is_autocommit() {
-                // Some errors (disk full, I/O) roll the whole transaction back, taking
-                // every earlier job of the batch with it.
-                tracing::warn!("sqlite rolled back a write batch");
-                lost = Some(CoordError::unavailable(
-                    "the database rolled the transaction back (disk full or I/O error?); retry",
-                ));
             }
         }
-        let committed = match lost {
-            Some(e) => Err(e),
-            None => c.execute_batch("COMMIT").map_err(|e| {
-                if !c.is_autocommit()
-                    && let Err(rollback) = c.execute_batch("ROLLBACK")
-                {
-                    tracing::error!(error = %rollback, "sqlite writer could not roll back a failed commit");
-                }
-                CoordError::from(Fail::Db(e))
-            }),
-        };
-        drop(c);
-        for finish in finishes {
-            finish(committed.as_ref().map(|_| ()));
+    }
+}
+
+/// Runs `batch` in the transaction `c` has begun, commits it, releases the connection,
+/// then answers every job.
+fn commit(mut c: MutexGuard<'_, Connection>, batch: Vec<Job>) {
+    let mut finishes = Vec::with_capacity(batch.len());
+    let mut lost: Option<CoordError> = None;
+    for job in batch {
+        if let Some(e) = &lost {
+            // Outside a transaction a job's savepoint would commit on its own: the rest
+            // of the batch is refused instead.
+            let _no_commit_follows = job(Err(e));
+            continue;
         }
+        // A panicking job loses its answer (its caller sees an internal error); its
+        // savepoint was rolled back while unwinding, and the batch goes on.
+        if let Ok(finish) = std::panic::catch_unwind(AssertUnwindSafe(|| job(Ok(&mut c)))) {
+            finishes.push(finish);
+        }
+        if c.is_autocommit() {
+            // Some errors (disk full, I/O) roll the whole transaction back, taking every
+            // earlier job of the batch with it.
+            tracing::warn!("sqlite rolled back a write batch");
+            lost = Some(CoordError::unavailable(
+                "the database rolled the transaction back (disk full or I/O error?); retry",
+            ));
+        }
+    }
+    let committed = match lost {
+        Some(e) => Err(e),
+        None => c.execute_batch("COMMIT").map_err(|e| {
+            if !c.is_autocommit()
+                && let Err(rollback) = c.execute_batch("ROLLBACK")
+            {
+                tracing::error!(error = %rollback, "sqlite writer could not roll back a failed commit");
+            }
+            CoordError::from(Fail::Db(e))
+        }),
+    };
+    drop(c);
+    for finish in finishes {
+        finish(committed.as_ref().map(|_| ()));
     }
 }
 
@@ -216,11 +291,15 @@ mod tests {
     use coord_domain::ErrorCode;
 
     fn writer() -> (tempfile::TempDir, Arc<Mutex<Connection>>, Arc<Writer>) {
+        writer_waiting(Duration::from_millis(50))
+    }
+
+    fn writer_waiting(busy_timeout: Duration) -> (tempfile::TempDir, Arc<Mutex<Connection>>, Arc<Writer>) {
         let dir = tempfile::tempdir().unwrap();
         let conn = Connection::open(dir.path().join("w.db")).unwrap();
         conn.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)").unwrap();
         let conn = Arc::new(Mutex::new(conn));
-        let w = Writer::start(conn.clone(), Duration::from_millis(50)).unwrap();
+        let w = Writer::start(conn.clone(), busy_timeout).unwrap();
         (dir, conn, Arc::new(w))
     }
 
@@ -268,6 +347,29 @@ mod tests {
             .query_row("SELECT count(*) FROM t WHERE k % 10 IN (3, 7)", [], |r| r.get(0))
             .unwrap();
         assert_eq!((stored, bad), (ok, 0));
+    }
+
+    /// Where a write runs: a lone write on its caller's thread; one that finds another
+    /// process holding the write lock on the writer thread, which waits for the lock
+    /// (the caller's runtime never sleeps on it).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lone_write_runs_here_and_a_blocked_one_on_the_writer_thread() {
+        let (dir, _conn, w) = writer_waiting(Duration::from_secs(30));
+        let thread_name = || std::thread::current().name().unwrap_or_default().to_string();
+        let here = w.write(move |_| Ok(thread_name())).await.unwrap();
+        assert_ne!(here, "coord-sqlite-writer");
+
+        let other = Connection::open(dir.path().join("w.db")).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let mut blocked = std::pin::pin!(w.write(move |c| {
+            c.execute("INSERT INTO t (k) VALUES (1)", [])?;
+            Ok(thread_name())
+        }));
+        // The first poll tries to write here, finds the lock taken and queues the write.
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(blocked.as_mut().poll(cx))).await;
+        assert!(first.is_pending());
+        other.execute_batch("COMMIT").unwrap();
+        assert_eq!(blocked.await.unwrap(), "coord-sqlite-writer");
     }
 
     /// When the write lock cannot be had, every write of the batch is told so.
