@@ -42,7 +42,7 @@ use coord_store::{Maintenance, OpCtx, SchemaInfo, SweepReport};
 use rusqlite::{Connection, Savepoint};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, TryLockError};
 use std::time::Duration;
 
 pub use bench::RawSqlite;
@@ -71,8 +71,13 @@ pub struct SqliteStore {
 struct Inner {
     /// Shared by the writer thread (every write), plain reads, and the raw baseline.
     conn: Arc<Mutex<Connection>>,
+    /// A connection of the quick reads' own, opened the first time a quick read finds
+    /// `conn` taken by a write (never, in a one-shot command or a hook); `None` when it
+    /// could not be opened.
+    reader: OnceLock<Option<Mutex<Connection>>>,
     writer: writer::Writer,
     path: PathBuf,
+    options: SqliteOptions,
     applied: Vec<i64>,
 }
 
@@ -210,8 +215,10 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 conn,
+                reader: OnceLock::new(),
                 writer,
                 path: path.to_path_buf(),
+                options,
                 applied,
             }),
         })
@@ -254,17 +261,25 @@ impl SqliteStore {
 
     /// [`SqliteStore::read`] for a few point reads by key: run on the caller's thread when
     /// the connection is free — handing a 20 µs read to the blocking pool and back costs
-    /// two thread wake-ups, more than the read (docs/benchmarks.md, "one client") —, and
-    /// on the blocking pool when the writer holds the connection.
+    /// two thread wake-ups, more than the read (docs/benchmarks.md, "one client") —, on
+    /// the reads' own connection when a write batch holds it (a WAL reader does not wait
+    /// for the writer, and under load the batch holds it most of the time), and on the
+    /// blocking pool when both are taken.
     pub(crate) async fn read_quick<T, F>(&self, f: F) -> CoordResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> R<T> + Send + 'static,
     {
-        let f = match self.inner.conn.try_lock() {
-            Ok(conn) => return f(&conn).map_err(CoordError::from),
-            Err(std::sync::TryLockError::Poisoned(p)) => return f(&p.into_inner()).map_err(CoordError::from),
-            Err(std::sync::TryLockError::WouldBlock) => f,
+        let f = match run_if_free(&self.inner.conn, f) {
+            Ok(done) => return done,
+            Err(f) => f,
+        };
+        let f = match self.inner.reader() {
+            Some(reader) => match run_if_free(reader, f) {
+                Ok(done) => return done,
+                Err(f) => f,
+            },
+            None => f,
         };
         self.read(f).await
     }
@@ -365,6 +380,37 @@ impl SqliteStore {
     }
 }
 
+/// Runs `f` on `conn` when no one holds it; gives `f` back otherwise.
+fn run_if_free<T, F>(conn: &Mutex<Connection>, f: F) -> Result<CoordResult<T>, F>
+where
+    F: FnOnce(&Connection) -> R<T>,
+{
+    match conn.try_lock() {
+        Ok(c) => Ok(f(&c).map_err(CoordError::from)),
+        Err(TryLockError::Poisoned(p)) => Ok(f(&p.into_inner()).map_err(CoordError::from)),
+        Err(TryLockError::WouldBlock) => Err(f),
+    }
+}
+
+impl Inner {
+    /// The quick reads' own connection, opened on first use.
+    fn reader(&self) -> Option<&Mutex<Connection>> {
+        self.reader
+            .get_or_init(|| {
+                let open = || -> rusqlite::Result<Connection> {
+                    let conn = Connection::open(&self.path)?;
+                    configure(&conn, &self.options)?;
+                    Ok(conn)
+                };
+                open()
+                    .inspect_err(|e| tracing::warn!(error = %e, "sqlite store: no connection of its own for reads"))
+                    .ok()
+                    .map(Mutex::new)
+            })
+            .as_ref()
+    }
+}
+
 fn configure(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()> {
     conn.busy_timeout(options.busy_timeout)?;
     // Plans that do not depend on bound values. The bundled SQLite has STAT4 compiled in,
@@ -418,5 +464,59 @@ impl Maintenance for SqliteStore {
             })
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count_locks(c: &Connection) -> R<i64> {
+        Ok(c.query_row("SELECT count(*) FROM file_locks", [], |r| r.get(0))?)
+    }
+
+    /// A quick read runs on the store's connection when it is free (a one-shot command
+    /// opens nothing more), and on a connection of its own while a write holds it —
+    /// seeing what was committed, not waiting for the write.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_quick_read_does_not_wait_for_a_write_holding_the_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("c.db")).unwrap();
+        assert_eq!(store.read_quick(count_locks).await.unwrap(), 0);
+        assert!(
+            store.inner.reader.get().is_none(),
+            "no second connection while the first is free"
+        );
+
+        store
+            .with_tx(|c| {
+                c.execute(
+                    "INSERT INTO file_locks (file_path, agent_id, agent_type, locked_at, expires_at, fencing_token)
+                     VALUES ('a', 'x', 'test', 0, 1, 1)",
+                    [],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        // A thread holds the connection as a write batch would, until told to let go.
+        let (held_tx, held) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn({
+            let conn = store.inner.conn.clone();
+            move || {
+                let _guard = conn.lock().unwrap();
+                held_tx.send(()).unwrap();
+                let _ = released.recv();
+            }
+        });
+        held.recv().unwrap();
+        // Were the read to wait for the held connection, it would wait for ever.
+        let read = tokio::time::timeout(Duration::from_secs(30), store.read_quick(count_locks));
+        let read = read.await;
+        release.send(()).unwrap();
+        holder.join().unwrap();
+        assert_eq!(read.expect("the read waited for the write").unwrap(), 1);
+        assert!(store.inner.reader.get().is_some_and(Option::is_some));
     }
 }
