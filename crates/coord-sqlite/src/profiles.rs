@@ -194,8 +194,15 @@ impl ProfileStore for SqliteStore {
         let (agent_id, agent_type) = (agent_id.to_string(), agent_type.map(String::from));
         // Every operation reads these first: a few point reads by key, run here when the
         // connection is free rather than handed to another thread and back.
-        self.read_quick(move |c| facts(c, now_micros(now), &agent_id, agent_type.as_deref(), &usage))
-            .await
+        // One read transaction for them all: one snapshot, and one round of WAL read
+        // locks instead of one per statement.
+        self.read_quick(move |c| {
+            let tx = c.unchecked_transaction()?;
+            let facts = facts(&tx, now_micros(now), &agent_id, agent_type.as_deref(), &usage)?;
+            tx.commit()?;
+            Ok(facts)
+        })
+        .await
     }
 
     async fn list_profiles(&self, ctx: OpCtx) -> CoordResult<ListProfilesResult> {
