@@ -349,6 +349,6 @@ impl AuditStore for SqliteStore {
     }
 
     async fn prune_audit(&self, ctx: OpCtx, p: PruneAudit) -> CoordResult<PruneAuditResult> {
-        self.op(ctx, move |c, now, _| prune(c, now, &p)).await
+        self.op_long(ctx, move |c, now, _| prune(c, now, &p)).await
     }
 }

@@ -2,26 +2,35 @@
 //! thread that committed, after its commit: every thousand WAL frames one write pays for
 //! copying them into the database file and two `fsync`s — a fifth of the store's own
 //! time at one client, a twentieth of the writer thread's at eight, while the other core
-//! waits (docs/benchmarks.md, "Issue 19, afternoon"). Here the store's writing connection
+//! waits (docs/benchmarks.md, "Issue 19: the SQLite write path"). Here the store's writing connection
 //! asks a thread of its own to checkpoint at the same point, so the write goes on while
 //! the checkpoint runs on another core. The WAL is synced as often as before (each
-//! checkpoint begins with an `fsync` of it), so what a power loss can take is unchanged.
+//! checkpoint begins with an `fsync` of it) — just after the commit that asked, on the
+//! other thread, rather than inside it; with `synchronous = NORMAL` no commit waited for
+//! that sync anyway.
 //!
 //! A background checkpoint cannot always finish — the writer keeps appending to the WAL
 //! meanwhile, and SQLite only starts the WAL over once everything in it was copied — so
 //! past [`HERE`] frames the writing thread checkpoints itself, as SQLite would have:
-//! under sustained load the WAL stays bounded.
+//! under sustained load the WAL stays bounded. Just before that point ([`DUE`]) the
+//! store's writes go to its writer thread (`writer.rs`), so that checkpoint does not run
+//! on a runtime worker (a write larger than the margin still could).
 
 use rusqlite::Connection;
 use rusqlite::hooks::Wal;
 use std::ffi::c_int;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 
 /// WAL frames after which a checkpoint is asked for: SQLite's own default.
 const BACKGROUND: c_int = 1000;
 /// WAL frames after which the writing thread checkpoints itself.
 const HERE: c_int = 4 * BACKGROUND;
+/// WAL frames from which writes leave the callers' threads for the writer thread: the
+/// next commit may cross [`HERE`] (a lock operation commits about ten frames).
+const DUE: c_int = HERE - 64;
 
 #[derive(Debug, PartialEq)]
 enum After {
@@ -54,9 +63,7 @@ enum Ask {
     Stop,
 }
 
-/// The checkpointing thread; dropping it stops the thread and closes its connection
-/// (before the store's own, so that the last connection to close — the store's —
-/// checkpoints the whole WAL into the database file and removes it).
+/// The checkpointing thread; dropping it stops the thread and closes its connection.
 pub struct Checkpointer {
     ask: SyncSender<Ask>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -74,8 +81,9 @@ impl Drop for Checkpointer {
 
 impl Checkpointer {
     /// Replaces `conn`'s automatic checkpoints by a checkpointing thread with a
-    /// connection of its own to `path`, opened on first use.
-    pub fn start(conn: &mut Connection, path: &Path) -> std::io::Result<Checkpointer> {
+    /// connection of its own to `path`, opened on first use. `due` tells, after each
+    /// commit, whether the next ones may checkpoint on the committing thread.
+    pub fn start(conn: &mut Connection, path: &Path, due: Arc<AtomicBool>) -> std::io::Result<Checkpointer> {
         let (ask, asked) = std::sync::mpsc::sync_channel(1);
         let path = path.to_path_buf();
         let thread = std::thread::Builder::new()
@@ -83,7 +91,11 @@ impl Checkpointer {
             .spawn(move || run(&path, &asked))?;
         let hook_ask = ask.clone();
         let mut asked_at = 0;
+        // `frames`: the WAL's frames after this connection's commit, every process's
+        // since the WAL last started over. The hook must answer Ok whatever happens: an
+        // error would fail a COMMIT whose data is already in the WAL.
         conn.wal_hook(Some(move |wal: &mut Wal, frames: c_int| {
+            due.store(frames >= DUE, Ordering::Release);
             match after_commit(frames, &mut asked_at) {
                 After::Nothing => {}
                 // Full: a checkpoint is asked for already. Disconnected: the thread could
@@ -114,7 +126,7 @@ fn run(path: &Path, asked: &Receiver<Ask>) {
     while let Ok(Ask::Checkpoint) = asked.recv() {
         let c = match &conn {
             Some(c) => c,
-            None => match Connection::open(path) {
+            None => match crate::open_existing(path) {
                 Ok(c) => conn.insert(c),
                 Err(e) => {
                     tracing::warn!(error = %e, "sqlite checkpoint thread cannot open the database; checkpoints stay with the writer");

@@ -584,7 +584,7 @@ impl MemoryStore for SqliteStore {
     }
 
     async fn prune_memories(&self, ctx: OpCtx, p: PruneMemories) -> CoordResult<PruneMemoriesResult> {
-        self.op(ctx, move |c, now, _| prune(c, now, &p)).await
+        self.op_long(ctx, move |c, now, _| prune(c, now, &p)).await
     }
 
     async fn record_skill_use(&self, ctx: OpCtx, s: SkillUse) -> CoordResult<RecordSkillUseResult> {

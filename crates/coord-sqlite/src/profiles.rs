@@ -197,8 +197,14 @@ impl ProfileStore for SqliteStore {
         // One read transaction for them all: one snapshot, and one round of WAL read
         // locks instead of one per statement.
         self.read_quick(move |c| {
+            let read = |c: &Connection| facts(c, now_micros(now), &agent_id, agent_type.as_deref(), &usage);
+            if !c.is_autocommit() {
+                // Left in a transaction by a failure (the next write rolls it back): read
+                // as it stands rather than fail.
+                return read(c);
+            }
             let tx = c.unchecked_transaction()?;
-            let facts = facts(&tx, now_micros(now), &agent_id, agent_type.as_deref(), &usage)?;
+            let facts = read(&tx)?;
             tx.commit()?;
             Ok(facts)
         })

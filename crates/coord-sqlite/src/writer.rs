@@ -1,9 +1,12 @@
 //! The single-writer path with group commit: a write that finds no other write of this
-//! process under way runs on its caller's thread; writes that arrive while one is under
-//! way go to one writer thread per store, which commits whatever queued up meanwhile as
-//! one `BEGIN IMMEDIATE` transaction. Each write keeps its own savepoint, so a write that
-//! fails is rolled back alone and the others commit; callers are answered only after the
-//! commit, so an acknowledged write is as durable as before.
+//! process under way and the writer thread asleep (no write within its poll) runs on its
+//! caller's thread; writes that arrive in a stream go to one writer thread per store, which commits whatever queued up meanwhile as one
+//! `BEGIN IMMEDIATE` transaction. Writes that may take long (large deletes), and a write
+//! whose commit may checkpoint the WAL (`checkpoint.rs`), always go to the writer thread:
+//! a runtime worker never stalls the connections it serves for them. Each write keeps its
+//! own savepoint, so a write that fails is rolled back alone and the others commit;
+//! callers are answered only after the commit, so an acknowledged write is as durable as
+//! before.
 //!
 //! Why (measured with `coord bench`, see docs/benchmarks.md): SQLite allows one writer at
 //! a time anyway, so concurrent callers used to queue on a mutex and commit one by one.
@@ -38,8 +41,18 @@ type Finish = Box<dyn FnOnce(Result<(), &CoordError>) + Send>;
 /// Runs inside the batch's transaction (or learns why there is none).
 type Job = Box<dyn FnOnce(Result<&mut Connection, &CoordError>) -> Finish + Send>;
 
+struct Queued {
+    job: Job,
+    /// No other write was under way when it was asked for: it came to the writer thread
+    /// only because it could not run on its caller's (a long write, a checkpoint due,
+    /// another process's lock). Handled alone, the thread sleeps right after it rather
+    /// than polling: a client's next write would come within the poll and find the
+    /// thread awake, and so would every one after it.
+    alone: bool,
+}
+
 pub struct Writer {
-    jobs: Option<Sender<Job>>,
+    jobs: Option<Sender<Queued>>,
     thread: Option<std::thread::JoinHandle<()>>,
     conn: Arc<Mutex<Connection>>,
     busy_timeout: Duration,
@@ -47,8 +60,19 @@ pub struct Writer {
     /// another write is under way (who runs where); the connection's mutex and SQLite's
     /// write lock are what keep writes apart.
     pending: AtomicUsize,
-    /// The writer thread sleeps for want of work: no write came within its poll.
+    /// The writer thread sleeps for want of work.
     idle: Arc<AtomicBool>,
+    /// The next commits may checkpoint the WAL (set by the connection's WAL hook).
+    checkpoint_due: Arc<AtomicBool>,
+}
+
+/// Where a write may run.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Place {
+    /// On its caller's thread when alone, else in the writer thread's next batch.
+    Anywhere,
+    /// Always on the writer thread: a write that may take long.
+    WriterThread,
 }
 
 impl Drop for Writer {
@@ -75,14 +99,29 @@ impl Drop for Pending<'_> {
 impl Writer {
     /// Starts the writer thread; it ends when the `Writer` is dropped. `busy_timeout`
     /// bounds the wait for another process's write lock.
-    pub fn start(conn: Arc<Mutex<Connection>>, busy_timeout: Duration) -> std::io::Result<Writer> {
+    pub fn start(
+        conn: Arc<Mutex<Connection>>,
+        busy_timeout: Duration,
+        checkpoint_due: Arc<AtomicBool>,
+    ) -> std::io::Result<Writer> {
+        Self::start_polling(conn, busy_timeout, checkpoint_due, SPIN)
+    }
+
+    /// [`Writer::start`] with the writer thread polling `poll` for the next write.
+    fn start_polling(
+        conn: Arc<Mutex<Connection>>,
+        busy_timeout: Duration,
+        checkpoint_due: Arc<AtomicBool>,
+        poll: Duration,
+    ) -> std::io::Result<Writer> {
         let (jobs, queue) = std::sync::mpsc::channel();
         let thread_conn = conn.clone();
+        // The thread waits for its first write without polling.
         let idle = Arc::new(AtomicBool::new(true));
         let thread_idle = idle.clone();
         let thread = std::thread::Builder::new()
             .name("coord-sqlite-writer".into())
-            .spawn(move || run(thread_conn, queue, busy_timeout, &thread_idle))?;
+            .spawn(move || run(thread_conn, queue, busy_timeout, &thread_idle, poll))?;
         Ok(Writer {
             jobs: Some(jobs),
             thread: Some(thread),
@@ -90,19 +129,27 @@ impl Writer {
             busy_timeout,
             pending: AtomicUsize::new(0),
             idle,
+            checkpoint_due,
         })
     }
 
     /// Runs `f` atomically, alone or in the next batch: its changes commit, or are rolled
     /// back alone when it fails.
-    pub async fn write<T, F>(&self, f: F) -> Result<T, CoordError>
+    pub async fn write<T, F>(&self, place: Place, f: F) -> Result<T, CoordError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Savepoint) -> R<T> + Send + 'static,
     {
-        // Alone: no other write under way, and none recently (the writer thread polls for
+        // Here: no other write under way, and none recently (the writer thread polls for
         // a while after each batch: writes are coming in a stream, which batches better).
-        let alone = self.pending.fetch_add(1, Ordering::AcqRel) == 0 && self.idle.load(Ordering::Acquire);
+        // `pending` orders nothing: a caller that gave up waiting no longer counts, and
+        // its write may commit after the next one; writes of one caller that waits for
+        // each answer commit in order.
+        let alone = self.pending.fetch_add(1, Ordering::AcqRel) == 0;
+        let here = alone
+            && place == Place::Anywhere
+            && self.idle.load(Ordering::Acquire)
+            && !self.checkpoint_due.load(Ordering::Acquire);
         let _pending = Pending(&self.pending);
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |conn| {
@@ -127,9 +174,9 @@ impl Writer {
                 let _ = answer.send(reply);
             })
         });
-        let queued = if alone { self.run_here(job) } else { Some(job) };
+        let queued = if here { self.run_here(job) } else { Some(job) };
         if let Some(job) = queued {
-            let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
+            let sent = self.jobs.as_ref().map(|jobs| jobs.send(Queued { job, alone }));
             sent.and_then(Result::ok).ok_or_else(|| {
                 tracing::error!("sqlite writer thread is gone");
                 CoordError::internal()
@@ -161,8 +208,8 @@ impl Writer {
     }
 }
 
-fn next_job(queue: &Receiver<Job>, idle: &AtomicBool) -> Option<Job> {
-    let until = Instant::now() + SPIN;
+fn next_job(queue: &Receiver<Queued>, idle: &AtomicBool, poll: Duration) -> Option<Queued> {
+    let until = Instant::now() + poll;
     loop {
         match queue.try_recv() {
             Ok(job) => return Some(job),
@@ -224,10 +271,23 @@ fn begin(conn: &Mutex<Connection>, busy_timeout: Duration) -> rusqlite::Result<M
     }
 }
 
-fn run(conn: Arc<Mutex<Connection>>, queue: Receiver<Job>, busy_timeout: Duration, idle: &AtomicBool) {
-    while let Some(first) = next_job(&queue, idle) {
-        let mut batch = vec![first];
-        batch.extend(queue.try_iter().take(MAX_BATCH - 1));
+fn run(
+    conn: Arc<Mutex<Connection>>,
+    queue: Receiver<Queued>,
+    busy_timeout: Duration,
+    idle: &AtomicBool,
+    spin: Duration,
+) {
+    let mut poll = Duration::ZERO;
+    while let Some(first) = next_job(&queue, idle, poll) {
+        let alone = first.alone;
+        let mut batch = vec![first.job];
+        batch.extend(queue.try_iter().take(MAX_BATCH - 1).map(|q| q.job));
+        poll = if alone && batch.len() == 1 {
+            Duration::ZERO
+        } else {
+            spin
+        };
         // IMMEDIATE: take the write lock up front, so no other process's write can slip
         // between a job's reads and its writes.
         match begin(&conn, busy_timeout) {
@@ -291,15 +351,18 @@ mod tests {
     use coord_domain::ErrorCode;
 
     fn writer() -> (tempfile::TempDir, Arc<Mutex<Connection>>, Arc<Writer>) {
-        writer_waiting(Duration::from_millis(50))
+        writer_waiting(Duration::from_millis(50), SPIN)
     }
 
-    fn writer_waiting(busy_timeout: Duration) -> (tempfile::TempDir, Arc<Mutex<Connection>>, Arc<Writer>) {
+    fn writer_waiting(
+        busy_timeout: Duration,
+        poll: Duration,
+    ) -> (tempfile::TempDir, Arc<Mutex<Connection>>, Arc<Writer>) {
         let dir = tempfile::tempdir().unwrap();
         let conn = Connection::open(dir.path().join("w.db")).unwrap();
         conn.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)").unwrap();
         let conn = Arc::new(Mutex::new(conn));
-        let w = Writer::start(conn.clone(), busy_timeout).unwrap();
+        let w = Writer::start_polling(conn.clone(), busy_timeout, Arc::default(), poll).unwrap();
         (dir, conn, Arc::new(w))
     }
 
@@ -312,7 +375,7 @@ mod tests {
             .map(|k| {
                 let w = w.clone();
                 tokio::spawn(async move {
-                    w.write(move |c| {
+                    w.write(Place::Anywhere, move |c| {
                         c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
                         match k % 10 {
                             // A refusal decided after writing: its insert must vanish.
@@ -354,14 +417,16 @@ mod tests {
     /// (the caller's runtime never sleeps on it).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lone_write_runs_here_and_a_blocked_one_on_the_writer_thread() {
-        let (dir, _conn, w) = writer_waiting(Duration::from_secs(30));
+        // A poll far longer than the test: a write that reaches the writer thread while it
+        // polls is one that came too soon to run here.
+        let (dir, conn, w) = writer_waiting(Duration::from_secs(30), Duration::from_secs(30));
         let thread_name = || std::thread::current().name().unwrap_or_default().to_string();
-        let here = w.write(move |_| Ok(thread_name())).await.unwrap();
+        let here = w.write(Place::Anywhere, move |_| Ok(thread_name())).await.unwrap();
         assert_ne!(here, "coord-sqlite-writer");
 
         let other = Connection::open(dir.path().join("w.db")).unwrap();
         other.execute_batch("BEGIN IMMEDIATE").unwrap();
-        let mut blocked = std::pin::pin!(w.write(move |c| {
+        let mut blocked = std::pin::pin!(w.write(Place::Anywhere, move |c| {
             c.execute("INSERT INTO t (k) VALUES (1)", [])?;
             Ok(thread_name())
         }));
@@ -370,6 +435,27 @@ mod tests {
         assert!(first.is_pending());
         other.execute_batch("COMMIT").unwrap();
         assert_eq!(blocked.await.unwrap(), "coord-sqlite-writer");
+        let stored: i64 = conn
+            .lock()
+            .unwrap()
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(stored, 1);
+
+        // A write that may take long never runs here, alone or not.
+        let long = w.write(Place::WriterThread, move |_| Ok(thread_name())).await.unwrap();
+        assert_eq!(long, "coord-sqlite-writer");
+        // And a lone client's writes do not stay on the writer thread after it: the thread
+        // sleeps right after a write that came alone, instead of polling (it may not be
+        // asleep yet when the next one is asked for; it is within a few).
+        let mut back_here = false;
+        for _ in 0..50 {
+            if w.write(Place::Anywhere, move |_| Ok(thread_name())).await.unwrap() != "coord-sqlite-writer" {
+                back_here = true;
+                break;
+            }
+        }
+        assert!(back_here, "one client's writes stayed on the writer thread");
     }
 
     /// When the write lock cannot be had, every write of the batch is told so.
@@ -379,12 +465,12 @@ mod tests {
         let other = Connection::open(dir.path().join("w.db")).unwrap();
         other.execute_batch("BEGIN EXCLUSIVE").unwrap();
         let e = w
-            .write(|c| Ok(c.execute("INSERT INTO t (k) VALUES (1)", [])?))
+            .write(Place::Anywhere, |c| Ok(c.execute("INSERT INTO t (k) VALUES (1)", [])?))
             .await
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::DatabaseUnavailable);
         other.execute_batch("ROLLBACK").unwrap();
-        w.write(|c| Ok(c.execute("INSERT INTO t (k) VALUES (2)", [])?))
+        w.write(Place::Anywhere, |c| Ok(c.execute("INSERT INTO t (k) VALUES (2)", [])?))
             .await
             .unwrap();
         let n: i64 = conn
@@ -406,7 +492,7 @@ mod tests {
             .map(|k| {
                 let w = w.clone();
                 tokio::spawn(async move {
-                    w.write(move |c| {
+                    w.write(Place::Anywhere, move |c| {
                         c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
                         if k % 20 == 5 {
                             c.execute_batch("ROLLBACK")?;
@@ -430,8 +516,10 @@ mod tests {
         };
         assert_eq!(stored, answered_ok, "what callers were told is what is stored");
         assert!(!answered_ok.contains(&5));
-        w.write(|c| Ok(c.execute("INSERT INTO t (k) VALUES (1000)", [])?))
-            .await
-            .expect("the writer recovers");
+        w.write(Place::Anywhere, |c| {
+            Ok(c.execute("INSERT INTO t (k) VALUES (1000)", [])?)
+        })
+        .await
+        .expect("the writer recovers");
     }
 }
