@@ -21,12 +21,15 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 /// `BEGIN IMMEDIATE` across processes, the writer thread within one), so the head read
 /// here is the head the row follows.
 pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
-    let head = chain_head(c)?;
+    let (head, next_id) = chain_head(c)?;
     let link = head.next(rec, from_micros(now));
+    // The id: after the newest row's, and never below what the last prune recorded (no
+    // AUTOINCREMENT: migration 0021), so a prune that removed every row reuses none.
     c.prepare_cached(
-        "INSERT INTO audit_log (timestamp, agent_id, agent_type, operation, parameters, result, success,
+        "INSERT INTO audit_log (id, timestamp, agent_id, agent_type, operation, parameters, result, success,
              error_code, duration_ms, origin, chain_seq, prev_hash, row_hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+         VALUES (max(coalesce((SELECT max(id) FROM audit_log), 0) + 1, ?14),
+                 ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         now,
@@ -41,32 +44,48 @@ pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
         rec.origin.as_ref().map(to_json),
         link.seq,
         link.prev_hash,
-        link.hash
+        link.hash,
+        next_id
     ])?;
     Ok(())
 }
 
 /// The newest position: the last chained row, or the last checkpoint when a prune
-/// removed every row, or the genesis.
+/// removed every row, or the genesis; and the lowest id the next row may take (0 when no
+/// prune recorded one).
 ///
 /// Two index seeks compared here, not one statement: the `UNION ALL … ORDER BY` form made
 /// SQLite build and drop a temporary b-tree on every insert, whose page cache freed back
 /// to the system cost a TLB shoot-down per audit row (docs/benchmarks.md, "one client").
-fn chain_head(c: &Connection) -> R<ChainHead> {
-    let head = |sql: &str| -> R<Option<ChainHead>> {
+fn chain_head(c: &Connection) -> R<(ChainHead, i64)> {
+    let head = |sql: &str| -> R<Option<(ChainHead, i64)>> {
         Ok(c.prepare_cached(sql)?
             .query_row([], |r| {
-                Ok(ChainHead {
-                    seq: r.get(0)?,
-                    hash: r.get(1)?,
-                })
+                Ok((
+                    ChainHead {
+                        seq: r.get(0)?,
+                        hash: r.get(1)?,
+                    },
+                    r.get(2)?,
+                ))
             })
             .optional()?)
     };
-    let row =
-        head("SELECT chain_seq, row_hash FROM audit_log WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1")?;
-    let checkpoint = head("SELECT through_seq, through_hash FROM audit_checkpoints ORDER BY through_seq DESC LIMIT 1")?;
-    Ok(match (row, checkpoint) {
+    let row = head(
+        // Rows are chained in id order (no index on the position: migration 0021).
+        "SELECT chain_seq, row_hash, 0 FROM audit_log WHERE chain_seq IS NOT NULL ORDER BY id DESC LIMIT 1",
+    )?;
+    let checkpoint = head(
+        "SELECT through_seq, through_hash, coalesce(next_id, 0) FROM audit_checkpoints
+         ORDER BY through_seq DESC LIMIT 1",
+    )?;
+    let next_id = checkpoint.as_ref().map_or(0, |(_, id)| *id);
+    let (row, checkpoint) = (row.map(|(h, _)| h), checkpoint.map(|(h, _)| h));
+    Ok((head_of(row, checkpoint), next_id))
+}
+
+fn head_of(row: Option<ChainHead>, checkpoint: Option<ChainHead>) -> ChainHead {
+    match (row, checkpoint) {
         (Some(r), Some(c)) => {
             if r.seq >= c.seq {
                 r
@@ -76,7 +95,7 @@ fn chain_head(c: &Connection) -> R<ChainHead> {
         }
         (Some(h), None) | (None, Some(h)) => h,
         (None, None) => ChainHead::genesis(),
-    })
+    }
 }
 
 const COLUMNS: &str = "id, timestamp, agent_id, agent_type, operation, parameters, result, success, error_code,
@@ -176,14 +195,24 @@ pub fn verify(c: &Connection, check: &VerifyAudit) -> R<VerifyAuditResult> {
         .query_map([], checkpoint_from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut verifier = ChainVerifier::new(check.key.clone(), checkpoints, check.expect_head.clone());
+    // The positions in order, with no index on them in the table (migration 0021): a
+    // temporary table of (position, id), filled from this snapshot. Rows are written in
+    // position order, but a tampered table need not be, and the verifier reads by
+    // position to name what was done (a row moved, not a row missing).
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS verify_order (seq INTEGER NOT NULL, id INTEGER NOT NULL,
+             PRIMARY KEY (seq, id)) WITHOUT ROWID;
+         DELETE FROM temp.verify_order;
+         INSERT INTO temp.verify_order SELECT chain_seq, id FROM main.audit_log WHERE chain_seq IS NOT NULL;",
+    )?;
     // Keyset pages on (position, id): a repeated position is read twice, not skipped.
     let (mut seq, mut id) = (i64::MIN, i64::MIN);
     while verifier.ok() {
         let batch = tx
             .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM audit_log
-                 WHERE chain_seq IS NOT NULL AND (chain_seq, id) > (?1, ?2)
-                 ORDER BY chain_seq, id LIMIT ?3"
+                "SELECT {COLUMNS} FROM temp.verify_order o JOIN main.audit_log a USING (id)
+                 WHERE (o.seq, o.id) > (?1, ?2)
+                 ORDER BY o.seq, o.id LIMIT ?3"
             ))?
             .query_map(params![seq, id, VERIFY_BATCH], entry_from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -191,6 +220,7 @@ pub fn verify(c: &Connection, check: &VerifyAudit) -> R<VerifyAuditResult> {
         (seq, id) = (last.chain.as_ref().map_or(seq, |l| l.seq), last.id);
         batch.iter().for_each(|e| verifier.feed(e));
     }
+    tx.execute_batch("DELETE FROM temp.verify_order")?;
     let (unchained, late): (i64, Option<i64>) = tx.query_row(
         "SELECT (SELECT count(*) FROM audit_log WHERE chain_seq IS NULL),
                 (SELECT min(id) FROM audit_log WHERE chain_seq IS NULL
@@ -221,26 +251,30 @@ pub fn prune(c: &Connection, now: i64, p: &PruneAudit) -> R<PruneAuditResult> {
         })
         .optional()?
         .unwrap_or_else(ChainHead::genesis);
-    // The prefix ends before the oldest position still inside retention.
-    let through: Option<(i64, String)> = c
+    // The prefix ends before the oldest position still inside retention: the chained row
+    // before it in id order, the order rows are chained in (migration 0021).
+    let through: Option<(i64, String, i64)> = c
         .prepare_cached(
-            "SELECT chain_seq, row_hash FROM audit_log
-             WHERE chain_seq = coalesce(
-                 (SELECT min(chain_seq) FROM audit_log WHERE chain_seq IS NOT NULL AND timestamp >= ?1) - 1,
-                 (SELECT max(chain_seq) FROM audit_log))",
+            "SELECT chain_seq, row_hash, id FROM audit_log
+             WHERE chain_seq IS NOT NULL AND id < coalesce(
+                 (SELECT min(id) FROM audit_log WHERE chain_seq IS NOT NULL AND timestamp >= ?1),
+                 9223372036854775807)
+             ORDER BY id DESC LIMIT 1",
         )?
-        .query_row([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row([cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
-    let through = match through {
-        Some((seq, hash)) if seq > prior.seq => ChainHead { seq, hash },
-        _ => prior,
+    // The prefix as an id range too, so that counting and deleting it read that range
+    // (a row of a tampered table whose position and id disagree stays, for verify).
+    let (through, through_id) = match through {
+        Some((seq, hash, id)) if seq > prior.seq => (ChainHead { seq, hash }, id),
+        _ => (prior, 0),
     };
     let pruned_rows: i64 = c
         .prepare_cached(
             "SELECT count(*) FROM audit_log
-             WHERE (chain_seq IS NOT NULL AND chain_seq <= ?1) OR (chain_seq IS NULL AND timestamp < ?2)",
+             WHERE (chain_seq IS NOT NULL AND chain_seq <= ?1 AND id <= ?3) OR (chain_seq IS NULL AND timestamp < ?2)",
         )?
-        .query_row(params![through.seq, cutoff], |r| r.get(0))?;
+        .query_row(params![through.seq, cutoff, through_id], |r| r.get(0))?;
     let mut result = PruneAuditResult {
         success: true,
         dry_run: p.dry_run,
@@ -261,8 +295,11 @@ pub fn prune(c: &Connection, now: i64, p: &PruneAudit) -> R<PruneAuditResult> {
     };
     let signature = p.key.sign(&body);
     c.prepare_cached(
-        "INSERT INTO audit_checkpoints (created_at, through_seq, through_hash, cutoff, pruned_rows, key_id, signature)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO audit_checkpoints (created_at, through_seq, through_hash, cutoff, pruned_rows, key_id, signature,
+             next_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,
+                 max(coalesce((SELECT max(id) FROM audit_log), 0) + 1,
+                     coalesce((SELECT max(next_id) FROM audit_checkpoints), 0)))",
     )?
     .execute(params![
         now,
@@ -276,9 +313,9 @@ pub fn prune(c: &Connection, now: i64, p: &PruneAudit) -> R<PruneAuditResult> {
     let id = c.last_insert_rowid();
     c.prepare_cached(
         "DELETE FROM audit_log
-         WHERE (chain_seq IS NOT NULL AND chain_seq <= ?1) OR (chain_seq IS NULL AND timestamp < ?2)",
+         WHERE (chain_seq IS NOT NULL AND chain_seq <= ?1 AND id <= ?3) OR (chain_seq IS NULL AND timestamp < ?2)",
     )?
-    .execute(params![body.through_seq, cutoff])?;
+    .execute(params![body.through_seq, cutoff, through_id])?;
     result.checkpoint = Some(Checkpoint { id, body, signature });
     Ok(result)
 }

@@ -88,6 +88,7 @@ struct Inner {
 
 /// Failure inside a store function: a database error or a refusal decided by a rule.
 /// Kept separate so `?` works on both and the boundary decides what the caller sees.
+#[derive(Debug)]
 pub(crate) enum Fail {
     Db(rusqlite::Error),
     Coord(CoordError),

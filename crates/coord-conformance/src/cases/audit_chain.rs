@@ -290,6 +290,30 @@ pub async fn audit_prune_leaves_a_signed_checkpoint(b: &dyn Backend) {
     );
     assert!(left.entries.iter().any(|e| e.operation == "heartbeat"));
 
+    // A prune that removes every row: ids are never given twice, and the chain goes on
+    // from the checkpoint.
+    let newest = left.entries.iter().map(|e| e.id).max().expect("rows");
+    h.advance(100 * 24 * 60);
+    let all = prune(&h, &operator("op"), None, false).await.unwrap();
+    assert!(all.pruned_rows >= left.entries.len() as i64, "{all:?}");
+    let after = rows(
+        &h,
+        AuditQueryRequest {
+            limit: Some(10_000),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(!after.entries.is_empty());
+    assert!(
+        after.entries.iter().all(|e| e.id > newest),
+        "ids after {newest} only: {:?}",
+        after.entries.iter().map(|e| e.id).collect::<Vec<_>>()
+    );
+    let r = verify(&h, None).await;
+    assert!(r.intact, "{r:?}");
+    assert_eq!(r.checkpoints, 2);
+
     // Rows the checkpoint does not cover stay append-only, whoever asks.
     for sql in ["DELETE FROM audit_log", "UPDATE audit_checkpoints SET pruned_rows = 0"] {
         assert!(h.raw.execute(sql).await.is_err(), "{sql} must be refused");
