@@ -98,34 +98,95 @@ struct Content<'a> {
 }
 
 fn row_hash(c: &Content) -> String {
-    let mut out = String::with_capacity(256);
-    out.push_str("coord-audit-v1\n");
-    canonical(&Value::from(c.seq), &mut out);
-    for part in [c.prev_hash, c.agent_id, c.agent_type, c.operation] {
+    HashedContent::of(c).hash(c.seq, c.prev_hash, to_micros(c.timestamp))
+}
+
+/// A row's hashed content without its place in the chain and its time: what a store
+/// that links rows in SQL (PostgreSQL, inside the statement that reads the head) sends
+/// beside the statement, to be hashed as [`HashedContent::hash`] lays it out:
+///
+/// `coord-audit-v1 LF seq LF "prev_hash" LF before_time LF micros LF after_time`
+///
+/// (seq and micros in decimal; prev_hash, 64 hex digits, as a JSON string.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HashedContent {
+    /// The agent, its type and the operation, each canonical JSON, joined by LF.
+    pub before_time: String,
+    /// Parameters, result, success, error code, duration and origin, joined by LF.
+    pub after_time: String,
+}
+
+impl HashedContent {
+    /// The content of `record`, as [`ChainHead::next`] hashes it.
+    pub fn of_record(record: &AuditRecord) -> HashedContent {
+        let origin = record.origin.as_ref().and_then(|o| serde_json::to_value(o).ok());
+        HashedContent::of(&Content {
+            seq: 0,
+            prev_hash: "",
+            timestamp: Timestamp::default(),
+            agent_id: &record.agent.agent_id,
+            agent_type: &record.agent.agent_type,
+            operation: record.operation,
+            parameters: &record.parameters,
+            result: &record.result,
+            success: record.success,
+            error_code: record.error_code,
+            duration_ms: record.duration_ms,
+            origin: origin.as_ref(),
+        })
+    }
+
+    fn of(c: &Content) -> HashedContent {
+        let mut before_time = String::with_capacity(64);
+        for (i, part) in [c.agent_id, c.agent_type, c.operation].into_iter().enumerate() {
+            if i > 0 {
+                before_time.push('\n');
+            }
+            canonical(&Value::String(part.into()), &mut before_time);
+        }
+        let mut out = String::with_capacity(192);
+        for (i, v) in [c.parameters, c.result].into_iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            canonical(v, &mut out);
+        }
         out.push('\n');
-        canonical(&Value::String(part.into()), &mut out);
-    }
-    out.push('\n');
-    out.push_str(&to_micros(c.timestamp).to_string());
-    for v in [c.parameters, c.result] {
+        out.push_str(if c.success { "true" } else { "false" });
         out.push('\n');
-        canonical(v, &mut out);
+        match c.error_code {
+            Some(code) => canonical(&Value::String(code.into()), &mut out),
+            None => out.push_str("null"),
+        }
+        out.push('\n');
+        number(c.duration_ms, None, &mut out);
+        out.push('\n');
+        match c.origin {
+            Some(o) => canonical(o, &mut out),
+            None => out.push_str("null"),
+        }
+        HashedContent {
+            before_time,
+            after_time: out,
+        }
     }
-    out.push('\n');
-    out.push_str(if c.success { "true" } else { "false" });
-    out.push('\n');
-    match c.error_code {
-        Some(code) => canonical(&Value::String(code.into()), &mut out),
-        None => out.push_str("null"),
+
+    /// SHA-256 (hex) of this content at position `seq` after `prev_hash`, written at
+    /// `micros` (microseconds since the Unix epoch).
+    pub fn hash(&self, seq: i64, prev_hash: &str, micros: i64) -> String {
+        let mut out = String::with_capacity(96 + self.before_time.len() + self.after_time.len());
+        out.push_str("coord-audit-v1\n");
+        canonical(&Value::from(seq), &mut out);
+        out.push('\n');
+        canonical(&Value::String(prev_hash.into()), &mut out);
+        out.push('\n');
+        out.push_str(&self.before_time);
+        out.push('\n');
+        out.push_str(&micros.to_string());
+        out.push('\n');
+        out.push_str(&self.after_time);
+        hex(&Sha256::digest(out.as_bytes()))
     }
-    out.push('\n');
-    number(c.duration_ms, None, &mut out);
-    out.push('\n');
-    match c.origin {
-        Some(o) => canonical(o, &mut out),
-        None => out.push_str("null"),
-    }
-    hex(&Sha256::digest(out.as_bytes()))
 }
 
 /// The hash `entry` should have, from its content and its stored link (`None` for a row

@@ -174,6 +174,36 @@ impl LockTarget {
         }
     }
 
+    /// The advisory keys that order acquisitions of overlapping targets where writers
+    /// run side by side (PostgreSQL): `(shared, exclusive)`, to be taken in that order and
+    /// held to commit. Shared: every proper ancestor of the target's scope, the
+    /// repository (`base`) first; exclusive: the scope itself (`base` for the whole
+    /// repository, `base:scope` otherwise).
+    ///
+    /// Two overlapping targets have scopes one of which is a component prefix of the
+    /// other's, or equal: the shorter one's exclusive key is among the other's keys, so
+    /// they conflict, while acquisitions of unrelated targets (two files of one
+    /// directory) share only shared keys and go on side by side. Every transaction takes
+    /// its shared keys before its one exclusive key, from the root down, so waits cannot
+    /// form a cycle.
+    pub fn serial_keys(&self, base: &str) -> (Vec<String>, String) {
+        let scope = self.scope();
+        if scope.is_empty() {
+            return (Vec::new(), base.to_string());
+        }
+        let mut shared = vec![base.to_string()];
+        let mut prefix = String::new();
+        let parts: Vec<&str> = scope.split('/').collect();
+        for part in &parts[..parts.len() - 1] {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            shared.push(format!("{base}:{prefix}"));
+        }
+        (shared, format!("{base}:{scope}"))
+    }
+
     /// Whether some path can be covered by both targets (conservatively: see the module).
     pub fn overlaps(&self, other: &LockTarget) -> bool {
         overlap(&self.segments, &other.segments)
@@ -410,6 +440,64 @@ mod tests {
         assert!(t("app/[id]/page.tsx").overlaps(&literal));
         assert!(literal.overlaps(&t("app/[id]/page.tsx")));
         assert!(!literal.overlaps(&t("app/x/page.tsx")));
+    }
+
+    #[test]
+    fn serial_keys_share_ancestors_and_lock_the_scope() {
+        let cases: [(&str, &[&str], &str); 5] = [
+            ("**/*.md", &[], "k"),
+            ("README.md", &["k"], "k:README.md"),
+            ("src/a/x.rs", &["k", "k:src", "k:src/a"], "k:src/a/x.rs"),
+            ("src/a/", &["k", "k:src"], "k:src/a"),
+            ("src/**/*.rs", &["k"], "k:src"),
+        ];
+        for (target, shared, exclusive) in cases {
+            assert_eq!(
+                t(target).serial_keys("k"),
+                (owned(shared), exclusive.to_string()),
+                "{target}"
+            );
+        }
+    }
+
+    fn owned(keys: &[&str]) -> Vec<String> {
+        keys.iter().map(|k| k.to_string()).collect()
+    }
+
+    /// Overlapping targets always meet on a key one of them takes exclusively; two files
+    /// of one directory share no exclusive key.
+    #[test]
+    fn overlapping_targets_conflict_on_their_serial_keys() {
+        let targets = [
+            "src/",
+            "src/a/",
+            "src/a/x.rs",
+            "src/b/y.rs",
+            "src/**/*.rs",
+            "**/*.md",
+            "src/a/*.rs",
+            "docs/",
+            "docs/x.md",
+            "src/b/",
+            "src/*/z.rs",
+            "README.md",
+            "src/a/y.rs",
+            "src/ab/x.rs",
+        ];
+        let conflict = |a: &LockTarget, b: &LockTarget| {
+            let ((sa, xa), (sb, xb)) = (a.serial_keys("k"), b.serial_keys("k"));
+            xa == xb || sb.contains(&xa) || sa.contains(&xb)
+        };
+        for x in targets {
+            for y in targets {
+                let (a, b) = (t(x), t(y));
+                if a.overlaps(&b) {
+                    assert!(conflict(&a, &b), "{x} and {y} overlap but would not be ordered");
+                }
+            }
+        }
+        assert!(!conflict(&t("src/a/x.rs"), &t("src/a/y.rs")));
+        assert!(!conflict(&t("src/a/x.rs"), &t("src/b/")));
     }
 
     /// When globset says a concrete path matches a glob, the overlap rule agrees; when

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use coord_domain::Timestamp;
 use coord_domain::audit::{AuditEntry, AuditFilter, AuditOutcome, AuditQueryResult, AuditRecord, error_codes_sql};
 use coord_domain::audit_chain::{
-    ChainHead, ChainLink, ChainVerifier, Checkpoint, CheckpointBody, PruneAudit, PruneAuditResult, VERIFY_BATCH,
-    VerifyAudit, VerifyAuditResult, same_key_as_last,
+    ChainHead, ChainLink, ChainVerifier, Checkpoint, CheckpointBody, GENESIS, HashedContent, PruneAudit,
+    PruneAuditResult, VERIFY_BATCH, VerifyAudit, VerifyAuditResult, same_key_as_last,
 };
 use coord_domain::handoffs::HandoffQuery;
 use coord_domain::keys::KeyOrigin;
@@ -41,72 +41,107 @@ pub async fn chaining(client: &mut Object) -> R<deadpool_postgres::Transaction<'
 }
 
 /// Appends `rec` to the chain inside the caller's transaction `c` (begun by
-/// [`chaining`]). The advisory lock,
-/// held to commit, orders concurrent writers; the head is read by a statement that
-/// starts after the lock is held, so (READ COMMITTED) it sees the previous writer's row.
+/// [`chaining`]). The advisory lock, held to commit, orders concurrent writers; the
+/// insert reads the head in a statement that starts after the lock is held, so (READ
+/// COMMITTED) it sees the previous writer's row.
 ///
-/// The lock and the head's read are sent together (pipelined): the server runs them in
-/// order, each statement with its own snapshot, so the read still starts after the lock
-/// is held — and every writer's time under the lock is one round trip shorter. That
-/// time is what orders all writes (no two commits overlap), so it bounds the store's
-/// write throughput (docs/benchmarks.md).
+/// The row is linked in SQL: the insert reads the head, takes the next position and
+/// hashes the row there (`HashedContent`: this side sends the content, the statement adds
+/// position, link and time), and the lock and the insert are sent together (pipelined,
+/// both prepared): the server runs them in order, and a writer holding the chain's lock
+/// never waits for this process to answer a head it read. That time orders all writes
+/// (no two commits overlap), so it bounds the store's write throughput
+/// (docs/benchmarks.md).
 pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
+    let (lock, insert) = statements(c).await?;
+    let content = HashedContent::of_record(rec);
+    let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
+    let origin = rec.origin.as_ref().map(Json);
+    let row = row_params(&now, rec, &origin, &content);
+    let (locked, inserted) = tokio::join!(biased; c.execute(&lock, &key), c.execute(&insert, &row));
+    locked?;
+    inserted?;
+    Ok(())
+}
+
+/// [`insert`], then the commit of `tx`, all sent together: the writer holding the chain's
+/// lock waits for nothing but the server (docs/benchmarks.md, "PostgreSQL: the chain
+/// linked in SQL").
+///
+/// The server runs them in order. A failed insert aborts the transaction, and the
+/// COMMIT after it then rolls back (PostgreSQL answers an aborted transaction's COMMIT
+/// with ROLLBACK, not an error): the insert's error is returned and nothing is written.
+/// The COMMIT goes beside the insert as a prepared statement, so `tx` does not know it
+/// ended; a `BEGIN` after it opens an empty transaction for the ROLLBACK that `tx` sends
+/// when dropped (not awaited), so that one ends something, as it expects, instead of
+/// leaving a warning in the server's log.
+pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
+    let (lock, insert) = statements(&tx).await?;
+    let (commit, begin) = (tx.prepare_cached("COMMIT").await?, tx.prepare_cached("BEGIN").await?);
+    let content = HashedContent::of_record(rec);
+    let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
+    let origin = rec.origin.as_ref().map(Json);
+    let row = row_params(&now, rec, &origin, &content);
+    let (locked, inserted, committed, begun) = tokio::join!(
+        biased;
+        tx.execute(&lock, &key),
+        tx.execute(&insert, &row),
+        tx.execute(&commit, &[]),
+        tx.execute(&begin, &[])
+    );
+    locked?;
+    inserted?;
+    committed?;
+    begun?;
+    Ok(())
+}
+
+async fn statements<C: GenericClient>(c: &C) -> R<(tokio_postgres::Statement, tokio_postgres::Statement)> {
     let lock = c.prepare_cached("SELECT pg_advisory_xact_lock($1)").await?;
-    let head = c
+    let insert = c
         .prepare_cached(&format!(
-            "SELECT {NOW}, h.seq, h.hash FROM (SELECT 1) one LEFT JOIN (
+            "INSERT INTO audit_log (\"timestamp\", agent_id, agent_type, operation, parameters, result, success,
+                 error_code, duration_ms, origin, chain_seq, prev_hash, row_hash)
+             SELECT t.ts, $2, $3, $4, $5, $6, $7, $8, $9, $10, h.seq + 1, h.hash,
+                    encode(sha256(convert_to(concat_ws(E'\\n', 'coord-audit-v1', h.seq + 1, '\"' || h.hash || '\"', $11::text,
+                        (extract(epoch FROM t.ts) * 1000000)::bigint, $12::text), 'UTF8')), 'hex')
+             FROM (SELECT {NOW} AS ts) t, (
+                 SELECT coalesce(x.seq, 0) AS seq, coalesce(x.hash, '{GENESIS}') AS hash
+                 FROM (SELECT 1) one LEFT JOIN (
                      SELECT seq, hash FROM (
                          (SELECT chain_seq AS seq, row_hash AS hash FROM audit_log
                           WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1)
                          UNION ALL
                          (SELECT through_seq, through_hash FROM audit_checkpoints
                           ORDER BY through_seq DESC LIMIT 1)) heads
-                     ORDER BY seq DESC LIMIT 1) h ON true"
+                     ORDER BY seq DESC LIMIT 1) x ON true) h"
         ))
         .await?;
-    // A request is sent when its future is first polled; `biased` polls in this order.
-    // Both are prepared statements: given SQL text, the call would prepare it first (a
-    // round trip) and the head's read could reach the server before the lock.
-    let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
-    let at: [&(dyn ToSql + Sync); 1] = [&now];
-    let (locked, row) = tokio::join!(biased; c.execute(&lock, &key), c.query_one(&head, &at));
-    locked?;
-    let row = row?;
-    // Hashed as stored: PostgreSQL keeps microseconds.
-    let timestamp = truncate_micros(get::<Timestamp>(&row, 0)?);
-    let head = match get::<Option<i64>>(&row, 1)? {
-        Some(seq) => ChainHead {
-            seq,
-            hash: get(&row, 2)?,
-        },
-        None => ChainHead::genesis(),
-    };
-    let link = head.next(rec, timestamp);
-    c.execute(
-        &c.prepare_cached(
-            "INSERT INTO audit_log (\"timestamp\", agent_id, agent_type, operation, parameters, result, success,
-                 error_code, duration_ms, origin, chain_seq, prev_hash, row_hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-        )
-        .await?,
-        &[
-            &timestamp,
-            &rec.agent.agent_id,
-            &rec.agent.agent_type,
-            &rec.operation,
-            &rec.parameters,
-            &rec.result,
-            &rec.success,
-            &rec.error_code,
-            &rec.duration_ms,
-            &rec.origin.as_ref().map(Json),
-            &link.seq,
-            &link.prev_hash,
-            &link.hash,
-        ],
-    )
-    .await?;
-    Ok(())
+    Ok((lock, insert))
+}
+
+type RowParams<'a> = [&'a (dyn ToSql + Sync); 12];
+
+fn row_params<'a>(
+    now: &'a Option<Timestamp>,
+    rec: &'a AuditRecord,
+    origin: &'a Option<Json<&'a KeyOrigin>>,
+    content: &'a HashedContent,
+) -> RowParams<'a> {
+    [
+        now,
+        &rec.agent.agent_id,
+        &rec.agent.agent_type,
+        &rec.operation,
+        &rec.parameters,
+        &rec.result,
+        &rec.success,
+        &rec.error_code,
+        &rec.duration_ms,
+        origin,
+        &content.before_time,
+        &content.after_time,
+    ]
 }
 
 const COLUMNS: &str = "id, \"timestamp\", agent_id, agent_type, operation, parameters, result, success, error_code,

@@ -284,8 +284,7 @@ impl PgStore {
                     spent = Some(grant.ok_or(Fail::Coord(over))?);
                 }
                 let value = then(value)?;
-                audit::insert(&tx, ctx.now, &ctx.audit(Ok(&value)).spending(spent.as_deref())).await?;
-                tx.commit().await?;
+                audit::insert_and_commit(tx, ctx.now, &ctx.audit(Ok(&value)).spending(spent.as_deref())).await?;
                 Ok(value)
             }
             .await;
@@ -323,8 +322,7 @@ async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError) -> R<CoordError
     if let Some(a) = coord_domain::network::NetworkAccess::of_refusal(&ctx.who.agent_id, &e) {
         network::insert(&tx, ctx, &a).await?;
     }
-    audit::insert(&tx, ctx.now, &ctx.audit::<()>(Err(&e))).await?;
-    tx.commit().await?;
+    audit::insert_and_commit(tx, ctx.now, &ctx.audit::<()>(Err(&e))).await?;
     Ok(e)
 }
 

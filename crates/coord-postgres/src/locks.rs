@@ -19,6 +19,7 @@ use coord_store::OpCtx;
 use deadpool_postgres::GenericClient;
 use std::sync::LazyLock;
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 use uuid::Uuid;
 
 pub const LOCK_COLS: &str = "file_path, agent_id, agent_type, session_id, reason, locked_at, expires_at, fencing_token";
@@ -78,30 +79,28 @@ async fn all_live<C: GenericClient>(c: &C, now: Option<Timestamp>) -> R<Vec<Lock
 }
 
 /// Holds, to commit, the advisory locks that order this acquisition after every
-/// concurrent acquisition of an overlapping target. Two overlapping targets have scopes
-/// of which one is a component prefix of the other, so they share the first component —
-/// unless one scope is the whole repository: that one takes the repository-wide key
-/// exclusively, every other acquisition takes it shared, then its first component's key.
-/// (Reads in READ COMMITTED see what the previous holder committed.) The same order also
-/// keeps one path's fencing tokens increasing.
+/// concurrent acquisition of an overlapping target: shared on the scope's ancestors,
+/// exclusive on the scope (`LockTarget::serial_keys`), so acquisitions of unrelated
+/// targets — two files of one directory — do not wait for each other, and overlapping
+/// ones do. (Reads in READ COMMITTED see what the previous holder committed.) The same
+/// order also keeps one path's fencing tokens increasing.
+///
+/// Both statements are sent together (pipelined, prepared so that neither needs a round
+/// trip of its own first); the server runs them in order.
 pub(crate) async fn serialise(tx: &Tx<'_>, target: &LockTarget) -> R<()> {
-    const REPO: &str = "coord:file_locks";
-    let scope = target.scope();
-    match scope.split('/').next().filter(|c| !c.is_empty()) {
-        None => {
-            tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&REPO])
-                .await?;
-        }
-        Some(first) => {
-            tx.execute("SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))", &[&REPO])
-                .await?;
-            tx.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                &[&format!("{REPO}:{first}")],
-            )
-            .await?;
-        }
-    }
+    let (shared, exclusive) = target.serial_keys("coord:file_locks");
+    let (ancestors, scope) = (
+        tx.prepare_cached(
+            "SELECT count(pg_advisory_xact_lock_shared(hashtextextended(k, 0))) FROM unnest($1::text[]) k",
+        )
+        .await?,
+        tx.prepare_cached("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .await?,
+    );
+    let (shared, exclusive): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) = ([&shared], [&exclusive]);
+    let (a, b) = tokio::join!(biased; tx.execute(&ancestors, &shared), tx.execute(&scope, &exclusive));
+    a?;
+    b?;
     Ok(())
 }
 
