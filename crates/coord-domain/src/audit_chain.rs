@@ -58,21 +58,7 @@ impl ChainHead {
     /// The link of `record`, written at `timestamp`, appended after this head.
     pub fn next(&self, record: &AuditRecord, timestamp: Timestamp) -> ChainLink {
         let seq = self.seq + 1;
-        let origin = record.origin.as_ref().and_then(|o| serde_json::to_value(o).ok());
-        let hash = row_hash(&Content {
-            seq,
-            prev_hash: &self.hash,
-            timestamp,
-            agent_id: &record.agent.agent_id,
-            agent_type: &record.agent.agent_type,
-            operation: record.operation,
-            parameters: &record.parameters,
-            result: &record.result,
-            success: record.success,
-            error_code: record.error_code,
-            duration_ms: record.duration_ms,
-            origin: origin.as_ref(),
-        });
+        let hash = HashedContent::of_record(record).hash(seq, &self.hash, to_micros(timestamp));
         ChainLink {
             seq,
             prev_hash: self.hash.clone(),

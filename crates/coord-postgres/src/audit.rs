@@ -92,7 +92,11 @@ pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRe
     locked?;
     inserted?;
     committed?;
-    begun?;
+    // Committed: the operation stands whatever happens to the empty transaction after it
+    // (a broken connection is discarded by the pool).
+    if let Err(e) = begun {
+        tracing::debug!(error = %e, "the empty transaction after a commit did not begin");
+    }
     Ok(())
 }
 
