@@ -43,6 +43,10 @@ enum Segment {
     Deep,
 }
 
+/// How deep [`LockTarget::serial_keys`] goes: a scope of more components is ordered by
+/// its ancestor at this depth.
+pub const SERIAL_DEPTH: usize = 12;
+
 /// The rows a store must read to find every lock that can overlap a target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Candidates {
@@ -178,11 +182,14 @@ impl LockTarget {
     /// run side by side (PostgreSQL): `(shared, exclusive)`, to be taken in that order and
     /// held to commit. Shared: every proper ancestor of the target's scope, the
     /// repository (`base`) first; exclusive: the scope itself (`base` for the whole
-    /// repository, `base:scope` otherwise).
+    /// repository, `base:scope` otherwise). Past [`SERIAL_DEPTH`] components the scope's
+    /// ancestor at that depth stands for it (exclusive), so a deep path holds a bounded
+    /// number of locks (PostgreSQL's lock table is shared by the whole server).
     ///
     /// Two overlapping targets have scopes one of which is a component prefix of the
     /// other's, or equal: the shorter one's exclusive key is among the other's keys, so
-    /// they conflict, while acquisitions of unrelated targets (two files of one
+    /// they conflict (past the depth bound both take the ancestor they share
+    /// exclusively), while acquisitions of unrelated targets (two files of one
     /// directory) share only shared keys and go on side by side. Every transaction takes
     /// its shared keys before its one exclusive key, from the root down, so waits cannot
     /// form a cycle.
@@ -191,17 +198,12 @@ impl LockTarget {
         if scope.is_empty() {
             return (Vec::new(), base.to_string());
         }
+        let parts: Vec<&str> = scope.split('/').take(SERIAL_DEPTH).collect();
         let mut shared = vec![base.to_string()];
-        let mut prefix = String::new();
-        let parts: Vec<&str> = scope.split('/').collect();
-        for part in &parts[..parts.len() - 1] {
-            if !prefix.is_empty() {
-                prefix.push('/');
-            }
-            prefix.push_str(part);
-            shared.push(format!("{base}:{prefix}"));
+        for depth in 1..parts.len() {
+            shared.push(format!("{base}:{}", parts[..depth].join("/")));
         }
-        (shared, format!("{base}:{scope}"))
+        (shared, format!("{base}:{}", parts.join("/")))
     }
 
     /// Whether some path can be covered by both targets (conservatively: see the module).
@@ -444,12 +446,30 @@ mod tests {
 
     #[test]
     fn serial_keys_share_ancestors_and_lock_the_scope() {
-        let cases: [(&str, &[&str], &str); 5] = [
+        let cases: [(&str, &[&str], &str); 6] = [
             ("**/*.md", &[], "k"),
             ("README.md", &["k"], "k:README.md"),
             ("src/a/x.rs", &["k", "k:src", "k:src/a"], "k:src/a/x.rs"),
             ("src/a/", &["k", "k:src"], "k:src/a"),
             ("src/**/*.rs", &["k"], "k:src"),
+            (
+                "a/b/c/d/e/f/g/h/i/j/k/l/m/n.rs",
+                &[
+                    "k",
+                    "k:a",
+                    "k:a/b",
+                    "k:a/b/c",
+                    "k:a/b/c/d",
+                    "k:a/b/c/d/e",
+                    "k:a/b/c/d/e/f",
+                    "k:a/b/c/d/e/f/g",
+                    "k:a/b/c/d/e/f/g/h",
+                    "k:a/b/c/d/e/f/g/h/i",
+                    "k:a/b/c/d/e/f/g/h/i/j",
+                    "k:a/b/c/d/e/f/g/h/i/j/k",
+                ],
+                "k:a/b/c/d/e/f/g/h/i/j/k/l",
+            ),
         ];
         for (target, shared, exclusive) in cases {
             assert_eq!(
@@ -483,6 +503,13 @@ mod tests {
             "README.md",
             "src/a/y.rs",
             "src/ab/x.rs",
+            // Past the depth bound.
+            "a/b/c/d/e/f/g/h/i/j/k/l/",
+            "a/b/c/d/e/f/g/h/i/j/k/l/m/n.rs",
+            "a/b/c/d/e/f/g/h/i/j/k/l/m/o.rs",
+            "a/b/c/d/e/f/g/h/i/j/k/",
+            "a/b/c/d/e/f/g/h/i/j/k/l/m/",
+            "a/**/*.rs",
         ];
         let conflict = |a: &LockTarget, b: &LockTarget| {
             let ((sa, xa), (sb, xb)) = (a.serial_keys("k"), b.serial_keys("k"));

@@ -75,6 +75,12 @@ pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &Audit
 /// ended; a `BEGIN` after it opens an empty transaction for the ROLLBACK that `tx` sends
 /// when dropped (not awaited), so that one ends something, as it expects, instead of
 /// leaving a warning in the server's log.
+///
+/// Every parameter of the insert encodes without fail (text, JSON values, a bool, a
+/// float, and a chrono time, whose whole range fits PostgreSQL's wire format), so the
+/// insert always leaves with the COMMIT. Keep it so: a parameter that failed to encode
+/// would stop the insert before it is sent while the COMMIT beside it still went,
+/// committing the operation without its audit row.
 pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
     let (lock, insert) = statements(&tx).await?;
     let (commit, begin) = (tx.prepare_cached("COMMIT").await?, tx.prepare_cached("BEGIN").await?);

@@ -210,15 +210,15 @@ pub fn verify(c: &Connection, check: &VerifyAudit) -> R<VerifyAuditResult> {
     while verifier.ok() {
         let batch = tx
             .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM temp.verify_order o JOIN main.audit_log a USING (id)
+                "SELECT {COLUMNS}, o.seq FROM temp.verify_order o JOIN main.audit_log a USING (id)
                  WHERE (o.seq, o.id) > (?1, ?2)
                  ORDER BY o.seq, o.id LIMIT ?3"
             ))?
-            .query_map(params![seq, id, VERIFY_BATCH], entry_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let Some(last) = batch.last() else { break };
-        (seq, id) = (last.chain.as_ref().map_or(seq, |l| l.seq), last.id);
-        batch.iter().for_each(|e| verifier.feed(e));
+            .query_map(params![seq, id, VERIFY_BATCH], |r| Ok((entry_from_row(r)?, r.get(14)?)))?
+            .collect::<rusqlite::Result<Vec<(AuditEntry, i64)>>>()?;
+        let Some((last, at)) = batch.last() else { break };
+        (seq, id) = (*at, last.id);
+        batch.iter().for_each(|(e, _)| verifier.feed(e));
     }
     tx.execute_batch("DELETE FROM temp.verify_order")?;
     let (unchained, late): (i64, Option<i64>) = tx.query_row(
