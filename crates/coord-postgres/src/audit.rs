@@ -1,5 +1,6 @@
 //! `audit_log` (append-only by trigger and grants) and the status summary.
 
+use crate::Db;
 use crate::PgStore;
 use crate::rows::{NOW, get};
 use crate::{R, Tx, handoffs, locks, queue, sessions};
@@ -17,7 +18,6 @@ use coord_domain::time::truncate_micros;
 use coord_domain::{CoordError, CoordResult};
 use coord_store::OpCtx;
 use coord_store::{AuditStore, Maintenance};
-use deadpool_postgres::GenericClient;
 use deadpool_postgres::Object;
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::Row;
@@ -25,20 +25,6 @@ use tokio_postgres::types::{Json, ToSql};
 
 /// Arbitrary but fixed: the advisory lock that orders audit writers (the chain's head).
 const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
-
-/// A transaction that may append to the chain: READ COMMITTED whatever the server's,
-/// database's or role's `default_transaction_isolation` says. [`insert`] reads the head by
-/// a statement that starts after the chain lock is held, and only READ COMMITTED's
-/// per-statement snapshots make that read see the previous writer's row (under
-/// REPEATABLE READ the snapshot is the transaction's first statement's, taken before the
-/// lock: the chain would fork). `BEGIN ISOLATION LEVEL …`: no extra round trip.
-pub async fn chaining(client: &mut Object) -> R<deadpool_postgres::Transaction<'_>> {
-    Ok(client
-        .build_transaction()
-        .isolation_level(IsolationLevel::ReadCommitted)
-        .start()
-        .await?)
-}
 
 /// Appends `rec` to the chain inside the caller's transaction `c` (begun by
 /// [`chaining`]). The advisory lock, held to commit, orders concurrent writers; the
@@ -52,7 +38,7 @@ pub async fn chaining(client: &mut Object) -> R<deadpool_postgres::Transaction<'
 /// never waits for this process to answer a head it read. That time orders all writes
 /// (no two commits overlap), so it bounds the store's write throughput
 /// (docs/benchmarks.md).
-pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
+pub async fn insert<C: Db>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
     let (lock, insert) = statements(c).await?;
     let content = HashedContent::of_record(rec);
     let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
@@ -71,10 +57,8 @@ pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &Audit
 /// The server runs them in order. A failed insert aborts the transaction, and the
 /// COMMIT after it then rolls back (PostgreSQL answers an aborted transaction's COMMIT
 /// with ROLLBACK, not an error): the insert's error is returned and nothing is written.
-/// The COMMIT goes beside the insert as a prepared statement, so `tx` does not know it
-/// ended; a `BEGIN` after it opens an empty transaction for the ROLLBACK that `tx` sends
-/// when dropped (not awaited), so that one ends something, as it expects, instead of
-/// leaving a warning in the server's log.
+/// Either way the transaction has ended once the answers are in ([`Tx::ended`]); a
+/// request cancelled before then leaves `tx` to roll back when dropped.
 ///
 /// Every parameter of the insert encodes without fail (text, JSON values, a bool, a
 /// float, and a chrono time, whose whole range fits PostgreSQL's wire format), so the
@@ -83,30 +67,25 @@ pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, rec: &Audit
 /// committing the operation without its audit row.
 pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
     let (lock, insert) = statements(&tx).await?;
-    let (commit, begin) = (tx.prepare_cached("COMMIT").await?, tx.prepare_cached("BEGIN").await?);
+    let commit = tx.prepare_cached("COMMIT").await?;
     let content = HashedContent::of_record(rec);
     let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
     let origin = rec.origin.as_ref().map(Json);
     let row = row_params(&now, rec, &origin, &content);
-    let (locked, inserted, committed, begun) = tokio::join!(
+    let (locked, inserted, committed) = tokio::join!(
         biased;
         tx.execute(&lock, &key),
         tx.execute(&insert, &row),
-        tx.execute(&commit, &[]),
-        tx.execute(&begin, &[])
+        tx.execute(&commit, &[])
     );
+    tx.ended();
     locked?;
     inserted?;
     committed?;
-    // Committed: the operation stands whatever happens to the empty transaction after it
-    // (a broken connection is discarded by the pool).
-    if let Err(e) = begun {
-        tracing::debug!(error = %e, "the empty transaction after a commit did not begin");
-    }
     Ok(())
 }
 
-async fn statements<C: GenericClient>(c: &C) -> R<(tokio_postgres::Statement, tokio_postgres::Statement)> {
+async fn statements<C: Db>(c: &C) -> R<(tokio_postgres::Statement, tokio_postgres::Statement)> {
     let lock = c.prepare_cached("SELECT pg_advisory_xact_lock($1)").await?;
     let insert = c
         .prepare_cached(&format!(
@@ -456,10 +435,10 @@ impl AuditStore for PgStore {
     }
 
     async fn append_audit(&self, now: Option<Timestamp>, record: AuditRecord) -> CoordResult<()> {
-        let mut client = self.client().await?;
+        let client = self.client().await?;
         async {
             // The chain lock is held to commit: the row needs a transaction of its own.
-            let tx = chaining(&mut client).await?;
+            let tx = Tx::new(&client);
             insert(&tx, now, &record).await?;
             tx.commit().await?;
             Ok(())

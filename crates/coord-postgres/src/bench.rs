@@ -49,9 +49,9 @@ impl RawPostgres {
             lock_before_write: false,
             egress: None,
         };
-        let mut client = self.store.pool.get().await.map_err(pool_error)?;
+        let client = self.store.pool.get().await.map_err(pool_error)?;
         let outcome: R<T> = async {
-            let tx = audit::chaining(&mut client).await?;
+            let tx = crate::Tx::new(&client);
             let value = f(&tx, &ctx, &args).await?;
             audit::insert(&tx, None, &raw_audit_record(who, operation, parameters)).await?;
             tx.commit().await?;

@@ -4,7 +4,7 @@
 //! — before the commit, so no lock can change hands in between and a refused write never
 //! reaches the file.
 
-use crate::locks::{live_overlapping, serialise};
+use crate::locks::serialised_live;
 use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
@@ -14,13 +14,13 @@ use std::sync::Arc;
 
 async fn decide(tx: &Tx<'_>, ctx: &OpCtx, (fence, step): &(Fence, Arc<dyn WriteStep>)) -> R<WriteFileResult> {
     let path = fence.target.key();
-    serialise(tx, &fence.target).await?;
+    // The read goes with the locks (one round trip); a retry after the rename ignores it.
+    let live = serialised_live(tx, ctx.now, &fence.target).await?;
     if step.committed() {
         // A retried attempt after the rename: the write was decided and is in place;
         // what is left is to count and record it.
         return Ok(WriteFileResult::decided(path, None));
     }
-    let live = live_overlapping(tx, ctx.now, std::slice::from_ref(&fence.target)).await?;
     Ok(WriteFileResult::decided(path, decide_write(&ctx.who, fence, &live)?))
 }
 

@@ -1,12 +1,12 @@
 //! `operation_guardrails`: the editable part of the guardrails' pattern registry.
 
+use crate::Db;
 use crate::rows::{NOW, get};
 use crate::{Fail, PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::guardrail_rules::{GuardrailRule, MAX_RULES, NewRule, no_row, too_many_rules};
 use coord_domain::{CoordError, CoordResult};
 use coord_store::{GuardrailStore, OpCtx};
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 const SELECT: &str = "SELECT name, pattern, enabled, updated_by, updated_at FROM operation_guardrails";
@@ -21,7 +21,7 @@ fn from_row(r: &Row) -> R<GuardrailRule> {
     })
 }
 
-async fn all<C: GenericClient>(c: &C) -> R<Vec<GuardrailRule>> {
+async fn all<C: Db>(c: &C) -> R<Vec<GuardrailRule>> {
     let rows = c
         .query(&c.prepare_cached(&format!("{SELECT} ORDER BY name")).await?, &[])
         .await?;

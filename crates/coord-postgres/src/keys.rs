@@ -1,5 +1,6 @@
 //! `api_keys`.
 
+use crate::Db;
 use crate::PgStore;
 use crate::rows::{NOW, get, int};
 use crate::{R, Tx};
@@ -9,7 +10,6 @@ use coord_domain::keys::{ApiKeyInfo, KeyMatch, ListApiKeysResult, NewApiKey, Rev
 use coord_domain::{CoordError, Timestamp};
 use coord_store::KeyStore;
 use coord_store::OpCtx;
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 const KEY_COLS: &str =
@@ -92,7 +92,7 @@ pub async fn revoke(tx: &Tx<'_>, ctx: &OpCtx, key_id: &String) -> R<RevokeApiKey
     }
 }
 
-pub async fn authenticate<C: GenericClient>(c: &C, now: Option<Timestamp>, key_hash: &str) -> R<Option<KeyMatch>> {
+pub async fn authenticate<C: Db>(c: &C, now: Option<Timestamp>, key_hash: &str) -> R<Option<KeyMatch>> {
     let row = c
         .query_opt(
             &c.prepare_cached(&format!("SELECT {KEY_COLS}, {NOW} FROM api_keys WHERE key_hash = $2"))

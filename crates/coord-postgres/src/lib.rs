@@ -33,6 +33,7 @@ mod rows;
 mod sessions;
 mod spawn;
 mod stats;
+mod tx;
 mod verification;
 mod violations;
 mod workflows;
@@ -56,7 +57,7 @@ pub use bench::{
 };
 pub use migrate::{MIGRATIONS, migrate};
 
-pub(crate) type Tx<'t> = deadpool_postgres::Transaction<'t>;
+pub(crate) use tx::{Db, Tx};
 
 /// Failure inside a store function: a database error or a refusal decided by a rule.
 pub(crate) enum Fail {
@@ -269,7 +270,7 @@ impl PgStore {
             attempt += 1;
             let mut client = self.client().await?;
             let outcome: R<T> = async {
-                let tx = audit::chaining(&mut client).await?;
+                let tx = Tx::new(&client);
                 let value = f(&tx, &ctx, &args).await?;
                 let mut spent = None;
                 if coord_store::counts_as_use(&ctx.charges, &value)
@@ -311,7 +312,7 @@ impl PgStore {
 /// Records a refusal in its own transaction: its audit row and, when the caller may
 /// escalate it, its approval request (answering the refusal that names it).
 async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError) -> R<CoordError> {
-    let tx = audit::chaining(client).await?;
+    let tx = Tx::new(client);
     let e = match ctx.approval_request(&e) {
         Some(req) => coord_domain::approvals::awaiting(e, &approvals::enqueue(&tx, ctx, &req).await?),
         None => e,
@@ -362,14 +363,14 @@ impl Maintenance for PgStore {
     }
 
     async fn sweep(&self, now: Option<Timestamp>, batch: i64) -> CoordResult<SweepReport> {
-        let mut client = self.client().await?;
+        let client = self.client().await?;
         let report: R<SweepReport> = async {
-            let tx = client.transaction().await?;
+            let tx = Tx::new(&client);
             let expired_locks_deleted = locks::sweep(&tx, now, batch).await?;
             let (claims_requeued, claims_failed) = queue::settle_expired_claims(&tx, now, batch).await?;
             tx.commit().await?;
             // Apart: pruning that fails never holds back expired locks and claims.
-            let tx = client.transaction().await?;
+            let tx = Tx::new(&client);
             let github_rows_pruned = github::prune(&tx, now, batch).await?;
             tx.commit().await?;
             Ok(SweepReport {

@@ -1,6 +1,7 @@
 //! `file_locks`: acquisition decided by the domain rule over the overlapping live locks,
 //! serialised by advisory locks against every acquisition that could overlap.
 
+use crate::Db;
 use crate::PgStore;
 use crate::rows::{NOW, get, id_text, int};
 use crate::{R, Tx};
@@ -16,7 +17,6 @@ use coord_domain::locks::{CheckEditResult, decide_edit};
 use coord_domain::target::{Candidates, LockTarget};
 use coord_store::LockStore;
 use coord_store::OpCtx;
-use deadpool_postgres::GenericClient;
 use std::sync::LazyLock;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -39,23 +39,13 @@ pub fn lock_from_row(r: &Row) -> R<LockInfo> {
 
 /// Live locks that can overlap any of `targets`: the rows their candidate scopes select,
 /// filtered by the domain's overlap rule.
-pub async fn live_overlapping<C: GenericClient>(
-    c: &C,
-    now: Option<Timestamp>,
-    targets: &[LockTarget],
-) -> R<Vec<LockInfo>> {
+pub async fn live_overlapping<C: Db>(c: &C, now: Option<Timestamp>, targets: &[LockTarget]) -> R<Vec<LockInfo>> {
     let mut rows = Vec::new();
     for target in targets {
         match target.candidates() {
             Candidates::All => return Ok(overlapping(targets, all_live(c, now).await?)),
             Candidates::Scoped { at, from, to } => {
-                let stmt = c
-                    .prepare_cached(&format!(
-                        "SELECT {LOCK_COLS} FROM file_locks WHERE scope = ANY($2) AND expires_at > {NOW}
-                         UNION ALL
-                         SELECT {LOCK_COLS} FROM file_locks WHERE scope >= $3 AND scope < $4 AND expires_at > {NOW}"
-                    ))
-                    .await?;
+                let stmt = c.prepare_cached(&SCOPED_SQL).await?;
                 for r in c.query(&stmt, &[&now, &at, &from, &to]).await? {
                     rows.push(lock_from_row(&r)?);
                 }
@@ -65,29 +55,39 @@ pub async fn live_overlapping<C: GenericClient>(
     Ok(overlapping(targets, rows))
 }
 
-async fn all_live<C: GenericClient>(c: &C, now: Option<Timestamp>) -> R<Vec<LockInfo>> {
-    let rows = c
-        .query(
-            &c.prepare_cached(&format!(
-                "SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path COLLATE \"C\""
-            ))
-            .await?,
-            &[&now],
-        )
-        .await?;
+/// The live locks that can overlap one target's candidate scopes.
+static SCOPED_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {LOCK_COLS} FROM file_locks WHERE scope = ANY($2) AND expires_at > {NOW}
+         UNION ALL
+         SELECT {LOCK_COLS} FROM file_locks WHERE scope >= $3 AND scope < $4 AND expires_at > {NOW}"
+    )
+});
+
+/// Every live lock, in path order.
+static ALL_LIVE_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path COLLATE \"C\"")
+});
+
+async fn all_live<C: Db>(c: &C, now: Option<Timestamp>) -> R<Vec<LockInfo>> {
+    let rows = c.query(&c.prepare_cached(&ALL_LIVE_SQL).await?, &[&now]).await?;
     rows.iter().map(lock_from_row).collect()
 }
 
-/// Holds, to commit, the advisory locks that order this acquisition after every
-/// concurrent acquisition of an overlapping target: shared on the scope's ancestors,
-/// exclusive on the scope (`LockTarget::serial_keys`), so acquisitions of unrelated
-/// targets — two files of one directory — do not wait for each other, and overlapping
-/// ones do. (Reads in READ COMMITTED see what the previous holder committed.) The same
-/// order also keeps one path's fencing tokens increasing.
+/// Takes, to commit, the advisory locks that order this acquisition after every
+/// concurrent acquisition of an overlapping target, then reads the live locks that can
+/// overlap `target` (overlap decided by the domain rule).
 ///
-/// Both statements are sent together (pipelined, prepared so that neither needs a round
-/// trip of its own first); the server runs them in order.
-pub(crate) async fn serialise(tx: &Tx<'_>, target: &LockTarget) -> R<()> {
+/// The keys are shared on the scope's ancestors and exclusive on the scope
+/// (`LockTarget::serial_keys`), so acquisitions of unrelated targets — two files of one
+/// directory — do not wait for each other, and overlapping ones do. The read starts after
+/// the locks are held, so (READ COMMITTED) it sees what the previous holder committed.
+/// The same order also keeps one path's fencing tokens increasing.
+///
+/// The three statements are sent together (pipelined, all prepared, so none needs a
+/// round trip of its own first): the server runs them in order, and the acquisition
+/// costs one round trip here, not two (docs/benchmarks.md).
+pub(crate) async fn serialised_live(tx: &Tx<'_>, now: Option<Timestamp>, target: &LockTarget) -> R<Vec<LockInfo>> {
     let (shared, exclusive) = target.serial_keys("coord:file_locks");
     let (ancestors, scope) = (
         tx.prepare_cached(
@@ -97,17 +97,27 @@ pub(crate) async fn serialise(tx: &Tx<'_>, target: &LockTarget) -> R<()> {
         tx.prepare_cached("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
             .await?,
     );
+    let candidates = target.candidates();
+    let (read, read_params): (_, Vec<&(dyn ToSql + Sync)>) = match &candidates {
+        Candidates::All => (tx.prepare_cached(&ALL_LIVE_SQL).await?, vec![&now]),
+        Candidates::Scoped { at, from, to } => (tx.prepare_cached(&SCOPED_SQL).await?, vec![&now, at, from, to]),
+    };
     let (shared, exclusive): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) = ([&shared], [&exclusive]);
-    let (a, b) = tokio::join!(biased; tx.execute(&ancestors, &shared), tx.execute(&scope, &exclusive));
+    let (a, b, rows) = tokio::join!(
+        biased;
+        tx.execute(&ancestors, &shared),
+        tx.execute(&scope, &exclusive),
+        tx.query(&read, &read_params)
+    );
     a?;
     b?;
-    Ok(())
+    let rows = rows?.iter().map(lock_from_row).collect::<R<Vec<_>>>()?;
+    Ok(overlapping(std::slice::from_ref(target), rows))
 }
 
 pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(LockTarget, Option<String>, i64)) -> R<AcquireLockResult> {
     let (target, reason, ttl) = args;
-    serialise(tx, target).await?;
-    let live = live_overlapping(tx, ctx.now, std::slice::from_ref(target)).await?;
+    let live = serialised_live(tx, ctx.now, target).await?;
     let path = target.key();
     let ttl = int(*ttl);
     let (row, action) = match decide_acquire(path, &live, &ctx.who) {
@@ -212,11 +222,7 @@ pub async fn release_all(tx: &Tx<'_>, ctx: &OpCtx) -> R<ReleaseAllResult> {
     })
 }
 
-pub async fn check<C: GenericClient>(
-    c: &C,
-    now: Option<Timestamp>,
-    targets: Option<&[LockTarget]>,
-) -> R<CheckLocksResult> {
+pub async fn check<C: Db>(c: &C, now: Option<Timestamp>, targets: Option<&[LockTarget]>) -> R<CheckLocksResult> {
     let locks = match targets {
         None => all_live(c, now).await?,
         Some(targets) => live_overlapping(c, now, targets).await?,

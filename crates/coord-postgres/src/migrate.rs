@@ -109,7 +109,7 @@ pub async fn migrate(client: &mut Object) -> CoordResult<Vec<i32>> {
 }
 
 async fn apply(client: &mut Object) -> Result<Vec<i32>, Fail> {
-    let tx = client.transaction().await?;
+    let tx = crate::Tx::new(client);
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK_KEY])
         .await?;
     tx.batch_execute(

@@ -1,5 +1,6 @@
 //! `network_policies` and `network_access_log`: egress policies and every decision.
 
+use crate::Db;
 use crate::rows::{NOW, get};
 use crate::{Fail, PgStore, R, Tx};
 use async_trait::async_trait;
@@ -9,7 +10,6 @@ use coord_domain::network::{
 };
 use coord_domain::{CoordError, CoordResult};
 use coord_store::{NetworkStore, OpCtx};
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::Json;
 
@@ -24,7 +24,7 @@ fn from_row(r: &Row) -> R<PolicyRow> {
     })
 }
 
-async fn all<C: GenericClient>(c: &C) -> R<Vec<PolicyRow>> {
+async fn all<C: Db>(c: &C) -> R<Vec<PolicyRow>> {
     let rows = c
         .query(&c.prepare_cached(&format!("{SELECT} ORDER BY name")).await?, &[])
         .await?;
@@ -70,7 +70,7 @@ async fn delete(tx: &Tx<'_>, name: &String) -> R<String> {
 }
 
 /// Appends a row of the access log (also the refusal path's, for refusals).
-pub async fn insert<C: GenericClient>(c: &C, ctx: &OpCtx, a: &NetworkAccess) -> R<()> {
+pub async fn insert<C: Db>(c: &C, ctx: &OpCtx, a: &NetworkAccess) -> R<()> {
     c.execute(
         &c.prepare_cached(&format!(
             "INSERT INTO network_access_log (\"timestamp\", agent_id, agent_type, host, port, allowed, alert, policy,

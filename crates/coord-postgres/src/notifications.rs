@@ -1,5 +1,6 @@
 //! `notifications`: the security channel's outbox.
 
+use crate::Db;
 use crate::rows::{NOW, get};
 use crate::{PgStore, R, Tx, pg_error};
 use async_trait::async_trait;
@@ -8,13 +9,12 @@ use coord_domain::notifications::{
 };
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
 use coord_store::{NotificationStore, OpCtx};
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 const COLUMNS: &str = "id, created_at, channel, kind, agent_id, agent_type, summary, details, delivered_at, attempts,
      last_error";
 
-pub async fn insert<C: GenericClient>(c: &C, now: Option<Timestamp>, who: &Identity, n: &NewNotification) -> R<()> {
+pub async fn insert<C: Db>(c: &C, now: Option<Timestamp>, who: &Identity, n: &NewNotification) -> R<()> {
     c.execute(
         &c.prepare_cached(&format!(
             "INSERT INTO notifications (created_at, channel, kind, agent_id, agent_type, summary, details,

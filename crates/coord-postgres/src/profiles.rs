@@ -1,5 +1,6 @@
 //! `agent_profiles`, `agent_profile_assignments` and `resource_usage`.
 
+use crate::Db;
 use crate::rows::{NOW, get};
 use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
@@ -8,7 +9,6 @@ use coord_domain::profiles::{
 };
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{OpCtx, PolicyFacts, ProfileStore, UsageOf};
-use deadpool_postgres::GenericClient;
 use tokio_postgres::types::Json;
 
 /// Seeds the built-in profiles and type defaults (right after the migration that
@@ -122,7 +122,7 @@ pub async fn apply_charges(tx: &Tx<'_>, ctx: &OpCtx) -> R<Option<CoordError>> {
     Ok(over)
 }
 
-async fn facts<C: GenericClient>(
+async fn facts<C: Db>(
     c: &C,
     now: Option<Timestamp>,
     agent_id: &str,

@@ -1,6 +1,7 @@
 //! `verification_policies`, `changesets` and `verification_results`: the verification
 //! gateway's policies, what agents submitted and each policy's run over it.
 
+use crate::Db;
 use crate::rows::{NOW, get, int};
 use crate::{Fail, PgStore, R, Tx};
 use async_trait::async_trait;
@@ -12,7 +13,6 @@ use coord_domain::verification::{
 };
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use coord_store::{OpCtx, RoutedChangeset, VerificationStore};
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::Json;
 
@@ -27,7 +27,7 @@ fn policy_row(r: &Row) -> R<VerificationPolicyRow> {
     })
 }
 
-async fn policies<C: GenericClient>(c: &C) -> R<Vec<VerificationPolicyRow>> {
+async fn policies<C: Db>(c: &C) -> R<Vec<VerificationPolicyRow>> {
     let rows = c
         .query(&c.prepare_cached(&format!("{SELECT_POLICY} ORDER BY name")).await?, &[])
         .await?;

@@ -1,13 +1,13 @@
 //! `guardrail_violations`: written by the operation wrapper (a guardrail refusal) and by
 //! `guard_decision` (a pass by approval or elevation); counted per agent.
 
+use crate::Db;
 use crate::R;
 use crate::rows::{NOW, get};
 use coord_domain::guardrails::Violation;
 use coord_store::OpCtx;
-use deadpool_postgres::GenericClient;
 
-pub async fn insert<C: GenericClient>(c: &C, ctx: &OpCtx, v: &Violation) -> R<()> {
+pub async fn insert<C: Db>(c: &C, ctx: &OpCtx, v: &Violation) -> R<()> {
     c.execute(
         &c.prepare_cached(&format!(
             "INSERT INTO guardrail_violations (\"timestamp\", agent_id, agent_type, source, operation, category,
@@ -34,7 +34,7 @@ pub async fn insert<C: GenericClient>(c: &C, ctx: &OpCtx, v: &Violation) -> R<()
 }
 
 /// The agent's violation counter: its blocked attempts.
-pub async fn blocked_count<C: GenericClient>(c: &C, agent_id: &str) -> R<i64> {
+pub async fn blocked_count<C: Db>(c: &C, agent_id: &str) -> R<i64> {
     get(
         &c.query_one(
             &c.prepare_cached("SELECT count(*) FROM guardrail_violations WHERE agent_id = $1 AND blocked")

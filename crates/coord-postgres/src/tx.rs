@@ -1,0 +1,310 @@
+//! One operation's transaction ([`Tx`]): its `BEGIN` travels with its first statement.
+//!
+//! `tokio-postgres` begins a transaction with a round trip of its own, and an operation
+//! of the service is only three or four round trips in all (docs/benchmarks.md,
+//! "PostgreSQL: the transaction begun with its first statement"). Here the `BEGIN` is
+//! queued when the first statement is sent, in the same write: the server runs them in
+//! order, so that statement and every later one run inside the transaction, and the
+//! operation waits for one answer, not two.
+//!
+//! The rest keeps `tokio-postgres`'s own transaction's contract: [`Tx::commit`] commits,
+//! and a transaction dropped unfinished — a refusal, an error, a cancelled request — is
+//! rolled back by a `ROLLBACK` sent from `drop` and not awaited, which the connection runs
+//! before anything its next user sends.
+
+use async_trait::async_trait;
+use deadpool_postgres::{ClientWrapper, Object};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Waker};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Error, Row, Statement, ToStatement};
+
+/// READ COMMITTED whatever the server's, database's or role's
+/// `default_transaction_isolation` says: `audit::insert` reads the chain's head by a
+/// statement that starts after the chain lock is held, and only READ COMMITTED's
+/// per-statement snapshots make that read see the previous writer's row (under REPEATABLE
+/// READ the snapshot is the transaction's first statement's, taken before the lock: the
+/// chain would fork).
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
+/// A READ COMMITTED transaction on a pooled connection, begun by its first statement.
+pub(crate) struct Tx<'t> {
+    client: &'t ClientWrapper,
+    /// The `BEGIN` has not been sent yet (no statement has run).
+    unbegun: AtomicBool,
+    /// Committed, or ended by a statement sent with the commit: nothing to roll back.
+    done: bool,
+}
+
+impl<'t> Tx<'t> {
+    /// A transaction on `client`; nothing is sent until its first statement.
+    pub(crate) fn new(client: &'t Object) -> Tx<'t> {
+        Tx {
+            client,
+            unbegun: AtomicBool::new(true),
+            done: false,
+        }
+    }
+
+    /// Runs `statement` inside the transaction: the first one is sent right after the
+    /// `BEGIN`, in the same write, and its answer waited for with the `BEGIN`'s.
+    async fn inside<T>(&self, statement: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        if self.unbegun.swap(false, Ordering::AcqRel) {
+            // `biased`: the BEGIN is polled, so queued, first.
+            let (begun, out) = tokio::join!(biased; self.client.batch_execute(BEGIN), statement);
+            begun?;
+            out
+        } else {
+            statement.await
+        }
+    }
+
+    /// Prepares (or takes from the connection's cache) a statement; preparing needs no
+    /// transaction, so it does not begin one.
+    pub(crate) async fn prepare_cached(&self, query: &str) -> Result<Statement, Error> {
+        self.client.prepare_cached(query).await
+    }
+
+    pub(crate) async fn execute<T>(&self, statement: &T, params: &[&(dyn ToSql + Sync)]) -> Result<u64, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.inside(self.client.execute(statement, params)).await
+    }
+
+    pub(crate) async fn query<T>(&self, statement: &T, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.inside(self.client.query(statement, params)).await
+    }
+
+    pub(crate) async fn query_one<T>(&self, statement: &T, params: &[&(dyn ToSql + Sync)]) -> Result<Row, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.inside(self.client.query_one(statement, params)).await
+    }
+
+    pub(crate) async fn query_opt<T>(&self, statement: &T, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, Error>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.inside(self.client.query_opt(statement, params)).await
+    }
+
+    pub(crate) async fn batch_execute(&self, query: &str) -> Result<(), Error> {
+        self.inside(self.client.batch_execute(query)).await
+    }
+
+    /// Commits what the transaction did (nothing is sent if it ran no statement).
+    pub(crate) async fn commit(mut self) -> Result<(), Error> {
+        if !*self.unbegun.get_mut() {
+            self.client.batch_execute("COMMIT").await?;
+        }
+        self.done = true;
+        Ok(())
+    }
+
+    /// Marks the transaction ended by a `COMMIT` its caller sent with its last statements
+    /// (`audit::insert_and_commit`), once their answers are in: a commit that failed has
+    /// rolled back in the server, so `drop` must not send another end.
+    pub(crate) fn ended(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.done || *self.unbegun.get_mut() {
+            return;
+        }
+        // Sent, not awaited (as tokio-postgres's own transactions do): the request is
+        // queued on the connection by the first poll, and its answer is discarded.
+        let mut rollback = std::pin::pin!(self.client.batch_execute("ROLLBACK"));
+        if let Poll::Ready(Err(e)) = rollback.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            tracing::debug!(error = %e, "could not send the rollback of an unfinished transaction");
+        }
+    }
+}
+
+/// What store functions that run both inside an operation's transaction and on a bare
+/// connection (reads) need of either.
+#[async_trait]
+pub(crate) trait Db: Sync {
+    async fn prepare_cached(&self, query: &str) -> Result<Statement, Error>;
+    async fn execute<T: ?Sized + ToStatement + Sync>(&self, s: &T, p: &[&(dyn ToSql + Sync)]) -> Result<u64, Error>;
+    async fn query<T: ?Sized + ToStatement + Sync>(&self, s: &T, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Error>;
+    async fn query_one<T: ?Sized + ToStatement + Sync>(&self, s: &T, p: &[&(dyn ToSql + Sync)]) -> Result<Row, Error>;
+    async fn query_opt<T>(&self, s: &T, p: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, Error>
+    where
+        T: ?Sized + ToStatement + Sync;
+}
+
+/// `$via` is the path to the inherent methods of the implementing type.
+macro_rules! db_by {
+    ($ty:ty, $prepare:path, $via:path) => {
+        #[async_trait]
+        impl Db for $ty {
+            async fn prepare_cached(&self, query: &str) -> Result<Statement, Error> {
+                $prepare(self, query).await
+            }
+            async fn execute<T>(&self, s: &T, p: &[&(dyn ToSql + Sync)]) -> Result<u64, Error>
+            where
+                T: ?Sized + ToStatement + Sync,
+            {
+                <$via>::execute(self, s, p).await
+            }
+            async fn query<T>(&self, s: &T, p: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Error>
+            where
+                T: ?Sized + ToStatement + Sync,
+            {
+                <$via>::query(self, s, p).await
+            }
+            async fn query_one<T>(&self, s: &T, p: &[&(dyn ToSql + Sync)]) -> Result<Row, Error>
+            where
+                T: ?Sized + ToStatement + Sync,
+            {
+                <$via>::query_one(self, s, p).await
+            }
+            async fn query_opt<T>(&self, s: &T, p: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, Error>
+            where
+                T: ?Sized + ToStatement + Sync,
+            {
+                <$via>::query_opt(self, s, p).await
+            }
+        }
+    };
+}
+
+db_by!(Tx<'_>, Tx::prepare_cached, Tx);
+db_by!(Object, ClientWrapper::prepare_cached, tokio_postgres::Client);
+
+#[cfg(test)]
+mod tests {
+    //! On a real server (`COORD_TEST_DATABASE_URL`, else the local one), each test on a
+    //! connection of its own and temporary tables only: nothing outlives the session.
+    use super::Tx;
+    use crate::{PgOptions, PgStore};
+    use deadpool_postgres::Object;
+    use std::time::Duration;
+
+    async fn connection() -> Option<(PgStore, Object)> {
+        let url = std::env::var("COORD_TEST_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
+        let store = PgStore::connect_lazy(&url, &PgOptions::default()).expect("a valid URL");
+        let required = ["CI", "COORD_REQUIRE_POSTGRES"]
+            .iter()
+            .any(|k| std::env::var(k).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false"));
+        match store.client().await {
+            Ok(c) => Some((store, c)),
+            Err(e) if required => panic!("PostgreSQL is required here (CI) but unreachable: {e}"),
+            Err(e) => {
+                eprintln!("SKIPPED: no PostgreSQL ({e})");
+                None
+            }
+        }
+    }
+
+    async fn xid(c: &Object) -> String {
+        c.query_one("SELECT txid_current()::text", &[]).await.unwrap().get(0)
+    }
+
+    async fn count(c: &Object) -> i64 {
+        c.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0)
+    }
+
+    #[tokio::test]
+    async fn every_statement_from_the_first_runs_in_one_read_committed_transaction() {
+        let Some((_store, c)) = connection().await else { return };
+        // What a database or role may set; the chain needs READ COMMITTED whatever it says.
+        c.batch_execute("SET default_transaction_isolation = 'repeatable read'")
+            .await
+            .unwrap();
+        let tx = Tx::new(&c);
+        let first = tx
+            .query_one(
+                "SELECT txid_current()::text, current_setting('transaction_isolation')",
+                &[],
+            )
+            .await
+            .unwrap();
+        let (isolation, first): (String, String) = (first.get(1), first.get(0));
+        assert_eq!(isolation, "read committed");
+        // Sent together, as the store's operations send theirs.
+        let (a, b) = tokio::join!(
+            biased;
+            tx.query_one("SELECT txid_current()::text", &[]),
+            tx.query_one("SELECT txid_current()::text", &[])
+        );
+        assert_eq!(
+            [a.unwrap().get::<_, String>(0), b.unwrap().get(0)],
+            [first.clone(), first]
+        );
+        tx.commit().await.unwrap();
+        assert_ne!(
+            xid(&c).await,
+            xid(&c).await,
+            "after the commit, each statement is its own"
+        );
+    }
+
+    #[tokio::test]
+    async fn pipelined_first_statements_begin_once_and_commit_together() {
+        let Some((_store, c)) = connection().await else { return };
+        c.batch_execute("CREATE TEMP TABLE t (x int)").await.unwrap();
+        let tx = Tx::new(&c);
+        let (a, b) = tokio::join!(
+            biased;
+            tx.execute("INSERT INTO t VALUES (1)", &[]),
+            tx.execute("INSERT INTO t VALUES (2)", &[])
+        );
+        a.unwrap();
+        b.unwrap();
+        drop(tx);
+        assert_eq!(count(&c).await, 0, "both inserts were inside the transaction dropped");
+        let tx = Tx::new(&c);
+        tx.execute("INSERT INTO t VALUES (1)", &[]).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(count(&c).await, 1);
+    }
+
+    #[tokio::test]
+    async fn an_unfinished_transaction_rolls_back_and_leaves_the_connection_usable() {
+        let Some((_store, c)) = connection().await else { return };
+        c.batch_execute("CREATE TEMP TABLE t (x int)").await.unwrap();
+        // Dropped after a statement (a refusal).
+        let tx = Tx::new(&c);
+        tx.execute("INSERT INTO t VALUES (1)", &[]).await.unwrap();
+        drop(tx);
+        assert_eq!(count(&c).await, 0);
+        assert_ne!(xid(&c).await, xid(&c).await, "no transaction is left open");
+        // Dropped after its first statement failed (an aborted transaction).
+        let tx = Tx::new(&c);
+        assert!(tx.execute("INSERT INTO no_such_table VALUES (1)", &[]).await.is_err());
+        drop(tx);
+        assert_eq!(count(&c).await, 0, "the connection is not left aborted");
+        // Cancelled while a statement runs (a client that went away): the statement's
+        // answer is discarded and the rollback runs after it.
+        let tx = Tx::new(&c);
+        tx.execute("INSERT INTO t VALUES (1)", &[]).await.unwrap();
+        let slow = tokio::time::timeout(Duration::from_millis(10), tx.execute("SELECT pg_sleep(0.3)", &[])).await;
+        drop(slow);
+        drop(tx);
+        assert_eq!(count(&c).await, 0);
+        assert_ne!(xid(&c).await, xid(&c).await);
+    }
+
+    #[tokio::test]
+    async fn a_transaction_that_ran_nothing_sends_nothing() {
+        let Some((_store, c)) = connection().await else { return };
+        c.batch_execute("CREATE TEMP TABLE t (x int)").await.unwrap();
+        Tx::new(&c).commit().await.unwrap();
+        drop(Tx::new(&c));
+        // Neither left a transaction open: this insert commits on its own.
+        c.execute("INSERT INTO t VALUES (1)", &[]).await.unwrap();
+        c.batch_execute("ROLLBACK").await.unwrap();
+        assert_eq!(count(&c).await, 1);
+    }
+}
