@@ -26,8 +26,8 @@ use tokio_postgres::types::{Json, ToSql};
 /// Arbitrary but fixed: the advisory lock that orders audit writers (the chain's head).
 const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
 
-/// Appends `rec` to the chain inside the caller's transaction `c` (begun by
-/// [`chaining`]). The advisory lock, held to commit, orders concurrent writers; the
+/// Appends `rec` to the chain inside the caller's transaction `c` (a [`Tx`], READ
+/// COMMITTED). The advisory lock, held to commit, orders concurrent writers; the
 /// insert reads the head in a statement that starts after the lock is held, so (READ
 /// COMMITTED) it sees the previous writer's row.
 ///

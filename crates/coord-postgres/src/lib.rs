@@ -60,6 +60,7 @@ pub use migrate::{MIGRATIONS, migrate};
 pub(crate) use tx::{Db, Tx};
 
 /// Failure inside a store function: a database error or a refusal decided by a rule.
+#[derive(Debug)]
 pub(crate) enum Fail {
     Db(tokio_postgres::Error),
     Coord(CoordError),

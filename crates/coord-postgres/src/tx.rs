@@ -11,6 +11,11 @@
 //! and a transaction dropped unfinished — a refusal, an error, a cancelled request — is
 //! rolled back by a `ROLLBACK` sent from `drop` and not awaited, which the connection runs
 //! before anything its next user sends.
+//!
+//! Statements sent together (`tokio::join!(biased; …)`) leave in the order they are first
+//! polled only when they are prepared (`&Statement`): a statement given as text is parsed
+//! first, a round trip during which the statements after it go out ahead of it.
+//! A `Tx` is used by one task at a time (its statements borrow it).
 
 use async_trait::async_trait;
 use deadpool_postgres::{ClientWrapper, Object};
@@ -19,6 +24,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Error, Row, Statement, ToStatement};
+
+use crate::{Fail, R};
+use coord_domain::CoordError;
+use coord_domain::error::ErrorCode;
 
 /// READ COMMITTED whatever the server's, database's or role's
 /// `default_transaction_isolation` says: `audit::insert` reads the chain's head by a
@@ -33,6 +42,8 @@ pub(crate) struct Tx<'t> {
     client: &'t ClientWrapper,
     /// The `BEGIN` has not been sent yet (no statement has run).
     unbegun: AtomicBool,
+    /// A statement failed: the server has aborted the transaction, and it cannot commit.
+    failed: AtomicBool,
     /// Committed, or ended by a statement sent with the commit: nothing to roll back.
     done: bool,
 }
@@ -43,6 +54,7 @@ impl<'t> Tx<'t> {
         Tx {
             client,
             unbegun: AtomicBool::new(true),
+            failed: AtomicBool::new(false),
             done: false,
         }
     }
@@ -50,14 +62,17 @@ impl<'t> Tx<'t> {
     /// Runs `statement` inside the transaction: the first one is sent right after the
     /// `BEGIN`, in the same write, and its answer waited for with the `BEGIN`'s.
     async fn inside<T>(&self, statement: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
-        if self.unbegun.swap(false, Ordering::AcqRel) {
+        let out = if self.unbegun.swap(false, Ordering::AcqRel) {
             // `biased`: the BEGIN is polled, so queued, first.
             let (begun, out) = tokio::join!(biased; self.client.batch_execute(BEGIN), statement);
-            begun?;
-            out
+            begun.and(out)
         } else {
             statement.await
+        };
+        if out.is_err() {
+            self.failed.store(true, Ordering::Release);
         }
+        out
     }
 
     /// Prepares (or takes from the connection's cache) a statement; preparing needs no
@@ -98,12 +113,25 @@ impl<'t> Tx<'t> {
         self.inside(self.client.batch_execute(query)).await
     }
 
-    /// Commits what the transaction did (nothing is sent if it ran no statement).
-    pub(crate) async fn commit(mut self) -> Result<(), Error> {
-        if !*self.unbegun.get_mut() {
-            self.client.batch_execute("COMMIT").await?;
-        }
+    /// Commits what the transaction did (nothing is sent if it ran no statement). After a
+    /// failed statement it rolls back and answers an error: PostgreSQL would answer that
+    /// COMMIT with a ROLLBACK, not an error, and the caller would take it for a commit.
+    pub(crate) async fn commit(mut self) -> R<()> {
+        // Marked in the poll that sends the end (as tokio-postgres does): a commit dropped
+        // before it was polled drops `self` unmarked, which rolls back.
         self.done = true;
+        if *self.unbegun.get_mut() {
+            return Ok(());
+        }
+        if *self.failed.get_mut() {
+            self.client.batch_execute("ROLLBACK").await?;
+            tracing::error!("a transaction was committed after one of its statements failed; rolled back");
+            return Err(Fail::Coord(CoordError::new(
+                ErrorCode::Internal,
+                "a statement of the transaction failed: it was rolled back, not committed",
+            )));
+        }
+        self.client.batch_execute("COMMIT").await?;
         Ok(())
     }
 
@@ -289,11 +317,25 @@ mod tests {
         // answer is discarded and the rollback runs after it.
         let tx = Tx::new(&c);
         tx.execute("INSERT INTO t VALUES (1)", &[]).await.unwrap();
-        let slow = tokio::time::timeout(Duration::from_millis(10), tx.execute("SELECT pg_sleep(0.3)", &[])).await;
+        // Prepared first, so that what is cancelled is the running statement.
+        let sleep = tx.prepare_cached("SELECT pg_sleep(0.3)").await.unwrap();
+        let slow = tokio::time::timeout(Duration::from_millis(10), tx.execute(&sleep, &[])).await;
         drop(slow);
         drop(tx);
         assert_eq!(count(&c).await, 0);
         assert_ne!(xid(&c).await, xid(&c).await);
+    }
+
+    #[tokio::test]
+    async fn a_commit_after_a_failed_statement_is_an_error_and_writes_nothing() {
+        let Some((_store, c)) = connection().await else { return };
+        c.batch_execute("CREATE TEMP TABLE t (x int)").await.unwrap();
+        let tx = Tx::new(&c);
+        tx.execute("INSERT INTO t VALUES (1)", &[]).await.unwrap();
+        assert!(tx.execute("INSERT INTO t VALUES ('not a number')", &[]).await.is_err());
+        assert!(tx.commit().await.is_err(), "not a commit");
+        assert_eq!(count(&c).await, 0);
+        assert_ne!(xid(&c).await, xid(&c).await, "no transaction is left open");
     }
 
     #[tokio::test]
