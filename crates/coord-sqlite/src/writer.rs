@@ -446,16 +446,23 @@ mod tests {
         let long = w.write(Place::WriterThread, move |_| Ok(thread_name())).await.unwrap();
         assert_eq!(long, "coord-sqlite-writer");
         // And a lone client's writes do not stay on the writer thread after it: the thread
-        // sleeps right after a write that came alone, instead of polling (it may not be
-        // asleep yet when the next one is asked for; it is within a few).
-        let mut back_here = false;
-        for _ in 0..50 {
-            if w.write(Place::Anywhere, move |_| Ok(thread_name())).await.unwrap() != "coord-sqlite-writer" {
-                back_here = true;
-                break;
+        // sleeps right after a write that came alone instead of polling (for 30 s here),
+        // and a lone write then runs here again. Its answer is sent before it goes to
+        // sleep, so on a busy machine the next write can find it awake, every time: wait
+        // for the sleep (the bound only ends a failing run).
+        let asleep = {
+            let until = std::time::Instant::now() + Duration::from_secs(10);
+            while !w.idle.load(Ordering::Acquire) && std::time::Instant::now() < until {
+                tokio::task::yield_now().await;
             }
-        }
-        assert!(back_here, "one client's writes stayed on the writer thread");
+            w.idle.load(Ordering::Acquire)
+        };
+        assert!(asleep, "the writer thread polls after a lone write");
+        let lone = w.write(Place::Anywhere, move |_| Ok(thread_name())).await.unwrap();
+        assert_ne!(
+            lone, "coord-sqlite-writer",
+            "one client's writes stayed on the writer thread"
+        );
     }
 
     /// When the write lock cannot be had, every write of the batch is told so.
