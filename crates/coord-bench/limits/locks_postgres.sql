@@ -1,11 +1,7 @@
 -- The independent limit for `coord bench locks` on PostgreSQL, for pgbench: the leanest
 -- acquire+release pair we know that gives coord's guarantees.
--- - Durable before it answers: one transaction per operation, committed without waiting
---   for the flush (so the lock that orders writers is not held through it), then a
---   second transaction that takes an id and commits with the server's synchronous_commit:
---   its flush covers the first (coord's audit::insert_and_commit does the same).
--- - Each operation's statements are sent together (a pipeline: one round trip), as
---   coord sends its audit row, commit and flush wait.
+-- - Durable before it answers: one transaction per operation, synchronous_commit as the
+--   server has it.
 -- - An atomic acquire respecting a live holder (an upsert that updates only an expired
 --   row or the caller's own) and live pattern locks.
 -- - Fencing tokens in acquisition order: drawn from a sequence while the transaction
@@ -15,9 +11,7 @@
 -- By hand: psql -f locks_postgres_schema.sql DB, then
 --   pgbench -n -c 8 -j 2 -T 10 -M prepared -f locks_postgres.sql DB
 \set p random(0, :paths - 1)
-\startpipeline
 BEGIN;
-SET LOCAL synchronous_commit = off;
 SELECT pg_advisory_xact_lock(1);
 WITH acq AS (
     INSERT INTO locks AS l (path, agent, expires_at, token)
@@ -43,12 +37,6 @@ SELECT seq, ts, agent, 'acquire_lock', parameters, result, success, prev,
 FROM row;
 COMMIT;
 BEGIN;
-SELECT txid_current();
-COMMIT;
-\endpipeline
-\startpipeline
-BEGIN;
-SET LOCAL synchronous_commit = off;
 SELECT pg_advisory_xact_lock(1);
 WITH rel AS (
     DELETE FROM locks WHERE path = 'src/bench/file-' || :p || '.rs' AND agent = 'pgbench-' || :client_id
@@ -65,7 +53,3 @@ SELECT seq, ts, agent, 'release_lock', parameters, result, success, prev,
        encode(sha256(convert_to(concat_ws(E'\n', prev, seq, ts, agent, 'release_lock', parameters, result, success), 'UTF8')), 'hex')
 FROM row;
 COMMIT;
-BEGIN;
-SELECT txid_current();
-COMMIT;
-\endpipeline

@@ -60,21 +60,6 @@ pub async fn insert<C: Db>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> 
 /// Either way the transaction has ended once the answers are in ([`Tx::ended`]); a
 /// request cancelled before then leaves `tx` to roll back when dropped.
 ///
-/// Durable before it answers, without holding the chain's lock through the flush
-/// (docs/benchmarks.md, "PostgreSQL: the flush outside the chain's lock"). The chain's
-/// lock is held to commit, and a synchronous commit waits for its WAL flush while holding
-/// it: every write would wait for every earlier write's flush, one flush at a time. So
-/// the transaction commits asynchronously (`SET LOCAL synchronous_commit = off`: the lock
-/// is released as soon as the commit record is written), and a second transaction, sent
-/// in the same write, takes a transaction id and commits with the session's own
-/// `synchronous_commit`: its commit record comes after this one in the WAL, so its flush
-/// (or replication, if the server waits for standbys) covers this one, and concurrent
-/// writers' flushes group. This answers only after both. Another session can read this
-/// transaction's effects before the flush, as with any asynchronous commit; but every
-/// operation writes its own audit row and waits for its own flush, which comes later in
-/// the WAL, so no operation answers with what a crash could still lose. The cost: a
-/// second transaction id per write.
-///
 /// Every parameter of the insert encodes without fail (text, JSON values, a bool, a
 /// float, and a chrono time, whose whole range fits PostgreSQL's wire format), so the
 /// insert always leaves with the COMMIT. Keep it so: a parameter that failed to encode
@@ -82,36 +67,21 @@ pub async fn insert<C: Db>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> 
 /// committing the operation without its audit row.
 pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
     let (lock, insert) = statements(&tx).await?;
-    let unflushed = tx.prepare_cached("SET LOCAL synchronous_commit = off").await?;
-    let (commit, begin, xid) = (
-        tx.prepare_cached("COMMIT").await?,
-        tx.prepare_cached("BEGIN").await?,
-        tx.prepare_cached("SELECT txid_current()").await?,
-    );
+    let commit = tx.prepare_cached("COMMIT").await?;
     let content = HashedContent::of_record(rec);
     let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
     let origin = rec.origin.as_ref().map(Json);
     let row = row_params(&now, rec, &origin, &content);
-    let c = tx.connection();
-    let (asynchronous, locked, inserted, committed, flushed) = tokio::join!(
+    let (locked, inserted, committed) = tokio::join!(
         biased;
-        tx.execute(&unflushed, &[]),
         tx.execute(&lock, &key),
         tx.execute(&insert, &row),
-        tx.execute(&commit, &[]),
-        // After the end of `tx`, on its connection: the wait for the flush.
-        async { tokio::join!(biased; c.execute(&begin, &[]), c.execute(&xid, &[]), c.execute(&commit, &[])) }
+        tx.execute(&commit, &[])
     );
     tx.ended();
-    asynchronous?;
     locked?;
     inserted?;
     committed?;
-    // Committed; an error here leaves whether it is durable unknown, so it is an error.
-    let (begun, taken, flushed) = flushed;
-    begun?;
-    taken?;
-    flushed?;
     Ok(())
 }
 

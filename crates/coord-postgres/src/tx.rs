@@ -141,12 +141,6 @@ impl<'t> Tx<'t> {
     pub(crate) fn ended(mut self) {
         self.done = true;
     }
-
-    /// The connection, for statements sent after this transaction's end in the same
-    /// write (`audit::insert_and_commit`'s wait for the flush).
-    pub(crate) fn connection(&self) -> &'t ClientWrapper {
-        self.client
-    }
 }
 
 impl Drop for Tx<'_> {
