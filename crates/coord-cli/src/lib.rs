@@ -381,6 +381,24 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
         }
     }
     let ctx = &ctx;
+    let grace = match release_grace() {
+        Ok(grace) => grace,
+        Err(e) => return fail(e),
+    };
+    let team = std::env::var("COORD_TEAM").ok().filter(|t| !t.trim().is_empty());
+    let identity = mcp_identity(global);
+    // Locally, the agent's session is served by the repository's coordinator and this
+    // process relays its lines (see coord_mcp::relay); when that is not possible, this
+    // process serves MCP itself.
+    if ctx.remote.is_none() {
+        let raw_grace = std::env::var("COORD_RELEASE_GRACE_SECONDS")
+            .ok()
+            .map(|g| g.trim().to_string());
+        let request = coord_mcp::relay::RelayRequest::new(&identity, raw_grace, team.clone());
+        if let Some((link, reconnect)) = local_server::relay(ctx, request).await {
+            return run_relay(link, reconnect).await;
+        }
+    }
     let (coord, sweeper): (std::sync::Arc<dyn coord_service::Coordination>, _) = match &ctx.remote {
         Some(_) => match open::coordination(ctx, 4).await {
             Ok(c) => (c, None),
@@ -399,12 +417,9 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
             },
         },
     };
-    let mut options = coord_mcp::McpOptions::stdio(mcp_identity(global));
-    match release_grace() {
-        Ok(grace) => options.release_after = grace,
-        Err(e) => return fail(e),
-    }
-    options.team = std::env::var("COORD_TEAM").ok().filter(|t| !t.trim().is_empty());
+    let mut options = coord_mcp::McpOptions::stdio(identity);
+    options.release_after = grace;
+    options.team = team;
     // Record this process's session so that, if this process is killed, a sibling can
     // end it; and end the sessions of killed siblings (see reaper.rs).
     let registry = reaper::Registry::new(&ctx.repo_root.join(".coord"));
@@ -445,6 +460,43 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
     match served {
         Ok(()) => output::EXIT_OK,
         Err(e) => {
+            eprintln!("coord mcp: {e}");
+            output::EXIT_UNAVAILABLE
+        }
+    }
+}
+
+/// `coord mcp` as a relay: copies until the coordinator closes the session (the agent's
+/// input ended and its grace period passed) or the agent is gone; told to stop, tells the
+/// coordinator (which releases the holdings at once) and waits for it, at most 30 s.
+async fn run_relay(link: coord_mcp::relay::Link, reconnect: coord_mcp::relay::Reconnect) -> u8 {
+    let relay = match coord_mcp::relay::Relay::start(link, reconnect) {
+        Ok(r) => std::sync::Arc::new(r),
+        Err(e) => {
+            eprintln!("coord mcp: cannot start the relay: {e}");
+            return output::EXIT_UNAVAILABLE;
+        }
+    };
+    // A plain thread, not the runtime's blocking pool: the runtime must not wait for it
+    // when this process stops.
+    let (done, finished) = tokio::sync::oneshot::channel();
+    let waiter = relay.clone();
+    std::thread::spawn(move || {
+        let _ = done.send(waiter.wait());
+    });
+    tokio::pin!(finished);
+    let outcome = tokio::select! {
+        outcome = &mut finished => outcome,
+        () = coord_mcp::termination() => {
+            relay.terminate();
+            tokio::time::timeout(std::time::Duration::from_secs(30), &mut finished)
+                .await
+                .unwrap_or(Ok(Ok(())))
+        }
+    };
+    match outcome {
+        Ok(Ok(())) | Err(_) => output::EXIT_OK,
+        Ok(Err(e)) => {
             eprintln!("coord mcp: {e}");
             output::EXIT_UNAVAILABLE
         }

@@ -178,6 +178,43 @@ pub async fn connect(ctx: &Context, start: bool) -> Option<Arc<dyn Coordination>
     }))
 }
 
+/// `coord mcp`'s relay into the repository's coordinator (started if need be): the
+/// upgraded connection, and how to reach a coordinator again when this one goes away.
+/// `None` when there is none to relay to (remote mode, PostgreSQL, turned off, or it
+/// could not be started or does not take relays): the caller serves MCP itself.
+pub async fn relay(
+    ctx: &Context,
+    request: coord_mcp::relay::RelayRequest,
+) -> Option<(coord_mcp::relay::Link, coord_mcp::relay::Reconnect)> {
+    let socket = socket_path(ctx)?;
+    if !mine_or_absent(&socket) {
+        return None;
+    }
+    let ctx = ctx.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let link = coord_mcp::relay::connect(&socket, &request)
+            .or_else(|_| {
+                start_blocking(&ctx, &socket).map_err(std::io::Error::other)?;
+                coord_mcp::relay::connect(&socket, &request)
+            })
+            .inspect_err(|e| tracing::warn!(error = %e, "cannot relay to the repository's coordinator; serving here"))
+            .ok()?;
+        let reconnect: coord_mcp::relay::Reconnect = Box::new(move || {
+            // A removed database is a removed checkout (its coordinator stopped for
+            // that): nothing to start again.
+            if let DbTarget::Sqlite(db) = &ctx.db
+                && !db.exists()
+            {
+                return Err(std::io::Error::other(format!("{} was removed", db.display())));
+            }
+            start_blocking(&ctx, &socket).map_err(std::io::Error::other)?;
+            coord_mcp::relay::connect(&socket, &request)
+        });
+        Some((link, reconnect))
+    });
+    found.await.ok().flatten()
+}
+
 /// Whether `path` is absent or a file of this process's user (never followed): a socket
 /// someone else put in a shared directory is never talked to, nor removed.
 fn mine_or_absent(path: &Path) -> bool {

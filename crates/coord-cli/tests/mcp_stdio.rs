@@ -343,6 +343,9 @@ fn hostile_input_does_not_crash_the_server() {
         "x".repeat(17 * 1024 * 1024)
     );
     s.send(&huge);
+    // The relay's control lines are not the agent's to send.
+    let control = s.request(17, "coord/terminate", json!({}));
+    assert_eq!(control["error"]["code"], -32601, "{control}");
     let nul = s.call(15, "acquire_lock", json!({"file_path": "a\u{0}b"}));
     assert_eq!(nul["error"], "invalid_path");
     let alive = s.call(16, "check_locks", json!({}));
@@ -445,8 +448,8 @@ fn coord_team_puts_the_connection_in_a_team() {
     s.finish();
 }
 
-/// A `coord mcp` killed outright (SIGKILL: it runs no code, its agent may live on) leaves
-/// its process record; a sibling `coord mcp` of the same checkout sees the process gone
+/// A `coord mcp` serving MCP itself (`COORD_LOCAL_SERVER=off`) killed outright (SIGKILL:
+/// it runs no code, its agent may live on) leaves its process record; a sibling `coord mcp` of the same checkout sees the process gone
 /// and, after the grace period (0 here), ends its session: the lock is free, the claimed
 /// task is back in the queue with the attempt counted, and the cleanup is audited.
 #[test]
@@ -454,7 +457,9 @@ fn a_killed_coord_mcp_is_reaped_by_a_sibling() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     let root = dir.path().to_path_buf();
-    let grace = [("COORD_RELEASE_GRACE_SECONDS", "0")];
+    // Each process opens the database itself (a relayed process's session is ended by
+    // the repository's coordinator instead: see the next test).
+    let grace = [("COORD_RELEASE_GRACE_SECONDS", "0"), ("COORD_LOCAL_SERVER", "off")];
     let mut victim = Server::start_at(&root, None, "victim-agent", &grace);
     assert_eq!(
         victim.call(2, "acquire_lock", json!({"file_path": "src/v.rs"}))["success"],
@@ -528,13 +533,17 @@ fn serving(socket: &std::path::Path) -> Vec<u32> {
         .collect()
 }
 
-/// Waits (bounded) until `pid` is gone; false when it is still there after 20 s.
+/// Waits (bounded) until `pid` is gone, its files closed; false when it is still there
+/// after 20 s.
 fn gone(pid: u32) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while std::time::Instant::now() < deadline {
         let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // A zombie (Z) has exited; only its parent's wait is missing.
-        if state.is_empty() || state.split_whitespace().nth(2) == Some("Z") {
+        // A zombie (Z) has exited, only its parent's wait is missing, once its other
+        // threads are gone too: a killed process's leader shows as a zombie while they
+        // (and its open sockets) are still going away.
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+        if state.is_empty() || (state.split_whitespace().nth(2) == Some("Z") && threads <= 1) {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -621,9 +630,9 @@ fn agents_in_one_checkout_share_the_repository_coordinator() {
     b.finish();
 }
 
-/// When the repository coordinator dies, the next call starts a successor and goes
-/// through (a request that never reached a server is safe to send again); nothing the
-/// dead one committed is lost.
+/// When the repository coordinator dies, the relay starts a successor and replays the
+/// handshake: the agent's next call goes through on the same connection; nothing the dead
+/// one committed is lost.
 #[test]
 fn a_dead_repository_coordinator_is_replaced_by_the_next_caller() {
     let dir = tempfile::tempdir().unwrap();
@@ -637,19 +646,8 @@ fn a_dead_repository_coordinator_is_replaced_by_the_next_caller() {
     let socket = coordinator_sockets(&root).pop().expect("a coordinator socket");
     let first = serving(&socket);
     assert_eq!(first.len(), 1);
-    let killed = Command::new("kill")
-        .args(["-9", &first[0].to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    // Dead when its socket refuses connections: a killed process shows as a zombie while
-    // its other threads (and its listening socket) are still going away.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-        assert!(std::time::Instant::now() < deadline, "the coordinator did not die");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(socket.exists(), "a killed server leaves its socket behind");
+    signal(first[0], "-KILL");
+    assert!(gone(first[0]), "the coordinator did not die");
 
     let released = a.call(3, "release_lock", json!({"file_path": "src/x.rs"}));
     assert_eq!(released["success"], true, "{released}");
@@ -680,4 +678,119 @@ fn the_repository_coordinator_can_be_turned_off() {
     );
     assert_eq!(coordinator_sockets(&root), Vec::<std::path::PathBuf>::new());
     a.finish();
+}
+
+fn signal(pid: u32, which: &str) {
+    let sent = Command::new("kill").args([which, &pid.to_string()]).status().unwrap();
+    assert!(sent.success(), "kill {which} {pid}");
+}
+
+/// Bytes `pid` has read so far with read(2) and the like (its `rchar`: its stdin, not
+/// its sockets).
+fn read_so_far(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{io}"))
+}
+
+/// Whether the relay `pid`'s thread reading the agent's input sleeps in read(2).
+fn relay_waits_for_input(pid: u32) -> bool {
+    #[cfg(target_arch = "aarch64")]
+    const READ: &str = "63 ";
+    #[cfg(not(target_arch = "aarch64"))]
+    const READ: &str = "0 ";
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        let dir = t.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        let syscall = std::fs::read_to_string(dir.join("syscall")).unwrap_or_default();
+        comm.trim() == "relay-up"
+            && stat.rsplit(") ").next().is_some_and(|s| s.starts_with('S'))
+            && syscall.starts_with(READ)
+    })
+}
+
+/// A call the coordinator received and died on is answered, with an error saying its
+/// outcome is unknown, instead of never; the connection goes on with a new coordinator,
+/// and what the dead one committed is still there.
+#[test]
+fn a_call_in_flight_when_the_coordinator_dies_is_answered_as_unknown() {
+    let mut a = Server::start("agent-a");
+    let root = a._dir.as_ref().unwrap().path().to_path_buf();
+    assert_eq!(
+        a.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}))["success"],
+        true
+    );
+    let socket = coordinator_sockets(&root).pop().expect("a coordinator socket");
+    let first = serving(&socket);
+    assert_eq!(first.len(), 1);
+    // Stopped, the coordinator cannot answer: the call is surely in flight once the relay
+    // has read it (its byte count says so) and gone back to reading (so it has written
+    // it to the coordinator).
+    signal(first[0], "-STOP");
+    let before = read_so_far(a.child.id());
+    let line = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "check_locks", "arguments": {}}})
+    .to_string();
+    a.send(&line);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while read_so_far(a.child.id()) < before + line.len() as u64 + 1 || !relay_waits_for_input(a.child.id()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the relay did not pass the call on"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    signal(first[0], "-KILL");
+    let lost = a.response(3);
+    assert_eq!(lost["result"]["isError"], true, "{lost}");
+    assert_eq!(lost["result"]["structuredContent"]["outcome"], "unknown", "{lost}");
+    let locks = a.call(4, "check_locks", json!({}));
+    assert_eq!(locks["locks"][0]["locked_by"], "agent-a", "{locks}");
+    let second = serving(&socket);
+    assert_eq!(second.len(), 1, "a successor serves the same socket");
+    assert_ne!(second, first);
+    a.finish();
+}
+
+/// A relaying `coord mcp` killed outright: the repository's coordinator sees its
+/// connection drop, which is the end of the agent's input, and after the grace period (0
+/// here) releases its lock and requeues its task, audited as the agent's session ending.
+#[test]
+fn a_killed_relay_is_released_by_the_coordinator() {
+    let mut victim = Server::start_with("victim-agent", &[("COORD_RELEASE_GRACE_SECONDS", "0")]);
+    let root = victim._dir.as_ref().unwrap().path().to_path_buf();
+    assert_eq!(
+        victim.call(2, "acquire_lock", json!({"file_path": "src/v.rs"}))["success"],
+        true
+    );
+    let submitted = victim.call(3, "submit_work", json!({"task_type": "t", "task_description": "d"}));
+    assert_eq!(victim.call(4, "get_work", json!({}))["task_id"], submitted["task_id"]);
+    victim.child.kill().unwrap(); // SIGKILL
+    victim.child.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let locks = coord_json(&root, &["--json", "lock", "list"]);
+        if locks["locks"].as_array().is_some_and(|l| l.is_empty()) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still held: {locks}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let task = coord_json(
+        &root,
+        &["--json", "work", "show", submitted["task_id"].as_str().unwrap()],
+    );
+    assert_eq!(
+        (task["task"]["status"].as_str(), task["task"]["attempts"].as_i64()),
+        (Some("pending"), Some(1)),
+        "{task}"
+    );
+    let ends = audit_of(&root, "end_session");
+    assert_eq!(ends, vec![("victim-agent".to_string(), true); 2], "idle, then released");
 }

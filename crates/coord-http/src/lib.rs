@@ -10,6 +10,7 @@ pub mod auth;
 pub mod config;
 pub mod metrics;
 pub mod openapi;
+mod relay;
 pub mod ui;
 pub mod webhook;
 
@@ -112,10 +113,19 @@ pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> R
             .with_cancellation_token(config.shutdown.child_token()),
     );
     let document = Arc::new(openapi::document());
+    // The relay of `coord mcp` processes, on the per-repository coordinator only.
+    let relay = match config.local_peers {
+        true => Router::new().route(
+            coord_mcp::relay::PATH,
+            get(move |req: Request| relay::upgrade(coord.clone(), req)),
+        ),
+        false => Router::new(),
+    };
     let mcp_routes = Router::new()
         .nest_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(app.clone(), mcp_auth));
     api::routes(Router::new())
+        .merge(relay)
         .route("/health", get(api::health))
         .route("/metrics", get(metrics::metrics))
         .route("/webhook/github", axum::routing::post(webhook::github))
@@ -320,8 +330,10 @@ pub async fn serve_local(
     activity: Activity,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = app.layer(middleware::from_fn(move |req: Request, next: Next| {
+    let app = app.layer(middleware::from_fn(move |mut req: Request, next: Next| {
         let running = Running::start(&activity);
+        // A relayed MCP session counts as activity for as long as it lasts.
+        req.extensions_mut().insert(activity.clone());
         async move {
             let response = next.run(req).await;
             drop(running);

@@ -9,8 +9,12 @@
 //! `success: false`; arguments that do not fit the tool (`invalid_argument`, naming the
 //! field) and an outage of the store are marked as tool errors.
 
+mod connection;
 mod identity;
+pub mod lines;
+pub mod relay;
 
+pub use connection::{CONTROL_PREFIX, INPUT_CLOSED, TERMINATE};
 pub use identity::{IdentityConfig, derive_identity};
 
 use coord_domain::access::Effect;
@@ -31,7 +35,7 @@ use rmcp::model::{
     ToolAnnotations,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt, tool_handler};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, tool_handler};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -516,9 +520,19 @@ impl CoordMcp {
         if self.options.session_mode != SessionMode::PerConnection {
             return;
         }
+        self.local_principal(client_name).await;
+    }
+
+    /// The caller of a connection of a local process (stdio, or relayed from one): the
+    /// configured identity, else one derived from the client's name; its session started
+    /// on first use.
+    async fn local_principal(&self, client_name: Option<&str>) -> Principal {
         let who = Principal::local(derive_identity(&self.options.identity, None, None, client_name));
         *self.session.principal.lock().unwrap_or_else(PoisonError::into_inner) = Some(who.clone());
-        self.ensure_session(&who).await;
+        if self.options.session_mode != SessionMode::Manual {
+            self.ensure_session(&who).await;
+        }
+        who
     }
 
     /// The connection closed: stop heartbeating and end this connection's session. At
@@ -670,37 +684,40 @@ fn stdio_halves() -> (Reader, Writer) {
 
 /// Serves one agent over stdin/stdout until the client disconnects, then marks its
 /// session idle. Protocol logs go to stderr; stdout carries only the protocol.
+///
+/// SIGTERM, SIGINT or SIGHUP: the runtime is stopping this server (its agent is leaving),
+/// so the holdings go at once; end of input alone may be a crash that a reconnect
+/// follows, so they wait for the grace period.
 pub async fn serve_stdio(coord: Arc<dyn Coordination>, options: McpOptions) -> Result<(), std::io::Error> {
-    let server = CoordMcp::new(coord, options);
-    let running = server
-        .clone()
-        .serve(stdio_halves())
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    let client = running.peer().peer_info().map(|info| info.client_info.name.clone());
-    server.begin(client.as_deref()).await;
-    let cancel = running.cancellation_token();
-    // SIGTERM, SIGINT or SIGHUP: the runtime is stopping this server (its agent is
-    // leaving), so the holdings go at once; end of input alone may be a crash that a
-    // reconnect follows, so they wait for the grace period.
-    let stopping = async {
-        termination().await;
-        cancel.cancel();
-    };
-    let (outcome, terminated) = tokio::select! {
-        outcome = running.waiting() => (outcome.map(|_| ()).map_err(|e| std::io::Error::other(e.to_string())), false),
-        () = stopping => (Ok(()), true),
-    };
-    if terminated {
-        server.close(std::future::ready(())).await;
-    } else {
-        server.close(termination()).await;
-    }
-    outcome
+    let (reader, writer) = stdio_halves();
+    connection::serve(CoordMcp::new(coord, options), reader, writer, false, termination()).await
+}
+
+/// Serves one agent's connection relayed by its `coord mcp` process (see [`relay`]): as
+/// [`serve_stdio`], with the relay's control lines ([`INPUT_CLOSED`], [`TERMINATE`])
+/// standing for the end of the agent's input and for the signals the process received.
+pub async fn serve_relayed<R, W>(
+    coord: Arc<dyn Coordination>,
+    options: McpOptions,
+    reader: R,
+    writer: W,
+) -> Result<(), std::io::Error>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    connection::serve(
+        CoordMcp::new(coord, options),
+        reader,
+        writer,
+        true,
+        std::future::pending(),
+    )
+    .await
 }
 
 /// Resolves when this process is asked to stop (SIGTERM, SIGINT, SIGHUP).
-async fn termination() {
+pub async fn termination() {
     use tokio::signal::unix::{SignalKind, signal};
     let streams = (
         signal(SignalKind::terminate()),

@@ -1,0 +1,357 @@
+//! One MCP connection over a byte stream: `coord mcp`'s stdin and stdout, or a `coord mcp`
+//! relayed into the repository's coordinator (see [`crate::relay`]).
+//!
+//! The lines are read here. A `tools/call` of a known tool goes straight to the operation
+//! registry, on its own task; everything else (the handshake, `tools/list`, resources,
+//! pings, anything malformed) goes to rmcp over an in-memory pipe, so rmcp still owns
+//! the protocol. Why: per call, rmcp's dispatch and its JSON handling cost about as much
+//! as the coordination operation itself (`coord bench mcp`, docs/benchmarks.md), and
+//! `tools/call` is nearly all the traffic. Only calls whose shape is plain take the short
+//! path: the tool is one of ours, the arguments are an object, and the protocol was
+//! negotiated through `initialize` without per-request negotiation in `_meta`. Both paths
+//! answer the same bytes (tested against rmcp in `tests/connection.rs`).
+
+use crate::lines::{self, Partial, Read};
+use crate::{CoordMcp, reply};
+use coord_service::OpEntry;
+use rmcp::ServiceExt as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
+
+/// Control lines a relay sends for its `coord mcp` process (never an agent's: the relay
+/// drops agent lines in this namespace). Honoured only on relayed connections.
+pub const CONTROL_PREFIX: &str = "coord/";
+/// The agent's input ended (its runtime closed the pipe): the session ends as at end of
+/// input, and the connection stays open for [`TERMINATE`].
+pub const INPUT_CLOSED: &str = "coord/input_closed";
+/// The `coord mcp` process was told to stop (SIGTERM, SIGINT, SIGHUP): its agent is
+/// leaving, so the session's holdings go at once.
+pub const TERMINATE: &str = "coord/terminate";
+
+/// The first version whose results carry `resultType` (rmcp strips it for older peers).
+const RESULT_TYPE_SINCE: &str = "2026-07-28";
+
+/// The parts of a JSON-RPC message the dispatch looks at.
+#[derive(Deserialize)]
+struct Message {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct Response<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: Value,
+}
+
+/// What the dispatch learned from the handshake.
+#[derive(Default)]
+struct Handshake {
+    /// The `initialize` request's id and the client's name.
+    request: Mutex<Option<(Value, Option<String>)>>,
+    /// The protocol version rmcp answered `initialize` with.
+    version: OnceLock<String>,
+}
+
+/// Every MCP tool of the registry by name.
+fn tools() -> &'static HashMap<&'static str, &'static OpEntry> {
+    static TOOLS: OnceLock<HashMap<&'static str, &'static OpEntry>> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        coord_service::ops()
+            .iter()
+            .filter(|op| op.is_mcp_tool())
+            .map(|op| (op.name, op))
+            .collect()
+    })
+}
+
+/// A call the short path answers: its id, operation and arguments.
+fn plain_call(msg: &Message) -> Option<(Value, &'static OpEntry, Value)> {
+    if msg.method.as_deref() != Some("tools/call") {
+        return None;
+    }
+    let id = msg.id.clone()?;
+    let params = msg.params.as_ref()?.as_object()?;
+    if params.keys().any(|k| k != "name" && k != "arguments") {
+        return None; // `_meta`, a task request, …: rmcp's business
+    }
+    let op = *tools().get(params.get("name")?.as_str()?)?;
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(_) => return None,
+    };
+    Some((id, op, args))
+}
+
+/// Serves `mcp` on `reader`/`writer` until the input ends, or `stop` resolves (the process
+/// was told to stop), or on a relayed connection the relay says so; then ends the session
+/// as [`CoordMcp::close`] says. Fails when the client never completed the handshake.
+pub async fn serve<R, W>(
+    mcp: CoordMcp,
+    reader: R,
+    writer: W,
+    relayed: bool,
+    stop: impl std::future::Future<Output = ()> + Send,
+) -> io::Result<()>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let (out, outgoing) = tokio::sync::mpsc::channel::<Vec<u8>>(256);
+    let writing = tokio::spawn(write_out(writer, outgoing));
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (from_rmcp, mut to_rmcp) = tokio::io::split(ours);
+    let handshake = Arc::new(Handshake::default());
+    let forwarding = tokio::spawn(forward(from_rmcp, out.clone(), handshake.clone()));
+    let server = mcp.clone();
+    let mut protocol = tokio::spawn(async move {
+        let running = server.clone().serve(theirs).await.map_err(io::Error::other)?;
+        let client = running.peer().peer_info().map(|i| i.client_info.name.clone());
+        server.begin(client.as_deref()).await;
+        running.waiting().await.map(|_| ()).map_err(io::Error::other)
+    });
+
+    let mut input = tokio::io::BufReader::with_capacity(1 << 16, reader);
+    let mut partial = Partial::default();
+    let mut calls = tokio::task::JoinSet::new();
+    let mut stop = std::pin::pin!(stop);
+    let mut protocol_ended = None;
+    // Why reading stopped: the process was told to stop / the relay sent input_closed.
+    let (mut terminated, mut input_closed) = (false, false);
+    loop {
+        let read = tokio::select! {
+            biased;
+            () = &mut stop => { terminated = true; break }
+            ended = &mut protocol => { protocol_ended = Some(ended); break }
+            read = lines::next_async(&mut input, &mut partial, lines::MAX_LINE) => read,
+        };
+        match read {
+            Ok(Read::Line) => {}
+            Ok(Read::TooLong) => {
+                tracing::warn!("dropped a message over {} bytes", lines::MAX_LINE);
+                continue;
+            }
+            Ok(Read::Eof) | Err(_) => break,
+        }
+        let line = std::mem::take(&mut partial.line);
+        let msg = serde_json::from_slice::<Message>(&line).ok();
+        if let Some(msg) = &msg {
+            match msg.method.as_deref() {
+                Some(INPUT_CLOSED) if relayed => {
+                    input_closed = true;
+                    break;
+                }
+                Some(TERMINATE) if relayed => {
+                    terminated = true;
+                    break;
+                }
+                Some("initialize") => {
+                    let client = msg.params.as_ref().and_then(|p| p["clientInfo"]["name"].as_str());
+                    *handshake.request.lock().unwrap_or_else(PoisonError::into_inner) =
+                        msg.id.clone().map(|id| (id, client.map(str::to_string)));
+                }
+                _ => {}
+            }
+            if let Some(version) = handshake.version.get()
+                && let Some((id, op, args)) = plain_call(msg)
+            {
+                let legacy = version.as_str() < RESULT_TYPE_SINCE;
+                let client = handshake
+                    .request
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .as_ref()
+                    .and_then(|(_, c)| c.clone());
+                let (mcp, out) = (mcp.clone(), out.clone());
+                calls.spawn(async move {
+                    let who = mcp.local_principal(client.as_deref()).await;
+                    let answer = reply(mcp.coord.invoke(op, &who, Ok(args)).await);
+                    let _ = out.send(response(&id, answer, legacy)).await;
+                });
+                // Finished calls are reaped as the session goes, not kept until its end.
+                while calls.try_join_next().is_some() {}
+                continue;
+            }
+        }
+        let mut line = line;
+        line.push(b'\n');
+        if to_rmcp.write_all(&line).await.is_err() {
+            break; // rmcp has ended; `protocol` says why
+        }
+    }
+    // The input is over: rmcp ends when its pipe does; calls under way finish first.
+    let _ = to_rmcp.shutdown().await;
+    drop(to_rmcp);
+    let protocol = match protocol_ended {
+        Some(ended) => ended,
+        None => protocol.await,
+    };
+    while calls.join_next().await.is_some() {}
+    if terminated {
+        mcp.close(std::future::ready(())).await;
+    } else if input_closed {
+        // The relay's process may still be told to stop during the grace period.
+        mcp.close(async {
+            tokio::select! {
+                () = stop => {}
+                () = relay_terminate(&mut input, &mut partial) => {}
+            }
+        })
+        .await;
+    } else {
+        mcp.close(stop).await;
+    }
+    let _ = forwarding.await;
+    drop(out);
+    let _ = writing.await;
+    match protocol {
+        Ok(ended) => ended,
+        Err(e) => Err(io::Error::other(e)),
+    }
+}
+
+/// After [`INPUT_CLOSED`]: resolves when the relay sends [`TERMINATE`]; never when the
+/// relay goes away without it (killed: the grace period runs its course).
+async fn relay_terminate<R: tokio::io::AsyncBufRead + Unpin>(input: &mut R, partial: &mut Partial) {
+    loop {
+        match lines::next_async(input, partial, lines::MAX_LINE).await {
+            Ok(Read::Line) => {
+                let line = std::mem::take(&mut partial.line);
+                if serde_json::from_slice::<Message>(&line).is_ok_and(|m| m.method.as_deref() == Some(TERMINATE)) {
+                    return;
+                }
+            }
+            Ok(Read::TooLong) => {}
+            Ok(Read::Eof) | Err(_) => return std::future::pending().await,
+        }
+    }
+}
+
+/// The response line to a call answered by the short path, shaped as rmcp shapes it.
+pub(crate) fn response(id: &Value, answer: rmcp::model::CallToolResult, legacy: bool) -> Vec<u8> {
+    let mut result = serde_json::to_value(answer).unwrap_or_default();
+    if legacy && let Some(fields) = result.as_object_mut() {
+        fields.remove("resultType");
+    }
+    let mut line = serde_json::to_vec(&Response {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+    .unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// rmcp's output, line by line, to the connection; on the way it notes the protocol
+/// version rmcp answered `initialize` with.
+async fn forward<R: AsyncRead + Unpin>(from: R, out: tokio::sync::mpsc::Sender<Vec<u8>>, handshake: Arc<Handshake>) {
+    let mut from = tokio::io::BufReader::new(from);
+    let mut partial = Partial::default();
+    // rmcp's own lines are not bounded: it only writes what it was asked for.
+    while let Ok(Read::Line) = lines::next_async(&mut from, &mut partial, usize::MAX).await {
+        let mut line = std::mem::take(&mut partial.line);
+        if handshake.version.get().is_none() {
+            note_version(&line, &handshake);
+        }
+        line.push(b'\n');
+        if out.send(line).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn note_version(line: &[u8], handshake: &Handshake) {
+    let asked = handshake.request.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let Some((id, _)) = asked else { return };
+    let Ok(v) = serde_json::from_slice::<Value>(line) else {
+        return;
+    };
+    if v["id"] == id
+        && let Some(version) = v["result"]["protocolVersion"].as_str()
+    {
+        let _ = handshake.version.set(version.to_string());
+    }
+}
+
+/// Writes every outgoing line, in the order they come, until all senders are gone.
+async fn write_out<W: AsyncWrite + Unpin>(mut writer: W, mut outgoing: tokio::sync::mpsc::Receiver<Vec<u8>>) {
+    while let Some(line) = outgoing.recv().await {
+        if writer.write_all(&line).await.is_err() {
+            // The peer is gone: drain, so that senders never wait on a full channel.
+            while outgoing.recv().await.is_some() {}
+            return;
+        }
+    }
+    let _ = writer.flush().await;
+    let _ = writer.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn msg(v: Value) -> Message {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn only_plain_calls_of_known_tools_take_the_short_path() {
+        let call = |params: Value| msg(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}));
+        let short = |m: &Message| plain_call(m).map(|(id, op, args)| (id, op.name, args));
+        let cases = [
+            (
+                call(json!({"name": "check_locks"})),
+                Some((json!(7), "check_locks", json!({}))),
+            ),
+            (
+                call(json!({"name": "acquire_lock", "arguments": {"file_path": "a"}})),
+                Some((json!(7), "acquire_lock", json!({"file_path": "a"}))),
+            ),
+            (
+                call(json!({"name": "check_locks", "arguments": null})),
+                Some((json!(7), "check_locks", json!({}))),
+            ),
+            // unknown tool, arguments not an object, extra fields: rmcp answers
+            (call(json!({"name": "rm_rf", "arguments": {}})), None),
+            (call(json!({"name": "check_locks", "arguments": [1]})), None),
+            (
+                call(json!({"name": "check_locks", "_meta": {"progressToken": 1}})),
+                None,
+            ),
+            (call(json!({"name": 7})), None),
+            (call(json!([])), None),
+            // a notification, another method
+            (
+                msg(json!({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "check_locks"}})),
+                None,
+            ),
+            (msg(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})), None),
+        ];
+        for (m, want) in cases {
+            assert_eq!(short(&m), want, "{:?} {:?}", m.method, m.params);
+        }
+    }
+
+    #[test]
+    fn short_path_results_drop_result_type_for_older_protocols() {
+        let answer = || rmcp::model::CallToolResult::structured(json!({"success": true}));
+        let old: Value = serde_json::from_slice(&response(&json!("a"), answer(), true)).unwrap();
+        assert_eq!(old["id"], "a");
+        assert_eq!(old["result"]["structuredContent"], json!({"success": true}));
+        assert!(old["result"].get("resultType").is_none(), "{old}");
+        let new: Value = serde_json::from_slice(&response(&json!(1), answer(), false)).unwrap();
+        assert_eq!(new["result"]["resultType"], "complete", "{new}");
+    }
+}

@@ -1,0 +1,617 @@
+//! The relay: `coord mcp` copying its agent's JSON-RPC lines to an MCP session that the
+//! repository's coordinator serves ([`crate::serve_relayed`]), over a connection of the
+//! coordinator's Unix socket upgraded from HTTP (`GET /mcp/stdio`, `Upgrade: coord-mcp`).
+//!
+//! Why: eight agents each running their own MCP server and their own client of the
+//! coordinator reach a quarter of what the coordinator serves in-process; copying lines
+//! on two plain threads, with the coordinator reading them, reaches about 0.6
+//! (docs/benchmarks.md, "Many local agents").
+//!
+//! What the relay does beyond copying (it reads each line's `id` and `method`):
+//! - **The coordinator dies**: the relay starts a new one (`reconnect`), sends it the
+//!   agent's `initialize` again (its answer is not passed on) and `initialized`, and goes
+//!   on; the agent keeps its connection. Each request that was sent and not answered is
+//!   answered with an error saying its outcome is unknown (whatever the dead coordinator
+//!   committed is in the database; it never commits half an operation).
+//! - **The agent's input ends**: the relay tells the coordinator ([`INPUT_CLOSED`]) and
+//!   waits for it to end the session (after the grace period) and close the connection.
+//! - **The process is told to stop** ([`Relay::terminate`]): the relay tells the
+//!   coordinator ([`TERMINATE`]), which releases the session's holdings at once.
+//! - **The relay is killed**: the coordinator sees the connection drop, which is the end
+//!   of input: the holdings go after the grace period.
+//! - Lines in the control namespace ([`CONTROL_PREFIX`]) from the agent are not passed on.
+
+use crate::connection::{CONTROL_PREFIX, INPUT_CLOSED, TERMINATE};
+use crate::lines::{self, Partial, Read};
+use crate::{IdentityConfig, McpOptions};
+use coord_domain::{CoordError, CoordResult};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{self, BufRead as _, BufReader, Read as _, Write as _};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// The path of the upgrade, and the protocol named in `Upgrade`.
+pub const PATH: &str = "/mcp/stdio";
+pub const UPGRADE: &str = "coord-mcp";
+
+/// How long the coordinator may take to answer the upgrade.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Reconnections in a row with no answer from the coordinator in between before the
+/// relay gives up (a coordinator that dies on start every time).
+const MAX_RECONNECTS: u32 = 3;
+
+/// Attempts to reach a coordinator each time (about 3 s in all).
+const RECONNECT_TRIES: u32 = 8;
+
+/// Who the relayed connection speaks for and its settings: the query of the upgrade.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelayRequest {
+    pub agent_id: Option<String>,
+    pub agent_type: Option<String>,
+    #[serde(default)]
+    pub host: String,
+    pub instance: Option<String>,
+    /// `COORD_RELEASE_GRACE_SECONDS` as the process read it (seconds or `off`).
+    pub grace: Option<String>,
+    pub team: Option<String>,
+}
+
+impl RelayRequest {
+    pub fn new(identity: &IdentityConfig, grace: Option<String>, team: Option<String>) -> Self {
+        RelayRequest {
+            agent_id: identity.agent_id.clone(),
+            agent_type: identity.agent_type.clone(),
+            host: identity.host.clone(),
+            instance: identity.instance.clone(),
+            grace,
+            team,
+        }
+    }
+
+    /// The options of the session the coordinator serves for it.
+    pub fn options(&self) -> CoordResult<McpOptions> {
+        let mut options = McpOptions::stdio(IdentityConfig {
+            agent_id: self.agent_id.clone(),
+            agent_type: self.agent_type.clone(),
+            host: self.host.clone(),
+            instance: self.instance.clone(),
+        });
+        options.release_after = crate::parse_release_grace(self.grace.as_deref())?;
+        options.team = self.team.clone().filter(|t| !t.trim().is_empty());
+        Ok(options)
+    }
+}
+
+/// A relayed connection: its two directions.
+pub struct Link {
+    pub reader: BufReader<UnixStream>,
+    pub writer: UnixStream,
+}
+
+/// Connects to the coordinator at `socket` and upgrades the connection to a relayed MCP
+/// session. An error means no session was started (no server, or one without relays).
+pub fn connect(socket: &Path, request: &RelayRequest) -> io::Result<Link> {
+    let stream = UnixStream::connect(socket)?;
+    let query = serde_urlencoded::to_string(request).map_err(io::Error::other)?;
+    let head =
+        format!("GET {PATH}?{query} HTTP/1.1\r\nHost: coord\r\nConnection: Upgrade\r\nUpgrade: {UPGRADE}\r\n\r\n");
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    (&stream).write_all(head.as_bytes())?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut status = String::new();
+    (&mut reader).take(4096).read_line(&mut status)?;
+    if !status.starts_with("HTTP/1.1 101") {
+        return Err(io::Error::other(format!(
+            "the coordinator did not take the relay: {}",
+            status.trim_end()
+        )));
+    }
+    // The rest of the head, bounded: the session's bytes start after the blank line.
+    let mut head_bytes = 0;
+    loop {
+        let mut line = String::new();
+        let n = (&mut reader).take(4096).read_line(&mut line)?;
+        head_bytes += n;
+        if n == 0 || head_bytes > 64 * 1024 {
+            return Err(io::Error::other("the coordinator's answer to the relay ended early"));
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    stream.set_read_timeout(None)?;
+    Ok(Link { reader, writer: stream })
+}
+
+/// A request waiting for its answer: its id's JSON, and whether it is a `tools/call`.
+type Pending = (String, bool);
+
+/// What the relay remembers of the conversation.
+#[derive(Default)]
+struct Book {
+    /// Requests sent and not answered: the id's JSON, and whether it is a `tools/call`.
+    in_flight: HashMap<String, bool>,
+    /// The agent's `initialize` line and its id's JSON; whether it was answered, and the
+    /// protocol version it was answered with.
+    initialize: Option<(Vec<u8>, String)>,
+    initialized: Option<Vec<u8>>,
+    init_answered: bool,
+    version: Option<String>,
+    /// The id of a replayed `initialize`: its answer is not the agent's.
+    replay: Option<String>,
+    replays: u64,
+    /// Lines whose write failed (the coordinator was gone: nothing of them was read),
+    /// with their request id: sent again after reconnecting.
+    unsent: Vec<(Vec<u8>, Option<Pending>)>,
+    input_closed: bool,
+    terminating: bool,
+}
+
+struct Shared {
+    /// The coordinator's side; `None` while the relay reconnects. Taken before `book`
+    /// by whoever takes both.
+    writer: Mutex<Option<UnixStream>>,
+    book: Mutex<Book>,
+    out: Mutex<Stdio>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The parts of a line the relay reads.
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+/// A running relay.
+pub struct Relay {
+    shared: Arc<Shared>,
+    down: Mutex<Option<std::thread::JoinHandle<io::Result<()>>>>,
+}
+
+/// How a relay reaches the coordinator again when its connection drops (starting a new
+/// coordinator if need be).
+pub type Reconnect = Box<dyn FnMut() -> io::Result<Link> + Send>;
+
+impl Relay {
+    /// Relays this process's stdin and stdout over `link` on two threads.
+    pub fn start(link: Link, reconnect: Reconnect) -> io::Result<Relay> {
+        let (stdin, stdout) = (Stdio::input()?, Stdio::output()?);
+        let shared = Arc::new(Shared {
+            writer: Mutex::new(Some(link.writer)),
+            book: Mutex::new(Book::default()),
+            out: Mutex::new(stdout),
+        });
+        let up_shared = shared.clone();
+        std::thread::Builder::new()
+            .name("relay-up".into())
+            .spawn(move || up(&up_shared, stdin))?;
+        let down_shared = shared.clone();
+        let down = std::thread::Builder::new()
+            .name("relay-down".into())
+            .spawn(move || down(&down_shared, link.reader, reconnect))?;
+        Ok(Relay {
+            shared,
+            down: Mutex::new(Some(down)),
+        })
+    }
+
+    /// The process was told to stop: the coordinator releases the session's holdings at
+    /// once and closes the connection.
+    pub fn terminate(&self) {
+        let mut writer = lock(&self.shared.writer);
+        lock(&self.shared.book).terminating = true;
+        if let Some(w) = writer.as_mut() {
+            let _ = w.write_all(&control(TERMINATE));
+        }
+    }
+
+    /// Waits until the coordinator has closed the session (or the agent is gone).
+    pub fn wait(&self) -> io::Result<()> {
+        match lock(&self.down).take() {
+            Some(down) => down
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the relay thread panicked"))),
+            None => Ok(()),
+        }
+    }
+}
+
+fn control(method: &str) -> Vec<u8> {
+    let mut line = json!({"jsonrpc": "2.0", "method": method}).to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// The agent's lines to the coordinator.
+fn up(shared: &Shared, stdin: Stdio) {
+    let mut input = BufReader::with_capacity(1 << 16, stdin);
+    let mut partial = Partial::default();
+    loop {
+        match lines::next_blocking(&mut input, &mut partial, lines::MAX_LINE) {
+            Ok(Read::Line) => {}
+            Ok(Read::TooLong) => {
+                tracing::warn!("dropped a message over {} bytes", lines::MAX_LINE);
+                continue;
+            }
+            Ok(Read::Eof) | Err(_) => break,
+        }
+        let mut line = std::mem::take(&mut partial.line);
+        let head = serde_json::from_slice::<Head>(&line).ok();
+        let method = head.as_ref().and_then(|h| h.method.as_deref());
+        if method.is_some_and(|m| m.starts_with(CONTROL_PREFIX)) {
+            if let Some(id) = head.as_ref().and_then(|h| h.id.as_ref()) {
+                let mut refused = json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32601, "message": "method not found"}})
+                .to_string()
+                .into_bytes();
+                refused.push(b'\n');
+                let _ = lock(&shared.out).write_line(refused);
+            }
+            continue;
+        }
+        line.push(b'\n');
+        let mut writer = lock(&shared.writer);
+        {
+            let mut book = lock(&shared.book);
+            if book.terminating {
+                return;
+            }
+            if let Some(h) = &head {
+                note_request(&mut book, h, &line);
+            }
+        }
+        // A failed write is the coordinator gone before it read any of the line (a
+        // closed socket takes nothing): the other thread reconnects and sends it again.
+        let sent = writer.as_mut().is_some_and(|w| w.write_all(&line).is_ok());
+        if !sent {
+            let mut book = lock(&shared.book);
+            let request = head.as_ref().and_then(|h| h.id.as_ref()).map(Value::to_string);
+            let request = request.and_then(|k| book.in_flight.remove(&k).map(|tool| (k, tool)));
+            book.unsent.push((line, request));
+        }
+    }
+    let mut writer = lock(&shared.writer);
+    lock(&shared.book).input_closed = true;
+    if let Some(w) = writer.as_mut() {
+        let _ = w.write_all(&control(INPUT_CLOSED));
+    }
+}
+
+fn note_request(book: &mut Book, head: &Head, line: &[u8]) {
+    let (Some(id), Some(method)) = (&head.id, head.method.as_deref()) else {
+        if head.method.as_deref() == Some("notifications/initialized") {
+            book.initialized = Some(line.to_vec());
+        }
+        return;
+    };
+    let key = id.to_string();
+    if method == "initialize" {
+        book.initialize = Some((line.to_vec(), key.clone()));
+        book.init_answered = false;
+    }
+    book.in_flight.insert(key, method == "tools/call");
+}
+
+/// The coordinator's lines to the agent; reconnects when the coordinator goes away while
+/// the agent is still there.
+fn down(shared: &Shared, mut reader: BufReader<UnixStream>, mut reconnect: Reconnect) -> io::Result<()> {
+    let mut partial = Partial::default();
+    let mut reconnects = 0;
+    loop {
+        match lines::next_blocking(&mut reader, &mut partial, usize::MAX) {
+            Ok(Read::Line) => {}
+            Ok(Read::TooLong) => continue,
+            Ok(Read::Eof) | Err(_) => {
+                {
+                    let book = lock(&shared.book);
+                    if book.input_closed || book.terminating {
+                        return Ok(());
+                    }
+                }
+                reconnects += 1;
+                if reconnects > MAX_RECONNECTS {
+                    return Err(io::Error::other(format!(
+                        "the repository's coordinator stopped {MAX_RECONNECTS} times in a row without answering"
+                    )));
+                }
+                reader = again(shared, &mut reconnect)?;
+                continue;
+            }
+        }
+        let mut line = std::mem::take(&mut partial.line);
+        if let Ok(Head {
+            id: Some(id),
+            method: None,
+        }) = serde_json::from_slice::<Head>(&line)
+        {
+            let key = id.to_string();
+            let mut book = lock(&shared.book);
+            book.in_flight.remove(&key);
+            if book.replay.as_deref() == Some(key.as_str()) {
+                book.replay = None;
+                continue;
+            }
+            if book.initialize.as_ref().is_some_and(|(_, k)| *k == key) {
+                book.init_answered = true;
+                book.version = serde_json::from_slice::<Value>(&line)
+                    .ok()
+                    .and_then(|v| v["result"]["protocolVersion"].as_str().map(str::to_string));
+            }
+        }
+        reconnects = 0;
+        line.push(b'\n');
+        if lock(&shared.out).write_line(line).is_err() {
+            return Ok(()); // the agent is gone
+        }
+    }
+}
+
+/// Reconnects: answers the requests in flight (their outcome is unknown), reaches a
+/// coordinator (starting one), and replays the handshake. The agent's writes wait.
+fn again(shared: &Shared, reconnect: &mut Reconnect) -> io::Result<BufReader<UnixStream>> {
+    let mut writer = lock(&shared.writer);
+    *writer = None;
+    let (lost, legacy) = {
+        let mut book = lock(&shared.book);
+        let unanswered_init = match (&book.initialize, book.init_answered) {
+            (Some((_, key)), false) => Some(key.clone()),
+            _ => None,
+        };
+        let lost: Vec<(String, bool)> = book
+            .in_flight
+            .drain()
+            .filter(|(key, _)| Some(key) != unanswered_init.as_ref())
+            .collect();
+        if let Some(key) = unanswered_init {
+            book.in_flight.insert(key, false);
+        }
+        let legacy = book.version.as_deref().is_none_or(|v| v < "2026-07-28");
+        (lost, legacy)
+    };
+    tracing::warn!(
+        unanswered = lost.len(),
+        "the repository's coordinator went away; starting a new one"
+    );
+    for (id, tool) in lost {
+        let _ = lock(&shared.out).write_line(unknown_outcome(&id, tool, legacy));
+    }
+    let mut link = reach(reconnect)?;
+    let replay = {
+        let mut book = lock(&shared.book);
+        let mut replay = Vec::new();
+        if let Some((line, key)) = book.initialize.clone() {
+            if book.init_answered {
+                book.replays += 1;
+                let id = json!(format!("coord-relay-replay-{}", book.replays));
+                replay.extend(with_id(&line, &id));
+                book.replay = Some(id.to_string());
+            } else {
+                replay.extend(line);
+                book.in_flight.insert(key, false);
+            }
+        }
+        if let Some(line) = &book.initialized {
+            replay.extend(line);
+        }
+        for (line, request) in std::mem::take(&mut book.unsent) {
+            replay.extend(line);
+            if let Some((key, tool)) = request {
+                book.in_flight.insert(key, tool);
+            }
+        }
+        replay
+    };
+    link.writer.write_all(&replay)?;
+    *writer = Some(link.writer);
+    Ok(link.reader)
+}
+
+/// A coordinator again, trying a few times: the dying one's listener may still take a
+/// connection (and reset it), and a successor may fail to start while it goes away.
+fn reach(reconnect: &mut Reconnect) -> io::Result<Link> {
+    let mut wait = Duration::from_millis(25);
+    for _ in 1..RECONNECT_TRIES {
+        match reconnect() {
+            Ok(link) => return Ok(link),
+            Err(e) => tracing::info!(error = %e, "reconnecting to the repository's coordinator"),
+        }
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(Duration::from_millis(800));
+    }
+    reconnect()
+}
+
+/// `line` (a JSON-RPC request and its newline) with `id` instead of its own.
+fn with_id(line: &[u8], id: &Value) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(line).unwrap_or_default();
+    v["id"] = id.clone();
+    let mut out = v.to_string().into_bytes();
+    out.push(b'\n');
+    out
+}
+
+/// The answer to a request the coordinator received and died on.
+fn unknown_outcome(id_json: &str, tool: bool, legacy: bool) -> Vec<u8> {
+    let id: Value = serde_json::from_str(id_json).unwrap_or(Value::Null);
+    let mut error = CoordError::unavailable(
+        "the repository's coordinator stopped while this call was running, so whether it took effect is \
+         unknown; a new coordinator has been started: check the state (check_locks, list_tasks, …) before \
+         calling again",
+    );
+    error.details.insert("outcome".into(), json!("unknown"));
+    if tool {
+        let answer = rmcp::model::CallToolResult::structured_error(error.to_value());
+        return crate::connection::response(&id, answer, legacy);
+    }
+    let mut line = json!({"jsonrpc": "2.0", "id": id,
+        "error": {"code": -32603, "message": error.message, "data": error.to_value()}})
+    .to_string()
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// This process's stdin or stdout for a blocking thread. A pipe is reopened through
+/// `/proc/self/fd` (an open file description of our own, in blocking mode whatever the
+/// inherited one's); anything else is a duplicate of the descriptor, on which a
+/// non-blocking mode set by a parent is waited out with `poll`.
+struct Stdio(std::fs::File);
+
+impl Stdio {
+    fn input() -> io::Result<Stdio> {
+        Stdio::open(0, false)
+    }
+
+    fn output() -> io::Result<Stdio> {
+        Stdio::open(1, true)
+    }
+
+    fn open(fd: i32, write: bool) -> io::Result<Stdio> {
+        use std::os::fd::AsFd as _;
+        let reopened = std::fs::OpenOptions::new()
+            .read(!write)
+            .write(write)
+            .open(format!("/proc/self/fd/{fd}"));
+        if let Ok(f) = reopened
+            && f.metadata()
+                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()))
+        {
+            return Ok(Stdio(f));
+        }
+        let inherited = if write {
+            io::stdout().as_fd().try_clone_to_owned()?
+        } else {
+            io::stdin().as_fd().try_clone_to_owned()?
+        };
+        Ok(Stdio(std::fs::File::from(inherited)))
+    }
+
+    fn wait(&self, flags: rustix::event::PollFlags) -> io::Result<()> {
+        let mut fds = [rustix::event::PollFd::new(&self.0, flags)];
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn write_line(&mut self, line: Vec<u8>) -> io::Result<()> {
+        self.write_all(&line)
+    }
+}
+
+impl io::Read for Stdio {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.0.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(rustix::event::PollFlags::IN)?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+}
+
+impl io::Write for Stdio {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.0.write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(rustix::event::PollFlags::OUT)?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(v: Value) -> Head {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn the_book_keeps_requests_and_the_handshake() {
+        let mut book = Book::default();
+        let lines = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "x"}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}),
+        ];
+        for l in &lines {
+            note_request(&mut book, &head(l.clone()), l.to_string().as_bytes());
+        }
+        let mut in_flight: Vec<_> = book.in_flight.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        in_flight.sort();
+        assert_eq!(in_flight, [("\"a\"", true), ("1", false), ("3", false)]);
+        assert_eq!(book.initialize.as_ref().map(|(_, k)| k.as_str()), Some("1"));
+        assert_eq!(book.initialized.as_deref(), Some(lines[1].to_string().as_bytes()));
+    }
+
+    #[test]
+    fn a_replayed_initialize_has_its_own_id() {
+        let line = format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"x": 1}})
+        );
+        let replayed: Value = serde_json::from_slice(&with_id(line.as_bytes(), &json!("r-1"))).unwrap();
+        assert_eq!(
+            replayed,
+            json!({"jsonrpc": "2.0", "id": "r-1", "method": "initialize", "params": {"x": 1}})
+        );
+    }
+
+    #[test]
+    fn lost_requests_are_answered_with_an_unknown_outcome() {
+        let tool: Value = serde_json::from_slice(&unknown_outcome("\"a\"", true, true)).unwrap();
+        assert_eq!(tool["id"], "a");
+        assert_eq!(tool["result"]["isError"], true);
+        assert_eq!(tool["result"]["structuredContent"]["outcome"], "unknown", "{tool}");
+        assert_eq!(tool["result"]["structuredContent"]["error"], "database_unavailable");
+        let other: Value = serde_json::from_slice(&unknown_outcome("7", false, true)).unwrap();
+        assert_eq!(other["id"], 7);
+        assert_eq!(other["error"]["code"], -32603);
+        assert_eq!(other["error"]["data"]["outcome"], "unknown", "{other}");
+    }
+
+    #[test]
+    fn the_upgrade_query_round_trips_and_validates_the_grace() {
+        let identity = IdentityConfig {
+            agent_id: Some("a b&c=d".into()),
+            agent_type: None,
+            host: "h".into(),
+            instance: Some("p1".into()),
+        };
+        let request = RelayRequest::new(&identity, Some("off".into()), Some("backend".into()));
+        let query = serde_urlencoded::to_string(&request).unwrap();
+        let back: RelayRequest = serde_urlencoded::from_str(&query).unwrap();
+        assert_eq!(back, request);
+        let options = back.options().unwrap();
+        assert_eq!(options.release_after, None);
+        assert_eq!(options.team.as_deref(), Some("backend"));
+        assert_eq!(options.identity.agent_id.as_deref(), Some("a b&c=d"));
+        let bad = RelayRequest {
+            grace: Some("forever".into()),
+            ..request
+        };
+        assert!(bad.options().is_err());
+    }
+}
