@@ -114,6 +114,8 @@ where
     let handshake = Arc::new(Handshake::default());
     let forwarding = tokio::spawn(forward(from_rmcp, out.clone(), handshake.clone()));
     let server = mcp.clone();
+    // Shared, not cloned, per call: a `CoordMcp` carries rmcp's whole tool router.
+    let mcp = Arc::new(mcp);
     let mut protocol = tokio::spawn(async move {
         let running = server.clone().serve(theirs).await.map_err(io::Error::other)?;
         let client = running.peer().peer_info().map(|i| i.client_info.name.clone());

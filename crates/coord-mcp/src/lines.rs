@@ -154,7 +154,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_async_reader_agrees_and_survives_cancellation() {
-        let (mut tx, rx) = tokio::io::duplex(8);
+        let (mut tx, rx) = tokio::io::duplex(64);
         let mut reader = tokio::io::BufReader::with_capacity(4, rx);
         let mut partial = Partial::default();
         use tokio::io::AsyncWriteExt as _;

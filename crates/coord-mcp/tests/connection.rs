@@ -1,0 +1,183 @@
+//! One MCP connection over a byte stream (`serve_relayed`, which `serve_stdio` shares):
+//! the short path for `tools/call` answers what rmcp answers, and the relay's control
+//! lines end the session as the signals and the end of input do.
+
+use coord_domain::Caller;
+use coord_domain::audit::AuditQueryRequest;
+use coord_mcp::{IdentityConfig, McpOptions};
+use coord_service::CoordinationExt as _;
+use coord_service::{CoordConfig, Coordinator, DatabaseClock};
+use coord_sqlite::SqliteStore;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream, ReadHalf, WriteHalf};
+
+struct Peer {
+    lines: tokio::io::Lines<BufReader<ReadHalf<DuplexStream>>>,
+    writer: WriteHalf<DuplexStream>,
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Peer {
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string().into_bytes();
+        line.push(b'\n');
+        self.writer.write_all(&line).await.unwrap();
+    }
+
+    /// The next line the server writes (bounded wait: a hang fails the test).
+    async fn next(&mut self) -> Option<Value> {
+        let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+            .await
+            .expect("the server answers")
+            .unwrap()?;
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
+    }
+
+    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let answer = self.next().await.expect("an answer");
+        assert_eq!(answer["id"], id, "{answer}");
+        answer
+    }
+}
+
+fn coordinator() -> (tempfile::TempDir, Arc<Coordinator>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("c.db")).unwrap();
+    let coord = Coordinator::new(Arc::new(store), Arc::new(DatabaseClock), CoordConfig::default());
+    (dir, Arc::new(coord))
+}
+
+/// A relayed connection to `coord`, initialized, for agent `id`.
+async fn connect(coord: &Arc<Coordinator>, id: &str, release_after: Option<Duration>) -> Peer {
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let options = McpOptions {
+        release_after,
+        ..McpOptions::stdio(IdentityConfig {
+            agent_id: Some(id.into()),
+            agent_type: Some("claude_code".into()),
+            host: "box".into(),
+            instance: None,
+        })
+    };
+    let (r, w) = tokio::io::split(theirs);
+    let served = tokio::spawn(coord_mcp::serve_relayed(coord.clone(), options, r, w));
+    let (r, writer) = tokio::io::split(ours);
+    let mut peer = Peer {
+        lines: BufReader::new(r).lines(),
+        writer,
+        served,
+    };
+    let init = peer
+        .request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "conn-test", "version": "1"}}),
+        )
+        .await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "coord", "{init}");
+    peer.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    peer
+}
+
+/// The same calls through the short path (plain) and through rmcp (`_meta` sends them
+/// there) answer the same JSON, and are audited as the same agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_short_path_answers_what_rmcp_answers() {
+    let (_dir, coord) = coordinator();
+    let mut peer = connect(&coord, "agent-s", None).await;
+    let calls = [
+        ("check_locks", json!({})),
+        ("acquire_lock", json!({"file_path": "a\u{0}b"})),
+        ("submit_work", json!({"task_type": 7})),
+        ("release_lock", json!({"file_path": "src/never-held.rs"})),
+        ("get_work", json!({"task_types": ["none-such"]})),
+    ];
+    let mut id = 10;
+    for (tool, args) in calls {
+        id += 1;
+        let short = peer
+            .request(id, "tools/call", json!({"name": tool, "arguments": args}))
+            .await;
+        id += 1;
+        let through_rmcp = peer
+            .request(id, "tools/call", json!({"name": tool, "arguments": args, "_meta": {}}))
+            .await;
+        assert_eq!(short["result"], through_rmcp["result"], "{tool}: {short} / {through_rmcp}");
+        assert!(short["result"]["content"].is_array(), "{short}");
+    }
+    // What only rmcp answers still works on the same connection.
+    let tools = peer.request(40, "tools/list", json!({})).await;
+    assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() > 20));
+    let unknown = peer
+        .request(41, "tools/call", json!({"name": "rm_rf", "arguments": {}}))
+        .await;
+    assert!(unknown["error"].is_object(), "{unknown}");
+
+    // Both refusals of the path with a NUL are in the trail as the agent's own.
+    let me = Caller::new("agent-s", "claude_code");
+    let audit = coord
+        .query_audit(
+            &me,
+            AuditQueryRequest {
+                operation: Some("acquire_lock".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let callers: Vec<&str> = audit.entries.iter().map(|e| e.agent_id.as_str()).collect();
+    assert_eq!(callers, ["agent-s", "agent-s"], "both paths act as the agent");
+}
+
+async fn held(coord: &Coordinator) -> usize {
+    let observer = Caller::new("observer", "test");
+    coord.check_locks(&observer, Default::default()).await.unwrap().locks.len()
+}
+
+/// `coord/terminate`: the holdings go at once, whatever the grace period, and the server
+/// closes the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminate_releases_at_once_and_closes() {
+    let (_dir, coord) = coordinator();
+    let mut peer = connect(&coord, "agent-t", Some(Duration::from_secs(3600))).await;
+    let got = peer
+        .request(2, "tools/call", json!({"name": "acquire_lock", "arguments": {"file_path": "src/t.rs"}}))
+        .await;
+    assert_eq!(got["result"]["structuredContent"]["success"], true, "{got}");
+    peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::TERMINATE})).await;
+    assert_eq!(peer.next().await, None, "the server closes the connection");
+    peer.served.await.unwrap().unwrap();
+    assert_eq!(held(&coord).await, 0);
+}
+
+/// `coord/input_closed`: the session goes idle and, after the grace period (0 here), its
+/// holdings go; then the server closes. With a long grace period, a later
+/// `coord/terminate` releases at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_closed_ends_the_session_and_terminate_cuts_the_grace_short() {
+    let (_dir, coord) = coordinator();
+    for (grace, then_terminate) in [(0, false), (3600, true)] {
+        let mut peer = connect(&coord, "agent-i", Some(Duration::from_secs(grace))).await;
+        let got = peer
+            .request(2, "tools/call", json!({"name": "acquire_lock", "arguments": {"file_path": "src/i.rs"}}))
+            .await;
+        assert_eq!(got["result"]["structuredContent"]["success"], true, "{got}");
+        peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::INPUT_CLOSED})).await;
+        // Lines after the end of input are not served.
+        peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "check_locks", "arguments": {}}}))
+            .await;
+        if then_terminate {
+            peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::TERMINATE})).await;
+        }
+        assert_eq!(peer.next().await, None, "closed, nothing answered after the end of input");
+        peer.served.await.unwrap().unwrap();
+        assert_eq!(held(&coord).await, 0, "grace {grace}");
+    }
+}
