@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
 
 /// Control lines a relay sends for its `coord mcp` process (never an agent's: the relay
@@ -50,16 +50,16 @@ struct Message {
 struct Response<'a> {
     jsonrpc: &'static str,
     id: &'a Value,
-    result: Value,
+    result: &'a rmcp::model::CallToolResult,
 }
 
 /// What the dispatch learned from the handshake.
 #[derive(Default)]
 struct Handshake {
     /// The `initialize` request's id and the client's name.
-    request: Mutex<Option<(Value, Option<String>)>>,
+    request: Option<(Value, Option<String>)>,
     /// The protocol version rmcp answered `initialize` with.
-    version: OnceLock<String>,
+    version: Option<String>,
 }
 
 /// Every MCP tool of the registry by name.
@@ -93,13 +93,20 @@ fn plain_call(msg: &Message) -> Option<(Value, &'static OpEntry, Value)> {
     Some((id, op, args))
 }
 
+/// A call of the short path under way: its answer's line when done.
+type Call = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send>>;
+
 /// Serves `mcp` on `reader`/`writer` until the input ends, or `stop` resolves (the process
 /// was told to stop), or on a relayed connection the relay says so; then ends the session
 /// as [`CoordMcp::close`] says. Fails when the client never completed the handshake.
+///
+/// One task reads the input, runs the calls of the short path (concurrently, as futures
+/// of this task: a call that waits does not hold the others up) and writes every answer,
+/// its own and rmcp's: per call, no task is spawned and no other task woken.
 pub async fn serve<R, W>(
     mcp: CoordMcp,
     reader: R,
-    writer: W,
+    mut writer: W,
     relayed: bool,
     stop: impl std::future::Future<Output = ()> + Send,
 ) -> io::Result<()>
@@ -107,12 +114,20 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let (out, outgoing) = tokio::sync::mpsc::channel::<Vec<u8>>(256);
-    let writing = tokio::spawn(write_out(writer, outgoing));
+    use futures_util::StreamExt as _;
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let (from_rmcp, mut to_rmcp) = tokio::io::split(ours);
-    let handshake = Arc::new(Handshake::default());
-    let forwarding = tokio::spawn(forward(from_rmcp, out.clone(), handshake.clone()));
+    // rmcp's input is fed by its own task, so that this loop never waits on rmcp while
+    // rmcp waits for this loop to read what it wrote.
+    let (feed, mut fed) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let feeding = tokio::spawn(async move {
+        while let Some(line) = fed.recv().await {
+            if to_rmcp.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        let _ = to_rmcp.shutdown().await;
+    });
     let server = mcp.clone();
     // Shared, not cloned, per call: a `CoordMcp` carries rmcp's whole tool router.
     let mcp = Arc::new(mcp);
@@ -125,16 +140,30 @@ where
 
     let mut input = tokio::io::BufReader::with_capacity(1 << 16, reader);
     let mut partial = Partial::default();
-    let mut calls = tokio::task::JoinSet::new();
+    let mut rmcp_out = tokio::io::BufReader::new(from_rmcp);
+    let mut rmcp_partial = Partial::default();
+    let mut rmcp_open = true;
+    let mut handshake = Handshake::default();
+    let mut calls = futures_util::stream::FuturesUnordered::<Call>::new();
     let mut stop = std::pin::pin!(stop);
     let mut protocol_ended = None;
     // Why reading stopped: the process was told to stop / the relay sent input_closed.
     let (mut terminated, mut input_closed) = (false, false);
+    // A failed write: the peer is gone, nothing more can be answered.
+    let mut peer_gone = false;
     loop {
         let read = tokio::select! {
             biased;
             () = &mut stop => { terminated = true; break }
             ended = &mut protocol => { protocol_ended = Some(ended); break }
+            Some(answer) = calls.next() => {
+                peer_gone |= writer.write_all(&answer).await.is_err();
+                continue;
+            }
+            read = lines::next_async(&mut rmcp_out, &mut rmcp_partial, usize::MAX), if rmcp_open => {
+                rmcp_open = pass_on(read, &mut rmcp_partial, &mut handshake, &mut writer, &mut peer_gone).await;
+                continue;
+            }
             read = lines::next_async(&mut input, &mut partial, lines::MAX_LINE) => read,
         };
         match read {
@@ -159,46 +188,45 @@ where
                 }
                 Some("initialize") => {
                     let client = msg.params.as_ref().and_then(|p| p["clientInfo"]["name"].as_str());
-                    *handshake.request.lock().unwrap_or_else(PoisonError::into_inner) =
-                        msg.id.clone().map(|id| (id, client.map(str::to_string)));
+                    handshake.request = msg.id.clone().map(|id| (id, client.map(str::to_string)));
                 }
                 _ => {}
             }
-            if let Some(version) = handshake.version.get()
+            if let Some(version) = &handshake.version
                 && let Some((id, op, args)) = plain_call(msg)
             {
                 let legacy = version.as_str() < RESULT_TYPE_SINCE;
-                let client = handshake
-                    .request
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .as_ref()
-                    .and_then(|(_, c)| c.clone());
-                let (mcp, out) = (mcp.clone(), out.clone());
-                calls.spawn(async move {
+                let client = handshake.request.as_ref().and_then(|(_, c)| c.clone());
+                let mcp = mcp.clone();
+                calls.push(Box::pin(async move {
                     let who = mcp.local_principal(client.as_deref()).await;
                     let answer = reply(mcp.coord.invoke(op, &who, Ok(args)).await);
-                    let _ = out.send(response(&id, answer, legacy)).await;
-                });
-                // Finished calls are reaped as the session goes, not kept until its end.
-                while calls.try_join_next().is_some() {}
+                    response(&id, answer, legacy)
+                }));
                 continue;
             }
         }
         let mut line = line;
         line.push(b'\n');
-        if to_rmcp.write_all(&line).await.is_err() {
+        if feed.send(line).is_err() {
             break; // rmcp has ended; `protocol` says why
         }
     }
-    // The input is over: rmcp ends when its pipe does; calls under way finish first.
-    let _ = to_rmcp.shutdown().await;
-    drop(to_rmcp);
+    // The input is over: calls under way finish and are answered; rmcp ends when its
+    // pipe does, and what it still writes is passed on.
+    while let Some(answer) = calls.next().await {
+        peer_gone |= writer.write_all(&answer).await.is_err();
+    }
+    drop(feed);
+    while rmcp_open {
+        let read = lines::next_async(&mut rmcp_out, &mut rmcp_partial, usize::MAX).await;
+        rmcp_open = pass_on(read, &mut rmcp_partial, &mut handshake, &mut writer, &mut peer_gone).await;
+    }
+    let _ = feeding.await;
     let protocol = match protocol_ended {
         Some(ended) => ended,
         None => protocol.await,
     };
-    while calls.join_next().await.is_some() {}
     if terminated {
         mcp.close(std::future::ready(())).await;
     } else if input_closed {
@@ -213,13 +241,37 @@ where
     } else {
         mcp.close(stop).await;
     }
-    let _ = forwarding.await;
-    drop(out);
-    let _ = writing.await;
+    let _ = writer.flush().await;
+    let _ = writer.shutdown().await;
     match protocol {
         Ok(ended) => ended,
         Err(e) => Err(io::Error::other(e)),
     }
+}
+
+/// One line of rmcp's output passed on to the peer (noting the protocol version rmcp
+/// answered `initialize` with); false at the end of rmcp's output.
+async fn pass_on<W: AsyncWrite + Unpin>(
+    read: io::Result<Read>,
+    partial: &mut Partial,
+    handshake: &mut Handshake,
+    writer: &mut W,
+    peer_gone: &mut bool,
+) -> bool {
+    match read {
+        Ok(Read::Line) => {}
+        Ok(Read::TooLong) => return true,
+        Ok(Read::Eof) | Err(_) => return false,
+    }
+    let mut line = std::mem::take(&mut partial.line);
+    if handshake.version.is_none() {
+        note_version(&line, handshake);
+    }
+    line.push(b'\n');
+    if !*peer_gone {
+        *peer_gone = writer.write_all(&line).await.is_err();
+    }
+    true
 }
 
 /// After [`INPUT_CLOSED`]: resolves when the relay sends [`TERMINATE`]; never when the
@@ -240,63 +292,30 @@ async fn relay_terminate<R: tokio::io::AsyncBufRead + Unpin>(input: &mut R, part
 }
 
 /// The response line to a call answered by the short path, shaped as rmcp shapes it.
-pub(crate) fn response(id: &Value, answer: rmcp::model::CallToolResult, legacy: bool) -> Vec<u8> {
-    let mut result = serde_json::to_value(answer).unwrap_or_default();
-    if legacy && let Some(fields) = result.as_object_mut() {
-        fields.remove("resultType");
+pub(crate) fn response(id: &Value, mut answer: rmcp::model::CallToolResult, legacy: bool) -> Vec<u8> {
+    if legacy {
+        answer.result_type = None;
     }
     let mut line = serde_json::to_vec(&Response {
         jsonrpc: "2.0",
         id,
-        result,
+        result: &answer,
     })
     .unwrap_or_default();
     line.push(b'\n');
     line
 }
 
-/// rmcp's output, line by line, to the connection; on the way it notes the protocol
-/// version rmcp answered `initialize` with.
-async fn forward<R: AsyncRead + Unpin>(from: R, out: tokio::sync::mpsc::Sender<Vec<u8>>, handshake: Arc<Handshake>) {
-    let mut from = tokio::io::BufReader::new(from);
-    let mut partial = Partial::default();
-    // rmcp's own lines are not bounded: it only writes what it was asked for.
-    while let Ok(Read::Line) = lines::next_async(&mut from, &mut partial, usize::MAX).await {
-        let mut line = std::mem::take(&mut partial.line);
-        if handshake.version.get().is_none() {
-            note_version(&line, &handshake);
-        }
-        line.push(b'\n');
-        if out.send(line).await.is_err() {
-            return;
-        }
-    }
-}
-
-fn note_version(line: &[u8], handshake: &Handshake) {
-    let asked = handshake.request.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    let Some((id, _)) = asked else { return };
+fn note_version(line: &[u8], handshake: &mut Handshake) {
+    let Some((id, _)) = &handshake.request else { return };
     let Ok(v) = serde_json::from_slice::<Value>(line) else {
         return;
     };
-    if v["id"] == id
+    if v["id"] == *id
         && let Some(version) = v["result"]["protocolVersion"].as_str()
     {
-        let _ = handshake.version.set(version.to_string());
+        handshake.version = Some(version.to_string());
     }
-}
-
-/// Writes every outgoing line, in the order they come, until all senders are gone.
-async fn write_out<W: AsyncWrite + Unpin>(mut writer: W, mut outgoing: tokio::sync::mpsc::Receiver<Vec<u8>>) {
-    while let Some(line) = outgoing.recv().await {
-        if writer.write_all(&line).await.is_err() {
-            // The peer is gone: drain, so that senders never wait on a full channel.
-            while outgoing.recv().await.is_some() {}
-            return;
-        }
-    }
-    let _ = writer.flush().await;
-    let _ = writer.shutdown().await;
 }
 
 #[cfg(test)]

@@ -108,7 +108,10 @@ async fn the_short_path_answers_what_rmcp_answers() {
         let through_rmcp = peer
             .request(id, "tools/call", json!({"name": tool, "arguments": args, "_meta": {}}))
             .await;
-        assert_eq!(short["result"], through_rmcp["result"], "{tool}: {short} / {through_rmcp}");
+        assert_eq!(
+            short["result"], through_rmcp["result"],
+            "{tool}: {short} / {through_rmcp}"
+        );
         assert!(short["result"]["content"].is_array(), "{short}");
     }
     // What only rmcp answers still works on the same connection.
@@ -137,7 +140,12 @@ async fn the_short_path_answers_what_rmcp_answers() {
 
 async fn held(coord: &Coordinator) -> usize {
     let observer = Caller::new("observer", "test");
-    coord.check_locks(&observer, Default::default()).await.unwrap().locks.len()
+    coord
+        .check_locks(&observer, Default::default())
+        .await
+        .unwrap()
+        .locks
+        .len()
 }
 
 /// `coord/terminate`: the holdings go at once, whatever the grace period, and the server
@@ -147,10 +155,15 @@ async fn terminate_releases_at_once_and_closes() {
     let (_dir, coord) = coordinator();
     let mut peer = connect(&coord, "agent-t", Some(Duration::from_secs(3600))).await;
     let got = peer
-        .request(2, "tools/call", json!({"name": "acquire_lock", "arguments": {"file_path": "src/t.rs"}}))
+        .request(
+            2,
+            "tools/call",
+            json!({"name": "acquire_lock", "arguments": {"file_path": "src/t.rs"}}),
+        )
         .await;
     assert_eq!(got["result"]["structuredContent"]["success"], true, "{got}");
-    peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::TERMINATE})).await;
+    peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::TERMINATE}))
+        .await;
     assert_eq!(peer.next().await, None, "the server closes the connection");
     peer.served.await.unwrap().unwrap();
     assert_eq!(held(&coord).await, 0);
@@ -165,18 +178,28 @@ async fn input_closed_ends_the_session_and_terminate_cuts_the_grace_short() {
     for (grace, then_terminate) in [(0, false), (3600, true)] {
         let mut peer = connect(&coord, "agent-i", Some(Duration::from_secs(grace))).await;
         let got = peer
-            .request(2, "tools/call", json!({"name": "acquire_lock", "arguments": {"file_path": "src/i.rs"}}))
+            .request(
+                2,
+                "tools/call",
+                json!({"name": "acquire_lock", "arguments": {"file_path": "src/i.rs"}}),
+            )
             .await;
         assert_eq!(got["result"]["structuredContent"]["success"], true, "{got}");
-        peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::INPUT_CLOSED})).await;
+        peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::INPUT_CLOSED}))
+            .await;
         // Lines after the end of input are not served.
         peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
             "params": {"name": "check_locks", "arguments": {}}}))
             .await;
         if then_terminate {
-            peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::TERMINATE})).await;
+            peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::TERMINATE}))
+                .await;
         }
-        assert_eq!(peer.next().await, None, "closed, nothing answered after the end of input");
+        assert_eq!(
+            peer.next().await,
+            None,
+            "closed, nothing answered after the end of input"
+        );
         peer.served.await.unwrap().unwrap();
         assert_eq!(held(&coord).await, 0, "grace {grace}");
     }
