@@ -488,7 +488,9 @@ async fn run_relay(link: coord_mcp::relay::Link, reconnect: coord_mcp::relay::Re
     let outcome = tokio::select! {
         outcome = &mut finished => outcome,
         () = coord_mcp::termination() => {
-            relay.terminate();
+            // Off the runtime: the relay's writer may be busy (a reconnect under way).
+            let leaving = relay.clone();
+            std::thread::spawn(move || leaving.terminate());
             tokio::time::timeout(std::time::Duration::from_secs(30), &mut finished)
                 .await
                 .unwrap_or(Ok(Ok(())))

@@ -343,9 +343,11 @@ fn hostile_input_does_not_crash_the_server() {
         "x".repeat(17 * 1024 * 1024)
     );
     s.send(&huge);
-    // The relay's control lines are not the agent's to send.
+    // The relay's control lines are not the agent's to send, in any JSON shape.
     let control = s.request(17, "coord/terminate", json!({}));
     assert_eq!(control["error"]["code"], -32601, "{control}");
+    s.send(r#"[null, "coord/terminate", {}]"#);
+    s.send(r#"{"jsonrpc": "2.0", "method": "coord/input_closed"}"#);
     let nul = s.call(15, "acquire_lock", json!({"file_path": "a\u{0}b"}));
     assert_eq!(nul["error"], "invalid_path");
     let alive = s.call(16, "check_locks", json!({}));
@@ -634,7 +636,7 @@ fn agents_in_one_checkout_share_the_repository_coordinator() {
 /// handshake: the agent's next call goes through on the same connection; nothing the dead
 /// one committed is lost.
 #[test]
-fn a_dead_repository_coordinator_is_replaced_by_the_next_caller() {
+fn a_dead_repository_coordinator_is_replaced_by_the_relay() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     let root = dir.path().to_path_buf();

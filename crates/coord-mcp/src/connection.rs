@@ -2,7 +2,7 @@
 //! relayed into the repository's coordinator (see [`crate::relay`]).
 //!
 //! The lines are read here. A `tools/call` of a known tool goes straight to the operation
-//! registry, on its own task; everything else (the handshake, `tools/list`, resources,
+//! registry, as a future of the connection's task; everything else (the handshake, `tools/list`, resources,
 //! pings, anything malformed) goes to rmcp over an in-memory pipe, so rmcp still owns
 //! the protocol. Why: per call, rmcp's dispatch and its JSON handling cost about as much
 //! as the coordination operation itself (`coord bench mcp`, docs/benchmarks.md), and
@@ -33,7 +33,31 @@ pub const INPUT_CLOSED: &str = "coord/input_closed";
 pub const TERMINATE: &str = "coord/terminate";
 
 /// The first version whose results carry `resultType` (rmcp strips it for older peers).
-const RESULT_TYPE_SINCE: &str = "2026-07-28";
+pub(crate) const RESULT_TYPE_SINCE: &str = "2026-07-28";
+
+/// How long, after the end of input, calls under way may take to be answered (rmcp's
+/// own drain waits 5 s); told to stop, none is waited for.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Calls the short path answered (for tests: that it did).
+static SHORT_PATH_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many calls the short path has answered in this process.
+#[doc(hidden)]
+pub fn short_path_calls() -> u64 {
+    SHORT_PATH_CALLS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A JSON-RPC message's fields, from a line holding a JSON object only: serde would also
+/// read a struct from an array (`[id, method, …]`), which rmcp does not take, so neither
+/// does anything that decides on a line before rmcp.
+pub(crate) fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Option<T> {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' {
+        return None;
+    }
+    serde_json::from_slice(line).ok()
+}
 
 /// The parts of a JSON-RPC message the dispatch looks at.
 #[derive(Deserialize)]
@@ -175,7 +199,7 @@ where
             Ok(Read::Eof) | Err(_) => break,
         }
         let line = std::mem::take(&mut partial.line);
-        let msg = serde_json::from_slice::<Message>(&line).ok();
+        let msg = parse::<Message>(&line);
         if let Some(msg) = &msg {
             match msg.method.as_deref() {
                 Some(INPUT_CLOSED) if relayed => {
@@ -201,6 +225,7 @@ where
                 calls.push(Box::pin(async move {
                     let who = mcp.local_principal(client.as_deref()).await;
                     let answer = reply(mcp.coord.invoke(op, &who, Ok(args)).await);
+                    SHORT_PATH_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     response(&id, answer, legacy)
                 }));
                 continue;
@@ -212,11 +237,24 @@ where
             break; // rmcp has ended; `protocol` says why
         }
     }
-    // The input is over: calls under way finish and are answered; rmcp ends when its
-    // pipe does, and what it still writes is passed on.
-    while let Some(answer) = calls.next().await {
-        peer_gone |= writer.write_all(&answer).await.is_err();
+    // The input is over: calls under way are answered if they end soon (dropped, one
+    // that had not committed changes nothing: every operation is one transaction), none
+    // when the process was told to stop; rmcp ends when its pipe does, and what it still
+    // writes is passed on.
+    if !terminated {
+        let drained = tokio::time::timeout(DRAIN, async {
+            while let Some(answer) = calls.next().await {
+                peer_gone |= writer.write_all(&answer).await.is_err();
+            }
+        });
+        if drained.await.is_err() {
+            tracing::info!(
+                calls = calls.len(),
+                "calls still running when the connection closed were dropped"
+            );
+        }
     }
+    drop(calls);
     drop(feed);
     while rmcp_open {
         let read = lines::next_async(&mut rmcp_out, &mut rmcp_partial, usize::MAX).await;
@@ -281,7 +319,7 @@ async fn relay_terminate<R: tokio::io::AsyncBufRead + Unpin>(input: &mut R, part
         match lines::next_async(input, partial, lines::MAX_LINE).await {
             Ok(Read::Line) => {
                 let line = std::mem::take(&mut partial.line);
-                if serde_json::from_slice::<Message>(&line).is_ok_and(|m| m.method.as_deref() == Some(TERMINATE)) {
+                if parse::<Message>(&line).is_some_and(|m| m.method.as_deref() == Some(TERMINATE)) {
                     return;
                 }
             }
@@ -362,6 +400,25 @@ mod tests {
         ];
         for (m, want) in cases {
             assert_eq!(short(&m), want, "{:?} {:?}", m.method, m.params);
+        }
+    }
+
+    #[test]
+    fn only_json_objects_are_read_as_messages() {
+        let method = |line: &str| parse::<Message>(line.as_bytes()).and_then(|m| m.method);
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","method":"coord/terminate"}"#,
+                Some("coord/terminate"),
+            ),
+            (r#"  {"method":"ping","id":1}"#, Some("ping")),
+            (r#"[null,"coord/terminate",{}]"#, None),
+            (r#""coord/terminate""#, None),
+            ("not json", None),
+            ("", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(method(line).as_deref(), want, "{line}");
         }
     }
 

@@ -14,7 +14,7 @@ mod identity;
 pub mod lines;
 pub mod relay;
 
-pub use connection::{CONTROL_PREFIX, INPUT_CLOSED, TERMINATE};
+pub use connection::{CONTROL_PREFIX, INPUT_CLOSED, TERMINATE, short_path_calls};
 pub use identity::{IdentityConfig, derive_identity};
 
 use coord_domain::access::Effect;

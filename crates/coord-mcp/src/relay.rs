@@ -149,7 +149,6 @@ struct Book {
     /// with their request id: sent again after reconnecting.
     unsent: Vec<(Vec<u8>, Option<Pending>)>,
     input_closed: bool,
-    terminating: bool,
 }
 
 struct Shared {
@@ -158,6 +157,9 @@ struct Shared {
     writer: Mutex<Option<UnixStream>>,
     book: Mutex<Book>,
     out: Mutex<Stdio>,
+    /// The process was told to stop. Set without any lock: the writer may be held for
+    /// long (a reconnect, a coordinator that does not read).
+    terminating: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -191,6 +193,7 @@ impl Relay {
             writer: Mutex::new(Some(link.writer)),
             book: Mutex::new(Book::default()),
             out: Mutex::new(stdout),
+            terminating: Default::default(),
         });
         let up_shared = shared.clone();
         std::thread::Builder::new()
@@ -208,9 +211,11 @@ impl Relay {
 
     /// The process was told to stop: the coordinator releases the session's holdings at
     /// once and closes the connection.
+    /// Blocks while the writer is busy (a reconnect sends it itself then): call it off
+    /// the async runtime, under a time limit.
     pub fn terminate(&self) {
+        self.shared.terminating.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut writer = lock(&self.shared.writer);
-        lock(&self.shared.book).terminating = true;
         if let Some(w) = writer.as_mut() {
             let _ = w.write_all(&control(TERMINATE));
         }
@@ -247,7 +252,7 @@ fn up(shared: &Shared, stdin: Stdio) {
             Ok(Read::Eof) | Err(_) => break,
         }
         let mut line = std::mem::take(&mut partial.line);
-        let head = serde_json::from_slice::<Head>(&line).ok();
+        let head = crate::connection::parse::<Head>(&line);
         let method = head.as_ref().and_then(|h| h.method.as_deref());
         if method.is_some_and(|m| m.starts_with(CONTROL_PREFIX)) {
             if let Some(id) = head.as_ref().and_then(|h| h.id.as_ref()) {
@@ -263,10 +268,10 @@ fn up(shared: &Shared, stdin: Stdio) {
         line.push(b'\n');
         let mut writer = lock(&shared.writer);
         {
-            let mut book = lock(&shared.book);
-            if book.terminating {
+            if shared.terminating.load(std::sync::atomic::Ordering::SeqCst) {
                 return;
             }
+            let mut book = lock(&shared.book);
             if let Some(h) = &head {
                 note_request(&mut book, h, &line);
             }
@@ -274,7 +279,8 @@ fn up(shared: &Shared, stdin: Stdio) {
         // A failed write is the coordinator gone before it read any of the line (a
         // closed socket takes nothing): the other thread reconnects and sends it again.
         let sent = writer.as_mut().is_some_and(|w| w.write_all(&line).is_ok());
-        if !sent {
+        let handshake = matches!(method, Some("initialize" | "notifications/initialized"));
+        if !sent && !handshake {
             let mut book = lock(&shared.book);
             let request = head.as_ref().and_then(|h| h.id.as_ref()).map(Value::to_string);
             let request = request.and_then(|k| book.in_flight.remove(&k).map(|tool| (k, tool)));
@@ -315,7 +321,7 @@ fn down(shared: &Shared, mut reader: BufReader<UnixStream>, mut reconnect: Recon
             Ok(Read::Eof) | Err(_) => {
                 {
                     let book = lock(&shared.book);
-                    if book.input_closed || book.terminating {
+                    if book.input_closed || shared.terminating.load(std::sync::atomic::Ordering::SeqCst) {
                         return Ok(());
                     }
                 }
@@ -330,16 +336,17 @@ fn down(shared: &Shared, mut reader: BufReader<UnixStream>, mut reconnect: Recon
             }
         }
         let mut line = std::mem::take(&mut partial.line);
-        if let Ok(Head {
+        if let Some(Head {
             id: Some(id),
             method: None,
-        }) = serde_json::from_slice::<Head>(&line)
+        }) = crate::connection::parse::<Head>(&line)
         {
             let key = id.to_string();
             let mut book = lock(&shared.book);
             book.in_flight.remove(&key);
             if book.replay.as_deref() == Some(key.as_str()) {
                 book.replay = None;
+                reconnects = 0;
                 continue;
             }
             if book.initialize.as_ref().is_some_and(|(_, k)| *k == key) {
@@ -376,7 +383,10 @@ fn again(shared: &Shared, reconnect: &mut Reconnect) -> io::Result<BufReader<Uni
         if let Some(key) = unanswered_init {
             book.in_flight.insert(key, false);
         }
-        let legacy = book.version.as_deref().is_none_or(|v| v < "2026-07-28");
+        let legacy = book
+            .version
+            .as_deref()
+            .is_none_or(|v| v < crate::connection::RESULT_TYPE_SINCE);
         (lost, legacy)
     };
     tracing::warn!(
@@ -386,35 +396,57 @@ fn again(shared: &Shared, reconnect: &mut Reconnect) -> io::Result<BufReader<Uni
     for (id, tool) in lost {
         let _ = lock(&shared.out).write_line(unknown_outcome(&id, tool, legacy));
     }
-    let mut link = reach(reconnect)?;
-    let replay = {
-        let mut book = lock(&shared.book);
-        let mut replay = Vec::new();
-        if let Some((line, key)) = book.initialize.clone() {
-            if book.init_answered {
-                book.replays += 1;
-                let id = json!(format!("coord-relay-replay-{}", book.replays));
-                replay.extend(with_id(&line, &id));
-                book.replay = Some(id.to_string());
-            } else {
-                replay.extend(line);
-                book.in_flight.insert(key, false);
+    // A successor that fails right after the upgrade is tried again like the first.
+    for _ in 0..RECONNECT_TRIES {
+        let mut link = reach(reconnect)?;
+        let replay = replay(shared);
+        if link.writer.write_all(&replay).is_err() {
+            continue;
+        }
+        {
+            let mut book = lock(&shared.book);
+            for (_, request) in std::mem::take(&mut book.unsent) {
+                if let Some((key, tool)) = request {
+                    book.in_flight.insert(key, tool);
+                }
             }
         }
-        if let Some(line) = &book.initialized {
-            replay.extend(line);
+        // Told to stop while reconnecting: the new coordinator is told at once.
+        if shared.terminating.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = link.writer.write_all(&control(TERMINATE));
         }
-        for (line, request) in std::mem::take(&mut book.unsent) {
+        *writer = Some(link.writer);
+        return Ok(link.reader);
+    }
+    Err(io::Error::other(
+        "the repository's coordinator fails as soon as it is reached",
+    ))
+}
+
+/// What a new coordinator is sent first: the agent's handshake (its `initialize` under
+/// an id of the relay's when it was answered already), then the lines that never reached
+/// the dead one.
+fn replay(shared: &Shared) -> Vec<u8> {
+    let mut book = lock(&shared.book);
+    let mut replay = Vec::new();
+    if let Some((line, key)) = book.initialize.clone() {
+        if book.init_answered {
+            book.replays += 1;
+            let id = json!(format!("coord-relay-replay-{}-{}", std::process::id(), book.replays));
+            replay.extend(with_id(&line, &id));
+            book.replay = Some(id.to_string());
+        } else {
             replay.extend(line);
-            if let Some((key, tool)) = request {
-                book.in_flight.insert(key, tool);
-            }
+            book.in_flight.insert(key, false);
         }
-        replay
-    };
-    link.writer.write_all(&replay)?;
-    *writer = Some(link.writer);
-    Ok(link.reader)
+    }
+    if let Some(line) = &book.initialized {
+        replay.extend(line);
+    }
+    for (line, _) in &book.unsent {
+        replay.extend(line);
+    }
+    replay
 }
 
 /// A coordinator again, trying a few times: the dying one's listener may still take a
@@ -435,7 +467,9 @@ fn reach(reconnect: &mut Reconnect) -> io::Result<Link> {
 /// `line` (a JSON-RPC request and its newline) with `id` instead of its own.
 fn with_id(line: &[u8], id: &Value) -> Vec<u8> {
     let mut v: Value = serde_json::from_slice(line).unwrap_or_default();
-    v["id"] = id.clone();
+    if let Some(fields) = v.as_object_mut() {
+        fields.insert("id".into(), id.clone());
+    }
     let mut out = v.to_string().into_bytes();
     out.push(b'\n');
     out

@@ -98,6 +98,7 @@ async fn the_short_path_answers_what_rmcp_answers() {
         ("release_lock", json!({"file_path": "src/never-held.rs"})),
         ("get_work", json!({"task_types": ["none-such"]})),
     ];
+    let short_before = coord_mcp::short_path_calls();
     let mut id = 10;
     for (tool, args) in calls {
         id += 1;
@@ -114,6 +115,10 @@ async fn the_short_path_answers_what_rmcp_answers() {
         );
         assert!(short["result"]["content"].is_array(), "{short}");
     }
+    assert!(
+        coord_mcp::short_path_calls() >= short_before + 5,
+        "the plain calls took the short path"
+    );
     // What only rmcp answers still works on the same connection.
     let tools = peer.request(40, "tools/list", json!({})).await;
     assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() > 20));
