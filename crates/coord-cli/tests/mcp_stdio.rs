@@ -641,13 +641,7 @@ fn a_dead_repository_coordinator_is_replaced_by_the_relay() {
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     let root = dir.path().to_path_buf();
     let mut a = Server::start_at(&root, None, "agent-a", &[]);
-    assert_eq!(
-        a.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}))["success"],
-        true
-    );
-    let socket = coordinator_sockets(&root).pop().expect("a coordinator socket");
-    let first = serving(&socket);
-    assert_eq!(first.len(), 1);
+    let (socket, first) = holding_src_x(&mut a, &root);
     signal(first[0], "-KILL");
     assert!(gone(first[0]), "the coordinator did not die");
 
@@ -680,6 +674,19 @@ fn the_repository_coordinator_can_be_turned_off() {
     );
     assert_eq!(coordinator_sockets(&root), Vec::<std::path::PathBuf>::new());
     a.finish();
+}
+
+/// `a` acquires `src/x.rs`; answers the socket of the checkout's coordinator and the one
+/// process serving it.
+fn holding_src_x(a: &mut Server, root: &std::path::Path) -> (std::path::PathBuf, Vec<u32>) {
+    assert_eq!(
+        a.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}))["success"],
+        true
+    );
+    let socket = coordinator_sockets(root).pop().expect("a coordinator socket");
+    let serving = serving(&socket);
+    assert_eq!(serving.len(), 1);
+    (socket, serving)
 }
 
 fn signal(pid: u32, which: &str) {
@@ -724,13 +731,7 @@ fn relay_waits_for_input(pid: u32) -> bool {
 fn a_call_in_flight_when_the_coordinator_dies_is_answered_as_unknown() {
     let mut a = Server::start("agent-a");
     let root = a._dir.as_ref().unwrap().path().to_path_buf();
-    assert_eq!(
-        a.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}))["success"],
-        true
-    );
-    let socket = coordinator_sockets(&root).pop().expect("a coordinator socket");
-    let first = serving(&socket);
-    assert_eq!(first.len(), 1);
+    let (socket, first) = holding_src_x(&mut a, &root);
     // Stopped, the coordinator cannot answer: the call is surely in flight once the relay
     // has read it (its byte count says so) and gone back to reading (so it has written
     // it to the coordinator).
