@@ -105,3 +105,67 @@ async fn the_cli_tour_works_on_postgres() {
     let (v, _) = json("admin", &["audit", "--agent", "bob"]);
     assert_eq!(v["entries"][0]["result"]["action"], "blocked");
 }
+
+/// `coord mcp` on PostgreSQL (no repository coordinator there: the process serves MCP
+/// itself, through the same connection code as a relayed session): a call through the
+/// short path and one through rmcp answer alike, and SIGTERM releases at once.
+#[tokio::test]
+async fn coord_mcp_serves_postgres_over_stdio() {
+    use std::io::{BufRead as _, Write as _};
+    if !pg_support::available().await {
+        return;
+    }
+    let db = pg_support::TestDatabase::from_template().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["--db", &db.url, "mcp"])
+        .current_dir(dir.path())
+        .env("COORD_AGENT_ID", "pg-agent")
+        .env("COORD_AGENT_TYPE", "claude_code")
+        .env("COORD_RELEASE_GRACE_SECONDS", "3600")
+        .env_remove("COORD_DATABASE_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut rpc = |message: Value| -> Value {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        if message.get("id").is_none() {
+            return Value::Null;
+        }
+        let line = lines.next().expect("an answer").unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    let init = rpc(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pg-test", "version": "1"}}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "coord", "{init}");
+    rpc(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let call = |id: u64, meta: bool| {
+        let mut params = serde_json::json!({"name": "acquire_lock", "arguments": {"file_path": "src/pg.rs"}});
+        if meta {
+            params["_meta"] = serde_json::json!({});
+        }
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    let short = rpc(call(2, false));
+    assert_eq!(short["result"]["structuredContent"]["action"], "acquired", "{short}");
+    let through_rmcp = rpc(call(3, true));
+    assert_eq!(
+        through_rmcp["result"]["structuredContent"]["success"], true,
+        "{through_rmcp}"
+    );
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    assert!(child.wait().unwrap().success());
+    let out = coord(&db.url, &["--json", "--agent-id", "observer", "lock", "list"]);
+    let locks: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(locks["locks"], serde_json::json!([]), "released at once: {locks}");
+}
