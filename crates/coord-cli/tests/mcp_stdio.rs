@@ -487,15 +487,7 @@ fn a_killed_coord_mcp_is_reaped_by_a_sibling() {
     }
     assert!(freed, "the sibling released the killed server's lock");
     eprintln!("SIGKILL of coord mcp to its lock released: {:?}", started.elapsed());
-    let task = coord_json(
-        &root,
-        &["--json", "work", "show", submitted["task_id"].as_str().unwrap()],
-    );
-    assert_eq!(
-        (task["task"]["status"].as_str(), task["task"]["attempts"].as_i64()),
-        (Some("pending"), Some(1)),
-        "{task}"
-    );
+    assert_requeued_once(&root, &submitted);
     let audit = coord_json(&root, &["--json", "audit", "--operation", "cleanup_dead_agents"]);
     let entry = &audit["entries"][0];
     assert_eq!(entry["agent_id"], "sibling-agent", "{audit}");
@@ -689,6 +681,19 @@ fn holding_src_x(a: &mut Server, root: &std::path::Path) -> (std::path::PathBuf,
     (socket, serving)
 }
 
+/// The task `submitted` is back in the queue, its one attempt counted.
+fn assert_requeued_once(root: &std::path::Path, submitted: &Value) {
+    let task = coord_json(
+        root,
+        &["--json", "work", "show", submitted["task_id"].as_str().unwrap()],
+    );
+    assert_eq!(
+        (task["task"]["status"].as_str(), task["task"]["attempts"].as_i64()),
+        (Some("pending"), Some(1)),
+        "{task}"
+    );
+}
+
 fn signal(pid: u32, which: &str) {
     let sent = Command::new("kill").args([which, &pid.to_string()]).status().unwrap();
     assert!(sent.success(), "kill {which} {pid}");
@@ -785,15 +790,7 @@ fn a_killed_relay_is_released_by_the_coordinator() {
         assert!(std::time::Instant::now() < deadline, "still held: {locks}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let task = coord_json(
-        &root,
-        &["--json", "work", "show", submitted["task_id"].as_str().unwrap()],
-    );
-    assert_eq!(
-        (task["task"]["status"].as_str(), task["task"]["attempts"].as_i64()),
-        (Some("pending"), Some(1)),
-        "{task}"
-    );
+    assert_requeued_once(&root, &submitted);
     let ends = audit_of(&root, "end_session");
     assert_eq!(ends, vec![("victim-agent".to_string(), true); 2], "idle, then released");
 }
