@@ -1,7 +1,12 @@
 -- The independent limit for `coord bench locks` on PostgreSQL, for pgbench: the leanest
 -- acquire+release pair we know that gives coord's guarantees.
--- - Durable before it answers: one transaction per operation, synchronous_commit as the
---   server has it.
+-- - Durable before it answers: one transaction per operation, committed asynchronously so
+--   that the chain's lock is not held through the WAL flush, then a transaction that writes
+--   WAL of its own (pg_logical_emit_message) committed with the server's synchronous_commit:
+--   its flush covers the operation's, and the client waits for it (coord's
+--   `Durability::FlushAfter`, crates/coord-postgres/src/durability.rs).
+-- - Each operation sent as one pipeline (one round trip), as coord sends its lock, audit
+--   row and commit together.
 -- - An atomic acquire respecting a live holder (an upsert that updates only an expired
 --   row or the caller's own) and live pattern locks.
 -- - Fencing tokens in acquisition order: drawn from a sequence while the transaction
@@ -9,9 +14,11 @@
 -- - One audit row per operation, parameters and result as JSON, hash-chained (SHA-256 of
 --   the previous hash and the row), indexed by time, agent and operation.
 -- By hand: psql -f locks_postgres_schema.sql DB, then
---   pgbench -n -c 8 -j 2 -T 10 -M prepared -f locks_postgres.sql DB
+--   pgbench -n -c 8 -j 2 -T 10 -M prepared -f locks_postgres.sql -D paths=1000 DB
 \set p random(0, :paths - 1)
+\startpipeline
 BEGIN;
+SELECT set_config('synchronous_commit', 'off', true);
 SELECT pg_advisory_xact_lock(1);
 WITH acq AS (
     INSERT INTO locks AS l (path, agent, expires_at, token)
@@ -36,7 +43,11 @@ SELECT seq, ts, agent, 'acquire_lock', parameters, result, success, prev,
        encode(sha256(convert_to(concat_ws(E'\n', prev, seq, ts, agent, 'acquire_lock', parameters, result, success), 'UTF8')), 'hex')
 FROM row;
 COMMIT;
+SELECT pg_logical_emit_message(true, 'coord', ''::text);
+\endpipeline
+\startpipeline
 BEGIN;
+SELECT set_config('synchronous_commit', 'off', true);
 SELECT pg_advisory_xact_lock(1);
 WITH rel AS (
     DELETE FROM locks WHERE path = 'src/bench/file-' || :p || '.rs' AND agent = 'pgbench-' || :client_id
@@ -53,3 +64,5 @@ SELECT seq, ts, agent, 'release_lock', parameters, result, success, prev,
        encode(sha256(convert_to(concat_ws(E'\n', prev, seq, ts, agent, 'release_lock', parameters, result, success), 'UTF8')), 'hex')
 FROM row;
 COMMIT;
+SELECT pg_logical_emit_message(true, 'coord', ''::text);
+\endpipeline

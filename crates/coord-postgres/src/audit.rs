@@ -2,6 +2,7 @@
 
 use crate::Db;
 use crate::PgStore;
+use crate::durability::{self, Choice, Durability};
 use crate::rows::{NOW, get};
 use crate::{R, Tx, handoffs, locks, queue, sessions};
 use async_trait::async_trait;
@@ -26,33 +27,23 @@ use tokio_postgres::types::{Json, ToSql};
 /// Arbitrary but fixed: the advisory lock that orders audit writers (the chain's head).
 const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
 
-/// Appends `rec` to the chain inside the caller's transaction `c` (a [`Tx`], READ
-/// COMMITTED). The advisory lock, held to commit, orders concurrent writers; the
-/// insert reads the head in a statement that starts after the lock is held, so (READ
-/// COMMITTED) it sees the previous writer's row.
+/// Appends `rec` to the chain inside `tx` (READ COMMITTED), then commits `tx`, all sent
+/// together. The advisory lock, held to commit, orders concurrent writers; the insert
+/// reads the head in a statement that starts after the lock is held, so (READ COMMITTED)
+/// it sees the previous writer's row.
 ///
 /// The row is linked in SQL: the insert reads the head, takes the next position and
 /// hashes the row there (`HashedContent`: this side sends the content, the statement adds
-/// position, link and time), and the lock and the insert are sent together (pipelined,
-/// both prepared): the server runs them in order, and a writer holding the chain's lock
-/// never waits for this process to answer a head it read. That time orders all writes
-/// (no two commits overlap), so it bounds the store's write throughput
-/// (docs/benchmarks.md).
-pub async fn insert<C: Db>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
-    let (lock, insert) = statements(c).await?;
-    let content = HashedContent::of_record(rec);
-    let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
-    let origin = rec.origin.as_ref().map(Json);
-    let row = row_params(&now, rec, &origin, &content);
-    let (locked, inserted) = tokio::join!(biased; c.execute(&lock, &key), c.execute(&insert, &row));
-    locked?;
-    inserted?;
-    Ok(())
-}
-
-/// [`insert`], then the commit of `tx`, all sent together: the writer holding the chain's
-/// lock waits for nothing but the server (docs/benchmarks.md, "PostgreSQL: the chain
-/// linked in SQL").
+/// position, link and time), and the lock, the insert and the commit are sent together
+/// (pipelined, all prepared): the server runs them in order, and a writer holding the
+/// chain's lock never waits for this process to answer a head it read. That time orders
+/// all writes (no two commits overlap), so it bounds the store's write throughput
+/// (docs/benchmarks.md, "PostgreSQL: the chain linked in SQL").
+///
+/// Under [`Durability::FlushAfter`] the transaction commits
+/// asynchronously and a flushed message commit follows in the same write, so the lock is
+/// not held through the flush; this returns after that flush either way
+/// (`crate::durability`).
 ///
 /// The server runs them in order. A failed insert aborts the transaction, and the
 /// COMMIT after it then rolls back (PostgreSQL answers an aborted transaction's COMMIT
@@ -65,23 +56,52 @@ pub async fn insert<C: Db>(c: &C, now: Option<Timestamp>, rec: &AuditRecord) -> 
 /// insert always leaves with the COMMIT. Keep it so: a parameter that failed to encode
 /// would stop the insert before it is sent while the COMMIT beside it still went,
 /// committing the operation without its audit row.
-pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRecord) -> R<()> {
+pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRecord, choice: &Choice) -> R<()> {
+    let durability = choice.get(tx.connection()).await?;
     let (lock, insert) = statements(&tx).await?;
     let commit = tx.prepare_cached("COMMIT").await?;
     let content = HashedContent::of_record(rec);
     let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
     let origin = rec.origin.as_ref().map(Json);
     let row = row_params(&now, rec, &origin, &content);
-    let (locked, inserted, committed) = tokio::join!(
+    if durability == Durability::UnderLock {
+        let (locked, inserted, committed) = tokio::join!(
+            biased;
+            tx.execute(&lock, &key),
+            tx.execute(&insert, &row),
+            tx.execute(&commit, &[])
+        );
+        tx.ended();
+        locked?;
+        inserted?;
+        committed?;
+        return Ok(());
+    }
+    let asynchronous = tx.prepare_cached(durability::ASYNC_COMMIT).await?;
+    let flush = tx.prepare_cached(durability::FLUSH).await?;
+    // The flush is its own transaction (no transaction block is open after the COMMIT),
+    // committed with the session's synchronous_commit; it runs even when the operation's
+    // insert failed and rolled back, which costs one WAL record and nothing else.
+    let (set, locked, inserted, committed, flushed) = tokio::join!(
         biased;
+        tx.execute(&asynchronous, &[]),
         tx.execute(&lock, &key),
         tx.execute(&insert, &row),
-        tx.execute(&commit, &[])
+        tx.execute(&commit, &[]),
+        tx.connection().execute(&flush, &[])
     );
     tx.ended();
+    set?;
     locked?;
     inserted?;
     committed?;
+    if let Err(e) = flushed {
+        // Committed, and not known to be durable: answered as a failure of the database
+        // (its outcome unknown to the caller, as a COMMIT whose answer was lost), and
+        // every later write commits under the lock.
+        choice.fall_back();
+        return Err(e.into());
+    }
     Ok(())
 }
 
@@ -438,10 +458,7 @@ impl AuditStore for PgStore {
         let client = self.client().await?;
         async {
             // The chain lock is held to commit: the row needs a transaction of its own.
-            let tx = Tx::new(&client);
-            insert(&tx, now, &record).await?;
-            tx.commit().await?;
-            Ok(())
+            insert_and_commit(Tx::new(&client), now, &record, &self.durability).await
         }
         .await
         .map_err(|e: crate::Fail| CoordError::from(e))

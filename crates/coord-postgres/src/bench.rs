@@ -53,8 +53,8 @@ impl RawPostgres {
         let outcome: R<T> = async {
             let tx = crate::Tx::new(&client);
             let value = f(&tx, &ctx, &args).await?;
-            audit::insert(&tx, None, &raw_audit_record(who, operation, parameters)).await?;
-            tx.commit().await?;
+            let rec = raw_audit_record(who, operation, parameters);
+            audit::insert_and_commit(tx, None, &rec, &self.store.durability).await?;
             Ok(value)
         }
         .await;

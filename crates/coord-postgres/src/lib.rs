@@ -16,6 +16,7 @@
 mod approvals;
 mod audit;
 mod bench;
+mod durability;
 mod files;
 mod github;
 mod guardrail_rules;
@@ -108,6 +109,8 @@ pub struct PgStore {
     pool: Pool,
     location: String,
     applied: Vec<i64>,
+    /// How writes are made durable (`durability`): probed on first write.
+    durability: std::sync::Arc<durability::Choice>,
 }
 
 /// Connection-level failures (server gone, restarting, out of connections, no such
@@ -242,6 +245,7 @@ impl PgStore {
             pool,
             location: redact(url),
             applied: Vec::new(),
+            durability: Default::default(),
         })
     }
 
@@ -286,7 +290,8 @@ impl PgStore {
                     spent = Some(grant.ok_or(Fail::Coord(over))?);
                 }
                 let value = then(value)?;
-                audit::insert_and_commit(tx, ctx.now, &ctx.audit(Ok(&value)).spending(spent.as_deref())).await?;
+                let rec = ctx.audit(Ok(&value)).spending(spent.as_deref());
+                audit::insert_and_commit(tx, ctx.now, &rec, &self.durability).await?;
                 Ok(value)
             }
             .await;
@@ -297,7 +302,7 @@ impl PgStore {
                 Err(Fail::Coord(e)) if is_storage_failure(&e) => return Err(e),
                 Err(Fail::Coord(e)) => {
                     // The transaction was dropped, which rolls it back before this runs.
-                    return match refuse(&mut client, &ctx, e.clone()).await {
+                    return match refuse(&mut client, &ctx, e.clone(), &self.durability).await {
                         Ok(e) => Err(e),
                         Err(audit_err) => {
                             tracing::warn!(error = %CoordError::from(audit_err), "could not audit a refusal");
@@ -312,7 +317,7 @@ impl PgStore {
 
 /// Records a refusal in its own transaction: its audit row and, when the caller may
 /// escalate it, its approval request (answering the refusal that names it).
-async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError) -> R<CoordError> {
+async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError, choice: &durability::Choice) -> R<CoordError> {
     let tx = Tx::new(client);
     let e = match ctx.approval_request(&e) {
         Some(req) => coord_domain::approvals::awaiting(e, &approvals::enqueue(&tx, ctx, &req).await?),
@@ -324,7 +329,7 @@ async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError) -> R<CoordError
     if let Some(a) = coord_domain::network::NetworkAccess::of_refusal(&ctx.who.agent_id, &e) {
         network::insert(&tx, ctx, &a).await?;
     }
-    audit::insert_and_commit(tx, ctx.now, &ctx.audit::<()>(Err(&e))).await?;
+    audit::insert_and_commit(tx, ctx.now, &ctx.audit::<()>(Err(&e)), choice).await?;
     Ok(e)
 }
 

@@ -30,7 +30,7 @@ use coord_domain::CoordError;
 use coord_domain::error::ErrorCode;
 
 /// READ COMMITTED whatever the server's, database's or role's
-/// `default_transaction_isolation` says: `audit::insert` reads the chain's head by a
+/// `default_transaction_isolation` says: `audit::insert_and_commit` reads the chain's head by a
 /// statement that starts after the chain lock is held, and only READ COMMITTED's
 /// per-statement snapshots make that read see the previous writer's row (under REPEATABLE
 /// READ the snapshot is the transaction's first statement's, taken before the lock: the
@@ -73,6 +73,12 @@ impl<'t> Tx<'t> {
             self.failed.store(true, Ordering::Release);
         }
         out
+    }
+
+    /// The connection, for what is sent after the transaction's end in the same write
+    /// (`audit::insert_and_commit`'s flush).
+    pub(crate) fn connection(&self) -> &'t ClientWrapper {
+        self.client
     }
 
     /// Prepares (or takes from the connection's cache) a statement; preparing needs no
