@@ -48,8 +48,10 @@ const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
 /// The server runs them in order. A failed insert aborts the transaction, and the
 /// COMMIT after it then rolls back (PostgreSQL answers an aborted transaction's COMMIT
 /// with ROLLBACK, not an error): the insert's error is returned and nothing is written.
-/// Either way the transaction has ended once the answers are in ([`Tx::ended`]); a
-/// request cancelled before then leaves `tx` to roll back when dropped.
+/// Either way the transaction has ended once the answers are in ([`Tx::ended`]). A
+/// request cancelled after the first poll has sent the COMMIT (and the flush): the
+/// server commits it though nobody is answered, and the `ROLLBACK` sent by `tx`'s drop
+/// finds no transaction (a warning, nothing else); one cancelled before it rolls back.
 ///
 /// Every parameter of the insert encodes without fail (text, JSON values, a bool, a
 /// float, and a chrono time, whose whole range fits PostgreSQL's wire format), so the
@@ -97,9 +99,12 @@ pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRe
     committed?;
     if let Err(e) = flushed {
         // Committed, and not known to be durable: answered as a failure of the database
-        // (its outcome unknown to the caller, as a COMMIT whose answer was lost), and
-        // every later write commits under the lock.
-        choice.fall_back();
+        // (its outcome unknown to the caller, as a COMMIT whose answer was lost). When the
+        // flush itself is refused (its privilege revoked since the probe), every later
+        // write commits under the lock; a lost connection changes nothing.
+        if durability::refused(&e) {
+            choice.fall_back();
+        }
         return Err(e.into());
     }
     Ok(())

@@ -20,11 +20,17 @@
 //! `crates/coord-postgres/tests/durability.rs` checks on a private server with a
 //! synchronous standby that never comes that the answer waits for it.
 //!
-//! What changes for others: a concurrent reader may see a write a moment before it is
-//! durable (as PostgreSQL's own synchronous replication lets the primary's readers see a
-//! commit before the standby has it), and a crash in that moment loses it with every
-//! later write, in order (the WAL is one sequence: a write that depends on it is later).
-//! Logical-decoding consumers that ask for messages see one `coord` message per write.
+//! What changes for others: a write is visible to other sessions from its asynchronous
+//! commit, up to one flush (about a millisecond) before it is durable, where a
+//! synchronous commit stays invisible until its flush and its standbys' answer. A crash
+//! or failover in that moment loses it, with every later write (the WAL is one sequence:
+//! a write that depended on it is later, and is lost too); what may be lost is what a
+//! read reported meanwhile (a lock listed, a task's status), never a write its writer was
+//! told succeeded. An operator who wants reads never to run ahead of durability revokes
+//! `EXECUTE` on `pg_logical_emit_message` from coord's role: writes then commit
+//! synchronously under the lock (README, "Running on PostgreSQL"). Each write also takes a second
+//! transaction id, and logical-decoding consumers that ask for messages see one `coord`
+//! message per write.
 //!
 //! [`Durability::UnderLock`] is the plain synchronous commit: when the role may not run
 //! `pg_logical_emit_message` (PUBLIC may by default; a hardened server may revoke it), or
@@ -96,13 +102,21 @@ impl Choice {
         Ok(chosen)
     }
 
-    /// The flush by message failed (its privilege revoked since the probe, say): every
-    /// later write commits under the lock.
+    /// The flush by message was refused ([`refused`]): every later write commits under
+    /// the lock.
     pub(crate) fn fall_back(&self) {
         if self.0.swap(UNDER_LOCK, Ordering::AcqRel) != UNDER_LOCK {
             tracing::warn!("flushing by pg_logical_emit_message failed; committing synchronously under the chain lock");
         }
     }
+}
+
+/// The flush was refused for want of the function or of the right to run it (revoked
+/// since the probe): falling back is the answer. Anything else (a lost connection, a
+/// restart) is not a reason to stop flushing after the lock.
+pub(crate) fn refused(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    matches!(e.code(), Some(c) if c == &SqlState::INSUFFICIENT_PRIVILEGE || c == &SqlState::UNDEFINED_FUNCTION)
 }
 
 #[cfg(test)]

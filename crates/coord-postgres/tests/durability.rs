@@ -16,6 +16,9 @@ use std::process::Command;
 use std::time::Duration;
 use tokio_postgres::NoTls;
 
+/// The audit chain's advisory lock (`coord-postgres/src/audit.rs`).
+const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564;
+
 /// Under CI a missing server binary or user is a failure, never a skip.
 fn required() -> bool {
     ["CI", "COORD_REQUIRE_POSTGRES"].iter().any(|k| {
@@ -85,6 +88,19 @@ impl PrivateServer {
             eprintln!("*** SKIPPING: no PostgreSQL server programs under /usr/lib/postgresql");
             return None;
         };
+        if is_root()
+            && !Command::new("id")
+                .arg("postgres")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        {
+            assert!(
+                !required(),
+                "CI runs as root and needs the `postgres` user to run a server"
+            );
+            eprintln!("*** SKIPPING: root, and no `postgres` user to run a server as");
+            return None;
+        }
         // Made by the server's user, so that it may write there.
         let mut mktemp = if is_root() {
             let mut c = Command::new("runuser");
@@ -98,6 +114,11 @@ impl PrivateServer {
         mktemp.arg("/tmp/coord-durability-XXXXXX");
         let dir = PathBuf::from(run(mktemp));
         let data = dir.join("data");
+        let port = 5433;
+        // From here the directory (and the server, once started) go when this is dropped,
+        // a failed step's panic included.
+        let server = PrivateServer { bin, dir, port };
+        let (bin, dir) = (&server.bin, &server.dir);
         let mut initdb = as_server_user(&bin.join("initdb"));
         initdb
             .args([
@@ -116,14 +137,12 @@ impl PrivateServer {
             .open(data.join("postgresql.conf"))
             .expect("postgresql.conf");
         std::io::Write::write_all(&mut conf, b"\nsynchronous_standby_names = 'coord_missing_standby'\n").unwrap();
-        let port = 5433;
-        let server = PrivateServer { bin, dir, port };
-        let mut start = as_server_user(&server.bin.join("pg_ctl"));
+        let mut start = as_server_user(&bin.join("pg_ctl"));
         start
             .args(["-w", "-D"])
             .arg(&data)
             .arg("-l")
-            .arg(server.dir.join("log"))
+            .arg(dir.join("log"))
             .arg("-o")
             .arg(format!("-c listen_addresses='' -k {} -p {port}", server.dir.display()))
             .arg("start");
@@ -274,7 +293,11 @@ async fn a_write_is_answered_only_after_its_commit_is_durable() {
         "committed, not yet durable"
     );
     let chain_locks: i64 = flush_admin
-        .query_one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", &[])
+        .query_one(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+             AND objsubid = 1 AND (classid::bigint << 32) | objid::bigint = $1",
+            &[&CHAIN_LOCK_KEY],
+        )
         .await
         .unwrap()
         .get(0);
@@ -285,8 +308,12 @@ async fn a_write_is_answered_only_after_its_commit_is_durable() {
     let under_admin = connect(&server.url("postgres", "under_lock", "local")).await;
     under_admin
         .batch_execute(
-            "REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC;
-             REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
+            // Every signature (PostgreSQL 17 added a fourth argument).
+            "DO $$ DECLARE f regprocedure; BEGIN
+                 FOR f IN SELECT oid::regprocedure FROM pg_proc WHERE proname = 'pg_logical_emit_message' LOOP
+                     EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+                 END LOOP;
+             END $$;
              GRANT USAGE ON SCHEMA public TO plain;
              GRANT ALL ON ALL TABLES IN SCHEMA public TO plain;
              GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO plain;
@@ -300,8 +327,10 @@ async fn a_write_is_answered_only_after_its_commit_is_durable() {
     assert!(!op_under.is_finished(), "answered before its commit was durable");
     let holds_chain: bool = under_admin
         .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = $1 AND granted)",
-            &[&pid],
+            // A bigint key is held as (classid, objid) = its high and low halves.
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = $1 AND granted
+                 AND objsubid = 1 AND (classid::bigint << 32) | objid::bigint = $2)",
+            &[&pid, &CHAIN_LOCK_KEY],
         )
         .await
         .unwrap()
