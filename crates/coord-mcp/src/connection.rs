@@ -14,6 +14,7 @@
 use crate::lines::{self, Partial, Read};
 use crate::{CoordMcp, reply};
 use coord_service::OpEntry;
+use futures_util::future::{AbortHandle, Abortable};
 use rmcp::ServiceExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -117,8 +118,51 @@ fn plain_call(msg: &Message) -> Option<(Value, &'static OpEntry, Value)> {
     Some((id, op, args))
 }
 
-/// A call of the short path under way: its answer's line when done.
-type Call = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send>>;
+/// A call of the short path under way: its id's JSON and registration, and its answer's
+/// line when done (none when it was cancelled).
+type Call = std::pin::Pin<Box<dyn std::future::Future<Output = (String, u64, Option<Vec<u8>>)> + Send>>;
+
+/// The short path's calls under way, by their id's JSON: what `notifications/cancelled`
+/// stops. rmcp never sees these requests, so it could not cancel them.
+#[derive(Default)]
+struct InFlight {
+    calls: HashMap<String, (u64, AbortHandle)>,
+    registered: u64,
+}
+
+impl InFlight {
+    /// `call`, made cancellable under its request id's JSON, `key`.
+    fn start(&mut self, key: String, call: impl std::future::Future<Output = Vec<u8>> + Send + 'static) -> Call {
+        let (handle, registration) = AbortHandle::new_pair();
+        self.registered += 1;
+        let token = self.registered;
+        // A reused id (JSON-RPC forbids it while the first is under way) replaces the
+        // first's entry: the first can no longer be cancelled, and still answers.
+        self.calls.insert(key.clone(), (token, handle));
+        Box::pin(async move { (key, token, Abortable::new(call, registration).await.ok()) })
+    }
+
+    /// The call ended: forgets it unless a later call took its id.
+    fn ended(&mut self, key: &str, token: u64) {
+        if self.calls.get(key).is_some_and(|(t, _)| *t == token) {
+            self.calls.remove(key);
+        }
+    }
+
+    /// Cancels the call `notifications/cancelled` names; false when it is not ours.
+    fn cancel(&mut self, params: Option<&Value>) -> bool {
+        let Some(key) = params.and_then(|p| p.get("requestId")).map(Value::to_string) else {
+            return false;
+        };
+        match self.calls.remove(&key) {
+            Some((_, handle)) => {
+                handle.abort();
+                true
+            }
+            None => false,
+        }
+    }
+}
 
 /// Serves `mcp` on `reader`/`writer` until the input ends, or `stop` resolves (the process
 /// was told to stop), or on a relayed connection the relay says so; then ends the session
@@ -169,6 +213,7 @@ where
     let mut rmcp_open = true;
     let mut handshake = Handshake::default();
     let mut calls = futures_util::stream::FuturesUnordered::<Call>::new();
+    let mut in_flight = InFlight::default();
     let mut stop = std::pin::pin!(stop);
     let mut protocol_ended = None;
     // Why reading stopped: the process was told to stop / the relay sent input_closed.
@@ -180,8 +225,11 @@ where
             biased;
             () = &mut stop => { terminated = true; break }
             ended = &mut protocol => { protocol_ended = Some(ended); break }
-            Some(answer) = calls.next() => {
-                peer_gone |= writer.write_all(&answer).await.is_err();
+            Some((key, token, answer)) = calls.next() => {
+                in_flight.ended(&key, token);
+                if let Some(answer) = answer {
+                    peer_gone |= writer.write_all(&answer).await.is_err();
+                }
                 continue;
             }
             read = lines::next_async(&mut rmcp_out, &mut rmcp_partial, usize::MAX), if rmcp_open => {
@@ -210,6 +258,11 @@ where
                     terminated = true;
                     break;
                 }
+                // A call of the short path is stopped where it is: dropped, as a call
+                // at the end of input (one transaction each: one not yet committed
+                // changes nothing), and not answered (MCP's cancellation). Others are
+                // rmcp's.
+                Some("notifications/cancelled") if in_flight.cancel(msg.params.as_ref()) => continue,
                 Some("initialize") => {
                     let client = msg.params.as_ref().and_then(|p| p["clientInfo"]["name"].as_str());
                     handshake.request = msg.id.clone().map(|id| (id, client.map(str::to_string)));
@@ -222,12 +275,13 @@ where
                 let legacy = version.as_str() < RESULT_TYPE_SINCE;
                 let client = handshake.request.as_ref().and_then(|(_, c)| c.clone());
                 let mcp = mcp.clone();
-                calls.push(Box::pin(async move {
+                let call = in_flight.start(id.to_string(), async move {
                     let who = mcp.local_principal(client.as_deref()).await;
                     let answer = reply(mcp.coord.invoke(op, &who, Ok(args)).await);
                     SHORT_PATH_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     response(&id, answer, legacy)
-                }));
+                });
+                calls.push(call);
                 continue;
             }
         }
@@ -243,8 +297,10 @@ where
     // writes is passed on.
     if !terminated {
         let drained = tokio::time::timeout(DRAIN, async {
-            while let Some(answer) = calls.next().await {
-                peer_gone |= writer.write_all(&answer).await.is_err();
+            while let Some((_, _, answer)) = calls.next().await {
+                if let Some(answer) = answer {
+                    peer_gone |= writer.write_all(&answer).await.is_err();
+                }
             }
         });
         if drained.await.is_err() {
@@ -363,6 +419,50 @@ mod tests {
 
     fn msg(v: Value) -> Message {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[tokio::test]
+    async fn cancelling_stops_the_named_call_only() {
+        use futures_util::StreamExt as _;
+        let mut in_flight = InFlight::default();
+        let mut calls = futures_util::stream::FuturesUnordered::<Call>::new();
+        for id in [json!(7), json!("7"), json!("other")] {
+            let line = id.to_string().into_bytes();
+            calls.push(in_flight.start(id.to_string(), async move { line }));
+        }
+        for (params, ours) in [
+            (Some(json!({"requestId": 7})), true),
+            (Some(json!({"requestId": 7})), false), // already cancelled
+            (Some(json!({"requestId": 8})), false), // not a call of ours: rmcp's
+            (Some(json!({"reason": "no id"})), false),
+            (None, false),
+        ] {
+            assert_eq!(in_flight.cancel(params.as_ref()), ours, "{params:?}");
+        }
+        let mut answered = Vec::new();
+        while let Some((key, token, answer)) = calls.next().await {
+            in_flight.ended(&key, token);
+            answered.push((key, answer.map(|a| String::from_utf8(a).unwrap())));
+        }
+        answered.sort();
+        assert_eq!(
+            answered,
+            [
+                ("\"7\"".to_string(), Some("\"7\"".to_string())),
+                ("\"other\"".to_string(), Some("\"other\"".to_string())),
+                ("7".to_string(), None),
+            ]
+        );
+        assert!(in_flight.calls.is_empty(), "ended calls are forgotten");
+        // A reused id: the first call's end does not forget the second.
+        let first = in_flight.start("1".into(), async { Vec::new() });
+        let _second = in_flight.start("1".into(), async { Vec::new() });
+        let (key, token, _) = first.await;
+        in_flight.ended(&key, token);
+        assert!(
+            in_flight.cancel(Some(&json!({"requestId": 1}))),
+            "the second is still cancellable"
+        );
     }
 
     #[test]

@@ -296,8 +296,16 @@ fn up(shared: &Shared, stdin: Stdio) {
 
 fn note_request(book: &mut Book, head: &Head, line: &[u8]) {
     let (Some(id), Some(method)) = (&head.id, head.method.as_deref()) else {
-        if head.method.as_deref() == Some("notifications/initialized") {
-            book.initialized = Some(line.to_vec());
+        match head.method.as_deref() {
+            Some("notifications/initialized") => book.initialized = Some(line.to_vec()),
+            // A cancelled call may never be answered: not one to answer for if the
+            // coordinator dies.
+            Some("notifications/cancelled") => {
+                if let Some(key) = cancelled_request(line) {
+                    book.in_flight.remove(&key);
+                }
+            }
+            _ => {}
         }
         return;
     };
@@ -307,6 +315,16 @@ fn note_request(book: &mut Book, head: &Head, line: &[u8]) {
         book.init_answered = false;
     }
     book.in_flight.insert(key, method == "tools/call");
+}
+
+/// The JSON of the request id a `notifications/cancelled` line names.
+fn cancelled_request(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Cancelled {
+        params: Option<Value>,
+    }
+    let c: Cancelled = crate::connection::parse(line)?;
+    c.params?.get("requestId").map(Value::to_string)
 }
 
 /// The coordinator's lines to the agent; reconnects when the coordinator goes away while
@@ -589,12 +607,17 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "x"}}),
             json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
             json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "y"}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "4"}}),
         ];
         for l in &lines {
             note_request(&mut book, &head(l.clone()), l.to_string().as_bytes());
         }
         let mut in_flight: Vec<_> = book.in_flight.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         in_flight.sort();
+        // The cancelled call is no longer one to answer for; a cancellation without an id,
+        // or naming no request of ours, changes nothing.
         assert_eq!(in_flight, [("\"a\"", true), ("1", false), ("3", false)]);
         assert_eq!(book.initialize.as_ref().map(|(_, k)| k.as_str()), Some("1"));
         assert_eq!(book.initialized.as_deref(), Some(lines[1].to_string().as_bytes()));

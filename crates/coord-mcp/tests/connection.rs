@@ -209,3 +209,35 @@ async fn input_closed_ends_the_session_and_terminate_cuts_the_grace_short() {
         assert_eq!(held(&coord).await, 0, "grace {grace}");
     }
 }
+
+/// `notifications/cancelled` stops a call of the short path (rmcp never saw it, so only the
+/// connection can): it is never answered, and the connection goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_is_not_answered() {
+    let (dir, coord) = coordinator();
+    let mut peer = connect(&coord, "agent-c", None).await;
+    // Another connection's write lock keeps this call waiting until it is cancelled.
+    let other = rusqlite::Connection::open(dir.path().join("c.db")).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let acquire = json!({"name": "acquire_lock", "arguments": {"file_path": "src/c.rs"}});
+    peer.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": acquire}))
+        .await;
+    peer.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the user pressed Esc"}}))
+        .await;
+    // The connection still serves rmcp's requests meanwhile.
+    peer.request(8, "ping", json!({})).await;
+    other.execute_batch("ROLLBACK").unwrap();
+    // A write after it: had the cancelled call still been running, it would have been
+    // answered by the time this one is (writes run in order; answers are written as
+    // their calls end, before the next line is read).
+    let again = peer.request(9, "tools/call", acquire.clone()).await;
+    assert_eq!(again["result"]["structuredContent"]["success"], true, "{again}");
+    peer.send(json!({"jsonrpc": "2.0", "id": 10, "method": "ping"})).await;
+    let next = peer.next().await.expect("the ping's answer");
+    assert_eq!(next["id"], 10, "the cancelled call was answered: {next}");
+    // A cancellation naming nothing under way is rmcp's to ignore.
+    peer.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}}))
+        .await;
+    peer.request(11, "ping", json!({})).await;
+}
