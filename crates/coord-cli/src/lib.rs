@@ -356,9 +356,10 @@ fn release_grace() -> coord_domain::CoordResult<Option<std::time::Duration>> {
     coord_mcp::parse_release_grace(std::env::var("COORD_RELEASE_GRACE_SECONDS").ok().as_deref())
 }
 
-/// How often long-lived processes purge expired rows.
-/// PostgreSQL connections of a `coord serve` (see where it is used).
+/// PostgreSQL connections of a `coord serve` (why: where it is used).
 const SERVE_PG_POOL: usize = 8;
+
+/// How often long-lived processes purge expired rows.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 /// How often `coord serve` prunes audit rows past the retention.
 const AUDIT_PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
@@ -549,7 +550,7 @@ async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args:
     // connections than that only lengthen its queue inside PostgreSQL. Measured on two
     // cores (docs/benchmarks.md, "the pool of `coord serve`"): 16 HTTP clients ran as
     // fast with 8 as with 16 connections, and 1,000 agents on two nodes had a p99 of
-    // 25-34 ms with 8 against 96-106 ms with 16. `COORD_PG_POOL_SIZE` overrides.
+    // 18-34 ms with 8 against 96-106 ms with 16. `COORD_PG_POOL_SIZE` overrides.
     let coord = match open::coordinator_with(ctx, SERVE_PG_POOL).await {
         Ok(c) => c,
         Err(e) => {

@@ -13,8 +13,9 @@
 
 use crate::lines::{self, Partial, Read};
 use crate::{CoordMcp, reply};
+use coord_domain::access::Effect;
 use coord_service::OpEntry;
-use futures_util::future::{AbortHandle, Abortable};
+use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
 use rmcp::ServiceExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -131,15 +132,20 @@ struct InFlight {
 }
 
 impl InFlight {
-    /// `call`, made cancellable under its request id's JSON, `key`.
-    fn start(&mut self, key: String, call: impl std::future::Future<Output = Vec<u8>> + Send + 'static) -> Call {
+    /// The call `call` makes of its cancellation, under its request id's JSON, `key`;
+    /// it answers nothing when cancelled.
+    fn start<F>(&mut self, key: String, call: impl FnOnce(AbortRegistration) -> F) -> Call
+    where
+        F: std::future::Future<Output = Option<Vec<u8>>> + Send + 'static,
+    {
         let (handle, registration) = AbortHandle::new_pair();
         self.registered += 1;
         let token = self.registered;
         // A reused id (JSON-RPC forbids it while the first is under way) replaces the
         // first's entry: the first can no longer be cancelled, and still answers.
         self.calls.insert(key.clone(), (token, handle));
-        Box::pin(async move { (key, token, Abortable::new(call, registration).await.ok()) })
+        let call = call(registration);
+        Box::pin(async move { (key, token, call.await) })
     }
 
     /// The call ended: forgets it unless a later call took its id.
@@ -162,6 +168,32 @@ impl InFlight {
             None => false,
         }
     }
+}
+
+/// Runs one call of the short path; `None` when it was cancelled. A read (`Effect::Read`)
+/// stops where it is (a wait for an agent's output, say). Anything that writes runs to
+/// its end and only its answer is dropped, as rmcp does with the calls it serves: some
+/// writes are several steps (a file renamed into place before its audit row commits, an
+/// agent registered before it is launched), and stopping between them would leave half
+/// of one. The session's own start on its first call (`local_principal`) also runs to
+/// its end.
+async fn run_call(
+    mcp: &CoordMcp,
+    client: Option<&str>,
+    op: &'static OpEntry,
+    args: Value,
+    cancel: AbortRegistration,
+) -> Option<rmcp::model::CallToolResult> {
+    let cancelled = cancel.handle();
+    let who = mcp.local_principal(client).await;
+    let run = mcp.coord.invoke(op, &who, Ok(args));
+    let answer = if op.effect == Effect::Read {
+        Abortable::new(run, cancel).await.ok()?
+    } else {
+        run.await
+    };
+    SHORT_PATH_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    (!cancelled.is_aborted()).then(|| reply(answer))
 }
 
 /// Serves `mcp` on `reader`/`writer` until the input ends, or `stop` resolves (the process
@@ -258,10 +290,8 @@ where
                     terminated = true;
                     break;
                 }
-                // A call of the short path is stopped where it is: dropped, as a call
-                // at the end of input (one transaction each: one not yet committed
-                // changes nothing), and not answered (MCP's cancellation). Others are
-                // rmcp's.
+                // A call of the short path is not answered (MCP's cancellation), and a
+                // read stops where it is ([`run_call`]). Others are rmcp's.
                 Some("notifications/cancelled") if in_flight.cancel(msg.params.as_ref()) => continue,
                 Some("initialize") => {
                     let client = msg.params.as_ref().and_then(|p| p["clientInfo"]["name"].as_str());
@@ -275,11 +305,9 @@ where
                 let legacy = version.as_str() < RESULT_TYPE_SINCE;
                 let client = handshake.request.as_ref().and_then(|(_, c)| c.clone());
                 let mcp = mcp.clone();
-                let call = in_flight.start(id.to_string(), async move {
-                    let who = mcp.local_principal(client.as_deref()).await;
-                    let answer = reply(mcp.coord.invoke(op, &who, Ok(args)).await);
-                    SHORT_PATH_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    response(&id, answer, legacy)
+                let call = in_flight.start(id.to_string(), move |cancel| async move {
+                    let answer = run_call(&mcp, client.as_deref(), op, args, cancel).await?;
+                    Some(response(&id, answer, legacy))
                 });
                 calls.push(call);
                 continue;
@@ -428,7 +456,9 @@ mod tests {
         let mut calls = futures_util::stream::FuturesUnordered::<Call>::new();
         for id in [json!(7), json!("7"), json!("other")] {
             let line = id.to_string().into_bytes();
-            calls.push(in_flight.start(id.to_string(), async move { line }));
+            calls.push(in_flight.start(id.to_string(), |cancel| async move {
+                Abortable::new(async { line }, cancel).await.ok()
+            }));
         }
         for (params, ours) in [
             (Some(json!({"requestId": 7})), true),
@@ -455,8 +485,8 @@ mod tests {
         );
         assert!(in_flight.calls.is_empty(), "ended calls are forgotten");
         // A reused id: the first call's end does not forget the second.
-        let first = in_flight.start("1".into(), async { Vec::new() });
-        let _second = in_flight.start("1".into(), async { Vec::new() });
+        let first = in_flight.start("1".into(), |_| async { Some(Vec::new()) });
+        let _second = in_flight.start("1".into(), |_| async { Some(Vec::new()) });
         let (key, token, _) = first.await;
         in_flight.ended(&key, token);
         assert!(
