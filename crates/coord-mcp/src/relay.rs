@@ -303,6 +303,13 @@ fn note_request(book: &mut Book, head: &Head, line: &[u8]) {
             Some("notifications/cancelled") => {
                 if let Some(key) = cancelled_request(line) {
                     book.in_flight.remove(&key);
+                    // One waiting to be sent again is still sent (its cancellation
+                    // follows it), but no longer answered for either.
+                    for (_, request) in &mut book.unsent {
+                        if request.as_ref().is_some_and(|(k, _)| *k == key) {
+                            *request = None;
+                        }
+                    }
                 }
             }
             _ => {}
@@ -601,6 +608,8 @@ mod tests {
     #[test]
     fn the_book_keeps_requests_and_the_handshake() {
         let mut book = Book::default();
+        // A call whose write failed (the coordinator was gone), waiting to be sent again.
+        book.unsent.push((b"{}".to_vec(), Some(("5".into(), true))));
         let lines = [
             json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -610,6 +619,7 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "y"}}),
             json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}}),
             json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "4"}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}),
         ];
         for l in &lines {
             note_request(&mut book, &head(l.clone()), l.to_string().as_bytes());
@@ -619,6 +629,8 @@ mod tests {
         // The cancelled call is no longer one to answer for; a cancellation without an id,
         // or naming no request of ours, changes nothing.
         assert_eq!(in_flight, [("\"a\"", true), ("1", false), ("3", false)]);
+        assert_eq!(book.unsent.len(), 1, "still sent again");
+        assert_eq!(book.unsent[0].1, None, "but not answered for");
         assert_eq!(book.initialize.as_ref().map(|(_, k)| k.as_str()), Some("1"));
         assert_eq!(book.initialized.as_deref(), Some(lines[1].to_string().as_bytes()));
     }
