@@ -7,26 +7,19 @@
 //! `synchronous_standby_names` is server-wide, so the shared test server cannot be used:
 //! every other test's commits would wait too.
 
+mod pg_support;
+
 use coord_domain::Identity;
 use coord_domain::target::LockTarget;
 use coord_postgres::{PgOptions, PgStore};
 use coord_store::{LockStore as _, OpCtx};
+use pg_support::{connect, required};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use tokio_postgres::NoTls;
 
 /// The audit chain's advisory lock (`coord-postgres/src/audit.rs`).
 const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564;
-
-/// Under CI a missing server binary or user is a failure, never a skip.
-fn required() -> bool {
-    ["CI", "COORD_REQUIRE_POSTGRES"].iter().any(|k| {
-        std::env::var(k)
-            .map(|v| !v.is_empty() && v != "0" && v != "false")
-            .unwrap_or(false)
-    })
-}
 
 /// The newest installed server's `bin` directory.
 fn server_bin() -> Option<PathBuf> {
@@ -170,16 +163,6 @@ impl Drop for PrivateServer {
         let _ = stop.output();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-async fn connect(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    client
 }
 
 /// Migrates `db` as `postgres` with local commits (a synchronous standby that never comes
