@@ -199,7 +199,7 @@ pub async fn relay(
             })
             .inspect_err(|e| tracing::warn!(error = %e, "cannot relay to the repository's coordinator; serving here"))
             .ok()?;
-        let reconnect: coord_mcp::relay::Reconnect = Box::new(move || {
+        let reconnect: coord_mcp::relay::Reconnect = Box::new(move |ending| {
             // A removed database is a removed checkout (its coordinator stopped for
             // that): nothing to start again.
             if let DbTarget::Sqlite(db) = &ctx.db
@@ -208,6 +208,10 @@ pub async fn relay(
                 return Err(std::io::Error::other(format!("{} was removed", db.display())));
             }
             start_blocking(&ctx, &socket).map_err(std::io::Error::other)?;
+            let request = coord_mcp::relay::RelayRequest {
+                ending: ending.map(str::to_string),
+                ..request.clone()
+            };
             coord_mcp::relay::connect(&socket, &request)
         });
         Some((link, reconnect))

@@ -794,3 +794,118 @@ fn a_killed_relay_is_released_by_the_coordinator() {
     let ends = audit_of(&root, "end_session");
     assert_eq!(ends, vec![("victim-agent".to_string(), true); 2], "idle, then released");
 }
+
+/// The repository's coordinator dies while it holds a leaving agent's session in its grace
+/// period: the relay, still waiting for the session's end, takes it to a successor, which
+/// keeps the holdings for a grace period of its own and releases them when the relay is
+/// told to stop (a grace period of an hour here, so nothing is released by its end).
+#[test]
+fn a_grace_period_outlives_the_coordinator_that_began_it() {
+    let mut a = Server::start_with("leaving-agent", &[("COORD_RELEASE_GRACE_SECONDS", "3600")]);
+    let root = a._dir.as_ref().unwrap().path().to_path_buf();
+    let (socket, first) = holding_src_x(&mut a, &root);
+    let Server {
+        child,
+        stdin,
+        _dir: dir,
+        ..
+    } = a;
+    drop(stdin); // the agent leaves: its session goes idle, its lock kept
+    let idle = wait_for_session(&root, "leaving-agent", |s| s["status"] == "idle");
+    signal(first[0], "-KILL");
+    assert!(gone(first[0]), "the coordinator did not die");
+
+    // The relay reached a successor and told it the input had ended: the successor ends
+    // the same session (idle again, audited) and waits a grace period of its own.
+    wait_for(
+        || audit_of(&root, "end_session").len() == 2,
+        "the successor's end of the session",
+    );
+    let second = serving(&socket);
+    assert_eq!(second.len(), 1, "a successor serves the socket");
+    assert_ne!(second, first);
+    let now = wait_for_session(&root, "leaving-agent", |s| s["status"] == "idle");
+    assert_eq!(
+        now["session_id"], idle["session_id"],
+        "no new session was started for it"
+    );
+    let locks = coord_json(&root, &["--json", "lock", "list"]);
+    assert_eq!(locks["locks"][0]["locked_by"], "leaving-agent", "kept: {locks}");
+
+    signal(child.id(), "-TERM");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let locks = coord_json(&root, &["--json", "lock", "list"]);
+    assert_eq!(locks["locks"], json!([]), "released by the successor: {locks}");
+    assert_eq!(
+        audit_of(&root, "end_session"),
+        vec![("leaving-agent".to_string(), true); 3],
+        "idle, idle again on the successor, then released"
+    );
+    drop(dir);
+}
+
+/// As above, but the agent came back (a new `coord mcp` of the same agent, here one that
+/// opens the database itself, so that the coordinator's death does not touch it) before
+/// the coordinator died: the successor leaves the new session and its holdings alone, and
+/// the old relay ends.
+#[test]
+fn a_successor_leaves_a_returned_agents_holdings_alone() {
+    let mut a = Server::start_with("returning-agent", &[("COORD_RELEASE_GRACE_SECONDS", "3600")]);
+    let root = a._dir.as_ref().unwrap().path().to_path_buf();
+    let (_, first) = holding_src_x(&mut a, &root);
+    let Server {
+        mut child,
+        stdin,
+        _dir: dir,
+        ..
+    } = a;
+    drop(stdin);
+    let idle = wait_for_session(&root, "returning-agent", |s| s["status"] == "idle");
+    let back = Server::start_at(&root, None, "returning-agent", &[("COORD_LOCAL_SERVER", "off")]);
+    let active = wait_for_session(&root, "returning-agent", |s| s["status"] == "active");
+    assert_ne!(active["session_id"], idle["session_id"]);
+    signal(first[0], "-KILL");
+    assert!(gone(first[0]), "the coordinator did not die");
+
+    // The old relay's successor finds a newer session: nothing to end, and it says so.
+    wait_for(
+        || child.try_wait().unwrap().is_some_and(|status| status.success()),
+        "the old relay to end",
+    );
+    let now = wait_for_session(&root, "returning-agent", |_| true);
+    assert_eq!(
+        (&now["session_id"], &now["status"]),
+        (&active["session_id"], &json!("active")),
+        "{now}"
+    );
+    let locks = coord_json(&root, &["--json", "lock", "list"]);
+    assert_eq!(locks["locks"][0]["locked_by"], "returning-agent", "kept: {locks}");
+    back.finish();
+    drop(dir);
+}
+
+/// Waits (bounded, 20 s) until `done` holds.
+fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "waited in vain for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The session of `agent` as `agents discover` shows it, once `wanted` holds (within 20 s).
+fn wait_for_session(root: &std::path::Path, agent: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let agents = coord_json(root, &["--json", "agents", "discover"]);
+        let session = agents["agents"]
+            .as_array()
+            .and_then(|a| a.iter().find(|s| s["agent_id"] == agent).cloned());
+        if let Some(s) = session.filter(|s| wanted(s)) {
+            return s;
+        }
+        assert!(std::time::Instant::now() < deadline, "{agents}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

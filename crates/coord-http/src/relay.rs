@@ -9,7 +9,7 @@ use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use coord_domain::{CoordError, ErrorCode};
-use coord_mcp::relay::{RelayRequest, UPGRADE};
+use coord_mcp::relay::{RELAY_VERSION, RelayRequest, UPGRADE, VERSION_HEADER};
 use coord_service::Coordination;
 use std::sync::Arc;
 
@@ -50,7 +50,14 @@ pub async fn upgrade(coord: Arc<dyn Coordination>, mut req: Request) -> Response
     });
     (
         StatusCode::SWITCHING_PROTOCOLS,
-        [(header::CONNECTION, "upgrade"), (header::UPGRADE, UPGRADE)],
+        [
+            (header::CONNECTION, "upgrade".to_string()),
+            (header::UPGRADE, UPGRADE.to_string()),
+            (
+                header::HeaderName::from_static(VERSION_HEADER),
+                RELAY_VERSION.to_string(),
+            ),
+        ],
     )
         .into_response()
 }

@@ -33,6 +33,34 @@ pub const INPUT_CLOSED: &str = "coord/input_closed";
 /// The `coord mcp` process was told to stop (SIGTERM, SIGINT, SIGHUP): its agent is
 /// leaving, so the session's holdings go at once.
 pub const TERMINATE: &str = "coord/terminate";
+/// The coordinator's last line on a relayed connection: the session was ended as the
+/// relay asked. A relay that asked ([`INPUT_CLOSED`], [`TERMINATE`]) and sees the
+/// connection end without it knows the coordinator died first, and takes the session's
+/// end to a successor.
+pub const CLOSED: &str = "coord/closed";
+/// Sent to the relay once the connection's session is known (it registered) and again
+/// before its end begins: `{"session_id": …}`, the session a successor is to end if this
+/// coordinator dies while the relay is leaving, before [`CLOSED`].
+pub const SESSION: &str = "coord/session";
+
+/// A control line: a JSON-RPC notification of `method`, with its newline.
+pub(crate) fn control(method: &str) -> Vec<u8> {
+    control_with(method, None)
+}
+
+fn session_line(session: &str) -> Vec<u8> {
+    control_with(SESSION, Some(serde_json::json!({ "session_id": session })))
+}
+
+pub(crate) fn control_with(method: &str, params: Option<Value>) -> Vec<u8> {
+    let mut message = serde_json::json!({"jsonrpc": "2.0", "method": method});
+    if let Some(params) = params {
+        message["params"] = params;
+    }
+    let mut line = message.to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
 
 /// The first version whose results carry `resultType` (rmcp strips it for older peers).
 pub(crate) const RESULT_TYPE_SINCE: &str = "2026-07-28";
@@ -252,6 +280,8 @@ where
     let (mut terminated, mut input_closed) = (false, false);
     // A failed write: the peer is gone, nothing more can be answered.
     let mut peer_gone = false;
+    // On a relayed connection: whether the relay was told the session.
+    let mut announced = !relayed;
     loop {
         let read = tokio::select! {
             biased;
@@ -277,6 +307,10 @@ where
                 continue;
             }
             Ok(Read::Eof) | Err(_) => break,
+        }
+        if !announced && let Some(session) = mcp.session_id() {
+            announced = true;
+            peer_gone |= writer.write_all(&session_line(&session)).await.is_err();
         }
         let line = std::mem::take(&mut partial.line);
         let msg = parse::<Message>(&line);
@@ -349,6 +383,13 @@ where
         Some(ended) => ended,
         None => protocol.await,
     };
+    if relayed
+        && (terminated || input_closed)
+        && !peer_gone
+        && let Some(session) = mcp.session_id()
+    {
+        peer_gone = writer.write_all(&session_line(&session)).await.is_err() || writer.flush().await.is_err();
+    }
     if terminated {
         mcp.close(std::future::ready(())).await;
     } else if input_closed {
@@ -362,6 +403,9 @@ where
         .await;
     } else {
         mcp.close(stop).await;
+    }
+    if relayed && !peer_gone {
+        let _ = writer.write_all(&control(CLOSED)).await;
     }
     let _ = writer.flush().await;
     let _ = writer.shutdown().await;

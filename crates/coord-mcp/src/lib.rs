@@ -14,7 +14,7 @@ mod identity;
 pub mod lines;
 pub mod relay;
 
-pub use connection::{CONTROL_PREFIX, INPUT_CLOSED, TERMINATE, short_path_calls};
+pub use connection::{CLOSED, CONTROL_PREFIX, INPUT_CLOSED, SESSION, TERMINATE, short_path_calls};
 pub use identity::{IdentityConfig, derive_identity};
 
 use coord_domain::access::Effect;
@@ -72,6 +72,11 @@ pub struct McpOptions {
     /// Told the caller and session id each time this connection registers a session
     /// (`coord mcp` records them, so that its session can be ended if it is killed).
     pub on_session: Option<SessionHook>,
+    /// A relayed connection that only ends this session, the one its agent left: a
+    /// coordinator that was ending it died (see [`relay`]). Nothing is registered; the
+    /// session is ended as the end of input says, unless the agent has a newer one.
+    /// Read only in [`SessionMode::PerConnection`] (what relayed connections use).
+    pub ending_session: Option<String>,
 }
 
 /// What [`SessionHook`] calls: the caller and the session id it registered.
@@ -96,6 +101,7 @@ impl McpOptions {
             release_after: Some(DEFAULT_RELEASE_AFTER),
             team: None,
             on_session: None,
+            ending_session: None,
         }
     }
 
@@ -256,8 +262,12 @@ async fn close_session(
         if_session: Some(session.clone()),
         ..Default::default()
     };
-    if let Err(e) = end(idle).await {
-        return tracing::warn!(error = %e, "could not end the session");
+    match end(idle).await {
+        Ok(r) if !r.ended => {
+            return tracing::info!("the agent reconnected: its holdings stay with its new session");
+        }
+        Ok(_) => {}
+        Err(e) => return tracing::warn!(error = %e, "could not end the session"),
     }
     let Some(grace) = options.release_after else {
         return;
@@ -520,7 +530,24 @@ impl CoordMcp {
         if self.options.session_mode != SessionMode::PerConnection {
             return;
         }
+        if let Some(ending) = &self.options.ending_session {
+            // The session a dead coordinator was ending: taken over, not registered.
+            let who = Principal::local(derive_identity(&self.options.identity, None, None, client_name));
+            *self.session.principal.lock().unwrap_or_else(PoisonError::into_inner) = Some(who);
+            *self.session.session_id.lock().unwrap_or_else(PoisonError::into_inner) = Some(ending.clone());
+            *self.session.registered.lock().await = true;
+            return;
+        }
         self.local_principal(client_name).await;
+    }
+
+    /// The coordinator session this connection registered (or ends), if any.
+    pub fn session_id(&self) -> Option<String> {
+        self.session
+            .session_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The caller of a connection of a local process (stdio, or relayed from one): the
@@ -695,7 +722,8 @@ pub async fn serve_stdio(coord: Arc<dyn Coordination>, options: McpOptions) -> R
 
 /// Serves one agent's connection relayed by its `coord mcp` process (see [`relay`]): as
 /// [`serve_stdio`], with the relay's control lines ([`INPUT_CLOSED`], [`TERMINATE`])
-/// standing for the end of the agent's input and for the signals the process received.
+/// standing for the end of the agent's input and for the signals the process received,
+/// and [`CLOSED`] its last line once the session was ended.
 pub async fn serve_relayed<R, W>(
     coord: Arc<dyn Coordination>,
     options: McpOptions,

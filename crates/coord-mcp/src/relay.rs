@@ -14,14 +14,22 @@
 //!   answered with an error saying its outcome is unknown (whatever the dead coordinator
 //!   committed is in the database; it never commits half an operation).
 //! - **The agent's input ends**: the relay tells the coordinator ([`INPUT_CLOSED`]) and
-//!   waits for it to end the session (after the grace period) and close the connection.
+//!   waits for it to end the session (after the grace period), say so ([`CLOSED`]) and
+//!   close the connection.
 //! - **The process is told to stop** ([`Relay::terminate`]): the relay tells the
 //!   coordinator ([`TERMINATE`]), which releases the session's holdings at once.
+//! - **The coordinator dies after either** (during the grace period, say): the connection
+//!   ends without [`CLOSED`], so the relay reconnects, asking for the session the
+//!   coordinator named ([`SESSION`]: once registered, and again before its end began) to
+//!   be ended rather than a new one started (`RelayRequest::ending`; a coordinator that
+//!   cannot says so in its answer, [`VERSION_HEADER`]), replays the handshake and tells the
+//!   successor again; the session's end is not lost with the coordinator that was to
+//!   carry it out, and a newer session of the same agent (it came back) is left alone.
 //! - **The relay is killed**: the coordinator sees the connection drop, which is the end
 //!   of input: the holdings go after the grace period.
 //! - Lines in the control namespace ([`CONTROL_PREFIX`]) from the agent are not passed on.
 
-use crate::connection::{CONTROL_PREFIX, INPUT_CLOSED, TERMINATE};
+use crate::connection::{CLOSED, CONTROL_PREFIX, INPUT_CLOSED, SESSION, TERMINATE, control};
 use crate::lines::{self, Partial, Read};
 use crate::{IdentityConfig, McpOptions};
 use coord_domain::{CoordError, CoordResult};
@@ -37,6 +45,10 @@ use std::time::Duration;
 /// The path of the upgrade, and the protocol named in `Upgrade`.
 pub const PATH: &str = "/mcp/stdio";
 pub const UPGRADE: &str = "coord-mcp";
+/// The header of the coordinator's `101` naming the relay protocol it speaks: since
+/// [`RELAY_VERSION`] it honours [`RelayRequest::ending`].
+pub const VERSION_HEADER: &str = "coord-relay-version";
+pub const RELAY_VERSION: u32 = 2;
 
 /// How long the coordinator may take to answer the upgrade.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -49,7 +61,9 @@ const MAX_RECONNECTS: u32 = 3;
 const RECONNECT_TRIES: u32 = 8;
 
 /// Who the relayed connection speaks for and its settings: the query of the upgrade.
+/// Unknown fields are refused, so that a newer relay's request is never half understood.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RelayRequest {
     pub agent_id: Option<String>,
     pub agent_type: Option<String>,
@@ -59,6 +73,10 @@ pub struct RelayRequest {
     /// `COORD_RELEASE_GRACE_SECONDS` as the process read it (seconds or `off`).
     pub grace: Option<String>,
     pub team: Option<String>,
+    /// Ends this session instead of starting one: the relay's agent left and the
+    /// coordinator that was ending its session died.
+    #[serde(default)]
+    pub ending: Option<String>,
 }
 
 impl RelayRequest {
@@ -70,6 +88,7 @@ impl RelayRequest {
             instance: identity.instance.clone(),
             grace,
             team,
+            ending: None,
         }
     }
 
@@ -83,6 +102,7 @@ impl RelayRequest {
         });
         options.release_after = crate::parse_release_grace(self.grace.as_deref())?;
         options.team = self.team.clone().filter(|t| !t.trim().is_empty());
+        options.ending_session = self.ending.clone();
         Ok(options)
     }
 }
@@ -113,6 +133,7 @@ pub fn connect(socket: &Path, request: &RelayRequest) -> io::Result<Link> {
     }
     // The rest of the head, bounded: the session's bytes start after the blank line.
     let mut head_bytes = 0;
+    let mut version = 1;
     loop {
         let mut line = String::new();
         let n = (&mut reader).take(4096).read_line(&mut line)?;
@@ -123,6 +144,17 @@ pub fn connect(socket: &Path, request: &RelayRequest) -> io::Result<Link> {
         if line == "\r\n" {
             break;
         }
+        if let Some((name, value)) = line.split_once(':')
+            && name.trim().eq_ignore_ascii_case(VERSION_HEADER)
+        {
+            version = value.trim().parse().unwrap_or(1);
+        }
+    }
+    if request.ending.is_some() && version < RELAY_VERSION {
+        // An older coordinator would register a new session and end that one instead.
+        return Err(io::Error::other(
+            "the repository's coordinator cannot end a session for a relay (an older coord)",
+        ));
     }
     stream.set_read_timeout(None)?;
     Ok(Link { reader, writer: stream })
@@ -149,6 +181,11 @@ struct Book {
     /// with their request id: sent again after reconnecting.
     unsent: Vec<(Vec<u8>, Option<Pending>)>,
     input_closed: bool,
+    /// The session a coordinator last named ([`SESSION`]; kept across connections: a
+    /// successor ending it names the same one), and whether the coordinator of this
+    /// connection said it is done ([`CLOSED`]).
+    ending: Option<String>,
+    closed: bool,
 }
 
 struct Shared {
@@ -182,8 +219,9 @@ pub struct Relay {
 }
 
 /// How a relay reaches the coordinator again when its connection drops (starting a new
-/// coordinator if need be).
-pub type Reconnect = Box<dyn FnMut() -> io::Result<Link> + Send>;
+/// coordinator if need be); with a session, the connection only ends that one
+/// ([`RelayRequest::ending`]).
+pub type Reconnect = Box<dyn FnMut(Option<&str>) -> io::Result<Link> + Send>;
 
 impl Relay {
     /// Relays this process's stdin and stdout over `link` on two threads.
@@ -230,12 +268,6 @@ impl Relay {
             None => Ok(()),
         }
     }
-}
-
-fn control(method: &str) -> Vec<u8> {
-    let mut line = json!({"jsonrpc": "2.0", "method": method}).to_string().into_bytes();
-    line.push(b'\n');
-    line
 }
 
 /// The agent's lines to the coordinator.
@@ -344,27 +376,60 @@ fn down(shared: &Shared, mut reader: BufReader<UnixStream>, mut reconnect: Recon
             Ok(Read::Line) => {}
             Ok(Read::TooLong) => continue,
             Ok(Read::Eof) | Err(_) => {
-                {
+                let ending = {
                     let book = lock(&shared.book);
-                    if book.input_closed || shared.terminating.load(std::sync::atomic::Ordering::SeqCst) {
-                        return Ok(());
+                    let leaving = book.input_closed || shared.terminating.load(std::sync::atomic::Ordering::SeqCst);
+                    match (leaving, &book.ending) {
+                        (false, _) => None,
+                        // Without `CLOSED` the coordinator died before it had ended the
+                        // session it named: a successor ends it instead.
+                        (true, Some(session)) if !book.closed => Some(session.clone()),
+                        // Done, or it died before naming one (then its end is left to
+                        // the session's TTLs and the stale-session cleanup).
+                        (true, _) => return Ok(()),
                     }
-                }
+                };
                 reconnects += 1;
                 if reconnects > MAX_RECONNECTS {
+                    if ending.is_some() {
+                        tracing::info!("no coordinator lasted long enough to end the session");
+                        return Ok(());
+                    }
                     return Err(io::Error::other(format!(
                         "the repository's coordinator stopped {MAX_RECONNECTS} times in a row without answering"
                     )));
                 }
-                reader = again(shared, &mut reconnect)?;
+                reader = match again(shared, &mut reconnect, ending.as_deref()) {
+                    Ok(reader) => reader,
+                    Err(e) if ending.is_some() => {
+                        // The agent is gone: nothing to fail for (a removed checkout, say).
+                        tracing::info!(error = %e, "no coordinator to end the session");
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                };
                 continue;
             }
         }
         let mut line = std::mem::take(&mut partial.line);
+        let head = crate::connection::parse::<Head>(&line);
+        if let Some(Head {
+            id: None,
+            method: Some(method),
+        }) = &head
+            && method.starts_with(CONTROL_PREFIX)
+        {
+            match method.as_str() {
+                CLOSED => lock(&shared.book).closed = true,
+                SESSION => lock(&shared.book).ending = ending_session(&line),
+                _ => {}
+            }
+            continue; // the coordinator's word to the relay, not the agent's
+        }
         if let Some(Head {
             id: Some(id),
             method: None,
-        }) = crate::connection::parse::<Head>(&line)
+        }) = head
         {
             let key = id.to_string();
             let mut book = lock(&shared.book);
@@ -391,7 +456,7 @@ fn down(shared: &Shared, mut reader: BufReader<UnixStream>, mut reconnect: Recon
 
 /// Reconnects: answers the requests in flight (their outcome is unknown), reaches a
 /// coordinator (starting one), and replays the handshake. The agent's writes wait.
-fn again(shared: &Shared, reconnect: &mut Reconnect) -> io::Result<BufReader<UnixStream>> {
+fn again(shared: &Shared, reconnect: &mut Reconnect, ending: Option<&str>) -> io::Result<BufReader<UnixStream>> {
     let mut writer = lock(&shared.writer);
     *writer = None;
     let (lost, legacy) = {
@@ -423,22 +488,26 @@ fn again(shared: &Shared, reconnect: &mut Reconnect) -> io::Result<BufReader<Uni
     }
     // A successor that fails right after the upgrade is tried again like the first.
     for _ in 0..RECONNECT_TRIES {
-        let mut link = reach(reconnect)?;
+        let mut link = reach(reconnect, ending)?;
         let replay = replay(shared);
         if link.writer.write_all(&replay).is_err() {
             continue;
         }
         {
             let mut book = lock(&shared.book);
+            book.closed = false;
             for (_, request) in std::mem::take(&mut book.unsent) {
                 if let Some((key, tool)) = request {
                     book.in_flight.insert(key, tool);
                 }
             }
         }
-        // Told to stop while reconnecting: the new coordinator is told at once.
+        // Told to stop while reconnecting, or leaving when the last one died: the new
+        // coordinator is told at once.
         if shared.terminating.load(std::sync::atomic::Ordering::SeqCst) {
             let _ = link.writer.write_all(&control(TERMINATE));
+        } else if lock(&shared.book).input_closed {
+            let _ = link.writer.write_all(&control(INPUT_CLOSED));
         }
         *writer = Some(link.writer);
         return Ok(link.reader);
@@ -476,17 +545,27 @@ fn replay(shared: &Shared) -> Vec<u8> {
 
 /// A coordinator again, trying a few times: the dying one's listener may still take a
 /// connection (and reset it), and a successor may fail to start while it goes away.
-fn reach(reconnect: &mut Reconnect) -> io::Result<Link> {
+fn reach(reconnect: &mut Reconnect, ending: Option<&str>) -> io::Result<Link> {
     let mut wait = Duration::from_millis(25);
     for _ in 1..RECONNECT_TRIES {
-        match reconnect() {
+        match reconnect(ending) {
             Ok(link) => return Ok(link),
             Err(e) => tracing::info!(error = %e, "reconnecting to the repository's coordinator"),
         }
         std::thread::sleep(wait);
         wait = (wait * 2).min(Duration::from_millis(800));
     }
-    reconnect()
+    reconnect(ending)
+}
+
+/// The session an [`SESSION`] line names.
+fn ending_session(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Ending {
+        params: Option<Value>,
+    }
+    let e: Ending = crate::connection::parse(line)?;
+    e.params?.get("session_id")?.as_str().map(str::to_string)
 }
 
 /// `line` (a JSON-RPC request and its newline) with `id` instead of its own.
@@ -677,10 +756,54 @@ mod tests {
         assert_eq!(options.release_after, None);
         assert_eq!(options.team.as_deref(), Some("backend"));
         assert_eq!(options.identity.agent_id.as_deref(), Some("a b&c=d"));
+        let ending = RelayRequest {
+            ending: Some("s-1".into()),
+            ..request.clone()
+        };
+        let back: RelayRequest = serde_urlencoded::from_str(&serde_urlencoded::to_string(&ending).unwrap()).unwrap();
+        assert_eq!(back.options().unwrap().ending_session.as_deref(), Some("s-1"));
+        let newer = format!("{query}&resume_from=7");
+        assert!(
+            serde_urlencoded::from_str::<RelayRequest>(&newer).is_err(),
+            "a field it does not know"
+        );
         let bad = RelayRequest {
             grace: Some("forever".into()),
             ..request
         };
         assert!(bad.options().is_err());
+    }
+
+    /// A coordinator that does not name the relay protocol it speaks (an older one) is not
+    /// asked to end a session: it would start a new one instead.
+    #[test]
+    fn only_a_coordinator_that_says_so_is_asked_to_end_a_session() {
+        let dir = tempfile::tempdir().unwrap();
+        for (header, ending, taken) in [
+            ("", None, true),
+            ("", Some("s-1"), false),
+            ("Coord-Relay-Version: 2\r\n", Some("s-1"), true),
+            ("coord-relay-version: 1\r\n", Some("s-1"), false),
+        ] {
+            let socket = dir.path().join("c.sock");
+            let _ = std::fs::remove_file(&socket);
+            let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+            let server = std::thread::spawn(move || {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut head = String::new();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                while reader.read_line(&mut head).unwrap() > 2 {
+                    head.clear();
+                }
+                let answer = format!("HTTP/1.1 101 Switching Protocols\r\nupgrade: coord-mcp\r\n{header}\r\n");
+                stream.write_all(answer.as_bytes()).unwrap();
+            });
+            let request = RelayRequest {
+                ending: ending.map(str::to_string),
+                ..Default::default()
+            };
+            assert_eq!(connect(&socket, &request).is_ok(), taken, "{header:?} {ending:?}");
+            server.join().unwrap();
+        }
     }
 }

@@ -17,6 +17,8 @@ struct Peer {
     lines: tokio::io::Lines<BufReader<ReadHalf<DuplexStream>>>,
     writer: WriteHalf<DuplexStream>,
     served: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// The `coord/session` lines the server wrote (the relay's, set aside by `next`).
+    sessions: Vec<Value>,
 }
 
 impl Peer {
@@ -26,13 +28,20 @@ impl Peer {
         self.writer.write_all(&line).await.unwrap();
     }
 
-    /// The next line the server writes (bounded wait: a hang fails the test).
+    /// The next line the server writes (bounded wait: a hang fails the test), the
+    /// `coord/session` lines set aside.
     async fn next(&mut self) -> Option<Value> {
-        let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
-            .await
-            .expect("the server answers")
-            .unwrap()?;
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+                .await
+                .expect("the server answers")
+                .unwrap()?;
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            if v["method"] != coord_mcp::SESSION {
+                return Some(v);
+            }
+            self.sessions.push(v);
+        }
     }
 
     async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
@@ -70,6 +79,7 @@ async fn connect(coord: &Arc<Coordinator>, id: &str, release_after: Option<Durat
         lines: BufReader::new(r).lines(),
         writer,
         served,
+        sessions: Vec::new(),
     };
     let init = peer
         .request(
@@ -169,9 +179,30 @@ async fn terminate_releases_at_once_and_closes() {
     assert_eq!(got["result"]["structuredContent"]["success"], true, "{got}");
     peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::TERMINATE}))
         .await;
+    // It says when the session's end is done: by then the lock is free.
+    assert_eq!(peer.next().await, Some(closed()));
+    assert_sessions(&peer, &coord, "agent-t").await;
+    assert_eq!(held(&coord).await, 0);
     assert_eq!(peer.next().await, None, "the server closes the connection");
     peer.served.await.unwrap().unwrap();
-    assert_eq!(held(&coord).await, 0);
+}
+
+fn closed() -> Value {
+    json!({"jsonrpc": "2.0", "method": coord_mcp::CLOSED})
+}
+
+/// The relay was told `agent`'s session once it was registered (with the first line read
+/// after it) and again before its end began.
+async fn assert_sessions(peer: &Peer, coord: &Coordinator, agent: &str) {
+    let observer = Caller::new("observer", "test");
+    let agents = coord.discover_agents(&observer, Default::default()).await.unwrap();
+    let session = agents
+        .agents
+        .iter()
+        .find(|a| a.agent_id == agent)
+        .map(|a| a.session_id.clone());
+    let expected = json!({"jsonrpc": "2.0", "method": coord_mcp::SESSION, "params": {"session_id": session}});
+    assert_eq!(peer.sessions, [expected.clone(), expected]);
 }
 
 /// `coord/input_closed`: the session goes idle and, after the grace period (0 here), its
@@ -200,13 +231,12 @@ async fn input_closed_ends_the_session_and_terminate_cuts_the_grace_short() {
             peer.send(json!({"jsonrpc": "2.0", "method": coord_mcp::TERMINATE}))
                 .await;
         }
-        assert_eq!(
-            peer.next().await,
-            None,
-            "closed, nothing answered after the end of input"
-        );
-        peer.served.await.unwrap().unwrap();
+        // Nothing answered after the end of input.
+        assert_eq!(peer.next().await, Some(closed()));
+        assert_sessions(&peer, &coord, "agent-i").await;
         assert_eq!(held(&coord).await, 0, "grace {grace}");
+        assert_eq!(peer.next().await, None, "closed");
+        peer.served.await.unwrap().unwrap();
     }
 }
 
