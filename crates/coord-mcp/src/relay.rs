@@ -358,12 +358,17 @@ fn note_request(book: &mut Book, head: &Head, line: &[u8]) {
 
 /// The JSON of the request id a `notifications/cancelled` line names.
 fn cancelled_request(line: &[u8]) -> Option<String> {
+    params_of(line)?.get("requestId").map(Value::to_string)
+}
+
+/// The `params` of a line, read only for the rare lines the relay acts on (`Head`, read
+/// for every line, leaves them unparsed).
+fn params_of(line: &[u8]) -> Option<Value> {
     #[derive(serde::Deserialize)]
-    struct Cancelled {
+    struct WithParams {
         params: Option<Value>,
     }
-    let c: Cancelled = crate::connection::parse(line)?;
-    c.params?.get("requestId").map(Value::to_string)
+    crate::connection::parse::<WithParams>(line)?.params
 }
 
 /// The coordinator's lines to the agent; reconnects when the coordinator goes away while
@@ -558,14 +563,9 @@ fn reach(reconnect: &mut Reconnect, ending: Option<&str>) -> io::Result<Link> {
     reconnect(ending)
 }
 
-/// The session an [`SESSION`] line names.
+/// The session a [`SESSION`] line names.
 fn ending_session(line: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Ending {
-        params: Option<Value>,
-    }
-    let e: Ending = crate::connection::parse(line)?;
-    e.params?.get("session_id")?.as_str().map(str::to_string)
+    params_of(line)?.get("session_id")?.as_str().map(str::to_string)
 }
 
 /// `line` (a JSON-RPC request and its newline) with `id` instead of its own.
