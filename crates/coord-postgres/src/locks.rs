@@ -1,7 +1,6 @@
 //! `file_locks`: acquisition decided by the domain rule over the overlapping live locks,
 //! serialised by advisory locks against every acquisition that could overlap.
 
-use crate::Db;
 use crate::PgStore;
 use crate::rows::{NOW, get, id_text, int};
 use crate::{R, Tx};
@@ -18,8 +17,8 @@ use coord_domain::target::{Candidates, LockTarget};
 use coord_store::LockStore;
 use coord_store::OpCtx;
 use std::sync::LazyLock;
-use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
 use uuid::Uuid;
 
 pub const LOCK_COLS: &str = "file_path, agent_id, agent_type, session_id, reason, locked_at, expires_at, fencing_token";
@@ -37,18 +36,37 @@ pub fn lock_from_row(r: &Row) -> R<LockInfo> {
     })
 }
 
+/// Planner settings for the rest of the transaction: plain index scans only, for the
+/// reads of the live locks. `file_locks` churns — every lock pair deletes a row and the
+/// next acquisition of the path inserts a new one — and a deleted row's index entries keep
+/// their future `expires_at`, so until vacuum comes they match every read's index
+/// condition and cost a heap visit each, growing by the second. A plain index scan marks
+/// the entries of rows dead to every transaction as it meets them, so later scans skip
+/// them; a bitmap scan never marks them, and a sequential scan reads every dead row. Left
+/// to itself the planner picks a bitmap scan on a fresh table and a sequential or bitmap
+/// scan once statistics say the table is small (docs/benchmarks.md, "the reads of the live
+/// locks"). Sent in the same write as the read it precedes: no round trip of its own.
+const INDEX_SCANS_ONLY: &str =
+    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)";
+
+/// Runs a read of live locks after [`INDEX_SCANS_ONLY`], both in one round trip.
+async fn read_live(tx: &Tx<'_>, read: &Statement, params: &[&(dyn ToSql + Sync)]) -> R<Vec<LockInfo>> {
+    let settings = tx.prepare_cached(INDEX_SCANS_ONLY).await?;
+    let (set, rows) = tokio::join!(biased; tx.execute(&settings, &[]), tx.query(read, params));
+    set?;
+    rows?.iter().map(lock_from_row).collect()
+}
+
 /// Live locks that can overlap any of `targets`: the rows their candidate scopes select,
 /// filtered by the domain's overlap rule.
-pub async fn live_overlapping<C: Db>(c: &C, now: Option<Timestamp>, targets: &[LockTarget]) -> R<Vec<LockInfo>> {
+pub async fn live_overlapping(tx: &Tx<'_>, now: Option<Timestamp>, targets: &[LockTarget]) -> R<Vec<LockInfo>> {
     let mut rows = Vec::new();
     for target in targets {
         match target.candidates() {
-            Candidates::All => return Ok(overlapping(targets, all_live(c, now).await?)),
+            Candidates::All => return Ok(overlapping(targets, all_live(tx, now).await?)),
             Candidates::Scoped { at, from, to } => {
-                let stmt = c.prepare_cached(&SCOPED_SQL).await?;
-                for r in c.query(&stmt, &[&now, &at, &from, &to]).await? {
-                    rows.push(lock_from_row(&r)?);
-                }
+                let stmt = tx.prepare_cached(&SCOPED_SQL).await?;
+                rows.extend(read_live(tx, &stmt, &[&now, &at, &from, &to]).await?);
             }
         }
     }
@@ -69,9 +87,8 @@ static ALL_LIVE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path COLLATE \"C\"")
 });
 
-async fn all_live<C: Db>(c: &C, now: Option<Timestamp>) -> R<Vec<LockInfo>> {
-    let rows = c.query(&c.prepare_cached(&ALL_LIVE_SQL).await?, &[&now]).await?;
-    rows.iter().map(lock_from_row).collect()
+async fn all_live(tx: &Tx<'_>, now: Option<Timestamp>) -> R<Vec<LockInfo>> {
+    read_live(tx, &tx.prepare_cached(&ALL_LIVE_SQL).await?, &[&now]).await
 }
 
 /// Takes, to commit, the advisory locks that order this acquisition after every
@@ -84,9 +101,10 @@ async fn all_live<C: Db>(c: &C, now: Option<Timestamp>) -> R<Vec<LockInfo>> {
 /// the locks are held, so (READ COMMITTED) it sees what the previous holder committed.
 /// The same order also keeps one path's fencing tokens increasing.
 ///
-/// The three statements are sent together (pipelined, all prepared, so none needs a
-/// round trip of its own first): the server runs them in order, and the acquisition
-/// costs one round trip here, not two (docs/benchmarks.md).
+/// The statements are sent together (pipelined, all prepared, so none needs a round trip
+/// of its own first): the server runs them in order, and the acquisition costs one round
+/// trip here, not two (docs/benchmarks.md). The read is planned for plain index scans
+/// ([`INDEX_SCANS_ONLY`]).
 pub(crate) async fn serialised_live(tx: &Tx<'_>, now: Option<Timestamp>, target: &LockTarget) -> R<Vec<LockInfo>> {
     let (shared, exclusive) = target.serial_keys("coord:file_locks");
     let (ancestors, scope) = (
@@ -102,15 +120,18 @@ pub(crate) async fn serialised_live(tx: &Tx<'_>, now: Option<Timestamp>, target:
         Candidates::All => (tx.prepare_cached(&ALL_LIVE_SQL).await?, vec![&now]),
         Candidates::Scoped { at, from, to } => (tx.prepare_cached(&SCOPED_SQL).await?, vec![&now, at, from, to]),
     };
+    let settings = tx.prepare_cached(INDEX_SCANS_ONLY).await?;
     let (shared, exclusive): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) = ([&shared], [&exclusive]);
-    let (a, b, rows) = tokio::join!(
+    let (a, b, set, rows) = tokio::join!(
         biased;
         tx.execute(&ancestors, &shared),
         tx.execute(&scope, &exclusive),
+        tx.execute(&settings, &[]),
         tx.query(&read, &read_params)
     );
     a?;
     b?;
+    set?;
     let rows = rows?.iter().map(lock_from_row).collect::<R<Vec<_>>>()?;
     Ok(overlapping(std::slice::from_ref(target), rows))
 }
@@ -222,10 +243,10 @@ pub async fn release_all(tx: &Tx<'_>, ctx: &OpCtx) -> R<ReleaseAllResult> {
     })
 }
 
-pub async fn check<C: Db>(c: &C, now: Option<Timestamp>, targets: Option<&[LockTarget]>) -> R<CheckLocksResult> {
+pub async fn check(tx: &Tx<'_>, now: Option<Timestamp>, targets: Option<&[LockTarget]>) -> R<CheckLocksResult> {
     let locks = match targets {
-        None => all_live(c, now).await?,
-        Some(targets) => live_overlapping(c, now, targets).await?,
+        None => all_live(tx, now).await?,
+        Some(targets) => live_overlapping(tx, now, targets).await?,
     };
     Ok(CheckLocksResult { locks })
 }
@@ -299,5 +320,128 @@ impl LockStore for PgStore {
     async fn check_locks(&self, ctx: OpCtx, targets: Option<Vec<LockTarget>>) -> CoordResult<CheckLocksResult> {
         self.op(ctx, targets, |tx, ctx, a| Box::pin(check(tx, ctx.now, a.as_deref())))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! On a real server, on a temporary `file_locks` (it hides the real table for its
+    //! session): a temporary table is never vacuumed, and its deleted rows are dead to
+    //! every transaction at once, so what a plain index scan marks stays marked.
+    use super::*;
+    use crate::tx::tests::connection;
+    use deadpool_postgres::Object;
+    use serde_json::Value;
+
+    const READ: &str = "EXECUTE live(NULL, ARRAY['', 'src', 'src/a.rs'], 'src/a.rs/', 'src/a.rs0')";
+
+    /// `file_locks` as the migrations leave it, after `src/a.rs` was locked and released
+    /// 400 times (as a lock pair does it: a row inserted, then deleted) beside 50 live
+    /// locks, with statistics; and the read of the live locks prepared as `live`. With
+    /// `spread`, other agents' locks of `x/` are taken between the rounds, so that each
+    /// dead row of `src/a.rs` is on a page of its own, as they are on a busy server.
+    async fn churned(c: &Object, spread: bool) {
+        let others = if spread {
+            "INSERT INTO file_locks SELECT 'x/' || i || '/' || j, 'c', 't', NULL, repeat('x', 200), now(),
+                 now() + interval '1 hour', 0, 'x' FROM generate_series(1, 40) j;"
+        } else {
+            ""
+        };
+        c.batch_execute(&format!(
+            "CREATE TEMP TABLE file_locks (
+                 file_path text PRIMARY KEY, agent_id text NOT NULL, agent_type text NOT NULL,
+                 session_id uuid, reason text, locked_at timestamptz NOT NULL,
+                 expires_at timestamptz NOT NULL, fencing_token bigint NOT NULL,
+                 scope text COLLATE \"C\" NOT NULL DEFAULT '');
+             CREATE INDEX ON file_locks (expires_at);
+             CREATE INDEX ON file_locks (agent_id);
+             CREATE INDEX ON file_locks (scope, expires_at);
+             INSERT INTO file_locks
+                 SELECT 'src/f' || i || '.rs', 'b', 't', NULL, NULL, now(), now() + interval '1 hour', i, 'src/f' || i || '.rs'
+                 FROM generate_series(1, 50) i;
+             DO $$ BEGIN FOR i IN 1..400 LOOP
+                 INSERT INTO file_locks VALUES ('src/a.rs', 'a', 't', NULL, NULL, now(), now() + interval '1 hour', 1000 + i, 'src/a.rs');
+                 DELETE FROM file_locks WHERE file_path = 'src/a.rs';
+                 {others}
+             END LOOP; END $$;
+             ANALYZE file_locks;
+             PREPARE live(timestamptz, text[], text, text) AS {};",
+            *SCOPED_SQL
+        ))
+        .await
+        .unwrap();
+    }
+
+    /// The plan of [`READ`] in a transaction, after `setup`: its node types, and the
+    /// buffers it read when `analyze`.
+    async fn plan(c: &Object, setup: &str, analyze: bool) -> (Vec<String>, i64) {
+        c.batch_execute(&format!("BEGIN; {setup}")).await.unwrap();
+        let options = if analyze { "ANALYZE, BUFFERS, " } else { "" };
+        let top: Value = c
+            .query_one(&format!("EXPLAIN ({options}FORMAT JSON) {READ}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        c.batch_execute("ROLLBACK").await.unwrap();
+        let mut nodes = Vec::new();
+        let mut stack = vec![&top[0]["Plan"]];
+        while let Some(node) = stack.pop() {
+            nodes.push(node["Node Type"].as_str().unwrap_or_default().to_string());
+            stack.extend(node["Plans"].as_array().into_iter().flatten());
+        }
+        let buffers = top[0]["Plan"]["Local Hit Blocks"].as_i64().unwrap_or(0)
+            + top[0]["Plan"]["Local Read Blocks"].as_i64().unwrap_or(0);
+        (nodes, buffers)
+    }
+
+    fn only_index_scans(nodes: &[String]) -> bool {
+        nodes.iter().all(|n| n == "Append" || n == "Index Scan")
+    }
+
+    #[tokio::test]
+    async fn the_reads_of_live_locks_are_planned_as_plain_index_scans() {
+        let Some((_store, c)) = connection().await else { return };
+        churned(&c, false).await;
+        // What the planner does left to itself: the test would prove nothing otherwise.
+        let (nodes, _) = plan(&c, "SET LOCAL plan_cache_mode = force_custom_plan;", false).await;
+        assert!(!only_index_scans(&nodes), "without the settings: {nodes:?}");
+        for mode in ["force_custom_plan", "force_generic_plan"] {
+            let setup = format!("SET LOCAL plan_cache_mode = {mode}; {INDEX_SCANS_ONLY};");
+            let (nodes, _) = plan(&c, &setup, false).await;
+            assert!(only_index_scans(&nodes), "{mode}: {nodes:?}");
+        }
+    }
+
+    /// Why plain index scans: they mark the dead entries they meet, a bitmap scan never
+    /// does (the first test guards that the reads get them).
+    #[tokio::test]
+    async fn a_plain_index_scan_leaves_the_dead_entries_it_met_behind() {
+        let Some((_store, c)) = connection().await else { return };
+        churned(&c, true).await;
+        let bitmap = "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off;";
+        let (nodes, first) = plan(&c, bitmap, true).await;
+        assert!(nodes.iter().any(|n| n == "Bitmap Heap Scan"), "{nodes:?}");
+        let (_, again) = plan(&c, bitmap, true).await;
+        assert!(first > 100, "the read visits the 400 dead rows: {first} buffers");
+        assert!(
+            again * 10 > first * 9,
+            "a bitmap scan visits them every time: {first} then {again}"
+        );
+        let setup = format!("{INDEX_SCANS_ONLY};");
+        let (nodes, first) = plan(&c, &setup, true).await;
+        assert!(only_index_scans(&nodes), "{nodes:?}");
+        let (_, second) = plan(&c, &setup, true).await;
+        assert!(first > 100, "the first plain index scan visits them: {first} buffers");
+        assert!(
+            second * 5 < first,
+            "later reads skip them: {first} then {second} buffers"
+        );
+        // And the store's read answers the live locks that overlap, through its transaction.
+        let tx = Tx::new(&c);
+        let target = LockTarget::parse("src/", None).unwrap();
+        let live = live_overlapping(&tx, None, std::slice::from_ref(&target))
+            .await
+            .unwrap();
+        assert_eq!(live.len(), 50);
     }
 }

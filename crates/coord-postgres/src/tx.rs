@@ -216,7 +216,7 @@ db_by!(Tx<'_>, Tx::prepare_cached, Tx);
 db_by!(Object, ClientWrapper::prepare_cached, tokio_postgres::Client);
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     //! On a real server (`COORD_TEST_DATABASE_URL`, else the local one), each test on a
     //! connection of its own and temporary tables only: nothing outlives the session.
     use super::Tx;
@@ -224,7 +224,7 @@ mod tests {
     use deadpool_postgres::Object;
     use std::time::Duration;
 
-    async fn connection() -> Option<(PgStore, Object)> {
+    pub(crate) async fn connection() -> Option<(PgStore, Object)> {
         let url = std::env::var("COORD_TEST_DATABASE_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string());
         let store = PgStore::connect_lazy(&url, &PgOptions::default()).expect("a valid URL");
