@@ -73,7 +73,9 @@ pub async fn live_overlapping(tx: &Tx<'_>, now: Option<Timestamp>, targets: &[Lo
     Ok(overlapping(targets, rows))
 }
 
-/// The live locks that can overlap one target's candidate scopes.
+/// The live locks that can overlap one target's candidate scopes. Run only after
+/// [`INDEX_SCANS_ONLY`] (by [`read_live`] or [`serialised_live`]): a plan cached without
+/// it would be kept, whatever the settings of a later transaction.
 static SCOPED_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {LOCK_COLS} FROM file_locks WHERE scope = ANY($2) AND expires_at > {NOW}
@@ -82,7 +84,7 @@ static SCOPED_SQL: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Every live lock, in path order.
+/// Every live lock, in path order (run by [`read_live`] and [`serialised_live`] only).
 static ALL_LIVE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path COLLATE \"C\"")
 });
@@ -261,18 +263,16 @@ pub async fn check_edit(tx: &Tx<'_>, ctx: &OpCtx, files: &Vec<LockTarget>) -> R<
 }
 
 pub async fn live_locks_of(tx: &Tx<'_>, now: Option<Timestamp>, agent_id: &str) -> R<Vec<LockInfo>> {
-    let rows = tx
-        .query(
-            &tx.prepare_cached(&format!(
-                "SELECT {LOCK_COLS} FROM file_locks WHERE agent_id = $2 AND expires_at > {NOW}
-                 ORDER BY file_path COLLATE \"C\""
-            ))
-            .await?,
-            &[&now, &agent_id],
-        )
-        .await?;
-    rows.iter().map(lock_from_row).collect()
+    read_live(tx, &tx.prepare_cached(&LIVE_OF_SQL).await?, &[&now, &agent_id]).await
 }
+
+/// One agent's live locks, in path order (run by [`read_live`] only).
+static LIVE_OF_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {LOCK_COLS} FROM file_locks WHERE agent_id = $2 AND expires_at > {NOW}
+         ORDER BY file_path COLLATE \"C\""
+    )
+});
 
 /// Deletes up to `batch` expired rows, skipping rows another transaction is touching.
 pub async fn sweep(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<i64> {
@@ -375,7 +375,10 @@ mod tests {
     /// The plan of [`READ`] in a transaction, after `setup`: its node types, and the
     /// buffers it read when `analyze`.
     async fn plan(c: &Object, setup: &str, analyze: bool) -> (Vec<String>, i64) {
-        c.batch_execute(&format!("BEGIN; {setup}")).await.unwrap();
+        // PostgreSQL's default costs, whatever the server says (with a `random_page_cost`
+        // tuned for SSDs the planner may pick index scans by itself on this small table).
+        let costs = "SET LOCAL random_page_cost = 4; SET LOCAL seq_page_cost = 1;";
+        c.batch_execute(&format!("BEGIN; {costs} {setup}")).await.unwrap();
         let options = if analyze { "ANALYZE, BUFFERS, " } else { "" };
         let top: Value = c
             .query_one(&format!("EXPLAIN ({options}FORMAT JSON) {READ}"), &[])
@@ -418,7 +421,7 @@ mod tests {
     async fn a_plain_index_scan_leaves_the_dead_entries_it_met_behind() {
         let Some((_store, c)) = connection().await else { return };
         churned(&c, true).await;
-        let bitmap = "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off;";
+        let bitmap = "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off;";
         let (nodes, first) = plan(&c, bitmap, true).await;
         assert!(nodes.iter().any(|n| n == "Bitmap Heap Scan"), "{nodes:?}");
         let (_, again) = plan(&c, bitmap, true).await;
@@ -427,7 +430,7 @@ mod tests {
             again * 10 > first * 9,
             "a bitmap scan visits them every time: {first} then {again}"
         );
-        let setup = format!("{INDEX_SCANS_ONLY};");
+        let setup = format!("SET LOCAL plan_cache_mode = force_custom_plan; {INDEX_SCANS_ONLY};");
         let (nodes, first) = plan(&c, &setup, true).await;
         assert!(only_index_scans(&nodes), "{nodes:?}");
         let (_, second) = plan(&c, &setup, true).await;
@@ -436,12 +439,50 @@ mod tests {
             second * 5 < first,
             "later reads skip them: {first} then {second} buffers"
         );
-        // And the store's read answers the live locks that overlap, through its transaction.
-        let tx = Tx::new(&c);
-        let target = LockTarget::parse("src/", None).unwrap();
-        let live = live_overlapping(&tx, None, std::slice::from_ref(&target))
+    }
+
+    /// The transaction's planner settings after a read, and what the read answered.
+    async fn settings_after(tx: &Tx<'_>) -> (String, String) {
+        let row = tx
+            .query_one(
+                "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan')",
+                &[],
+            )
             .await
             .unwrap();
-        assert_eq!(live.len(), 50);
+        (row.get(0), row.get(1))
+    }
+
+    /// Every store read of the live locks sends [`INDEX_SCANS_ONLY`] in its transaction
+    /// (the tests above show what that buys), and still answers the live locks.
+    #[tokio::test]
+    async fn every_read_of_the_live_locks_runs_with_index_scans_only() {
+        let Some((_store, c)) = connection().await else { return };
+        churned(&c, false).await;
+        let off = ("off".to_string(), "off".to_string());
+        let dir = LockTarget::parse("src/", None).unwrap();
+        let cases: [(&str, usize); 4] = [
+            ("live_overlapping", 50),
+            ("check", 50),
+            ("serialised_live", 50),
+            ("live_locks_of", 50),
+        ];
+        for (read, expected) in cases {
+            let tx = Tx::new(&c);
+            let live = match read {
+                "live_overlapping" => live_overlapping(&tx, None, std::slice::from_ref(&dir)).await.unwrap(),
+                "check" => check(&tx, None, None).await.unwrap().locks,
+                "serialised_live" => serialised_live(&tx, None, &dir).await.unwrap(),
+                _ => live_locks_of(&tx, None, "b").await.unwrap(),
+            };
+            assert_eq!(live.len(), expected, "{read}");
+            assert_eq!(settings_after(&tx).await, off, "{read}");
+        }
+        // Nothing leaks out of a transaction into the pooled connection.
+        let row = c
+            .query_one("SELECT current_setting('enable_bitmapscan')", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), "on");
     }
 }
