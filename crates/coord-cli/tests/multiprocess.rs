@@ -101,6 +101,33 @@ async fn lock_clients(coord: &Coordinator, index: usize, patterns: bool) {
     println!("ACQUIRED {acquired}");
 }
 
+/// Every audit row of `operation` in the database at `url`, oldest first (paged by id).
+fn audit_of(url: &str, operation: &str) -> Vec<coord_domain::audit::AuditEntry> {
+    runtime().block_on(async {
+        let coord = coordinator(url).await;
+        let mut all: Vec<coord_domain::audit::AuditEntry> = Vec::new();
+        loop {
+            let page = coord
+                .query_audit(
+                    &Caller::new("checker", "cli"),
+                    AuditQueryRequest {
+                        operation: Some(operation.into()),
+                        after_id: Some(all.last().map_or(0, |e| e.id)),
+                        limit: Some(10_000),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap()
+                .entries;
+            if page.is_empty() {
+                return all;
+            }
+            all.extend(page);
+        }
+    })
+}
+
 /// The newest 10,000 audit rows of the database at `url`, newest first.
 fn audit_trail(url: &str) -> Vec<coord_domain::audit::AuditEntry> {
     runtime().block_on(async {
@@ -578,9 +605,35 @@ fn tasks_are_claimed_once_across_processes(db: &Db, processes: usize, count: usi
     let all: HashSet<String> = ids.iter().cloned().collect();
     assert_eq!(seen.len(), all.len());
     assert_eq!(seen, all, "every task claimed exactly once, none lost");
+    // "Claimed after its dependency completed" in the order of commits, which the audit
+    // trail keeps: a row is linked into the chain under its lock before its transaction
+    // commits, and a claim can only see a completion that has committed. (Not by the
+    // tasks' timestamps: each is taken at its statement's start on its own connection, and
+    // a claim's statement can start, be descheduled, and take its snapshot only after the
+    // completion it then sees has started and committed.)
+    let completed: HashMap<String, i64> = audit_of(&url, "complete_work")
+        .into_iter()
+        .filter(|e| e.success)
+        .map(|e| (e.parameters["task_id"].as_str().unwrap().to_string(), e.id))
+        .collect();
+    let claimed: HashMap<String, i64> = audit_of(&url, "get_work")
+        .into_iter()
+        .filter_map(|e| Some((e.result["task_id"].as_str()?.to_string(), e.id)))
+        .collect();
+    assert_eq!(
+        (completed.len(), claimed.len()),
+        (count, count),
+        "every claim and completion audited"
+    );
     rt.block_on(async {
         let coord = coordinator(&url).await;
         for k in (10..count).step_by(10) {
+            assert!(
+                completed[&ids[k - 10]] < claimed[&ids[k]],
+                "task {k} claimed (audit id {}) before its dependency completed (audit id {})",
+                claimed[&ids[k]],
+                completed[&ids[k - 10]]
+            );
             let t = coord
                 .get_task(
                     &boss,
@@ -591,20 +644,6 @@ fn tasks_are_claimed_once_across_processes(db: &Db, processes: usize, count: usi
                 .await
                 .unwrap()
                 .task;
-            let dep = coord
-                .get_task(
-                    &boss,
-                    GetTaskRequest {
-                        task_id: ids[k - 10].clone(),
-                    },
-                )
-                .await
-                .unwrap()
-                .task;
-            assert!(
-                dep.completed_at.unwrap() <= t.claimed_at.unwrap(),
-                "task {k} claimed before its dependency completed"
-            );
             assert_eq!((t.status, t.attempts), (TaskStatus::Completed, 1));
         }
     });
