@@ -28,6 +28,7 @@ mod messages;
 mod migrate;
 mod network;
 mod notifications;
+mod plans;
 mod profiles;
 mod queue;
 mod rows;

@@ -2,6 +2,7 @@
 //! serialised by advisory locks against every acquisition that could overlap.
 
 use crate::PgStore;
+use crate::plans::{INDEX_SCANS_ONLY, index_scans_only};
 use crate::rows::{NOW, get, id_text, int};
 use crate::{R, Tx};
 use async_trait::async_trait;
@@ -36,25 +37,15 @@ pub fn lock_from_row(r: &Row) -> R<LockInfo> {
     })
 }
 
-/// Planner settings for the rest of the transaction: plain index scans only, for the
-/// reads of the live locks. `file_locks` churns — every lock pair deletes a row and the
-/// next acquisition of the path inserts a new one — and a deleted row's index entries keep
-/// their future `expires_at`, so until vacuum comes they match every read's index
-/// condition and cost a heap visit each, growing by the second. A plain index scan marks
-/// the entries of rows dead to every transaction as it meets them, so later scans skip
-/// them; a bitmap scan never marks them, and a sequential scan reads every dead row. Left
-/// to itself the planner picks a bitmap scan on a fresh table and a sequential or bitmap
-/// scan once statistics say the table is small (docs/benchmarks.md, "the reads of the live
-/// locks"). Sent in the same write as the read it precedes: no round trip of its own.
-const INDEX_SCANS_ONLY: &str =
-    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)";
-
-/// Runs a read of live locks after [`INDEX_SCANS_ONLY`], both in one round trip.
+/// Runs a read of live locks with plain index scans only ([`crate::plans`]: released
+/// locks' index entries match the read until vacuum, and only a plain index scan marks
+/// them dead), both in one round trip.
 async fn read_live(tx: &Tx<'_>, read: &Statement, params: &[&(dyn ToSql + Sync)]) -> R<Vec<LockInfo>> {
-    let settings = tx.prepare_cached(INDEX_SCANS_ONLY).await?;
-    let (set, rows) = tokio::join!(biased; tx.execute(&settings, &[]), tx.query(read, params));
-    set?;
-    rows?.iter().map(lock_from_row).collect()
+    index_scans_only(tx, tx.query(read, params))
+        .await?
+        .iter()
+        .map(lock_from_row)
+        .collect()
 }
 
 /// Live locks that can overlap any of `targets`: the rows their candidate scopes select,

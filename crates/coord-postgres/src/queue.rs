@@ -3,6 +3,7 @@
 //! candidate.
 
 use crate::PgStore;
+use crate::plans::index_scans_only;
 use crate::rows::{NOW, get, id_text, int, uuid, uuids};
 use crate::{R, Tx};
 use async_trait::async_trait;
@@ -250,19 +251,18 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
 }
 
 /// One dependency fewer for each pending task that depends on `id` (it completed).
+/// Planned with index scans only ([`crate::plans`]): without statistics the planner
+/// would read every pending task for each completion.
 async fn unblock_dependents(tx: &Tx<'_>, id: Uuid) -> R<()> {
-    tx.execute(
-        &tx.prepare_cached(
-            "UPDATE work_queue SET pending_deps = pending_deps - 1
-             WHERE status = 'pending'
-               AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = $1)",
-        )
-        .await?,
-        &[&id],
-    )
-    .await?;
+    let stmt = tx.prepare_cached(UNBLOCK_SQL).await?;
+    index_scans_only(tx, tx.execute(&stmt, &[&id])).await?;
     Ok(())
 }
+
+/// Run by [`unblock_dependents`] only, after [`crate::plans::INDEX_SCANS_ONLY`].
+const UNBLOCK_SQL: &str = "UPDATE work_queue SET pending_deps = pending_deps - 1
+     WHERE status = 'pending'
+       AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = $1)";
 
 /// Marks a task failed and cancels everything that (transitively) depends on it.
 async fn fail_task(
@@ -306,13 +306,14 @@ async fn cancel_dependents(tx: &Tx<'_>, now: Option<Timestamp>, id: Uuid) -> R<V
              RETURNING task_id"
         ))
         .await?;
+    // Planned with index scans only, as `unblock_dependents` is (its first run sends the
+    // settings; they last for the transaction).
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&now, &id, &REASON_DEPENDENCY_FAILED];
     let mut rows = Vec::new();
-    loop {
-        let more = tx.query(&cascade, &[&now, &id, &REASON_DEPENDENCY_FAILED]).await?;
-        if more.is_empty() {
-            break;
-        }
+    let mut more = index_scans_only(tx, tx.query(&cascade, &params)).await?;
+    while !more.is_empty() {
         rows.extend(more);
+        more = tx.query(&cascade, &params).await?;
     }
     let mut cancelled: Vec<String> = rows.iter().map(|r| get(r, 0).map(id_text)).collect::<R<_>>()?;
     cancelled.sort();
@@ -484,5 +485,109 @@ impl QueueStore for PgStore {
     async fn end_task(&self, ctx: OpCtx, task_id: String, ending: TaskEnding) -> CoordResult<Option<TaskStatus>> {
         self.op(ctx, (task_id, ending), |tx, ctx, (id, e)| Box::pin(end(tx, ctx, id, e)))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! On a real server, on temporary `work_queue` and `task_dependencies` (they hide the
+    //! real tables for their session): a temporary table is never analyzed by autovacuum,
+    //! so these stay without statistics, as a queue that just grew is.
+    use super::*;
+    use crate::tx::tests::connection;
+    use deadpool_postgres::Object;
+
+    const ROOT: &str = "00000000-0000-0000-0000-000000000000";
+
+    /// 20,000 pending tasks; every tenth from the tenth on depends on the one ten before.
+    async fn grown(c: &Object) {
+        c.batch_execute(
+            // The columns and indexes the migrations leave (the planner's estimates follow
+            // the row width), without the constraints.
+            "CREATE TEMP TABLE work_queue (task_id uuid PRIMARY KEY, seq bigint GENERATED ALWAYS AS IDENTITY,
+                 task_type text NOT NULL DEFAULT 't', task_description text NOT NULL DEFAULT 'a task',
+                 input_data jsonb, priority integer NOT NULL DEFAULT 5, status text NOT NULL,
+                 pending_deps integer NOT NULL DEFAULT 0, created_by text NOT NULL DEFAULT 'boss',
+                 created_by_type text NOT NULL DEFAULT 'cli', created_at timestamptz NOT NULL DEFAULT now(),
+                 claimed_by text, claimed_by_type text, claimed_at timestamptz, claimed_until timestamptz,
+                 attempts integer NOT NULL DEFAULT 0, max_attempts integer NOT NULL DEFAULT 3,
+                 completed_at timestamptz, result jsonb, error_message text, failure_reason text,
+                 assigned_to text);
+             CREATE INDEX ON work_queue (priority, created_at, seq) WHERE status = 'pending' AND pending_deps = 0;
+             CREATE INDEX ON work_queue (task_type, priority, created_at, seq) WHERE status = 'pending' AND pending_deps = 0;
+             CREATE INDEX ON work_queue (claimed_by) WHERE status = 'claimed';
+             CREATE INDEX ON work_queue (claimed_until) WHERE status = 'claimed';
+             CREATE INDEX ON work_queue (status, task_type);
+             CREATE TEMP TABLE task_dependencies (task_id uuid NOT NULL, depends_on uuid NOT NULL,
+                 PRIMARY KEY (task_id, depends_on));
+             CREATE INDEX ON task_dependencies (depends_on, task_id);
+             INSERT INTO work_queue (task_id, status, pending_deps)
+                 SELECT ('00000000-0000-0000-0000-' || lpad(i::text, 12, '0'))::uuid, 'pending',
+                        CASE WHEN i % 10 = 0 AND i > 0 THEN 1 ELSE 0 END
+                 FROM generate_series(0, 19999) i;
+             INSERT INTO task_dependencies
+                 SELECT ('00000000-0000-0000-0000-' || lpad(i::text, 12, '0'))::uuid,
+                        ('00000000-0000-0000-0000-' || lpad((i - 10)::text, 12, '0'))::uuid
+                 FROM generate_series(10, 19999, 10) i;",
+        )
+        .await
+        .unwrap();
+    }
+
+    /// The plan of [`UNBLOCK_SQL`] for the root's dependents after `setup`, as node types.
+    async fn plan(c: &Object, setup: &str) -> Vec<String> {
+        // PostgreSQL's default costs, whatever the server says.
+        c.batch_execute(&format!(
+            "BEGIN; SET LOCAL random_page_cost = 4; SET LOCAL seq_page_cost = 1; {setup}"
+        ))
+        .await
+        .unwrap();
+        let explain = format!(
+            "EXPLAIN (FORMAT JSON) {}",
+            UNBLOCK_SQL.replace("$1", &format!("'{ROOT}'::uuid"))
+        );
+        let top: Value = c.query_one(&explain, &[]).await.unwrap().get(0);
+        c.batch_execute("ROLLBACK").await.unwrap();
+        let mut nodes = Vec::new();
+        let mut stack = vec![&top[0]["Plan"]];
+        while let Some(node) = stack.pop() {
+            nodes.push(node["Node Type"].as_str().unwrap_or_default().to_string());
+            stack.extend(node["Plans"].as_array().into_iter().flatten());
+        }
+        nodes
+    }
+
+    #[tokio::test]
+    async fn a_completion_finds_its_dependents_by_index_without_statistics() {
+        let Some((_store, c)) = connection().await else { return };
+        grown(&c).await;
+        // What the planner does left to itself: it reads every pending task.
+        let nodes = plan(&c, "").await;
+        assert!(
+            nodes.iter().any(|n| n == "Hash Join"),
+            "without the settings: {nodes:?}"
+        );
+        let nodes = plan(&c, &format!("{};", crate::plans::INDEX_SCANS_ONLY)).await;
+        assert!(
+            nodes
+                .iter()
+                .all(|n| ["ModifyTable", "Nested Loop", "Index Scan", "Index Only Scan"].contains(&n.as_str())),
+            "with them: {nodes:?}"
+        );
+        // The store's statement sends the settings in its transaction, and does its work.
+        let tx = Tx::new(&c);
+        unblock_dependents(&tx, uuid(ROOT).unwrap()).await.unwrap();
+        let row = tx
+            .query_one(
+                "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'),
+                        (SELECT pending_deps FROM work_queue WHERE task_id = '00000000-0000-0000-0000-000000000010')",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (row.get::<_, String>(0), row.get::<_, String>(1), row.get::<_, i32>(2)),
+            ("off".into(), "off".into(), 0)
+        );
     }
 }
