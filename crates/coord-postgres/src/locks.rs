@@ -320,9 +320,9 @@ mod tests {
     //! session): a temporary table is never vacuumed, and its deleted rows are dead to
     //! every transaction at once, so what a plain index scan marks stays marked.
     use super::*;
+    use crate::plans::tests::explain;
     use crate::tx::tests::connection;
     use deadpool_postgres::Object;
-    use serde_json::Value;
 
     const READ: &str = "EXECUTE live(NULL, ARRAY['', 'src', 'src/a.rs'], 'src/a.rs/', 'src/a.rs0')";
 
@@ -366,23 +366,8 @@ mod tests {
     /// The plan of [`READ`] in a transaction, after `setup`: its node types, and the
     /// buffers it read when `analyze`.
     async fn plan(c: &Object, setup: &str, analyze: bool) -> (Vec<String>, i64) {
-        // PostgreSQL's default costs, whatever the server says (with a `random_page_cost`
-        // tuned for SSDs the planner may pick index scans by itself on this small table).
-        let costs = "SET LOCAL random_page_cost = 4; SET LOCAL seq_page_cost = 1;";
-        c.batch_execute(&format!("BEGIN; {costs} {setup}")).await.unwrap();
         let options = if analyze { "ANALYZE, BUFFERS, " } else { "" };
-        let top: Value = c
-            .query_one(&format!("EXPLAIN ({options}FORMAT JSON) {READ}"), &[])
-            .await
-            .unwrap()
-            .get(0);
-        c.batch_execute("ROLLBACK").await.unwrap();
-        let mut nodes = Vec::new();
-        let mut stack = vec![&top[0]["Plan"]];
-        while let Some(node) = stack.pop() {
-            nodes.push(node["Node Type"].as_str().unwrap_or_default().to_string());
-            stack.extend(node["Plans"].as_array().into_iter().flatten());
-        }
+        let (nodes, top) = explain(c, setup, options, READ).await;
         let buffers = top[0]["Plan"]["Local Hit Blocks"].as_i64().unwrap_or(0)
             + top[0]["Plan"]["Local Read Blocks"].as_i64().unwrap_or(0);
         (nodes, buffers)

@@ -40,3 +40,35 @@ pub(crate) async fn index_scans_only<T>(
     set?;
     Ok(out?)
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use deadpool_postgres::Object;
+    use serde_json::Value;
+
+    /// The plan of `statement` (without parameters) in a transaction begun with `setup`,
+    /// under PostgreSQL's default page costs whatever the server says (with a
+    /// `random_page_cost` tuned for SSDs the planner may pick index scans by itself on a
+    /// small test table): its node types, and the whole plan. `options` go into EXPLAIN's
+    /// list (`ANALYZE, BUFFERS, `).
+    pub(crate) async fn explain(c: &Object, setup: &str, options: &str, statement: &str) -> (Vec<String>, Value) {
+        c.batch_execute(&format!(
+            "BEGIN; SET LOCAL random_page_cost = 4; SET LOCAL seq_page_cost = 1; {setup}"
+        ))
+        .await
+        .unwrap();
+        let top: Value = c
+            .query_one(&format!("EXPLAIN ({options}FORMAT JSON) {statement}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        c.batch_execute("ROLLBACK").await.unwrap();
+        let mut nodes = Vec::new();
+        let mut stack = vec![&top[0]["Plan"]];
+        while let Some(node) = stack.pop() {
+            nodes.push(node["Node Type"].as_str().unwrap_or_default().to_string());
+            stack.extend(node["Plans"].as_array().into_iter().flatten());
+        }
+        (nodes, top)
+    }
+}

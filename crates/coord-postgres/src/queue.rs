@@ -494,6 +494,7 @@ mod tests {
     //! real tables for their session): a temporary table is never analyzed by autovacuum,
     //! so these stay without statistics, as a queue that just grew is.
     use super::*;
+    use crate::plans::tests::explain;
     use crate::tx::tests::connection;
     use deadpool_postgres::Object;
 
@@ -536,25 +537,8 @@ mod tests {
 
     /// The plan of [`UNBLOCK_SQL`] for the root's dependents after `setup`, as node types.
     async fn plan(c: &Object, setup: &str) -> Vec<String> {
-        // PostgreSQL's default costs, whatever the server says.
-        c.batch_execute(&format!(
-            "BEGIN; SET LOCAL random_page_cost = 4; SET LOCAL seq_page_cost = 1; {setup}"
-        ))
-        .await
-        .unwrap();
-        let explain = format!(
-            "EXPLAIN (FORMAT JSON) {}",
-            UNBLOCK_SQL.replace("$1", &format!("'{ROOT}'::uuid"))
-        );
-        let top: Value = c.query_one(&explain, &[]).await.unwrap().get(0);
-        c.batch_execute("ROLLBACK").await.unwrap();
-        let mut nodes = Vec::new();
-        let mut stack = vec![&top[0]["Plan"]];
-        while let Some(node) = stack.pop() {
-            nodes.push(node["Node Type"].as_str().unwrap_or_default().to_string());
-            stack.extend(node["Plans"].as_array().into_iter().flatten());
-        }
-        nodes
+        let statement = UNBLOCK_SQL.replace("$1", &format!("'{ROOT}'::uuid"));
+        explain(c, setup, "", &statement).await.0
     }
 
     #[tokio::test]
