@@ -699,6 +699,27 @@ fn signal(pid: u32, which: &str) {
     assert!(sent.success(), "kill {which} {pid}");
 }
 
+/// Waits (bounded) until every thread of `pid` has stopped; false when one still runs
+/// after 20 s. `kill -STOP` returns once the signal is queued: the stop itself is carried
+/// out by one of the process's threads when it next runs, and until then the others run
+/// on (a worker woken by the relay's line answered it, under load).
+fn stopped(pid: u32) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        let all = std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
+            tasks.flatten().all(|t| {
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                stat.rsplit(") ").next().is_some_and(|s| s.starts_with('T'))
+            })
+        });
+        if all {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
 /// Bytes `pid` has read so far with read(2) and the like (its `rchar`: its stdin, not
 /// its sockets).
 fn read_so_far(pid: u32) -> u64 {
@@ -741,6 +762,7 @@ fn a_call_in_flight_when_the_coordinator_dies_is_answered_as_unknown() {
     // has read it (its byte count says so) and gone back to reading (so it has written
     // it to the coordinator).
     signal(first[0], "-STOP");
+    assert!(stopped(first[0]), "the coordinator did not stop");
     let before = read_so_far(a.child.id());
     let line = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "check_locks", "arguments": {}}})
