@@ -104,6 +104,52 @@ pub struct GlobalArgs {
     pub identity_on_command_line: (bool, bool),
 }
 
+/// Ends the process on a command line the grammar refuses: clap's own text (help and
+/// version included) unless `--json` was asked for, then the error shape of every other
+/// refusal on stdout (`invalid_argument`, exit code 2), so a script reading JSON gets JSON.
+fn usage_error(args: &[std::ffi::OsString], e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    let shown = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if shown || !json_asked(args) {
+        e.exit()
+    }
+    let refusal = usage_refusal(&e.render().to_string());
+    println!("{}", refusal.to_value());
+    std::process::exit(i32::from(crate::output::exit_code(&refusal)))
+}
+
+/// Whether `--json` is among the options of `args` (not after `--`, where it would be a
+/// value).
+fn json_asked(args: &[std::ffi::OsString]) -> bool {
+    args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--json")
+}
+
+/// clap's rendered error as a refusal: what it says (the missing arguments, its tip) on
+/// one line without the `error: ` prefix, and the usage line it names.
+fn usage_refusal(rendered: &str) -> coord_domain::CoordError {
+    let lines: Vec<&str> = rendered.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let said: Vec<&str> = lines
+        .iter()
+        .take_while(|l| !l.starts_with("Usage: "))
+        .copied()
+        .collect();
+    let message = said.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let message = if message.is_empty() {
+        "the command line is not valid"
+    } else {
+        message
+    };
+    let mut e = coord_domain::CoordError::new(coord_domain::ErrorCode::InvalidArgument, message.to_string());
+    if let Some(usage) = lines.iter().find_map(|l| l.strip_prefix("Usage: ")) {
+        e = e.with_detail("usage", usage);
+    }
+    e
+}
+
 /// Whether `--agent-id` and `--agent-type` were written on the command line (not taken
 /// from the environment).
 fn identity_written(matches: &clap::ArgMatches) -> (bool, bool) {
@@ -130,7 +176,7 @@ impl Cli {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
         match Cli::hook_line(&args) {
             Some(cli) => cli,
-            None => Cli::whole_grammar(args).unwrap_or_else(|e| e.exit()),
+            None => Cli::whole_grammar(args.clone()).unwrap_or_else(|e| usage_error(&args, e)),
         }
     }
 
@@ -647,7 +693,7 @@ pub enum NotificationsCommand {
         #[arg(long)]
         undelivered: bool,
         /// At most this many (default 100)
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         limit: Option<i64>,
     },
     /// Post every notification that is due to COORD_SECURITY_WEBHOOK_URL now, once
@@ -667,7 +713,7 @@ pub enum ApprovalsCommand {
         #[arg(long, value_name = "AGENT")]
         by: Option<String>,
         /// At most this many
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         limit: Option<i64>,
     },
     /// One request in full: who asked, the operation, its parameters, why it was refused
@@ -683,7 +729,7 @@ pub enum ApprovalsCommand {
         #[arg(long)]
         note: Option<String>,
         /// How long the approval can be used, in minutes (default 60, at most 10080)
-        #[arg(long, value_name = "MINUTES")]
+        #[arg(long, value_name = "MINUTES", allow_negative_numbers = true)]
         valid_minutes: Option<i64>,
     },
     /// Deny a pending request
@@ -871,7 +917,7 @@ pub enum GithubCommand {
         #[arg(long)]
         sent: bool,
         /// At most this many, newest first
-        #[arg(long, default_value_t = 50)]
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
         limit: i64,
     },
 }
@@ -1031,7 +1077,7 @@ pub enum AgentCommand {
         #[arg(long)]
         active: bool,
         /// At most this many
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = 100, allow_negative_numbers = true)]
         limit: i64,
     },
     /// A spawned agent's status (`get_agent_status`)
@@ -1084,7 +1130,7 @@ pub struct AgentSpawnArgs {
     #[arg(long)]
     pub task_type: Option<String>,
     /// Stop it after this many minutes (at most its profile's max_execution_time)
-    #[arg(long, value_name = "MINUTES")]
+    #[arg(long, value_name = "MINUTES", allow_negative_numbers = true)]
     pub timeout_minutes: Option<i64>,
 }
 
@@ -1294,7 +1340,7 @@ pub enum MemoryCommand {
         #[arg(long = "tag", value_name = "TAG")]
         tags: Vec<String>,
         /// How many (default 5, at most 50)
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         limit: Option<i64>,
         /// Only memories this agent stored
         #[arg(long, value_name = "AGENT_ID")]
@@ -1329,7 +1375,7 @@ pub enum MemoryCommand {
     /// The skills recorded for a task type, most effective first
     Skills {
         task_type: String,
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         limit: Option<i64>,
     },
     /// Count a use of a skill for a task type
@@ -1363,10 +1409,10 @@ pub enum FileCommand {
         /// File, relative to the current directory or absolute inside the repository
         path: String,
         /// First line to print, from 1
-        #[arg(long, value_name = "LINE")]
+        #[arg(long, value_name = "LINE", allow_negative_numbers = true)]
         offset: Option<i64>,
         /// Most lines to print
-        #[arg(long, value_name = "LINES")]
+        #[arg(long, value_name = "LINES", allow_negative_numbers = true)]
         limit: Option<i64>,
     },
     /// Replace (or create) a file atomically with the content of --from FILE, --text, or
@@ -1388,7 +1434,7 @@ pub enum FileCommand {
         text: Option<String>,
         /// The fencing token of your lock on the file (coord lock acquire prints it):
         /// refused if the lock changed hands since
-        #[arg(long, value_name = "TOKEN")]
+        #[arg(long, value_name = "TOKEN", allow_negative_numbers = true)]
         fencing_token: Option<i64>,
         /// Refuse if the file exists
         #[arg(long)]
@@ -1412,7 +1458,7 @@ pub enum LockCommand {
         #[arg(long)]
         reason: Option<String>,
         /// Lease length in minutes, 1-480 (default 120)
-        #[arg(long, value_name = "MINUTES")]
+        #[arg(long, value_name = "MINUTES", allow_negative_numbers = true)]
         ttl: Option<i64>,
     },
     /// Release a lock you hold, named as you acquired it (src/auth/ for a directory lock)
@@ -1441,7 +1487,7 @@ pub enum WorkCommand {
         /// What needs to be done
         description: String,
         /// 1 (most urgent) to 10 (default 5)
-        #[arg(long, short)]
+        #[arg(long, short, allow_negative_numbers = true)]
         priority: Option<i64>,
         /// A task id that must complete first (repeatable)
         #[arg(long = "depends-on", value_name = "ID")]
@@ -1459,6 +1505,7 @@ pub enum WorkCommand {
     /// Finish a task you claimed
     #[command(group(ArgGroup::new("outcome").required(true).args(["success", "failed"])))]
     Complete {
+        /// The task's id, as `work claim`, `work list` and `work submit` show it
         #[arg(value_name = "ID")]
         task_id: String,
         /// The work succeeded
@@ -1476,6 +1523,7 @@ pub enum WorkCommand {
     },
     /// Show one task in full
     Show {
+        /// The task's id, as `work list` and `work submit` show it
         #[arg(value_name = "ID")]
         task_id: String,
     },
@@ -1487,7 +1535,7 @@ pub enum WorkCommand {
         #[arg(long = "type", value_name = "TYPE")]
         task_type: Option<String>,
         /// At most this many (default 100)
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         limit: Option<i64>,
     },
 }
@@ -1535,7 +1583,7 @@ pub enum AgentsCommand {
     /// Disconnect agents without a recent heartbeat, release their locks, requeue their tasks
     Cleanup {
         /// Minutes without a heartbeat that count as dead (default 15)
-        #[arg(long = "stale-minutes", value_name = "MINUTES")]
+        #[arg(long = "stale-minutes", value_name = "MINUTES", allow_negative_numbers = true)]
         stale_minutes: Option<i64>,
     },
 }
@@ -1545,6 +1593,7 @@ pub enum MsgCommand {
     /// Send a message: TO is an agent id, holders:PATH for whoever holds a lock covering
     /// that file, directory or glob, or team:NAME for every live member of a team
     Send {
+        /// An agent id, holders:PATH or team:NAME
         to: String,
         /// One line
         subject: String,
@@ -1563,7 +1612,7 @@ pub enum MsgCommand {
         #[arg(long)]
         unread: bool,
         /// How many (1-200, default 20)
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         limit: Option<i64>,
     },
     /// Show one message and mark it read
@@ -1603,7 +1652,7 @@ pub enum HandoffCommand {
         #[arg(long)]
         all: bool,
         /// How many, newest first (default 1)
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         limit: Option<i64>,
     },
 }
@@ -1661,7 +1710,7 @@ pub enum AuditCommand {
     /// `coord serve` prunes by itself every hour
     Prune {
         /// Remove rows older than this many days instead of the retention
-        #[arg(long, value_name = "DAYS")]
+        #[arg(long, value_name = "DAYS", allow_negative_numbers = true)]
         older_than_days: Option<i64>,
         /// Say how many rows would go, remove nothing
         #[arg(long)]
@@ -1698,10 +1747,10 @@ pub struct AuditArgs {
     #[arg(long, value_name = "TYPE")]
     pub exclude_type: Option<String>,
     /// Rows after this id, oldest first (to page forward)
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", allow_negative_numbers = true)]
     pub after_id: Option<i64>,
     /// At most this many entries (default 100)
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub limit: Option<i64>,
 }
 
@@ -1725,7 +1774,7 @@ pub enum WorkflowCommand {
     },
     /// Workflows and swarms, newest first (`list_workflows`)
     List {
-        #[arg(long, default_value_t = 50)]
+        #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
         limit: i64,
     },
 }
@@ -1751,7 +1800,7 @@ pub enum SwarmCommand {
         #[arg(long)]
         task_type: Option<String>,
         /// Stop each member after this many minutes (its profile's limit caps it)
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         timeout_minutes: Option<i64>,
     },
     /// Each task's status, result, agent and duration, and the members (`get_swarm_results`)
@@ -1781,6 +1830,45 @@ mod tests {
             .chain(words.split_whitespace())
             .map(Into::into)
             .collect()
+    }
+
+    /// A command line the grammar refuses is, under `--json`, the refusal shape of every
+    /// other error: `invalid_argument` (exit code 2), saying what clap said, with the usage.
+    #[test]
+    fn refused_command_lines_are_invalid_argument_refusals() {
+        for (words, says) in [
+            ("--json lock acquire", "<PATH>"),
+            ("--json lock acquire a.rs --no-such-flag", "--no-such-flag"),
+            ("lock acquire a.rs --ttl abc --json", "abc"),
+            ("--json no-such-command", "no-such-command"),
+        ] {
+            let args = line(words);
+            assert!(json_asked(&args), "{words}");
+            let e = usage_refusal(&Cli::whole_grammar(args).unwrap_err().render().to_string());
+            let v = e.to_value();
+            assert_eq!(v["error"], "invalid_argument", "{words}");
+            assert!(
+                e.message.contains(says) && !e.message.starts_with("error"),
+                "{words}: {}",
+                e.message
+            );
+            // clap names the usage for a missing or unknown argument, not for a bad value.
+            assert!(
+                v["usage"].as_str().is_none_or(|u| u.starts_with("coord")),
+                "{words}: {v}"
+            );
+            assert_eq!(crate::output::exit_code(&e), crate::output::EXIT_USAGE);
+        }
+        let missing = Cli::whole_grammar(line("--json lock acquire")).unwrap_err();
+        assert_eq!(
+            usage_refusal(&missing.render().to_string()).to_value()["usage"],
+            "coord lock acquire <PATH>"
+        );
+        assert!(!json_asked(&line("lock acquire a.rs")));
+        assert!(!json_asked(&line("call x -- --json")), "a value after `--`");
+        // A negative number is a value (the range check then says what is allowed).
+        let cli = Cli::whole_grammar(line("lock acquire a.rs --ttl -5")).unwrap();
+        assert!(format!("{cli:?}").contains("ttl: Some(-5)"), "{cli:?}");
     }
 
     /// Every line the hook-only grammar accepts means the same in the whole grammar

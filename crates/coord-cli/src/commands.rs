@@ -3,7 +3,7 @@
 use crate::args::*;
 use crate::context::Context;
 use crate::output;
-use crate::output::{Output, ellipsis, short_id, table, when};
+use crate::output::{Output, ellipsis, table, when};
 use chrono::Utc;
 use coord_domain::guardrails::{CheckGuardrailsRequest, CheckGuardrailsResult};
 use coord_domain::handoffs::WriteHandoffRequest;
@@ -745,8 +745,9 @@ pub fn render_tasks(tasks: &[TaskInfo]) -> String {
     head.push("DESCRIPTION");
     let mut t = table(&head);
     for task in tasks {
+        // The whole id: the one `work show`, `work complete` and `--depends-on` take.
         let mut row = vec![
-            short_id(&task.task_id).to_string(),
+            task.task_id.clone(),
             task.task_type.clone(),
             task.priority.to_string(),
             task_state(task),
@@ -852,7 +853,7 @@ pub fn render_status(s: &StatusResult) -> String {
         let _ = writeln!(
             o,
             "           yours: {} [{}] {}",
-            short_id(&task.task_id),
+            task.task_id,
             task.task_type,
             ellipsis(&task.task_description, 50)
         );

@@ -102,10 +102,6 @@ pub fn relative(t: Timestamp, now: Timestamp) -> String {
     }
 }
 
-pub fn short_id(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
-}
-
 pub fn ellipsis(s: &str, n: usize) -> String {
     let one_line = s.replace('\n', " ");
     if one_line.chars().count() <= n {

@@ -269,6 +269,19 @@ fn exit_codes_and_error_shapes(repo: &Repo) {
     assert_eq!(code(&missing_outcome), 2, "--success or --failed is required");
     let human = repo.run(&["lock", "acquire", "a.rs", "--ttl", "0"]);
     assert!(stderr(&human).contains("ttl_out_of_range"), "{}", stderr(&human));
+    // A negative number is a value, refused by the range check that says what is allowed.
+    let (v, rc) = repo.json_as("a", &["lock", "acquire", "a.rs", "--ttl", "-5"]);
+    assert_eq!((rc, v["error"].as_str()), (2, Some("ttl_out_of_range")), "{v}");
+    // A command line the grammar refuses is JSON too under --json (clap's text without).
+    let (v, rc) = repo.json_as("a", &["lock", "acquire", "a.rs", "--no-such-flag"]);
+    assert_eq!((rc, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
+    assert!(v["message"].as_str().unwrap().contains("--no-such-flag"), "{v}");
+    let plain = repo.run(&["lock", "acquire"]);
+    assert_eq!((code(&plain), stdout(&plain).as_str()), (2, ""));
+    assert!(stderr(&plain).contains("<PATH>"), "{}", stderr(&plain));
+    let help = repo.run(&["--json", "lock", "acquire", "--help"]);
+    assert_eq!(code(&help), 0);
+    assert!(stdout(&help).contains("Usage: coord lock acquire"), "{}", stdout(&help));
 }
 
 #[test]
@@ -369,6 +382,12 @@ fn work_queue_through_the_cli(repo: &Repo) {
     let table = repo.run(&["work", "list"]);
     assert!(
         stdout(&table).contains("completed") && stdout(&table).contains("failed"),
+        "{}",
+        stdout(&table)
+    );
+    // The table shows whole ids: the ones `work show`, `work complete` and `--depends-on` take.
+    assert!(
+        stdout(&table).contains(&build) && stdout(&table).contains(&deploy),
         "{}",
         stdout(&table)
     );

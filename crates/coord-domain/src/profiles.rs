@@ -466,8 +466,11 @@ pub fn decide(profile: &Profile, operation: &str, need: Need) -> CoordResult<()>
         return Err(CoordError::new(
             ErrorCode::InsufficientTrustLevel,
             format!(
-                "{operation} needs trust level {} or more; profile {} has {}",
-                need.min_trust, profile.name, profile.trust_level
+                "{operation} needs trust level {} or more; profile {} has {}{}",
+                need.min_trust,
+                profile.name,
+                profile.trust_level,
+                unknown_agent_hint(profile)
             ),
         )
         .with_detail("operation", operation)
@@ -477,13 +480,26 @@ pub fn decide(profile: &Profile, operation: &str, need: Need) -> CoordResult<()>
     }
     if grant == Grant::NotAllowed {
         return Err(not_permitted(format!(
-            "{operation} needs `{}`, which profile {} does not allow (allowed: {})",
+            "{operation} needs `{}`, which profile {} does not allow (allowed: {}){}",
             need.permission,
             profile.name,
-            list(&profile.allowed_operations)
+            list(&profile.allowed_operations),
+            unknown_agent_hint(profile)
         )));
     }
     Ok(())
+}
+
+/// How an agent refused under least-privilege gets a profile: it is what an agent of an
+/// unknown type with nothing assigned gets, most often one started without its type.
+fn unknown_agent_hint(profile: &Profile) -> &'static str {
+    if profile.name == LEAST_PRIVILEGE {
+        " (what an agent gets when nothing is assigned to its id and its type has no default: \
+         set its type, e.g. COORD_AGENT_TYPE=claude_code, or assign a profile with `coord profile \
+         assign`)"
+    } else {
+        ""
+    }
 }
 
 fn list(ps: &[Permission]) -> String {

@@ -375,3 +375,32 @@ fn effective_profiles_from_a_listing() {
         assert_eq!((p.name.as_str(), s), (want, source), "{id} {ty}");
     }
 }
+
+/// A refusal under least-privilege says how an agent gets a profile (most often it was
+/// started without its type); refusals under any other profile do not.
+#[test]
+fn least_privilege_refusals_say_how_to_get_a_profile() {
+    for (profile, need, hinted) in [
+        (least_privilege(), Need::new(Permission::Write, 1), true),
+        (least_privilege(), Need::admin(Permission::ManagePolicies), true),
+        (
+            named("codex-cloud-worker"),
+            Need::admin(Permission::ManagePolicies),
+            false,
+        ),
+        (
+            named("claude-code-web-reviewer"),
+            Need::new(Permission::Write, 1),
+            false,
+        ),
+    ] {
+        let e = decide(&profile, "acquire_lock", need).unwrap_err();
+        assert_eq!(
+            e.message.contains("COORD_AGENT_TYPE"),
+            hinted,
+            "{}: {}",
+            profile.name,
+            e.message
+        );
+    }
+}
