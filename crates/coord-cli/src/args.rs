@@ -67,7 +67,7 @@ pub struct GlobalArgs {
     /// A session's working-memory budget in estimated tokens (bytes/4 + 4 per entry;
     /// default 4000): over it, older non-critical entries are compacted
     #[arg(long, global = true, env = "COORD_WORKING_MEMORY_BUDGET", value_name = "TOKENS",
-          value_parser = clap::value_parser!(i64).range(200..=1_000_000))]
+          value_parser = clap::value_parser!(i64).range(200..=1_000_000), allow_negative_numbers = true)]
     pub working_memory_budget: Option<i64>,
     /// The half-life of recall's recency decay, in days (default 90): a memory last seen
     /// this long ago weighs 0.7 of a fresh one, never less than 0.4
@@ -104,20 +104,34 @@ pub struct GlobalArgs {
     pub identity_on_command_line: (bool, bool),
 }
 
-/// Ends the process on a command line the grammar refuses: clap's own text (help and
-/// version included) unless `--json` was asked for, then the error shape of every other
-/// refusal on stdout (`invalid_argument`, exit code 2), so a script reading JSON gets JSON.
+/// Ends the process on a command line the grammar refuses: clap's own text unless
+/// `--json` was asked for, then the error shape of every other refusal on stdout
+/// (`invalid_argument`, exit code 2), so a script reading JSON gets JSON. Help and the
+/// version asked for are printed as ever; a group command given nothing (`coord --json
+/// lock`), which clap answers with its help, is a refusal too under `--json`.
 fn usage_error(args: &[std::ffi::OsString], e: clap::Error) -> ! {
     use clap::error::ErrorKind;
-    let shown = matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    );
-    if shown || !json_asked(args) {
+    use std::io::Write as _;
+    let asked = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    if asked || !json_asked(args) {
         e.exit()
     }
-    let refusal = usage_refusal(&e.render().to_string());
-    println!("{}", refusal.to_value());
+    let rendered = e.render().to_string();
+    let refusal = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let usage = rendered.lines().find_map(|l| l.trim().strip_prefix("Usage: "));
+        let e = coord_domain::CoordError::new(
+            coord_domain::ErrorCode::InvalidArgument,
+            "a subcommand is required (see --help)",
+        );
+        match usage {
+            Some(u) => e.with_detail("usage", u),
+            None => e,
+        }
+    } else {
+        usage_refusal(&rendered)
+    };
+    // Parsing comes before SIGPIPE's default is restored: a reader gone is no panic.
+    let _ = writeln!(std::io::stdout(), "{}", refusal.to_value());
     std::process::exit(i32::from(crate::output::exit_code(&refusal)))
 }
 
@@ -134,6 +148,7 @@ fn usage_refusal(rendered: &str) -> coord_domain::CoordError {
     let said: Vec<&str> = lines
         .iter()
         .take_while(|l| !l.starts_with("Usage: "))
+        .filter(|l| !l.starts_with("For more information, try"))
         .copied()
         .collect();
     let message = said.join(" ");
@@ -1864,6 +1879,9 @@ mod tests {
             usage_refusal(&missing.render().to_string()).to_value()["usage"],
             "coord lock acquire <PATH>"
         );
+        let bad_value = Cli::whole_grammar(line("lock acquire a.rs --ttl abc")).unwrap_err();
+        let said = usage_refusal(&bad_value.render().to_string()).message;
+        assert!(!said.contains("For more information"), "{said}");
         assert!(!json_asked(&line("lock acquire a.rs")));
         assert!(!json_asked(&line("call x -- --json")), "a value after `--`");
         // A negative number is a value (the range check then says what is allowed).

@@ -279,6 +279,18 @@ fn exit_codes_and_error_shapes(repo: &Repo) {
     let plain = repo.run(&["lock", "acquire"]);
     assert_eq!((code(&plain), stdout(&plain).as_str()), (2, ""));
     assert!(stderr(&plain).contains("<PATH>"), "{}", stderr(&plain));
+    // A group command given nothing is clap's help; under --json, a refusal wherever
+    // the flag is written.
+    for args in [&["--json", "lock"][..], &["lock", "--json"][..]] {
+        let out = repo.run(args);
+        let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert_eq!(
+            (code(&out), v["error"].as_str()),
+            (2, Some("invalid_argument")),
+            "{args:?}"
+        );
+        assert!(v["usage"].as_str().unwrap().starts_with("coord lock"), "{v}");
+    }
     let help = repo.run(&["--json", "lock", "acquire", "--help"]);
     assert_eq!(code(&help), 0);
     assert!(stdout(&help).contains("Usage: coord lock acquire"), "{}", stdout(&help));

@@ -466,11 +466,8 @@ pub fn decide(profile: &Profile, operation: &str, need: Need) -> CoordResult<()>
         return Err(CoordError::new(
             ErrorCode::InsufficientTrustLevel,
             format!(
-                "{operation} needs trust level {} or more; profile {} has {}{}",
-                need.min_trust,
-                profile.name,
-                profile.trust_level,
-                unknown_agent_hint(profile)
+                "{operation} needs trust level {} or more; profile {} has {}",
+                need.min_trust, profile.name, profile.trust_level
             ),
         )
         .with_detail("operation", operation)
@@ -480,25 +477,34 @@ pub fn decide(profile: &Profile, operation: &str, need: Need) -> CoordResult<()>
     }
     if grant == Grant::NotAllowed {
         return Err(not_permitted(format!(
-            "{operation} needs `{}`, which profile {} does not allow (allowed: {}){}",
+            "{operation} needs `{}`, which profile {} does not allow (allowed: {})",
             need.permission,
             profile.name,
-            list(&profile.allowed_operations),
-            unknown_agent_hint(profile)
+            list(&profile.allowed_operations)
         )));
     }
     Ok(())
 }
 
-/// How an agent refused under least-privilege gets a profile: it is what an agent of an
-/// unknown type with nothing assigned gets, most often one started without its type.
-fn unknown_agent_hint(profile: &Profile) -> &'static str {
-    if profile.name == LEAST_PRIVILEGE {
-        " (what an agent gets when nothing is assigned to its id and its type has no default: \
-         set its type, e.g. COORD_AGENT_TYPE=claude_code, or assign a profile with `coord profile \
-         assign`)"
-    } else {
-        ""
+/// A refusal of [`decide`] for an agent whose profile came from nothing assigned to it
+/// (least privilege, [`ProfileSource::Fallback`]), saying how it gets one: most often it
+/// was started without its type. An operator's assignment of least-privilege is a choice,
+/// so it gets no such hint.
+pub fn with_unassigned_hint(e: CoordError, source: ProfileSource) -> CoordError {
+    let refused = matches!(
+        e.code,
+        ErrorCode::InsufficientTrustLevel | ErrorCode::OperationNotPermitted
+    );
+    if source != ProfileSource::Fallback || !refused {
+        return e;
+    }
+    CoordError {
+        message: format!(
+            "{} (nothing is assigned to this agent's id and its type has no default profile: set its \
+             type, e.g. COORD_AGENT_TYPE=claude_code, or assign a profile with `coord profile assign`)",
+            e.message
+        ),
+        ..e
     }
 }
 

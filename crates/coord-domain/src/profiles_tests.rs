@@ -376,31 +376,29 @@ fn effective_profiles_from_a_listing() {
     }
 }
 
-/// A refusal under least-privilege says how an agent gets a profile (most often it was
-/// started without its type); refusals under any other profile do not.
+/// A refusal of an agent nothing is assigned to says how it gets a profile (most often it
+/// was started without its type); one whose profile was assigned, least-privilege
+/// included, does not, and neither does any other error.
 #[test]
-fn least_privilege_refusals_say_how_to_get_a_profile() {
-    for (profile, need, hinted) in [
-        (least_privilege(), Need::new(Permission::Write, 1), true),
-        (least_privilege(), Need::admin(Permission::ManagePolicies), true),
-        (
-            named("codex-cloud-worker"),
-            Need::admin(Permission::ManagePolicies),
-            false,
-        ),
-        (
-            named("claude-code-web-reviewer"),
-            Need::new(Permission::Write, 1),
-            false,
-        ),
+fn refusals_of_unassigned_agents_say_how_to_get_a_profile() {
+    let trust = decide(&least_privilege(), "acquire_lock", Need::new(Permission::Write, 1)).unwrap_err();
+    let other = CoordError::new(ErrorCode::LockNotHeld, "x");
+    for (e, source, hinted) in [
+        (trust.clone(), ProfileSource::Fallback, true),
+        (trust.clone(), ProfileSource::AgentAssignment, false),
+        (trust.clone(), ProfileSource::TypeDefault, false),
+        (other, ProfileSource::Fallback, false),
     ] {
-        let e = decide(&profile, "acquire_lock", need).unwrap_err();
+        let code = e.code;
+        let out = with_unassigned_hint(e, source);
         assert_eq!(
-            e.message.contains("COORD_AGENT_TYPE"),
+            out.message.contains("COORD_AGENT_TYPE"),
             hinted,
-            "{}: {}",
-            profile.name,
-            e.message
+            "{source:?}: {}",
+            out.message
         );
+        assert_eq!(out.code, code);
     }
+    let kept = with_unassigned_hint(trust.clone(), ProfileSource::Fallback).to_value();
+    assert_eq!((kept["required"].clone(), kept["actual"].clone()), (json!(1), json!(0)));
 }

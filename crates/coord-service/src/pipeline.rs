@@ -282,12 +282,16 @@ impl Coordinator {
             .store
             .policy_facts(self.clock.now(), &id.agent_id, Some(&id.agent_type), UsageOf::Nothing)
             .await?;
-        let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
+        let (profile, source) = profiles::resolve(facts.by_agent, facts.by_type);
         let profile = match spawned {
             Some(agent) => coord_domain::agents::spawn::delegation_grant(profile, agent),
             None => profile,
         };
-        profiles::decide(&profile, operation, need)?;
+        profiles::decide(&profile, operation, need).map_err(|e| match spawned {
+            // A spawned agent's profile is its definition's: no type of its own to set.
+            Some(_) => e,
+            None => profiles::with_unassigned_hint(e, source),
+        })?;
         let started = match origin {
             Some(key) => key.issued_at,
             None => facts.session.as_ref().map(|s| s.1),

@@ -179,10 +179,30 @@ pub async fn profiles_assignment_precedence_and_least_privilege(b: &dyn Backend)
     assert_eq!(e.code, ErrorCode::InsufficientTrustLevel);
     let v = e.to_value();
     assert_eq!((v["required"].clone(), v["actual"].clone()), (json!(1), json!(0)));
+    // It says how to get a profile: most often the agent was started without its type.
+    assert!(e.message.contains("COORD_AGENT_TYPE"), "{}", e.message);
     assert_eq!(
         code(lock(&h, &stranger, "src/c.rs").await),
         ErrorCode::InsufficientTrustLevel
     );
+    // Least privilege assigned by an operator is a choice: no such hint.
+    run::<ops::AssignProfile>(
+        &h,
+        &operator("root"),
+        AssignProfileRequest {
+            profile: profiles::LEAST_PRIVILEGE.into(),
+            target_agent_id: Some("restricted".into()),
+            target_agent_type: None,
+        },
+    )
+    .await
+    .expect("assign least-privilege");
+    let restricted = Caller::new("restricted", "claude_code");
+    let e = run::<sessions::RegisterSession>(&h, &restricted, RegisterSessionRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InsufficientTrustLevel);
+    assert!(!e.message.contains("COORD_AGENT_TYPE"), "{}", e.message);
     let x = explain(&h, &stranger, None).await;
     assert_eq!(
         (x.source, x.profile.name.as_str()),
