@@ -116,20 +116,8 @@ fn usage_error(args: &[std::ffi::OsString], e: clap::Error) -> ! {
     if asked || !json_asked(args) {
         e.exit()
     }
-    let rendered = e.render().to_string();
-    let refusal = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        let usage = rendered.lines().find_map(|l| l.trim().strip_prefix("Usage: "));
-        let e = coord_domain::CoordError::new(
-            coord_domain::ErrorCode::InvalidArgument,
-            "a subcommand is required (see --help)",
-        );
-        match usage {
-            Some(u) => e.with_detail("usage", u),
-            None => e,
-        }
-    } else {
-        usage_refusal(&rendered)
-    };
+    let missing = e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
+    let refusal = usage_refusal(&e.render().to_string(), missing);
     // Parsing comes before SIGPIPE's default is restored: a reader gone is no panic.
     let _ = writeln!(std::io::stdout(), "{}", refusal.to_value());
     std::process::exit(i32::from(crate::output::exit_code(&refusal)))
@@ -142,8 +130,9 @@ fn json_asked(args: &[std::ffi::OsString]) -> bool {
 }
 
 /// clap's rendered error as a refusal: what it says (the missing arguments, its tip) on
-/// one line without the `error: ` prefix, and the usage line it names.
-fn usage_refusal(rendered: &str) -> coord_domain::CoordError {
+/// one line without the `error: ` prefix, and the usage line it names. With
+/// `subcommand_missing`, what clap rendered is the group's help, not an error.
+fn usage_refusal(rendered: &str, subcommand_missing: bool) -> coord_domain::CoordError {
     let lines: Vec<&str> = rendered.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     let said: Vec<&str> = lines
         .iter()
@@ -151,12 +140,11 @@ fn usage_refusal(rendered: &str) -> coord_domain::CoordError {
         .filter(|l| !l.starts_with("For more information, try"))
         .copied()
         .collect();
-    let message = said.join(" ");
-    let message = message.strip_prefix("error: ").unwrap_or(&message);
-    let message = if message.is_empty() {
-        "the command line is not valid"
-    } else {
-        message
+    let said = said.join(" ");
+    let message = match said.strip_prefix("error: ").unwrap_or(&said) {
+        _ if subcommand_missing => "a subcommand is required (see --help)",
+        "" => "the command line is not valid",
+        m => m,
     };
     let mut e = coord_domain::CoordError::new(coord_domain::ErrorCode::InvalidArgument, message.to_string());
     if let Some(usage) = lines.iter().find_map(|l| l.strip_prefix("Usage: ")) {
@@ -1859,7 +1847,7 @@ mod tests {
         ] {
             let args = line(words);
             assert!(json_asked(&args), "{words}");
-            let e = usage_refusal(&Cli::whole_grammar(args).unwrap_err().render().to_string());
+            let e = usage_refusal(&Cli::whole_grammar(args).unwrap_err().render().to_string(), false);
             let v = e.to_value();
             assert_eq!(v["error"], "invalid_argument", "{words}");
             assert!(
@@ -1876,11 +1864,11 @@ mod tests {
         }
         let missing = Cli::whole_grammar(line("--json lock acquire")).unwrap_err();
         assert_eq!(
-            usage_refusal(&missing.render().to_string()).to_value()["usage"],
+            usage_refusal(&missing.render().to_string(), false).to_value()["usage"],
             "coord lock acquire <PATH>"
         );
         let bad_value = Cli::whole_grammar(line("lock acquire a.rs --ttl abc")).unwrap_err();
-        let said = usage_refusal(&bad_value.render().to_string()).message;
+        let said = usage_refusal(&bad_value.render().to_string(), false).message;
         assert!(!said.contains("For more information"), "{said}");
         assert!(!json_asked(&line("lock acquire a.rs")));
         assert!(!json_asked(&line("call x -- --json")), "a value after `--`");
