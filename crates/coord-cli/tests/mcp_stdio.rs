@@ -532,12 +532,12 @@ fn serving(socket: &std::path::Path) -> Vec<u32> {
 fn gone(pid: u32) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while std::time::Instant::now() < deadline {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = state_of(&std::path::Path::new("/proc").join(pid.to_string()));
         // A zombie (Z) has exited, only its parent's wait is missing, once its other
         // threads are gone too: a killed process's leader shows as a zombie while they
         // (and its open sockets) are still going away.
         let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
-        if state.is_empty() || (state.split_whitespace().nth(2) == Some("Z") && threads <= 1) {
+        if state.is_none() || (state == Some('Z') && threads <= 1) {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -699,6 +699,14 @@ fn signal(pid: u32, which: &str) {
     assert!(sent.success(), "kill {which} {pid}");
 }
 
+/// The state letter of the process or thread whose `/proc` directory is `dir` (`S`
+/// sleeping, `T` stopped, `Z` zombie…), read after the command name, which may hold
+/// spaces and parentheses; `None` when it is gone.
+fn state_of(dir: &std::path::Path) -> Option<char> {
+    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
 /// Waits (bounded) until every thread of `pid` has stopped; false when one still runs
 /// after 20 s. `kill -STOP` returns once the signal is queued: the stop itself is carried
 /// out by one of the process's threads when it next runs, and until then the others run
@@ -706,12 +714,8 @@ fn signal(pid: u32, which: &str) {
 fn stopped(pid: u32) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while std::time::Instant::now() < deadline {
-        let all = std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|tasks| {
-            tasks.flatten().all(|t| {
-                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-                stat.rsplit(") ").next().is_some_and(|s| s.starts_with('T'))
-            })
-        });
+        let all = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .is_ok_and(|tasks| tasks.flatten().all(|t| state_of(&t.path()) == Some('T')));
         if all {
             return true;
         }
@@ -742,11 +746,8 @@ fn relay_waits_for_input(pid: u32) -> bool {
     tasks.flatten().any(|t| {
         let dir = t.path();
         let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
         let syscall = std::fs::read_to_string(dir.join("syscall")).unwrap_or_default();
-        comm.trim() == "relay-up"
-            && stat.rsplit(") ").next().is_some_and(|s| s.starts_with('S'))
-            && syscall.starts_with(READ)
+        comm.trim() == "relay-up" && state_of(&dir) == Some('S') && syscall.starts_with(READ)
     })
 }
 
