@@ -1166,24 +1166,28 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         std::fs::File::create(s.run_dir.join("output.jsonl")).map_err(|e| io("cannot create the output file", e))?;
     let stderr =
         std::fs::File::create(s.run_dir.join("stderr.log")).map_err(|e| io("cannot create the output file", e))?;
+    let mut git_entries = None;
     let mut command = match s.bwrap {
-        Some(bwrap) => enforced_command(Enforced {
-            proxy,
-            bwrap,
-            ctx: s.ctx,
-            agent_id: &agent_id,
-            agent_type: AGENT_TYPE,
-            token: &token,
-            writable,
-            visible: vec![install_dir(s.program)],
-            run_dir: s.run_dir.to_path_buf(),
-            env,
-            forwards,
-            protected,
-            git_read_only: true,
-            cwd: Some(s.ctx.repo_root.clone()),
-            command: plan.argv.iter().map(Into::into).collect(),
-        })?,
+        Some(bwrap) => {
+            let (command, entries) = enforced_command(Enforced {
+                proxy,
+                bwrap,
+                ctx: s.ctx,
+                agent_id: &agent_id,
+                agent_type: AGENT_TYPE,
+                token: &token,
+                writable,
+                visible: vec![install_dir(s.program)],
+                run_dir: s.run_dir.to_path_buf(),
+                env,
+                forwards,
+                protected,
+                cwd: Some(s.ctx.repo_root.clone()),
+                command: plan.argv.iter().map(Into::into).collect(),
+            })?;
+            git_entries = Some(entries);
+            command
+        }
         None => {
             // COORD_SANDBOX_ENABLED=false: the proxy variables only (advisory).
             env.extend(advisory_proxy(proxy, &agent_id, &token).await?);
@@ -1270,6 +1274,9 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         } else if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0) {
             let _ = std::fs::remove_file(&p);
         }
+    }
+    if let Some(before) = &git_entries {
+        crate::sandbox::warn_of_new_repositories(&s.ctx.repo_root, before);
     }
     let exit_code = sandbox::exit_code(status);
     let (result, permission_denials, result_is_error) = final_result(&plan, s.run_dir);

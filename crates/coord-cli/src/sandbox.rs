@@ -10,6 +10,7 @@ use coord_domain::access::Principal;
 use coord_domain::network::{Enforcement, SandboxRunRequest};
 use coord_domain::profiles::{AssignProfileRequest, UnassignProfileRequest};
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
+use coord_egress::git_guard;
 use coord_egress::sandbox::{self, Plan, RELAY_PORT};
 use coord_egress::{ManagedKeys, Proxy, Resolver, RunTokens};
 use coord_service::call;
@@ -256,7 +257,7 @@ async fn enforced(
         .tempdir()
         .map_err(|e| io("cannot create the run directory", e))?;
     let here: Vec<(String, String)> = std::env::vars().collect();
-    let mut command = enforced_command(Enforced {
+    let (mut command, git_entries) = enforced_command(Enforced {
         proxy,
         bwrap,
         ctx,
@@ -269,11 +270,25 @@ async fn enforced(
         env: sandbox::passed_env(&here, &args.env),
         forwards: Vec::new(),
         protected: Vec::new(),
-        git_read_only: false,
         cwd: None,
         command: args.command.clone(),
     })?;
-    command.status().await.map_err(|e| io("cannot start bubblewrap", e))
+    let status = command.status().await.map_err(|e| io("cannot start bubblewrap", e))?;
+    warn_of_new_repositories(&ctx.repo_root, &git_entries);
+    Ok(status)
+}
+
+/// Says which git repositories a sandboxed run created in the workspace: git run inside
+/// one later would read its configuration (and could run what it names), and no mount
+/// can stop a writable directory from getting a new `.git` (docs/network.md).
+pub fn warn_of_new_repositories(workspace: &std::path::Path, before: &[std::path::PathBuf]) {
+    for repo in git_guard::created_since(before, &git_guard::git_entries(workspace)) {
+        eprintln!(
+            "coord sandbox: warning: the command created {}: git run in that directory would read its \
+             configuration and hooks; inspect it before you run git there, or remove it",
+            repo.display()
+        );
+    }
 }
 
 /// A command tree to run in bubblewrap (docs/network.md): what is writable, the run's
@@ -300,16 +315,16 @@ pub struct Enforced<'a> {
     /// Read-only mount points (source, path): the run's generated files and sockets,
     /// the workspace's tool configuration (see `Plan::protected`).
     pub protected: Vec<(std::path::PathBuf, std::path::PathBuf)>,
-    /// Keep all of `.git` read-only, not only its hooks and config.
-    pub git_read_only: bool,
     /// Where the command starts (default: the working directory when it is inside the
     /// workspace, else the workspace).
     pub cwd: Option<std::path::PathBuf>,
     pub command: Vec<OsString>,
 }
 
-/// The bubblewrap command of `e`, its proxy listening on a socket in the run directory.
-pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command> {
+/// The bubblewrap command of `e`, its proxy listening on a socket in the run directory,
+/// and the `.git` entries the workspace had before it runs (see
+/// [`warn_of_new_repositories`]).
+pub fn enforced_command(e: Enforced<'_>) -> CoordResult<(tokio::process::Command, Vec<std::path::PathBuf>)> {
     let socket = e.run_dir.join("proxy.sock");
     let _ = std::fs::remove_file(&socket);
     let listener = tokio::net::UnixListener::bind(&socket).map_err(|x| io("cannot start the proxy", x))?;
@@ -355,22 +370,16 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command>
     hide_dirs.retain(|p| p.is_dir());
     // A file in a hidden directory is gone already (and a mount point there would show).
     hide_files.retain(|p| p.is_file() && !hide_dirs.iter().any(|d| p.starts_with(d)));
-    // Read-only inside the workspace: what git runs on its own, later, outside (hooks,
-    // config), with `.git` pinned so that it cannot be renamed away (only when the
-    // workspace is writable: a pinned `.git` is a writable bind). With `e.git_read_only`,
-    // the whole `.git` stays read-only (a launched agent: coord commits its work).
-    let (pinned, git_read_only) = sandbox::git_protections(&workspace);
-    let pinned = if e.writable.contains(&workspace) && !e.git_read_only {
-        pinned
-    } else {
-        Vec::new()
-    };
-    let mut read_only: Vec<std::path::PathBuf> = git_read_only;
-    if e.git_read_only {
-        read_only.push(workspace.join(".git"));
-    }
+    // Read-only inside the workspace: every git directory and `.git` file, what git's
+    // configuration points at, the workspace's directories on PATH (git_guard). What
+    // cannot be protected (a setting naming a missing path) refuses the run.
+    let path_dirs: Vec<std::path::PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let guard = git_guard::protect(&workspace, &path_dirs, home.as_deref()).map_err(unavailable)?;
+    let mut read_only = guard.read_only;
     read_only.retain(|p| p.exists() && p.starts_with(&workspace) && p != &workspace);
-    read_only.dedup();
     let mut env = e.env;
     env.extend(sandbox::proxy_env(&format!(
         "http://{}:{}@127.0.0.1:{RELAY_PORT}",
@@ -407,7 +416,6 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command>
         hide_dirs,
         hide_files,
         empty,
-        pinned,
         read_only,
         protected,
         env,
@@ -422,5 +430,5 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<tokio::process::Command>
     let mut command = tokio::process::Command::new(e.bwrap);
     // The environment is bubblewrap's own (passed on to the command), never its argv.
     command.args(args).env_clear().envs(plan.env);
-    Ok(command)
+    Ok((command, guard.git_entries))
 }

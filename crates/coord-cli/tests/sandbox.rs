@@ -265,6 +265,11 @@ fn only_the_policy_gets_out_of_the_sandbox() {
          mv .git .git_moved 2>/dev/null; echo \"gitmv=$?\"\n\
          python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>/dev/null; echo \"unix=$?\"\n\
          python3 -c 'import socket; socket.socketpair()'; echo \"pair=$?\"\n\
+         python3 -c 'import socket; socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)' 2>/dev/null; echo \"vsock=$?\"\n\
+         python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 15)' 2>/dev/null; echo \"uevent=$?\"\n\
+         python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)' 2>/dev/null; echo \"packet=$?\"\n\
+         python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)'; echo \"route=$?\"\n\
+         python3 -c 'import socket; socket.socket(socket.AF_INET6); socket.socket()'; echo \"inet=$?\"\n\
          rm -rf .git/hooks 2>/dev/null; echo \"hooksrm=$?\"\n\
          exit 7",
         tls = tls.port
@@ -295,8 +300,9 @@ fn only_the_policy_gets_out_of_the_sandbox() {
         "CapEff:\t0000000000000000",
         "run=0",
         "secret=none key=none kept=yes",
-        "git=0",
         "pair=0",
+        "route=0",
+        "inet=0",
         // coord's state is not there (an empty tmpfs over `.coord`): no database.
         "state=0",
     ] {
@@ -310,9 +316,13 @@ fn only_the_policy_gets_out_of_the_sandbox() {
         "home=0",
         "hooks=0",
         "gitconfig=0",
+        "git=0",
         "gitmv=0",
         "hooksrm=0",
         "unix=0",
+        "vsock=0",
+        "uevent=0",
+        "packet=0",
     ] {
         assert!(!t.contains(refused), "{refused:?} must fail:\n{t}");
     }
@@ -353,6 +363,91 @@ fn only_the_policy_gets_out_of_the_sandbox() {
     let runs = p.sandbox_runs("bot");
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["result"]["enforcement"], "namespace", "{:?}", runs[0]);
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").args(args).current_dir(dir).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The attack of the security review (issue 57, finding 1): a sandboxed command plants a
+/// git directory whose config runs a command (`core.fsmonitor`) and points `.git/commondir`
+/// at it, so that the next `git status` on the host would run it. Every file git reads as
+/// configuration or code — in `.git`, in a nested repository, and what the config points
+/// at inside the workspace — is read-only inside; a real `git status` afterwards runs
+/// nothing the command wrote.
+#[test]
+fn nothing_git_reads_or_runs_can_be_planted_from_inside() {
+    if !tools() {
+        return;
+    }
+    let p = Project::new();
+    let w = p.repo.path();
+    std::fs::remove_dir_all(w.join(".git")).unwrap();
+    git(w, &["init", "-q", "-b", "main", "."]);
+    for d in ["tools", "vendor/dep", "scripts"] {
+        std::fs::create_dir_all(w.join(d)).unwrap();
+    }
+    std::fs::write(w.join("tools/fsmon"), "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::write(w.join("shared.gitconfig"), "[alias]\n\tst = status\n").unwrap();
+    git(&w.join("vendor/dep"), &["init", "-q", "."]);
+    git(w, &["config", "core.fsmonitor", "tools/fsmon"]);
+    git(w, &["config", "include.path", "../shared.gitconfig"]);
+    git(
+        w,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    );
+    let marker = p.home.path().join("pwned");
+    let script = format!(
+        "for f in .git/commondir .git/config.worktree .git/info/attributes .git/objects/info/alternates \
+                  .git/worktrees/x/gitdir .git/modules/m/config .git/hooks/post-checkout .git/config .git/HEAD \
+                  vendor/dep/.git/config tools/fsmon shared.gitconfig; do\n\
+           mkdir -p \"$(dirname \"$f\")\" 2>/dev/null; (echo x >> \"$f\") 2>/dev/null && echo \"wrote $f\"\n\
+         done\n\
+         mkdir -p evil && cp -r .git/objects .git/refs evil/ && echo 'ref: refs/heads/main' > evil/HEAD\n\
+         printf '[core]\\n\\tfsmonitor = \"touch {marker}; false\"\\n' > evil/config\n\
+         (echo \"$PWD/evil\" > .git/commondir) 2>/dev/null && echo 'wrote commondir'\n\
+         mv .git moved 2>/dev/null && echo 'moved .git'\n\
+         mkdir -p src/.git && echo nested=$?\n\
+         echo done",
+        marker = marker.display()
+    );
+    let out = p.sandbox(&[], &script);
+    let t = text(&out);
+    assert!(t.contains("done") && t.contains("nested=0"), "{t}");
+    assert!(
+        !t.contains("wrote ") && !t.contains("moved"),
+        "nothing git reads is writable:\n{t}"
+    );
+    // What no mount can stop is named after the run.
+    assert!(t.contains("created") && t.contains("src/.git"), "{t}");
+    // The host's git runs nothing the command planted.
+    let status = git(w, &["status", "--porcelain"]);
+    assert!(status.contains("evil/"), "{status}");
+    assert!(!marker.exists(), "git status on the host ran the planted command");
+    assert!(!w.join(".git/commondir").exists());
+
+    // A setting naming a path inside the workspace that does not exist could be created
+    // from inside: the run is refused, naming it.
+    git(w, &["config", "core.hooksPath", ".husky"]);
+    let out = p.sandbox(&[], "echo ran");
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("core.hookspath") && t.contains(".husky") && !t.contains("ran\n"),
+        "{t}"
+    );
 }
 
 #[test]

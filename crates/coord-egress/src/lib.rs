@@ -8,9 +8,11 @@
 //!   policy admits and dials one of those — never resolving twice (no DNS rebinding).
 //! - [`sandbox`]: `coord sandbox run` — bubblewrap with the network namespace unshared,
 //!   so the only way out is the proxy's Unix socket, relayed inside by [`relay`]; the
-//!   workspace writable, the rest read-only, credential files hidden.
+//!   workspace writable, the rest read-only, credential files hidden; [`git_guard`]:
+//!   what git reads as configuration or runs, read-only inside.
 
 pub mod credentials;
+pub mod git_guard;
 pub mod proxy;
 pub mod relay;
 pub mod resolve;

@@ -4,7 +4,7 @@
 //! agent's own credential; no capabilities (even when coord runs as root), a new session
 //! (no typing into the terminal), an environment of only what is allowed; the workspace
 //! writable, everything else read-only, the host's sockets (`/run`) and credential stores
-//! hidden, coord's own state and git's hooks and config read-only. The argv is built by
+//! hidden, coord's own state and every git directory read-only. The argv is built by
 //! a pure function ([`bwrap_args`], table-tested) from a [`Plan`].
 
 use std::ffi::OsString;
@@ -72,11 +72,9 @@ pub struct Plan {
     /// An empty file (`/dev/null` would be a device on a `nodev` mount: unreadable,
     /// and a command should see an empty file rather than an error).
     pub empty: PathBuf,
-    /// Paths inside the workspace bound onto themselves, writable: a mount point cannot
-    /// be renamed or removed, so what is bound read-only inside it stays where git and
-    /// coord look for it (`.git`: renaming it away would leave the read-only hooks behind).
-    pub pinned: Vec<PathBuf>,
-    /// Paths inside the workspace that stay read-only (coord's state, git's hooks and config).
+    /// Paths inside the workspace that stay read-only: every git directory and `.git`
+    /// file, and what git's configuration points at (see `git_guard`). A read-only bind
+    /// is a mount point: it cannot be renamed away or removed either.
     pub read_only: Vec<PathBuf>,
     /// Inside the run directory (or other writable paths), read-only and pinned (a mount
     /// point cannot be removed or renamed): generated files and sockets the command must
@@ -126,7 +124,7 @@ pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
     for dir in &plan.visible {
         push(&mut a, &[&"--ro-bind", dir, dir]);
     }
-    for dir in plan.writable.iter().chain(&plan.pinned) {
+    for dir in &plan.writable {
         push(&mut a, &[&"--bind", dir, dir]);
     }
     for p in &plan.read_only {
@@ -192,62 +190,6 @@ pub fn passed_env(from: &[(String, String)], extra: &[String]) -> Vec<(String, S
     out
 }
 
-/// What git runs by itself, later and outside the sandbox, from a repository at
-/// `workspace`: its hooks and its config (`core.hooksPath`, `core.fsmonitor`), also of
-/// submodules (`.git/modules/…`) and a `core.hooksPath` inside the repository. Answers
-/// the paths to pin (`.git`, so it cannot be renamed away) and those to keep read-only
-/// (a linked worktree's `.git` file too: its git directory is outside, read-only anyway).
-pub fn git_protections(workspace: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let git = workspace.join(".git");
-    let (mut pinned, mut read_only) = (Vec::new(), Vec::new());
-    if git.is_file() {
-        read_only.push(git);
-        return (pinned, read_only);
-    }
-    if !git.is_dir() {
-        return (pinned, read_only);
-    }
-    pinned.push(git.clone());
-    let mut dirs = vec![(git.clone(), 0)];
-    while let Some((dir, depth)) = dirs.pop() {
-        for name in ["hooks", "config"] {
-            let p = dir.join(name);
-            if p.exists() {
-                read_only.push(p);
-            }
-        }
-        if let Some(path) = hooks_path(&dir.join("config"), workspace) {
-            read_only.push(path);
-        }
-        // Submodules' git directories: .git/modules/<name>[/modules/<name>…].
-        if depth < 8
-            && let Ok(entries) = std::fs::read_dir(dir.join("modules"))
-        {
-            dirs.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.path().is_dir())
-                    .map(|e| (e.path(), depth + 1)),
-            );
-        }
-    }
-    (pinned, read_only)
-}
-
-/// A `core.hooksPath` of the config at `config` that names an existing directory inside
-/// `workspace` (relative paths are relative to the working tree).
-fn hooks_path(config: &Path, workspace: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(config).ok()?;
-    let value = text.lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        k.trim()
-            .eq_ignore_ascii_case("hookspath")
-            .then(|| v.trim().trim_matches('"').to_string())
-    })?;
-    let path = workspace.join(value);
-    (path.is_dir() && path.starts_with(workspace)).then_some(path)
-}
-
 /// The credential stores under `home` that exist (only those can be mounted over).
 pub fn credential_paths(home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let dirs = HIDDEN_DIRS
@@ -308,19 +250,41 @@ pub fn find_bwrap() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The seccomp program the sandboxed command runs under: no new Unix sockets
-/// (`socket(AF_UNIX, …)` fails with EPERM, so a host socket the hidden directories do not
-/// cover stays out of reach; `socketpair` still works), no io_uring (it can open sockets
-/// without the `socket` system call). Everything else is allowed.
+/// The socket families a sandboxed command may open: IPv4 and IPv6 (the namespace's
+/// loopback, where the relay to the proxy listens), and routing netlink, which C
+/// libraries read the interface list through (`getaddrinfo` with `AI_ADDRCONFIG`,
+/// `getifaddrs`) and which in the namespace shows only its own loopback (changing
+/// anything needs a capability the command lacks).
+pub const SOCKET_FAMILIES: &[i32] = &[libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
+
+/// The seccomp program the sandboxed command runs under: `socket()` only for
+/// [`SOCKET_FAMILIES`] — no Unix sockets (a host socket the hidden directories do not
+/// cover stays out of reach; `socketpair` still works), no vsock (a network namespace
+/// does not isolate it), no packet or other netlink sockets (only `NETLINK_ROUTE`) —
+/// and no io_uring (it can open sockets without the `socket` system call). Refused calls
+/// fail with EPERM; everything else is allowed.
 pub fn command_filter() -> Result<seccompiler::BpfProgram, String> {
     use seccompiler::{SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule};
     let arch = seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_UNIX as u64)
-        .map_err(|e| e.to_string())?;
+    let cond = |arg: u8, op: SeccompCmpOp, value: i32| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value as u64).map_err(|e| e.to_string())
+    };
+    // A rule matches (and refuses) when all its conditions hold; any matching rule refuses.
+    let other_family = SOCKET_FAMILIES
+        .iter()
+        .map(|f| cond(0, SeccompCmpOp::Ne, *f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let other_netlink = vec![
+        cond(0, SeccompCmpOp::Eq, libc::AF_NETLINK)?,
+        cond(2, SeccompCmpOp::Ne, libc::NETLINK_ROUTE)?,
+    ];
     let rules = std::collections::BTreeMap::from([
         (
             libc::SYS_socket,
-            vec![SeccompRule::new(vec![unix]).map_err(|e| e.to_string())?],
+            vec![
+                SeccompRule::new(other_family).map_err(|e| e.to_string())?,
+                SeccompRule::new(other_netlink).map_err(|e| e.to_string())?,
+            ],
         ),
         (libc::SYS_io_uring_setup, vec![]),
     ]);
@@ -401,8 +365,7 @@ mod tests {
             hide_dirs: vec!["/root/.ssh".into(), "/w/.coord".into()],
             hide_files: vec!["/root/.netrc".into()],
             empty: "/tmp/run/empty".into(),
-            pinned: vec!["/w/.git".into()],
-            read_only: vec!["/w/.git/hooks".into()],
+            read_only: vec!["/w/.git".into()],
             protected: vec![("/tmp/run/api.sock".into(), "/tmp/run/api.sock".into())],
             env: vec![("HTTP_PROXY".into(), "http://a:t@127.0.0.1:3128".into())],
             inner: vec![
@@ -419,8 +382,8 @@ mod tests {
             text(&bwrap_args(&plan)),
             "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session --cap-drop ALL \
              --ro-bind / / --dev /dev \
-             --proc /proc --tmpfs /tmp --ro-bind /w /w --bind /w/docs /w/docs --bind /w/.git /w/.git \
-             --ro-bind /w/.git/hooks /w/.git/hooks --tmpfs /root/.ssh --tmpfs /w/.coord \
+             --proc /proc --tmpfs /tmp --ro-bind /w /w --bind /w/docs /w/docs \
+             --ro-bind /w/.git /w/.git --tmpfs /root/.ssh --tmpfs /w/.coord \
              --ro-bind /tmp/run/empty /root/.netrc --bind /tmp/run /tmp/run --ro-bind /tmp/run/api.sock /tmp/run/api.sock \
              --ro-bind /x/coord /x/coord --chdir /w/src -- /x/coord sandbox relay -- curl"
         );
@@ -453,33 +416,6 @@ mod tests {
             env.iter()
                 .any(|(n, v)| n == "NO_PROXY" && v == "localhost,127.0.0.1,::1")
         );
-    }
-
-    #[test]
-    fn git_runs_nothing_the_sandbox_wrote() {
-        let ws = tempfile::tempdir().unwrap();
-        let w = ws.path();
-        for d in [".git/hooks", ".git/modules/sub/hooks", ".husky"] {
-            std::fs::create_dir_all(w.join(d)).unwrap();
-        }
-        std::fs::write(w.join(".git/config"), "[core]\n\thooksPath = .husky\n").unwrap();
-        std::fs::write(w.join(".git/modules/sub/config"), "[core]\n").unwrap();
-        let (pinned, mut ro) = git_protections(w);
-        assert_eq!(pinned, [w.join(".git")]);
-        ro.sort();
-        let mut want = vec![
-            w.join(".git/hooks"),
-            w.join(".git/config"),
-            w.join(".husky"),
-            w.join(".git/modules/sub/hooks"),
-            w.join(".git/modules/sub/config"),
-        ];
-        want.sort();
-        assert_eq!(ro, want);
-        // A linked worktree: .git is a file.
-        let wt = tempfile::tempdir().unwrap();
-        std::fs::write(wt.path().join(".git"), "gitdir: /elsewhere\n").unwrap();
-        assert_eq!(git_protections(wt.path()), (vec![], vec![wt.path().join(".git")]));
     }
 
     #[test]
