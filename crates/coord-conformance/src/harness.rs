@@ -256,4 +256,19 @@ impl Harness {
             .expect("get_task answers")
             .task
     }
+
+    /// The audit rows of `operation`, newest first, read by an operator.
+    pub async fn audit_rows(&self, operation: &str) -> Vec<coord_domain::audit::AuditEntry> {
+        self.coord
+            .query_audit(
+                &operator("auditor"),
+                coord_domain::audit::AuditQueryRequest {
+                    operation: Some(operation.into()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("query_audit answers")
+            .entries
+    }
 }

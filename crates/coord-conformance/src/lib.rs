@@ -63,6 +63,7 @@ macro_rules! conformance_suite {
             sessions::sessions_cleanup_fails_tasks_out_of_attempts,
             sessions::sessions_cleanup_also_sweeps_expired_rows,
             sessions::sessions_cleanup_by_session_id,
+            sessions::sessions_cleanup_by_an_agent_key_spares_live_sessions,
             sessions::sessions_mark_idle_keeps_locks,
             sessions::sessions_end_session_releases_hands_off_and_idles,
             handoffs::handoffs_write_and_read_newest_first,

@@ -93,6 +93,7 @@ error_codes! {
     OperationNotPermitted => "operation_not_permitted", Forbidden;
     InsufficientTrustLevel => "insufficient_trust_level", Forbidden;
     CannotApproveOwnRequest => "cannot_approve_own_request", Forbidden;
+    SessionAlive => "session_alive", Forbidden;
     PathOutsideWorkspace => "path_outside_workspace", Forbidden;
     SymlinkDenied => "symlink_denied", Forbidden;
     HardlinkDenied => "hardlink_denied", Forbidden;

@@ -98,6 +98,69 @@ pub struct CleanupDeadAgentsRequest {
 pub struct Cleanup {
     pub stale_minutes: i64,
     pub sessions: Vec<String>,
+    /// Whether a listed session that is alive (heartbeat within `stale_minutes`) of
+    /// another agent may be disconnected: only by a caller who administers the
+    /// coordinator ([`may_disconnect_live`]); anyone else is refused with
+    /// `session_alive` rather than evicting a working agent.
+    pub live_allowed: bool,
+}
+
+/// Whether a caller with `credential` may disconnect another agent's live session, or
+/// set a stale threshold below [`DEFAULT_STALE_MINUTES`]: an operator key, or a process
+/// on this machine (the reaper of killed `coord mcp` processes; it could open the
+/// database itself). A key bound to one agent may only clean up what is really stale.
+pub fn may_disconnect_live(credential: crate::access::Credential) -> bool {
+    use crate::access::Credential;
+    matches!(credential, Credential::Operator | Credential::Local)
+}
+
+/// The cleanup `req` asks for, for a caller with `credential`: a caller who may not
+/// disconnect live sessions may not call a session stale sooner than the default
+/// threshold either (live connections heartbeat every 5 minutes).
+pub fn authorize_cleanup(mut cleanup: Cleanup, credential: crate::access::Credential) -> CoordResult<Cleanup> {
+    cleanup.live_allowed = may_disconnect_live(credential);
+    if !cleanup.live_allowed && cleanup.stale_minutes < DEFAULT_STALE_MINUTES {
+        return Err(CoordError::field(
+            ErrorCode::Forbidden,
+            "stale_threshold_minutes",
+            format!(
+                "an agent key may call a session stale after {DEFAULT_STALE_MINUTES} minutes without a heartbeat \
+                 at the soonest (live agents heartbeat every 5); an operator may choose less"
+            ),
+        )
+        .with_detail("min", DEFAULT_STALE_MINUTES));
+    }
+    Ok(cleanup)
+}
+
+/// `found` as `caller` may see it: other agents' session ids only for a caller who may
+/// disconnect live sessions.
+pub fn visible_to(
+    mut found: DiscoverAgentsResult,
+    caller: &str,
+    credential: crate::access::Credential,
+) -> DiscoverAgentsResult {
+    if !may_disconnect_live(credential) {
+        for a in found.agents.iter_mut().filter(|a| a.agent_id != caller) {
+            a.session_id = None;
+        }
+    }
+    found
+}
+
+/// The refusal of a cleanup listing `session_id`, `agent_id`'s live session, by a caller
+/// who may not disconnect live sessions.
+pub fn session_alive(session_id: &str, agent_id: &str) -> CoordError {
+    CoordError::field(
+        ErrorCode::SessionAlive,
+        "sessions",
+        format!(
+            "session {session_id} of {agent_id} is alive (it heartbeat within the threshold): only an operator may \
+             disconnect a live session; a stale one is cleaned up without naming it"
+        ),
+    )
+    .with_detail("session_id", session_id)
+    .with_detail("agent_id", agent_id)
 }
 
 pub fn validate_cleanup(req: CleanupDeadAgentsRequest) -> CoordResult<Cleanup> {
@@ -126,6 +189,7 @@ pub fn validate_cleanup(req: CleanupDeadAgentsRequest) -> CoordResult<Cleanup> {
     Ok(Cleanup {
         stale_minutes: validate_stale_threshold(req.stale_threshold_minutes)?,
         sessions,
+        live_allowed: false,
     })
 }
 
@@ -151,7 +215,11 @@ pub struct SessionResult {
 pub struct AgentInfo {
     pub agent_id: String,
     pub agent_type: String,
-    pub session_id: String,
+    /// The agent's current session: shown to the agent itself and to callers who may
+    /// disconnect live sessions ([`may_disconnect_live`]); left out for other agents'
+    /// keys, which have no use for it but naming it in a cleanup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     pub capabilities: Vec<String>,
     pub status: AgentStatus,
     #[serde(default)]
@@ -393,6 +461,61 @@ pub fn complete_final_handoff(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_administrators_disconnect_live_sessions_or_shorten_staleness() {
+        use crate::access::Credential::*;
+        let cleanup = |m| Cleanup {
+            stale_minutes: m,
+            sessions: vec![],
+            live_allowed: false,
+        };
+        let cases = [
+            (Operator, 1, Ok(true)),
+            (Local, 1, Ok(true)),
+            (Bound, 15, Ok(false)),
+            (Bound, 60, Ok(false)),
+            (Bound, 14, Err(ErrorCode::Forbidden)),
+            (Anonymous, 1, Err(ErrorCode::Forbidden)),
+        ];
+        for (credential, minutes, want) in cases {
+            let got = authorize_cleanup(cleanup(minutes), credential)
+                .map(|c| c.live_allowed)
+                .map_err(|e| e.code);
+            assert_eq!(got, want, "{credential:?} {minutes}");
+        }
+    }
+
+    #[test]
+    fn other_agents_session_ids_are_for_administrators() {
+        use crate::access::Credential::*;
+        let info = |id: &str| AgentInfo {
+            agent_id: id.into(),
+            agent_type: "t".into(),
+            session_id: Some(format!("s-{id}")),
+            capabilities: vec![],
+            status: AgentStatus::Active,
+            current_task: None,
+            team: None,
+            last_heartbeat: Timestamp::default(),
+            started_at: Timestamp::default(),
+            ended_at: None,
+            guardrail_violations: 0,
+        };
+        let found = || DiscoverAgentsResult {
+            agents: vec![info("me"), info("other")],
+        };
+        let seen = |credential| {
+            visible_to(found(), "me", credential)
+                .agents
+                .into_iter()
+                .map(|a| a.session_id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(seen(Bound), [Some("s-me".to_string()), None]);
+        assert_eq!(seen(Operator), [Some("s-me".to_string()), Some("s-other".to_string())]);
+        assert_eq!(seen(Local), [Some("s-me".to_string()), Some("s-other".to_string())]);
+    }
 
     #[test]
     fn thresholds_and_registration() {

@@ -45,6 +45,7 @@ impl RawPostgres {
             escalation: None,
             origin: None,
             audit_admin: false,
+            credential: coord_domain::access::Credential::Local,
             events: None,
             lock_before_write: false,
             egress: None,

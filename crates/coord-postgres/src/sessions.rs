@@ -12,8 +12,8 @@ use coord_domain::ErrorCode;
 use coord_domain::sessions::{
     AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, REASON_SESSION_ENDED, SessionResult,
 };
-use coord_domain::sessions::{Cleanup, EndSession, EndSessionResult, complete_final_handoff};
-use coord_domain::{CoordError, Timestamp};
+use coord_domain::sessions::{Cleanup, EndSession, EndSessionResult, complete_final_handoff, session_alive};
+use coord_domain::{CoordError, Identity, Timestamp};
 use coord_store::OpCtx;
 use coord_store::SessionStore;
 use tokio_postgres::Row;
@@ -27,7 +27,7 @@ fn agent_from_row(r: &Row) -> R<AgentInfo> {
     Ok(AgentInfo {
         agent_id: get(r, 0)?,
         agent_type: get(r, 1)?,
-        session_id: id_text(get(r, 2)?),
+        session_id: Some(id_text(get(r, 2)?)),
         capabilities: get(r, 3)?,
         status: AgentStatus::parse(status).ok_or_else(|| crate::Fail::Coord(CoordError::internal()))?,
         current_task: get(r, 5)?,
@@ -216,8 +216,24 @@ pub async fn discover(tx: &Tx<'_>, args: &(Option<String>, Option<AgentStatus>))
     })
 }
 
-pub async fn cleanup(tx: &Tx<'_>, now: Option<Timestamp>, cleanup: &Cleanup) -> R<CleanupResult> {
+pub async fn cleanup(tx: &Tx<'_>, now: Option<Timestamp>, who: &Identity, cleanup: &Cleanup) -> R<CleanupResult> {
     let sessions = cleanup.sessions.iter().map(|s| uuid(s)).collect::<R<Vec<Uuid>>>()?;
+    if !cleanup.live_allowed
+        && let Some(row) = tx
+            .query_opt(
+                &tx.prepare_cached(&format!(
+                    "SELECT session_id::text, agent_id FROM agent_sessions
+                     WHERE status <> 'disconnected' AND last_heartbeat >= {NOW} - make_interval(mins => $2)
+                       AND agent_id <> $3 AND session_id = ANY($4)
+                     ORDER BY session_id LIMIT 1"
+                ))
+                .await?,
+                &[&now, &int(cleanup.stale_minutes), &who.agent_id, &sessions],
+            )
+            .await?
+    {
+        return Err(session_alive(&get::<String>(&row, 0)?, &get::<String>(&row, 1)?).into());
+    }
     let rows = tx
         .query(
             &tx.prepare_cached(&format!(
@@ -317,7 +333,7 @@ impl SessionStore for PgStore {
     }
 
     async fn cleanup_dead_agents(&self, ctx: OpCtx, which: Cleanup) -> CoordResult<CleanupResult> {
-        self.op(ctx, which, |tx, ctx, a| Box::pin(cleanup(tx, ctx.now, a)))
+        self.op(ctx, which, |tx, ctx, a| Box::pin(cleanup(tx, ctx.now, &ctx.who, a)))
             .await
     }
 

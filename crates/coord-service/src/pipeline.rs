@@ -119,6 +119,7 @@ impl Coordinator {
                 escalation: None,
                 origin: who.origin.clone(),
                 audit_admin: false,
+                credential: who.credential,
                 events: O::AUDIT_EVENTS,
                 lock_before_write: false,
                 egress: None,

@@ -13,7 +13,7 @@ use coord_domain::Identity;
 use coord_domain::sessions::{
     AgentInfo, AgentStatus, CleanupResult, DiscoverAgentsResult, NewSession, REASON_SESSION_ENDED, SessionResult,
 };
-use coord_domain::sessions::{Cleanup, EndSession, EndSessionResult, complete_final_handoff};
+use coord_domain::sessions::{Cleanup, EndSession, EndSessionResult, complete_final_handoff, session_alive};
 use coord_store::{OpCtx, SessionStore};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -184,8 +184,23 @@ pub fn discover(c: &Connection, capability: Option<&str>, status: Option<AgentSt
     Ok(DiscoverAgentsResult { agents })
 }
 
-pub fn cleanup(c: &Connection, now: i64, cleanup: &Cleanup) -> R<CleanupResult> {
+pub fn cleanup(c: &Connection, now: i64, who: &Identity, cleanup: &Cleanup) -> R<CleanupResult> {
     let cutoff = now - minutes_to_micros(cleanup.stale_minutes);
+    if !cleanup.live_allowed
+        && let Some((session, agent)) = c
+            .prepare_cached(
+                "SELECT session_id, agent_id FROM agent_sessions
+                 WHERE status <> 'disconnected' AND last_heartbeat >= ?1 AND agent_id <> ?2
+                   AND session_id IN (SELECT value FROM json_each(?3))
+                 ORDER BY session_id LIMIT 1",
+            )?
+            .query_row(params![cutoff, who.agent_id, to_json(&cleanup.sessions)], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .optional()?
+    {
+        return Err(session_alive(&session, &agent).into());
+    }
     let mut agents = c
         .prepare_cached(
             "UPDATE agent_sessions SET status = 'disconnected', ended_at = ?1
@@ -268,7 +283,7 @@ impl SessionStore for SqliteStore {
     }
 
     async fn cleanup_dead_agents(&self, ctx: OpCtx, which: Cleanup) -> CoordResult<CleanupResult> {
-        self.op(ctx, move |c, now, _| cleanup(c, now, &which)).await
+        self.op(ctx, move |c, now, who| cleanup(c, now, who, &which)).await
     }
 
     async fn set_session_status(&self, ctx: OpCtx, status: AgentStatus) -> CoordResult<SessionResult> {

@@ -80,6 +80,9 @@ pub struct OpCtx {
     /// Whether the caller may read every agent's audit rows: an operator key, or a
     /// profile granted `manage_audit` (trust 4). Others see their own.
     pub audit_admin: bool,
+    /// How the caller proved who it is (rules that depend on it: who may disconnect a
+    /// live session, whose port blocks a caller may release).
+    pub credential: coord_domain::access::Credential,
     /// What of the caller's profile egress decisions need (set for callers with a
     /// profile; `None` means least privilege: nothing is allowed).
     pub egress: Option<coord_domain::network::EgressProfile>,
@@ -102,6 +105,7 @@ impl OpCtx {
             lock_before_write: false,
             events: None,
             audit_admin: true,
+            credential: coord_domain::access::Credential::Local,
             egress: None,
         }
     }

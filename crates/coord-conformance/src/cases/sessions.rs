@@ -49,7 +49,7 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
     let ids: Vec<_> = all.agents.iter().map(|x| x.agent_id.as_str()).collect();
     assert_eq!(ids, ["agent-b", "agent-a"], "most recently seen first");
     let found_a = &all.agents[1];
-    assert_eq!(found_a.session_id, ra.session_id);
+    assert_eq!(found_a.session_id.as_deref(), Some(ra.session_id.as_str()));
     assert_eq!(found_a.capabilities, ["coding", "testing"]);
     assert_eq!(found_a.status, AgentStatus::Active);
     assert_eq!(found_a.current_task.as_deref(), Some("locks"));
@@ -268,7 +268,7 @@ pub async fn sessions_cleanup_frees_dead_agents_only(b: &dyn Backend) {
         .await
         .unwrap();
     let revived = seen.agents.iter().find(|x| x.agent_id == "dead").unwrap();
-    assert_eq!(revived.session_id, back.session_id);
+    assert_eq!(revived.session_id, Some(back.session_id));
     assert_eq!(revived.started_at, h.now());
 }
 
@@ -554,4 +554,102 @@ pub async fn sessions_cleanup_by_session_id(b: &dyn Backend) {
             .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("sessions"));
     }
+}
+
+/// The security review's eviction (issue 57, finding 2): an agent's key listed another
+/// agent's live session in a cleanup, disconnected it, took its lock and had its task
+/// requeued. A key bound to one agent sees no other agent's session id, may not list a
+/// live session of another agent (`session_alive`, audited, nothing changed) nor call a
+/// session stale sooner than 15 minutes; what is really stale it still cleans up, and its
+/// own session it may always end. An operator may do all of it.
+pub async fn sessions_cleanup_by_an_agent_key_spares_live_sessions(b: &dyn Backend) {
+    use coord_domain::access::{Credential, Principal};
+    use coord_service::ops::sessions::{CleanupDeadAgents, DiscoverAgents};
+    let h = Harness::new(b).await;
+    let (alice, mallory, boss) = (agent("alice"), agent("mallory"), agent("boss"));
+    let as_key = Principal::new(mallory.clone(), Credential::Bound);
+    let alice_session = h
+        .coord
+        .register_session(&alice, RegisterSessionRequest::default())
+        .await
+        .unwrap()
+        .session_id;
+    h.coord
+        .register_session(&mallory, RegisterSessionRequest::default())
+        .await
+        .unwrap();
+    h.lock(&alice, "src/a.rs", Some(240)).await;
+    h.submit(&boss, "t", 5, &[]).await;
+    let task = h.claimed_id(&alice).await;
+
+    let seen = coord_service::call::<DiscoverAgents, _>(&h.local, &as_key, DiscoverAgentsRequest::default())
+        .await
+        .unwrap();
+    let session_of = |name: &str| {
+        seen.agents
+            .iter()
+            .find(|a| a.agent_id == name)
+            .unwrap()
+            .session_id
+            .clone()
+    };
+    assert_eq!(
+        session_of("alice"),
+        None,
+        "another agent's session id is not shown to a key"
+    );
+    assert!(session_of("mallory").is_some(), "its own is");
+    let listed = |sessions: Vec<String>, minutes: Option<i64>| CleanupDeadAgentsRequest {
+        stale_threshold_minutes: minutes,
+        sessions: Some(sessions),
+    };
+    let e = coord_service::call::<CleanupDeadAgents, _>(&h.local, &as_key, listed(vec![alice_session.clone()], None))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::SessionAlive, "{e:?}");
+    let e = coord_service::call::<CleanupDeadAgents, _>(&h.local, &as_key, listed(vec![], Some(1)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_deref()),
+        (ErrorCode::Forbidden, Some("stale_threshold_minutes"))
+    );
+    // Nothing changed: alice keeps her lock and her task; both refusals are audited.
+    let locks = h
+        .coord
+        .check_locks(&boss, CheckLocksRequest::default())
+        .await
+        .unwrap()
+        .locks;
+    assert_eq!(
+        locks.iter().map(|l| l.locked_by.as_str()).collect::<Vec<_>>(),
+        ["alice"]
+    );
+    assert_eq!(h.task(&task).await.status, TaskStatus::Claimed);
+    let refused = h.audit_rows("cleanup_dead_agents").await;
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|r| !r.success && r.agent_id == "mallory"));
+
+    // Really stale: the key cleans it up, naming it or not.
+    h.advance(16);
+    h.coord.heartbeat(&mallory, HeartbeatRequest::default()).await.unwrap();
+    let r = coord_service::call::<CleanupDeadAgents, _>(&h.local, &as_key, listed(vec![alice_session], None))
+        .await
+        .unwrap();
+    assert_eq!(r.agents, ["alice"]);
+    assert_eq!((r.locks_released, r.tasks_requeued), (1, 1));
+
+    // An operator may disconnect a live session, and use a short threshold.
+    let bob = agent("bob");
+    let bob_session = h
+        .coord
+        .register_session(&bob, RegisterSessionRequest::default())
+        .await
+        .unwrap()
+        .session_id;
+    let operator = Principal::new(boss.clone(), Credential::Operator);
+    let r = coord_service::call::<CleanupDeadAgents, _>(&h.local, &operator, listed(vec![bob_session], Some(1)))
+        .await
+        .unwrap();
+    assert_eq!(r.agents, ["bob"]);
 }

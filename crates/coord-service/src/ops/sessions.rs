@@ -7,7 +7,8 @@ use coord_domain::profiles::Need;
 use coord_domain::sessions::{
     AgentStatus, Cleanup, CleanupDeadAgentsRequest, CleanupResult, DiscoverAgentsRequest, DiscoverAgentsResult,
     EndSession, EndSessionRequest, EndSessionResult, HeartbeatRequest, NewSession, RegisterSessionRequest,
-    SessionResult, validate_capability, validate_cleanup, validate_end, validate_registration,
+    SessionResult, authorize_cleanup, validate_capability, validate_cleanup, validate_end, validate_registration,
+    visible_to,
 };
 use coord_domain::{CoordResult, Empty, Identity};
 use coord_store::OpCtx;
@@ -68,7 +69,7 @@ impl Operation for DiscoverAgents {
     const SUMMARY: &'static str = "Discover agents by capability and status";
     const DESCRIPTION: &'static str = "Find other agents: optionally only those with a capability (e.g. review) or \
         a status (active, idle, disconnected). Answers {agents:[{agent_id, agent_type, capabilities, status, \
-        current_task, last_heartbeat}]}.";
+        current_task, last_heartbeat}]} (session_id too for your own entry).";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const NEED: Need = Need::READ;
@@ -87,7 +88,9 @@ impl Operation for DiscoverAgents {
         ctx: OpCtx,
         (capability, status): Self::Args,
     ) -> CoordResult<DiscoverAgentsResult> {
-        c.store().discover_agents(ctx, capability, status).await
+        let (caller, credential) = (ctx.who.agent_id.clone(), ctx.credential);
+        let found = c.store().discover_agents(ctx, capability, status).await?;
+        Ok(visible_to(found, &caller, credential))
     }
 }
 
@@ -98,7 +101,8 @@ impl Operation for CleanupDeadAgents {
     const DESCRIPTION: &'static str = "Disconnect agents whose last heartbeat is older than \
         stale_threshold_minutes (default 15), and the sessions listed in sessions (e.g. their process is gone; \
         a session its agent has since replaced is left alone): their locks are released and their claimed tasks \
-        go back to the queue. Use it when a crashed agent blocks files or tasks. Answers {success:true, \
+        go back to the queue. Use it when a crashed agent blocks files or tasks. Only an operator may list a live \
+        session of another agent (session_alive) or use a threshold under 15 minutes. Answers {success:true, \
         agents_cleaned, agents, locks_released, tasks_requeued}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Destructive;
@@ -114,6 +118,13 @@ impl Operation for CleanupDeadAgents {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, cleanup: Cleanup) -> CoordResult<CleanupResult> {
+        let cleanup = match authorize_cleanup(cleanup, ctx.credential) {
+            Ok(cleanup) => cleanup,
+            Err(e) => {
+                c.audit_refusal(&ctx, &e).await;
+                return Err(e);
+            }
+        };
         let cleaned = c.store().cleanup_dead_agents(ctx, cleanup).await?;
         // Cleanup is the maintenance command: it also purges one bounded batch of expired
         // rows, so deployments without a long-lived process still shed them.
