@@ -345,11 +345,24 @@ pub fn decide(findings: &[Finding], trust: u8, elevated: &[String]) -> CoordResu
         Action::RequireTrust(t) => trust < t,
         Action::ManualReview | Action::Warn => false,
     };
-    let blocked = findings.iter().filter(stopping).find(|f| !lifted(f));
+    let blocked: Vec<&Finding> = findings.iter().filter(stopping).filter(|f| !lifted(f)).collect();
     let used_elevation = findings.iter().filter(stopping).any(lifted);
-    match blocked {
+    match blocked.first() {
         Some(f) => {
-            let e = refusal(f, ErrorCode::DestructiveOperationBlocked);
+            let mut e = refusal(f, ErrorCode::DestructiveOperationBlocked);
+            // Every reason, not only the first: the person asked to approve must see all
+            // that the command would do (an approval lets the whole command pass once).
+            if blocked.len() > 1 {
+                let reasons: Vec<String> = blocked
+                    .iter()
+                    .map(|f| format!("{} ({}): {}", f.operation, f.matched, f.reason))
+                    .collect();
+                e.message = format!(
+                    "{} findings block this command: {}",
+                    blocked.len(),
+                    reasons.join("; and ")
+                );
+            }
             Err(match f.action {
                 Action::RequireTrust(t) => e.with_detail("required_trust", t).with_detail("actual_trust", trust),
                 _ => e,
@@ -415,6 +428,20 @@ mod tests {
         assert!(decide(&[finding(Block, "hard_reset")], 4, &elevated).is_err());
         let review = [finding(ManualReview, "force_push")];
         assert!(decide(&review, 4, &elevated).is_err());
+        // Every blocking finding is named in the refusal (and so in its approval request).
+        let e = decide(
+            &[finding(Block, "force_push"), finding(Block, "dynamic_command")],
+            4,
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.message.starts_with("2 findings block this command: force_push")
+                && e.message.contains("; and dynamic_command"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.to_value()["operation"], "force_push");
     }
 
     #[test]

@@ -44,64 +44,107 @@ fn mask_userinfo(word: &str) -> Option<String> {
     Some(format!("{scheme}://{MASK}{}", &rest[at..]))
 }
 
-/// The command line with credentials masked: URL passwords, `Bearer`/`Basic` values,
+/// Whether `value` is literal text a shell passes as it is written: only characters
+/// that expand to nothing else. A value with `$`, a backtick, parentheses, braces,
+/// redirections, globs or separators may be code (`API_TOKEN=$(rm -rf ~)`): it is shown
+/// as written, never masked, so a person approving a command sees everything it runs.
+fn literal(value: &str) -> bool {
+    !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/+=@%,^#".contains(c) || !c.is_ascii())
+}
+
+/// The whitespace-separated words of `text` with their byte ranges.
+fn words(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                out.push((s, i));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, text.len()));
+    }
+    out
+}
+
+/// What one word becomes, given whether the word before asked for its value to go.
+/// Answers the replacement (`None`: as written) and whether the next word's value goes.
+fn mask_word(word: &str, mask_next: bool, database_client: bool) -> (Option<String>, bool) {
+    let (open, inner, close) = split_quotes(word);
+    let masked = |text: String| Some(format!("{open}{text}{close}"));
+    if mask_next {
+        // `Authorization: Bearer x`: the scheme stays, its value goes.
+        if matches!(inner.to_ascii_lowercase().as_str(), "bearer" | "basic" | "token") {
+            return (None, true);
+        }
+        return (literal(inner).then(|| masked(MASK.to_string())).flatten(), false);
+    }
+    if let Some(m) = mask_userinfo(inner) {
+        return (masked(m), false);
+    }
+    let lower = inner.to_ascii_lowercase();
+    let header = "authorization:";
+    if lower.starts_with(header) && inner.len() > header.len() {
+        let value = &inner[header.len()..];
+        return (
+            literal(value)
+                .then(|| masked(format!("{}{MASK}", &inner[..header.len()])))
+                .flatten(),
+            false,
+        );
+    }
+    if matches!(lower.as_str(), "bearer" | "basic" | "token") || lower.ends_with(header) {
+        return (None, true);
+    }
+    if let Some((name, value)) = inner.split_once('=')
+        && secret_name(name.trim_start_matches('-'))
+    {
+        return (
+            literal(value).then(|| masked(format!("{name}={MASK}"))).flatten(),
+            false,
+        );
+    }
+    if inner.starts_with("--") && secret_name(inner) {
+        return (None, true);
+    }
+    if database_client && inner.len() > 2 && inner.starts_with("-p") && literal(&inner[2..]) {
+        return (masked(format!("-p{MASK}")), false);
+    }
+    (None, false)
+}
+
+/// The command line with literal credentials masked and everything else exactly as
+/// written (spacing, newlines, quotes): URL passwords, `Bearer`/`Basic` values,
 /// `Authorization:` headers, `NAME=value` assignments and `--name value` /
 /// `--name=value` options whose name says secret, `-p<password>` of database clients.
-/// Words are rejoined with single spaces.
+/// Only a literal value is masked ([`literal`]): anything a shell would expand or run
+/// stays visible.
 pub fn mask_secrets(command: &str) -> String {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let mut out: Vec<String> = Vec::with_capacity(words.len());
-    let mut mask_next = false;
-    let mut database_client = false;
-    for word in words {
-        let (open, inner, close) = split_quotes(word);
-        if mask_next {
-            // `Authorization: Bearer x`: the scheme stays, its value goes.
-            if matches!(inner.to_ascii_lowercase().as_str(), "bearer" | "basic" | "token") {
-                out.push(word.to_string());
-                continue;
-            }
-            mask_next = false;
-            out.push(format!("{open}{MASK}{close}"));
-            continue;
-        }
-        if let Some(masked) = mask_userinfo(inner) {
-            out.push(format!("{open}{masked}{close}"));
-            continue;
-        }
-        let lower = inner.to_ascii_lowercase();
-        if lower.starts_with("authorization:") && inner.len() > "authorization:".len() {
-            out.push(format!("{open}{}{MASK}{close}", &inner[.."authorization:".len()]));
-            continue;
-        }
-        if matches!(lower.as_str(), "bearer" | "basic" | "token") || lower.ends_with("authorization:") {
-            // `Authorization: Bearer x` masks `x` after `Bearer`; `Authorization: x` masks `x`.
-            mask_next = true;
-            out.push(word.to_string());
-            continue;
-        }
-        if let Some((name, value)) = inner.split_once('=')
-            && !value.is_empty()
-            && secret_name(name.trim_start_matches('-'))
-        {
-            out.push(format!("{open}{name}={MASK}{close}"));
-            continue;
-        }
-        if inner.starts_with("--") && secret_name(inner) {
-            mask_next = true;
-            out.push(word.to_string());
-            continue;
-        }
+    let mut out = String::with_capacity(command.len());
+    let mut last = 0;
+    let (mut mask_next, mut database_client) = (false, false);
+    for (start, end) in words(command) {
+        let word = &command[start..end];
+        out.push_str(&command[last..start]);
+        let (_, inner, _) = split_quotes(word);
         if matches!(inner, "mysql" | "mysqldump" | "mariadb") {
             database_client = true;
         }
-        if database_client && inner.len() > 2 && inner.starts_with("-p") {
-            out.push(format!("{open}-p{MASK}{close}"));
-            continue;
-        }
-        out.push(word.to_string());
+        let (replaced, next) = mask_word(word, mask_next, database_client);
+        mask_next = next;
+        out.push_str(replaced.as_deref().unwrap_or(word));
+        last = end;
     }
-    out.join(" ")
+    out.push_str(&command[last..]);
+    out
 }
 
 #[cfg(test)]
@@ -148,7 +191,24 @@ mod tests {
             ("rm -rf -p src", "rm -rf -p src"),
             ("TOKEN= make", "TOKEN= make"),
             ("", ""),
-            ("  spaced   out  ", "spaced out"),
+            // Exactly as written: what is approved is what runs.
+            ("  spaced   out  ", "  spaced   out  "),
+            ("a\n\tTOKEN=x b", "a\n\tTOKEN=*** b"),
+            // Code is never masked: a value a shell expands or runs stays visible.
+            (
+                "git push --force origin feature && API_TOKEN=$(rm${IFS}-rf${IFS}$HOME) true",
+                "git push --force origin feature && API_TOKEN=$(rm${IFS}-rf${IFS}$HOME) true",
+            ),
+            ("TOKEN=`id` make", "TOKEN=`id` make"),
+            ("SECRET=${X:-$(curl evil)} make", "SECRET=${X:-$(curl evil)} make"),
+            ("deploy --token $(cat /etc/shadow)", "deploy --token $(cat /etc/shadow)"),
+            ("deploy --password=a;rm -rf /", "deploy --password=a;rm -rf /"),
+            (
+                "curl -H 'Authorization: Bearer $(id)' x",
+                "curl -H 'Authorization: Bearer $(id)' x",
+            ),
+            ("mysql -p$(id) db", "mysql -p$(id) db"),
+            ("TOKEN=ghp_abc/def+1== make", "TOKEN=*** make"),
         ];
         for (command, want) in cases {
             assert_eq!(mask_secrets(command), want, "{command}");

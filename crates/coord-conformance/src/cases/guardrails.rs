@@ -63,6 +63,27 @@ pub async fn guardrails_block_and_approve_once(b: &dyn Backend) {
     let again = check(&h, &me, force).await.unwrap_err();
     assert_ne!(again.to_value()["approval_id"], id.as_str(), "a second use asks again");
 
+    // The security review's hidden payload (issue 57, finding 4): a force push beside a
+    // deletion inside a secret-named assignment. The approval request names every
+    // finding, and keeps the command exactly as it will run.
+    let hidden = "git push --force origin feature && API_TOKEN=$(rm${IFS}-rf${IFS}$HOME) true";
+    let e = check(&h, &me, hidden).await.unwrap_err();
+    let id = e.to_value()["approval_id"].as_str().unwrap().to_string();
+    let asked = run::<approvals::GetApproval>(
+        &h,
+        &operator("boss"),
+        coord_domain::approvals::GetApprovalRequest { approval_id: id },
+    )
+    .await
+    .unwrap();
+    assert_eq!(asked.approval.parameters["command"], hidden);
+    assert!(
+        asked.approval.reason.contains("force_push") && asked.approval.reason.contains("rm${IFS}-rf${IFS}$HOME"),
+        "{}",
+        asked.approval.reason
+    );
+    assert_eq!(coord_domain::secrets::mask_secrets(hidden), hidden);
+
     // Credential files: manual review, whatever the trust.
     let e = run::<guardrails::CheckGuardrails>(
         &h,
@@ -107,7 +128,7 @@ pub async fn guardrails_block_and_approve_once(b: &dyn Backend) {
     .unwrap();
     assert_eq!(
         log.entries.len(),
-        8,
+        9,
         "{:?}",
         log.entries.iter().map(|e| &e.error_code).collect::<Vec<_>>()
     );

@@ -351,6 +351,10 @@ mod tests {
         );
         assert!(!a.to_string().contains("tok@"), "{a}");
         assert!(!a.to_string().contains("s3cret"));
+        // Code in a secret-named assignment is shown as it will run (issue 57, finding 4).
+        let hidden = "git push --force origin feature && API_TOKEN=$(rm${IFS}-rf${IFS}$HOME) true";
+        let a = approvals(&json!({"approvals": [{"approval_id": "apr_3", "parameters": {"command": hidden}}]}));
+        assert_eq!(a["items"][0]["asked"], hidden);
     }
 
     #[test]
