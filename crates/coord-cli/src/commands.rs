@@ -128,8 +128,10 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Notifications(cmd) => crate::notify::run(cmd, coord, ctx, out).await,
         Command::Guard(GuardCommand::Rules(cmd)) => crate::guard::rules(cmd, coord, ctx, out).await,
         Command::Guard(GuardCommand::Check { files, command }) => {
+            let command = (!command.is_empty()).then(|| command.join(" "));
             let req = CheckGuardrailsRequest {
-                command: (!command.is_empty()).then(|| command.join(" ")),
+                git_aliases: command.as_deref().and_then(|c| crate::guard::git_aliases(&ctx.cwd, c)),
+                command,
                 files: (!files.is_empty()).then_some(files),
                 tool: None,
             };

@@ -1,5 +1,6 @@
 //! `coord guard rules`: the guardrails' pattern registry listed and changed
-//! (`list_guardrails`, `set_guardrail`, `reset_guardrail`).
+//! (`list_guardrails`, `set_guardrail`, `reset_guardrail`); the facts of the repository
+//! a check sends with a command (its git aliases).
 
 use crate::args::GuardRulesCommand;
 use crate::context::Context;
@@ -159,4 +160,35 @@ fn render_one(g: &GuardrailEntry) -> String {
         success: true,
         guardrails: vec![g.clone()],
     })
+}
+
+/// The git aliases in effect in `dir` (name → what it runs, as `git config
+/// --get-regexp '^alias\.'` reads them, includes and the user's configuration too), sent
+/// with a command to check so that `git NAME` is judged by what it runs. Read only for
+/// a command that mentions git (it costs a process); `None` when git cannot say.
+pub fn git_aliases(dir: &std::path::Path, command: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    if !command.contains("git") {
+        return None;
+    }
+    let out = std::process::Command::new("git")
+        .args(["config", "--null", "--get-regexp", "^alias\\."])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    // 1: no alias at all.
+    if !out.status.success() && out.status.code() != Some(1) {
+        return None;
+    }
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .split('\0')
+            .filter_map(|entry| {
+                let (key, value) = entry.split_once('\n').unwrap_or((entry, ""));
+                let name = key.strip_prefix("alias.")?;
+                Some((name.to_string(), value.to_string()))
+            })
+            .collect(),
+    )
 }

@@ -411,6 +411,7 @@ fn guard_request(payload: &Value, ctx: &Context) -> Option<CheckGuardrailsReques
             command: Some(command.to_string()),
             files: None,
             tool,
+            git_aliases: crate::guard::git_aliases(&ctx.cwd, command),
         });
     }
     if let Some(file) = edited_file(payload) {
@@ -418,6 +419,7 @@ fn guard_request(payload: &Value, ctx: &Context) -> Option<CheckGuardrailsReques
             command: None,
             files: Some(vec![ctx.lock_path(file)]),
             tool,
+            ..Default::default()
         });
     }
     let spawned = ctx.caller.agent_type == coord_domain::agents::spawn::AGENT_TYPE;
@@ -425,6 +427,7 @@ fn guard_request(payload: &Value, ctx: &Context) -> Option<CheckGuardrailsReques
         command: None,
         files: None,
         tool: Some(tool),
+        ..Default::default()
     })
 }
 

@@ -763,3 +763,68 @@ fn the_git_hooks_refuse_force_pushes_of_protected_branches_and_credential_commit
     assert!(!cred.status.success(), "a credential file is refused");
     assert!(String::from_utf8_lossy(&cred.stderr).contains(".env"));
 }
+
+/// The security review's bypasses (issue 57, finding 5), through the Bash hook in a
+/// real repository: an alias that expands to a force push (set in the repository's
+/// configuration, or defined on the command line) is judged by what it runs, defining such
+/// an alias is refused too, every spelling of `clean.requireForce=false` is a forced clean,
+/// `tar --remove-files` deletes, a Python function named at run time cannot be judged. A
+/// harmless alias still passes. The bare remote keeps both its commits.
+#[test]
+fn aliases_config_spellings_and_computed_calls_do_not_slip_past_the_hook() {
+    let p = Project::new();
+    let w = p.root();
+    std::fs::remove_dir(w.join(".git")).unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    assert!(
+        git(remote.path(), &["init", "-q", "--bare", "-b", "main"])
+            .status
+            .success()
+    );
+    assert!(git(w, &["init", "-q", "-b", "main"]).status.success());
+    for (i, f) in ["a", "b"].iter().enumerate() {
+        std::fs::write(w.join(f), "x").unwrap();
+        assert!(git(w, &["add", f]).status.success());
+        assert!(git(w, &["commit", "-qm", &format!("c{i}")]).status.success());
+    }
+    let url = remote.path().display().to_string();
+    assert!(git(w, &["push", "-q", &url, "main"]).status.success());
+    assert!(git(w, &["config", "alias.sync", "push --force"]).status.success());
+    assert!(git(w, &["config", "alias.st", "status --short"]).status.success());
+    let bash = |command: &str| {
+        let payload = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/PreToolUse-Bash.json"),
+        )
+        .unwrap()
+        .replace("$E2E/work", &w.display().to_string())
+        .replace(
+            "\"git push --force origin main\"",
+            &serde_json::to_string(command).unwrap(),
+        );
+        stdout_json(&p.hook_raw("PreToolUse", &payload, CLAUDE)).map(|v| {
+            v["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+    };
+    let sync = format!("git reset -q HEAD~1 --soft && git sync {url} main");
+    for (command, want) in [
+        (sync.as_str(), "force_push"),
+        ("git -c alias.up='push -f' up origin main", "force_push"),
+        ("git config alias.pub 'push --force'", "force_push"),
+        ("git -c clean.requireForce=0 clean -dx", "clean_force"),
+        ("git -c clean.requireforce=off clean -x", "clean_force"),
+        ("tar --remove-files -czf src.tgz src", "bulk_delete"),
+        (
+            "python3 -c \"import shutil; getattr(shutil,'rmt'+'ree')('/srv/x')\"",
+            "unreadable_code",
+        ),
+    ] {
+        let reason = bash(command).unwrap_or_else(|| panic!("{command} must be denied"));
+        assert!(reason.contains(want), "{command}: {reason}");
+    }
+    assert_eq!(bash("git st"), None, "a harmless alias passes");
+    let log = git(remote.path(), &["rev-list", "--count", "main"]);
+    assert_eq!(String::from_utf8_lossy(&log.stdout).trim(), "2");
+}

@@ -96,6 +96,12 @@ pub struct CheckGuardrailsRequest {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(length(max = 128)))]
     pub tool: Option<String>,
+    /// The git aliases of the repository the command runs in (name → what it runs,
+    /// `git config --get-regexp '^alias\.'`), so that `git NAME` is judged by what the
+    /// alias runs; coord's hooks and `coord guard check` send them. Without them, a git
+    /// subcommand git does not have is refused (it may be an alias).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_aliases: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A validated check.
@@ -104,6 +110,38 @@ pub struct GuardCheck {
     pub command: Option<String>,
     pub files: Vec<String>,
     pub tool: Option<String>,
+    pub git_aliases: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// How many git aliases a check may carry, and how long each may be.
+pub const MAX_GIT_ALIASES: usize = 512;
+pub const MAX_GIT_ALIAS_BYTES: usize = 4096;
+
+fn validate_aliases(
+    aliases: Option<std::collections::BTreeMap<String, String>>,
+) -> CoordResult<Option<std::collections::BTreeMap<String, String>>> {
+    let Some(aliases) = aliases else { return Ok(None) };
+    let bad = |why: String| Err(CoordError::field(ErrorCode::InvalidArgument, "git_aliases", why));
+    if aliases.len() > MAX_GIT_ALIASES {
+        return bad(format!("at most {MAX_GIT_ALIASES} aliases"));
+    }
+    for (name, value) in &aliases {
+        let name_ok = !name.is_empty()
+            && name.len() <= 256
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !name_ok {
+            return bad(format!(
+                "{:?} is not a git alias name",
+                name.chars().take(80).collect::<String>()
+            ));
+        }
+        if value.len() > MAX_GIT_ALIAS_BYTES || value.contains('\0') {
+            return bad(format!(
+                "the alias {name} is longer than {MAX_GIT_ALIAS_BYTES} bytes or holds a NUL"
+            ));
+        }
+    }
+    Ok(Some(aliases))
 }
 
 pub fn validate_check(req: CheckGuardrailsRequest) -> CoordResult<GuardCheck> {
@@ -133,7 +171,13 @@ pub fn validate_check(req: CheckGuardrailsRequest) -> CoordResult<GuardCheck> {
             "give a command line to check (command), the files an edit changes (files) or the tool called (tool)",
         ));
     }
-    Ok(GuardCheck { command, files, tool })
+    let git_aliases = validate_aliases(req.git_aliases)?;
+    Ok(GuardCheck {
+        command,
+        files,
+        tool,
+        git_aliases,
+    })
 }
 
 /// The code changes a completed task reports, analysed before it may complete.
@@ -171,6 +215,7 @@ pub fn validate_changes(changes: Option<WorkChanges>) -> CoordResult<Option<Work
             command: Some(command.clone()),
             files: None,
             tool: None,
+            ..Default::default()
         })
         .map_err(|e| e.with_field(&format!("changes.commands[{i}]")))?;
     }
@@ -466,6 +511,7 @@ mod tests {
             command: Some(long),
             files: None,
             tool: None,
+            ..Default::default()
         })
         .unwrap_err();
         assert_eq!(e.code, ErrorCode::PayloadTooLarge);
@@ -473,7 +519,8 @@ mod tests {
             validate_check(CheckGuardrailsRequest {
                 command: Some("ls".into()),
                 files: None,
-                tool: None
+                tool: None,
+                ..Default::default()
             })
             .is_ok()
         );

@@ -210,3 +210,48 @@ fn completed_work_is_analysed() {
     let harmless = "+++ b/README.md\n@@ -0,0 +1 @@\n+Never run rm -rf /\n";
     assert!(ops(changes(&[], &[], Some(harmless))).is_empty());
 }
+
+#[test]
+fn git_aliases_are_judged_by_what_they_run() {
+    use std::collections::BTreeMap;
+    let table: BTreeMap<String, String> = [
+        ("sync", "push --force"),
+        ("st", "status"),
+        ("nuke", "!rm -rf ~"),
+        ("loop1", "loop2"),
+        ("loop2", "loop1"),
+        ("pf", "sync"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let with = |command: &str| {
+        let facts = Facts {
+            git_aliases: Some(&table),
+        };
+        ops(&blocking(&analyze_in(command, patterns::builtin(), facts))
+            .into_iter()
+            .cloned()
+            .collect::<Vec<_>>())
+    };
+    let cases: [(&str, &[&str]); 9] = [
+        ("git sync origin main", &["force_push:Block"]),
+        ("git SYNC origin main", &["force_push:Block"]),
+        ("git pf", &["force_push:Block"]),
+        ("git st", &[]),
+        ("git nuke", &["recursive_delete:Block"]),
+        ("git -C sub sync", &["force_push:Block"]),
+        // Not an alias: an external git-NAME program, like any other program.
+        ("git absorb --and-rebase", &[]),
+        ("git loop1", &["git_alias:Block"]),
+        // Set on the command line, an alias wins over the repository's.
+        ("git -c alias.st='push -f' st", &["force_push:Block"]),
+    ];
+    for (command, want) in cases {
+        assert_eq!(with(command), want, "{command}");
+    }
+    // Without the repository's aliases, a subcommand git does not have is refused.
+    let refused: Vec<Finding> = blocking(&analyze("git absorb")).into_iter().cloned().collect();
+    assert_eq!(ops(&refused), ["git_alias:Block"]);
+    assert!(blocking(&analyze("git lfs pull")).is_empty());
+}

@@ -510,9 +510,13 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
             if let Tok::Backtick(cmd) = t {
                 fx.shell.push(cmd.clone());
             }
+            if matches!(t, Tok::Punct(')' | ']')) {
+                computed_name(&toks, i, "", None, lang)?;
+            }
             continue;
         };
         let args = call_arguments(&toks, i, lang);
+        computed_name(&toks, i, id, args.as_deref(), lang)?;
         let js_bare = child_process && ["exec", "execFile", "spawn", "fork"].iter().any(|c| call_named(id, c));
         let py_bare = subprocess
             && [
@@ -580,6 +584,60 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
             argv.push(path);
             fx.deletions.push(argv);
         }
+    }
+    Ok(())
+}
+
+/// Refuses a call whose function is named at run time, which no reading of the code can
+/// judge: Python's `getattr(obj, name)` (and `operator.attrgetter`, `methodcaller`)
+/// with a name that is not a string literal, or whose literal names a call that runs
+/// commands or deletes; and, in every language, a member picked by a computed key and
+/// called (`fs['rm' + 'Sync'](…)`, `obj[name](…)`).
+fn computed_name(toks: &[Tok], i: usize, id: &str, args: Option<&[Vec<Tok>]>, lang: Lang) -> Result<(), Unreadable> {
+    let dangerous = |name: &str| {
+        SHELL_CALLS
+            .iter()
+            .chain(PY_EXEC)
+            .map(|c| c.rsplit('.').next().unwrap_or(c))
+            .chain(DELETE_CALLS.iter().map(|(c, _, _)| c.rsplit('.').next().unwrap_or(c)))
+            .chain(["exec", "eval", "compile", "__import__", "import_module", "spawn"])
+            .any(|c| c == name)
+    };
+    if lang == Lang::Python
+        && ["getattr", "attrgetter", "methodcaller"]
+            .iter()
+            .any(|c| call_named(id, c))
+        && let Some(args) = args
+    {
+        let name = if id.ends_with("getattr") {
+            args.get(1)
+        } else {
+            args.first()
+        };
+        return match name.map(Vec::as_slice) {
+            None => Ok(()),
+            Some([Tok::Str(n)]) if !dangerous(n) => Ok(()),
+            Some([Tok::Str(n)]) => Err(Unreadable(format!(
+                "{id}() of {n:?} hides a call that runs commands or deletes files; call it by name"
+            ))),
+            Some(_) => Err(Unreadable(format!("{id}() of a name only known at run time"))),
+        };
+    }
+    computed_member(toks, i, &dangerous)
+}
+
+/// `x[key](…)` at `toks[i]` (`x` a name or a bracketed expression) with a key that is
+/// not a harmless literal.
+fn computed_member(toks: &[Tok], i: usize, dangerous: &dyn Fn(&str) -> bool) -> Result<(), Unreadable> {
+    if toks.get(i + 1) != Some(&Tok::Punct('[')) {
+        return Ok(());
+    }
+    let key = group(toks, i + 1);
+    let called = toks.get(i + 2 + key.len() + 1) == Some(&Tok::Punct('('));
+    let literal = matches!(key, [Tok::Str(k)] if !dangerous(k))
+        || matches!(key, [Tok::Ident(k)] if k.chars().all(|c| c.is_ascii_digit()));
+    if called && !literal {
+        return Err(Unreadable("a member only known at run time is called (x[…](…))".into()));
     }
     Ok(())
 }
@@ -860,5 +918,28 @@ mod tests {
         assert!(effects("print('unclosed)", Lang::Python).is_err());
         assert!(effects("exec(input())", Lang::Python).is_err());
         assert!(effects("eval(code)", Lang::Js).is_err());
+        // A function named at run time cannot be judged (issue 57, finding 5).
+        for (lang, code) in [
+            (Lang::Python, "import shutil; getattr(shutil,'rmt'+'ree')('/srv')"),
+            (Lang::Python, "import shutil; getattr(shutil, n)('/srv')"),
+            (Lang::Python, "import os; getattr(os, 'system')('id')"),
+            (
+                Lang::Python,
+                "import operator; operator.methodcaller('rmtree', '/srv')(shutil)",
+            ),
+            (
+                Lang::Js,
+                "const fs = require('fs'); fs['rm' + 'Sync']('/srv', {recursive: true})",
+            ),
+            (Lang::Js, "require('child_process')[k]('id')"),
+        ] {
+            assert!(effects(code, lang).is_err(), "{code}");
+        }
+        for (lang, code) in [
+            (Lang::Python, "print(getattr(obj, 'name', None))"),
+            (Lang::Js, "console.log(a['x'](1), b[0](2))"),
+        ] {
+            assert!(effects(code, lang).is_ok(), "{code}");
+        }
     }
 }

@@ -32,8 +32,23 @@ pub fn analyze(command: &str) -> Vec<Finding> {
     analyze_with(command, patterns::builtin())
 }
 
+/// What the analysis knows of where the command runs, beyond the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Facts<'a> {
+    /// The repository's git aliases (`git config --get-regexp '^alias\.'`, names without
+    /// `alias.`), read by the door that runs in the repository (hooks, `coord guard
+    /// check`): `git NAME` is judged by what the alias runs. `None`: not known, and a
+    /// git subcommand that git does not have is refused (it may be an alias).
+    pub git_aliases: Option<&'a std::collections::BTreeMap<String, String>>,
+}
+
 /// [`analyze`] with a registry of argv patterns of one's own.
 pub fn analyze_with(command: &str, patterns: &Patterns) -> Vec<Finding> {
+    analyze_in(command, patterns, Facts::default())
+}
+
+/// [`analyze_with`], knowing `facts` of where the command runs.
+pub fn analyze_in(command: &str, patterns: &Patterns, facts: Facts<'_>) -> Vec<Finding> {
     let blocked = |operation: &str, reason: String| {
         vec![Finding {
             category: Category::Unverifiable,
@@ -50,7 +65,7 @@ pub fn analyze_with(command: &str, patterns: &Patterns) -> Vec<Finding> {
             format!("brackets nest more than {MAX_NESTING} levels deep; this is not analysed"),
         );
     }
-    std::panic::catch_unwind(|| analyze_checked(command, patterns))
+    std::panic::catch_unwind(|| analyze_checked(command, patterns, facts))
         .unwrap_or_else(|_| blocked("analysis_failed", "the command could not be analysed".into()))
 }
 
@@ -70,7 +85,7 @@ fn nesting(text: &str) -> usize {
     max
 }
 
-fn analyze_checked(command: &str, patterns: &Patterns) -> Vec<Finding> {
+fn analyze_checked(command: &str, patterns: &Patterns, facts: Facts<'_>) -> Vec<Finding> {
     if command.len() > MAX_COMMAND_BYTES {
         return vec![Finding {
             category: Category::Unverifiable,
@@ -84,6 +99,7 @@ fn analyze_checked(command: &str, patterns: &Patterns) -> Vec<Finding> {
     let mut a = Analyzer {
         findings: Vec::new(),
         patterns,
+        facts,
     };
     a.script(command, 0);
     a.findings
@@ -159,6 +175,7 @@ const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "bu
 struct Analyzer<'p> {
     findings: Vec<Finding>,
     patterns: &'p Patterns,
+    facts: Facts<'p>,
 }
 
 impl Analyzer<'_> {
@@ -172,6 +189,79 @@ impl Analyzer<'_> {
         for e in &w.execs {
             self.exec(e, depth);
         }
+    }
+
+    /// `git …`: what its configuration writes run (`git config alias.x …`,
+    /// `git config core.fsmonitor …`), an alias expanded to what it runs, else git's rule.
+    fn git(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        let (i, given) = rules::git_subcommand(args);
+        if args.get(i).map(Arg::raw) == Some("config")
+            && let Some((key, Some(value))) = rules::git_config_write(&args[i + 1..])
+        {
+            match value {
+                Arg::Lit(v) => match rules::git_config_command(&format!("{key}={v}")) {
+                    Some(code) => self.script(code, depth + 1),
+                    None if key.starts_with("alias.") => self.git_alias(&args[..i], v, &[], stdin, text, depth),
+                    None => {}
+                },
+                Arg::Unknown(raw)
+                    if key.starts_with("alias.") || rules::git_config_command(&format!("{key}=x")).is_some() =>
+                {
+                    self.add(
+                        [unverifiable(
+                            "dynamic_git_command",
+                            format!("the value of git's {key} (`{raw}`) is only known at run time"),
+                        )],
+                        text,
+                    )
+                }
+                Arg::Unknown(_) => {}
+            }
+        }
+        match args.get(i) {
+            Some(Arg::Lit(sub)) if !rules::GIT_COMMANDS.contains(&sub.as_str()) => {
+                match rules::git_alias(sub, &given, self.facts.git_aliases) {
+                    rules::GitAlias::Expands(value) => {
+                        self.git_alias(&args[..i], &value, &args[i + 1..], stdin, text, depth)
+                    }
+                    rules::GitAlias::External => {}
+                    rules::GitAlias::Unknown => self.add(
+                        [unverifiable(
+                            "git_alias",
+                            format!(
+                                "git {sub} is not a git command: it may be an alias, whose meaning only the \
+                                 repository's configuration knows; write the git command it stands for, or run it \
+                                 where coord's hook or `coord guard check` can read the repository's aliases"
+                            ),
+                        )],
+                        text,
+                    ),
+                }
+            }
+            _ => self.add(rules::git(args), text),
+        }
+    }
+
+    /// The alias `value` run with `rest` after it, as `git GLOBALS value… rest…` (a `!`
+    /// alias is a shell command). Aliases of aliases are followed to a bound.
+    fn git_alias(&mut self, globals: &[Arg], value: &str, rest: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        if depth > walk::MAX_DEPTH {
+            return self.add(
+                [unverifiable(
+                    "git_alias",
+                    "git aliases expand into each other too deeply (a loop?)",
+                )],
+                text,
+            );
+        }
+        if let Some(code) = value.strip_prefix('!') {
+            return self.script(code, depth + 1);
+        }
+        let mut argv = vec![Arg::Lit("git".into())];
+        argv.extend(globals.iter().cloned());
+        argv.extend(rules::alias_words(value).into_iter().map(Arg::Lit));
+        argv.extend(rest.iter().cloned());
+        self.argv(&argv, stdin, text, depth + 1)
     }
 
     fn add(&mut self, hits: impl IntoIterator<Item = Hit>, matched: &str) {
@@ -393,7 +483,7 @@ impl Analyzer<'_> {
                         ),
                     }
                 }
-                self.add(rules::git(args), text)
+                self.git(args, stdin, text, depth)
             }
             "rm" | "unlink" | "shred" => self.add(rules::rm(args), text),
             _ => {

@@ -59,16 +59,18 @@ const GIT_VALUE_OPTIONS: &[&str] = &[
     "--exec-path",
 ];
 
-pub fn git(args: &[Arg]) -> Vec<Hit> {
+/// Where git's subcommand is in `args` (after its global options), and the `-c`
+/// settings given before it (`key=value`, as written).
+pub fn git_subcommand(args: &[Arg]) -> (usize, Vec<&Arg>) {
     let mut i = 0;
     let mut configs = Vec::new();
     while i < args.len() {
         let a = args[i].raw();
         if GIT_VALUE_OPTIONS.contains(&a) {
-            if a == "-c"
+            if matches!(a, "-c" | "--config-env")
                 && let Some(v) = args.get(i + 1)
             {
-                configs.push(v.raw().to_ascii_lowercase());
+                configs.push(v);
             }
             i += 2;
         } else if a.starts_with('-') {
@@ -77,6 +79,303 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             break;
         }
     }
+    (i, configs)
+}
+
+/// Git's own commands (`git --list-cmds=main`, git 2.47) and the extensions installed
+/// almost everywhere: a subcommand not among them is an alias or an external `git-NAME`
+/// program, which only the repository's configuration tells apart.
+pub const GIT_COMMANDS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archimport",
+    "archive",
+    "bisect",
+    "blame",
+    "branch",
+    "bugreport",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "checkout-index",
+    "cherry",
+    "cherry-pick",
+    "citool",
+    "clean",
+    "clone",
+    "column",
+    "commit",
+    "commit-graph",
+    "commit-tree",
+    "config",
+    "count-objects",
+    "credential",
+    "credential-cache",
+    "credential-store",
+    "cvsexportcommit",
+    "cvsimport",
+    "cvsserver",
+    "daemon",
+    "describe",
+    "diagnose",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "difftool",
+    "fast-export",
+    "fast-import",
+    "fetch",
+    "fetch-pack",
+    "filter-branch",
+    "fmt-merge-msg",
+    "for-each-ref",
+    "for-each-repo",
+    "format-patch",
+    "fsck",
+    "fsck-objects",
+    "gc",
+    "get-tar-commit-id",
+    "grep",
+    "gui",
+    "hash-object",
+    "help",
+    "hook",
+    "http-backend",
+    "http-fetch",
+    "http-push",
+    "imap-send",
+    "index-pack",
+    "init",
+    "init-db",
+    "instaweb",
+    "interpret-trailers",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "mailinfo",
+    "mailsplit",
+    "maintenance",
+    "merge",
+    "merge-base",
+    "merge-file",
+    "merge-index",
+    "merge-octopus",
+    "merge-one-file",
+    "merge-ours",
+    "merge-recursive",
+    "merge-resolve",
+    "merge-subtree",
+    "merge-tree",
+    "mergetool",
+    "mktag",
+    "mktree",
+    "multi-pack-index",
+    "mv",
+    "name-rev",
+    "notes",
+    "p4",
+    "pack-objects",
+    "pack-redundant",
+    "pack-refs",
+    "patch-id",
+    "prune",
+    "prune-packed",
+    "pull",
+    "push",
+    "quiltimport",
+    "range-diff",
+    "read-tree",
+    "rebase",
+    "receive-pack",
+    "reflog",
+    "refs",
+    "remote",
+    "repack",
+    "replace",
+    "replay",
+    "request-pull",
+    "rerere",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "send-email",
+    "send-pack",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-index",
+    "show-ref",
+    "sparse-checkout",
+    "stage",
+    "stash",
+    "status",
+    "stripspace",
+    "submodule",
+    "svn",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "unpack-file",
+    "unpack-objects",
+    "update-index",
+    "update-ref",
+    "update-server-info",
+    "upload-archive",
+    "upload-pack",
+    "var",
+    "verify-commit",
+    "verify-pack",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+    "lfs",
+    "filter-repo",
+];
+
+/// What a git subcommand that is not one of [`GIT_COMMANDS`] runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitAlias {
+    /// An alias: git runs this instead (`push --force`), or with `!` this shell command.
+    Expands(String),
+    /// Not an alias of the repository's configuration: an external `git-NAME` program.
+    External,
+    /// Not known: the caller did not say what the repository's aliases are.
+    Unknown,
+}
+
+/// What `git NAME` runs, given the aliases set on the command line (`-c alias.NAME=…`,
+/// which win) and the repository's (`None`: not known).
+pub fn git_alias(
+    name: &str,
+    configs: &[&Arg],
+    aliases: Option<&std::collections::BTreeMap<String, String>>,
+) -> GitAlias {
+    let key = format!("alias.{}", name.to_ascii_lowercase());
+    let given = configs.iter().rev().find_map(|c| {
+        let (k, v) = c.raw().split_once('=')?;
+        (k.to_ascii_lowercase() == key).then(|| v.to_string())
+    });
+    if let Some(v) = given {
+        return GitAlias::Expands(v);
+    }
+    match aliases {
+        Some(table) => table
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map_or(GitAlias::External, |(_, v)| GitAlias::Expands(v.clone())),
+        None => GitAlias::Unknown,
+    }
+}
+
+/// The words of a git alias's value, as git splits it (quotes and backslashes).
+pub fn alias_words(value: &str) -> Vec<String> {
+    let (mut out, mut word, mut quote, mut in_word) = (Vec::new(), String::new(), None, false);
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (_, '\\') => {
+                word.extend(chars.next());
+                in_word = true;
+            }
+            (_, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(word);
+    }
+    out
+}
+
+/// A boolean as git reads it: `false`, `no`, `off`, `0` (any case) and the empty value
+/// are false; a key given without `=` is true.
+pub fn git_false(value: Option<&str>) -> bool {
+    value.is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "false" | "no" | "off" | "0" | ""
+        )
+    })
+}
+
+/// `git config` writing `key` = `value` (any spelling: `git config K V`, `--add`,
+/// `--replace-all`, `git config set K V`, with scope options), if that is what it does.
+pub fn git_config_write(rest: &[Arg]) -> Option<(String, Option<&Arg>)> {
+    const VALUE_OPTIONS: &[&str] = &["-f", "--file", "--blob", "--type", "--default", "--comment", "--value"];
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let a = rest[i].raw();
+        if VALUE_OPTIONS.contains(&a) {
+            i += 2;
+            continue;
+        }
+        if a.starts_with('-') {
+            // Reading or removing, not writing.
+            if matches!(
+                a,
+                "--get"
+                    | "--get-all"
+                    | "--get-regexp"
+                    | "--get-urlmatch"
+                    | "-l"
+                    | "--list"
+                    | "--unset"
+                    | "--unset-all"
+                    | "-e"
+                    | "--edit"
+                    | "--remove-section"
+                    | "--rename-section"
+            ) {
+                return None;
+            }
+        } else {
+            words.push(&rest[i]);
+        }
+        i += 1;
+    }
+    if words.first().is_some_and(|w| w.raw() == "set") {
+        words.remove(0);
+    } else if words.first().is_some_and(|w| {
+        matches!(
+            w.raw(),
+            "get" | "list" | "unset" | "rename-section" | "remove-section" | "edit"
+        )
+    }) {
+        return None;
+    }
+    let key = words.first()?.raw().to_ascii_lowercase();
+    Some((key, words.get(1).copied()))
+}
+
+pub fn git(args: &[Arg]) -> Vec<Hit> {
+    let (i, given) = git_subcommand(args);
     let Some(sub) = args.get(i) else { return Vec::new() };
     let Some(sub) = sub.lit() else {
         return vec![hit(
@@ -148,9 +447,16 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             "git reset --hard discards uncommitted work, possibly another agent's in a shared checkout; commit or stash first, or ask for approval",
         )],
         "clean" => {
-            let forced = has(&["--force"])
-                || flags.iter().any(|f| short_flag_has(f, 'f'))
-                || configs.iter().any(|c| c.replace(' ', "") == "clean.requireforce=false");
+            // Every spelling git reads as false turns the safety off (`=0`, `=no`, `=off`,
+            // `=`), and so may a value taken from the environment (`--config-env`).
+            let unsafe_config = given.iter().any(|c| {
+                let raw = c.raw();
+                let (key, value) = raw.split_once('=').map_or((raw, None), |(k, v)| (k, Some(v)));
+                key.trim().eq_ignore_ascii_case("clean.requireforce") && (git_false(value) || c.lit().is_none())
+            }) || args.windows(2).any(|w| {
+                w[0].raw() == "--config-env" && w[1].raw().to_ascii_lowercase().starts_with("clean.requireforce=")
+            });
+            let forced = has(&["--force"]) || flags.iter().any(|f| short_flag_has(f, 'f')) || unsafe_config;
             if forced && !dry_run {
                 vec![hit(
                     Category::GitForce,
@@ -211,6 +517,15 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             Action::Block,
             "rewriting history invalidates every other clone; ask for approval",
         )],
+        "config" => match git_config_write(rest) {
+            Some((key, value)) if key == "clean.requireforce" && git_false(value.map(Arg::raw)) => vec![hit(
+                Category::GitForce,
+                "clean_force",
+                Action::Block,
+                "turning clean.requireForce off makes every later git clean delete untracked files for good; leave it on and pass -f when you mean it, or ask for approval",
+            )],
+            _ => Vec::new(),
+        },
         _ => Vec::new(),
     }
 }

@@ -23,6 +23,7 @@ pub(crate) async fn check(h: &Harness, who: &Caller, command: &str) -> CoordResu
             command: Some(command.into()),
             files: None,
             tool: None,
+            ..Default::default()
         },
     )
     .await
@@ -92,6 +93,7 @@ pub async fn guardrails_block_and_approve_once(b: &dyn Backend) {
             command: None,
             files: Some(vec!["config/.env".into()]),
             tool: None,
+            ..Default::default()
         },
     )
     .await

@@ -155,6 +155,7 @@ fn tool_check(tool: &str) -> CheckGuardrailsRequest {
         command: None,
         files: None,
         tool: Some(tool.into()),
+        ..Default::default()
     }
 }
 

@@ -57,7 +57,12 @@ impl Operation for CheckGuardrails {
         // The pattern registry is read (and, in a new process such as a hook, compiled:
         // tens of milliseconds) only for a command; files alone do not need it.
         let mut findings = match check.command.as_deref() {
-            Some(cmd) => coord_guardrails::analyze_with(cmd, &*patterns(c).await?),
+            Some(cmd) => {
+                let facts = coord_guardrails::Facts {
+                    git_aliases: check.git_aliases.as_ref(),
+                };
+                coord_guardrails::analyze_in(cmd, &*patterns(c).await?, facts)
+            }
             None => Vec::new(),
         };
         findings.extend(coord_guardrails::analyze_files(&check.files));
