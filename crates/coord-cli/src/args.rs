@@ -1700,12 +1700,20 @@ pub enum AuditCommand {
     },
     /// Check the hash chain: every row matches its hash and follows the one before it,
     /// nothing is missing or inserted, every prune checkpoint is signed by this server's
-    /// audit key. Exits 1 naming the first bad row. Record the head it prints and pass it
-    /// back with --expect-head to also detect rows cut from the end
+    /// audit key. Exits 1 naming the first bad row. It also checks the head the last
+    /// verify recorded outside the store (the anchor: a rewritten chain no longer holds
+    /// it), then records the new head there (docs/audit.md)
     Verify {
-        /// A head printed by an earlier verify, as SEQ:HASH
+        /// A head printed by an earlier verify, as SEQ:HASH (instead of the anchor's)
         #[arg(long, value_name = "SEQ:HASH")]
         expect_head: Option<String>,
+        /// The anchor file (default COORD_AUDIT_ANCHOR, else one per database under
+        /// $XDG_STATE_HOME/coord/anchors, ~/.local/state by default)
+        #[arg(long, value_name = "FILE", conflicts_with = "no_anchor")]
+        anchor: Option<std::path::PathBuf>,
+        /// Neither check nor record an anchor
+        #[arg(long)]
+        no_anchor: bool,
     },
     /// Remove rows older than the retention (COORD_AUDIT_RETENTION_DAYS, default 90)
     /// and leave a checkpoint signed with the audit key (COORD_AUDIT_KEY_FILE, default

@@ -2,6 +2,7 @@
 //! prune. Every subcommand is registry operations (`query_audit`, `verify_audit`,
 //! `prune_audit`); this module turns flags into requests and renders answers.
 
+use crate::anchor;
 use crate::args::{AuditArgs, AuditCommand, AuditCommandArgs, ResultArg};
 use crate::commands::parse_when;
 use crate::context::Context;
@@ -36,16 +37,11 @@ pub async fn run(args: AuditCommandArgs, coord: &dyn Coordination, ctx: &Context
             }
             Err(e) => out.error(&e),
         },
-        Some(AuditCommand::Verify { expect_head }) => {
-            let req = match expect_head.as_deref().map(parse_head).transpose() {
-                Ok(expect_head) => VerifyAuditRequest { expect_head },
-                Err(e) => return out.error(&e),
-            };
-            let r = run_op::<ops::VerifyAudit>(coord, ctx, req).await;
-            let intact = r.as_ref().is_ok_and(|v| v.intact);
-            let code = out.result(r, render_verify);
-            if code == EXIT_OK && !intact { EXIT_REFUSED } else { code }
-        }
+        Some(AuditCommand::Verify {
+            expect_head,
+            anchor,
+            no_anchor,
+        }) => verify(expect_head, anchor, no_anchor, coord, ctx, out).await,
         Some(AuditCommand::Prune {
             older_than_days,
             dry_run,
@@ -57,6 +53,50 @@ pub async fn run(args: AuditCommandArgs, coord: &dyn Coordination, ctx: &Context
             out.result(run_op::<ops::PruneAudit>(coord, ctx, req).await, render_prune)
         }
     }
+}
+
+/// `coord audit verify`: the chain checked against the head recorded outside the store
+/// (`--expect-head`, else the anchor's last), then the new head recorded there.
+async fn verify(
+    expect_head: Option<String>,
+    anchor_file: Option<std::path::PathBuf>,
+    no_anchor: bool,
+    coord: &dyn Coordination,
+    ctx: &Context,
+    out: Output,
+) -> u8 {
+    let file = (!no_anchor)
+        .then(|| anchor::path(ctx, anchor_file.as_deref()))
+        .flatten();
+    let anchored = match file.as_deref().map(anchor::last).transpose() {
+        Ok(a) => a.flatten(),
+        Err(why) => return out.error(&CoordError::new(ErrorCode::InvalidArgument, why).with_field("anchor")),
+    };
+    let expect_head = match expect_head.as_deref().map(parse_head).transpose() {
+        Ok(Some(h)) => Some(h),
+        Ok(None) => anchored.as_ref().map(|a| ChainHead {
+            seq: a.seq,
+            hash: a.hash.clone(),
+        }),
+        Err(e) => return out.error(&e),
+    };
+    let r = run_op::<ops::VerifyAudit>(coord, ctx, VerifyAuditRequest { expect_head }).await;
+    let intact = r.as_ref().is_ok_and(|v| v.intact);
+    if let (Ok(v), Some(file)) = (&r, &file) {
+        if let Some(a) = &anchored {
+            eprintln!("checked against the head recorded {} ({}:{})", a.at, a.seq, a.hash);
+        }
+        // Only a chain that checks out moves the anchor on: a tampered one keeps the
+        // head that proves it.
+        if let Some(head) = v.head.as_ref().filter(|_| intact) {
+            match anchor::record(file, head, &anchor::database_name(ctx)) {
+                Ok(()) => eprintln!("head {}:{} recorded in {}", head.seq, head.hash, file.display()),
+                Err(e) => eprintln!("warning: the head could not be recorded in {}: {e}", file.display()),
+            }
+        }
+    }
+    let code = out.result(r, render_verify);
+    if code == EXIT_OK && !intact { EXIT_REFUSED } else { code }
 }
 
 fn request(args: AuditArgs) -> CoordResult<AuditQueryRequest> {
@@ -221,10 +261,7 @@ fn render_verify(r: &VerifyAuditResult) -> String {
         ));
     }
     if let Some(h) = &r.head {
-        s.push_str(&format!(
-            "\nhead:        {}:{}\n             (keep it; `coord audit verify --expect-head {}:{}` detects rows cut from the end)",
-            h.seq, h.hash, h.seq, h.hash
-        ));
+        s.push_str(&format!("\nhead:        {}:{}", h.seq, h.hash));
     }
     s
 }

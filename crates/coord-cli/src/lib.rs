@@ -2,6 +2,7 @@
 //! [`Coordination`] interface, and prints results; it holds no coordination rules.
 
 mod actions;
+mod anchor;
 mod approvals;
 pub mod args;
 mod audit;

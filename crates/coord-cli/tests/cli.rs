@@ -68,7 +68,10 @@ impl Repo {
             .env_remove("CLAUDE_CODE_SESSION_ID")
             .env_remove("COORDINATION_API_URL")
             .env_remove("COORDINATION_API_KEY")
-            .env("COORD_SQLITE_BUSY_TIMEOUT_MS", "300");
+            .env("COORD_SQLITE_BUSY_TIMEOUT_MS", "300")
+            // The audit anchor (`coord audit verify`) goes to the user's state directory.
+            .env("XDG_STATE_HOME", self.root().join(".state"))
+            .env_remove("COORD_AUDIT_ANCHOR");
         if let Some((_, url)) = &self.server {
             c.env("COORDINATION_API_URL", url)
                 .env("COORDINATION_API_KEY", REMOTE_KEY);
@@ -565,6 +568,75 @@ fn audit_verify_export_prune_and_tampering() {
         text.contains("TAMPERED (edited)") && text.contains("first bad position: 2"),
         "{text}"
     );
+}
+
+/// The security review's rewrite (issue 57, finding 6): in one transaction, with the
+/// triggers dropped, a row is edited, another deleted, and the whole chain recomputed —
+/// the chain alone verifies again. The head `coord audit verify` recorded outside the
+/// store earlier is no longer in it: the rewrite is caught, and the anchor keeps the head
+/// that proves it.
+#[test]
+fn a_rewritten_chain_is_caught_by_the_head_kept_outside_the_store() {
+    use coord_domain::audit::AuditEntry;
+    use coord_domain::audit_chain::entry_hash;
+    let repo = Repo::new();
+    for i in 0..4 {
+        repo.run(&["--agent-id", "alice", "lock", "acquire", &format!("src/{i}.rs")]);
+    }
+    let first = repo.run(&["audit", "verify"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(stderr(&first).contains("recorded in"), "{}", stderr(&first));
+    let anchors: Vec<_> = std::fs::read_dir(repo.root().join(".state/coord/anchors"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(anchors.len(), 1);
+
+    // The rewrite, as someone who can write the database would do it.
+    let file = repo.root().join("all.jsonl");
+    let export = repo.run(&["audit", "export", "-o", file.to_str().unwrap()]);
+    assert_eq!(export.status.code(), Some(0), "{}", stderr(&export));
+    let mut rows: Vec<AuditEntry> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let gone = rows.remove(3).id;
+    rows[1].agent_id = "mallory".into();
+    let mut prev = "0".repeat(64);
+    for (i, row) in rows.iter_mut().enumerate() {
+        let link = row.chain.as_mut().unwrap();
+        link.seq = i as i64 + 1;
+        link.prev_hash = prev.clone();
+        prev = entry_hash(row).unwrap();
+        row.chain.as_mut().unwrap().hash = prev.clone();
+    }
+    let c = rusqlite::Connection::open(repo.root().join(".coord/coord.db")).unwrap();
+    c.execute_batch("BEGIN; DROP TRIGGER audit_log_no_update; DROP TRIGGER audit_log_no_delete;")
+        .unwrap();
+    c.execute("DELETE FROM audit_log WHERE id = ?1", [gone]).unwrap();
+    // The export's own row (and anything after it) goes too: this rewrite is its end.
+    let last = rows.last().unwrap().id;
+    c.execute("DELETE FROM audit_log WHERE id > ?1", [last]).unwrap();
+    for row in &rows {
+        let link = row.chain.as_ref().unwrap();
+        c.execute(
+            "UPDATE audit_log SET agent_id = ?1, chain_seq = ?2, prev_hash = ?3, row_hash = ?4 WHERE id = ?5",
+            rusqlite::params![row.agent_id, link.seq, link.prev_hash, link.hash, row.id],
+        )
+        .unwrap();
+    }
+    c.execute_batch("COMMIT;").unwrap();
+    drop(c);
+    // Without the anchor, the rewritten chain checks out: hashes alone prove nothing here.
+    let (v, rc) = repo.json_as("admin", &["audit", "verify", "--no-anchor"]);
+    assert_eq!((rc, v["intact"].as_bool()), (0, Some(true)), "{v}");
+    // With it (the default), it does not; and a tampered chain does not move the anchor.
+    for _ in 0..2 {
+        let tampered = repo.run(&["audit", "verify"]);
+        assert_eq!(tampered.status.code(), Some(1), "{}", stdout(&tampered));
+        assert!(stdout(&tampered).contains("TAMPERED"), "{}", stdout(&tampered));
+    }
 }
 
 /// A real HTTP server on loopback playing the security webhook: answers `status` to

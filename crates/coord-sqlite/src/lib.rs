@@ -179,6 +179,23 @@ pub(crate) fn now_micros(now: Option<Timestamp>) -> i64 {
     to_micros(now.unwrap_or_else(chrono::Utc::now))
 }
 
+/// Creates the database file readable and writable by its owner only (0600), if it does
+/// not exist: it holds other agents' messages, memories and the audit trail. SQLite
+/// gives the `-wal` and `-shm` files it creates beside it the same permissions.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file and brings its schema up to date.
     pub fn open(path: &Path) -> CoordResult<Self> {
@@ -198,6 +215,7 @@ impl SqliteStore {
                 path.display()
             )));
         }
+        create_private(path).map_err(|e| unavailable(format!("cannot create {}: {e}", path.display())))?;
         let mut conn = Connection::open(path)
             .map_err(|e| unavailable(format!("cannot open SQLite database {}: {e}", path.display())))?;
         configure(&conn, &options).map_err(|e| {
@@ -535,6 +553,21 @@ mod tests {
 
     fn count_locks(c: &Connection) -> R<i64> {
         Ok(c.query_row("SELECT count(*) FROM file_locks", [], |r| r.get(0))?)
+    }
+
+    /// The store holds other agents' messages and the audit trail: owner only, its WAL
+    /// and shared-memory files too (issue 57, finding 6).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_new_database_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("c.db");
+        let store = SqliteStore::open(&db).unwrap();
+        assert_eq!(store.read_quick(count_locks).await.unwrap(), 0);
+        for name in ["c.db", "c.db-wal", "c.db-shm"] {
+            let mode = std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{name}: {mode:o}");
+        }
     }
 
     /// A quick read runs on the store's connection when it is free (a one-shot command
