@@ -63,6 +63,8 @@ error_codes! {
     PriorityOutOfRange => "priority_out_of_range", Input;
     UnknownDependency => "unknown_dependency", Input;
     PayloadTooLarge => "payload_too_large", Input;
+    RequestTimeout => "request_timeout", Input;
+    TooManyRequests => "too_many_requests", Refused;
     InvalidGuardrail => "invalid_guardrail", Input;
     NotLockOwner => "not_lock_owner", Refused;
     LockNotHeld => "lock_not_held", Refused;

@@ -65,15 +65,7 @@ pub fn signature(secret: &[u8], body: &[u8]) -> String {
 /// while one is being rotated): HMAC-SHA-256, compared in constant time.
 pub fn verify_signature(secrets: &[Vec<u8>], body: &[u8], header: Option<&str>) -> Result<(), SignatureError> {
     use hmac::{KeyInit, Mac};
-    if secrets.is_empty() {
-        return Err(SignatureError::NotConfigured);
-    }
-    let header = header.ok_or(SignatureError::Missing)?;
-    let digest = header
-        .trim()
-        .strip_prefix("sha256=")
-        .and_then(unhex)
-        .ok_or(SignatureError::Malformed)?;
+    let digest = claimed_signature(secrets, header)?;
     let ok = secrets.iter().any(|secret| {
         let Ok(mut mac) = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret) else {
             return false;
@@ -82,6 +74,22 @@ pub fn verify_signature(secrets: &[Vec<u8>], body: &[u8], header: Option<&str>) 
         mac.verify_slice(&digest).is_ok()
     });
     if ok { Ok(()) } else { Err(SignatureError::Mismatch) }
+}
+
+/// The digest a delivery's `X-Hub-Signature-256` header claims, checked before its body
+/// is read (an unsigned delivery is refused without reading up to 25 MB): a secret must
+/// be configured and the header be `sha256=` and 64 hex digits.
+pub fn claimed_signature(secrets: &[Vec<u8>], header: Option<&str>) -> Result<Vec<u8>, SignatureError> {
+    if secrets.is_empty() {
+        return Err(SignatureError::NotConfigured);
+    }
+    let header = header.ok_or(SignatureError::Missing)?;
+    header
+        .trim()
+        .strip_prefix("sha256=")
+        .and_then(unhex)
+        .filter(|d| d.len() == 32)
+        .ok_or(SignatureError::Malformed)
 }
 
 /// `receive_github_delivery`'s request: what the webhook door read from the headers

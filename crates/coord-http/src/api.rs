@@ -38,6 +38,11 @@ pub struct App {
     /// `GITHUB_WEBHOOK_SECRET` (and the previous one while rotating): none refuses every
     /// delivery to `/webhook/github`.
     pub github_secrets: Arc<Vec<Vec<u8>>>,
+    /// Per-client limits: connections, requests without a key, failed keys.
+    pub limiter: crate::limits::Limiter,
+    /// Where the server listens: loopback names only are accepted in `Host` there.
+    pub allowed_hosts: Arc<Vec<String>>,
+    pub loopback: bool,
 }
 
 impl App {
@@ -50,8 +55,30 @@ impl App {
             ui: config.ui.clone(),
             shutdown: config.shutdown.clone(),
             github_secrets: Arc::new(config.github_webhook_secrets.clone()),
+            limiter: config.limiter.clone(),
+            allowed_hosts: Arc::new(allowed_hosts(config)),
+            loopback: is_loopback(&config.host),
         }
     }
+}
+
+/// The host names requests may carry in `Host` (on a loopback listener) and `Origin`:
+/// loopback names, the bind host, `COORDINATION_MCP_ALLOWED_HOSTS`.
+pub fn allowed_hosts(config: &ApiConfig) -> Vec<String> {
+    let mut hosts = config.mcp_allowed_hosts.clone();
+    if !hosts.contains(&config.host) {
+        hosts.push(config.host.clone());
+    }
+    hosts
+}
+
+/// Whether `host` (a bind address) is loopback: `127.0.0.0/8`, `::1`, `localhost`.
+pub fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 pub fn status_of(e: &CoordError) -> StatusCode {
@@ -59,6 +86,8 @@ pub fn status_of(e: &CoordError) -> StatusCode {
         ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
         ErrorCode::InvalidJson => StatusCode::BAD_REQUEST,
         ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+        ErrorCode::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
         code => match code.kind() {
             ErrorKind::Input => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorKind::Refused => StatusCode::CONFLICT,
@@ -86,8 +115,18 @@ fn respond(outcome: CoordResult<Value>) -> Response {
     }
 }
 
-pub(crate) async fn read_body(body: Body, limit: usize) -> CoordResult<axum::body::Bytes> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
+/// A request body, at most `limit` bytes, arriving within the server's body timeout.
+pub(crate) async fn read_body(app: &App, body: Body, limit: usize) -> CoordResult<axum::body::Bytes> {
+    let timeout = app.limiter.limits.body_timeout;
+    let read = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit))
+        .await
+        .map_err(|_| {
+            CoordError::new(
+                ErrorCode::RequestTimeout,
+                format!("the request body did not arrive within {} seconds", timeout.as_secs()),
+            )
+        })?;
+    read.map_err(|e| {
         if e.into_inner().is::<http_body_util::LengthLimitError>() {
             CoordError::new(
                 ErrorCode::PayloadTooLarge,
@@ -157,9 +196,9 @@ struct Received {
 /// JSON) becomes the request's error, which the pipeline audits like any other refusal;
 /// the caller's identity then comes from the headers alone.
 async fn receive(
+    app: &App,
     op: &OpEntry,
     binding: &Http,
-    max_body_bytes: usize,
     query: Option<String>,
     path: Result<Path<String>, PathRejection>,
     body: Body,
@@ -168,7 +207,10 @@ async fn receive(
     let (mut body_id, mut body_type) = (None, None);
     if binding.method == Method::Post {
         // Identity claims travel in POST bodies, even of operations that take no input.
-        body_value = match read_body(body, max_body_bytes).await.and_then(|b| parse_body(&b)) {
+        body_value = match read_body(app, body, app.max_body_bytes)
+            .await
+            .and_then(|b| parse_body(&b))
+        {
             Ok((value, id, ty)) => {
                 (body_id, body_type) = (id, ty);
                 Ok(value)
@@ -201,7 +243,20 @@ async fn handle(
 ) -> Response {
     let outcome = async {
         let authenticated = auth::authenticate(&app.auth, app.server.as_ref(), &headers).await?;
-        let received = receive(op, &binding, app.max_body_bytes, query, path, body).await;
+        // Credentials are decided before a body is read: a request without a key for an
+        // operation that needs one is refused unread (counted, not audited per request).
+        if authenticated == auth::Authenticated::Anonymous
+            && coord_domain::access::authorize(coord_domain::access::Credential::Anonymous, op.access).is_err()
+        {
+            if let Some(c) = app.server.local() {
+                c.metrics().door_refused("no_key");
+            }
+            return Err(CoordError::new(
+                ErrorCode::Unauthorized,
+                format!("{} needs an API key: send X-API-Key or Authorization: Bearer", op.name),
+            ));
+        }
+        let received = receive(&app, op, &binding, query, path, body).await;
         let claims = auth::Claims::of(&headers, received.body_id, received.body_type);
         let who = Principal::new(auth::identity(&authenticated, claims)?, authenticated.credential())
             .with_origin(authenticated.origin());

@@ -42,6 +42,10 @@ pub struct ApiConfig {
     /// without a key acts as a local process of this user (see `Authenticated::Local`).
     /// Never set for a TCP listener.
     pub local_peers: bool,
+    /// What a client may cost before it has proven anything (`COORD_HTTP_*`, in
+    /// `limiter.limits`), and their state per client, shared by the accept loop and the
+    /// routes.
+    pub limiter: crate::limits::Limiter,
 }
 
 impl Default for ApiConfig {
@@ -59,6 +63,7 @@ impl Default for ApiConfig {
             ui: Default::default(),
             github_webhook_secrets: Vec::new(),
             local_peers: false,
+            limiter: crate::limits::Limiter::new(crate::limits::Limits::default()),
         }
     }
 }
@@ -150,6 +155,8 @@ impl ApiConfig {
             };
         }
         c.release_after = coord_mcp::parse_release_grace(var("COORD_RELEASE_GRACE_SECONDS").as_deref())?;
+        let limits = crate::limits::Limits::from_vars(&var).map_err(|(name, why)| config_error(&name, why))?;
+        c.limiter = crate::limits::Limiter::new(limits);
         if let Some(hosts) = var("COORDINATION_MCP_ALLOWED_HOSTS") {
             c.mcp_allowed_hosts.extend(
                 hosts

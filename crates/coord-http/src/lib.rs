@@ -8,6 +8,7 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod limits;
 pub mod metrics;
 pub mod openapi;
 mod relay;
@@ -92,14 +93,84 @@ async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Respo
     }
 }
 
+/// What every request over TCP passes first (docs/http.md, "Limits"): its `Host` and
+/// `Origin` (DNS rebinding), then its client's allowance — a client that failed too many
+/// keys waits out the minute before a key of its is even looked at, and requests without
+/// a key are rate-limited per client (429, not audited: counted in `/metrics`). A 401
+/// answered to a request with a key counts as a failure. The same-user Unix socket (no
+/// client address) passes.
+async fn client_guard(State(app): State<App>, req: Request, next: Next) -> Response {
+    use axum::http::header;
+    let Some(ip) = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+    else {
+        return next.run(req).await;
+    };
+    let headers = req.headers();
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &axum::http::HeaderValue| v.to_str().ok())
+    };
+    let count = |reason| {
+        if let Some(c) = app.server.local() {
+            c.metrics().door_refused(reason);
+        }
+    };
+    if !limits::host_and_origin_allowed(
+        text(header::HOST),
+        text(header::ORIGIN),
+        &app.allowed_hosts,
+        app.loopback,
+    ) {
+        count("host");
+        return api::error_response(&coord_domain::CoordError::new(
+            coord_domain::ErrorCode::Forbidden,
+            "this server does not answer requests for that Host or from that Origin (DNS rebinding protection); \
+             add the name to COORDINATION_MCP_ALLOWED_HOSTS if it is yours",
+        ));
+    }
+    // A key, or a webhook's signature: a credential to check (and to fail).
+    let keyed = auth::presented_key(headers).is_some() || headers.contains_key("x-hub-signature-256");
+    let now = std::time::Instant::now();
+    let throttled = |reason, why: &str, retry: &'static str| {
+        count(reason);
+        let mut r = api::error_response(&coord_domain::CoordError::new(
+            coord_domain::ErrorCode::TooManyRequests,
+            why.to_string(),
+        ));
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static(retry));
+        r
+    };
+    if keyed && app.limiter.paused(ip, now) {
+        return throttled(
+            "failed_keys",
+            "too many requests with a wrong key from this address in the last minute; wait a minute",
+            "60",
+        );
+    }
+    if !keyed && !app.limiter.anonymous(ip, now) {
+        return throttled(
+            "anonymous_rate",
+            "too many requests without an API key from this address; slow down, or send a key",
+            "1",
+        );
+    }
+    let response = next.run(req).await;
+    if keyed && response.status() == axum::http::StatusCode::UNAUTHORIZED {
+        app.limiter.failed(ip, now);
+    }
+    response
+}
+
 /// Builds the whole HTTP surface over a coordinator.
 pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> Router {
     let coord: Arc<dyn Coordination> = server.clone();
     let app = App::new(server, config);
-    let mut hosts = config.mcp_allowed_hosts.clone();
-    if !hosts.contains(&config.host) {
-        hosts.push(config.host.clone());
-    }
+    let hosts = api::allowed_hosts(config);
     let mcp_coord = coord.clone();
     let sessions = app.mcp_sessions.clone();
     let mut options = McpOptions::http(IdentityConfig::per_client());
@@ -145,8 +216,9 @@ pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> R
         .fallback(api::not_found)
         // Bodies are bounded by the handlers themselves, so the limit error is JSON.
         .layer(DefaultBodyLimit::disable())
-        .with_state(app)
         .merge(mcp_routes)
+        .layer(middleware::from_fn_with_state(app.clone(), client_guard))
+        .with_state(app)
 }
 
 /// How long a shutdown waits for in-flight requests before giving up on them.
@@ -160,15 +232,66 @@ pub async fn serve(
     config: &ApiConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let streams = config.shutdown.clone();
-    let stopping = streams.clone();
-    let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            streams.cancel();
-        })
-        .into_future();
-    drained(server, stopping).await
+    let limiter = config.limiter.clone();
+    let header_timeout = limiter.limits.header_timeout;
+    let connections = tokio_util::task::TaskTracker::new();
+    let closing = config.shutdown.clone();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) if is_connection_error(&e) => continue,
+                Err(e) => {
+                    // Out of descriptors, say: waited out rather than spun on.
+                    tracing::error!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Some(permit) = limiter.connect(peer.ip()) else {
+            tracing::debug!(%peer, "connection refused: over the connection limits");
+            continue;
+        };
+        let app = app.clone();
+        let closing = closing.clone();
+        connections.spawn(async move {
+            let _permit = permit;
+            let service = hyper::service::service_fn(move |req: axum::http::Request<hyper::body::Incoming>| {
+                let mut req = req.map(axum::body::Body::new);
+                req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                let mut app = app.clone();
+                async move { tower_service::Service::call(&mut app, req).await }
+            });
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let conn = builder
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .with_upgrades();
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                served = conn.as_mut() => if let Err(e) = served {
+                    tracing::debug!(%peer, error = %e, "connection ended");
+                },
+                () = closing.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    // Ends the long-lived MCP streams, and asks every connection to finish.
+    closing.cancel();
+    connections.close();
+    if tokio::time::timeout(DRAIN_LIMIT, connections.wait()).await.is_err() {
+        tracing::warn!("shutdown: requests still running after {DRAIN_LIMIT:?}; stopping anyway");
+    }
+    Ok(())
 }
 
 /// `server` until it ends, or until [`DRAIN_LIMIT`] after `stopping` is cancelled:

@@ -1,6 +1,7 @@
 //! `POST /webhook/github`: GitHub's deliveries. Authentication is the signature
-//! (`X-Hub-Signature-256`, HMAC-SHA-256 of the raw body under `GITHUB_WEBHOOK_SECRET`),
-//! checked before anything is read; then the delivery is handed to
+//! (`X-Hub-Signature-256`, HMAC-SHA-256 of the raw body under `GITHUB_WEBHOOK_SECRET`):
+//! its header is checked before the body is read (up to GitHub's 25 MB), the HMAC over
+//! the body before anything of it is used; then the delivery is handed to
 //! `receive_github_delivery` as the webhook's principal, like any operation. Without a
 //! configured secret every delivery is refused.
 
@@ -21,17 +22,26 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+fn refused(why: SignatureError) -> Response {
+    let code = match why {
+        SignatureError::NotConfigured => ErrorCode::Forbidden,
+        _ => ErrorCode::Unauthorized,
+    };
+    error_response(&CoordError::new(code, why.message()))
+}
+
 pub async fn github(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
-    let bytes = match read_body(body, MAX_PAYLOAD_BYTES).await {
+    // The signature header first: without one (or a secret), nothing of the body is read.
+    let signature = header(&headers, "x-hub-signature-256");
+    if let Err(why) = github::claimed_signature(&app.github_secrets, signature) {
+        return refused(why);
+    }
+    let bytes = match read_body(&app, body, MAX_PAYLOAD_BYTES).await {
         Ok(b) => b,
         Err(e) => return error_response(&e),
     };
-    if let Err(why) = github::verify_signature(&app.github_secrets, &bytes, header(&headers, "x-hub-signature-256")) {
-        let code = match why {
-            SignatureError::NotConfigured => ErrorCode::Forbidden,
-            _ => ErrorCode::Unauthorized,
-        };
-        return error_response(&CoordError::new(code, why.message()));
+    if let Err(why) = github::verify_signature(&app.github_secrets, &bytes, signature) {
+        return refused(why);
     }
     let payload: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,

@@ -190,19 +190,21 @@ async fn every_operation_is_authorized_alike_on_http_and_mcp() {
         .iter()
         .filter(|e| matches!(e.error_code.as_deref(), Some("unauthorized" | "forbidden")))
         .count();
-    // Anonymous and bound over HTTP, bound over MCP (operators are never refused).
+    // Bound over HTTP and MCP (operators are never refused). A request without a key is
+    // refused before its body is read and counted, not audited: an anonymous client must
+    // not grow the audit trail at will.
+    let refused_as = |c: Credential, op: &OpEntry| usize::from(authorize(c, op.access).is_err());
     let expected: usize = ops()
         .iter()
         .filter(|op| op.audit == coord_service::Audit::Always)
         .map(|op| {
-            let refused = |c: Credential| usize::from(authorize(c, op.access).is_err());
             let http = if op.http.is_empty() {
                 0
             } else {
-                refused(Credential::Anonymous) + refused(Credential::Bound)
+                refused_as(Credential::Bound, op)
             };
             let mcp = if op.is_mcp_tool() {
-                refused(Credential::Bound)
+                refused_as(Credential::Bound, op)
             } else {
                 0
             };
@@ -210,6 +212,22 @@ async fn every_operation_is_authorized_alike_on_http_and_mcp() {
         })
         .sum();
     assert_eq!(access_refusals, expected, "{refused:?}");
+    assert!(
+        refused.entries.iter().all(
+            |e| e.agent_id != "anonymous" || !matches!(e.error_code.as_deref(), Some("unauthorized" | "forbidden"))
+        ),
+        "no audit row per anonymous refusal"
+    );
+    let anonymous: usize = ops()
+        .iter()
+        .filter(|op| !op.http.is_empty())
+        .map(|op| refused_as(Credential::Anonymous, op))
+        .sum();
+    let metrics = s.coord.metrics().render(None);
+    assert!(
+        metrics.contains(&format!("coord_http_refused_total{{reason=\"no_key\"}} {anonymous}")),
+        "counted instead: {anonymous}\n{metrics}"
+    );
     // No key, no MCP session.
     let no_key = reqwest::Client::new()
         .post(format!("{}/mcp", s.url))

@@ -53,12 +53,18 @@ async fn server(tune: impl FnOnce(&mut ApiConfig)) -> Server {
         .key_identities
         .insert(BOUND.into(), Caller::new("agent-1", "codex"));
     config.max_body_bytes = 64 * 1024;
+    // These tests send many requests without a key from one address: the per-client
+    // allowance is not what they test (tests/attacks.rs does).
+    config.limiter = coord_http::limits::Limiter::new(coord_http::limits::Limits {
+        anonymous_burst: 1e6,
+        ..Default::default()
+    });
     tune(&mut config);
     let app = create_coordination_api(Arc::new(coord.clone()), &config);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = coord_http::serve(listener, app, &config, std::future::pending()).await;
     });
     Server {
         url,
@@ -1130,7 +1136,7 @@ async fn dashboard_sign_in_pauses_after_many_failures() {
         r.headers()["set-cookie"].to_str().unwrap().ends_with("; Secure"),
         "over HTTPS"
     );
-    for _ in 0..coord_http::ui::sessions::MAX_FAILURES {
+    for _ in 0..coord_http::limits::Limits::default().failed_keys_per_minute {
         assert_eq!(login("guess").await.unwrap().status(), StatusCode::UNAUTHORIZED);
     }
     let r = login(OPERATOR).await.unwrap();

@@ -30,6 +30,12 @@ struct Op {
     operation: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DoorRefusal {
+    /// Why (a closed set the doors name: `anonymous_rate`, `failed_keys`, `no_key`, `host`).
+    reason: &'static str,
+}
+
 fn latency_histogram() -> Histogram {
     // 0.25 ms to about 4 s: a lock round trip to a slow PostgreSQL statement.
     Histogram::new(exponential_buckets(0.00025, 2.0, 15))
@@ -52,6 +58,7 @@ pub struct Change {
 pub struct Metrics {
     operations: Family<Outcome, Counter>,
     durations: Family<Op, Histogram, fn() -> Histogram>,
+    door_refusals: Family<DoorRefusal, Counter>,
     changes: tokio::sync::broadcast::Sender<Change>,
 }
 
@@ -60,6 +67,7 @@ impl Default for Metrics {
         Metrics {
             operations: Family::default(),
             durations: Family::new_with_constructor(latency_histogram),
+            door_refusals: Family::default(),
             // A slow listener misses changes (it is told it lagged) rather than holding
             // memory or slowing operations down.
             changes: tokio::sync::broadcast::channel(256).0,
@@ -74,6 +82,12 @@ impl Metrics {
         self.durations
             .get_or_create(&Op { operation })
             .observe(took.as_secs_f64());
+    }
+
+    /// Counts a request a door refused before any operation ran (not audited: an
+    /// anonymous client must not be able to grow the audit trail at will).
+    pub fn door_refused(&self, reason: &'static str) {
+        self.door_refusals.get_or_create(&DoorRefusal { reason }).inc();
     }
 
     /// Tells the listeners (the live dashboards) of an operation that may have changed
@@ -102,6 +116,12 @@ impl Metrics {
             "coord_operation_duration_seconds",
             "Time this process took to run an operation, refusals included",
             self.durations.clone(),
+        );
+        registry.register(
+            "coord_http_refused",
+            "Requests the HTTP door refused before any operation ran, not audited (too many without a key, \
+             after failed keys, without a key where one is needed, a foreign Host or Origin), by reason",
+            self.door_refusals.clone(),
         );
         registry.register_collector(Box::new(Fleet(stats)));
         let mut out = String::new();

@@ -97,6 +97,18 @@ fn unauthorized() -> CoordError {
 /// A change the page asks for must carry its session's CSRF token, and come from this
 /// server's own page when the browser says where it comes from.
 fn check_change(s: &Session, headers: &HeaderMap) -> Result<(), CoordError> {
+    same_site(headers)?;
+    let sent = headers.get("x-csrf-token").and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !sessions::same_secret(sent, &s.csrf) {
+        return Err(CoordError::new(ErrorCode::Forbidden, "missing or wrong X-CSRF-Token"));
+    }
+    Ok(())
+}
+
+/// Whether a request comes from this server's own page, when the browser says where it
+/// comes from (`Sec-Fetch-Site`, else `Origin` against `Host`); a request that says
+/// nothing (not a browser) passes.
+fn same_site(headers: &HeaderMap) -> Result<(), CoordError> {
     let forbidden = |m: &str| CoordError::new(ErrorCode::Forbidden, m.to_string());
     let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     if let Some(site) = site {
@@ -110,10 +122,6 @@ fn check_change(s: &Session, headers: &HeaderMap) -> Result<(), CoordError> {
         if origin_host != host {
             return Err(forbidden("a request from another site's page"));
         }
-    }
-    let sent = headers.get("x-csrf-token").and_then(|v| v.to_str().ok()).unwrap_or("");
-    if !sessions::same_secret(sent, &s.csrf) {
-        return Err(forbidden("missing or wrong X-CSRF-Token"));
     }
     Ok(())
 }
@@ -179,18 +187,30 @@ pub async fn login_link(State(app): State<App>, headers: HeaderMap, Query(q): Qu
     }
 }
 
-/// `POST /ui/login` (a form: `key`, `name`): an operator key starts a session.
-pub async fn login(State(app): State<App>, request_headers: HeaderMap, body: Body) -> Response {
-    if app.ui.failing(Instant::now()) {
+/// `POST /ui/login` (a form: `key`, `name`): an operator key starts a session. Only
+/// from this server's own page (a cross-site form would sign the visitor in as someone
+/// else); a client address that failed too many keys or sign-ins in the last minute
+/// waits out that minute (others are not held up).
+pub async fn login(
+    State(app): State<App>,
+    client: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
+    request_headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Err(e) = same_site(&request_headers) {
+        return login_page(Some(&e.message), StatusCode::FORBIDDEN);
+    }
+    let ip = client.map(|c| c.0.0.ip());
+    if ip.is_some_and(|ip| app.limiter.paused(ip, Instant::now())) {
         let mut r = login_page(
-            Some("Too many failed sign-ins in the last minute; wait a minute and try again."),
+            Some("Too many failed sign-ins from here in the last minute; wait a minute and try again."),
             StatusCode::TOO_MANY_REQUESTS,
         );
         r.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
         return r;
     }
-    let body = match crate::api::read_body(body, FORM_LIMIT).await {
+    let body = match crate::api::read_body(&app, body, FORM_LIMIT).await {
         Ok(b) => b,
         Err(e) => return login_page(Some(&e.message), crate::api::status_of(&e)),
     };
@@ -221,7 +241,9 @@ pub async fn login(State(app): State<App>, request_headers: HeaderMap, body: Bod
     match auth::authenticate(&app.auth, app.server.as_ref(), &headers).await {
         Ok(auth::Authenticated::Operator) => signed_in(&app.ui.start(who, Instant::now()).0, &request_headers),
         Ok(_) | Err(_) => {
-            app.ui.failed(Instant::now());
+            if let Some(ip) = ip {
+                app.limiter.failed(ip, Instant::now());
+            }
             tracing::debug!("dashboard: a sign-in with a key that is not an operator key");
             login_page(
                 Some("That key does not open the dashboard: it is wrong, or an agent's (only operator keys do)."),
@@ -319,7 +341,7 @@ pub async fn decide(State(app): State<App>, headers: HeaderMap, body: Body) -> R
     if let Err(e) = check_change(&s, &headers) {
         return error_response(&e);
     }
-    let body = match crate::api::read_body(body, FORM_LIMIT).await {
+    let body = match crate::api::read_body(&app, body, FORM_LIMIT).await {
         Ok(b) => b,
         Err(e) => return error_response(&e),
     };

@@ -30,14 +30,7 @@ pub struct Sessions {
     live: Mutex<HashMap<String, Session>>,
     /// One-time sign-in links (`coord ui`): token → who, until when.
     links: Mutex<HashMap<String, (Caller, Instant)>>,
-    /// When the recent failed sign-ins happened (at most [`MAX_FAILURES`] a minute).
-    failures: Mutex<std::collections::VecDeque<Instant>>,
 }
-
-/// Failed sign-ins a minute before sign-in pauses (for everyone: keys are guessed from
-/// anywhere, so there is nobody in particular to slow down).
-pub const MAX_FAILURES: usize = 20;
-const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 
 impl std::fmt::Debug for Sessions {
     // Tokens are secrets: never in a log.
@@ -85,23 +78,6 @@ impl Sessions {
             }
             None => None,
         }
-    }
-
-    /// Records a failed sign-in.
-    pub fn failed(&self, now: Instant) {
-        let mut f = self.failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        while f.front().is_some_and(|t| now.duration_since(*t) >= FAILURE_WINDOW) {
-            f.pop_front();
-        }
-        if f.len() < MAX_FAILURES {
-            f.push_back(now);
-        }
-    }
-
-    /// Whether sign-in pauses: [`MAX_FAILURES`] failures within the last minute.
-    pub fn failing(&self, now: Instant) -> bool {
-        let f = self.failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        f.iter().filter(|t| now.duration_since(**t) < FAILURE_WINDOW).count() >= MAX_FAILURES
     }
 
     pub fn end(&self, token: &str) {
@@ -174,20 +150,6 @@ mod tests {
         assert!(s.redeem(&link, t0).is_none(), "once");
         let link = s.link(Caller::new("me", "dashboard"), t0);
         assert!(s.redeem(&link, t0 + LINK_TTL).is_none(), "expired");
-    }
-
-    #[test]
-    fn sign_in_pauses_after_many_failures_for_a_minute() {
-        let s = Sessions::default();
-        let t0 = Instant::now();
-        for i in 0..MAX_FAILURES {
-            assert!(!s.failing(t0), "after {i}");
-            s.failed(t0);
-        }
-        assert!(s.failing(t0 + Duration::from_secs(59)));
-        assert!(!s.failing(t0 + FAILURE_WINDOW), "a minute later");
-        s.failed(t0 + FAILURE_WINDOW);
-        assert!(!s.failing(t0 + FAILURE_WINDOW), "old failures were dropped");
     }
 
     #[test]
