@@ -46,6 +46,13 @@ pub enum Credential {
     Operator,
     /// A key bound to one identity (environment binding or managed key).
     Bound,
+    /// A process on this machine inside an agent's session (run by Claude Code's, Codex's
+    /// or Aider's tools, or under `coord sandbox run`; its environment and its process
+    /// ancestry say so): the agent's own work, never a person's decision. It may act as an
+    /// agent, but not decide approvals, change profiles, policies or rules, manage keys
+    /// or prune the audit trail (`person_required`), and not borrow another identity
+    /// (the CLI refuses `--agent-id` there).
+    Session,
 }
 
 /// The caller of one operation: the identity it acts as and how that was established.
@@ -78,14 +85,29 @@ impl Principal {
     }
 }
 
+/// The refusal of a decision only a person may make (approvals, profiles, policies,
+/// rules, keys, the audit trail's pruning) to a process inside an agent's session. It
+/// says where a person makes it, not how an agent could.
+pub fn person_required(what: &str) -> CoordError {
+    CoordError::new(
+        ErrorCode::PersonRequired,
+        format!(
+            "{what} is a person's decision and cannot be made from inside an agent's session: a person makes it \
+             in the dashboard or in a terminal of their own"
+        ),
+    )
+}
+
 /// Whether `credential` may run an operation that needs `need`. Anonymous callers get
 /// `unauthorized` (a key would help); bound keys asking for operator work get
-/// `forbidden` (no key of theirs would).
+/// `forbidden` (no key of theirs would); a process inside an agent's session gets
+/// `person_required`.
 pub fn authorize(credential: Credential, need: Access) -> CoordResult<()> {
     use Access as A;
     use Credential as C;
     match (credential, need) {
-        (C::Local | C::Operator, _) | (C::Bound, A::Read | A::Agent) | (C::Anonymous, A::Read) => Ok(()),
+        (C::Local | C::Operator, _) | (C::Bound | C::Session, A::Read | A::Agent) | (C::Anonymous, A::Read) => Ok(()),
+        (C::Session, A::Operator) => Err(person_required("managing credentials")),
         (C::Anonymous, A::Agent | A::Operator) => Err(CoordError::new(
             ErrorCode::Unauthorized,
             "an API key is required: send X-API-Key or Authorization: Bearer",
@@ -104,7 +126,7 @@ mod tests {
     #[test]
     fn the_access_matrix() {
         use Access::{Agent, Read};
-        use Credential::{Anonymous, Bound, Local};
+        use Credential::{Anonymous, Bound, Local, Session};
         const OP: Access = Access::Operator;
         const OPERATOR: Credential = Credential::Operator;
         // (credential, need, expected: None = allowed, Some(code) = refused)
@@ -121,6 +143,9 @@ mod tests {
             (Anonymous, Read, None),
             (Anonymous, Agent, Some(ErrorCode::Unauthorized)),
             (Anonymous, OP, Some(ErrorCode::Unauthorized)),
+            (Session, Read, None),
+            (Session, Agent, None),
+            (Session, OP, Some(ErrorCode::PersonRequired)),
         ];
         for (credential, need, want) in cases {
             let got = authorize(credential, need).err().map(|e| e.code);

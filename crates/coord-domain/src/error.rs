@@ -96,6 +96,7 @@ error_codes! {
     InsufficientTrustLevel => "insufficient_trust_level", Forbidden;
     CannotApproveOwnRequest => "cannot_approve_own_request", Forbidden;
     SessionAlive => "session_alive", Forbidden;
+    PersonRequired => "person_required", Forbidden;
     PathOutsideWorkspace => "path_outside_workspace", Forbidden;
     SymlinkDenied => "symlink_denied", Forbidden;
     HardlinkDenied => "hardlink_denied", Forbidden;

@@ -16,6 +16,7 @@ pub const DEFAULT_BASE: u32 = 10_000;
 pub const DEFAULT_RANGE: u32 = 100;
 pub const DEFAULT_TTL_MINUTES: u32 = 120;
 pub const DEFAULT_MAX_SESSIONS: u32 = 20;
+pub const DEFAULT_MAX_PER_AGENT: u32 = 4;
 pub const MIN_BASE: u32 = 1024;
 pub const MIN_RANGE: u32 = 4;
 
@@ -25,6 +26,9 @@ pub struct PortConfig {
     pub range_per_session: u32,
     pub ttl_minutes: u32,
     pub max_sessions: u32,
+    /// Blocks one agent may hold at once (a caller that administers the machine —
+    /// a local process, an operator key — is not counted).
+    pub max_per_agent: u32,
 }
 
 impl Default for PortConfig {
@@ -34,6 +38,7 @@ impl Default for PortConfig {
             range_per_session: DEFAULT_RANGE,
             ttl_minutes: DEFAULT_TTL_MINUTES,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_per_agent: DEFAULT_MAX_PER_AGENT,
         }
     }
 }
@@ -66,6 +71,7 @@ pub fn port_config_from(var: impl Fn(&str) -> Option<String>) -> CoordResult<Por
         range_per_session: read("PORT_ALLOC_RANGE", DEFAULT_RANGE, MIN_RANGE)?,
         ttl_minutes: read("PORT_ALLOC_TTL_MINUTES", DEFAULT_TTL_MINUTES, 1)?,
         max_sessions: read("PORT_ALLOC_MAX_SESSIONS", DEFAULT_MAX_SESSIONS, 1)?,
+        max_per_agent: read("PORT_ALLOC_MAX_PER_AGENT", DEFAULT_MAX_PER_AGENT, 1)?,
     };
     let last = config.base as u64 + config.range_per_session as u64 * config.max_sessions as u64;
     if last > 65_536 {
@@ -153,6 +159,39 @@ pub struct PortLease {
     pub session_id: String,
     pub first_port: u32,
     pub expires_at: Timestamp,
+    /// The agent that allocated it (none: a lease written before leases had owners,
+    /// which only an administrator may release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+/// Who asks for or gives back a block: an agent, and whether it administers the
+/// machine's ports (a local process, an operator key: `administers`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimant {
+    pub agent_id: String,
+    pub admin: bool,
+}
+
+/// Whether a caller with `credential` administers the port blocks: a process of this
+/// user (it could edit the state file itself) or an operator key. A key bound to one
+/// agent, or a process inside an agent's session, holds only its own blocks.
+pub fn administers(credential: crate::access::Credential) -> bool {
+    use crate::access::Credential;
+    matches!(credential, Credential::Local | Credential::Operator)
+}
+
+/// The refusal of a change to `lease` by someone who does not hold it.
+fn not_yours(lease: &PortLease, what: &str) -> CoordError {
+    CoordError::new(
+        ErrorCode::Forbidden,
+        format!(
+            "the ports of session {} belong to {}: only they (or an operator) may {what} them",
+            lease.session_id,
+            lease.owner.as_deref().unwrap_or("an earlier version's caller")
+        ),
+    )
+    .with_detail("session_id", lease.session_id.as_str())
 }
 
 impl PortLease {
@@ -205,13 +244,31 @@ pub fn allocate(
     leases: &mut Vec<PortLease>,
     config: &PortConfig,
     session_id: &str,
+    who: &Claimant,
     now: Timestamp,
 ) -> CoordResult<PortLease> {
     prune(leases, now);
     let expires_at = now + chrono::Duration::minutes(config.ttl_minutes as i64);
     if let Some(existing) = leases.iter_mut().find(|l| l.session_id == session_id) {
+        if !who.admin && existing.owner.as_deref() != Some(who.agent_id.as_str()) {
+            return Err(not_yours(existing, "refresh"));
+        }
         existing.expires_at = expires_at;
         return Ok(existing.clone());
+    }
+    let held = leases
+        .iter()
+        .filter(|l| l.owner.as_deref() == Some(who.agent_id.as_str()))
+        .count();
+    if !who.admin && held >= config.max_per_agent as usize {
+        return Err(CoordError::new(
+            ErrorCode::ResourceLimitExceeded,
+            format!(
+                "{} holds {held} port blocks already, the most one agent may (PORT_ALLOC_MAX_PER_AGENT); release one",
+                who.agent_id
+            ),
+        )
+        .with_detail("max", config.max_per_agent));
     }
     let free = (0..config.max_sessions)
         .map(|b| config.base + b * config.range_per_session)
@@ -229,17 +286,25 @@ pub fn allocate(
         session_id: session_id.to_string(),
         first_port,
         expires_at,
+        owner: Some(who.agent_id.clone()),
     };
     leases.push(lease.clone());
     Ok(lease)
 }
 
-/// Removes the session's lease; `false` when it had none (release is idempotent).
-pub fn release(leases: &mut Vec<PortLease>, session_id: &str, now: Timestamp) -> bool {
+/// Removes the session's lease; `false` when it had none (release is idempotent). Only
+/// its owner or an administrator may.
+pub fn release(leases: &mut Vec<PortLease>, session_id: &str, who: &Claimant, now: Timestamp) -> CoordResult<bool> {
     prune(leases, now);
+    if let Some(lease) = leases.iter().find(|l| l.session_id == session_id)
+        && !who.admin
+        && lease.owner.as_deref() != Some(who.agent_id.as_str())
+    {
+        return Err(not_yours(lease, "release"));
+    }
     let before = leases.len();
     leases.retain(|l| l.session_id != session_id);
-    leases.len() != before
+    Ok(leases.len() != before)
 }
 
 /// Live leases, lowest ports first.
@@ -261,6 +326,62 @@ mod tests {
     use super::*;
     use chrono::{TimeZone, Utc};
 
+    fn admin() -> Claimant {
+        Claimant {
+            agent_id: "root".into(),
+            admin: true,
+        }
+    }
+
+    fn agent(id: &str) -> Claimant {
+        Claimant {
+            agent_id: id.into(),
+            admin: false,
+        }
+    }
+
+    /// The security review's finding 9: any key could release another session's block
+    /// and take every block. A block belongs to who allocated it; one agent holds at most
+    /// `max_per_agent`; an administrator may do either.
+    #[test]
+    fn blocks_belong_to_who_allocated_them_and_agents_hold_a_few() {
+        let config = PortConfig {
+            max_per_agent: 2,
+            ..PortConfig::default()
+        };
+        let mut leases = Vec::new();
+        let (alice, mallory) = (agent("alice"), agent("mallory"));
+        allocate(&mut leases, &config, "alice-1", &alice, t0()).unwrap();
+        let e = release(&mut leases, "alice-1", &mallory, t0()).unwrap_err();
+        assert_eq!(e.code, ErrorCode::Forbidden);
+        let e = allocate(&mut leases, &config, "alice-1", &mallory, t0()).unwrap_err();
+        assert_eq!(e.code, ErrorCode::Forbidden, "not even a refresh of hers");
+        allocate(&mut leases, &config, "m-1", &mallory, t0()).unwrap();
+        allocate(&mut leases, &config, "m-2", &mallory, t0()).unwrap();
+        let e = allocate(&mut leases, &config, "m-3", &mallory, t0()).unwrap_err();
+        assert_eq!(e.code, ErrorCode::ResourceLimitExceeded);
+        assert!(release(&mut leases, "m-1", &mallory, t0()).unwrap());
+        allocate(&mut leases, &config, "m-3", &mallory, t0()).unwrap();
+        assert!(
+            release(&mut leases, "alice-1", &admin(), t0()).unwrap(),
+            "an operator may"
+        );
+        // A lease of an earlier version has no owner: only an administrator releases it.
+        leases.push(PortLease {
+            session_id: "old".into(),
+            first_port: 12_000,
+            expires_at: t0() + chrono::Duration::minutes(5),
+            owner: None,
+        });
+        assert!(release(&mut leases, "old", &alice, t0()).is_err());
+        assert!(release(&mut leases, "old", &admin(), t0()).unwrap());
+        use crate::access::Credential::*;
+        assert_eq!(
+            [Local, Operator, Bound, Session, Anonymous].map(administers),
+            [true, true, false, false, false]
+        );
+    }
+
     fn t0() -> Timestamp {
         Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
     }
@@ -273,12 +394,12 @@ mod tests {
             ..PortConfig::default()
         };
         let mut leases = Vec::new();
-        let a = allocation_of(&allocate(&mut leases, &config, "worktree-1", t0()).unwrap());
+        let a = allocation_of(&allocate(&mut leases, &config, "worktree-1", &admin(), t0()).unwrap());
         assert_eq!(
             (a.db_port, a.rest_port, a.realtime_port, a.api_port),
             (20_000, 20_001, 20_002, 20_003)
         );
-        let b = allocation_of(&allocate(&mut leases, &config, "worktree-2", t0()).unwrap());
+        let b = allocation_of(&allocate(&mut leases, &config, "worktree-2", &admin(), t0()).unwrap());
         assert_eq!(b.db_port, 20_050);
         assert_eq!(a.compose_project_name.len(), 11);
         assert!(a.compose_project_name.starts_with("ac-"));
@@ -325,23 +446,23 @@ mod tests {
             ..PortConfig::default()
         };
         let mut leases = Vec::new();
-        let first = allocate(&mut leases, &config, "s1", t0()).unwrap();
+        let first = allocate(&mut leases, &config, "s1", &admin(), t0()).unwrap();
         let later = t0() + chrono::Duration::minutes(5);
-        let again = allocate(&mut leases, &config, "s1", later).unwrap();
+        let again = allocate(&mut leases, &config, "s1", &admin(), later).unwrap();
         assert_eq!(again.first_port, first.first_port);
         assert_eq!(again.expires_at, later + chrono::Duration::minutes(10), "TTL refreshed");
-        allocate(&mut leases, &config, "s2", later).unwrap();
+        allocate(&mut leases, &config, "s2", &admin(), later).unwrap();
         let before = leases.clone();
-        let e = allocate(&mut leases, &config, "s3", later).unwrap_err();
+        let e = allocate(&mut leases, &config, "s3", &admin(), later).unwrap_err();
         assert_eq!(e.code, ErrorCode::NoPortsAvailable);
         assert_eq!(leases, before, "no existing allocation is affected");
         // Expiry frees the block for a new session.
         let much_later = later + chrono::Duration::minutes(11);
-        let reused = allocate(&mut leases, &config, "s3", much_later).unwrap();
+        let reused = allocate(&mut leases, &config, "s3", &admin(), much_later).unwrap();
         assert_eq!(reused.first_port, 10_000);
-        assert!(release(&mut leases, "s3", much_later));
-        assert!(!release(&mut leases, "s3", much_later), "idempotent");
-        assert!(!release(&mut leases, "never", much_later));
+        assert!(release(&mut leases, "s3", &admin(), much_later).unwrap());
+        assert!(!release(&mut leases, "s3", &admin(), much_later).unwrap(), "idempotent");
+        assert!(!release(&mut leases, "never", &admin(), much_later).unwrap());
     }
 
     #[test]
@@ -357,7 +478,7 @@ mod tests {
         let mut used = std::collections::HashSet::new();
         for i in 0..10 {
             let config = if i % 2 == 0 { &a } else { &b };
-            let lease = allocate(&mut leases, config, &format!("s{i}"), t0()).unwrap();
+            let lease = allocate(&mut leases, config, &format!("s{i}"), &admin(), t0()).unwrap();
             for p in lease.first_port..lease.first_port + PORTS_PER_SESSION {
                 assert!(used.insert(p), "port {p} handed out twice");
             }
@@ -368,7 +489,7 @@ mod tests {
     fn status_reports_remaining_minutes() {
         let config = PortConfig::default();
         let mut leases = Vec::new();
-        allocate(&mut leases, &config, "s1", t0()).unwrap();
+        allocate(&mut leases, &config, "s1", &admin(), t0()).unwrap();
         let s = status(&leases, t0() + chrono::Duration::seconds(90));
         assert_eq!(s[0].remaining_minutes, 119);
         assert_eq!(s[0].allocation.session_id, "s1");

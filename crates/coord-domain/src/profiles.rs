@@ -554,6 +554,34 @@ pub enum ProfileSource {
     Fallback,
 }
 
+/// The most trust a key bound to one agent gets from its type's default profile: below
+/// [`MAX_TRUST`], so no administrative permission comes with a key's type alone (a
+/// managed key for a `strands_agent` does not get the trust-4 orchestrator's right to
+/// change guardrails or prune the audit trail). An operator who wants a key to
+/// administer assigns a profile to its agent id.
+pub const KEY_TRUST_CAP: u8 = 3;
+
+/// What `profile` (resolved from `source`) lets a caller with `credential` reach:
+/// - a key bound to one agent, unless a profile was assigned to that agent's id, gets at
+///   most [`KEY_TRUST_CAP`] and none of the administrative permissions;
+/// - a process inside an agent's session never gets the administrative permissions (a
+///   person's decisions; the pipeline refuses them with `person_required` first).
+///
+/// Everyone else gets the profile as it is.
+pub fn within_reach(mut profile: Profile, source: ProfileSource, credential: crate::access::Credential) -> Profile {
+    use crate::access::Credential;
+    let capped = match credential {
+        Credential::Bound => source != ProfileSource::AgentAssignment,
+        Credential::Session => true,
+        Credential::Local | Credential::Operator | Credential::Anonymous => false,
+    };
+    if capped {
+        profile.trust_level = profile.trust_level.min(KEY_TRUST_CAP);
+        profile.allowed_operations.retain(|p| !p.is_administrative());
+    }
+    profile
+}
+
 /// An agent's profile: the one assigned to its id, else to its type, else least
 /// privilege.
 pub fn resolve(by_agent: Option<Profile>, by_type: Option<Profile>) -> (Profile, ProfileSource) {

@@ -402,3 +402,39 @@ fn refusals_of_unassigned_agents_say_how_to_get_a_profile() {
     let kept = with_unassigned_hint(trust.clone(), ProfileSource::Fallback).to_value();
     assert_eq!((kept["required"].clone(), kept["actual"].clone()), (json!(1), json!(0)));
 }
+
+#[test]
+fn keys_and_agent_sessions_do_not_reach_administration_by_type() {
+    use crate::access::Credential::*;
+    let orchestrator = builtin()
+        .profiles
+        .iter()
+        .find(|p| p.name == "strands-orchestrator")
+        .unwrap()
+        .clone();
+    assert_eq!(orchestrator.trust_level, 4);
+    let admin = Need::admin(Permission::ManagePolicies);
+    let spawn = Need::new(Permission::SpawnAgent, 0);
+    // (credential, where the profile came from, may administer, may spawn)
+    let cases = [
+        (Bound, ProfileSource::TypeDefault, false, true),
+        (Bound, ProfileSource::AgentAssignment, true, true),
+        (Session, ProfileSource::AgentAssignment, false, true),
+        (Session, ProfileSource::TypeDefault, false, true),
+        (Local, ProfileSource::TypeDefault, true, true),
+        (Operator, ProfileSource::TypeDefault, true, true),
+    ];
+    for (credential, source, administers, spawns) in cases {
+        let p = within_reach(orchestrator.clone(), source, credential);
+        assert_eq!(
+            decide(&p, "set_guardrail", admin).is_ok(),
+            administers,
+            "{credential:?} {source:?}"
+        );
+        assert_eq!(
+            decide(&p, "spawn_agent", spawn).is_ok(),
+            spawns,
+            "{credential:?} {source:?}"
+        );
+    }
+}

@@ -109,19 +109,16 @@ async fn client_guard(State(app): State<App>, req: Request, next: Next) -> Respo
         return next.run(req).await;
     };
     let headers = req.headers();
-    let text = |name| {
-        headers
-            .get(name)
-            .and_then(|v: &axum::http::HeaderValue| v.to_str().ok())
-    };
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let count = |reason| {
         if let Some(c) = app.server.local() {
             c.metrics().door_refused(reason);
         }
     };
     if !limits::host_and_origin_allowed(
-        text(header::HOST),
-        text(header::ORIGIN),
+        text(header::HOST.as_str()),
+        text(header::ORIGIN.as_str()),
+        text("sec-fetch-site"),
         &app.allowed_hosts,
         app.loopback,
     ) {
@@ -132,8 +129,11 @@ async fn client_guard(State(app): State<App>, req: Request, next: Next) -> Respo
              add the name to COORDINATION_MCP_ALLOWED_HOSTS if it is yours",
         ));
     }
-    // A key, or a webhook's signature: a credential to check (and to fail).
-    let keyed = auth::presented_key(headers).is_some() || headers.contains_key("x-hub-signature-256");
+    // A key, a webhook's signature or a dashboard session's cookie: a credential to
+    // check (and to fail).
+    let keyed = auth::presented_key(headers).is_some()
+        || headers.contains_key("x-hub-signature-256")
+        || ui::has_session_cookie(headers);
     let now = std::time::Instant::now();
     let throttled = |reason, why: &str, retry: &'static str| {
         count(reason);

@@ -250,8 +250,17 @@ pub fn host_of(value: &str) -> String {
 /// Whether a request may be served (DNS rebinding): on a loopback listener its `Host`
 /// must name one of `allowed` (loopback names and the configured hosts); wherever it
 /// listens, an `Origin` it carries must name one of them or the `Host` itself (a page of
-/// another site cannot drive this server through its visitor's browser).
-pub fn host_and_origin_allowed(host: Option<&str>, origin: Option<&str>, allowed: &[String], loopback: bool) -> bool {
+/// another site cannot drive this server through its visitor's browser). A browser sends
+/// `Origin: null` for a form posted by a page whose referrer policy is `no-referrer`
+/// (the dashboard's): that passes only with the browser's own `Sec-Fetch-Site:
+/// same-origin`, which no page can set.
+pub fn host_and_origin_allowed(
+    host: Option<&str>,
+    origin: Option<&str>,
+    fetch_site: Option<&str>,
+    allowed: &[String],
+    loopback: bool,
+) -> bool {
     let known = |h: &str| allowed.iter().any(|a| host_of(a) == h);
     let host = host.map(host_of);
     if loopback && !host.as_deref().is_some_and(known) {
@@ -260,9 +269,10 @@ pub fn host_and_origin_allowed(host: Option<&str>, origin: Option<&str>, allowed
     match origin {
         None => true,
         // Sandboxed pages and file: URLs send "null": not this server's page.
+        Some(o) if o.trim() == "null" => fetch_site == Some("same-origin"),
         Some(o) => {
             let o = host_of(o);
-            !o.is_empty() && o != "null" && (known(&o) || host.as_deref() == Some(o.as_str()))
+            !o.is_empty() && (known(&o) || host.as_deref() == Some(o.as_str()))
         }
     }
 }
@@ -325,28 +335,38 @@ mod tests {
     fn hosts_and_origins() {
         let allowed: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
         let cases = [
-            (Some("127.0.0.1:8081"), None, true, true),
-            (Some("localhost"), Some("http://localhost:8081"), true, true),
-            (Some("[::1]:8081"), Some("http://[::1]:8081"), true, true),
-            (Some("evil.example:8081"), None, true, false),
-            (Some("127.0.0.1:8081"), Some("http://evil.example"), true, false),
-            (Some("127.0.0.1:8081"), Some("null"), true, false),
-            (None, None, true, false),
+            (Some("127.0.0.1:8081"), None, None, true, true),
+            (Some("localhost"), Some("http://localhost:8081"), None, true, true),
+            (Some("[::1]:8081"), Some("http://[::1]:8081"), None, true, true),
+            (Some("evil.example:8081"), None, None, true, false),
+            (Some("127.0.0.1:8081"), Some("http://evil.example"), None, true, false),
+            (Some("127.0.0.1:8081"), Some("null"), None, true, false),
+            (Some("127.0.0.1:8081"), Some("null"), Some("cross-site"), true, false),
+            // The dashboard's own form (referrer policy no-referrer): the browser's word.
+            (Some("127.0.0.1:8081"), Some("null"), Some("same-origin"), true, true),
+            (None, None, None, true, false),
             // Not on loopback: any Host (a proxy's name), but a foreign Origin is refused.
-            (Some("coord.example.com"), None, false, true),
+            (Some("coord.example.com"), None, None, false, true),
             (
                 Some("coord.example.com"),
                 Some("https://coord.example.com"),
+                None,
                 false,
                 true,
             ),
-            (Some("coord.example.com"), Some("https://evil.example"), false, false),
+            (
+                Some("coord.example.com"),
+                Some("https://evil.example"),
+                None,
+                false,
+                false,
+            ),
         ];
-        for (host, origin, loopback, want) in cases {
+        for (host, origin, site, loopback, want) in cases {
             assert_eq!(
-                host_and_origin_allowed(host, origin, &allowed, loopback),
+                host_and_origin_allowed(host, origin, site, &allowed, loopback),
                 want,
-                "{host:?} {origin:?} {loopback}"
+                "{host:?} {origin:?} {site:?} {loopback}"
             );
         }
         assert_eq!(host_of("HTTP://Evil.Example:80/x"), "evil.example");

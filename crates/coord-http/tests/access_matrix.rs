@@ -53,7 +53,7 @@ fn key_of(c: Credential) -> Option<&'static str> {
         Credential::Anonymous => None,
         Credential::Bound => Some(BOUND),
         Credential::Operator => Some(OPERATOR),
-        Credential::Local => unreachable!("not a network credential"),
+        Credential::Local | Credential::Session => unreachable!("not a network credential"),
     }
 }
 

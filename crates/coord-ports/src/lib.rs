@@ -6,7 +6,7 @@
 //! The rules (block arithmetic, refresh, exhaustion, expiry) are `coord_domain::ports`;
 //! this crate only keeps the leases.
 
-use coord_domain::ports::{self, PortConfig, PortLease};
+use coord_domain::ports::{self, Claimant, PortConfig, PortLease};
 use coord_domain::ports::{AllocatePortsResult, PortsStatusResult, ReleasePortsResult};
 use coord_domain::{CoordError, CoordResult, Timestamp};
 use rustix::fs::{FlockOperation, flock};
@@ -128,9 +128,9 @@ impl PortAllocator {
         })
     }
 
-    pub fn allocate(&self, session_id: &str, now: Timestamp) -> CoordResult<AllocatePortsResult> {
+    pub fn allocate(&self, session_id: &str, who: &Claimant, now: Timestamp) -> CoordResult<AllocatePortsResult> {
         let session_id = ports::validate_session_id(session_id)?;
-        let lease = self.with_leases(|leases| ports::allocate(leases, &self.config, &session_id, now))??;
+        let lease = self.with_leases(|leases| ports::allocate(leases, &self.config, &session_id, who, now))??;
         let allocation = ports::allocation_of(&lease);
         Ok(AllocatePortsResult {
             success: true,
@@ -139,9 +139,9 @@ impl PortAllocator {
         })
     }
 
-    pub fn release(&self, session_id: &str, now: Timestamp) -> CoordResult<ReleasePortsResult> {
+    pub fn release(&self, session_id: &str, who: &Claimant, now: Timestamp) -> CoordResult<ReleasePortsResult> {
         let session_id = ports::validate_session_id(session_id)?;
-        let released = self.with_leases(|leases| ports::release(leases, &session_id, now))?;
+        let released = self.with_leases(|leases| ports::release(leases, &session_id, who, now))??;
         Ok(ReleasePortsResult {
             success: true,
             released,

@@ -7,6 +7,13 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// A local process: administers the machine's blocks.
+static ROOT: std::sync::LazyLock<coord_domain::ports::Claimant> =
+    std::sync::LazyLock::new(|| coord_domain::ports::Claimant {
+        agent_id: "root".into(),
+        admin: true,
+    });
+
 const ROLE: &str = "COORD_PORTS_WORKER";
 
 fn allocator(path: PathBuf) -> PortAllocator {
@@ -25,7 +32,7 @@ fn ports_worker() {
     let a = allocator(PathBuf::from(std::env::var("COORD_PORTS_STATE_FILE").unwrap()));
     for k in 0..2 {
         let r = a
-            .allocate(&format!("proc-{index}-{k}"), chrono::Utc::now())
+            .allocate(&format!("proc-{index}-{k}"), &ROOT, chrono::Utc::now())
             .expect("a block is free");
         let p = &r.allocation;
         println!("PORTS {} {} {} {}", p.db_port, p.rest_port, p.realtime_port, p.api_port);

@@ -279,11 +279,16 @@ impl Coordinator {
         if credential == Credential::Operator && need.permission.is_administrative() {
             return Ok(None);
         }
+        // A person's decision, whatever the session's agent may otherwise do.
+        if credential == Credential::Session && need.permission.is_administrative() {
+            return Err(coord_domain::access::person_required(operation));
+        }
         let facts = self
             .store
             .policy_facts(self.clock.now(), &id.agent_id, Some(&id.agent_type), UsageOf::Nothing)
             .await?;
         let (profile, source) = profiles::resolve(facts.by_agent, facts.by_type);
+        let profile = profiles::within_reach(profile, source, credential);
         let profile = match spawned {
             Some(agent) => coord_domain::agents::spawn::delegation_grant(profile, agent),
             None => profile,
@@ -307,6 +312,14 @@ impl Coordinator {
             None => profiles::usage_scope(&id.agent_id, facts.session.as_ref().map(|s| s.0.as_str())),
         };
         Ok(Some((profile, scope)))
+    }
+
+    /// Audits the success of an operation whose change is not in the store (a port
+    /// block), in a row of its own.
+    pub(crate) async fn audit_success<T: Serialize>(&self, ctx: &OpCtx, answer: &T) {
+        if let Err(audit_err) = self.store.append_audit(ctx.now, ctx.audit(Ok(answer))).await {
+            tracing::warn!(operation = ctx.operation, error = %audit_err, "could not audit an operation");
+        }
     }
 
     pub(crate) async fn audit_refusal(&self, ctx: &OpCtx, e: &CoordError) {

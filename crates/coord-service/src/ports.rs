@@ -50,14 +50,48 @@ impl LocalPorts {
     }
 }
 
+impl LocalPorts {
+    /// Allocates for `caller`, who administers the blocks (`admin`) or holds its own.
+    pub async fn allocate_as(
+        &self,
+        caller: &Caller,
+        admin: bool,
+        req: AllocatePortsRequest,
+    ) -> CoordResult<AllocatePortsResult> {
+        let who = claimant(caller, admin);
+        self.run(caller, move |p, now| p.allocate(&req.session_id, &who, now))
+            .await
+    }
+
+    /// Releases for `caller`: its own block, or any when it administers them.
+    pub async fn release_as(
+        &self,
+        caller: &Caller,
+        admin: bool,
+        req: ReleasePortsRequest,
+    ) -> CoordResult<ReleasePortsResult> {
+        let who = claimant(caller, admin);
+        self.run(caller, move |p, now| p.release(&req.session_id, &who, now))
+            .await
+    }
+}
+
+fn claimant(caller: &Caller, admin: bool) -> coord_domain::ports::Claimant {
+    coord_domain::ports::Claimant {
+        agent_id: caller.agent_id.clone(),
+        admin,
+    }
+}
+
+/// The machine's own processes (`coord ports`): they administer the blocks.
 #[async_trait]
 impl Ports for LocalPorts {
     async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult> {
-        self.run(caller, move |p, now| p.allocate(&req.session_id, now)).await
+        self.allocate_as(caller, true, req).await
     }
 
     async fn release_ports(&self, caller: &Caller, req: ReleasePortsRequest) -> CoordResult<ReleasePortsResult> {
-        self.run(caller, move |p, now| p.release(&req.session_id, now)).await
+        self.release_as(caller, true, req).await
     }
 
     async fn ports_status(&self, caller: &Caller) -> CoordResult<PortsStatusResult> {

@@ -86,6 +86,15 @@ fn session(app: &App, headers: &HeaderMap) -> Option<(String, Session)> {
     Some((token, s))
 }
 
+/// Whether a request carries a dashboard session's cookie (valid or not).
+pub fn has_session_cookie(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|c| sessions::cookie(c, COOKIE).is_some())
+}
+
 fn principal(s: &Session) -> Principal {
     Principal::new(s.who.clone(), Credential::Operator)
 }

@@ -83,7 +83,8 @@ async fn judge(
         .store()
         .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
         .await?;
-    let (profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
+    let (profile, source) = profiles::resolve(facts.by_agent, facts.by_type);
+    let profile = profiles::within_reach(profile, source, ctx.credential);
     let decision = guardrails::decide(&findings, profile.trust_level, &profile.elevated_operations);
     let result = CheckGuardrailsResult {
         success: true,

@@ -1,11 +1,13 @@
-//! Port blocks for isolated environments (a file shared by the machine's processes; no
-//! database, so not audited).
+//! Port blocks for isolated environments (a file shared by the machine's processes).
+//! A block belongs to the agent that allocated it; a key bound to one agent holds at
+//! most `PORT_ALLOC_MAX_PER_AGENT`. Through the pipeline every allocation and release is
+//! audited (`coord ports` on the machine itself uses the file alone, without a store).
 
 use crate::op::{Audit, Http, Input, Operation};
 use crate::{Coordinator, Ports};
 use coord_domain::access::{Access, Effect};
 use coord_domain::ports::{
-    AllocatePortsRequest, AllocatePortsResult, PortsStatusResult, ReleasePortsRequest, ReleasePortsResult,
+    self, AllocatePortsRequest, AllocatePortsResult, PortsStatusResult, ReleasePortsRequest, ReleasePortsResult,
 };
 use coord_domain::profiles::{Need, Permission};
 use coord_domain::{Caller, CoordResult, Empty, Identity};
@@ -13,6 +15,16 @@ use coord_store::OpCtx;
 
 fn caller(ctx: &OpCtx) -> Caller {
     Caller::new(ctx.who.agent_id.clone(), ctx.who.agent_type.clone())
+}
+
+/// The answer of a port change, with its audit row (the change is in the machine's
+/// state file, not in the store: the row is appended on its own).
+async fn audited<T: serde::Serialize>(c: &Coordinator, ctx: &OpCtx, answer: CoordResult<T>) -> CoordResult<T> {
+    match &answer {
+        Ok(v) => c.audit_success(ctx, v).await,
+        Err(e) => c.audit_refusal(ctx, e).await,
+    }
+    answer
 }
 
 pub struct AllocatePorts;
@@ -28,7 +40,6 @@ impl Operation for AllocatePorts {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::new(Permission::Execute, 1);
-    const AUDIT: Audit = Audit::Never;
     const HTTP: &'static [Http] = &[Http::post("/ports/allocate").errors(&[409])];
     const EXAMPLE: &'static str = "{\"session_id\": \"feature-login\"}";
     type Request = AllocatePortsRequest;
@@ -40,7 +51,12 @@ impl Operation for AllocatePorts {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult> {
-        c.local_ports()?.allocate_ports(&caller(&ctx), req).await
+        let admin = ports::administers(ctx.credential);
+        let answer = match c.local_ports() {
+            Ok(p) => p.allocate_as(&caller(&ctx), admin, req).await,
+            Err(e) => Err(e),
+        };
+        audited(c, &ctx, answer).await
     }
 }
 
@@ -53,7 +69,6 @@ impl Operation for ReleasePorts {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::new(Permission::Execute, 1);
-    const AUDIT: Audit = Audit::Never;
     const HTTP: &'static [Http] = &[Http::post("/ports/release")];
     const EXAMPLE: &'static str = "{\"session_id\": \"feature-login\"}";
     type Request = ReleasePortsRequest;
@@ -65,7 +80,12 @@ impl Operation for ReleasePorts {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, req: ReleasePortsRequest) -> CoordResult<ReleasePortsResult> {
-        c.local_ports()?.release_ports(&caller(&ctx), req).await
+        let admin = ports::administers(ctx.credential);
+        let answer = match c.local_ports() {
+            Ok(p) => p.release_as(&caller(&ctx), admin, req).await,
+            Err(e) => Err(e),
+        };
+        audited(c, &ctx, answer).await
     }
 }
 

@@ -161,7 +161,8 @@ async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<N
         .store()
         .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
         .await?;
-    let (parent_profile, _) = profiles::resolve(facts.by_agent, facts.by_type);
+    let (parent_profile, source) = profiles::resolve(facts.by_agent, facts.by_type);
+    let parent_profile = profiles::within_reach(parent_profile, source, ctx.credential);
     let child_name = plan.definition.profile.coord_profile();
     let child = c
         .store()
