@@ -107,6 +107,7 @@ macro_rules! conformance_suite {
             guardrails::guardrails_elevated_operations_notify_the_security_channel,
             guardrails::guardrails_pattern_registry_is_editable_by_trust_4,
             profiles::profiles_a_key_counts_across_sessions,
+            profiles::profiles_keys_and_agent_sessions_reach_no_administration_by_type,
             approvals::approvals_are_spent_once_under_concurrency,
             messages::messages_direct_inbox_read_ack_and_threads,
             messages::messages_to_the_holders_of_a_file,

@@ -18,6 +18,8 @@ use std::time::Duration;
 
 const OPERATOR: &str = "operator-key";
 const MALLORY: &str = "mallory-key";
+const ALICE: &str = "alice-key";
+const STRANDS: &str = "strands-key";
 const SECRET: &str = "webhook-secret";
 
 struct Server {
@@ -29,11 +31,19 @@ struct Server {
 async fn server(limits: Limits) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("c.db")).unwrap();
+    let ports = coord_ports::PortAllocator::new(
+        dir.path().join("ports.json"),
+        coord_domain::ports::PortConfig {
+            max_per_agent: 2,
+            ..Default::default()
+        },
+    );
     let coord = Coordinator::new(
         Arc::new(store),
         Arc::new(ManualClock::starting_now()),
         CoordConfig::default(),
-    );
+    )
+    .with_ports(ports);
     let mut config = ApiConfig {
         api_keys: vec![OPERATOR.into()],
         github_webhook_secrets: vec![SECRET.as_bytes().to_vec()],
@@ -42,6 +52,12 @@ async fn server(limits: Limits) -> Server {
     config
         .key_identities
         .insert(MALLORY.into(), Caller::new("mallory", "codex_cloud"));
+    config
+        .key_identities
+        .insert(ALICE.into(), Caller::new("alice", "codex_cloud"));
+    config
+        .key_identities
+        .insert(STRANDS.into(), Caller::new("orchestrator", "strands_agent"));
     config.limiter = Limiter::new(limits);
     let app = create_coordination_api(Arc::new(coord.clone()), &config);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
@@ -362,4 +378,88 @@ async fn rebound_pages_get_nothing() {
         let answer = at(&host, origin.as_deref(), "/locks");
         assert!(answer.starts_with("HTTP/1.1 200"), "{host}: {answer}");
     }
+}
+
+async fn post(http: &reqwest::Client, s: &Server, path: &str, key: &str, body: Value) -> (StatusCode, Value) {
+    let r = http
+        .post(s.url(path))
+        .header("x-api-key", key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (r.status(), r.json().await.unwrap_or(Value::Null))
+}
+
+/// Finding 9: any bound key could release another session's port block, and take every
+/// block; none of it was audited. A block belongs to who allocated it, one agent holds
+/// at most `PORT_ALLOC_MAX_PER_AGENT` (2 here), and every allocation and release is in
+/// the audit trail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn port_blocks_belong_to_their_agent_bounded_and_audited() {
+    let s = server(Limits::default()).await;
+    let http = client("127.0.0.1");
+    let (st, _) = post(&http, &s, "/ports/allocate", ALICE, json!({"session_id": "alice-wt"})).await;
+    assert_eq!(st, StatusCode::OK);
+    for path in ["/ports/release", "/ports/allocate"] {
+        let (st, v) = post(&http, &s, path, MALLORY, json!({"session_id": "alice-wt"})).await;
+        assert_eq!(
+            (st, v["error"].as_str()),
+            (StatusCode::FORBIDDEN, Some("forbidden")),
+            "{path}: {v}"
+        );
+    }
+    for i in 0..2 {
+        let (st, _) = post(
+            &http,
+            &s,
+            "/ports/allocate",
+            MALLORY,
+            json!({"session_id": format!("m-{i}")}),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK);
+    }
+    let (st, v) = post(&http, &s, "/ports/allocate", MALLORY, json!({"session_id": "m-2"})).await;
+    assert_eq!(v["error"], "resource_limit_exceeded", "{st} {v}");
+    let (st, _) = post(&http, &s, "/ports/release", ALICE, json!({"session_id": "alice-wt"})).await;
+    assert_eq!(st, StatusCode::OK, "its owner may");
+    assert_eq!(s.audit_rows("allocate_ports").await, 5);
+    assert_eq!(s.audit_rows("release_ports").await, 2);
+}
+
+/// Finding 12: a key bound to an agent of type `strands_agent` got the built-in trust-4
+/// profile and could change guardrail patterns and prune the audit trail. By its type
+/// alone a key reaches no administration; it still orchestrates (its profile's own
+/// permissions), and an operator's assignment to its agent id gives it more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_gets_no_administration_from_its_type_alone() {
+    let s = server(Limits::default()).await;
+    let http = client("127.0.0.1");
+    for (path, body) in [
+        ("/guardrails/set", json!({"name": "git-force-push", "enabled": false})),
+        ("/audit/prune", json!({"dry_run": true})),
+        (
+            "/approvals/decide",
+            json!({"approval_id": "apr_0123456789abcdef", "decision": "approve"}),
+        ),
+    ] {
+        let (st, v) = post(&http, &s, path, STRANDS, body).await;
+        assert_eq!(v["error"], "insufficient_trust_level", "{path}: {st} {v}");
+    }
+    // Assigned explicitly by an operator, the same key administers.
+    coord_service::call::<coord_service::ops::profiles::AssignProfile, _>(
+        &s.coord,
+        &coord_domain::access::Principal::local(Caller::new("admin", "cli")),
+        coord_domain::profiles::AssignProfileRequest {
+            profile: "strands-orchestrator".into(),
+            target_agent_id: Some("orchestrator".into()),
+            target_agent_type: None,
+        },
+    )
+    .await
+    .unwrap();
+    let (_, v) = post(&http, &s, "/audit/prune", STRANDS, json!({"dry_run": true})).await;
+    // Past the profile: this server has no audit key to sign a checkpoint with.
+    assert_eq!(v["error"], "audit_key_missing", "{v}");
 }

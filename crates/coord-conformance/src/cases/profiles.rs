@@ -558,3 +558,62 @@ pub async fn profiles_a_key_counts_across_sessions(b: &dyn Backend) {
         (ErrorCode::ResourceLimitExceeded, Some("max_execution_time"))
     );
 }
+
+/// The security review's finding 12 (issue 57): a managed key for a `strands_agent` got
+/// the built-in trust-4 orchestrator profile, and with it guardrail patterns and the
+/// audit trail's pruning. A key reaches no administration by its type alone; a process
+/// inside an agent's session none at all (`person_required`); an operator's assignment
+/// to the key's agent id gives the key what the profile holds.
+pub async fn profiles_keys_and_agent_sessions_reach_no_administration_by_type(b: &dyn Backend) {
+    use coord_domain::access::Credential;
+    use coord_domain::guardrail_rules::SetGuardrailRequest;
+    use coord_service::ops::guardrails::SetGuardrail;
+    let h = Harness::new(b).await;
+    let orchestrator = Caller::new("orchestrator", "strands_agent");
+    let disable = || SetGuardrailRequest {
+        name: "git-force-push".into(),
+        pattern: None,
+        enabled: Some(false),
+    };
+    let as_key = Principal::new(orchestrator.clone(), Credential::Bound);
+    let e = call::<SetGuardrail, _>(&h.local, &as_key, disable()).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InsufficientTrustLevel, "{e:?}");
+    // It still orchestrates: its profile's own permissions stay.
+    let spawn = op_named("spawn_agent").unwrap();
+    assert!(
+        spawn.need.permission == Permission::SpawnAgent,
+        "spawn_agent needs its own permission, not trust 4"
+    );
+    let in_session = Principal::new(orchestrator.clone(), Credential::Session);
+    let e = call::<SetGuardrail, _>(&h.local, &in_session, disable())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::PersonRequired, "{e:?}");
+    run::<ops::AssignProfile>(
+        &h,
+        &operator("root"),
+        AssignProfileRequest {
+            profile: "strands-orchestrator".into(),
+            target_agent_id: Some("orchestrator".into()),
+            target_agent_type: None,
+        },
+    )
+    .await
+    .unwrap();
+    let r = call::<SetGuardrail, _>(&h.local, &as_key, disable()).await;
+    assert!(
+        r.as_ref().is_ok() || r.as_ref().is_err_and(|e| e.code == ErrorCode::NotFound),
+        "assigned: past the profile ({r:?})"
+    );
+    let e = call::<SetGuardrail, _>(&h.local, &in_session, disable())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.code,
+        ErrorCode::PersonRequired,
+        "never from inside an agent's session"
+    );
+    // Every refusal is audited.
+    let refused = h.audit_rows("set_guardrail").await;
+    assert!(refused.iter().filter(|r| !r.success).count() >= 3, "{refused:?}");
+}
