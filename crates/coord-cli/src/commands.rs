@@ -146,7 +146,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
                 && let Some(id) = e.details.get("approval_id").and_then(|v| v.as_str())
             {
                 eprintln!(
-                    "approval requested: {id} (a person other than the one refused runs `coord approvals approve {id}`, e.g. with --agent-id; then the same check passes once)"
+                    "approval requested: {id} (a person decides it, in the dashboard or in their own terminal; then the same check passes once)"
                 );
             }
             out.result(answer, render_guard)

@@ -82,6 +82,9 @@ pub struct Context {
     pub recall_half_life_days: Option<u32>,
     pub coordination_domains: Vec<String>,
     pub model_endpoints: Vec<String>,
+    /// The agent's session this process runs in, if any (`agent_session::detect`): then
+    /// it acts with the `Session` credential, never a person's.
+    pub session: Option<crate::agent_session::AgentSession>,
 }
 
 impl Context {
@@ -96,6 +99,10 @@ impl Context {
     }
 
     pub fn resolve_in(global: &GlobalArgs, cwd: PathBuf) -> CoordResult<Context> {
+        let session = crate::agent_session::detect();
+        if let Some(s) = &session {
+            refuse_borrowed_identity(s, std::env::args().skip(1))?;
+        }
         let git = git_root(&cwd);
         let in_git_repo = git.is_some();
         let repo_root = git.unwrap_or_else(|| cwd.clone());
@@ -144,7 +151,17 @@ impl Context {
             recall_half_life_days: global.recall_half_life_days,
             coordination_domains: coordination_domains(&global.coordination_domains)?,
             model_endpoints: hosts("model-endpoint", &global.model_endpoints)?,
+            session,
         })
+    }
+
+    /// How this process proves who it is to the coordinator: a process of this user, or
+    /// one inside an agent's session.
+    pub fn credential(&self) -> coord_domain::access::Credential {
+        match self.session {
+            Some(_) => coord_domain::access::Credential::Session,
+            None => coord_domain::access::Credential::Local,
+        }
     }
 
     /// The file tools' workspaces: each `--workspace` directory (relative to the
@@ -288,6 +305,34 @@ pub fn default_identity(in_claude: bool) -> (String, String) {
         .or_else(|_| std::env::var("USERNAME"))
         .unwrap_or_else(|_| "user".to_string());
     (at_host(&user), DEFAULT_AGENT_TYPE.to_string())
+}
+
+/// Inside an agent's session, coord acts as that session's agent: an identity written on
+/// the command line (`--agent-id`, `--agent-type`) would be another agent's, borrowed.
+/// (The environment the runtime gave the session is its own; an assignment written into
+/// a command, `COORD_AGENT_ID=x coord …`, is refused by the guardrails in the hook.)
+pub fn refuse_borrowed_identity(
+    session: &crate::agent_session::AgentSession,
+    args: impl Iterator<Item = String>,
+) -> CoordResult<()> {
+    for a in args {
+        if a == "--" {
+            break;
+        }
+        let flag = a.split('=').next().unwrap_or("");
+        if matches!(flag, "--agent-id" | "--agent-type") {
+            return Err(CoordError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{flag} is refused inside an agent's session ({}: {}): coord acts as this session's agent, not \
+                     as another",
+                    session.runtime, session.sign
+                ),
+            )
+            .with_field(&flag[2..].replace('-', "_")));
+        }
+    }
+    Ok(())
 }
 
 /// The agent type the user set: `--agent-type` / `COORD_AGENT_TYPE`, else `AGENT_TYPE`

@@ -88,7 +88,7 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
     // The repository's coordinator process when one is running (a hook never starts
     // one: `coord mcp` does), else the database opened here.
     let coord = match crate::local_server::connect(&ctx, false).await {
-        Some(c) => Ok(c),
+        Some(c) => Ok(open::in_session(&ctx, c)),
         None => open::coordination(&ctx, 2).await,
     };
     let outcome = match coord {
@@ -453,11 +453,14 @@ async fn guard(req: CheckGuardrailsRequest, coord: &dyn Coordination, ctx: &Cont
                 ErrorCode::DestructiveOperationBlocked
                     | ErrorCode::CredentialFileProtected
                     | ErrorCode::ToolExecutionDenied
+                    | ErrorCode::PersonRequired
             ) =>
         {
             let approval = e.details.get("approval_id").and_then(Value::as_str).map_or(String::new(), |id| {
                 format!(
-                    " Approval requested: {id}. Do not work around this: ask a person to run `coord approvals approve {id}`, then run exactly the same command again (it passes once)."
+                    " Approval requested: {id}. Do not work around this: tell the person you work with that request \
+                     {id} waits for their decision (they make it in the dashboard or their own terminal), then run \
+                     exactly the same command again (it passes once)."
                 )
             });
             Ok(Some(deny(format!("coord guardrails: {}.{approval}", e.message))))

@@ -2,6 +2,7 @@
 //! [`Coordination`] interface, and prints results; it holds no coordination rules.
 
 mod actions;
+pub mod agent_session;
 mod anchor;
 mod approvals;
 pub mod args;
@@ -398,7 +399,8 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
         let raw_grace = std::env::var("COORD_RELEASE_GRACE_SECONDS")
             .ok()
             .map(|g| g.trim().to_string());
-        let request = coord_mcp::relay::RelayRequest::new(&identity, raw_grace, team.clone());
+        let mut request = coord_mcp::relay::RelayRequest::new(&identity, raw_grace, team.clone());
+        request.agent_session = ctx.session.as_ref().map(|s| s.runtime.to_string());
         if let Some((link, reconnect)) = local_server::relay(ctx, request).await {
             return run_relay(link, reconnect).await;
         }
@@ -424,6 +426,7 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
     let mut options = coord_mcp::McpOptions::stdio(identity);
     options.release_after = grace;
     options.team = team;
+    options.stdio_credential = ctx.credential();
     // Record this process's session so that, if this process is killed, a sibling can
     // end it; and end the sessions of killed siblings (see reaper.rs).
     let registry = reaper::Registry::new(&ctx.repo_root.join(".coord"));

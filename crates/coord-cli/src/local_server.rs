@@ -169,6 +169,9 @@ pub async fn connect(ctx: &Context, start: bool) -> Option<Arc<dyn Coordination>
     let client = coord_remote::RemoteClient::unix(&socket)
         .ok()?
         .with_local_root(ctx.repo_root.to_string_lossy());
+    // Callers say whether they are inside an agent's session by their principal's
+    // credential (`open::in_session`, the MCP server's connection credential); the
+    // client marks such requests for the socket's server.
     Some(Arc::new(LocalServer {
         client,
         ctx: ctx.clone(),

@@ -66,12 +66,44 @@ fn remote_client(ctx: &Context, r: &crate::context::Remote) -> CoordResult<coord
         .with_local_root(ctx.repo_root.to_string_lossy()))
 }
 
-/// What the doors call: a remote client in remote mode, else the local coordinator.
+/// What the doors call: a remote client in remote mode, else the local coordinator —
+/// inside an agent's session, behind [`InSession`].
 pub async fn coordination(ctx: &Context, pg_pool: usize) -> CoordResult<Arc<dyn Coordination>> {
-    match &ctx.remote {
-        Some(r) => Ok(Arc::new(remote_client(ctx, r)?)),
-        None => Ok(Arc::new(coordinator_with(ctx, pg_pool).await?)),
+    let coord: Arc<dyn Coordination> = match &ctx.remote {
+        Some(r) => Arc::new(remote_client(ctx, r)?),
+        None => Arc::new(coordinator_with(ctx, pg_pool).await?),
+    };
+    Ok(in_session(ctx, coord))
+}
+
+/// `coord` as this process may use it: inside an agent's session, every call a process
+/// of this user makes is made with the `Session` credential instead.
+pub fn in_session(ctx: &Context, coord: Arc<dyn Coordination>) -> Arc<dyn Coordination> {
+    match ctx.session {
+        Some(_) => Arc::new(InSession(coord)),
+        None => coord,
     }
+}
+
+/// A coordination whose local callers are inside an agent's session: their credential
+/// is taken down to `Session` (keys' and anonymous callers' stay as they are).
+pub struct InSession(pub Arc<dyn Coordination>);
+
+#[async_trait::async_trait]
+impl Coordination for InSession {
+    async fn invoke(
+        &self,
+        op: &'static coord_service::OpEntry,
+        who: &coord_domain::access::Principal,
+        request: CoordResult<serde_json::Value>,
+    ) -> CoordResult<serde_json::Value> {
+        let mut who = who.clone();
+        if who.credential == coord_domain::access::Credential::Local {
+            who.credential = coord_domain::access::Credential::Session;
+        }
+        self.0.invoke(op, &who, request).await
+    }
+    // No `local()`: typed callers must come through `invoke`, which takes the credential down.
 }
 
 /// The port service: the server in remote mode, else this machine's allocator alone

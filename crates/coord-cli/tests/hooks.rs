@@ -828,3 +828,85 @@ fn aliases_config_spellings_and_computed_calls_do_not_slip_past_the_hook() {
     let log = git(remote.path(), &["rev-list", "--count", "main"]);
     assert_eq!(String::from_utf8_lossy(&log.stdout).trim(), "2");
 }
+
+/// The self-approval of the security review (issue 57 finding 3, issue 54): a Claude
+/// Code session's force push is denied with an approval request; the same session then
+/// tries to approve it itself through its Bash tool, with a borrowed identity. The hook
+/// refuses the command, and so does coord itself when it runs inside the session (its
+/// environment says so), without teaching the workaround; nothing is approved. A person
+/// (this test, outside any agent's session) approves, and the push passes once.
+#[test]
+fn an_agent_cannot_approve_its_own_request_nor_borrow_an_identity() {
+    let p = Project::new();
+    let reason = |out: &Output| {
+        let v = stdout_json(out).unwrap_or_else(|| panic!("denied: {out:?}"));
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let bash = |command: &str| {
+        let payload = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/PreToolUse-Bash.json"),
+        )
+        .unwrap()
+        .replace("$E2E/work", &p.root().display().to_string())
+        .replace(
+            "\"git push --force origin main\"",
+            &serde_json::to_string(command).unwrap(),
+        );
+        p.hook_raw("PreToolUse", &payload, CLAUDE)
+    };
+    let denied = reason(&bash("git push --force origin main"));
+    let id = denied
+        .split_whitespace()
+        .find(|w| w.starts_with("apr_"))
+        .map(|w| w.trim_end_matches(['.', ',', ')']).to_string())
+        .expect("an approval id");
+    assert!(
+        !denied.contains("--agent-id"),
+        "the refusal does not teach the workaround: {denied}"
+    );
+    for command in [
+        format!("coord --agent-id someone --agent-type cli approvals approve {id}"),
+        format!("coord approvals approve {id}"),
+        format!("COORD_AGENT_ID=ops coord approvals approve {id}"),
+        format!("coord call decide_approval '{{\"approval_id\":\"{id}\",\"decision\":\"approve\"}}'"),
+        "sqlite3 .coord/coord.db \"UPDATE approval_queue SET status = 'approved'\"".to_string(),
+        "coord --agent-id alice lock release src/a.rs".to_string(),
+    ] {
+        let why = reason(&bash(&command));
+        assert!(
+            ["borrowed_identity", "person_decision", "coord_state_write"]
+                .iter()
+                .any(|op| why.contains(op))
+                && !why.contains("decided locally"),
+            "{command}: {why}"
+        );
+    }
+    // If the command ran anyway (the hook bypassed), coord refuses it inside the session.
+    let inside = |args: &[&str]| {
+        let mut c = p.command(args);
+        c.env("CLAUDECODE", "1");
+        c.output().unwrap()
+    };
+    let out = inside(&["--json", "approvals", "approve", &id]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(v["error"], "person_required", "{out:?}");
+    let out = inside(&["--json", "--agent-id", "someone", "approvals", "approve", &id]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(v["error"], "forbidden", "{out:?}");
+    assert!(
+        v["message"].as_str().unwrap_or("").contains("--agent-id is refused"),
+        "{v}"
+    );
+    let shown = p.json(&["approvals", "show", &id]);
+    assert_eq!(shown["approval"]["status"], "pending", "nothing was approved: {shown}");
+    // The refusals are audited as the session's own.
+    let audit = p.json(&["audit", "--operation", "decide_approval", "--result", "refused"]);
+    assert!(!audit["entries"].as_array().unwrap().is_empty(), "{audit}");
+    // A person approves (outside any agent's session): the push passes once.
+    assert!(p.coord(&["approvals", "approve", &id]).status.success());
+    assert_eq!(stdout_json(&bash("git push --force origin main")), None);
+}

@@ -284,7 +284,7 @@ pub fn approvable(e: &CoordError, limits: bool) -> bool {
 /// audit row keeps.
 pub fn awaiting(e: CoordError, approval_id: &str) -> CoordError {
     let message = format!(
-        "{}; approval requested: {approval_id} (an operator runs `coord approvals approve {approval_id}`, then the same request passes once)",
+        "{}; approval requested: {approval_id} (a person decides it, in the dashboard or in their own terminal, not from an agent's session; then the same request passes once)",
         e.message
     );
     CoordError { message, ..e }

@@ -32,6 +32,12 @@ pub enum Category {
     /// What cannot be read with certainty (a parse error, a command only known at run
     /// time): it fails closed.
     Unverifiable,
+    /// A person's decision taken through coord from an agent's tools (approving,
+    /// changing profiles, policies, rules or keys, pruning the audit trail, signing in to
+    /// the dashboard), another agent's identity borrowed (`--agent-id`,
+    /// `COORD_AGENT_ID=`), or coord's store written around coord: refused, and not
+    /// approvable (a person makes such decisions themselves).
+    PersonDecision,
 }
 
 impl Category {
@@ -44,6 +50,7 @@ impl Category {
             Category::ProductionDeployment => "production_deployment",
             Category::DatabaseMigration => "database_migration",
             Category::Unverifiable => "unverifiable",
+            Category::PersonDecision => "person_decision",
         }
     }
 }
@@ -380,6 +387,9 @@ pub fn decide(findings: &[Finding], trust: u8, elevated: &[String]) -> CoordResu
             .with_detail("matched", f.matched.as_str())
             .with_detail("findings", serde_json::to_value(findings).unwrap_or_default())
     };
+    if let Some(f) = findings.iter().find(|f| f.category == Category::PersonDecision) {
+        return Err(refusal(f, ErrorCode::PersonRequired));
+    }
     if let Some(f) = findings.iter().find(|f| f.action == Action::ManualReview) {
         return Err(refusal(f, ErrorCode::CredentialFileProtected).with_detail("requires", "manual_review"));
     }

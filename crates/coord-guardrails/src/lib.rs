@@ -283,7 +283,9 @@ impl Analyzer<'_> {
             .iter()
             .filter_map(Arg::lit)
             .filter_map(|f| {
-                if rules::device_path(f) {
+                if rules::coord_state(f) {
+                    rules::coord_state_write("rm", &[Arg::Lit(f.to_string())])
+                } else if rules::device_path(f) {
                     Some(rules::device_hit(f))
                 } else {
                     rules::credential_path(f).then(|| rules::credential_hit(f, "command writes"))
@@ -485,8 +487,49 @@ impl Analyzer<'_> {
                 }
                 self.git(args, stdin, text, depth)
             }
-            "rm" | "unlink" | "shred" => self.add(rules::rm(args), text),
+            "coord" => {
+                // Who the command runs as, written into it: another agent's identity.
+                let assigned = text.split_whitespace().any(|w| {
+                    ["COORD_AGENT_ID=", "COORD_AGENT_TYPE=", "AGENT_TYPE="]
+                        .iter()
+                        .any(|a| w.trim_start_matches(['\'', '"']).starts_with(a))
+                });
+                if assigned {
+                    self.add(
+                        [rules::Hit {
+                            category: Category::PersonDecision,
+                            operation: "borrowed_identity".into(),
+                            action: Action::Block,
+                            reason: "an agent acts as itself: an identity written into the command is another's".into(),
+                        }],
+                        text,
+                    );
+                }
+                self.add(rules::coord(args), text)
+            }
+            "export" | "declare" | "typeset" | "readonly"
+                if args.iter().any(|a| {
+                    ["COORD_AGENT_ID=", "COORD_AGENT_TYPE=", "AGENT_TYPE="]
+                        .iter()
+                        .any(|p| a.raw().starts_with(p))
+                }) =>
+            {
+                self.add(
+                    [rules::Hit {
+                        category: Category::PersonDecision,
+                        operation: "borrowed_identity".into(),
+                        action: Action::Block,
+                        reason: "an agent acts as itself: exporting another identity for coord is refused".into(),
+                    }],
+                    text,
+                )
+            }
+            "rm" | "unlink" | "shred" => {
+                self.add(rules::coord_state_write(prog, args), text);
+                self.add(rules::rm(args), text)
+            }
             _ => {
+                self.add(rules::coord_state_write(prog, args), text);
                 let written = rules::written_files(prog, args);
                 self.writes(&written, text);
                 self.add(self.patterns.check(prog, args), text);

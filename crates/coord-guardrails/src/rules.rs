@@ -530,6 +530,134 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
     }
 }
 
+// ---------------------------------------------------------------- coord itself
+
+/// The operations that are a person's decisions (a test in coord-service checks this list
+/// against the registry: every administrative operation that changes something).
+pub const PERSON_OPERATIONS: &[&str] = &[
+    "decide_approval",
+    "apply_profiles",
+    "assign_profile",
+    "unassign_profile",
+    "set_guardrail",
+    "reset_guardrail",
+    "set_network_policy",
+    "reset_network_policy",
+    "set_verification_policy",
+    "delete_verification_policy",
+    "create_api_key",
+    "revoke_api_key",
+    "prune_audit",
+    "prune_memories",
+    "receive_github_delivery",
+];
+
+/// `coord` subcommands (as consecutive words) that make a person's decision.
+const PERSON_COMMANDS: &[&[&str]] = &[
+    &["approvals", "approve"],
+    &["approvals", "deny"],
+    &["profile", "apply"],
+    &["profile", "assign"],
+    &["profile", "unassign"],
+    &["keys"],
+    &["cloud", "env"],
+    &["rules", "set"],
+    &["rules", "disable"],
+    &["rules", "enable"],
+    &["rules", "reset"],
+    &["network", "set"],
+    &["network", "reset"],
+    &["verify", "apply"],
+    &["verify", "delete"],
+    &["audit", "prune"],
+    &["memory", "prune"],
+    &["ui"],
+];
+
+fn person(operation: &str, reason: String) -> Hit {
+    hit(Category::PersonDecision, operation, Action::Block, reason)
+}
+
+/// `coord …` run by an agent's tool: a person's decision (approving, changing profiles,
+/// policies, rules or keys, pruning, the dashboard's sign-in link), or another agent's
+/// identity borrowed with `--agent-id` / `--agent-type`.
+pub fn coord(args: &[Arg]) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    if args.iter().any(|a| {
+        let flag = a.raw().split('=').next().unwrap_or("");
+        matches!(flag, "--agent-id" | "--agent-type")
+    }) {
+        hits.push(person(
+            "borrowed_identity",
+            "an agent acts as itself: coord refuses --agent-id and --agent-type from inside an agent's session".into(),
+        ));
+    }
+    let words: Vec<&str> = args.iter().map(Arg::raw).filter(|a| !a.starts_with('-')).collect();
+    if let Some(command) = PERSON_COMMANDS
+        .iter()
+        .find(|c| words.windows(c.len()).any(|w| w == **c))
+    {
+        hits.push(person(
+            "person_decision",
+            format!(
+                "`coord {}` is a person's decision: it cannot be made from an agent's session (a person makes it in \
+                 the dashboard or in their own terminal); ask for it instead",
+                command.join(" ")
+            ),
+        ));
+    }
+    if let Some(op) = words
+        .windows(2)
+        .find(|w| w[0] == "call" && PERSON_OPERATIONS.contains(&w[1]))
+        .map(|w| w[1])
+    {
+        hits.push(person(
+            "person_decision",
+            format!("{op} is a person's decision: it cannot be made from an agent's session; ask for it instead"),
+        ));
+    }
+    if args.iter().any(|a| a.lit().is_none()) && words.first() == Some(&"call") {
+        hits.push(hit(
+            Category::Unverifiable,
+            "dynamic_command",
+            Action::Block,
+            "the operation `coord call` runs is only known at run time; write it out",
+        ));
+    }
+    hits
+}
+
+/// Whether `path` is coord's own state: its store, its journals, its directory.
+pub fn coord_state(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    path.split('/').any(|part| part == ".coord") || base.starts_with("coord.db")
+}
+
+/// Writing coord's own state around coord: a SQL client opened on its store, or a file
+/// command changing anything under `.coord/`.
+pub fn coord_state_write(prog: &str, args: &[Arg]) -> Option<Hit> {
+    let touches = |skip_first: bool| {
+        args.iter()
+            .filter(|a| !a.raw().starts_with('-'))
+            .skip(usize::from(skip_first))
+            .filter_map(Arg::lit)
+            .any(coord_state)
+    };
+    let writes = match prog {
+        "sqlite3" | "sqlite" | "litecli" | "sqlite-utils" => touches(false),
+        "rm" | "mv" | "cp" | "shred" | "truncate" | "dd" | "ln" | "install" | "chmod" | "touch" => touches(false),
+        _ => false,
+    };
+    writes.then(|| {
+        person(
+            "coord_state_write",
+            "coord's store, socket and settings are changed through coord, not around it (that is how locks, \
+             approvals and the audit trail stay true); use coord's commands"
+                .into(),
+        )
+    })
+}
+
 /// The shell command a git configuration given with `-c KEY=VALUE` runs, if any: an
 /// alias or a credential helper starting with `!`, `core.sshCommand`, `core.pager`,
 /// `core.editor`, `core.fsmonitor`, `sequence.editor`, `diff.external`, `gpg.program`,

@@ -258,8 +258,11 @@ async fn handle(
         }
         let received = receive(&app, op, &binding, query, path, body).await;
         let claims = auth::Claims::of(&headers, received.body_id, received.body_type);
-        let who = Principal::new(auth::identity(&authenticated, claims)?, authenticated.credential())
-            .with_origin(authenticated.origin());
+        let who = Principal::new(
+            auth::identity(&authenticated, claims)?,
+            authenticated.credential_in(&headers),
+        )
+        .with_origin(authenticated.origin());
         app.server.invoke(op, &who, received.request).await
     }
     .await;

@@ -111,6 +111,19 @@ impl Authenticated {
         }
     }
 
+    /// The credential of a request with `headers`: this one, taken down to `Session`
+    /// when the client says it runs inside an agent's session (`X-Coord-Session`; a
+    /// header can only ever weaken a credential, so it needs no proof).
+    pub fn credential_in(&self, headers: &HeaderMap) -> Credential {
+        let base = self.credential();
+        match base {
+            Credential::Local | Credential::Operator | Credential::Bound if headers.contains_key(SESSION_HEADER) => {
+                Credential::Session
+            }
+            other => other,
+        }
+    }
+
     /// The managed key the request came with, for its audit row.
     pub fn origin(&self) -> Option<KeyOrigin> {
         match self {
@@ -267,3 +280,6 @@ mod tests {
         assert_eq!(auth.env_key(""), None);
     }
 }
+
+/// What a client inside an agent's session sends (coord-remote's `SESSION_HEADER`).
+pub const SESSION_HEADER: &str = "x-coord-session";

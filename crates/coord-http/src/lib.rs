@@ -59,7 +59,7 @@ async fn mcp_auth(State(app): State<App>, mut req: Request, next: Next) -> Respo
         } else {
             Some(auth::identity(&authenticated, claims)?)
         };
-        Ok::<_, coord_domain::CoordError>((authenticated.credential(), who, authenticated.origin()))
+        Ok::<_, coord_domain::CoordError>((authenticated.credential_in(&headers), who, authenticated.origin()))
     }
     .await;
     match outcome {

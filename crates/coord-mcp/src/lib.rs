@@ -77,6 +77,10 @@ pub struct McpOptions {
     /// session is ended as the end of input says, unless the agent has a newer one.
     /// Read only in [`SessionMode::PerConnection`] (what relayed connections use).
     pub ending_session: Option<String>,
+    /// The credential of a connection over stdio (or relayed from one): a local process,
+    /// or `Session` when that process runs inside an agent's session (no person's
+    /// decisions through this connection). Over HTTP the key decides instead.
+    pub stdio_credential: Credential,
 }
 
 /// What [`SessionHook`] calls: the caller and the session id it registered.
@@ -102,6 +106,7 @@ impl McpOptions {
             team: None,
             on_session: None,
             ending_session: None,
+            stdio_credential: Credential::Local,
         }
     }
 
@@ -344,15 +349,15 @@ pub fn tool_router() -> ToolRouter<CoordMcp> {
 
 /// How the caller of a request proved who it is: over HTTP, what the server's key check
 /// put in the request's extensions (no record means no key: anonymous, the least
-/// privilege); over stdio, a local process.
-fn credential(ctx: &RequestContext<RoleServer>) -> Credential {
+/// privilege); over stdio, what the connection's process is (`stdio`).
+fn credential(ctx: &RequestContext<RoleServer>, stdio: Credential) -> Credential {
     match ctx.extensions.get::<http::request::Parts>() {
         Some(parts) => parts
             .extensions
             .get::<Credential>()
             .copied()
             .unwrap_or(Credential::Anonymous),
-        None => Credential::Local,
+        None => stdio,
     }
 }
 
@@ -410,7 +415,7 @@ impl CoordMcp {
                 sessions.list(id.to_string(), self);
             }
         }
-        let credential = credential(ctx);
+        let credential = credential(ctx, self.options.stdio_credential);
         // Over HTTP, the managed key the request came with (for its audit row).
         let origin = ctx
             .extensions

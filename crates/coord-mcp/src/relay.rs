@@ -77,6 +77,10 @@ pub struct RelayRequest {
     /// coordinator that was ending its session died.
     #[serde(default)]
     pub ending: Option<String>,
+    /// The agent runtime whose session the relaying `coord mcp` runs in (set: the
+    /// connection gets the `Session` credential, never a person's decisions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session: Option<String>,
 }
 
 impl RelayRequest {
@@ -89,6 +93,7 @@ impl RelayRequest {
             grace,
             team,
             ending: None,
+            agent_session: None,
         }
     }
 
@@ -103,6 +108,9 @@ impl RelayRequest {
         options.release_after = crate::parse_release_grace(self.grace.as_deref())?;
         options.team = self.team.clone().filter(|t| !t.trim().is_empty());
         options.ending_session = self.ending.clone();
+        if self.agent_session.as_deref().is_some_and(|s| !s.is_empty()) {
+            options.stdio_credential = coord_domain::access::Credential::Session;
+        }
         Ok(options)
     }
 }

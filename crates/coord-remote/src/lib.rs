@@ -30,7 +30,14 @@ pub struct RemoteClient {
     default_id: Unconfigured,
     default_type: Unconfigured,
     local_root: Option<String>,
+    /// This process runs inside an agent's session: every request says so
+    /// (`X-Coord-Session`), and the server takes it as the weaker credential.
+    session: bool,
 }
+
+/// The header a client inside an agent's session sends: the server downgrades its
+/// credential to `Session` (never upgrades anything).
+pub const SESSION_HEADER: &str = "x-coord-session";
 
 /// Which values of an identity part were not configured by the user.
 #[derive(Clone, Debug, PartialEq)]
@@ -137,6 +144,7 @@ impl RemoteClient {
             default_id: Unconfigured::Nothing,
             default_type: Unconfigured::Nothing,
             local_root: None,
+            session: false,
         })
     }
 
@@ -170,6 +178,7 @@ impl RemoteClient {
             default_id: Unconfigured::Nothing,
             default_type: Unconfigured::Nothing,
             local_root: None,
+            session: false,
         })
     }
 
@@ -178,6 +187,12 @@ impl RemoteClient {
     /// as Claude Code send) are therefore made repository-relative before they leave.
     pub fn with_local_root(mut self, root: impl Into<String>) -> Self {
         self.local_root = Some(root.into());
+        self
+    }
+
+    /// Marks every request as made from inside an agent's session.
+    pub fn in_agent_session(mut self, yes: bool) -> Self {
+        self.session = yes;
         self
     }
 
@@ -253,6 +268,9 @@ impl RemoteClient {
         let mut h = HeaderMap::new();
         if let Some(key) = &self.key {
             h.insert("x-api-key", header(key)?);
+        }
+        if self.session {
+            h.insert(SESSION_HEADER, reqwest::header::HeaderValue::from_static("1"));
         }
         if let Some(who) = caller {
             let (id, ty, defaults) = self.identity(who);
@@ -401,6 +419,21 @@ impl Coordination for RemoteClient {
             ));
         };
         let caller = &who.caller;
+        // A caller inside an agent's session says so on the request (the server takes
+        // its credential down).
+        let marked;
+        let this = if who.credential == coord_domain::access::Credential::Session && !self.session {
+            marked = self.clone().in_agent_session(true);
+            &marked
+        } else {
+            self
+        };
+        this.send(binding, caller, request).await
+    }
+}
+
+impl RemoteClient {
+    async fn send(&self, binding: &coord_service::Http, caller: &Caller, request: Value) -> CoordResult<Value> {
         match (binding.method, binding.input) {
             (Method::Post, _) => self.post(caller, binding.path, request).await,
             (Method::Get, Input::Query | Input::Body) => {

@@ -152,3 +152,20 @@ fn the_operations_document_is_current() {
         "docs/operations.md is stale: run `UPDATE_DOCS=1 cargo test -p coord-service --test registry`"
     );
 }
+
+/// The guardrails refuse a person's decisions made through `coord call` from an agent's
+/// tools by name (`coord_guardrails::rules::PERSON_OPERATIONS`): that list must hold every
+/// operation that changes something and needs an administrator (an administrative
+/// permission, or operator access), and nothing else.
+#[test]
+fn the_guardrails_know_every_person_decision() {
+    use coord_domain::access::{Access, Effect};
+    let want: std::collections::BTreeSet<&str> = ops()
+        .iter()
+        .filter(|op| op.effect != Effect::Read)
+        .filter(|op| op.need.permission.is_administrative() || op.access == Access::Operator)
+        .map(|op| op.name)
+        .collect();
+    let listed: std::collections::BTreeSet<&str> = coord_guardrails::rules::PERSON_OPERATIONS.iter().copied().collect();
+    assert_eq!(listed, want);
+}
