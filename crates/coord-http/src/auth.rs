@@ -18,6 +18,9 @@ use coord_service::Server;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+/// What a client inside an agent's session sends (coord-remote's `SESSION_HEADER`).
+pub const SESSION_HEADER: &str = "x-coord-session";
+
 /// Identity of requests that name none.
 pub const ANONYMOUS_ID: &str = "anonymous";
 pub const ANONYMOUS_TYPE: &str = "http";
@@ -280,6 +283,3 @@ mod tests {
         assert_eq!(auth.env_key(""), None);
     }
 }
-
-/// What a client inside an agent's session sends (coord-remote's `SESSION_HEADER`).
-pub const SESSION_HEADER: &str = "x-coord-session";
