@@ -64,6 +64,20 @@ impl Project {
         self.hook_raw(event, &payload, env)
     }
 
+    /// The Bash tool's PreToolUse hook for `command` (JSON-escaped into the payload).
+    fn bash(&self, command: &str) -> Output {
+        let payload = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/PreToolUse-Bash.json"),
+        )
+        .unwrap()
+        .replace("$E2E/work", &self.root().display().to_string())
+        .replace(
+            "\"git push --force origin main\"",
+            &serde_json::to_string(command).unwrap(),
+        );
+        self.hook_raw("PreToolUse", &payload, CLAUDE)
+    }
+
     fn hook_raw(&self, event: &str, stdin: &str, env: &[(&str, &str)]) -> Output {
         let mut c = self.command(&["hook", event]);
         // Claude Code runs hooks from the project but not necessarily in it.
@@ -268,15 +282,7 @@ fn pre_tool_use_denies_destructive_commands_and_credential_edits() {
         "passes once"
     );
     assert!(reason(&p.hook("PreToolUse", "PreToolUse-Bash.json", CLAUDE)).contains("force_push"));
-    let bash = |command: &str| {
-        let payload = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/PreToolUse-Bash.json"),
-        )
-        .unwrap()
-        .replace("$E2E/work", &p.root().display().to_string())
-        .replace("git push --force origin main", command);
-        p.hook_raw("PreToolUse", &payload, CLAUDE)
-    };
+    let bash = |command: &str| p.bash(command);
     assert_eq!(stdout_json(&bash("cargo test && git status")), None);
     assert!(reason(&bash("cd /tmp && sudo rm -rf /srv")).contains("recursive_delete"));
     let write_env = std::fs::read_to_string(
@@ -792,16 +798,7 @@ fn aliases_config_spellings_and_computed_calls_do_not_slip_past_the_hook() {
     assert!(git(w, &["config", "alias.sync", "push --force"]).status.success());
     assert!(git(w, &["config", "alias.st", "status --short"]).status.success());
     let bash = |command: &str| {
-        let payload = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/PreToolUse-Bash.json"),
-        )
-        .unwrap()
-        .replace("$E2E/work", &w.display().to_string())
-        .replace(
-            "\"git push --force origin main\"",
-            &serde_json::to_string(command).unwrap(),
-        );
-        stdout_json(&p.hook_raw("PreToolUse", &payload, CLAUDE)).map(|v| {
+        stdout_json(&p.bash(command)).map(|v| {
             v["hookSpecificOutput"]["permissionDecisionReason"]
                 .as_str()
                 .unwrap_or("")
@@ -846,18 +843,7 @@ fn an_agent_cannot_approve_its_own_request_nor_borrow_an_identity() {
             .unwrap()
             .to_string()
     };
-    let bash = |command: &str| {
-        let payload = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/PreToolUse-Bash.json"),
-        )
-        .unwrap()
-        .replace("$E2E/work", &p.root().display().to_string())
-        .replace(
-            "\"git push --force origin main\"",
-            &serde_json::to_string(command).unwrap(),
-        );
-        p.hook_raw("PreToolUse", &payload, CLAUDE)
-    };
+    let bash = |command: &str| p.bash(command);
     let denied = reason(&bash("git push --force origin main"));
     let id = denied
         .split_whitespace()
