@@ -101,6 +101,7 @@ impl Agent {
             capabilities: Some(vec!["bench".into()]),
             current_task: None,
             team: None,
+            ..Default::default()
         };
         let registered = self.coord.register_session(&self.me, register);
         timed(shared, &mut tally, "register_session", registered).await;

@@ -254,6 +254,8 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
                 },
                 current_task,
                 team,
+                worktree: ctx.place().0,
+                branch: ctx.place().1,
             };
             out.result(coord.register_session(me, req).await, |r| {
                 format!("registered {} — session {}", me.agent_id, r.session_id)
@@ -280,6 +282,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
                         "AGENT",
                         "TYPE",
                         "STATUS",
+                        "WORKTREE",
                         "TEAM",
                         "CAPABILITIES",
                         "CURRENT TASK",
@@ -291,6 +294,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
                             a.agent_id.clone(),
                             a.agent_type.clone(),
                             a.status.to_string(),
+                            place(a),
                             a.team.clone().unwrap_or_else(|| "-".into()),
                             a.capabilities.join(","),
                             ellipsis(a.current_task.as_deref().unwrap_or("-"), 40),
@@ -304,7 +308,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
         }
         AgentsCommand::Cleanup { stale_minutes } => {
             // Also the sessions of `coord mcp` processes that were killed (see reaper.rs).
-            let registry = crate::reaper::Registry::new(&ctx.repo_root.join(".coord"));
+            let registry = crate::reaper::Registry::new(&ctx.state_dir);
             let dead = crate::reaper::Reaper::take_dead_now(&registry);
             let req = CleanupDeadAgentsRequest {
                 stale_threshold_minutes: stale_minutes,
@@ -829,6 +833,41 @@ pub fn render_handoff(h: &Handoff) -> String {
         }
     }
     s
+}
+
+/// Where this checkout stands: its worktree and branch, and the checkout whose
+/// coordination space it shares (docs/worktrees.md).
+pub fn render_here(ctx: &Context) -> String {
+    let Some(w) = &ctx.worktree else {
+        return String::new();
+    };
+    let branch = w
+        .branch
+        .as_deref()
+        .map_or("a detached HEAD".to_string(), |b| format!("branch {b}"));
+    if w.linked() {
+        format!(
+            "Here:    worktree {} ({branch}), sharing the coordination space of {}\n",
+            w.root.display(),
+            w.shared_root.display()
+        )
+    } else {
+        format!("Here:    {} ({branch})\n", w.root.display())
+    }
+}
+
+/// Where an agent works, for a table: its worktree's last directory and its branch.
+fn place(a: &coord_domain::sessions::AgentInfo) -> String {
+    let Some(w) = a.worktree.as_deref() else {
+        return "-".into();
+    };
+    let dir = std::path::Path::new(w)
+        .file_name()
+        .map_or(w.to_string(), |n| n.to_string_lossy().into_owned());
+    match &a.branch {
+        Some(b) => format!("{dir} ({b})"),
+        None => dir,
+    }
 }
 
 pub fn render_status(s: &StatusResult) -> String {

@@ -85,6 +85,11 @@ pub struct Context {
     /// The agent's session this process runs in, if any (`agent_session::detect`): then
     /// it acts with the `Session` credential, never a person's.
     pub session: Option<crate::agent_session::AgentSession>,
+    /// Where this checkout stands among its repository's worktrees (`None` outside git).
+    pub worktree: Option<crate::worktree::Worktree>,
+    /// coord's own state (`.coord/`): beside the repository's main checkout, shared by
+    /// all its worktrees; beside the working directory outside a repository.
+    pub state_dir: PathBuf,
 }
 
 impl Context {
@@ -106,9 +111,14 @@ impl Context {
         let git = git_root(&cwd);
         let in_git_repo = git.is_some();
         let repo_root = git.unwrap_or_else(|| cwd.clone());
+        let worktree = in_git_repo.then(|| crate::worktree::locate(&repo_root));
+        let state_dir = worktree
+            .as_ref()
+            .map_or_else(|| repo_root.clone(), |w| w.shared_root.clone())
+            .join(".coord");
         let (db, db_is_default) = match global.db.as_deref() {
             Some(raw) => (DbTarget::parse(raw, &cwd)?, false),
-            None => (DbTarget::Sqlite(repo_root.join(".coord").join("coord.db")), true),
+            None => (DbTarget::Sqlite(state_dir.join("coord.db")), true),
         };
         let (default_id, default_type) = default_identity(false);
         let agent_type = explicit_agent_type(global);
@@ -152,7 +162,17 @@ impl Context {
             coordination_domains: coordination_domains(&global.coordination_domains)?,
             model_endpoints: hosts("model-endpoint", &global.model_endpoints)?,
             session,
+            worktree,
+            state_dir,
         })
+    }
+
+    /// Where this process's agent works, for its session: the worktree's root and branch.
+    pub fn place(&self) -> (Option<String>, Option<String>) {
+        match &self.worktree {
+            Some(w) => (Some(w.root.display().to_string()), w.branch.clone()),
+            None => (None, None),
+        }
     }
 
     /// How this process proves who it is to the coordinator: a process of this user, or

@@ -529,9 +529,13 @@ async fn pre_tool_use(payload: &Value, coord: &dyn Coordination, ctx: &Context) 
     }
 }
 
-/// Where hook failures are recorded (the agent's session is never failed for them).
+/// Where hook failures are recorded (the agent's session is never failed for them): in
+/// coord's state beside the main checkout, shared by the repository's worktrees.
 pub fn hooks_log(repo_root: &Path) -> PathBuf {
-    repo_root.join(".coord").join("hooks.log")
+    crate::worktree::locate(repo_root)
+        .shared_root
+        .join(".coord")
+        .join("hooks.log")
 }
 
 fn log_failure(cwd: &Path, event: &str, why: &str) {

@@ -842,7 +842,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
     )
     .await?;
 
-    let run_dir = ctx.repo_root.join(".coord").join("runs").join(&agent_id);
+    let run_dir = ctx.state_dir.join("runs").join(&agent_id);
     if spawned.is_some() {
         let started = SpawnUpdate::Started {
             host: crate::context::hostname(),

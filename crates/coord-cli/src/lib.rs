@@ -30,6 +30,7 @@ pub mod setup;
 mod spawner;
 mod stats;
 mod verify;
+pub mod worktree;
 
 use args::{Cli, Command};
 use context::Context;
@@ -235,7 +236,9 @@ pub async fn run(cli: Cli) -> u8 {
         Err(e) => return out.error(&e),
     };
     match cli.command {
-        Command::Status => out.result(coord.status(&ctx.caller).await, commands::render_status),
+        Command::Status => out.result(coord.status(&ctx.caller).await, |s| {
+            format!("{}{}", commands::render_status(s), commands::render_here(&ctx))
+        }),
         Command::Stats => out.result(
             coord_service::call::<coord_service::ops::audit::GetStats, _>(
                 coord.as_ref(),
@@ -272,8 +275,17 @@ async fn init_store(ctx: &Context, out: Output) -> u8 {
                 [] => "schema already current".to_string(),
                 v => format!("applied migrations {v:?}"),
             };
+            let joined = match &ctx.worktree {
+                Some(w) if w.linked() && ctx.db_is_default => format!(
+                    "\nthis worktree ({}) joined the coordination space of {}: its agents see the other worktrees' \
+                     locks, tasks and messages (docs/worktrees.md)",
+                    w.root.display(),
+                    w.shared_root.display()
+                ),
+                _ => String::new(),
+            };
             format!(
-                "coordinator database ready ({}) at {} — schema version {}, {applied}",
+                "coordinator database ready ({}) at {} — schema version {}, {applied}{joined}",
                 r.backend, r.database, r.schema_version
             )
         },
@@ -401,6 +413,7 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
             .map(|g| g.trim().to_string());
         let mut request = coord_mcp::relay::RelayRequest::new(&identity, raw_grace, team.clone());
         request.agent_session = ctx.session.as_ref().map(|s| s.runtime.to_string());
+        (request.worktree, request.branch) = ctx.place();
         if let Some((link, reconnect)) = local_server::relay(ctx, request).await {
             return run_relay(link, reconnect).await;
         }
@@ -427,9 +440,10 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
     options.release_after = grace;
     options.team = team;
     options.stdio_credential = ctx.credential();
+    (options.worktree, options.branch) = ctx.place();
     // Record this process's session so that, if this process is killed, a sibling can
     // end it; and end the sessions of killed siblings (see reaper.rs).
-    let registry = reaper::Registry::new(&ctx.repo_root.join(".coord"));
+    let registry = reaper::Registry::new(&ctx.state_dir);
     let me: std::sync::Arc<std::sync::Mutex<Option<coord_domain::Caller>>> = Default::default();
     let (record, seen) = (registry.clone(), me.clone());
     options.on_session = Some(coord_mcp::SessionHook(std::sync::Arc::new(

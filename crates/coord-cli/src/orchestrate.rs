@@ -319,7 +319,7 @@ fn load_team(file: &Path, ctx: &Context) -> CoordResult<Team> {
 
 /// Where `coord team up` keeps which agent it spawned for which member.
 fn state_path(ctx: &Context, team: &str) -> std::path::PathBuf {
-    ctx.repo_root.join(".coord").join("teams").join(format!("{team}.json"))
+    ctx.state_dir.join("teams").join(format!("{team}.json"))
 }
 
 pub async fn team(cmd: TeamCommand, ctx: &Context, out: Output) -> u8 {

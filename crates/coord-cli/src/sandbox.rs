@@ -360,6 +360,8 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<(tokio::process::Command
     // coord's own state is not there at all (a sandboxed command can neither rewrite nor
     // read its policy, other agents' messages or the audit trail), nor the database file.
     hide_dirs.push(workspace.join(".coord"));
+    // A linked worktree's state lives beside the main checkout, outside the workspace.
+    hide_dirs.push(e.ctx.state_dir.clone());
     if let crate::context::DbTarget::Sqlite(db) = &e.ctx.db {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let mut name = db.as_os_str().to_owned();
@@ -368,6 +370,8 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<(tokio::process::Command
         }
     }
     hide_dirs.retain(|p| p.is_dir());
+    hide_dirs.sort();
+    hide_dirs.dedup();
     // A file in a hidden directory is gone already (and a mount point there would show).
     hide_files.retain(|p| p.is_file() && !hide_dirs.iter().any(|d| p.starts_with(d)));
     // Read-only inside the workspace: every git directory and `.git` file, what git's

@@ -103,7 +103,7 @@ impl Launcher for CliLauncher {
 
     async fn start(&self, agent_id: &str) -> CoordResult<u32> {
         let exe = std::env::current_exe().map_err(|e| io("cannot find the coord binary", e))?;
-        let runs = self.ctx.repo_root.join(".coord").join("runs");
+        let runs = self.ctx.state_dir.join("runs");
         std::fs::create_dir_all(&runs).map_err(|e| io("cannot create .coord/runs", e))?;
         // Beside the run's directory, not in it: the agent can write its run directory.
         let log = std::fs::File::create(runs.join(format!("{agent_id}.supervisor.log")))

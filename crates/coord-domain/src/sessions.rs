@@ -61,6 +61,15 @@ pub struct RegisterSessionRequest {
         schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9._-]+$"))
     )]
     pub team: Option<String>,
+    /// The worktree the agent works in (its root directory), so others can see which
+    /// checkout of the repository it is in; `coord mcp` and the CLI send it themselves.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096)))]
+    pub worktree: Option<String>,
+    /// The branch checked out there.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256)))]
+    pub branch: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -201,6 +210,8 @@ pub struct NewSession {
     pub capabilities: Vec<String>,
     pub current_task: Option<String>,
     pub team: Option<String>,
+    pub worktree: Option<String>,
+    pub branch: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -234,6 +245,12 @@ pub struct AgentInfo {
     /// Its violation counter: destructive operations the guardrails blocked for it.
     #[serde(default)]
     pub guardrail_violations: i64,
+    /// The worktree it works in (its root), when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    /// The branch checked out there, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -275,6 +292,8 @@ pub fn validate_registration(req: RegisterSessionRequest, session_id: String) ->
         capabilities: validate::text_list("capabilities", req.capabilities, MAX_LIST_ITEMS, MAX_SHORT_TEXT)?,
         current_task: validate::optional_text("current_task", req.current_task, MAX_TEXT)?,
         team: req.team.map(|t| validate_team("team", &t)).transpose()?,
+        worktree: validate::optional_text("worktree", req.worktree, 4096)?,
+        branch: validate::optional_text("branch", req.branch, 256)?,
     })
 }
 
@@ -501,6 +520,8 @@ mod tests {
             started_at: Timestamp::default(),
             ended_at: None,
             guardrail_violations: 0,
+            worktree: None,
+            branch: None,
         };
         let found = || DiscoverAgentsResult {
             agents: vec![info("me"), info("other")],

@@ -84,10 +84,17 @@ function figures(stats) {
   box.replaceChildren(...items.map(([l, n]) => el("div", { class: "figure", "data-figure": l }, el("span", { class: "n" }, n), el("span", { class: "l" }, l))));
 }
 
+// Where an agent works: its worktree's last directory and its branch.
+function place(a) {
+  if (!a.worktree) return "";
+  const dir = a.worktree.split("/").filter(Boolean).pop() || a.worktree;
+  return a.branch ? `${dir} (${a.branch})` : dir;
+}
+
 function agents(p) {
   fill("panel-agents", failed(p) || table(
-    ["agent", "type", "profile", "trust", "status", "session", "heartbeat", "task", "violations"],
-    p.items.map((a) => [a.agent_id, a.agent_type, a.profile || "", a.trust ?? "", chip(a.status), ago(a.started_at), ago(a.last_heartbeat), short(a.current_task), a.guardrail_violations]),
+    ["agent", "type", "profile", "trust", "status", "worktree", "session", "heartbeat", "task", "violations"],
+    p.items.map((a) => [a.agent_id, a.agent_type, a.profile || "", a.trust ?? "", chip(a.status), place(a), ago(a.started_at), ago(a.last_heartbeat), short(a.current_task), a.guardrail_violations]),
     "no agents have registered"
   ));
 }

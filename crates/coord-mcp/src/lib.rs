@@ -81,6 +81,10 @@ pub struct McpOptions {
     /// or `Session` when that process runs inside an agent's session (no person's
     /// decisions through this connection). Over HTTP the key decides instead.
     pub stdio_credential: Credential,
+    /// Where this connection's agent works (its worktree's root and branch), recorded on
+    /// the session the connection registers.
+    pub worktree: Option<String>,
+    pub branch: Option<String>,
 }
 
 /// What [`SessionHook`] calls: the caller and the session id it registered.
@@ -107,6 +111,8 @@ impl McpOptions {
             on_session: None,
             ending_session: None,
             stdio_credential: Credential::Local,
+            worktree: None,
+            branch: None,
         }
     }
 
@@ -465,6 +471,8 @@ impl CoordMcp {
                 who,
                 RegisterSessionRequest {
                     team: self.options.team.clone(),
+                    worktree: self.options.worktree.clone(),
+                    branch: self.options.branch.clone(),
                     ..Default::default()
                 },
             )

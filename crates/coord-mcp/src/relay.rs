@@ -81,6 +81,11 @@ pub struct RelayRequest {
     /// connection gets the `Session` credential, never a person's decisions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_session: Option<String>,
+    /// Where the relayed agent works: its worktree's root and branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 impl RelayRequest {
@@ -94,6 +99,8 @@ impl RelayRequest {
             team,
             ending: None,
             agent_session: None,
+            worktree: None,
+            branch: None,
         }
     }
 
@@ -108,6 +115,8 @@ impl RelayRequest {
         options.release_after = crate::parse_release_grace(self.grace.as_deref())?;
         options.team = self.team.clone().filter(|t| !t.trim().is_empty());
         options.ending_session = self.ending.clone();
+        options.worktree = self.worktree.clone().filter(|w| !w.is_empty());
+        options.branch = self.branch.clone().filter(|b| !b.is_empty());
         if self.agent_session.as_deref().is_some_and(|s| !s.is_empty()) {
             options.stdio_credential = coord_domain::access::Credential::Session;
         }

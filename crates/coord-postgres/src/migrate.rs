@@ -77,6 +77,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     ),
     (23, "verification", include_str!("../migrations/0023_verification.sql")),
     (24, "github_sync", include_str!("../migrations/0024_github_sync.sql")),
+    (
+        25,
+        "session_place",
+        include_str!("../migrations/0025_session_place.sql"),
+    ),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

@@ -19,8 +19,8 @@ use coord_store::SessionStore;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-const AGENT_COLS: &str =
-    "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at, team";
+const AGENT_COLS: &str = "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at, team, \
+     worktree, branch";
 
 fn agent_from_row(r: &Row) -> R<AgentInfo> {
     let status: &str = get(r, 4)?;
@@ -36,6 +36,8 @@ fn agent_from_row(r: &Row) -> R<AgentInfo> {
         ended_at: get(r, 8)?,
         team: get(r, 9)?,
         guardrail_violations: 0,
+        worktree: get(r, 10)?,
+        branch: get(r, 11)?,
     })
 }
 
@@ -43,13 +45,13 @@ pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResu
     tx.execute(
         &tx.prepare_cached(&format!(
             "INSERT INTO agent_sessions (agent_id, session_id, agent_type, capabilities, status, current_task,
-                 started_at, ended_at, last_heartbeat, team)
-             VALUES ($2, $3, $4, $5, 'active', $6, {NOW}, NULL, {NOW}, $7)
+                 started_at, ended_at, last_heartbeat, team, worktree, branch)
+             VALUES ($2, $3, $4, $5, 'active', $6, {NOW}, NULL, {NOW}, $7, $8, $9)
              ON CONFLICT (agent_id) DO UPDATE SET
                  session_id = EXCLUDED.session_id, agent_type = EXCLUDED.agent_type,
                  capabilities = EXCLUDED.capabilities, status = 'active', current_task = EXCLUDED.current_task,
                  started_at = EXCLUDED.started_at, ended_at = NULL, last_heartbeat = EXCLUDED.last_heartbeat,
-                 team = EXCLUDED.team"
+                 team = EXCLUDED.team, worktree = EXCLUDED.worktree, branch = EXCLUDED.branch"
         ))
         .await?,
         &[
@@ -60,6 +62,8 @@ pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResu
             &s.capabilities,
             &s.current_task,
             &s.team,
+            &s.worktree,
+            &s.branch,
         ],
     )
     .await?;
@@ -208,7 +212,7 @@ pub async fn discover(tx: &Tx<'_>, args: &(Option<String>, Option<AgentStatus>))
             .iter()
             .map(|r| {
                 Ok(AgentInfo {
-                    guardrail_violations: get(r, 10)?,
+                    guardrail_violations: get(r, 12)?,
                     ..agent_from_row(r)?
                 })
             })

@@ -26,6 +26,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (19, include_str!("../migrations/0019_verification.sql")),
     (20, include_str!("../migrations/0020_github_sync.sql")),
     (21, include_str!("../migrations/0021_leaner_writes.sql")),
+    (22, include_str!("../migrations/0022_session_place.sql")),
 ];
 
 /// The migration that created the profile tables: the built-in profiles are seeded

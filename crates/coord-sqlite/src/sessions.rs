@@ -18,8 +18,8 @@ use coord_store::{OpCtx, SessionStore};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-const AGENT_COLS: &str =
-    "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at, team";
+const AGENT_COLS: &str = "agent_id, agent_type, session_id, capabilities, status, current_task, last_heartbeat, started_at, ended_at, team, \
+     worktree, branch";
 
 fn agent_from_row(r: &Row) -> rusqlite::Result<AgentInfo> {
     let status: String = r.get(4)?;
@@ -37,19 +37,21 @@ fn agent_from_row(r: &Row) -> rusqlite::Result<AgentInfo> {
         ended_at: opt_ts(r, 8)?,
         team: r.get(9)?,
         guardrail_violations: 0,
+        worktree: r.get(10)?,
+        branch: r.get(11)?,
     })
 }
 
 pub fn register(c: &Connection, now: i64, who: &Identity, s: &NewSession) -> R<SessionResult> {
     c.prepare_cached(
         "INSERT INTO agent_sessions (agent_id, session_id, agent_type, capabilities, status, current_task,
-             started_at, ended_at, last_heartbeat, team)
-         VALUES (?1, ?2, ?3, ?4, 'active', ?5, ?6, NULL, ?6, ?7)
+             started_at, ended_at, last_heartbeat, team, worktree, branch)
+         VALUES (?1, ?2, ?3, ?4, 'active', ?5, ?6, NULL, ?6, ?7, ?8, ?9)
          ON CONFLICT (agent_id) DO UPDATE SET
              session_id = excluded.session_id, agent_type = excluded.agent_type,
              capabilities = excluded.capabilities, status = 'active', current_task = excluded.current_task,
              started_at = excluded.started_at, ended_at = NULL, last_heartbeat = excluded.last_heartbeat,
-             team = excluded.team",
+             team = excluded.team, worktree = excluded.worktree, branch = excluded.branch",
     )?
     .execute(params![
         who.agent_id,
@@ -58,7 +60,9 @@ pub fn register(c: &Connection, now: i64, who: &Identity, s: &NewSession) -> R<S
         to_json(&s.capabilities),
         s.current_task,
         now,
-        s.team
+        s.team,
+        s.worktree,
+        s.branch
     ])?;
     Ok(SessionResult {
         success: true,
@@ -176,7 +180,7 @@ pub fn discover(c: &Connection, capability: Option<&str>, status: Option<AgentSt
         ))?
         .query_map(params![status.map(|s| s.as_str()), capability], |r| {
             Ok(AgentInfo {
-                guardrail_violations: r.get(10)?,
+                guardrail_violations: r.get(12)?,
                 ..agent_from_row(r)?
             })
         })?

@@ -24,6 +24,8 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
                 capabilities: caps(&["coding", "testing"]),
                 current_task: Some("locks".into()),
                 team: None,
+                worktree: Some("/src/app-wt2".into()),
+                branch: Some("feature/login".into()),
             },
         )
         .await
@@ -37,6 +39,7 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
                 capabilities: caps(&["review"]),
                 current_task: None,
                 team: None,
+                ..Default::default()
             },
         )
         .await
@@ -53,6 +56,11 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
     assert_eq!(found_a.capabilities, ["coding", "testing"]);
     assert_eq!(found_a.status, AgentStatus::Active);
     assert_eq!(found_a.current_task.as_deref(), Some("locks"));
+    // Where it works: its worktree and branch (docs/worktrees.md).
+    assert_eq!(
+        (found_a.worktree.as_deref(), found_a.branch.as_deref()),
+        (Some("/src/app-wt2"), Some("feature/login"))
+    );
     assert_eq!(found_a.agent_type, crate::harness::AGENT_TYPE);
     assert_eq!(found_a.last_heartbeat, h.now() - chrono::Duration::minutes(1));
     let v = serde_json::to_value(found_a).unwrap();
@@ -120,6 +128,7 @@ pub async fn sessions_register_and_discover(b: &dyn Backend) {
                 capabilities: caps(&[""]),
                 current_task: None,
                 team: None,
+                ..Default::default()
             },
         )
         .await
@@ -155,6 +164,7 @@ pub async fn sessions_heartbeat(b: &dyn Backend) {
                 capabilities: Some(vec!["x".into()]),
                 current_task: None,
                 team: None,
+                ..Default::default()
             },
         )
         .await

@@ -299,6 +299,8 @@ pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditF
             "last_heartbeat",
             "started_at",
             "guardrail_violations",
+            "worktree",
+            "branch",
         ],
     );
     with_profiles(&mut agents, &profiles);
