@@ -403,6 +403,18 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
         Err(e) => return fail(e),
     };
     let team = std::env::var("COORD_TEAM").ok().filter(|t| !t.trim().is_empty());
+    // The toolsets the agent's tool list shows (`core` unless COORD_TOOLSETS says).
+    let toolsets = std::env::var("COORD_TOOLSETS").ok().filter(|t| !t.trim().is_empty());
+    let selection = match toolsets.as_deref().map(coord_mcp::toolsets::parse).transpose() {
+        Ok(s) => s,
+        Err(why) => {
+            return fail(coord_domain::CoordError::field(
+                coord_domain::ErrorCode::InvalidArgument,
+                "COORD_TOOLSETS",
+                format!("COORD_TOOLSETS: {why}"),
+            ));
+        }
+    };
     let identity = mcp_identity(global);
     // Locally, the agent's session is served by the repository's coordinator and this
     // process relays its lines (see coord_mcp::relay); when that is not possible, this
@@ -414,6 +426,7 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
         let mut request = coord_mcp::relay::RelayRequest::new(&identity, raw_grace, team.clone());
         request.agent_session = ctx.session.as_ref().map(|s| s.runtime.to_string());
         (request.worktree, request.branch) = ctx.place();
+        request.toolsets = toolsets.clone();
         if let Some((link, reconnect)) = local_server::relay(ctx, request).await {
             return run_relay(link, reconnect).await;
         }
@@ -441,6 +454,7 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
     options.team = team;
     options.stdio_credential = ctx.credential();
     (options.worktree, options.branch) = ctx.place();
+    options.toolsets = selection;
     // Record this process's session so that, if this process is killed, a sibling can
     // end it; and end the sessions of killed siblings (see reaper.rs).
     let registry = reaper::Registry::new(&ctx.state_dir);

@@ -15,6 +15,8 @@ struct Server {
     stdin: ChildStdin,
     lines: Receiver<String>,
     _dir: Option<tempfile::TempDir>,
+    /// The notifications met while waiting for responses.
+    notified: Vec<Value>,
 }
 
 impl Server {
@@ -64,6 +66,7 @@ impl Server {
             stdin,
             lines,
             _dir: dir,
+            notified: Vec::new(),
         };
         let init = s.request(
             1,
@@ -99,6 +102,9 @@ impl Server {
             assert_eq!(v["jsonrpc"], "2.0", "{line}");
             if v["id"] == json!(id) {
                 return v;
+            }
+            if v.get("id").is_none() {
+                self.notified.push(v);
             }
         }
     }
@@ -280,20 +286,115 @@ fn a_reconnect_within_the_grace_period_keeps_the_holdings() {
     drop(dir);
 }
 
+fn tool_names(list: &Value) -> Vec<String> {
+    list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The tool surface an agent pays for on every turn (issue 51): by default its daily
+/// work — the `core` toolset and the two tools that reach the rest — at most 6k tokens
+/// (characters / 4) of `tools/list`; a tool of another toolset still runs when called by
+/// name; `enable_toolset` lists more and says the list changed; `COORD_TOOLSETS=all` lists
+/// everything the profile allows; what the profile refuses (administration, from inside an
+/// agent's session) is never listed.
+#[test]
+fn an_agent_sees_a_small_tool_list_and_can_reach_the_rest() {
+    let mut s = Server::start("surface-agent");
+    let list = s.request(2, "tools/list", json!({}));
+    let names = tool_names(&list);
+    let chars = serde_json::to_string(&list["result"]["tools"]).unwrap().len();
+    eprintln!(
+        "default tools/list: {} tools, {chars} characters (~{} tokens)",
+        names.len(),
+        chars / 4
+    );
+    assert!(chars <= 24_000, "{chars} characters: over 6k tokens");
+    for want in [
+        "acquire_lock",
+        "check_edit",
+        "get_work",
+        "complete_work",
+        "send_message",
+        "inbox",
+        "write_handoff",
+        "read_handoff",
+        "remember",
+        "recall",
+        "status",
+        "list_toolsets",
+        "enable_toolset",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n == "cleanup_dead_agents" || n == "apply_profiles"),
+        "{names:?}"
+    );
+    // Listing is not permission: called by name, an unlisted tool runs.
+    let swept = s.call(3, "cleanup_dead_agents", json!({"stale_threshold_minutes": 60}));
+    assert_eq!(swept["success"], true, "{swept}");
+    let sets = s.call(4, "list_toolsets", json!({}));
+    assert!(
+        sets["toolsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "sessions" && t["listed"] == false)
+    );
+    let enabled = s.call(5, "enable_toolset", json!({"name": "sessions"}));
+    assert_eq!(enabled["success"], true, "{enabled}");
+    let more = tool_names(&s.request(6, "tools/list", json!({})));
+    assert!(more.iter().any(|n| n == "cleanup_dead_agents"), "{more:?}");
+    assert!(
+        s.notified
+            .iter()
+            .any(|n| n["method"] == "notifications/tools/list_changed"),
+        "{:?}",
+        s.notified
+    );
+    let bad = s.request(
+        7,
+        "tools/call",
+        json!({"name": "enable_toolset", "arguments": {"name": "nope"}}),
+    );
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    drop(s);
+    // Everything the profile allows, on request; a person's decisions are not among it
+    // for an agent's session.
+    let mut all = Server::start_with("surface-all", &[("COORD_TOOLSETS", "all"), ("CLAUDECODE", "1")]);
+    let names = tool_names(&all.request(2, "tools/list", json!({})));
+    assert!(
+        names.iter().any(|n| n == "read_file") && names.iter().any(|n| n == "list_tasks"),
+        "{names:?}"
+    );
+    // claude-code-cli has no spawn_agent; nobody decides approvals from an agent's session.
+    for refused in ["spawn_agent", "decide_approval", "apply_profiles", "create_api_key"] {
+        assert!(!names.iter().any(|n| n == refused), "{refused} in {names:?}");
+    }
+    let bad = Command::new(BIN)
+        .arg("mcp")
+        .env("COORD_TOOLSETS", "core,nope")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("unknown toolset"),
+        "{bad:?}"
+    );
+}
+
 #[test]
 fn a_child_process_serves_tools_over_stdio() {
     let mut s = Server::start("stdio-agent");
     let tools = s.request(2, "tools/list", json!({}));
-    let names: Vec<&str> = tools["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert!(
-        names.contains(&"acquire_lock") && names.contains(&"cleanup_dead_agents"),
-        "{names:?}"
-    );
+    let names = tool_names(&tools);
+    assert!(names.iter().any(|n| n == "acquire_lock"), "{names:?}");
     let got = s.call(3, "acquire_lock", json!({"file_path": "src/a.rs"}));
     assert_eq!(
         (got["success"].as_bool(), got["action"].as_str()),

@@ -119,6 +119,17 @@ pub fn authorize(credential: Credential, need: Access) -> CoordResult<()> {
     }
 }
 
+/// Whether `credential` may run `operation`, of access class `access`, whose profile
+/// need is `administrative` or not: [`authorize`], and no person's decision from inside an
+/// agent's session. (The profile decides the rest.)
+pub fn admit(credential: Credential, access: Access, administrative: bool, operation: &str) -> CoordResult<()> {
+    authorize(credential, access)?;
+    if credential == Credential::Session && administrative {
+        return Err(person_required(operation));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,16 +140,21 @@ async fn every_operation_is_authorized_alike_on_http_and_mcp() {
     let http = reqwest::Client::new();
     let bound_mcp = mcp_client(&s.url, BOUND, "bound-agent").await;
     let operator_mcp = mcp_client(&s.url, OPERATOR, "operator-agent").await;
-    let tools: Vec<String> = bound_mcp
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names =
+        |list: Vec<rmcp::model::Tool>| -> Vec<String> { list.into_iter().map(|t| t.name.to_string()).collect() };
+    // An operator key lists every tool; a bound key what it may call, of its toolsets.
+    let tools = names(operator_mcp.list_all_tools().await.unwrap());
+    let bound_tools = names(bound_mcp.list_all_tools().await.unwrap());
     let mut refusals_expected = 0;
     for op in ops() {
         assert_eq!(tools.contains(&op.name.to_string()), op.is_mcp_tool(), "{}", op.name);
+        if bound_tools.contains(&op.name.to_string()) {
+            assert!(
+                authorize(Credential::Bound, op.access).is_ok(),
+                "{} listed to a bound key",
+                op.name
+            );
+        }
         for credential in [Credential::Anonymous, Credential::Bound, Credential::Operator] {
             let want = authorize(credential, op.access).is_err();
             refusals_expected += usize::from(want);

@@ -13,6 +13,7 @@ mod connection;
 mod identity;
 pub mod lines;
 pub mod relay;
+pub mod toolsets;
 
 pub use connection::{CLOSED, CONTROL_PREFIX, INPUT_CLOSED, SESSION, TERMINATE, short_path_calls};
 pub use identity::{IdentityConfig, derive_identity};
@@ -30,9 +31,9 @@ use coord_service::{Coordination, OpEntry, ops};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolResult, Implementation, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolResult, Implementation, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, tool_handler};
@@ -85,6 +86,9 @@ pub struct McpOptions {
     /// the session the connection registers.
     pub worktree: Option<String>,
     pub branch: Option<String>,
+    /// The toolsets this connection lists (`COORD_TOOLSETS`, `coord mcp --toolsets`, an
+    /// HTTP client's `X-MCP-Toolsets`); `None`: `core` for agents, everything for operators.
+    pub toolsets: Option<toolsets::Selection>,
 }
 
 /// What [`SessionHook`] calls: the caller and the session id it registered.
@@ -113,6 +117,7 @@ impl McpOptions {
             stdio_credential: Credential::Local,
             worktree: None,
             branch: None,
+            toolsets: None,
         }
     }
 
@@ -236,6 +241,9 @@ pub struct CoordMcp {
     session: Arc<Session>,
     http_sessions: Option<HttpSessions>,
     tool_router: ToolRouter<Self>,
+    /// The toolsets this connection lists now (`enable_toolset` adds to them); `None`
+    /// until the first listing decides from the options and the caller.
+    listed: Arc<Mutex<Option<toolsets::Selection>>>,
 }
 
 /// See [`CoordMcp::close`].
@@ -390,6 +398,57 @@ fn header_identity(ctx: &RequestContext<RoleServer>) -> (Option<String>, Option<
 }
 
 impl CoordMcp {
+    /// The toolsets this connection lists: as enabled so far; at first what the options
+    /// or the client's `X-MCP-Toolsets` chose, else everything for an operator key and
+    /// `core` for anyone else.
+    fn selection(&self, who: &Principal, ctx: &RequestContext<RoleServer>) -> toolsets::Selection {
+        let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+        listed
+            .get_or_insert_with(|| {
+                let asked = ctx
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|p| p.headers.get("x-mcp-toolsets"))
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|raw| toolsets::parse(raw).ok());
+                asked
+                    .or_else(|| self.options.toolsets.clone())
+                    .unwrap_or(match who.credential {
+                        Credential::Operator => toolsets::Selection::All,
+                        _ => toolsets::Selection::default_for_agents(),
+                    })
+            })
+            .clone()
+    }
+
+    /// The operations `who` may call, as its profile and credential decide
+    /// (`explain_profile` of itself); `None` (list by toolset alone) for an operator key
+    /// or when that cannot be read.
+    async fn allowed(&self, who: &Principal) -> Option<std::collections::BTreeSet<String>> {
+        if who.credential == Credential::Operator {
+            return None;
+        }
+        let explained = coord_service::call::<coord_service::ops::profiles::ExplainProfile, _>(
+            self.coord.as_ref(),
+            who,
+            coord_domain::profiles::ExplainProfileRequest::default(),
+        )
+        .await;
+        match explained {
+            Ok(e) => Some(
+                e.operations
+                    .into_iter()
+                    .filter(|v| v.allowed)
+                    .map(|v| v.operation)
+                    .collect(),
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "the caller's profile could not be read: tools listed by toolset alone");
+                None
+            }
+        }
+    }
+
     pub fn new(coord: Arc<dyn Coordination>, options: McpOptions) -> Self {
         CoordMcp {
             coord,
@@ -397,6 +456,7 @@ impl CoordMcp {
             session: Arc::new(Session::default()),
             http_sessions: None,
             tool_router: tool_router(),
+            listed: Arc::default(),
         }
     }
 
@@ -645,7 +705,54 @@ fn to_value<T: Serialize>(request: T) -> Value {
 const INSTRUCTIONS: &str = "Coordination for AI coding agents sharing one codebase. Before editing a file others \
 may touch, acquire_lock it (if blocked, work on something else) and release_lock it when done. Take work with \
 get_work and finish it with complete_work; add work with submit_work. At the start of a session read_handoff; \
-before it ends write_handoff. Resources: locks://current, work://pending, handoffs://recent.";
+before it ends write_handoff. More tools (files, memory, orchestration, ...) are in toolsets: list_toolsets names \
+them, enable_toolset turns one on. Resources: locks://current, work://pending, handoffs://recent.";
+
+/// `list_toolsets` and `enable_toolset`: always listed, small.
+fn meta_tools() -> Vec<Tool> {
+    let empty = serde_json::json!({"type": "object", "properties": {}});
+    let named = serde_json::json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "a toolset's name, or all"}},
+        "required": ["name"],
+    });
+    let schema = |v: Value| match v {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::default(),
+    };
+    vec![
+        Tool::new(
+            toolsets::LIST_TOOLSETS,
+            "The toolsets of coord's tools: name, what they are for, their tools, whether listed now. Answers \
+             {toolsets:[{name, description, tools, listed}]}.",
+            schema(empty),
+        )
+        .with_annotations(annotations(Effect::Read)),
+        Tool::new(
+            toolsets::ENABLE_TOOLSET,
+            "List a toolset's tools from now on (name, or all); the tool list changes. A tool not listed can still \
+             be called by name.",
+            schema(named),
+        )
+        .with_annotations(annotations(Effect::Read)),
+    ]
+}
+
+/// What `list_toolsets` answers.
+fn toolsets_json(listed: &toolsets::Selection) -> Value {
+    serde_json::json!({
+        "success": true,
+        "toolsets": toolsets::TOOLSETS
+            .iter()
+            .map(|t| serde_json::json!({
+                "name": t.name,
+                "description": t.description,
+                "tools": t.tools,
+                "listed": listed.lists(t.name),
+            }))
+            .collect::<Vec<_>>(),
+    })
+}
 
 fn resource(uri: &str, name: &str, description: &str) -> Resource {
     Resource::new(uri, name)
@@ -655,10 +762,87 @@ fn resource(uri: &str, name: &str, description: &str) -> Resource {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for CoordMcp {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let who = self.principal(&context).await;
+        let selection = self.selection(&who, &context);
+        let allowed = self.allowed(&who).await;
+        let mut tools: Vec<Tool> = self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .filter(|t| {
+                toolsets::toolset_of(&t.name).is_some_and(|s| selection.lists(s))
+                    && allowed.as_ref().is_none_or(|a| a.contains(t.name.as_ref()))
+            })
+            .collect();
+        tools.extend(meta_tools());
+        let mut result = ListToolsResult::with_all_items(tools);
+        // Listed per caller: a client may keep it for itself, no intermediary for others.
+        if context
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+        {
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(rmcp::model::CacheScope::Private);
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, McpError> {
+        match request.name.as_ref() {
+            toolsets::LIST_TOOLSETS => {
+                let who = self.principal(&context).await;
+                let listed = self.selection(&who, &context);
+                Ok(CallToolResult::structured(toolsets_json(&listed)).into())
+            }
+            toolsets::ENABLE_TOOLSET => {
+                let who = self.principal(&context).await;
+                let name = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let mut listed = self.selection(&who, &context);
+                if !listed.enable(&name) {
+                    let e = coord_domain::CoordError::field(
+                        ErrorCode::InvalidArgument,
+                        "name",
+                        format!("no toolset {name:?}: list_toolsets names them"),
+                    );
+                    return Ok(CallToolResult::structured_error(e.to_value()).into());
+                }
+                *self.listed.lock().unwrap_or_else(PoisonError::into_inner) = Some(listed.clone());
+                // The client asks for the list again.
+                let _ = context.peer.notify_tool_list_changed().await;
+                Ok(CallToolResult::structured(toolsets_json(&listed)).into())
+            }
+            _ => {
+                let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+                self.tool_router.call(tcc).await
+            }
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
-            .with_server_info(Implementation::new("coord", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("coord", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_resources(

@@ -86,6 +86,9 @@ pub struct RelayRequest {
     pub worktree: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// The toolsets the relayed agent lists (`COORD_TOOLSETS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolsets: Option<String>,
 }
 
 impl RelayRequest {
@@ -101,6 +104,7 @@ impl RelayRequest {
             agent_session: None,
             worktree: None,
             branch: None,
+            toolsets: None,
         }
     }
 
@@ -117,6 +121,12 @@ impl RelayRequest {
         options.ending_session = self.ending.clone();
         options.worktree = self.worktree.clone().filter(|w| !w.is_empty());
         options.branch = self.branch.clone().filter(|b| !b.is_empty());
+        options.toolsets = self
+            .toolsets
+            .as_deref()
+            .map(crate::toolsets::parse)
+            .transpose()
+            .map_err(|why| CoordError::new(coord_domain::ErrorCode::InvalidArgument, why))?;
         if self.agent_session.as_deref().is_some_and(|s| !s.is_empty()) {
             options.stdio_credential = coord_domain::access::Credential::Session;
         }

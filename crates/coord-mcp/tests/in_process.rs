@@ -102,7 +102,8 @@ async fn tools_have_the_spec_names_and_schemas_from_the_rust_types() {
         "discover_agents",
         "register_session",
         "heartbeat",
-        "cleanup_dead_agents",
+        "list_toolsets",
+        "enable_toolset",
     ] {
         assert!(names.contains(&required), "missing tool {required}: {names:?}");
     }

@@ -5,7 +5,7 @@
 
 use crate::Coordinator;
 use crate::op::{Audit, Operation};
-use coord_domain::access::{Credential, Effect, Principal, authorize};
+use coord_domain::access::{Credential, Effect, Principal};
 use coord_domain::approvals;
 use coord_domain::audit::AuditRecord;
 use coord_domain::keys::KeyOrigin;
@@ -183,7 +183,12 @@ impl Coordinator {
     /// credential, its profile. A refusal here is a `tool_execution_denied`.
     async fn admit<O: Operation>(&self, ctx: &mut OpCtx, who: &Principal) -> CoordResult<Option<(Profile, String)>> {
         ctx.who = who.caller.validate()?;
-        authorize(who.credential, O::ACCESS)?;
+        coord_domain::access::admit(
+            who.credential,
+            O::ACCESS,
+            O::NEED.permission.is_administrative(),
+            O::NAME,
+        )?;
         // An agent coord spawned acts through its key only while its run is active. (Its
         // supervisor, a local process, still ends its session and task afterwards.)
         let spawned = match who.credential {
@@ -278,10 +283,6 @@ impl Coordinator {
     ) -> CoordResult<Option<(Profile, String)>> {
         if credential == Credential::Operator && need.permission.is_administrative() {
             return Ok(None);
-        }
-        // A person's decision, whatever the session's agent may otherwise do.
-        if credential == Credential::Session && need.permission.is_administrative() {
-            return Err(coord_domain::access::person_required(operation));
         }
         let facts = self
             .store

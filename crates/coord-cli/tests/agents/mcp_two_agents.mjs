@@ -50,7 +50,7 @@ const a = await connect("ts-agent-a");
 const b = await connect("ts-agent-b");
 const tools = (await a.listTools()).tools.map((t) => t.name);
 for (const required of ["acquire_lock", "release_lock", "check_locks", "get_work", "complete_work", "submit_work",
-  "check_edit", "end_session", "send_message", "inbox"]) {
+  "check_edit", "send_message", "inbox", "list_toolsets", "enable_toolset"]) {
   assert.ok(tools.includes(required), `missing tool ${required}`);
 }
 

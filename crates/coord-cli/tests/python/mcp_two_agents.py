@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 REQUIRED_TOOLS = {
     "acquire_lock", "release_lock", "check_locks", "get_work", "complete_work", "submit_work", "get_task",
-    "write_handoff", "read_handoff", "discover_agents", "register_session", "heartbeat", "cleanup_dead_agents",
+    "write_handoff", "read_handoff", "discover_agents", "register_session", "heartbeat",
 }
 REQUIRED_RESOURCES = {"locks://current", "work://pending", "handoffs://recent"}
 
@@ -36,6 +36,11 @@ async def call(client, tool, **args):
 async def scenario(a, b):
     tools = {t.name for t in (await a.list_tools()).tools}
     assert REQUIRED_TOOLS <= tools, f"missing tools: {REQUIRED_TOOLS - tools}"
+    # Listing is not permission, nor its absence a refusal: a tool of another toolset
+    # runs when called by name.
+    assert "cleanup_dead_agents" not in tools, tools
+    swept = await call(a, "cleanup_dead_agents", stale_threshold_minutes=60)
+    assert swept["success"] is True, swept
     resources = {str(r.uri) for r in (await a.list_resources()).resources}
     assert REQUIRED_RESOURCES <= resources, f"missing resources: {REQUIRED_RESOURCES - resources}"
 

@@ -184,6 +184,13 @@ impl Operation for ExplainProfile {
             .policy_facts(ctx.now, &agent_id, agent_type.as_deref(), usage)
             .await?;
         let (profile, source) = profiles::resolve(facts.by_agent, facts.by_type);
+        // Explaining yourself: what your credential lets you reach of it, as the pipeline
+        // would decide your calls (a key's cap, an agent session's person decisions).
+        let yourself = agent_id == ctx.who.agent_id;
+        let profile = match yourself {
+            true => profiles::within_reach(profile, source, ctx.credential),
+            false => profile,
+        };
         let started = match &key {
             Some(k) => k.issued_at,
             None => facts.session.as_ref().map(|s| s.1),
@@ -207,7 +214,16 @@ impl Operation for ExplainProfile {
         let operations = ops
             .into_iter()
             .map(|op| {
-                let verdict = profiles::decide(&profile, op.name, op.need);
+                let verdict = match yourself {
+                    true => coord_domain::access::admit(
+                        ctx.credential,
+                        op.access,
+                        op.need.permission.is_administrative(),
+                        op.name,
+                    )
+                    .and_then(|()| profiles::decide(&profile, op.name, op.need)),
+                    false => profiles::decide(&profile, op.name, op.need),
+                };
                 let reason = match (&verdict, profile.grant(op.need.permission)) {
                     (Err(e), _) => format!("{}: {}", e.code, e.message),
                     (Ok(()), profiles::Grant::ImpliedByTrust) => format!(
