@@ -798,6 +798,11 @@ pub enum InitTarget {
         /// Leave your user settings alone (approve the server in Claude Code yourself)
         #[arg(long)]
         no_user_settings: bool,
+        /// The toolsets coord's tool list shows the agent (COORD_TOOLSETS in the server's
+        /// environment): `all`, or names such as `core,files`. Default: `core`, and the
+        /// toolsets the agent's profile is made for (docs/mcp.md)
+        #[arg(long, value_name = "LIST", value_parser = toolsets_arg)]
+        toolsets: Option<String>,
     },
     /// Print the Codex CLI config.toml entry for the coord MCP server, or merge it in
     #[command(group(ArgGroup::new("codex_mode").args(["write", "dry_run"])))]
@@ -811,6 +816,11 @@ pub enum InitTarget {
         /// The coord executable the configuration should run
         #[arg(long, default_value = "coord", value_name = "PATH")]
         command: String,
+        /// The toolsets coord's tool list shows the agent (COORD_TOOLSETS in the server's
+        /// environment): `all`, or names such as `core,files`. Default: `core`, and the
+        /// toolsets the agent's profile is made for (docs/mcp.md)
+        #[arg(long, value_name = "LIST", value_parser = toolsets_arg)]
+        toolsets: Option<String>,
     },
     /// Install git hooks: pre-commit refuses commits touching files other agents have
     /// locked or credential files; pre-push refuses force pushes and deletions of
@@ -1930,4 +1940,9 @@ mod tests {
         assert!(Cli::whole_grammar(line("hook")).is_err());
         assert!(Cli::whole_grammar(line("lock acquire hook")).is_ok());
     }
+}
+
+/// A `--toolsets` value, checked as `coord mcp` will read it.
+fn toolsets_arg(raw: &str) -> Result<String, String> {
+    coord_mcp::toolsets::parse(raw).map(|_| raw.trim().to_string())
 }

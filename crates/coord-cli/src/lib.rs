@@ -299,8 +299,9 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             dry_run,
             command,
             no_user_settings,
+            toolsets,
             ..
-        } => setup::claude(&ctx.repo_root, command)
+        } => setup::claude(&ctx.repo_root, command, toolsets.as_deref())
             .and_then(|mut c| {
                 if !*no_user_settings {
                     c.push(setup::claude_user_approval(&setup::claude_config_dir()?)?);
@@ -312,13 +313,13 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             write,
             dry_run,
             command,
-        } if *write || *dry_run => {
-            setup::codex(&setup::codex_home(), command).and_then(|c| setup::apply(vec![c], *dry_run, None))
-        }
-        InitTarget::Codex { command, .. } => Ok(setup::SetupResult {
+            toolsets,
+        } if *write || *dry_run => setup::codex(&setup::codex_home(), command, toolsets.as_deref())
+            .and_then(|c| setup::apply(vec![c], *dry_run, None)),
+        InitTarget::Codex { command, toolsets, .. } => Ok(setup::SetupResult {
             success: true,
             files: Vec::new(),
-            snippet: Some(setup::codex_snippet(command)),
+            snippet: Some(setup::codex_snippet(command, toolsets.as_deref())),
         }),
         InitTarget::GitHook { dry_run, command } => {
             setup::git_hooks(&ctx.repo_root, command).and_then(|c| setup::apply(c, *dry_run, None))

@@ -149,14 +149,15 @@ fn pretty(map: Map<String, Value>) -> String {
 }
 
 /// `.mcp.json` with the coord server, and `.claude/settings.json` with the hooks.
-pub fn claude(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
+pub fn claude(repo_root: &Path, command: &str, toolsets: Option<&str>) -> CoordResult<Vec<Change>> {
     let mcp_path = repo_root.join(".mcp.json");
     let before = read_optional(&mcp_path)?;
     let mut mcp = parse_json_object(&mcp_path, before.as_deref())?;
-    object_at(&mut mcp, "mcpServers", &mcp_path)?.insert(
-        "coord".into(),
-        json!({"type": "stdio", "command": command, "args": ["mcp"]}),
-    );
+    let mut server = json!({"type": "stdio", "command": command, "args": ["mcp"]});
+    if let Some(t) = toolsets {
+        server["env"] = json!({"COORD_TOOLSETS": t});
+    }
+    object_at(&mut mcp, "mcpServers", &mcp_path)?.insert("coord".into(), server);
     let mcp_change = Change {
         path: mcp_path,
         before,
@@ -266,13 +267,13 @@ pub fn claude_user_approval(config_dir: &Path) -> CoordResult<Change> {
 }
 
 /// The Codex CLI `config.toml` entry for the coord MCP server.
-pub fn codex_snippet(command: &str) -> String {
+pub fn codex_snippet(command: &str, toolsets: Option<&str>) -> String {
     let mut doc = toml_edit::DocumentMut::new();
-    insert_codex_entry(&mut doc, command);
+    insert_codex_entry(&mut doc, command, toolsets);
     doc.to_string()
 }
 
-fn insert_codex_entry(doc: &mut toml_edit::DocumentMut, command: &str) {
+fn insert_codex_entry(doc: &mut toml_edit::DocumentMut, command: &str, toolsets: Option<&str>) {
     use toml_edit::{Array, InlineTable, Item, Table, value};
     if !doc.contains_key("mcp_servers") {
         let mut t = Table::new();
@@ -288,6 +289,9 @@ fn insert_codex_entry(doc: &mut toml_edit::DocumentMut, command: &str) {
     entry.insert("args", value(args));
     let mut env = InlineTable::new();
     env.insert("COORD_AGENT_TYPE", "codex".into());
+    if let Some(t) = toolsets {
+        env.insert("COORD_TOOLSETS", t.into());
+    }
     entry.insert("env", value(env));
     // `codex exec` with approval_policy "never" refuses unapproved MCP calls; coord's
     // tools change only coordination state, so they are approved up front.
@@ -304,7 +308,7 @@ pub fn codex_home() -> PathBuf {
     })
 }
 
-pub fn codex(home: &Path, command: &str) -> CoordResult<Change> {
+pub fn codex(home: &Path, command: &str, toolsets: Option<&str>) -> CoordResult<Change> {
     let path = home.join("config.toml");
     let before = read_optional(&path)?;
     let mut doc: toml_edit::DocumentMut = before.as_deref().unwrap_or("").parse().map_err(|e| {
@@ -319,7 +323,7 @@ pub fn codex(home: &Path, command: &str) -> CoordResult<Change> {
             format!("{}: mcp_servers is not a table", path.display()),
         ));
     }
-    insert_codex_entry(&mut doc, command);
+    insert_codex_entry(&mut doc, command, toolsets);
     Ok(Change {
         path,
         before,
@@ -408,7 +412,7 @@ mod tests {
             r#"{"permissions": {"allow": ["Bash(ls)"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}]}}"#,
         )
         .unwrap();
-        let first = apply(claude(dir.path(), "coord").unwrap(), false, None).unwrap();
+        let first = apply(claude(dir.path(), "coord", None).unwrap(), false, None).unwrap();
         assert!(first.files.iter().all(|f| f.action == "updated"), "{first:?}");
         let mcp: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap()).unwrap();
         assert_eq!(mcp["mcpServers"]["other"]["command"], "x", "other servers are kept");
@@ -423,14 +427,14 @@ mod tests {
             settings["hooks"]["SessionStart"][0]["hooks"][0]["command"],
             "coord hook SessionStart"
         );
-        let second = apply(claude(dir.path(), "coord").unwrap(), false, None).unwrap();
+        let second = apply(claude(dir.path(), "coord", None).unwrap(), false, None).unwrap();
         assert!(second.files.iter().all(|f| f.action == "unchanged"), "{second:?}");
     }
 
     #[test]
     fn dry_runs_show_a_diff_and_write_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let r = apply(claude(dir.path(), "/opt/coord").unwrap(), true, None).unwrap();
+        let r = apply(claude(dir.path(), "/opt/coord", None).unwrap(), true, None).unwrap();
         assert_eq!(r.files[0].action, "would_create");
         assert!(r.files[0].diff.as_deref().unwrap().contains("+    \"coord\": {"));
         assert!(!dir.path().join(".mcp.json").exists());
@@ -440,7 +444,7 @@ mod tests {
     fn broken_json_is_not_overwritten() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(".mcp.json"), "{ nope").unwrap();
-        let e = claude(dir.path(), "coord").unwrap_err();
+        let e = claude(dir.path(), "coord", None).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidJson);
         assert_eq!(std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap(), "{ nope");
     }
@@ -453,7 +457,7 @@ mod tests {
             "model = \"o4\"  # mine\n\n[mcp_servers.other]\ncommand = \"x\"\n",
         )
         .unwrap();
-        apply(vec![codex(dir.path(), "coord").unwrap()], false, None).unwrap();
+        apply(vec![codex(dir.path(), "coord", None).unwrap()], false, None).unwrap();
         let text = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
         assert!(text.contains("model = \"o4\"  # mine"), "{text}");
         assert!(text.contains("[mcp_servers.other]"));
@@ -463,8 +467,8 @@ mod tests {
             doc["mcp_servers"]["coord"]["default_tools_approval_mode"].as_str(),
             Some("approve")
         );
-        let again = apply(vec![codex(dir.path(), "coord").unwrap()], false, None).unwrap();
+        let again = apply(vec![codex(dir.path(), "coord", None).unwrap()], false, None).unwrap();
         assert_eq!(again.files[0].action, "unchanged");
-        assert!(codex_snippet("coord").contains("[mcp_servers.coord]"));
+        assert!(codex_snippet("coord", None).contains("[mcp_servers.coord]"));
     }
 }

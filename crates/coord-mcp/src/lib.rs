@@ -400,8 +400,13 @@ fn header_identity(ctx: &RequestContext<RoleServer>) -> (Option<String>, Option<
 impl CoordMcp {
     /// The toolsets this connection lists: as enabled so far; at first what the options
     /// or the client's `X-MCP-Toolsets` chose, else everything for an operator key and
-    /// `core` for anyone else.
-    fn selection(&self, who: &Principal, ctx: &RequestContext<RoleServer>) -> toolsets::Selection {
+    /// `core` (and what its profile is made for) for anyone else.
+    fn selection(
+        &self,
+        who: &Principal,
+        ctx: &RequestContext<RoleServer>,
+        allowed: Option<&std::collections::BTreeSet<String>>,
+    ) -> toolsets::Selection {
         let mut listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
         listed
             .get_or_insert_with(|| {
@@ -415,7 +420,7 @@ impl CoordMcp {
                     .or_else(|| self.options.toolsets.clone())
                     .unwrap_or(match who.credential {
                         Credential::Operator => toolsets::Selection::All,
-                        _ => toolsets::Selection::default_for_agents(),
+                        _ => toolsets::Selection::default_for(allowed),
                     })
             })
             .clone()
@@ -768,8 +773,8 @@ impl ServerHandler for CoordMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let who = self.principal(&context).await;
-        let selection = self.selection(&who, &context);
         let allowed = self.allowed(&who).await;
+        let selection = self.selection(&who, &context, allowed.as_ref());
         let mut tools: Vec<Tool> = self
             .tool_router
             .list_all()
@@ -800,7 +805,8 @@ impl ServerHandler for CoordMcp {
         match request.name.as_ref() {
             toolsets::LIST_TOOLSETS => {
                 let who = self.principal(&context).await;
-                let listed = self.selection(&who, &context);
+                let allowed = self.allowed(&who).await;
+                let listed = self.selection(&who, &context, allowed.as_ref());
                 Ok(CallToolResult::structured(toolsets_json(&listed)).into())
             }
             toolsets::ENABLE_TOOLSET => {
@@ -812,7 +818,8 @@ impl ServerHandler for CoordMcp {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                let mut listed = self.selection(&who, &context);
+                let allowed = self.allowed(&who).await;
+                let mut listed = self.selection(&who, &context, allowed.as_ref());
                 if !listed.enable(&name) {
                     let e = coord_domain::CoordError::field(
                         ErrorCode::InvalidArgument,

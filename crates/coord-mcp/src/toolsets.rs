@@ -189,6 +189,18 @@ impl Selection {
         Selection::Named(DEFAULT.iter().copied().collect())
     }
 
+    /// What an agent that may call `allowed` lists by default: `core`, and the toolsets
+    /// its profile is made for — `orchestration` for one that may spawn agents or run
+    /// workflows (an orchestrator's daily work).
+    pub fn default_for(allowed: Option<&BTreeSet<String>>) -> Selection {
+        let mut s = Selection::default_for_agents();
+        let may = |op: &str| allowed.is_some_and(|a| a.contains(op));
+        if may("spawn_agent") || may("create_workflow") {
+            s.enable("orchestration");
+        }
+        s
+    }
+
     pub fn lists(&self, toolset: &str) -> bool {
         match self {
             Selection::All => true,
@@ -270,6 +282,9 @@ mod tests {
         assert_eq!(parse(" core , files"), Ok(Selection::Named(["core", "files"].into())));
         assert!(parse("core,nope").unwrap_err().contains("unknown toolset \"nope\""));
         assert!(parse(" , ").is_err());
+        let orchestrator: BTreeSet<String> = ["spawn_agent".to_string()].into();
+        assert!(Selection::default_for(Some(&orchestrator)).lists("orchestration"));
+        assert!(!Selection::default_for(None).lists("orchestration"));
         let mut s = Selection::default_for_agents();
         assert!(s.lists("core") && !s.lists("files"));
         assert!(s.enable("files") && s.lists("files"));

@@ -250,7 +250,10 @@ class Handler(BaseHTTPRequestHandler):
                     offered[f"{t['name']}__{inner.get('name')}"] = (t["name"], inner.get("name"))
             elif t.get("name"):
                 offered[t["name"]] = (None, t["name"])
+        # What one request carries of coord: its MCP namespace, as Codex sends it.
+        coord_ns = [t for t in body.get("tools") or [] if t.get("name") == "mcp__coord"]
         entry = {"api": "responses", "script": script, "turn": steps_done,
+                 "coord_chars": sum(len(json.dumps(t)) for t in coord_ns),
                  "tool_types": sorted({str(t.get("type")) for t in body.get("tools") or []}),
                  "keys": sorted(body),
                  "last_result": outputs[-1].get("output") if outputs else None}
