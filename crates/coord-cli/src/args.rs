@@ -1842,6 +1842,11 @@ pub enum TeamCommand {
     Status { file: std::path::PathBuf },
 }
 
+/// A `--toolsets` value, checked as `coord mcp` will read it.
+fn toolsets_arg(raw: &str) -> Result<String, String> {
+    coord_mcp::toolsets::parse(raw).map(|_| raw.trim().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1940,9 +1945,4 @@ mod tests {
         assert!(Cli::whole_grammar(line("hook")).is_err());
         assert!(Cli::whole_grammar(line("lock acquire hook")).is_ok());
     }
-}
-
-/// A `--toolsets` value, checked as `coord mcp` will read it.
-fn toolsets_arg(raw: &str) -> Result<String, String> {
-    coord_mcp::toolsets::parse(raw).map(|_| raw.trim().to_string())
 }
