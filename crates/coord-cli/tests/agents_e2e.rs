@@ -29,7 +29,7 @@ fn agent_bin() -> Option<PathBuf> {
             .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(version))
     };
     let sdk = dir.join("../@modelcontextprotocol/sdk/package.json");
-    if works("claude", "2.1.330") && works("codex", "0.169.0") && sdk.exists() {
+    if works("claude", "2.1.332") && works("codex", "0.171.0") && sdk.exists() {
         return Some(dir);
     }
     assert!(
@@ -38,7 +38,7 @@ fn agent_bin() -> Option<PathBuf> {
         dir.display()
     );
     eprintln!(
-        "\n*** SKIPPING the real agent CLI tests: claude 2.1.330 and codex 0.169.0 are not in {}. Run .ci/run once, or set COORD_TEST_AGENT_BIN.\n",
+        "\n*** SKIPPING the real agent CLI tests: claude 2.1.332 and codex 0.171.0 are not in {}. Run .ci/run once, or set COORD_TEST_AGENT_BIN.\n",
         dir.display()
     );
     None
