@@ -17,6 +17,34 @@
 pub struct AgentSession {
     pub runtime: &'static str,
     pub sign: String,
+    /// The runtime's own process, when found among the ancestors: its pid and start time
+    /// (clock ticks since boot), which together name it for as long as the machine runs.
+    pub process: Option<(u32, u64)>,
+}
+
+impl AgentSession {
+    /// The identity every process of this session shares when nothing configured one:
+    /// for Codex, which tells neither its hooks nor its MCP server which session they
+    /// serve, one derived from the Codex process they both descend from
+    /// (`codex-<host>-<8 hex>`), so its hooks and its MCP server are one agent and two
+    /// Codex sessions are two. `None` for other runtimes (Claude Code names its session).
+    pub fn agent_id(&self, host: &str) -> Option<String> {
+        use sha2::Digest;
+        let (pid, start) = self.process.filter(|_| self.runtime == "codex")?;
+        let digest = sha2::Sha256::digest(format!("{host}:{pid}:{start}").as_bytes());
+        let short: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        Some(format!("codex-{host}-{short}"))
+    }
+
+    /// The agent type of such a session.
+    pub fn agent_type(&self) -> Option<&'static str> {
+        match self.runtime {
+            "codex" => Some("codex"),
+            "claude-code" => Some("claude_code"),
+            "aider" => Some("aider"),
+            _ => None,
+        }
+    }
 }
 
 /// How many ancestors are looked at (a process tree is rarely deeper than a dozen).
@@ -36,6 +64,7 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Option<AgentSession> {
         var(name).filter(|v| !v.trim().is_empty()).map(|_| AgentSession {
             runtime,
             sign: format!("${name} is set"),
+            process: None,
         })
     })
 }
@@ -88,15 +117,28 @@ fn from_ancestry() -> Option<AgentSession> {
             return Some(AgentSession {
                 runtime,
                 sign: format!("process {pid} ({}) is an ancestor", argv.first().unwrap_or(&"?")),
+                process: start_time(pid).map(|t| (pid, t)),
             });
         }
     }
     None
 }
 
-/// This process's agent session, if it runs inside one.
+/// When process `pid` started (field 22 of `/proc/PID/stat`, clock ticks since boot).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This process's agent session, if it runs inside one. The process ancestry is read
+/// even when the environment already told (it names the runtime's own process, which a
+/// Codex session's identity is derived from).
 pub fn detect() -> Option<AgentSession> {
-    from_env(|k| std::env::var(k).ok()).or_else(from_ancestry)
+    match (from_env(|k| std::env::var(k).ok()), from_ancestry()) {
+        (Some(env), Some(found)) if found.runtime == env.runtime => Some(found),
+        (Some(env), _) => Some(env),
+        (None, found) => found,
+    }
 }
 
 #[cfg(test)]
@@ -150,5 +192,30 @@ mod tests {
         );
         assert_eq!(from_env(env(&[("CLAUDECODE", "")])), None);
         assert_eq!(from_env(env(&[("PATH", "/bin")])), None);
+    }
+
+    #[test]
+    fn a_codex_session_is_named_after_its_codex_process() {
+        let codex = |pid, start| AgentSession {
+            runtime: "codex",
+            sign: String::new(),
+            process: Some((pid, start)),
+        };
+        let a = codex(100, 5_000).agent_id("vm").unwrap();
+        assert!(a.starts_with("codex-vm-") && a.len() == "codex-vm-".len() + 8, "{a}");
+        assert_eq!(codex(100, 5_000).agent_id("vm"), Some(a.clone()), "stable");
+        assert_ne!(
+            codex(100, 5_001).agent_id("vm"),
+            Some(a.clone()),
+            "a reused pid is another session"
+        );
+        assert_ne!(codex(101, 5_000).agent_id("vm"), Some(a), "another session");
+        let claude = AgentSession {
+            runtime: "claude-code",
+            sign: String::new(),
+            process: Some((1, 2)),
+        };
+        assert_eq!(claude.agent_id("vm"), None, "Claude Code names its session itself");
+        assert_eq!(claude.agent_type(), Some("claude_code"));
     }
 }

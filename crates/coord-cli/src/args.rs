@@ -807,9 +807,15 @@ pub enum InitTarget {
     /// Print the Codex CLI config.toml entry for the coord MCP server, or merge it in
     #[command(group(ArgGroup::new("codex_mode").args(["write", "dry_run"])))]
     Codex {
-        /// Merge the entry into $CODEX_HOME/config.toml (default ~/.codex/config.toml)
+        /// Merge the MCP server into $CODEX_HOME/config.toml (default ~/.codex/config.toml)
+        /// and coord's hooks into $CODEX_HOME/hooks.json (Codex runs them once you trust
+        /// them: its /hooks screen)
         #[arg(long)]
         write: bool,
+        /// Put the hooks in this repository's .codex/hooks.json instead (Codex loads them
+        /// only in a project it trusts)
+        #[arg(long)]
+        project: bool,
         /// Show what --write would change, write nothing
         #[arg(long)]
         dry_run: bool,

@@ -258,6 +258,14 @@ impl Context {
     /// A path the user typed (a file, a `dir/` or a glob), made repo-relative when it
     /// resolves inside the repository, keeping a trailing `/`. Paths that do not are
     /// passed on unchanged, so the service refuses (and audits) them.
+    /// [`Context::lock_path`] of a path inside the repository; `None` outside it.
+    pub fn lock_path_inside(&self, input: &str) -> Option<String> {
+        let joined = self.cwd.join(input);
+        let dir = if input.ends_with(['/', '\\']) { "/" } else { "" };
+        let joined = format!("{}{dir}", joined.to_string_lossy());
+        coord_domain::path::relative_keeping_dir(&joined, &self.repo_root.to_string_lossy()).ok()
+    }
+
     pub fn lock_path(&self, input: &str) -> String {
         let joined = self.cwd.join(input);
         let root = self.repo_root.to_string_lossy();

@@ -68,7 +68,7 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
     let ctx = match Context::resolve_in(global, cwd.clone()) {
         Ok(mut ctx) => {
-            ctx.caller = hook_identity(global);
+            ctx.caller = hook_identity(global, ctx.session.as_ref());
             // The hook's identity is derived, not configured, unless given explicitly.
             if let Some(r) = ctx.remote.as_mut() {
                 if global.agent_id.is_none() {
@@ -119,7 +119,16 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
 /// `CLAUDE_CODE_SESSION_ID`, which Claude Code gives both. (Not from the event's
 /// `session_id`: a Claude Code that does not pass the variable to its MCP server would
 /// then have hooks and MCP server disagree, and block the session with its own locks.)
-fn hook_identity(global: &GlobalArgs) -> Caller {
+fn hook_identity(global: &GlobalArgs, session: Option<&crate::agent_session::AgentSession>) -> Caller {
+    // Codex names no session to its hooks: the Codex process they run under does.
+    if let Some(s) = session.filter(|s| s.runtime == "codex")
+        && let Some(id) = s.agent_id(&crate::context::hostname())
+    {
+        return Caller::new(
+            global.agent_id.clone().unwrap_or(id),
+            explicit_agent_type(global).unwrap_or_else(|| "codex".into()),
+        );
+    }
     let (id, ty) = default_identity(true);
     Caller::new(
         global.agent_id.clone().unwrap_or(id),
@@ -399,6 +408,38 @@ fn edited_file(payload: &Value) -> Option<&str> {
     payload.get("tool_input")?.get(*field)?.as_str()
 }
 
+/// A patch in a tool call's input (Codex's `apply_patch`: `*** Begin Patch` …), in
+/// whichever field the runtime puts it.
+fn patch_of(payload: &Value) -> Option<&str> {
+    let input = payload.get("tool_input")?;
+    let mut texts: Vec<&str> = match input {
+        Value::String(s) => vec![s.as_str()],
+        Value::Object(m) => m.values().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    texts.retain(|t| t.contains("*** Begin Patch"));
+    texts.first().copied()
+}
+
+/// Every file a tool call changes that coord can see, repository-relative (paths
+/// outside the repository are not coord's to guard): an edit tool's file, a patch's
+/// files, what a shell command writes or removes (`coord_guardrails::files_written`).
+fn edited_files(payload: &Value, ctx: &Context) -> Vec<String> {
+    let mut files: Vec<String> = edited_file(payload).map(String::from).into_iter().collect();
+    if let Some(patch) = patch_of(payload) {
+        files.extend(coord_guardrails::patch_files(patch));
+    }
+    if payload.get("tool_name").and_then(Value::as_str) == Some("Bash")
+        && let Some(command) = payload
+            .get("tool_input")
+            .and_then(|i| i.get("command"))
+            .and_then(Value::as_str)
+    {
+        files.extend(coord_guardrails::files_written(command));
+    }
+    files.iter().filter_map(|f| ctx.lock_path_inside(f)).collect()
+}
+
 /// What the guardrails check for a tool call: a `Bash` command line, or the file an
 /// edit changes (credential files).
 /// For an agent coord spawned every tool call is checked (its declared tools; spec 000's
@@ -418,6 +459,19 @@ fn guard_request(payload: &Value, ctx: &Context) -> Option<CheckGuardrailsReques
         return Some(CheckGuardrailsRequest {
             command: None,
             files: Some(vec![ctx.lock_path(file)]),
+            tool,
+            ..Default::default()
+        });
+    }
+    if let Some(patch) = patch_of(payload) {
+        return Some(CheckGuardrailsRequest {
+            command: None,
+            files: Some(
+                coord_guardrails::patch_files(patch)
+                    .iter()
+                    .map(|f| ctx.lock_path(f))
+                    .collect(),
+            ),
             tool,
             ..Default::default()
         });
@@ -514,12 +568,11 @@ async fn pre_tool_use(payload: &Value, coord: &dyn Coordination, ctx: &Context) 
     {
         return Ok(Some(denied));
     }
-    let Some(file) = edited_file(payload) else {
+    let paths = edited_files(payload, ctx);
+    if paths.is_empty() {
         return Ok(None);
-    };
-    let req = CheckEditRequest {
-        paths: vec![ctx.lock_path(file)],
-    };
+    }
+    let req = CheckEditRequest { paths };
     match coord.check_edit(&ctx.caller, req).await {
         Ok(_) => Ok(None),
         // A path outside the repository is not ours to guard.

@@ -314,8 +314,16 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             dry_run,
             command,
             toolsets,
-        } if *write || *dry_run => setup::codex(&setup::codex_home(), command, toolsets.as_deref())
-            .and_then(|c| setup::apply(vec![c], *dry_run, None)),
+            project,
+        } if *write || *dry_run => {
+            let hooks_dir = match project {
+                true => ctx.repo_root.join(".codex"),
+                false => setup::codex_home(),
+            };
+            setup::codex(&setup::codex_home(), command, toolsets.as_deref())
+                .and_then(|mcp| Ok(vec![mcp, setup::codex_hooks(&hooks_dir, command)?]))
+                .and_then(|c| setup::apply(c, *dry_run, None))
+        }
         InitTarget::Codex { command, toolsets, .. } => Ok(setup::SetupResult {
             success: true,
             files: Vec::new(),
@@ -329,9 +337,16 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
         let mut text = String::new();
         if let Some(snippet) = &r.snippet {
             text.push_str(&format!(
-                "# Add to {} (or run `coord init codex --write`):\n{snippet}",
+                "# Add to {} (or run `coord init codex --write`, which also installs coord's hooks):\n{snippet}",
                 setup::codex_home().join("config.toml").display()
             ));
+        }
+        if matches!(target, InitTarget::Codex { write: true, .. }) {
+            text.push_str(
+                "Codex runs hooks only once you trust them: start `codex` in this repository, open /hooks and \
+                 trust coord's (again after any change to them). Until then its shell commands and patches pass \
+                 unchecked (docs/mcp.md, \"Codex\").\n",
+            );
         }
         for f in &r.files {
             let outside = !std::path::Path::new(&f.path).starts_with(&ctx.repo_root);
@@ -353,11 +368,18 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
 /// Claude Code, the session's (the same its hooks derive); else the client's name, this
 /// host and the agent runtime that started this server (its process id), so two Codex
 /// sessions on one host are two agents.
-fn mcp_identity(global: &args::GlobalArgs) -> coord_mcp::IdentityConfig {
+fn mcp_identity(global: &args::GlobalArgs, ctx: &Context) -> coord_mcp::IdentityConfig {
     let in_claude = std::env::var_os("CLAUDECODE").is_some_and(|v| !v.is_empty());
     let (claude_id, claude_type) = context::default_identity(true);
+    // Codex names no session to its MCP server: the Codex process it runs under does, as
+    // for its hooks.
+    let codex_id = ctx.session.as_ref().and_then(|s| s.agent_id(&context::hostname()));
     coord_mcp::IdentityConfig {
-        agent_id: global.agent_id.clone().or_else(|| in_claude.then_some(claude_id)),
+        agent_id: global
+            .agent_id
+            .clone()
+            .or(codex_id)
+            .or_else(|| in_claude.then_some(claude_id)),
         agent_type: context::explicit_agent_type(global).or_else(|| in_claude.then_some(claude_type)),
         host: context::hostname(),
         instance: Some(format!("p{}", std::os::unix::process::parent_id())),
@@ -416,7 +438,7 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
             ));
         }
     };
-    let identity = mcp_identity(global);
+    let identity = mcp_identity(global, ctx);
     // Locally, the agent's session is served by the repository's coordinator and this
     // process relays its lines (see coord_mcp::relay); when that is not possible, this
     // process serves MCP itself.

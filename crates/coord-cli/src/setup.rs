@@ -167,8 +167,6 @@ pub fn claude(repo_root: &Path, command: &str, toolsets: Option<&str>) -> CoordR
 
     let settings_path = repo_root.join(".claude").join("settings.json");
     let before = read_optional(&settings_path)?;
-    let mut settings = parse_json_object(&settings_path, before.as_deref())?;
-    let hooks = object_at(&mut settings, "hooks", &settings_path)?;
     let wanted = [
         ("SessionStart", None),
         ("SessionEnd", None),
@@ -176,6 +174,22 @@ pub fn claude(repo_root: &Path, command: &str, toolsets: Option<&str>) -> CoordR
         ("PreToolUse", Some(PRE_TOOL_USE_MATCHER)),
         ("UserPromptSubmit", None),
     ];
+    let settings_change = merge_hooks(&settings_path, before, &wanted, command)?;
+    Ok(vec![mcp_change, settings_change])
+}
+
+/// `path` (a JSON object with `hooks`, as Claude Code's settings and Codex's `hooks.json`
+/// have it) with a `command hook EVENT` hook for each of `wanted` (an optional matcher
+/// each), merged with what is there: nobody else's hooks change, ours are not doubled,
+/// and an older, narrower matcher of ours is widened.
+fn merge_hooks(
+    path: &Path,
+    before: Option<String>,
+    wanted: &[(&str, Option<&str>)],
+    command: &str,
+) -> CoordResult<Change> {
+    let mut settings = parse_json_object(path, before.as_deref())?;
+    let hooks = object_at(&mut settings, "hooks", path)?;
     for (event, matcher) in wanted {
         let hook_command = format!("{command} hook {event}");
         let groups = hooks
@@ -184,7 +198,7 @@ pub fn claude(repo_root: &Path, command: &str, toolsets: Option<&str>) -> CoordR
         let groups = groups.as_array_mut().ok_or_else(|| {
             CoordError::new(
                 ErrorCode::InvalidJson,
-                format!("{}: hooks.{event} is not a list", settings_path.display()),
+                format!("{}: hooks.{event} is not a list", path.display()),
             )
         })?;
         let ours = |g: &Value| {
@@ -194,29 +208,44 @@ pub fn claude(repo_root: &Path, command: &str, toolsets: Option<&str>) -> CoordR
             })
         };
         if let Some(i) = groups.iter().position(ours) {
-            // An older `coord init` wrote a narrower matcher: widen ours, nobody else's.
             if let Some(m) = matcher
-                && groups[i].get("matcher").and_then(Value::as_str) != Some(m)
+                && groups[i].get("matcher").and_then(Value::as_str) != Some(*m)
                 && let Some(g) = groups[i].as_object_mut()
             {
-                g.insert("matcher".into(), Value::String(m.into()));
+                g.insert("matcher".into(), Value::String((*m).into()));
             }
         } else {
             let mut group = Map::new();
             if let Some(m) = matcher {
-                group.insert("matcher".into(), Value::String(m.into()));
+                group.insert("matcher".into(), Value::String((*m).into()));
             }
             group.insert("hooks".into(), json!([{"type": "command", "command": hook_command}]));
             groups.push(Value::Object(group));
         }
     }
-    let settings_change = Change {
-        path: settings_path,
+    Ok(Change {
+        path: path.to_path_buf(),
         before,
         after: pretty(settings),
         executable: false,
-    };
-    Ok(vec![mcp_change, settings_change])
+    })
+}
+
+/// Codex's `hooks.json` in `dir` (`$CODEX_HOME` for the user, `<repo>/.codex` for a
+/// project Codex trusts) with coord's hooks: the session's start and end, every tool call
+/// (shell commands through the guardrails, shell writes and `apply_patch` against the
+/// locks), each prompt (urgent messages). Codex runs hooks only once the user trusted
+/// them (its `/hooks` screen).
+pub fn codex_hooks(dir: &Path, command: &str) -> CoordResult<Change> {
+    let path = dir.join("hooks.json");
+    let before = read_optional(&path)?;
+    let wanted = [
+        ("SessionStart", None),
+        ("SessionEnd", None),
+        ("PreToolUse", None),
+        ("UserPromptSubmit", None),
+    ];
+    merge_hooks(&path, before, &wanted, command)
 }
 
 /// Where Claude Code keeps the user's settings: `$CLAUDE_CONFIG_DIR`, else `~/.claude`

@@ -223,6 +223,14 @@ fn codex_is_refused_a_file_claude_code_holds() {
     scenario("codex-vs-claude");
 }
 
+/// Codex set up by `coord init codex --write` only: its hooks refuse a shell write of a
+/// held file and an `rm -rf`, audited under the session's own identity (its MCP server's);
+/// two Codex sessions are two agents.
+#[test]
+fn codex_is_guarded_by_its_hooks_like_claude_code() {
+    scenario("codex-hooks");
+}
+
 /// `coord agent run` launches a READ_ONLY Claude Code worker (a `.claude/agents` definition)
 /// in the sandbox: Write does not exist for it, its Bash write and its read outside the
 /// workspace are refused, the file is untouched; coord's MCP tools work under its own

@@ -249,6 +249,44 @@ fn pre_tool_use_blocks_edits_of_files_locked_by_another_agent() {
     p.coord(&["--agent-id", "claude-1", "lock", "acquire", "src/free.rs"]);
     let mine = p.hook("PreToolUse", "PreToolUse-Edit.json", CLAUDE);
     assert_eq!(stdout_json(&mine), None, "an agent may edit what it locked itself");
+
+    // A shell command writing or removing a held file is an edit of it too (issue 51).
+    for command in [
+        "printf x > src/locked.rs",
+        "sed -i 's/a/b/' src/locked.rs",
+        "rm -f src/locked.rs",
+        "cp /tmp/x src/locked.rs",
+    ] {
+        let v = stdout_json(&p.bash(command)).unwrap_or_else(|| panic!("{command} must be denied"));
+        assert!(
+            v["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .contains("bob"),
+            "{v}"
+        );
+    }
+    for command in [
+        "cat src/locked.rs",
+        "printf x > src/free.rs",
+        "printf x > /tmp/elsewhere",
+    ] {
+        assert_eq!(stdout_json(&p.bash(command)), None, "{command}");
+    }
+    // Codex's apply_patch: every file the patch touches.
+    let patch = serde_json::json!({
+        "session_id": "s", "cwd": p.root().display().to_string(), "hook_event_name": "PreToolUse",
+        "tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/free.rs\n@@\n-a\n+b\n*** Update File: src/locked.rs\n@@\n-a\n+b\n*** End Patch\n"},
+    });
+    let v = stdout_json(&p.hook_raw("PreToolUse", &patch.to_string(), CLAUDE)).expect("the patch is denied");
+    assert!(
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("bob"),
+        "{v}"
+    );
 }
 
 /// A directory lock covers every file below it, a glob lock every file it can match: the

@@ -255,3 +255,24 @@ fn git_aliases_are_judged_by_what_they_run() {
     assert_eq!(ops(&refused), ["git_alias:Block"]);
     assert!(blocking(&analyze("git lfs pull")).is_empty());
 }
+
+#[test]
+fn the_files_a_command_writes() {
+    let cases: [(&str, &[&str]); 9] = [
+        ("printf codex > src/shared.rs", &["src/shared.rs"]),
+        ("echo x >> a.txt && cat b > c", &["a.txt", "c"]),
+        ("sed -i 's/a/b/' src/a.rs src/b.rs", &["src/a.rs", "src/b.rs"]),
+        ("cp src/a.rs src/b.rs", &["src/b.rs"]),
+        ("mv src/a.rs src/b.rs", &["src/a.rs", "src/b.rs"]),
+        ("sudo rm -f src/a.rs", &["src/a.rs"]),
+        ("echo x | tee -a notes.md > /dev/null", &["/dev/null", "notes.md"]),
+        ("cat src/a.rs; ls -la; git diff", &[]),
+        ("printf x > \"$F\"", &[]),
+    ];
+    for (command, want) in cases {
+        assert_eq!(files_written(command), want, "{command}");
+    }
+    let patch = "*** Begin Patch\n*** Update File: src/shared.rs\n@@\n-a\n+b\n*** Add File: src/new.rs\n+x\n\
+                 *** Delete File: old.rs\n*** End Patch\n";
+    assert_eq!(patch_files(patch), ["old.rs", "src/new.rs", "src/shared.rs"]);
+}

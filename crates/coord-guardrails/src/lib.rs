@@ -105,6 +105,76 @@ fn analyze_checked(command: &str, patterns: &Patterns, facts: Facts<'_>) -> Vec<
     a.findings
 }
 
+/// The files a command line writes or removes, as far as the command says (literal
+/// paths only: a target known only at run time is not among them): redirections, `tee`,
+/// `cp`/`mv`/`install`/`ln` destinations (and `mv`'s sources), in-place edits (`sed -i`),
+/// `touch`, `truncate`, `dd of=`, `rm`/`unlink`/`shred` operands — behind the plain
+/// wrappers (`sudo`, `env`, `nice`, `nohup`, `time`, `command`, `exec`). The hooks hold
+/// them against other agents' locks, as an edit tool's file. Never panics.
+pub fn files_written(command: &str) -> Vec<String> {
+    if command.len() > MAX_COMMAND_BYTES || nesting(command) > MAX_NESTING {
+        return Vec::new();
+    }
+    std::panic::catch_unwind(|| {
+        let mut w = Walk::default();
+        w.script(command, 0);
+        let mut out: Vec<String> = Vec::new();
+        for e in &w.execs {
+            out.extend(e.writes.iter().filter_map(Arg::lit).map(String::from));
+            let mut argv: &[Arg] = &e.argv;
+            while let Some(first) = argv.first().map(Arg::raw) {
+                let wrapper = matches!(
+                    program(first),
+                    "sudo" | "doas" | "env" | "nice" | "nohup" | "time" | "command" | "exec" | "builtin"
+                );
+                if is_assignment(first) || wrapper || (first.starts_with('-') && argv.len() > 1) {
+                    argv = &argv[1..];
+                } else {
+                    break;
+                }
+            }
+            let Some(prog) = argv.first().and_then(Arg::lit).map(program) else {
+                continue;
+            };
+            let args = &argv[1..];
+            let mut paths = rules::written_files(prog, args);
+            if matches!(prog, "rm" | "unlink" | "shred" | "mv") {
+                paths.extend(args.iter().filter(|a| !a.raw().starts_with('-')).cloned());
+            }
+            out.extend(paths.iter().filter_map(Arg::lit).map(String::from));
+        }
+        out.retain(|p| !p.is_empty() && p != "-");
+        out.sort();
+        out.dedup();
+        out
+    })
+    .unwrap_or_default()
+}
+
+/// The files an `apply_patch` patch (Codex's format: `*** Add File: P`, `*** Update
+/// File: P`, `*** Delete File: P`, `*** Move to: P`) changes.
+pub fn patch_files(patch: &str) -> Vec<String> {
+    let mut out: Vec<String> = patch
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_end();
+            [
+                "*** Add File: ",
+                "*** Update File: ",
+                "*** Delete File: ",
+                "*** Move to: ",
+            ]
+            .iter()
+            .find_map(|p| l.strip_prefix(p))
+        })
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Findings for files an edit changes: credential files need a person's review.
 pub fn analyze_files(files: &[String]) -> Vec<Finding> {
     files

@@ -342,6 +342,73 @@ wire_api = "responses"
     return f"codex={codex_id} claude={claude_id} codex_coord_chars={max(sizes)}"
 
 
+def codex_config(w, home):
+    """A CODEX_HOME whose model is the scripted one; Codex's own sandbox off, as in a container."""
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write(f'''model = "fake-model"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+
+[model_providers.fake]
+name = "fake"
+base_url = "http://127.0.0.1:{w.port}/v1"
+env_key = "FAKE_API_KEY"
+wire_api = "responses"
+''')
+
+
+def codex_hooks(w):
+    """Codex set up by `coord init codex --write` only (its MCP server and its hooks; the
+    hooks trusted as a user would, here with Codex's CI switch): its shell write of a file
+    another agent holds is refused and the file unchanged, its `rm -rf` is refused by the
+    guardrails, and each refusal is audited under the Codex session's own identity — the
+    one its MCP server speaks as; a second Codex session is another agent."""
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    other = w.coord("lock", "acquire", "src/shared.rs", env={"COORD_AGENT_ID": "other-agent"})
+    check(other.get("success"), f"another agent holds src/shared.rs: {other}")
+    w.start_model({
+        "X_shell": [{"tool": "acquire_lock", "input": {"file_path": "src/codex.rs", "reason": "codex"}},
+                    {"tool": "exec_command", "input": {"cmd": "printf codex > src/shared.rs; echo rc=$?"}},
+                    {"tool": "exec_command", "input": {"cmd": "rm -rf src"}},
+                    {"text": "X done"}],
+        "Y_lock": [{"tool": "acquire_lock", "input": {"file_path": "src/second.rs", "reason": "second codex"}},
+                   {"text": "Y done"}],
+    })
+    codex_home = w.home("codex-hooks-home")
+    codex_config(w, codex_home)
+    env = w.base_env(w.home("home-x"), {"CODEX_HOME": codex_home, "FAKE_API_KEY": "dummy",
+                                         "COORD_RELEASE_GRACE_SECONDS": "0"})
+    out = subprocess.run(["coord", "init", "codex", "--write"], cwd=w.repo, capture_output=True, text=True, env=env)
+    check(out.returncode == 0 and "trust" in out.stdout, f"coord init codex --write: {out.stdout} {out.stderr}")
+    hooks = json.load(open(os.path.join(codex_home, "hooks.json")))["hooks"]
+    check({"SessionStart", "PreToolUse", "UserPromptSubmit", "SessionEnd"} <= set(hooks), f"hooks: {hooks}")
+    run = lambda script: subprocess.run(
+        ["codex", "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "--json", f"SCRIPT:{script}"],
+        cwd=w.repo, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=180)
+    c = run("X_shell")
+    check(open(shared).read() == "original\n", f"the held file was changed: {open(shared).read()!r} / {c.stdout[-800:]}")
+    check(os.path.isdir(os.path.join(w.repo, "src")), "rm -rf src ran")
+    locks = [e for e in w.coord("audit", "--operation", "acquire_lock")["entries"]
+             if e["parameters"].get("file_path") == "src/codex.rs" and e["success"]]
+    check(len(locks) == 1, f"Codex took its lock over MCP: {locks}")
+    codex_id = locks[0]["agent_id"]
+    check(codex_id.startswith("codex-"), f"the Codex session's own identity: {codex_id}")
+    edits = [e for e in w.coord("audit", "--agent", codex_id, "--operation", "check_edit")["entries"]
+             if not e["success"]]
+    check(edits and edits[0]["error_code"] == "file_locked", f"the shell write refused as {codex_id}: {edits}")
+    guards = [e for e in w.coord("audit", "--agent", codex_id, "--operation", "check_guardrails")["entries"]
+              if not e["success"]]
+    check(any("rm -rf src" in str(e["parameters"].get("command")) for e in guards),
+          f"rm -rf refused by the guardrails as {codex_id}: {guards}")
+    c2 = run("Y_lock")
+    seconds = [e for e in w.coord("audit", "--operation", "acquire_lock")["entries"]
+               if e["parameters"].get("file_path") == "src/second.rs" and e["success"]]
+    check(seconds and seconds[0]["agent_id"] != codex_id and seconds[0]["agent_id"].startswith("codex-"),
+          f"a second Codex session is another agent: {seconds} / {c2.stdout[-500:]}")
+    return f"{codex_id}: shell write and rm -rf refused, audited; second session {seconds[0]['agent_id']}"
+
+
 def typescript_sdk(w):
     """The official TypeScript MCP SDK: the two-agent lock and queue scenario over stdio
     (two `coord mcp` processes) and over streamable HTTP (`coord serve`, bound and operator keys)."""
@@ -1372,7 +1439,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}
