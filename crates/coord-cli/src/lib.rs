@@ -275,21 +275,26 @@ async fn init_store(ctx: &Context, out: Output) -> u8 {
                 [] => "schema already current".to_string(),
                 v => format!("applied migrations {v:?}"),
             };
-            let joined = match &ctx.worktree {
-                Some(w) if w.linked() && ctx.db_is_default => format!(
-                    "\nthis worktree ({}) joined the coordination space of {}: its agents see the other worktrees' \
-                     locks, tasks and messages (docs/worktrees.md)",
-                    w.root.display(),
-                    w.shared_root.display()
-                ),
-                _ => String::new(),
-            };
+            let joined = joined_note(ctx).map(|j| format!("\n{j}")).unwrap_or_default();
             format!(
                 "coordinator database ready ({}) at {} — schema version {}, {applied}{joined}",
                 r.backend, r.database, r.schema_version
             )
         },
     )
+}
+
+/// Said by every `coord init` in a linked worktree: it shares the main checkout's space.
+fn joined_note(ctx: &Context) -> Option<String> {
+    match &ctx.worktree {
+        Some(w) if w.linked() && ctx.db_is_default => Some(format!(
+            "this worktree ({}) joined the coordination space of {}: its agents see the other worktrees' \
+             locks, tasks and messages (docs/worktrees.md)",
+            w.root.display(),
+            w.shared_root.display()
+        )),
+        _ => None,
+    }
 }
 
 fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
@@ -359,6 +364,9 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             if let Some(diff) = &f.diff {
                 text.push_str(diff);
             }
+        }
+        if let Some(j) = joined_note(ctx) {
+            text.push_str(&format!("{j}\n"));
         }
         text
     })

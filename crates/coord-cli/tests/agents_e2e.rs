@@ -121,6 +121,14 @@ fn two_claude_code_sessions_are_two_agents() {
     scenario("two-claude-sessions");
 }
 
+/// Two Claude Code sessions in two worktrees of one repository share one coordination
+/// space: a lock taken in the main checkout refuses a Write of that path in the worktree,
+/// and both sessions are listed with their worktree and branch.
+#[test]
+fn claude_code_sessions_in_two_worktrees_share_locks() {
+    scenario("two-worktrees");
+}
+
 /// Claude Code set up by `coord init claude` only: a destructive Bash command is denied by
 /// coord's hook (and audited, with an approval id), a benign one runs.
 #[test]

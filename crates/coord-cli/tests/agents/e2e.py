@@ -94,20 +94,21 @@ class World:
         except json.JSONDecodeError:
             raise Fail(f"coord {a}: not JSON: {out.stdout!r} {out.stderr!r}")
 
-    def init_claude(self, home, *flags):
-        out = subprocess.run(["coord", "init", "claude", *flags], cwd=self.repo, capture_output=True, text=True,
-                             env=self.base_env(home))
+    def init_claude(self, home, *flags, cwd=None):
+        out = subprocess.run(["coord", "init", "claude", *flags], cwd=cwd or self.repo, capture_output=True,
+                             text=True, env=self.base_env(home))
         check(out.returncode == 0, f"coord init claude: {out.stderr}")
+        return out.stdout
 
     def claude_env(self, home, extra=None):
         return self.base_env(home, dict({"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{self.port}",
                                          "ANTHROPIC_API_KEY": "dummy"}, **(extra or {})))
 
-    def claude(self, home, script, allowed, extra=None):
+    def claude(self, home, script, allowed, extra=None, cwd=None):
         cmd = ["claude", "-p", f"SCRIPT:{script}", "--output-format", "json", "--allowedTools", *allowed]
         # Output to files: a pipe nobody reads could fill and stall the CLI.
         out = open(os.path.join(home, f"{script}.out"), "w")
-        p = subprocess.Popen(cmd, cwd=self.repo, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+        p = subprocess.Popen(cmd, cwd=cwd or self.repo, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                              env=self.claude_env(home, extra), start_new_session=True)
         self.children.append(p)
         return p
@@ -199,6 +200,50 @@ def two_claude_sessions(w):
     b_seen = [e for e in w.entries() if e.get("script") == "B_clobber" and e.get("turn") == 1]
     check(b_seen and b_seen[-1].get("last_is_error"), f"B's Write came back as an error to B's model: {b_seen}")
     return f"A={holder} B={denied[0]['agent_id']}"
+
+
+def two_worktrees(w):
+    """Two Claude Code sessions in two worktrees of one repository, each set up by `coord
+    init claude` in its own worktree: A (main checkout) locks and writes src/shared.rs; B's
+    Write of the same path in its worktree is denied; both are listed with their worktree."""
+    wt = os.path.join(w.dir, "wt2")
+    w.git("worktree", "add", "-q", "-b", "feature", wt)
+    hold = {"tool": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(90)'",
+                                      "description": "stay alive"}}
+    w.start_model({
+        "WA_hold": [{"tool": "acquire_lock", "input": {"file_path": "src/shared.rs", "reason": "A edits", "ttl_minutes": 30}},
+                    {"tool": "Write", "input": {"file_path": os.path.join(w.repo, "src", "shared.rs"), "content": "A was here\n"}},
+                    hold, {"text": "A done"}],
+        "WB_clobber": [{"tool": "Write", "input": {"file_path": os.path.join(wt, "src", "shared.rs"), "content": "B was here\n"}},
+                       hold, {"text": "B done"}],
+    })
+    home_a, home_b = w.home("home-wa"), w.home("home-wb")
+    w.init_claude(home_a)
+    joined = w.init_claude(home_b, cwd=wt)
+    check("joined the coordination space" in joined, f"coord init in the worktree joins the main checkout's: {joined}")
+    check(not os.path.exists(os.path.join(wt, ".coord", "coord.db")), "the worktree has a database of its own")
+    keep = {"COORD_RELEASE_GRACE_SECONDS": "300"}
+    a = w.claude(home_a, "WA_hold", ["mcp__coord__acquire_lock", "Write", "Bash"], keep)
+    check(w.wait_turn("WA_hold", 2, a), "session A never reached its third step (lock, write, then hold)")
+    b = w.claude(home_b, "WB_clobber", ["Write", "Bash"], keep, cwd=wt)
+    check(w.wait_turn("WB_clobber", 1, b), "session B never reached its second step (write, then hold)")
+    check(a.poll() is None and b.poll() is None, "a session ended before both were listed")
+    content = open(os.path.join(wt, "src", "shared.rs")).read()
+    check(content == "original\n", f"B's worktree file holds {content!r}: B's Write was not refused")
+    locks = w.coord("lock", "list")["locks"]
+    check(len(locks) == 1 and locks[0]["file_path"] == "src/shared.rs", f"locks: {locks}")
+    holder = locks[0]["locked_by"]
+    denied = w.coord("audit", "--operation", "check_edit", "--result", "failure")["entries"]
+    check(len(denied) == 1 and denied[0]["agent_id"] != holder, f"B's denial audited once, as B: {denied}")
+    check(denied[0]["result"].get("locked_by") == holder, f"the denial names A: {denied[0]['result']}")
+    agents = {x["agent_id"]: x for x in w.coord("agents", "discover")["agents"]}
+    mine = agents.get(holder, {})
+    theirs = agents.get(denied[0]["agent_id"], {})
+    real = lambda p: os.path.realpath(p) if p else None
+    check(real(mine.get("worktree")) == real(w.repo) and mine.get("branch"), f"A is listed with its worktree: {mine}")
+    check(theirs.get("branch") == "feature" and real(theirs.get("worktree")) == real(wt),
+          f"B is listed with its worktree and branch: {theirs}")
+    return f"A={holder} ({mine.get('worktree')}) B={denied[0]['agent_id']} ({theirs.get('worktree')}, {theirs.get('branch')})"
 
 
 def claude_guardrails(w):
@@ -1439,7 +1484,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}
