@@ -1151,6 +1151,8 @@ pub struct AgentSpawnArgs {
     /// Stop it after this many minutes (at most its profile's max_execution_time)
     #[arg(long, value_name = "MINUTES", allow_negative_numbers = true)]
     pub timeout_minutes: Option<i64>,
+    #[command(flatten)]
+    pub isolation: IsolationArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -1212,7 +1214,27 @@ pub struct LaunchArgs {
     #[arg(long = "resolve", value_name = "NAME=ADDRESS")]
     pub resolve: Vec<String>,
     #[command(flatten)]
+    pub isolation: IsolationArgs,
+    #[command(flatten)]
     pub validation: ValidationArgs,
+}
+
+/// Where a launched or spawned agent works (docs/worktrees.md "Isolation").
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct IsolationArgs {
+    /// shared (default: this checkout, with the agents working here) or worktree (a git
+    /// worktree of its own in .coord-worktrees/, on a new branch coord/<agent_id>, with
+    /// its own port block; what it changed is committed to that branch when it ends and
+    /// the worktree removed). Either way one coordination space: its locks are everyone's
+    #[arg(long, value_name = "shared|worktree", value_parser = parse_isolation)]
+    pub isolation: Option<coord_domain::agents::isolation::Isolation>,
+    /// With --isolation worktree: keep the worktree when the agent ends (its branch too)
+    #[arg(long, requires = "isolation")]
+    pub keep_worktree: bool,
+}
+
+fn parse_isolation(s: &str) -> Result<coord_domain::agents::isolation::Isolation, String> {
+    coord_domain::agents::isolation::Isolation::parse(s).ok_or_else(|| format!("{s:?}: give shared or worktree"))
 }
 
 impl ValidationArgs {
@@ -1829,6 +1851,9 @@ pub enum SwarmCommand {
         /// Stop each member after this many minutes (its profile's limit caps it)
         #[arg(long, allow_negative_numbers = true)]
         timeout_minutes: Option<i64>,
+        /// Where each member works: shared (default) or worktree (one git worktree each)
+        #[arg(long, value_name = "shared|worktree", value_parser = parse_isolation)]
+        isolation: Option<coord_domain::agents::isolation::Isolation>,
     },
     /// Each task's status, result, agent and duration, and the members (`get_swarm_results`)
     Results {

@@ -167,6 +167,17 @@ impl Context {
         })
     }
 
+    /// The same coordinator, seen from another checkout of its repository (an isolated
+    /// agent's worktree): that checkout's root and place; the same store and state.
+    pub fn moved_to(&self, checkout: &Path) -> Context {
+        Context {
+            cwd: checkout.to_path_buf(),
+            repo_root: checkout.to_path_buf(),
+            worktree: Some(crate::worktree::locate(checkout)),
+            ..self.clone()
+        }
+    }
+
     /// Where this process's agent works, for its session: the worktree's root and branch.
     pub fn place(&self) -> (Option<String>, Option<String>) {
         match &self.worktree {

@@ -5,10 +5,12 @@
 use crate::args::ValidationArgs;
 use crate::args::{AgentCommand, AgentFlagsArgs, AgentRunArgs, LaunchArgs};
 use crate::context::Context;
+use crate::isolate;
 use crate::open;
 use crate::output::{self, Output};
 use crate::sandbox::{Enforced, advisory_proxy, enforced_command, unavailable};
 use coord_domain::access::Principal;
+use coord_domain::agents::isolation::Isolation;
 use coord_domain::agents::preflight::{self, LaunchPlanSummary, PreflightRequest, Validator, Verdict};
 use coord_domain::agents::registry::{self, Entry, NotFound};
 use coord_domain::agents::spawn::{self, SpawnStatus, SpawnUpdate, SpawnedAgent};
@@ -443,6 +445,9 @@ struct Outcome {
     result: Option<String>,
     permission_denials: Vec<serde_json::Value>,
     run_dir: String,
+    /// Its worktree (--isolation worktree), and what became of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worktree: Option<coord_domain::agents::isolation::IsolatedWorktree>,
 }
 
 /// The final `result` line of Claude Code's stream-json output, or Codex's last message.
@@ -572,6 +577,10 @@ async fn supervise_spawned(agent_id: &str, ctx: &Context, out: Output) -> CoordR
             timeout: None,
             env: Vec::new(),
             resolve: Vec::new(),
+            isolation: crate::args::IsolationArgs {
+                isolation: Some(record.isolation),
+                keep_worktree: record.keep_worktree,
+            },
             validation: ValidationArgs::already_judged(),
         },
     };
@@ -602,6 +611,7 @@ async fn supervise_spawned(agent_id: &str, ctx: &Context, out: Output) -> CoordR
             result: None,
             error: Some(e.message.clone()),
             permission_denials: Vec::new(),
+            worktree: None,
         };
         let _ = coordinator.record_agent_run(agent_id, ended).await;
     }
@@ -650,7 +660,7 @@ pub(crate) fn summary(
 /// registered (`coord agent supervise`): then the definition, task, identity, profile
 /// and deadline are the record's, pre-flight validation already happened, and the end
 /// of the run is reported to the record and settles its task.
-async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<SpawnedAgent>) -> CoordResult<u8> {
+async fn launch(mut args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<SpawnedAgent>) -> CoordResult<u8> {
     open::local_only(
         ctx,
         "`coord agent run` (it serves the coordinator to the agent it launches)",
@@ -843,17 +853,41 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
     .await?;
 
     let run_dir = ctx.state_dir.join("runs").join(&agent_id);
+    let keep_worktree = args.launch.isolation.keep_worktree;
+    let revoke = |key_id: String| {
+        let (coord, operator) = (coord.clone(), operator.clone());
+        async move {
+            let _ = call::<key_ops::RevokeApiKey, _>(&*coord, &operator, RevokeApiKeyRequest { key_id }).await;
+        }
+    };
+    // An isolated agent works in a worktree of its own: from here on `ctx` is seen from it.
+    let (ctx, worktree) = match args.launch.isolation.isolation.unwrap_or_default() {
+        Isolation::Shared => (ctx, None),
+        Isolation::Worktree => match isolate::enter(&ctx, &*coord, &operator, &agent_id).await {
+            Ok((moved, wt, ports)) => {
+                args.launch.env.extend(ports);
+                (moved, Some(wt))
+            }
+            Err(e) => {
+                revoke(key.key_id.clone()).await;
+                return Err(e);
+            }
+        },
+    };
     if spawned.is_some() {
         let started = SpawnUpdate::Started {
             host: crate::context::hostname(),
             pid: std::process::id(),
             run_dir: run_dir.display().to_string(),
             key_id: key.key_id.clone(),
+            worktree: worktree.clone(),
         };
         if let Err(e) = coordinator.record_agent_run(&agent_id, started).await {
             // Stopped (or reclaimed) before it started: nothing runs.
-            let _ =
-                call::<key_ops::RevokeApiKey, _>(&*coord, &operator, RevokeApiKeyRequest { key_id: key.key_id }).await;
+            revoke(key.key_id.clone()).await;
+            if let Some(wt) = worktree {
+                isolate::leave(&ctx, &*coord, &operator, wt, &agent_id, keep_worktree).await;
+            }
             return Err(e);
         }
     }
@@ -917,6 +951,14 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
         },
     )
     .await;
+    let worktree = match worktree {
+        Some(wt) => Some(isolate::leave(&ctx, &*coord, &operator, wt, &agent_id, keep_worktree).await),
+        None => None,
+    };
+    let mut outcome = outcome;
+    if let Ok(o) = &mut outcome {
+        o.worktree = worktree.clone();
+    }
     if spawned.is_some() {
         let ended = match &outcome {
             Ok(o) => SpawnUpdate::Ended {
@@ -937,6 +979,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
                     _ => None,
                 },
                 permission_denials: o.permission_denials.clone(),
+                worktree: worktree.clone(),
             },
             Err(e) => SpawnUpdate::Ended {
                 status: SpawnStatus::Failed,
@@ -944,6 +987,7 @@ async fn launch(args: AgentRunArgs, ctx: &Context, out: Output, spawned: Option<
                 result: None,
                 error: Some(e.message.clone()),
                 permission_denials: Vec::new(),
+                worktree: worktree.clone(),
             },
         };
         if let Err(e) = coordinator.record_agent_run(&agent_id, ended).await {
@@ -1293,6 +1337,7 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         result,
         permission_denials,
         run_dir: s.run_dir.display().to_string(),
+        worktree: None,
     })
 }
 

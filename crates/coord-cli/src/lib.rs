@@ -14,6 +14,7 @@ pub mod context;
 mod files;
 mod guard;
 pub mod hooks;
+mod isolate;
 pub mod launch;
 pub mod local_server;
 mod memory;

@@ -9,6 +9,7 @@ use crate::open;
 use crate::output::{self, Output};
 use coord_domain::access::Principal;
 use coord_domain::agents::FieldError;
+use coord_domain::agents::isolation::Isolation;
 use coord_domain::agents::spawn::{AgentRef, SpawnAgentRequest};
 use coord_domain::agents::team::{self, Team};
 use coord_domain::locks::CheckLocksRequest;
@@ -240,7 +241,7 @@ async fn list_workflows(limit: i64, ctx: &Context, out: Output) -> CoordResult<u
 }
 
 /// `NAME[:RUNTIME]`.
-fn member(spec: &str, is_profile: bool) -> SwarmMemberSpec {
+fn member(spec: &str, is_profile: bool, isolation: Option<Isolation>) -> SwarmMemberSpec {
     let (name, runtime) = match spec.split_once(':') {
         Some((n, r)) => (n.to_string(), Some(r.to_string())),
         None => (spec.to_string(), None),
@@ -249,6 +250,7 @@ fn member(spec: &str, is_profile: bool) -> SwarmMemberSpec {
         agent: (!is_profile).then(|| name.clone()),
         profile: is_profile.then_some(name),
         runtime,
+        isolation,
     }
 }
 
@@ -261,9 +263,10 @@ pub async fn swarm(cmd: SwarmCommand, ctx: &Context, out: Output) -> u8 {
             tasks,
             task_type,
             timeout_minutes,
+            isolation,
         } => {
-            let mut members: Vec<SwarmMemberSpec> = agents.iter().map(|a| member(a, false)).collect();
-            members.extend(profiles.iter().map(|p| member(p, true)));
+            let mut members: Vec<SwarmMemberSpec> = agents.iter().map(|a| member(a, false, isolation)).collect();
+            members.extend(profiles.iter().map(|p| member(p, true, isolation)));
             let req = CreateSwarmRequest {
                 name,
                 agents: members,
@@ -370,6 +373,8 @@ async fn team_up(file: &Path, ctx: &Context, out: Output) -> CoordResult<u8> {
             runtime: m.runtime.map(|r| r.name().to_string()),
             task_type: Some(t.queue.clone()),
             timeout_minutes: None,
+            isolation: m.isolation,
+            keep_worktree: None,
         };
         match call::<SpawnAgent, _>(&*coord, &me, spawn).await {
             Ok(s) => {

@@ -411,6 +411,11 @@ pub fn enforced_command(e: Enforced<'_>) -> CoordResult<(tokio::process::Command
     protected.push((socket.clone(), socket.clone()));
     protected.extend(sockets.into_iter().map(|s| (s.clone(), s)));
     let mut visible = vec![workspace.clone()];
+    // A linked worktree's git directory is inside the main checkout's: visible, read-only,
+    // so that git works in it as in the main checkout (status, diff, log).
+    if let Some(w) = e.ctx.worktree.as_ref().filter(|w| w.linked()) {
+        visible.extend(Some(w.shared_root.join(".git")).filter(|g| g.is_dir()));
+    }
     visible.extend(e.visible);
     let plan = Plan {
         visible,

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use coord_domain::access::Principal;
 use coord_domain::agents::preflight::LaunchPlanSummary;
 use coord_domain::agents::spawn::{
-    AgentOutputRequest, AgentRef, ListSpawnedAgentsRequest, SpawnAgentRequest, StopAgentRequest,
+    AgentOutputRequest, AgentRef, AgentStatusResult, ListSpawnedAgentsRequest, SpawnAgentRequest, StopAgentRequest,
 };
 use coord_domain::agents::{AgentDefinition, Runtime};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
@@ -208,10 +208,16 @@ pub async fn spawn(args: AgentSpawnArgs, ctx: &Context, out: Output) -> CoordRes
         runtime: args.runtime,
         task_type: args.task_type,
         timeout_minutes: args.timeout_minutes,
+        isolation: args.isolation.isolation,
+        keep_worktree: args.isolation.keep_worktree.then_some(true),
     };
     Ok(out.result(call::<SpawnAgent, _>(&*coord, &me, req).await, |r| {
+        let place = match r.isolation {
+            coord_domain::agents::isolation::Isolation::Worktree => ", in a worktree of its own",
+            coord_domain::agents::isolation::Isolation::Shared => "",
+        };
         format!(
-            "spawned {} ({} profile, depth {}, validation: {}); its task is {}\nfollow it: coord agent status {} \
+            "spawned {} ({} profile, depth {}, validation: {}{place}); its task is {}\nfollow it: coord agent status {} \
              (its answer: coord agent output {})",
             r.agent_id,
             r.profile,
@@ -235,7 +241,16 @@ pub async fn list(active_only: bool, limit: i64, ctx: &Context, out: Output) -> 
         if r.agents.is_empty() {
             return "no spawned agents".into();
         }
-        let mut t = output::table(&["AGENT", "STATUS", "PROFILE", "RUNTIME", "TASK", "SPAWNED BY", "CREATED"]);
+        let mut t = output::table(&[
+            "AGENT",
+            "STATUS",
+            "PROFILE",
+            "RUNTIME",
+            "TASK",
+            "WORKS IN",
+            "SPAWNED BY",
+            "CREATED",
+        ]);
         for a in &r.agents {
             t.add_row(vec![
                 a.agent_id.clone(),
@@ -243,12 +258,32 @@ pub async fn list(active_only: bool, limit: i64, ctx: &Context, out: Output) -> 
                 a.profile.to_string(),
                 a.runtime.name().into(),
                 format!("{} ({})", a.task_id, a.task_status.map_or("?", |s| s.as_str())),
+                works_in(a),
                 a.parent_agent_id.clone(),
                 a.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
             ]);
         }
         t.to_string()
     }))
+}
+
+/// Where a spawned agent works, for a table: the checkout, or its worktree's branch and
+/// what became of it.
+fn works_in(a: &AgentStatusResult) -> String {
+    use coord_domain::agents::isolation::{Isolation, WorktreeState};
+    match (&a.worktree, a.isolation) {
+        (None, Isolation::Shared) => "checkout".into(),
+        (None, Isolation::Worktree) => "worktree (not made yet)".into(),
+        (Some(w), _) => match w.state {
+            WorktreeState::Live if !a.status.is_active() => {
+                format!("{} (left as it was at {}: not settled)", w.branch, w.path)
+            }
+            WorktreeState::Live => format!("{} ({})", w.branch, w.path),
+            WorktreeState::Kept => format!("{} (kept: {})", w.branch, w.path),
+            WorktreeState::Removed if w.branch_kept => format!("{} (worktree removed)", w.branch),
+            WorktreeState::Removed => "worktree (removed, no changes)".into(),
+        },
+    }
 }
 
 pub async fn status(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u8> {
@@ -292,6 +327,16 @@ pub async fn status(agent_id: &str, ctx: &Context, out: Output) -> CoordResult<u
         }
         if r.stop_requested {
             row("stop", "requested".into());
+        }
+        row("works in", works_in(r));
+        if let Some(ports) = r.worktree.as_ref().and_then(|w| w.ports.as_ref()) {
+            row(
+                "ports",
+                format!("{}-{} (allocate_ports under its id)", ports.db_port, ports.api_port),
+            );
+        }
+        if let Some(commit) = r.worktree.as_ref().and_then(|w| w.commit.as_ref()) {
+            row("its work", format!("commit {commit}"));
         }
         if let (Some(host), Some(pid)) = (&r.host, r.pid) {
             row("supervisor", format!("pid {pid} on {host}"));

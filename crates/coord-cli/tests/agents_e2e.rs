@@ -129,6 +129,14 @@ fn claude_code_sessions_in_two_worktrees_share_locks() {
     scenario("two-worktrees");
 }
 
+/// An agent spawned with `--isolation worktree` edits in a worktree of its own: its
+/// lock is visible from the main checkout; when it ends its change is a commit on its
+/// branch and its worktree is removed.
+#[test]
+fn a_spawned_agent_works_in_a_worktree_of_its_own() {
+    scenario("worktree-isolation");
+}
+
 /// Claude Code set up by `coord init claude` only: a destructive Bash command is denied by
 /// coord's hook (and audited, with an approval id), a benign one runs.
 #[test]

@@ -80,6 +80,7 @@ macro_rules! conformance_suite {
             network::network_worker_profiles_reach_their_model,
             agents::agents_preflight_allows_only_a_valid_verdict,
             spawn::agents_spawn_follow_stop_and_reclaim,
+            spawn::agents_spawn_in_a_worktree_of_its_own,
             workflows::workflows_run_by_their_conditions_and_catch_up,
             workflows::workflows_swarm_members_drain_a_shared_queue,
             network::network_policy_changes_apply_to_the_next_request,

@@ -755,6 +755,7 @@ impl NewSpawn {
             depth: record.depth,
             profile: record.definition.profile,
             validator: self.validator,
+            isolation: record.isolation,
         }
     }
 }

@@ -1323,6 +1323,69 @@ def swarm_drain(w):
     return f"swarm {s['swarm_id']}: 6 tasks by 2 Claude Code + 1 Codex workers, 2 each"
 
 
+def worktree_isolation(w):
+    """An agent spawned with `--isolation worktree` edits in a worktree of its own (a new
+    branch coord/<agent>): its lock is visible from the main checkout while it works, the
+    main checkout's file is untouched; when it ends its change is a commit on its branch,
+    its worktree is removed, its lock released and its port block given back."""
+    define(w, "coder", "---\nname: coder\ndescription: Writes code\nprofile: write\n---\n")
+    with open(os.path.join(w.repo, ".gitignore"), "w") as f:
+        f.write("go\n")
+    w.git("add", ".gitignore")
+    # `wait` holds the agent until the test has looked (a file the test creates in its worktree).
+    commit_makefile(w, "edit:\n\t@echo isolated > src/shared.rs\n"
+                       "wait:\n\t@while [ ! -e go ]; do sleep 0.1; done; echo went\n")
+    w.start_model({"I_iso": [
+        {"tool": "acquire_lock", "input": {"file_path": "src/shared.rs", "reason": "isolated edit", "ttl_minutes": 30}},
+        {"tool": "Bash", "input": {"command": "make edit", "description": "edit"}},
+        {"tool": "Bash", "input": {"command": "make wait", "description": "wait", "timeout": 600000}},
+        {"text": "ISOLATED"}]})
+    home = w.home("orchestrator")
+    s = spawned(w, home, "spawn", "coder", "--task", "SCRIPT:I_iso", "--isolation", "worktree")
+    check(s.get("success") is True and s.get("isolation") == "worktree", f"spawned: {s}")
+    agent = s["agent_id"]
+    st = wait_status(w, home, agent, lambda st: st.get("worktree") is not None or not st.get("status") in ("starting", "running"))
+    wt = st.get("worktree") or {}
+    check(wt.get("state") == "live" and wt.get("branch") == f"coord/{agent}", f"its worktree while it runs: {st}")
+    path = wt["path"]
+    check(os.path.realpath(os.path.dirname(path)) == os.path.realpath(os.path.join(w.repo, ".coord-worktrees")),
+          f"its worktree is in the main checkout's .coord-worktrees: {path}")
+    check((wt.get("ports") or {}).get("db_port"), f"it has a port block: {wt}")
+    check(w.wait_turn("I_iso", 2, None, timeout=180), "the agent never reached its wait")
+    locks = w.coord("lock", "list")["locks"]
+    check([(l["file_path"], l["locked_by"]) for l in locks] == [("src/shared.rs", agent)],
+          f"its lock is visible from the main checkout: {locks}")
+    check(open(os.path.join(path, "src", "shared.rs")).read() == "isolated\n", "it edited its own worktree")
+    session = {a["agent_id"]: a for a in w.coord("agents", "discover")["agents"]}.get(agent, {})
+    check(session.get("branch") == f"coord/{agent}" and os.path.realpath(session.get("worktree") or "") == os.path.realpath(path),
+          f"its session names its worktree and branch (git works inside): {session}")
+    check(open(os.path.join(w.repo, "src", "shared.rs")).read() == "original\n", "the main checkout is untouched")
+    listed = spawned(w, home, "spawned")
+    check(any(a["agent_id"] == agent and (a.get("worktree") or {}).get("path") == path for a in listed["agents"]),
+          f"listed with its worktree while it lives: {listed}")
+    # Port leases are per machine user: the coordinator's (the orchestrator's HOME).
+    ports = w.coord("ports", "status", env={"HOME": home})
+    check(agent in json.dumps(ports), f"its port block is leased under its id: {ports}")
+    open(os.path.join(path, "go"), "w").close()
+    st = wait_status(w, home, agent, ended)
+    wt = st.get("worktree") or {}
+    check(st.get("status") == "completed", f"it completed: {st}")
+    check(wt.get("state") == "removed" and not os.path.exists(path), f"its worktree was removed: {wt}")
+    check(wt.get("branch_kept") and wt.get("commit"), f"its branch holds its work: {wt}")
+    shown = subprocess.run(["git", "show", f"coord/{agent}:src/shared.rs"], cwd=w.repo, capture_output=True, text=True)
+    check(shown.stdout == "isolated\n", f"its change is on its branch: {shown.stdout!r} {shown.stderr!r}")
+    files = subprocess.run(["git", "show", "--name-only", "--format=", f"coord/{agent}"], cwd=w.repo,
+                           capture_output=True, text=True).stdout.split()
+    check(files == ["src/shared.rs"], f"its commit holds its change only: {files}")
+    check(open(os.path.join(w.repo, "src", "shared.rs")).read() == "original\n", "the main checkout is still untouched")
+    check(not w.coord("lock", "list")["locks"], "its lock was released when it ended")
+    ports = w.coord("ports", "status", env={"HOME": home})
+    check(agent not in json.dumps(ports), f"its port block was given back: {ports}")
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=w.repo, capture_output=True, text=True).stdout
+    check(".coord-worktrees" not in status, f"the worktrees' directory stays out of git status: {status!r}")
+    return f"{agent}: edited in {path} on coord/{agent}, commit {wt.get('commit', '')[:12]}, worktree removed"
+
+
 def spawned_worker_killed(w):
     """A spawned WRITE worker SIGKILLed mid-task (its runtime), then another whose supervisor
     is SIGKILLed: each time its lock is released and its task back in the queue; the dead
@@ -1484,7 +1547,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}

@@ -123,6 +123,8 @@ fn spawn_req(agent: Option<&str>, profile: Option<&str>, task: &str) -> SpawnAge
         runtime: None,
         task_type: None,
         timeout_minutes: None,
+        isolation: None,
+        keep_worktree: None,
     }
 }
 
@@ -146,6 +148,7 @@ async fn started(h: &Harness, id: &str, pid: u32) {
         pid,
         run_dir: format!("/tmp/runs/{id}"),
         key_id: "no-key".into(),
+        worktree: None,
     };
     h.local.record_agent_run(id, update).await.unwrap();
 }
@@ -269,6 +272,7 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
         result: None,
         error: Some("stopped".into()),
         permission_denials: vec![],
+        worktree: None,
     };
     h.local.record_agent_run(&s.agent_id, ended.clone()).await.unwrap();
     let e = h.local.record_agent_run(&s.agent_id, ended).await.unwrap_err();
@@ -313,6 +317,7 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
             result: Some("42".into()),
             error: None,
             permission_denials: vec![],
+            worktree: None,
         };
         supervisor.record_agent_run(&id, done).await.unwrap();
     });
@@ -471,6 +476,7 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
             result: Some("tokens are checked in src/auth/jwt.rs".into()),
             error: None,
             permission_denials: vec![],
+            worktree: None,
         };
         supervisor.record_agent_run(&id, done).await.unwrap();
     });
@@ -621,4 +627,95 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
     .entries;
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert!(rows.iter().any(|r| r.result.to_string().contains("reads credentials")));
+}
+
+/// `isolation: worktree`: recorded with the spawn, the worktree its supervisor made shown
+/// while the agent runs (path, branch, ports) and what became of it once it ended; bad
+/// isolation input refused with nothing registered. (Making and settling the worktree is
+/// the supervisor's: coord-cli's isolate tests and the agents_e2e worktree scenario.)
+pub async fn agents_spawn_in_a_worktree_of_its_own(b: &dyn Backend) {
+    use coord_domain::agents::isolation::{IsolatedWorktree, Isolation, WorktreeState};
+    let recorder = Arc::new(Recorder::default());
+    let h = Harness::with_launcher(b, recorder.clone(), |_| {}).await;
+    let orchestrator = operator("orchestrator");
+    let who = coord_domain::access::Principal::local(orchestrator.clone());
+    let mut req = spawn_req(Some("reviewer"), None, "review src/ in your own worktree");
+    req.isolation = Some(Isolation::Worktree);
+    let s = run::<ops::SpawnAgent>(&h, &orchestrator, req).await.unwrap();
+    assert_eq!(s.isolation, Isolation::Worktree);
+    let st = run::<ops::GetAgentStatus>(&h, &orchestrator, target(&s.agent_id))
+        .await
+        .unwrap();
+    assert_eq!((st.isolation, st.worktree.as_ref()), (Isolation::Worktree, None));
+
+    let live = IsolatedWorktree {
+        path: format!("/repo/.coord-worktrees/{}", s.agent_id),
+        branch: format!("coord/{}", s.agent_id),
+        base: "0123abcd".into(),
+        ports: None,
+        state: WorktreeState::Live,
+        commit: None,
+        branch_kept: true,
+    };
+    let update = SpawnUpdate::Started {
+        host: "conformance-host".into(),
+        pid: 7,
+        run_dir: "/tmp/runs/x".into(),
+        key_id: "no-key".into(),
+        worktree: Some(live.clone()),
+    };
+    h.local.record_agent_run(&s.agent_id, update).await.unwrap();
+    let listed = run::<ops::ListSpawnedAgents>(&h, &orchestrator, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.agents[0].worktree.as_ref(),
+        Some(&live),
+        "listed with its worktree while it runs"
+    );
+
+    let settled = IsolatedWorktree {
+        state: WorktreeState::Removed,
+        commit: Some("fedc9876".into()),
+        ..live.clone()
+    };
+    let ended = SpawnUpdate::Ended {
+        status: SpawnStatus::Completed,
+        exit_code: Some(0),
+        result: Some("done".into()),
+        error: None,
+        permission_denials: vec![],
+        worktree: Some(settled.clone()),
+    };
+    h.local.record_agent_run(&s.agent_id, ended).await.unwrap();
+    let st = run::<ops::GetAgentStatus>(&h, &orchestrator, target(&s.agent_id))
+        .await
+        .unwrap();
+    assert_eq!(st.worktree, Some(settled), "what became of its worktree is kept");
+
+    // Bad input: refused before anything is registered.
+    let before = recorder.started.lock().unwrap().len();
+    let bad = [
+        (json!({"agent": "reviewer", "task": "x", "isolation": "container"}), ""),
+        (
+            json!({"agent": "reviewer", "task": "x", "keep_worktree": true}),
+            "keep_worktree",
+        ),
+        (
+            json!({"agent": "reviewer", "task": "x", "isolation": "shared", "keep_worktree": true}),
+            "keep_worktree",
+        ),
+    ];
+    for (raw, field) in bad {
+        let e = h
+            .coord
+            .invoke(coord_service::op_named("spawn_agent").unwrap(), &who, Ok(raw.clone()))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument, "{raw}: {e:?}");
+        if !field.is_empty() {
+            assert_eq!(e.field.as_deref(), Some(field), "{raw}: {e:?}");
+        }
+    }
+    assert_eq!(recorder.started.lock().unwrap().len(), before, "nothing was started");
 }

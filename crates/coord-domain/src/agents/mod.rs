@@ -12,6 +12,7 @@
 //! holds whatever gets past them.
 
 pub mod definition;
+pub mod isolation;
 pub mod launch;
 pub mod preflight;
 pub mod registry;

@@ -4,6 +4,7 @@
 //! its parent (trust, operations, tools). Pure; the stores keep the record and run
 //! [`admit`] in the spawn's own transaction.
 
+use super::isolation::{IsolatedWorktree, Isolation};
 use super::{AgentDefinition, Runtime, WorkerProfile};
 use crate::profiles::{Need, Permission, Profile};
 use crate::{CoordError, CoordResult, ErrorCode, Timestamp};
@@ -131,6 +132,15 @@ pub struct SpawnedAgent {
     pub permission_denials: Vec<serde_json::Value>,
     #[serde(default)]
     pub stop_requested: bool,
+    /// Where it works: the coordinator's checkout (shared) or a worktree of its own.
+    #[serde(default)]
+    pub isolation: Isolation,
+    /// Keep its worktree when it ends (isolation worktree only).
+    #[serde(default)]
+    pub keep_worktree: bool,
+    /// Its worktree, once its supervisor made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<IsolatedWorktree>,
 }
 
 /// A change to a spawned agent's record.
@@ -149,6 +159,9 @@ pub enum SpawnUpdate {
         pid: u32,
         run_dir: String,
         key_id: String,
+        /// The worktree it runs in (isolation worktree).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree: Option<IsolatedWorktree>,
     },
     /// `stop_agent` asked for it to stop.
     StopRequested { reason: Option<String> },
@@ -160,6 +173,9 @@ pub enum SpawnUpdate {
         error: Option<String>,
         #[serde(default)]
         permission_denials: Vec<serde_json::Value>,
+        /// What became of its worktree (isolation worktree).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree: Option<IsolatedWorktree>,
     },
 }
 
@@ -197,6 +213,9 @@ impl SpawnedAgent {
             error: None,
             permission_denials: Vec::new(),
             stop_requested: false,
+            isolation: Isolation::Shared,
+            keep_worktree: false,
+            worktree: None,
         }
     }
 
@@ -254,7 +273,9 @@ impl SpawnedAgent {
                 pid,
                 run_dir,
                 key_id,
+                worktree,
             } => {
+                next.worktree = worktree.clone();
                 next.status = SpawnStatus::Running;
                 next.started_at = Some(now);
                 next.host = Some(host.clone());
@@ -272,6 +293,7 @@ impl SpawnedAgent {
                 result,
                 error,
                 permission_denials,
+                worktree,
             } => {
                 if status.is_active() {
                     return Err(CoordError::new(
@@ -292,6 +314,9 @@ impl SpawnedAgent {
                     _ => error.clone().or(next.error),
                 };
                 next.permission_denials = permission_denials.clone();
+                if worktree.is_some() {
+                    next.worktree = worktree.clone();
+                }
             }
         }
         Ok(next)
@@ -558,6 +583,15 @@ pub struct SpawnAgentRequest {
     /// Stop it after this many minutes (at most its profile's `max_execution_time`).
     #[serde(default)]
     pub timeout_minutes: Option<i64>,
+    /// Where it works: `shared` (default: the coordinator's checkout) or `worktree` (a
+    /// git worktree of its own on a new branch `coord/<agent_id>`, with its own port
+    /// block; its changes are committed to that branch when it ends).
+    #[serde(default)]
+    pub isolation: Option<Isolation>,
+    /// With isolation `worktree`: keep the worktree when it ends (default: removed,
+    /// its branch kept when it holds changes).
+    #[serde(default)]
+    pub keep_worktree: Option<bool>,
 }
 
 /// A spawn request checked and resolved to a definition.
@@ -569,6 +603,8 @@ pub struct SpawnPlan {
     pub task: String,
     pub task_type: String,
     pub timeout_minutes: Option<i64>,
+    pub isolation: Isolation,
+    pub keep_worktree: bool,
 }
 
 /// The definition of a generic worker of `profile`: all the profile's tools.
@@ -652,6 +688,12 @@ pub fn validate_request(
             ));
         }
     };
+    if req.keep_worktree == Some(true) && req.isolation != Some(Isolation::Worktree) {
+        return Err(bad(
+            "keep_worktree",
+            "keep_worktree needs isolation \"worktree\" (a shared checkout is never removed)".into(),
+        ));
+    }
     Ok((runtime, task_type, which))
 }
 
@@ -668,6 +710,10 @@ pub struct SpawnAgentResult {
     pub profile: WorkerProfile,
     /// How the launch was validated: command, model or disabled.
     pub validator: super::preflight::Validator,
+    /// Where it works: shared or worktree (its worktree is made when it starts:
+    /// get_agent_status shows it).
+    #[serde(default)]
+    pub isolation: Isolation,
 }
 
 /// The longest `get_agent_output` waits for a run to end, in seconds.
@@ -708,6 +754,12 @@ pub struct DelegateTaskRequest {
     /// Stop it after this many minutes (at most its profile's `max_execution_time`).
     #[serde(default)]
     pub timeout_minutes: Option<i64>,
+    /// `shared` (default) or `worktree`: a git worktree of its own (as spawn_agent).
+    #[serde(default)]
+    pub isolation: Option<Isolation>,
+    /// With isolation `worktree`: keep the worktree when it ends.
+    #[serde(default)]
+    pub keep_worktree: Option<bool>,
     /// Wait up to this many seconds (default and most 300) for its final answer.
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(max = 300)))]
@@ -802,6 +854,12 @@ pub struct AgentStatusResult {
     pub host: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// Where it works: shared or worktree.
+    #[serde(default)]
+    pub isolation: Isolation,
+    /// Its worktree (isolation worktree), and what became of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<IsolatedWorktree>,
 }
 
 impl AgentStatusResult {
@@ -826,6 +884,8 @@ impl AgentStatusResult {
             stop_requested: a.stop_requested,
             host: a.host.clone(),
             pid: a.pid,
+            isolation: a.isolation,
+            worktree: a.worktree.clone(),
         }
     }
 }

@@ -161,6 +161,7 @@ fn a_record_moves_forward_only() {
         pid: 7,
         run_dir: "/r".into(),
         key_id: "k".into(),
+        worktree: None,
     };
     let launched = SpawnUpdate::Launched {
         host: "h".into(),
@@ -195,6 +196,7 @@ fn a_record_moves_forward_only() {
         result: None,
         error: None,
         permission_denials: vec![],
+        worktree: None,
     };
     assert_eq!(
         r.apply(&still_running, now).unwrap_err().code,
@@ -206,6 +208,7 @@ fn a_record_moves_forward_only() {
         result: Some("ok".into()),
         error: None,
         permission_denials: vec![],
+        worktree: None,
     };
     let r = r.apply(&done, now).unwrap();
     assert_eq!((r.status, r.result.as_deref()), (SpawnStatus::Completed, Some("ok")));
@@ -234,6 +237,8 @@ fn requests_are_checked_on_their_own() {
             runtime: runtime.map(String::from),
             task_type: None,
             timeout_minutes: timeout,
+            isolation: None,
+            keep_worktree: None,
         }
     };
     let long = "x".repeat(MAX_TASK_BYTES + 1);
@@ -246,6 +251,21 @@ fn requests_are_checked_on_their_own() {
         (req(None, None, "t", None, None), "agent"),
         (req(Some("a"), Some("write"), "t", None, None), "profile"),
         (req(None, Some("admin"), "t", None, None), "profile"),
+        (
+            SpawnAgentRequest {
+                keep_worktree: Some(true),
+                ..req(Some("a"), None, "t", None, None)
+            },
+            "keep_worktree",
+        ),
+        (
+            SpawnAgentRequest {
+                keep_worktree: Some(true),
+                isolation: Some(super::isolation::Isolation::Shared),
+                ..req(Some("a"), None, "t", None, None)
+            },
+            "keep_worktree",
+        ),
     ];
     for (r, field) in bad {
         let e = validate_request(&r).unwrap_err();

@@ -43,6 +43,9 @@ pub struct Member {
     pub profile: Option<WorkerProfile>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Runtime>,
+    /// Where it works when spawned: shared (default) or worktree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<super::isolation::Isolation>,
     /// Spawned by `coord team up`, on `task`.
     pub run: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,6 +73,7 @@ const MEMBER_FIELDS: &[&str] = &[
     "definition",
     "profile",
     "runtime",
+    "isolation",
     "run",
     "task",
 ];
@@ -400,6 +404,16 @@ fn member(
         }
         parsed
     });
+    let isolation = text(map, "isolation", &at, false, 16, errors).and_then(|i| {
+        let parsed = super::isolation::Isolation::parse(&i);
+        if parsed.is_none() {
+            errors.push(FieldError::new(
+                format!("{at}isolation"),
+                format!("{i:?}: give shared or worktree"),
+            ));
+        }
+        parsed
+    });
     let run = match map.get("run") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
@@ -426,6 +440,7 @@ fn member(
         definition,
         profile,
         runtime,
+        isolation,
         run,
         task,
     })

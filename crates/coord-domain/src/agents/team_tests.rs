@@ -35,6 +35,7 @@ agents:
     capabilities: [coding, testing]
     profile: write
     runtime: codex
+    isolation: worktree
 coordination:
   queue: backend
   max_concurrent: 2
@@ -48,6 +49,10 @@ fn a_team_file_reads_members_and_rules() {
     assert_eq!(team.name, "backend");
     assert_eq!(team.members.len(), 3);
     assert_eq!(team.members[2].profile, Some(WorkerProfile::Write));
+    assert_eq!(
+        (team.members[2].isolation, team.members[1].isolation),
+        (Some(super::isolation::Isolation::Worktree), None)
+    );
     assert!(team.members[0].run && !team.members[1].run);
     assert_eq!((team.queue.as_str(), team.max_concurrent), ("backend", 2));
     assert_eq!(team.delegation["lead"], vec!["reviewer"]);
@@ -70,7 +75,7 @@ fn every_error_with_its_path() {
             &[
                 "colour: unknown field (known: name, description, agents, coordination)",
                 "name: \"T t\": use lowercase letters, digits, '-' and '_'",
-                "agents[0].sandbox: unknown field (known: name, role, capabilities, description, definition, profile, runtime, run, task)",
+                "agents[0].sandbox: unknown field (known: name, role, capabilities, description, definition, profile, runtime, isolation, run, task)",
                 "agents[0].definition: no valid agent \"ghost\" in the registry (coord agents list)",
             ],
         ),
@@ -86,6 +91,10 @@ fn every_error_with_its_path() {
         (
             "name: t\nagents:\n  - name: a\n    role: x\n    profile: write\n    run: true\n",
             &["agents[0].task: missing: a member marked run: true needs its task"],
+        ),
+        (
+            "name: t\nagents:\n  - {name: a, role: x, profile: write, isolation: container}\n",
+            &["agents[0].isolation: \"container\": give shared or worktree"],
         ),
         (
             "name: t\nagents:\n  - {name: r, role: x, definition: code-reviewer}\n  - {name: l, role: q, definition: lead}\n  - {name: w, role: z, profile: write}\ncoordination:\n  max_concurrent: 0\n  delegation:\n    r: [l]\n    l: [r, w, ghost]\n    nobody: [r]\n",

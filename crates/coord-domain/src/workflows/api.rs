@@ -162,6 +162,9 @@ pub struct SwarmMemberSpec {
     /// claude, codex or aider (default: the definition's, else claude).
     #[serde(default)]
     pub runtime: Option<String>,
+    /// `shared` (default) or `worktree`: a git worktree of its own (as spawn_agent).
+    #[serde(default)]
+    pub isolation: Option<crate::agents::isolation::Isolation>,
 }
 
 /// `create_swarm`'s request.

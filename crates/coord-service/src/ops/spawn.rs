@@ -34,7 +34,10 @@ impl Operation for SpawnAgent {
         sandbox with only the tools and paths of its profile: agent (an id of the workspace's agent registry, \
         .claude/agents/*.md or agents.json: its tools and system prompt) or profile (read_only, write, \
         verification, design: a generic worker), the task (its prompt), optional runtime (default: the \
-        definition's, else claude), task_type and timeout_minutes. The launch is judged by the \
+        definition's, else claude), task_type, timeout_minutes, and isolation: \"shared\" (default: the coordinator's \
+        checkout) or \"worktree\" (a git worktree of its own on a new branch coord/<agent_id>, with its own port \
+        block; its changes are committed to that branch when it ends and the worktree removed unless keep_worktree; \
+        its locks and tasks stay in the same coordination space). The launch is judged by the \
         configured pre-flight validator first (refused with preflight_denied otherwise). Registers the agent \
         (NAME-<hex>, type worker, its worker profile), submits the task already claimed by it, starts its \
         supervisor and answers {success:true, agent_id, task_id, status:\"starting\", depth, profile, validator}. \
@@ -70,6 +73,8 @@ impl Operation for SpawnAgent {
             task: req.task.trim().to_string(),
             task_type,
             timeout_minutes: req.timeout_minutes,
+            isolation: req.isolation.unwrap_or_default(),
+            keep_worktree: req.keep_worktree.unwrap_or(false),
         })
     }
 
@@ -96,7 +101,8 @@ impl Operation for DelegateTask {
     const DESCRIPTION: &'static str = "Delegate a task to a sub-agent (spec 002's delegate_task): spawn_agent with \
         every rule of it (pre-flight, least privilege, limits, supervision), then wait up to wait_seconds (default \
         and most 300) for its run to end. Takes agent (an id of the agent registry: .claude/agents/*.md or \
-        agents.json) or profile, the task, optional runtime and timeout_minutes. A spawned agent delegates only to \
+        agents.json) or profile, the task, optional runtime, timeout_minutes and isolation (shared or worktree, as \
+        spawn_agent). A spawned agent delegates only to \
         the agents its definition names in delegates_to (or its children). Answers {success:true, agent_id, task_id, status, result (its final \
         answer), error}; a run still going after the wait answers status running: follow it with \
         get_agent_output (wait_seconds).";
@@ -130,6 +136,8 @@ impl Operation for DelegateTask {
             runtime: req.runtime,
             task_type: None,
             timeout_minutes: req.timeout_minutes,
+            isolation: req.isolation,
+            keep_worktree: req.keep_worktree,
         };
         Ok((SpawnAgent::validate(c, who, spawn)?, wait))
     }
@@ -208,7 +216,7 @@ async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<N
         .with_detail("validator", format!("{validator:?}").to_lowercase())
         .with_detail("reason", why));
     }
-    let record = SpawnedAgent::new(
+    let mut record = SpawnedAgent::new(
         &plan.agent_id,
         &ctx.who.agent_id,
         plan.definition,
@@ -216,6 +224,8 @@ async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<N
         &task.task_id,
         &plan.task,
     );
+    record.isolation = plan.isolation;
+    record.keep_worktree = plan.keep_worktree;
     Ok(NewSpawn {
         record,
         parent_profile,
@@ -263,6 +273,7 @@ async fn start(c: &Coordinator, result: SpawnAgentResult) -> CoordResult<SpawnAg
                 result: None,
                 error: Some(why.clone()),
                 permission_denials: Vec::new(),
+                worktree: None,
             };
             let _ = c.record_agent_run(&result.agent_id, ended).await;
             unassign(c, &result.agent_id).await;
@@ -365,6 +376,7 @@ async fn reclaim(c: &Coordinator, agent: &SpawnedAgent, status: SpawnStatus, why
         result: None,
         error: Some(why),
         permission_denials: Vec::new(),
+        worktree: None,
     };
     match c.record_agent_run(&agent.agent_id, ended).await {
         // Its supervisor reported after all.

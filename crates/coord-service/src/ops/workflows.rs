@@ -160,6 +160,8 @@ async fn spawn_for(c: &Coordinator, wf: &Workflow, started: &[String]) -> Vec<(S
             runtime: node.spec.runtime.clone(),
             task_type: Some("workflow_node".into()),
             timeout_minutes: None,
+            isolation: None,
+            keep_worktree: None,
         };
         let outcome = match c.run::<super::spawn::SpawnAgent>(&creator, spawn).await {
             Ok(s) => Ok(s.agent_id),
@@ -615,6 +617,8 @@ impl Operation for CreateSwarm {
                 runtime: m.runtime,
                 task_type: Some("swarm_member".into()),
                 timeout_minutes: req.timeout_minutes,
+                isolation: m.isolation,
+                keep_worktree: None,
             };
             // Every member checked before anything is created.
             super::spawn::SpawnAgent::validate(c, who, spawn.clone()).map_err(|e| {
