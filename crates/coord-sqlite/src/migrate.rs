@@ -141,7 +141,8 @@ mod tests {
         let ids: Vec<i64> = (0..3).map(|_| old_audit_row(&c)).collect();
         assert_eq!(ids, [2, 3, 4]);
         let (indexes, triggers) = (objects(&c, "index"), objects(&c, "trigger"));
-        assert_eq!(apply(&mut c).unwrap(), vec![21]);
+        // 21 and every later migration (only 21 touches the audit table).
+        assert_eq!(apply(&mut c).unwrap().first(), Some(&21));
 
         let rows: Vec<(i64, Option<i64>)> = c
             .prepare("SELECT id, chain_seq FROM audit_log ORDER BY id")

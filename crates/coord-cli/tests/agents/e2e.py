@@ -388,9 +388,19 @@ wire_api = "responses"
 
 
 def codex_config(w, home):
-    """A CODEX_HOME whose model is the scripted one; Codex's own sandbox off, as in a container."""
+    """A CODEX_HOME whose model is the scripted one; Codex's own sandbox off, as in a container.
+    Its model catalog gives the scripted model Codex's `apply_patch` tool (freeform: the
+    patch text is the call's input), which Codex offers only to models declaring it."""
+    catalog = os.path.join(home, "models.json")
+    with open(catalog, "w") as f:
+        json.dump({"models": [{
+            "slug": "fake-model", "display_name": "Fake", "base_instructions": "You are a scripted test model.",
+            "apply_patch_tool_type": "freeform", "supported_reasoning_levels": [], "shell_type": "shell_command",
+            "visibility": "list", "supported_in_api": True, "priority": 1, "support_verbosity": False,
+            "truncation_policy": {"mode": "tokens", "limit": 10000}, "experimental_supported_tools": []}]}, f)
     with open(os.path.join(home, "config.toml"), "w") as f:
         f.write(f'''model = "fake-model"
+model_catalog_json = "{catalog}"
 model_provider = "fake"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
@@ -415,6 +425,9 @@ def codex_hooks(w):
     w.start_model({
         "X_shell": [{"tool": "acquire_lock", "input": {"file_path": "src/codex.rs", "reason": "codex"}},
                     {"tool": "exec_command", "input": {"cmd": "printf codex > src/shared.rs; echo rc=$?"}},
+                    {"tool": "apply_patch", "input": "*** Begin Patch\n*** Update File: src/shared.rs\n@@\n-original\n"
+                                                     "+patched by codex\n*** Add File: src/patched.rs\n+new\n*** End Patch\n"},
+                    {"tool": "apply_patch", "input": "*** Begin Patch\n*** Add File: src/codex.rs\n+mine\n*** End Patch\n"},
                     {"tool": "exec_command", "input": {"cmd": "rm -rf src"}},
                     {"text": "X done"}],
         "Y_lock": [{"tool": "acquire_lock", "input": {"file_path": "src/second.rs", "reason": "second codex"}},
@@ -433,7 +446,11 @@ def codex_hooks(w):
         cwd=w.repo, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=180)
     c = run("X_shell")
     check(open(shared).read() == "original\n", f"the held file was changed: {open(shared).read()!r} / {c.stdout[-800:]}")
+    check(not os.path.exists(os.path.join(w.repo, "src", "patched.rs")), "the refused patch applied in part")
+    check(os.path.exists(os.path.join(w.repo, "src", "codex.rs")), f"a patch of its own file was refused: {c.stdout[-800:]}")
     check(os.path.isdir(os.path.join(w.repo, "src")), "rm -rf src ran")
+    offered = [e for e in w.entries() if e.get("script") == "X_shell" and e.get("tool") == "apply_patch"]
+    check(len(offered) == 2, f"Codex offered apply_patch and the model called it twice: {offered}")
     locks = [e for e in w.coord("audit", "--operation", "acquire_lock")["entries"]
              if e["parameters"].get("file_path") == "src/codex.rs" and e["success"]]
     check(len(locks) == 1, f"Codex took its lock over MCP: {locks}")
@@ -441,7 +458,10 @@ def codex_hooks(w):
     check(codex_id.startswith("codex-"), f"the Codex session's own identity: {codex_id}")
     edits = [e for e in w.coord("audit", "--agent", codex_id, "--operation", "check_edit")["entries"]
              if not e["success"]]
-    check(edits and edits[0]["error_code"] == "file_locked", f"the shell write refused as {codex_id}: {edits}")
+    check(len(edits) == 2 and all(e["error_code"] == "file_locked" for e in edits),
+          f"the shell write and the patch refused as {codex_id}: {edits}")
+    check(any("src/patched.rs" in e["parameters"].get("paths", []) for e in edits),
+          f"the patch was checked with every file it touches: {edits}")
     guards = [e for e in w.coord("audit", "--agent", codex_id, "--operation", "check_guardrails")["entries"]
               if not e["success"]]
     check(any("rm -rf src" in str(e["parameters"].get("command")) for e in guards),
@@ -451,7 +471,7 @@ def codex_hooks(w):
                if e["parameters"].get("file_path") == "src/second.rs" and e["success"]]
     check(seconds and seconds[0]["agent_id"] != codex_id and seconds[0]["agent_id"].startswith("codex-"),
           f"a second Codex session is another agent: {seconds} / {c2.stdout[-500:]}")
-    return f"{codex_id}: shell write and rm -rf refused, audited; second session {seconds[0]['agent_id']}"
+    return f"{codex_id}: shell write, apply_patch and rm -rf refused, audited; second session {seconds[0]['agent_id']}"
 
 
 def typescript_sdk(w):

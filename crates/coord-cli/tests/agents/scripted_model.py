@@ -250,6 +250,8 @@ class Handler(BaseHTTPRequestHandler):
                     offered[f"{t['name']}__{inner.get('name')}"] = (t["name"], inner.get("name"))
             elif t.get("name"):
                 offered[t["name"]] = (None, t["name"])
+        # Freeform tools (Codex's apply_patch for models that have it): called with text.
+        custom = {t["name"] for t in body.get("tools") or [] if t.get("type") == "custom" and t.get("name")}
         # What one request carries of coord: its MCP namespace, as Codex sends it.
         coord_ns = [t for t in body.get("tools") or [] if t.get("name") == "mcp__coord"]
         entry = {"api": "responses", "script": script, "turn": steps_done,
@@ -269,10 +271,15 @@ class Handler(BaseHTTPRequestHandler):
                 else:
                     namespace, bare = offered[name]
                     entry["tool"] = name
-                    item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:12],
-                            "call_id": "call_" + uuid.uuid4().hex[:12], "name": bare,
-                            "arguments": json.dumps(fill(step.get("input", {}),
-                                                         parse_json(outputs[-1].get("output")) if outputs else None))}
+                    if name in custom:
+                        item = {"type": "custom_tool_call", "id": "ctc_" + uuid.uuid4().hex[:12],
+                                "call_id": "call_" + uuid.uuid4().hex[:12], "name": bare,
+                                "input": step.get("input", "")}
+                    else:
+                        item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:12],
+                                "call_id": "call_" + uuid.uuid4().hex[:12], "name": bare,
+                                "arguments": json.dumps(fill(step.get("input", {}),
+                                                             parse_json(outputs[-1].get("output")) if outputs else None))}
                     if namespace:
                         item["namespace"] = namespace
             else:
