@@ -57,6 +57,13 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
         Ok(v) => v,
         Err(why) => {
             log_failure(&std::env::current_dir().unwrap_or_default(), event, &why);
+            // A tool call coord cannot read is not allowed unread.
+            if event == "PreToolUse" {
+                println!(
+                    "{}",
+                    deny(format!("coord: the tool call could not be read ({why}): refused"))
+                );
+            }
             return 0;
         }
     };
@@ -82,6 +89,12 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
         }
         Err(e) => {
             log_failure(&cwd, event, &e.message);
+            if event == "PreToolUse" {
+                println!(
+                    "{}",
+                    deny(format!("coord: {} [{}]: the tool call is refused", e.message, e.code))
+                );
+            }
             return 0;
         }
     };

@@ -339,6 +339,12 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             setup::git_hooks(&ctx.repo_root, command).and_then(|c| setup::apply(c, *dry_run, None))
         }
     };
+    // Said on stderr, also under --json: what is written is written all the same.
+    let (InitTarget::Claude { command, .. } | InitTarget::Codex { command, .. } | InitTarget::GitHook { command, .. }) =
+        target;
+    if let Some(w) = setup::command_warning(command) {
+        eprintln!("coord init: {w}");
+    }
     out.result(result, |r| {
         let mut text = String::new();
         if let Some(snippet) = &r.snippet {

@@ -191,7 +191,9 @@ fn merge_hooks(
     let mut settings = parse_json_object(path, before.as_deref())?;
     let hooks = object_at(&mut settings, "hooks", path)?;
     for (event, matcher) in wanted {
-        let hook_command = format!("{command} hook {event}");
+        let hook_command = hook_command(command, event);
+        // What earlier versions wrote: replaced, not doubled.
+        let legacy = format!("{command} hook {event}");
         let groups = hooks
             .entry(event.to_string())
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -201,13 +203,22 @@ fn merge_hooks(
                 format!("{}: hooks.{event} is not a list", path.display()),
             )
         })?;
+        let is_ours = |h: &Value| {
+            h.get("command")
+                .and_then(Value::as_str)
+                .is_some_and(|c| c == hook_command || c == legacy)
+        };
         let ours = |g: &Value| {
-            g.get("hooks").and_then(Value::as_array).is_some_and(|hs| {
-                hs.iter()
-                    .any(|h| h.get("command").and_then(Value::as_str) == Some(&hook_command))
-            })
+            g.get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|hs| hs.iter().any(is_ours))
         };
         if let Some(i) = groups.iter().position(ours) {
+            if let Some(hs) = groups[i].get_mut("hooks").and_then(Value::as_array_mut) {
+                for h in hs.iter_mut().filter(|h| is_ours(h)) {
+                    h["command"] = Value::String(hook_command.clone());
+                }
+            }
             if let Some(m) = matcher
                 && groups[i].get("matcher").and_then(Value::as_str) != Some(*m)
                 && let Some(g) = groups[i].as_object_mut()
@@ -229,6 +240,48 @@ fn merge_hooks(
         after: pretty(settings),
         executable: false,
     })
+}
+
+/// The command a runtime runs for `event`. The check before a tool call fails closed:
+/// when `command` cannot be run (not on PATH, moved, deleted) the shell's failure becomes
+/// exit 2, which Claude Code and Codex take as a refusal, with the shell's message —
+/// instead of a non-blocking error that lets every edit and command through. (`coord
+/// hook` itself answers 0 with its decision on stdout, so only a failure to run it turns
+/// into the refusal.)
+pub fn hook_command(command: &str, event: &str) -> String {
+    match event {
+        "PreToolUse" => format!("{command} hook {event} || exit 2"),
+        _ => format!("{command} hook {event}"),
+    }
+}
+
+/// A warning when the `command` a runtime's configuration will run is not this coord:
+/// not found on PATH, or another binary there. Nothing when it is a path to this one.
+pub fn command_warning(command: &str) -> Option<String> {
+    let me = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok());
+    let found = if command.contains('/') {
+        Some(PathBuf::from(command)).filter(|p| p.is_file())
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(command))
+                .find(|p| p.is_file())
+        })
+    };
+    match found.and_then(|p| p.canonicalize().ok()) {
+        None => Some(format!(
+            "warning: `{command}` is not on PATH here: the hooks will refuse every tool call and the MCP server \
+             will not start until it is (or run `coord init … --command {}`)",
+            me.as_deref()
+                .map_or("/path/to/coord".into(), |p| p.display().to_string())
+        )),
+        Some(p) if me.as_ref().is_some_and(|m| m != &p) => Some(format!(
+            "warning: `{command}` runs {} here, not this coord ({}): the configuration will run that one",
+            p.display(),
+            me.as_deref().map(|m| m.display().to_string()).unwrap_or_default()
+        )),
+        Some(_) => None,
+    }
 }
 
 /// Codex's `hooks.json` in `dir` (`$CODEX_HOME` for the user, `<repo>/.codex` for a
@@ -458,6 +511,31 @@ mod tests {
         );
         let second = apply(claude(dir.path(), "coord", None).unwrap(), false, None).unwrap();
         assert!(second.files.iter().all(|f| f.action == "unchanged"), "{second:?}");
+    }
+
+    /// A configuration written by an earlier coord (`coord hook PreToolUse`, which failed
+    /// open) is upgraded in place, never doubled.
+    #[test]
+    fn an_earlier_pre_tool_use_hook_is_upgraded_not_doubled() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".codex")).unwrap();
+        let path = dir.path().join(".codex/hooks.json");
+        std::fs::write(
+            &path,
+            r#"{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"coord hook PreToolUse"}]}]}}"#,
+        )
+        .unwrap();
+        apply(
+            vec![codex_hooks(&dir.path().join(".codex"), "coord").unwrap()],
+            false,
+            None,
+        )
+        .unwrap();
+        let hooks: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            hooks["hooks"]["PreToolUse"],
+            json!([{"hooks": [{"type": "command", "command": "coord hook PreToolUse || exit 2"}]}])
+        );
     }
 
     #[test]

@@ -137,6 +137,13 @@ fn a_spawned_agent_works_in_a_worktree_of_its_own() {
     scenario("worktree-isolation");
 }
 
+/// Fail closed: Claude Code and Codex whose configured coord is gone have their edits
+/// and commands refused by the hook, not let through.
+#[test]
+fn a_hook_whose_coord_is_gone_refuses_for_claude_code_and_codex() {
+    scenario("missing-coord");
+}
+
 /// Claude Code set up by `coord init claude` only: a destructive Bash command is denied by
 /// coord's hook (and audited, with an approval id), a benign one runs.
 #[test]

@@ -578,11 +578,13 @@ fn init_claude_writes_mcp_and_hook_configuration_idempotently() {
     );
     let settings: Value =
         serde_json::from_str(&std::fs::read_to_string(p.root().join(".claude/settings.json")).unwrap()).unwrap();
-    for event in ["SessionStart", "SessionEnd", "PreToolUse"] {
-        assert_eq!(
-            settings["hooks"][event][0]["hooks"][0]["command"],
-            format!("coord hook {event}")
-        );
+    for (event, command) in [
+        ("SessionStart", "coord hook SessionStart"),
+        ("SessionEnd", "coord hook SessionEnd"),
+        // Fails closed: a coord that cannot be run is a refusal (exit 2), not a pass.
+        ("PreToolUse", "coord hook PreToolUse || exit 2"),
+    ] {
+        assert_eq!(settings["hooks"][event][0]["hooks"][0]["command"], command);
     }
     let again = p.json(&["init", "claude"]);
     assert!(
@@ -933,4 +935,46 @@ fn an_agent_cannot_approve_its_own_request_nor_borrow_an_identity() {
     // A person approves (outside any agent's session): the push passes once.
     assert!(p.coord(&["approvals", "approve", &id]).status.success());
     assert_eq!(stdout_json(&bash("git push --force origin main")), None);
+}
+
+/// Fail closed: a tool call coord cannot read is refused; a hook whose coord cannot be
+/// run (moved, not on PATH) refuses with exit 2 — what Claude Code and Codex take as a
+/// refusal — and `coord init` warns when the coord it configures is not there.
+#[test]
+fn hooks_fail_closed_when_coord_cannot_read_or_run() {
+    let p = Project::new();
+    let garbled = p.hook_raw("PreToolUse", "{ not json", CLAUDE);
+    let reply = stdout_json(&garbled).expect("a decision");
+    assert_eq!(garbled.status.code(), Some(0));
+    assert_eq!(reply["hookSpecificOutput"]["permissionDecision"], "deny", "{reply}");
+    assert!(reply.to_string().contains("could not be read"), "{reply}");
+
+    let init = p.coord(&["init", "claude", "--command", "/nonexistent/coord"]);
+    assert!(init.status.success(), "{init:?}");
+    let warned = String::from_utf8_lossy(&init.stderr);
+    assert!(
+        warned.contains("warning") && warned.contains("/nonexistent/coord"),
+        "{warned}"
+    );
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.root().join(".claude/settings.json")).unwrap()).unwrap();
+    let hooks = settings["hooks"]["PreToolUse"][0]["hooks"].as_array().unwrap();
+    assert_eq!(hooks.len(), 1, "one hook of ours: {hooks:?}");
+    let command = hooks[0]["command"].as_str().unwrap();
+    // As the runtime runs it: through the shell, the event on stdin.
+    let mut child = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(p.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"{}").unwrap();
+    let ran = child.wait_with_output().unwrap();
+    assert_eq!(ran.status.code(), Some(2), "a missing coord refuses: {ran:?}");
+    assert!(
+        String::from_utf8_lossy(&ran.stderr).contains("/nonexistent/coord"),
+        "{ran:?}"
+    );
 }

@@ -127,6 +127,7 @@ macro_rules! conformance_suite {
             stats::stats_count_the_fleet,
             audit::storage_failure_is_database_unavailable,
             registry::registry_every_audited_operation_writes_one_row_per_call,
+            registry::registry_unknown_request_fields_are_refused_by_name,
         );
         $crate::__sync_cases!($backend;
             model::model_locks_state_machine,

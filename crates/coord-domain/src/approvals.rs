@@ -98,6 +98,7 @@ pub struct Approval {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct ListApprovalsRequest {
     /// Only items with this status (at the time of the call); all when absent.
     #[serde(default)]
@@ -121,6 +122,7 @@ pub struct ListApprovalsResult {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct GetApprovalRequest {
     /// The `approval_id` a refusal answered with.
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
@@ -144,6 +146,7 @@ pub enum Decision {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct DecideApprovalRequest {
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
     pub approval_id: String,

@@ -203,6 +203,7 @@ pub fn summarise(result: Value, limit: usize) -> Value {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct AuditQueryRequest {
     #[serde(default)]
     pub agent_id: Option<String>,

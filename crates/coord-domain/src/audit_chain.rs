@@ -369,6 +369,7 @@ pub struct Checkpoint {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct VerifyAuditRequest {
     /// A head recorded earlier (`coord audit verify` prints it): the chain must still
     /// hold that row, which detects rows cut from the end.
@@ -707,6 +708,7 @@ impl ChainVerifier {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct PruneAuditRequest {
     /// Remove rows older than this many days (default: the server's retention, 90 days
     /// unless configured).

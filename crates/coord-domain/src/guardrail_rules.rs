@@ -64,6 +64,7 @@ pub struct ListGuardrailsResult {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct SetGuardrailRequest {
     /// The pattern's name: a built-in name replaces (or, with only `enabled:false`,
     /// switches off) that pattern; a new name adds one.
@@ -88,6 +89,7 @@ pub struct SetGuardrailResult {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct ResetGuardrailRequest {
     pub name: String,
 }

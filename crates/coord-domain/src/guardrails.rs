@@ -89,6 +89,7 @@ pub struct Finding {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct CheckGuardrailsRequest {
     /// A whole command line, as an agent's shell tool would run it (bash syntax).
     #[serde(default)]

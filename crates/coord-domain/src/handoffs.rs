@@ -12,6 +12,7 @@ pub const ALL_AGENTS: &str = "*";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct WriteHandoffRequest {
     /// What was accomplished and where things stand (required).
     #[cfg_attr(feature = "schema", schemars(length(min = 1), regex(pattern = r"\S")))]
@@ -30,6 +31,7 @@ pub struct WriteHandoffRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct ReadHandoffRequest {
     /// Whose handoffs: the calling agent's when absent, every agent's with `"*"`.
     #[serde(default)]

@@ -14,6 +14,7 @@ pub const MAX_KEY_LIFETIME_MINUTES: i64 = 366 * 24 * 60;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct CreateApiKeyRequest {
     /// The agent id every request made with this key acts as.
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128), regex(pattern = r"\S")))]
@@ -139,6 +140,7 @@ pub struct ListApiKeysResult {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct RevokeApiKeyRequest {
     /// The `key_id` `create_api_key` returned.
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]

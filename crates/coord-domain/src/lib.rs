@@ -39,6 +39,7 @@ pub mod workflows;
 /// The request of operations that take no arguments.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct Empty {}
 
 pub use error::{CoordError, CoordResult, ErrorCode, ErrorKind};

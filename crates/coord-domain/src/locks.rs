@@ -81,6 +81,7 @@ pub fn overlapping(targets: &[LockTarget], rows: Vec<LockInfo>) -> Vec<LockInfo>
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct AcquireLockRequest {
     /// Path of the file, relative to the repository root (absolute paths inside the
     /// repository are accepted and made relative).
@@ -97,6 +98,7 @@ pub struct AcquireLockRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct ReleaseLockRequest {
     /// Path of the locked file, as for `acquire_lock`.
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096), regex(pattern = r"\S")))]
@@ -105,6 +107,7 @@ pub struct ReleaseLockRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct CheckLocksRequest {
     /// Only these paths; all live locks when absent.
     #[serde(default)]
@@ -238,6 +241,7 @@ pub struct CheckLocksResult {
 /// `lock_status`: whether one file is locked, and by whom.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct LockStatusRequest {
     /// Repo-relative path of the file (absolute paths inside the repository are accepted).
     pub file_path: String,
@@ -269,6 +273,7 @@ impl LockStatusResult {
 /// `check_edit`: may the caller edit (or commit) these files now?
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct CheckEditRequest {
     /// Files about to be changed: repo-relative (or absolute inside the repository), 1 to 1000.
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 1000)))]

@@ -44,6 +44,7 @@ impl Importance {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct SendMessageRequest {
     /// An agent id; `holders:<path>` for every other agent holding a live lock that covers
     /// that file, directory or glob; or `team:<name>` for every other live member of a team.
@@ -187,6 +188,7 @@ pub struct Message {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct InboxRequest {
     /// Only messages not read yet (default false).
     #[serde(default)]
@@ -222,6 +224,7 @@ pub struct InboxResult {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct MessageIdRequest {
     /// The message's id (from `inbox` or `send_message`).
     pub message_id: String,

@@ -79,6 +79,7 @@ pub struct Notification {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct ListNotificationsRequest {
     /// Only notifications the webhook has not accepted yet.
     #[serde(default)]

@@ -86,6 +86,7 @@ pub fn port_config_from(var: impl Fn(&str) -> Option<String>) -> CoordResult<Por
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct AllocatePortsRequest {
     /// Who the ports are for, e.g. a worktree or agent session name.
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256), regex(pattern = r"\S")))]
@@ -94,6 +95,7 @@ pub struct AllocatePortsRequest {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct ReleasePortsRequest {
     /// The session the ports were allocated for.
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256), regex(pattern = r"\S")))]

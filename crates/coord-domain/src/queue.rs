@@ -80,6 +80,7 @@ impl std::fmt::Display for TaskStatus {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct SubmitWorkRequest {
     /// Category of work, e.g. `test`, `refactor`, `review`; workers filter on it.
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256), regex(pattern = r"\S")))]
@@ -108,6 +109,7 @@ pub struct SubmitWorkRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct GetWorkRequest {
     /// Claim only tasks of these types; any type when absent.
     #[serde(default)]
@@ -120,6 +122,7 @@ pub struct GetWorkRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct CompleteWorkRequest {
     /// The id `get_work` returned.
     #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
@@ -144,6 +147,7 @@ pub struct CompleteWorkRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct GetTaskRequest {
     #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
     pub task_id: String,
@@ -151,6 +155,7 @@ pub struct GetTaskRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct ListTasksRequest {
     #[serde(default)]
     pub status: Option<TaskStatus>,

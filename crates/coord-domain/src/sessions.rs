@@ -46,6 +46,7 @@ impl std::fmt::Display for AgentStatus {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct RegisterSessionRequest {
     /// What this agent can do, e.g. `["coding", "testing"]`; others discover it by these.
     #[serde(default)]
@@ -74,10 +75,12 @@ pub struct RegisterSessionRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct HeartbeatRequest {}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct DiscoverAgentsRequest {
     #[serde(default)]
     pub capability: Option<String>,
@@ -88,6 +91,7 @@ pub struct DiscoverAgentsRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct CleanupDeadAgentsRequest {
     /// Minutes without a heartbeat after which an agent counts as dead; default 15.
     #[serde(default)]
@@ -349,6 +353,7 @@ pub fn no_live_session(agent_id: &str) -> crate::CoordError {
 /// Code `SessionEnd` hook, an MCP connection closing, a person at the CLI).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct EndSessionRequest {
     /// Release every lock you hold (default true).
     #[serde(default)]

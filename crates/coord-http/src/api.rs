@@ -174,6 +174,16 @@ fn parse_body(bytes: &[u8]) -> CoordResult<(Value, Option<String>, Option<String
     Ok((value, agent_id, agent_type))
 }
 
+/// `request` with the query's parameters added as text (what is already there wins).
+fn with_query(mut request: Value, query: Option<&str>) -> Value {
+    if let (Value::Object(map), Some(q)) = (&mut request, query) {
+        for (k, v) in form_urlencoded::parse(q.as_bytes()) {
+            map.entry(k.into_owned()).or_insert(Value::String(v.into_owned()));
+        }
+    }
+    request
+}
+
 /// A path parameter, or a JSON error naming it (axum's own rejection is plain text).
 fn path_param(param: Result<Path<String>, PathRejection>, name: &str) -> CoordResult<Value> {
     let value = param
@@ -221,8 +231,12 @@ async fn receive(
     let request = match binding.input {
         Input::Body => body_value,
         Input::Query => body_value.and((op.query_to_json)(query.as_deref().unwrap_or(""))),
-        Input::Path(name) => body_value.and(path_param(path, name)),
-        Input::None => Ok(Value::Object(Map::new())),
+        // Anything else in the query joins the request, so that a field the operation does
+        // not know is refused by name rather than ignored.
+        Input::Path(name) => body_value
+            .and(path_param(path, name))
+            .map(|v| with_query(v, query.as_deref())),
+        Input::None => Ok(with_query(Value::Object(Map::new()), query.as_deref())),
     };
     Received {
         request,

@@ -439,11 +439,14 @@ impl RemoteClient {
             (Method::Get, Input::Query | Input::Body) => {
                 self.get(Some(caller), binding.path, &query_of(&request)?).await
             }
+            // The rest of the request in the query: the server refuses what it does not know.
             (Method::Get, Input::Path(name)) => {
                 let path = fill_path(binding.path, name, &request)?;
-                self.get(Some(caller), &path, &Empty {}).await
+                let mut rest = query_of(&request)?;
+                rest.remove(name);
+                self.get(Some(caller), &path, &rest).await
             }
-            (Method::Get, Input::None) => self.get(Some(caller), binding.path, &Empty {}).await,
+            (Method::Get, Input::None) => self.get(Some(caller), binding.path, &query_of(&request)?).await,
         }
     }
 }

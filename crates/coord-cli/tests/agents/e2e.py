@@ -474,6 +474,47 @@ def codex_hooks(w):
     return f"{codex_id}: shell write, apply_patch and rm -rf refused, audited; second session {seconds[0]['agent_id']}"
 
 
+def missing_coord(w):
+    """Fail closed: Claude Code and Codex set up by `coord init` with a coord that is then
+    gone (moved, uninstalled). Their edits and commands are refused by the hook's exit 2,
+    not let through; `coord init` warned about it."""
+    gone = os.path.join(w.dir, "moved", "coord")
+    os.makedirs(os.path.dirname(gone))
+    shutil.copy(w.coord_bin, gone)
+    target = os.path.join(w.repo, "src", "shared.rs")
+    w.start_model({
+        "M_claude": [{"tool": "Write", "input": {"file_path": target, "content": "claude wrote\n"}}, {"text": "M done"}],
+        "M_codex": [{"tool": "exec_command", "input": {"cmd": "printf codex > src/shared.rs"}}, {"text": "M done"}],
+    })
+    home = w.home("home-missing")
+    out = subprocess.run(["coord", "init", "claude", "--command", gone], cwd=w.repo, capture_output=True, text=True,
+                         env=w.base_env(home))
+    check(out.returncode == 0, f"coord init claude: {out.stderr}")
+    codex_home = w.home("codex-missing-home")
+    codex_config(w, codex_home)
+    env = w.base_env(w.home("home-mx"), {"CODEX_HOME": codex_home, "FAKE_API_KEY": "dummy"})
+    out = subprocess.run(["coord", "init", "codex", "--write", "--command", gone], cwd=w.repo, capture_output=True,
+                         text=True, env=env)
+    check(out.returncode == 0, f"coord init codex: {out.stderr}")
+    os.remove(gone)
+    missing = subprocess.run(["coord", "init", "claude", "--dry-run", "--command", gone], cwd=w.repo,
+                             capture_output=True, text=True, env=w.base_env(home))
+    check("warning" in missing.stderr and gone in missing.stderr, f"coord init warns: {missing.stderr}")
+    c = w.claude(home, "M_claude", ["Write"])
+    c.wait(timeout=120)
+    check(open(target).read() == "original\n", f"Claude Code's Write passed a hook that could not run: {open(target).read()!r}")
+    seen = [e for e in w.entries() if e.get("script") == "M_claude" and e.get("turn") == 1]
+    check(seen and seen[-1].get("last_is_error"), f"the refusal reached Claude Code's model: {seen}")
+    x = subprocess.run(["codex", "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "--json",
+                        "SCRIPT:M_codex"], cwd=w.repo, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       env=env, timeout=180)
+    check(open(target).read() == "original\n", f"Codex's command passed a hook that could not run: {x.stdout[-800:]}")
+    turn = [e for e in w.entries() if e.get("script") == "M_codex" and e.get("turn") == 1]
+    check(turn and "blocked" in str(turn[-1].get("last_result")).lower(),
+          f"Codex ran the call and its hook blocked it: {turn} / {x.stdout[-800:]}")
+    return "a hook whose coord is gone refuses: Claude Code's Write and Codex's shell write blocked"
+
+
 def typescript_sdk(w):
     """The official TypeScript MCP SDK: the two-agent lock and queue scenario over stdio
     (two `coord mcp` processes) and over streamable HTTP (`coord serve`, bound and operator keys)."""
@@ -1567,7 +1608,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}

@@ -87,3 +87,37 @@ pub async fn registry_every_audited_operation_writes_one_row_per_call(b: &dyn Ba
         }
     }
 }
+
+/// Bad input is refused, never ignored: a field no operation knows (a misspelt `ttl` for
+/// `ttl_minutes` would otherwise take the default) is refused with its name, on every
+/// door, and nothing is done.
+pub async fn registry_unknown_request_fields_are_refused_by_name(b: &dyn Backend) {
+    let launcher = std::sync::Arc::new(crate::cases::spawn::Recorder::default());
+    let h = Harness::with_launcher(b, launcher, |_| {}).await;
+    for op in ops() {
+        let carried = match h.door {
+            Door::InProcess => true,
+            Door::Http => !op.http.is_empty(),
+            Door::Mcp => op.not_mcp.is_empty(),
+        };
+        if !carried {
+            continue;
+        }
+        let who = Principal::local(operator(&format!("unknown-{}", op.name)));
+        let Value::Object(mut request) = serde_json::from_str(op.example).unwrap() else {
+            continue;
+        };
+        request.insert("ttl_typo".into(), Value::from(5));
+        let e = h
+            .coord
+            .invoke(op, &who, Ok(Value::Object(request)))
+            .await
+            .expect_err(op.name);
+        assert_eq!(e.code, ErrorCode::InvalidArgument, "{}: {e:?}", op.name);
+        assert!(
+            e.message.contains("ttl_typo"),
+            "{}: the refusal names the field: {e:?}",
+            op.name
+        );
+    }
+}

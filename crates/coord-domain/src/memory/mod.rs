@@ -104,6 +104,7 @@ impl Outcome {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct RememberRequest {
     /// What kind of event: `error`, `fix`, `decision`, `test_failure`, ... (lowercase
     /// letters, digits, `_`, `-`, `.`, `:`).
@@ -154,6 +155,7 @@ pub struct RememberResult {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct RecallRequest {
     /// What you are about to do, in your own words; may be empty when `tags` are given.
     #[serde(default)]
@@ -220,6 +222,7 @@ pub struct RecalledMemory {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct MemoryFeedbackRequest {
     #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
     pub memory_id: String,
@@ -239,6 +242,7 @@ pub struct MemoryFeedbackResult {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct ForgetRequest {
     #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
     pub memory_id: String,

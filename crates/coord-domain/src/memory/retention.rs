@@ -17,6 +17,7 @@ pub const PRUNE_BATCH: i64 = 1000;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct PruneMemoriesRequest {
     /// Episodic memories last seen more than this many days ago go (default: the
     /// server's retention, 365 days).

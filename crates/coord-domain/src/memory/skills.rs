@@ -30,6 +30,7 @@ pub fn wilson_lower_bound(successes: i64, total: i64) -> f64 {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct RecordSkillUseRequest {
     /// The technique, in words ("bisect the flaky test alone with --test-threads=1").
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 1000), regex(pattern = r"\S")))]
@@ -118,6 +119,7 @@ pub struct RecordSkillUseResult {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct GetSkillsRequest {
     pub task_type: String,
     /// How many, most effective first; default 10, at most 100.

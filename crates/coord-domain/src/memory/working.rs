@@ -129,6 +129,7 @@ pub struct EntryInput {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct UpdateWorkingMemoryRequest {
     /// Entries to write, in order (at most 64 per call).
     pub entries: Vec<EntryInput>,
@@ -136,6 +137,7 @@ pub struct UpdateWorkingMemoryRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
 pub struct GetWorkingMemoryRequest {
     /// Also return what compaction folded away, with the originals of compressed and
     /// folded entries.
