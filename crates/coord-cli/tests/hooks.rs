@@ -297,14 +297,7 @@ fn pre_tool_use_blocks_edits_of_files_locked_by_another_agent() {
 #[test]
 fn pre_tool_use_denies_destructive_commands_and_credential_edits() {
     let p = Project::new();
-    let reason = |out: &Output| {
-        let v = stdout_json(out).unwrap_or_else(|| panic!("denied: {out:?}"));
-        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
-        v["hookSpecificOutput"]["permissionDecisionReason"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let reason = denial_reason;
     let denied = reason(&p.hook("PreToolUse", "PreToolUse-Bash.json", CLAUDE));
     assert!(denied.contains("force_push"), "{denied}");
     let id = denied
@@ -434,6 +427,16 @@ fn urgent_messages_are_added_to_the_next_prompt_once() {
     assert!(context.len() < 2500, "{}", context.len());
     assert!(context.contains("more urgent: call inbox"), "{context}");
     assert!(context.contains("urgent number 0"), "oldest first: {context}");
+}
+
+/// The reason of a hook's denial (the test fails when the hook did not deny).
+fn denial_reason(out: &Output) -> String {
+    let v = stdout_json(out).unwrap_or_else(|| panic!("denied: {out:?}"));
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[test]
@@ -875,14 +878,7 @@ fn aliases_config_spellings_and_computed_calls_do_not_slip_past_the_hook() {
 #[test]
 fn an_agent_cannot_approve_its_own_request_nor_borrow_an_identity() {
     let p = Project::new();
-    let reason = |out: &Output| {
-        let v = stdout_json(out).unwrap_or_else(|| panic!("denied: {out:?}"));
-        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
-        v["hookSpecificOutput"]["permissionDecisionReason"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let reason = denial_reason;
     let bash = |command: &str| p.bash(command);
     let denied = reason(&bash("git push --force origin main"));
     let id = denied

@@ -28,18 +28,22 @@ async fn rows(h: &Harness, agent_id: &str, operation: &str) -> Vec<bool> {
     log.entries.iter().map(|e| e.success).collect()
 }
 
+/// Whether the harness's door carries `op` (an operation a door does not carry says why
+/// and is not reached through it).
+fn carried(h: &Harness, op: &coord_service::OpEntry) -> bool {
+    match h.door {
+        Door::InProcess => true,
+        Door::Http => !op.http.is_empty(),
+        Door::Mcp => op.not_mcp.is_empty(),
+    }
+}
+
 pub async fn registry_every_audited_operation_writes_one_row_per_call(b: &dyn Backend) {
     // (With a launcher: without one spawn_agent is unavailable, by design.)
     let launcher = std::sync::Arc::new(crate::cases::spawn::Recorder::default());
     let h = Harness::with_launcher(b, launcher, |_| {}).await;
     for op in ops() {
-        // An operation a door does not carry (it says why) is not reached through it.
-        let carried = match h.door {
-            Door::InProcess => true,
-            Door::Http => !op.http.is_empty(),
-            Door::Mcp => op.not_mcp.is_empty(),
-        };
-        if !carried {
+        if !carried(&h, op) {
             continue;
         }
         let name = format!("reg-{}", op.name);
@@ -95,12 +99,7 @@ pub async fn registry_unknown_request_fields_are_refused_by_name(b: &dyn Backend
     let launcher = std::sync::Arc::new(crate::cases::spawn::Recorder::default());
     let h = Harness::with_launcher(b, launcher, |_| {}).await;
     for op in ops() {
-        let carried = match h.door {
-            Door::InProcess => true,
-            Door::Http => !op.http.is_empty(),
-            Door::Mcp => op.not_mcp.is_empty(),
-        };
-        if !carried {
+        if !carried(&h, op) {
             continue;
         }
         let who = Principal::local(operator(&format!("unknown-{}", op.name)));
