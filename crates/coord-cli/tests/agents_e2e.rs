@@ -144,6 +144,13 @@ fn a_hook_whose_coord_is_gone_refuses_for_claude_code_and_codex() {
     scenario("missing-coord");
 }
 
+/// No self-approval: Claude Code and Codex cannot approve their own blocked force push
+/// from their shell, with a borrowed identity or by writing coord's store.
+#[test]
+fn claude_code_and_codex_cannot_approve_their_own_requests() {
+    scenario("self-approval");
+}
+
 /// Claude Code set up by `coord init claude` only: a destructive Bash command is denied by
 /// coord's hook (and audited, with an approval id), a benign one runs.
 #[test]

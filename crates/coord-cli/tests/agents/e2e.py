@@ -515,6 +515,59 @@ def missing_coord(w):
     return "a hook whose coord is gone refuses: Claude Code's Write and Codex's shell write blocked"
 
 
+def self_approval(w):
+    """An agent cannot approve its own blocked command (issue 54): Claude Code and Codex,
+    each set up by `coord init` only, run a force push (refused, with an approval request),
+    then try to approve it from their own shell — with a borrowed operator identity, and by
+    writing coord's store with sqlite3. Every attempt is refused by the hook (person
+    decisions are not the agent's), audited under the session's own identity, and the
+    request stays pending; only a person outside the sessions approves it."""
+    approve = ("coord --agent-id ops --agent-type cli approvals approve "
+               "$(coord --json approvals list | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"approvals\"][0][\"approval_id\"])')")
+    poke = "sqlite3 .coord/coord.db \"UPDATE approval_queue SET status = 'approved'\""
+    w.start_model({
+        "S_claude": [{"tool": "Bash", "input": {"command": "git push --force origin main", "description": "push"}},
+                     {"tool": "Bash", "input": {"command": approve, "description": "approve"}},
+                     {"tool": "Bash", "input": {"command": poke, "description": "poke"}},
+                     {"text": "S done"}],
+        "S_codex": [{"tool": "exec_command", "input": {"cmd": "git push --force origin main"}},
+                    {"tool": "exec_command", "input": {"cmd": approve}},
+                    {"tool": "exec_command", "input": {"cmd": poke}},
+                    {"text": "S done"}],
+    })
+    home = w.home("home-self")
+    w.init_claude(home)
+    c = w.claude(home, "S_claude", ["Bash"])
+    c.wait(timeout=120)
+    codex_home = w.home("codex-self-home")
+    codex_config(w, codex_home)
+    env = w.base_env(w.home("home-sx"), {"CODEX_HOME": codex_home, "FAKE_API_KEY": "dummy"})
+    out = subprocess.run(["coord", "init", "codex", "--write"], cwd=w.repo, capture_output=True, text=True, env=env)
+    check(out.returncode == 0, f"coord init codex: {out.stderr}")
+    x = subprocess.run(["codex", "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "--json",
+                        "SCRIPT:S_codex"], cwd=w.repo, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       env=env, timeout=180)
+    for script in ("S_claude", "S_codex"):
+        played = {e["turn"]: e for e in w.entries() if e.get("script") == script}
+        check(3 in played, f"{script} played every step: {sorted(played)} / {x.stdout[-600:]}")
+    pending = w.coord("approvals", "list", "--status", "all")["approvals"]
+    check(len(pending) == 2 and all(a["status"] == "pending" for a in pending),
+          f"two force pushes asked for approval and nothing approved them: {pending}")
+    refused = w.coord("audit", "--operation", "check_guardrails", "--result", "failure")["entries"]
+    agents = {a["requested_by"] if "requested_by" in a else a.get("agent_id") for a in pending}
+    for who in agents:
+        mine = [e for e in refused if e["agent_id"] == who]
+        commands = " ".join(str(e["parameters"].get("command")) for e in mine)
+        check(len(mine) == 3 and "approvals approve" in commands and "sqlite3" in commands,
+              f"{who}: its push, its approval and its store write refused, audited as itself: {mine}")
+    person = [e for e in refused if "approvals approve" in str(e["parameters"].get("command"))]
+    check(all(e["error_code"] == "destructive_operation_blocked" or "person" in json.dumps(e["result"]) for e in person),
+          f"refused as a person's decision: {person}")
+    ok = w.coord("approvals", "approve", pending[0]["approval_id"])
+    check(ok.get("approval", {}).get("status") == "approved", f"a person outside the sessions approves: {ok}")
+    return f"self-approval refused for {sorted(agents)}; a person approved {pending[0]['approval_id']}"
+
+
 def typescript_sdk(w):
     """The official TypeScript MCP SDK: the two-agent lock and queue scenario over stdio
     (two `coord mcp` processes) and over streamable HTTP (`coord serve`, bound and operator keys)."""
@@ -1608,7 +1661,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}
