@@ -258,7 +258,7 @@ async fn init_store(ctx: &Context, out: Output) -> u8 {
     if let Err(e) = open::local_only(ctx, "`coord init` / `coord migrate`") {
         return out.error(&e);
     }
-    let coord = match open::coordinator(ctx).await {
+    let coord = match open::creating_coordinator(ctx).await {
         Ok(c) => c,
         Err(e) => return out.error(&e),
     };

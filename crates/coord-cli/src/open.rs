@@ -136,8 +136,42 @@ pub async fn coordinator(ctx: &Context) -> CoordResult<Coordinator> {
     coordinator_with(ctx, 2).await
 }
 
+/// `coord init` / `coord migrate`: the store, creating the directory a `--db` path names.
+pub async fn creating_coordinator(ctx: &Context) -> CoordResult<Coordinator> {
+    if let DbTarget::Sqlite(path) = &ctx.db
+        && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CoordError::unavailable(format!("cannot create directory {}: {e}", dir.display())))?;
+    }
+    coordinator(ctx).await
+}
+
+/// A `--db` / `COORD_DATABASE_URL` SQLite path in a directory that does not exist is a
+/// typo more often than a wish: refused (every command but `coord init`, which creates
+/// it), instead of a new, empty coordination space appearing beside the real one.
+fn named_store_dir_exists(ctx: &Context) -> CoordResult<()> {
+    match &ctx.db {
+        DbTarget::Sqlite(path) if !ctx.db_is_default => match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(CoordError::field(
+                ErrorCode::InvalidArgument,
+                "db",
+                format!(
+                    "no directory {} for the database {}: check the path, or create the store with `coord init --db {}`",
+                    dir.display(),
+                    path.display(),
+                    path.display()
+                ),
+            )),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
 /// The local coordinator for `ctx`; `pg_pool` sizes a PostgreSQL pool.
 pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coordinator> {
+    named_store_dir_exists(ctx)?;
     if let (true, DbTarget::Sqlite(path)) = (ctx.db_is_default, &ctx.db) {
         keep_out_of_git(path);
     }

@@ -233,6 +233,18 @@ fn identity_and_database_come_from_the_environment() {
         ("COORD_AGENT_TYPE", "aider"),
         ("COORD_DATABASE_URL", db.to_str().unwrap()),
     ];
+    // A named store in a directory that does not exist is a typo until `coord init`
+    // creates it: refused, nothing created.
+    let typo = repo.run_in(repo.root(), &["--json", "status"], &env);
+    assert_eq!(code(&typo), 2, "{}", stdout(&typo));
+    let v: Value = serde_json::from_str(&stdout(&typo)).unwrap();
+    assert_eq!(
+        (v["error"].as_str(), v["field"].as_str()),
+        (Some("invalid_argument"), Some("db")),
+        "{v}"
+    );
+    assert!(!repo.root().join("elsewhere").exists());
+    assert_eq!(code(&repo.run_in(repo.root(), &["init"], &env)), 0);
     let out = repo.run_in(repo.root(), &["--json", "status"], &env);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -304,7 +316,7 @@ fn an_unusable_database_is_exit_code_3() {
     let repo = Repo::new();
     let not_a_db = repo.root().join("dir.db");
     std::fs::create_dir(&not_a_db).unwrap();
-    for target in [not_a_db.to_str().unwrap(), "/proc/no/such/dir/c.db"] {
+    for target in [not_a_db.to_str().unwrap(), "/proc/c.db"] {
         let out = repo.run(&["--db", target, "--json", "lock", "list"]);
         assert_eq!(code(&out), 3, "{target}: {}", stderr(&out));
         let v: Value = serde_json::from_str(&stdout(&out)).unwrap();

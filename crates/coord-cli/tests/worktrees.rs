@@ -138,8 +138,13 @@ fn worktrees_of_one_repository_share_locks_sessions_and_the_store() {
     let status = String::from_utf8_lossy(&coord(&wt, &["status"]).stdout).into_owned();
     assert!(status.contains("sharing the coordination space of"), "{status}");
 
-    // Opting out: an explicit store wins.
+    // Opting out: an explicit store wins, once `coord init` has made it (a named store in
+    // a directory that does not exist is refused as a typo).
     let own = wt.join(".coord-own/coord.db");
+    let typo = json(&wt, &["--db", own.to_str().unwrap(), "lock", "list"]);
+    assert_eq!(typo["error"], "invalid_argument", "{typo}");
+    let made = json(&wt, &["--db", own.to_str().unwrap(), "init"]);
+    assert_eq!(made["success"], true, "{made}");
     let v = json(
         &wt,
         &[
