@@ -59,6 +59,7 @@ macro_rules! conformance_suite {
             queue::queue_failure_cascade_races_with_new_dependents,
             sessions::sessions_register_and_discover,
             sessions::sessions_heartbeat,
+            sessions::sessions_an_unprofiled_agent_type_is_told_why,
             sessions::sessions_cleanup_frees_dead_agents_only,
             sessions::sessions_cleanup_fails_tasks_out_of_attempts,
             sessions::sessions_cleanup_also_sweeps_expired_rows,

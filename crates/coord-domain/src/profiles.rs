@@ -498,11 +498,14 @@ pub fn with_unassigned_hint(e: CoordError, source: ProfileSource) -> CoordError 
     if source != ProfileSource::Fallback || !refused {
         return e;
     }
+    let known: Vec<&str> = builtin().type_defaults.keys().map(String::as_str).collect();
     CoordError {
         message: format!(
             "{} (nothing is assigned to this agent's id and its type has no default profile: set its \
-             type, e.g. COORD_AGENT_TYPE=claude_code, or assign a profile with `coord profile assign`)",
-            e.message
+             type — one with a default profile: {} — e.g. COORD_AGENT_TYPE=claude_code, or assign a profile \
+             with `coord profile assign`)",
+            e.message,
+            known.join(", ")
         ),
         ..e
     }

@@ -225,6 +225,15 @@ pub struct SessionResult {
     pub session_id: String,
 }
 
+impl SessionResult {
+    pub fn of(session_id: impl Into<String>) -> Self {
+        SessionResult {
+            success: true,
+            session_id: session_id.into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AgentInfo {

@@ -67,10 +67,7 @@ pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResu
         ],
     )
     .await?;
-    Ok(SessionResult {
-        success: true,
-        session_id: s.session_id.clone(),
-    })
+    Ok(SessionResult::of(s.session_id.clone()))
 }
 
 pub async fn heartbeat(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, i64)) -> R<SessionResult> {
@@ -115,10 +112,7 @@ pub async fn heartbeat(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, i64)) -> R<Sess
         &[&ctx.now, &ctx.who.agent_id, &int(*lease_minutes)],
     )
     .await?;
-    Ok(SessionResult {
-        success: true,
-        session_id: id_text(session),
-    })
+    Ok(SessionResult::of(id_text(session)))
 }
 
 pub async fn set_status(tx: &Tx<'_>, ctx: &OpCtx, status: AgentStatus) -> R<SessionResult> {
@@ -130,10 +124,7 @@ pub async fn set_status(tx: &Tx<'_>, ctx: &OpCtx, status: AgentStatus) -> R<Sess
         )
         .await?;
     match row {
-        Some(r) => Ok(SessionResult {
-            success: true,
-            session_id: id_text(get(&r, 0)?),
-        }),
+        Some(r) => Ok(SessionResult::of(id_text(get(&r, 0)?))),
         None => Err(coord_domain::sessions::no_live_session(&ctx.who.agent_id).into()),
     }
 }

@@ -64,10 +64,7 @@ pub fn register(c: &Connection, now: i64, who: &Identity, s: &NewSession) -> R<S
         s.worktree,
         s.branch
     ])?;
-    Ok(SessionResult {
-        success: true,
-        session_id: s.session_id.clone(),
-    })
+    Ok(SessionResult::of(s.session_id.clone()))
 }
 
 pub fn heartbeat(
@@ -105,10 +102,7 @@ pub fn heartbeat(
          WHERE status = 'claimed' AND claimed_by = ?1 AND claimed_until > ?3",
     )?
     .execute(params![who.agent_id, now + minutes_to_micros(lease_minutes), now])?;
-    Ok(SessionResult {
-        success: true,
-        session_id,
-    })
+    Ok(SessionResult::of(session_id))
 }
 
 pub fn set_status(c: &Connection, who: &Identity, status: AgentStatus) -> R<SessionResult> {
@@ -117,10 +111,7 @@ pub fn set_status(c: &Connection, who: &Identity, status: AgentStatus) -> R<Sess
         .query_row(params![who.agent_id, status.as_str()], |r| r.get(0))
         .optional()?;
     match session {
-        Some(session_id) => Ok(SessionResult {
-            success: true,
-            session_id,
-        }),
+        Some(session_id) => Ok(SessionResult::of(session_id)),
         None => Err(coord_domain::sessions::no_live_session(&who.agent_id).into()),
     }
 }

@@ -663,3 +663,28 @@ pub async fn sessions_cleanup_by_an_agent_key_spares_live_sessions(b: &dyn Backe
         .unwrap();
     assert_eq!(r.agents, ["bob"]);
 }
+
+/// An agent type nothing gives a profile is never silently least-privilege: it cannot
+/// register (trust 0), and the refusal names its type's problem, the types that have a
+/// default profile, and how an operator gives one. A known type registers.
+pub async fn sessions_an_unprofiled_agent_type_is_told_why(b: &dyn Backend) {
+    let h = Harness::new(b).await;
+    let stranger = coord_domain::Caller::new("stranger-1", "mystery_runtime");
+    let e = h
+        .coord
+        .register_session(&stranger, RegisterSessionRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InsufficientTrustLevel, "{e:?}");
+    for part in ["no default profile", "claude_code", "codex", "coord profile assign"] {
+        assert!(e.message.contains(part), "{part}: {e:?}");
+    }
+    let known = coord_domain::Caller::new("claude-1", "claude_code");
+    assert!(
+        h.coord
+            .register_session(&known, RegisterSessionRequest::default())
+            .await
+            .unwrap()
+            .success
+    );
+}
