@@ -233,6 +233,11 @@ pub enum Command {
     Migrate,
     /// One-screen summary: who you are, your locks and tasks, the queue, the agents
     Status,
+    /// Check this installation end to end and say what to fix: the `coord` the runtimes'
+    /// configurations run, the store, Claude Code's and Codex's hooks (installed, failing
+    /// closed) and MCP server, the runtimes' versions against the tested ones, the sandbox.
+    /// Changes nothing; exits 1 when a check fails
+    Doctor,
     /// The fleet's figures for whoever supervises it: agents, locks held, the queue by
     /// state, approvals pending, claim-to-complete time, guardrail blocks by category,
     /// memory feedback (administrators: trust 4 or an operator key; `GET /metrics` serves

@@ -80,6 +80,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         | Command::Ports(_)
         | Command::Call(_)
         | Command::Ops
+        | Command::Doctor
         | Command::Hook { .. } => {
             // `lib::run` answers these before opening a coordinator; reaching here is a
             // dispatch bug, reported instead of panicking.

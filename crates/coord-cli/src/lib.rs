@@ -11,6 +11,7 @@ mod bench;
 mod cloud;
 pub mod commands;
 pub mod context;
+mod doctor;
 mod files;
 mod guard;
 pub mod hooks;
@@ -201,6 +202,7 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Keys(cmd) => return commands::keys(cmd, &ctx, &cli.global, out).await,
         Command::Cloud(cmd) => return cloud::run(cmd, &ctx, &cli.global, out).await,
         Command::Ops => return ops::list(out),
+        Command::Doctor => return doctor::run(&ctx, out).await,
         Command::Proxy(args) => return sandbox::proxy(args, &ctx, out).await,
         _ => {}
     }

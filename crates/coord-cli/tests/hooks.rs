@@ -974,3 +974,67 @@ fn hooks_fail_closed_when_coord_cannot_read_or_run() {
         "{ran:?}"
     );
 }
+
+/// `coord doctor` checks an installation and says what to fix: before `coord init claude`
+/// the hooks are missing (a warning, exit 0); after it they are complete and failing
+/// closed; a configuration whose PreToolUse hook fails open (written by an earlier coord)
+/// is a failure (exit 1) whose fix is to run `coord init claude` again. It creates nothing.
+#[test]
+fn doctor_says_what_to_fix() {
+    let p = Project::new();
+    let codex_home = p.user.path().join("codex");
+    let doctor = |p: &Project| {
+        let out = p
+            .command(&["--json", "doctor"])
+            .env("CODEX_HOME", &codex_home)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{out:?}"));
+        let by_name = |name: &str| {
+            v["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["check"] == name)
+                .cloned()
+                .unwrap_or_else(|| panic!("{name}: {v}"))
+        };
+        (out.status.code(), by_name("claude code hooks"), by_name("store"), v)
+    };
+    let (code, hooks, store, v) = doctor(&p);
+    assert_eq!((code, v["success"].as_bool()), (Some(0), Some(true)), "{v}");
+    assert_eq!(
+        (hooks["status"].as_str(), hooks["fix"].as_str()),
+        (Some("warn"), Some("`coord init claude`"))
+    );
+    assert_eq!(store["status"], "warn", "{store}");
+    assert!(!p.root().join(".coord/coord.db").exists(), "the doctor created a store");
+
+    assert!(p.coord(&["init", "claude"]).status.success());
+    let (code, hooks, _, v) = doctor(&p);
+    assert_eq!((code, hooks["status"].as_str()), (Some(0), Some("ok")), "{v}");
+    let mcp = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "claude code mcp")
+        .unwrap();
+    assert_eq!(mcp["status"], "ok", "{mcp}");
+
+    let settings = p.root().join(".claude/settings.json");
+    let legacy = std::fs::read_to_string(&settings).unwrap().replace(" || exit 2", "");
+    std::fs::write(&settings, legacy).unwrap();
+    let (code, hooks, _, v) = doctor(&p);
+    assert_eq!((code, v["success"].as_bool()), (Some(1), Some(false)), "{v}");
+    assert_eq!(hooks["status"], "fail", "{hooks}");
+    assert!(hooks["detail"].as_str().unwrap().contains("fails open"), "{hooks}");
+    let human = String::from_utf8(
+        p.command(&["doctor"])
+            .env("CODEX_HOME", &codex_home)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(human.contains("FAIL") && human.contains("coord init claude"), "{human}");
+}
