@@ -808,6 +808,11 @@ pub enum InitTarget {
         /// toolsets the agent's profile is made for (docs/mcp.md)
         #[arg(long, value_name = "LIST", value_parser = toolsets_arg)]
         toolsets: Option<String>,
+        /// Leave Claude Code's sandbox alone. By default its Bash tool runs sandboxed
+        /// (.claude/settings.local.json): commands cannot write coord's store, socket or
+        /// settings, nor ask to run outside the sandbox
+        #[arg(long)]
+        no_runtime_sandbox: bool,
     },
     /// Print the Codex CLI config.toml entry for the coord MCP server, or merge it in
     #[command(group(ArgGroup::new("codex_mode").args(["write", "dry_run"])))]
@@ -832,6 +837,12 @@ pub enum InitTarget {
         /// toolsets the agent's profile is made for (docs/mcp.md)
         #[arg(long, value_name = "LIST", value_parser = toolsets_arg)]
         toolsets: Option<String>,
+        /// Leave Codex's sandbox alone. By default --write also sets a permission profile
+        /// (default_permissions = "coord": the workspace writable, .coord read-only), or
+        /// adds .coord to your own profile; with sandbox_mode set, Codex ignores profiles
+        /// and coord says so
+        #[arg(long)]
+        no_runtime_sandbox: bool,
     },
     /// Install git hooks: pre-commit refuses commits touching files other agents have
     /// locked or credential files; pre-push refuses force pushes and deletions of

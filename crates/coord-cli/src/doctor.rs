@@ -259,7 +259,36 @@ fn claude(ctx: &Context) -> Vec<Check> {
             Some("`coord init claude`"),
         ),
     });
+    checks.push(claude_sandbox(ctx));
     checks
+}
+
+/// Whether Claude Code's sandbox keeps coord's store and settings from its Bash tool.
+fn claude_sandbox(ctx: &Context) -> Check {
+    let layers: Vec<Value> = ["settings.json", "settings.local.json"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(ctx.repo_root.join(".claude").join(f)).ok())
+        .filter_map(|t| serde_json::from_str(&t).ok())
+        .collect();
+    let sqlite = match &ctx.db {
+        DbTarget::Sqlite(p) => Some(p.as_path()),
+        DbTarget::Postgres(_) => None,
+    };
+    let protected = crate::runtime_sandbox::claude_protected(&ctx.repo_root, &ctx.state_dir, sqlite);
+    match crate::runtime_sandbox::claude_gap(&layers, &protected) {
+        None => check(
+            "claude code sandbox",
+            Status::Ok,
+            "Bash runs sandboxed: coord's store, socket and settings out of its reach",
+            None,
+        ),
+        Some(gap) => check(
+            "claude code sandbox",
+            Status::Warn,
+            gap,
+            Some("`coord init claude` (or accept it: docs/security.md)"),
+        ),
+    }
 }
 
 fn codex(ctx: &Context) -> Vec<Check> {
@@ -276,9 +305,9 @@ fn codex(ctx: &Context) -> Vec<Check> {
             .push_str(" (Codex runs them once trusted in its /hooks screen: not checkable here)");
     }
     let config = std::fs::read_to_string(home.join("config.toml")).unwrap_or_default();
-    let served = config
-        .parse::<toml_edit::DocumentMut>()
-        .ok()
+    let doc = config.parse::<toml_edit::DocumentMut>().ok();
+    let served = doc
+        .as_ref()
         .is_some_and(|d| d.get("mcp_servers").and_then(|s| s.get("coord")).is_some());
     checks.push(if served {
         check(
@@ -294,6 +323,23 @@ fn codex(ctx: &Context) -> Vec<Check> {
             format!("no [mcp_servers.coord] in {}", home.join("config.toml").display()),
             Some("`coord init codex --write`"),
         )
+    });
+    let state = doc.as_ref().map(crate::runtime_sandbox::codex_state);
+    let fix = state.as_ref().and_then(|s| s.fix());
+    checks.push(match state.as_ref().and_then(|s| s.gap()) {
+        None if state.is_some() => check(
+            "codex sandbox",
+            Status::Ok,
+            "its commands and patches cannot write .coord",
+            None,
+        ),
+        None => check(
+            "codex sandbox",
+            Status::Warn,
+            format!("{} is not valid TOML", home.join("config.toml").display()),
+            None,
+        ),
+        Some(gap) => check("codex sandbox", Status::Warn, gap, fix),
     });
     checks
 }

@@ -27,6 +27,7 @@ mod orchestrate;
 pub mod output;
 mod profiles;
 pub mod reaper;
+mod runtime_sandbox;
 mod sandbox;
 pub mod setup;
 mod spawner;
@@ -308,39 +309,67 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             command,
             no_user_settings,
             toolsets,
+            no_runtime_sandbox,
             ..
-        } => setup::claude(&ctx.repo_root, command, toolsets.as_deref())
-            .and_then(|mut c| {
-                if !*no_user_settings {
-                    c.push(setup::claude_user_approval(&setup::claude_config_dir()?)?);
-                }
-                Ok(c)
-            })
-            .and_then(|c| setup::apply(c, *dry_run, None)),
+        } => init_claude(
+            ctx,
+            command,
+            toolsets.as_deref(),
+            !*no_user_settings,
+            !*no_runtime_sandbox,
+        )
+        .and_then(|c| setup::apply(c, *dry_run, None)),
         InitTarget::Codex {
             write,
             dry_run,
             command,
             toolsets,
             project,
+            no_runtime_sandbox,
         } if *write || *dry_run => {
             let hooks_dir = match project {
                 true => ctx.repo_root.join(".codex"),
                 false => setup::codex_home(),
             };
-            setup::codex(&setup::codex_home(), command, toolsets.as_deref())
-                .and_then(|mcp| Ok(vec![mcp, setup::codex_hooks(&hooks_dir, command)?]))
-                .and_then(|c| setup::apply(c, *dry_run, None))
+            setup::codex(&setup::codex_home(), command, toolsets.as_deref(), !*no_runtime_sandbox).and_then(
+                |(mcp, warning)| {
+                    let mut r = setup::apply(vec![mcp, setup::codex_hooks(&hooks_dir, command)?], *dry_run, None)?;
+                    r.warnings.extend(warning);
+                    Ok(r)
+                },
+            )
         }
         InitTarget::Codex { command, toolsets, .. } => Ok(setup::SetupResult {
             success: true,
             files: Vec::new(),
             snippet: Some(setup::codex_snippet(command, toolsets.as_deref())),
+            warnings: Vec::new(),
         }),
         InitTarget::GitHook { dry_run, command } => {
             setup::git_hooks(&ctx.repo_root, command).and_then(|c| setup::apply(c, *dry_run, None))
         }
     };
+    if let (
+        Ok(r),
+        InitTarget::Claude {
+            dry_run: false,
+            no_runtime_sandbox: false,
+            ..
+        },
+    ) = (&result, target)
+        && r.success
+    {
+        // Created now, so that the sandbox finds a directory to protect rather than
+        // a path it would stand a placeholder in.
+        if let Err(e) = std::fs::create_dir_all(&ctx.state_dir) {
+            eprintln!("coord init: cannot create {}: {e}", ctx.state_dir.display());
+        }
+    }
+    if let Ok(r) = &result {
+        for w in &r.warnings {
+            eprintln!("coord init: warning: {w}");
+        }
+    }
     // Said on stderr, also under --json: what is written is written all the same.
     let (InitTarget::Claude { command, .. } | InitTarget::Codex { command, .. } | InitTarget::GitHook { command, .. }) =
         target;
@@ -377,8 +406,72 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
         if let Some(j) = joined_note(ctx) {
             text.push_str(&format!("{j}\n"));
         }
+        if r.warnings.is_empty() {
+            text.push_str(&runtime_sandbox_note(target, ctx));
+        }
         text
     })
+}
+
+/// Claude Code's side of `coord init claude`: the MCP server and hooks, the user's
+/// approval of the server, the runtime's sandbox.
+fn init_claude(
+    ctx: &Context,
+    command: &str,
+    toolsets: Option<&str>,
+    user_settings: bool,
+    sandbox: bool,
+) -> coord_domain::CoordResult<Vec<setup::Change>> {
+    let mut changes = setup::claude(&ctx.repo_root, command, toolsets)?;
+    if sandbox {
+        let sqlite = match &ctx.db {
+            context::DbTarget::Sqlite(p) => Some(p.as_path()),
+            context::DbTarget::Postgres(_) => None,
+        };
+        let protected = runtime_sandbox::claude_protected(&ctx.repo_root, &ctx.state_dir, sqlite);
+        changes.extend(runtime_sandbox::claude(&ctx.repo_root, &protected)?);
+    }
+    if user_settings {
+        changes.push(setup::claude_user_approval(&setup::claude_config_dir()?)?);
+    }
+    Ok(changes)
+}
+
+/// What the runtime's sandbox now keeps from an agent's shell, or what is left open
+/// without it (docs/security.md).
+fn runtime_sandbox_note(target: &args::InitTarget, ctx: &Context) -> String {
+    use args::InitTarget;
+    let off = "An agent's shell can then write coord's store and settings directly: the hooks stop a mistaken \
+               agent, not one working around them. Run agents you do not trust in `coord agent run` or \
+               `coord sandbox run` (docs/security.md).\n";
+    match target {
+        InitTarget::Claude {
+            no_runtime_sandbox: false,
+            ..
+        } => format!(
+            "Claude Code's sandbox is on for its Bash tool: commands cannot write {} or coord's settings, nor \
+             reach coord's socket; their network access is Claude Code's to approve. `--no-runtime-sandbox` \
+             leaves it off.\n",
+            ctx.state_dir.display()
+        ),
+        InitTarget::Claude { .. } => format!("Claude Code's sandbox left as it was (--no-runtime-sandbox). {off}"),
+        InitTarget::Codex {
+            no_runtime_sandbox: false,
+            write: true,
+            ..
+        } => "Codex's sandbox (permission profile `coord`, unless you have your own) keeps .coord read-only for \
+             its commands and patches; `--sandbox`/`--dangerously-bypass-approvals-and-sandbox` on Codex's \
+             command line turn that off.\n"
+            .into(),
+        InitTarget::Codex {
+            no_runtime_sandbox: true,
+            write: true,
+            ..
+        } => {
+            format!("Codex's sandbox left as it was (--no-runtime-sandbox). {off}")
+        }
+        _ => String::new(),
+    }
 }
 
 /// The identity an MCP server over stdio speaks for: the configured one; else, inside

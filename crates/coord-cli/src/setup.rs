@@ -39,6 +39,9 @@ pub struct SetupResult {
     pub files: Vec<FileOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snippet: Option<String>,
+    /// What the setup could not do, and why (also said on stderr).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Change {
@@ -63,7 +66,7 @@ fn io_error(path: &Path, e: std::io::Error) -> CoordError {
     )
 }
 
-fn read_optional(path: &Path) -> CoordResult<Option<String>> {
+pub(crate) fn read_optional(path: &Path) -> CoordResult<Option<String>> {
     match std::fs::read_to_string(path) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -101,6 +104,7 @@ pub fn apply(changes: Vec<Change>, dry_run: bool, snippet: Option<String>) -> Co
         success: true,
         files,
         snippet,
+        warnings: Vec::new(),
     })
 }
 
@@ -115,7 +119,7 @@ fn make_executable(_: &Path) -> CoordResult<()> {
     Ok(())
 }
 
-fn parse_json_object(path: &Path, text: Option<&str>) -> CoordResult<Map<String, Value>> {
+pub(crate) fn parse_json_object(path: &Path, text: Option<&str>) -> CoordResult<Map<String, Value>> {
     match text.map(str::trim).filter(|t| !t.is_empty()) {
         None => Ok(Map::new()),
         Some(t) => match serde_json::from_str::<Value>(t) {
@@ -142,7 +146,7 @@ fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str, path: &Path) -> Coo
     })
 }
 
-fn pretty(map: Map<String, Value>) -> String {
+pub(crate) fn pretty(map: Map<String, Value>) -> String {
     let mut s = serde_json::to_string_pretty(&Value::Object(map)).unwrap_or_default();
     s.push('\n');
     s
@@ -390,7 +394,15 @@ pub fn codex_home() -> PathBuf {
     })
 }
 
-pub fn codex(home: &Path, command: &str, toolsets: Option<&str>) -> CoordResult<Change> {
+/// `$CODEX_HOME/config.toml` with the coord MCP server and, with `sandbox`, Codex's
+/// sandbox keeping `.coord` read-only ([`crate::runtime_sandbox::codex`]); the warning
+/// says why it could not.
+pub fn codex(
+    home: &Path,
+    command: &str,
+    toolsets: Option<&str>,
+    sandbox: bool,
+) -> CoordResult<(Change, Option<String>)> {
     let path = home.join("config.toml");
     let before = read_optional(&path)?;
     let mut doc: toml_edit::DocumentMut = before.as_deref().unwrap_or("").parse().map_err(|e| {
@@ -406,12 +418,17 @@ pub fn codex(home: &Path, command: &str, toolsets: Option<&str>) -> CoordResult<
         ));
     }
     insert_codex_entry(&mut doc, command, toolsets);
-    Ok(Change {
+    let warning = match sandbox {
+        true => crate::runtime_sandbox::codex(&mut doc)?,
+        false => None,
+    };
+    let change = Change {
         path,
         before,
         after: doc.to_string(),
         executable: false,
-    })
+    };
+    Ok((change, warning))
 }
 
 /// The git hook scripts, in the hooks directory git uses for `repo_root`: `pre-commit`
@@ -459,8 +476,13 @@ pub fn git_hooks(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
 }
 
 fn git_hooks_dir(repo_root: &Path) -> CoordResult<PathBuf> {
+    git_path(repo_root, "hooks")
+}
+
+/// Where git keeps `what` (`hooks`, `info/exclude`) for the checkout at `repo_root`.
+pub(crate) fn git_path(repo_root: &Path, what: &str) -> CoordResult<PathBuf> {
     let out = std::process::Command::new("git")
-        .args(["rev-parse", "--git-path", "hooks"])
+        .args(["rev-parse", "--git-path", what])
         .current_dir(repo_root)
         .output();
     match out {
@@ -468,7 +490,7 @@ fn git_hooks_dir(repo_root: &Path) -> CoordResult<PathBuf> {
             let p = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
             Ok(if p.is_absolute() { p } else { repo_root.join(p) })
         }
-        _ if repo_root.join(".git").is_dir() => Ok(repo_root.join(".git").join("hooks")),
+        _ if repo_root.join(".git").is_dir() => Ok(repo_root.join(".git").join(what)),
         _ => Err(CoordError::new(
             ErrorCode::InvalidArgument,
             format!("{} is not a git repository", repo_root.display()),
@@ -564,7 +586,7 @@ mod tests {
             "model = \"o4\"  # mine\n\n[mcp_servers.other]\ncommand = \"x\"\n",
         )
         .unwrap();
-        apply(vec![codex(dir.path(), "coord", None).unwrap()], false, None).unwrap();
+        apply(vec![codex(dir.path(), "coord", None, false).unwrap().0], false, None).unwrap();
         let text = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
         assert!(text.contains("model = \"o4\"  # mine"), "{text}");
         assert!(text.contains("[mcp_servers.other]"));
@@ -574,7 +596,7 @@ mod tests {
             doc["mcp_servers"]["coord"]["default_tools_approval_mode"].as_str(),
             Some("approve")
         );
-        let again = apply(vec![codex(dir.path(), "coord", None).unwrap()], false, None).unwrap();
+        let again = apply(vec![codex(dir.path(), "coord", None, false).unwrap().0], false, None).unwrap();
         assert_eq!(again.files[0].action, "unchanged");
         assert!(codex_snippet("coord", None).contains("[mcp_servers.coord]"));
     }

@@ -151,6 +151,14 @@ fn claude_code_and_codex_cannot_approve_their_own_requests() {
     scenario("self-approval");
 }
 
+/// The runtimes' own sandboxes as `coord init` sets them up: a script Claude Code or Codex
+/// wrote and runs (its paths invisible to the hooks) cannot write coord's store, plant a
+/// file in the coordination space, rewrite coord's settings or dial the coordinator.
+#[test]
+fn the_runtime_sandbox_keeps_coords_state_from_the_agents_shell() {
+    scenario("runtime-sandbox");
+}
+
 /// Claude Code set up by `coord init claude` only: a destructive Bash command is denied by
 /// coord's hook (and audited, with an approval id), a benign one runs.
 #[test]

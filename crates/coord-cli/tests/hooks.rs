@@ -613,8 +613,18 @@ fn init_claude_approves_its_server_in_the_user_settings() {
     let p = Project::new();
     let user = p.user.path().join("settings.json");
     std::fs::write(&user, r#"{"theme": "dark", "enabledMcpjsonServers": ["other"]}"#).unwrap();
+    let bare = p.json(&["init", "claude", "--no-user-settings", "--no-runtime-sandbox"]);
+    assert_eq!(bare["files"].as_array().unwrap().len(), 2, "{bare}");
     let skipped = p.json(&["init", "claude", "--no-user-settings"]);
-    assert_eq!(skipped["files"].as_array().unwrap().len(), 2, "{skipped}");
+    let files = skipped["files"].as_array().unwrap();
+    assert_eq!(files.len(), 3, "{skipped}");
+    assert!(
+        files[2]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(".claude/settings.local.json"),
+        "the sandbox goes to this checkout's settings: {skipped}"
+    );
     let dry = p.json(&["init", "claude", "--dry-run"]);
     let approval = dry["files"]
         .as_array()

@@ -12,6 +12,7 @@ line; exits non-zero on failure.
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -58,6 +59,7 @@ class World:
         self.scripts = os.path.join(self.dir, "scripts.json")
         self.model = None
         self.children = []
+        self.cleanup = []
 
     def git(self, *a):
         subprocess.run(["git", *a], cwd=self.repo, check=True)
@@ -162,6 +164,8 @@ class World:
             print(f"kept {self.dir} (E2E_KEEP)")
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+            for d in self.cleanup:
+                shutil.rmtree(d, ignore_errors=True)
 
 
 def two_claude_sessions(w):
@@ -387,8 +391,9 @@ wire_api = "responses"
     return f"codex={codex_id} claude={claude_id} codex_coord_chars={max(sizes)}"
 
 
-def codex_config(w, home):
-    """A CODEX_HOME whose model is the scripted one; Codex's own sandbox off, as in a container.
+def codex_config(w, home, sandbox=False):
+    """A CODEX_HOME whose model is the scripted one; Codex's own sandbox off, as in a
+    container, unless `sandbox` (then `coord init codex` chooses its permission profile).
     Its model catalog gives the scripted model Codex's `apply_patch` tool (freeform: the
     patch text is the call's input), which Codex offers only to models declaring it."""
     catalog = os.path.join(home, "models.json")
@@ -403,7 +408,7 @@ def codex_config(w, home):
 model_catalog_json = "{catalog}"
 model_provider = "fake"
 approval_policy = "never"
-sandbox_mode = "danger-full-access"
+{'' if sandbox else 'sandbox_mode = "danger-full-access"'}
 
 [model_providers.fake]
 name = "fake"
@@ -566,6 +571,119 @@ def self_approval(w):
     ok = w.coord("approvals", "approve", pending[0]["approval_id"])
     check(ok.get("approval", {}).get("status") == "approved", f"a person outside the sessions approves: {ok}")
     return f"self-approval refused for {sorted(agents)}; a person approved {pending[0]['approval_id']}"
+
+
+TAMPER = """import json, os, socket
+# Names computed at run time: a hook reading the command line sees none of them.
+space = ".co" + "ord"
+tried = {}
+def attempt(name, act):
+    try:
+        act()
+        tried[name] = "done"
+    except OSError as e:
+        tried[name] = e.strerror or str(e)
+def poke_store():
+    with open(os.path.join(space, "coord.db"), "r+b") as f:
+        f.write(b"tampered")
+def plant():
+    with open(os.path.join(space, "planted"), "w") as f:
+        f.write("x")
+def settings():
+    target = os.path.join(os.environ["CODEX_HOME"], "config.toml") if os.environ.get("CODEX_HOME") \\
+        else os.path.join(".claude", "settings.local.json")
+    with open(target, "a") as f:
+        f.write("\\n")
+def dial():
+    sockets = [n for n in os.listdir(space) if n.endswith(".sock")]
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(os.path.join(space, sockets[0]) if sockets else "/nonexistent.sock")
+attempt("store", poke_store)
+attempt("plant", plant)
+attempt("settings", settings)
+attempt("socket", dial)
+print("TAMPER " + json.dumps(tried, sort_keys=True))
+"""
+
+
+def nontmp_dir(w, name):
+    """A directory outside /tmp: Codex refuses to set up its sandbox helper under a temporary
+    directory (every sandboxed command then fails), so its home for a sandboxed run lives
+    beside the coord binary, removed with the world."""
+    d = os.path.join(os.path.dirname(w.coord_bin), "e2e-homes", f"{os.path.basename(w.dir)}-{name}")
+    os.makedirs(d, exist_ok=True)
+    w.cleanup.append(d)
+    return d
+
+
+def tamper_result(w, script):
+    played = [e for e in w.entries() if e.get("script") == script and e.get("turn") == 2]
+    found = re.search(r"TAMPER (\{[^}]*\})", str(played[-1].get("last_result"))) if played else None
+    check(found, f"{script}: the tamper script ran and reported: {played}")
+    return json.loads(found.group(1))
+
+
+def runtime_sandbox(w):
+    """The runtimes' own sandboxes as `coord init` configures them (issue 54): an agent that
+    works around the hooks — a script it writes itself, whose paths the hook cannot see —
+    cannot write coord's store, plant files in the coordination space, rewrite the settings
+    that install coord, or dial the coordinator's socket, from Claude Code's Bash or
+    Codex's shell. The store stays intact: another agent's lock is still held, the audit
+    chain verifies."""
+    other = w.coord("lock", "acquire", "src/shared.rs", env={"COORD_AGENT_ID": "other-agent"})
+    check(other.get("success"), f"another agent holds src/shared.rs: {other}")
+    tamper = os.path.join(w.repo, "tamper.py")
+    patch = "*** Begin Patch\n*** Add File: tamper_codex.py\n" + "".join(f"+{l}\n" for l in TAMPER.splitlines()) \
+        + "*** End Patch\n"
+    w.start_model({
+        "RS_claude": [{"tool": "Write", "input": {"file_path": tamper, "content": TAMPER}},
+                      {"tool": "Bash", "input": {"command": "python3 tamper.py", "description": "run"}},
+                      {"text": "RS done"}],
+        "RS_codex": [{"tool": "apply_patch", "input": patch},
+                     {"tool": "exec_command", "input": {"cmd": "python3 tamper_codex.py"}},
+                     {"text": "RS done"}],
+    })
+    home = w.home("home-rs")
+    said = w.init_claude(home)
+    check("sandbox is on" in said, f"coord init claude says what its sandbox does: {said}")
+    local = json.load(open(os.path.join(w.repo, ".claude", "settings.local.json")))
+    check(local["sandbox"]["enabled"] is True and local["sandbox"]["allowUnsandboxedCommands"] is False,
+          f"Claude Code's sandbox on, no way out: {local}")
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored=no"], cwd=w.repo, capture_output=True,
+                            text=True).stdout
+    check("settings.local.json" not in status, f"this checkout's settings stay out of git: {status}")
+    c = w.claude(home, "RS_claude", ["Write", "Bash"])
+    c.wait(timeout=180)
+    claude_tried = tamper_result(w, "RS_claude")
+
+    codex_home = nontmp_dir(w, "codex")
+    codex_config(w, codex_home, sandbox=True)
+    env = w.base_env(w.home("home-rsx"), {"CODEX_HOME": codex_home, "FAKE_API_KEY": "dummy"})
+    out = subprocess.run(["coord", "init", "codex", "--write"], cwd=w.repo, capture_output=True, text=True, env=env)
+    check(out.returncode == 0 and "warning" not in out.stderr, f"coord init codex --write: {out.stdout} {out.stderr}")
+    config = open(os.path.join(codex_home, "config.toml")).read()
+    check('default_permissions = "coord"' in config and '".coord" = "read"' in config,
+          f"Codex's permission profile keeps .coord read-only: {config}")
+    x = subprocess.run(["codex", "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "--json",
+                        "SCRIPT:RS_codex"], cwd=w.repo, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       env=env, timeout=180)
+    check(os.path.exists(os.path.join(w.repo, "tamper_codex.py")), f"Codex's patch in the workspace applied: {x.stdout[-800:]}")
+    codex_tried = tamper_result(w, "RS_codex")
+
+    for who, tried in (("Claude Code", claude_tried), ("Codex", codex_tried)):
+        check(tried.get("store") == "Read-only file system", f"{who} could write the store: {tried}")
+        check(tried.get("plant") == "Read-only file system", f"{who} could plant a file in .coord: {tried}")
+        check(tried.get("settings") == "Read-only file system", f"{who} could rewrite coord's settings: {tried}")
+        check(tried.get("socket") not in ("done", None), f"{who} reached the coordinator's socket: {tried}")
+    check(not os.path.exists(os.path.join(w.repo, ".coord", "planted")), "a file was planted in .coord")
+    with open(os.path.join(w.repo, ".coord", "coord.db"), "rb") as f:
+        check(f.read(16) == b"SQLite format 3\x00", "the store's header was overwritten")
+    locks = w.coord("lock", "list")["locks"]
+    check(any(l["file_path"] == "src/shared.rs" and l["locked_by"] == "other-agent" for l in locks),
+          f"the other agent's lock is still held: {locks}")
+    verified = w.coord("audit", "verify")
+    check(verified.get("success") and verified.get("valid", True), f"the audit chain verifies: {verified}")
+    return f"Claude Code: {claude_tried}; Codex: {codex_tried}"
 
 
 def typescript_sdk(w):
@@ -1661,7 +1779,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "runtime-sandbox": runtime_sandbox, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}
