@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
 const THINK_MIN_MS: usize = 1_000;
 const THINK_SPREAD_MS: usize = 2_000;
+/// The type of the tasks the agents submit and claim.
+const TASK_TYPE: &str = "bench";
 
 /// `--nodes N`: N `coord serve` processes on the one database, agent `i` talking to node
 /// `i % N` (the scale-out path on PostgreSQL: the invariants must hold across nodes).
@@ -35,7 +37,7 @@ pub async fn run(opts: &BenchOptions) -> BenchResult<Report> {
         for s in &servers {
             clients.push(Arc::new(s.client()?));
         }
-        let mut report = simulate(opts, clients, &scratch).await?;
+        let mut report = simulate(opts, clients, &scratch, Shared::new(opts.seconds)).await?;
         report.counts.insert("nodes", servers.len() as u64);
         Ok(report)
     }
@@ -159,35 +161,54 @@ impl Agent {
 
     async fn submit(&mut self, shared: &Shared, tally: &mut Tally) {
         let req = SubmitWorkRequest {
-            task_type: "bench".into(),
+            task_type: TASK_TYPE.into(),
             task_description: format!("work from agent {}", self.i),
             input_data: None,
             priority: Some(1 + self.rng.below(10) as i64),
             depends_on: None,
         };
-        timed(shared, tally, "submit_work", self.coord.submit_work(&self.me, req)).await;
+        if let Some(done) = timed(shared, tally, "submit_work", self.coord.submit_work(&self.me, req)).await {
+            shared.invariants.submitted(&done.task_id);
+        }
     }
 
     async fn claim_and_complete(&mut self, shared: &Shared, tally: &mut Tally) {
-        let claim = self.coord.get_work(&self.me, GetWorkRequest::default());
+        // The work these agents submit (other work in the queue is someone else's: `chaos`).
+        let claim = self.coord.get_work(
+            &self.me,
+            GetWorkRequest {
+                task_types: Some(vec![TASK_TYPE.into()]),
+            },
+        );
         let Some(task_id) = timed(shared, tally, "get_work", claim).await.and_then(|w| w.task_id) else {
             return tally.count("queue_empty");
         };
         shared.invariants.claimed(&task_id);
         let done = CompleteWorkRequest {
-            task_id,
+            task_id: task_id.clone(),
             success: true,
             result: None,
             error_message: None,
             skill: None,
             changes: None,
         };
-        timed(shared, tally, "complete_work", self.coord.complete_work(&self.me, done)).await;
+        let completed = self.coord.complete_work(&self.me, done);
+        if timed(shared, tally, "complete_work", completed)
+            .await
+            .is_some_and(|r| r.success)
+        {
+            shared.invariants.completed(&task_id);
+        }
     }
 }
 
-async fn simulate(opts: &BenchOptions, nodes: Vec<Arc<dyn Coordination>>, scratch: &Scratch) -> BenchResult<Report> {
-    let shared = Shared::new(opts.seconds);
+/// The agents at work until `shared`'s deadline, against `nodes`.
+pub(crate) async fn simulate(
+    opts: &BenchOptions,
+    nodes: Vec<Arc<dyn Coordination>>,
+    scratch: &Scratch,
+    shared: Arc<Shared>,
+) -> BenchResult<Report> {
     let scale = opts.time_scale.max(0.001);
     let heartbeat_every = HEARTBEAT_EVERY.div_f64(scale);
     let paths = opts.paths;

@@ -2,7 +2,9 @@
 //! as two recorded holders of one path (the window is the time a client holds the lock:
 //! long in `agents`, short in `locks`), as a fencing token that does not grow, as the
 //! first holder's release refused (`not_lock_owner`: the row changed hands under it), or
-//! as locks left held after the run. A task claimed twice is caught by its id.
+//! as locks left held after the run. A task claimed twice is caught by its id. What the
+//! store acknowledged (tasks submitted, completions) is kept, so that a run with faults
+//! (`chaos`) can check afterwards that none of it was lost.
 
 use coord_domain::{CoordError, ErrorCode};
 use std::collections::{HashMap, HashSet};
@@ -14,6 +16,8 @@ pub struct Invariants {
     holders: Mutex<HashMap<String, (usize, i64)>>,
     last_token: Mutex<HashMap<String, i64>>,
     claimed: Mutex<HashSet<String>>,
+    submitted: Mutex<Vec<String>>,
+    completed: Mutex<HashSet<String>>,
     violations: AtomicU64,
 }
 
@@ -77,6 +81,39 @@ impl Invariants {
         }
     }
 
+    /// The store acknowledged the submission of `task_id`.
+    pub fn submitted(&self, task_id: &str) {
+        self.submitted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(task_id.to_string());
+    }
+
+    /// The store acknowledged the completion of `task_id`: twice is a violation.
+    pub fn completed(&self, task_id: &str) {
+        let fresh = self
+            .completed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(task_id.to_string());
+        if !fresh {
+            self.violation(&format!("task {task_id} completed twice"));
+        }
+    }
+
+    /// What the store acknowledged: (submitted, completed) task ids.
+    pub fn acknowledged(&self) -> (Vec<String>, Vec<String>) {
+        let submitted = self.submitted.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let completed = self
+            .completed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        (submitted, completed)
+    }
+
     pub fn claimed_count(&self) -> u64 {
         self.claimed.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
     }
@@ -106,11 +143,16 @@ mod tests {
         i.claimed("t2");
         i.claimed("t1");
         assert_eq!((i.violations(), i.claimed_count()), (3, 2));
+        i.submitted("t1");
+        i.completed("t1");
+        i.completed("t1");
+        assert_eq!(i.violations(), 4, "completed twice");
+        assert_eq!(i.acknowledged(), (vec!["t1".to_string()], vec!["t1".to_string()]));
         let mut errors = 0;
         let refused = CoordError::new(ErrorCode::NotLockOwner, "taken");
         i.release_failed(|_| errors += 1, 1, "b", &refused);
-        assert_eq!((i.violations(), errors), (4, 0), "a refused release is a double grant");
+        assert_eq!((i.violations(), errors), (5, 0), "a refused release is a double grant");
         i.release_failed(|_| errors += 1, 1, "b", &CoordError::unavailable("down"));
-        assert_eq!((i.violations(), errors), (4, 1), "an outage is an error");
+        assert_eq!((i.violations(), errors), (5, 1), "an outage is an error");
     }
 }

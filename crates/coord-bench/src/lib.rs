@@ -14,6 +14,7 @@
 pub const AGENT_TYPE: &str = "claude_code";
 
 mod agents;
+mod chaos;
 mod driver;
 pub mod files;
 pub mod guardrails;
@@ -44,6 +45,7 @@ pub enum Workload {
     Mcp,
     Http,
     Agents,
+    Chaos,
 }
 
 impl Workload {
@@ -54,6 +56,7 @@ impl Workload {
             Workload::Mcp => "mcp",
             Workload::Http => "http",
             Workload::Agents => "agents",
+            Workload::Chaos => "chaos",
         }
     }
 }
@@ -174,9 +177,10 @@ pub async fn run(opts: &BenchOptions, mut emit: impl FnMut(&Report)) -> BenchRes
             "--clients, --paths, --agents and --time-scale must be positive, --seconds between 0 and 86400".into(),
         ));
     }
-    if opts.nodes == 0 || opts.nodes > 16 || (opts.nodes > 1 && opts.workload != Workload::Agents) {
+    let many_nodes = matches!(opts.workload, Workload::Agents | Workload::Chaos);
+    if opts.nodes == 0 || opts.nodes > 16 || (opts.nodes > 1 && !many_nodes) {
         return Err(BenchError::Setup(
-            "--nodes takes 1 to 16, and applies to agents only".into(),
+            "--nodes takes 1 to 16, and applies to agents and chaos only".into(),
         ));
     }
     let mut reports = Vec::new();
@@ -252,6 +256,10 @@ pub async fn run(opts: &BenchOptions, mut emit: impl FnMut(&Report)) -> BenchRes
         }
         Workload::Agents => {
             let r = agents::run(opts).await?;
+            push(r, &mut reports);
+        }
+        Workload::Chaos => {
+            let r = chaos::run(opts).await?;
             push(r, &mut reports);
         }
     }

@@ -14,8 +14,8 @@ use std::time::Instant;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-struct McpClient {
-    child: Child,
+pub(crate) struct McpClient {
+    pub(crate) child: Child,
     stdin: ChildStdin,
     lines: Lines<BufReader<ChildStdout>>,
     next_id: u64,
@@ -23,12 +23,28 @@ struct McpClient {
 
 impl McpClient {
     async fn start(opts: &BenchOptions, scratch: &Scratch, agent: &str) -> BenchResult<McpClient> {
-        let mut child = Command::new(&opts.exe)
+        // The scratch database is dropped after the run: nothing to wait for.
+        McpClient::spawn(opts, scratch, agent, "0", None).await
+    }
+
+    /// `coord mcp` as `agent`, with that grace period, in `cwd` (where its checkout's
+    /// `.coord/processes` is: siblings reap each other there), initialised.
+    pub(crate) async fn spawn(
+        opts: &BenchOptions,
+        scratch: &Scratch,
+        agent: &str,
+        grace: &str,
+        cwd: Option<&std::path::Path>,
+    ) -> BenchResult<McpClient> {
+        let mut command = Command::new(&opts.exe);
+        if let Some(dir) = cwd {
+            command.current_dir(dir);
+        }
+        let mut child = command
             .args(["--db", &scratch.db_arg, "mcp"])
             .env("COORD_AGENT_ID", agent)
             .env("COORD_AGENT_TYPE", crate::AGENT_TYPE)
-            // The scratch database is dropped after the run: nothing to wait for.
-            .env("COORD_RELEASE_GRACE_SECONDS", "0")
+            .env("COORD_RELEASE_GRACE_SECONDS", grace)
             .env("COORD_AUDIT_KEY_FILE", &scratch.audit_key)
             .env_remove("COORDINATION_API_URL")
             .env_remove("COORD_LOG")
@@ -93,7 +109,7 @@ impl McpClient {
     }
 
     /// A tool's structured result; a refusal is a result, an `isError` is an error.
-    async fn tool(&mut self, name: &str, args: Value) -> BenchResult<Value> {
+    pub(crate) async fn tool(&mut self, name: &str, args: Value) -> BenchResult<Value> {
         let r = self
             .request("tools/call", json!({"name": name, "arguments": args}))
             .await?;
@@ -103,7 +119,7 @@ impl McpClient {
         Ok(r["structuredContent"].clone())
     }
 
-    async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         drop(self.stdin);
         let _ = self.child.wait().await;
     }

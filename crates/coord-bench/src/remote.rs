@@ -18,8 +18,22 @@ pub struct ServeChild {
 
 impl ServeChild {
     pub async fn start(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<ServeChild> {
+        ServeChild::start_on(opts, scratch, &scratch.db_arg, 0).await
+    }
+
+    /// On `port` (0: a free one), reaching the database through `db_arg` (`chaos`: its
+    /// gate, and the same port again after a restart).
+    pub async fn start_on(opts: &BenchOptions, scratch: &Scratch, db_arg: &str, port: u16) -> BenchResult<ServeChild> {
         let mut child = Command::new(&opts.exe)
-            .args(["serve", "--host", "127.0.0.1", "--port", "0", "--db", &scratch.db_arg])
+            .args([
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--db",
+                db_arg,
+            ])
             .env("COORDINATION_API_KEYS", BENCH_KEY)
             .env("COORD_AUDIT_KEY_FILE", &scratch.audit_key)
             .env_remove("COORDINATION_API_KEY_IDENTITIES")
@@ -55,6 +69,10 @@ impl ServeChild {
     pub async fn stop(mut self) {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 }
 

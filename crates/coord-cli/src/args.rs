@@ -427,6 +427,14 @@ pub enum BenchWorkload {
     Http,
     /// many simulated agents against one `coord serve` (register, heartbeat, locks, tasks)
     Agents,
+    /// faults injected while agents work (HTTP clients of two or more `coord serve`, and
+    /// `coord mcp` processes): nodes SIGKILLed and restarted, stopped and continued,
+    /// agents killed holding a claim, PostgreSQL cut off (a restart or a partition, as
+    /// coord sees it); then the invariants, from the store and the audit chain: no lock
+    /// held twice, fencing tokens growing, nothing acknowledged lost, no task completed
+    /// twice, killed agents' claims requeued, service back within 30 s of each fault,
+    /// the chain intact. Exit 0 when none is violated (errors during faults are expected)
+    Chaos,
     /// the destructive-operation analysis on the labelled corpus (no database): share of
     /// destructive commands refused, of benign ones flagged, and latency per command
     /// beside parsing alone
@@ -458,9 +466,9 @@ pub struct BenchArgs {
     /// Concurrent clients (connections, workers, MCP servers)
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub clients: usize,
-    /// How long each run lasts
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
-    pub seconds: f64,
+    /// How long each run lasts (default 10; chaos: 30)
+    #[arg(long, value_name = "S")]
+    pub seconds: Option<f64>,
     /// locks/queue: run only the raw SQL baseline (the store's statements, no service layer)
     #[arg(long)]
     pub raw: bool,
@@ -479,17 +487,17 @@ pub struct BenchArgs {
     /// checking an acquisition against many live locks
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub held: usize,
-    /// agents: how many simulated agents
-    #[arg(long, default_value_t = 1000, value_name = "N")]
-    pub agents: usize,
-    /// agents: how many `coord serve` processes share the database, the agents split
-    /// across them (the scale-out path on PostgreSQL)
+    /// agents, chaos: how many simulated agents (default 1000; chaos: 16)
+    #[arg(long, value_name = "N")]
+    pub agents: Option<usize>,
+    /// agents, chaos: how many `coord serve` processes share the database, the agents
+    /// split across them (the scale-out path on PostgreSQL; chaos runs at least 2)
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub nodes: usize,
-    /// agents: run agent time this many times faster (heartbeat every 30 s and think
-    /// times of 1-3 s are divided by it)
-    #[arg(long, default_value_t = 1.0, value_name = "X")]
-    pub time_scale: f64,
+    /// agents, chaos: run agent time this many times faster (heartbeat every 30 s and
+    /// think times of 1-3 s are divided by it; default 1, chaos: 20)
+    #[arg(long, value_name = "X")]
+    pub time_scale: Option<f64>,
     /// guardrails: times each command is analysed for the latency figures; files: reads
     /// per file size (default there: 2000)
     #[arg(long, default_value_t = 20, value_name = "N")]
