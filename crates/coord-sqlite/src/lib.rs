@@ -157,6 +157,16 @@ fn db_error(e: rusqlite::Error) -> CoordError {
     CoordError::internal()
 }
 
+/// Whether the file system holding `path` has no space left for this user: SQLite
+/// reports a full disk met while opening (creating its shared-memory file) as an I/O error.
+fn disk_full(path: &Path) -> bool {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    rustix::fs::statvfs(dir).is_ok_and(|s| s.f_bavail == 0)
+}
+
 fn describe(code: rusqlite::ErrorCode) -> &'static str {
     use rusqlite::ErrorCode as C;
     match code {
@@ -203,8 +213,13 @@ impl SqliteStore {
     }
 
     pub fn open_with(path: &Path, options: SqliteOptions) -> CoordResult<Self> {
-        let unavailable =
-            |what: String| CoordError::unavailable(what).with_detail("database", path.display().to_string());
+        let unavailable = |what: String| {
+            let what = match disk_full(path) {
+                true => format!("{what}; the disk holding it is full: free space and retry"),
+                false => what,
+            };
+            CoordError::unavailable(what).with_detail("database", path.display().to_string())
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| unavailable(format!("cannot create directory {}: {e}", dir.display())))?;
