@@ -57,7 +57,10 @@ const AGENT_GRACE_SECONDS: u64 = 1;
 /// The checks read the whole audit trail and verify the chain: a person's work (the
 /// `cli` type's profile).
 const OPERATOR_TYPE: &str = "cli";
-/// The type of the tasks killed agents claim (the HTTP agents take only their own).
+/// The type of the tasks killed agents claim, one per agent (`chaos-claim-N`): a task
+/// requeued from one killed agent is not claimed by the next, whose death would count
+/// another attempt against it (and fail it, once its attempts are used up). The HTTP
+/// agents take only their own type.
 const CLAIMED_TYPE: &str = "chaos-claim";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,8 +299,9 @@ impl Chaos<'_> {
     async fn kill_agent(&mut self, n: usize) -> BenchResult<()> {
         let coordinator = self.scratch.coordinator();
         let dispatcher = Caller::new("chaos-dispatcher", crate::AGENT_TYPE);
+        let task_type = format!("{CLAIMED_TYPE}-{n}");
         let task = SubmitWorkRequest {
-            task_type: CLAIMED_TYPE.into(),
+            task_type: task_type.clone(),
             task_description: format!("claimed by a killed agent ({n})"),
             input_data: None,
             priority: Some(1),
@@ -307,7 +311,7 @@ impl Chaos<'_> {
         let agent = format!("chaos-mcp-{n}");
         let grace = AGENT_GRACE_SECONDS.to_string();
         let mut mcp = McpClient::spawn(self.opts, self.scratch, &agent, &grace, Some(self.agents_dir)).await?;
-        let claimed = mcp.tool("get_work", json!({"task_types": [CLAIMED_TYPE]})).await;
+        let claimed = mcp.tool("get_work", json!({"task_types": [task_type]})).await;
         let _ = mcp.child.start_kill();
         let _ = mcp.child.wait().await;
         match claimed {

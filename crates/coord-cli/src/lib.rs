@@ -496,6 +496,38 @@ fn mcp_identity(global: &args::GlobalArgs, ctx: &Context) -> coord_mcp::Identity
     }
 }
 
+/// How much later than its grace period the coordinator's reaper ends a dead relay's session.
+const RELAY_REAPER_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The coordinator's reaper of killed relays (reaper.rs): a relay SIGKILLed while its
+/// coordinator also died leaves only its record; the successor ends that session once
+/// the relay's grace period has passed since it saw it dead. Off with the grace period.
+fn spawn_relay_reaper(ctx: &Context, coord: &coord_service::Coordinator) -> Option<tokio::task::JoinHandle<()>> {
+    let grace = release_grace().ok().flatten()?;
+    // The coordinator ends a killed relay's session itself when the connection drops;
+    // this is for the relays of a coordinator that died: it comes a little later.
+    let mut reaper = reaper::Reaper::new(reaper::Registry::new(&ctx.state_dir), grace).with_margin(RELAY_REAPER_MARGIN);
+    let (coord, me) = (coord.clone(), ctx.caller.clone());
+    Some(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(reaper::EVERY);
+        loop {
+            tick.tick().await;
+            if let Err(e) = reaper.pass(&coord, &me).await {
+                tracing::warn!(error = %e, "could not end a killed relay's session");
+            }
+        }
+    }))
+}
+
+/// Who a relay's process record names (for people reading it: the coordinator knows
+/// the session's agent).
+fn relay_caller(identity: &coord_mcp::IdentityConfig) -> coord_domain::Caller {
+    coord_domain::Caller::new(
+        identity.agent_id.clone().unwrap_or_else(|| "relayed-agent".into()),
+        identity.agent_type.clone().unwrap_or_else(|| "unknown".into()),
+    )
+}
+
 /// `COORD_RELEASE_GRACE_SECONDS`: how long a closed `coord mcp` connection's locks and
 /// claims wait for its agent to reconnect (default 20 s; `off` keeps them until their TTL
 /// or lease).
@@ -561,7 +593,22 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
         (request.worktree, request.branch) = ctx.place();
         request.toolsets = toolsets.clone();
         if let Some((link, reconnect)) = local_server::relay(ctx, request).await {
-            return run_relay(link, reconnect).await;
+            // Recorded like a `coord mcp` serving its own session (reaper.rs): killed,
+            // and its coordinator dead before the grace period ended, its session is
+            // still ended by a successor's reaper. With the grace period off there is
+            // nothing to end.
+            let registry = reaper::Registry::new(&ctx.state_dir);
+            let record = grace.map(|grace| {
+                let (registry, who) = (registry.clone(), relay_caller(&identity));
+                Box::new(move |session: &str| {
+                    if let Err(e) = registry.record_self_with(&who, session, Some(grace)) {
+                        tracing::warn!(error = %e, "could not record this relay's session");
+                    }
+                }) as coord_mcp::relay::SessionHook
+            });
+            let code = run_relay(link, reconnect, record).await;
+            registry.forget_self();
+            return code;
         }
     }
     let (coord, sweeper): (std::sync::Arc<dyn coord_service::Coordination>, _) = match &ctx.remote {
@@ -637,8 +684,12 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
 /// `coord mcp` as a relay: copies until the coordinator closes the session (the agent's
 /// input ended and its grace period passed) or the agent is gone; told to stop, tells the
 /// coordinator (which releases the holdings at once) and waits for it, at most 30 s.
-async fn run_relay(link: coord_mcp::relay::Link, reconnect: coord_mcp::relay::Reconnect) -> u8 {
-    let relay = match coord_mcp::relay::Relay::start(link, reconnect) {
+async fn run_relay(
+    link: coord_mcp::relay::Link,
+    reconnect: coord_mcp::relay::Reconnect,
+    on_session: Option<coord_mcp::relay::SessionHook>,
+) -> u8 {
+    let relay = match coord_mcp::relay::Relay::start_with(link, reconnect, on_session) {
         Ok(r) => std::sync::Arc::new(r),
         Err(e) => {
             eprintln!("coord mcp: cannot start the relay: {e}");
@@ -860,6 +911,7 @@ async fn serve_socket(
     let database_identity = database_file.as_deref().and_then(file_identity);
     let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
     let pruner = coord.spawn_audit_pruner(AUDIT_PRUNE_EVERY);
+    let reaping = spawn_relay_reaper(ctx, &coord);
     let database = coord.store().location();
     let app = coord_http::create_coordination_api(std::sync::Arc::new(coord), &config);
     let activity = coord_http::Activity::default();
@@ -915,6 +967,9 @@ async fn serve_socket(
     let served = coord_http::serve_local(listener, app, &config, activity, shutdown).await;
     sweeper.abort();
     pruner.abort();
+    if let Some(r) = reaping {
+        r.abort();
+    }
     match served {
         Ok(()) => output::EXIT_OK,
         Err(e) => {

@@ -33,6 +33,10 @@ pub struct ProcessRecord {
     pub agent_id: String,
     pub agent_type: String,
     pub session_id: String,
+    /// The grace period the recorded process asked for (a relay's agent's), which a
+    /// reaper honours instead of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_ms: Option<u64>,
 }
 
 /// The start time of process `pid`, or None when there is no such process (or no /proc).
@@ -69,6 +73,11 @@ impl Registry {
     /// Records this process as serving `session_id` of `who` (replacing its earlier
     /// record). Written to a temporary file and renamed, so readers never see half a record.
     pub fn record_self(&self, who: &Caller, session_id: &str) -> std::io::Result<()> {
+        self.record_self_with(who, session_id, None)
+    }
+
+    /// [`Registry::record_self`] with the grace period this process's agent asked for.
+    pub fn record_self_with(&self, who: &Caller, session_id: &str, grace: Option<Duration>) -> std::io::Result<()> {
         let pid = std::process::id();
         let Some(started) = start_time(pid) else {
             return Ok(()); // no /proc: nothing could check the record anyway
@@ -79,6 +88,7 @@ impl Registry {
             agent_id: who.agent_id.clone(),
             agent_type: who.agent_type.clone(),
             session_id: session_id.to_string(),
+            grace_ms: grace.map(|g| g.as_millis() as u64),
         };
         std::fs::create_dir_all(&self.dir)?;
         let tmp = self.dir.join(format!(".{pid}.json.tmp"));
@@ -108,6 +118,9 @@ impl Registry {
 pub struct Reaper {
     registry: Registry,
     grace: Duration,
+    /// Added to every grace period: a fallback that waits for whoever ends the session
+    /// first in the normal case (the coordinator, for its relays' sessions).
+    margin: Duration,
     dead_since: HashMap<u32, Instant>,
 }
 
@@ -116,8 +129,15 @@ impl Reaper {
         Reaper {
             registry,
             grace,
+            margin: Duration::ZERO,
             dead_since: HashMap::new(),
         }
+    }
+
+    /// This reaper as a fallback: every grace period `margin` longer.
+    pub fn with_margin(mut self, margin: Duration) -> Reaper {
+        self.margin = margin;
+        self
     }
 
     /// The records whose process has been gone for at least the grace period, as seen
@@ -126,8 +146,12 @@ impl Reaper {
         let records = self.registry.records();
         let dead: Vec<ProcessRecord> = records.into_iter().filter(|r| !alive(r)).collect();
         self.dead_since.retain(|pid, _| dead.iter().any(|r| r.pid == *pid));
+        let (grace, margin) = (self.grace, self.margin);
         dead.into_iter()
-            .filter(|r| now.duration_since(*self.dead_since.entry(r.pid).or_insert(now)) >= self.grace)
+            .filter(|r| {
+                let grace = r.grace_ms.map_or(grace, Duration::from_millis) + margin;
+                now.duration_since(*self.dead_since.entry(r.pid).or_insert(now)) >= grace
+            })
             .collect()
     }
 
@@ -176,6 +200,7 @@ mod tests {
             agent_id: "a".into(),
             agent_type: "t".into(),
             session_id: "s".into(),
+            grace_ms: None,
         };
         assert!(alive(&r));
         r.started += 1;
@@ -195,6 +220,7 @@ mod tests {
             agent_id: "gone".into(),
             agent_type: "t".into(),
             session_id: "s-gone".into(),
+            grace_ms: None,
         };
         std::fs::write(registry.path(dead.pid), serde_json::to_vec(&dead).unwrap()).unwrap();
         std::fs::write(registry.dir.join("junk.json"), "{not json").unwrap();

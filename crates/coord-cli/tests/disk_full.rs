@@ -107,11 +107,7 @@ fn a_full_disk_refuses_writes_clearly_and_recovers() {
     assert!(refused["message"].as_str().unwrap().contains("full"), "{refused}");
 
     std::fs::remove_file(filler).unwrap();
-    let tasks = json(&coord(
-        &db,
-        state.path(),
-        &["--json", "work", "list"],
-    ));
+    let tasks = json(&coord(&db, state.path(), &["--json", "work", "list"]));
     assert_eq!(
         tasks["tasks"],
         serde_json::json!([]),

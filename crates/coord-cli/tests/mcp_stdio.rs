@@ -969,6 +969,48 @@ fn a_grace_period_outlives_the_coordinator_that_began_it() {
     drop(dir);
 }
 
+/// A relay killed outright (SIGKILL) while its coordinator holds the session in its grace
+/// period, and then the coordinator killed too: nothing remembers the session but the
+/// relay's process record (reaper.rs). A successor, started by another agent, ends it as
+/// a reaped session (`cleanup_dead_agents`) once the relay's grace period has passed.
+#[test]
+fn a_killed_relay_whose_coordinator_dies_too_is_still_released() {
+    let grace = [("COORD_RELEASE_GRACE_SECONDS", "5")];
+    let mut a = Server::start_with("killed-agent", &grace);
+    let root = a._dir.as_ref().unwrap().path().to_path_buf();
+    let (_, first) = holding_src_x(&mut a, &root);
+    let Server {
+        mut child, _dir: dir, ..
+    } = a;
+    let relay = child.id();
+    let recorded = root.join(".coord/processes").join(format!("{relay}.json"));
+    wait_for(|| recorded.exists(), "the relay to record its session");
+    signal(relay, "-KILL");
+    let _ = child.wait();
+    signal(first[0], "-KILL");
+    assert!(gone(first[0]), "the coordinator did not die");
+    let locks = coord_json(&root, &["--json", "lock", "list"]);
+    assert_eq!(
+        locks["locks"][0]["locked_by"], "killed-agent",
+        "nobody released it yet: {locks}"
+    );
+
+    let witness = Server::start_at(&root, None, "witness", &grace);
+    wait_for(
+        || coord_json(&root, &["--json", "lock", "list"])["locks"] == json!([]),
+        "the successor to end the killed relay's session",
+    );
+    let reaped = audit_of(&root, "cleanup_dead_agents");
+    assert!(
+        reaped.iter().any(|(_, ok)| *ok),
+        "ended as a reaped session: {reaped:?}"
+    );
+    let dead = root.join(".coord/processes").join(format!("{relay}.json"));
+    assert!(!dead.exists(), "the dead relay's record is gone");
+    drop(witness);
+    drop(dir);
+}
+
 /// As above, but the agent came back (a new `coord mcp` of the same agent, here one that
 /// opens the database itself, so that the coordinator's death does not touch it) before
 /// the coordinator died: the successor leaves the new session and its holdings alone, and

@@ -215,7 +215,12 @@ struct Book {
     closed: bool,
 }
 
+/// Told each session the coordinator names ([`SESSION`]): the relaying process records
+/// it, so that if it is killed and its coordinator dies too, a successor can still end it.
+pub type SessionHook = Box<dyn Fn(&str) + Send + Sync>;
+
 struct Shared {
+    on_session: Option<SessionHook>,
     /// The coordinator's side; `None` while the relay reconnects. Taken before `book`
     /// by whoever takes both.
     writer: Mutex<Option<UnixStream>>,
@@ -253,8 +258,14 @@ pub type Reconnect = Box<dyn FnMut(Option<&str>) -> io::Result<Link> + Send>;
 impl Relay {
     /// Relays this process's stdin and stdout over `link` on two threads.
     pub fn start(link: Link, reconnect: Reconnect) -> io::Result<Relay> {
+        Relay::start_with(link, reconnect, None)
+    }
+
+    /// [`Relay::start`], telling `on_session` each session the coordinator names.
+    pub fn start_with(link: Link, reconnect: Reconnect, on_session: Option<SessionHook>) -> io::Result<Relay> {
         let (stdin, stdout) = (Stdio::input()?, Stdio::output()?);
         let shared = Arc::new(Shared {
+            on_session,
             writer: Mutex::new(Some(link.writer)),
             book: Mutex::new(Book::default()),
             out: Mutex::new(stdout),
@@ -453,7 +464,13 @@ fn down(shared: &Shared, mut reader: BufReader<UnixStream>, mut reconnect: Recon
         {
             match method.as_str() {
                 CLOSED => lock(&shared.book).closed = true,
-                SESSION => lock(&shared.book).ending = ending_session(&line),
+                SESSION => {
+                    let named = ending_session(&line);
+                    if let (Some(hook), Some(session)) = (&shared.on_session, &named) {
+                        hook(session);
+                    }
+                    lock(&shared.book).ending = named;
+                }
                 _ => {}
             }
             continue; // the coordinator's word to the relay, not the agent's

@@ -292,9 +292,10 @@ pub async fn verify(client: &mut Object, check: &VerifyAudit) -> R<VerifyAuditRe
     Ok(verifier.finish(unchained, late))
 }
 
-/// Removes the chain's prefix older than the cutoff (and unchained rows older than it),
-/// after writing the signed checkpoint that lets the delete trigger allow it. The chain
-/// lock keeps writers from appending while the prefix is measured.
+/// Writes the signed checkpoint for the chain's prefix older than the cutoff (which lets
+/// the delete trigger allow removing it, and unchained rows older than the cutoff). The
+/// chain lock keeps writers from appending while the prefix is measured; the rows
+/// themselves are deleted afterwards by [`delete_pruned`], outside that lock.
 pub async fn prune(tx: &Tx<'_>, ctx: &OpCtx, p: &PruneAudit) -> R<PruneAuditResult> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHAIN_LOCK_KEY])
         .await?;
@@ -382,14 +383,23 @@ pub async fn prune(tx: &Tx<'_>, ctx: &OpCtx, p: &PruneAudit) -> R<PruneAuditResu
         .await?,
         0,
     )?;
-    tx.execute(
-        "DELETE FROM audit_log
-         WHERE (chain_seq IS NOT NULL AND chain_seq <= $1) OR (chain_seq IS NULL AND \"timestamp\" < $2)",
-        &[&body.through_seq, &cutoff],
-    )
-    .await?;
     result.checkpoint = Some(Checkpoint { id, body, signature });
     Ok(result)
+}
+
+/// Deletes what a committed checkpoint covers: one statement (a reader's snapshot sees
+/// the whole prefix or none of it) in a transaction of its own, without the chain lock,
+/// so audited writes go on while a large prefix is removed. The rows deleted are
+/// immutable and no writer reads them. If it fails, the checkpoint stands and the next
+/// prune deletes them.
+async fn delete_pruned(client: &Object, checkpoint: &Checkpoint) -> R<u64> {
+    Ok(client
+        .execute(
+            "DELETE FROM audit_log
+             WHERE (chain_seq IS NOT NULL AND chain_seq <= $1) OR (chain_seq IS NULL AND \"timestamp\" < $2)",
+            &[&checkpoint.body.through_seq, &checkpoint.body.cutoff],
+        )
+        .await?)
 }
 
 /// Live locks, tasks by status and agents by status: what `status` and `get_stats` share.
@@ -478,6 +488,18 @@ impl AuditStore for PgStore {
     }
 
     async fn prune_audit(&self, ctx: OpCtx, p: PruneAudit) -> CoordResult<PruneAuditResult> {
-        self.op(ctx, p, |tx, ctx, p| Box::pin(prune(tx, ctx, p))).await
+        let result = self.op(ctx, p, |tx, ctx, p| Box::pin(prune(tx, ctx, p))).await?;
+        if let Some(checkpoint) = &result.checkpoint {
+            let client = self.client().await?;
+            delete_pruned(&client, checkpoint).await.map_err(|e| {
+                let e = CoordError::from(e);
+                CoordError::unavailable(format!(
+                    "the checkpoint through position {} is written, but deleting the rows it covers failed \
+                     ({}): prune again to delete them",
+                    checkpoint.body.through_seq, e.message
+                ))
+            })?;
+        }
+        Ok(result)
     }
 }
