@@ -95,6 +95,14 @@ fn faults(backend: &str) -> &'static [Fault] {
 fn rewrite_address(url: &str, to: &str) -> Option<(String, String)> {
     let scheme_end = url.find("://")? + 3;
     let rest = &url[scheme_end..];
+    // Parameters that name the server again would take the nodes around the gate.
+    let query = rest.split_once('?').map_or("", |(_, q)| q);
+    if query
+        .split('&')
+        .any(|kv| kv.starts_with("host=") || kv.starts_with("hostaddr=") || kv.starts_with("port="))
+    {
+        return None;
+    }
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let authority = &rest[..authority_end];
     let host_start = authority.rfind('@').map_or(0, |at| at + 1);
@@ -269,7 +277,11 @@ impl Chaos<'_> {
                         tokio::time::sleep(OUTAGE).await;
                         gate.set(true);
                     }
-                    self.recovered(node, fault, Instant::now()).await;
+                    // Every node lost its connections.
+                    let ended = Instant::now();
+                    for each in 0..self.nodes.len() {
+                        self.recovered(each, fault, ended).await;
+                    }
                 }
                 Fault::KillAgent => self.kill_agent(n).await?,
             }
@@ -486,7 +498,10 @@ async fn measure(opts: &BenchOptions, scratch: &Scratch, agents_dir: &Path) -> B
             serve.stop().await;
         }
     }
-    injected?;
+    if let Err(e) = injected {
+        // A node that cannot be started again is a service that did not come back.
+        shared.invariants.violation(&format!("fault injection stopped: {e}"));
+    }
     let mut report = report?;
     report.invariant_violations = shared.invariants.violations();
     report.counts.extend(checks?);
@@ -526,6 +541,8 @@ mod tests {
             ),
             ("postgres:///db?host=/run/postgresql", None),
             ("postgres://u@h1:1,h2:2/db", None),
+            ("postgres://u@127.0.0.1:5432/db?host=/run/postgresql", None),
+            ("postgres://u@127.0.0.1/db?sslmode=disable&port=6000", None),
             ("not a url", None),
         ];
         for (url, want) in cases {

@@ -845,10 +845,11 @@ pub enum InitTarget {
         /// toolsets the agent's profile is made for (docs/mcp.md)
         #[arg(long, value_name = "LIST", value_parser = toolsets_arg)]
         toolsets: Option<String>,
-        /// Leave Codex's sandbox alone. By default --write also sets a permission profile
-        /// (default_permissions = "coord": the workspace writable, .coord read-only), or
-        /// adds .coord to your own profile; with sandbox_mode set, Codex ignores profiles
-        /// and coord says so
+        /// Leave Codex's sandbox alone. By default --write also writes a permission
+        /// profile into this repository's .codex/config.toml (default_permissions =
+        /// "coord": the workspace writable, .coord read-only; Codex loads it once you
+        /// trust the project), or adds .coord to your own profile; with sandbox_mode set,
+        /// Codex ignores profiles and coord says so
         #[arg(long)]
         no_runtime_sandbox: bool,
     },

@@ -309,7 +309,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
         }
         AgentsCommand::Cleanup { stale_minutes } => {
             // Also the sessions of `coord mcp` processes that were killed (see reaper.rs).
-            let registry = crate::reaper::Registry::new(&ctx.state_dir);
+            let registry = crate::reaper::Registry::of(ctx);
             let dead = crate::reaper::Reaper::take_dead_now(&registry);
             let req = CleanupDeadAgentsRequest {
                 stale_threshold_minutes: stale_minutes,

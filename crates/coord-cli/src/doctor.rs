@@ -263,19 +263,36 @@ fn claude(ctx: &Context) -> Vec<Check> {
     checks
 }
 
+/// Whether `program` is an executable file in a `PATH` directory.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
+}
+
 /// Whether Claude Code's sandbox keeps coord's store and settings from its Bash tool.
 fn claude_sandbox(ctx: &Context) -> Check {
-    let layers: Vec<Value> = ["settings.json", "settings.local.json"]
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(ctx.repo_root.join(".claude").join(f)).ok())
+    let user = setup::claude_config_dir().ok().map(|d| d.join("settings.json"));
+    let layers: Vec<Value> = user
+        .into_iter()
+        .chain(["settings.json", "settings.local.json"].map(|f| ctx.repo_root.join(".claude").join(f)))
+        .filter_map(|f| std::fs::read_to_string(f).ok())
         .filter_map(|t| serde_json::from_str(&t).ok())
         .collect();
+    let missing: Vec<&str> = ["bwrap", "socat"].into_iter().filter(|tool| !on_path(tool)).collect();
     let sqlite = match &ctx.db {
         DbTarget::Sqlite(p) => Some(p.as_path()),
         DbTarget::Postgres(_) => None,
     };
     let protected = crate::runtime_sandbox::claude_protected(&ctx.repo_root, &ctx.state_dir, sqlite);
     match crate::runtime_sandbox::claude_gap(&layers, &protected) {
+        None if !missing.is_empty() => check(
+            "claude code sandbox",
+            Status::Warn,
+            format!(
+                "configured, but {} not on PATH: Claude Code refuses to run Bash (failIfUnavailable)",
+                missing.join(" and ")
+            ),
+            Some("install bubblewrap and socat (apt-get install bubblewrap socat)"),
+        ),
         None => check(
             "claude code sandbox",
             Status::Ok,
@@ -324,7 +341,11 @@ fn codex(ctx: &Context) -> Vec<Check> {
             Some("`coord init codex --write`"),
         )
     });
-    let state = doc.as_ref().map(crate::runtime_sandbox::codex_state);
+    let project = setup::read_codex_config(&ctx.repo_root.join(".codex").join("config.toml")).ok();
+    let state = match (&doc, &project) {
+        (Some(user), Some((_, project))) => Some(crate::runtime_sandbox::CodexLayers { user, project }.state()),
+        _ => None,
+    };
     let fix = state.as_ref().and_then(|s| s.fix());
     checks.push(match state.as_ref().and_then(|s| s.gap()) {
         None if state.is_some() => check(
@@ -336,7 +357,10 @@ fn codex(ctx: &Context) -> Vec<Check> {
         None => check(
             "codex sandbox",
             Status::Warn,
-            format!("{} is not valid TOML", home.join("config.toml").display()),
+            format!(
+                "{} or this repository's .codex/config.toml is not valid TOML",
+                home.join("config.toml").display()
+            ),
             None,
         ),
         Some(gap) => check("codex sandbox", Status::Warn, gap, fix),

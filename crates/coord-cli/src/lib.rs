@@ -331,9 +331,11 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
                 true => ctx.repo_root.join(".codex"),
                 false => setup::codex_home(),
             };
-            setup::codex(&setup::codex_home(), command, toolsets.as_deref(), !*no_runtime_sandbox).and_then(
-                |(mcp, warning)| {
-                    let mut r = setup::apply(vec![mcp, setup::codex_hooks(&hooks_dir, command)?], *dry_run, None)?;
+            let sandbox_in = (!*no_runtime_sandbox).then_some(ctx.repo_root.as_path());
+            setup::codex(&setup::codex_home(), command, toolsets.as_deref(), sandbox_in).and_then(
+                |(mut changes, warning)| {
+                    changes.push(setup::codex_hooks(&hooks_dir, command)?);
+                    let mut r = setup::apply(changes, *dry_run, None)?;
                     r.warnings.extend(warning);
                     Ok(r)
                 },
@@ -459,9 +461,10 @@ fn runtime_sandbox_note(target: &args::InitTarget, ctx: &Context) -> String {
             no_runtime_sandbox: false,
             write: true,
             ..
-        } => "Codex's sandbox (permission profile `coord`, unless you have your own) keeps .coord read-only for \
-             its commands and patches; `--sandbox`/`--dangerously-bypass-approvals-and-sandbox` on Codex's \
-             command line turn that off.\n"
+        } => "Codex's sandbox keeps .coord read-only for its commands and patches in this repository \
+             (permission profile `coord` in .codex/config.toml, which Codex loads once you trust the project; \
+             or your own profile, given the rule); `--sandbox`/`--dangerously-bypass-approvals-and-sandbox` on \
+             Codex's command line turn that off.\n"
             .into(),
         InitTarget::Codex {
             no_runtime_sandbox: true,
@@ -496,19 +499,15 @@ fn mcp_identity(global: &args::GlobalArgs, ctx: &Context) -> coord_mcp::Identity
     }
 }
 
-/// How much later than its grace period the coordinator's reaper ends a dead relay's session.
-const RELAY_REAPER_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// The coordinator's reaper of killed relays (reaper.rs): a relay SIGKILLed while its
 /// coordinator also died leaves only its record; the successor ends that session once
-/// the relay's grace period has passed since it saw it dead. Off with the grace period.
-fn spawn_relay_reaper(ctx: &Context, coord: &coord_service::Coordinator) -> Option<tokio::task::JoinHandle<()>> {
-    let grace = release_grace().ok().flatten()?;
-    // The coordinator ends a killed relay's session itself when the connection drops;
-    // this is for the relays of a coordinator that died: it comes a little later.
-    let mut reaper = reaper::Reaper::new(reaper::Registry::new(&ctx.state_dir), grace).with_margin(RELAY_REAPER_MARGIN);
+/// the relay's grace period has passed since it saw it dead.
+fn spawn_relay_reaper(ctx: &Context, coord: &coord_service::Coordinator) -> tokio::task::JoinHandle<()> {
+    // Records of relays carry their own grace period (and wait reaper::RELAY_MARGIN more,
+    // so that the coordinator serving them ends them first); others take this one's.
+    let mut reaper = reaper::Reaper::new(reaper::Registry::of(ctx), release_grace().ok().flatten());
     let (coord, me) = (coord.clone(), ctx.caller.clone());
-    Some(tokio::spawn(async move {
+    tokio::spawn(async move {
         let mut tick = tokio::time::interval(reaper::EVERY);
         loop {
             tick.tick().await;
@@ -516,7 +515,7 @@ fn spawn_relay_reaper(ctx: &Context, coord: &coord_service::Coordinator) -> Opti
                 tracing::warn!(error = %e, "could not end a killed relay's session");
             }
         }
-    }))
+    })
 }
 
 /// Who a relay's process record names (for people reading it: the coordinator knows
@@ -597,7 +596,7 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
             // and its coordinator dead before the grace period ended, its session is
             // still ended by a successor's reaper. With the grace period off there is
             // nothing to end.
-            let registry = reaper::Registry::new(&ctx.state_dir);
+            let registry = reaper::Registry::of(ctx);
             let record = grace.map(|grace| {
                 let (registry, who) = (registry.clone(), relay_caller(&identity));
                 Box::new(move |session: &str| {
@@ -637,7 +636,7 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
     options.toolsets = selection;
     // Record this process's session so that, if this process is killed, a sibling can
     // end it; and end the sessions of killed siblings (see reaper.rs).
-    let registry = reaper::Registry::new(&ctx.state_dir);
+    let registry = reaper::Registry::of(ctx);
     let me: std::sync::Arc<std::sync::Mutex<Option<coord_domain::Caller>>> = Default::default();
     let (record, seen) = (registry.clone(), me.clone());
     options.on_session = Some(coord_mcp::SessionHook(std::sync::Arc::new(
@@ -648,9 +647,9 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
             *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(caller.clone());
         },
     )));
-    let reaping = options.release_after.map(|grace| {
+    let reaping = {
         let (coord, me) = (coord.clone(), me.clone());
-        let mut reaper = reaper::Reaper::new(registry.clone(), grace);
+        let mut reaper = reaper::Reaper::new(registry.clone(), options.release_after);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(reaper::EVERY);
             loop {
@@ -663,11 +662,9 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
                 }
             }
         })
-    });
+    };
     let served = coord_mcp::serve_stdio(coord, options).await;
-    if let Some(r) = reaping {
-        r.abort();
-    }
+    reaping.abort();
     registry.forget_self();
     if let Some(s) = sweeper {
         s.abort();
@@ -967,9 +964,7 @@ async fn serve_socket(
     let served = coord_http::serve_local(listener, app, &config, activity, shutdown).await;
     sweeper.abort();
     pruner.abort();
-    if let Some(r) = reaping {
-        r.abort();
-    }
+    reaping.abort();
     match served {
         Ok(()) => output::EXIT_OK,
         Err(e) => {

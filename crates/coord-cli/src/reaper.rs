@@ -37,7 +37,16 @@ pub struct ProcessRecord {
     /// reaper honours instead of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_ms: Option<u64>,
+    /// Which database the session lives in (a digest: no credentials in the file), so
+    /// that a reaper of another database in the same checkout leaves the record alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
 }
+
+/// How much longer than a relay's grace period a reaper waits before ending its session:
+/// the coordinator serving the relay ends it itself when it is alive; a reaper is for the
+/// relays of one that died.
+pub const RELAY_MARGIN: Duration = Duration::from_secs(5);
 
 /// The start time of process `pid`, or None when there is no such process (or no /proc).
 pub fn start_time(pid: u32) -> Option<u64> {
@@ -56,6 +65,7 @@ fn alive(r: &ProcessRecord) -> bool {
 #[derive(Debug, Clone)]
 pub struct Registry {
     dir: PathBuf,
+    database: Option<String>,
 }
 
 impl Registry {
@@ -63,6 +73,21 @@ impl Registry {
     pub fn new(coord_dir: &Path) -> Registry {
         Registry {
             dir: coord_dir.join("processes"),
+            database: None,
+        }
+    }
+
+    /// The registry of `ctx`'s checkout, for its database.
+    pub fn of(ctx: &crate::context::Context) -> Registry {
+        use sha2::Digest as _;
+        let db = match &ctx.db {
+            crate::context::DbTarget::Sqlite(p) => p.display().to_string(),
+            crate::context::DbTarget::Postgres(url) => url.clone(),
+        };
+        let digest = sha2::Sha256::digest(db.as_bytes());
+        Registry {
+            database: Some(digest[..8].iter().map(|b| format!("{b:02x}")).collect()),
+            ..Registry::new(&ctx.state_dir)
         }
     }
 
@@ -89,6 +114,7 @@ impl Registry {
             agent_type: who.agent_type.clone(),
             session_id: session_id.to_string(),
             grace_ms: grace.map(|g| g.as_millis() as u64),
+            database: self.database.clone(),
         };
         std::fs::create_dir_all(&self.dir)?;
         let tmp = self.dir.join(format!(".{pid}.json.tmp"));
@@ -109,7 +135,11 @@ impl Registry {
             .filter_map(Result::ok)
             .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
             .filter_map(|e| std::fs::read(e.path()).ok())
-            .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+            .filter_map(|bytes| serde_json::from_slice::<ProcessRecord>(&bytes).ok())
+            .filter(|r| match (&r.database, &self.database) {
+                (Some(theirs), Some(mine)) => theirs == mine,
+                _ => true,
+            })
             .collect()
     }
 }
@@ -117,27 +147,18 @@ impl Registry {
 /// Ends the sessions of dead recorded processes once they have been dead for `grace`.
 pub struct Reaper {
     registry: Registry,
-    grace: Duration,
-    /// Added to every grace period: a fallback that waits for whoever ends the session
-    /// first in the normal case (the coordinator, for its relays' sessions).
-    margin: Duration,
+    /// For records that name no grace period of their own; `None` (off): those are kept.
+    grace: Option<Duration>,
     dead_since: HashMap<u32, Instant>,
 }
 
 impl Reaper {
-    pub fn new(registry: Registry, grace: Duration) -> Reaper {
+    pub fn new(registry: Registry, grace: Option<Duration>) -> Reaper {
         Reaper {
             registry,
             grace,
-            margin: Duration::ZERO,
             dead_since: HashMap::new(),
         }
-    }
-
-    /// This reaper as a fallback: every grace period `margin` longer.
-    pub fn with_margin(mut self, margin: Duration) -> Reaper {
-        self.margin = margin;
-        self
     }
 
     /// The records whose process has been gone for at least the grace period, as seen
@@ -146,10 +167,16 @@ impl Reaper {
         let records = self.registry.records();
         let dead: Vec<ProcessRecord> = records.into_iter().filter(|r| !alive(r)).collect();
         self.dead_since.retain(|pid, _| dead.iter().any(|r| r.pid == *pid));
-        let (grace, margin) = (self.grace, self.margin);
+        let fallback = self.grace;
         dead.into_iter()
             .filter(|r| {
-                let grace = r.grace_ms.map_or(grace, Duration::from_millis) + margin;
+                let grace = match r.grace_ms {
+                    Some(ms) => Duration::from_millis(ms) + RELAY_MARGIN,
+                    None => match fallback {
+                        Some(g) => g,
+                        None => return false,
+                    },
+                };
                 now.duration_since(*self.dead_since.entry(r.pid).or_insert(now)) >= grace
             })
             .collect()
@@ -201,6 +228,7 @@ mod tests {
             agent_type: "t".into(),
             session_id: "s".into(),
             grace_ms: None,
+            database: None,
         };
         assert!(alive(&r));
         r.started += 1;
@@ -221,10 +249,11 @@ mod tests {
             agent_type: "t".into(),
             session_id: "s-gone".into(),
             grace_ms: None,
+            database: None,
         };
         std::fs::write(registry.path(dead.pid), serde_json::to_vec(&dead).unwrap()).unwrap();
         std::fs::write(registry.dir.join("junk.json"), "{not json").unwrap();
-        let mut reaper = Reaper::new(registry.clone(), Duration::from_secs(20));
+        let mut reaper = Reaper::new(registry.clone(), Some(Duration::from_secs(20)));
         let t0 = Instant::now();
         assert!(
             reaper.due(t0).is_empty(),

@@ -9,9 +9,10 @@
 //!   space and to the files that configure coord, and refuses the agent's request to run
 //!   a command outside the sandbox (`allowUnsandboxedCommands: false`). The sandbox also
 //!   refuses Unix sockets, so the coordinator's socket is out of reach.
-//! - **Codex**: a permission profile (`default_permissions`, Codex 0.138+) that extends
-//!   `:workspace` with `.coord` read-only in every workspace root. Codex ignores profiles
-//!   while `sandbox_mode` is set anywhere: then coord says so instead of writing.
+//! - **Codex**: a permission profile (`default_permissions`, Codex 0.138+) in the
+//!   project's `.codex/config.toml` that extends `:workspace` with `.coord` read-only
+//!   (a profile of the user's gets the rule instead). Codex ignores profiles while
+//!   `sandbox_mode` is set: then coord says so instead of writing.
 //!
 //! The runtime's sandbox binds an agent that works around the hooks; it is not the
 //! kernel boundary `coord agent run` gives (the same user's other processes are not in
@@ -31,11 +32,12 @@ const CODEX_STORE_DIR: &str = ".coord";
 /// The paths Claude Code's sandbox must not let the Bash tool write: the coordination
 /// space (store, socket, logs), a store kept elsewhere, and the files that configure coord.
 pub fn claude_protected(repo_root: &Path, state_dir: &Path, sqlite: Option<&Path>) -> Vec<PathBuf> {
+    // Directories rather than files where they can be: a file's parent could be renamed
+    // away and replaced; a denied directory is a mount point, which cannot.
     let mut paths = vec![
         state_dir.to_path_buf(),
         repo_root.join(".mcp.json"),
-        repo_root.join(".claude").join("settings.json"),
-        repo_root.join(".claude").join("settings.local.json"),
+        repo_root.join(".claude"),
     ];
     if let Some(db) = sqlite.filter(|db| !db.starts_with(state_dir)) {
         paths.push(db.to_path_buf());
@@ -62,6 +64,9 @@ pub fn claude_settings(settings: &mut Map<String, Value>, protected: &[PathBuf])
     // Without it the agent may ask to run a command outside the sandbox
     // (`dangerouslyDisableSandbox`), which a pre-approved Bash lets through.
     sandbox.insert("allowUnsandboxedCommands".into(), Value::Bool(false));
+    // Without bubblewrap or socat, Claude Code would otherwise run Bash unsandboxed,
+    // saying so only in passing.
+    sandbox.insert("failIfUnavailable".into(), Value::Bool(true));
     // Sandboxed commands run without asking, as before the sandbox: coord's hook still
     // judges each one first.
     sandbox.entry("autoAllowBashIfSandboxed").or_insert(Value::Bool(true));
@@ -84,16 +89,41 @@ pub fn claude_settings(settings: &mut Map<String, Value>, protected: &[PathBuf])
     Ok(())
 }
 
-/// Whether Claude Code settings (the merged project and local ones) keep `protected` out
-/// of the Bash tool's reach: `None` when they do, else what is missing.
+/// Whether Claude Code settings (the user's, the project's and the local ones, in that
+/// order) keep `protected` out of the Bash tool's reach: `None` when they do, else what
+/// is missing.
 pub fn claude_gap(layers: &[Value], protected: &[PathBuf]) -> Option<String> {
-    // A later layer (local over project) wins for each key.
+    // A later layer (local over project over user) wins for each key; lists add up.
     let pick = |f: &dyn Fn(&Value) -> Option<bool>| layers.iter().rev().find_map(f);
+    let listed = |f: &dyn Fn(&Value) -> Option<&Vec<Value>>| -> Vec<String> {
+        layers
+            .iter()
+            .filter_map(f)
+            .flatten()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect()
+    };
     if pick(&|s| s["sandbox"]["enabled"].as_bool()) != Some(true) {
         return Some("Claude Code's sandbox is off: an agent's Bash commands can write coord's store".into());
     }
     if pick(&|s| s["sandbox"]["allowUnsandboxedCommands"].as_bool()) != Some(false) {
         return Some("Claude Code lets an agent ask to run a command outside its sandbox".into());
+    }
+    if pick(&|s| s["sandbox"]["failIfUnavailable"].as_bool()) != Some(true) {
+        return Some(
+            "Claude Code runs Bash unsandboxed when bubblewrap or socat is missing (failIfUnavailable)".into(),
+        );
+    }
+    let excluded = listed(&|s| s["sandbox"]["excludedCommands"].as_array());
+    if !excluded.is_empty() {
+        return Some(format!(
+            "Claude Code runs {} outside its sandbox (excludedCommands): through them Bash can write coord's store",
+            excluded.join(", ")
+        ));
+    }
+    let sockets = listed(&|s| s["sandbox"]["network"]["allowUnixSockets"].as_array());
+    if pick(&|s| s["sandbox"]["network"]["allowAllUnixSockets"].as_bool()) == Some(true) || !sockets.is_empty() {
+        return Some("Claude Code's sandbox lets Bash open Unix sockets: coord's coordinator is reachable".into());
     }
     let denied: Vec<&str> = layers
         .iter()
@@ -158,18 +188,20 @@ fn exclude_local_settings(repo_root: &Path) -> CoordResult<Option<Change>> {
     }))
 }
 
-/// Where a Codex configuration leaves coord's store, as far as its sandbox goes.
+/// Where Codex's configuration leaves coord's store, as far as its sandbox goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CodexSandbox {
     /// Its permission profile (this name) keeps `.coord` read-only.
     Protected(String),
     /// `:read-only`: commands write nothing.
     ReadOnly,
-    /// No profile chosen, or `:workspace`: the workspace (and its `.coord`) is writable.
+    /// No profile chosen (Codex decides by the project's trust: a trusted one's commands
+    /// may write the workspace, `.coord` included), or `:workspace`.
     Workspace,
-    /// A profile of the user's that does not mention `.coord`.
+    /// A profile of the user's that does not keep `.coord` from being written.
     Unprotected(String),
-    /// `sandbox_mode` is set: Codex uses it and ignores permission profiles.
+    /// `sandbox_mode` is set (at the top of a layer, or in the selected `[profiles.X]`):
+    /// Codex uses it and ignores permission profiles.
     LegacyMode(String),
     /// `:danger-full-access`: no sandbox.
     FullAccess,
@@ -205,7 +237,7 @@ impl CodexSandbox {
             CodexSandbox::Protected(_) | CodexSandbox::ReadOnly => None,
             CodexSandbox::Workspace | CodexSandbox::Unprotected(_) => Some("`coord init codex --write`"),
             CodexSandbox::LegacyMode(_) => {
-                Some("remove sandbox_mode from config.toml, then `coord init codex --write`")
+                Some("remove sandbox_mode from Codex's configuration, then `coord init codex --write`")
             }
             CodexSandbox::FullAccess | CodexSandbox::Undefined(_) => {
                 Some("choose another default_permissions, then `coord init codex --write`")
@@ -214,71 +246,140 @@ impl CodexSandbox {
     }
 }
 
-fn profile_protects(doc: &toml_edit::DocumentMut, name: &str) -> bool {
-    doc.get("permissions")
-        .and_then(|p| p.get(name))
-        .and_then(|p| p.get("filesystem"))
-        .and_then(|f| f.get(":workspace_roots"))
-        .and_then(|r| r.get(CODEX_STORE_DIR))
-        .and_then(|v| v.as_str())
-        .is_some_and(|v| v == "read" || v == "none")
+/// Codex's configuration layers that decide its sandbox here: the user's
+/// (`$CODEX_HOME/config.toml`) and the project's (`.codex/config.toml`, which Codex
+/// loads in a project the user trusts and which wins where both say something).
+pub struct CodexLayers<'a> {
+    pub user: &'a toml_edit::DocumentMut,
+    pub project: &'a toml_edit::DocumentMut,
 }
 
-/// How a Codex `config.toml` treats coord's store.
-pub fn codex_state(doc: &toml_edit::DocumentMut) -> CodexSandbox {
-    if let Some(mode) = doc.get("sandbox_mode").and_then(|v| v.as_str()) {
-        return CodexSandbox::LegacyMode(mode.to_string());
+/// A key's value as a string, in either a table or an inline table.
+fn str_at<'a>(item: Option<&'a toml_edit::Item>, key: &str) -> Option<&'a str> {
+    item?.as_table_like()?.get(key)?.as_str()
+}
+
+/// How `.coord` is treated by a profile's filesystem rules: kept (`read`, `none`,
+/// `deny`), open (`write`), or not mentioned.
+fn store_rule(profile: &toml_edit::Item) -> Option<&str> {
+    let filesystem = profile.as_table_like()?.get("filesystem")?;
+    let roots = filesystem.as_table_like()?.get(":workspace_roots")?;
+    roots.as_table_like()?.get(CODEX_STORE_DIR)?.as_str()
+}
+
+fn kept(rule: Option<&str>) -> bool {
+    matches!(rule, Some("read" | "none" | "deny"))
+}
+
+impl CodexLayers<'_> {
+    fn layers(&self) -> [&toml_edit::DocumentMut; 2] {
+        [self.project, self.user]
     }
-    match doc.get("default_permissions").and_then(|v| v.as_str()) {
-        None | Some(":workspace") => CodexSandbox::Workspace,
-        Some(":read-only") => CodexSandbox::ReadOnly,
-        Some(":danger-full-access") => CodexSandbox::FullAccess,
-        Some(name) if profile_protects(doc, name) => CodexSandbox::Protected(name.to_string()),
-        Some(name) if doc.get("permissions").and_then(|p| p.get(name)).is_some() => {
-            CodexSandbox::Unprotected(name.to_string())
+
+    /// The definition of profile `name`, the project's first.
+    fn profile(&self, name: &str) -> Option<(&toml_edit::Item, bool)> {
+        self.layers().into_iter().enumerate().find_map(|(i, doc)| {
+            let table = doc.get("permissions")?.as_table_like()?;
+            table.get(name).map(|p| (p, i == 0))
+        })
+    }
+
+    fn legacy_mode(&self) -> Option<String> {
+        let selected = str_at(Some(self.user.as_item()), "profile");
+        self.layers().into_iter().find_map(|doc| {
+            let top = doc.get("sandbox_mode").and_then(|v| v.as_str());
+            let in_profile = selected.and_then(|p| {
+                let profiles = doc.get("profiles")?.as_table_like()?;
+                str_at(profiles.get(p), "sandbox_mode")
+            });
+            top.or(in_profile).map(str::to_string)
+        })
+    }
+
+    /// How these layers treat coord's store.
+    pub fn state(&self) -> CodexSandbox {
+        if let Some(mode) = self.legacy_mode() {
+            return CodexSandbox::LegacyMode(mode);
         }
-        Some(name) => CodexSandbox::Undefined(name.to_string()),
+        let chosen = self
+            .layers()
+            .into_iter()
+            .find_map(|doc| doc.get("default_permissions").and_then(|v| v.as_str()));
+        match chosen {
+            None | Some(":workspace") => CodexSandbox::Workspace,
+            Some(":read-only") => CodexSandbox::ReadOnly,
+            Some(":danger-full-access") => CodexSandbox::FullAccess,
+            Some(name) => match self.profile(name) {
+                Some((p, _)) if kept(store_rule(p)) => CodexSandbox::Protected(name.to_string()),
+                Some(_) => CodexSandbox::Unprotected(name.to_string()),
+                None => CodexSandbox::Undefined(name.to_string()),
+            },
+        }
     }
 }
 
-fn implicit_table<'a>(parent: &'a mut toml_edit::Table, key: &str) -> Option<&'a mut toml_edit::Table> {
+/// The table at `key` in `parent`, made if missing; an inline table (`x = { … }`, as
+/// Codex's own documentation writes profiles) is turned into a table first, keeping its
+/// entries.
+fn table_at<'a>(parent: &'a mut toml_edit::Table, key: &str) -> Option<&'a mut toml_edit::Table> {
     let item = parent.entry(key).or_insert_with(|| {
         let mut t = toml_edit::Table::new();
         t.set_implicit(true);
         toml_edit::Item::Table(t)
     });
+    if let Some(inline) = item.as_inline_table() {
+        *item = toml_edit::Item::Table(inline.clone().into_table());
+    }
     item.as_table_mut()
 }
 
-/// `.coord` read-only in profile `name`'s workspace roots.
+/// `.coord` read-only in profile `name`'s workspace roots, in `doc`; a stricter rule of
+/// the user's (`none`, `deny`) is left as it is.
 fn protect_profile(doc: &mut toml_edit::DocumentMut, name: &str, extends: Option<&str>) -> Result<(), String> {
     let not_table = |what: &str| format!("{what} is not a table");
-    let permissions = implicit_table(doc.as_table_mut(), "permissions").ok_or_else(|| not_table("permissions"))?;
-    let profile = implicit_table(permissions, name).ok_or_else(|| not_table(&format!("permissions.{name}")))?;
+    let permissions = table_at(doc.as_table_mut(), "permissions").ok_or_else(|| not_table("permissions"))?;
+    let profile = table_at(permissions, name).ok_or_else(|| not_table(&format!("permissions.{name}")))?;
     profile.set_implicit(false);
     if let Some(parent) = extends {
         profile.entry("extends").or_insert(toml_edit::value(parent));
     }
     let filesystem =
-        implicit_table(profile, "filesystem").ok_or_else(|| not_table(&format!("permissions.{name}.filesystem")))?;
-    let roots = implicit_table(filesystem, ":workspace_roots")
+        table_at(profile, "filesystem").ok_or_else(|| not_table(&format!("permissions.{name}.filesystem")))?;
+    let roots = table_at(filesystem, ":workspace_roots")
         .ok_or_else(|| not_table(&format!("permissions.{name}.filesystem.\":workspace_roots\"")))?;
     roots.set_implicit(false);
-    roots.insert(CODEX_STORE_DIR, toml_edit::value("read"));
+    if !kept(roots.get(CODEX_STORE_DIR).and_then(|v| v.as_str())) {
+        roots.insert(CODEX_STORE_DIR, toml_edit::value("read"));
+    }
     Ok(())
 }
 
-/// The Codex side of `coord init codex`: `doc` changed so that Codex's sandbox keeps
-/// `.coord` read-only, or a warning saying why it cannot (nothing changed then).
-pub fn codex(doc: &mut toml_edit::DocumentMut) -> CoordResult<Option<String>> {
-    let invalid = |e: String| CoordError::new(ErrorCode::InvalidArgument, format!("config.toml: {e}"));
-    match codex_state(doc) {
+/// The Codex side of `coord init codex --write`: the layers changed so that Codex's
+/// sandbox keeps `.coord` read-only in this repository, or a warning saying why it cannot
+/// (nothing changed then). Without a profile, coord's goes in the **project's** layer:
+/// scoped to this repository, and loaded only once the user trusts it — never widening
+/// what Codex may do elsewhere.
+pub fn codex(user: &mut toml_edit::DocumentMut, project: &mut toml_edit::DocumentMut) -> CoordResult<Option<String>> {
+    let invalid = |e: String| CoordError::new(ErrorCode::InvalidArgument, format!("Codex config.toml: {e}"));
+    let state = CodexLayers {
+        user: &*user,
+        project: &*project,
+    }
+    .state();
+    match state {
         CodexSandbox::Workspace => {
-            protect_profile(doc, CODEX_PROFILE, Some(":workspace")).map_err(invalid)?;
-            doc.insert("default_permissions", toml_edit::value(CODEX_PROFILE));
+            protect_profile(project, CODEX_PROFILE, Some(":workspace")).map_err(invalid)?;
+            project.insert("default_permissions", toml_edit::value(CODEX_PROFILE));
             Ok(None)
         }
         CodexSandbox::Unprotected(name) => {
+            let in_project = CodexLayers {
+                user: &*user,
+                project: &*project,
+            }
+            .profile(&name)
+            .is_some_and(|(_, p)| p);
+            let doc = if in_project { project } else { user };
             protect_profile(doc, &name, None).map_err(invalid)?;
             Ok(None)
         }
@@ -292,64 +393,117 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn codex_after(config: &str) -> (String, Option<String>, CodexSandbox) {
-        let mut doc: toml_edit::DocumentMut = config.parse().unwrap();
-        let warning = codex(&mut doc).unwrap();
-        let text = doc.to_string();
-        let state = codex_state(&text.parse().unwrap());
-        (text, warning, state)
+    /// (user config, project config) after `coord init codex`, its warning, the state.
+    fn codex_after(user: &str, project: &str) -> (String, String, Option<String>, CodexSandbox) {
+        let mut u: toml_edit::DocumentMut = user.parse().unwrap();
+        let mut p: toml_edit::DocumentMut = project.parse().unwrap();
+        let warning = codex(&mut u, &mut p).unwrap();
+        let (user, project) = (u.to_string(), p.to_string());
+        let (u, p) = (user.parse().unwrap(), project.parse().unwrap());
+        let state = CodexLayers { user: &u, project: &p }.state();
+        (user, project, warning, state)
     }
 
     #[test]
     fn codex_configurations_and_what_coord_does_with_them() {
         let protected = CodexSandbox::Protected(CODEX_PROFILE.into());
-        // (config.toml, warned, state afterwards)
-        let cases: &[(&str, bool, CodexSandbox)] = &[
-            ("", false, protected.clone()),
-            ("model = \"o4\"\n", false, protected.clone()),
-            ("default_permissions = \":workspace\"\n", false, protected.clone()),
-            ("default_permissions = \":read-only\"\n", false, CodexSandbox::ReadOnly),
+        let dev = CodexSandbox::Protected("dev".into());
+        // (user config.toml, project .codex/config.toml, warned, state afterwards)
+        let cases: &[(&str, &str, bool, CodexSandbox)] = &[
+            ("", "", false, protected.clone()),
+            ("model = \"o4\"\n", "", false, protected.clone()),
+            ("default_permissions = \":workspace\"\n", "", false, protected.clone()),
+            (
+                "default_permissions = \":read-only\"\n",
+                "",
+                false,
+                CodexSandbox::ReadOnly,
+            ),
             (
                 "default_permissions = \"dev\"\n[permissions.dev]\nextends = \":workspace\"\n",
+                "",
                 false,
-                CodexSandbox::Protected("dev".into()),
+                dev.clone(),
+            ),
+            // Codex's documentation writes the roots as an inline table.
+            (
+                "default_permissions = \"dev\"\n[permissions.dev.filesystem]\n\":workspace_roots\" = { \".\" = \"write\" }\n",
+                "",
+                false,
+                dev.clone(),
+            ),
+            (
+                "",
+                "default_permissions = \"dev\"\n[permissions.dev]\nextends = \":workspace\"\n",
+                false,
+                dev.clone(),
             ),
             (
                 "sandbox_mode = \"workspace-write\"\n",
+                "",
                 true,
                 CodexSandbox::LegacyMode("workspace-write".into()),
             ),
             (
+                "",
+                "sandbox_mode = \"read-only\"\n",
+                true,
+                CodexSandbox::LegacyMode("read-only".into()),
+            ),
+            (
+                "profile = \"fast\"\n[profiles.fast]\nsandbox_mode = \"danger-full-access\"\n",
+                "",
+                true,
+                CodexSandbox::LegacyMode("danger-full-access".into()),
+            ),
+            (
                 "default_permissions = \":danger-full-access\"\n",
+                "",
                 true,
                 CodexSandbox::FullAccess,
             ),
             (
                 "default_permissions = \"nope\"\n",
+                "",
                 true,
                 CodexSandbox::Undefined("nope".into()),
             ),
         ];
-        for (config, warned, state) in cases {
-            let (text, warning, after) = codex_after(config);
-            assert_eq!(warning.is_some(), *warned, "{config:?}: {warning:?}");
-            assert_eq!(&after, state, "{config:?} became:\n{text}");
+        for (user, project, warned, state) in cases {
+            let (u, p, warning, after) = codex_after(user, project);
+            assert_eq!(warning.is_some(), *warned, "{user:?} / {project:?}: {warning:?}");
+            assert_eq!(&after, state, "{user:?} / {project:?} became:\n{u}\n---\n{p}");
             // Running it again changes nothing.
-            let (again, _, _) = codex_after(&text);
-            assert_eq!(again, text, "{config:?}");
+            let (again_u, again_p, _, _) = codex_after(&u, &p);
+            assert_eq!((again_u, again_p), (u, p), "{user:?} / {project:?}");
         }
     }
 
     #[test]
-    fn codex_profile_is_written_as_codex_reads_it() {
-        let (text, _, _) = codex_after("model = \"o4\"  # mine\n\n[mcp_servers.other]\ncommand = \"x\"\n");
-        assert!(text.contains("model = \"o4\"  # mine"), "{text}");
-        assert!(text.contains("default_permissions = \"coord\""), "{text}");
-        assert!(text.contains("[permissions.coord]\nextends = \":workspace\""), "{text}");
-        assert!(
-            text.contains("[permissions.coord.filesystem.\":workspace_roots\"]\n\".coord\" = \"read\""),
-            "{text}"
+    fn codex_profile_goes_to_the_project_as_codex_reads_it() {
+        let user = "model = \"o4\"  # mine\n\n[mcp_servers.other]\ncommand = \"x\"\n";
+        let (u, p, _, _) = codex_after(user, "");
+        assert_eq!(
+            u, user,
+            "the user's configuration is left alone: nothing widens elsewhere"
         );
+        assert!(p.contains("default_permissions = \"coord\""), "{p}");
+        assert!(p.contains("[permissions.coord]\nextends = \":workspace\""), "{p}");
+        assert!(
+            p.contains("[permissions.coord.filesystem.\":workspace_roots\"]\n\".coord\" = \"read\""),
+            "{p}"
+        );
+        // A stricter rule of the user's stays.
+        let strict =
+            "default_permissions = \"dev\"\n[permissions.dev.filesystem.\":workspace_roots\"]\n\".coord\" = \"deny\"\n";
+        let (u, _, _, state) = codex_after(strict, "");
+        assert_eq!(u, strict);
+        assert_eq!(state, CodexSandbox::Protected("dev".into()));
+        // A profile of the user's that opens .coord is closed where it is defined.
+        let open = "default_permissions = \"dev\"\n[permissions.dev.filesystem.\":workspace_roots\"]\n\".coord\" = \"write\"\n";
+        let (u, p, _, _) = codex_after(open, "");
+        assert!(u.contains("\".coord\" = \"read\""), "{u}");
+        assert_eq!(p, "");
     }
 
     #[test]
@@ -382,6 +536,18 @@ mod tests {
             claude_gap(&[v.clone(), off], &protected).unwrap().contains("off"),
             "local wins"
         );
+        let user = json!({"sandbox": {"excludedCommands": ["docker"]}});
+        assert!(
+            claude_gap(&[user, v.clone()], &protected).unwrap().contains("docker"),
+            "lists add up"
+        );
+        let sockets = json!({"sandbox": {"network": {"allowAllUnixSockets": true}}});
+        assert!(
+            claude_gap(&[v.clone(), sockets], &protected)
+                .unwrap()
+                .contains("Unix sockets")
+        );
+        assert_eq!(v["sandbox"]["failIfUnavailable"], true);
         let mut bad = serde_json::from_value::<Map<String, Value>>(json!({"sandbox": []})).unwrap();
         assert!(claude_settings(&mut bad, &protected).is_err());
     }
@@ -392,7 +558,7 @@ mod tests {
         let state = Path::new("/r/.coord");
         assert_eq!(
             claude_protected(root, state, Some(Path::new("/r/.coord/coord.db"))).len(),
-            4
+            3
         );
         let elsewhere = claude_protected(root, state, Some(Path::new("/data/coord.db")));
         assert!(elsewhere.contains(&PathBuf::from("/data/coord.db")));

@@ -394,23 +394,30 @@ pub fn codex_home() -> PathBuf {
     })
 }
 
-/// `$CODEX_HOME/config.toml` with the coord MCP server and, with `sandbox`, Codex's
-/// sandbox keeping `.coord` read-only ([`crate::runtime_sandbox::codex`]); the warning
-/// says why it could not.
-pub fn codex(
-    home: &Path,
-    command: &str,
-    toolsets: Option<&str>,
-    sandbox: bool,
-) -> CoordResult<(Change, Option<String>)> {
-    let path = home.join("config.toml");
-    let before = read_optional(&path)?;
-    let mut doc: toml_edit::DocumentMut = before.as_deref().unwrap_or("").parse().map_err(|e| {
+/// A Codex `config.toml` and what it held (empty when missing), parsed.
+pub fn read_codex_config(path: &Path) -> CoordResult<(Option<String>, toml_edit::DocumentMut)> {
+    let before = read_optional(path)?;
+    let doc = before.as_deref().unwrap_or("").parse().map_err(|e| {
         CoordError::new(
             ErrorCode::InvalidArgument,
             format!("{} is not valid TOML ({e}); fix it by hand first", path.display()),
         )
     })?;
+    Ok((before, doc))
+}
+
+/// `$CODEX_HOME/config.toml` with the coord MCP server and, with `sandbox_in` (the
+/// repository), Codex's sandbox keeping `.coord` read-only there
+/// ([`crate::runtime_sandbox::codex`]: usually the repository's `.codex/config.toml`);
+/// the warning says why it could not.
+pub fn codex(
+    home: &Path,
+    command: &str,
+    toolsets: Option<&str>,
+    sandbox_in: Option<&Path>,
+) -> CoordResult<(Vec<Change>, Option<String>)> {
+    let path = home.join("config.toml");
+    let (before, mut doc) = read_codex_config(&path)?;
     if doc.get("mcp_servers").is_some_and(|i| !i.is_table()) {
         return Err(CoordError::new(
             ErrorCode::InvalidArgument,
@@ -418,17 +425,29 @@ pub fn codex(
         ));
     }
     insert_codex_entry(&mut doc, command, toolsets);
-    let warning = match sandbox {
-        true => crate::runtime_sandbox::codex(&mut doc)?,
-        false => None,
-    };
-    let change = Change {
+    let mut project = None;
+    let mut warning = None;
+    if let Some(repo) = sandbox_in {
+        let project_path = repo.join(".codex").join("config.toml");
+        let (project_before, mut project_doc) = read_codex_config(&project_path)?;
+        warning = crate::runtime_sandbox::codex(&mut doc, &mut project_doc)?;
+        let after = project_doc.to_string();
+        if project_before.is_some() || !after.is_empty() {
+            project = Some(Change {
+                path: project_path,
+                before: project_before,
+                after,
+                executable: false,
+            });
+        }
+    }
+    let user = Change {
         path,
         before,
         after: doc.to_string(),
         executable: false,
     };
-    Ok((change, warning))
+    Ok((std::iter::once(user).chain(project).collect(), warning))
 }
 
 /// The git hook scripts, in the hooks directory git uses for `repo_root`: `pre-commit`
@@ -586,7 +605,7 @@ mod tests {
             "model = \"o4\"  # mine\n\n[mcp_servers.other]\ncommand = \"x\"\n",
         )
         .unwrap();
-        apply(vec![codex(dir.path(), "coord", None, false).unwrap().0], false, None).unwrap();
+        apply(codex(dir.path(), "coord", None, None).unwrap().0, false, None).unwrap();
         let text = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
         assert!(text.contains("model = \"o4\"  # mine"), "{text}");
         assert!(text.contains("[mcp_servers.other]"));
@@ -596,7 +615,7 @@ mod tests {
             doc["mcp_servers"]["coord"]["default_tools_approval_mode"].as_str(),
             Some("approve")
         );
-        let again = apply(vec![codex(dir.path(), "coord", None, false).unwrap().0], false, None).unwrap();
+        let again = apply(codex(dir.path(), "coord", None, None).unwrap().0, false, None).unwrap();
         assert_eq!(again.files[0].action, "unchanged");
         assert!(codex_snippet("coord", None).contains("[mcp_servers.coord]"));
     }

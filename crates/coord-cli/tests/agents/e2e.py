@@ -409,6 +409,7 @@ model_catalog_json = "{catalog}"
 model_provider = "fake"
 approval_policy = "never"
 {'' if sandbox else 'sandbox_mode = "danger-full-access"'}
+{f'[projects."{w.repo}"]{chr(10)}trust_level = "trusted"{chr(10)}' if sandbox else ''}
 
 [model_providers.fake]
 name = "fake"
@@ -594,6 +595,12 @@ def settings():
         else os.path.join(".claude", "settings.local.json")
     with open(target, "a") as f:
         f.write("\\n")
+def project_settings():
+    target = os.path.join(".codex", "config.toml") if os.environ.get("CODEX_HOME") else ".mcp.json"
+    with open(target, "a") as f:
+        f.write("\\n")
+def rename_settings():
+    os.rename(".codex" if os.environ.get("CODEX_HOME") else ".claude", "moved-settings")
 def dial():
     sockets = [n for n in os.listdir(space) if n.endswith(".sock")]
     s = socket.socket(socket.AF_UNIX)
@@ -601,6 +608,8 @@ def dial():
 attempt("store", poke_store)
 attempt("plant", plant)
 attempt("settings", settings)
+attempt("project_settings", project_settings)
+attempt("rename", rename_settings)
 attempt("socket", dial)
 print("TAMPER " + json.dumps(tried, sort_keys=True))
 """
@@ -657,13 +666,17 @@ def runtime_sandbox(w):
     claude_tried = tamper_result(w, "RS_claude")
 
     codex_home = nontmp_dir(w, "codex")
+    # The user trusts this project, as they would when Codex first asks: then Codex
+    # loads the project's .codex/config.toml, where coord's profile goes.
     codex_config(w, codex_home, sandbox=True)
     env = w.base_env(w.home("home-rsx"), {"CODEX_HOME": codex_home, "FAKE_API_KEY": "dummy"})
     out = subprocess.run(["coord", "init", "codex", "--write"], cwd=w.repo, capture_output=True, text=True, env=env)
     check(out.returncode == 0 and "warning" not in out.stderr, f"coord init codex --write: {out.stdout} {out.stderr}")
-    config = open(os.path.join(codex_home, "config.toml")).read()
+    user_config = open(os.path.join(codex_home, "config.toml")).read()
+    check("default_permissions" not in user_config, f"nothing widens Codex elsewhere: {user_config}")
+    config = open(os.path.join(w.repo, ".codex", "config.toml")).read()
     check('default_permissions = "coord"' in config and '".coord" = "read"' in config,
-          f"Codex's permission profile keeps .coord read-only: {config}")
+          f"the project's permission profile keeps .coord read-only: {config}")
     x = subprocess.run(["codex", "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "--json",
                         "SCRIPT:RS_codex"], cwd=w.repo, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                        env=env, timeout=180)
@@ -674,7 +687,10 @@ def runtime_sandbox(w):
         check(tried.get("store") == "Read-only file system", f"{who} could write the store: {tried}")
         check(tried.get("plant") == "Read-only file system", f"{who} could plant a file in .coord: {tried}")
         check(tried.get("settings") == "Read-only file system", f"{who} could rewrite coord's settings: {tried}")
+        check(tried.get("project_settings") == "Read-only file system",
+              f"{who} could rewrite the project's runtime settings: {tried}")
         check(tried.get("socket") not in ("done", None), f"{who} reached the coordinator's socket: {tried}")
+        check(tried.get("rename") not in ("done", None), f"{who} moved its settings directory away: {tried}")
     check(not os.path.exists(os.path.join(w.repo, ".coord", "planted")), "a file was planted in .coord")
     with open(os.path.join(w.repo, ".coord", "coord.db"), "rb") as f:
         check(f.read(16) == b"SQLite format 3\x00", "the store's header was overwritten")
