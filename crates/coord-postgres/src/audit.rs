@@ -329,6 +329,7 @@ pub async fn prune(tx: &Tx<'_>, ctx: &OpCtx, p: &PruneAudit) -> R<PruneAuditResu
         })
         .transpose()?
         .unwrap_or_else(ChainHead::genesis);
+    let prior_seq = prior.seq;
     // The prefix ends before the oldest position still inside retention.
     let through = tx
         .query_opt(
@@ -365,6 +366,24 @@ pub async fn prune(tx: &Tx<'_>, ctx: &OpCtx, p: &PruneAudit) -> R<PruneAuditResu
     if p.dry_run || pruned_rows == 0 {
         return Ok(result);
     }
+    if through.seq == prior_seq {
+        // Nothing new in the chain: the rows counted are what earlier checkpoints already
+        // cover (a deletion that failed, or one still under way), unless unchained rows
+        // newer than the last checkpoint's cutoff need one. No second checkpoint for the
+        // same position: the rows are deleted after the commit all the same.
+        let uncovered: i64 = get(
+            &tx.query_one(
+                "SELECT count(*) FROM audit_log WHERE chain_seq IS NULL AND \"timestamp\" < $1
+                   AND \"timestamp\" >= coalesce((SELECT max(cutoff) FROM audit_checkpoints), '-infinity')",
+                &[&cutoff],
+            )
+            .await?,
+            0,
+        )?;
+        if uncovered == 0 {
+            return Ok(result);
+        }
+    }
     let body = CheckpointBody {
         created_at: now,
         through_seq: through.seq,
@@ -387,17 +406,18 @@ pub async fn prune(tx: &Tx<'_>, ctx: &OpCtx, p: &PruneAudit) -> R<PruneAuditResu
     Ok(result)
 }
 
-/// Deletes what a committed checkpoint covers: one statement (a reader's snapshot sees
+/// Deletes what the committed checkpoints cover: one statement (a reader's snapshot sees
 /// the whole prefix or none of it) in a transaction of its own, without the chain lock,
 /// so audited writes go on while a large prefix is removed. The rows deleted are
-/// immutable and no writer reads them. If it fails, the checkpoint stands and the next
+/// immutable and no writer reads them. If it fails, the checkpoints stand and the next
 /// prune deletes them.
-async fn delete_pruned(client: &Object, checkpoint: &Checkpoint) -> R<u64> {
+async fn delete_pruned(client: &Object) -> R<u64> {
     Ok(client
         .execute(
             "DELETE FROM audit_log
-             WHERE (chain_seq IS NOT NULL AND chain_seq <= $1) OR (chain_seq IS NULL AND \"timestamp\" < $2)",
-            &[&checkpoint.body.through_seq, &checkpoint.body.cutoff],
+             WHERE (chain_seq IS NOT NULL AND chain_seq <= (SELECT max(through_seq) FROM audit_checkpoints))
+                OR (chain_seq IS NULL AND \"timestamp\" < (SELECT max(cutoff) FROM audit_checkpoints))",
+            &[],
         )
         .await?)
 }
@@ -489,14 +509,14 @@ impl AuditStore for PgStore {
 
     async fn prune_audit(&self, ctx: OpCtx, p: PruneAudit) -> CoordResult<PruneAuditResult> {
         let result = self.op(ctx, p, |tx, ctx, p| Box::pin(prune(tx, ctx, p))).await?;
-        if let Some(checkpoint) = &result.checkpoint {
+        if !result.dry_run && result.pruned_rows > 0 {
             let client = self.client().await?;
-            delete_pruned(&client, checkpoint).await.map_err(|e| {
+            delete_pruned(&client).await.map_err(|e| {
                 let e = CoordError::from(e);
                 CoordError::unavailable(format!(
-                    "the checkpoint through position {} is written, but deleting the rows it covers failed \
-                     ({}): prune again to delete them",
-                    checkpoint.body.through_seq, e.message
+                    "the checkpoint is written, but deleting the rows it covers failed ({}): prune again to \
+                     delete them",
+                    e.message
                 ))
             })?;
         }
