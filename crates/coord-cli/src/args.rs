@@ -1235,6 +1235,11 @@ pub struct LaunchArgs {
     /// Pass this variable (NAME, or NAME=VALUE) into the sandbox; repeatable
     #[arg(long = "env", value_name = "NAME[=VALUE]")]
     pub env: Vec<String>,
+    /// A file the task is about (repeatable; repository-relative): the launch is refused
+    /// (file_locked, naming the holder) while another agent holds one; Aider also gets
+    /// them in its chat, to edit
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
     /// Resolve NAME to ADDRESS in the proxy instead of asking DNS (NAME=ADDRESS; repeatable)
     #[arg(long = "resolve", value_name = "NAME=ADDRESS")]
     pub resolve: Vec<String>,

@@ -338,6 +338,7 @@ fn flags(args: &AgentFlagsArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
             program: runtime.name(),
             coord_env: &coord_env,
             model_base_url: None,
+            files: &[],
         },
     );
     if out.json {
@@ -479,7 +480,15 @@ fn final_result(plan: &LaunchPlan, run_dir: &Path) -> (Option<String>, Vec<serde
             Vec::new(),
             false,
         ),
-        Runtime::Aider => (None, Vec::new(), false),
+        // Aider has no structured output: what it printed (its answer, the edits it
+        // applied, or why it could not) is the result.
+        Runtime::Aider => (
+            crate::spawner::read_tail(&run_dir.join("output.jsonl"), FINAL_OUTPUT_BYTES)
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty()),
+            Vec::new(),
+            false,
+        ),
     }
 }
 
@@ -576,6 +585,7 @@ async fn supervise_spawned(agent_id: &str, ctx: &Context, out: Output) -> CoordR
             model_url: None,
             timeout: None,
             env: Vec::new(),
+            files: Vec::new(),
             resolve: Vec::new(),
             isolation: crate::args::IsolationArgs {
                 isolation: Some(record.isolation),
@@ -767,6 +777,15 @@ async fn launch(mut args: AgentRunArgs, ctx: &Context, out: Output, spawned: Opt
     };
     let agent = Caller::new(agent_id.clone(), AGENT_TYPE);
     let me = Principal::local(agent.clone());
+    // The files the task is about: not while another agent holds one (Aider, which has
+    // no hooks, could not be stopped once it runs).
+    if !args.launch.files.is_empty() {
+        use coord_service::CoordinationExt as _;
+        let paths = args.launch.files.clone();
+        coord
+            .check_edit(&ctx.caller, coord_domain::locks::CheckEditRequest { paths })
+            .await?;
+    }
 
     // The profile's deadline, unless --timeout says otherwise.
     let profiles = call::<profile_ops::ListProfiles, _>(&*coord, &operator, Empty {}).await?;
@@ -1041,6 +1060,25 @@ struct Supervised<'a> {
     spawned: bool,
 }
 
+/// The locks other agents hold as an agent without hooks (Aider) starts: it cannot be
+/// asked before each edit, so what they hold is read-only in its sandbox and named in its
+/// message (docs/agents.md, "Aider"). Other runtimes' hooks ask before every edit.
+async fn held_by_others(s: &Supervised<'_>) -> CoordResult<Vec<coord_domain::locks::LockInfo>> {
+    if s.runtime != Runtime::Aider {
+        return Ok(Vec::new());
+    }
+    use coord_service::CoordinationExt as _;
+    let live = s
+        .coordinator
+        .check_locks(&s.agent, coord_domain::locks::CheckLocksRequest::default())
+        .await?;
+    Ok(live
+        .locks
+        .into_iter()
+        .filter(|l| l.locked_by != s.agent.agent_id)
+        .collect())
+}
+
 async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
     let agent_id = s.agent.agent_id.clone();
     for dir in ["home", "tmp"] {
@@ -1078,7 +1116,7 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         (tokio::spawn(coord_http::serve_loopback(api, app)), port)
     };
     let coord_env = coord_env(&agent_id, api_port);
-    let plan = agents::plan(
+    let mut plan = agents::plan(
         s.runtime,
         &LaunchInputs {
             definition: s.d,
@@ -1089,8 +1127,16 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
             program: &program,
             coord_env: &coord_env,
             model_base_url: s.model_url,
+            files: &s.args.launch.files,
         },
     );
+    let held = held_by_others(&s).await?;
+    if let Some(note) = coord_domain::agents::launch::held_note(&held)
+        && let Some(message) = plan.files.iter_mut().find(|f| f.path.ends_with("aider-message.txt"))
+    {
+        message.contents.push('\n');
+        message.contents.push_str(&note);
+    }
     for f in &plan.files {
         let path = Path::new(&f.path);
         if let Some(parent) = path.parent() {
@@ -1187,6 +1233,14 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
         .iter()
         .map(|f| (PathBuf::from(&f.path), PathBuf::from(&f.path)))
         .collect();
+    if plan.writable != agents::Writable::Nothing {
+        for held in coord_domain::agents::launch::held_paths(&held) {
+            let path = s.ctx.repo_root.join(held);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                protected.push((path.clone(), path));
+            }
+        }
+    }
     let mut placeholders = Vec::new();
     if plan.writable == agents::Writable::Workspace {
         let empty_file = s.run_dir.join("placeholder");
@@ -1342,11 +1396,19 @@ async fn supervise(s: Supervised<'_>) -> CoordResult<Outcome> {
 }
 
 /// The directory a runtime is installed in: its nearest `node_modules` ancestor (an npm
-/// package finds its platform binary beside it), else its own directory.
+/// package finds its platform binary beside it), else the Python virtual environment its
+/// script belongs to (Aider: its modules are in the environment's `lib/`, beside `bin/`),
+/// else its own directory.
 fn install_dir(program: &Path) -> PathBuf {
+    let venv = || {
+        let bin = program.parent()?;
+        let root = bin.parent()?;
+        (bin.file_name()? == "bin" && root.join("pyvenv.cfg").is_file()).then_some(root)
+    };
     program
         .ancestors()
         .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .or_else(venv)
         .or_else(|| program.parent())
         .unwrap_or(program)
         .to_path_buf()
@@ -1454,5 +1516,27 @@ async fn forward_to_tcp(listener: tokio::net::UnixListener, addr: String) -> std
                 let _ = tokio::io::copy_bidirectional(&mut unix, &mut tcp).await;
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::install_dir;
+
+    #[test]
+    fn a_runtime_is_installed_in_its_package_or_its_virtual_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let npm = root.join("ci/node_modules/.bin/claude");
+        let venv = root.join("venv-aider/bin/aider");
+        let plain = root.join("tools/bin/aider");
+        for p in [&npm, &venv, &plain] {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        std::fs::write(root.join("venv-aider/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        assert_eq!(install_dir(&npm), root.join("ci/node_modules"));
+        assert_eq!(install_dir(&venv), root.join("venv-aider"), "the modules beside bin/");
+        assert_eq!(install_dir(&plain), root.join("tools/bin"), "not a virtual environment");
     }
 }

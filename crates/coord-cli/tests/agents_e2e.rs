@@ -315,6 +315,51 @@ fn a_read_only_codex_worker_cannot_write() {
 /// Spec 003's toggle `COORD_SANDBOX_ENABLED=false`: the launch runs outside the sandbox with
 /// a loud warning and an audit row saying so (advisory enforcement), the CLI's own checks
 /// and the profile's tools kept; an unreadable value is refused.
+/// Aider's script in `.ci/venv-aider` (or `COORD_TEST_AIDER`); required under CI.
+fn aider(what: &str) -> Option<PathBuf> {
+    let aider = std::env::var_os("COORD_TEST_AIDER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv-aider/bin/aider"));
+    let works = Command::new(&aider)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("0.86.2"));
+    if !works {
+        assert!(
+            !under_ci(),
+            "Aider 0.86.2 is required under CI but {} does not work",
+            aider.display()
+        );
+        eprintln!(
+            "\n*** SKIPPING {what}: {} is not Aider 0.86.2. Run .ci/run once, or set COORD_TEST_AIDER.\n",
+            aider.display()
+        );
+        return None;
+    }
+    Some(aider)
+}
+
+/// Aider as a read-only worker: the model's edit is not applied (ask mode, --dry-run, a
+/// read-only workspace); its output is the result; the launch is audited.
+#[test]
+fn a_read_only_aider_worker_changes_nothing() {
+    let Some(aider) = aider("the read-only Aider test") else {
+        return;
+    };
+    scenario_with("aider-read-only", &["--aider".as_ref(), aider.as_os_str()]);
+}
+
+/// Aider as a writing worker: its edit lands, a file another agent held when it started
+/// is read-only in its sandbox and named in its message, and nothing but the model is
+/// reached.
+#[test]
+fn an_aider_worker_writes_but_not_what_others_hold() {
+    let Some(aider) = aider("the writing Aider test") else {
+        return;
+    };
+    scenario_with("aider-write", &["--aider".as_ref(), aider.as_os_str()]);
+}
+
 #[test]
 fn the_sandbox_toggle_is_loud_and_audited() {
     scenario("worker-unsandboxed");

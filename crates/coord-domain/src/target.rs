@@ -24,7 +24,7 @@ use crate::error::{CoordError, CoordResult, ErrorCode};
 use crate::path::normalize_path;
 use globset::GlobBuilder;
 
-const GLOB_CHARS: [char; 4] = ['*', '?', '[', '{'];
+pub const GLOB_CHARS: [char; 4] = ['*', '?', '[', '{'];
 
 /// A parsed lock target; `key()` is the canonical spelling stored as the lock's path.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -42,6 +42,8 @@ class World:
         self.cli_bin = os.path.abspath(args.bin)
         # Another Claude Code (e.g. 2.1.328 for its approval behaviour), first on PATH.
         self.claude_bin = os.path.abspath(args.claude_bin) if getattr(args, "claude_bin", None) else None
+        # Aider's script in its own virtual environment (the aider scenarios).
+        self.aider = os.path.abspath(args.aider) if getattr(args, "aider", None) else None
         self.dir = tempfile.mkdtemp(prefix="coord-e2e-")
         self.repo = os.path.join(self.dir, "repo")
         os.makedirs(os.path.join(self.repo, "src"))
@@ -616,10 +618,11 @@ print("TAMPER " + json.dumps(tried, sort_keys=True))
 
 
 def nontmp_dir(w, name):
-    """A directory outside /tmp: Codex refuses to set up its sandbox helper under a temporary
-    directory (every sandboxed command then fails), so its home for a sandboxed run lives
-    beside the coord binary, removed with the world."""
-    d = os.path.join(os.path.dirname(w.coord_bin), "e2e-homes", f"{os.path.basename(w.dir)}-{name}")
+    """A directory outside /tmp and $TMPDIR: Codex refuses to set up its sandbox helper under
+    a temporary directory (every sandboxed command then fails), and its `:workspace`
+    profile lets commands write anywhere under /tmp — where a user's Codex home never is.
+    Under the test runner's own home, removed with the world."""
+    d = os.path.join(os.path.expanduser("~"), ".cache", "coord-e2e", f"{os.path.basename(w.dir)}-{name}")
     os.makedirs(d, exist_ok=True)
     w.cleanup.append(d)
     return d
@@ -1141,9 +1144,10 @@ def launch(w, home, agent, script, *flags, env=None):
     if not any(f.startswith("--validator") for f in flags):
         flags = ("--no-validation", *flags)
     runtime = flags[flags.index("--runtime") + 1] if "--runtime" in flags else "claude"
-    url = f"http://127.0.0.1:{w.port}" + ("/v1" if runtime == "codex" else "")
+    url = f"http://127.0.0.1:{w.port}" + ("/v1" if runtime in ("codex", "aider") else "")
+    program = w.aider if runtime == "aider" else os.path.join(w.cli_bin, runtime)
     out = subprocess.run(["coord", "--json", "agent", "run", agent, f"SCRIPT:{script}",
-                          "--program", os.path.join(w.cli_bin, runtime),
+                          "--program", program,
                           "--model-url", url, *flags],
                          cwd=w.repo, capture_output=True, text=True, timeout=300,
                          env=w.base_env(home, dict({"ANTHROPIC_API_KEY": "dummy", "OPENAI_API_KEY": "dummy"}, **(env or {}))))
@@ -1774,6 +1778,65 @@ def worker_codex_read_only(w):
     return f"{r['agent_id']}: shell write refused (read-only file system), file untouched"
 
 
+def aider_read_only(w):
+    """Aider (issue 58) as a READ_ONLY worker of `coord agent run --runtime aider`: the model
+    answers with a whole-file edit, but Aider runs in ask mode with --dry-run in a
+    read-only workspace: the file is unchanged. Its output is the run's result, and the
+    launch is audited under the agent's own identity."""
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    define(w, "aider-reviewer", "---\nname: aider-reviewer\ndescription: Reviews with Aider\nruntime: aider\n"
+                                "model: openai/fake-model\n---\nYou review code.\n")
+    w.start_model({"AR": [{"text": "src/shared.rs\n```\nrewritten by a read-only aider\n```\n\nAIDER REVIEW DONE\n"}]})
+    started = time.time()
+    r = launch(w, w.home("operator"), "aider-reviewer", "AR", "--runtime", "aider")
+    took = time.time() - started
+    check(open(shared).read() == "original\n", f"a read-only Aider changed the file: {open(shared).read()!r}")
+    check(r.get("success") and "AIDER REVIEW DONE" in (r.get("result") or ""), f"Aider's output is the result: {r}")
+    asked = [e for e in w.entries() if e.get("api") == "chat" and e.get("script") == "AR"]
+    check(asked, "Aider asked the scripted model (through the relayed endpoint)")
+    runs = w.coord("audit", "--agent", r["agent_id"], "--operation", "record_sandbox_run")["entries"]
+    check(runs and runs[0]["parameters"]["enforcement"] == "namespace" and "--dry-run" in runs[0]["parameters"]["command"],
+          f"the launch is audited as enforced, read-only flags and all: {runs}")
+    return f"{r['agent_id']}: edit answered, file unchanged, output returned ({took:.1f} s)"
+
+
+def aider_write(w):
+    """Aider as a WRITE worker: a launch whose task is about a file another agent holds
+    (`--file`) is refused before anything runs; with a free file instead (in Aider's
+    chat), its edit lands, while the held file — which its model also rewrites — is
+    read-only in its sandbox (the file keeps its content) and was named, with its holder
+    and why, in Aider's message; nothing but the model was reached (no connection in the
+    agent's network log)."""
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    held = os.path.join(w.repo, "src", "held.rs")
+    with open(held, "w") as f:
+        f.write("held\n")
+    w.git("add", ".")
+    w.git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "held")
+    other = w.coord("lock", "acquire", "src/held.rs", "--reason", "migrating the schema",
+                    env={"COORD_AGENT_ID": "other-agent"})
+    check(other.get("success"), f"another agent holds src/held.rs: {other}")
+    define(w, "aider-writer", "---\nname: aider-writer\ndescription: Writes with Aider\nprofile: write\n"
+                              "runtime: aider\nmodel: openai/fake-model\n---\nYou edit code.\n")
+    w.start_model({"AW": [{"text": "src/shared.rs\n```\nwritten by aider\n```\n\nsrc/held.rs\n```\noverwritten by aider\n```\n"}]})
+    # A task about a file another agent holds does not start at all.
+    refused = launch(w, w.home("operator"), "aider-writer", "AW", "--runtime", "aider", "--file", "src/held.rs")
+    check(refused.get("error") == "file_locked" and "other-agent" in refused.get("message", ""),
+          f"a launch about a held file is refused, naming the holder: {refused}")
+    check(not [e for e in w.entries() if e.get("script") == "AW"], "the refused launch reached the model")
+    started = time.time()
+    r = launch(w, w.home("operator"), "aider-writer", "AW", "--runtime", "aider", "--file", "src/shared.rs")
+    took = time.time() - started
+    check(open(shared).read() == "written by aider\n", f"the free file's edit landed: {open(shared).read()!r} / {r}")
+    check(open(held).read() == "held\n", f"the held file was changed: {open(held).read()!r}")
+    asked = [e for e in w.entries() if e.get("api") == "chat" and e.get("script") == "AW"]
+    check(asked and "src/held.rs, held by other-agent: migrating the schema" in str(asked[0].get("last_user")),
+          f"Aider was told which file is held, by whom and why: {asked[:1]}")
+    net = w.coord("audit", "--agent", r["agent_id"], "--operation", "check_network_access")["entries"]
+    check(not net, f"Aider tried to reach more than its model: {net}")
+    return f"{r['agent_id']}: free file written, held file read-only and named ({took:.1f} s)"
+
+
 def worker_unsandboxed(w):
     """Spec 003's toggle COORD_SANDBOX_ENABLED=false: the launch runs outside the sandbox (its
     CLI's own permission checks kept: Claude Code refuses skip-permissions as root anyway),
@@ -1795,7 +1858,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "runtime-sandbox": runtime_sandbox, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "aider-read-only": aider_read_only, "aider-write": aider_write, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "runtime-sandbox": runtime_sandbox, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}
@@ -1808,6 +1871,7 @@ def main():
     p.add_argument("--bin", required=True)
     p.add_argument("--strands-python", help="a Python with strands-agents (the strands scenario)")
     p.add_argument("--claude-bin", help="a folder with another Claude Code, put first on PATH")
+    p.add_argument("--aider", help="Aider's script, in its virtual environment (the aider scenarios)")
     args = p.parse_args()
     w = World(args)
     try:

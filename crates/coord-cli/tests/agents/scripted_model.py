@@ -3,7 +3,10 @@
 
 Stdlib only. Prints the port it listens on (127.0.0.1, port 0 = any free) on stdout.
 Serves the Anthropic Messages API (Claude Code: /v1/messages, SSE or JSON, plus a
-count_tokens stub) and the OpenAI Responses API (Codex: /v1/responses, SSE).
+count_tokens stub), the OpenAI Responses API (Codex: /v1/responses, SSE) and OpenAI chat
+completions (Aider: /v1/chat/completions, JSON or SSE; Aider edits by text, so its
+steps are {"text": …}, e.g. a file name and a fenced block in its whole-file format; the
+step is the number of assistant answers already in the conversation).
 
 Scripts: a JSON file ($SCRIPTS) maps names to lists of steps; a step is
 {"tool": "<name or suffix>", "input": {...}} (the model calls that tool; with "force": true
@@ -157,6 +160,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.anthropic(body)
         if path.endswith("/responses"):
             return self.openai_responses(body)
+        if path.endswith("/chat/completions"):
+            return self.openai_chat(body)
         self.send_json({"error": "not found"}, 404)
 
     # --- Anthropic Messages (Claude Code) -------------------------------------------
@@ -297,6 +302,42 @@ class Handler(BaseHTTPRequestHandler):
         self.sse("response.completed", {"type": "response.completed", "response": {"id": rid, "usage": {
             "input_tokens": 10, "input_tokens_details": None, "output_tokens": 5, "output_tokens_details": None,
             "total_tokens": 15}}})
+
+
+    # --- OpenAI chat completions (Aider) ---------------------------------------------
+    def openai_chat(self, body):
+        messages = body.get("messages") or []
+        user_texts = [t for m in messages if m.get("role") == "user" for t in texts(m.get("content"))]
+        script = script_name(user_texts)
+        # Aider's few-shot examples are assistant turns too: count the ones after the
+        # script's first mention.
+        first = next((i for i, m in enumerate(messages) if m.get("role") == "user"
+                      and script_name(texts(m.get("content"))) == script), len(messages))
+        steps_done = sum(1 for m in messages[first:] if m.get("role") == "assistant")
+        text = "ok"
+        if script is not None and script in SCRIPTS:
+            text = step_of(script, steps_done).get("text", "done")
+        log({"api": "chat", "script": script, "turn": steps_done,
+             "last_user": user_texts[-1][-2000:] if user_texts else None, "text": text})
+        model = body.get("model", "fake-model")
+        cid = "chatcmpl-" + uuid.uuid4().hex[:12]
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if not body.get("stream"):
+            return self.send_json({"id": cid, "object": "chat.completion", "created": 0, "model": model,
+                                   "choices": [{"index": 0, "finish_reason": "stop",
+                                                "message": {"role": "assistant", "content": text}}],
+                                   "usage": usage})
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for delta, finish in (({"role": "assistant", "content": text}, None), ({}, "stop")):
+            chunk = {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model,
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
 
 
 def main():

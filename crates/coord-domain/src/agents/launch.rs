@@ -103,6 +103,8 @@ pub struct LaunchInputs<'a> {
     /// The model endpoint (`ANTHROPIC_BASE_URL` / an OpenAI-compatible base URL), when
     /// not the provider's own.
     pub model_base_url: Option<&'a str>,
+    /// The files the task is about (`--file`): Aider gets them in its chat.
+    pub files: &'a [String],
 }
 
 /// A file the plan needs, with its absolute path.
@@ -388,6 +390,21 @@ fn aider(i: &LaunchInputs<'_>) -> LaunchPlan {
         "--no-detect-urls".into(),
         "--no-suggest-shell-commands".into(),
         "--no-auto-commits".into(),
+        // Aider would write git's configuration (a user name when none is set), commit
+        // dirty files before editing, add `.aider*` to `.gitignore` and keep its
+        // histories and tag cache in the repository: none of it is the task's, and
+        // `.git` is read-only in the sandbox (writing it crashes Aider). It works on
+        // the files; coord and the person handle git. Its histories go to the run
+        // directory; no repository map (its cache lives in the workspace).
+        "--no-git".into(),
+        "--no-dirty-commits".into(),
+        "--no-gitignore".into(),
+        "--map-tokens".into(),
+        "0".into(),
+        "--chat-history-file".into(),
+        format!("{}/aider-chat.md", i.run_dir),
+        "--input-history-file".into(),
+        format!("{}/aider-input.txt", i.run_dir),
     ];
     match d.profile {
         WorkerProfile::ReadOnly | WorkerProfile::Verification => {
@@ -401,6 +418,12 @@ fn aider(i: &LaunchInputs<'_>) -> LaunchPlan {
     if let Some(url) = i.model_base_url {
         argv.extend(["--openai-api-base".into(), url.into()]);
     }
+    // Files named after the options: a leading `-` could not be read as one.
+    argv.extend(
+        i.files
+            .iter()
+            .map(|f| format!("{}/{}", i.workspace, f.trim_start_matches("./"))),
+    );
     let mut env = home_env(i);
     env.push(("LITELLM_LOCAL_MODEL_COST_MAP".into(), "True".into()));
     LaunchPlan {
@@ -408,7 +431,16 @@ fn aider(i: &LaunchInputs<'_>) -> LaunchPlan {
         profile: d.profile,
         argv,
         env,
-        files: vec![file(message, text)],
+        files: vec![
+            file(message, text),
+            // Aider fetches litellm's model list from GitHub unless its cache is fresh and
+            // not empty: one entry of no model (models it does not know get its
+            // defaults) keeps it to the model endpoint, the only place it needs to reach.
+            file(
+                format!("{}/home/.aider/caches/model_prices_and_context_window.json", i.run_dir),
+                r#"{"coord-no-model": {}}"#.into(),
+            ),
+        ],
         writable: d.profile.writable(),
         notes: vec![
             "Aider has no permission system, no MCP and no tool list: it runs only inside coord's sandbox, which alone decides what it can write and reach".into(),
@@ -421,3 +453,37 @@ pub const PRE_TOOL_USE_MATCHER: &str = "Write|Edit|MultiEdit|NotebookEdit|Bash";
 
 /// The tools it sees in an agent coord launched: all of them.
 pub const LAUNCHED_PRE_TOOL_USE_MATCHER: &str = "*";
+
+/// The files and directories other agents hold that an agent without hooks (Aider: it
+/// cannot be asked before each edit) gets read-only in its sandbox: a file lock's file, a
+/// directory lock's directory (repository-relative, no trailing `/`). A glob lock covers
+/// paths nobody can list up front: it is named in the agent's message only.
+pub fn held_paths(held: &[crate::locks::LockInfo]) -> Vec<String> {
+    held.iter()
+        .map(|l| l.file_path.trim_end_matches('/'))
+        .filter(|p| !p.is_empty() && !p.contains(crate::target::GLOB_CHARS))
+        .map(String::from)
+        .collect()
+}
+
+/// What an agent without hooks is told about the locks other agents hold when it starts:
+/// which, by whom, why, and that they are read-only for it. `None` when there are none.
+pub fn held_note(held: &[crate::locks::LockInfo]) -> Option<String> {
+    if held.is_empty() {
+        return None;
+    }
+    let mut note = String::from(
+        "Other agents hold these paths: do not edit them (files and directories are read-only for you; \
+         ask the holder through coord to have one released):\n",
+    );
+    for l in held {
+        let why = l.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        let kind = if l.file_path.contains(crate::target::GLOB_CHARS) {
+            " (a pattern)"
+        } else {
+            ""
+        };
+        note.push_str(&format!("- {}{kind}, held by {}{why}\n", l.file_path, l.locked_by));
+    }
+    Some(note)
+}

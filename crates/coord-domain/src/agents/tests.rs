@@ -107,6 +107,7 @@ fn inputs<'a>(d: &'a AgentDefinition, env: &'a [(String, String)]) -> LaunchInpu
         program: "claude",
         coord_env: env,
         model_base_url: Some("http://127.0.0.1:9/"),
+        files: &[],
     }
 }
 
@@ -215,10 +216,32 @@ fn codex_and_aider_plans() {
     assert_eq!(p.writable, Writable::Nothing);
     let p = plan(Runtime::Aider, &inputs(&d, &env));
     assert!(p.argv.contains(&"--dry-run".to_string()));
+    for kept_out in [
+        "--no-git",
+        "--no-dirty-commits",
+        "--no-gitignore",
+        "/r/run1/aider-chat.md",
+        "/r/run1/aider-input.txt",
+    ] {
+        assert!(p.argv.iter().any(|a| a == kept_out), "{kept_out}: {:?}", p.argv);
+    }
     assert!(p.files[0].contents.ends_with("-review src/\n"));
     let w = def("---\nname: a\ndescription: x\nprofile: write\n---\n").unwrap();
     let p = plan(Runtime::Aider, &inputs(&w, &env));
     assert!(p.argv.contains(&"--yes-always".to_string()) && !p.argv.contains(&"--dry-run".to_string()));
+    let files = ["src/a.rs".to_string(), "./-odd.rs".to_string()];
+    let p = plan(
+        Runtime::Aider,
+        &LaunchInputs {
+            files: &files,
+            ..inputs(&w, &env)
+        },
+    );
+    assert_eq!(
+        &p.argv[p.argv.len() - 2..],
+        ["/w/repo/src/a.rs", "/w/repo/-odd.rs"],
+        "in its chat, never read as options"
+    );
     assert_eq!(p.writable, Writable::Workspace);
 }
 
@@ -343,4 +366,30 @@ fn runtime_versions_older_than_verified_or_unreadable_are_refused() {
     for (runtime, out, ok) in cases {
         assert_eq!(runtime.check_version(out).is_ok(), ok, "{runtime:?} {out:?}");
     }
+}
+
+#[test]
+fn an_agent_without_hooks_is_told_and_kept_from_what_others_hold() {
+    use crate::agents::launch::{held_note, held_paths};
+    let lock = |path: &str, reason: Option<&str>| crate::locks::LockInfo {
+        file_path: path.into(),
+        locked_by: "alice".into(),
+        agent_type: "claude_code".into(),
+        session_id: None,
+        reason: reason.map(String::from),
+        locked_at: chrono::Utc::now(),
+        expires_at: chrono::Utc::now(),
+        fencing_token: 1,
+    };
+    let held = [
+        lock("src/auth.rs", Some("refactoring")),
+        lock("src/db/", None),
+        lock("src/**/*.sql", None),
+        lock("app/[id]/page.tsx", None),
+    ];
+    assert_eq!(held_paths(&held), ["src/auth.rs", "src/db"], "globs cannot be mounted");
+    let note = held_note(&held).unwrap();
+    assert!(note.contains("- src/auth.rs, held by alice: refactoring\n"), "{note}");
+    assert!(note.contains("- src/**/*.sql (a pattern), held by alice\n"), "{note}");
+    assert_eq!(held_note(&[]), None);
 }
