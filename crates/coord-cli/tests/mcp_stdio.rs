@@ -979,6 +979,9 @@ fn a_killed_relay_whose_coordinator_dies_too_is_still_released() {
     let mut a = Server::start_with("killed-agent", &grace);
     let root = a._dir.as_ref().unwrap().path().to_path_buf();
     let (_, first) = holding_src_x(&mut a, &root);
+    // The coordinator names the session with the next line it reads after registering
+    // it (docs/mcp.md): an agent at work sends more than one.
+    a.call(3, "check_locks", json!({}));
     let Server {
         mut child, _dir: dir, ..
     } = a;
