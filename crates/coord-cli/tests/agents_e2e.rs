@@ -207,26 +207,40 @@ fn the_typescript_mcp_sdk_over_stdio_and_http() {
 /// The Python of `.ci/venv-strands` (or $COORD_TEST_STRANDS_PYTHON) if Strands imports
 /// there; under CI it must.
 fn strands_python(what: &str) -> Option<PathBuf> {
-    let python = std::env::var_os("COORD_TEST_STRANDS_PYTHON")
+    let probe = ["-c", "import strands, strands.models.anthropic"];
+    test_tool(
+        "COORD_TEST_STRANDS_PYTHON",
+        ".ci/venv-strands/bin/python",
+        &probe,
+        "",
+        "Strands",
+        what,
+    )
+}
+
+/// A tool the scenarios run from `.ci/` (`default`, or `$env`), when `probe` succeeds and
+/// prints `expect`: required under CI, skipped loudly otherwise.
+fn test_tool(env: &str, default: &str, probe: &[&str], expect: &str, name: &str, what: &str) -> Option<PathBuf> {
+    let tool = std::env::var_os(env)
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv-strands/bin/python"));
-    let works = Command::new(&python)
-        .args(["-c", "import strands, strands.models.anthropic"])
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(default));
+    let works = Command::new(&tool)
+        .args(probe)
         .output()
-        .is_ok_and(|o| o.status.success());
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(expect));
     if !works {
         assert!(
             !under_ci(),
-            "Strands is required under CI but {} does not work",
-            python.display()
+            "{name} is required under CI but {} does not work",
+            tool.display()
         );
         eprintln!(
-            "\n*** SKIPPING {what}: {} does not work. Run .ci/run once, or set COORD_TEST_STRANDS_PYTHON.\n",
-            python.display()
+            "\n*** SKIPPING {what}: {} does not work. Run .ci/run once, or set {env}.\n",
+            tool.display()
         );
         return None;
     }
-    Some(python)
+    Some(tool)
 }
 
 /// A Strands agent (`strands-agents` 1.62 in `.ci/venv-strands`), its model the scripted
@@ -317,26 +331,14 @@ fn a_read_only_codex_worker_cannot_write() {
 /// and the profile's tools kept; an unreadable value is refused.
 /// Aider's script in `.ci/venv-aider` (or `COORD_TEST_AIDER`); required under CI.
 fn aider(what: &str) -> Option<PathBuf> {
-    let aider = std::env::var_os("COORD_TEST_AIDER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv-aider/bin/aider"));
-    let works = Command::new(&aider)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("0.86.2"));
-    if !works {
-        assert!(
-            !under_ci(),
-            "Aider 0.86.2 is required under CI but {} does not work",
-            aider.display()
-        );
-        eprintln!(
-            "\n*** SKIPPING {what}: {} is not Aider 0.86.2. Run .ci/run once, or set COORD_TEST_AIDER.\n",
-            aider.display()
-        );
-        return None;
-    }
-    Some(aider)
+    test_tool(
+        "COORD_TEST_AIDER",
+        ".ci/venv-aider/bin/aider",
+        &["--version"],
+        "0.86.2",
+        "Aider 0.86.2",
+        what,
+    )
 }
 
 /// Aider as a read-only worker: the model's edit is not applied (ask mode, --dry-run, a
