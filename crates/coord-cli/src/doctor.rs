@@ -347,7 +347,26 @@ fn codex(ctx: &Context) -> Vec<Check> {
         _ => None,
     };
     let fix = state.as_ref().and_then(|s| s.fix());
+    // Codex reads a project's .codex/config.toml only once the user trusted the project.
+    let project_chooses = project
+        .as_ref()
+        .is_some_and(|(_, p)| p.get("default_permissions").is_some());
+    let trusted = doc.as_ref().is_some_and(|d| {
+        let root = ctx.repo_root.display().to_string();
+        d.get("projects")
+            .and_then(|p| p.get(&root))
+            .and_then(|e| e.get("trust_level"))
+            .and_then(|v| v.as_str())
+            == Some("trusted")
+    });
     checks.push(match state.as_ref().and_then(|s| s.gap()) {
+        None if project_chooses && !trusted => check(
+            "codex sandbox",
+            Status::Warn,
+            "this repository's .codex/config.toml keeps .coord read-only, but Codex loads it only once you trust \
+             the project",
+            Some("start `codex` here and trust the project when it asks"),
+        ),
         None if state.is_some() => check(
             "codex sandbox",
             Status::Ok,
