@@ -1072,9 +1072,13 @@ async fn the_dashboard_is_for_operators_and_refuses_forged_changes() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    // Bodies are bounded.
-    let r = decide(Some(&csrf), None, "x".repeat(64 * 1024)).await.unwrap();
-    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // Bodies are bounded: refused with 413 before they are read. The server then closes
+    // the connection with the client's bytes unread, and TCP may reset it before the
+    // answer reaches the client: a cut connection is the same refusal.
+    match decide(Some(&csrf), None, "x".repeat(64 * 1024)).await {
+        Ok(r) => assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE),
+        Err(e) => assert!(e.is_request(), "refused, not failed otherwise: {e}"),
+    }
     let r = decide(Some(&csrf), None, "{nope".into()).await.unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     let r = decide(
