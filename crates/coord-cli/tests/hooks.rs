@@ -976,7 +976,9 @@ fn hooks_fail_closed_when_coord_cannot_read_or_run() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"{}").unwrap();
+    // The shell may give up before it reads anything (a broken pipe here): it is the
+    // exit code that matters.
+    let _ = child.stdin.take().unwrap().write_all(b"{}");
     let ran = child.wait_with_output().unwrap();
     assert_eq!(ran.status.code(), Some(2), "a missing coord refuses: {ran:?}");
     assert!(
