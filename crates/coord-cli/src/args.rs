@@ -104,6 +104,25 @@ pub struct GlobalArgs {
     pub identity_on_command_line: (bool, bool),
 }
 
+impl GlobalArgs {
+    /// The parsed global options, as the runtime takes them.
+    pub fn settings(&self) -> coord_runtime::context::Settings {
+        coord_runtime::context::Settings {
+            db: self.db.clone(),
+            agent_id: self.agent_id.clone(),
+            agent_type: self.agent_type.clone(),
+            remote: self.remote.clone(),
+            api_key: self.api_key.clone(),
+            workspaces: self.workspaces.clone(),
+            file_size_limit: self.file_size_limit,
+            working_memory_budget: self.working_memory_budget,
+            recall_half_life_days: self.recall_half_life_days,
+            coordination_domains: self.coordination_domains.clone(),
+            model_endpoints: self.model_endpoints.clone(),
+        }
+    }
+}
+
 /// Ends the process on a command line the grammar refuses: clap's own text unless
 /// `--json` was asked for, then the error shape of every other refusal on stdout
 /// (`invalid_argument`, exit code 2), so a script reading JSON gets JSON. Help and the
@@ -1268,46 +1287,14 @@ fn parse_isolation(s: &str) -> Result<coord_domain::agents::isolation::Isolation
 }
 
 impl ValidationArgs {
-    /// A spawned agent's: `spawn_agent` judged it before registering it.
-    pub fn already_judged() -> Self {
-        ValidationArgs {
-            validator_command: None,
-            validator_url: None,
-            validator_model: String::new(),
-            validator_timeout: std::time::Duration::from_secs(60),
-            no_validation: true,
+    pub fn validation(&self) -> coord_runtime::launch::Validation {
+        coord_runtime::launch::Validation {
+            validator_command: self.validator_command.clone(),
+            validator_url: self.validator_url.clone(),
+            validator_model: self.validator_model.clone(),
+            validator_timeout: self.validator_timeout,
+            no_validation: self.no_validation,
         }
-    }
-
-    /// A coordinator's (`spawn_agent`): COORD_VALIDATOR_COMMAND, COORD_VALIDATOR_URL
-    /// (with COORD_VALIDATOR_MODEL, COORD_VALIDATOR_TIMEOUT) or COORD_NO_VALIDATION=1.
-    pub fn from_env() -> Result<Self, String> {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let no_validation = match var("COORD_NO_VALIDATION").as_deref() {
-            None | Some("0" | "false" | "no") => false,
-            Some("1" | "true" | "yes") => true,
-            Some(other) => return Err(format!("COORD_NO_VALIDATION={other:?}: give 1 or 0")),
-        };
-        let validator_timeout = match var("COORD_VALIDATOR_TIMEOUT") {
-            None => std::time::Duration::from_secs(60),
-            Some(t) => humantime::parse_duration(&t).map_err(|e| format!("COORD_VALIDATOR_TIMEOUT={t:?}: {e}"))?,
-        };
-        let v = ValidationArgs {
-            validator_command: var("COORD_VALIDATOR_COMMAND"),
-            validator_url: var("COORD_VALIDATOR_URL"),
-            validator_model: var("COORD_VALIDATOR_MODEL").unwrap_or_else(|| "claude-sonnet-4-5".into()),
-            validator_timeout,
-            no_validation,
-        };
-        let given = [
-            v.validator_command.is_some(),
-            v.validator_url.is_some(),
-            v.no_validation,
-        ];
-        if given.iter().filter(|g| **g).count() > 1 {
-            return Err("give one of COORD_VALIDATOR_COMMAND, COORD_VALIDATOR_URL and COORD_NO_VALIDATION=1".into());
-        }
-        Ok(v)
     }
 }
 

@@ -428,7 +428,7 @@ async fn runtime(program: &str, tested: &str) -> Check {
 }
 
 async fn sandbox() -> Check {
-    match crate::launch::bwrap_ready().await {
+    match coord_runtime::launch::bwrap_ready().await {
         Ok(p) => check(
             "sandbox",
             Status::Ok,

@@ -6,7 +6,7 @@
 //! `<repo>/.coord/hooks.log` and lets the session continue.
 
 use crate::args::GlobalArgs;
-use crate::context::{Context, default_identity, explicit_agent_type};
+use crate::context::{Context, Settings, default_identity, explicit_agent_type};
 use crate::open;
 use coord_domain::access::Principal;
 use coord_domain::guardrails::CheckGuardrailsRequest;
@@ -32,6 +32,7 @@ const EDIT_TOOLS: &[(&str, &str)] = &[
 ];
 
 pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
+    let global = &global.settings();
     if event.eq_ignore_ascii_case("git-pre-commit") {
         return git_pre_commit(global).await;
     }
@@ -132,7 +133,7 @@ pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
 /// `CLAUDE_CODE_SESSION_ID`, which Claude Code gives both. (Not from the event's
 /// `session_id`: a Claude Code that does not pass the variable to its MCP server would
 /// then have hooks and MCP server disagree, and block the session with its own locks.)
-fn hook_identity(global: &GlobalArgs, session: Option<&crate::agent_session::AgentSession>) -> Caller {
+fn hook_identity(global: &Settings, session: Option<&crate::agent_session::AgentSession>) -> Caller {
     // Codex names no session to its hooks: the Codex process they run under does.
     if let Some(s) = session.filter(|s| s.runtime == "codex")
         && let Some(id) = s.agent_id(&crate::context::hostname())
@@ -620,7 +621,7 @@ fn log_failure(cwd: &Path, event: &str, why: &str) {
 
 /// Refuses a commit that touches files locked by another agent. Fails open (with a
 /// warning) when the coordinator is unreachable: git must stay usable.
-async fn git_pre_commit(global: &GlobalArgs) -> u8 {
+async fn git_pre_commit(global: &Settings) -> u8 {
     let ctx = match Context::resolve(global) {
         Ok(c) => c,
         Err(e) => {
@@ -697,7 +698,7 @@ async fn git_pre_commit(global: &GlobalArgs) -> u8 {
 /// <remote ref> <remote sha>`. A push that deletes a protected branch, or moves one to a
 /// commit that does not contain its current tip (a force push), is refused — decided
 /// locally by git's own ancestry, so it holds without a coordinator.
-fn git_pre_push(global: &GlobalArgs) -> u8 {
+fn git_pre_push(global: &Settings) -> u8 {
     let repo_root = match Context::resolve(global) {
         Ok(c) => c.repo_root,
         Err(_) => std::env::current_dir().unwrap_or_default(),

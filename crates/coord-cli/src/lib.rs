@@ -1,39 +1,33 @@
 //! The `coord` command line: a door. It parses arguments into requests, calls the
 //! [`Coordination`] interface, and prints results; it holds no coordination rules.
 
-mod actions;
-pub mod agent_session;
 mod anchor;
+// The runtime's modules, under the names the commands use.
+pub use coord_runtime::{agent_session, context, local_server, open, reaper, worktree};
+mod agent;
 mod approvals;
 pub mod args;
 mod audit;
 mod bench;
 mod cloud;
 pub mod commands;
-pub mod context;
 mod doctor;
 mod files;
 mod guard;
 pub mod hooks;
-mod isolate;
-pub mod launch;
-pub mod local_server;
 mod memory;
 mod network;
 pub mod notify;
-pub mod open;
 mod ops;
 mod orchestrate;
 pub mod output;
 mod profiles;
-pub mod reaper;
 mod runtime_sandbox;
 mod sandbox;
 pub mod setup;
-mod spawner;
+mod spawned;
 mod stats;
 mod verify;
-pub mod worktree;
 
 use args::{Cli, Command};
 use context::Context;
@@ -166,7 +160,7 @@ pub async fn run(cli: Cli) -> u8 {
     if let Command::Hook(hook) = &cli.command {
         return hooks::run(&hook.event, &cli.global).await;
     }
-    let ctx = match Context::resolve(&cli.global) {
+    let ctx = match Context::resolve(&cli.global.settings()) {
         Ok(c) => c,
         Err(e) => return out.error(&e),
     };
@@ -186,7 +180,7 @@ pub async fn run(cli: Cli) -> u8 {
     }
     match &cli.command {
         Command::Init { target: Some(target) } => return init_runtime(target, &ctx, out),
-        Command::Mcp => return run_mcp(&ctx, &cli.global).await,
+        Command::Mcp => return run_mcp(&ctx, &cli.global.settings()).await,
         Command::Bench(args) => return bench::run(args, &ctx, cli.global.json).await,
         Command::Serve(args) => return run_serve(&ctx, args).await,
         Command::Ui(args) => {
@@ -211,21 +205,21 @@ pub async fn run(cli: Cli) -> u8 {
         return sandbox::run(cmd, &ctx, out).await;
     }
     match cli.command {
-        Command::Agent(cmd) => return launch::run(cmd, &ctx, out).await,
+        Command::Agent(cmd) => return agent::run(cmd, &ctx, out).await,
         Command::Run(args) => {
             let args = args::AgentRunArgs {
                 agent: args.agent,
                 task: args.task,
                 launch: args.launch,
             };
-            return launch::run(args::AgentCommand::Run(Box::new(args)), &ctx, out).await;
+            return agent::run(args::AgentCommand::Run(Box::new(args)), &ctx, out).await;
         }
         Command::Workflow(cmd) => return orchestrate::workflow(cmd, &ctx, out).await,
         Command::Swarm(cmd) => return orchestrate::swarm(cmd, &ctx, out).await,
         Command::Team(cmd) => return orchestrate::team(cmd, &ctx, out).await,
         // The registry is the workspace's files: no coordinator needed.
-        Command::Agents(args::AgentsCommand::List) => return launch::list(&ctx, out),
-        Command::Agents(args::AgentsCommand::Show { agent }) => return launch::show_agent(&ctx, &agent, out),
+        Command::Agents(args::AgentsCommand::List) => return agent::list(&ctx, out),
+        Command::Agents(args::AgentsCommand::Show { agent }) => return agent::show_agent(&ctx, &agent, out),
         _ => {}
     }
     if let Command::Ports(cmd) = cli.command {
@@ -481,7 +475,7 @@ fn runtime_sandbox_note(target: &args::InitTarget, ctx: &Context) -> String {
 /// Claude Code, the session's (the same its hooks derive); else the client's name, this
 /// host and the agent runtime that started this server (its process id), so two Codex
 /// sessions on one host are two agents.
-fn mcp_identity(global: &args::GlobalArgs, ctx: &Context) -> coord_mcp::IdentityConfig {
+fn mcp_identity(global: &context::Settings, ctx: &Context) -> coord_mcp::IdentityConfig {
     let in_claude = std::env::var_os("CLAUDECODE").is_some_and(|v| !v.is_empty());
     let (claude_id, claude_type) = context::default_identity(true);
     // Codex names no session to its MCP server: the Codex process it runs under does, as
@@ -544,7 +538,7 @@ const AUDIT_PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(36
 /// How often `coord serve` sends GitHub the outbox's comments and statuses.
 const GITHUB_SEND_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
-async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
+async fn run_mcp(ctx: &Context, global: &context::Settings) -> u8 {
     let fail = |e: coord_domain::CoordError| {
         eprintln!("coord mcp: {} [{}]", e.message, e.code);
         output::exit_code(&e)
@@ -583,32 +577,10 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
     // Locally, the agent's session is served by the repository's coordinator and this
     // process relays its lines (see coord_mcp::relay); when that is not possible, this
     // process serves MCP itself.
-    if ctx.remote.is_none() {
-        let raw_grace = std::env::var("COORD_RELEASE_GRACE_SECONDS")
-            .ok()
-            .map(|g| g.trim().to_string());
-        let mut request = coord_mcp::relay::RelayRequest::new(&identity, raw_grace, team.clone());
-        request.agent_session = ctx.session.as_ref().map(|s| s.runtime.to_string());
-        (request.worktree, request.branch) = ctx.place();
-        request.toolsets = toolsets.clone();
-        if let Some((link, reconnect)) = local_server::relay(ctx, request).await {
-            // Recorded like a `coord mcp` serving its own session (reaper.rs): killed,
-            // and its coordinator dead before the grace period ended, its session is
-            // still ended by a successor's reaper. With the grace period off there is
-            // nothing to end.
-            let registry = reaper::Registry::of(ctx);
-            let record = grace.map(|grace| {
-                let (registry, who) = (registry.clone(), relay_caller(&identity));
-                Box::new(move |session: &str| {
-                    if let Err(e) = registry.record_self_with(&who, session, Some(grace)) {
-                        tracing::warn!(error = %e, "could not record this relay's session");
-                    }
-                }) as coord_mcp::relay::SessionHook
-            });
-            let code = run_relay(link, reconnect, record).await;
-            registry.forget_self();
-            return code;
-        }
+    if ctx.remote.is_none()
+        && let Some(code) = relay_to_coordinator(ctx, &identity, grace, team.clone(), toolsets).await
+    {
+        return code;
     }
     let (coord, sweeper): (std::sync::Arc<dyn coord_service::Coordination>, _) = match &ctx.remote {
         Some(_) => match open::coordination(ctx, 4).await {
@@ -634,9 +606,71 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
     options.stdio_credential = ctx.credential();
     (options.worktree, options.branch) = ctx.place();
     options.toolsets = selection;
+    let registry = reaper::Registry::of(ctx);
+    let reaping = reap_siblings(&coord, &registry, &mut options);
+    let served = coord_mcp::serve_stdio(coord, options).await;
+    reaping.abort();
+    registry.forget_self();
+    if let Some(s) = sweeper {
+        s.abort();
+    }
+    match served {
+        Ok(()) => output::EXIT_OK,
+        Err(e) => {
+            eprintln!("coord mcp: {e}");
+            output::EXIT_UNAVAILABLE
+        }
+    }
+}
+
+/// Locally, the agent's session is served by the repository's coordinator and this
+/// process relays its lines (see coord_mcp::relay): the relay's exit code, or `None`
+/// when that is not possible and this process serves MCP itself.
+async fn relay_to_coordinator(
+    ctx: &Context,
+    identity: &coord_mcp::IdentityConfig,
+    grace: Option<std::time::Duration>,
+    team: Option<String>,
+    toolsets: Option<String>,
+) -> Option<u8> {
+    let raw_grace = std::env::var("COORD_RELEASE_GRACE_SECONDS")
+        .ok()
+        .map(|g| g.trim().to_string());
+    let mut request = coord_mcp::relay::RelayRequest::new(identity, raw_grace, team);
+    request.agent_session = ctx.session.as_ref().map(|s| s.runtime.to_string());
+    (request.worktree, request.branch) = ctx.place();
+    request.toolsets = toolsets;
+    if let Some((link, reconnect)) = local_server::relay(ctx, request).await {
+        // Recorded like a `coord mcp` serving its own session (reaper.rs): killed,
+        // and its coordinator dead before the grace period ended, its session is
+        // still ended by a successor's reaper. With the grace period off there is
+        // nothing to end.
+        let registry = reaper::Registry::of(ctx);
+        let record = grace.map(|grace| {
+            let (registry, who) = (registry.clone(), relay_caller(identity));
+            Box::new(move |session: &str| {
+                if let Err(e) = registry.record_self_with(&who, session, Some(grace)) {
+                    tracing::warn!(error = %e, "could not record this relay's session");
+                }
+            }) as coord_mcp::relay::SessionHook
+        });
+        let code = run_relay(link, reconnect, record).await;
+        registry.forget_self();
+        return Some(code);
+    }
+    None
+}
+
+/// Records this process's session so that, if this process is killed, a sibling can
+/// end it; and ends the sessions of killed siblings (see reaper.rs), every
+/// `reaper::EVERY`, once this process knows who it serves.
+fn reap_siblings(
+    coord: &std::sync::Arc<dyn coord_service::Coordination>,
+    registry: &reaper::Registry,
+    options: &mut coord_mcp::McpOptions,
+) -> tokio::task::JoinHandle<()> {
     // Record this process's session so that, if this process is killed, a sibling can
     // end it; and end the sessions of killed siblings (see reaper.rs).
-    let registry = reaper::Registry::of(ctx);
     let me: std::sync::Arc<std::sync::Mutex<Option<coord_domain::Caller>>> = Default::default();
     let (record, seen) = (registry.clone(), me.clone());
     options.on_session = Some(coord_mcp::SessionHook(std::sync::Arc::new(
@@ -647,7 +681,7 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
             *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(caller.clone());
         },
     )));
-    let reaping = {
+    {
         let (coord, me) = (coord.clone(), me.clone());
         let mut reaper = reaper::Reaper::new(registry.clone(), options.release_after);
         tokio::spawn(async move {
@@ -662,19 +696,6 @@ async fn run_mcp(ctx: &Context, global: &args::GlobalArgs) -> u8 {
                 }
             }
         })
-    };
-    let served = coord_mcp::serve_stdio(coord, options).await;
-    reaping.abort();
-    registry.forget_self();
-    if let Some(s) = sweeper {
-        s.abort();
-    }
-    match served {
-        Ok(()) => output::EXIT_OK,
-        Err(e) => {
-            eprintln!("coord mcp: {e}");
-            output::EXIT_UNAVAILABLE
-        }
     }
 }
 
@@ -725,32 +746,17 @@ async fn run_serve(ctx: &Context, args: &args::ServeArgs) -> u8 {
     run_serve_with(ctx, args, None).await
 }
 
-/// `coord serve`, or with `ui`, `coord ui`: the same server on loopback, announcing a
-/// one-time dashboard link for whoever is at the terminal.
-async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args::UiArgs>) -> u8 {
-    let name = if ui.is_some() { "coord ui" } else { "coord serve" };
-    if let Err(e) = open::local_only(ctx, &format!("`{name}`")) {
-        eprintln!("{name}: {}", e.message);
-        return output::exit_code(&e);
-    }
-    let mut config = match coord_http::ApiConfig::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("coord serve: {} [{}]", e.message, e.code);
-            return output::exit_code(&e);
-        }
-    };
+/// `coord serve`'s API configuration (environment, then flags) and the file tools'
+/// workspaces. A workspace named for a server that does not work stops it here
+/// (elsewhere a bad one only turns the file tools off, so hooks and agents keep working).
+fn serve_config(
+    ctx: &Context,
+    args: &args::ServeArgs,
+) -> coord_domain::CoordResult<(coord_http::ApiConfig, Vec<coord_service::WorkspaceDir>)> {
+    let mut config = coord_http::ApiConfig::from_env()?;
     config.host = args.host.clone();
     config.port = args.port;
-    // A workspace named for a server that does not work stops it here (elsewhere a bad
-    // one only turns the file tools off, so hooks and agents keep working).
-    let workspaces = match ctx.workspace_dirs() {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("coord serve: {} [{}]", e.message, e.code);
-            return output::exit_code(&e);
-        }
-    };
+    let workspaces = ctx.workspace_dirs()?;
     // Room for a write_file of the largest file the tools take, base64-encoded.
     let file_limit = ctx
         .file_size_limit
@@ -759,6 +765,67 @@ async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args:
         .unwrap_or(usize::MAX)
         .saturating_add(64 * 1024);
     config.max_body_bytes = config.max_body_bytes.max(needed);
+    Ok((config, workspaces))
+}
+
+type Task = tokio::task::JoinHandle<()>;
+
+/// What `coord serve` sends out in the background, when configured: security
+/// notifications to a webhook, comments and commit statuses to GitHub.
+fn senders(coord: &coord_service::Coordinator) -> coord_domain::CoordResult<(Option<Task>, Option<Task>)> {
+    let dispatcher = match notify::webhook_from_env()? {
+        Some(hook) => {
+            println!("coord serve: security notifications go to {}", hook.target());
+            Some(notify::spawn(coord.clone(), hook))
+        }
+        None => None,
+    };
+    let github = match coord_remote::github::GithubApi::from_env()? {
+        Some(api) => {
+            println!("coord serve: comments and commit statuses go to GitHub (COORD_GITHUB_TOKEN)");
+            Some(coord_remote::github::spawn(coord.clone(), api, GITHUB_SEND_EVERY))
+        }
+        None => None,
+    };
+    Ok((dispatcher, github))
+}
+
+/// `coord ui`: a one-time sign-in link to the dashboard, printed and (best effort)
+/// opened in a browser.
+fn announce_dashboard(ctx: &Context, addr: &str, config: &coord_http::ApiConfig, ui: &args::UiArgs) {
+    let who = coord_domain::Caller::new(ctx.caller.agent_id.clone(), coord_http::ui::AGENT_TYPE);
+    let link = format!("http://{addr}{}", coord_http::ui::sign_in_link(config, who));
+    println!(
+        "coord ui: the dashboard, signed in as {} (a one-time link, valid 10 minutes):",
+        ctx.caller.agent_id
+    );
+    println!("  {link}");
+    if !ui.no_open {
+        // Best effort: without a desktop the printed link is the way in.
+        let _ = std::process::Command::new("xdg-open")
+            .arg(&link)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+    }
+}
+
+/// `coord serve`, or with `ui`, `coord ui`: the same server on loopback, announcing a
+/// one-time dashboard link for whoever is at the terminal.
+async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args::UiArgs>) -> u8 {
+    let name = if ui.is_some() { "coord ui" } else { "coord serve" };
+    if let Err(e) = open::local_only(ctx, &format!("`{name}`")) {
+        eprintln!("{name}: {}", e.message);
+        return output::exit_code(&e);
+    }
+    let (config, workspaces) = match serve_config(ctx, args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("coord serve: {} [{}]", e.message, e.code);
+            return output::exit_code(&e);
+        }
+    };
     // Eight, not more: every write takes the audit chain's lock in turn, and more
     // connections than that only lengthen its queue inside PostgreSQL. Measured on two
     // cores (docs/benchmarks.md, "the pool of `coord serve`"): 16 HTTP clients ran as
@@ -784,23 +851,8 @@ async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args:
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let sweeper = coord.spawn_sweeper(SWEEP_EVERY);
     let pruner = coord.spawn_audit_pruner(AUDIT_PRUNE_EVERY);
-    let dispatcher = match notify::webhook_from_env() {
-        Ok(Some(hook)) => {
-            println!("coord serve: security notifications go to {}", hook.target());
-            Some(notify::spawn(coord.clone(), hook))
-        }
-        Ok(None) => None,
-        Err(e) => {
-            eprintln!("coord serve: {} [{}]", e.message, e.code);
-            return output::exit_code(&e);
-        }
-    };
-    let github = match coord_remote::github::GithubApi::from_env() {
-        Ok(Some(api)) => {
-            println!("coord serve: comments and commit statuses go to GitHub (COORD_GITHUB_TOKEN)");
-            Some(coord_remote::github::spawn(coord.clone(), api, GITHUB_SEND_EVERY))
-        }
-        Ok(None) => None,
+    let (dispatcher, github) = match senders(&coord) {
+        Ok(tasks) => tasks,
         Err(e) => {
             eprintln!("coord serve: {} [{}]", e.message, e.code);
             return output::exit_code(&e);
@@ -827,22 +879,7 @@ async fn run_serve_with(ctx: &Context, args: &args::ServeArgs, ui: Option<&args:
     };
     println!("coord serve: listening on http://{addr} (database: {database}; file tools: {files})");
     if let Some(ui) = ui {
-        let who = coord_domain::Caller::new(ctx.caller.agent_id.clone(), coord_http::ui::AGENT_TYPE);
-        let link = format!("http://{addr}{}", coord_http::ui::sign_in_link(&config, who));
-        println!(
-            "coord ui: the dashboard, signed in as {} (a one-time link, valid 10 minutes):",
-            ctx.caller.agent_id
-        );
-        println!("  {link}");
-        if !ui.no_open {
-            // Best effort: without a desktop the printed link is the way in.
-            let _ = std::process::Command::new("xdg-open")
-                .arg(&link)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn();
-        }
+        announce_dashboard(ctx, &addr, &config, ui);
     }
     if let Some((_, proxy)) = &proxy {
         println!("coord serve: egress proxy on {proxy} (HTTPS_PROXY=http://<agent id>:<managed key>@{proxy})");

@@ -136,16 +136,7 @@ pub async fn run(cmd: MemoryCommand, coord: &dyn Coordination, ctx: &Context, ou
                 older_than_days,
                 dry_run: dry_run.then_some(true),
             };
-            out.result(call::<PruneMemories, _>(coord, &me, req).await, |r| {
-                let verb = if r.dry_run { "would remove" } else { "removed" };
-                let more = if r.more { " (more remain: run it again)" } else { "" };
-                format!(
-                    "{verb} {} memories last seen before {}; kept {} voted useful{more}",
-                    r.pruned,
-                    r.cutoff.format("%Y-%m-%d %H:%M:%SZ"),
-                    r.kept_useful
-                )
-            })
+            out.result(call::<PruneMemories, _>(coord, &me, req).await, render_prune)
         }
         MemoryCommand::Skills { task_type, limit } => {
             let req = GetSkillsRequest { task_type, limit };
@@ -172,31 +163,45 @@ pub async fn run(cmd: MemoryCommand, coord: &dyn Coordination, ctx: &Context, ou
             let req = GetWorkingMemoryRequest {
                 include_originals: originals.then_some(true),
             };
-            out.result(call::<GetWorkingMemory, _>(coord, &me, req).await, |r| {
-                let mut t = table(&["KEY", "KIND", "STATE", "TOKENS", "CRITICAL", "CONTENT"]);
-                for e in &r.entries {
-                    t.add_row(vec![
-                        e.key.clone(),
-                        e.kind.as_str().to_string(),
-                        e.state.as_str().to_string(),
-                        e.tokens.to_string(),
-                        if e.critical { "yes".into() } else { String::new() },
-                        first_line(e.original.as_deref().unwrap_or(&e.content), 70),
-                    ]);
-                }
-                format!(
-                    "{t}\nsession {}: {} of {} tokens ({} as written){}",
-                    r.session_id,
-                    r.tokens,
-                    r.budget,
-                    r.tokens_before,
-                    if r.over_budget {
-                        "; OVER BUDGET (critical entries alone exceed it)"
-                    } else {
-                        ""
-                    }
-                )
-            })
+            out.result(call::<GetWorkingMemory, _>(coord, &me, req).await, render_working)
         }
     }
+}
+
+/// A session's working memory: its entries, then its tokens against the budget.
+fn render_working(r: &coord_domain::memory::working::WorkingMemoryResult) -> String {
+    let mut t = table(&["KEY", "KIND", "STATE", "TOKENS", "CRITICAL", "CONTENT"]);
+    for e in &r.entries {
+        t.add_row(vec![
+            e.key.clone(),
+            e.kind.as_str().to_string(),
+            e.state.as_str().to_string(),
+            e.tokens.to_string(),
+            if e.critical { "yes".into() } else { String::new() },
+            first_line(e.original.as_deref().unwrap_or(&e.content), 70),
+        ]);
+    }
+    format!(
+        "{t}\nsession {}: {} of {} tokens ({} as written){}",
+        r.session_id,
+        r.tokens,
+        r.budget,
+        r.tokens_before,
+        if r.over_budget {
+            "; OVER BUDGET (critical entries alone exceed it)"
+        } else {
+            ""
+        }
+    )
+}
+
+fn render_prune(r: &coord_domain::memory::retention::PruneMemoriesResult) -> String {
+    let verb = if r.dry_run { "would remove" } else { "removed" };
+    let more = if r.more { " (more remain: run it again)" } else { "" };
+    format!(
+        "{verb} {} memories last seen before {}; kept {} voted useful{more}",
+        r.pruned,
+        r.cutoff.format("%Y-%m-%d %H:%M:%SZ"),
+        r.kept_useful
+    )
 }

@@ -110,7 +110,7 @@ fn validate_workflow(file: &Path, ctx: &Context, out: Output) -> CoordResult<u8>
         .err()
         .unwrap_or_default();
     // The agents its nodes name, as create_workflow checks them.
-    let registry = crate::launch::definitions(ctx);
+    let registry = coord_runtime::launch::definitions(ctx);
     for (i, n) in req.nodes.iter().enumerate() {
         if let Some(a) = &n.agent
             && coord_domain::agents::registry::find(&registry, a).is_err()
@@ -315,7 +315,7 @@ async fn swarm_results(id: &str, ctx: &Context, out: Output) -> CoordResult<u8> 
 /// A team file checked against the workspace's registry.
 fn load_team(file: &Path, ctx: &Context) -> CoordResult<Team> {
     let text = read(file)?;
-    let registry = crate::launch::definitions(ctx);
+    let registry = coord_runtime::launch::definitions(ctx);
     let find = |name: &str| coord_domain::agents::registry::find(&registry, name).ok().cloned();
     team::parse_team(&text, &find).map_err(|errors| invalid(file, "team file", &errors))
 }

@@ -1,6 +1,5 @@
 //! Where the process stands: working directory, repository root, database, identity.
 
-use crate::args::GlobalArgs;
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use std::path::{Path, PathBuf};
 
@@ -62,6 +61,25 @@ pub struct Remote {
     pub default_type: coord_remote::Unconfigured,
 }
 
+/// What a process was told about where to work and who it is: the command line's global
+/// options and their environment variables (the CLI parses them; this crate never does).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `--db` / `COORD_DATABASE_URL`; unset: `.coord/coord.db` beside the repository.
+    pub db: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_type: Option<String>,
+    /// `--remote` / `COORDINATION_API_URL`.
+    pub remote: Option<String>,
+    pub api_key: Option<String>,
+    pub workspaces: Vec<PathBuf>,
+    pub file_size_limit: Option<u64>,
+    pub working_memory_budget: Option<i64>,
+    pub recall_half_life_days: Option<u32>,
+    pub coordination_domains: Vec<String>,
+    pub model_endpoints: Vec<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Context {
     /// Set in remote mode (`--remote` / `COORDINATION_API_URL`): no database is opened.
@@ -93,7 +111,7 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn resolve(global: &GlobalArgs) -> CoordResult<Context> {
+    pub fn resolve(global: &Settings) -> CoordResult<Context> {
         let cwd = std::env::current_dir().map_err(|e| {
             CoordError::new(
                 ErrorCode::InvalidArgument,
@@ -103,7 +121,7 @@ impl Context {
         Context::resolve_in(global, cwd)
     }
 
-    pub fn resolve_in(global: &GlobalArgs, cwd: PathBuf) -> CoordResult<Context> {
+    pub fn resolve_in(global: &Settings, cwd: PathBuf) -> CoordResult<Context> {
         let session = crate::agent_session::detect();
         if let Some(s) = &session {
             refuse_borrowed_identity(s, std::env::args().skip(1))?;
@@ -376,7 +394,7 @@ pub fn refuse_borrowed_identity(
 
 /// The agent type the user set: `--agent-type` / `COORD_AGENT_TYPE`, else `AGENT_TYPE`
 /// (the spec's name for it, which cloud agents get from their environment).
-pub fn explicit_agent_type(global: &GlobalArgs) -> Option<String> {
+pub fn explicit_agent_type(global: &Settings) -> Option<String> {
     global
         .agent_type
         .clone()

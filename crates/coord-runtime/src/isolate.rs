@@ -225,7 +225,6 @@ pub async fn leave(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn sh(dir: &Path, args: &[&str]) {
         let ok = Command::new("git")
@@ -247,7 +246,7 @@ mod tests {
         std::fs::write(main.join("src/a.rs"), "original\n").unwrap();
         sh(&main, &["add", "."]);
         sh(&main, &["commit", "-qm", "init"]);
-        let global = crate::args::Cli::parse_from(["coord", "status"]).global;
+        let global = crate::context::Settings::default();
         let ctx = Context::resolve_in(&global, main).unwrap();
         (tmp, ctx)
     }
@@ -322,7 +321,7 @@ mod tests {
     fn a_repository_without_a_commit_is_refused_clearly() {
         let tmp = tempfile::tempdir().unwrap();
         sh(tmp.path(), &["init", "-q"]);
-        let global = crate::args::Cli::parse_from(["coord", "status"]).global;
+        let global = crate::context::Settings::default();
         let ctx = Context::resolve_in(&global, tmp.path().to_path_buf()).unwrap();
         let e = create(&ctx, "w-1").unwrap_err();
         assert!(e.message.contains("no commit yet"), "{e}");

@@ -211,7 +211,7 @@ pub async fn coordinator_with(ctx: &Context, pg_pool: usize) -> CoordResult<Coor
         Some(e) => coord.without_workspaces(e),
         None => coord,
     };
-    let coord = coord.with_launcher(Arc::new(crate::spawner::CliLauncher::new(ctx)));
+    let coord = coord.with_launcher(Arc::new(crate::spawner::LocalLauncher::new(ctx)));
     Ok(match coord_ports::PortAllocator::from_env() {
         Ok(ports) => coord.with_ports(ports),
         Err(e) => coord.without_ports(e),
