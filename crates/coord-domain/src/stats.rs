@@ -65,20 +65,6 @@ impl VerificationCounts {
     }
 }
 
-/// The query both stores run for [`VerificationCounts`], given `seconds`, the store's
-/// expression for a run's submission-to-end time: the four counts, the count and sum
-/// of times, then one column per bound.
-pub fn verification_sql(seconds: &str) -> String {
-    format!(
-        "SELECT count(*) FILTER (WHERE status = 'passed'), count(*) FILTER (WHERE status = 'failed'),
-                count(*) FILTER (WHERE status = 'timed_out'), count(*) FILTER (WHERE status = 'error'),
-                count(d), coalesce(sum(d), 0.0), {}
-           FROM (SELECT status, {seconds} AS d FROM verification_results
-                  WHERE status IN ('passed', 'failed', 'timed_out', 'error')) v",
-        bucket_columns("d")
-    )
-}
-
 /// A histogram as Prometheus has it: cumulative counts per upper bound, plus the count and
 /// the sum of every observation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -137,18 +123,6 @@ impl Histogram {
         let need = (q.clamp(0.0, 1.0) * self.count as f64).ceil() as i64;
         self.buckets.iter().find(|b| b.count >= need.max(1)).map(|b| b.le)
     }
-}
-
-/// The aggregate columns a store's claim-to-complete query selects after `count(*)` and
-/// the sum: one `count(*) FILTER (...)` per bound of [`CLAIM_TO_COMPLETE_BOUNDS`], over
-/// `seconds`, the store's expression for a task's claim-to-complete time (both engines
-/// take the standard `FILTER` clause).
-pub fn bucket_columns(seconds: &str) -> String {
-    CLAIM_TO_COMPLETE_BOUNDS
-        .iter()
-        .map(|le| format!("count(*) FILTER (WHERE {seconds} <= {le:.1})"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,14 +206,6 @@ mod tests {
         for ((useful, not_useful), want) in cases {
             assert_eq!(FeedbackCounts { useful, not_useful }.useful_share(), want);
         }
-    }
-
-    #[test]
-    fn bucket_columns_name_every_bound() {
-        let sql = bucket_columns("d");
-        assert!(sql.starts_with("count(*) FILTER (WHERE d <= 10.0), count(*) FILTER (WHERE d <= 30.0)"));
-        assert!(sql.ends_with("count(*) FILTER (WHERE d <= 86400.0)"));
-        assert_eq!(sql.matches("FILTER").count(), CLAIM_TO_COMPLETE_BOUNDS.len());
     }
 
     #[test]

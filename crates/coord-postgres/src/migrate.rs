@@ -5,84 +5,8 @@ use crate::{Fail, pg_error};
 use coord_domain::{CoordError, CoordResult};
 use deadpool_postgres::Object;
 
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[
-    (0, "bootstrap", include_str!("../migrations/0000_bootstrap.sql")),
-    (1, "core", include_str!("../migrations/0001_core.sql")),
-    (2, "api_keys", include_str!("../migrations/0002_api_keys.sql")),
-    (
-        3,
-        "queue_reads_need_a_login",
-        include_str!("../migrations/0003_queue_reads_need_a_login.sql"),
-    ),
-    // Written with the typed-claims index of SQLite's migration 3 but never listed
-    // here, so no PostgreSQL database had the index: listed now.
-    (4, "typed_claims", include_str!("../migrations/0004_typed_claims.sql")),
-    (5, "messages", include_str!("../migrations/0005_messages.sql")),
-    (
-        6,
-        "bookkeeping_rls",
-        include_str!("../migrations/0006_bookkeeping_rls.sql"),
-    ),
-    (7, "lock_scopes", include_str!("../migrations/0007_lock_scopes.sql")),
-    (8, "teams", include_str!("../migrations/0008_teams.sql")),
-    (9, "profiles", include_str!("../migrations/0009_profiles.sql")),
-    (
-        10,
-        "approvals_and_key_origins",
-        include_str!("../migrations/0010_approvals_and_key_origins.sql"),
-    ),
-    (11, "audit_chain", include_str!("../migrations/0011_audit_chain.sql")),
-    (
-        12,
-        "guardrail_violations",
-        include_str!("../migrations/0012_guardrail_violations.sql"),
-    ),
-    (
-        13,
-        "notifications",
-        include_str!("../migrations/0013_notifications.sql"),
-    ),
-    (
-        14,
-        "audit_checkpoint_index",
-        include_str!("../migrations/0014_audit_checkpoint_index.sql"),
-    ),
-    (
-        15,
-        "operation_guardrails",
-        include_str!("../migrations/0015_operation_guardrails.sql"),
-    ),
-    (16, "memory", include_str!("../migrations/0016_memory.sql")),
-    (17, "network", include_str!("../migrations/0017_network.sql")),
-    (
-        18,
-        "worker_profiles",
-        include_str!("../migrations/0018_worker_profiles.sql"),
-    ),
-    (
-        19,
-        "spawned_agents",
-        include_str!("../migrations/0019_spawned_agents.sql"),
-    ),
-    (20, "workflows", include_str!("../migrations/0020_workflows.sql")),
-    (
-        21,
-        "memory_recall",
-        include_str!("../migrations/0021_memory_recall.sql"),
-    ),
-    (
-        22,
-        "memory_tags_index",
-        include_str!("../migrations/0022_memory_tags_index.sql"),
-    ),
-    (23, "verification", include_str!("../migrations/0023_verification.sql")),
-    (24, "github_sync", include_str!("../migrations/0024_github_sync.sql")),
-    (
-        25,
-        "session_place",
-        include_str!("../migrations/0025_session_place.sql"),
-    ),
-];
+/// `(version, name, sql)`: the files of `migrations/`, in order (the build script lists them).
+pub const MIGRATIONS: &[(i32, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 
 /// The migration that created the profile tables: the built-in profiles are seeded
 /// right after it, from `coord_domain::profiles::builtin`.

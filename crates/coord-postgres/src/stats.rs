@@ -5,7 +5,7 @@ use crate::{PgStore, R, Tx, audit};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::stats::{
-    self, CLAIM_TO_COMPLETE_BOUNDS, CategoryCount, FeedbackCounts, Histogram, StatsResult, VerificationCounts,
+    CLAIM_TO_COMPLETE_BOUNDS, CategoryCount, FeedbackCounts, Histogram, StatsResult, VerificationCounts,
 };
 use coord_store::{OpCtx, StatsStore};
 
@@ -31,7 +31,7 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx) -> R<StatsResult> {
                 "SELECT count(*), coalesce(sum(d), 0)::float8, {} FROM
                    (SELECT extract(epoch FROM completed_at - claimed_at)::float8 AS d FROM work_queue
                     WHERE status = 'completed' AND claimed_at IS NOT NULL AND completed_at IS NOT NULL) t",
-                stats::bucket_columns("d")
+                coord_store::sql::bucket_columns("d")
             ))
             .await?,
             &[],
@@ -60,7 +60,7 @@ async fn read(tx: &Tx<'_>, ctx: &OpCtx) -> R<StatsResult> {
         .collect::<R<Vec<_>>>()?;
     let v = tx
         .query_one(
-            &tx.prepare_cached(&stats::verification_sql(
+            &tx.prepare_cached(&coord_store::sql::verification_sql(
                 "extract(epoch FROM finished_at - created_at)::float8",
             ))
             .await?,

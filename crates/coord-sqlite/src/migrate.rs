@@ -4,30 +4,8 @@ use crate::{Fail, R};
 use coord_domain::CoordError;
 use rusqlite::{Connection, TransactionBehavior};
 
-const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("../migrations/0001_init.sql")),
-    (2, include_str!("../migrations/0002_api_keys.sql")),
-    (3, include_str!("../migrations/0003_typed_claims.sql")),
-    (4, include_str!("../migrations/0004_messages.sql")),
-    (5, include_str!("../migrations/0005_lock_scopes.sql")),
-    (6, include_str!("../migrations/0006_teams.sql")),
-    (7, include_str!("../migrations/0007_profiles.sql")),
-    (8, include_str!("../migrations/0008_approvals_and_key_origins.sql")),
-    (9, include_str!("../migrations/0009_audit_chain.sql")),
-    (10, include_str!("../migrations/0010_guardrail_violations.sql")),
-    (11, include_str!("../migrations/0011_notifications.sql")),
-    (12, include_str!("../migrations/0012_audit_checkpoint_index.sql")),
-    (13, include_str!("../migrations/0013_operation_guardrails.sql")),
-    (14, include_str!("../migrations/0014_memory.sql")),
-    (15, include_str!("../migrations/0015_network.sql")),
-    (16, include_str!("../migrations/0016_worker_profiles.sql")),
-    (17, include_str!("../migrations/0017_spawned_agents.sql")),
-    (18, include_str!("../migrations/0018_workflows.sql")),
-    (19, include_str!("../migrations/0019_verification.sql")),
-    (20, include_str!("../migrations/0020_github_sync.sql")),
-    (21, include_str!("../migrations/0021_leaner_writes.sql")),
-    (22, include_str!("../migrations/0022_session_place.sql")),
-];
+/// `(version, name, sql)`: the files of `migrations/`, in order (the build script lists them).
+const MIGRATIONS: &[(i64, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 
 /// The migration that created the profile tables: the built-in profiles are seeded
 /// right after it, from `coord_domain::profiles::builtin`.
@@ -64,7 +42,7 @@ pub fn apply(conn: &mut Connection) -> R<Vec<i64>> {
         return Err(newer(current));
     }
     let mut applied = Vec::new();
-    for (v, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+    for (v, _, sql) in MIGRATIONS.iter().filter(|(v, _, _)| *v > current) {
         tx.execute_batch(sql)?;
         if *v == PROFILES {
             crate::profiles::seed_builtin(&tx)?;
@@ -90,7 +68,7 @@ mod tests {
     /// position and on lock expiry).
     fn at_version_20() -> Connection {
         let c = Connection::open_in_memory().unwrap();
-        for (_, sql) in MIGRATIONS.iter().filter(|(v, _)| *v <= 20) {
+        for (_, _, sql) in MIGRATIONS.iter().filter(|(v, _, _)| *v <= 20) {
             c.execute_batch(sql).unwrap();
         }
         c.pragma_update(None, "user_version", 20).unwrap();

@@ -4,7 +4,7 @@ use crate::{R, SqliteStore, audit};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::stats::{
-    self, CLAIM_TO_COMPLETE_BOUNDS, CategoryCount, FeedbackCounts, Histogram, StatsResult, VerificationCounts,
+    CLAIM_TO_COMPLETE_BOUNDS, CategoryCount, FeedbackCounts, Histogram, StatsResult, VerificationCounts,
 };
 use coord_domain::time::from_micros;
 use coord_store::{OpCtx, StatsStore};
@@ -24,7 +24,7 @@ fn read(c: &Connection, now: i64) -> R<StatsResult> {
             "SELECT count(*), coalesce(sum(d), 0.0), {} FROM
                (SELECT (completed_at - claimed_at) / 1000000.0 AS d FROM work_queue
                 WHERE status = 'completed' AND claimed_at IS NOT NULL AND completed_at IS NOT NULL)",
-            stats::bucket_columns("d")
+            coord_store::sql::bucket_columns("d")
         ))?
         .query_row([], |r| {
             let at_most = (0..CLAIM_TO_COMPLETE_BOUNDS.len())
@@ -55,7 +55,7 @@ fn read(c: &Connection, now: i64) -> R<StatsResult> {
             })
         })?;
     let verification = c
-        .prepare_cached(&stats::verification_sql(
+        .prepare_cached(&coord_store::sql::verification_sql(
             "CASE WHEN finished_at IS NOT NULL THEN (finished_at - created_at) / 1000000.0 END",
         ))?
         .query_row([], |r| {

@@ -9,9 +9,66 @@
 //!
 //! Stores own all SQL. They take time from `OpCtx::now` when a clock is injected (tests)
 //! and from the database's own clock otherwise, so hosts sharing one database agree on
-//! lease expiry.
+//! lease expiry. The SQL both stores run alike (the stats queries) is built once in
+//! [`sql`]; no SQL text lives outside this crate, `coord-sqlite` and `coord-postgres`.
+//! [`bench`] holds the types the stores' raw baselines share with `coord bench`.
+//!
+//! `OpCtx` also carries the resource `Charge`s a profile's limits count (only for what
+//! succeeded, `counts_as_use`, in the operation's transaction), the `Escalation` that lets
+//! an approvable refusal become a pending approval request in the refusal's own
+//! transaction, and the key `origin` recorded in the audit row. `PolicyFacts` is what the
+//! pipeline's profile stage reads first, unaudited. `FileStore::fenced_write` runs the
+//! service's rename (`WriteStep`) inside the transaction that decided the write over the
+//! live locks and the fencing token.
+//!
+//! Rules every store keeps:
+//!
+//! - Expired is free by predicate: a lock is live while `now < expires_at`; expired rows
+//!   are ignored by every query and deleted later in bounded batches (`sweep`). A claim is
+//!   a lease (`claimed_until`), settled — requeued, or failed after `max_attempts` — by
+//!   `get_work` and by the sweep.
+//! - Fencing tokens only grow: every acquisition (not a refresh) draws from a counter that
+//!   survives row deletion (the `counters` row in SQLite, `fencing_token_seq` in
+//!   PostgreSQL).
+//! - The audit log is append-only (triggers; in PostgreSQL also grants) and one hash chain
+//!   (`coord_domain::audit_chain`). Appends are serialised, so concurrent writers keep the
+//!   chain linear; `verify_audit` reads it from one snapshot; the only deletion is
+//!   `prune_audit`, after an HMAC-signed checkpoint covering the rows it removes.
+//! - An approval is spent by a conditional update in the granted operation's transaction,
+//!   so concurrent retries pass once.
+//! - Storage failures become `database_unavailable` (with a reason) or an opaque
+//!   `internal_error`; SQL text stays in the log.
+//!
+//! How the two stores differ, and why:
+//!
+//! | concern | SQLite | PostgreSQL |
+//! | --- | --- | --- |
+//! | atomicity | `BEGIN IMMEDIATE`: one writer at a time, so read, decide with the domain rule, write is safe | no global writer lock: an acquisition takes transaction advisory locks (shared on every ancestor of its scope, exclusive on its scope: `LockTarget::serial_keys`), so acquisitions that could overlap run one after the other; claiming uses `FOR UPDATE SKIP LOCKED`; completion locks the task row, submission its dependencies `FOR SHARE` |
+//! | ordering | byte order | text ordered `COLLATE "C"` (byte order) whatever the database's collation |
+//! | time | the local clock | `statement_timestamp()`, the server's, read per statement |
+//! | refusals | rollback to a savepoint, audit row in the same transaction | transaction rolled back, audit row appended alone |
+//! | writes | a lone write on its caller's thread; under load one writer thread with group commit; WAL checkpoints on a thread of their own | one transaction per operation on a pooled connection |
+//! | contention | busy timeout (`COORD_SQLITE_BUSY_TIMEOUT_MS`, default 10 s) → `database_unavailable` | deadlocks and serialization failures retried (3 attempts) |
+//! | outages | file unusable → `database_unavailable` | lost connections → `database_unavailable`; the pool replaces them on next use |
+//! | migrations | `PRAGMA user_version`, re-read under the write lock | `coord_schema_migrations`, under `pg_advisory_xact_lock` |
+//!
+//! Tables, the same in both stores: `file_locks` (keyed by the lock's canonical spelling,
+//! with its `scope`, the leading literal components, indexed, so an overlap check reads
+//! only the rows above or below its own), `work_queue` and `task_dependencies` (a task's
+//! `pending_deps` counts its unfinished dependencies, so claiming is one partial-index
+//! lookup), `agent_sessions` (one row per agent), `handoff_documents`, `messages` and
+//! `message_recipients`, `audit_log` and `audit_checkpoints`, `guardrail_violations`,
+//! `operation_guardrails`, `notifications` (the security channel's outbox), `api_keys`
+//! (SHA-256 of the secret, never the secret), `agent_profiles` and
+//! `agent_profile_assignments`, `approval_queue`, `resource_usage` (one row per counted file
+//! or call), `spawned_agents`, `workflows` and `workflow_tasks`, memory (`memories`,
+//! `memory_feedback`, `memory_terms`, `working_memory`), egress (`network_policies`,
+//! `network_access_log`), verification (`verification_policies`, `changesets`,
+//! `verification_results`) and GitHub (`github_deliveries`, `github_links`,
+//! `github_outbox`).
 
 pub mod bench;
+pub mod sql;
 
 use async_trait::async_trait;
 use coord_domain::approvals::{ApprovalFilter, ApprovalResult, ListApprovalsResult, NewDecision};
