@@ -414,217 +414,243 @@ impl Analyzer<'_> {
                 let rest = skip_options(args, &["-s", "--signal", "-k", "--kill-after"]);
                 self.after_operands(rest, 1, stdin, text, depth)
             }
-            "flock" => {
-                let rest = skip_options(args, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
-                if let Some(i) = rest.iter().position(|a| matches!(a.raw(), "-c" | "--command")) {
-                    return self.code_arg(rest.get(i + 1), text, depth);
-                }
-                self.after_operands(rest, 1, stdin, text, depth)
-            }
-            "command" => {
-                if args.iter().any(|a| matches!(a.raw(), "-v" | "-V")) {
-                    return;
-                }
-                self.wrapped(args, &[], stdin, text, depth)
-            }
-            "env" => {
-                let mut i = 0;
-                while i < args.len() {
-                    let raw = args[i].raw();
-                    if matches!(raw, "-u" | "--unset" | "-C" | "--chdir") {
-                        i += 2;
-                    } else if matches!(raw, "-S" | "--split-string") {
-                        return self.code_arg(args.get(i + 1), text, depth);
-                    } else if raw.starts_with('-') || is_assignment(raw) {
-                        i += 1;
-                    } else {
-                        break;
-                    }
-                }
-                self.argv(args.get(i..).unwrap_or_default(), stdin, text, depth)
-            }
-            "xargs" | "parallel" => {
-                let mut rest: Vec<Arg> = skip_options(
-                    args,
-                    &[
-                        // (-i, -e and -l take their value attached, if any.)
-                        "-I",
-                        "-n",
-                        "-P",
-                        "-L",
-                        "-d",
-                        "-E",
-                        "-s",
-                        "-a",
-                        "--max-args",
-                        "--max-procs",
-                        "--delimiter",
-                        "--arg-file",
-                        "-j",
-                        "--jobs",
-                    ],
-                )
-                .iter()
-                .take_while(|a| a.raw() != ":::")
-                .cloned()
-                .collect();
-                if rest.is_empty() {
-                    return; // xargs alone runs echo
-                }
-                if prog == "parallel" {
-                    // GNU parallel runs its command through a shell, `{}` being each input.
-                    let hole = "\"$RUNTIME\"";
-                    let mut code: Vec<Arg> = rest
-                        .iter()
-                        .map(|a| match a {
-                            Arg::Lit(s) => Arg::Lit(s.replace("{}", hole)),
-                            other => other.clone(),
-                        })
-                        .collect();
-                    if !rest.iter().any(|a| a.raw().contains("{}")) {
-                        code.push(Arg::Lit(hole.into()));
-                    }
-                    return self.joined_code(&code, text, depth);
-                }
-                rest.push(Arg::Unknown(RUNTIME_OPERAND.into()));
-                self.argv(&rest, &Stdin::Inherited, text, depth)
-            }
+            "flock" => self.flock(args, stdin, text, depth),
+            "command" => self.command_builtin(args, stdin, text, depth),
+            "env" => self.env(args, stdin, text, depth),
+            "xargs" | "parallel" => self.xargs(prog, args, text, depth),
             "watch" => {
                 let rest = skip_options(args, &["-n", "--interval", "-d"]);
                 self.joined_code(rest, text, depth)
             }
-            "ssh" => {
-                let rest = skip_options(
-                    args,
-                    &[
-                        "-p", "-i", "-o", "-l", "-J", "-F", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m", "-O", "-Q",
-                        "-S", "-W", "-w", "-B", "-I",
-                    ],
-                );
-                if rest.len() > 1 {
-                    self.joined_code(&rest[1..], text, depth);
-                }
-            }
+            "ssh" => self.ssh(args, text, depth),
             "su" => {
                 if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-c" | "--command")) {
                     self.code_arg(args.get(i + 1), text, depth);
                 }
             }
             "docker" | "podman" if matches!(args.first().map(Arg::raw), Some("exec")) => {
-                let rest = skip_options(
-                    &args[1..],
-                    &["-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file"],
-                );
-                self.after_operands(rest, 1, stdin, text, depth)
+                self.container_exec(&args[1..], stdin, text, depth)
             }
             "eval" => self.joined_code(args, text, depth),
             "trap" => self.code_arg(args.first(), text, depth),
             p if SHELLS.contains(&p) => self.shell(args, stdin, text, depth),
             p if inline::interpreter(p).is_some() => self.interpreter(p, args, stdin, text, depth),
-            "npx" | "bunx" | "pnpx" => {
-                // `npx -c 'cmd'` runs a shell string.
-                if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-c" | "--call")) {
-                    return self.code_arg(args.get(i + 1), text, depth);
-                }
-                self.wrapped(args, &["-p", "--package"], stdin, text, depth)
-            }
-            "find" => {
-                let f = rules::find(args);
-                let hit = rules::find_delete(&f);
-                self.add(hit, text);
-                for cmd in &f.execs {
-                    self.argv(cmd, &Stdin::Inherited, text, depth);
-                }
-            }
-            "git" => {
-                // `git -c 'alias.x=!cmd' x`, `-c core.sshCommand=cmd`, ...: configuration
-                // that runs a shell command.
-                for pair in args.windows(2).filter(|w| w[0].raw() == "-c") {
-                    match &pair[1] {
-                        Arg::Lit(kv) => {
-                            if let Some(code) = rules::git_config_command(kv) {
-                                self.script(code, depth + 1);
-                            }
-                        }
-                        Arg::Unknown(raw) => self.add(
-                            [unverifiable(
-                                "dynamic_git_command",
-                                format!("the git configuration `{raw}` is only known at run time"),
-                            )],
-                            text,
-                        ),
-                    }
-                }
-                self.git(args, stdin, text, depth)
-            }
-            "coord" => {
-                // Who the command runs as, written into it: another agent's identity.
-                let assigned = text.split_whitespace().any(|w| {
-                    ["COORD_AGENT_ID=", "COORD_AGENT_TYPE=", "AGENT_TYPE="]
-                        .iter()
-                        .any(|a| w.trim_start_matches(['\'', '"']).starts_with(a))
-                });
-                if assigned {
-                    self.add(
-                        [rules::Hit {
-                            category: Category::PersonDecision,
-                            operation: "borrowed_identity".into(),
-                            action: Action::Block,
-                            reason: "an agent acts as itself: an identity written into the command is another's".into(),
-                        }],
-                        text,
-                    );
-                }
-                self.add(rules::coord(args), text)
-            }
-            "export" | "declare" | "typeset" | "readonly"
-                if args.iter().any(|a| {
-                    ["COORD_AGENT_ID=", "COORD_AGENT_TYPE=", "AGENT_TYPE="]
-                        .iter()
-                        .any(|p| a.raw().starts_with(p))
-                }) =>
-            {
-                self.add(
-                    [rules::Hit {
-                        category: Category::PersonDecision,
-                        operation: "borrowed_identity".into(),
-                        action: Action::Block,
-                        reason: "an agent acts as itself: exporting another identity for coord is refused".into(),
-                    }],
-                    text,
-                )
-            }
+            "npx" | "bunx" | "pnpx" => self.npx(args, stdin, text, depth),
+            "find" => self.find(args, text, depth),
+            "git" => self.git_program(args, stdin, text, depth),
+            "coord" => self.coord(args, text),
+            "export" | "declare" | "typeset" | "readonly" if exports_identity(args) => self.add(
+                [rules::Hit {
+                    category: Category::PersonDecision,
+                    operation: "borrowed_identity".into(),
+                    action: Action::Block,
+                    reason: "an agent acts as itself: exporting another identity for coord is refused".into(),
+                }],
+                text,
+            ),
             "rm" | "unlink" | "shred" => {
                 self.add(rules::coord_state_write(prog, args), text);
                 self.add(rules::rm(args), text)
             }
-            _ => {
-                self.add(rules::coord_state_write(prog, args), text);
-                let written = rules::written_files(prog, args);
-                self.writes(&written, text);
-                self.add(self.patterns.check(prog, args), text);
-                for sql in rules::sql_of(prog, args) {
-                    match sql {
-                        Arg::Lit(s) => self.add(sql::analyze(&s, prog, false), text),
-                        Arg::Unknown(raw) => self.add(
-                            [unverifiable(
-                                "dynamic_sql",
-                                format!("the SQL `{raw}` is only known at run time"),
-                            )],
-                            text,
-                        ),
+            _ => self.program(prog, args, stdin, text),
+        }
+    }
+
+    /// `flock [-w SECS] LOCK -c CODE` or `flock [opts] LOCK cmd…`.
+    fn flock(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        let rest = skip_options(args, &["-w", "--timeout", "-E", "--conflict-exit-code"]);
+        if let Some(i) = rest.iter().position(|a| matches!(a.raw(), "-c" | "--command")) {
+            return self.code_arg(rest.get(i + 1), text, depth);
+        }
+        self.after_operands(rest, 1, stdin, text, depth)
+    }
+
+    /// The `command` builtin: `command -v`/`-V` only looks a name up; otherwise it runs
+    /// the rest of its arguments.
+    fn command_builtin(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        if args.iter().any(|a| matches!(a.raw(), "-v" | "-V")) {
+            return;
+        }
+        self.wrapped(args, &[], stdin, text, depth)
+    }
+
+    /// `env [opts] [NAME=value…] cmd…`, or `env -S 'CODE'`.
+    fn env(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        let mut i = 0;
+        while i < args.len() {
+            let raw = args[i].raw();
+            if matches!(raw, "-u" | "--unset" | "-C" | "--chdir") {
+                i += 2;
+            } else if matches!(raw, "-S" | "--split-string") {
+                return self.code_arg(args.get(i + 1), text, depth);
+            } else if raw.starts_with('-') || is_assignment(raw) {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        self.argv(args.get(i..).unwrap_or_default(), stdin, text, depth)
+    }
+
+    /// `xargs cmd…` (with a run-time operand appended) and GNU `parallel cmd… ::: …`.
+    fn xargs(&mut self, prog: &str, args: &[Arg], text: &str, depth: usize) {
+        let mut rest: Vec<Arg> = skip_options(
+            args,
+            &[
+                // (-i, -e and -l take their value attached, if any.)
+                "-I",
+                "-n",
+                "-P",
+                "-L",
+                "-d",
+                "-E",
+                "-s",
+                "-a",
+                "--max-args",
+                "--max-procs",
+                "--delimiter",
+                "--arg-file",
+                "-j",
+                "--jobs",
+            ],
+        )
+        .iter()
+        .take_while(|a| a.raw() != ":::")
+        .cloned()
+        .collect();
+        if rest.is_empty() {
+            return; // xargs alone runs echo
+        }
+        if prog == "parallel" {
+            // GNU parallel runs its command through a shell, `{}` being each input.
+            let hole = "\"$RUNTIME\"";
+            let mut code: Vec<Arg> = rest
+                .iter()
+                .map(|a| match a {
+                    Arg::Lit(s) => Arg::Lit(s.replace("{}", hole)),
+                    other => other.clone(),
+                })
+                .collect();
+            if !rest.iter().any(|a| a.raw().contains("{}")) {
+                code.push(Arg::Lit(hole.into()));
+            }
+            return self.joined_code(&code, text, depth);
+        }
+        rest.push(Arg::Unknown(RUNTIME_OPERAND.into()));
+        self.argv(&rest, &Stdin::Inherited, text, depth)
+    }
+
+    /// `ssh [opts] HOST CMD…`: the command runs as shell code on the host.
+    fn ssh(&mut self, args: &[Arg], text: &str, depth: usize) {
+        let rest = skip_options(
+            args,
+            &[
+                "-p", "-i", "-o", "-l", "-J", "-F", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m", "-O", "-Q", "-S",
+                "-W", "-w", "-B", "-I",
+            ],
+        );
+        if rest.len() > 1 {
+            self.joined_code(&rest[1..], text, depth);
+        }
+    }
+
+    /// `docker exec`/`podman exec` with `args` after `exec`: `[opts] CONTAINER cmd…`.
+    fn container_exec(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        let rest = skip_options(args, &["-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file"]);
+        self.after_operands(rest, 1, stdin, text, depth)
+    }
+
+    /// `npx`, `bunx`, `pnpx`: the package's command, or a shell string.
+    fn npx(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        // `npx -c 'cmd'` runs a shell string.
+        if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-c" | "--call")) {
+            return self.code_arg(args.get(i + 1), text, depth);
+        }
+        self.wrapped(args, &["-p", "--package"], stdin, text, depth)
+    }
+
+    /// `find … -delete`, and the commands its `-exec`s run.
+    fn find(&mut self, args: &[Arg], text: &str, depth: usize) {
+        let f = rules::find(args);
+        let hit = rules::find_delete(&f);
+        self.add(hit, text);
+        for cmd in &f.execs {
+            self.argv(cmd, &Stdin::Inherited, text, depth);
+        }
+    }
+
+    /// `git …` as a program: the shell commands its `-c` configuration runs, then [`Self::git`].
+    fn git_program(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        // `git -c 'alias.x=!cmd' x`, `-c core.sshCommand=cmd`, ...: configuration
+        // that runs a shell command.
+        for pair in args.windows(2).filter(|w| w[0].raw() == "-c") {
+            match &pair[1] {
+                Arg::Lit(kv) => {
+                    if let Some(code) = rules::git_config_command(kv) {
+                        self.script(code, depth + 1);
                     }
                 }
-                if matches!(prog, "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client") {
-                    match stdin {
-                        Stdin::Text(s) => self.add(sql::analyze(s, prog, false), text),
-                        Stdin::Pipe | Stdin::Unknown => self.add(
-                            [unverifiable("dynamic_sql", "a database client reading SQL from a pipe runs statements only known at run time; pass them with -c")],
-                            text,
-                        ),
-                        Stdin::Inherited => {}
-                    }
-                }
+                Arg::Unknown(raw) => self.add(
+                    [unverifiable(
+                        "dynamic_git_command",
+                        format!("the git configuration `{raw}` is only known at run time"),
+                    )],
+                    text,
+                ),
+            }
+        }
+        self.git(args, stdin, text, depth)
+    }
+
+    /// `coord …`: an identity borrowed in the command line, then coord's rule.
+    fn coord(&mut self, args: &[Arg], text: &str) {
+        // Who the command runs as, written into it: another agent's identity.
+        let assigned = text.split_whitespace().any(|w| {
+            ["COORD_AGENT_ID=", "COORD_AGENT_TYPE=", "AGENT_TYPE="]
+                .iter()
+                .any(|a| w.trim_start_matches(['\'', '"']).starts_with(a))
+        });
+        if assigned {
+            self.add(
+                [rules::Hit {
+                    category: Category::PersonDecision,
+                    operation: "borrowed_identity".into(),
+                    action: Action::Block,
+                    reason: "an agent acts as itself: an identity written into the command is another's".into(),
+                }],
+                text,
+            );
+        }
+        self.add(rules::coord(args), text)
+    }
+
+    /// Any other program: what it writes (coord's state, devices, credentials), the argv
+    /// patterns, and the SQL it is given (as an argument or, for a database client, on stdin).
+    fn program(&mut self, prog: &str, args: &[Arg], stdin: &Stdin, text: &str) {
+        self.add(rules::coord_state_write(prog, args), text);
+        let written = rules::written_files(prog, args);
+        self.writes(&written, text);
+        self.add(self.patterns.check(prog, args), text);
+        for sql in rules::sql_of(prog, args) {
+            match sql {
+                Arg::Lit(s) => self.add(sql::analyze(&s, prog, false), text),
+                Arg::Unknown(raw) => self.add(
+                    [unverifiable(
+                        "dynamic_sql",
+                        format!("the SQL `{raw}` is only known at run time"),
+                    )],
+                    text,
+                ),
+            }
+        }
+        if matches!(prog, "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client") {
+            match stdin {
+                Stdin::Text(s) => self.add(sql::analyze(s, prog, false), text),
+                Stdin::Pipe | Stdin::Unknown => self.add(
+                    [unverifiable("dynamic_sql", "a database client reading SQL from a pipe runs statements only known at run time; pass them with -c")],
+                    text,
+                ),
+                Stdin::Inherited => {}
             }
         }
     }
@@ -883,6 +909,15 @@ fn inline_code(it: &inline::Interpreter, args: &[Arg]) -> Result<(Option<String>
     }
     let reads_stdin = codes.is_empty() && !script;
     Ok(((!codes.is_empty()).then(|| codes.join("\n")), reads_stdin))
+}
+
+/// `export`/`declare`/`typeset`/`readonly` arguments that set coord's identity variables.
+fn exports_identity(args: &[Arg]) -> bool {
+    args.iter().any(|a| {
+        ["COORD_AGENT_ID=", "COORD_AGENT_TYPE=", "AGENT_TYPE="]
+            .iter()
+            .any(|p| a.raw().starts_with(p))
+    })
 }
 
 /// `NAME=value`, as an environment assignment before a command.

@@ -386,131 +386,43 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
         )];
     };
     let rest = &args[i + 1..];
-    let flags: Vec<&str> = rest.iter().map(Arg::raw).filter(|a| a.starts_with('-')).collect();
-    // Git takes any unambiguous prefix of a long option (`--hard` as `--har`): a long
-    // flag that is a prefix of a name (four characters at least) is that name.
-    let has = |names: &[&str]| {
-        flags.iter().any(|f| {
-            names.contains(f)
-                || names.iter().any(|n| f.starts_with(&format!("{n}=")))
-                || (f.starts_with("--") && f.len() >= 5 && names.iter().any(|n| n.starts_with(*f)))
-        })
+    let call = GitCall {
+        sub,
+        rest,
+        flags: rest.iter().map(Arg::raw).filter(|a| a.starts_with('-')).collect(),
+        positional: rest.iter().filter(|a| !a.raw().starts_with('-')).collect(),
     };
-    let positional: Vec<&Arg> = rest.iter().filter(|a| !a.raw().starts_with('-')).collect();
-    let dry_run = has(&["--dry-run", "-n"]) || flags.iter().any(|f| short_flag_has(f, 'n') && !f.contains('f'));
     match sub {
-        "push" => {
-            if has(&["--dry-run"]) || flags.contains(&"-n") {
-                return Vec::new();
-            }
-            let mut hits = Vec::new();
-            // Git takes any unambiguous prefix of a long option (`--forc`), and an option
-            // it does not know fails the push: anything spelt like a force is one.
-            let force = has(&["--mirror"])
-                || flags
-                    .iter()
-                    .any(|f| f.starts_with("--force") || (f.len() >= 5 && "--force".starts_with(*f)))
-                || flags.iter().any(|f| short_flag_has(f, 'f'));
-            // refspecs after the remote
-            let refspecs: Vec<&Arg> = positional.iter().skip(1).copied().collect();
-            let plus = refspecs.iter().any(|r| r.raw().starts_with('+'));
-            if force || plus {
-                hits.push(hit(
-                    Category::GitForce,
-                    "force_push",
-                    Action::Block,
-                    "a force push rewrites the remote branch and can destroy other agents' commits; push without --force (rebase or merge first), or ask for approval",
-                ));
-            }
-            let deleting = has(&["--delete", "-d"]);
-            for r in &refspecs {
-                let raw = r.raw();
-                let target = if deleting {
-                    Some(raw.trim_start_matches('+'))
-                } else if let Some(dst) = raw.strip_prefix(':') {
-                    Some(dst)
-                } else {
-                    continue;
-                };
-                let target = r.lit().and(target);
-                hits.push(branch_delete(target));
-            }
-            if deleting && refspecs.is_empty() {
-                hits.push(branch_delete(None));
-            }
-            hits
-        }
-        "reset" if has(&["--hard"]) => vec![hit(
+        "push" => git_push(&call),
+        "reset" if call.has(&["--hard"]) => vec![hit(
             Category::GitForce,
             "hard_reset",
             Action::Block,
             "git reset --hard discards uncommitted work, possibly another agent's in a shared checkout; commit or stash first, or ask for approval",
         )],
-        "clean" => {
-            // Every spelling git reads as false turns the safety off (`=0`, `=no`, `=off`,
-            // `=`), and so may a value taken from the environment (`--config-env`).
-            let unsafe_config = given.iter().any(|c| {
-                let raw = c.raw();
-                let (key, value) = raw.split_once('=').map_or((raw, None), |(k, v)| (k, Some(v)));
-                key.trim().eq_ignore_ascii_case("clean.requireforce") && (git_false(value) || c.lit().is_none())
-            }) || args.windows(2).any(|w| {
-                w[0].raw() == "--config-env" && w[1].raw().to_ascii_lowercase().starts_with("clean.requireforce=")
-            });
-            let forced = has(&["--force"]) || flags.iter().any(|f| short_flag_has(f, 'f')) || unsafe_config;
-            if forced && !dry_run {
-                vec![hit(
-                    Category::GitForce,
-                    "clean_force",
-                    Action::Block,
-                    "git clean -f deletes untracked files for good; run git clean -n to see what it would delete, or ask for approval",
-                )]
-            } else {
-                Vec::new()
-            }
-        }
+        "clean" => git_clean(&call, args, &given),
         "branch" => {
-            let deleting = has(&["--delete", "-D", "-d"])
-                || flags.iter().any(|f| short_flag_has(f, 'D') || short_flag_has(f, 'd'));
+            let deleting = call.has(&["--delete", "-D", "-d"])
+                || call
+                    .flags
+                    .iter()
+                    .any(|f| short_flag_has(f, 'D') || short_flag_has(f, 'd'));
             if !deleting {
                 return Vec::new();
             }
-            if positional.is_empty() {
+            if call.positional.is_empty() {
                 return vec![branch_delete(None)];
             }
-            positional.iter().map(|b| branch_delete(b.lit())).collect()
+            call.positional.iter().map(|b| branch_delete(b.lit())).collect()
         }
-        "stash" if matches!(positional.first().map(|a| a.raw()), Some("drop" | "clear")) => vec![hit(
+        "stash" if matches!(call.positional.first().map(|a| a.raw()), Some("drop" | "clear")) => vec![hit(
             Category::GitForce,
             "drop_stash",
             Action::Block,
             "git stash drop/clear deletes stashed work for good (possibly another agent's); apply it or leave it, or ask for approval",
         )],
-        "checkout" | "restore" | "switch" => {
-            let forced = has(&["--force", "-f", "--discard-changes"]);
-            let whole_tree = positional.iter().any(|p| matches!(p.raw(), "." | ":/" | "*" | "./"));
-            let only_staged = sub == "restore" && has(&["--staged", "-S"]) && !has(&["--worktree", "-W"]);
-            if forced || (whole_tree && !only_staged) {
-                vec![hit(
-                    Category::GitForce,
-                    "discard_changes",
-                    Action::Block,
-                    "this discards uncommitted changes in the whole tree; restore single files by name, or ask for approval",
-                )]
-            } else if !only_staged
-                && (sub == "restore" || rest.iter().any(|a| a.raw() == "--"))
-                && !positional.is_empty()
-            {
-                vec![hit(
-                    Category::GitForce,
-                    "discard_file_changes",
-                    Action::Warn,
-                    "this discards the uncommitted changes of the files named; make sure they are yours",
-                )]
-            } else {
-                Vec::new()
-            }
-        }
-        "update-ref" if has(&["-d"]) => vec![branch_delete(positional.first().and_then(|r| r.lit()))],
+        "checkout" | "restore" | "switch" => git_discard(&call),
+        "update-ref" if call.has(&["-d"]) => vec![branch_delete(call.positional.first().and_then(|r| r.lit()))],
         "filter-branch" | "filter-repo" => vec![hit(
             Category::GitForce,
             "rewrite_history",
@@ -527,6 +439,125 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             _ => Vec::new(),
         },
         _ => Vec::new(),
+    }
+}
+
+/// A git subcommand's words after the subcommand, as git's rules read them.
+struct GitCall<'a> {
+    sub: &'a str,
+    rest: &'a [Arg],
+    flags: Vec<&'a str>,
+    positional: Vec<&'a Arg>,
+}
+
+impl GitCall<'_> {
+    /// Whether one of `names` is given.
+    fn has(&self, names: &[&str]) -> bool {
+        // Git takes any unambiguous prefix of a long option (`--hard` as `--har`): a long
+        // flag that is a prefix of a name (four characters at least) is that name.
+        self.flags.iter().any(|f| {
+            names.contains(f)
+                || names.iter().any(|n| f.starts_with(&format!("{n}=")))
+                || (f.starts_with("--") && f.len() >= 5 && names.iter().any(|n| n.starts_with(*f)))
+        })
+    }
+}
+
+/// `git push`: a force push, and the branches it deletes.
+fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
+    let flags = &call.flags;
+    if call.has(&["--dry-run"]) || flags.contains(&"-n") {
+        return Vec::new();
+    }
+    let mut hits = Vec::new();
+    // Git takes any unambiguous prefix of a long option (`--forc`), and an option
+    // it does not know fails the push: anything spelt like a force is one.
+    let force = call.has(&["--mirror"])
+        || flags
+            .iter()
+            .any(|f| f.starts_with("--force") || (f.len() >= 5 && "--force".starts_with(*f)))
+        || flags.iter().any(|f| short_flag_has(f, 'f'));
+    // refspecs after the remote
+    let refspecs: Vec<&Arg> = call.positional.iter().skip(1).copied().collect();
+    let plus = refspecs.iter().any(|r| r.raw().starts_with('+'));
+    if force || plus {
+        hits.push(hit(
+            Category::GitForce,
+            "force_push",
+            Action::Block,
+            "a force push rewrites the remote branch and can destroy other agents' commits; push without --force (rebase or merge first), or ask for approval",
+        ));
+    }
+    let deleting = call.has(&["--delete", "-d"]);
+    for r in &refspecs {
+        let raw = r.raw();
+        let target = if deleting {
+            Some(raw.trim_start_matches('+'))
+        } else if let Some(dst) = raw.strip_prefix(':') {
+            Some(dst)
+        } else {
+            continue;
+        };
+        let target = r.lit().and(target);
+        hits.push(branch_delete(target));
+    }
+    if deleting && refspecs.is_empty() {
+        hits.push(branch_delete(None));
+    }
+    hits
+}
+
+/// `git clean`: forced (by a flag or by configuration that turns the safety off), and not
+/// a dry run. `args` are git's whole arguments; `given` its `-c` configuration.
+fn git_clean(call: &GitCall<'_>, args: &[Arg], given: &[&Arg]) -> Vec<Hit> {
+    let flags = &call.flags;
+    let dry_run = call.has(&["--dry-run", "-n"]) || flags.iter().any(|f| short_flag_has(f, 'n') && !f.contains('f'));
+    // Every spelling git reads as false turns the safety off (`=0`, `=no`, `=off`,
+    // `=`), and so may a value taken from the environment (`--config-env`).
+    let unsafe_config = given.iter().any(|c| {
+        let raw = c.raw();
+        let (key, value) = raw.split_once('=').map_or((raw, None), |(k, v)| (k, Some(v)));
+        key.trim().eq_ignore_ascii_case("clean.requireforce") && (git_false(value) || c.lit().is_none())
+    }) || args
+        .windows(2)
+        .any(|w| w[0].raw() == "--config-env" && w[1].raw().to_ascii_lowercase().starts_with("clean.requireforce="));
+    let forced = call.has(&["--force"]) || flags.iter().any(|f| short_flag_has(f, 'f')) || unsafe_config;
+    if forced && !dry_run {
+        vec![hit(
+            Category::GitForce,
+            "clean_force",
+            Action::Block,
+            "git clean -f deletes untracked files for good; run git clean -n to see what it would delete, or ask for approval",
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `git checkout`, `git restore`, `git switch`: uncommitted changes discarded, of the
+/// whole tree or of the files named.
+fn git_discard(call: &GitCall<'_>) -> Vec<Hit> {
+    let (sub, positional) = (call.sub, &call.positional);
+    let forced = call.has(&["--force", "-f", "--discard-changes"]);
+    let whole_tree = positional.iter().any(|p| matches!(p.raw(), "." | ":/" | "*" | "./"));
+    let only_staged = sub == "restore" && call.has(&["--staged", "-S"]) && !call.has(&["--worktree", "-W"]);
+    if forced || (whole_tree && !only_staged) {
+        vec![hit(
+            Category::GitForce,
+            "discard_changes",
+            Action::Block,
+            "this discards uncommitted changes in the whole tree; restore single files by name, or ask for approval",
+        )]
+    } else if !only_staged && (sub == "restore" || call.rest.iter().any(|a| a.raw() == "--")) && !positional.is_empty()
+    {
+        vec![hit(
+            Category::GitForce,
+            "discard_file_changes",
+            Action::Warn,
+            "this discards the uncommitted changes of the files named; make sure they are yours",
+        )]
+    } else {
+        Vec::new()
     }
 }
 
