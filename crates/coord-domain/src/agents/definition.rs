@@ -358,18 +358,7 @@ fn from_fields(
 ) -> Result<AgentDefinition, Vec<FieldError>> {
     let mut errors = Vec::new();
     let key = |k: &str| format!("{at}{k}");
-    for k in map.keys() {
-        if f.known.contains(&k.as_str()) {
-            continue;
-        }
-        match DECIDED_BY_COORD.iter().find(|(d, _)| d == k) {
-            Some((_, why)) => errors.push(FieldError::new(key(k), format!("not allowed: {why}"))),
-            None => errors.push(FieldError::new(
-                key(k),
-                format!("unknown field (known: {})", f.known.join(", ")),
-            )),
-        }
-    }
+    unknown_fields(map, f, at, &mut errors);
     let absent = |k: &str| map.get(k).is_none_or(Value::is_null);
     let name = string(&key(f.id), map.get(f.id), MAX_NAME_LEN, &mut errors);
     match &name {
@@ -398,20 +387,7 @@ fn from_fields(
         (None, None) => String::new(),
     };
     let model = string(&key("model"), map.get("model"), 100, &mut errors);
-    let max_turns = match map.get(f.max_turns) {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_u64().filter(|t| (1..=MAX_TURNS).contains(t)) {
-            Some(t) => u32::try_from(t).ok(),
-            None => {
-                errors.push(FieldError::new(key(f.max_turns), format!("give 1 to {MAX_TURNS}")));
-                None
-            }
-        },
-        Some(_) => {
-            errors.push(FieldError::new(key(f.max_turns), "not a number"));
-            None
-        }
-    };
+    let max_turns = max_turns_field(&key(f.max_turns), map.get(f.max_turns), &mut errors);
     let tools_key = match f.tools_alias {
         Some(alias) if !absent(alias) => {
             if !absent(f.tools) {
@@ -429,92 +405,18 @@ fn from_fields(
         .get(f.disallowed)
         .map(|v| tool_list(&key(f.disallowed), v, &mut errors))
         .unwrap_or_default();
-    let explicit = match map.get("profile") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => match WorkerProfile::parse(s) {
-            Some(p) => Some(p),
-            None => {
-                errors.push(FieldError::new(
-                    key("profile"),
-                    format!("{s:?} is not a profile: use read_only, write, verification or design"),
-                ));
-                None
-            }
-        },
-        Some(_) => {
-            errors.push(FieldError::new(key("profile"), "not a string"));
-            None
-        }
-    };
-    let runtime = match map.get("runtime") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => match super::Runtime::parse(s) {
-            Some(r) => Some(r),
-            None => {
-                errors.push(FieldError::new(
-                    key("runtime"),
-                    format!("{s:?}: give claude, codex or aider"),
-                ));
-                None
-            }
-        },
-        Some(_) => {
-            errors.push(FieldError::new(key("runtime"), "not a string"));
-            None
-        }
-    };
+    let explicit = profile_field(&key("profile"), map.get("profile"), &mut errors);
+    let runtime = runtime_field(&key("runtime"), map.get("runtime"), &mut errors);
     let delegates_to = name_list(&key(f.delegates_to), map.get(f.delegates_to), &mut errors);
-    let parent = string(&key(f.parent), map.get(f.parent), MAX_NAME_LEN, &mut errors);
-    if let Some(p) = &parent
-        && !is_agent_name(p)
-    {
-        errors.push(FieldError::new(
-            key(f.parent),
-            format!("{p:?}: an agent name (lowercase letters, digits and '-')"),
-        ));
-    }
-    if let (Some(p), Some(n)) = (&parent, &name)
-        && p == n
-    {
-        errors.push(FieldError::new(key(f.parent), "an agent cannot be its own parent"));
-    }
-    let all = listed.as_ref().is_some_and(|l| l.iter().any(|(_, t)| t == ALL_TOOLS));
-    if all && listed.as_ref().is_some_and(|l| l.len() > 1) {
-        errors.push(FieldError::new(
-            key(tools_key),
-            "\"all\" stands alone: it means every tool of the agent's profile",
-        ));
-    }
-    let writes = listed
-        .as_ref()
-        .is_some_and(|l| l.iter().any(|(_, t)| WRITE_TOOLS.contains(&t.as_str())));
-    let (profile, profile_from) = match (explicit, name.as_deref().and_then(WorkerProfile::of_spec_agent)) {
-        (Some(p), _) => (p, "profile"),
-        (None, Some(p)) => (p, "spec 003"),
-        (None, None) if writes => (WorkerProfile::Write, "tools"),
-        (None, None) => (WorkerProfile::ReadOnly, "default"),
-    };
-    let mut tools: Vec<String> = Vec::new();
-    match &listed {
-        Some(_) if all => tools = profile.tools().iter().map(|t| t.to_string()).collect(),
-        Some(l) => {
-            for (at, t) in l {
-                if !is_coord_mcp(t) && !profile.tools().contains(&t.as_str()) {
-                    errors.push(FieldError::new(
-                        at.as_str(),
-                        format!(
-                            "{t:?} is not allowed by profile {profile} (its tools: {})",
-                            profile.tools().join(", ")
-                        ),
-                    ));
-                } else if !is_coord_mcp(t) && !tools.contains(t) {
-                    tools.push(t.clone());
-                }
-            }
-        }
-        None => tools = profile.tools().iter().map(|t| t.to_string()).collect(),
-    }
-    tools.retain(|t| !denied.iter().any(|(_, d)| d == t));
+    let parent = parent_field(&key(f.parent), map.get(f.parent), name.as_deref(), &mut errors);
+    let (profile, profile_from, tools) = profile_and_tools(
+        listed.as_deref(),
+        &key(tools_key),
+        explicit,
+        name.as_deref(),
+        &denied,
+        &mut errors,
+    );
     if errors.is_empty() {
         Ok(AgentDefinition {
             name: name.unwrap_or_default(),
@@ -534,4 +436,145 @@ fn from_fields(
     } else {
         Err(errors)
     }
+}
+
+/// The fields of `map` that `f` does not read: each one coord decides, or unknown.
+fn unknown_fields(map: &serde_json::Map<String, Value>, f: &Format, at: &str, errors: &mut Vec<FieldError>) {
+    for k in map.keys() {
+        if f.known.contains(&k.as_str()) {
+            continue;
+        }
+        match DECIDED_BY_COORD.iter().find(|(d, _)| d == k) {
+            Some((_, why)) => errors.push(FieldError::new(format!("{at}{k}"), format!("not allowed: {why}"))),
+            None => errors.push(FieldError::new(
+                format!("{at}{k}"),
+                format!("unknown field (known: {})", f.known.join(", ")),
+            )),
+        }
+    }
+}
+
+/// `max_turns`: 1 to [`MAX_TURNS`].
+fn max_turns_field(field: &str, v: Option<&Value>, errors: &mut Vec<FieldError>) -> Option<u32> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_u64().filter(|t| (1..=MAX_TURNS).contains(t)) {
+            Some(t) => u32::try_from(t).ok(),
+            None => {
+                errors.push(FieldError::new(field, format!("give 1 to {MAX_TURNS}")));
+                None
+            }
+        },
+        Some(_) => {
+            errors.push(FieldError::new(field, "not a number"));
+            None
+        }
+    }
+}
+
+/// `profile`, given explicitly.
+fn profile_field(field: &str, v: Option<&Value>, errors: &mut Vec<FieldError>) -> Option<WorkerProfile> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match WorkerProfile::parse(s) {
+            Some(p) => Some(p),
+            None => {
+                errors.push(FieldError::new(
+                    field,
+                    format!("{s:?} is not a profile: use read_only, write, verification or design"),
+                ));
+                None
+            }
+        },
+        Some(_) => {
+            errors.push(FieldError::new(field, "not a string"));
+            None
+        }
+    }
+}
+
+/// `runtime`: claude, codex or aider.
+fn runtime_field(field: &str, v: Option<&Value>, errors: &mut Vec<FieldError>) -> Option<super::Runtime> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match super::Runtime::parse(s) {
+            Some(r) => Some(r),
+            None => {
+                errors.push(FieldError::new(field, format!("{s:?}: give claude, codex or aider")));
+                None
+            }
+        },
+        Some(_) => {
+            errors.push(FieldError::new(field, "not a string"));
+            None
+        }
+    }
+}
+
+/// `parent`: an agent name, not the agent's own (`name`).
+fn parent_field(field: &str, v: Option<&Value>, name: Option<&str>, errors: &mut Vec<FieldError>) -> Option<String> {
+    let parent = string(field, v, MAX_NAME_LEN, errors);
+    if let Some(p) = &parent
+        && !is_agent_name(p)
+    {
+        errors.push(FieldError::new(
+            field,
+            format!("{p:?}: an agent name (lowercase letters, digits and '-')"),
+        ));
+    }
+    if let (Some(p), Some(n)) = (&parent, name)
+        && p == n
+    {
+        errors.push(FieldError::new(field, "an agent cannot be its own parent"));
+    }
+    parent
+}
+
+/// The agent's profile, where it comes from, and its tools: those `listed` (at
+/// `tools_field`; `all`: every tool of the profile) that the profile allows, else the
+/// profile's, less those `denied`.
+fn profile_and_tools(
+    listed: Option<&[(String, String)]>,
+    tools_field: &str,
+    explicit: Option<WorkerProfile>,
+    name: Option<&str>,
+    denied: &[(String, String)],
+    errors: &mut Vec<FieldError>,
+) -> (WorkerProfile, &'static str, Vec<String>) {
+    let all = listed.is_some_and(|l| l.iter().any(|(_, t)| t == ALL_TOOLS));
+    if all && listed.is_some_and(|l| l.len() > 1) {
+        errors.push(FieldError::new(
+            tools_field,
+            "\"all\" stands alone: it means every tool of the agent's profile",
+        ));
+    }
+    let writes = listed.is_some_and(|l| l.iter().any(|(_, t)| WRITE_TOOLS.contains(&t.as_str())));
+    let (profile, profile_from) = match (explicit, name.and_then(WorkerProfile::of_spec_agent)) {
+        (Some(p), _) => (p, "profile"),
+        (None, Some(p)) => (p, "spec 003"),
+        (None, None) if writes => (WorkerProfile::Write, "tools"),
+        (None, None) => (WorkerProfile::ReadOnly, "default"),
+    };
+    let mut tools: Vec<String> = Vec::new();
+    match listed {
+        Some(_) if all => tools = profile.tools().iter().map(|t| t.to_string()).collect(),
+        Some(l) => {
+            for (at, t) in l {
+                if !is_coord_mcp(t) && !profile.tools().contains(&t.as_str()) {
+                    errors.push(FieldError::new(
+                        at.as_str(),
+                        format!(
+                            "{t:?} is not allowed by profile {profile} (its tools: {})",
+                            profile.tools().join(", ")
+                        ),
+                    ));
+                } else if !is_coord_mcp(t) && !tools.contains(t) {
+                    tools.push(t.clone());
+                }
+            }
+        }
+        None => tools = profile.tools().iter().map(|t| t.to_string()).collect(),
+    }
+    tools.retain(|t| !denied.iter().any(|(_, d)| d == t));
+    (profile, profile_from, tools)
 }

@@ -163,8 +163,41 @@ pub fn parse_team(text_: &str, registry: &dyn Fn(&str) -> Option<AgentDefinition
         ));
     }
     text(&top, "description", "", false, 1024, &mut errors);
+    let members = members(top.get("agents"), registry, &mut errors);
+    let names = member_names(top.get("agents"), &mut errors);
+    let queue = name.clone().unwrap_or_default();
+    let max_concurrent = MAX_CONCURRENT.min(members.len().max(1) as u64);
+    let (queue, max_concurrent, delegation) =
+        coordination(top.get("coordination"), &names, queue, max_concurrent, &mut errors);
+    delegation_allowed(&delegation, &members, registry, &mut errors);
+    let running = members.iter().filter(|m| m.run).count() as u64;
+    if running > max_concurrent {
+        errors.push(FieldError::new(
+            "coordination.max_concurrent",
+            format!("{running} members are marked run: true, more than max_concurrent {max_concurrent}"),
+        ));
+    }
+    if errors.is_empty() {
+        Ok(Team {
+            name: name.unwrap_or_default(),
+            members,
+            queue,
+            max_concurrent,
+            delegation,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// The team's members (`agents`): those that are valid.
+fn members(
+    agents: Option<&Value>,
+    registry: &dyn Fn(&str) -> Option<AgentDefinition>,
+    errors: &mut Vec<FieldError>,
+) -> Vec<Member> {
     let mut members = Vec::new();
-    match top.get("agents") {
+    match agents {
         None | Some(Value::Null) => errors.push(FieldError::new("agents", "missing: list the team's members")),
         Some(Value::Array(list)) if list.is_empty() => {
             errors.push(FieldError::new("agents", "empty: list the team's members"))
@@ -174,14 +207,20 @@ pub fn parse_team(text_: &str, registry: &dyn Fn(&str) -> Option<AgentDefinition
         }
         Some(Value::Array(list)) => {
             for (i, item) in list.iter().enumerate() {
-                if let Some(m) = member(item, i, registry, &mut errors) {
+                if let Some(m) = member(item, i, registry, errors) {
                     members.push(m);
                 }
             }
         }
         Some(_) => errors.push(FieldError::new("agents", "not a list")),
     }
-    let names: Vec<Option<String>> = match top.get("agents") {
+    members
+}
+
+/// The names the members (`agents`) give, valid or not, in order; a name given twice is
+/// an error.
+fn member_names(agents: Option<&Value>, errors: &mut Vec<FieldError>) -> Vec<Option<String>> {
+    let names: Vec<Option<String>> = match agents {
         Some(Value::Array(list)) => list
             .iter()
             .map(|m| m.get("name").and_then(Value::as_str).map(|s| s.trim().to_string()))
@@ -198,15 +237,25 @@ pub fn parse_team(text_: &str, registry: &dyn Fn(&str) -> Option<AgentDefinition
             ));
         }
     }
-    let known = |n: &str| names.iter().flatten().any(|k| k == n);
-    let mut queue = name.clone().unwrap_or_default();
-    let mut max_concurrent = MAX_CONCURRENT.min(members.len().max(1) as u64);
+    names
+}
+
+/// The coordination rules (`coordination`): the queue and the most members running at
+/// once (`queue` and `max_concurrent` unless given), and who may delegate to whom
+/// (`names`: the members' names).
+fn coordination(
+    value: Option<&Value>,
+    names: &[Option<String>],
+    mut queue: String,
+    mut max_concurrent: u64,
+    errors: &mut Vec<FieldError>,
+) -> (String, u64, BTreeMap<String, Vec<String>>) {
     let mut delegation = BTreeMap::new();
-    match top.get("coordination") {
+    match value {
         None | Some(Value::Null) => {}
         Some(Value::Object(rules)) => {
-            unknown_fields(rules, RULE_FIELDS, "coordination.", &mut errors);
-            if let Some(q) = text(rules, "queue", "coordination.", false, 256, &mut errors) {
+            unknown_fields(rules, RULE_FIELDS, "coordination.", errors);
+            if let Some(q) = text(rules, "queue", "coordination.", false, 256, errors) {
                 queue = q;
             }
             match rules.get("max_concurrent") {
@@ -221,29 +270,7 @@ pub fn parse_team(text_: &str, registry: &dyn Fn(&str) -> Option<AgentDefinition
             }
             match rules.get("delegation") {
                 None | Some(Value::Null) => {}
-                Some(Value::Object(map)) => {
-                    for (from, to) in map {
-                        let at = format!("coordination.delegation.{from}");
-                        if !known(from) {
-                            errors.push(FieldError::new(at.clone(), format!("no member {from:?}")));
-                        }
-                        let Some(list) = to.as_array() else {
-                            errors.push(FieldError::new(at, "give a list of member names"));
-                            continue;
-                        };
-                        let mut targets = Vec::new();
-                        for (k, t) in list.iter().enumerate() {
-                            match t.as_str() {
-                                Some(t) if known(t) => targets.push(t.to_string()),
-                                Some(t) => {
-                                    errors.push(FieldError::new(format!("{at}[{k}]"), format!("no member {t:?}")))
-                                }
-                                None => errors.push(FieldError::new(format!("{at}[{k}]"), "not a member name")),
-                            }
-                        }
-                        delegation.insert(from.clone(), targets);
-                    }
-                }
+                Some(Value::Object(map)) => delegation = delegation_rules(map, names, errors),
                 Some(_) => errors.push(FieldError::new(
                     "coordination.delegation",
                     "a mapping of member → members it may delegate to",
@@ -255,9 +282,49 @@ pub fn parse_team(text_: &str, registry: &dyn Fn(&str) -> Option<AgentDefinition
             "a mapping (queue, max_concurrent, delegation)",
         )),
     }
+    (queue, max_concurrent, delegation)
+}
+
+/// `coordination.delegation`: member → the members it may delegate to, each one of `names`.
+fn delegation_rules(
+    map: &Map<String, Value>,
+    names: &[Option<String>],
+    errors: &mut Vec<FieldError>,
+) -> BTreeMap<String, Vec<String>> {
+    let known = |n: &str| names.iter().flatten().any(|k| k == n);
+    let mut delegation = BTreeMap::new();
+    for (from, to) in map {
+        let at = format!("coordination.delegation.{from}");
+        if !known(from) {
+            errors.push(FieldError::new(at.clone(), format!("no member {from:?}")));
+        }
+        let Some(list) = to.as_array() else {
+            errors.push(FieldError::new(at, "give a list of member names"));
+            continue;
+        };
+        let mut targets = Vec::new();
+        for (k, t) in list.iter().enumerate() {
+            match t.as_str() {
+                Some(t) if known(t) => targets.push(t.to_string()),
+                Some(t) => errors.push(FieldError::new(format!("{at}[{k}]"), format!("no member {t:?}"))),
+                None => errors.push(FieldError::new(format!("{at}[{k}]"), "not a member name")),
+            }
+        }
+        delegation.insert(from.clone(), targets);
+    }
+    delegation
+}
+
+/// Each delegation rule between two valid members, held against their agents' definitions.
+fn delegation_allowed(
+    delegation: &BTreeMap<String, Vec<String>>,
+    members: &[Member],
+    registry: &dyn Fn(&str) -> Option<AgentDefinition>,
+    errors: &mut Vec<FieldError>,
+) {
     // A rule is kept by the agents' definitions (a spawned agent delegates only as its
     // definition says): a rule they do not allow would never hold.
-    for (from, targets) in &delegation {
+    for (from, targets) in delegation {
         let Some(f) = members.iter().find(|m| &m.name == from) else {
             continue;
         };
@@ -297,24 +364,6 @@ pub fn parse_team(text_: &str, registry: &dyn Fn(&str) -> Option<AgentDefinition
             }
         }
     }
-    let running = members.iter().filter(|m| m.run).count() as u64;
-    if running > max_concurrent {
-        errors.push(FieldError::new(
-            "coordination.max_concurrent",
-            format!("{running} members are marked run: true, more than max_concurrent {max_concurrent}"),
-        ));
-    }
-    if errors.is_empty() {
-        Ok(Team {
-            name: name.unwrap_or_default(),
-            members,
-            queue,
-            max_concurrent,
-            delegation,
-        })
-    } else {
-        Err(errors)
-    }
 }
 
 fn member(
@@ -344,56 +393,8 @@ fn member(
     }
     let role = text(map, "role", &at, true, 64, errors);
     let description = text(map, "description", &at, false, 1024, errors);
-    let mut capabilities = Vec::new();
-    match map.get("capabilities") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(list)) => {
-            for (k, c) in list.iter().enumerate() {
-                match c.as_str().map(|c| c.trim().to_ascii_lowercase()) {
-                    Some(c) if CAPABILITIES.contains(&c.as_str()) => capabilities.push(c),
-                    Some(c) => errors.push(FieldError::new(
-                        format!("{at}capabilities[{k}]"),
-                        format!("unknown capability {c:?} (known: {})", CAPABILITIES.join(", ")),
-                    )),
-                    None => errors.push(FieldError::new(format!("{at}capabilities[{k}]"), "not a string")),
-                }
-            }
-        }
-        Some(_) => errors.push(FieldError::new(format!("{at}capabilities"), "give a list")),
-    }
-    let definition = text(map, "definition", &at, false, 64, errors);
-    let profile_text = text(map, "profile", &at, false, 64, errors);
-    let profile = profile_text.as_deref().and_then(|p| {
-        let parsed = WorkerProfile::parse(p);
-        if parsed.is_none() {
-            errors.push(FieldError::new(
-                format!("{at}profile"),
-                format!("{p:?}: give read_only, write, verification or design"),
-            ));
-        }
-        parsed
-    });
-    match (&definition, &profile_text) {
-        (Some(_), Some(_)) => errors.push(FieldError::new(
-            format!("agents[{i}]"),
-            "give definition or profile, not both",
-        )),
-        (None, None) if !map.contains_key("definition") && !map.contains_key("profile") => {
-            errors.push(FieldError::new(
-                format!("agents[{i}]"),
-                "give definition (an agent of the registry) or profile",
-            ))
-        }
-        _ => {}
-    }
-    if let Some(d) = &definition
-        && registry(d).is_none()
-    {
-        errors.push(FieldError::new(
-            format!("{at}definition"),
-            format!("no valid agent {d:?} in the registry (coord agents list)"),
-        ));
-    }
+    let capabilities = capabilities(map, &at, errors);
+    let (definition, profile) = definition_or_profile(map, i, registry, errors);
     let runtime = text(map, "runtime", &at, false, 16, errors).and_then(|r| {
         let parsed = Runtime::parse(&r);
         if parsed.is_none() {
@@ -444,4 +445,71 @@ fn member(
         run,
         task,
     })
+}
+
+/// A member's `capabilities`, each one of [`CAPABILITIES`] (`at`: the member's path).
+fn capabilities(map: &Map<String, Value>, at: &str, errors: &mut Vec<FieldError>) -> Vec<String> {
+    let mut capabilities = Vec::new();
+    match map.get("capabilities") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(list)) => {
+            for (k, c) in list.iter().enumerate() {
+                match c.as_str().map(|c| c.trim().to_ascii_lowercase()) {
+                    Some(c) if CAPABILITIES.contains(&c.as_str()) => capabilities.push(c),
+                    Some(c) => errors.push(FieldError::new(
+                        format!("{at}capabilities[{k}]"),
+                        format!("unknown capability {c:?} (known: {})", CAPABILITIES.join(", ")),
+                    )),
+                    None => errors.push(FieldError::new(format!("{at}capabilities[{k}]"), "not a string")),
+                }
+            }
+        }
+        Some(_) => errors.push(FieldError::new(format!("{at}capabilities"), "give a list")),
+    }
+    capabilities
+}
+
+/// What member `i` runs as: an agent of the registry (`definition`), or a generic worker
+/// of a `profile` — one of the two.
+fn definition_or_profile(
+    map: &Map<String, Value>,
+    i: usize,
+    registry: &dyn Fn(&str) -> Option<AgentDefinition>,
+    errors: &mut Vec<FieldError>,
+) -> (Option<String>, Option<WorkerProfile>) {
+    let at = format!("agents[{i}].");
+    let definition = text(map, "definition", &at, false, 64, errors);
+    let profile_text = text(map, "profile", &at, false, 64, errors);
+    let profile = profile_text.as_deref().and_then(|p| {
+        let parsed = WorkerProfile::parse(p);
+        if parsed.is_none() {
+            errors.push(FieldError::new(
+                format!("{at}profile"),
+                format!("{p:?}: give read_only, write, verification or design"),
+            ));
+        }
+        parsed
+    });
+    match (&definition, &profile_text) {
+        (Some(_), Some(_)) => errors.push(FieldError::new(
+            format!("agents[{i}]"),
+            "give definition or profile, not both",
+        )),
+        (None, None) if !map.contains_key("definition") && !map.contains_key("profile") => {
+            errors.push(FieldError::new(
+                format!("agents[{i}]"),
+                "give definition (an agent of the registry) or profile",
+            ))
+        }
+        _ => {}
+    }
+    if let Some(d) = &definition
+        && registry(d).is_none()
+    {
+        errors.push(FieldError::new(
+            format!("{at}definition"),
+            format!("no valid agent {d:?} in the registry (coord agents list)"),
+        ));
+    }
+    (definition, profile)
 }

@@ -123,6 +123,24 @@ pub fn check_definition(name: &str, nodes: &[NodeSpec], edges: &[EdgeSpec]) -> R
     if edges.len() > MAX_EDGES {
         errors.push(FieldError::new("edges", format!("more than {MAX_EDGES} edges")));
     }
+    check_nodes(nodes, &mut errors);
+    check_edges(nodes, edges, &mut errors);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    topological(nodes, edges).map_err(|cycle| {
+        vec![FieldError::new(
+            "edges",
+            format!(
+                "a cycle: {} (a workflow is acyclic; to retry, add a node)",
+                cycle.join(" → ")
+            ),
+        )]
+    })
+}
+
+/// Each node: a unique id, then its fields.
+fn check_nodes(nodes: &[NodeSpec], errors: &mut Vec<FieldError>) {
     let mut seen = HashSet::new();
     for (i, n) in nodes.iter().enumerate() {
         if !is_id(&n.id) {
@@ -136,65 +154,74 @@ pub fn check_definition(name: &str, nodes: &[NodeSpec], edges: &[EdgeSpec]) -> R
                 format!("{:?} is defined twice", n.id),
             ));
         }
-        if n.task.trim().is_empty() {
+        check_node(i, n, errors);
+    }
+}
+
+/// Node `i`'s fields but its id: its task, its queue fields and what it spawns.
+fn check_node(i: usize, n: &NodeSpec, errors: &mut Vec<FieldError>) {
+    if n.task.trim().is_empty() {
+        errors.push(FieldError::new(
+            format!("nodes[{i}].task"),
+            "empty: say what the node's task asks",
+        ));
+    } else if n.task.len() > crate::validate::MAX_LONG_TEXT {
+        errors.push(FieldError::new(
+            format!("nodes[{i}].task"),
+            format!("longer than {} bytes", crate::validate::MAX_LONG_TEXT),
+        ));
+    }
+    if let Some(t) = &n.task_type
+        && let Err(e) = crate::validate::required_text("task_type", t, crate::validate::MAX_SHORT_TEXT)
+    {
+        errors.push(FieldError::new(format!("nodes[{i}].task_type"), e.message));
+    }
+    if let Some(p) = n.priority
+        && let Err(e) = crate::queue::validate_priority(Some(p))
+    {
+        errors.push(FieldError::new(format!("nodes[{i}].priority"), e.message));
+    }
+    // A spawned agent's prompt is the task and the node's instructions.
+    if n.spawns() && n.task.len() + 1024 > crate::agents::spawn::MAX_TASK_BYTES {
+        errors.push(FieldError::new(
+            format!("nodes[{i}].task"),
+            format!(
+                "longer than {} bytes: a node that spawns an agent gives it the task as its prompt",
+                crate::agents::spawn::MAX_TASK_BYTES - 1024
+            ),
+        ));
+    }
+    if n.agent.is_some() && n.profile.is_some() {
+        errors.push(FieldError::new(
+            format!("nodes[{i}]"),
+            "give agent or profile, not both",
+        ));
+    }
+    if let Some(p) = &n.profile
+        && crate::agents::WorkerProfile::parse(p).is_none()
+    {
+        errors.push(FieldError::new(
+            format!("nodes[{i}].profile"),
+            format!("{p:?}: give read_only, write, verification or design"),
+        ));
+    }
+    if let Some(r) = &n.runtime {
+        if crate::agents::Runtime::parse(r).is_none() {
             errors.push(FieldError::new(
-                format!("nodes[{i}].task"),
-                "empty: say what the node's task asks",
+                format!("nodes[{i}].runtime"),
+                format!("{r:?}: give claude, codex or aider"),
             ));
-        } else if n.task.len() > crate::validate::MAX_LONG_TEXT {
+        } else if !n.spawns() {
             errors.push(FieldError::new(
-                format!("nodes[{i}].task"),
-                format!("longer than {} bytes", crate::validate::MAX_LONG_TEXT),
+                format!("nodes[{i}].runtime"),
+                "a runtime needs an agent or a profile",
             ));
-        }
-        if let Some(t) = &n.task_type
-            && let Err(e) = crate::validate::required_text("task_type", t, crate::validate::MAX_SHORT_TEXT)
-        {
-            errors.push(FieldError::new(format!("nodes[{i}].task_type"), e.message));
-        }
-        if let Some(p) = n.priority
-            && let Err(e) = crate::queue::validate_priority(Some(p))
-        {
-            errors.push(FieldError::new(format!("nodes[{i}].priority"), e.message));
-        }
-        // A spawned agent's prompt is the task and the node's instructions.
-        if n.spawns() && n.task.len() + 1024 > crate::agents::spawn::MAX_TASK_BYTES {
-            errors.push(FieldError::new(
-                format!("nodes[{i}].task"),
-                format!(
-                    "longer than {} bytes: a node that spawns an agent gives it the task as its prompt",
-                    crate::agents::spawn::MAX_TASK_BYTES - 1024
-                ),
-            ));
-        }
-        if n.agent.is_some() && n.profile.is_some() {
-            errors.push(FieldError::new(
-                format!("nodes[{i}]"),
-                "give agent or profile, not both",
-            ));
-        }
-        if let Some(p) = &n.profile
-            && crate::agents::WorkerProfile::parse(p).is_none()
-        {
-            errors.push(FieldError::new(
-                format!("nodes[{i}].profile"),
-                format!("{p:?}: give read_only, write, verification or design"),
-            ));
-        }
-        if let Some(r) = &n.runtime {
-            if crate::agents::Runtime::parse(r).is_none() {
-                errors.push(FieldError::new(
-                    format!("nodes[{i}].runtime"),
-                    format!("{r:?}: give claude, codex or aider"),
-                ));
-            } else if !n.spawns() {
-                errors.push(FieldError::new(
-                    format!("nodes[{i}].runtime"),
-                    "a runtime needs an agent or a profile",
-                ));
-            }
         }
     }
+}
+
+/// Each edge: between known nodes, not a loop, given once, with one condition that compiles.
+fn check_edges(nodes: &[NodeSpec], edges: &[EdgeSpec], errors: &mut Vec<FieldError>) {
     let known: HashSet<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
     let mut pairs = HashSet::new();
     for (i, e) in edges.iter().enumerate() {
@@ -227,18 +254,6 @@ pub fn check_definition(name: &str, nodes: &[NodeSpec], edges: &[EdgeSpec]) -> R
             _ => {}
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    topological(nodes, edges).map_err(|cycle| {
-        vec![FieldError::new(
-            "edges",
-            format!(
-                "a cycle: {} (a workflow is acyclic; to retry, add a node)",
-                cycle.join(" → ")
-            ),
-        )]
-    })
 }
 
 /// Kahn's order, or a cycle's nodes (first repeated at the end).
