@@ -234,7 +234,7 @@ async fn run_call(
 pub async fn serve<R, W>(
     mcp: CoordMcp,
     reader: R,
-    mut writer: W,
+    writer: W,
     relayed: bool,
     stop: impl std::future::Future<Output = ()> + Send,
 ) -> io::Result<()>
@@ -242,11 +242,68 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    use futures_util::StreamExt as _;
     let (ours, theirs) = tokio::io::duplex(1 << 16);
-    let (from_rmcp, mut to_rmcp) = tokio::io::split(ours);
+    let (from_rmcp, to_rmcp) = tokio::io::split(ours);
     // rmcp's input is fed by its own task, so that this loop never waits on rmcp while
     // rmcp waits for this loop to read what it wrote.
+    let (feed, feeding) = feed_rmcp(to_rmcp);
+    let server = mcp.clone();
+    // Shared, not cloned, per call: a `CoordMcp` carries rmcp's whole tool router.
+    let mcp = Arc::new(mcp);
+    let mut protocol = tokio::spawn(run_rmcp(server, theirs));
+
+    let mut conn = Connection {
+        mcp,
+        relayed,
+        input: tokio::io::BufReader::with_capacity(1 << 16, reader),
+        partial: Partial::default(),
+        writer,
+        rmcp_out: tokio::io::BufReader::new(from_rmcp),
+        rmcp_partial: Partial::default(),
+        rmcp_open: true,
+        handshake: Handshake::default(),
+        calls: futures_util::stream::FuturesUnordered::new(),
+        in_flight: InFlight::default(),
+        terminated: false,
+        input_closed: false,
+        peer_gone: false,
+        announced: !relayed,
+    };
+    let mut stop = std::pin::pin!(stop);
+    let protocol_ended = conn.read(&mut stop, &mut protocol, &feed).await;
+    // The input is over: calls under way are answered if they end soon (dropped, one
+    // that had not committed changes nothing: every operation is one transaction), none
+    // when the process was told to stop; rmcp ends when its pipe does, and what it still
+    // writes is passed on.
+    if !conn.terminated {
+        conn.drain().await;
+    }
+    drop(std::mem::take(&mut conn.calls));
+    drop(feed);
+    while conn.rmcp_open {
+        let read = lines::next_async(&mut conn.rmcp_out, &mut conn.rmcp_partial, usize::MAX).await;
+        conn.rmcp_open = pass_on(
+            read,
+            &mut conn.rmcp_partial,
+            &mut conn.handshake,
+            &mut conn.writer,
+            &mut conn.peer_gone,
+        )
+        .await;
+    }
+    let _ = feeding.await;
+    let protocol = match protocol_ended {
+        Some(ended) => ended,
+        None => protocol.await,
+    };
+    conn.end(stop, protocol).await
+}
+
+/// rmcp's input, written by a task of its own from what is sent on the channel; the pipe
+/// is shut when the channel closes.
+fn feed_rmcp(
+    mut to_rmcp: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+) -> (tokio::sync::mpsc::UnboundedSender<Vec<u8>>, tokio::task::JoinHandle<()>) {
     let (feed, mut fed) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
     let feeding = tokio::spawn(async move {
         while let Some(line) = fed.recv().await {
@@ -256,162 +313,223 @@ where
         }
         let _ = to_rmcp.shutdown().await;
     });
-    let server = mcp.clone();
-    // Shared, not cloned, per call: a `CoordMcp` carries rmcp's whole tool router.
-    let mcp = Arc::new(mcp);
-    let mut protocol = tokio::spawn(async move {
-        let running = server.clone().serve(theirs).await.map_err(io::Error::other)?;
-        let client = running.peer().peer_info().map(|i| i.client_info.name.clone());
-        server.begin(client.as_deref()).await;
-        running.waiting().await.map(|_| ()).map_err(io::Error::other)
-    });
+    (feed, feeding)
+}
 
-    let mut input = tokio::io::BufReader::with_capacity(1 << 16, reader);
-    let mut partial = Partial::default();
-    let mut rmcp_out = tokio::io::BufReader::new(from_rmcp);
-    let mut rmcp_partial = Partial::default();
-    let mut rmcp_open = true;
-    let mut handshake = Handshake::default();
-    let mut calls = futures_util::stream::FuturesUnordered::<Call>::new();
-    let mut in_flight = InFlight::default();
-    let mut stop = std::pin::pin!(stop);
-    let mut protocol_ended = None;
-    // Why reading stopped: the process was told to stop / the relay sent input_closed.
-    let (mut terminated, mut input_closed) = (false, false);
-    // A failed write: the peer is gone, nothing more can be answered.
-    let mut peer_gone = false;
-    // On a relayed connection: whether the relay was told the session.
-    let mut announced = !relayed;
-    loop {
-        let read = tokio::select! {
-            biased;
-            () = &mut stop => { terminated = true; break }
-            ended = &mut protocol => { protocol_ended = Some(ended); break }
-            Some((key, token, answer)) = calls.next() => {
-                in_flight.ended(&key, token);
-                if let Some(answer) = answer {
-                    peer_gone |= writer.write_all(&answer).await.is_err();
+/// rmcp serving `server` on `theirs`, the session begun once the client is known, until
+/// the protocol ends.
+async fn run_rmcp(server: CoordMcp, theirs: tokio::io::DuplexStream) -> io::Result<()> {
+    let running = server.clone().serve(theirs).await.map_err(io::Error::other)?;
+    let client = running.peer().peer_info().map(|i| i.client_info.name.clone());
+    server.begin(client.as_deref()).await;
+    running.waiting().await.map(|_| ()).map_err(io::Error::other)
+}
+
+/// rmcp's task: how the protocol ended.
+type Protocol = tokio::task::JoinHandle<io::Result<()>>;
+
+/// One connection [`serve`] serves: its input and output, rmcp's output, and the calls
+/// of the short path.
+struct Connection<R, W> {
+    mcp: Arc<CoordMcp>,
+    relayed: bool,
+    input: tokio::io::BufReader<R>,
+    partial: Partial,
+    writer: W,
+    rmcp_out: tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
+    rmcp_partial: Partial,
+    rmcp_open: bool,
+    handshake: Handshake,
+    calls: futures_util::stream::FuturesUnordered<Call>,
+    in_flight: InFlight,
+    /// Why reading stopped: the process was told to stop …
+    terminated: bool,
+    /// … or the relay sent input_closed.
+    input_closed: bool,
+    /// A failed write: the peer is gone, nothing more can be answered.
+    peer_gone: bool,
+    /// On a relayed connection: whether the relay was told the session.
+    announced: bool,
+}
+
+/// What becomes of a message of the input.
+enum Step {
+    /// Reading stops: the relay said so.
+    Stop,
+    /// Taken here: a call of the short path, or its cancellation.
+    Taken,
+    /// rmcp's.
+    Rmcp,
+}
+
+impl<R, W> Connection<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// Reads the input, answering calls and passing rmcp's output on, until the input
+    /// ends, `stop` resolves, the relay says so, or rmcp ends (then how, from `protocol`).
+    async fn read(
+        &mut self,
+        stop: &mut (impl std::future::Future<Output = ()> + Unpin),
+        protocol: &mut Protocol,
+        feed: &tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    ) -> Option<Result<io::Result<()>, tokio::task::JoinError>> {
+        use futures_util::StreamExt as _;
+        let mut protocol_ended = None;
+        loop {
+            let read = tokio::select! {
+                biased;
+                () = &mut *stop => { self.terminated = true; break }
+                ended = &mut *protocol => { protocol_ended = Some(ended); break }
+                Some((key, token, answer)) = self.calls.next() => {
+                    self.in_flight.ended(&key, token);
+                    if let Some(answer) = answer {
+                        self.peer_gone |= self.writer.write_all(&answer).await.is_err();
+                    }
+                    continue;
                 }
-                continue;
-            }
-            read = lines::next_async(&mut rmcp_out, &mut rmcp_partial, usize::MAX), if rmcp_open => {
-                rmcp_open = pass_on(read, &mut rmcp_partial, &mut handshake, &mut writer, &mut peer_gone).await;
-                continue;
-            }
-            read = lines::next_async(&mut input, &mut partial, lines::MAX_LINE) => read,
-        };
-        match read {
-            Ok(Read::Line) => {}
-            Ok(Read::TooLong) => {
-                tracing::warn!("dropped a message over {} bytes", lines::MAX_LINE);
-                continue;
-            }
-            Ok(Read::Eof) | Err(_) => break,
-        }
-        if !announced && let Some(session) = mcp.session_id() {
-            announced = true;
-            peer_gone |= writer.write_all(&session_line(&session)).await.is_err();
-        }
-        let line = std::mem::take(&mut partial.line);
-        let msg = parse::<Message>(&line);
-        if let Some(msg) = &msg {
-            match msg.method.as_deref() {
-                Some(INPUT_CLOSED) if relayed => {
-                    input_closed = true;
-                    break;
+                read = lines::next_async(&mut self.rmcp_out, &mut self.rmcp_partial, usize::MAX), if self.rmcp_open => {
+                    self.rmcp_open = pass_on(
+                        read,
+                        &mut self.rmcp_partial,
+                        &mut self.handshake,
+                        &mut self.writer,
+                        &mut self.peer_gone,
+                    )
+                    .await;
+                    continue;
                 }
-                Some(TERMINATE) if relayed => {
-                    terminated = true;
-                    break;
+                read = lines::next_async(&mut self.input, &mut self.partial, lines::MAX_LINE) => read,
+            };
+            match read {
+                Ok(Read::Line) => {}
+                Ok(Read::TooLong) => {
+                    tracing::warn!("dropped a message over {} bytes", lines::MAX_LINE);
+                    continue;
                 }
-                // A call of the short path is not answered (MCP's cancellation), and a
-                // read stops where it is ([`run_call`]). Others are rmcp's.
-                Some("notifications/cancelled") if in_flight.cancel(msg.params.as_ref()) => continue,
-                Some("initialize") => {
-                    let client = msg.params.as_ref().and_then(|p| p["clientInfo"]["name"].as_str());
-                    handshake.request = msg.id.clone().map(|id| (id, client.map(str::to_string)));
-                }
-                _ => {}
+                Ok(Read::Eof) | Err(_) => break,
             }
-            if let Some(version) = &handshake.version
-                && let Some((id, op, args)) = plain_call(msg)
+            if !self.announced
+                && let Some(session) = self.mcp.session_id()
             {
-                let legacy = version.as_str() < RESULT_TYPE_SINCE;
-                let client = handshake.request.as_ref().and_then(|(_, c)| c.clone());
-                let mcp = mcp.clone();
-                let call = in_flight.start(id.to_string(), move |cancel| async move {
-                    let answer = run_call(&mcp, client.as_deref(), op, args, cancel).await?;
-                    Some(response(&id, answer, legacy))
-                });
-                calls.push(call);
-                continue;
+                self.announced = true;
+                self.peer_gone |= self.writer.write_all(&session_line(&session)).await.is_err();
+            }
+            let line = std::mem::take(&mut self.partial.line);
+            match self.dispatch(&line) {
+                Step::Stop => break,
+                Step::Taken => continue,
+                Step::Rmcp => {}
+            }
+            let mut line = line;
+            line.push(b'\n');
+            if feed.send(line).is_err() {
+                break; // rmcp has ended; `protocol` says why
             }
         }
-        let mut line = line;
-        line.push(b'\n');
-        if feed.send(line).is_err() {
-            break; // rmcp has ended; `protocol` says why
-        }
+        protocol_ended
     }
-    // The input is over: calls under way are answered if they end soon (dropped, one
-    // that had not committed changes nothing: every operation is one transaction), none
-    // when the process was told to stop; rmcp ends when its pipe does, and what it still
-    // writes is passed on.
-    if !terminated {
+
+    /// A message of the input: a control line of the relay, a call of the short path
+    /// (started) or its cancellation, or rmcp's (the handshake noted on the way).
+    fn dispatch(&mut self, line: &[u8]) -> Step {
+        let Some(msg) = parse::<Message>(line) else {
+            return Step::Rmcp;
+        };
+        match msg.method.as_deref() {
+            Some(INPUT_CLOSED) if self.relayed => {
+                self.input_closed = true;
+                return Step::Stop;
+            }
+            Some(TERMINATE) if self.relayed => {
+                self.terminated = true;
+                return Step::Stop;
+            }
+            // A call of the short path is not answered (MCP's cancellation), and a
+            // read stops where it is ([`run_call`]). Others are rmcp's.
+            Some("notifications/cancelled") if self.in_flight.cancel(msg.params.as_ref()) => return Step::Taken,
+            Some("initialize") => {
+                let client = msg.params.as_ref().and_then(|p| p["clientInfo"]["name"].as_str());
+                self.handshake.request = msg.id.clone().map(|id| (id, client.map(str::to_string)));
+            }
+            _ => {}
+        }
+        if let Some(version) = &self.handshake.version
+            && let Some((id, op, args)) = plain_call(&msg)
+        {
+            let legacy = version.as_str() < RESULT_TYPE_SINCE;
+            let client = self.handshake.request.as_ref().and_then(|(_, c)| c.clone());
+            let mcp = self.mcp.clone();
+            let call = self.in_flight.start(id.to_string(), move |cancel| async move {
+                let answer = run_call(&mcp, client.as_deref(), op, args, cancel).await?;
+                Some(response(&id, answer, legacy))
+            });
+            self.calls.push(call);
+            return Step::Taken;
+        }
+        Step::Rmcp
+    }
+
+    /// Answers the calls under way that end within [`DRAIN`]; the others are dropped.
+    async fn drain(&mut self) {
+        use futures_util::StreamExt as _;
+        let (calls, writer, peer_gone) = (&mut self.calls, &mut self.writer, &mut self.peer_gone);
         let drained = tokio::time::timeout(DRAIN, async {
             while let Some((_, _, answer)) = calls.next().await {
                 if let Some(answer) = answer {
-                    peer_gone |= writer.write_all(&answer).await.is_err();
+                    *peer_gone |= writer.write_all(&answer).await.is_err();
                 }
             }
         });
         if drained.await.is_err() {
             tracing::info!(
-                calls = calls.len(),
+                calls = self.calls.len(),
                 "calls still running when the connection closed were dropped"
             );
         }
     }
-    drop(calls);
-    drop(feed);
-    while rmcp_open {
-        let read = lines::next_async(&mut rmcp_out, &mut rmcp_partial, usize::MAX).await;
-        rmcp_open = pass_on(read, &mut rmcp_partial, &mut handshake, &mut writer, &mut peer_gone).await;
-    }
-    let _ = feeding.await;
-    let protocol = match protocol_ended {
-        Some(ended) => ended,
-        None => protocol.await,
-    };
-    if relayed
-        && (terminated || input_closed)
-        && !peer_gone
-        && let Some(session) = mcp.session_id()
-    {
-        peer_gone = writer.write_all(&session_line(&session)).await.is_err() || writer.flush().await.is_err();
-    }
-    if terminated {
-        mcp.close(std::future::ready(())).await;
-    } else if input_closed {
-        // The relay's process may still be told to stop during the grace period.
-        mcp.close(async {
-            tokio::select! {
-                () = stop => {}
-                () = relay_terminate(&mut input, &mut partial) => {}
-            }
-        })
-        .await;
-    } else {
-        mcp.close(stop).await;
-    }
-    if relayed && !peer_gone {
-        let _ = writer.write_all(&control(CLOSED)).await;
-    }
-    let _ = writer.flush().await;
-    let _ = writer.shutdown().await;
-    match protocol {
-        Ok(ended) => ended,
-        Err(e) => Err(io::Error::other(e)),
+
+    /// Ends the session (told the relay first, when it asked) and the connection; answers
+    /// how the protocol ended.
+    async fn end(
+        mut self,
+        stop: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+        protocol: Result<io::Result<()>, tokio::task::JoinError>,
+    ) -> io::Result<()> {
+        if self.relayed
+            && (self.terminated || self.input_closed)
+            && !self.peer_gone
+            && let Some(session) = self.mcp.session_id()
+        {
+            self.peer_gone =
+                self.writer.write_all(&session_line(&session)).await.is_err() || self.writer.flush().await.is_err();
+        }
+        if self.terminated {
+            self.mcp.close(std::future::ready(())).await;
+        } else if self.input_closed {
+            let (input, partial) = (&mut self.input, &mut self.partial);
+            // The relay's process may still be told to stop during the grace period.
+            self.mcp
+                .close(async {
+                    tokio::select! {
+                        () = stop => {}
+                        () = relay_terminate(input, partial) => {}
+                    }
+                })
+                .await;
+        } else {
+            self.mcp.close(stop).await;
+        }
+        if self.relayed && !self.peer_gone {
+            let _ = self.writer.write_all(&control(CLOSED)).await;
+        }
+        let _ = self.writer.flush().await;
+        let _ = self.writer.shutdown().await;
+        match protocol {
+            Ok(ended) => ended,
+            Err(e) => Err(io::Error::other(e)),
+        }
     }
 }
 
