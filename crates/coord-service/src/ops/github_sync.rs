@@ -239,7 +239,29 @@ async fn reconcile_issue(
     );
     release(c, now, d, &plan.release).await;
     let place = format!("GitHub issue {}#{}", link.repository, issue.number);
-    let taken = match &plan.agent {
+    let taken = take_issue_locks(c, now, d, &plan, &link, &place).await?;
+    let mut task_note = end_issue_task(c, now, d, &plan, closed, &place, &mut link).await?;
+    task_note.push_str(&create_issue_task(c, now, d, &plan, issue, repo, &mut link).await?);
+    let comment = sync::lock_comment(&taken.contested, &wanted.problems);
+    let note = issue_note(issue, &taken, plan.agent.as_deref(), &task_note, &wanted.problems);
+    link.agent_id = plan.agent.clone();
+    link.locks = taken.held;
+    link.updated_at = Some(issue.updated_at);
+    notify(c, now, &mut link, issue.number, comment).await;
+    c.store().save_github_link(now, link).await?;
+    Ok((DeliveryStatus::Processed, note))
+}
+
+/// Takes (or renews) the locks `plan` wants for its agent (none without one), at `place`.
+async fn take_issue_locks(
+    c: &Coordinator,
+    now: Option<Timestamp>,
+    d: &Delivery,
+    plan: &sync::Reconcile,
+    link: &Link,
+    place: &str,
+) -> CoordResult<Taken> {
+    Ok(match &plan.agent {
         Some(owner) => {
             let ours = if link.agent_id.as_deref() == Some(owner.as_str()) {
                 link.locks.clone()
@@ -253,7 +275,7 @@ async fn reconcile_issue(
                 owner,
                 &plan.acquire,
                 &ours,
-                &place,
+                place,
                 sync::LABEL_LOCK_TTL_MINUTES,
                 Paths::Labels,
             )
@@ -263,7 +285,20 @@ async fn reconcile_issue(
             held: Vec::new(),
             contested: Vec::new(),
         },
-    };
+    })
+}
+
+/// Ends the task `plan` ends (the issue at `place` `closed`, or no longer assigning it to
+/// the link's agent) and forgets it in the link; answers the note (`; task T completed`).
+async fn end_issue_task(
+    c: &Coordinator,
+    now: Option<Timestamp>,
+    d: &Delivery,
+    plan: &sync::Reconcile,
+    closed: bool,
+    place: &str,
+    link: &mut Link,
+) -> CoordResult<String> {
     let mut task_note = String::new();
     if let Some((task_id, end)) = &plan.end_task {
         let ending = TaskEnding {
@@ -284,73 +319,87 @@ async fn reconcile_issue(
         }
         link.task_id = None;
     }
-    if let (Some(t), Some(owner)) = (&plan.create_task, &plan.agent) {
-        // The same delivery acted on again (a restart mid-way) makes the same task id:
-        // the task it made before is found, not made twice.
-        let task_id = sync::task_id_for(&d.delivery_id, repo.id, &link.key);
-        let ctx = step(
-            now,
-            webhook(),
-            super::queue::GetTask::NAME,
-            d,
-            json!({"task_id": task_id}),
-        );
-        let exists = c.store().get_task(ctx, task_id.clone()).await.is_ok();
-        let task = NewTask {
-            task_id,
-            task_type: sync::ISSUE_TASK_TYPE.into(),
-            task_description: t.title.clone(),
-            input_data: Some(json!({
-                "repository": link.repository,
-                "issue": issue.number,
-                "url": issue.html_url,
-                "body": issue.body,
-            })),
-            priority: t.priority,
-            depends_on: Vec::new(),
-            max_attempts: c.config().max_attempts,
-            assigned_to: Some(owner.clone()),
-        };
-        let ctx = step(
-            now,
-            webhook(),
-            super::queue::SubmitWork::NAME,
-            d,
-            json!({"task_type": task.task_type, "assigned_to": owner, "issue": issue.number}),
-        );
-        let id = if exists {
-            task.task_id
-        } else {
-            c.store().submit_work(ctx, task).await?.task_id
-        };
-        task_note = format!("{task_note}; task {id} for {owner}");
-        link.task_id = Some(id);
-    }
-    let comment = sync::lock_comment(&taken.contested, &wanted.problems);
-    let note = format!(
+    Ok(task_note)
+}
+
+/// Makes the task `plan` wants for its agent, and records it in the link; answers the
+/// note (`; task T for AGENT`).
+async fn create_issue_task(
+    c: &Coordinator,
+    now: Option<Timestamp>,
+    d: &Delivery,
+    plan: &sync::Reconcile,
+    issue: &Issue,
+    repo: &Repository,
+    link: &mut Link,
+) -> CoordResult<String> {
+    let (Some(t), Some(owner)) = (&plan.create_task, &plan.agent) else {
+        return Ok(String::new());
+    };
+    // The same delivery acted on again (a restart mid-way) makes the same task id:
+    // the task it made before is found, not made twice.
+    let task_id = sync::task_id_for(&d.delivery_id, repo.id, &link.key);
+    let ctx = step(
+        now,
+        webhook(),
+        super::queue::GetTask::NAME,
+        d,
+        json!({"task_id": task_id}),
+    );
+    let exists = c.store().get_task(ctx, task_id.clone()).await.is_ok();
+    let task = NewTask {
+        task_id,
+        task_type: sync::ISSUE_TASK_TYPE.into(),
+        task_description: t.title.clone(),
+        input_data: Some(json!({
+            "repository": link.repository,
+            "issue": issue.number,
+            "url": issue.html_url,
+            "body": issue.body,
+        })),
+        priority: t.priority,
+        depends_on: Vec::new(),
+        max_attempts: c.config().max_attempts,
+        assigned_to: Some(owner.clone()),
+    };
+    let ctx = step(
+        now,
+        webhook(),
+        super::queue::SubmitWork::NAME,
+        d,
+        json!({"task_type": task.task_type, "assigned_to": owner, "issue": issue.number}),
+    );
+    let id = if exists {
+        task.task_id
+    } else {
+        c.store().submit_work(ctx, task).await?.task_id
+    };
+    let note = format!("; task {id} for {owner}");
+    link.task_id = Some(id);
+    Ok(note)
+}
+
+/// The delivery's note for an issue reconciled: its locks, for whom, its task's note and
+/// what its labels could not ask for.
+fn issue_note(issue: &Issue, taken: &Taken, agent: Option<&str>, task_note: &str, problems: &[String]) -> String {
+    format!(
         "issue #{}: {} lock{} for {}{}{}{}",
         issue.number,
         taken.held.len(),
         if taken.held.len() == 1 { "" } else { "s" },
-        plan.agent.as_deref().unwrap_or("nobody"),
+        agent.unwrap_or("nobody"),
         if taken.contested.is_empty() {
             String::new()
         } else {
             format!(", {} held by others", taken.contested.len())
         },
         task_note,
-        if wanted.problems.is_empty() {
+        if problems.is_empty() {
             String::new()
         } else {
-            format!("; {}", wanted.problems.join("; "))
+            format!("; {}", problems.join("; "))
         }
-    );
-    link.agent_id = plan.agent.clone();
-    link.locks = taken.held;
-    link.updated_at = Some(issue.updated_at);
-    notify(c, now, &mut link, issue.number, comment).await;
-    c.store().save_github_link(now, link).await?;
-    Ok((DeliveryStatus::Processed, note))
+    )
 }
 
 /// `issues` and `issue_comment`: reconcile the issue.
