@@ -197,29 +197,9 @@ impl E2b {
     }
 
     async fn start(&self, sandbox: &Value, id: &str, program: &str, args: &[String], job: &Job<'_>, cap: usize) -> Ran {
-        let base = match &self.envd {
-            Some(u) => u.clone(),
-            None => {
-                let domain = sandbox["domain"].as_str().unwrap_or("e2b.app");
-                // The sandbox's token goes there: a host name, nothing else.
-                let host_like = !domain.is_empty()
-                    && domain.len() <= 253
-                    && domain
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
-                match reqwest::Url::parse(&format!("https://sandbox.{domain}/"))
-                    .ok()
-                    .filter(|_| host_like)
-                {
-                    Some(u) => u,
-                    None => {
-                        return Ran::Failed {
-                            why: format!("E2B answered an unusable domain {domain:?}"),
-                            output: String::new(),
-                        };
-                    }
-                }
-            }
+        let base = match self.envd_base(sandbox) {
+            Ok(u) => u,
+            Err(failed) => return failed,
         };
         let started = Instant::now();
         let mut request = self
@@ -235,8 +215,6 @@ impl E2b {
         if let Some(token) = sandbox["envdAccessToken"].as_str() {
             request = request.header("x-access-token", token);
         }
-        let mut out = Vec::new();
-        let text = |out: &Vec<u8>| String::from_utf8_lossy(out).into_owned();
         let deadline = job.timeout;
         let response = match tokio::time::timeout(deadline, request.send()).await {
             Err(_) => return Ran::TimedOut { output: String::new() },
@@ -254,69 +232,113 @@ impl E2b {
             }
             Ok(Ok(r)) => r,
         };
-        let mut response = response;
-        let mut buf = Vec::new();
-        loop {
-            let left = deadline.saturating_sub(started.elapsed());
-            let chunk = match tokio::time::timeout(left, response.chunk()).await {
-                Err(_) => return Ran::TimedOut { output: text(&out) },
-                Ok(Err(e)) => {
-                    return Ran::Failed {
-                        why: format!("the sandbox's stream broke: {e}"),
-                        output: text(&out),
-                    };
-                }
-                Ok(Ok(None)) => {
-                    return Ran::Failed {
-                        why: "the sandbox's stream ended without the command's end".into(),
-                        output: text(&out),
-                    };
-                }
-                Ok(Ok(Some(c))) => c,
-            };
-            buf.extend_from_slice(&chunk);
-            if buf.len() >= 5 && u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize > MAX_ENVELOPE {
-                return Ran::Failed {
-                    why: "the sandbox sent a message larger than 16 MiB".into(),
-                    output: text(&out),
-                };
-            }
-            while let Some((flags, message)) = next_envelope(&mut buf) {
-                let v: Value = serde_json::from_slice(&message).unwrap_or_default();
-                if flags & END_STREAM != 0 {
-                    let why = v["error"]["message"]
-                        .as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| "the sandbox's stream ended without the command's end".into());
-                    return Ran::Failed {
-                        why,
-                        output: text(&out),
-                    };
-                }
-                let event = &v["event"];
-                for stream in ["stdout", "stderr", "pty"] {
-                    if let Some(b64) = event["data"][stream].as_str()
-                        && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(b64)
-                    {
-                        keep(&mut out, &bytes, cap);
-                    }
-                }
-                if event["end"].is_object() {
-                    let end = &event["end"];
-                    let code = end["exitCode"]
-                        .as_i64()
-                        .unwrap_or(if end["exited"] == true { 0 } else { -1 });
-                    if let Some(e) = end["error"].as_str().filter(|e| !e.is_empty()) {
-                        keep(&mut out, format!("\n{e}\n").as_bytes(), cap);
-                    }
-                    return Ran::Exited {
-                        code: i32::try_from(code).unwrap_or(-1),
-                        output: text(&out),
-                    };
+        events(response, started, deadline, cap).await
+    }
+
+    /// Where the sandbox's envd answers: the override, else `sandbox.<domain>` of the
+    /// domain E2B answered; `Err`: what became of the job when that is unusable.
+    fn envd_base(&self, sandbox: &Value) -> Result<reqwest::Url, Ran> {
+        match &self.envd {
+            Some(u) => Ok(u.clone()),
+            None => {
+                let domain = sandbox["domain"].as_str().unwrap_or("e2b.app");
+                // The sandbox's token goes there: a host name, nothing else.
+                let host_like = !domain.is_empty()
+                    && domain.len() <= 253
+                    && domain
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+                match reqwest::Url::parse(&format!("https://sandbox.{domain}/"))
+                    .ok()
+                    .filter(|_| host_like)
+                {
+                    Some(u) => Ok(u),
+                    None => Err(Ran::Failed {
+                        why: format!("E2B answered an unusable domain {domain:?}"),
+                        output: String::new(),
+                    }),
                 }
             }
         }
     }
+}
+
+/// What became of the command, read from the stream of its process's events until its
+/// end, within `deadline` of `started`; `cap`: the most output kept (the last bytes).
+async fn events(mut response: reqwest::Response, started: Instant, deadline: Duration, cap: usize) -> Ran {
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    loop {
+        let left = deadline.saturating_sub(started.elapsed());
+        let chunk = match tokio::time::timeout(left, response.chunk()).await {
+            Err(_) => return Ran::TimedOut { output: text(&out) },
+            Ok(Err(e)) => {
+                return Ran::Failed {
+                    why: format!("the sandbox's stream broke: {e}"),
+                    output: text(&out),
+                };
+            }
+            Ok(Ok(None)) => {
+                return Ran::Failed {
+                    why: "the sandbox's stream ended without the command's end".into(),
+                    output: text(&out),
+                };
+            }
+            Ok(Ok(Some(c))) => c,
+        };
+        buf.extend_from_slice(&chunk);
+        if buf.len() >= 5 && u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize > MAX_ENVELOPE {
+            return Ran::Failed {
+                why: "the sandbox sent a message larger than 16 MiB".into(),
+                output: text(&out),
+            };
+        }
+        while let Some((flags, message)) = next_envelope(&mut buf) {
+            if let Some(ran) = event(flags, &message, &mut out, cap) {
+                return ran;
+            }
+        }
+    }
+}
+
+/// One message of the stream: output kept in `out`; `Some` at the end of the command (or
+/// of the stream).
+fn event(flags: u8, message: &[u8], out: &mut Vec<u8>, cap: usize) -> Option<Ran> {
+    let v: Value = serde_json::from_slice(message).unwrap_or_default();
+    if flags & END_STREAM != 0 {
+        let why = v["error"]["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| "the sandbox's stream ended without the command's end".into());
+        return Some(Ran::Failed { why, output: text(out) });
+    }
+    let event = &v["event"];
+    for stream in ["stdout", "stderr", "pty"] {
+        if let Some(b64) = event["data"][stream].as_str()
+            && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(b64)
+        {
+            keep(out, &bytes, cap);
+        }
+    }
+    if event["end"].is_object() {
+        let end = &event["end"];
+        let code = end["exitCode"]
+            .as_i64()
+            .unwrap_or(if end["exited"] == true { 0 } else { -1 });
+        if let Some(e) = end["error"].as_str().filter(|e| !e.is_empty()) {
+            keep(out, format!("\n{e}\n").as_bytes(), cap);
+        }
+        return Some(Ran::Exited {
+            code: i32::try_from(code).unwrap_or(-1),
+            output: text(out),
+        });
+    }
+    None
+}
+
+/// The output kept, as text.
+fn text(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
 }
 
 #[cfg(test)]
