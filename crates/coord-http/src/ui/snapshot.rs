@@ -196,6 +196,59 @@ fn merged_trail(others: Value, decisions: &Value) -> Value {
 
 /// Everything the page draws, in one answer.
 pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditFilters) -> Value {
+    let (audit, decisions, unfiltered) = audit_requests(filters);
+    let (stats, agents, locks, approval_list, workflows, audit, decisions, refused, profiles) = tokio::join!(
+        read(coord, who, "get_stats", json!({})),
+        read(coord, who, "discover_agents", json!({})),
+        read(coord, who, "check_locks", json!({})),
+        read(coord, who, "list_approvals", json!({"status": "pending"})),
+        read(coord, who, "list_workflows", json!({"limit": 10})),
+        read(coord, who, "query_audit", audit),
+        async {
+            if unfiltered {
+                read(coord, who, "query_audit", decisions).await
+            } else {
+                json!({"entries": []})
+            }
+        },
+        read(coord, who, "query_audit", json!({"result": "refused", "limit": 200})),
+        read(coord, who, "list_profiles", json!({})),
+    );
+    let audit = merged_trail(audit, &decisions);
+    let tasks = task_board(coord, who).await;
+    let running = running_workflows(coord, who, &workflows).await;
+    let mut agents = panel(
+        &agents,
+        "agents",
+        &[
+            "agent_id",
+            "agent_type",
+            "status",
+            "current_task",
+            "last_heartbeat",
+            "started_at",
+            "guardrail_violations",
+            "worktree",
+            "branch",
+        ],
+    );
+    with_profiles(&mut agents, &profiles);
+    json!({
+        "stats": stats,
+        "agents": agents,
+        "locks": panel(&locks, "locks", &["file_path", "locked_by", "agent_type", "locked_at", "expires_at", "fencing_token"]),
+        "tasks": panel(&tasks, "tasks", &["task_id", "task_type", "task_description", "priority", "status", "depends_on", "pending_dependencies", "claimed_by", "claimed_at", "completed_at", "attempts"]),
+        "approvals": approvals(&approval_list),
+        "workflows": panel(&workflows, "workflows", &["workflow_id", "kind", "name", "status", "created_by", "created_at", "nodes"]),
+        "workflow_nodes": running,
+        "audit": panel(&audit, "entries", &["id", "timestamp", "agent_id", "agent_type", "operation", "success", "error_code", "duration_ms"]),
+        "violations": blocks(&refused),
+    })
+}
+
+/// The `query_audit` requests of the page's filters: the trail's, the dashboards'
+/// decisions' (asked for only when unfiltered), and whether the trail is unfiltered.
+fn audit_requests(filters: AuditFilters) -> (Value, Value, bool) {
     // Unfiltered, the trail would be mostly dashboards reading it: their successful reads
     // are left out (asked for by agent or operation, everything shows).
     let (agent, operation) = (text(filters.agent), text(filters.operation));
@@ -231,25 +284,12 @@ pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditF
         audit["exclude_agent_type"] = super::AGENT_TYPE.into();
         decisions["operation"] = "decide_approval".into();
     }
-    let (stats, agents, locks, approval_list, workflows, audit, decisions, refused, profiles) = tokio::join!(
-        read(coord, who, "get_stats", json!({})),
-        read(coord, who, "discover_agents", json!({})),
-        read(coord, who, "check_locks", json!({})),
-        read(coord, who, "list_approvals", json!({"status": "pending"})),
-        read(coord, who, "list_workflows", json!({"limit": 10})),
-        read(coord, who, "query_audit", audit),
-        async {
-            if unfiltered {
-                read(coord, who, "query_audit", decisions).await
-            } else {
-                json!({"entries": []})
-            }
-        },
-        read(coord, who, "query_audit", json!({"result": "refused", "limit": 200})),
-        read(coord, who, "list_profiles", json!({})),
-    );
-    let audit = merged_trail(audit, &decisions);
-    // The board: every pending and claimed task (up to a bound), a sample of the ended.
+    (audit, decisions, unfiltered)
+}
+
+/// The board: every pending and claimed task (up to a bound), a sample of the ended; a
+/// read's error instead when one fails.
+async fn task_board(coord: &dyn Coordination, who: &Principal) -> Value {
     let mut tasks = json!({"tasks": []});
     for (status, limit) in [
         ("pending", 300),
@@ -271,7 +311,11 @@ pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditF
             }
         }
     }
-    // Node states of the workflows still running (a handful: each is one more read).
+    tasks
+}
+
+/// Node states of the workflows still running (a handful: each is one more read).
+async fn running_workflows(coord: &dyn Coordination, who: &Principal, workflows: &Value) -> Vec<Value> {
     let mut running = Vec::new();
     if let Some(list) = workflows.get("workflows").and_then(Value::as_array) {
         for w in list.iter().filter(|w| w["status"] == "running").take(5) {
@@ -288,33 +332,7 @@ pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditF
             }));
         }
     }
-    let mut agents = panel(
-        &agents,
-        "agents",
-        &[
-            "agent_id",
-            "agent_type",
-            "status",
-            "current_task",
-            "last_heartbeat",
-            "started_at",
-            "guardrail_violations",
-            "worktree",
-            "branch",
-        ],
-    );
-    with_profiles(&mut agents, &profiles);
-    json!({
-        "stats": stats,
-        "agents": agents,
-        "locks": panel(&locks, "locks", &["file_path", "locked_by", "agent_type", "locked_at", "expires_at", "fencing_token"]),
-        "tasks": panel(&tasks, "tasks", &["task_id", "task_type", "task_description", "priority", "status", "depends_on", "pending_dependencies", "claimed_by", "claimed_at", "completed_at", "attempts"]),
-        "approvals": approvals(&approval_list),
-        "workflows": panel(&workflows, "workflows", &["workflow_id", "kind", "name", "status", "created_by", "created_at", "nodes"]),
-        "workflow_nodes": running,
-        "audit": panel(&audit, "entries", &["id", "timestamp", "agent_id", "agent_type", "operation", "success", "error_code", "duration_ms"]),
-        "violations": blocks(&refused),
-    })
+    running
 }
 
 /// An error as the page's JSON.
