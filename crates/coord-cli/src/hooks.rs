@@ -300,22 +300,17 @@ async fn session_context(coord: &dyn Coordination, ctx: &Context) -> CoordResult
     Ok(text)
 }
 
-/// How much of the model's context the session-start memories may take.
-const MEMORY_BUDGET_CHARS: usize = 1200;
-/// How much of it the session's working memory may take (after a compaction).
-const WORKING_BUDGET_CHARS: usize = 2000;
-
-/// The few memories most relevant to what the session is about to do (its claimed
-/// tasks, its handoff's open work; the project's newest memories when there is nothing
-/// to go on), and the session's working memory when it has one (a resumed or compacted
-/// session), each within a small budget.
+/// The few memories most relevant to what the session is about to do, and its working
+/// memory when it has one (a resumed or compacted session): fetched here, chosen and
+/// bounded by `coord_domain::memory::session_start`.
 async fn memory_context(
     coord: &dyn Coordination,
     me: &Caller,
     handoff: Option<&Handoff>,
 ) -> CoordResult<Option<String>> {
     use coord_domain::memory::RecallRequest;
-    use coord_domain::memory::working::{EntryState, GetWorkingMemoryRequest};
+    use coord_domain::memory::session_start::{RECALL_LIMIT, memories_block, recall_query, working_block};
+    use coord_domain::memory::working::GetWorkingMemoryRequest;
     use coord_domain::queue::{ListTasksRequest, TaskStatus};
     use coord_service::ops::memory::{GetWorkingMemory, Recall};
     let claimed = coord
@@ -328,68 +323,24 @@ async fn memory_context(
             },
         )
         .await?;
-    let mut about: Vec<String> = claimed
+    let mine: Vec<String> = claimed
         .tasks
         .into_iter()
         .filter(|t| t.claimed_by.as_deref() == Some(me.agent_id.as_str()))
         .map(|t| t.task_description)
         .collect();
-    if let Some(h) = handoff {
-        about.push(h.summary.clone());
-        about.extend(h.in_progress.iter().cloned());
-        about.extend(h.next_steps.iter().cloned());
-    }
-    let recalled = coord
-        .op::<Recall>(
-            me,
-            RecallRequest {
-                task_description: about.join("\n").chars().take(4000).collect(),
-                limit: Some(3),
-                ..Default::default()
-            },
-        )
-        .await?;
-    // Only the clearly relevant: at least half the best one's relevance (a memory that
-    // shares one common word with the task is noise in a context this small).
-    let best = recalled.memories.first().map_or(0.0, |m| m.relevance);
-    let memories: Vec<_> = recalled
-        .memories
-        .iter()
-        .filter(|m| m.relevance >= (best / 2.0).max(0.1))
-        .collect();
-    let mut text = String::new();
-    if !memories.is_empty() {
-        text.push_str("Memories of this project that may help (memory_feedback says whether they did):\n");
-        for m in &memories {
-            let content: String = m.content.replace('\n', " — ").chars().take(400).collect();
-            let line = format!("  - [{}] {} (memory {})\n", m.event_type, content, m.memory_id);
-            if text.len() + line.len() > MEMORY_BUDGET_CHARS {
-                break;
-            }
-            text.push_str(&line);
-        }
-    }
+    let request = RecallRequest {
+        task_description: recall_query(&mine, handoff),
+        limit: Some(RECALL_LIMIT),
+        ..Default::default()
+    };
+    let recalled = coord.op::<Recall>(me, request).await?;
+    let mut text = memories_block(&recalled.memories);
     if let Ok(working) = coord
         .op::<GetWorkingMemory>(me, GetWorkingMemoryRequest::default())
         .await
-        && !working.entries.is_empty()
     {
-        let mut block = String::from("Your working memory (update_working_memory keeps it):\n");
-        for e in working.entries.iter().filter(|e| e.state != EntryState::Folded) {
-            let critical = if e.critical { ", critical" } else { "" };
-            let line = format!(
-                "  - {} ({}{critical}): {}\n",
-                e.key,
-                e.kind.as_str(),
-                e.content.replace('\n', " ")
-            );
-            if block.len() + line.len() > WORKING_BUDGET_CHARS {
-                block.push_str("  (more: get_working_memory)\n");
-                break;
-            }
-            block.push_str(&line);
-        }
-        text.push_str(&block);
+        text.push_str(&working_block(&working.entries));
     }
     Ok((!text.is_empty()).then_some(text))
 }

@@ -10,6 +10,7 @@
 pub mod query;
 pub mod rank;
 pub mod retention;
+pub mod session_start;
 pub mod skills;
 pub mod working;
 
