@@ -917,59 +917,38 @@ pub trait StatsStore: Send + Sync {
     async fn stats(&self, ctx: OpCtx) -> CoordResult<coord_domain::stats::StatsResult>;
 }
 
-/// A whole store: every capability. Implemented by any type that implements them all;
-/// a backend adds a capability by implementing its trait in the capability's module.
-pub trait Store:
-    LockStore
-    + QueueStore
-    + SessionStore
-    + ProfileStore
-    + ApprovalStore
-    + HandoffStore
-    + MemoryStore
-    + MessageStore
-    + AuditStore
-    + StatsStore
-    + NotificationStore
-    + GuardrailStore
-    + NetworkStore
-    + VerificationStore
-    + GithubStore
-    + SpawnStore
-    + WorkflowStore
-    + FileStore
-    + KeyStore
-    + Maintenance
-    + Send
-    + Sync
-    + 'static
-{
+/// [`Store`] and its blanket implementation from one list of capabilities: a capability
+/// added to the list is a supertrait and a bound at once.
+macro_rules! whole_store {
+    ($($capability:ident),+ $(,)?) => {
+        /// A whole store: every capability. Implemented by any type that implements them
+        /// all; a backend adds a capability by implementing its trait in the capability's
+        /// module.
+        pub trait Store: $($capability +)+ Send + Sync + 'static {}
+
+        impl<T: $($capability +)+ Send + Sync + 'static> Store for T {}
+    };
 }
 
-impl<
-    T: LockStore
-        + QueueStore
-        + SessionStore
-        + ProfileStore
-        + ApprovalStore
-        + HandoffStore
-        + MemoryStore
-        + MessageStore
-        + AuditStore
-        + StatsStore
-        + NotificationStore
-        + GuardrailStore
-        + NetworkStore
-        + VerificationStore
-        + GithubStore
-        + SpawnStore
-        + WorkflowStore
-        + FileStore
-        + KeyStore
-        + Maintenance
-        + Send
-        + Sync
-        + 'static,
-> Store for T
-{
-}
+whole_store!(
+    LockStore,
+    QueueStore,
+    SessionStore,
+    ProfileStore,
+    ApprovalStore,
+    HandoffStore,
+    MemoryStore,
+    MessageStore,
+    AuditStore,
+    StatsStore,
+    NotificationStore,
+    GuardrailStore,
+    NetworkStore,
+    VerificationStore,
+    GithubStore,
+    SpawnStore,
+    WorkflowStore,
+    FileStore,
+    KeyStore,
+    Maintenance,
+);
