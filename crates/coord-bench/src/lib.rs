@@ -7,6 +7,19 @@
 //! the in-process service for `http` and `mcp`; the report carries the ratio. `locks`
 //! also runs the independent limit ([`limit`]): a client that is not coord, running the
 //! leanest statements with coord's guarantees.
+//!
+//! Workloads: `locks`, `queue`, `mcp` (through `coord mcp` child processes), `http`
+//! (`remote`: through a `coord serve` child), `agents` (simulated agents against one
+//! `coord serve`), `chaos` (the agents while nodes are killed and stopped, agents killed
+//! holding a claim and PostgreSQL cut off, then the invariants checked from the store and
+//! the audit chain); and, needing no bench database, `guardrails` (beside a parse-only
+//! baseline), `files` (confined I/O beside plain `std::fs`), `hooks` (the PreToolUse hook
+//! beside process start), `recall` (scored on the judged fixture `fixtures/recall/` beside
+//! a tag-and-recency baseline, then timed) and `proxy` (requests through the egress proxy
+//! beside direct ones). Around them: scratch databases (`target`), clients and reports
+//! (`driver`), invariant checks (`invariants`), percentiles (`stats`). The raw baselines
+//! are `RawSqlite` and `RawPostgres` in the stores' `bench` modules, and `limits/` holds
+//! the independent limit's statements; these are the only SQL of the bench.
 
 /// The agent type of every bench client: Claude Code's, whose built-in profile
 /// (claude-code-cli) has no limits. The profile check is part of every operation, so it

@@ -1,7 +1,7 @@
 //! `mcp`: acquire_lock/release_lock round trips through `coord mcp` child processes
 //! over stdio, measured from the client side of the pipe (one process per client, as
 //! one agent runs one MCP server). On SQLite the children share the repository's
-//! coordinator process they start (local_server.rs in coord-cli), unless the bench runs
+//! coordinator process they start (local_server.rs in coord-runtime), unless the bench runs
 //! with `COORD_LOCAL_SERVER=off`, when each opens the database itself. Ops are acquire+release pairs, as in `locks`; each
 //! tool call's own latency is in `per_operation`.
 

@@ -308,7 +308,7 @@ async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out
             )
         }
         AgentsCommand::Cleanup { stale_minutes } => {
-            // Also the sessions of `coord mcp` processes that were killed (see reaper.rs).
+            // Also the sessions of `coord mcp` processes that were killed (see coord_runtime::reaper).
             let registry = crate::reaper::Registry::of(ctx);
             let dead = crate::reaper::Reaper::take_dead_now(&registry);
             let req = CleanupDeadAgentsRequest {

@@ -493,7 +493,7 @@ fn mcp_identity(global: &context::Settings, ctx: &Context) -> coord_mcp::Identit
     }
 }
 
-/// The coordinator's reaper of killed relays (reaper.rs): a relay SIGKILLed while its
+/// The coordinator's reaper of killed relays (coord_runtime::reaper): a relay SIGKILLed while its
 /// coordinator also died leaves only its record; the successor ends that session once
 /// the relay's grace period has passed since it saw it dead.
 fn spawn_relay_reaper(ctx: &Context, coord: &coord_service::Coordinator) -> tokio::task::JoinHandle<()> {
@@ -641,7 +641,7 @@ async fn relay_to_coordinator(
     (request.worktree, request.branch) = ctx.place();
     request.toolsets = toolsets;
     if let Some((link, reconnect)) = local_server::relay(ctx, request).await {
-        // Recorded like a `coord mcp` serving its own session (reaper.rs): killed,
+        // Recorded like a `coord mcp` serving its own session (coord_runtime::reaper): killed,
         // and its coordinator dead before the grace period ended, its session is
         // still ended by a successor's reaper. With the grace period off there is
         // nothing to end.
@@ -662,7 +662,7 @@ async fn relay_to_coordinator(
 }
 
 /// Records this process's session so that, if this process is killed, a sibling can
-/// end it; and ends the sessions of killed siblings (see reaper.rs), every
+/// end it; and ends the sessions of killed siblings (see coord_runtime::reaper), every
 /// `reaper::EVERY`, once this process knows who it serves.
 fn reap_siblings(
     coord: &std::sync::Arc<dyn coord_service::Coordination>,
@@ -670,7 +670,7 @@ fn reap_siblings(
     options: &mut coord_mcp::McpOptions,
 ) -> tokio::task::JoinHandle<()> {
     // Record this process's session so that, if this process is killed, a sibling can
-    // end it; and end the sessions of killed siblings (see reaper.rs).
+    // end it; and end the sessions of killed siblings (see coord_runtime::reaper).
     let me: std::sync::Arc<std::sync::Mutex<Option<coord_domain::Caller>>> = Default::default();
     let (record, seen) = (registry.clone(), me.clone());
     options.on_session = Some(coord_mcp::SessionHook(std::sync::Arc::new(
@@ -910,7 +910,7 @@ fn file_identity(path: &std::path::Path) -> Option<(u64, u64)> {
     std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// `coord serve --socket`: the per-repository coordinator (see local_server.rs).
+/// `coord serve --socket`: the per-repository coordinator (see coord_runtime::local_server).
 async fn serve_socket(
     ctx: &Context,
     coord: coord_service::Coordinator,

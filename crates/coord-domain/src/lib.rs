@@ -1,6 +1,52 @@
 //! Pure domain of the Agent Coordinator: the wire types every door speaks, the error
 //! codes, and the rules (validation, lock and queue decisions) as pure functions.
-//! Nothing in this crate performs I/O or reads a clock.
+//! Nothing in this crate performs I/O or reads a clock; it depends on no other coord
+//! crate. With feature `schema`, every wire type derives its JSON Schema, with its real
+//! bounds. Rules are table-tested beside their modules (`tests.rs`, `*_tests.rs`).
+//!
+//! - Wire types of every operation (requests, results, `{success:false,error}`) and
+//!   `ErrorCode` (`error`): stable snake_case codes and their kinds (`input`, `refused`,
+//!   `not_found`, `forbidden`, `unavailable`, `internal`), from which every door derives
+//!   its status.
+//! - `access`: `Access`, `Effect`, `Credential`, `Principal` and `authorize`, the one
+//!   access decision for every door.
+//! - Locks and the queue: `path` (normalisation), `target` (files, `dir/`, globs; their
+//!   scope and the conservative overlap rule, property-tested against globset),
+//!   `validate` (TTL, priority and text bounds), `locks` (`overlapping`,
+//!   `decide_acquire`, `decide_release`, `decide_edit`), `queue`, `sessions`
+//!   (`validate_end`, `complete_final_handoff`).
+//! - `profiles` (`Permission`, `Need`, `Profile`, limits, `decide`, `resolve`,
+//!   `check_execution_time`; the built-ins in `profiles_builtin.json`, among them
+//!   `least-privilege`, what an agent with no profile gets) and `approvals` (statuses and
+//!   expiry, `decide` — nobody decides their own request —, `params_hash` over canonical
+//!   JSON, which refusals are `approvable`).
+//! - `audit` (records, summaries, query filters), `audit_chain` (SHA-256 over canonical
+//!   content, numbers and key order normalised so text JSON and `jsonb` read back what
+//!   was hashed; `ChainVerifier`; HMAC-signed prune checkpoints), `secrets` (credentials
+//!   masked for display), `keys`, `stats` (the fleet's figures and the claim-to-complete
+//!   bounds), `ports` (port blocks).
+//! - `files`: the file tools' rules (line windows, encodings, the reserved `.git/` and
+//!   `.coord/`, `decide_write` over the fencing token and the live locks).
+//! - `memory`: validation and the one-hour merge of repeated memories, query terms for
+//!   the full-text engines (never their query syntax), the ranking
+//!   `relevance = C·D·I·U`, retention, skills (Wilson lower bound), working memory's
+//!   deterministic compaction.
+//! - `agents`: the worker profiles, agent definitions (YAML front matter, every problem
+//!   with its field), each runtime's launch plan, the pre-flight verdict, spawned agents
+//!   (admission, a child's privileges against its parent's, deadlines, delegation),
+//!   isolation in a worktree (`fate`: nothing an agent did is lost), the registry of
+//!   `.claude/agents/*.md` and `agents.json`, team files.
+//! - `workflows`: definitions checked and ordered topologically, CEL edge conditions
+//!   (depth- and size-bounded, variables `result` and `task`, compiled at definition), and
+//!   `advance`, the one pure step from stored task outcomes.
+//! - `network`: targets normalised by the WHATWG URL parser, reserved address ranges,
+//!   `AddressRules` and `decide`, the one egress decision; built-in policies in
+//!   `builtin.json`.
+//! - GitHub: `labels` (`locked:` labels, hashed past GitHub's 50 characters), `github`
+//!   (`verify_signature`, constant-time; `plan_push`), `github_sync` (`wanted`,
+//!   `reconcile` against what coord last applied, the outbox's requests and backoff).
+//! - `verification`: policies, changesets, `route` (every enabled policy covering a file;
+//!   trust 3 or more skips tiers 0 and 1), `overall`, reports and commit states.
 
 pub mod access;
 pub mod agents;

@@ -14,6 +14,18 @@
 //!
 //! Where `openat2` is missing (`ENOSYS`, or `EPERM` from a seccomp filter) every access
 //! fails closed with [`FileError::Unconfinable`]; there is no fallback to plain `open`.
+//!
+//! Modules: `gate`, the lexical gate (no NUL, no absolute path, no trailing `/`, no `.`
+//! or `..`, no over-long name; nothing decoded or normalised); `read` (one open with
+//! `O_NOFOLLOW | O_NONBLOCK | O_NOCTTY`, then `fstat` before a byte is read; read to the
+//! limit plus one); `write` (`PreparedWrite`: an `O_EXCL | O_NOFOLLOW` temporary file in
+//! the resolved parent, written and synced, permission bits kept without set-ID bits;
+//! `commit` checks the parent's identity beneath the root, exchanges the name with the
+//! temporary file — `RENAME_EXCHANGE`, so a failed check puts the old content back — or
+//! creates it with `RENAME_NOREPLACE`, and syncs the directory). `FileError` carries
+//! stable codes. The attack suite is `tests/attacks.rs`: escapes, every symlink kind,
+//! special files, hard links, swaps between prepare and commit, flipping races, torn
+//! reads, a read-only bind mount and a mount crossing.
 
 mod gate;
 mod read;

@@ -8,6 +8,19 @@
 //! command word only known at run time, `eval` of a run-time string) fails closed: it is
 //! a finding that blocks. Data is not code: text that only reaches `echo`, `cat <<EOF` or
 //! a file is not analysed as commands.
+//!
+//! Modules: `walk` walks every construct (lists, pipelines, subshells, loops, functions,
+//! redirections, here-documents, command and process substitutions) to the commands that
+//! run, as typed argv (a literal after quote removal, or unknown at run time), the files
+//! they write and their stdin; `analyze` peels the wrappers and fails closed; `rules` holds
+//! the rules that take code (git, rm and find, SQL clients, credential writers); `sql`
+//! reads the SQL a client runs with `sqlparser`, in its dialect; `patterns` evaluates the
+//! registry of argv patterns (built-in ones in `patterns_builtin.json`, stored rows merged
+//! over them by the service); `inline` reads code for other interpreters (`python -c`,
+//! `node -e`) lexically; `labelled` loads and scores the labelled corpus
+//! `corpus/commands.jsonl`, used by the corpus test and `coord bench guardrails`; the
+//! corpus test adds metamorphic tests (wrappers never hide a destructive command; quoted
+//! data is never code).
 
 pub mod inline;
 pub mod labelled;

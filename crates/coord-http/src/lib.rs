@@ -4,6 +4,35 @@
 //!
 //! Routes: the JSON API (see `openapi.rs` or `GET /openapi.json`), `GET /health`,
 //! `GET /metrics` (Prometheus), the live dashboard (`/` and `/ui/…`, see `ui`), and `/mcp`, the MCP server over streamable HTTP, behind the same API keys.
+//!
+//! Where things are:
+//!
+//! - `api`: one route per HTTP binding of every registry operation (body, query or path
+//!   read into JSON, identity claims taken out of the body, then `invoke`); the status
+//!   derives from the error code's kind (`input` 422, `refused` 409, `not_found` 404,
+//!   `forbidden` 403, `unavailable` 503), so the API cannot drift from the service.
+//! - `auth`: authentication only — keys from headers, environment keys compared in
+//!   constant time, managed keys through `Server::authenticate_key`, bound identities.
+//!   Access is decided by the pipeline, as for every door.
+//! - `openapi`: OpenAPI 3.1 from the registry and the request types' schemas.
+//! - `webhook`: `POST /webhook/github`, the signature over the raw body checked first,
+//!   then `receive_github_delivery` invoked as the operator principal `github-webhook`.
+//! - `metrics`: `GET /metrics`, a `get_stats` call rendered with the process's counters
+//!   (`coord_store_up 0` when the store does not answer).
+//! - `ui`: the live dashboard (sign-in with an operator key or `coord ui`'s one-time
+//!   link, the page, snapshots read through the operations, server-sent events from the
+//!   pipeline's change feed, approve and deny behind CSRF and origin checks; the page's
+//!   files are in `crates/coord-http/ui/`, compiled in).
+//! - `limits`: what a client may cost before proving anything (connections in all and per
+//!   address, head and body timeouts, a token bucket per address for requests without a
+//!   key, a pause after wrong keys, `Host` and `Origin` against DNS rebinding); pure
+//!   decisions, applied by `client_guard` and by `serve`'s own accept loop.
+//! - `relay`: `GET /mcp/stdio` upgraded to a relayed `coord mcp` session, on the
+//!   repository's coordinator only. `/mcp` is rmcp's streamable HTTP service behind the
+//!   same key check.
+//! - This file: `SameUserListener` and `serve_local`, the repository coordinator's Unix
+//!   socket (each peer's user checked with `SO_PEERCRED`; requests without a key act as
+//!   the local identity they name), `Activity` for its idle stop, graceful shutdown.
 
 pub mod api;
 pub mod auth;

@@ -8,6 +8,35 @@
 //! clients that only read text). A refused operation is a normal tool result with
 //! `success: false`; arguments that do not fit the tool (`invalid_argument`, naming the
 //! field) and an outage of the store are marked as tool errors.
+//!
+//! Where things are:
+//!
+//! - This file: `tool_router()` builds one tool per registry operation at run time;
+//!   resources are a table (URI → operation with a fixed request); the per-connection
+//!   session (registered on first use, heartbeats, ended without releasing on close, then
+//!   locks released and tasks requeued after a grace period unless the agent came back;
+//!   `SessionMode::Manual` leaves it to the client); `HttpSessions`, MCP sessions over
+//!   HTTP by `Mcp-Session-Id`, so a client that ends its MCP session over HTTP closes
+//!   its connection.
+//! - `identity`: who the caller is, from the environment, HTTP headers or client info;
+//!   the credential comes from the door's key check (stdio is local).
+//! - `toolsets`: the tools a client lists, grouped in named toolsets; listing is not
+//!   permission, the pipeline decides every call.
+//! - `connection`: one MCP connection over a byte stream (`serve_stdio`,
+//!   `serve_relayed`). It answers a plain `tools/call` of a known tool straight through
+//!   `Coordination::invoke`, with the same principal and reply shape as rmcp's route, and
+//!   hands everything else to rmcp over an in-memory pipe; a `notifications/cancelled`
+//!   naming such a call drops its answer (`InFlight`: a read stops where it is, a write
+//!   runs to its end).
+//! - `lines`: the 16 MiB line bound, one pure step behind an async and a blocking reader.
+//! - `relay`: the relay `coord mcp` runs to the repository's coordinator socket (two
+//!   plain threads copying lines over an upgraded connection; the request ids in flight
+//!   and the handshake kept for replay). A dead coordinator is replaced (`Reconnect`) and
+//!   the calls it died on are answered with `outcome: unknown`. Control lines:
+//!   `coord/input_closed` and `coord/terminate` from the relay, `coord/session` and
+//!   `coord/closed` from the coordinator; a relay that loses the connection while its
+//!   session ends reconnects with `ending` in the upgrade's query (`RelayRequest`), so the
+//!   successor ends that session (`McpOptions::ending_session`).
 
 mod connection;
 mod identity;

@@ -1,10 +1,12 @@
-//! The port allocator. Unlike the original (per-process memory), leases live in a small
-//! JSON state file guarded by an exclusive `flock`, so every `coord` process on the
-//! machine — one per agent — sees the same leases and never hands out a port twice. It
-//! needs no database.
+//! The port allocator. Leases live in a small JSON state file guarded by an exclusive
+//! `flock` and replaced atomically (temporary file, rename, directory sync), so every
+//! `coord` process on the machine — one per agent — sees the same leases and never hands
+//! out a port twice. It needs no database.
 //!
 //! The rules (block arithmetic, refresh, exhaustion, expiry) are `coord_domain::ports`;
-//! this crate only keeps the leases.
+//! this crate only keeps the leases. Through the service each allocation and release is
+//! audited after the change (the state file is not a store); `coord ports` on the machine
+//! itself uses the file alone.
 
 use coord_domain::ports::{self, Claimant, PortConfig, PortLease};
 use coord_domain::ports::{AllocatePortsResult, PortsStatusResult, ReleasePortsResult};

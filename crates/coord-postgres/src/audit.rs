@@ -38,7 +38,7 @@ const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
 /// (pipelined, all prepared): the server runs them in order, and a writer holding the
 /// chain's lock never waits for this process to answer a head it read. That time orders
 /// all writes (no two commits overlap), so it bounds the store's write throughput
-/// (docs/benchmarks.md, "PostgreSQL: the chain linked in SQL").
+/// (the history of docs/benchmarks.md).
 ///
 /// Under [`Durability::FlushAfter`] the transaction commits
 /// asynchronously and a flushed message commit follows in the same write, so the lock is

@@ -4,7 +4,7 @@
 //! commit (`audit::insert_and_commit`). A synchronous commit waits for its WAL flush — and
 //! for synchronous standbys — before it releases that lock, so writers' flushes happen one
 //! at a time: with ~1 ms per flush the whole store orders about 1,000 writes a second
-//! (docs/benchmarks.md, "PostgreSQL — the flush outside the chain's lock").
+//! (the history of docs/benchmarks.md).
 //!
 //! [`Durability::FlushAfter`] commits the operation asynchronously (`synchronous_commit`
 //! off for that transaction alone), so the lock goes as soon as the commit record is in

@@ -1,17 +1,46 @@
 //! The shared store: one PostgreSQL (or Supabase) database for every `coord` process on
 //! every host.
 //!
-//! Differences from the SQLite store, and why:
-//! - Time is the database clock (`statement_timestamp()`, unless a clock is injected), so hosts with skewed
-//!   clocks agree on lease expiry.
-//! - Lock acquisition is one atomic `INSERT … ON CONFLICT … DO UPDATE … WHERE expired OR
-//!   mine … RETURNING` statement; claiming uses `FOR UPDATE SKIP LOCKED`. There is no
-//!   process-wide write lock as in SQLite, so atomicity lives in the statements.
+//! Differences from the SQLite store, and why (the whole comparison is in `coord_store`):
+//! - Time is the database clock (`statement_timestamp()`, unless a clock is injected), so
+//!   hosts with skewed clocks agree on lease expiry.
+//! - There is no process-wide write lock as in SQLite. A lock acquisition takes
+//!   transaction advisory locks ordering it after every acquisition that could overlap
+//!   (`locks::serialised_live`, sent together with its read of the live locks), decides
+//!   with the domain rule, then writes; claiming uses `FOR UPDATE SKIP LOCKED`.
 //! - A refusal rolls the transaction back and appends its audit row on its own; a
 //!   successful operation commits with its audit row. Deadlocks and serialization
 //!   failures are retried.
 //! - Connections come from a pool; a dead connection is replaced on its next use, so the
 //!   store recovers from a server restart by itself.
+//!
+//! Layout: capability modules with their SQL and `impl XStore for PgStore`, as in SQLite.
+//! Particulars:
+//!
+//! - `tx`: an operation's transaction, `Tx`, whose `BEGIN` is sent with its first
+//!   statement and whose drop unfinished sends a `ROLLBACK`.
+//! - `audit`: `insert_and_commit` sends the chain's advisory lock, the insert (which takes
+//!   the next position and hashes the row in SQL over the content the store sends) and the
+//!   `COMMIT` together. `durability`: the commit is asynchronous and followed by a flushed
+//!   `pg_logical_emit_message`, so the chain's lock is not held through the WAL flush and
+//!   the answer still waits for it; where the role may not run that, the commit is
+//!   synchronous under the lock. `verify_audit` reads in one REPEATABLE READ snapshot.
+//! - `plans`: every read of the live locks (`locks::read_live`) and a completion's update
+//!   of its dependents (`queue::unblock_dependents`, `cancel_dependents`) runs with
+//!   `INDEX_SCANS_ONLY`, transaction-local: a plain index scan marks the entries of
+//!   released locks dead as it meets them (a bitmap scan never does), and a queue grown
+//!   since its last analyze is never read whole.
+//! - `files`: a write takes the same advisory locks as an overlapping acquisition before
+//!   it decides.
+//! - `memory`: a stored weighted `tsvector` (GIN) over text pre-split like queries
+//!   (`ts_rank` is the text score), tags as a GIN-indexed `text[]`, both without fast
+//!   update; repeated memories serialised by an advisory lock on their merge key.
+//! - `github`: the outbox taken `FOR UPDATE SKIP LOCKED`, so several nodes never send one
+//!   request twice.
+//! - Migrations in `migrations/` (`0000_bootstrap.sql`: Supabase roles, `auth.role()`, the
+//!   publication; `0001_core.sql`: tables, RLS, grants, append-only triggers; …), tracked
+//!   in `coord_schema_migrations` (`migrate`).
+//! - `bench`: `RawPostgres`, the raw baseline of `coord bench`.
 
 mod approvals;
 mod audit;

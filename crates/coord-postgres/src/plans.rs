@@ -16,8 +16,7 @@
 //!   pending task, 2.7 ms at 20,000 pending against 0.1 ms through the primary key.
 //!
 //! Both are looked up by indexes that always fit them, so plain index scans only is the
-//! right plan whatever the statistics say (docs/benchmarks.md, "the reads of the live
-//! locks").
+//! right plan whatever the statistics say (the history of docs/benchmarks.md).
 
 use crate::{R, Tx};
 use std::future::Future;

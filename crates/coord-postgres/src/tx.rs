@@ -1,8 +1,7 @@
 //! One operation's transaction ([`Tx`]): its `BEGIN` travels with its first statement.
 //!
 //! `tokio-postgres` begins a transaction with a round trip of its own, and an operation
-//! of the service is only three or four round trips in all (docs/benchmarks.md,
-//! "PostgreSQL: the transaction begun with its first statement"). Here the `BEGIN` is
+//! of the service is only three or four round trips in all (the history of docs/benchmarks.md). Here the `BEGIN` is
 //! queued when the first statement is sent, in the same write: the server runs them in
 //! order, so that statement and every later one run inside the transaction, and the
 //! operation waits for one answer, not two.

@@ -2,6 +2,21 @@
 //! over HTTP, so every door (`coord` subcommands, `coord mcp`) works unchanged for cloud
 //! agents that cannot reach the database. Answers and errors travel in the same wire
 //! shapes the local service produces, and are decoded back into the same types.
+//!
+//! Each operation goes to its first HTTP binding, the identity in POST bodies and
+//! headers; HTTP errors map back to the same `CoordError` codes, and connection failures
+//! to `database_unavailable`. Absolute paths in an operation's path fields are sent
+//! repository-relative. `RemoteClient::unix` talks to the repository coordinator's Unix
+//! socket (no key, no certificate store); `not_delivered` marks a send that made no
+//! connection, safe to repeat. `Webhook` posts to the security channel.
+//!
+//! - `github`: `GithubApi` (bearer token, API version pinned, rate limits read from
+//!   `retry-after` and `x-ratelimit-*`, server errors and timeouts marked ambiguous);
+//!   `send_due` and `spawn`, the outbox sender of `coord serve` and `coord github send`;
+//!   `refresh_issues`, the hourly read-back of quiet issues holding locks or a task,
+//!   reconciled as deliveries.
+//! - `e2b`: E2B's control plane (create, delete) and envd's `process.Process/Start` as a
+//!   Connect JSON stream, deadline-bounded.
 
 use async_trait::async_trait;
 use coord_domain::access::Principal;

@@ -1,5 +1,5 @@
 //! The pipeline: every operation, on every door, runs the same steps in the same order —
-//! identity → access → policy → parse → validate → execute — inside one tracing span.
+//! identity → access → profile → parse → validate → charges → execute → audit — inside one tracing span.
 //! A refusal at any step before execution is audited here (exactly once); execution
 //! audits in the store, in the operation's own transaction.
 

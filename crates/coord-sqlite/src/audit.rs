@@ -56,7 +56,7 @@ pub fn insert(c: &Connection, now: i64, rec: &AuditRecord) -> R<()> {
 ///
 /// Two index seeks compared here, not one statement: the `UNION ALL … ORDER BY` form made
 /// SQLite build and drop a temporary b-tree on every insert, whose page cache freed back
-/// to the system cost a TLB shoot-down per audit row (docs/benchmarks.md, "one client").
+/// to the system cost a TLB shoot-down per audit row (the history of docs/benchmarks.md).
 fn chain_head(c: &Connection) -> R<(ChainHead, i64)> {
     let head = |sql: &str| -> R<Option<(ChainHead, i64)>> {
         Ok(c.prepare_cached(sql)?

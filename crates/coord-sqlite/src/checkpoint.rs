@@ -2,7 +2,7 @@
 //! thread that committed, after its commit: every thousand WAL frames one write pays for
 //! copying them into the database file and two `fsync`s — a fifth of the store's own
 //! time at one client, a twentieth of the writer thread's at eight, while the other core
-//! waits (docs/benchmarks.md, "Issue 19: the SQLite write path"). Here the store's writing connection
+//! waits (the history of docs/benchmarks.md). Here the store's writing connection
 //! asks a thread of its own to checkpoint at the same point, so the write goes on while
 //! the checkpoint runs on another core. The WAL is synced as often as before (each
 //! checkpoint begins with an `fsync` of it) — just after the commit that asked, on the

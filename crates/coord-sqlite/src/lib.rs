@@ -4,8 +4,39 @@
 //! Every operation runs inside a `BEGIN IMMEDIATE` transaction (the write lock is taken
 //! up front, so two processes never both read-then-write), which also appends the audit
 //! row. The operation itself runs inside a savepoint: a refusal rolls back to it, then the
-//! audit row is written. Writes go through one writer thread per process (`writer`),
-//! which commits the writes queued meanwhile as one transaction (group commit).
+//! audit row is written.
+//!
+//! Writes go through `writer`: a lone write (no other write of this process under way,
+//! the writer thread asleep) runs on its caller's thread; writes under load go to one
+//! writer thread per store, which commits the writes queued meanwhile as one transaction
+//! (group commit, a savepoint each, so a failed write rolls back alone). Writes that may
+//! take long (`with_long_tx`, `op_long`: prunes, the sweep; `op_then`: a fenced file
+//! write's rename) and every write while the WAL is close to a checkpoint go to the writer
+//! thread too. The policy facts every operation reads first (`read_quick`) run on the
+//! caller's thread, on a connection of their own while a write batch holds the store's.
+//! WAL checkpoints run on a thread of their own (`checkpoint`: asked for every 1,000 WAL
+//! frames; past 4,000 the writing thread checkpoints itself, so the WAL stays bounded).
+//!
+//! Layout: this file holds opening, the `op` wrapper (savepoint and audit row) and
+//! `Maintenance`; each capability module (`locks`, `queue`, …) holds its SQL and its
+//! `impl XStore for SqliteStore`; migrations are in `migrations/`, tracked by
+//! `PRAGMA user_version` (`migrate`). Particulars:
+//!
+//! - `audit`: rows are chained in id order (the chain position has no index), so the head
+//!   is the newest chained row and a prune's prefix is an id range; ids come without
+//!   AUTOINCREMENT and a checkpoint records the next id, so a prune that empties the table
+//!   reuses none. `verify_audit` orders positions in a temporary table, so a moved row is
+//!   named as moved.
+//! - `memory`: memories and skills in one table with an external-content FTS5 index kept
+//!   by triggers (`bm25` is the text score); tags in `memory_tags`.
+//! - `network`: policies as JSON per row and the append-only access log; the `op` wrapper
+//!   writes a `domain_blocked` refusal's log row beside its audit row.
+//! - `verification`: a partial unique index on agent, branch and commit answers a
+//!   resubmission with the recorded changeset; review runs' approval requests are queued
+//!   in the submission's transaction.
+//! - `github`: deliveries, links and the outbox (taken with a lease); the sweep prunes
+//!   deliveries acted on after 30 days and sent or abandoned requests after 7.
+//! - `bench`: `RawSqlite`, the raw baseline of `coord bench`.
 
 mod approvals;
 mod audit;
@@ -314,7 +345,7 @@ impl SqliteStore {
 
     /// [`SqliteStore::read`] for a few point reads by key: run on the caller's thread when
     /// the connection is free — handing a 20 µs read to the blocking pool and back costs
-    /// two thread wake-ups, more than the read (docs/benchmarks.md, "one client") —, on
+    /// two thread wake-ups, more than the read (the history of docs/benchmarks.md) —, on
     /// the reads' own connection when a write batch holds it (a WAL reader does not wait
     /// for the writer, and under load the batch holds it most of the time), and on the
     /// blocking pool when both are taken.
