@@ -489,6 +489,10 @@ pub const DELIVERIES_KEEP_DAYS: i64 = 30;
 /// A request tried this often stays in the outbox with its last error, not tried again.
 pub const MAX_REQUEST_ATTEMPTS: i32 = 10;
 
+/// A request a sender has taken is not due again for this long, in seconds (the
+/// sender's timeout is shorter).
+pub const REQUEST_TAKEN_SECONDS: i64 = 120;
+
 /// Seconds before the next try of a request tried `attempts` times: 30 s doubling to
 /// an hour.
 pub fn retry_seconds(attempts: i32) -> i64 {

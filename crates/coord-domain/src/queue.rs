@@ -24,6 +24,9 @@ pub const MAX_DEPENDENCIES: usize = 100;
 pub const MAX_TASK_TYPES: usize = 50;
 pub const DEFAULT_LIST_LIMIT: i64 = 100;
 pub const MAX_LIST_LIMIT: i64 = 10_000;
+/// Expired claims `get_work` settles inline before it picks a task; the rest wait for the
+/// next call or the background sweep.
+pub const CLAIM_SETTLE_BATCH: i64 = 32;
 
 pub const REASON_DEPENDENCY_FAILED: &str = "dependency_failed";
 pub const REASON_MAX_ATTEMPTS: &str = "max_attempts_exceeded";

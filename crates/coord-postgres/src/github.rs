@@ -85,8 +85,8 @@ fn link_row(r: &tokio_postgres::Row) -> R<Link> {
     })
 }
 
-/// A taken request is not due again for this long (the sender's timeout is shorter).
-const TAKEN_SECONDS: f64 = 120.0;
+/// [`coord_domain::github_sync::REQUEST_TAKEN_SECONDS`], as the interval arithmetic takes it.
+const TAKEN_SECONDS: f64 = coord_domain::github_sync::REQUEST_TAKEN_SECONDS as f64;
 
 fn db(e: tokio_postgres::Error) -> CoordError {
     CoordError::from(crate::Fail::Db(e))

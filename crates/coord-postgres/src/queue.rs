@@ -22,9 +22,6 @@ use std::sync::LazyLock;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
-/// Claims settled inline by `get_work` before it picks a task.
-const CLAIM_SETTLE_BATCH: i64 = 32;
-
 pub const TASK_COLS: &str = "task_id, task_type, task_description, input_data, priority, status, pending_deps,
     created_by, created_at, claimed_by, claimed_at, claimed_until, attempts, max_attempts, completed_at,
     result, error_message, failure_reason,
@@ -149,7 +146,7 @@ fn claim_sql(type_filter: &str) -> String {
 }
 
 pub async fn claim(tx: &Tx<'_>, ctx: &OpCtx, spec: &ClaimSpec) -> R<GetWorkResult> {
-    settle_expired_claims(tx, ctx.now, CLAIM_SETTLE_BATCH).await?;
+    settle_expired_claims(tx, ctx.now, coord_domain::queue::CLAIM_SETTLE_BATCH).await?;
     let lease = int(spec.lease_minutes);
     let row = if spec.task_types.is_empty() {
         tx.query_opt(

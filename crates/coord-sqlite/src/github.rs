@@ -64,8 +64,6 @@ fn unprocessed(c: &Connection, before: i64, limit: i64) -> R<Vec<Delivery>> {
 }
 
 const SECOND: i64 = 1_000_000;
-/// A taken request is not due again for this long (the sender's timeout is shorter).
-const TAKEN_SECONDS: i64 = 120;
 
 const LINK_COLS: &str = "repo_id, key, repository, agent_id, locks, task_id, updated_at, notice";
 
@@ -133,17 +131,25 @@ fn take_due(c: &Connection, now: i64, limit: i64) -> R<Vec<QueuedRequest>> {
                        ORDER BY id LIMIT ?3)
           RETURNING id, attempts, method, path, body",
     )?
-    .query_map(params![now, TAKEN_SECONDS * SECOND, limit, MAX_REQUEST_ATTEMPTS], |r| {
-        Ok(QueuedRequest {
-            id: r.get(0)?,
-            attempts: r.get(1)?,
-            request: GithubRequest {
-                method: r.get(2)?,
-                path: r.get(3)?,
-                body: json(r, 4)?,
-            },
-        })
-    })?
+    .query_map(
+        params![
+            now,
+            coord_domain::github_sync::REQUEST_TAKEN_SECONDS * SECOND,
+            limit,
+            MAX_REQUEST_ATTEMPTS
+        ],
+        |r| {
+            Ok(QueuedRequest {
+                id: r.get(0)?,
+                attempts: r.get(1)?,
+                request: GithubRequest {
+                    method: r.get(2)?,
+                    path: r.get(3)?,
+                    body: json(r, 4)?,
+                },
+            })
+        },
+    )?
     .collect::<rusqlite::Result<Vec<_>>>()?)
 }
 

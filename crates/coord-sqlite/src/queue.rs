@@ -21,10 +21,6 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::collections::HashMap;
 
-/// Claims settled inline by `get_work` before it picks a task; the rest wait for the
-/// next call or the background sweep.
-const CLAIM_SETTLE_BATCH: i64 = 32;
-
 pub const TASK_COLS: &str = "task_id, task_type, task_description, input_data, priority, status, pending_deps,
     created_by, created_at, claimed_by, claimed_at, claimed_until, attempts, max_attempts, completed_at,
     result, error_message, failure_reason,
@@ -130,7 +126,7 @@ pub fn submit(c: &Connection, now: i64, who: &Identity, t: &NewTask) -> R<Submit
 }
 
 pub fn claim(c: &Connection, now: i64, who: &Identity, spec: &ClaimSpec) -> R<GetWorkResult> {
-    settle_expired_claims(c, now, CLAIM_SETTLE_BATCH)?;
+    settle_expired_claims(c, now, coord_domain::queue::CLAIM_SETTLE_BATCH)?;
     let until = now + minutes_to_micros(spec.lease_minutes);
     // Pinned indexes: without statistics SQLite picks the (status, task_type) index and
     // sorts every pending task on each claim.
