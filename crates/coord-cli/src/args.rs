@@ -242,6 +242,16 @@ impl Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Print a completion script for your shell, from coord's own grammar: add
+    /// `source <(coord completions bash)` to ~/.bashrc (zsh: `source <(coord completions
+    /// zsh)` after compinit; fish: `coord completions fish | source`)
+    Completions {
+        /// bash, zsh, fish, elvish or powershell
+        shell: clap_complete::Shell,
+    },
+    /// Print coord's man page (roff), from its own grammar: `coord man | man -l -`, or
+    /// `coord man > ~/.local/share/man/man1/coord.1`
+    Man,
     /// Create the database and print where it is; or set up an agent runtime:
     /// `coord init claude`, `coord init codex`, `coord init git-hook`
     Init {
@@ -840,6 +850,10 @@ pub enum InitTarget {
         /// settings, nor ask to run outside the sandbox
         #[arg(long)]
         no_runtime_sandbox: bool,
+        /// Leave CLAUDE.md alone. By default a short section (between coord's markers,
+        /// updated in place) tells the agent how to work beside others through coord
+        #[arg(long)]
+        no_instructions: bool,
     },
     /// Print the Codex CLI config.toml entry for the coord MCP server, or merge it in
     #[command(group(ArgGroup::new("codex_mode").args(["write", "dry_run"])))]
@@ -871,6 +885,11 @@ pub enum InitTarget {
         /// Codex ignores profiles and coord says so
         #[arg(long)]
         no_runtime_sandbox: bool,
+        /// Leave AGENTS.md alone. By default --write also puts a short section (between
+        /// coord's markers, updated in place) into this repository's AGENTS.md, telling
+        /// the agent how to work beside others through coord
+        #[arg(long)]
+        no_instructions: bool,
     },
     /// Install git hooks: pre-commit refuses commits touching files other agents have
     /// locked or credential files; pre-push refuses force pushes and deletions of

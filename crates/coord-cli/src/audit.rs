@@ -4,10 +4,10 @@
 
 use crate::anchor;
 use crate::args::{AuditArgs, AuditCommand, AuditCommandArgs, ResultArg};
-use crate::commands::parse_when;
 use crate::context::Context;
 use crate::output::ellipsis;
 use crate::output::{EXIT_OK, EXIT_REFUSED, Output, table, when};
+use crate::values::parse_when;
 use coord_domain::access::Principal;
 use coord_domain::audit::{AuditOutcome, AuditQueryRequest, AuditQueryResult};
 use coord_domain::audit_chain::{

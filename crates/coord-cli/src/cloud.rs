@@ -5,9 +5,9 @@
 //! `explain_profile`).
 
 use crate::args::{Cli, CloudCommand, GlobalArgs, IssueArgs};
-use crate::commands::parse_lifetime;
 use crate::context::Context;
 use crate::output::{Output, when};
+use crate::values::parse_lifetime;
 use coord_domain::access::Principal;
 use coord_domain::keys::{CreateApiKeyRequest, CreateApiKeyResult};
 use coord_domain::profiles::{AssignProfileRequest, ExplainProfileRequest};

@@ -4,7 +4,7 @@ use crate::args::*;
 use crate::context::Context;
 use crate::output;
 use crate::output::{Output, ellipsis, table, when};
-use chrono::Utc;
+use crate::values::{parse_json, parse_lifetime};
 use coord_domain::guardrails::{CheckGuardrailsRequest, CheckGuardrailsResult};
 use coord_domain::handoffs::WriteHandoffRequest;
 use coord_domain::handoffs::{ALL_AGENTS, Handoff, ReadHandoffRequest};
@@ -20,47 +20,17 @@ use coord_domain::sessions::{
     AgentStatus, CleanupDeadAgentsRequest, DiscoverAgentsRequest, HeartbeatRequest, RegisterSessionRequest,
 };
 use coord_domain::status::StatusResult;
-use coord_domain::{CoordError, CoordResult, ErrorCode, Timestamp};
+use coord_domain::{CoordError, ErrorCode};
 use coord_service::CoordinationExt as _;
 use coord_service::{Coordination, Ports};
-use serde_json::Value;
 use std::fmt::Write;
-
-fn parse_json(field: &str, raw: Option<String>) -> CoordResult<Option<Value>> {
-    raw.map(|s| {
-        serde_json::from_str(&s).map_err(|e| {
-            CoordError::field(
-                ErrorCode::InvalidJson,
-                field,
-                format!("--{field} is not valid JSON: {e}"),
-            )
-        })
-    })
-    .transpose()
-}
-
-/// `15m`, `2h`, `1d` ago, or an RFC 3339 timestamp.
-pub fn parse_when(field: &str, raw: &str) -> CoordResult<Timestamp> {
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(raw.trim()) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    humantime::parse_duration(raw.trim())
-        .ok()
-        .and_then(|d| chrono::Duration::from_std(d).ok())
-        .and_then(|d| Utc::now().checked_sub_signed(d))
-        .ok_or_else(|| {
-            CoordError::field(
-                ErrorCode::InvalidArgument,
-                field,
-                format!("--{field} {raw:?} is neither an RFC 3339 time nor an age like 15m, 2h, 1d"),
-            )
-        })
-}
 
 pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;
     match command {
         Command::Init { .. }
+        | Command::Completions { .. }
+        | Command::Man
         | Command::Migrate
         | Command::Status
         | Command::Stats
@@ -455,24 +425,6 @@ fn render_guard(r: &CheckGuardrailsResult) -> String {
         ));
     }
     lines.join("\n")
-}
-
-/// `2h`, `30m`, `7d` as whole minutes.
-pub(crate) fn parse_lifetime(flag: &str, raw: &str) -> CoordResult<i64> {
-    humantime::parse_duration(raw.trim())
-        .ok()
-        .map(|d| d.as_secs().div_ceil(60) as i64)
-        .filter(|m| *m > 0)
-        .ok_or_else(|| {
-            CoordError::field(
-                ErrorCode::InvalidArgument,
-                flag,
-                format!(
-                    "--{} {raw:?} is not a duration like 30m, 2h or 7d",
-                    flag.replace('_', "-")
-                ),
-            )
-        })
 }
 
 /// `coord ports`: `ports` is the machine's allocator locally (no database is opened), or
@@ -921,35 +873,4 @@ pub fn render_status(s: &StatusResult) -> String {
         }
     }
     o
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_parse_as_rfc3339_or_age() {
-        let t = parse_when("since", "2026-11-21T10:00:00Z").unwrap();
-        assert_eq!(t.to_rfc3339(), "2026-11-21T10:00:00+00:00");
-        let ago = parse_when("since", "2h").unwrap();
-        let delta = Utc::now() - ago;
-        assert!(delta >= chrono::Duration::minutes(119) && delta <= chrono::Duration::minutes(121));
-        for bad in ["yesterday-ish", "300000y", "99999999999999d"] {
-            let e = parse_when("since", bad).unwrap_err();
-            assert_eq!(e.field.as_deref(), Some("since"), "{bad}");
-        }
-    }
-
-    #[test]
-    fn json_arguments_are_checked() {
-        assert_eq!(
-            parse_json("input", Some("{\"a\":1}".into())).unwrap(),
-            Some(serde_json::json!({"a": 1}))
-        );
-        assert_eq!(parse_json("input", None).unwrap(), None);
-        assert_eq!(
-            parse_json("input", Some("{".into())).unwrap_err().code,
-            ErrorCode::InvalidJson
-        );
-    }
 }

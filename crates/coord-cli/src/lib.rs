@@ -11,10 +11,13 @@ mod audit;
 mod bench;
 mod cloud;
 pub mod commands;
+mod config_file;
 mod doctor;
 mod files;
+mod grammar;
 mod guard;
 pub mod hooks;
+mod instructions;
 mod memory;
 mod network;
 pub mod notify;
@@ -27,6 +30,7 @@ mod sandbox;
 pub mod setup;
 mod spawned;
 mod stats;
+mod values;
 mod verify;
 
 use args::{Cli, Command};
@@ -159,6 +163,12 @@ pub async fn run(cli: Cli) -> u8 {
     let out = Output { json: cli.global.json };
     if let Command::Hook(hook) = &cli.command {
         return hooks::run(&hook.event, &cli.global).await;
+    }
+    // From the grammar alone: no repository, store or identity needed.
+    match &cli.command {
+        Command::Completions { shell } => return grammar::completions(*shell),
+        Command::Man => return grammar::man_page(),
+        _ => {}
     }
     let ctx = match Context::resolve(&cli.global.settings()) {
         Ok(c) => c,
@@ -304,6 +314,7 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             no_user_settings,
             toolsets,
             no_runtime_sandbox,
+            no_instructions,
             ..
         } => init_claude(
             ctx,
@@ -312,7 +323,12 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             !*no_user_settings,
             !*no_runtime_sandbox,
         )
-        .and_then(|c| setup::apply(c, *dry_run, None)),
+        .and_then(|mut c| {
+            if !*no_instructions {
+                c.push(instructions::change(&ctx.repo_root, "CLAUDE.md")?);
+            }
+            setup::apply(c, *dry_run, None)
+        }),
         InitTarget::Codex {
             write,
             dry_run,
@@ -320,6 +336,7 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             toolsets,
             project,
             no_runtime_sandbox,
+            no_instructions,
         } if *write || *dry_run => {
             let hooks_dir = match project {
                 true => ctx.repo_root.join(".codex"),
@@ -329,6 +346,9 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             setup::codex(&setup::codex_home(), command, toolsets.as_deref(), sandbox_in).and_then(
                 |(mut changes, warning)| {
                     changes.push(setup::codex_hooks(&hooks_dir, command)?);
+                    if !*no_instructions {
+                        changes.push(instructions::change(&ctx.repo_root, "AGENTS.md")?);
+                    }
                     let mut r = setup::apply(changes, *dry_run, None)?;
                     r.warnings.extend(warning);
                     Ok(r)

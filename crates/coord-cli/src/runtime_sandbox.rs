@@ -19,7 +19,7 @@
 //! it), and the user can turn it off: `--no-runtime-sandbox`, or Codex's `--sandbox` /
 //! `--dangerously-bypass-approvals-and-sandbox`.
 
-use crate::setup::Change;
+use crate::config_file::Change;
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -144,14 +144,14 @@ pub fn claude_gap(layers: &[Value], protected: &[PathBuf]) -> Option<String> {
 /// checkout's) through the repository's `info/exclude`.
 pub fn claude(repo_root: &Path, protected: &[PathBuf]) -> CoordResult<Vec<Change>> {
     let path = repo_root.join(".claude").join("settings.local.json");
-    let before = crate::setup::read_optional(&path)?;
-    let mut settings = crate::setup::parse_json_object(&path, before.as_deref())?;
+    let before = crate::config_file::read_optional(&path)?;
+    let mut settings = crate::config_file::parse_json_object(&path, before.as_deref())?;
     claude_settings(&mut settings, protected)
         .map_err(|e| CoordError::new(ErrorCode::InvalidJson, format!("{}: {e}", path.display())))?;
     let mut changes = vec![Change {
         path,
         before,
-        after: crate::setup::pretty(settings),
+        after: crate::config_file::pretty(settings),
         executable: false,
     }];
     changes.extend(exclude_local_settings(repo_root)?);
@@ -170,10 +170,10 @@ fn exclude_local_settings(repo_root: &Path) -> CoordResult<Option<Change>> {
         // Not a repository (or no git): nothing to keep it out of.
         _ => return Ok(None),
     }
-    let Ok(path) = crate::setup::git_path(repo_root, "info/exclude") else {
+    let Ok(path) = crate::config_file::git_path(repo_root, "info/exclude") else {
         return Ok(None);
     };
-    let before = crate::setup::read_optional(&path)?;
+    let before = crate::config_file::read_optional(&path)?;
     let mut after = before.clone().unwrap_or_default();
     if !after.is_empty() && !after.ends_with('\n') {
         after.push('\n');

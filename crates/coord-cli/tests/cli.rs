@@ -2458,3 +2458,52 @@ fn the_github_outbox_through_the_cli() {
         "{table}"
     );
 }
+
+/// Completions from the grammar, loaded into a real bash: typing `coord lo<TAB>` offers
+/// `lock`, and `coord lock <TAB>` its subcommands. zsh's and fish's scripts name coord's
+/// commands too; the man page documents every command and its flags.
+#[test]
+fn completions_and_the_man_page_come_from_the_grammar() {
+    let r = Repo::new();
+    let script = r.command(&["completions", "bash"]).output().unwrap();
+    assert!(script.status.success(), "{script:?}");
+    let path = r.root().join("coord.bash");
+    std::fs::write(&path, &script.stdout).unwrap();
+    let complete = |words: &str| {
+        let line = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             _coord coord \"${{COMP_WORDS[-1]}}\" \"${{COMP_WORDS[-2]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            path.display()
+        );
+        let out = Command::new("bash").args(["--norc", "-c", &line]).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let offered = complete("coord lo");
+    assert!(offered.lines().any(|w| w == "lock"), "{offered}");
+    let offered = complete("coord lock ''");
+    for sub in ["acquire", "release", "list"] {
+        assert!(offered.lines().any(|w| w == sub), "coord lock {sub}: {offered}");
+    }
+    for shell in ["zsh", "fish"] {
+        let out = r.command(&["completions", shell]).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            out.status.success() && text.contains("coord") && text.contains("acquire"),
+            "{shell}: {text}"
+        );
+    }
+    let bad = r.command(&["completions", "tcsh"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2), "an unknown shell is a usage error");
+
+    let man = r.command(&["man"]).output().unwrap();
+    let page = String::from_utf8(man.stdout).unwrap();
+    assert!(
+        man.status.success() && page.starts_with(".ie"),
+        "{}",
+        &page[..page.len().min(300)]
+    );
+    for needle in [".TH coord 1", ".TH coord-lock 1", ".TH coord-lock-acquire 1", "\\-\\-json", "\\-\\-ttl"] {
+        assert!(page.contains(needle), "the man page has {needle}");
+    }
+}

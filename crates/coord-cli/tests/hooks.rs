@@ -598,6 +598,14 @@ fn init_claude_writes_mcp_and_hook_configuration_idempotently() {
             .all(|f| f["action"] == "unchanged"),
         "{again}"
     );
+    // CLAUDE.md tells the agent how to work beside others, once, in a marked section.
+    let claude_md = std::fs::read_to_string(p.root().join("CLAUDE.md")).unwrap();
+    assert!(claude_md.contains("Working beside other agents (coord)") && claude_md.contains("acquire_lock"));
+    assert!(
+        claude_md.chars().count() <= 1500,
+        "{} characters",
+        claude_md.chars().count()
+    );
     let human = String::from_utf8(p.coord(&["init", "claude", "--dry-run"]).stdout).unwrap();
     assert!(human.contains("unchanged"), "{human}");
     assert!(
@@ -613,9 +621,19 @@ fn init_claude_approves_its_server_in_the_user_settings() {
     let p = Project::new();
     let user = p.user.path().join("settings.json");
     std::fs::write(&user, r#"{"theme": "dark", "enabledMcpjsonServers": ["other"]}"#).unwrap();
-    let bare = p.json(&["init", "claude", "--no-user-settings", "--no-runtime-sandbox"]);
+    let bare = p.json(&[
+        "init",
+        "claude",
+        "--no-user-settings",
+        "--no-runtime-sandbox",
+        "--no-instructions",
+    ]);
     assert_eq!(bare["files"].as_array().unwrap().len(), 2, "{bare}");
-    let skipped = p.json(&["init", "claude", "--no-user-settings"]);
+    assert!(
+        !p.root().join("CLAUDE.md").exists(),
+        "--no-instructions leaves CLAUDE.md alone"
+    );
+    let skipped = p.json(&["init", "claude", "--no-user-settings", "--no-instructions"]);
     let files = skipped["files"].as_array().unwrap();
     assert_eq!(files.len(), 3, "{skipped}");
     assert!(
@@ -659,6 +677,7 @@ fn init_codex_prints_or_merges_the_config_entry() {
     );
     let home = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.toml"), "model = \"gpt\"\n").unwrap();
+    std::fs::write(p.root().join("AGENTS.md"), "# Conventions\n\nRun make test.\n").unwrap();
     let run = |args: &[&str]| {
         let out = p.command(args).env("CODEX_HOME", home.path()).output().unwrap();
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
@@ -677,6 +696,17 @@ fn init_codex_prints_or_merges_the_config_entry() {
     );
     let text = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
     assert!(text.starts_with("model = \"gpt\""), "{text}");
+    // AGENTS.md: what the user wrote stays; coord's section is added once.
+    let agents_md = std::fs::read_to_string(p.root().join("AGENTS.md")).unwrap();
+    assert!(
+        agents_md.starts_with("# Conventions\n\nRun make test.\n\n<!-- coord: begin"),
+        "{agents_md}"
+    );
+    assert_eq!(
+        agents_md.matches("Working beside other agents (coord)").count(),
+        1,
+        "{agents_md}"
+    );
     assert!(text.contains("default_tools_approval_mode = \"approve\""));
 }
 

@@ -342,7 +342,8 @@ def codex_vs_claude(w):
                    {"tool": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(60)'",
                                               "description": "hold the file"}},
                    {"text": "A done"}],
-        "C_lock": [{"tool": "acquire_lock", "input": {"file_path": "src/codex.rs", "reason": "codex edits"}},
+        "C_lock": [{"tool": "acquire_lock", "input": {"file_path": "src/codex.rs", "reason": "codex edits"},
+                    "record_context": True},
                    {"tool": "acquire_lock", "input": {"file_path": "src/shared.rs", "reason": "codex too"}},
                    {"text": "C done"}],
     })
@@ -387,6 +388,10 @@ wire_api = "responses"
              if e["parameters"].get("file_path") == "src/shared.rs"]
     check(len(tries) == 1 and tries[0]["result"].get("action") == "blocked"
           and tries[0]["result"].get("locked_by") == claude_id, f"Codex was refused the Claude session's file: {tries}")
+    # `coord init codex --write` told it how to work beside others, in AGENTS.md.
+    sent = "\n".join(e["context"] for e in w.entries() if e.get("script") == "C_lock" and "context" in e)
+    check("Working beside other agents (coord)" in sent and "write_handoff" in sent,
+          f"AGENTS.md's coord section reached Codex's model: {sent[:2000]}")
     # What every Codex model request carries of coord (its tool list): at most 6k tokens.
     sizes = [e["coord_chars"] for e in w.entries() if e.get("script") == "C_lock" and e.get("coord_chars")]
     check(sizes and max(sizes) <= 24000, f"coord's part of a Codex request: {sizes} characters")
@@ -964,6 +969,8 @@ def claude_session_start_memory(w):
           f"the relevant memory reached the model: {seen[-3000:]}")
     check("clear the cookie in the logout handler" in seen, "with its lesson")
     check("docker image grew" not in seen, "the unrelated memory stayed out")
+    check("Working beside other agents (coord)" in seen and "acquire_lock" in seen,
+          f"CLAUDE.md's coord section, written by coord init claude, reached the model: {seen[:2000]}")
     recalls = w.coord("audit", "--operation", "recall")["entries"]
     check(any(e["agent_id"].startswith("claude-code-") for e in recalls),
           f"the session's own identity recalled them: {[e['agent_id'] for e in recalls]}")

@@ -264,6 +264,9 @@ class Handler(BaseHTTPRequestHandler):
                  "tool_types": sorted({str(t.get("type")) for t in body.get("tools") or []}),
                  "keys": sorted(body),
                  "last_result": outputs[-1].get("output") if outputs else None}
+        if script is not None and SCRIPTS.get(script, [{}])[0].get("record_context"):
+            # Everything the model was given (Codex puts AGENTS.md in the request's input).
+            entry["context"] = json.dumps(body)[:200000]
         item = None
         if script is not None and script in SCRIPTS:
             step = step_of(script, steps_done)
