@@ -333,35 +333,27 @@ async fn run_worker(
             ));
         }
     };
-    let e2b = if w.executors.contains(&Executor::E2b) {
-        match coord_remote::e2b::E2b::from_env() {
-            Ok(Some(e)) => Some(e),
-            Ok(None) => {
-                return out.error(&CoordError::field(
-                    ErrorCode::InvalidArgument,
-                    "E2B_API_KEY",
-                    "e2b runs need E2B_API_KEY (E2B_API_URL for another control plane)",
-                ));
-            }
-            Err(e) => return out.error(&e),
-        }
-    } else {
-        None
+    let e2b = w.executors.contains(&Executor::E2b).then(|| {
+        needed(
+            coord_remote::e2b::E2b::from_env(),
+            "E2B_API_KEY",
+            "e2b runs need E2B_API_KEY (E2B_API_URL for another control plane)",
+        )
+    });
+    let e2b = match e2b.transpose() {
+        Ok(e) => e,
+        Err(e) => return out.error(&e),
     };
-    let api = if w.executors.contains(&Executor::GithubActions) {
-        match coord_remote::github::GithubApi::from_env() {
-            Ok(Some(api)) => Some(api),
-            Ok(None) => {
-                return out.error(&CoordError::field(
-                    ErrorCode::InvalidArgument,
-                    "COORD_GITHUB_TOKEN",
-                    "github_actions runs need COORD_GITHUB_TOKEN (or GITHUB_TOKEN): a token that may dispatch workflows (Actions: write)",
-                ));
-            }
-            Err(e) => return out.error(&e),
-        }
-    } else {
-        None
+    let api = w.executors.contains(&Executor::GithubActions).then(|| {
+        needed(
+            coord_remote::github::GithubApi::from_env(),
+            "COORD_GITHUB_TOKEN",
+            "github_actions runs need COORD_GITHUB_TOKEN (or GITHUB_TOKEN): a token that may dispatch workflows (Actions: write)",
+        )
+    });
+    let api = match api.transpose() {
+        Ok(a) => a,
+        Err(e) => return out.error(&e),
     };
     if !(0.01..=3600.0).contains(&actions_poll) {
         return out.error(&CoordError::field(
@@ -384,6 +376,12 @@ async fn run_worker(
         Ok(()) => 0,
         Err(e) => out.error(&e),
     }
+}
+
+/// A service an executor needs, configured in the environment: unset is an error naming
+/// the variable to set.
+fn needed<T>(found: CoordResult<Option<T>>, var: &str, why: &str) -> CoordResult<T> {
+    found?.ok_or_else(|| CoordError::field(ErrorCode::InvalidArgument, var, why))
 }
 
 fn show_worker_event(event: WorkerEvent<'_>, out: Output) {
