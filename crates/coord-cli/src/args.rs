@@ -242,16 +242,6 @@ impl Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print a completion script for your shell, from coord's own grammar: add
-    /// `source <(coord completions bash)` to ~/.bashrc (zsh: `source <(coord completions
-    /// zsh)` after compinit; fish: `coord completions fish | source`)
-    Completions {
-        /// bash, zsh, fish, elvish or powershell
-        shell: clap_complete::Shell,
-    },
-    /// Print coord's man page (roff), from its own grammar: `coord man | man -l -`, or
-    /// `coord man > ~/.local/share/man/man1/coord.1`
-    Man,
     /// Create the database and print where it is; or set up an agent runtime:
     /// `coord init claude`, `coord init codex`, `coord init git-hook`
     Init {
@@ -406,6 +396,16 @@ pub enum Command {
     /// git-pre-commit or git-pre-push. Never breaks the agent's session when the
     /// coordinator is unreachable (the guardrails then decide locally)
     Hook(HookArgs),
+    /// Print a completion script for your shell, from coord's own grammar: add
+    /// `source <(coord completions bash)` to ~/.bashrc (zsh: `source <(coord completions
+    /// zsh)` after compinit; fish: `coord completions fish | source`)
+    Completions {
+        /// bash, zsh, fish, elvish or powershell
+        shell: clap_complete::Shell,
+    },
+    /// Print coord's man page (roff), from its own grammar: `coord man | man -l -`, or
+    /// `coord man > ~/.local/share/man/man1/coord.1`
+    Man,
 }
 
 #[derive(Debug, Args)]
