@@ -2503,7 +2503,13 @@ fn completions_and_the_man_page_come_from_the_grammar() {
         "{}",
         &page[..page.len().min(300)]
     );
-    for needle in [".TH coord 1", ".TH coord-lock 1", ".TH coord-lock-acquire 1", "\\-\\-json", "\\-\\-ttl"] {
+    for needle in [
+        ".TH coord 1",
+        ".TH coord-lock 1",
+        ".TH coord-lock-acquire 1",
+        "\\-\\-json",
+        "\\-\\-ttl",
+    ] {
         assert!(page.contains(needle), "the man page has {needle}");
     }
 }
