@@ -337,24 +337,15 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
             project,
             no_runtime_sandbox,
             no_instructions,
-        } if *write || *dry_run => {
-            let hooks_dir = match project {
-                true => ctx.repo_root.join(".codex"),
-                false => setup::codex_home(),
-            };
-            let sandbox_in = (!*no_runtime_sandbox).then_some(ctx.repo_root.as_path());
-            setup::codex(&setup::codex_home(), command, toolsets.as_deref(), sandbox_in).and_then(
-                |(mut changes, warning)| {
-                    changes.push(setup::codex_hooks(&hooks_dir, command)?);
-                    if !*no_instructions {
-                        changes.push(instructions::change(&ctx.repo_root, "AGENTS.md")?);
-                    }
-                    let mut r = setup::apply(changes, *dry_run, None)?;
-                    r.warnings.extend(warning);
-                    Ok(r)
-                },
-            )
-        }
+        } if *write || *dry_run => init_codex(ctx, command, toolsets.as_deref(), *project, !*no_runtime_sandbox)
+            .and_then(|(mut changes, warning)| {
+                if !*no_instructions {
+                    changes.push(instructions::change(&ctx.repo_root, "AGENTS.md")?);
+                }
+                let mut r = setup::apply(changes, *dry_run, None)?;
+                r.warnings.extend(warning);
+                Ok(r)
+            }),
         InitTarget::Codex { command, toolsets, .. } => Ok(setup::SetupResult {
             success: true,
             files: Vec::new(),
@@ -427,6 +418,26 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
         }
         text
     })
+}
+
+/// Codex's side of `coord init codex --write`: the MCP server in the user's config, the
+/// hooks (user-level, or this repository's with `project`), the permission profile; and
+/// what could not be done.
+fn init_codex(
+    ctx: &Context,
+    command: &str,
+    toolsets: Option<&str>,
+    project: bool,
+    sandbox: bool,
+) -> coord_domain::CoordResult<(Vec<setup::Change>, Option<String>)> {
+    let hooks_dir = match project {
+        true => ctx.repo_root.join(".codex"),
+        false => setup::codex_home(),
+    };
+    let sandbox_in = sandbox.then_some(ctx.repo_root.as_path());
+    let (mut changes, warning) = setup::codex(&setup::codex_home(), command, toolsets, sandbox_in)?;
+    changes.push(setup::codex_hooks(&hooks_dir, command)?);
+    Ok((changes, warning))
 }
 
 /// Claude Code's side of `coord init claude`: the MCP server and hooks, the user's
