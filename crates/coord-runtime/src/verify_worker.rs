@@ -54,6 +54,20 @@ fn refused(reason: String) -> Outcome {
     }
 }
 
+/// A run whose command exited with `code` (`place`: where it ran, for the reason).
+fn exited(code: i32, place: &str, output: String) -> Outcome {
+    Outcome {
+        status: if code == 0 {
+            RunStatus::Passed
+        } else {
+            RunStatus::Failed
+        },
+        exit_code: Some(code),
+        reason: (code != 0).then(|| format!("exit code {code}{place}")),
+        output,
+    }
+}
+
 /// The commit the repository's HEAD is at, if it is a git checkout with one.
 fn head(ctx: &Context) -> Option<String> {
     std::process::Command::new("git")
@@ -118,16 +132,7 @@ async fn execute_e2b(run: &ClaimedRun, e2b: &coord_remote::e2b::E2b) -> Outcome 
         timeout: std::time::Duration::from_secs(u64::from(p.timeout_seconds)),
     };
     match e2b.run(&job, verification::MAX_OUTPUT_TAIL).await {
-        Ran::Exited { code, output } => Outcome {
-            status: if code == 0 {
-                RunStatus::Passed
-            } else {
-                RunStatus::Failed
-            },
-            exit_code: Some(code),
-            reason: (code != 0).then(|| format!("exit code {code} in the E2B sandbox")),
-            output,
-        },
+        Ran::Exited { code, output } => exited(code, " in the E2B sandbox", output),
         Ran::TimedOut { output } => Outcome {
             status: RunStatus::TimedOut,
             exit_code: None,
@@ -219,19 +224,7 @@ async fn execute(run: &ClaimedRun, ctx: &Context, no_sandbox: bool) -> Outcome {
             output,
             ..refused(format!("waiting for the run: {e}"))
         },
-        Ok(Ok(status)) => {
-            let code = coord_egress::sandbox::exit_code(status);
-            Outcome {
-                status: if code == 0 {
-                    RunStatus::Passed
-                } else {
-                    RunStatus::Failed
-                },
-                exit_code: Some(code),
-                reason: (code != 0).then(|| format!("exit code {code}")),
-                output,
-            }
-        }
+        Ok(Ok(status)) => exited(coord_egress::sandbox::exit_code(status), "", output),
     }
 }
 
