@@ -37,7 +37,9 @@ pub async fn run(opts: &BenchOptions) -> BenchResult<Report> {
         for s in &servers {
             clients.push(Arc::new(s.client()?));
         }
-        let mut report = simulate(opts, clients, &scratch, Shared::new(opts.seconds)).await?;
+        let shared = Shared::new(opts.seconds);
+        shared.count_round_trips(scratch.round_trips(), false);
+        let mut report = simulate(opts, clients, &scratch, shared).await?;
         report.counts.insert("nodes", servers.len() as u64);
         Ok(report)
     }

@@ -24,6 +24,7 @@
 
 use crate::agents;
 use crate::driver::Shared;
+use crate::link::rewrite_address;
 use crate::mcp::McpClient;
 use crate::remote::ServeChild;
 use crate::target::Scratch;
@@ -88,41 +89,6 @@ fn faults(backend: &str) -> &'static [Fault] {
         "postgres" => &[Fault::KillNode, Fault::KillAgent, Fault::DbOutage, Fault::StopNode],
         _ => &[Fault::KillNode, Fault::KillAgent, Fault::StopNode],
     }
-}
-
-/// The host and port of a `postgres://` URL, and the URL with another address in their
-/// place: `None` when the URL names no TCP address (a Unix socket, no host).
-fn rewrite_address(url: &str, to: &str) -> Option<(String, String)> {
-    let scheme_end = url.find("://")? + 3;
-    let rest = &url[scheme_end..];
-    // Parameters that name the server again would take the nodes around the gate.
-    let query = rest.split_once('?').map_or("", |(_, q)| q);
-    if query
-        .split('&')
-        .any(|kv| kv.starts_with("host=") || kv.starts_with("hostaddr=") || kv.starts_with("port="))
-    {
-        return None;
-    }
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let host_start = authority.rfind('@').map_or(0, |at| at + 1);
-    let host_port = &authority[host_start..];
-    if host_port.is_empty() || host_port.contains(',') || host_port.starts_with('%') {
-        return None;
-    }
-    let address = if host_port.starts_with('[') {
-        match host_port.rfind("]:") {
-            Some(_) => host_port.to_string(),
-            None => format!("{host_port}:5432"),
-        }
-    } else if host_port.contains(':') {
-        host_port.to_string()
-    } else {
-        format!("{host_port}:5432")
-    };
-    let start = scheme_end + host_start;
-    let rewritten = format!("{}{to}{}", &url[..start], &url[scheme_end + authority_end..]);
-    Some((address, rewritten))
 }
 
 /// A TCP gate in front of the database: open, it passes connections through; cut, it
@@ -519,38 +485,6 @@ async fn measure(opts: &BenchOptions, scratch: &Scratch, agents_dir: &Path) -> B
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn database_urls_are_sent_through_the_gate() {
-        let cases = [
-            (
-                "postgres://postgres@127.0.0.1:5432/db",
-                Some(("127.0.0.1:5432", "postgres://postgres@127.0.0.1:9/db")),
-            ),
-            (
-                "postgresql://u:p@db.example:6000/x?sslmode=disable",
-                Some(("db.example:6000", "postgresql://u:p@127.0.0.1:9/x?sslmode=disable")),
-            ),
-            (
-                "postgres://localhost/db",
-                Some(("localhost:5432", "postgres://127.0.0.1:9/db")),
-            ),
-            (
-                "postgres://u@[::1]:5433/db",
-                Some(("[::1]:5433", "postgres://u@127.0.0.1:9/db")),
-            ),
-            ("postgres:///db?host=/run/postgresql", None),
-            ("postgres://u@h1:1,h2:2/db", None),
-            ("postgres://u@127.0.0.1:5432/db?host=/run/postgresql", None),
-            ("postgres://u@127.0.0.1/db?sslmode=disable&port=6000", None),
-            ("not a url", None),
-        ];
-        for (url, want) in cases {
-            let got = rewrite_address(url, "127.0.0.1:9");
-            let got = got.as_ref().map(|(a, u)| (a.as_str(), u.as_str()));
-            assert_eq!(got, want, "{url}");
-        }
-    }
 
     #[test]
     fn every_backend_gets_every_fault_it_can_have() {

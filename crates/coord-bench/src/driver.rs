@@ -1,6 +1,7 @@
 //! Running N clients until the deadline, and turning what they measured into a report.
 
 use crate::invariants::Invariants;
+use crate::link::RoundTrips;
 use crate::progress::Progress;
 use crate::stats::Samples;
 use crate::{BenchOptions, Report};
@@ -17,6 +18,14 @@ pub struct Shared {
     ops: AtomicU64,
     errors: AtomicU64,
     pub invariants: Invariants,
+    /// The run's link to the database, when it has one (`--rtt`): its round trips.
+    round_trips: std::sync::OnceLock<(RoundTrips, u64, bool)>,
+}
+
+/// When an operation started, for [`Tally::timed`].
+pub struct Timer {
+    start: Instant,
+    round_trips: Option<u64>,
 }
 
 impl Shared {
@@ -28,7 +37,34 @@ impl Shared {
             ops: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             invariants: Invariants::default(),
+            round_trips: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Counts the round trips of `link` from now on; per operation only when `exact`
+    /// (one client: nothing else runs between an operation's start and its end).
+    pub fn count_round_trips(&self, link: RoundTrips, exact: bool) {
+        if let Some(now) = link.now() {
+            let _ = self.round_trips.set((link, now, exact));
+        }
+    }
+
+    /// Round trips since counting started, when counted.
+    pub fn round_trips(&self) -> Option<u64> {
+        let (link, start, _) = self.round_trips.get()?;
+        Some(link.now()? - start)
+    }
+
+    /// Starts timing an operation.
+    pub fn timer(&self) -> Timer {
+        Timer {
+            start: Instant::now(),
+            round_trips: self
+                .round_trips
+                .get()
+                .filter(|(_, _, exact)| *exact)
+                .and_then(|(link, _, _)| link.now()),
+        }
     }
 
     pub fn running(&self) -> bool {
@@ -79,6 +115,17 @@ impl Tally {
 
     pub fn op(&mut self, what: &'static str, elapsed: Duration) {
         self.per_op.entry(what).or_default().record(elapsed);
+    }
+
+    /// Records the operation `timer` timed: its latency, and its round trips when the run
+    /// counts them per operation.
+    pub fn timed(&mut self, what: &'static str, timer: &Timer, shared: &Shared) {
+        let samples = self.per_op.entry(what).or_default();
+        samples.record(timer.start.elapsed());
+        let now = shared.round_trips.get().and_then(|(link, _, _)| link.now());
+        if let (Some(start), Some(now)) = (timer.round_trips, now) {
+            samples.round_trips(now - start);
+        }
     }
 
     fn merge(&mut self, other: Tally) {
@@ -168,6 +215,7 @@ pub fn report(
 ) -> Report {
     let seconds = elapsed.as_secs_f64();
     let ops = tally.main.len() as u64;
+    let round_trips = shared.round_trips().filter(|_| ops > 0);
     Report {
         workload: opts.workload.name(),
         backend,
@@ -189,7 +237,13 @@ pub fn report(
         limit_unavailable: None,
         per_operation: tally.per_op.iter_mut().map(|(k, v)| (*k, v.summary())).collect(),
         counts: tally.counts,
+        rtt_ms: opts.db.rtt().map(|d| d.as_secs_f64() * 1000.0),
+        round_trips_per_op: round_trips.map(|n| round2(n as f64 / ops as f64)),
     }
+}
+
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
 }
 
 /// A small fast generator for choosing paths and think times (no need for quality).

@@ -34,6 +34,7 @@ pub mod guardrails;
 pub mod hooks;
 mod invariants;
 mod limit;
+pub mod link;
 mod locks;
 mod mcp;
 mod progress;
@@ -149,6 +150,12 @@ pub struct Report {
     /// Workload-specific counts (blocked acquisitions, empty claims, ...).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub counts: BTreeMap<&'static str, u64>,
+    /// The round-trip time the run added between coord and the database (`--rtt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_ms: Option<f64>,
+    /// Round trips to the database per completed unit, all clients' (`--rtt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_trips_per_op: Option<f64>,
 }
 
 impl Report {

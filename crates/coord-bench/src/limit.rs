@@ -105,6 +105,8 @@ fn limit_report(opts: &BenchOptions, backend: &'static str, mode: &'static str) 
         limit_unavailable: None,
         per_operation: BTreeMap::new(),
         counts: BTreeMap::new(),
+        rtt_ms: opts.db.rtt().map(|d| d.as_secs_f64() * 1000.0),
+        round_trips_per_op: None,
     }
 }
 

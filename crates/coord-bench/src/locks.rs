@@ -2,6 +2,7 @@
 //! or as the store's raw statements.
 
 use crate::driver::{Rng, Shared, Tally, bench_path, report, run_clients, run_threads};
+use crate::link::RoundTrips;
 use crate::target::{Handle, Scratch};
 use crate::{BenchError, BenchOptions, BenchResult, Report};
 use coord_domain::locks::{AcquireLockRequest, CheckLocksRequest, LockAction, ReleaseLockRequest};
@@ -20,7 +21,7 @@ fn who(client: usize) -> Identity {
 
 pub async fn service(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> {
     let coord: Arc<dyn Coordination> = Arc::new(scratch.coordinator());
-    Ok(through(opts, coord, scratch.backend, "service").await)
+    Ok(through(opts, coord, scratch.backend, "service", scratch.round_trips()).await)
 }
 
 /// The lock workload through any `Coordination` (in process, or a remote client).
@@ -29,8 +30,10 @@ pub async fn through(
     coord: Arc<dyn Coordination>,
     backend: &'static str,
     mode: &'static str,
+    round_trips: RoundTrips,
 ) -> Report {
     let shared = Shared::new(opts.seconds);
+    shared.count_round_trips(round_trips, opts.clients == 1);
     let paths = opts.paths;
     let label = format!("{} {backend} {mode}", opts.workload.name());
     let (tally, elapsed) = run_clients(opts, label, &shared, opts.clients, |i, shared| {
@@ -43,13 +46,14 @@ pub async fn through(
             while shared.running() {
                 let path = bench_path(&mut rng, paths);
                 let t0 = Instant::now();
+                let timer = shared.timer();
                 let req = AcquireLockRequest {
                     file_path: path.clone(),
                     reason: None,
                     ttl_minutes: None,
                 };
                 let answer = coord.acquire_lock(&caller, req).await;
-                tally.op("acquire_lock", t0.elapsed());
+                tally.timed("acquire_lock", &timer, &shared);
                 let acquired = match answer {
                     Ok(r) if r.success => r,
                     Ok(_) => {
@@ -67,9 +71,9 @@ pub async fn through(
                 let req = ReleaseLockRequest {
                     file_path: path.clone(),
                 };
-                let t1 = Instant::now();
+                let timer = shared.timer();
                 let answer = coord.release_lock(&caller, req).await;
-                tally.op("release_lock", t1.elapsed());
+                tally.timed("release_lock", &timer, &shared);
                 match answer {
                     Ok(_) => {
                         tally.main.record(t0.elapsed());
@@ -162,6 +166,7 @@ fn raw_pair(
 
 pub async fn raw(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> {
     let shared = Shared::new(opts.seconds);
+    shared.count_round_trips(scratch.round_trips(), opts.clients == 1);
     let paths = opts.paths;
     let label = format!("locks {} raw", scratch.backend);
     let (tally, elapsed) = match &scratch.handle {

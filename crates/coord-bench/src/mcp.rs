@@ -141,6 +141,8 @@ async fn measure(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> 
     let clients: Vec<_> = clients.into_iter().map(|c| std::sync::Mutex::new(Some(c))).collect();
     let clients = std::sync::Arc::new(clients);
     let shared = Shared::new(opts.seconds);
+    // Per unit only: the children's round trips interleave.
+    shared.count_round_trips(scratch.round_trips(), false);
     let paths = opts.paths;
     let label = format!("mcp {}", scratch.backend);
     let finished = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));

@@ -102,6 +102,7 @@ pub async fn service(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Repo
     let prefilled = prefill(opts, scratch).await?;
     let coord: Arc<dyn Coordination> = Arc::new(scratch.coordinator());
     let shared = Shared::new(opts.seconds);
+    shared.count_round_trips(scratch.round_trips(), opts.clients == 1);
     let label = format!("queue {} service", scratch.backend);
     let (tally, elapsed) = run_clients(opts, label, &shared, opts.clients, |i, shared| {
         let coord = coord.clone();
@@ -112,7 +113,10 @@ pub async fn service(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Repo
             while shared.running() {
                 let t0 = Instant::now();
                 let outcome = async {
-                    let claimed = coord.get_work(&caller, GetWorkRequest::default()).await?;
+                    let timer = shared.timer();
+                    let claimed = coord.get_work(&caller, GetWorkRequest::default()).await;
+                    tally.timed("get_work", &timer, &shared);
+                    let claimed = claimed?;
                     let Some(task_id) = claimed.task_id else {
                         return Ok(None);
                     };
@@ -125,7 +129,10 @@ pub async fn service(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Repo
                         skill: None,
                         changes: None,
                     };
-                    coord.complete_work(&caller, done).await?;
+                    let timer = shared.timer();
+                    let completed = coord.complete_work(&caller, done).await;
+                    tally.timed("complete_work", &timer, &shared);
+                    completed?;
                     Ok(Some(task_id))
                 }
                 .await;
@@ -152,6 +159,7 @@ pub async fn service(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Repo
 pub async fn raw(opts: &BenchOptions, scratch: &Scratch) -> BenchResult<Report> {
     let prefilled = prefill(opts, scratch).await?;
     let shared = Shared::new(opts.seconds);
+    shared.count_round_trips(scratch.round_trips(), opts.clients == 1);
     let label = format!("queue {} raw", scratch.backend);
     let (tally, elapsed) = match &scratch.handle {
         Handle::Sqlite(store) => {

@@ -82,7 +82,7 @@ pub async fn run_http_locks(opts: &BenchOptions) -> BenchResult<Report> {
     let outcome = async {
         let server = ServeChild::start(opts, &scratch).await?;
         let coord = Arc::new(server.client()?);
-        let report = crate::locks::through(opts, coord, scratch.backend, "http").await;
+        let report = crate::locks::through(opts, coord, scratch.backend, "http", scratch.round_trips()).await;
         server.stop().await;
         Ok(report)
     }

@@ -4,15 +4,27 @@ use serde::Serialize;
 
 /// Latencies of one kind of operation, in microseconds.
 #[derive(Debug, Clone, Default)]
-pub struct Samples(Vec<u32>);
+pub struct Samples(Vec<u32>, RoundTripSum);
+
+/// Round trips counted over some of the samples: (sum, samples counted).
+#[derive(Debug, Clone, Copy, Default)]
+struct RoundTripSum(u64, u64);
 
 impl Samples {
     pub fn record(&mut self, elapsed: std::time::Duration) {
         self.0.push(u32::try_from(elapsed.as_micros()).unwrap_or(u32::MAX));
     }
 
+    /// The round trips one recorded sample made.
+    pub fn round_trips(&mut self, n: u64) {
+        self.1.0 += n;
+        self.1.1 += 1;
+    }
+
     pub fn merge(&mut self, other: Samples) {
         self.0.extend(other.0);
+        self.1.0 += other.1.0;
+        self.1.1 += other.1.1;
     }
 
     pub fn len(&self) -> usize {
@@ -38,6 +50,7 @@ impl Samples {
             count: self.0.len() as u64,
             p50_us: self.percentile(50.0),
             p99_us: self.percentile(99.0),
+            round_trips: (self.1.1 > 0).then(|| (self.1.0 as f64 / self.1.1 as f64 * 100.0).round() / 100.0),
         }
     }
 }
@@ -47,6 +60,9 @@ pub struct OpStats {
     pub count: u64,
     pub p50_us: u64,
     pub p99_us: u64,
+    /// Round trips to the database per operation, on average (`--rtt`, one client).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_trips: Option<f64>,
 }
 
 #[cfg(test)]
@@ -80,7 +96,8 @@ mod tests {
             OpStats {
                 count: 100,
                 p50_us: 50,
-                p99_us: 99
+                p99_us: 99,
+                round_trips: None
             }
         );
     }

@@ -1,6 +1,7 @@
 //! Scratch databases: every run gets a fresh one, so runs never see each other's rows
 //! and benchmarks never write into a real coordinator's (append-only) audit trail.
 
+use crate::link::{Link, RoundTrips};
 use crate::{BenchError, BenchResult};
 use coord_postgres::{PgOptions, PgStore};
 use coord_service::{CoordConfig, Coordinator, DatabaseClock};
@@ -15,8 +16,31 @@ use std::time::Duration;
 pub enum BenchDb {
     /// Fresh SQLite files in this directory.
     Sqlite { dir: PathBuf },
-    /// Fresh databases on the server this URL reaches (its user needs CREATEDB).
-    Postgres { url: String },
+    /// Fresh databases on the server this URL reaches (its user needs CREATEDB); with
+    /// `rtt`, reached through a [`Link`] that adds it to every round trip and counts them.
+    Postgres { url: String, rtt: Option<Duration> },
+}
+
+impl BenchDb {
+    /// The round-trip time a run adds (`--rtt`).
+    pub fn rtt(&self) -> Option<Duration> {
+        match self {
+            BenchDb::Postgres { rtt, .. } => *rtt,
+            BenchDb::Sqlite { .. } => None,
+        }
+    }
+}
+
+/// The scratch database's URL as this run reaches it: through a new [`Link`] when the
+/// run adds a round-trip time.
+async fn reach(url: String, rtt: Option<Duration>) -> BenchResult<(String, Option<Link>)> {
+    match rtt {
+        None => Ok((url, None)),
+        Some(rtt) => {
+            let link = Link::start(&url, rtt).await?;
+            Ok((link.url.clone(), Some(link)))
+        }
+    }
 }
 
 pub enum Handle {
@@ -32,6 +56,8 @@ pub struct Scratch {
     /// The audit key file of child servers (`COORD_AUDIT_KEY_FILE`), removed with the
     /// scratch database.
     pub audit_key: PathBuf,
+    /// The link the database is reached through (`--rtt`).
+    pub link: Option<Link>,
     cleanup: Cleanup,
 }
 
@@ -121,11 +147,13 @@ impl Scratch {
                     handle: Handle::Sqlite(store),
                     db_arg: path.display().to_string(),
                     audit_key,
+                    link: None,
                     cleanup,
                 })
             }
-            BenchDb::Postgres { url } => {
+            BenchDb::Postgres { url, rtt } => {
                 let scratch_url = coord_postgres::create_scratch_database(url, &name).await?;
+                let (scratch_url, link) = reach(scratch_url, *rtt).await?;
                 let audit_key = std::env::temp_dir().join(format!("{name}.audit.key"));
                 let cleanup = Cleanup::Database {
                     url: url.clone(),
@@ -149,10 +177,16 @@ impl Scratch {
                     handle: Handle::Postgres(store),
                     db_arg: scratch_url,
                     audit_key,
+                    link,
                     cleanup,
                 })
             }
         }
+    }
+
+    /// The round trips made to the database, when they are counted (`--rtt`).
+    pub fn round_trips(&self) -> RoundTrips {
+        self.link.as_ref().map(Link::counter).unwrap_or_default()
     }
 
     pub fn store(&self) -> Arc<dyn Store> {
@@ -200,6 +234,8 @@ impl Scratch {
 pub struct EmptyScratch {
     /// A SQLite file path, or a PostgreSQL URL.
     pub db_arg: String,
+    /// The link the database is reached through (`--rtt`), kept open for the run.
+    _link: Option<Link>,
     cleanup: Cleanup,
 }
 
@@ -211,10 +247,11 @@ impl EmptyScratch {
                 let (path, cleanup) = sqlite_files(dir, &name, &["", "-wal", "-shm", "-journal"])?;
                 Ok(EmptyScratch {
                     db_arg: path.display().to_string(),
+                    _link: None,
                     cleanup,
                 })
             }
-            BenchDb::Postgres { url } => {
+            BenchDb::Postgres { url, rtt } => {
                 let db_arg = coord_postgres::create_scratch_database(url, &name).await?;
                 let cleanup = Cleanup::Database {
                     url: url.clone(),
@@ -222,7 +259,12 @@ impl EmptyScratch {
                     key: PathBuf::new(),
                 };
                 live().push(cleanup.clone());
-                Ok(EmptyScratch { db_arg, cleanup })
+                let (db_arg, link) = reach(db_arg, *rtt).await?;
+                Ok(EmptyScratch {
+                    db_arg,
+                    _link: link,
+                    cleanup,
+                })
             }
         }
     }

@@ -542,6 +542,12 @@ pub struct BenchArgs {
     /// recall: synthetic memories added before timing recall (0: relevance only)
     #[arg(long, default_value_t = 100_000, value_name = "N")]
     pub memories: usize,
+    /// PostgreSQL: reach the scratch database through a relay on loopback that adds this
+    /// round-trip time (milliseconds; 0 adds none) and counts round trips: reported per
+    /// completed unit, and per operation with --clients 1. Child processes (mcp, http,
+    /// agents) and --compare's limit go through it too
+    #[arg(long, value_name = "MS")]
+    pub rtt: Option<f64>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -29,7 +29,7 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
         }
     };
     let chaos = workload == Workload::Chaos;
-    let db = scratch_db(ctx);
+    let db = scratch_db(ctx, args.rtt)?;
     let exe = std::env::current_exe().map_err(|e| {
         eprintln!("coord bench: cannot find the coord binary: {e}");
         output::EXIT_UNAVAILABLE
@@ -64,8 +64,25 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
 
 /// Where scratch databases are made: beside the database `--db` names, never in it
 /// (the repository's audit trail is append-only, and a benchmark would fill it).
-fn scratch_db(ctx: &Context) -> BenchDb {
-    match (&ctx.db, ctx.db_is_default) {
+fn scratch_db(ctx: &Context, rtt_ms: Option<f64>) -> Result<BenchDb, u8> {
+    let rtt = match rtt_ms {
+        None => None,
+        Some(ms) if ms.is_finite() && (0.0..=10_000.0).contains(&ms) => {
+            Some(std::time::Duration::from_secs_f64(ms / 1000.0))
+        }
+        Some(ms) => {
+            eprintln!("coord bench: --rtt takes milliseconds from 0 to 10000, got {ms}");
+            return Err(output::EXIT_USAGE);
+        }
+    };
+    let postgres = matches!((&ctx.db, ctx.db_is_default), (DbTarget::Postgres(_), false));
+    if rtt.is_some() && !postgres {
+        eprintln!(
+            "coord bench: --rtt applies to PostgreSQL (--db postgres://…): SQLite has no network between coord and the database"
+        );
+        return Err(output::EXIT_USAGE);
+    }
+    Ok(match (&ctx.db, ctx.db_is_default) {
         (_, true) => BenchDb::Sqlite {
             dir: std::env::temp_dir(),
         },
@@ -75,8 +92,8 @@ fn scratch_db(ctx: &Context) -> BenchDb {
                 .map(std::path::Path::to_path_buf)
                 .unwrap_or_else(std::env::temp_dir),
         },
-        (DbTarget::Postgres(url), false) => BenchDb::Postgres { url: url.clone() },
-    }
+        (DbTarget::Postgres(url), false) => BenchDb::Postgres { url: url.clone(), rtt },
+    })
 }
 
 /// Resolves on SIGINT; the handler is installed by this call, not by the first poll.
@@ -102,6 +119,20 @@ fn interrupt() -> impl std::future::Future<Output = ()> {
 }
 
 pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
+    let databaseless = matches!(
+        args.workload,
+        BenchWorkload::Guardrails
+            | BenchWorkload::Files
+            | BenchWorkload::Hooks
+            | BenchWorkload::Recall
+            | BenchWorkload::Proxy
+    );
+    if databaseless && args.rtt.is_some() {
+        eprintln!(
+            "coord bench: --rtt applies to the workloads with a bench database (locks, queue, mcp, http, agents, chaos)"
+        );
+        return output::EXIT_USAGE;
+    }
     if matches!(args.workload, BenchWorkload::Guardrails) {
         return guardrails(args, json);
     }
@@ -204,7 +235,45 @@ fn render(reports: &[Report]) -> String {
     for why in reports.iter().filter_map(|r| r.limit_unavailable.as_deref()) {
         out.push_str(&format!("\nno independent limit: {why}"));
     }
+    if reports.iter().any(|r| r.rtt_ms.is_some()) {
+        out.push('\n');
+        out.push_str(&round_trips(reports));
+    }
     out
+}
+
+/// `--rtt`: each operation's latency and round trips, beside the round-trip time added.
+fn round_trips(reports: &[Report]) -> String {
+    let mut t = table(&[
+        "WORKLOAD",
+        "MODE",
+        "RTT ms",
+        "OPERATION",
+        "P50 ms",
+        "P99 ms",
+        "ROUND TRIPS",
+    ]);
+    let ms = |us: u64| format!("{:.1}", us as f64 / 1000.0);
+    let trips = |n: Option<f64>| n.map(|n| format!("{n:.2}")).unwrap_or_else(|| "-".into());
+    for r in reports.iter().filter(|r| r.ops > 0) {
+        let rtt = r.rtt_ms.map(|x| format!("{x:.0}")).unwrap_or_default();
+        let row = |op: &str, p50, p99, n| {
+            vec![
+                r.workload.to_string(),
+                r.mode.to_string(),
+                rtt.clone(),
+                op.to_string(),
+                ms(p50),
+                ms(p99),
+                trips(n),
+            ]
+        };
+        t.add_row(row("(unit)", r.p50_us, r.p99_us, r.round_trips_per_op));
+        for (op, s) in &r.per_operation {
+            t.add_row(row(op, s.p50_us, s.p99_us, s.round_trips));
+        }
+    }
+    t.to_string()
 }
 
 /// What `coord bench chaos` injected and checked, for people.
@@ -497,7 +566,10 @@ async fn recall(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
         return output::exit_code(&e);
     }
     let interrupted = interrupt();
-    let db = scratch_db(ctx);
+    let db = match scratch_db(ctx, None) {
+        Ok(db) => db,
+        Err(code) => return code,
+    };
     let run = r::run(&db, args.memories, args.rounds);
     let report = tokio::select! {
         report = run => report,

@@ -1,0 +1,114 @@
+//! Round trips to PostgreSQL per operation, counted through `coord_bench::link::Link` (a
+//! relay on loopback adding no delay): a budget, like allocations on a hot path, so that
+//! a change cannot add one silently. When a change removes one, lower the ceiling here
+//! and the table in docs/benchmarks.md.
+//!
+//! Each operation is run once to warm the connection (statements prepared, the
+//! durability probe made), then counted on its second run, as an agent's calls are.
+//!
+//! Server: `COORD_TEST_DATABASE_URL` (default postgres://postgres@127.0.0.1:5432/postgres);
+//! skipped without one, except under CI.
+
+#[path = "../../coord-postgres/tests/pg_support/mod.rs"]
+mod pg_support;
+
+use coord_bench::link::Link;
+use coord_domain::Caller;
+use coord_domain::access::Principal;
+use coord_postgres::{PgOptions, PgStore};
+use coord_service::{CoordConfig, Coordination, Coordinator, DatabaseClock, op_named};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// (operation, round trips today, the goal of issue 56). The ceiling is today's count.
+const BUDGET: &[(&str, u64, u64)] = &[
+    ("register_session", 3, 2),
+    ("acquire_lock", 4, 2),
+    ("release_lock", 3, 1),
+    ("check_edit", 3, 1),
+    ("heartbeat", 4, 1),
+    ("submit_work", 3, 2),
+    ("get_work", 4, 2),
+    ("complete_work", 5, 2),
+];
+
+struct Counted {
+    coord: Coordinator,
+    link: Link,
+    who: Principal,
+}
+
+impl Counted {
+    /// Runs `op` with `request`, answering its result and the round trips it made.
+    async fn run(&self, op: &str, request: Value) -> (Value, u64) {
+        let entry = op_named(op).expect("a registered operation");
+        let before = self.link.round_trips();
+        let answer = self.coord.invoke(entry, &self.who, Ok(request)).await;
+        let made = self.link.round_trips() - before;
+        (answer.unwrap_or_else(|e| panic!("{op}: {e:?}")), made)
+    }
+
+    /// Runs `op` twice (`first`, then `second`) and answers the second run's round trips.
+    async fn warm(&self, op: &str, first: Value, second: Value) -> u64 {
+        self.run(op, first).await;
+        self.run(op, second).await.1
+    }
+}
+
+#[tokio::test]
+async fn operations_stay_within_their_round_trips() {
+    if !pg_support::available().await {
+        return;
+    }
+    let db = pg_support::TestDatabase::from_template().await;
+    let link = Link::start(&db.url, Duration::ZERO).await.expect("the link");
+    let options = PgOptions {
+        pool_size: 1,
+        timeout: Duration::from_secs(10),
+    };
+    let store = PgStore::connect(&link.url, options)
+        .await
+        .expect("connect through the link");
+    let coord = Coordinator::new(Arc::new(store), Arc::new(DatabaseClock), CoordConfig::default());
+    let who = Principal::local(Caller::new("rt-agent", "claude_code"));
+    let c = Counted { coord, link, who };
+
+    let mut measured = Vec::new();
+    let session = json!({"capabilities": ["rust"]});
+    measured.push((
+        "register_session",
+        c.warm("register_session", session.clone(), session).await,
+    ));
+    let lock = |p: &str| json!({"file_path": p});
+    c.run("acquire_lock", lock("src/warm.rs")).await;
+    c.run("release_lock", lock("src/warm.rs")).await;
+    measured.push(("acquire_lock", c.run("acquire_lock", lock("src/a.rs")).await.1));
+    measured.push(("release_lock", c.run("release_lock", lock("src/a.rs")).await.1));
+    let edit = json!({"paths": ["src/b.rs"]});
+    measured.push(("check_edit", c.warm("check_edit", edit.clone(), edit).await));
+    measured.push(("heartbeat", c.warm("heartbeat", json!({}), json!({})).await));
+    let task = |n: u32| json!({"task_type": "rt", "task_description": format!("task {n}")});
+    measured.push(("submit_work", c.warm("submit_work", task(1), task(2)).await));
+    for _ in 0..2 {
+        let (claimed, get_work) = c.run("get_work", json!({"task_types": ["rt"]})).await;
+        let id = claimed["task_id"].as_str().expect("a task to claim").to_string();
+        let (_, complete_work) = c.run("complete_work", json!({"task_id": id, "success": true})).await;
+        // The second pair is the one counted.
+        measured.retain(|(op, _)| *op != "get_work" && *op != "complete_work");
+        measured.push(("get_work", get_work));
+        measured.push(("complete_work", complete_work));
+    }
+
+    let mut over = Vec::new();
+    for (op, ceiling, goal) in BUDGET {
+        let made = measured.iter().find(|(o, _)| o == op).map(|(_, n)| *n);
+        let made = made.unwrap_or_else(|| panic!("{op} was not measured"));
+        eprintln!("{op:<18} {made} round trips (ceiling {ceiling}, goal {goal})");
+        if made > *ceiling {
+            over.push(format!("{op}: {made} round trips, the budget is {ceiling}"));
+        }
+    }
+    assert!(over.is_empty(), "more round trips than budgeted:\n{}", over.join("\n"));
+    assert_eq!(measured.len(), BUDGET.len(), "every measured operation has a budget");
+}
