@@ -235,7 +235,7 @@ pub struct EmptyScratch {
     /// A SQLite file path, or a PostgreSQL URL.
     pub db_arg: String,
     /// The link the database is reached through (`--rtt`), kept open for the run.
-    _link: Option<Link>,
+    link: Option<Link>,
     cleanup: Cleanup,
 }
 
@@ -247,7 +247,7 @@ impl EmptyScratch {
                 let (path, cleanup) = sqlite_files(dir, &name, &["", "-wal", "-shm", "-journal"])?;
                 Ok(EmptyScratch {
                     db_arg: path.display().to_string(),
-                    _link: None,
+                    link: None,
                     cleanup,
                 })
             }
@@ -260,13 +260,14 @@ impl EmptyScratch {
                 };
                 live().push(cleanup.clone());
                 let (db_arg, link) = reach(db_arg, *rtt).await?;
-                Ok(EmptyScratch {
-                    db_arg,
-                    _link: link,
-                    cleanup,
-                })
+                Ok(EmptyScratch { db_arg, link, cleanup })
             }
         }
+    }
+
+    /// The round trips made to the database, when they are counted (`--rtt`).
+    pub fn round_trips(&self) -> RoundTrips {
+        self.link.as_ref().map(Link::counter).unwrap_or_default()
     }
 
     pub async fn dispose(self) {

@@ -27,10 +27,11 @@ const BUDGET: &[(&str, u64, u64)] = &[
     ("acquire_lock", 4, 2),
     ("release_lock", 3, 1),
     ("check_edit", 3, 1),
-    ("heartbeat", 4, 1),
+    ("heartbeat", 3, 1),
+    ("check_guardrails", 4, 1),
     ("submit_work", 3, 2),
-    ("get_work", 4, 2),
-    ("complete_work", 5, 2),
+    ("get_work", 3, 2),
+    ("complete_work", 4, 2),
 ];
 
 struct Counted {
@@ -88,6 +89,12 @@ async fn operations_stay_within_their_round_trips() {
     let edit = json!({"paths": ["src/b.rs"]});
     measured.push(("check_edit", c.warm("check_edit", edit.clone(), edit).await));
     measured.push(("heartbeat", c.warm("heartbeat", json!({}), json!({})).await));
+    // What Claude Code's and Codex's hooks ask before a shell command runs.
+    let command = json!({"command": "cargo test && git status", "tool": "Bash"});
+    measured.push((
+        "check_guardrails",
+        c.warm("check_guardrails", command.clone(), command).await,
+    ));
     let task = |n: u32| json!({"task_type": "rt", "task_description": format!("task {n}")});
     measured.push(("submit_work", c.warm("submit_work", task(1), task(2)).await));
     for _ in 0..2 {

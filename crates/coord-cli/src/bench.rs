@@ -121,15 +121,11 @@ fn interrupt() -> impl std::future::Future<Output = ()> {
 pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
     let databaseless = matches!(
         args.workload,
-        BenchWorkload::Guardrails
-            | BenchWorkload::Files
-            | BenchWorkload::Hooks
-            | BenchWorkload::Recall
-            | BenchWorkload::Proxy
+        BenchWorkload::Guardrails | BenchWorkload::Files | BenchWorkload::Recall | BenchWorkload::Proxy
     );
     if databaseless && args.rtt.is_some() {
         eprintln!(
-            "coord bench: --rtt applies to the workloads with a bench database (locks, queue, mcp, http, agents, chaos)"
+            "coord bench: --rtt applies to the workloads with a bench database (locks, queue, mcp, http, agents, chaos, hooks)"
         );
         return output::EXIT_USAGE;
     }
@@ -140,7 +136,7 @@ pub async fn run(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
         return files(args, json).await;
     }
     if matches!(args.workload, BenchWorkload::Hooks) {
-        return hooks(args, json);
+        return hooks(args, ctx, json).await;
     }
     if matches!(args.workload, BenchWorkload::Recall) {
         return recall(args, ctx, json).await;
@@ -499,7 +495,7 @@ async fn proxy(args: &BenchArgs, json: bool) -> u8 {
 }
 
 /// `coord bench hooks`.
-fn hooks(args: &BenchArgs, json: bool) -> u8 {
+async fn hooks(args: &BenchArgs, ctx: &Context, json: bool) -> u8 {
     let rounds = if args.rounds == 20 { 50 } else { args.rounds };
     let exe = match std::env::current_exe() {
         Ok(e) => e,
@@ -508,7 +504,12 @@ fn hooks(args: &BenchArgs, json: bool) -> u8 {
             return output::EXIT_UNAVAILABLE;
         }
     };
-    let r = match coord_bench::hooks::run(&exe, rounds, &std::env::temp_dir()) {
+    // The repository's default database is the scratch repository's own SQLite.
+    let db = match scratch_db(ctx, args.rtt) {
+        Ok(db) => db,
+        Err(code) => return code,
+    };
+    let r = match coord_bench::hooks::run(&exe, rounds, &std::env::temp_dir(), &db).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("coord bench hooks: {e}");
@@ -520,6 +521,8 @@ fn hooks(args: &BenchArgs, json: bool) -> u8 {
         return if r.goals_met { 0 } else { 1 };
     }
     let ms = |ns: u64| format!("{:.2}", ns as f64 / 1e6);
+    // Across a network the goal is the decision's own time (issue 56), not a ratio.
+    let network = r.rtt_ms.filter(|ms| *ms > 0.0);
     let mut t = table(&["RUN", "p50 ms", "p99 ms", "÷ START p50", "GOAL"]);
     t.add_row(vec![
         "coord --version (process start)".to_string(),
@@ -542,14 +545,22 @@ fn hooks(args: &BenchArgs, json: bool) -> u8 {
             ms(c.latency.p50_ns),
             ms(c.latency.p99_ns),
             format!("{:.2}", c.ratio_p50),
-            if c.setting == "alone" {
-                String::new()
-            } else {
-                format!("<= {:.1}", r.goal_ratio)
+            match (c.setting, network) {
+                ("alone", _) => String::new(),
+                (_, Some(rtt)) => format!("p50 <= {:.0} ms", rtt * coord_bench::hooks::GOAL_RTTS),
+                (_, None) => format!("<= {:.1}", r.goal_ratio),
             },
         ]);
     }
     println!("{t}");
+    if let Some(rtt) = r.rtt_ms {
+        let trips: Vec<String> = r.round_trips.iter().map(|(s, n)| format!("{s} {n:.2}")).collect();
+        println!(
+            "{}: {rtt:.0} ms added to each round trip; round trips per hook call: {}",
+            r.backend,
+            trips.join(", ")
+        );
+    }
     println!(
         "{} runs each, interleaved; goal (with the coordinator running, as in a session) {}",
         r.rounds,

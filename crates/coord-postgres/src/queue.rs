@@ -3,7 +3,7 @@
 //! candidate.
 
 use crate::PgStore;
-use crate::plans::index_scans_only;
+use crate::plans::{INDEX_SCANS_ONLY, index_scans_only};
 use crate::rows::{NOW, get, id_text, int, uuid, uuids};
 use crate::{R, Tx};
 use async_trait::async_trait;
@@ -146,27 +146,41 @@ fn claim_sql(type_filter: &str) -> String {
 }
 
 pub async fn claim(tx: &Tx<'_>, ctx: &OpCtx, spec: &ClaimSpec) -> R<GetWorkResult> {
-    settle_expired_claims(tx, ctx.now, coord_domain::queue::CLAIM_SETTLE_BATCH).await?;
     let lease = int(spec.lease_minutes);
-    let row = if spec.task_types.is_empty() {
-        tx.query_opt(
-            &tx.prepare_cached(&CLAIM_ANY_SQL).await?,
-            &[&ctx.now, &ctx.who.agent_id, &ctx.who.agent_type, &lease],
-        )
-        .await?
-    } else {
-        tx.query_opt(
-            &tx.prepare_cached(&CLAIM_TYPED_SQL).await?,
-            &[
-                &ctx.now,
-                &ctx.who.agent_id,
-                &ctx.who.agent_type,
-                &lease,
-                &spec.task_types,
-            ],
-        )
-        .await?
-    };
+    let typed = !spec.task_types.is_empty();
+    let (expired, claim) = (
+        tx.prepare_cached(&EXPIRED_SQL).await?,
+        tx.prepare_cached(if typed { &CLAIM_TYPED_SQL } else { &CLAIM_ANY_SQL })
+            .await?,
+    );
+    let batch = coord_domain::queue::CLAIM_SETTLE_BATCH;
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+        vec![&ctx.now, &ctx.who.agent_id, &ctx.who.agent_type, &lease];
+    if typed {
+        params.push(&spec.task_types);
+    }
+    // The expired claims are read and a task claimed in one round trip. Expired claims
+    // settle first in the queue's order (a requeued task may come before the one
+    // claimed): when there are any, the claim is undone to its savepoint and made again
+    // after them, which costs round trips only then.
+    let (savepoint, undo) = (
+        tx.prepare_cached("SAVEPOINT coord_claim").await?,
+        tx.prepare_cached("ROLLBACK TO SAVEPOINT coord_claim").await?,
+    );
+    let expired_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&ctx.now, &batch];
+    let (expired, saved, row) = tokio::join!(
+        biased;
+        tx.query(&expired, &expired_params),
+        tx.execute(&savepoint, &[]),
+        tx.query_opt(&claim, &params)
+    );
+    let (expired, mut row) = (expired?, row?);
+    saved?;
+    if !expired.is_empty() {
+        tx.execute(&undo, &[]).await?;
+        settle(tx, ctx.now, &expired, "claim lease expired").await?;
+        row = tx.query_opt(&claim, &params).await?;
+    }
     Ok(match row {
         Some(r) => GetWorkResult::claimed(&task_from_row(&r)?),
         None => GetWorkResult::none_available(),
@@ -212,16 +226,25 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
         _ => None,
     };
     if done.success {
-        tx.execute(
-            &tx.prepare_cached(&format!(
-                "UPDATE work_queue SET status = 'completed', completed_at = {NOW}, result = $3, error_message = $4
-                 WHERE task_id = $2"
-            ))
-            .await?,
-            &[&ctx.now, &id, &done.result, &done.error_message],
-        )
-        .await?;
-        unblock_dependents(tx, id).await?;
+        let (completed, settings, unblock) = (
+            tx.prepare_cached(&COMPLETED_SQL).await?,
+            tx.prepare_cached(INDEX_SCANS_ONLY).await?,
+            tx.prepare_cached(UNBLOCK_SQL).await?,
+        );
+        // The task and its dependents in one round trip (the dependents' update planned
+        // with index scans only, as `unblock_dependents` explains).
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&ctx.now, &id, &done.result, &done.error_message];
+        let dependency: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&id];
+        let (marked, set, unblocked) = tokio::join!(
+            biased;
+            tx.execute(&completed, &params),
+            tx.execute(&settings, &[]),
+            tx.execute(&unblock, &dependency)
+        );
+        marked?;
+        set?;
+        unblocked?;
         Ok(CompleteWorkResult {
             success: true,
             task_id: done.task_id.clone(),
@@ -256,7 +279,15 @@ async fn unblock_dependents(tx: &Tx<'_>, id: Uuid) -> R<()> {
     Ok(())
 }
 
-/// Run by [`unblock_dependents`] only, after [`crate::plans::INDEX_SCANS_ONLY`].
+/// A claimed task completed (the caller decided it may).
+static COMPLETED_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE work_queue SET status = 'completed', completed_at = {NOW}, result = $3, error_message = $4
+         WHERE task_id = $2"
+    )
+});
+
+/// Run by [`unblock_dependents`] and [`complete`] only, after [`crate::plans::INDEX_SCANS_ONLY`].
 const UNBLOCK_SQL: &str = "UPDATE work_queue SET pending_deps = pending_deps - 1
      WHERE status = 'pending'
        AND task_id IN (SELECT task_id FROM task_dependencies WHERE depends_on = $1)";
@@ -394,18 +425,19 @@ pub async fn settle(tx: &Tx<'_>, now: Option<Timestamp>, claims: &[Row], why: &s
 /// Settles up to `batch` claims whose lease ran out; returns (requeued, failed).
 pub async fn settle_expired_claims(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<(i64, i64)> {
     let expired = tx
-        .query(
-            &tx.prepare_cached(&format!(
-                "SELECT task_id, attempts, max_attempts FROM work_queue
-                 WHERE status = 'claimed' AND claimed_until <= {NOW}
-                 ORDER BY claimed_until LIMIT $2 FOR UPDATE SKIP LOCKED"
-            ))
-            .await?,
-            &[&now, &batch],
-        )
+        .query(&tx.prepare_cached(&EXPIRED_SQL).await?, &[&now, &batch])
         .await?;
     settle(tx, now, &expired, "claim lease expired").await
 }
+
+/// Claims whose lease ran out, up to `$2`, locked for settling.
+static EXPIRED_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT task_id, attempts, max_attempts FROM work_queue
+         WHERE status = 'claimed' AND claimed_until <= {NOW}
+         ORDER BY claimed_until LIMIT $2 FOR UPDATE SKIP LOCKED"
+    )
+});
 
 pub async fn get_task(tx: &Tx<'_>, task_id: &str) -> R<Option<TaskInfo>> {
     let row = tx

@@ -72,16 +72,29 @@ pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResu
 
 pub async fn heartbeat(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, i64)) -> R<SessionResult> {
     let (new_session_id, lease_minutes) = args;
-    let alive = tx
-        .query_opt(
-            &tx.prepare_cached(&format!(
-                "UPDATE agent_sessions SET last_heartbeat = {NOW}, status = 'active'
-                 WHERE agent_id = $2 AND status <> 'disconnected' RETURNING session_id"
-            ))
-            .await?,
-            &[&ctx.now, &ctx.who.agent_id],
-        )
-        .await?;
+    let (touch, extend) = (
+        tx.prepare_cached(&format!(
+            "UPDATE agent_sessions SET last_heartbeat = {NOW}, status = 'active'
+             WHERE agent_id = $2 AND status <> 'disconnected' RETURNING session_id"
+        ))
+        .await?,
+        tx.prepare_cached(&format!(
+            "UPDATE work_queue SET claimed_until = GREATEST(claimed_until, {NOW} + make_interval(mins => $3))
+             WHERE status = 'claimed' AND claimed_by = $2 AND claimed_until > {NOW}"
+        ))
+        .await?,
+    );
+    // Independent of each other: sent together, one round trip.
+    let lease = int(*lease_minutes);
+    let touch_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&ctx.now, &ctx.who.agent_id];
+    let extend_params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&ctx.now, &ctx.who.agent_id, &lease];
+    let (alive, extended) = tokio::join!(
+        biased;
+        tx.query_opt(&touch, &touch_params),
+        tx.execute(&extend, &extend_params)
+    );
+    let alive = alive?;
+    extended?;
     let session: Uuid = match alive {
         Some(r) => get(&r, 0)?,
         // No session, or one that cleanup ended: the heartbeat proves the agent alive,
@@ -103,15 +116,6 @@ pub async fn heartbeat(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, i64)) -> R<Sess
             0,
         )?,
     };
-    tx.execute(
-        &tx.prepare_cached(&format!(
-            "UPDATE work_queue SET claimed_until = GREATEST(claimed_until, {NOW} + make_interval(mins => $3))
-             WHERE status = 'claimed' AND claimed_by = $2 AND claimed_until > {NOW}"
-        ))
-        .await?,
-        &[&ctx.now, &ctx.who.agent_id, &int(*lease_minutes)],
-    )
-    .await?;
     Ok(SessionResult::of(id_text(session)))
 }
 

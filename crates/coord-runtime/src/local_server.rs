@@ -1,15 +1,19 @@
-//! The per-repository coordinator: one `coord serve --socket` process per SQLite database
-//! (and configuration) that the repository's `coord mcp` processes and hooks talk to over
-//! a Unix socket, instead of each opening the database itself.
+//! The per-repository coordinator: one `coord serve --socket` process per database (and
+//! configuration) that the repository's `coord mcp` processes and hooks talk to over a
+//! Unix socket, instead of each opening the database itself.
 //!
 //! Why: SQLite admits one writer at a time, and eight agent processes that each open the
 //! database contend for its write lock (and each pays opening it); one process owning the
 //! database batches their writes (group commit) and keeps everything compiled and open.
-//! Measured in docs/benchmarks.md ("Many local agents").
+//! Measured in docs/benchmarks.md ("Many local agents"). PostgreSQL is often a network
+//! hop away: a hook that connected for every tool call would pay the connection, its
+//! authentication and the schema check — about 20 round trips — each time; the
+//! coordinator keeps its connections open, so a hook pays the operation's own.
 //!
 //! How:
-//! - The socket sits beside the database (`<database>.<fingerprint>.sock`, with
-//!   `<database>.server.lock` and `<database>.server.log`), named by a fingerprint of everything the
+//! - The socket sits beside the SQLite database (`<database>.<fingerprint>.sock`, with
+//!   `<database>.server.lock` and `<database>.server.log`); for PostgreSQL, which has no
+//!   file here, in `.coord/run/` (`postgres.<fingerprint>.sock`, …). Named by a fingerprint of everything the
 //!   coordinator is built from (binary, database, repository, settings, the `COORD_*`
 //!   environment but the per-agent variables): processes configured alike share one
 //!   server; a process configured differently, or a new `coord` binary, gets its own.
@@ -67,19 +71,25 @@ fn enabled() -> bool {
     }
 }
 
-/// Where the server of `ctx` listens: `None` when it has none (remote mode,
-/// PostgreSQL — every process is a client of that server already —, turned off, or a
-/// path too long for a socket).
+/// Where the server of `ctx` listens: `None` when it has none (remote mode, turned off,
+/// or a path too long for a socket).
 pub fn socket_path(ctx: &Context) -> Option<PathBuf> {
     if ctx.remote.is_some() || !enabled() {
         return None;
     }
-    let DbTarget::Sqlite(db) = &ctx.db else {
-        return None;
-    };
-    let db = std::path::absolute(db).ok()?;
-    let socket = beside(&db, &format!("{}.sock", fingerprint(ctx, &db)));
+    let base = server_base(ctx)?;
+    let socket = beside(&base, &format!("{}.sock", fingerprint(ctx, &base)));
     (socket.as_os_str().len() <= MAX_SOCKET_PATH).then_some(socket)
+}
+
+/// The path the server's files are named after: the SQLite database itself, or
+/// `.coord/run/postgres` (PostgreSQL has no file here; `run/` keeps its own `.gitignore`,
+/// so nothing else in `.coord/` is hidden from git).
+fn server_base(ctx: &Context) -> Option<PathBuf> {
+    match &ctx.db {
+        DbTarget::Sqlite(db) => std::path::absolute(db).ok(),
+        DbTarget::Postgres(_) => std::path::absolute(ctx.state_dir.join("run").join("postgres")).ok(),
+    }
 }
 
 /// `<database>.<suffix>`: the server's files are named after its database.
@@ -105,6 +115,9 @@ fn fingerprint(ctx: &Context, db: &Path) -> String {
         part("exe-modified", format!("{modified:?}").as_bytes());
     }
     part("db", db.as_os_str().as_encoded_bytes());
+    if let DbTarget::Postgres(url) = &ctx.db {
+        part("url", url.as_bytes());
+    }
     part("root", ctx.repo_root.as_os_str().as_encoded_bytes());
     for w in &ctx.workspaces {
         part("workspace", w.as_os_str().as_encoded_bytes());
@@ -241,16 +254,13 @@ async fn ensure_started(ctx: &Context, socket: &Path) -> Result<(), String> {
 }
 
 fn start_blocking(ctx: &Context, socket: &Path) -> Result<(), String> {
-    let DbTarget::Sqlite(db) = &ctx.db else {
-        return Err("not a SQLite database".into());
-    };
-    let db = std::path::absolute(db).map_err(|e| e.to_string())?;
+    let db = server_base(ctx).ok_or("no place for the coordinator's files")?;
     if let Some(dir) = db.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     // The server is told its database explicitly, so the default location's
     // `.gitignore` is written here, as an embedded coordinator would.
-    if ctx.db_is_default {
+    if ctx.db_is_default || matches!(ctx.db, DbTarget::Postgres(_)) {
         crate::open::keep_out_of_git(&db);
     }
     let lock_path = beside(&db, "server.lock");
@@ -283,7 +293,12 @@ fn start_blocking(ctx: &Context, socket: &Path) -> Result<(), String> {
         .open(&log_path)
         .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg("--db").arg(&db);
+    match &ctx.db {
+        DbTarget::Sqlite(_) => cmd.arg("--db").arg(&db),
+        // In its environment, not its arguments: a URL may carry a password, and
+        // arguments are visible to every user of the machine.
+        DbTarget::Postgres(url) => cmd.env("COORD_DATABASE_URL", url),
+    };
     for w in &ctx.workspaces {
         cmd.arg("--workspace").arg(w);
     }
