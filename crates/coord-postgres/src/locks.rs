@@ -3,7 +3,7 @@
 
 use crate::PgStore;
 use crate::plans::{INDEX_SCANS_ONLY, index_scans_only};
-use crate::rows::{NOW, get, id_text, int};
+use crate::rows::{NOW, get, id_text};
 use crate::{R, Tx};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
@@ -99,6 +99,17 @@ async fn all_live(tx: &Tx<'_>, now: Option<Timestamp>) -> R<Vec<LockInfo>> {
 /// trip here, not two (docs/benchmarks.md). The read is planned for plain index scans
 /// ([`INDEX_SCANS_ONLY`]).
 pub(crate) async fn serialised_live(tx: &Tx<'_>, now: Option<Timestamp>, target: &LockTarget) -> R<Vec<LockInfo>> {
+    let (live, ()) = serialised_live_with(tx, now, target, std::future::ready(Ok(()))).await?;
+    Ok(live)
+}
+
+/// [`serialised_live`], with `also` sent after the read, in the same round trip.
+async fn serialised_live_with<T>(
+    tx: &Tx<'_>,
+    now: Option<Timestamp>,
+    target: &LockTarget,
+    also: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+) -> R<(Vec<LockInfo>, T)> {
     let (shared, exclusive) = target.serial_keys("coord:file_locks");
     let (ancestors, scope) = (
         tx.prepare_cached(
@@ -115,67 +126,104 @@ pub(crate) async fn serialised_live(tx: &Tx<'_>, now: Option<Timestamp>, target:
     };
     let settings = tx.prepare_cached(INDEX_SCANS_ONLY).await?;
     let (shared, exclusive): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) = ([&shared], [&exclusive]);
-    let (a, b, set, rows) = tokio::join!(
+    let (a, b, set, rows, also) = tokio::join!(
         biased;
         tx.execute(&ancestors, &shared),
         tx.execute(&scope, &exclusive),
         tx.execute(&settings, &[]),
-        tx.query(&read, &read_params)
+        tx.query(&read, &read_params),
+        also
     );
     a?;
     b?;
     set?;
     let rows = rows?.iter().map(lock_from_row).collect::<R<Vec<_>>>()?;
-    Ok(overlapping(std::slice::from_ref(target), rows))
+    Ok((overlapping(std::slice::from_ref(target), rows), also?))
 }
 
+/// Takes or refreshes a lease in two round trips: the first reads, with the live locks,
+/// what the new lease will be — its time, the next fencing token (taken after the
+/// advisory locks, so one path's tokens still grow), the caller's session — so the
+/// answer is decided before the write, which is sent without waiting (`Tx::send`) and
+/// travels with the audit row and the commit. A token taken for an acquisition that is
+/// blocked or refreshes is skipped: tokens grow, they need not be consecutive.
 pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(LockTarget, Option<String>, i64)) -> R<AcquireLockResult> {
     let (target, reason, ttl) = args;
-    let live = serialised_live(tx, ctx.now, target).await?;
+    let lease = tx.prepare_cached(&LEASE_SQL).await?;
+    let lease_params: [&(dyn ToSql + Sync); 2] = [&ctx.now, &ctx.who.agent_id];
+    let (live, row) = serialised_live_with(tx, ctx.now, target, tx.query_one(&lease, &lease_params)).await?;
+    let (token, now, session): (i64, Timestamp, Option<Uuid>) = (get(&row, 0)?, get(&row, 1)?, get(&row, 2)?);
     let path = target.key();
-    let ttl = int(*ttl);
-    let (row, action) = match decide_acquire(path, &live, &ctx.who) {
+    // The service bounds the TTL; a sum that still overflows is refused, never wrapped.
+    let expires_at = chrono::Duration::try_minutes(*ttl)
+        .and_then(|d| now.checked_add_signed(d))
+        .ok_or_else(coord_domain::CoordError::internal)?;
+    let (lock, action) = match decide_acquire(path, &live, &ctx.who) {
         AcquireDecision::Blocked(holder) => return Ok(AcquireLockResult::blocked(path, holder)),
         AcquireDecision::Refresh => {
-            let stmt = tx.prepare_cached(&REFRESH_SQL).await?;
-            let row = tx
-                .query_one(&stmt, &[&ctx.now, &path, &ctx.who.agent_id, reason, &ttl])
-                .await?;
-            (row, LockAction::Refreshed)
+            let mine = live
+                .iter()
+                .find(|l| l.file_path == path && l.locked_by == ctx.who.agent_id);
+            let Some(mine) = mine else {
+                return Err(coord_domain::CoordError::internal().into());
+            };
+            let refreshed = LockInfo {
+                expires_at,
+                reason: reason.clone().or_else(|| mine.reason.clone()),
+                ..mine.clone()
+            };
+            let stmt = tx.prepare_cached(REFRESH_SQL).await?;
+            tx.send(&stmt, &[&path, &ctx.who.agent_id, &refreshed.reason, &expires_at])?;
+            (refreshed, LockAction::Refreshed)
         }
         AcquireDecision::Take => {
-            let stmt = tx.prepare_cached(&TAKE_SQL).await?;
-            let (who, scope) = (&ctx.who, target.scope());
-            let args: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
-                [&ctx.now, &path, &who.agent_id, &who.agent_type, reason, &ttl, &scope];
-            (tx.query_one(&stmt, &args).await?, LockAction::Acquired)
+            let who = &ctx.who;
+            let taken = LockInfo {
+                file_path: path.to_string(),
+                locked_by: who.agent_id.clone(),
+                agent_type: who.agent_type.clone(),
+                session_id: session.map(id_text),
+                reason: reason.clone(),
+                locked_at: now,
+                expires_at,
+                fencing_token: token,
+            };
+            let stmt = tx.prepare_cached(TAKE_SQL).await?;
+            let scope = target.scope();
+            let args: [&(dyn ToSql + Sync); 9] = [
+                &path,
+                &who.agent_id,
+                &who.agent_type,
+                &session,
+                reason,
+                &now,
+                &expires_at,
+                &token,
+                &scope,
+            ];
+            tx.send(&stmt, &args)?;
+            (taken, LockAction::Acquired)
         }
     };
-    Ok(AcquireLockResult::granted(action, &lock_from_row(&row)?))
+    Ok(AcquireLockResult::granted(action, &lock))
 }
 
-/// A new lease with a new fencing token, replacing an expired row of the same key.
-static TAKE_SQL: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO file_locks AS l ({LOCK_COLS}, scope)
-         VALUES ($2, $3, $4, (SELECT session_id FROM agent_sessions WHERE agent_id = $3), $5,
-                 {NOW}, {NOW} + make_interval(mins => $6), nextval('fencing_token_seq'), $7)
-         ON CONFLICT (file_path) DO UPDATE SET
-             agent_id = EXCLUDED.agent_id, agent_type = EXCLUDED.agent_type, session_id = EXCLUDED.session_id,
-             reason = EXCLUDED.reason, locked_at = EXCLUDED.locked_at, expires_at = EXCLUDED.expires_at,
-             fencing_token = EXCLUDED.fencing_token, scope = EXCLUDED.scope
-         RETURNING {LOCK_COLS}"
-    )
+/// What a new lease will be: the next fencing token, the time, the caller's session.
+static LEASE_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT nextval('fencing_token_seq'), {NOW}, (SELECT session_id FROM agent_sessions WHERE agent_id = $2)")
 });
 
+/// A new lease, replacing an expired row of the same key; every value decided before.
+const TAKE_SQL: &str = "INSERT INTO file_locks AS l (file_path, agent_id, agent_type, session_id, reason, locked_at,
+         expires_at, fencing_token, scope)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     ON CONFLICT (file_path) DO UPDATE SET
+         agent_id = EXCLUDED.agent_id, agent_type = EXCLUDED.agent_type, session_id = EXCLUDED.session_id,
+         reason = EXCLUDED.reason, locked_at = EXCLUDED.locked_at, expires_at = EXCLUDED.expires_at,
+         fencing_token = EXCLUDED.fencing_token, scope = EXCLUDED.scope";
+
 /// The caller's own live lease, extended; token and holder details kept.
-static REFRESH_SQL: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "UPDATE file_locks SET expires_at = {NOW} + make_interval(mins => $5), reason = COALESCE($4, reason)
-         WHERE file_path = $2 AND agent_id = $3
-         RETURNING {LOCK_COLS}"
-    )
-});
+const REFRESH_SQL: &str = "UPDATE file_locks SET expires_at = $4, reason = $3 WHERE file_path = $1 AND agent_id = $2";
 
 #[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
 pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockResult> {

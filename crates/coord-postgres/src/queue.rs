@@ -88,7 +88,8 @@ pub async fn submit(tx: &Tx<'_>, ctx: &OpCtx, t: &NewTask) -> R<SubmitWorkResult
         format!("dependency {dead} had already failed or been cancelled")
     });
     let id = uuid(&t.task_id)?;
-    tx.execute(
+    // Its answer is not needed (the result is decided): sent without waiting (`Tx::send`).
+    tx.send(
         &tx.prepare_cached(&format!(
             "INSERT INTO work_queue (task_id, task_type, task_description, input_data, priority, status,
                  pending_deps, created_by, created_by_type, created_at, max_attempts, error_message,
@@ -113,15 +114,13 @@ pub async fn submit(tx: &Tx<'_>, ctx: &OpCtx, t: &NewTask) -> R<SubmitWorkResult
             &plan.failure_reason,
             &t.assigned_to,
         ],
-    )
-    .await?;
+    )?;
     if !deps.is_empty() {
-        tx.execute(
+        tx.send(
             &tx.prepare_cached("INSERT INTO task_dependencies (task_id, depends_on) SELECT $1, unnest($2::uuid[])")
                 .await?,
             &[&id, &deps],
-        )
-        .await?;
+        )?;
     }
     Ok(SubmitWorkResult {
         success: true,
@@ -231,20 +230,14 @@ pub async fn complete(tx: &Tx<'_>, ctx: &OpCtx, done: &Completion) -> R<Complete
             tx.prepare_cached(INDEX_SCANS_ONLY).await?,
             tx.prepare_cached(UNBLOCK_SQL).await?,
         );
-        // The task and its dependents in one round trip (the dependents' update planned
-        // with index scans only, as `unblock_dependents` explains).
+        // The task and its dependents, sent without waiting (`Tx::send`): they travel
+        // with the audit row and the commit. (The dependents' update is planned with
+        // index scans only, as `unblock_dependents` explains.)
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
             [&ctx.now, &id, &done.result, &done.error_message];
-        let dependency: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&id];
-        let (marked, set, unblocked) = tokio::join!(
-            biased;
-            tx.execute(&completed, &params),
-            tx.execute(&settings, &[]),
-            tx.execute(&unblock, &dependency)
-        );
-        marked?;
-        set?;
-        unblocked?;
+        tx.send(&completed, &params)?;
+        tx.send(&settings, &[])?;
+        tx.send(&unblock, &[&id])?;
         Ok(CompleteWorkResult {
             success: true,
             task_id: done.task_id.clone(),

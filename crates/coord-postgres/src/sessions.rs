@@ -42,7 +42,8 @@ fn agent_from_row(r: &Row) -> R<AgentInfo> {
 }
 
 pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResult> {
-    tx.execute(
+    // The session's id is the request's: sent without waiting (`Tx::send`).
+    tx.send(
         &tx.prepare_cached(&format!(
             "INSERT INTO agent_sessions (agent_id, session_id, agent_type, capabilities, status, current_task,
                  started_at, ended_at, last_heartbeat, team, worktree, branch)
@@ -65,8 +66,7 @@ pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResu
             &s.worktree,
             &s.branch,
         ],
-    )
-    .await?;
+    )?;
     Ok(SessionResult::of(s.session_id.clone()))
 }
 

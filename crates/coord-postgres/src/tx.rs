@@ -15,6 +15,12 @@
 //! polled only when they are prepared (`&Statement`): a statement given as text is parsed
 //! first, a round trip during which the statements after it go out ahead of it.
 //! A `Tx` is used by one task at a time (its statements borrow it).
+//!
+//! [`Tx::send`] sends a write whose answer the operation does not need (its result is
+//! decided already) without waiting for it: the write travels with the statements after
+//! it — the audit row and the `COMMIT` — instead of costing a round trip of its own. A
+//! failed write aborts the transaction, so the statements after it fail and nothing
+//! commits.
 
 use async_trait::async_trait;
 use deadpool_postgres::{ClientWrapper, Object};
@@ -45,6 +51,8 @@ pub(crate) struct Tx<'t> {
     failed: AtomicBool,
     /// Committed, or ended by a statement sent with the commit: nothing to roll back.
     done: bool,
+    /// [`Tx::send`] sent a statement: the commit must check the transaction still stands.
+    sent: AtomicBool,
 }
 
 impl<'t> Tx<'t> {
@@ -55,7 +63,33 @@ impl<'t> Tx<'t> {
             unbegun: AtomicBool::new(true),
             failed: AtomicBool::new(false),
             done: false,
+            sent: AtomicBool::new(false),
         }
+    }
+
+    /// Sends `statement` now (after the `BEGIN`, if none was sent) without waiting for
+    /// its answer (see the module comment): the request is queued on the connection by
+    /// the first poll of its future, with its parameters encoded, and the future
+    /// dropped, as the rollback in `drop` is sent. Its answer is never read: when it
+    /// fails, the transaction is aborted, and the statements after it fail — the audit
+    /// row's, or the check [`Tx::commit`] sends — so nothing commits.
+    pub(crate) fn send(&self, statement: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<(), Error> {
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        if self.unbegun.swap(false, Ordering::AcqRel) {
+            let mut begin = std::pin::pin!(self.client.batch_execute(BEGIN));
+            if let Poll::Ready(Err(e)) = begin.as_mut().poll(&mut cx) {
+                self.failed.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        self.sent.store(true, Ordering::Release);
+        let mut sent = std::pin::pin!(self.client.execute(statement, params));
+        if let Poll::Ready(Err(e)) = sent.as_mut().poll(&mut cx) {
+            self.failed.store(true, Ordering::Release);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Runs `statement` inside the transaction: the first one is sent right after the
@@ -135,6 +169,18 @@ impl<'t> Tx<'t> {
                 ErrorCode::Internal,
                 "a statement of the transaction failed: it was rolled back, not committed",
             )));
+        }
+        if *self.sent.get_mut() {
+            // PostgreSQL answers the COMMIT of a transaction a statement failed in with a
+            // ROLLBACK, not an error; a statement sent just before it fails instead.
+            let (stands, committed) = tokio::join!(
+                biased;
+                self.client.batch_execute("SELECT 1"),
+                self.client.batch_execute("COMMIT")
+            );
+            stands?;
+            committed?;
+            return Ok(());
         }
         self.client.batch_execute("COMMIT").await?;
         Ok(())
