@@ -105,7 +105,9 @@ fn payload(dir: &Path, session: &str, tool: &str, input: serde_json::Value) -> V
 /// `rounds` runs of each, interleaved, in a scratch repository under `dir` (removed); on
 /// `db`'s SQLite (the repository's default database) or in a fresh PostgreSQL database.
 pub async fn run(exe: &Path, rounds: usize, dir: &Path, db: &BenchDb) -> Result<HooksReport, String> {
-    let repo = dir.join(format!("coord-bench-hooks-{}", uuid::Uuid::new_v4().simple()));
+    // Short: the coordinator's socket path under it must fit in 107 bytes.
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let repo = dir.join(format!("coord-bench-hooks-{}", &id[..12]));
     std::fs::create_dir_all(repo.join(".git")).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(repo.join("src")).map_err(|e| e.to_string())?;
     let scratch = match db {

@@ -129,6 +129,7 @@ async fn postgres_workloads_run_clean() {
     // would otherwise show up in the leftover check below.
     let reports = tokio::task::spawn_blocking(move || {
         recall_scores(&server, "postgres");
+        round_trips_are_counted(&server);
         every_workload_runs_clean(&server, "pgbench")
     })
     .await
@@ -146,6 +147,48 @@ async fn postgres_workloads_run_clean() {
     assert!(left.is_empty(), "scratch databases left behind: {}", left.len());
 }
 
+/// `--rtt`: the database reached through the counting relay; round trips reported per
+/// operation, and a hook with the repository's coordinator running pays the
+/// operations' round trips only, not a connection of its own (issue 56).
+fn round_trips_are_counted(server: &str) {
+    let (code, reports, stderr) = bench(server, &["locks", "--clients", "1", "--seconds", "1", "--rtt", "0"]);
+    assert_eq!(code, 0, "{stderr}");
+    let r = &reports[0];
+    assert_eq!(r["rtt_ms"], 0.0, "{r}");
+    // An average: the first calls also prepare their statements (tests/round_trips.rs
+    // holds each operation to its budget exactly).
+    for (op, most) in [("acquire_lock", 3.5), ("release_lock", 3.5)] {
+        let n = r["per_operation"][op]["round_trips"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{op}: {r}"));
+        assert!(n >= 1.0 && n <= most, "{op}: {n} round trips: {r}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "--json", "--db", server, "bench", "hooks", "--rounds", "5", "--rtt", "0",
+        ])
+        .env("TMPDIR", tmp.path())
+        .env_remove("COORD_DATABASE_URL")
+        .output()
+        .unwrap();
+    let r: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["backend"], "postgres", "{r}");
+    let trips = |setting: &str| {
+        r["round_trips"]
+            .as_array()
+            .and_then(|a| a.iter().find(|p| p[0] == setting))
+            .and_then(|p| p[1].as_f64())
+            .unwrap_or_else(|| panic!("{setting}: {r}"))
+    };
+    // Alone, each hook connects, authenticates and checks the schema (about 20);
+    // through the coordinator, a Write pays check_guardrails and check_edit, a Bash
+    // check_guardrails: 5.5 on average today.
+    assert!(trips("alone") >= 10.0, "{r}");
+    assert!(trips("coordinator") <= 6.0, "{r}");
+}
+
 #[test]
 fn bad_options_are_usage_errors() {
     let (_dir, db) = sqlite_dir();
@@ -159,6 +202,9 @@ fn bad_options_are_usage_errors() {
         &["locks", "--nodes", "2"][..],
         &["http", "--raw"][..],
         &["locks", "--raw", "--compare"][..],
+        // No network between coord and a SQLite file; no database at all for guardrails.
+        &["locks", "--rtt", "10"][..],
+        &["guardrails", "--rtt", "10"][..],
         &["nonsense"][..],
     ] {
         let (code, _, stderr) = bench(&db, args);

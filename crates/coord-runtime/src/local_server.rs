@@ -13,7 +13,7 @@
 //! How:
 //! - The socket sits beside the SQLite database (`<database>.<fingerprint>.sock`, with
 //!   `<database>.server.lock` and `<database>.server.log`); for PostgreSQL, which has no
-//!   file here, in `.coord/run/` (`postgres.<fingerprint>.sock`, …). Named by a fingerprint of everything the
+//!   file here, in `.coord/run/` (`pg.<fingerprint>.sock`, …). Named by a fingerprint of everything the
 //!   coordinator is built from (binary, database, repository, settings, the `COORD_*`
 //!   environment but the per-agent variables): processes configured alike share one
 //!   server; a process configured differently, or a new `coord` binary, gets its own.
@@ -83,12 +83,12 @@ pub fn socket_path(ctx: &Context) -> Option<PathBuf> {
 }
 
 /// The path the server's files are named after: the SQLite database itself, or
-/// `.coord/run/postgres` (PostgreSQL has no file here; `run/` keeps its own `.gitignore`,
+/// `.coord/run/pg` (PostgreSQL has no file here; `run/` keeps its own `.gitignore`,
 /// so nothing else in `.coord/` is hidden from git).
 fn server_base(ctx: &Context) -> Option<PathBuf> {
     match &ctx.db {
         DbTarget::Sqlite(db) => std::path::absolute(db).ok(),
-        DbTarget::Postgres(_) => std::path::absolute(ctx.state_dir.join("run").join("postgres")).ok(),
+        DbTarget::Postgres(_) => std::path::absolute(ctx.state_dir.join("run").join("pg")).ok(),
     }
 }
 
