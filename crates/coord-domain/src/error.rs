@@ -109,6 +109,7 @@ error_codes! {
     AgentStartFailed => "agent_start_failed", Unavailable;
     WorkflowBusy => "workflow_busy", Unavailable;
     DatabaseUnavailable => "database_unavailable", Unavailable;
+    PolicyChanged => "policy_changed", Unavailable;
     AuditKeyMissing => "audit_key_missing", Unavailable;
     Internal => "internal_error", Internal;
 }

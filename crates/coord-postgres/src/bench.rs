@@ -49,6 +49,7 @@ impl RawPostgres {
             events: None,
             lock_before_write: false,
             egress: None,
+            policy: None,
         };
         let client = self.store.pool.get().await.map_err(pool_error)?;
         let outcome: R<T> = async {

@@ -305,8 +305,27 @@ impl PgStore {
             attempt += 1;
             let mut client = self.client().await?;
             let outcome: R<T> = async {
-                let tx = Tx::new(&client);
-                let value = f(&tx, &ctx, &args).await?;
+                let tx = match &ctx.policy {
+                    None => Tx::new(&client),
+                    Some(p) => Tx::checking(
+                        &client,
+                        tx::Check {
+                            statement: client.prepare_cached(&profiles::FACTS_SQL).await?,
+                            now: ctx.now,
+                            agent_id: p.agent_id.clone(),
+                            agent_type: p.agent_type.clone(),
+                        },
+                    ),
+                };
+                // A refusal too is decided on the facts of the moment.
+                let value = match f(&tx, &ctx, &args).await {
+                    Err(Fail::Coord(e)) if !is_storage_failure(&e) => {
+                        profiles::verify(&tx, &ctx).await?;
+                        return Err(Fail::Coord(e));
+                    }
+                    other => other?,
+                };
+                profiles::verify(&tx, &ctx).await?;
                 let mut spent = None;
                 if coord_store::counts_as_use(&ctx.charges, &value)
                     && let Some(over) = profiles::apply_charges(&tx, &ctx).await?
@@ -376,6 +395,11 @@ impl From<Fail> for CoordError {
 impl Maintenance for PgStore {
     fn backend(&self) -> &'static str {
         "postgres"
+    }
+
+    /// A round trip is worth saving here: `op_then` reads the facts with the operation.
+    fn verifies_policy(&self) -> bool {
+        true
     }
 
     fn location(&self) -> String {

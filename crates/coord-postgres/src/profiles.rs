@@ -122,6 +122,35 @@ pub async fn apply_charges(tx: &Tx<'_>, ctx: &OpCtx) -> R<Option<CoordError>> {
     Ok(over)
 }
 
+/// The policy facts of `$2` (with type `$3`, else its session's) at `$1`, in one row.
+pub(crate) static FACTS_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "WITH s AS (SELECT session_id::text AS session_id, started_at, agent_type FROM agent_sessions WHERE agent_id = $2),
+              t AS (SELECT COALESCE($3::text, (SELECT agent_type FROM s)) AS agent_type)
+         SELECT (SELECT session_id FROM s), (SELECT started_at FROM s), (SELECT agent_type FROM t),
+                (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
+                  WHERE a.kind = 'agent' AND a.value = $2),
+                (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
+                  WHERE a.kind = 'agent_type' AND a.value = (SELECT agent_type FROM t)),
+                {NOW}"
+    )
+});
+
+/// A row of [`FACTS_SQL`] as facts, without usage.
+pub(crate) fn facts_of(row: &tokio_postgres::Row) -> R<PolicyFacts> {
+    let session_id: Option<String> = get(row, 0)?;
+    let started: Option<Timestamp> = get(row, 1)?;
+    Ok(PolicyFacts {
+        guardrail_violations: 0,
+        agent_type: get(row, 2)?,
+        by_agent: get::<Option<Json<Profile>>>(row, 3)?.map(|j| j.0),
+        by_type: get::<Option<Json<Profile>>>(row, 4)?.map(|j| j.0),
+        session: session_id.zip(started),
+        now: get(row, 5)?,
+        usage: Vec::new(),
+    })
+}
+
 async fn facts<C: Db>(
     c: &C,
     now: Option<Timestamp>,
@@ -130,51 +159,43 @@ async fn facts<C: Db>(
     of: &UsageOf,
 ) -> R<PolicyFacts> {
     let row = c
-        .query_one(
-            &c.prepare_cached(&format!(
-                "WITH s AS (SELECT session_id::text AS session_id, started_at, agent_type FROM agent_sessions WHERE agent_id = $2),
-                      t AS (SELECT COALESCE($3::text, (SELECT agent_type FROM s)) AS agent_type)
-                 SELECT (SELECT session_id FROM s), (SELECT started_at FROM s), (SELECT agent_type FROM t),
-                        (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
-                          WHERE a.kind = 'agent' AND a.value = $2),
-                        (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
-                          WHERE a.kind = 'agent_type' AND a.value = (SELECT agent_type FROM t)),
-                        {NOW}"
-            ))
-            .await?,
-            &[&now, &agent_id, &agent_type],
-        )
+        .query_one(&c.prepare_cached(&FACTS_SQL).await?, &[&now, &agent_id, &agent_type])
         .await?;
-    let session_id: Option<String> = get(&row, 0)?;
-    let started: Option<Timestamp> = get(&row, 1)?;
-    let usage = if let Some(scope) = of.scope(agent_id, session_id.as_deref()) {
-        c.query(
-            "SELECT resource, count(*) FROM resource_usage WHERE scope = $1 GROUP BY resource",
-            &[&scope],
-        )
-        .await?
-        .iter()
-        .map(|r| Ok((get::<String>(r, 0)?, get::<i64>(r, 1)?)))
-        .collect::<R<Vec<_>>>()?
-        .into_iter()
-        .filter_map(|(r, n)| Some((Resource::parse(&r)?, n.max(0) as u64)))
-        .collect()
-    } else {
-        Vec::new()
-    };
-    let guardrail_violations = match of {
+    let mut facts = facts_of(&row)?;
+    let session_id = facts.session.as_ref().map(|s| s.0.clone());
+    if let Some(scope) = of.scope(agent_id, session_id.as_deref()) {
+        facts.usage = c
+            .query(
+                "SELECT resource, count(*) FROM resource_usage WHERE scope = $1 GROUP BY resource",
+                &[&scope],
+            )
+            .await?
+            .iter()
+            .map(|r| Ok((get::<String>(r, 0)?, get::<i64>(r, 1)?)))
+            .collect::<R<Vec<_>>>()?
+            .into_iter()
+            .filter_map(|(r, n)| Some((Resource::parse(&r)?, n.max(0) as u64)))
+            .collect();
+    }
+    facts.guardrail_violations = match of {
         UsageOf::Nothing => 0,
         _ => crate::violations::blocked_count(c, agent_id).await?,
     };
-    Ok(PolicyFacts {
-        guardrail_violations,
-        agent_type: get(&row, 2)?,
-        by_agent: get::<Option<Json<Profile>>>(&row, 3)?.map(|j| j.0),
-        by_type: get::<Option<Json<Profile>>>(&row, 4)?.map(|j| j.0),
-        session: session_id.zip(started),
-        now: get(&row, 5)?,
-        usage,
-    })
+    Ok(facts)
+}
+
+/// Refuses with `policy_changed` when the caller's facts, read in this transaction, are
+/// not the ones the pipeline decided with (`OpCtx::policy`); nothing to check otherwise.
+pub(crate) async fn verify(tx: &Tx<'_>, ctx: &OpCtx) -> R<()> {
+    let Some(check) = &ctx.policy else { return Ok(()) };
+    let Some(row) = tx.checked().await? else {
+        return Err(CoordError::internal().into());
+    };
+    if check.holds(&facts_of(&row)?) {
+        Ok(())
+    } else {
+        Err(coord_store::PolicyCheck::changed().into())
+    }
 }
 
 async fn list(tx: &Tx<'_>) -> R<ListProfilesResult> {

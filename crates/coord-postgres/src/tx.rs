@@ -53,6 +53,18 @@ pub(crate) struct Tx<'t> {
     done: bool,
     /// [`Tx::send`] sent a statement: the commit must check the transaction still stands.
     sent: AtomicBool,
+    /// The caller's policy facts to read with the `BEGIN` ([`Tx::checking`]).
+    check: Option<Check>,
+    /// Their row, once answered.
+    checked: std::sync::Mutex<Option<Result<Row, Error>>>,
+}
+
+/// The statement reading an operation's caller's policy facts, and its parameters.
+pub(crate) struct Check {
+    pub statement: Statement,
+    pub now: Option<coord_domain::Timestamp>,
+    pub agent_id: String,
+    pub agent_type: String,
 }
 
 impl<'t> Tx<'t> {
@@ -64,6 +76,34 @@ impl<'t> Tx<'t> {
             failed: AtomicBool::new(false),
             done: false,
             sent: AtomicBool::new(false),
+            check: None,
+            checked: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// A transaction whose `BEGIN` carries `check` too, in the same write: the caller's
+    /// policy facts are read in the operation's first round trip ([`Tx::checked`]).
+    pub(crate) fn checking(client: &'t Object, check: Check) -> Tx<'t> {
+        let mut tx = Tx::new(client);
+        tx.check = Some(check);
+        tx
+    }
+
+    /// The row the check read: with the first statement, or read now (one round trip)
+    /// when none was sent — or only `send`s, which do not wait.
+    pub(crate) async fn checked(&self) -> Result<Option<Row>, Error> {
+        let answered = self
+            .checked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match (answered, &self.check) {
+            (Some(row), _) => row.map(Some),
+            (None, Some(c)) => {
+                let params: [&(dyn ToSql + Sync); 3] = [&c.now, &c.agent_id, &c.agent_type];
+                self.query_one(&c.statement, &params).await.map(Some)
+            }
+            (None, None) => Ok(None),
         }
     }
 
@@ -96,9 +136,24 @@ impl<'t> Tx<'t> {
     /// `BEGIN`, in the same write, and its answer waited for with the `BEGIN`'s.
     async fn inside<T>(&self, statement: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
         let out = if self.unbegun.swap(false, Ordering::AcqRel) {
-            // `biased`: the BEGIN is polled, so queued, first.
-            let (begun, out) = tokio::join!(biased; self.client.batch_execute(BEGIN), statement);
-            begun.and(out)
+            // `biased`: the BEGIN is polled, so queued, first; the check after it.
+            match &self.check {
+                None => {
+                    let (begun, out) = tokio::join!(biased; self.client.batch_execute(BEGIN), statement);
+                    begun.and(out)
+                }
+                Some(c) => {
+                    let params: [&(dyn ToSql + Sync); 3] = [&c.now, &c.agent_id, &c.agent_type];
+                    let (begun, checked, out) = tokio::join!(
+                        biased;
+                        self.client.batch_execute(BEGIN),
+                        self.client.query_one(&c.statement, &params),
+                        statement
+                    );
+                    *self.checked.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(checked);
+                    begun.and(out)
+                }
+            }
         } else {
             statement.await
         };

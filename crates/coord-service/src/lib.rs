@@ -64,6 +64,7 @@ pub mod metrics;
 pub mod op;
 pub mod ops;
 pub mod pipeline;
+mod policy_cache;
 mod ports;
 pub mod registry;
 
@@ -200,6 +201,8 @@ pub struct Coordinator {
     launcher: Option<Arc<dyn Launcher>>,
     /// This process's operation counters (`GET /metrics`).
     metrics: metrics::Metrics,
+    /// Each caller's last policy facts (`policy_cache`).
+    policy_cache: Arc<policy_cache::PolicyCache>,
 }
 
 pub(crate) fn new_id() -> String {
@@ -226,6 +229,7 @@ impl Coordinator {
             patterns: Default::default(),
             launcher: None,
             metrics: Default::default(),
+            policy_cache: Default::default(),
         }
     }
 

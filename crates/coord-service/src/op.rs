@@ -124,6 +124,12 @@ pub trait Operation: Send + Sync + 'static {
     /// Whether a call counts against `max_api_calls`. Off only for what an agent over its
     /// limits still needs: reading its approval requests and why it is refused.
     const METERED: bool = true;
+    /// Whether the pipeline may decide this operation on the caller's policy facts from
+    /// its previous call, where the store checks them in the operation's own transaction
+    /// (`coord_store::PolicyCheck`; PostgreSQL): saves the round trip that reads them.
+    /// Only for operations that run one store operation and nothing before it, so that
+    /// every outcome, refusals included, is decided on checked facts.
+    const POLICY_FROM_LAST_CALL: bool = false;
     /// Fields (at any depth of the request and the answer) whose values the audit row
     /// replaces with `"[redacted]"`: the audit trail is readable by every agent with a
     /// key, and some contents are not theirs to read.
@@ -144,7 +150,7 @@ pub trait Operation: Send + Sync + 'static {
     /// tests that check every operation on every door.
     const EXAMPLE: &'static str = "{}";
 
-    type Request: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
+    type Request: Serialize + DeserializeOwned + JsonSchema + Clone + Send + Sync + 'static;
     type Response: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
     /// The validated, normalised arguments ("parse, don't validate").
     type Args: Send + 'static;

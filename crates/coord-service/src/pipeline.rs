@@ -11,7 +11,7 @@ use coord_domain::audit::AuditRecord;
 use coord_domain::keys::KeyOrigin;
 use coord_domain::profiles::{self, Need, Permission, Profile, Resource};
 use coord_domain::{CoordError, CoordResult, ErrorCode, ErrorKind, Identity};
-use coord_store::{Charge, Escalation, OpCtx, UsageOf};
+use coord_store::{Charge, Escalation, OpCtx, PolicyCheck, UsageOf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -104,6 +104,28 @@ impl Coordinator {
         parameters: Value,
         parsed: CoordResult<O::Request>,
     ) -> CoordResult<O::Response> {
+        let speculate = O::POLICY_FROM_LAST_CALL && self.store.verifies_policy();
+        if !speculate {
+            return self.attempt::<O>(who, parameters, parsed, false).await;
+        }
+        // Decided on the caller's last facts; when the store found them changed (nothing
+        // committed, nothing audited), decided again on the facts of the moment.
+        match self.attempt::<O>(who, parameters.clone(), parsed.clone(), true).await {
+            Err(e) if e.code == ErrorCode::PolicyChanged => {
+                self.policy_cache.forget(&who.caller.agent_id, &who.caller.agent_type);
+                self.attempt::<O>(who, parameters, parsed, false).await
+            }
+            other => other,
+        }
+    }
+
+    async fn attempt<O: Operation>(
+        &self,
+        who: &Principal,
+        parameters: Value,
+        parsed: CoordResult<O::Request>,
+        speculate: bool,
+    ) -> CoordResult<O::Response> {
         let span =
             tracing::info_span!("op", op = O::NAME, agent = %who.caller.agent_id, outcome = tracing::field::Empty);
         async move {
@@ -123,6 +145,7 @@ impl Coordinator {
                 events: O::AUDIT_EVENTS,
                 lock_before_write: false,
                 egress: None,
+                policy: None,
             };
             // A body the door could not read carries the identity it claims too: an
             // authenticated caller is told what is wrong with it, rather than refused as
@@ -135,7 +158,7 @@ impl Coordinator {
                 .cloned();
             let admitted = match unreadable {
                 Some(e) => Err(e),
-                None => self.admit::<O>(&mut ctx, who).await,
+                None => self.admit::<O>(&mut ctx, who, speculate).await,
             };
             // A refusal of the caller, not a store that could not answer.
             let denied = admitted.as_ref().is_err_and(|e| {
@@ -181,7 +204,12 @@ impl Coordinator {
     /// Whether the caller may run the operation at all: a valid identity (once valid,
     /// `ctx` carries it, so refusals are audited under the trimmed name), access for its
     /// credential, its profile. A refusal here is a `tool_execution_denied`.
-    async fn admit<O: Operation>(&self, ctx: &mut OpCtx, who: &Principal) -> CoordResult<Option<(Profile, String)>> {
+    async fn admit<O: Operation>(
+        &self,
+        ctx: &mut OpCtx,
+        who: &Principal,
+        speculate: bool,
+    ) -> CoordResult<Option<(Profile, String)>> {
         ctx.who = who.caller.validate()?;
         coord_domain::access::admit(
             who.credential,
@@ -197,16 +225,14 @@ impl Coordinator {
             }
             _ => None,
         };
-        let granted = self
-            .policy_stage(
-                O::NAME,
-                O::NEED,
-                who.credential,
-                &ctx.who,
-                who.origin.as_ref(),
-                spawned.as_ref(),
-            )
-            .await?;
+        let call = Call {
+            operation: O::NAME,
+            need: O::NEED,
+            credential: who.credential,
+            origin: who.origin.as_ref(),
+            spawned: spawned.as_ref(),
+        };
+        let granted = self.policy_stage(&call, &ctx.who, speculate, &mut ctx.policy).await?;
         if let Some(agent) = &spawned {
             coord_domain::agents::spawn::check_activation(agent, None)?;
         }
@@ -265,54 +291,42 @@ impl Coordinator {
         Ok(args)
     }
 
-    /// The caller's profile decides (see `coord_domain::profiles::decide`): the agent id's
-    /// assignment, else its type's default, else least privilege. Answers the profile
-    /// and the usage scope its limits are counted in, or `None` for an operator key
+    /// The caller's profile and usage scope ([`decide`]), or `None` for an operator key
     /// running an administrative operation (operator keys administer, whoever they
-    /// name). A spawned agent's profile has what its definition adds (delegation). A request that came with a managed key is counted per key, and its time
-    /// runs from the key's issue: a key is issued for one cloud session or task, and
-    /// registering a new coordinator session must not reset what its agent may still do.
+    /// name). With `speculate`, decided on the caller's last facts when they grant the
+    /// call, and `check` set for the store to confirm them.
     async fn policy_stage(
         &self,
-        operation: &'static str,
-        need: Need,
-        credential: Credential,
+        call: &Call<'_>,
         id: &Identity,
-        origin: Option<&KeyOrigin>,
-        spawned: Option<&coord_domain::agents::spawn::SpawnedAgent>,
+        speculate: bool,
+        check: &mut Option<PolicyCheck>,
     ) -> CoordResult<Option<(Profile, String)>> {
-        if credential == Credential::Operator && need.permission.is_administrative() {
+        if call.credential == Credential::Operator && call.need.permission.is_administrative() {
             return Ok(None);
+        }
+        // The caller's last facts, checked by the store in the operation's transaction. A
+        // refusal is never decided on them: it is decided again on facts read now.
+        if let Some((read, now)) = speculate
+            .then(|| self.policy_cache.get(&id.agent_id, &id.agent_type, self.clock.now()))
+            .flatten()
+            && let Ok(granted) = decide(call, id, &now)
+        {
+            *check = Some(PolicyCheck {
+                agent_id: id.agent_id.clone(),
+                agent_type: id.agent_type.clone(),
+                facts: read,
+            });
+            return Ok(Some(granted));
         }
         let facts = self
             .store
             .policy_facts(self.clock.now(), &id.agent_id, Some(&id.agent_type), UsageOf::Nothing)
             .await?;
-        let (profile, source) = profiles::resolve(facts.by_agent, facts.by_type);
-        let profile = profiles::within_reach(profile, source, credential);
-        let profile = match spawned {
-            Some(agent) => coord_domain::agents::spawn::delegation_grant(profile, agent),
-            None => profile,
-        };
-        profiles::decide(&profile, operation, need).map_err(|e| match spawned {
-            // A spawned agent's profile is its definition's: no type of its own to set.
-            Some(_) => e,
-            None => profiles::with_unassigned_hint(e, source),
-        })?;
-        let started = match origin {
-            Some(key) => key.issued_at,
-            None => facts.session.as_ref().map(|s| s.1),
-        };
-        if need.starts_work
-            && let Some(started) = started
-        {
-            profiles::check_execution_time(&profile, started, facts.now)?;
+        if self.store.verifies_policy() {
+            self.policy_cache.put(&id.agent_id, &id.agent_type, facts.clone());
         }
-        let scope = match origin {
-            Some(key) => profiles::key_scope(&key.key_id),
-            None => profiles::usage_scope(&id.agent_id, facts.session.as_ref().map(|s| s.0.as_str())),
-        };
-        Ok(Some((profile, scope)))
+        decide(call, id, &facts).map(Some)
     }
 
     /// Audits the success of an operation whose change is not in the store (a port
@@ -339,6 +353,50 @@ impl Coordinator {
             tracing::warn!(operation = ctx.operation, error = %audit_err, "could not audit a refused operation");
         }
     }
+}
+
+/// What the profile is asked about: the operation, and who calls it how.
+struct Call<'a> {
+    operation: &'static str,
+    need: Need,
+    credential: Credential,
+    origin: Option<&'a KeyOrigin>,
+    spawned: Option<&'a coord_domain::agents::spawn::SpawnedAgent>,
+}
+
+/// The caller's profile decides (see `coord_domain::profiles::decide`): the agent id's
+/// assignment, else its type's default, else least privilege. Answers the profile and
+/// the usage scope its limits are counted in. A spawned agent's profile has what its
+/// definition adds (delegation). A request that came with a managed key is counted per
+/// key, and its time runs from the key's issue: a key is issued for one cloud session or
+/// task, and registering a new coordinator session must not reset what its agent may
+/// still do.
+fn decide(call: &Call<'_>, id: &Identity, facts: &coord_store::PolicyFacts) -> CoordResult<(Profile, String)> {
+    let (profile, source) = profiles::resolve(facts.by_agent.clone(), facts.by_type.clone());
+    let profile = profiles::within_reach(profile, source, call.credential);
+    let profile = match call.spawned {
+        Some(agent) => coord_domain::agents::spawn::delegation_grant(profile, agent),
+        None => profile,
+    };
+    profiles::decide(&profile, call.operation, call.need).map_err(|e| match call.spawned {
+        // A spawned agent's profile is its definition's: no type of its own to set.
+        Some(_) => e,
+        None => profiles::with_unassigned_hint(e, source),
+    })?;
+    let started = match call.origin {
+        Some(key) => key.issued_at,
+        None => facts.session.as_ref().map(|s| s.1),
+    };
+    if call.need.starts_work
+        && let Some(started) = started
+    {
+        profiles::check_execution_time(&profile, started, facts.now)?;
+    }
+    let scope = match call.origin {
+        Some(key) => profiles::key_scope(&key.key_id),
+        None => profiles::usage_scope(&id.agent_id, facts.session.as_ref().map(|s| s.0.as_str())),
+    };
+    Ok((profile, scope))
 }
 
 #[cfg(test)]

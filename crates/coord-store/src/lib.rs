@@ -143,6 +143,41 @@ pub struct OpCtx {
     /// What of the caller's profile egress decisions need (set for callers with a
     /// profile; `None` means least privilege: nothing is allowed).
     pub egress: Option<coord_domain::network::EgressProfile>,
+    /// The policy facts the pipeline decided with when it took them from the caller's
+    /// previous call (see [`PolicyCheck`]); `None` when it read them for this call.
+    pub policy: Option<PolicyCheck>,
+}
+
+/// Facts the pipeline decided with without reading them for this call (a store that
+/// [`Maintenance::verifies_policy`] is asked so only): the store reads them again in
+/// the operation's first round trip and, when they differ, answers `policy_changed`
+/// with nothing committed and nothing audited; the pipeline then decides again on the
+/// facts of the moment. A decision is thus never committed on facts older than its
+/// own transaction, and costs no round trip of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyCheck {
+    pub agent_id: String,
+    pub agent_type: String,
+    pub facts: PolicyFacts,
+}
+
+impl PolicyCheck {
+    /// Whether `read` (this transaction's) are the facts decided with: the database's
+    /// time aside, which moves on.
+    pub fn holds(&self, read: &PolicyFacts) -> bool {
+        PolicyFacts {
+            now: self.facts.now,
+            ..read.clone()
+        } == self.facts
+    }
+
+    /// The refusal that makes the pipeline decide again.
+    pub fn changed() -> CoordError {
+        CoordError::new(
+            coord_domain::ErrorCode::PolicyChanged,
+            "the caller's profile or session changed during the call; decided again",
+        )
+    }
 }
 
 impl OpCtx {
@@ -164,6 +199,7 @@ impl OpCtx {
             audit_admin: true,
             credential: coord_domain::access::Credential::Local,
             egress: None,
+            policy: None,
         }
     }
 }
@@ -598,6 +634,12 @@ pub trait ProfileStore: Send + Sync {
 pub trait Maintenance: Send + Sync {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
+    /// Whether the store checks an operation's [`OpCtx::policy`] in its transaction, so
+    /// that the pipeline may decide on the caller's previous facts (a database a round
+    /// trip away); a store that does not is always given facts read for the call.
+    fn verifies_policy(&self) -> bool {
+        false
+    }
     /// Where the data lives, for people (a file path, or a URL without password).
     fn location(&self) -> String;
     /// The schema version the database is at, and the migrations this process applied

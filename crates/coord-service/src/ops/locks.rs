@@ -15,6 +15,7 @@ use coord_store::OpCtx;
 
 pub struct AcquireLock;
 impl Operation for AcquireLock {
+    const POLICY_FROM_LAST_CALL: bool = true;
     const NAME: &'static str = "acquire_lock";
     const SUMMARY: &'static str = "Acquire or refresh a lock on a file, a directory or a glob";
     const DESCRIPTION: &'static str = "Take an exclusive lock before editing, so other agents do not edit the \
@@ -58,6 +59,7 @@ impl Operation for AcquireLock {
 
 pub struct ReleaseLock;
 impl Operation for ReleaseLock {
+    const POLICY_FROM_LAST_CALL: bool = true;
     const NAME: &'static str = "release_lock";
     const SUMMARY: &'static str = "Release a lock you hold";
     const DESCRIPTION: &'static str = "Release a lock you hold, as soon as you are done editing (also after a \
@@ -166,6 +168,7 @@ impl Operation for LockStatus {
 
 pub struct CheckEdit;
 impl Operation for CheckEdit {
+    const POLICY_FROM_LAST_CALL: bool = true;
     const NAME: &'static str = "check_edit";
     const SUMMARY: &'static str = "May you change these files now? Refused when another agent holds a lock on one";
     const DESCRIPTION: &'static str = "Ask before changing files whether another agent holds a live lock on any \

@@ -15,6 +15,7 @@ use coord_store::OpCtx;
 
 pub struct SubmitWork;
 impl Operation for SubmitWork {
+    const POLICY_FROM_LAST_CALL: bool = true;
     const NAME: &'static str = "submit_work";
     const SUMMARY: &'static str = "Add a task to the queue";
     const DESCRIPTION: &'static str = "Add a task to the shared work queue for any agent to claim: task_type (e.g. \
@@ -41,6 +42,7 @@ impl Operation for SubmitWork {
 
 pub struct GetWork;
 impl Operation for GetWork {
+    const POLICY_FROM_LAST_CALL: bool = true;
     const NAME: &'static str = "get_work";
     const SUMMARY: &'static str = "Claim the most urgent available task";
     const DESCRIPTION: &'static str = "Claim the most urgent task from the shared work queue (priority 1 first, \

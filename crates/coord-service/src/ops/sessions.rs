@@ -40,6 +40,7 @@ impl Operation for RegisterSession {
 
 pub struct Heartbeat;
 impl Operation for Heartbeat {
+    const POLICY_FROM_LAST_CALL: bool = true;
     const NAME: &'static str = "heartbeat";
     const SUMMARY: &'static str = "Keep your session and task claims alive";
     const DESCRIPTION: &'static str = "Tell the coordinator you are still alive; also extends the leases of tasks \
