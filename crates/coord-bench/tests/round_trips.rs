@@ -165,5 +165,7 @@ async fn decisions_on_the_last_calls_facts_follow_a_change_made_elsewhere() {
         .execute("DELETE FROM agent_profile_assignments WHERE value = 'rt-agent'", &[])
         .await
         .unwrap();
-    call("acquire_lock", "src/y.rs").await.expect("granted again on the facts of the moment");
+    call("acquire_lock", "src/y.rs")
+        .await
+        .expect("granted again on the facts of the moment");
 }

@@ -194,8 +194,16 @@ fn pool_error(e: PoolError) -> CoordError {
     }
 }
 
+/// A deadlock or a serialization failure; or a statement refused because one sent
+/// without waiting (`Tx::send`) failed before it, whose own error is not read — most
+/// likely the same (a deadlock of a multi-row update), and retried like it.
 fn is_retryable(e: &tokio_postgres::Error) -> bool {
-    matches!(e.code(), Some(c) if c == &SqlState::T_R_DEADLOCK_DETECTED || c == &SqlState::T_R_SERIALIZATION_FAILURE)
+    let retryable = matches!(e.code(), Some(c) if c == &SqlState::T_R_DEADLOCK_DETECTED || c == &SqlState::T_R_SERIALIZATION_FAILURE);
+    if e.code() == Some(&SqlState::IN_FAILED_SQL_TRANSACTION) {
+        tracing::warn!("a statement sent without waiting failed; the operation is tried again");
+        return true;
+    }
+    retryable
 }
 
 fn is_storage_failure(e: &CoordError) -> bool {

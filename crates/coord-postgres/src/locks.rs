@@ -3,7 +3,7 @@
 
 use crate::PgStore;
 use crate::plans::{INDEX_SCANS_ONLY, index_scans_only};
-use crate::rows::{NOW, get, id_text};
+use crate::rows::{NOW, get, id_text, uuid};
 use crate::{R, Tx};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
@@ -172,8 +172,24 @@ pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(LockTarget, Option<String
                 reason: reason.clone().or_else(|| mine.reason.clone()),
                 ..mine.clone()
             };
-            let stmt = tx.prepare_cached(REFRESH_SQL).await?;
-            tx.send(&stmt, &[&path, &ctx.who.agent_id, &refreshed.reason, &expires_at])?;
+            // The whole row, not an update of it: a sweep or a release that deleted the
+            // row meanwhile (they take no advisory lock) would leave an update nothing to
+            // change, and the answer a lease that is not stored. The path's advisory lock
+            // is held, so no other agent can have taken it.
+            let stmt = tx.prepare_cached(TAKE_SQL).await?;
+            let (session, scope) = (refreshed.session_id.as_deref().map(uuid).transpose()?, target.scope());
+            let args: [&(dyn ToSql + Sync); 9] = [
+                &path,
+                &refreshed.locked_by,
+                &refreshed.agent_type,
+                &session,
+                &refreshed.reason,
+                &refreshed.locked_at,
+                &expires_at,
+                &refreshed.fencing_token,
+                &scope,
+            ];
+            tx.send(&stmt, &args)?;
             (refreshed, LockAction::Refreshed)
         }
         AcquireDecision::Take => {
@@ -213,7 +229,8 @@ static LEASE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT nextval('fencing_token_seq'), {NOW}, (SELECT session_id FROM agent_sessions WHERE agent_id = $2)")
 });
 
-/// A new lease, replacing an expired row of the same key; every value decided before.
+/// A lease as decided: a new one (replacing an expired row of the same key), or the
+/// caller's own extended (its token and details kept).
 const TAKE_SQL: &str = "INSERT INTO file_locks AS l (file_path, agent_id, agent_type, session_id, reason, locked_at,
          expires_at, fencing_token, scope)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -221,9 +238,6 @@ const TAKE_SQL: &str = "INSERT INTO file_locks AS l (file_path, agent_id, agent_
          agent_id = EXCLUDED.agent_id, agent_type = EXCLUDED.agent_type, session_id = EXCLUDED.session_id,
          reason = EXCLUDED.reason, locked_at = EXCLUDED.locked_at, expires_at = EXCLUDED.expires_at,
          fencing_token = EXCLUDED.fencing_token, scope = EXCLUDED.scope";
-
-/// The caller's own live lease, extended; token and holder details kept.
-const REFRESH_SQL: &str = "UPDATE file_locks SET expires_at = $4, reason = $3 WHERE file_path = $1 AND agent_id = $2";
 
 #[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
 pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockResult> {

@@ -112,7 +112,9 @@ impl Coordinator {
         // committed, nothing audited), decided again on the facts of the moment.
         match self.attempt::<O>(who, parameters.clone(), parsed.clone(), true).await {
             Err(e) if e.code == ErrorCode::PolicyChanged => {
-                self.policy_cache.forget(&who.caller.agent_id, &who.caller.agent_type);
+                if let Ok(id) = who.caller.validate() {
+                    self.policy_cache.forget(&id.agent_id, &id.agent_type);
+                }
                 self.attempt::<O>(who, parameters, parsed, false).await
             }
             other => other,
@@ -171,6 +173,10 @@ impl Coordinator {
             };
             let prepared = match prepared {
                 Ok(args) => O::execute(self, ctx, args).await,
+                // Refused before the store could check the facts it was decided on (a
+                // limit of the cached profile, a bad request): decided again on facts read
+                // now, and audited then, once.
+                Err(_) if ctx.policy.is_some() => Err(PolicyCheck::changed()),
                 Err(e) => {
                     if O::AUDIT == Audit::Always {
                         let record = ctx.audit::<()>(Err(&e));
@@ -311,6 +317,8 @@ impl Coordinator {
             .then(|| self.policy_cache.get(&id.agent_id, &id.agent_type, self.clock.now()))
             .flatten()
             && let Ok(granted) = decide(call, id, &now)
+            // The execution-time limit is judged on the database's time of the moment.
+            && !(call.need.starts_work && granted.0.resource_limits.max_execution_time.max().is_some())
         {
             *check = Some(PolicyCheck {
                 agent_id: id.agent_id.clone(),
