@@ -104,18 +104,21 @@ impl Coordinator {
         parameters: Value,
         parsed: CoordResult<O::Request>,
     ) -> CoordResult<O::Response> {
+        // Each attempt on the heap: operations that run operations (a completion moving a
+        // workflow on, which spawns an agent) nest pipelines, and a debug build's stack
+        // would not hold them.
         let speculate = O::POLICY_FROM_LAST_CALL && self.store.verifies_policy();
         if !speculate {
-            return self.attempt::<O>(who, parameters, parsed, false).await;
+            return Box::pin(self.attempt::<O>(who, parameters, parsed, false)).await;
         }
         // Decided on the caller's last facts; when the store found them changed (nothing
         // committed, nothing audited), decided again on the facts of the moment.
-        match self.attempt::<O>(who, parameters.clone(), parsed.clone(), true).await {
+        match Box::pin(self.attempt::<O>(who, parameters.clone(), parsed.clone(), true)).await {
             Err(e) if e.code == ErrorCode::PolicyChanged => {
                 if let Ok(id) = who.caller.validate() {
                     self.policy_cache.forget(&id.agent_id, &id.agent_type);
                 }
-                self.attempt::<O>(who, parameters, parsed, false).await
+                Box::pin(self.attempt::<O>(who, parameters, parsed, false)).await
             }
             other => other,
         }
