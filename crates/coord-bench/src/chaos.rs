@@ -24,7 +24,6 @@
 
 use crate::agents;
 use crate::driver::Shared;
-use crate::link::rewrite_address;
 use crate::mcp::McpClient;
 use crate::remote::ServeChild;
 use crate::target::Scratch;
@@ -42,7 +41,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 /// Time between the end of one fault and the start of the next.
@@ -102,19 +101,7 @@ struct Gate {
 
 impl Gate {
     async fn start(db_url: &str) -> BenchResult<Gate> {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|e| BenchError::Setup(format!("chaos: cannot open the database gate: {e}")))?;
-        let local = listener
-            .local_addr()
-            .map_err(|e| BenchError::Setup(format!("chaos: {e}")))?;
-        let (upstream, url) = rewrite_address(db_url, &local.to_string())
-            .ok_or_else(|| BenchError::Setup("chaos needs a PostgreSQL reached over TCP".into()))?;
-        let upstream: SocketAddr = tokio::net::lookup_host(&upstream)
-            .await
-            .ok()
-            .and_then(|mut a| a.next())
-            .ok_or_else(|| BenchError::Setup(format!("chaos: cannot resolve {upstream}")))?;
+        let (listener, upstream, url) = crate::link::in_front_of(db_url, "chaos").await?;
         let (open, watcher) = watch::channel(true);
         let task = tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {

@@ -32,17 +32,7 @@ pub struct Link {
 impl Link {
     /// A relay to the server `db_url` names, adding `rtt` to every round trip.
     pub async fn start(db_url: &str, rtt: Duration) -> BenchResult<Link> {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|e| BenchError::Setup(format!("cannot open the database link: {e}")))?;
-        let local = listener.local_addr().map_err(|e| BenchError::Setup(e.to_string()))?;
-        let (upstream, url) = rewrite_address(db_url, &local.to_string())
-            .ok_or_else(|| BenchError::Setup("--rtt needs a PostgreSQL reached over TCP (host and port)".into()))?;
-        let upstream: SocketAddr = tokio::net::lookup_host(&upstream)
-            .await
-            .ok()
-            .and_then(|mut a| a.next())
-            .ok_or_else(|| BenchError::Setup(format!("cannot resolve {upstream}")))?;
+        let (listener, upstream, url) = in_front_of(db_url, "--rtt").await?;
         let round_trips = Arc::new(AtomicU64::new(0));
         let counter = round_trips.clone();
         let task = tokio::spawn(async move {
@@ -145,6 +135,25 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration, 
         }
     };
     tokio::join!(reader, writer);
+}
+
+/// A listener on loopback in front of the server `db_url` names: the listener, the
+/// server's address, and the URL through the listener. `who` names the caller in errors.
+pub(crate) async fn in_front_of(db_url: &str, who: &str) -> BenchResult<(TcpListener, SocketAddr, String)> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| BenchError::Setup(format!("{who}: cannot listen in front of the database: {e}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| BenchError::Setup(format!("{who}: {e}")))?;
+    let (upstream, url) = rewrite_address(db_url, &local.to_string())
+        .ok_or_else(|| BenchError::Setup(format!("{who} needs a PostgreSQL reached over TCP (host and port)")))?;
+    let upstream: SocketAddr = tokio::net::lookup_host(&upstream)
+        .await
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| BenchError::Setup(format!("{who}: cannot resolve {upstream}")))?;
+    Ok((listener, upstream, url))
 }
 
 /// The host and port of a `postgres://` URL, and the URL with another address in their
