@@ -958,8 +958,12 @@ async fn metrics_are_prometheus_text_for_administrators() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_is_for_operators_and_refuses_forged_changes() {
     let s = server(|_| {}).await;
+    // A fresh connection per request: the oversized body below makes the server close its
+    // connection, and a pooled client could send the next request down that closing
+    // connection and see it cut (IncompleteMessage) — a race in the client, not a refusal.
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0)
         .build()
         .unwrap();
     let page = http.get(format!("{}/", s.url)).send().await.unwrap();
