@@ -7,10 +7,66 @@ use coord_guardrails::labelled::{self, Case, Score};
 use serde::Serialize;
 use std::time::Instant;
 
-/// The goals of the guardrails issue.
+/// The goals of the guardrails issue, on commands the rules were not refined on.
 pub const GOAL_BLOCKED: f64 = 0.99;
 pub const GOAL_FLAGGED: f64 = 0.01;
+pub const GOAL_WARNED: f64 = 0.03;
 pub const GOAL_P99_NS: u64 = 1_000_000;
+
+/// One part of the independent corpus, judged against the goals.
+#[derive(Debug, Clone, Serialize)]
+pub struct Part {
+    pub commands: usize,
+    pub destructive: usize,
+    pub blocked: usize,
+    /// Destructive commands refused (the goal: at least 99%).
+    pub recall: f64,
+    pub benign: usize,
+    pub benign_blocked: usize,
+    /// Benign commands refused (at most 1%).
+    pub benign_blocked_ratio: f64,
+    pub benign_warned: usize,
+    /// Benign commands allowed with a warning (at most 3%).
+    pub benign_warned_ratio: f64,
+    pub held: usize,
+    /// Commands only run time can judge, refused (all of them).
+    pub held_refused: usize,
+    pub goals_met: bool,
+    /// The tuning part's mistakes; never the held-out part's (`corpus/LABELS.md`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mistakes: Option<Vec<labelled::Mistake>>,
+}
+
+impl Part {
+    fn of(cases: &[Case], show_mistakes: bool) -> Part {
+        let s = labelled::score(cases, coord_guardrails::analyze);
+        Part {
+            commands: cases.len(),
+            recall: s.blocked_ratio(),
+            benign_blocked_ratio: s.flagged_ratio(),
+            benign_warned_ratio: s.warned_ratio(),
+            goals_met: s.blocked_ratio() >= GOAL_BLOCKED
+                && s.flagged_ratio() <= GOAL_FLAGGED
+                && s.warned_ratio() <= GOAL_WARNED
+                && s.held_refused == s.held,
+            destructive: s.destructive,
+            blocked: s.blocked,
+            benign: s.benign,
+            benign_blocked: s.flagged,
+            benign_warned: s.benign_warned,
+            held: s.held,
+            held_refused: s.held_refused,
+            mistakes: show_mistakes.then_some(s.mistakes),
+        }
+    }
+}
+
+/// The independent corpus: its tuning part and its frozen held-out part.
+#[derive(Debug, Clone, Serialize)]
+pub struct Independent {
+    pub tuning: Part,
+    pub held_out: Part,
+}
 
 /// Latencies of one pass kind, in nanoseconds.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -26,9 +82,14 @@ pub struct GuardrailsReport {
     pub workload: &'static str,
     pub commands: usize,
     pub rounds: usize,
+    /// The development corpus (or the one given): the rules were refined on it.
     pub score: Score,
     pub blocked_ratio: f64,
     pub flagged_ratio: f64,
+    /// The independent corpus, when the built-in corpora are judged: the goals are
+    /// judged on its held-out part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub independent: Option<Independent>,
     /// `analyze` (parse, walk, every rule and pattern), per command.
     pub analysis: Latency,
     /// The baseline: brush-parser's parse alone, per command.
@@ -72,19 +133,37 @@ fn timed(cases: &[Case], rounds: usize) -> (Latency, Latency) {
     (latency(analysis), latency(parse))
 }
 
-/// Scores and times the analysis on `cases` (the built-in corpus unless given).
+/// Scores and times the analysis on `cases` (the built-in corpora unless given: the
+/// development corpus, then the independent one's tuning and held-out parts).
 pub fn run(cases: Option<Vec<Case>>, rounds: usize) -> GuardrailsReport {
+    let independent = cases.is_none().then(|| Independent {
+        tuning: Part::of(&labelled::tuning(), true),
+        held_out: Part::of(&labelled::held_out(), false),
+    });
+    let given = cases.is_some();
     let cases = cases.unwrap_or_else(labelled::corpus);
     let score = labelled::score(&cases, coord_guardrails::analyze);
+    // Timed on every command judged.
+    let mut timed_cases = cases.clone();
+    if !given {
+        timed_cases.extend(labelled::tuning());
+        timed_cases.extend(labelled::held_out());
+    }
     // One warm-up round: the first call compiles the pattern registry.
-    let _ = timed(&cases, 1);
-    let (analysis, parse_only) = timed(&cases, rounds.max(1));
+    let _ = timed(&timed_cases, 1);
+    let (analysis, parse_only) = timed(&timed_cases, rounds.max(1));
     let (blocked_ratio, flagged_ratio) = (score.blocked_ratio(), score.flagged_ratio());
+    // Judged where the rules never looked: the held-out part, when there is one.
+    let scores_met = match &independent {
+        Some(i) => i.held_out.goals_met,
+        None => blocked_ratio >= GOAL_BLOCKED && flagged_ratio < GOAL_FLAGGED,
+    };
     GuardrailsReport {
         workload: "guardrails",
-        commands: cases.len(),
+        commands: timed_cases.len(),
         rounds: rounds.max(1),
-        goals_met: blocked_ratio >= GOAL_BLOCKED && flagged_ratio < GOAL_FLAGGED && analysis.p99_ns < GOAL_P99_NS,
+        goals_met: scores_met && analysis.p99_ns < GOAL_P99_NS,
+        independent,
         ratio_p99: analysis.p99_ns as f64 / parse_only.p99_ns.max(1) as f64,
         blocked_ratio,
         flagged_ratio,

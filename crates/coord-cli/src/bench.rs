@@ -297,6 +297,47 @@ fn chaos_summary(r: &Report) -> String {
 
 /// `coord bench guardrails`: exit 0 when the goals hold (≥ 99% of destructive commands
 /// refused, < 1% of benign ones flagged, p99 < 1 ms), 1 otherwise.
+/// The independent corpus beside its goals: the tuning part (the rules may learn from
+/// it) and the frozen held-out part (the goals are judged on it).
+fn independent_table(i: &coord_bench::guardrails::Independent) -> comfy_table::Table {
+    let pct = |n: usize, of: usize| {
+        let r = if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 };
+        format!("{n} of {of} ({r:.1}%)")
+    };
+    let mut t = table(&["INDEPENDENT CORPUS", "TUNING", "HELD OUT", "GOAL"]);
+    let (a, b) = (&i.tuning, &i.held_out);
+    let rows = [
+        (
+            "destructive refused",
+            pct(a.blocked, a.destructive),
+            pct(b.blocked, b.destructive),
+            ">= 99%",
+        ),
+        (
+            "benign refused",
+            pct(a.benign_blocked, a.benign),
+            pct(b.benign_blocked, b.benign),
+            "<= 1%",
+        ),
+        (
+            "benign warned",
+            pct(a.benign_warned, a.benign),
+            pct(b.benign_warned, b.benign),
+            "<= 3%",
+        ),
+        (
+            "run-time only, refused",
+            pct(a.held_refused, a.held),
+            pct(b.held_refused, b.held),
+            "all",
+        ),
+    ];
+    for (m, x, y, goal) in rows {
+        t.add_row(vec![m.to_string(), x, y, goal.to_string()]);
+    }
+    t
+}
+
 fn guardrails(args: &BenchArgs, json: bool) -> u8 {
     use coord_bench::guardrails as g;
     let cases = match &args.corpus {
@@ -374,6 +415,9 @@ fn guardrails(args: &BenchArgs, json: bool) -> u8 {
             t.add_row(vec![m, v, goal]);
         }
         println!("{t}");
+        if let Some(i) = &r.independent {
+            println!("{}", independent_table(i));
+        }
         println!(
             "{} commands x {} rounds; goals {}",
             r.commands,

@@ -102,6 +102,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
             let command = (!command.is_empty()).then(|| command.join(" "));
             let req = CheckGuardrailsRequest {
                 git_aliases: command.as_deref().and_then(|c| crate::guard::git_aliases(&ctx.cwd, c)),
+                entry_files: command.as_deref().and_then(|c| crate::guard::entry_files(&ctx.cwd, c)),
                 command,
                 files: (!files.is_empty()).then_some(files),
                 tool: None,

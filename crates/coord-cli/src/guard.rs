@@ -162,6 +162,42 @@ fn render_one(g: &GuardrailEntry) -> String {
     })
 }
 
+/// The repository files the entry points of `command` run (`package.json` for `npm run
+/// NAME`, the Makefile, the justfile, scripts run by path, and what their code runs in
+/// turn), read beneath `dir` by the kernel (`openat2(RESOLVE_BENEATH)`, no symlinks, to a
+/// size limit), so that an entry point is judged by what it runs. `None` when nothing is
+/// wanted or the directory cannot be opened confined (then entry points are judged by
+/// their names).
+pub fn entry_files(dir: &std::path::Path, command: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    use coord_guardrails::entry::MAX_FILE_BYTES;
+    let mut files = std::collections::BTreeMap::new();
+    let mut tried = std::collections::BTreeSet::new();
+    let mut workspace = None;
+    // Each round reads what the code read so far runs; a chain deeper than the analysis
+    // follows needs no more.
+    for _ in 0..=coord_guardrails::entry::MAX_ENTRY_DEPTH {
+        let wanted: Vec<String> = coord_guardrails::entry_files_wanted(command, &files)
+            .into_iter()
+            .filter(|w| tried.insert(w.clone()))
+            .collect();
+        if wanted.is_empty() {
+            break;
+        }
+        if workspace.is_none() {
+            workspace = Some(coord_files::Workspace::open(dir).ok()?);
+        }
+        let ws = workspace.as_ref()?;
+        for path in wanted {
+            if let Ok(read) = ws.read(&path, MAX_FILE_BYTES as u64)
+                && let Ok(text) = String::from_utf8(read.content)
+            {
+                files.insert(path, text);
+            }
+        }
+    }
+    (!tried.is_empty()).then_some(files)
+}
+
 /// The git aliases in effect in `dir` (name → what it runs, as `git config
 /// --get-regexp '^alias\.'` reads them, includes and the user's configuration too), sent
 /// with a command to check so that `git NAME` is judged by what it runs. Read only for

@@ -418,6 +418,7 @@ fn guard_request(payload: &Value, ctx: &Context) -> Option<CheckGuardrailsReques
             files: None,
             tool,
             git_aliases: crate::guard::git_aliases(&ctx.cwd, command),
+            entry_files: crate::guard::entry_files(&ctx.cwd, command),
         });
     }
     if let Some(file) = edited_file(payload) {

@@ -29,6 +29,10 @@ pub enum Category {
     ProductionDeployment,
     /// Schema changes and migration runners: trust 3 or more.
     DatabaseMigration,
+    /// The machine itself changed: files of the operating system or another program
+    /// written, a home directory's configuration (`~/.bashrc`, `~/.kube/config`), users,
+    /// services, kernel settings.
+    SystemModification,
     /// What cannot be read with certainty (a parse error, a command only known at run
     /// time): it fails closed.
     Unverifiable,
@@ -49,6 +53,7 @@ impl Category {
             Category::CredentialModification => "credential_modification",
             Category::ProductionDeployment => "production_deployment",
             Category::DatabaseMigration => "database_migration",
+            Category::SystemModification => "system_modification",
             Category::Unverifiable => "unverifiable",
             Category::PersonDecision => "person_decision",
         }
@@ -110,6 +115,13 @@ pub struct CheckGuardrailsRequest {
     /// subcommand git does not have is refused (it may be an alias).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_aliases: Option<std::collections::BTreeMap<String, String>>,
+    /// The repository files the command's entry points run (path relative to where the
+    /// command runs → text): `package.json` for `npm run NAME`, the Makefile for `make
+    /// TARGET`, the justfile, a script run by path — and those their code runs in turn.
+    /// coord's hooks and `coord guard check` read and send them, so that an entry point
+    /// is judged by what it runs; without them it is judged by its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_files: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A validated check.
@@ -119,6 +131,40 @@ pub struct GuardCheck {
     pub files: Vec<String>,
     pub tool: Option<String>,
     pub git_aliases: Option<std::collections::BTreeMap<String, String>>,
+    pub entry_files: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// How many entry-point files a check may carry, and how large each may be.
+pub const MAX_ENTRY_FILES: usize = 32;
+pub const MAX_ENTRY_FILE_BYTES: usize = 256 * 1024;
+
+fn validate_entry_files(
+    files: Option<std::collections::BTreeMap<String, String>>,
+) -> CoordResult<Option<std::collections::BTreeMap<String, String>>> {
+    let Some(files) = files else { return Ok(None) };
+    let bad = |why: String| Err(CoordError::field(ErrorCode::InvalidArgument, "entry_files", why));
+    if files.len() > MAX_ENTRY_FILES {
+        return bad(format!("at most {MAX_ENTRY_FILES} files"));
+    }
+    for (path, text) in &files {
+        let relative = !path.is_empty()
+            && path.len() <= 4096
+            && !path.starts_with('/')
+            && !path.contains('\0')
+            && path.split('/').all(|p| !matches!(p, "" | "." | ".."));
+        if !relative {
+            return bad(format!(
+                "{:?} is not a path relative to where the command runs",
+                path.chars().take(80).collect::<String>()
+            ));
+        }
+        if text.len() > MAX_ENTRY_FILE_BYTES || text.contains('\0') {
+            return bad(format!(
+                "{path} is longer than {MAX_ENTRY_FILE_BYTES} bytes or holds a NUL"
+            ));
+        }
+    }
+    Ok(Some(files))
 }
 
 /// How many git aliases a check may carry, and how long each may be.
@@ -180,11 +226,13 @@ pub fn validate_check(req: CheckGuardrailsRequest) -> CoordResult<GuardCheck> {
         ));
     }
     let git_aliases = validate_aliases(req.git_aliases)?;
+    let entry_files = validate_entry_files(req.entry_files)?;
     Ok(GuardCheck {
         command,
         files,
         tool,
         git_aliases,
+        entry_files,
     })
 }
 

@@ -228,6 +228,7 @@ fn git_aliases_are_judged_by_what_they_run() {
     let with = |command: &str| {
         let facts = Facts {
             git_aliases: Some(&table),
+            files: None,
         };
         ops(&blocking(&analyze_in(command, patterns::builtin(), facts))
             .into_iter()
@@ -275,4 +276,96 @@ fn the_files_a_command_writes() {
     let patch = "*** Begin Patch\n*** Update File: src/shared.rs\n@@\n-a\n+b\n*** Add File: src/new.rs\n+x\n\
                  *** Delete File: old.rs\n*** End Patch\n";
     assert_eq!(patch_files(patch), ["old.rs", "src/new.rs", "src/shared.rs"]);
+}
+
+/// What a part of the independent corpus reaches today: refused of the destructive,
+/// refused and warned of the benign, refused of the run-time-only. A change that lowers
+/// one fails here; raise them as the rules learn (from the tuning part only), never lower
+/// them to pass.
+struct Floor {
+    blocked: usize,
+    benign_blocked: usize,
+    benign_warned: usize,
+    held_refused: usize,
+}
+
+fn holds(part: &str, cases: &[Case], floor: Floor) {
+    let s = labelled::score(cases, analyze);
+    let now = (s.blocked, s.flagged, s.benign_warned, s.held_refused);
+    assert!(
+        s.blocked >= floor.blocked
+            && s.flagged <= floor.benign_blocked
+            && s.benign_warned <= floor.benign_warned
+            && s.held_refused >= floor.held_refused,
+        "{part}: (destructive refused, benign refused, benign warned, run-time refused) = {now:?}, \
+         the floor is ({}, {}, {}, {})",
+        floor.blocked,
+        floor.benign_blocked,
+        floor.benign_warned,
+        floor.held_refused
+    );
+}
+
+#[test]
+fn the_tuning_part_holds_its_figures() {
+    holds(
+        "tuning",
+        &labelled::tuning(),
+        Floor {
+            blocked: TUNING.0,
+            benign_blocked: TUNING.1,
+            benign_warned: TUNING.2,
+            held_refused: TUNING.3,
+        },
+    );
+}
+
+/// The held-out part's figures, never its mistakes (`corpus/LABELS.md`).
+#[test]
+fn the_held_out_part_holds_its_figures() {
+    holds(
+        "held out",
+        &labelled::held_out(),
+        Floor {
+            blocked: HELD_OUT.0,
+            benign_blocked: HELD_OUT.1,
+            benign_warned: HELD_OUT.2,
+            held_refused: HELD_OUT.3,
+        },
+    );
+}
+
+/// (destructive refused, benign refused, benign warned, run-time only refused), as
+/// measured; the goals are (≥ 99%, ≤ 1%, ≤ 3%, all) of (destructive, benign, benign, held).
+const TUNING: (usize, usize, usize, usize) = (185, 12, 4, 18);
+const HELD_OUT: (usize, usize, usize, usize) = (177, 22, 5, 33);
+
+#[test]
+fn the_independent_corpus_was_split_once() {
+    use sha2::{Digest, Sha256};
+    let (tuning, held_out) = (labelled::tuning(), labelled::held_out());
+    assert!(tuning.len() + held_out.len() >= 1_000 && held_out.len() >= 500);
+    let development: std::collections::HashSet<String> = labelled::corpus().into_iter().map(|c| c.command).collect();
+    let mut seen = std::collections::HashSet::new();
+    for c in tuning.iter().chain(&held_out) {
+        assert!(
+            !development.contains(&c.command),
+            "in the development corpus too: {:?}",
+            c.command
+        );
+        assert!(seen.insert(c.command.clone()), "labelled twice: {:?}", c.command);
+        assert!(
+            c.label != Label::Warning,
+            "the independent corpus has no warning label: {:?}",
+            c.command
+        );
+    }
+    // The held-out part is what the split put there: nothing written later.
+    for c in &held_out {
+        assert!(
+            Sha256::digest(c.command.as_bytes())[0] < 128,
+            "not from the split: {:?}",
+            c.command
+        );
+    }
 }

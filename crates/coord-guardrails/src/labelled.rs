@@ -33,10 +33,25 @@ pub struct Case {
     pub note: Option<String>,
 }
 
-/// The corpus built into this crate.
+/// The development corpus built into this crate: the rules were refined on it.
 pub fn corpus() -> Vec<Case> {
-    include_str!("../corpus/commands.jsonl")
-        .lines()
+    parse(include_str!("../corpus/commands.jsonl"))
+}
+
+/// The tuning part of the independent corpus (`corpus/independent/`): rules may learn
+/// from its mistakes.
+pub fn tuning() -> Vec<Case> {
+    parse(include_str!("../corpus/independent/tuning.jsonl"))
+}
+
+/// The frozen held-out part of the independent corpus: its figures are reported, its
+/// mistakes never are (`corpus/LABELS.md`).
+pub fn held_out() -> Vec<Case> {
+    parse(include_str!("../corpus/independent/heldout.jsonl"))
+}
+
+fn parse(text: &str) -> Vec<Case> {
+    text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("corpus line {l}: {e}")))
         .collect()
@@ -63,6 +78,8 @@ pub struct Score {
     pub benign: usize,
     /// Benign commands something refused.
     pub flagged: usize,
+    /// Benign commands nothing refused but something warned about.
+    pub benign_warned: usize,
     pub warnings: usize,
     pub warned: usize,
     pub held: usize,
@@ -77,6 +94,20 @@ impl Score {
 
     pub fn flagged_ratio(&self) -> f64 {
         ratio(self.flagged, self.benign)
+    }
+
+    /// Of the benign commands, those allowed with a warning.
+    pub fn warned_ratio(&self) -> f64 {
+        ratio(self.benign_warned, self.benign)
+    }
+
+    /// Of the commands only run time can judge, those refused.
+    pub fn held_ratio(&self) -> f64 {
+        if self.held == 0 {
+            1.0
+        } else {
+            ratio(self.held_refused, self.held)
+        }
     }
 }
 
@@ -110,6 +141,7 @@ pub fn score(cases: &[Case], analyze: impl Fn(&str) -> Vec<Finding>) -> Score {
             Label::Benign => {
                 s.benign += 1;
                 s.flagged += usize::from(!refusing.is_empty());
+                s.benign_warned += usize::from(refusing.is_empty() && !found.is_empty());
                 refusing.is_empty()
             }
             Label::Warning => {

@@ -22,12 +22,16 @@
 //! corpus test adds metamorphic tests (wrappers never hide a destructive command; quoted
 //! data is never code).
 
+pub mod entry;
 pub mod inline;
 pub mod labelled;
 pub mod patterns;
 pub mod rules;
+pub mod scope;
 pub mod sql;
 pub mod walk;
+
+mod resolve;
 
 use coord_domain::guardrails::{Action, Category, Finding, MAX_COMMAND_BYTES, WorkChanges, diff_additions};
 use patterns::Patterns;
@@ -53,6 +57,11 @@ pub struct Facts<'a> {
     /// check`): `git NAME` is judged by what the alias runs. `None`: not known, and a
     /// git subcommand that git does not have is refused (it may be an alias).
     pub git_aliases: Option<&'a std::collections::BTreeMap<String, String>>,
+    /// The repository's files an entry point of the command needs (`package.json`, the
+    /// Makefile, a script run by path; see [`entry_files_wanted`]), by path relative to
+    /// where the command runs, read by the door that runs there. `None`: nothing read,
+    /// and entry points are judged by their names.
+    pub files: Option<&'a entry::Files>,
 }
 
 /// [`analyze`] with a registry of argv patterns of one's own.
@@ -82,6 +91,41 @@ pub fn analyze_in(command: &str, patterns: &Patterns, facts: Facts<'_>) -> Vec<F
         .unwrap_or_else(|_| blocked("analysis_failed", "the command could not be analysed".into()))
 }
 
+/// The inputs of `parallel … ::: a b c`, when they are a few plain words (one `:::`
+/// list, no file lists).
+fn parallel_inputs(args: &[Arg]) -> Option<Vec<String>> {
+    let at = args.iter().position(|a| a.raw() == ":::")?;
+    let inputs = &args[at + 1..];
+    let plain = |a: &Arg| {
+        a.lit()
+            .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || "._-/".contains(c)))
+            .map(str::to_string)
+    };
+    if inputs.is_empty() || inputs.len() > 16 || args.iter().any(|a| matches!(a.raw(), "::::" | ":::+" | "::::+")) {
+        return None;
+    }
+    inputs.iter().map(plain).collect()
+}
+
+/// The replacement string of `xargs -I R`, `-iR`, `-i` or `--replace[=R]`.
+fn xargs_replace(args: &[Arg]) -> Option<String> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let raw = a.raw();
+        match raw {
+            "-I" => return args.get(i + 1).map(|r| r.raw().to_string()),
+            "-i" | "--replace" => return Some("{}".into()),
+            _ if raw.starts_with("--replace=") => return Some(raw["--replace=".len()..].to_string()),
+            _ if raw.starts_with("-I") || (raw.starts_with("-i") && !raw.starts_with("--")) => {
+                return Some(raw[2..].to_string());
+            }
+            _ if raw.starts_with('-') => i += 1,
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// The deepest nesting of `(`, `{` and `[` in `text` (quotes ignored: an upper bound).
 fn nesting(text: &str) -> usize {
     let (mut depth, mut max) = (0usize, 0usize);
@@ -109,13 +153,34 @@ fn analyze_checked(command: &str, patterns: &Patterns, facts: Facts<'_>) -> Vec<
             reason: format!("a command line longer than {MAX_COMMAND_BYTES} bytes is not analysed"),
         }];
     }
-    let mut a = Analyzer {
-        findings: Vec::new(),
-        patterns,
-        facts,
-    };
+    let mut a = Analyzer::new(patterns, facts);
     a.script(command, 0);
     a.findings
+}
+
+/// The repository files the entry points of `command` need that `facts.files` does not
+/// hold yet (`package.json`, a Makefile, a script run by path, and those their code runs
+/// in turn). A door that runs in the repository reads them (beneath its directory, to a
+/// size limit), adds them to the files and asks again, until nothing new is wanted.
+pub fn entry_files_wanted(command: &str, files: &entry::Files) -> Vec<String> {
+    if command.len() > MAX_COMMAND_BYTES || nesting(command) > MAX_NESTING {
+        return Vec::new();
+    }
+    // Which files are wanted does not depend on the pattern registry: none is compiled.
+    static NONE: std::sync::OnceLock<Option<Patterns>> = std::sync::OnceLock::new();
+    let Some(patterns) = NONE.get_or_init(|| Patterns::new(Vec::new()).ok()) else {
+        return Vec::new();
+    };
+    let facts = Facts {
+        git_aliases: None,
+        files: Some(files),
+    };
+    std::panic::catch_unwind(|| {
+        let mut a = Analyzer::new(patterns, facts);
+        a.script(command, 0);
+        a.wanted
+    })
+    .unwrap_or_default()
 }
 
 /// The files a command line writes or removes, as far as the command says (literal
@@ -259,9 +324,34 @@ struct Analyzer<'p> {
     findings: Vec<Finding>,
     patterns: &'p Patterns,
     facts: Facts<'p>,
+    /// The directory the command being judged runs in, when the line changed to one.
+    cwd: Option<String>,
+    /// The entry points being analysed (loops are refused), the directory of the
+    /// innermost (relative to where the command runs) and the files they wanted that
+    /// were not sent.
+    entry_stack: Vec<String>,
+    entry_dir: String,
+    wanted: Vec<String>,
+    /// Files the line writes (redirections), with their content when the line says it
+    /// (`cat > x.sh <<'EOF'`): a script written and then run is judged by that content,
+    /// or refused.
+    written: std::collections::BTreeMap<String, Option<String>>,
 }
 
-impl Analyzer<'_> {
+impl<'p> Analyzer<'p> {
+    fn new(patterns: &'p Patterns, facts: Facts<'p>) -> Self {
+        Analyzer {
+            findings: Vec::new(),
+            patterns,
+            facts,
+            cwd: None,
+            entry_stack: Vec::new(),
+            entry_dir: String::new(),
+            wanted: Vec::new(),
+            written: Default::default(),
+        }
+    }
+
     fn script(&mut self, text: &str, depth: usize) {
         let mut w = Walk::default();
         w.script(text, depth);
@@ -270,8 +360,54 @@ impl Analyzer<'_> {
                 .push(finding(unverifiable("unparseable", p.reason), &p.matched));
         }
         for e in &w.execs {
+            self.note_written(e);
+        }
+        for e in &w.execs {
             self.exec(e, depth);
         }
+    }
+
+    /// What `e` writes into files, with the content when the command says it.
+    fn note_written(&mut self, e: &Exec) {
+        let content = match (e.argv.first().and_then(Arg::lit).map(program), &e.stdin) {
+            (Some("cat"), Stdin::Text(t)) if e.argv.len() == 1 => Some(t.clone()),
+            (Some("echo"), _) => {
+                let words: Option<Vec<&str>> = e.argv[1..].iter().map(Arg::lit).collect();
+                words
+                    .filter(|w| w.first().is_none_or(|f| !f.starts_with('-')))
+                    .map(|w| w.join(" "))
+            }
+            _ => None,
+        };
+        for f in e.writes.iter().filter_map(Arg::lit) {
+            let key = f.trim_start_matches("./").to_string();
+            // Written twice (or appended to): its content is not one command's.
+            let again = self.written.contains_key(&key);
+            self.written.insert(key, if again { None } else { content.clone() });
+        }
+    }
+
+    /// A script this same line wrote, run by path: judged by the content the line gave
+    /// it, or refused (only run time knows it). False: not written here.
+    fn written_here(&mut self, path: &str, text: &str, depth: usize) -> bool {
+        let key = path.trim_start_matches("./");
+        let Some(content) = self.written.get(key).cloned() else {
+            return false;
+        };
+        match content {
+            Some(code) => self.script(&code, depth + 1),
+            None => self.add(
+                [unverifiable(
+                    "written_code",
+                    format!(
+                        "{path} is written by this same command line and then run: what it runs is only known at \
+                         run time; write it first, then run it so it can be judged"
+                    ),
+                )],
+                text,
+            ),
+        }
+        true
     }
 
     /// `git …`: what its configuration writes run (`git config alias.x …`,
@@ -357,8 +493,26 @@ impl Analyzer<'_> {
     }
 
     fn exec(&mut self, e: &Exec, depth: usize) {
+        // Code nested in this command (`bash -c`) starts where this command runs.
+        let outer = self.cwd.clone();
+        if e.cwd.is_some() {
+            self.cwd = e.cwd.clone();
+        }
         self.writes(&e.writes, &e.text);
         self.argv(&e.argv, &e.stdin, &e.text, depth);
+        self.cwd = outer;
+    }
+
+    /// `paths` as the command reaches them, from the directory it runs in.
+    fn reach(&self, paths: &[Arg]) -> Vec<Arg> {
+        let scope = scope::Scope::at(self.cwd.clone());
+        paths
+            .iter()
+            .map(|a| match a {
+                Arg::Lit(p) => Arg::Lit(scope.reach(p)),
+                other => other.clone(),
+            })
+            .collect()
     }
 
     fn writes(&mut self, files: &[Arg], text: &str) {
@@ -370,8 +524,10 @@ impl Analyzer<'_> {
                     rules::coord_state_write("rm", &[Arg::Lit(f.to_string())])
                 } else if rules::device_path(f) {
                     Some(rules::device_hit(f))
+                } else if rules::credential_path(f) {
+                    Some(rules::credential_hit(f, "command writes"))
                 } else {
-                    rules::credential_path(f).then(|| rules::credential_hit(f, "command writes"))
+                    rules::machine_write(f)
                 }
             })
             .collect();
@@ -396,6 +552,18 @@ impl Analyzer<'_> {
         };
         let prog = program(word);
         let args = &argv[1..];
+        if (word.contains('/') && self.written_here(word, text, depth)) || self.entry_point(argv, text, depth) {
+            return;
+        }
+        if let Some(rest) = rules::runner_command(prog, args) {
+            return self.argv(rest, stdin, text, depth);
+        }
+        if let Some(i) = resolve::direct_binary(prog, args) {
+            // `pnpm wrangler deploy`: a script of that name (judged by name) or a binary
+            // of a dependency: both.
+            self.program(prog, args, stdin, text);
+            return self.argv(&args[i..], stdin, text, depth);
+        }
         match prog {
             // Wrappers that run the rest of their arguments as a command.
             "sudo" | "doas" => self.wrapped(
@@ -445,6 +613,7 @@ impl Analyzer<'_> {
                 self.container_exec(&args[1..], stdin, text, depth)
             }
             "eval" => self.joined_code(args, text, depth),
+            "source" | "." => self.source(args, text, depth),
             "trap" => self.code_arg(args.first(), text, depth),
             p if SHELLS.contains(&p) => self.shell(args, stdin, text, depth),
             p if inline::interpreter(p).is_some() => self.interpreter(p, args, stdin, text, depth),
@@ -462,6 +631,7 @@ impl Analyzer<'_> {
                 text,
             ),
             "rm" | "unlink" | "shred" => {
+                let args = &self.reach(args);
                 self.add(rules::coord_state_write(prog, args), text);
                 self.add(rules::rm(args), text)
             }
@@ -495,7 +665,14 @@ impl Analyzer<'_> {
             if matches!(raw, "-u" | "--unset" | "-C" | "--chdir") {
                 i += 2;
             } else if matches!(raw, "-S" | "--split-string") {
-                return self.code_arg(args.get(i + 1), text, depth);
+                // `env -S 'A=1 cmd -x' more…`: the string's words, then the rest, are
+                // env's arguments again.
+                let Some(Arg::Lit(split)) = args.get(i + 1) else {
+                    return self.code_arg(args.get(i + 1), text, depth);
+                };
+                let mut again: Vec<Arg> = split.split_whitespace().map(|w| Arg::Lit(w.to_string())).collect();
+                again.extend(args.get(i + 2..).unwrap_or_default().iter().cloned());
+                return self.env(&again, stdin, text, depth + 1);
             } else if raw.starts_with('-') || is_assignment(raw) {
                 i += 1;
             } else {
@@ -534,9 +711,25 @@ impl Analyzer<'_> {
         if rest.is_empty() {
             return; // xargs alone runs echo
         }
+        let hole = format!("\"{}\"", walk::RUNTIME_HOLE);
         if prog == "parallel" {
+            // `parallel CMD ::: a b c`: a few plain inputs, each in place of `{}`.
+            if let Some(inputs) = parallel_inputs(args) {
+                for input in inputs {
+                    let code: Vec<Arg> = rest
+                        .iter()
+                        .map(|a| match a {
+                            Arg::Lit(s) if s.contains("{}") => Arg::Lit(s.replace("{}", &input)),
+                            other => other.clone(),
+                        })
+                        .chain((!rest.iter().any(|a| a.raw().contains("{}"))).then(|| Arg::Lit(input.clone())))
+                        .collect();
+                    self.joined_code(&code, text, depth);
+                }
+                return;
+            }
             // GNU parallel runs its command through a shell, `{}` being each input.
-            let hole = "\"$RUNTIME\"";
+            let hole = hole.as_str();
             let mut code: Vec<Arg> = rest
                 .iter()
                 .map(|a| match a {
@@ -549,7 +742,22 @@ impl Analyzer<'_> {
             }
             return self.joined_code(&code, text, depth);
         }
-        rest.push(Arg::Unknown(RUNTIME_OPERAND.into()));
+        // `xargs -I R cmd … R …`: each input line replaces R (in code for `sh -c` too);
+        // otherwise the input lines are appended.
+        match xargs_replace(args) {
+            Some(r) => {
+                for a in &mut rest {
+                    if let Arg::Lit(s) = a {
+                        if s == &r {
+                            *a = Arg::Unknown(RUNTIME_OPERAND.into());
+                        } else if s.contains(&r) {
+                            *s = s.replace(&r, &hole);
+                        }
+                    }
+                }
+            }
+            None => rest.push(Arg::Unknown(RUNTIME_OPERAND.into())),
+        }
         self.argv(&rest, &Stdin::Inherited, text, depth)
     }
 
@@ -584,9 +792,18 @@ impl Analyzer<'_> {
 
     /// `find … -delete`, and the commands its `-exec`s run.
     fn find(&mut self, args: &[Arg], text: &str, depth: usize) {
-        let f = rules::find(args);
+        // The starting points (before the first option or expression) as reached.
+        let starts = args
+            .iter()
+            .take_while(|a| !a.raw().starts_with(['-', '(', '!']))
+            .count();
+        let mut args = args.to_vec();
+        let reached = self.reach(&args[..starts]);
+        args.splice(..starts, reached);
+        let f = rules::find(&args);
         let hit = rules::find_delete(&f);
         self.add(hit, text);
+        self.writes(&f.writes, text);
         for cmd in &f.execs {
             self.argv(cmd, &Stdin::Inherited, text, depth);
         }
@@ -717,6 +934,28 @@ impl Analyzer<'_> {
     }
 
     /// `bash [-opts] -c CODE`, `bash script.sh`, or a shell reading its script on stdin.
+    /// `source FILE`, `. FILE`: code for the current shell. A file only known at run
+    /// time (`source <(curl …)`) is refused; one this line wrote is judged by what it
+    /// wrote; another by its name (its code, when the repository's files were sent).
+    fn source(&mut self, args: &[Arg], text: &str, depth: usize) {
+        match args.first() {
+            Some(Arg::Unknown(raw)) => self.add(
+                [unverifiable(
+                    "dynamic_code",
+                    format!(
+                        "`source {raw}` runs code only known at run time (a download, a substitution); save it to \
+                         a file and read it first"
+                    ),
+                )],
+                text,
+            ),
+            Some(Arg::Lit(path)) if !self.written_here(path, text, depth) => {
+                self.script_by_name(path, &args[1..], text);
+            }
+            _ => {}
+        }
+    }
+
     fn shell(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
         let mut i = 0;
         let mut reads_code_arg = false;
@@ -763,8 +1002,13 @@ impl Analyzer<'_> {
                     text,
                 );
             }
-            // A script file: its content is not in the command line.
-            Some(Arg::Lit(_)) => return,
+            // A script file: its code when the repository holds it, else its name.
+            Some(Arg::Lit(path)) => {
+                if !self.written_here(path, text, depth) && !self.script_file(path, text, depth) {
+                    self.script_by_name(path, &args[i + 1..], text);
+                }
+                return;
+            }
             None => {}
         }
         match stdin {

@@ -413,7 +413,14 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             if call.positional.is_empty() {
                 return vec![branch_delete(None)];
             }
-            call.positional.iter().map(|b| branch_delete(b.lit())).collect()
+            // `-d` deletes only a merged branch: nothing is lost, no warning. A forced
+            // delete (`-D`, `--force`) may drop unmerged commits: worth a warning.
+            let forced = call.has(&["-D", "--force", "-f"]) || call.flags.iter().any(|f| short_flag_has(f, 'D'));
+            call.positional
+                .iter()
+                .map(|b| branch_delete(b.lit()))
+                .filter(|h| forced || h.action != Action::Warn)
+                .collect()
         }
         "stash" if matches!(call.positional.first().map(|a| a.raw()), Some("drop" | "clear")) => vec![hit(
             Category::GitForce,
@@ -451,6 +458,24 @@ struct GitCall<'a> {
 }
 
 impl GitCall<'_> {
+    /// The flags, without the values of `value_options` (`--push-option --dry-run`:
+    /// `--dry-run` is the option's value there, not a flag).
+    fn flags_without_values(&self, value_options: &[&str]) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut skip = false;
+        for a in self.rest {
+            let raw = a.raw();
+            if std::mem::take(&mut skip) {
+                continue;
+            }
+            if raw.starts_with('-') {
+                out.push(raw);
+                skip = value_options.contains(&raw);
+            }
+        }
+        out
+    }
+
     /// Whether one of `names` is given.
     fn has(&self, names: &[&str]) -> bool {
         // Git takes any unambiguous prefix of a long option (`--hard` as `--har`): a long
@@ -466,21 +491,49 @@ impl GitCall<'_> {
 /// `git push`: a force push, and the branches it deletes.
 fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
     let flags = &call.flags;
-    if call.has(&["--dry-run"]) || flags.contains(&"-n") {
+    // The last of `--dry-run`/`-n` and `--no-dry-run` wins; an option's value
+    // (`--push-option --dry-run`) is no flag.
+    let dry_run = call
+        .flags_without_values(&["-o", "--push-option", "--repo", "--receive-pack", "--exec"])
+        .iter()
+        .rev()
+        .find_map(|f| match *f {
+            "--dry-run" | "-n" => Some(true),
+            "--no-dry-run" => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false);
+    if dry_run {
         return Vec::new();
     }
     let mut hits = Vec::new();
     // Git takes any unambiguous prefix of a long option (`--forc`), and an option
     // it does not know fails the push: anything spelt like a force is one.
-    let force = call.has(&["--mirror"])
-        || flags
-            .iter()
-            .any(|f| f.starts_with("--force") || (f.len() >= 5 && "--force".starts_with(*f)))
-        || flags.iter().any(|f| short_flag_has(f, 'f'));
+    let forcing: Vec<&str> = flags
+        .iter()
+        .copied()
+        .filter(|f| f.starts_with("--force") || (f.len() >= 5 && "--force".starts_with(*f)))
+        .collect();
+    let force = call.has(&["--mirror"]) || !forcing.is_empty() || flags.iter().any(|f| short_flag_has(f, 'f'));
     // refspecs after the remote
     let refspecs: Vec<&Arg> = call.positional.iter().skip(1).copied().collect();
     let plus = refspecs.iter().any(|r| r.raw().starts_with('+'));
-    if force || plus {
+    // `--force-with-lease=BRANCH:COMMIT` overwrites the remote branch only if it is still
+    // at the commit named: nobody's work is lost. Not for a protected branch.
+    let pinned = |f: &str| {
+        f.strip_prefix("--force-with-lease=")
+            .and_then(|v| v.split_once(':'))
+            .is_some_and(|(r, commit)| !r.is_empty() && !commit.is_empty() && !protected(Some(r)))
+    };
+    let destinations_unprotected = refspecs
+        .iter()
+        .all(|r| r.lit().is_some_and(|raw| !protected(raw.rsplit(':').next())));
+    let only_pinned = !call.has(&["--mirror"])
+        && !flags.iter().any(|f| short_flag_has(f, 'f'))
+        && forcing.iter().any(|f| pinned(f))
+        && forcing.iter().all(|f| pinned(f) || *f == "--force-if-includes")
+        && destinations_unprotected;
+    if plus || (force && !only_pinned) {
         hits.push(hit(
             Category::GitForce,
             "force_push",
@@ -488,8 +541,22 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
             "a force push rewrites the remote branch and can destroy other agents' commits; push without --force (rebase or merge first), or ask for approval",
         ));
     }
+    // A release tag pushed (`--tags`, `v1.2.3`, `refs/tags/…`) starts what release
+    // workflows do; deleting one withdraws it.
+    let tag = |raw: &str| {
+        let dst = raw.trim_start_matches('+').rsplit(':').next().unwrap_or(raw);
+        dst.starts_with("refs/tags/") || version_like(dst)
+    };
+    if call.has(&["--tags", "--follow-tags"]) || refspecs.iter().any(|r| r.lit().is_some_and(tag)) {
+        hits.push(hit(
+            Category::ProductionDeployment,
+            "release_tag_push",
+            Action::Block,
+            "pushing or deleting a release tag starts (or withdraws) a release; ask for approval",
+        ));
+    }
     let deleting = call.has(&["--delete", "-d"]);
-    for r in &refspecs {
+    for r in refspecs.iter().filter(|r| !r.lit().is_some_and(tag)) {
         let raw = r.raw();
         let target = if deleting {
             Some(raw.trim_start_matches('+'))
@@ -507,11 +574,28 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
     hits
 }
 
+/// `v1.2`, `1.2.3`, `v2.0.0-rc.1`: a version tag's name.
+fn version_like(name: &str) -> bool {
+    let n = name.strip_prefix('v').unwrap_or(name);
+    let mut parts = n.split(['.', '-', '+']);
+    let (major, minor) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    !major.is_empty()
+        && major.chars().all(|c| c.is_ascii_digit())
+        && !minor.is_empty()
+        && minor.chars().all(|c| c.is_ascii_digit())
+}
+
 /// `git clean`: forced (by a flag or by configuration that turns the safety off), and not
 /// a dry run. `args` are git's whole arguments; `given` its `-c` configuration.
 fn git_clean(call: &GitCall<'_>, args: &[Arg], given: &[&Arg]) -> Vec<Hit> {
     let flags = &call.flags;
-    let dry_run = call.has(&["--dry-run", "-n"]) || flags.iter().any(|f| short_flag_has(f, 'n') && !f.contains('f'));
+    // `-n` wins over `-f`, in a bundle too (`-fdn`); `-e PATTERN` takes a value.
+    let real = call.flags_without_values(&["-e", "--exclude"]);
+    let dry_run = real
+        .iter()
+        .any(|f| matches!(*f, "--dry-run" | "-n") || short_flag_has(f, 'n'));
+    // Limited to build output (`git clean -xdf dist`): a rebuild brings it back.
+    let scoped_paths = !call.positional.is_empty() && call.positional.iter().all(|p| p.lit().is_some_and(scoped));
     // Every spelling git reads as false turns the safety off (`=0`, `=no`, `=off`,
     // `=`), and so may a value taken from the environment (`--config-env`).
     let unsafe_config = given.iter().any(|c| {
@@ -522,7 +606,7 @@ fn git_clean(call: &GitCall<'_>, args: &[Arg], given: &[&Arg]) -> Vec<Hit> {
         .windows(2)
         .any(|w| w[0].raw() == "--config-env" && w[1].raw().to_ascii_lowercase().starts_with("clean.requireforce="));
     let forced = call.has(&["--force"]) || flags.iter().any(|f| short_flag_has(f, 'f')) || unsafe_config;
-    if forced && !dry_run {
+    if forced && !dry_run && !scoped_paths {
         vec![hit(
             Category::GitForce,
             "clean_force",
@@ -548,15 +632,9 @@ fn git_discard(call: &GitCall<'_>) -> Vec<Hit> {
             Action::Block,
             "this discards uncommitted changes in the whole tree; restore single files by name, or ask for approval",
         )]
-    } else if !only_staged && (sub == "restore" || call.rest.iter().any(|a| a.raw() == "--")) && !positional.is_empty()
-    {
-        vec![hit(
-            Category::GitForce,
-            "discard_file_changes",
-            Action::Warn,
-            "this discards the uncommitted changes of the files named; make sure they are yours",
-        )]
     } else {
+        // Named files: an everyday edit, not worth an agent's attention (another agent's
+        // files are guarded by their locks).
         Vec::new()
     }
 }
@@ -762,6 +840,11 @@ const ARTIFACTS: &[&str] = &[
     ".tox",
     ".eggs",
     ".svelte-kit",
+    "_site",
+    "_build",
+    ".angular",
+    ".docusaurus",
+    ".expo",
     "tmp",
 ];
 
@@ -786,17 +869,51 @@ pub fn scoped(path: &str) -> bool {
         && !parts.last().is_some_and(|l| l.starts_with('*') && parts.len() == 1)
 }
 
-/// Files of the operating system and its services (deleting any one of them breaks the
-/// machine): outside every project, temp directory and home.
-pub fn system_path(path: &str) -> bool {
-    const SYSTEM: &[&str] = &[
-        "/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/lib32", "/lib64", "/libx32", "/var/lib", "/var/log",
-        "/dev", "/sys", "/proc", "/root", "/snap",
+/// A write that changes the machine rather than the project: its configuration, a
+/// program on its PATH, kernel settings, scheduled jobs, or a home directory's
+/// configuration (`~/.bashrc`, `~/.kube/config`; not `~/.cache`). A new file elsewhere
+/// (`/usr/share/…`, `/tmp`) and the devices a shell writes (`/dev/null`) are not.
+pub fn machine_write(path: &str) -> Option<Hit> {
+    // Where a written file changes how the machine runs: its configuration, boot and
+    // kernel settings, the programs on its PATH, scheduled jobs.
+    const MACHINE: &[&str] = &[
+        "/etc",
+        "/boot",
+        "/sys",
+        "/proc/sys",
+        "/bin",
+        "/sbin",
+        "/usr/bin",
+        "/usr/sbin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+        "/lib/systemd",
+        "/usr/lib/systemd",
+        "/var/spool/cron",
     ];
-    if !path.starts_with('/') {
-        return false;
+    let home_config = (path.starts_with("~/.") && !path.starts_with("~/.cache/")) || path.starts_with("/root/.");
+    let machine = path.starts_with('/') && {
+        let normal = normal_absolute(path);
+        MACHINE
+            .iter()
+            .any(|root| normal == *root || normal.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
+    };
+    if !(machine || home_config) {
+        return None;
     }
-    // Lexically normal: `//etc`, `/tmp/../etc/x` and `/etc/./x` are under /etc.
+    Some(hit(
+        Category::SystemModification,
+        "system_write",
+        Action::Block,
+        format!(
+            "{path} is the machine's or the user's configuration (or a program on the PATH), not this project's; change it yourself, or ask for approval"
+        ),
+    ))
+}
+
+/// An absolute path, lexically normal: `//etc`, `/tmp/../etc/x` and `/etc/./x` are under
+/// /etc.
+fn normal_absolute(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
@@ -807,7 +924,20 @@ pub fn system_path(path: &str) -> bool {
             p => parts.push(p),
         }
     }
-    let path = format!("/{}", parts.join("/"));
+    format!("/{}", parts.join("/"))
+}
+
+/// Files of the operating system and its services (deleting any one of them breaks the
+/// machine): outside every project, temp directory and home.
+pub fn system_path(path: &str) -> bool {
+    const SYSTEM: &[&str] = &[
+        "/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/lib32", "/lib64", "/libx32", "/var/lib", "/var/log",
+        "/dev", "/sys", "/proc", "/root", "/snap",
+    ];
+    if !path.starts_with('/') {
+        return false;
+    }
+    let path = normal_absolute(path);
     SYSTEM
         .iter()
         .any(|root| path == *root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
@@ -867,7 +997,23 @@ pub fn rm(args: &[Arg]) -> Vec<Hit> {
         .map(|p| credential_hit(p, "deletes"))
         .collect();
     let runtime = operands.iter().any(|o| o.lit().is_none() || o.raw() == RUNTIME_OPERAND);
-    if let Some(p) = operands.iter().filter_map(|o| o.lit()).find(|p| system_path(p)) {
+    if let Some(p) = operands
+        .iter()
+        .filter_map(|o| o.lit())
+        .find(|p| p.starts_with("~/.") && !p.starts_with("~/.cache/"))
+    {
+        hits.push(hit(
+            Category::SystemModification,
+            "home_config_delete",
+            Action::Block,
+            format!("{p} is the user's configuration, not this project's; ask for approval"),
+        ));
+    }
+    if let Some(p) = operands
+        .iter()
+        .filter_map(|o| o.lit())
+        .find(|p| system_path(p) || *p == "/")
+    {
         hits.push(hit(
             Category::MassDeletion,
             "system_delete",
@@ -899,16 +1045,16 @@ pub fn rm(args: &[Arg]) -> Vec<Hit> {
             Action::Block,
             "rm of a file list only known at run time (xargs, find -exec) can delete anything; list the files, or ask for approval",
         ));
-    } else if operands
-        .iter()
-        .filter_map(|o| o.lit())
-        .any(|p| (p.starts_with('/') || p.starts_with('~')) && (p.contains('*') || p.contains('?')))
-    {
+    } else if operands.iter().filter_map(|o| o.lit()).any(|p| {
+        let everything = p == "*" || p.ends_with("/*") || p.ends_with("/.*");
+        let outside = (p.starts_with('/') || p.starts_with('~')) && (p.contains('*') || p.contains('?'));
+        (everything || outside) && !scoped(p)
+    }) {
         hits.push(hit(
             Category::MassDeletion,
             "glob_delete",
             Action::Block,
-            "deleting files by a glob outside the repository cannot be undone; name the files, or ask for approval",
+            "deleting every file of a directory, or files by a glob outside the repository, cannot be undone; name the files, or ask for approval",
         ));
     }
     hits
@@ -920,6 +1066,10 @@ pub struct Find {
     pub roots: Vec<Arg>,
     pub deletes: bool,
     pub execs: Vec<Vec<Arg>>,
+    /// The `-name`/`-iname` patterns, when no `-o` makes them alternatives.
+    pub names: Vec<Arg>,
+    /// Files `-fprint`, `-fprint0`, `-fls` and `-fprintf` write.
+    pub writes: Vec<Arg>,
 }
 
 pub fn find(args: &[Arg]) -> Find {
@@ -934,9 +1084,25 @@ pub fn find(args: &[Arg]) -> Find {
         i += 1;
     }
     let (mut deletes, mut execs) = (false, Vec::new());
+    let (mut names, mut writes, mut alternatives) = (Vec::new(), Vec::new(), false);
     while i < args.len() {
         match args[i].raw() {
             "-delete" => deletes = true,
+            "-o" | "-or" | "," => alternatives = true,
+            "-name" | "-iname" => {
+                names.extend(args.get(i + 1).cloned());
+                i += 1;
+            }
+            "-fprint" | "-fprint0" | "-fls" | "-fprintf" => {
+                writes.extend(args.get(i + 1).cloned());
+                i += if args[i].raw() == "-fprintf" { 2 } else { 1 };
+            }
+            // Tests that take a value: the value is no action (`-name -delete`).
+            "-path" | "-ipath" | "-wholename" | "-iwholename" | "-regex" | "-iregex" | "-type" | "-xtype" | "-user"
+            | "-group" | "-uid" | "-gid" | "-perm" | "-size" | "-mtime" | "-mmin" | "-atime" | "-amin" | "-ctime"
+            | "-cmin" | "-newer" | "-anewer" | "-cnewer" | "-maxdepth" | "-mindepth" | "-links" | "-inum"
+            | "-samefile" | "-fstype" | "-printf" | "-used" | "-lname" | "-ilname" | "-context" | "-regextype"
+            | "-newermt" | "-newerct" | "-newerat" => i += 1,
             "-exec" | "-execdir" | "-ok" | "-okdir" => {
                 let mut cmd = Vec::new();
                 i += 1;
@@ -957,8 +1123,50 @@ pub fn find(args: &[Arg]) -> Find {
     if roots.is_empty() {
         roots.push(Arg::Lit(".".into()));
     }
-    Find { roots, deletes, execs }
+    if alternatives {
+        names.clear();
+    }
+    Find {
+        roots,
+        deletes,
+        execs,
+        names,
+        writes,
+    }
 }
+
+/// Names of files a build or a tool leaves behind (`find . -name '*.pyc' -delete`).
+const LEFTOVERS: &[&str] = &[
+    "*.pyc",
+    "*.pyo",
+    "__pycache__",
+    "*.o",
+    "*.obj",
+    "*.class",
+    ".DS_Store",
+    "Thumbs.db",
+    "*.orig",
+    "*.rej",
+    "*~",
+    "*.swp",
+    "*.swo",
+    "*.tmp",
+    "*.bak",
+    "*.log",
+    "*.egg-info",
+    ".pytest_cache",
+    ".mypy_cache",
+    "*.test",
+    "*.gcda",
+    "*.gcno",
+    "*.profraw",
+    "node_modules",
+    "target",
+    "dist",
+    "build",
+    ".ruff_cache",
+    "*.tsbuildinfo",
+];
 
 pub fn find_delete(f: &Find) -> Option<Hit> {
     let deleting = f.deletes
@@ -968,7 +1176,20 @@ pub fn find_delete(f: &Find) -> Option<Hit> {
                 .is_some_and(|p| matches!(program(p), "rm" | "unlink" | "shred"))
         });
     let all_scoped = f.roots.iter().all(|r| r.lit().is_some_and(scoped));
-    (deleting && !all_scoped).then(|| {
+    // Leftovers of a build, below the project (not `/`, a home or a variable).
+    let in_project = f
+        .roots
+        .iter()
+        .all(|r| r.lit().is_some_and(|r| !r.starts_with(['/', '~']) && !r.contains("..")));
+    let leftover = |n: &str| {
+        LEFTOVERS.iter().any(|l| {
+            *l == n
+                || l.strip_prefix('*')
+                    .is_some_and(|ext| n.ends_with(ext) && !n.contains(['*', '?']))
+        })
+    };
+    let leftovers_only = in_project && !f.names.is_empty() && f.names.iter().all(|n| n.lit().is_some_and(leftover));
+    (deleting && !all_scoped && !leftovers_only).then(|| {
         hit(
             Category::MassDeletion,
             "find_delete",
@@ -1238,4 +1459,86 @@ pub fn sql(text: &str) -> Vec<Hit> {
         }
     }
     hits
+}
+
+// ---------------------------------------------------------------- runners
+
+/// Programs that run another command named after a subcommand word (`uv run pytest`,
+/// `bundle exec rake`, `pnpm exec wrangler`): the program, its subcommand words (none: the
+/// command follows the options), the options that take a value, and how many positionals
+/// come before the command (`aws-vault exec PROFILE -- cmd`, `direnv exec DIR cmd`).
+const RUNNERS: &[(&str, &[&str], &[&str], usize)] = &[
+    (
+        "uv",
+        &["run"],
+        &[
+            "--with",
+            "--python",
+            "-p",
+            "--directory",
+            "--project",
+            "--env-file",
+            "--package",
+            "--group",
+            "--extra",
+            "--index",
+            "--from",
+            "--with-requirements",
+            "--with-editable",
+        ],
+        0,
+    ),
+    ("uvx", &[], &["--with", "--python", "-p", "--from"], 0),
+    ("poetry", &["run"], &["-C", "--directory", "-P", "--project"], 0),
+    ("pipenv", &["run"], &[], 0),
+    ("pdm", &["run"], &["-p", "--project"], 0),
+    ("hatch", &["run"], &["-e", "--env"], 0),
+    ("rye", &["run"], &[], 0),
+    ("pixi", &["run"], &["-e", "--environment", "--manifest-path"], 0),
+    ("conda", &["run"], &["-n", "--name", "-p", "--prefix"], 0),
+    ("bundle", &["exec"], &[], 0),
+    ("pipx", &["run"], &["--spec", "--python"], 0),
+    ("npm", &["exec", "x"], &["-p", "--package", "-w", "--workspace"], 0),
+    ("pnpm", &["exec", "dlx"], &["-C", "--dir", "--filter", "-F"], 0),
+    ("yarn", &["exec", "dlx"], &["-p", "--package"], 0),
+    ("bun", &["x"], &[], 0),
+    ("mise", &["exec", "x"], &["-C", "--cd"], 0),
+    ("asdf", &["exec"], &[], 0),
+    ("aws-vault", &["exec"], &["-d", "--duration", "-t", "--mfa-token"], 1),
+    ("op", &["run"], &["--env-file"], 0),
+    ("doppler", &["run"], &["-p", "--project", "-c", "--config"], 0),
+    ("infisical", &["run"], &["--env", "--path", "--projectId"], 0),
+    ("dotenv", &[], &["-e", "-f", "-v"], 0),
+    ("direnv", &["exec"], &[], 1),
+];
+
+/// The command a runner runs (`uv run mike deploy` → `mike deploy`), if `prog` is one.
+pub fn runner_command<'a>(prog: &str, args: &'a [Arg]) -> Option<&'a [Arg]> {
+    let (_, subs, values, before) = RUNNERS.iter().find(|r| r.0 == prog)?;
+    let mut i = 0;
+    let skip_options = |i: &mut usize| {
+        while let Some(a) = args.get(*i) {
+            let raw = a.raw();
+            if raw == "--" {
+                *i += 1;
+                return;
+            }
+            if !raw.starts_with('-') {
+                return;
+            }
+            *i += if values.contains(&raw) { 2 } else { 1 };
+        }
+    };
+    if !subs.is_empty() {
+        skip_options(&mut i);
+        if !subs.contains(&args.get(i)?.raw()) {
+            return None;
+        }
+        i += 1;
+    }
+    skip_options(&mut i);
+    i += before;
+    skip_options(&mut i);
+    let rest = args.get(i..)?;
+    (!rest.is_empty()).then_some(rest)
 }

@@ -4,9 +4,13 @@
 //! process and command substitutions. Code inside strings (command substitutions) is
 //! parsed again; what cannot be read with certainty becomes a [`Problem`].
 
+use std::collections::BTreeSet;
+
 use brush_parser::ast;
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
 use brush_parser::{Parser, ParserOptions};
+
+use crate::scope::{self, Effect, Scope};
 
 /// A word after quote removal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +58,9 @@ pub struct Exec {
     pub stdin: Stdin,
     /// The command as written.
     pub text: String,
+    /// The absolute directory it runs in, when the line surely changed to one
+    /// ([`scope`]); relative paths are as written otherwise.
+    pub cwd: Option<String>,
 }
 
 /// Something that cannot be analysed with certainty: it fails closed.
@@ -62,6 +69,10 @@ pub struct Problem {
     pub matched: String,
     pub reason: String,
 }
+
+/// The variable standing for the input `xargs -I` and `parallel` put into the code they
+/// run: a word holding it reads as an operand only known at run time.
+pub const RUNTIME_HOLE: &str = "$COORD_RUNTIME_OPERAND";
 
 /// How deep code may nest in code (`bash -c "$(...)"`...) before it is refused.
 pub const MAX_DEPTH: usize = 12;
@@ -80,6 +91,17 @@ pub fn parse(text: &str) -> Result<ast::Program, String> {
 pub struct Walk {
     pub execs: Vec<Exec>,
     pub problems: Vec<Problem>,
+    /// What the line has set so far, for the command being walked.
+    scope: Scope,
+    /// What the last simple command did to the shell state.
+    pending: Option<Effect>,
+    /// Names assigned and whether the directory changed, inside the construct being
+    /// walked: a branch or loop forgets them for what follows it.
+    assigned: BTreeSet<String>,
+    moved: bool,
+    forgot: bool,
+    /// Functions the line defines: calling one may change anything.
+    functions: BTreeSet<String>,
 }
 
 impl Walk {
@@ -88,6 +110,8 @@ impl Walk {
         if depth > MAX_DEPTH {
             return self.problem(text, "code nested too deeply to analyse");
         }
+        // Nested code (a substitution) runs in a subshell: what it sets stays there.
+        let outer = self.scope.clone();
         match parse(text) {
             Ok(program) => {
                 for list in &program.complete_commands {
@@ -96,6 +120,7 @@ impl Walk {
             }
             Err(e) => self.problem(text, &format!("the shell syntax does not parse ({e})")),
         }
+        self.scope = outer;
     }
 
     fn problem(&mut self, matched: &str, reason: &str) {
@@ -107,32 +132,112 @@ impl Walk {
 
     fn list(&mut self, list: &ast::CompoundList, depth: usize) {
         for ast::CompoundListItem(and_or, _) in &list.0 {
-            self.pipeline(&and_or.first, depth);
-            for next in &and_or.additional {
-                match next {
-                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, depth),
-                }
-            }
+            self.and_or(and_or, depth);
         }
     }
 
-    fn pipeline(&mut self, p: &ast::Pipeline, depth: usize) {
+    /// One `a && b || c` chain. What a command sets is seen along the `&&`s after it;
+    /// after the chain, only what the first command set and could not fail.
+    fn and_or(&mut self, and_or: &ast::AndOrList, depth: usize) {
+        let mut after = self.scope.clone();
+        if let Some(e) = self.pipeline(&and_or.first, depth) {
+            after.apply_certain(&e);
+            self.scope.apply(&e);
+        }
+        for next in &and_or.additional {
+            let p = match next {
+                ast::AndOr::And(p) => p,
+                ast::AndOr::Or(p) => {
+                    // Runs when something before failed: nothing after the first is sure.
+                    self.scope = after.clone();
+                    p
+                }
+            };
+            if let Some(e) = self.pipeline(p, depth) {
+                after.forget(&e);
+                self.scope.apply(&e);
+            }
+        }
+        self.scope = after;
+    }
+
+    /// The pipeline's commands; what it does to the shell state when it is one command
+    /// (each part of a longer pipeline runs in a subshell).
+    fn pipeline(&mut self, p: &ast::Pipeline, depth: usize) -> Option<Effect> {
+        self.pending = None;
         for (i, cmd) in p.seq.iter().enumerate() {
             let stdin = if i == 0 { Stdin::Inherited } else { Stdin::Pipe };
             self.command(cmd, stdin, depth);
         }
+        let effect = self.pending.take()?;
+        if let Effect::Assign(names) = &effect {
+            self.assigned.extend(names.iter().map(|(n, _, _)| n.clone()));
+        }
+        self.moved |= !matches!(effect, Effect::Assign(_));
+        self.forgot |= effect == Effect::Forget;
+        (p.seq.len() == 1).then_some(effect)
+    }
+
+    /// Walks a construct whose assignments and `cd`s may or may not happen (a branch,
+    /// a group): what follows it forgets them. `fresh`: its body may run again or later
+    /// (a loop, a function), so it starts knowing nothing.
+    fn contained(&mut self, fresh: bool, walk: impl FnOnce(&mut Self)) {
+        let mut outer = self.scope.clone();
+        let assigned = std::mem::take(&mut self.assigned);
+        let moved = std::mem::replace(&mut self.moved, false);
+        let forgot = std::mem::replace(&mut self.forgot, false);
+        if fresh {
+            self.scope = Scope::default();
+            self.scope.forget_all();
+        }
+        walk(self);
+        outer.forget_names(&self.assigned, self.moved);
+        if self.forgot {
+            outer.forget_all();
+        }
+        self.scope = outer;
+        self.assigned.extend(assigned);
+        self.moved |= moved;
+        self.forgot |= forgot;
+        self.pending = None;
     }
 
     fn command(&mut self, cmd: &ast::Command, stdin: Stdin, depth: usize) {
         match cmd {
             ast::Command::Simple(simple) => self.simple(simple, stdin, depth),
             ast::Command::Compound(compound, redirects) => {
-                self.compound(compound, depth);
+                let loops = matches!(
+                    compound,
+                    ast::CompoundCommand::ForClause(_)
+                        | ast::CompoundCommand::ArithmeticForClause(_)
+                        | ast::CompoundCommand::WhileClause(_)
+                        | ast::CompoundCommand::UntilClause(_)
+                );
+                if let ast::CompoundCommand::ForClause(f) = compound
+                    && let Some(values) = self.for_values(f, depth)
+                {
+                    // `for d in /tmp/a /tmp/b; do rm -rf "$d"; done`: the body once per value.
+                    for v in values {
+                        self.contained(true, |w| {
+                            w.scope.bind(&f.variable_name, v);
+                            w.list(&f.body.list, depth);
+                        });
+                    }
+                } else {
+                    self.contained(loops, |w| w.compound(compound, depth));
+                }
+                if let ast::CompoundCommand::ForClause(f) = compound {
+                    self.scope.forget_names([&f.variable_name], false);
+                }
+                if matches!(compound, ast::CompoundCommand::Arithmetic(_)) {
+                    self.scope.forget_all(); // `(( x = … ))` assigns
+                }
                 self.redirects_only(cmd, redirects.as_ref(), depth);
             }
             ast::Command::Function(def) => {
                 // A function's body runs when it is called: analyse it as if it ran.
-                self.compound(&def.body.0, depth);
+                self.functions.insert(def.fname.value.clone());
+                self.contained(true, |w| w.compound(&def.body.0, depth));
                 self.redirects_only(cmd, def.body.1.as_ref(), depth);
             }
             ast::Command::ExtendedTest(test, redirects) => {
@@ -140,6 +245,20 @@ impl Walk {
                 self.redirects_only(cmd, redirects.as_ref(), depth);
             }
         }
+    }
+
+    /// The values a `for` loop takes, when they are a few plain words (no expansion, no
+    /// glob).
+    fn for_values(&mut self, f: &ast::ForClauseCommand, depth: usize) -> Option<Vec<String>> {
+        let words = f.values.as_ref()?;
+        let plain = |w: &ast::Word| !w.value.contains(['$', '`', '*', '?', '[', '{', '~']);
+        if words.is_empty() || words.len() > 16 || !words.iter().all(plain) {
+            return None;
+        }
+        words
+            .iter()
+            .map(|w| self.word(w, depth).lit().map(str::to_string))
+            .collect()
     }
 
     /// The redirections of a compound command: the files it writes.
@@ -150,6 +269,7 @@ impl Walk {
             writes: Vec::new(),
             stdin: Stdin::Inherited,
             text: cmd.to_string(),
+            cwd: self.scope.cwd.clone(),
         };
         for r in &list.0 {
             self.redirect(r, &mut exec, depth);
@@ -240,9 +360,13 @@ impl Walk {
             writes: Vec::new(),
             stdin,
             text: s.to_string(),
+            cwd: self.scope.cwd.clone(),
         };
+        let mut assigned = Vec::new();
         for item in s.prefix.iter().flat_map(|p| p.0.iter()) {
-            self.item(item, true, &mut exec, depth);
+            if let Some(a) = self.item(item, true, &mut exec, depth) {
+                assigned.push(a);
+            }
         }
         if let Some(w) = &s.word_or_name {
             let a = self.word(w, depth);
@@ -251,28 +375,107 @@ impl Walk {
         for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, false, &mut exec, depth);
         }
+        self.pending = if exec.argv.is_empty() {
+            Some(Effect::Assign(assigned)).filter(|_| s.prefix.is_some())
+        } else {
+            self.effect(&exec.argv)
+        };
         self.execs.push(exec);
     }
 
-    fn item(&mut self, item: &ast::CommandPrefixOrSuffixItem, in_prefix: bool, exec: &mut Exec, depth: usize) {
+    /// What a command with a command word does to the shell state.
+    fn effect(&self, argv: &[Arg]) -> Option<Effect> {
+        let Some(word) = argv[0].lit() else {
+            return Some(Effect::Forget); // a command only known at run time
+        };
+        let args = &argv[1..];
+        let names = |with_values: bool| {
+            let set = args.iter().filter(|a| !a.raw().starts_with('-')).map(|a| {
+                let (name, value) = a.raw().split_once('=').unwrap_or((a.raw(), ""));
+                let value = (with_values && a.raw().contains('=')).then(|| a.lit().map(|_| value.to_string()));
+                (name.to_string(), value.flatten(), false)
+            });
+            Some(Effect::Assign(set.collect()))
+        };
+        match word {
+            "cd" | "pushd" => {
+                let dir = args.iter().find(|a| !a.raw().starts_with('-') || a.raw() == "-");
+                match dir {
+                    Some(Arg::Lit(d)) if d != "-" => Some(Effect::Cd(self.scope.cd_target(Some(d)))),
+                    None => Some(Effect::Cd(self.scope.cd_target(None))),
+                    _ => Some(Effect::Cd(None)),
+                }
+            }
+            "popd" => Some(Effect::Cd(None)),
+            "export" | "declare" | "typeset" | "local" | "readonly" => names(true),
+            "read" | "mapfile" | "readarray" | "getopts" | "printf" | "let" | "unset" => names(false),
+            "eval" | "source" | "." | "alias" => Some(Effect::Forget),
+            w if self.functions.contains(w) => Some(Effect::Forget),
+            _ => None,
+        }
+    }
+
+    /// A prefix assignment's name, value (when known and one word) and whether it can
+    /// fail, when it is one.
+    fn item(
+        &mut self,
+        item: &ast::CommandPrefixOrSuffixItem,
+        in_prefix: bool,
+        exec: &mut Exec,
+        depth: usize,
+    ) -> Option<(String, Option<String>, bool)> {
         match item {
             ast::CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, exec, depth),
             ast::CommandPrefixOrSuffixItem::Word(w) => {
                 let a = self.word(w, depth);
                 exec.argv.push(a);
             }
-            ast::CommandPrefixOrSuffixItem::AssignmentWord(_, w) => {
+            ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, w) => {
                 // A prefix assignment only sets the environment of this command; after
                 // the command word (`declare x=...`) it is an argument.
-                let a = self.word(w, depth);
                 if !in_prefix {
+                    let a = self.word(w, depth);
                     exec.argv.push(a);
+                    return None;
                 }
+                return Some(self.assignment(assignment, depth));
             }
             ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
-                self.list(&sub.list, depth);
+                self.subshell(&sub.list, depth);
                 exec.argv.push(Arg::Unknown("<(...)".into()));
             }
+        }
+        None
+    }
+
+    /// Code run in a subshell: what it sets stays there.
+    fn subshell(&mut self, list: &ast::CompoundList, depth: usize) {
+        let outer = self.scope.clone();
+        self.list(list, depth);
+        self.scope = outer;
+    }
+
+    /// `NAME=value` (its substitutions walked as code): the name, the value when known,
+    /// and whether the assignment can fail (`d=$(mktemp -d)`).
+    fn assignment(&mut self, a: &ast::Assignment, depth: usize) -> (String, Option<String>, bool) {
+        let name = match &a.name {
+            ast::AssignmentName::VariableName(n) | ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+        };
+        let ast::AssignmentValue::Scalar(w) = &a.value else {
+            if let ast::AssignmentValue::Array(items) = &a.value {
+                for (_, w) in items {
+                    self.word(w, depth);
+                }
+            }
+            return (name, None, false);
+        };
+        let value = self.word(w, depth);
+        if a.append || matches!(a.name, ast::AssignmentName::ArrayElementName(..)) {
+            return (name, None, false);
+        }
+        match value {
+            Arg::Lit(v) => (name, Some(v), false),
+            Arg::Unknown(_) => (name, mktemp_of(&w.value), true),
         }
     }
 
@@ -286,7 +489,7 @@ impl Walk {
                         exec.writes.push(a);
                     }
                 }
-                ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => self.list(&sub.list, depth),
+                ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => self.subshell(&sub.list, depth),
                 ast::IoFileRedirectTarget::Fd(_) | ast::IoFileRedirectTarget::Duplicate(_) => {}
             },
             ast::IoRedirect::OutputAndError(w, _) => {
@@ -327,6 +530,8 @@ impl Walk {
         match word::parse(text, &options()) {
             Ok(pieces) => match self.pieces(text, &pieces, depth) {
                 Some(s) => Arg::Lit(s),
+                // The input `xargs -I` or `parallel` puts into code: any file list.
+                None if text.contains(RUNTIME_HOLE) => Arg::Unknown(crate::rules::RUNTIME_OPERAND.into()),
                 None => Arg::Unknown(text.to_string()),
             },
             Err(e) => {
@@ -364,12 +569,17 @@ impl Walk {
                     }
                 }
                 WordPiece::TildeExpansion(_) => push(&mut out, "~"),
-                WordPiece::ParameterExpansion(_) => {
+                WordPiece::ParameterExpansion(expr) => {
                     let raw = source.get(p.start_index..p.end_index).unwrap_or(source);
                     if raw.contains("$(") || raw.contains('`') || raw.contains("<(") {
                         self.problem(raw, "code inside a parameter expansion is not analysed");
+                        out = None;
+                    } else {
+                        match self.scope.param(expr) {
+                            Some(v) => push(&mut out, &v),
+                            None => out = None,
+                        }
                     }
-                    out = None;
                 }
                 WordPiece::CommandSubstitution(code) => {
                     self.script(code, depth + 1);
@@ -382,11 +592,43 @@ impl Walk {
                 }
                 WordPiece::ArithmeticExpression(e) => {
                     self.arithmetic(&e.value, depth);
+                    self.scope.forget_all(); // `$(( x = … ))` assigns
                     out = None;
                 }
             }
         }
         out
+    }
+}
+
+/// The path a word that is only `$(mktemp …)` (or its backquoted or double-quoted
+/// form) prints, when its arguments say.
+fn mktemp_of(text: &str) -> Option<String> {
+    let pieces = word::parse(text, &options()).ok()?;
+    let code = match pieces.as_slice() {
+        [p] => match &p.piece {
+            WordPiece::CommandSubstitution(code) | WordPiece::BackquotedCommandSubstitution(code) => code,
+            WordPiece::DoubleQuotedSequence(inner) => match inner.as_slice() {
+                [
+                    WordPieceWithSource {
+                        piece: WordPiece::CommandSubstitution(code),
+                        ..
+                    },
+                ] => code,
+                _ => return None,
+            },
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let mut w = Walk::default();
+    w.script(code, 0);
+    match (w.problems.as_slice(), w.execs.as_slice()) {
+        ([], [e]) if e.argv.first().and_then(Arg::lit) == Some("mktemp") && e.writes.is_empty() => {
+            let args: Option<Vec<&str>> = e.argv[1..].iter().map(Arg::lit).collect();
+            scope::mktemp_path(&args?)
+        }
+        _ => None,
     }
 }
 

@@ -60,6 +60,7 @@ impl Operation for CheckGuardrails {
             Some(cmd) => {
                 let facts = coord_guardrails::Facts {
                     git_aliases: check.git_aliases.as_ref(),
+                    files: check.entry_files.as_ref(),
                 };
                 coord_guardrails::analyze_in(cmd, &*patterns(c).await?, facts)
             }

@@ -1,0 +1,340 @@
+//! What a command line itself sets before a later command of the same line runs: shell
+//! variables it assigns (`dir=$(mktemp -d)`, `out=/tmp/x`) and the directory it changes
+//! to (`cd /tmp && …`), so that a deletion is judged by the path it really reaches.
+//!
+//! Only what surely holds is known: an assignment is followed by the commands that can
+//! only run after it ran (the rest of its `&&` chain; the rest of the line when it stands
+//! first in its chain and cannot fail), a `cd` only along its `&&` chain (it may fail).
+//! Anything that may change a variable in a way not read here — a loop, a function, `read`,
+//! `eval`, `source`, arithmetic, an `IFS` change — forgets what was known. A value with
+//! blanks or glob characters is not kept (word splitting would make it several words).
+//! `$TMPDIR` is the temporary directory (`/tmp`) unless the line assigns it.
+
+use std::collections::BTreeMap;
+
+use brush_parser::word::{Parameter, ParameterExpr, SpecialParameter};
+
+/// Where the temporary directory is taken to be.
+pub const TMP: &str = "/tmp";
+
+/// What a mktemp without a template creates (its `X`s are not glob characters).
+const MKTEMP_DEFAULT: &str = "/tmp/tmp.XXXXXXXXXX";
+
+/// A process id or a random number, as a word: some digits.
+const SOME_NUMBER: &str = "12345";
+
+/// The shell state a command sees, as far as the line sets it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Names the line assigned: the value when known and one word.
+    vars: BTreeMap<String, Option<String>>,
+    /// Something may have changed any variable (`eval`, `source`): the environment's
+    /// conventions (`$TMPDIR` is the temporary directory) no longer hold either.
+    forgot: bool,
+    /// The working directory, when the line surely changed it to an absolute path.
+    pub cwd: Option<String>,
+    /// `IFS` was assigned: no unquoted expansion can be read as one word.
+    split_changed: bool,
+}
+
+/// What one simple command does to the shell state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Names assigned: the value when known, and whether the assignment can fail
+    /// (its value comes from a command whose failure leaves it empty).
+    Assign(Vec<(String, Option<String>, bool)>),
+    /// `cd`/`pushd`: the absolute directory, when known.
+    Cd(Option<String>),
+    /// Something that may change any variable or the directory (`eval`, `source`, a
+    /// function call, `popd`): nothing known survives it.
+    Forget,
+}
+
+impl Scope {
+    /// A scope that knows only the working directory.
+    pub fn at(cwd: Option<String>) -> Scope {
+        Scope {
+            cwd,
+            ..Default::default()
+        }
+    }
+
+    /// The value of a parameter expansion, when this line surely set it.
+    pub fn param(&self, expr: &ParameterExpr) -> Option<String> {
+        if self.split_changed {
+            return None;
+        }
+        match expr {
+            ParameterExpr::Parameter {
+                parameter,
+                indirect: false,
+            }
+            | ParameterExpr::IndicateErrorIfNullOrUnset {
+                parameter,
+                indirect: false,
+                ..
+            } => self.value(parameter),
+            // `${TMPDIR:-/tmp}`: whatever the default, the temporary directory.
+            ParameterExpr::UseDefaultValues {
+                parameter: p @ Parameter::Named(name),
+                indirect: false,
+                ..
+            } if name == "TMPDIR" => self.value(p),
+            ParameterExpr::UseDefaultValues {
+                parameter,
+                indirect: false,
+                ..
+            } => self.value(parameter).filter(|v| !v.is_empty()),
+            _ => None,
+        }
+    }
+
+    fn value(&self, p: &Parameter) -> Option<String> {
+        match p {
+            Parameter::Named(name) => match self.vars.get(name) {
+                Some(v) => v.clone(),
+                None if self.forgot => None,
+                None if name == "TMPDIR" => Some(TMP.into()),
+                // The home directory, as `~` (what the deletion and write rules know).
+                None if name == "HOME" => Some("~".into()),
+                None if matches!(name.as_str(), "RANDOM" | "BASHPID" | "SRANDOM") => Some(SOME_NUMBER.into()),
+                None => None,
+            },
+            Parameter::Special(SpecialParameter::ProcessId | SpecialParameter::LastBackgroundProcessId) => {
+                Some(SOME_NUMBER.into())
+            }
+            _ => None,
+        }
+    }
+
+    /// `name` holds `value` (a loop's variable, for one pass).
+    pub fn bind(&mut self, name: &str, value: String) {
+        self.set(name, Some(value));
+    }
+
+    /// `effect` surely happened: what follows sees it.
+    pub fn apply(&mut self, effect: &Effect) {
+        match effect {
+            Effect::Assign(names) => {
+                for (name, value, _) in names {
+                    self.set(name, value.clone());
+                }
+            }
+            Effect::Cd(dir) => self.cwd = dir.clone(),
+            Effect::Forget => self.forget_all(),
+        }
+    }
+
+    /// `effect` happened first in its chain: what comes after the chain (whatever the
+    /// chain did next) sees what could not fail.
+    pub fn apply_certain(&mut self, effect: &Effect) {
+        match effect {
+            Effect::Assign(names) => {
+                for (name, value, fallible) in names {
+                    self.set(name, value.clone().filter(|_| !fallible));
+                }
+            }
+            Effect::Cd(_) => self.cwd = None,
+            Effect::Forget => self.forget_all(),
+        }
+    }
+
+    /// `effect` may or may not have happened.
+    pub fn forget(&mut self, effect: &Effect) {
+        match effect {
+            Effect::Assign(names) => {
+                for (name, _, _) in names {
+                    self.set(name, None);
+                }
+            }
+            Effect::Cd(_) => self.cwd = None,
+            Effect::Forget => self.forget_all(),
+        }
+    }
+
+    /// Names assigned somewhere this scope cannot follow (a loop, a branch).
+    pub fn forget_names<'a>(&mut self, names: impl IntoIterator<Item = &'a String>, moved: bool) {
+        for n in names {
+            self.set(n, None);
+        }
+        if moved {
+            self.cwd = None;
+        }
+    }
+
+    pub fn forget_all(&mut self) {
+        self.vars.clear();
+        self.cwd = None;
+        self.forgot = true;
+    }
+
+    fn set(&mut self, name: &str, value: Option<String>) {
+        if name == "IFS" {
+            self.split_changed = true;
+        }
+        self.vars.insert(name.to_string(), value.filter(|v| one_word(v)));
+    }
+
+    /// The directory `dir` names, seen from this scope's working directory: known only
+    /// when absolute (a relative `cd` may follow `CDPATH`).
+    pub fn cd_target(&self, dir: Option<&str>) -> Option<String> {
+        let dir = dir.unwrap_or("~");
+        (dir.starts_with('/') || dir == "~" || dir.starts_with("~/")).then(|| dir.trim_end_matches('/').to_string())
+    }
+
+    /// `path` as the command reaches it: joined to the working directory the line
+    /// changed to, when relative.
+    pub fn reach(&self, path: &str) -> String {
+        match &self.cwd {
+            Some(cwd) if !path.starts_with(['/', '~', '$', '-']) && !path.is_empty() => {
+                // Lexically normal, so that `.` in /tmp is /tmp itself, not a name under it.
+                let mut parts: Vec<&str> = Vec::new();
+                for part in cwd.split('/').chain(path.split('/')) {
+                    match part {
+                        "" | "." => {}
+                        ".." => {
+                            parts.pop();
+                        }
+                        p => parts.push(p),
+                    }
+                }
+                let root = if cwd.starts_with('~') { "" } else { "/" };
+                format!("{root}{}", parts.join("/"))
+            }
+            _ => path.to_string(),
+        }
+    }
+}
+
+/// A value that stays one word when expanded unquoted, and is no glob.
+fn one_word(v: &str) -> bool {
+    !v.chars()
+        .any(|c| c.is_whitespace() || matches!(c, '*' | '?' | '[' | ']'))
+}
+
+/// What `mktemp ARGS…` prints, when the arguments say: the directory it creates under,
+/// and the template.
+pub fn mktemp_path(args: &[&str]) -> Option<String> {
+    let (mut dir, mut in_tmp, mut template) = (None::<String>, false, None::<&str>);
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        match a {
+            "-d" | "--directory" | "-q" | "--quiet" | "-u" | "--dry-run" => {}
+            "-t" => in_tmp = true,
+            "-p" => {
+                dir = Some(args.get(i + 1)?.to_string());
+                i += 1;
+            }
+            "--tmpdir" => in_tmp = true,
+            _ if a.starts_with("--tmpdir=") => dir = Some(a["--tmpdir=".len()..].to_string()),
+            _ if a.starts_with("--suffix=") => {}
+            _ if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") => {
+                // Bundled short options (`-dt`, `-qd`): any that take a value is not read.
+                if a[1..].chars().any(|c| !matches!(c, 'd' | 'q' | 'u' | 't')) {
+                    return None;
+                }
+                in_tmp |= a.contains('t');
+            }
+            _ if a.starts_with('-') => return None,
+            _ => {
+                if template.is_some() {
+                    return None;
+                }
+                template = Some(a);
+            }
+        }
+        i += 1;
+    }
+    let Some(t) = template else {
+        return Some(match dir {
+            Some(d) => format!("{}/tmp.XXXXXXXXXX", d.trim_end_matches('/')),
+            None => MKTEMP_DEFAULT.into(),
+        });
+    };
+    if t.contains('/') && (in_tmp || dir.is_some()) {
+        return None; // mktemp refuses a template with a slash under a directory
+    }
+    Some(match (dir, in_tmp) {
+        (Some(d), _) => format!("{}/{t}", d.trim_end_matches('/')),
+        (None, true) => format!("{TMP}/{t}"),
+        (None, false) => t.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mktemp_paths() {
+        let cases: &[(&[&str], Option<&str>)] = &[
+            (&["-d"], Some("/tmp/tmp.XXXXXXXXXX")),
+            (&[], Some("/tmp/tmp.XXXXXXXXXX")),
+            (&["-d", "-t", "build.XXXX"], Some("/tmp/build.XXXX")),
+            (&["-dt", "build.XXXX"], Some("/tmp/build.XXXX")),
+            (&["--tmpdir", "x.XXX"], Some("/tmp/x.XXX")),
+            (&["-p", "/var/tmp", "x.XXX"], Some("/var/tmp/x.XXX")),
+            (&["--tmpdir=/scratch", "-d"], Some("/scratch/tmp.XXXXXXXXXX")),
+            (&["-d", "/tmp/foo.XXXXXX"], Some("/tmp/foo.XXXXXX")),
+            (&["-d", "out.XXXX"], Some("out.XXXX")),
+            (&["-t", "a/b.XXX"], None),
+            (&["-d", "a", "b"], None),
+            (&["--weird"], None),
+            (&["-dz"], None),
+        ];
+        for (args, want) in cases {
+            assert_eq!(mktemp_path(args).as_deref(), *want, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn values_are_one_word_or_unknown() {
+        let mut s = Scope::default();
+        let named = |n: &str| ParameterExpr::Parameter {
+            parameter: Parameter::Named(n.into()),
+            indirect: false,
+        };
+        assert_eq!(s.param(&named("TMPDIR")).as_deref(), Some("/tmp"));
+        assert_eq!(s.param(&named("HOME")).as_deref(), Some("~"));
+        assert_eq!(s.param(&named("USER")), None);
+        s.apply(&Effect::Assign(vec![
+            ("a".into(), Some("/tmp/x".into()), false),
+            ("b".into(), Some("/tmp/a /".into()), false),
+            ("c".into(), Some("*".into()), false),
+        ]));
+        assert_eq!(s.param(&named("a")).as_deref(), Some("/tmp/x"));
+        assert_eq!(s.param(&named("b")), None, "splits into two words");
+        assert_eq!(s.param(&named("c")), None, "a glob");
+        s.apply(&Effect::Assign(vec![("TMPDIR".into(), None, false)]));
+        assert_eq!(s.param(&named("TMPDIR")), None, "assigned something unknown");
+        s.apply(&Effect::Assign(vec![("IFS".into(), Some("/".into()), false)]));
+        assert_eq!(s.param(&named("a")), None, "word splitting changed");
+    }
+
+    #[test]
+    fn failures_and_chains() {
+        let named = |n: &str| ParameterExpr::Parameter {
+            parameter: Parameter::Named(n.into()),
+            indirect: false,
+        };
+        let fallible = Effect::Assign(vec![("d".into(), Some("/tmp/tmp.X".into()), true)]);
+        let mut chain = Scope::default();
+        chain.apply(&fallible);
+        assert_eq!(chain.param(&named("d")).as_deref(), Some("/tmp/tmp.X"));
+        let mut after = Scope::default();
+        after.apply_certain(&fallible);
+        assert_eq!(after.param(&named("d")), None, "mktemp may fail, leaving it empty");
+        let mut s = Scope::default();
+        s.apply(&Effect::Cd(Some("/tmp".into())));
+        assert_eq!(s.reach("x"), "/tmp/x");
+        assert_eq!(s.reach("./x"), "/tmp/x");
+        assert_eq!(s.reach("/etc"), "/etc");
+        assert_eq!(s.reach("."), "/tmp", "the directory itself, not a name under it");
+        assert_eq!(s.reach("x/../.."), "/");
+        s.apply_certain(&Effect::Cd(Some("/tmp".into())));
+        assert_eq!(s.reach("x"), "x", "after `;` a cd may have failed");
+        assert_eq!(s.cd_target(Some("sub")), None, "CDPATH may move a relative cd");
+        assert_eq!(s.cd_target(Some("/tmp/")).as_deref(), Some("/tmp"));
+    }
+}
