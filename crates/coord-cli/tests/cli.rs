@@ -1025,6 +1025,45 @@ fn guardrails_through_the_cli(repo: &Repo) {
 
 /// The pattern registry from the shell: listed by anyone, changed by an administrator,
 /// applied by the next check.
+/// `npm run NAME`, `make TARGET` and a script run by path are judged by the code the
+/// repository holds for them (read beneath the directory by coord-files), not their names.
+fn entry_points_are_judged_by_their_code(repo: &Repo) {
+    let dir = repo.root();
+    std::fs::write(
+        dir.join("package.json"),
+        r#"{"scripts": {"build": "echo built", "ship": "npm run build && vercel --prod", "release:notes": "echo notes"}}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("Makefile"), "all:\n\techo ok\nnuke: all\n\trm -rf src\n").unwrap();
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("scripts/reset.sh"),
+        "#!/bin/sh\ngit reset --hard origin/main\n",
+    )
+    .unwrap();
+    let check = |cmd: &str| repo.json_as("dev", &["guard", "check", "--", cmd]);
+    for (cmd, refused_as) in [
+        ("npm run build", None),
+        ("npm run release:notes", None),
+        ("make", None),
+        ("npm run ship", Some("deploy")),
+        ("make nuke", Some("recursive_delete")),
+        ("./scripts/reset.sh", Some("hard_reset")),
+        ("bash scripts/reset.sh", Some("hard_reset")),
+        // Not in the repository: judged by its name.
+        ("./scripts/deploy.sh prod", Some("deploy")),
+    ] {
+        let (answer, rc) = check(cmd);
+        match refused_as {
+            None => assert_eq!(rc, 0, "{cmd}: {answer}"),
+            Some(op) => assert_eq!((rc, answer["operation"].as_str()), (1, Some(op)), "{cmd}: {answer}"),
+        }
+    }
+    for f in ["package.json", "Makefile", "scripts/reset.sh"] {
+        std::fs::remove_file(dir.join(f)).unwrap();
+    }
+}
+
 fn guardrail_rules_through_the_cli(repo: &Repo) {
     let (all, rc) = repo.json_as("dev", &["guard", "rules", "list"]);
     assert_eq!(rc, 0, "{all}");
@@ -1035,32 +1074,32 @@ fn guardrail_rules_through_the_cli(repo: &Repo) {
     assert!(!stdout(&table).contains("terraform"), "{}", stdout(&table));
 
     let check = |cmd: &str| code(&repo.run(&["--agent-id", "dev", "guard", "check", "--", cmd]));
-    assert_eq!(check("make deploy"), 0);
-    let file = repo.dir.path().join("make-deploy.json");
+    assert_eq!(check("make upload"), 0);
+    let file = repo.dir.path().join("make-upload.json");
     std::fs::write(
         &file,
-        r#"{"program": "make", "words": ["deploy"], "operation": "deploy", "category": "production_deployment",
-            "action": "block", "reason": "make deploy ships to production; ask for approval"}"#,
+        r#"{"program": "make", "words": ["upload"], "operation": "deploy", "category": "production_deployment",
+            "action": "block", "reason": "make upload ships to production; ask for approval"}"#,
     )
     .unwrap();
     let (set, rc) = repo.json_as(
         "admin",
-        &["guard", "rules", "set", "make-deploy", "--file", file.to_str().unwrap()],
+        &["guard", "rules", "set", "make-upload", "--file", file.to_str().unwrap()],
     );
     assert_eq!((rc, set["guardrail"]["source"].as_str()), (0, Some("custom")), "{set}");
-    assert_eq!(check("make deploy"), 1);
+    assert_eq!(check("make upload"), 1);
     let (changed, _) = repo.json_as("dev", &["guard", "rules", "list", "--changed"]);
     assert_eq!(changed["guardrails"].as_array().unwrap().len(), 1, "{changed}");
     assert_eq!(
-        repo.json_as("admin", &["guard", "rules", "disable", "make-deploy"]).1,
+        repo.json_as("admin", &["guard", "rules", "disable", "make-upload"]).1,
         0
     );
-    assert_eq!(check("make deploy"), 0);
-    assert_eq!(repo.json_as("admin", &["guard", "rules", "enable", "make-deploy"]).1, 0);
-    assert_eq!(check("make deploy"), 1);
-    let (reset, rc) = repo.json_as("admin", &["guard", "rules", "reset", "make-deploy"]);
+    assert_eq!(check("make upload"), 0);
+    assert_eq!(repo.json_as("admin", &["guard", "rules", "enable", "make-upload"]).1, 0);
+    assert_eq!(check("make upload"), 1);
+    let (reset, rc) = repo.json_as("admin", &["guard", "rules", "reset", "make-upload"]);
     assert_eq!((rc, reset["builtin_restored"].as_bool()), (0, Some(false)), "{reset}");
-    assert_eq!(check("make deploy"), 0);
+    assert_eq!(check("make upload"), 0);
 
     // Refusals: not JSON (2), an invalid pattern (2, nothing stored), an agent (1).
     let bad = repo.run(&["guard", "rules", "set", "x", "--pattern", "{not json"]);
@@ -1222,6 +1261,7 @@ local_and_remote!(
     profiles_and_approvals_through_the_cli,
     guardrails_through_the_cli,
     guardrail_rules_through_the_cli,
+    entry_points_are_judged_by_their_code,
     files_through_the_cli,
     verification_through_the_cli,
     verification_workers_through_the_cli,
