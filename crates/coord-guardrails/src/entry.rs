@@ -362,6 +362,15 @@ pub fn is_shell_script(path: &str, text: &str) -> bool {
     }
 }
 
+/// The files a tool reads in `dir`: the one named (`make -f FILE`), else its defaults in
+/// the order it looks for them.
+pub fn candidates(dir: &str, named: Option<&str>, defaults: &[&str]) -> Vec<String> {
+    match named {
+        Some(f) => relative(dir, f).into_iter().collect(),
+        None => defaults.iter().filter_map(|m| relative(dir, m)).collect(),
+    }
+}
+
 /// `path` relative to the directory the command runs in, as the repository reader takes
 /// it: no `./`, no `..`, not absolute (`None`: not in the repository).
 pub fn relative(dir: &str, path: &str) -> Option<String> {

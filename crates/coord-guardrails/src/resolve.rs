@@ -254,13 +254,7 @@ impl Analyzer<'_> {
                 }
             }
         }
-        let candidates: Vec<String> = match &file {
-            Some(f) => entry::relative(&dir, f).into_iter().collect(),
-            None => entry::MAKEFILES
-                .iter()
-                .filter_map(|m| entry::relative(&dir, m))
-                .collect(),
-        };
+        let candidates = entry::candidates(&dir, file.as_deref(), entry::MAKEFILES);
         let Some((path, text_of)) = self.first_file(&candidates) else {
             return false;
         };
@@ -304,13 +298,7 @@ impl Analyzer<'_> {
                 }
             }
         }
-        let candidates: Vec<String> = match &file {
-            Some(f) => entry::relative(&dir, f).into_iter().collect(),
-            None => entry::JUSTFILES
-                .iter()
-                .filter_map(|m| entry::relative(&dir, m))
-                .collect(),
-        };
+        let candidates = entry::candidates(&dir, file.as_deref(), entry::JUSTFILES);
         let Some((path, text_of)) = self.first_file(&candidates) else {
             return false;
         };
