@@ -630,6 +630,12 @@ impl<'p> Analyzer<'p> {
                 }],
                 text,
             ),
+            // rmz deletes directories without being asked to recurse.
+            "rmz" => {
+                let mut with_r = vec![Arg::Lit("-r".into())];
+                with_r.extend(self.reach(args));
+                self.add(rules::rm(&with_r), text)
+            }
             "rm" | "unlink" | "shred" => {
                 let args = &self.reach(args);
                 self.add(rules::coord_state_write(prog, args), text);
@@ -783,9 +789,16 @@ impl<'p> Analyzer<'p> {
 
     /// `npx`, `bunx`, `pnpx`: the package's command, or a shell string.
     fn npx(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
-        // `npx -c 'cmd'` runs a shell string.
-        if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-c" | "--call")) {
-            return self.code_arg(args.get(i + 1), text, depth);
+        // `npx -c 'cmd'` runs a shell string; a `-c` after the command is the command's
+        // own option (`npx wrangler deploy -c wrangler.toml`).
+        let mut i = 0;
+        while let Some(a) = args.get(i) {
+            match a.raw() {
+                "-c" | "--call" => return self.code_arg(args.get(i + 1), text, depth),
+                "-p" | "--package" => i += 2,
+                raw if raw.starts_with('-') => i += 1,
+                _ => break,
+            }
         }
         self.wrapped(args, &["-p", "--package"], stdin, text, depth)
     }
@@ -804,8 +817,16 @@ impl<'p> Analyzer<'p> {
         let hit = rules::find_delete(&f);
         self.add(hit, text);
         self.writes(&f.writes, text);
+        let leftovers = rules::leftovers_only(&f);
         for cmd in &f.execs {
-            self.argv(cmd, &Stdin::Inherited, text, depth);
+            // `-exec rm {} +` over build leftovers: the deletion is what find_delete judged.
+            let removes = cmd
+                .first()
+                .and_then(Arg::lit)
+                .is_some_and(|p| matches!(program(p), "rm" | "unlink"));
+            if !(leftovers && removes) {
+                self.argv(cmd, &Stdin::Inherited, text, depth);
+            }
         }
     }
 

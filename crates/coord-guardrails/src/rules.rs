@@ -547,7 +547,14 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
         let dst = raw.trim_start_matches('+').rsplit(':').next().unwrap_or(raw);
         dst.starts_with("refs/tags/") || version_like(dst)
     };
-    if call.has(&["--tags", "--follow-tags"]) || refspecs.iter().any(|r| r.lit().is_some_and(tag)) {
+    // A refspec only known at run time named for a tag or version (`"$TAG"`).
+    let tag_variable = |r: &Arg| {
+        r.lit().is_none() && {
+            let raw = r.raw().to_ascii_lowercase();
+            raw.contains("tag") || raw.contains("version")
+        }
+    };
+    if call.has(&["--tags", "--follow-tags"]) || refspecs.iter().any(|r| r.lit().is_some_and(tag) || tag_variable(r)) {
         hits.push(hit(
             Category::ProductionDeployment,
             "release_tag_push",
@@ -1168,14 +1175,9 @@ const LEFTOVERS: &[&str] = &[
     "*.tsbuildinfo",
 ];
 
-pub fn find_delete(f: &Find) -> Option<Hit> {
-    let deleting = f.deletes
-        || f.execs.iter().any(|c| {
-            c.first()
-                .and_then(Arg::lit)
-                .is_some_and(|p| matches!(program(p), "rm" | "unlink" | "shred"))
-        });
-    let all_scoped = f.roots.iter().all(|r| r.lit().is_some_and(scoped));
+/// Whether `find` only deletes leftovers of a build below the project
+/// (`find . -name '*.pyc' -delete`; not under `/`, a home or a variable).
+pub fn leftovers_only(f: &Find) -> bool {
     // Leftovers of a build, below the project (not `/`, a home or a variable).
     let in_project = f
         .roots
@@ -1188,7 +1190,18 @@ pub fn find_delete(f: &Find) -> Option<Hit> {
                     .is_some_and(|ext| n.ends_with(ext) && !n.contains(['*', '?']))
         })
     };
-    let leftovers_only = in_project && !f.names.is_empty() && f.names.iter().all(|n| n.lit().is_some_and(leftover));
+    in_project && !f.names.is_empty() && f.names.iter().all(|n| n.lit().is_some_and(leftover))
+}
+
+pub fn find_delete(f: &Find) -> Option<Hit> {
+    let deleting = f.deletes
+        || f.execs.iter().any(|c| {
+            c.first()
+                .and_then(Arg::lit)
+                .is_some_and(|p| matches!(program(p), "rm" | "unlink" | "shred"))
+        });
+    let all_scoped = f.roots.iter().all(|r| r.lit().is_some_and(scoped));
+    let leftovers_only = leftovers_only(f);
     (deleting && !all_scoped && !leftovers_only).then(|| {
         hit(
             Category::MassDeletion,
