@@ -151,6 +151,14 @@ fn claude_code_and_codex_cannot_approve_their_own_requests() {
     scenario("self-approval");
 }
 
+/// A project's entry point is judged by its code: Claude Code's and Codex's hooks read the
+/// package.json script `npm run ship` runs (`vercel --prod`) and refuse it; `npm run build`
+/// runs.
+#[test]
+fn entry_points_are_judged_by_their_code_in_claude_code_and_codex() {
+    scenario("entry-points");
+}
+
 /// The runtimes' own sandboxes as `coord init` sets them up: a script Claude Code or Codex
 /// wrote and runs (its paths invisible to the hooks) cannot write coord's store, plant a
 /// file in the coordination space, rewrite coord's settings or dial the coordinator.

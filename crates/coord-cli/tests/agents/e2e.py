@@ -581,6 +581,47 @@ def self_approval(w):
     return f"self-approval refused for {sorted(agents)}; a person approved {pending[0]['approval_id']}"
 
 
+def entry_points(w):
+    """A project's own entry point is judged by what it runs (issue 52): Claude Code and Codex,
+    each set up by `coord init` only, run `npm run ship` — a package.json script whose name
+    says nothing and whose code is `vercel --prod` — and `npm run build`. Each hook reads the
+    script from the repository: the ship is refused as a deploy, audited as the session, the
+    build runs."""
+    with open(os.path.join(w.repo, "package.json"), "w") as f:
+        json.dump({"name": "e2e", "scripts": {"ship": "npm run build && vercel --prod", "build": "echo built"}}, f)
+    w.start_model({
+        "E_claude": [{"tool": "Bash", "input": {"command": "npm run ship", "description": "ship"}},
+                     {"tool": "Bash", "input": {"command": "npm run build", "description": "build"}},
+                     {"text": "E done"}],
+        "E_codex": [{"tool": "exec_command", "input": {"cmd": "npm run ship"}},
+                    {"tool": "exec_command", "input": {"cmd": "npm run build"}},
+                    {"text": "E done"}],
+    })
+    home = w.home("home-entry")
+    w.init_claude(home)
+    c = w.claude(home, "E_claude", ["Bash"])
+    c.wait(timeout=120)
+    codex_home = w.home("codex-entry-home")
+    codex_config(w, codex_home)
+    env = w.base_env(w.home("home-ex"), {"CODEX_HOME": codex_home, "FAKE_API_KEY": "dummy"})
+    out = subprocess.run(["coord", "init", "codex", "--write"], cwd=w.repo, capture_output=True, text=True, env=env)
+    check(out.returncode == 0, f"coord init codex: {out.stderr}")
+    x = subprocess.run(["codex", "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "--json",
+                        "SCRIPT:E_codex"], cwd=w.repo, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       env=env, timeout=180)
+    for script in ("E_claude", "E_codex"):
+        played = {e["turn"]: e for e in w.entries() if e.get("script") == script}
+        check(2 in played, f"{script} played every step: {sorted(played)} / {x.stdout[-600:]}")
+    refused = w.coord("audit", "--operation", "check_guardrails", "--result", "failure")["entries"]
+    commands = [(e["agent_id"], str(e["parameters"].get("command"))) for e in refused]
+    ships = [e for e in refused if e["parameters"].get("command") == "npm run ship"]
+    check(len({e["agent_id"] for e in ships}) == 2
+          and all(e["error_code"] == "destructive_operation_blocked" for e in ships),
+          f"each session's npm run ship refused as destructive, audited as itself: {commands}")
+    check(not any(c == "npm run build" for _, c in commands), f"npm run build was allowed: {commands}")
+    return f"npm run ship refused for {sorted({e['agent_id'] for e in ships})}; npm run build allowed"
+
+
 TAMPER = """import json, os, socket
 # Names computed at run time: a hook reading the command line sees none of them.
 space = ".co" + "ord"
@@ -1865,7 +1906,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "aider-read-only": aider_read_only, "aider-write": aider_write, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "runtime-sandbox": runtime_sandbox, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "aider-read-only": aider_read_only, "aider-write": aider_write, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "entry-points": entry_points, "runtime-sandbox": runtime_sandbox, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}
