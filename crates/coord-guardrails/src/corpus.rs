@@ -369,3 +369,131 @@ fn the_independent_corpus_was_split_once() {
         );
     }
 }
+
+/// What a refusal suggests instead, with the suggestion's words in the message, a command
+/// it refuses, and the command the suggestion leads to: the guardrails allow it.
+const SAFER: &[(&str, &str, &str)] = &[
+    (
+        "push without --force",
+        "git push --force origin feature",
+        "git push origin feature",
+    ),
+    ("run git clean -n", "git clean -fd", "git clean -n"),
+    (
+        "restore single files by name",
+        "git checkout -- .",
+        "git checkout -- src/main.rs",
+    ),
+    ("delete specific files", "rm -rf src", "rm src/old.rs src/older.rs"),
+    ("a build directory", "rm -rf src", "rm -rf target node_modules dist"),
+    ("a directory under /tmp/<name>", "rm -rf /tmp", "rm -rf /tmp/scratch-1"),
+    (
+        "list the matches first (find ... -print)",
+        "find . -delete",
+        "find . -name '*.orig' -print",
+    ),
+    ("name the files", "rm src/*", "rm src/a.rs src/b.rs"),
+    ("list the files", "ls | xargs rm", "rm a.txt b.txt"),
+    (
+        "run its preview (plan, diff, --dry-run)",
+        "kubectl apply -f k8s/",
+        "kubectl apply -f k8s/ --dry-run=server",
+    ),
+    (
+        "run its preview (plan, diff, --dry-run)",
+        "terraform apply",
+        "terraform plan",
+    ),
+    (
+        "run its preview (plan, diff, --dry-run)",
+        "helm upgrade api ./chart",
+        "helm upgrade api ./chart --dry-run",
+    ),
+    ("run it with --dry-run", "npm publish", "npm publish --dry-run"),
+    ("run it with --dry-run", "cargo publish", "cargo publish --dry-run"),
+    (
+        "run it with --dry-run (or --snapshot)",
+        "goreleaser release",
+        "goreleaser release --snapshot",
+    ),
+    (
+        "create it with --draft",
+        "gh release create v1.2.0",
+        "gh release create v1.2.0 --draft",
+    ),
+    (
+        "run it with --check",
+        "ansible-playbook site.yml",
+        "ansible-playbook site.yml --check",
+    ),
+    ("run it without -v", "docker compose down -v", "docker compose down"),
+    (
+        "write the result elsewhere (--output)",
+        "sops -e -i secrets.yaml",
+        "sops -e --output secrets.enc.yaml secrets.yaml",
+    ),
+    ("write the command itself", "$(echo ls) -la", "ls -la"),
+];
+
+/// Suggestions that name no command to run (a person's decision, or the command's own
+/// steps).
+const NOT_A_COMMAND: &[&str] = &[
+    "ask for approval",
+    "a person must review it",
+    "change it yourself",
+    "write it out",
+    "make sure",
+    "run the steps it stands for",
+    "save it to",
+    "write it first",
+    "run the command itself",
+    "write it so it parses",
+    "pass them with -c",
+    "write the git command",
+    "run it where coord",
+    "preview it",
+    "create it yourself",
+    "set them yourself",
+    "ask for it instead",
+    "use coord's commands",
+];
+
+#[test]
+fn every_safer_command_a_refusal_suggests_is_allowed() {
+    for (words, refused, safer) in SAFER {
+        let found = analyze(refused);
+        assert!(
+            blocking(&found).iter().any(|f| f.reason.contains(words)),
+            "{refused:?} is refused with a message saying {words:?}: {:?}",
+            found.iter().map(|f| &f.reason).collect::<Vec<_>>()
+        );
+        assert!(
+            blocking(&analyze(safer)).is_empty(),
+            "{safer:?}, which {refused:?}'s message suggests, is allowed"
+        );
+    }
+    // Every suggestion in every refusal of the corpora is one of those, or names no command.
+    let mut all = labelled::corpus();
+    all.extend(labelled::tuning());
+    let mut unknown = std::collections::BTreeSet::new();
+    for c in all.iter().filter(|c| c.label == Label::Destructive) {
+        // (A parse error's message quotes the parser, not a suggestion.)
+        for f in blocking(&analyze(&c.command))
+            .into_iter()
+            .filter(|f| f.operation != "unparseable")
+        {
+            for clause in f.reason.split(';').skip(1) {
+                let covered = SAFER.iter().any(|(w, _, _)| clause.contains(w))
+                    || NOT_A_COMMAND.iter().any(|n| clause.contains(n));
+                if !covered {
+                    unknown.insert(clause.trim().to_string());
+                }
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "suggestions no test shows allowed:\n{}",
+        unknown.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}
