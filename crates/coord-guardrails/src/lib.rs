@@ -107,6 +107,26 @@ fn parallel_inputs(args: &[Arg]) -> Option<Vec<String>> {
     inputs.iter().map(plain).collect()
 }
 
+/// The script an interpreter runs (`node -r esm scripts/x.js`, `python3 tools/x.py`,
+/// `bun run x.ts`): the first operand that is a file path, after the options and their
+/// values. `-m`, `-c` and `-e` run no script file.
+fn script_operand(args: &[Arg]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let raw = a.raw();
+        match raw {
+            "-m" | "-c" | "-e" | "--eval" | "-p" | "--print" => return None,
+            "-r" | "--require" | "--import" | "--loader" | "-W" | "-X" | "--env-file" => i += 2,
+            "run" | "exec" if i == 0 => i += 1,
+            _ if raw.starts_with('-') => i += 1,
+            _ => {
+                return (raw.contains('/') || raw.contains('.')).then_some(i);
+            }
+        }
+    }
+    None
+}
+
 /// The replacement string of `xargs -I R`, `-iR`, `-i` or `--replace[=R]`.
 fn xargs_replace(args: &[Arg]) -> Option<String> {
     let mut i = 0;
@@ -557,6 +577,14 @@ impl<'p> Analyzer<'p> {
         }
         if let Some(rest) = rules::runner_command(prog, args) {
             return self.argv(rest, stdin, text, depth);
+        }
+        let script_name = word.contains('/')
+            || [".sh", ".bash", ".py", ".js", ".mjs", ".ts", ".rb", ".pl"]
+                .iter()
+                .any(|e| word.ends_with(e));
+        if script_name && !SHELLS.contains(&prog) && inline::interpreter(prog).is_none() {
+            // A program run by its path whose code was not read: by its name, too.
+            self.add(rules::shipping_script(word, args), text);
         }
         if let Some(i) = resolve::direct_binary(prog, args) {
             // `pnpm wrangler deploy`: a script of that name (judged by name) or a binary
@@ -1053,6 +1081,10 @@ impl Analyzer<'_> {
         // `python manage.py migrate`, `python -m alembic upgrade`: patterns of their own;
         // `perl -pi -e … .env` edits files in place.
         self.add(self.patterns.check(prog, args), text);
+        // `node scripts/deploy.js`, `bun tools/update-homebrew.ts`: the script by its name.
+        if let Some(i) = script_operand(args) {
+            self.add(rules::shipping_script(args[i].raw(), &args[i + 1..]), text);
+        }
         self.writes(&rules::written_files(prog, args), text);
         let Some(it) = inline::interpreter(prog) else { return };
         let (code, reads_stdin) = match inline_code(&it, args) {

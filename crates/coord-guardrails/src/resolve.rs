@@ -404,7 +404,8 @@ impl Analyzer<'_> {
     /// A script run by a shell, judged by its name when its code is not read
     /// (`bash scripts/deploy.sh`).
     pub(crate) fn script_by_name(&mut self, path: &str, rest: &[Arg], text: &str) {
-        let hits: Vec<Hit> = self.patterns.check(program(path), rest);
+        let mut hits: Vec<Hit> = self.patterns.check(program(path), rest);
+        hits.extend(crate::rules::shipping_script(path, rest));
         self.add(hits, text);
     }
 }

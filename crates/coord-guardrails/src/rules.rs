@@ -1555,3 +1555,104 @@ pub fn runner_command<'a>(prog: &str, args: &'a [Arg]) -> Option<&'a [Arg]> {
     let rest = args.get(i..)?;
     (!rest.is_empty()).then_some(rest)
 }
+
+// ---------------------------------------------------------------- scripts by name
+
+/// Words in a script's path that say it ships, withdraws or destroys something
+/// (`scripts/deploy.sh`, `hack/release/create.sh`, `tools/update-homebrew.ts`,
+/// `scripts/drop-db.ts`).
+const SHIPPING_WORDS: &[&str] = &[
+    "deploy",
+    "deploys",
+    "deployment",
+    "deployments",
+    "release",
+    "releases",
+    "publish",
+    "rollback",
+    "promote",
+    "homebrew",
+    "scoop",
+    "winget",
+    "chocolatey",
+    "destroy",
+    "teardown",
+    "nuke",
+    "wipe",
+    "drop",
+    "unpublish",
+];
+
+/// Words that say a script with such a name only looks (`release-notes.sh`,
+/// `deploy-check.ts`, `publish --dry-run`).
+const LOOKING_WORDS: &[&str] = &[
+    "notes",
+    "note",
+    "check",
+    "checks",
+    "test",
+    "tests",
+    "lint",
+    "changelog",
+    "verify",
+    "validate",
+    "dry",
+    "preview",
+    "status",
+    "list",
+    "diff",
+    "plan",
+    "help",
+    "docs",
+    "doc",
+];
+
+/// The words of a path: its directories and its file name, split at `-`, `_`, `.` and
+/// lower-to-upper case changes (`e2eCleanup`), in lower case.
+fn path_words(path: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for part in path.split(['/', '-', '_', '.', ':']) {
+        let mut current = String::new();
+        let mut last_lower = false;
+        for c in part.chars() {
+            if c.is_uppercase() && last_lower && !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+            last_lower = c.is_lowercase() || c.is_ascii_digit();
+            current.extend(c.to_lowercase());
+        }
+        if !current.is_empty() {
+            words.push(current);
+        }
+    }
+    words
+}
+
+/// A script run by its path (or by an interpreter), judged by its name when its code is
+/// not read: one that says it deploys, releases, publishes or destroys is refused, unless
+/// its name or arguments say it only looks.
+pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
+    // In a build's output (`target/release/app`) the directories are the build's: only
+    // the file's own name speaks.
+    let built = path.split('/').any(|part| ARTIFACTS.contains(&part) || part == "bin");
+    let words = path_words(if built {
+        path.rsplit('/').next().unwrap_or(path)
+    } else {
+        path
+    });
+    let shipping = words.iter().find(|w| SHIPPING_WORDS.contains(&w.as_str()))?;
+    let looking = |w: &str| {
+        LOOKING_WORDS.contains(&w) || matches!(w, "--dry-run" | "-n" | "--help" | "-h" | "--local" | "--snapshot")
+    };
+    if words.iter().any(|w| looking(w)) || args.iter().filter_map(Arg::lit).any(looking) {
+        return None;
+    }
+    Some(hit(
+        Category::ProductionDeployment,
+        "deploy",
+        Action::Block,
+        format!(
+            "{path} is the project's {shipping} script, and its code was not read; run the steps it stands for so each can be judged, or ask for approval"
+        ),
+    ))
+}
