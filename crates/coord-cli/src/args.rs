@@ -899,7 +899,7 @@ pub enum InitTarget {
     },
     /// Install git hooks: pre-commit refuses commits touching files other agents have
     /// locked or credential files; pre-push refuses force pushes and deletions of
-    /// protected branches (`--no-verify` bypasses them)
+    /// protected branches and release tags pushed (`--no-verify` bypasses them)
     GitHook {
         /// Show what would change, write nothing
         #[arg(long)]

@@ -648,8 +648,9 @@ async fn git_pre_commit(global: &Settings) -> u8 {
 
 /// git's pre-push hook: stdin has one line per ref pushed, `<local ref> <local sha>
 /// <remote ref> <remote sha>`. A push that deletes a protected branch, or moves one to a
-/// commit that does not contain its current tip (a force push), is refused — decided
-/// locally by git's own ancestry, so it holds without a coordinator.
+/// commit that does not contain its current tip (a force push), or pushes or deletes a
+/// release tag, is refused — decided locally by git's own ancestry, so it holds without a
+/// coordinator.
 fn git_pre_push(global: &Settings) -> u8 {
     let repo_root = match Context::resolve(global) {
         Ok(c) => c.repo_root,
@@ -670,11 +671,21 @@ fn git_pre_push(global: &Settings) -> u8 {
         let [_, local_sha, remote_ref, remote_sha] = fields[..] else {
             continue;
         };
+        let zero = |sha: &str| sha.chars().all(|c| c == '0');
+        // A release tag pushed or deleted starts or withdraws a release (as the Bash
+        // hooks judge `git push origin v1.2.3`).
+        if coord_guardrails::rules::release_tag(remote_ref) {
+            let verb = if zero(local_sha) { "deleting" } else { "pushing" };
+            refused.push(format!(
+                "{verb} the release tag {}",
+                remote_ref.trim_start_matches("refs/tags/")
+            ));
+            continue;
+        }
         let branch = remote_ref.strip_prefix("refs/heads/").unwrap_or(remote_ref);
         if !coord_guardrails::rules::protected(Some(branch)) {
             continue;
         }
-        let zero = |sha: &str| sha.chars().all(|c| c == '0');
         if zero(local_sha) {
             refused.push(format!("deleting {branch}"));
         } else if !zero(remote_sha) && !is_ancestor(&repo_root, remote_sha, local_sha) {

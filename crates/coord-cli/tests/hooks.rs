@@ -788,9 +788,9 @@ fn the_git_hook_refuses_commits_of_files_locked_by_others() {
     assert_eq!(std::fs::read_to_string(&hook).unwrap(), "#!/bin/sh\necho mine\n");
 }
 
-/// `coord init git-hook` also installs pre-push: a force push or a deletion of main is
-/// refused (git's own ancestry decides, no coordinator needed), a feature branch is the
-/// agent's business; pre-commit refuses credential files.
+/// `coord init git-hook` also installs pre-push: a force push or a deletion of main, or a
+/// release tag pushed, is refused (git's own ancestry decides, no coordinator needed), a
+/// feature branch is the agent's business; pre-commit refuses credential files.
 #[test]
 fn the_git_hooks_refuse_force_pushes_of_protected_branches_and_credential_commits() {
     let dir = tempfile::tempdir().unwrap();
@@ -839,6 +839,15 @@ fn the_git_hooks_refuse_force_pushes_of_protected_branches_and_credential_commit
     );
     let deleted = git(&root, &["push", "-q", "origin", ":main"]);
     assert!(!deleted.status.success(), "deleting main is refused");
+    // A release tag starts a release: refused, as the Bash hooks refuse `git push origin v1.0.0`.
+    git(&root, &["tag", "v1.0.0"]);
+    let tagged = git(&root, &["push", "-q", "origin", "v1.0.0"]);
+    assert!(!tagged.status.success(), "a release tag push is refused");
+    assert!(
+        String::from_utf8_lossy(&tagged.stderr).contains("the release tag v1.0.0"),
+        "{}",
+        String::from_utf8_lossy(&tagged.stderr)
+    );
     // A feature branch may be rewritten.
     git(&root, &["checkout", "-q", "-b", "feature"]);
     assert!(git(&root, &["push", "-q", "origin", "feature"]).status.success());

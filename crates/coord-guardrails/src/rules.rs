@@ -543,10 +543,7 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
     }
     // A release tag pushed (`--tags`, `v1.2.3`, `refs/tags/…`) starts what release
     // workflows do; deleting one withdraws it.
-    let tag = |raw: &str| {
-        let dst = raw.trim_start_matches('+').rsplit(':').next().unwrap_or(raw);
-        dst.starts_with("refs/tags/") || version_like(dst)
-    };
+    let tag = |raw: &str| release_tag(raw.trim_start_matches('+').rsplit(':').next().unwrap_or(raw));
     // A refspec only known at run time named for a tag or version (`"$TAG"`).
     let tag_variable = |r: &Arg| {
         r.lit().is_none() && {
@@ -579,6 +576,12 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
         hits.push(branch_delete(None));
     }
     hits
+}
+
+/// A remote ref that is a release tag: any tag (`refs/tags/…`), or a name spelt like a
+/// version (`v1.2.3`). The Bash hooks' push rule and git's pre-push hook both ask this.
+pub fn release_tag(remote_ref: &str) -> bool {
+    remote_ref.starts_with("refs/tags/") || version_like(remote_ref)
 }
 
 /// `v1.2`, `1.2.3`, `v2.0.0-rc.1`: a version tag's name.
