@@ -62,6 +62,9 @@ pub struct Recipes {
 /// define, a just interpolation. As a command word it is refused (fail closed).
 const UNKNOWN_VALUE: &str = "\"$ENTRY_POINT_VALUE\"";
 
+/// An unknown value inside make's expansion (it holds no `$` make would expand again).
+const UNKNOWN_MARK: &str = "\u{1}unknown\u{1}";
+
 /// Variables make defines itself.
 const MAKE_DEFAULTS: &[(&str, &str)] = &[
     ("MAKE", "make"),
@@ -105,7 +108,16 @@ pub fn makefile(text: &str, overrides: &BTreeMap<String, String>) -> Recipes {
             continue;
         }
         if let Some((name, value)) = make_assignment(trimmed) {
-            vars.insert(name.to_string(), value.trim().to_string());
+            // `NAME ?= value`: the environment's value wins when it has one.
+            let conditional = trimmed
+                .split_once('=')
+                .is_some_and(|(l, _)| l.trim_end().ends_with('?'));
+            let value = if conditional {
+                UNKNOWN_MARK.to_string()
+            } else {
+                value.trim().to_string()
+            };
+            vars.insert(name.to_string(), value);
             current.clear();
             continue;
         }
@@ -141,10 +153,54 @@ pub fn makefile(text: &str, overrides: &BTreeMap<String, String>) -> Recipes {
         rule.lines = rule
             .lines
             .iter()
-            .map(|l| make_expand(strip_prefixes(l), &vars, target, &prereqs, 0))
+            .map(|l| make_expand(strip_prefixes(l), &vars, target, &prereqs, 0).replace(UNKNOWN_MARK, UNKNOWN_VALUE))
             .collect();
     }
     out
+}
+
+/// Whether a makefile uses what this reading does not follow (other files, functions
+/// that define rules, another shell or recipe prefix, a default goal set elsewhere):
+/// its targets are then judged by name.
+pub fn makefile_unread(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim_start();
+        [
+            "include ",
+            "-include ",
+            "sinclude ",
+            "define ",
+            ".RECIPEPREFIX",
+            ".DEFAULT_GOAL",
+            ".ONESHELL",
+            "SHELL",
+            ".SHELLFLAGS",
+            "MAKEFLAGS",
+            "vpath",
+        ]
+        .iter()
+        .any(|k| l.starts_with(k))
+            || l.contains("$(eval")
+            || l.contains("$(call")
+    })
+}
+
+/// Whether a justfile uses what this reading does not follow (another shell, imports,
+/// modules, script recipes): its recipes are then judged by name.
+pub fn justfile_unread(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim_start();
+        [
+            "set shell",
+            "set windows-shell",
+            "set script-interpreter",
+            "import ",
+            "mod ",
+            "[script",
+        ]
+        .iter()
+        .any(|k| l.starts_with(k))
+    })
 }
 
 /// A makefile's lines with backslash-newlines joined (recipe lines keep theirs: the
@@ -240,6 +296,10 @@ fn make_expand(text: &str, vars: &BTreeMap<String, String>, target: &str, prereq
 
 fn make_reference(inner: &str, vars: &BTreeMap<String, String>, target: &str, prereqs: &str, depth: usize) -> String {
     if depth > 8 {
+        return UNKNOWN_VALUE.into();
+    }
+    // Variables that expand into each other many times over: not followed.
+    if vars.get(inner.trim()).is_some_and(|v| v.matches('$').count() > 16) {
         return UNKNOWN_VALUE.into();
     }
     if let Some(code) = inner.strip_prefix("shell ") {
@@ -352,7 +412,11 @@ pub fn is_shell_script(path: &str, text: &str) -> bool {
             let mut words = interp.split_whitespace();
             let first = words.next().unwrap_or_default();
             let prog = if first.ends_with("/env") {
-                words.find(|w| !w.starts_with('-')).unwrap_or_default()
+                // `env -S 'bash -c …'` and other options: not a plain shell.
+                match words.next() {
+                    Some(w) if !w.starts_with('-') && words.next().is_none() => w,
+                    _ => return false,
+                }
             } else {
                 first.rsplit('/').next().unwrap_or_default()
             };
@@ -413,9 +477,13 @@ mod tests {
         assert_eq!(m.default.as_deref(), Some("all"));
         let deploy = &m.rules["deploy"];
         assert_eq!(deploy.prerequisites, ["build", "push"]);
+        // `ENV ?= staging`: the environment may say otherwise.
         assert_eq!(
             deploy.lines,
-            ["kubectl apply -f k8s/staging.yaml", "echo done $HOME deploy"]
+            [
+                format!("kubectl apply -f k8s/{UNKNOWN_VALUE}.yaml"),
+                "echo done $HOME deploy".to_string()
+            ]
         );
         assert_eq!(m.rules["build"].lines, ["cargo build --release"]);
         assert_eq!(m.rules["push"].lines, ["docker push img:$(git rev-parse HEAD)"]);

@@ -42,6 +42,11 @@ use walk::{Arg, Exec, Stdin, Walk};
 /// per level, and no command an agent writes nests this deep.
 pub const MAX_NESTING: usize = 64;
 
+/// How many pieces of code (the line, nested code, entry points) and commands one
+/// analysis follows before it refuses instead.
+const MAX_WORK: usize = 512;
+const MAX_EXECS: usize = 4096;
+
 /// Everything destructive in a command line (warnings included), in the order found,
 /// with the built-in patterns. Never panics: a failure of the parser or of a rule is
 /// itself a blocking finding.
@@ -125,6 +130,67 @@ fn script_operand(args: &[Arg]) -> Option<usize> {
         }
     }
     None
+}
+
+/// `env -S STRING`, `-SSTRING` or `--split-string=STRING` at `i`: the string and where
+/// env's arguments go on.
+fn split_string(args: &[Arg], i: usize) -> Option<(Arg, usize)> {
+    let raw = args[i].raw();
+    let attached = |text: &str| match &args[i] {
+        Arg::Lit(_) => Arg::Lit(text.to_string()),
+        Arg::Unknown(_) => Arg::Unknown(text.to_string()),
+    };
+    if matches!(raw, "-S" | "--split-string") {
+        return Some((args.get(i + 1)?.clone(), i + 2));
+    }
+    let rest = raw.strip_prefix("--split-string=").or_else(|| raw.strip_prefix("-S"))?;
+    Some((attached(rest), i + 1))
+}
+
+/// Whether `prog` reads one of its arguments as shell code (`sh -c`, `bash -c`).
+fn is_code_for_shell(prog: &str) -> bool {
+    SHELLS.contains(&prog)
+}
+
+/// The arguments after a leading `--` (`eval -- CODE`, `trap -- CODE SIG`).
+fn without_dashes(args: &[Arg]) -> &[Arg] {
+    match args.first() {
+        Some(a) if a.raw() == "--" => &args[1..],
+        _ => args,
+    }
+}
+
+/// Whether `e` may change a file of the repository before a later command reads it: an
+/// in-place edit, a copy or move, `npm pkg set`, git writing the work tree.
+fn edits_files(e: &Exec) -> bool {
+    let Some(word) = e.argv.first().and_then(Arg::lit) else {
+        return !e.argv.is_empty();
+    };
+    let prog = program(word);
+    let args = &e.argv[1..];
+    let sub = args.iter().find(|a| !a.raw().starts_with('-')).map(Arg::raw);
+    !rules::written_files(prog, args).is_empty()
+        || matches!((prog, sub), ("npm" | "pnpm" | "yarn", Some("pkg" | "set-script")))
+        || matches!(
+            (prog, sub),
+            (
+                "git",
+                Some(
+                    "checkout"
+                        | "restore"
+                        | "apply"
+                        | "am"
+                        | "stash"
+                        | "reset"
+                        | "pull"
+                        | "merge"
+                        | "rebase"
+                        | "cherry-pick"
+                        | "switch"
+                )
+            )
+        )
+        || matches!(prog, "patch" | "unzip" | "tar" | "rsync")
 }
 
 /// The replacement string of `xargs -I R`, `-iR`, `-i` or `--replace[=R]`.
@@ -338,6 +404,12 @@ fn unverifiable(operation: &str, reason: impl Into<String>) -> Hit {
     }
 }
 
+/// Programs whose first operand is a script file they run.
+const SCRIPT_RUNNERS: &[&str] = &[
+    "node", "nodejs", "tsx", "ts-node", "bun", "deno", "python", "python2", "python3", "pypy", "pypy3", "ruby", "perl",
+    "php", "Rscript", "lua", "groovy",
+];
+
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox-sh"];
 
 struct Analyzer<'p> {
@@ -356,6 +428,11 @@ struct Analyzer<'p> {
     /// (`cat > x.sh <<'EOF'`): a script written and then run is judged by that content,
     /// or refused.
     written: std::collections::BTreeMap<String, Option<String>>,
+    /// The line may change a repository file before an entry point runs (an in-place
+    /// edit, `npm pkg set`, `git checkout`): entry points are judged by their names.
+    line_edits: bool,
+    /// Pieces of code analysed so far ([`MAX_WORK`]).
+    work: usize,
 }
 
 impl<'p> Analyzer<'p> {
@@ -369,18 +446,42 @@ impl<'p> Analyzer<'p> {
             entry_dir: String::new(),
             wanted: Vec::new(),
             written: Default::default(),
+            line_edits: false,
+            work: 0,
         }
     }
 
     fn script(&mut self, text: &str, depth: usize) {
-        let mut w = Walk::default();
+        // A bound on the whole analysis (loops over values, entry points running each
+        // other, make variables): past it the command is refused, not analysed forever.
+        self.work += 1;
+        if self.work > MAX_WORK {
+            return self.add(
+                [unverifiable(
+                    "too_complex",
+                    "the command runs more code than the analysis follows; run its parts one by one",
+                )],
+                text,
+            );
+        }
+        let mut w = if depth == 0 { Walk::default() } else { Walk::nested() };
         w.script(text, depth);
+        if w.execs.len() > MAX_EXECS {
+            return self.add(
+                [unverifiable(
+                    "too_complex",
+                    "the command runs more commands than the analysis follows; run its parts one by one",
+                )],
+                text,
+            );
+        }
         for p in w.problems {
             self.findings
                 .push(finding(unverifiable("unparseable", p.reason), &p.matched));
         }
         for e in &w.execs {
             self.note_written(e);
+            self.line_edits |= edits_files(e);
         }
         for e in &w.execs {
             self.exec(e, depth);
@@ -513,9 +614,10 @@ impl<'p> Analyzer<'p> {
     }
 
     fn exec(&mut self, e: &Exec, depth: usize) {
-        // Code nested in this command (`bash -c`) starts where this command runs.
+        // Code nested in this command (`bash -c`) starts where this command runs; after a
+        // `cd` that is not followed, somewhere unknown (relative paths as written).
         let outer = self.cwd.clone();
-        if e.cwd.is_some() {
+        if e.cwd.is_some() || e.cwd_lost {
             self.cwd = e.cwd.clone();
         }
         self.writes(&e.writes, &e.text);
@@ -536,6 +638,7 @@ impl<'p> Analyzer<'p> {
     }
 
     fn writes(&mut self, files: &[Arg], text: &str) {
+        let files = self.reach(files);
         let hits: Vec<Hit> = files
             .iter()
             .filter_map(Arg::lit)
@@ -570,13 +673,38 @@ impl<'p> Analyzer<'p> {
                 text,
             );
         };
+        // `./scripts/depl?y.sh`: the shell picks the file by the glob at run time.
+        if word.contains(['*', '?']) || (word.len() > 1 && word.contains('[') && word.contains(']')) {
+            return self.add(
+                [unverifiable(
+                    "dynamic_command",
+                    format!(
+                        "the command `{word}` is a pattern the shell expands at run time; write the command itself"
+                    ),
+                )],
+                text,
+            );
+        }
         let prog = program(word);
         let args = &argv[1..];
         if (word.contains('/') && self.written_here(word, text, depth)) || self.entry_point(argv, text, depth) {
             return;
         }
-        if let Some(rest) = rules::runner_command(prog, args) {
-            return self.argv(rest, stdin, text, depth);
+        match rules::runner_runs(prog, args) {
+            Some(rules::Runs::Code(code)) => return self.code_arg(code, text, depth),
+            Some(rules::Runs::Commands(starts)) => {
+                for rest in starts {
+                    self.argv(rest, stdin, text, depth);
+                }
+                return;
+            }
+            None => {}
+        }
+        // `node scripts/deploy.js`, `tsx tools/update-homebrew.ts`: the script by its name.
+        if SCRIPT_RUNNERS.contains(&prog)
+            && let Some(i) = script_operand(args)
+        {
+            self.add(rules::shipping_script(args[i].raw(), &args[i + 1..]), text);
         }
         let script_name = word.contains('/')
             || [".sh", ".bash", ".py", ".js", ".mjs", ".ts", ".rb", ".pl"]
@@ -640,9 +768,9 @@ impl<'p> Analyzer<'p> {
             "docker" | "podman" if matches!(args.first().map(Arg::raw), Some("exec")) => {
                 self.container_exec(&args[1..], stdin, text, depth)
             }
-            "eval" => self.joined_code(args, text, depth),
+            "eval" => self.joined_code(without_dashes(args), text, depth),
             "source" | "." => self.source(args, text, depth),
-            "trap" => self.code_arg(args.first(), text, depth),
+            "trap" => self.code_arg(without_dashes(args).first(), text, depth),
             p if SHELLS.contains(&p) => self.shell(args, stdin, text, depth),
             p if inline::interpreter(p).is_some() => self.interpreter(p, args, stdin, text, depth),
             "npx" | "bunx" | "pnpx" => self.npx(args, stdin, text, depth),
@@ -696,16 +824,35 @@ impl<'p> Analyzer<'p> {
         let mut i = 0;
         while i < args.len() {
             let raw = args[i].raw();
-            if matches!(raw, "-u" | "--unset" | "-C" | "--chdir") {
+            if matches!(raw, "-C" | "--chdir") || raw.starts_with("--chdir=") {
+                // Somewhere else: relative paths as written, not from this line's `cd`.
+                self.cwd = None;
+                i += if raw.contains('=') { 1 } else { 2 };
+            } else if matches!(raw, "-u" | "--unset") {
                 i += 2;
-            } else if matches!(raw, "-S" | "--split-string") {
+            } else if let Some((split, next)) = split_string(args, i) {
                 // `env -S 'A=1 cmd -x' more…`: the string's words, then the rest, are
-                // env's arguments again.
-                let Some(Arg::Lit(split)) = args.get(i + 1) else {
-                    return self.code_arg(args.get(i + 1), text, depth);
-                };
-                let mut again: Vec<Arg> = split.split_whitespace().map(|w| Arg::Lit(w.to_string())).collect();
-                again.extend(args.get(i + 2..).unwrap_or_default().iter().cloned());
+                // env's arguments again. Quotes, escapes and `${…}` are env's own syntax
+                // there: such a string is refused as code only known at run time.
+                let plain = split.lit().is_some_and(|t| !t.contains(['\'', '"', '\\', '$']));
+                if !plain || depth >= walk::MAX_DEPTH {
+                    return self.add(
+                        [unverifiable(
+                            "dynamic_code",
+                            format!(
+                                "env -S `{}` splits its string by rules of its own; write the command itself",
+                                split.raw()
+                            ),
+                        )],
+                        text,
+                    );
+                }
+                let mut again: Vec<Arg> = split
+                    .raw()
+                    .split_whitespace()
+                    .map(|w| Arg::Lit(w.to_string()))
+                    .collect();
+                again.extend(args.get(next..).unwrap_or_default().iter().cloned());
                 return self.env(&again, stdin, text, depth + 1);
             } else if raw.starts_with('-') || is_assignment(raw) {
                 i += 1;
@@ -778,13 +925,23 @@ impl<'p> Analyzer<'p> {
         }
         // `xargs -I R cmd … R …`: each input line replaces R (in code for `sh -c` too);
         // otherwise the input lines are appended.
+        let rest_prog = rest
+            .first()
+            .and_then(Arg::lit)
+            .map(program)
+            .unwrap_or_default()
+            .to_string();
         match xargs_replace(args) {
             Some(r) => {
                 for a in &mut rest {
-                    if let Arg::Lit(s) = a {
-                        if s == &r {
+                    if let Arg::Lit(s) = a
+                        && s.contains(&r)
+                    {
+                        // The input inside a word (`build/{}`) is any path too; in code
+                        // for a shell, a variable the walk reads as such.
+                        if s == &r || !is_code_for_shell(&rest_prog) {
                             *a = Arg::Unknown(RUNTIME_OPERAND.into());
-                        } else if s.contains(&r) {
+                        } else {
                             *s = s.replace(&r, &hole);
                         }
                     }
@@ -823,6 +980,9 @@ impl<'p> Analyzer<'p> {
         while let Some(a) = args.get(i) {
             match a.raw() {
                 "-c" | "--call" => return self.code_arg(args.get(i + 1), text, depth),
+                raw if raw.starts_with("--call=") => {
+                    return self.code_arg(Some(&Arg::Lit(raw["--call=".len()..].to_string())), text, depth);
+                }
                 "-p" | "--package" => i += 2,
                 raw if raw.starts_with('-') => i += 1,
                 _ => break,
@@ -847,11 +1007,15 @@ impl<'p> Analyzer<'p> {
         self.writes(&f.writes, text);
         let leftovers = rules::leftovers_only(&f);
         for cmd in &f.execs {
-            // `-exec rm {} +` over build leftovers: the deletion is what find_delete judged.
+            // `-exec rm -f {} +` over build leftovers: the deletion is what find_delete
+            // judged (an rm of anything else is judged as itself).
             let removes = cmd
                 .first()
                 .and_then(Arg::lit)
-                .is_some_and(|p| matches!(program(p), "rm" | "unlink"));
+                .is_some_and(|p| matches!(program(p), "rm" | "unlink"))
+                && cmd[1..]
+                    .iter()
+                    .all(|a| a.raw() == RUNTIME_OPERAND || a.lit().is_some_and(|r| r.starts_with('-')));
             if !(leftovers && removes) {
                 self.argv(cmd, &Stdin::Inherited, text, depth);
             }
@@ -929,7 +1093,8 @@ impl<'p> Analyzer<'p> {
                     [unverifiable("dynamic_sql", "a database client reading SQL from a pipe runs statements only known at run time; pass them with -c")],
                     text,
                 ),
-                Stdin::Inherited => {}
+                // A SQL file is not read (docs/guardrails.md's known limits).
+                Stdin::Inherited | Stdin::File(_) => {}
             }
         }
     }
@@ -937,6 +1102,16 @@ impl<'p> Analyzer<'p> {
     /// A wrapper whose options (those in `value_options` take a value) and environment
     /// assignments (`sudo VAR=x cmd`) precede the command.
     fn wrapped(&mut self, args: &[Arg], value_options: &[&str], stdin: &Stdin, text: &str, depth: usize) {
+        // `sudo -D DIR`, `systemd-run --working-directory=DIR`: somewhere else.
+        let moves = |a: &Arg| {
+            let raw = a.raw();
+            matches!(raw, "-D" | "--chdir" | "--working-directory")
+                || raw.starts_with("--chdir=")
+                || raw.starts_with("--working-directory=")
+        };
+        if args.iter().any(moves) {
+            self.cwd = None;
+        }
         let rest = skip_options(args, value_options);
         let first_command = rest.iter().position(|a| !is_assignment(a.raw())).unwrap_or(rest.len());
         self.argv(&rest[first_command..], stdin, text, depth);
@@ -987,6 +1162,7 @@ impl<'p> Analyzer<'p> {
     /// time (`source <(curl …)`) is refused; one this line wrote is judged by what it
     /// wrote; another by its name (its code, when the repository's files were sent).
     fn source(&mut self, args: &[Arg], text: &str, depth: usize) {
+        let args = without_dashes(args);
         match args.first() {
             Some(Arg::Unknown(raw)) => self.add(
                 [unverifiable(
@@ -1062,13 +1238,19 @@ impl<'p> Analyzer<'p> {
         }
         match stdin {
             Stdin::Text(code) => self.script(code, depth + 1),
-            Stdin::Pipe | Stdin::Unknown => self.add(
+            Stdin::Pipe | Stdin::Unknown | Stdin::File(Arg::Unknown(_)) => self.add(
                 [unverifiable(
                     "dynamic_code",
                     "a shell reading its commands from a pipe or an expanding here-document runs code only known at run time",
                 )],
                 text,
             ),
+            // `bash < scripts/x.sh`: the script, as `bash scripts/x.sh`.
+            Stdin::File(Arg::Lit(path)) => {
+                if !self.written_here(path, text, depth) && !self.script_file(path, text, depth) {
+                    self.script_by_name(path, &[], text);
+                }
+            }
             Stdin::Inherited => {}
         }
     }
@@ -1081,10 +1263,7 @@ impl Analyzer<'_> {
         // `python manage.py migrate`, `python -m alembic upgrade`: patterns of their own;
         // `perl -pi -e … .env` edits files in place.
         self.add(self.patterns.check(prog, args), text);
-        // `node scripts/deploy.js`, `bun tools/update-homebrew.ts`: the script by its name.
-        if let Some(i) = script_operand(args) {
-            self.add(rules::shipping_script(args[i].raw(), &args[i + 1..]), text);
-        }
+
         self.writes(&rules::written_files(prog, args), text);
         let Some(it) = inline::interpreter(prog) else { return };
         let (code, reads_stdin) = match inline_code(&it, args) {
@@ -1111,6 +1290,9 @@ impl Analyzer<'_> {
                         )],
                         text,
                     );
+                }
+                Stdin::File(f) => {
+                    return self.add(rules::shipping_script(f.raw(), &[]), text);
                 }
                 Stdin::Inherited => return,
             },

@@ -75,8 +75,8 @@ impl Analyzer<'_> {
     /// When `argv` runs an entry point whose code the repository holds: analyses that
     /// code and answers true. False: judge the command as it is (by its name).
     pub(crate) fn entry_point(&mut self, argv: &[Arg], text: &str, depth: usize) -> bool {
-        if self.facts.files.is_none() || self.cwd.is_some() {
-            return false; // nothing read, or the line moved elsewhere
+        if self.facts.files.is_none() || self.cwd.is_some() || self.line_edits {
+            return false; // nothing read, the line moved elsewhere, or it may edit the files first
         }
         let Some(word) = argv[0].lit() else { return false };
         let args = &argv[1..];
@@ -197,11 +197,22 @@ impl Analyzer<'_> {
             return false;
         };
         if !scripts.contains_key(&name) {
-            // No such script: npm stops with an error (a direct `yarn NAME` may be a
-            // binary of a dependency: judged as it is).
-            return !direct;
+            // No such script: npm stops with an error; yarn, pnpm and bun run the
+            // dependency's binary (or file) of that name, judged as a command.
+            if prog == "npm" || direct {
+                return prog == "npm";
+            }
+            let at = args.iter().position(|a| a.raw() == name).unwrap_or(args.len());
+            self.argv(&args[at..], &crate::walk::Stdin::Inherited, text, depth);
+            return true;
         }
-        let extra: Vec<&str> = rest.iter().map(Arg::raw).filter(|a| *a != "--").collect();
+        // The arguments after the name reach the script's last command, each one word
+        // (npm quotes them).
+        let extra: Vec<String> = rest
+            .iter()
+            .filter(|a| a.raw() != "--")
+            .map(|a| format!("'{}'", a.raw().replace('\'', "'\\''")))
+            .collect();
         for key in [format!("pre{name}"), name.clone(), format!("post{name}")] {
             if let Some(code) = scripts.get(&key) {
                 let code = if key == name && !extra.is_empty() {
@@ -220,9 +231,20 @@ impl Analyzer<'_> {
     fn make(&mut self, args: &[Arg], text: &str, depth: usize) -> bool {
         let (mut dir, mut file) = (self.entry_dir.clone(), None::<String>);
         let (mut targets, mut overrides) = (Vec::new(), BTreeMap::new());
+        // Spellings not read here (`-Cweb`, `--file=…`, `--eval`): judged by name.
+        let unread = |raw: &str| {
+            (raw.starts_with("-C") || raw.starts_with("-f") || raw.starts_with("-E")) && raw.len() > 2
+                || ["--directory=", "--file=", "--makefile=", "--eval"]
+                    .iter()
+                    .any(|p| raw.starts_with(p))
+                || matches!(raw, "-E" | "-e" | "--environment-overrides")
+        };
         let mut i = 0;
         while let Some(a) = args.get(i) {
             let Some(raw) = a.lit() else { return false };
+            if unread(raw) {
+                return false;
+            }
             let value = || args.get(i + 1).and_then(Arg::lit).map(str::to_string);
             match raw {
                 "-C" | "--directory" => {
@@ -258,9 +280,11 @@ impl Analyzer<'_> {
         let Some((path, text_of)) = self.first_file(&candidates) else {
             return false;
         };
+        if entry::makefile_unread(&text_of) {
+            return false;
+        }
         let recipes = entry::makefile(&text_of, &overrides);
-        self.recipes(&recipes, &path, &dir, targets, text, depth);
-        true
+        self.recipes(&recipes, &path, &dir, targets, text, depth)
     }
 
     /// `just [-f FILE] [-d DIR] [RECIPE [ARGS…]…]`.
@@ -302,6 +326,9 @@ impl Analyzer<'_> {
         let Some((path, text_of)) = self.first_file(&candidates) else {
             return false;
         };
+        if entry::justfile_unread(&text_of) {
+            return false;
+        }
         let recipes = entry::justfile(&text_of);
         // The words after a recipe are its arguments, unless they name recipes too.
         let mut targets: Vec<String> = words
@@ -316,8 +343,7 @@ impl Analyzer<'_> {
             return false;
         }
         targets.dedup();
-        self.recipes(&recipes, &path, &dir, targets, text, depth);
-        true
+        self.recipes(&recipes, &path, &dir, targets, text, depth)
     }
 
     /// The first of `candidates` the repository holds (all of them are wanted when none
@@ -337,17 +363,22 @@ impl Analyzer<'_> {
     }
 
     /// The named targets (the default one when none is named), each after its
-    /// prerequisites.
-    fn recipes(&mut self, r: &Recipes, path: &str, dir: &str, targets: Vec<String>, text: &str, depth: usize) {
-        let targets = if targets.is_empty() {
+    /// prerequisites. False (judged by name) when a target is not one the file's explicit
+    /// rules name (an included file's, a pattern rule's).
+    fn recipes(&mut self, r: &Recipes, path: &str, dir: &str, targets: Vec<String>, text: &str, depth: usize) -> bool {
+        let targets: Vec<String> = if targets.is_empty() {
             r.default.iter().cloned().collect()
         } else {
             targets
         };
+        if targets.is_empty() || targets.iter().any(|t| !r.rules.contains_key(t)) {
+            return false;
+        }
         let mut done = Vec::new();
         for t in targets {
             self.target(r, path, dir, &t, &mut done, text, depth);
         }
+        true
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -383,7 +414,7 @@ impl Analyzer<'_> {
     /// A shell script of the repository run by path (`./deploy.sh prod`, `bash x.sh`,
     /// `source env.sh`): its code. False when it is not there or not shell code.
     pub(crate) fn script_file(&mut self, path: &str, text: &str, depth: usize) -> bool {
-        if self.facts.files.is_none() || self.cwd.is_some() {
+        if self.facts.files.is_none() || self.cwd.is_some() || self.line_edits {
             return false;
         }
         if self.written.contains_key(path.trim_start_matches("./")) {

@@ -862,6 +862,10 @@ const ARTIFACTS: &[&str] = &[
 /// itself, nor all of it), or a relative path through a build-artifact directory, and
 /// never climbing out with `..`.
 pub fn scoped(path: &str) -> bool {
+    // `node_modules/{..,}/.git`: brace expansion makes other paths of it.
+    if path.contains(['{', '}']) {
+        return false;
+    }
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
     if parts.contains(&"..") || parts.is_empty() {
         return false;
@@ -1084,7 +1088,16 @@ pub struct Find {
 
 pub fn find(args: &[Arg]) -> Find {
     let mut roots = Vec::new();
+    // `-H`, `-L`, `-P`, `-D debugopts`, `-Olevel` come before the starting points.
     let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match a.raw() {
+            "-H" | "-L" | "-P" => i += 1,
+            "-D" => i += 2,
+            raw if raw.starts_with("-O") => i += 1,
+            _ => break,
+        }
+    }
     while i < args.len() {
         let raw = args[i].raw();
         if raw.starts_with('-') || raw == "(" || raw == "!" {
@@ -1098,7 +1111,13 @@ pub fn find(args: &[Arg]) -> Find {
     while i < args.len() {
         match args[i].raw() {
             "-delete" => deletes = true,
-            "-o" | "-or" | "," => alternatives = true,
+            // Alternatives and negations: the names no longer say what is deleted.
+            "-o" | "-or" | "," | "!" | "-not" | "-prune" | "-regex" | "-iregex" | "-path" | "-ipath" | "-wholename" => {
+                alternatives = true;
+                if args[i].raw().starts_with("-") && !matches!(args[i].raw(), "-o" | "-or" | "-not" | "-prune") {
+                    i += 1; // the test's value
+                }
+            }
             "-name" | "-iname" => {
                 names.extend(args.get(i + 1).cloned());
                 i += 1;
@@ -1108,11 +1127,10 @@ pub fn find(args: &[Arg]) -> Find {
                 i += if args[i].raw() == "-fprintf" { 2 } else { 1 };
             }
             // Tests that take a value: the value is no action (`-name -delete`).
-            "-path" | "-ipath" | "-wholename" | "-iwholename" | "-regex" | "-iregex" | "-type" | "-xtype" | "-user"
-            | "-group" | "-uid" | "-gid" | "-perm" | "-size" | "-mtime" | "-mmin" | "-atime" | "-amin" | "-ctime"
-            | "-cmin" | "-newer" | "-anewer" | "-cnewer" | "-maxdepth" | "-mindepth" | "-links" | "-inum"
-            | "-samefile" | "-fstype" | "-printf" | "-used" | "-lname" | "-ilname" | "-context" | "-regextype"
-            | "-newermt" | "-newerct" | "-newerat" => i += 1,
+            "-iwholename" | "-type" | "-xtype" | "-user" | "-group" | "-uid" | "-gid" | "-perm" | "-size"
+            | "-mtime" | "-mmin" | "-atime" | "-amin" | "-ctime" | "-cmin" | "-newer" | "-anewer" | "-cnewer"
+            | "-maxdepth" | "-mindepth" | "-links" | "-inum" | "-samefile" | "-fstype" | "-printf" | "-used"
+            | "-lname" | "-ilname" | "-context" | "-regextype" | "-newermt" | "-newerct" | "-newerat" => i += 1,
             "-exec" | "-execdir" | "-ok" | "-okdir" => {
                 let mut cmd = Vec::new();
                 i += 1;
@@ -1528,6 +1546,41 @@ const RUNNERS: &[(&str, &[&str], &[&str], usize)] = &[
     ("direnv", &["exec"], &[], 1),
 ];
 
+/// What a runner runs: a shell string (`npm exec -c 'CMD'`), or a command.
+pub enum Runs<'a> {
+    Code(Option<&'a Arg>),
+    /// The command from each place it may start: an option this table does not know may
+    /// take the word after it as its value (`uv run --index-url URL cmd`), so the next
+    /// start is judged too.
+    Commands(Vec<&'a [Arg]>),
+}
+
+/// What a runner runs (`uv run mike deploy` → `mike deploy`), if `prog` is one.
+pub fn runner_runs<'a>(prog: &str, args: &'a [Arg]) -> Option<Runs<'a>> {
+    let (_, subs, _, _) = RUNNERS.iter().find(|r| r.0 == prog)?;
+    // `npm exec -c 'CMD'`, `npx --call CMD`: a shell string, given before the command.
+    let code = args
+        .iter()
+        .position(|a| matches!(a.raw(), "-c" | "--call" | "--command" | "--shell-mode"))
+        .filter(|&i| {
+            args[..i]
+                .iter()
+                .all(|a| a.raw().starts_with('-') || subs.contains(&a.raw()))
+        });
+    if let Some(i) = code {
+        return Some(Runs::Code(args.get(i + 1)));
+    }
+    let first = runner_command(prog, args)?;
+    let start = args.len() - first.len();
+    let mut starts = vec![first];
+    // The first word after an option this table does not know may be that option's value
+    // (`uv run --index-url URL cmd`): the command may start after it.
+    if start > 0 && args[start - 1].raw().starts_with('-') && args[start - 1].raw() != "--" && start + 1 < args.len() {
+        starts.push(&args[start + 1..]);
+    }
+    Some(Runs::Commands(starts))
+}
+
 /// The command a runner runs (`uv run mike deploy` → `mike deploy`), if `prog` is one.
 pub fn runner_command<'a>(prog: &str, args: &'a [Arg]) -> Option<&'a [Arg]> {
     let (_, subs, values, before) = RUNNERS.iter().find(|r| r.0 == prog)?;
@@ -1635,19 +1688,33 @@ fn path_words(path: &str) -> Vec<String> {
 /// not read: one that says it deploys, releases, publishes or destroys is refused, unless
 /// its name or arguments say it only looks.
 pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
+    // `docs/../scripts/deploy.sh` is `scripts/deploy.sh`.
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let name = parts.last().copied().unwrap_or_default();
     // In a build's output (`target/release/app`) the directories are the build's: only
     // the file's own name speaks.
-    let built = path.split('/').any(|part| ARTIFACTS.contains(&part) || part == "bin");
-    let words = path_words(if built {
-        path.rsplit('/').next().unwrap_or(path)
-    } else {
-        path
-    });
+    let built = parts.iter().any(|part| ARTIFACTS.contains(part) || *part == "bin");
+    let whole = parts.join("/");
+    let words = path_words(if built { name } else { &whole });
     let shipping = words.iter().find(|w| SHIPPING_WORDS.contains(&w.as_str()))?;
-    let looking = |w: &str| {
-        LOOKING_WORDS.contains(&w) || matches!(w, "--dry-run" | "-n" | "--help" | "-h" | "--local" | "--snapshot")
-    };
-    if words.iter().any(|w| looking(w)) || args.iter().filter_map(Arg::lit).any(looking) {
+    // Only the file's own name, or an option asking for a dry run, says it only looks.
+    let looking_name = path_words(name).iter().any(|w| LOOKING_WORDS.contains(&w.as_str()));
+    let dry = args.iter().filter_map(Arg::lit).any(|a| {
+        matches!(
+            a,
+            "--dry-run" | "-n" | "--help" | "-h" | "--local" | "--snapshot" | "--version" | "-V"
+        )
+    });
+    if looking_name || dry {
         return None;
     }
     Some(hit(

@@ -35,6 +35,8 @@ pub struct Scope {
     pub cwd: Option<String>,
     /// `IFS` was assigned: no unquoted expansion can be read as one word.
     split_changed: bool,
+    /// Assignments and `cd` are no longer taken at their word ([`Effect::Distrust`]).
+    distrusted: bool,
 }
 
 /// What one simple command does to the shell state.
@@ -48,6 +50,10 @@ pub enum Effect {
     /// Something that may change any variable or the directory (`eval`, `source`, a
     /// function call, `popd`): nothing known survives it.
     Forget,
+    /// Something after which no assignment or `cd` can be taken at its word for the rest
+    /// of the line: a nameref, a read-only or integer variable, `shopt`, a DEBUG trap,
+    /// `hash`, `enable`, an alias, a changed PATH.
+    Distrust,
 }
 
 impl Scope {
@@ -61,25 +67,30 @@ impl Scope {
 
     /// The value of a parameter expansion, when this line surely set it.
     pub fn param(&self, expr: &ParameterExpr) -> Option<String> {
-        if self.split_changed {
+        if self.split_changed || self.distrusted {
             return None;
         }
         match expr {
+            // `${TMPDIR:?}`: set and not empty, or the command stops.
+            ParameterExpr::IndicateErrorIfNullOrUnset {
+                parameter,
+                indirect: false,
+                ..
+            } => self.value(parameter).or_else(|| self.convention(parameter)),
             ParameterExpr::Parameter {
                 parameter,
                 indirect: false,
-            }
-            | ParameterExpr::IndicateErrorIfNullOrUnset {
-                parameter,
-                indirect: false,
-                ..
             } => self.value(parameter),
-            // `${TMPDIR:-/tmp}`: whatever the default, the temporary directory.
+            // `${TMPDIR:-/tmp}`: the temporary directory either way (a default elsewhere
+            // is where the command goes when TMPDIR is unset, as it usually is).
             ParameterExpr::UseDefaultValues {
                 parameter: p @ Parameter::Named(name),
                 indirect: false,
+                default_value: Some(d),
                 ..
-            } if name == "TMPDIR" => self.value(p),
+            } if name == "TMPDIR" && (d == TMP || d.starts_with("/tmp/") || d == "/var/tmp") => {
+                self.value(p).or_else(|| self.convention(p))
+            }
             ParameterExpr::UseDefaultValues {
                 parameter,
                 indirect: false,
@@ -89,12 +100,32 @@ impl Scope {
         }
     }
 
+    /// What a variable the line did not set holds by convention, when it is set: the
+    /// temporary directory for TMPDIR. (Unset, `$TMPDIR/x` is `/x`: a bare `$TMPDIR` is not
+    /// taken for /tmp, only `${TMPDIR:?}` and `${TMPDIR:-/tmp}`.)
+    fn convention(&self, p: &Parameter) -> Option<String> {
+        match p {
+            Parameter::Named(name) if name == "TMPDIR" && !self.forgot && !self.vars.contains_key(name) => {
+                Some(TMP.into())
+            }
+            _ => None,
+        }
+    }
+
     fn value(&self, p: &Parameter) -> Option<String> {
         match p {
+            // Names the shell itself sets behind the line's back.
+            Parameter::Named(name)
+                if matches!(
+                    name.as_str(),
+                    "REPLY" | "OLDPWD" | "PWD" | "_" | "OPTARG" | "OPTIND" | "MAPFILE" | "PIPESTATUS" | "BASH_REMATCH"
+                ) =>
+            {
+                None
+            }
             Parameter::Named(name) => match self.vars.get(name) {
                 Some(v) => v.clone(),
                 None if self.forgot => None,
-                None if name == "TMPDIR" => Some(TMP.into()),
                 // The home directory, as `~` (what the deletion and write rules know).
                 None if name == "HOME" => Some("~".into()),
                 None if matches!(name.as_str(), "RANDOM" | "BASHPID" | "SRANDOM") => Some(SOME_NUMBER.into()),
@@ -120,8 +151,9 @@ impl Scope {
                     self.set(name, value.clone());
                 }
             }
-            Effect::Cd(dir) => self.cwd = dir.clone(),
+            Effect::Cd(dir) => self.cwd = dir.clone().filter(|_| !self.distrusted),
             Effect::Forget => self.forget_all(),
+            Effect::Distrust => self.distrust(),
         }
     }
 
@@ -136,6 +168,7 @@ impl Scope {
             }
             Effect::Cd(_) => self.cwd = None,
             Effect::Forget => self.forget_all(),
+            Effect::Distrust => self.distrust(),
         }
     }
 
@@ -149,6 +182,7 @@ impl Scope {
             }
             Effect::Cd(_) => self.cwd = None,
             Effect::Forget => self.forget_all(),
+            Effect::Distrust => self.distrust(),
         }
     }
 
@@ -162,6 +196,17 @@ impl Scope {
         }
     }
 
+    /// Nothing the line sets is taken at its word any more.
+    pub fn distrust(&mut self) {
+        self.forget_all();
+        self.distrusted = true;
+    }
+
+    /// Whether `$(mktemp …)` and literal assignments may still be trusted.
+    pub fn trusted(&self) -> bool {
+        !self.distrusted
+    }
+
     pub fn forget_all(&mut self) {
         self.vars.clear();
         self.cwd = None;
@@ -169,8 +214,13 @@ impl Scope {
     }
 
     fn set(&mut self, name: &str, value: Option<String>) {
+        // `x[0]=…` assigns x.
+        let name = name.split('[').next().unwrap_or(name);
         if name == "IFS" {
             self.split_changed = true;
+        }
+        if matches!(name, "PATH" | "BASH_ENV" | "ENV" | "PROMPT_COMMAND") {
+            self.distrusted = true; // which `mktemp` or `cd` runs, or what runs before each command
         }
         self.vars.insert(name.to_string(), value.filter(|v| one_word(v)));
     }
@@ -295,7 +345,22 @@ mod tests {
             parameter: Parameter::Named(n.into()),
             indirect: false,
         };
-        assert_eq!(s.param(&named("TMPDIR")).as_deref(), Some("/tmp"));
+        assert_eq!(s.param(&named("TMPDIR")), None, "unset, $TMPDIR/x is /x");
+        let required = ParameterExpr::IndicateErrorIfNullOrUnset {
+            parameter: Parameter::Named("TMPDIR".into()),
+            indirect: false,
+            test_type: brush_parser::word::ParameterTestType::UnsetOrNull,
+            error_message: None,
+        };
+        assert_eq!(s.param(&required).as_deref(), Some("/tmp"));
+        let default = |d: &str| ParameterExpr::UseDefaultValues {
+            parameter: Parameter::Named("TMPDIR".into()),
+            indirect: false,
+            test_type: brush_parser::word::ParameterTestType::UnsetOrNull,
+            default_value: Some(d.into()),
+        };
+        assert_eq!(s.param(&default("/tmp")).as_deref(), Some("/tmp"));
+        assert_eq!(s.param(&default("/home/me")), None, "unset, that is the default");
         assert_eq!(s.param(&named("HOME")).as_deref(), Some("~"));
         assert_eq!(s.param(&named("USER")), None);
         s.apply(&Effect::Assign(vec![
@@ -307,7 +372,7 @@ mod tests {
         assert_eq!(s.param(&named("b")), None, "splits into two words");
         assert_eq!(s.param(&named("c")), None, "a glob");
         s.apply(&Effect::Assign(vec![("TMPDIR".into(), None, false)]));
-        assert_eq!(s.param(&named("TMPDIR")), None, "assigned something unknown");
+        assert_eq!(s.param(&required), None, "assigned something unknown");
         s.apply(&Effect::Assign(vec![("IFS".into(), Some("/".into()), false)]));
         assert_eq!(s.param(&named("a")), None, "word splitting changed");
     }

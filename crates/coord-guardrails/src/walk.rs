@@ -47,6 +47,8 @@ pub enum Stdin {
     Text(String),
     /// A here-document or here-string with expansions.
     Unknown,
+    /// A file (`< scripts/x.sh`): what is in it is not in the command line.
+    File(Arg),
 }
 
 /// One command that runs.
@@ -61,6 +63,8 @@ pub struct Exec {
     /// The absolute directory it runs in, when the line surely changed to one
     /// ([`scope`]); relative paths are as written otherwise.
     pub cwd: Option<String>,
+    /// The code changed directory in a way not followed: not where the code started.
+    pub cwd_lost: bool,
 }
 
 /// Something that cannot be analysed with certainty: it fails closed.
@@ -102,9 +106,24 @@ pub struct Walk {
     forgot: bool,
     /// Functions the line defines: calling one may change anything.
     functions: BTreeSet<String>,
+    /// A `cd` happened that is not followed.
+    cwd_lost: bool,
+    /// Inside a loop already analysed once per value (loops in it are not expanded).
+    expanding: bool,
+    /// Names assigned inside words (`${v:=…}`) by the pipeline being walked.
+    word_assigned: Vec<String>,
 }
 
 impl Walk {
+    /// A walk of nested code (`bash -c`, a package script, a recipe line): it starts in a
+    /// shell whose variables the line may have set, so no convention (`$TMPDIR` is /tmp)
+    /// is taken.
+    pub fn nested() -> Walk {
+        let mut w = Walk::default();
+        w.scope.forget_all();
+        w
+    }
+
     /// Parses `text` and walks it; a parse error is a problem.
     pub fn script(&mut self, text: &str, depth: usize) {
         if depth > MAX_DEPTH {
@@ -131,8 +150,15 @@ impl Walk {
     }
 
     fn list(&mut self, list: &ast::CompoundList, depth: usize) {
-        for ast::CompoundListItem(and_or, _) in &list.0 {
-            self.and_or(and_or, depth);
+        for ast::CompoundListItem(and_or, sep) in &list.0 {
+            if matches!(sep, ast::SeparatorOperator::Async) {
+                // `x=… &`: a background job sets nothing in this shell.
+                let outer = self.scope.clone();
+                self.and_or(and_or, depth);
+                self.scope = outer;
+            } else {
+                self.and_or(and_or, depth);
+            }
         }
     }
 
@@ -144,6 +170,7 @@ impl Walk {
             after.apply_certain(&e);
             self.scope.apply(&e);
         }
+        after.forget_names(&std::mem::take(&mut self.word_assigned), false);
         for next in &and_or.additional {
             let p = match next {
                 ast::AndOr::And(p) => p,
@@ -157,6 +184,7 @@ impl Walk {
                 after.forget(&e);
                 self.scope.apply(&e);
             }
+            after.forget_names(&std::mem::take(&mut self.word_assigned), false);
         }
         self.scope = after;
     }
@@ -174,7 +202,16 @@ impl Walk {
             self.assigned.extend(names.iter().map(|(n, _, _)| n.clone()));
         }
         self.moved |= !matches!(effect, Effect::Assign(_));
-        self.forgot |= effect == Effect::Forget;
+        self.forgot |= matches!(effect, Effect::Forget | Effect::Distrust);
+        // Any `cd` leaves the code somewhere not followed once its chain ends.
+        self.cwd_lost |= !matches!(effect, Effect::Assign(_));
+        if effect == Effect::Distrust {
+            return Some(effect); // for the rest of the line, whatever the pipeline
+        }
+        // `! cd /x && …`: what follows runs when it failed.
+        if p.bang {
+            return Some(Effect::Forget);
+        }
         (p.seq.len() == 1).then_some(effect)
     }
 
@@ -187,8 +224,12 @@ impl Walk {
         let moved = std::mem::replace(&mut self.moved, false);
         let forgot = std::mem::replace(&mut self.forgot, false);
         if fresh {
+            let trusted = self.scope.trusted();
             self.scope = Scope::default();
             self.scope.forget_all();
+            if !trusted {
+                self.scope.distrust();
+            }
         }
         walk(self);
         outer.forget_names(&self.assigned, self.moved);
@@ -214,15 +255,20 @@ impl Walk {
                         | ast::CompoundCommand::UntilClause(_)
                 );
                 if let ast::CompoundCommand::ForClause(f) = compound
+                    && !self.expanding
+                    && self.scope.trusted()
                     && let Some(values) = self.for_values(f, depth)
                 {
-                    // `for d in /tmp/a /tmp/b; do rm -rf "$d"; done`: the body once per value.
+                    // `for d in /tmp/a /tmp/b; do rm -rf "$d"; done`: the body once per value
+                    // (loops inside it are not expanded again).
+                    self.expanding = true;
                     for v in values {
                         self.contained(true, |w| {
                             w.scope.bind(&f.variable_name, v);
                             w.list(&f.body.list, depth);
                         });
                     }
+                    self.expanding = false;
                 } else {
                     self.contained(loops, |w| w.compound(compound, depth));
                 }
@@ -270,6 +316,7 @@ impl Walk {
             stdin: Stdin::Inherited,
             text: cmd.to_string(),
             cwd: self.scope.cwd.clone(),
+            cwd_lost: self.cwd_lost && self.scope.cwd.is_none(),
         };
         for r in &list.0 {
             self.redirect(r, &mut exec, depth);
@@ -361,6 +408,7 @@ impl Walk {
             stdin,
             text: s.to_string(),
             cwd: self.scope.cwd.clone(),
+            cwd_lost: self.cwd_lost && self.scope.cwd.is_none(),
         };
         let mut assigned = Vec::new();
         for item in s.prefix.iter().flat_map(|p| p.0.iter()) {
@@ -375,6 +423,15 @@ impl Walk {
         for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, false, &mut exec, depth);
         }
+        // `d=$(mktemp -d) e=$(true)`: the statement's status is the last substitution's,
+        // so none of its substituted values is sure.
+        if assigned.iter().filter(|(_, _, fallible)| *fallible).count() > 1 {
+            for (_, value, fallible) in &mut assigned {
+                if *fallible {
+                    *value = None;
+                }
+            }
+        }
         self.pending = if exec.argv.is_empty() {
             Some(Effect::Assign(assigned)).filter(|_| s.prefix.is_some())
         } else {
@@ -385,10 +442,25 @@ impl Walk {
 
     /// What a command with a command word does to the shell state.
     fn effect(&self, argv: &[Arg]) -> Option<Effect> {
-        let Some(word) = argv[0].lit() else {
-            return Some(Effect::Forget); // a command only known at run time
+        let word = match argv.first().map(|a| a.lit()) {
+            None => return None,
+            Some(None) => return Some(Effect::Forget), // a command only known at run time
+            Some(Some(w)) => w,
         };
         let args = &argv[1..];
+        if self.functions.contains(word) {
+            return Some(Effect::Forget); // a function of the line, whatever its name
+        }
+        if matches!(word, "command" | "builtin") {
+            let at = args
+                .iter()
+                .position(|a| !a.raw().starts_with('-'))
+                .unwrap_or(args.len());
+            return self.effect(&args[at..]);
+        }
+        let options = args
+            .iter()
+            .any(|a| a.raw().starts_with(['-', '+']) && a.raw() != "-" && a.raw() != "--");
         let names = |with_values: bool| {
             let set = args.iter().filter(|a| !a.raw().starts_with('-')).map(|a| {
                 let (name, value) = a.raw().split_once('=').unwrap_or((a.raw(), ""));
@@ -398,6 +470,7 @@ impl Walk {
             Some(Effect::Assign(set.collect()))
         };
         match word {
+            "pushd" if args.iter().any(|a| a.raw() == "-n") => None,
             "cd" | "pushd" => {
                 let dir = args.iter().find(|a| !a.raw().starts_with('-') || a.raw() == "-");
                 match dir {
@@ -407,10 +480,14 @@ impl Walk {
                 }
             }
             "popd" => Some(Effect::Cd(None)),
-            "export" | "declare" | "typeset" | "local" | "readonly" => names(true),
-            "read" | "mapfile" | "readarray" | "getopts" | "printf" | "let" | "unset" => names(false),
-            "eval" | "source" | "." | "alias" => Some(Effect::Forget),
-            w if self.functions.contains(w) => Some(Effect::Forget),
+            // Read-only, integer, nameref or array attributes change what later
+            // assignments do: nothing is taken at its word after them.
+            "readonly" | "shopt" | "hash" | "enable" | "alias" => Some(Effect::Distrust),
+            "export" | "declare" | "typeset" | "local" if options => Some(Effect::Distrust),
+            "export" | "declare" | "typeset" | "local" => names(true),
+            "trap" if args.iter().any(|a| matches!(a.raw(), "DEBUG" | "RETURN" | "ERR")) => Some(Effect::Distrust),
+            "read" | "mapfile" | "readarray" | "getopts" | "printf" | "let" | "unset" | "select" => names(false),
+            "eval" | "source" | "." | "exec" => Some(Effect::Forget),
             _ => None,
         }
     }
@@ -475,7 +552,9 @@ impl Walk {
         }
         match value {
             Arg::Lit(v) => (name, Some(v), false),
-            Arg::Unknown(_) => (name, mktemp_of(&w.value), true),
+            // A function or a changed PATH may stand for mktemp.
+            Arg::Unknown(_) if self.scope.trusted() && self.functions.is_empty() => (name, mktemp_of(&w.value), true),
+            Arg::Unknown(_) => (name, None, true),
         }
     }
 
@@ -487,6 +566,8 @@ impl Walk {
                     let a = self.word(w, depth);
                     if matches!(kind, K::Write | K::Append | K::Clobber | K::ReadAndWrite) {
                         exec.writes.push(a);
+                    } else if matches!(kind, K::Read) {
+                        exec.stdin = Stdin::File(a);
                     }
                 }
                 ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => self.subshell(&sub.list, depth),
@@ -529,9 +610,10 @@ impl Walk {
     fn word_text(&mut self, text: &str, depth: usize) -> Arg {
         match word::parse(text, &options()) {
             Ok(pieces) => match self.pieces(text, &pieces, depth) {
+                // The input `xargs -I` or `parallel` puts into code (quoted or not): any file
+                // list.
+                _ if text.contains(RUNTIME_HOLE) => Arg::Unknown(crate::rules::RUNTIME_OPERAND.into()),
                 Some(s) => Arg::Lit(s),
-                // The input `xargs -I` or `parallel` puts into code: any file list.
-                None if text.contains(RUNTIME_HOLE) => Arg::Unknown(crate::rules::RUNTIME_OPERAND.into()),
                 None => Arg::Unknown(text.to_string()),
             },
             Err(e) => {
@@ -573,6 +655,15 @@ impl Walk {
                     let raw = source.get(p.start_index..p.end_index).unwrap_or(source);
                     if raw.contains("$(") || raw.contains('`') || raw.contains("<(") {
                         self.problem(raw, "code inside a parameter expansion is not analysed");
+                        out = None;
+                    } else if let word::ParameterExpr::AssignDefaultValues {
+                        parameter: word::Parameter::Named(n),
+                        ..
+                    } = expr
+                    {
+                        // `${v:=…}` assigns v.
+                        self.scope.forget_names([n], false);
+                        self.word_assigned.push(n.clone());
                         out = None;
                     } else {
                         match self.scope.param(expr) {

@@ -499,10 +499,10 @@ pub async fn guardrails_pattern_registry_is_editable_by_trust_4(b: &dyn Backend)
     let builtin = registry(&h).await;
     assert!(builtin.len() >= 80, "{}", builtin.len());
     assert!(builtin.iter().all(|g| g.source == RuleSource::Builtin && g.enabled));
-    assert!(check(&h, &me, "make deploy").await.is_ok());
+    assert!(check(&h, &me, "make upload").await.is_ok());
 
     // Added: blocks at once, with its own reason.
-    let deploy = json!({"program": "make", "words": ["deploy|release"], "operation": "deploy",
+    let deploy = json!({"program": "make", "words": ["upload|ship"], "operation": "deploy",
         "category": "production_deployment", "action": "block",
         "reason": "make {words} deploys to production; ask for approval"});
     let set = run::<guardrails::SetGuardrail>(&h, &boss, set_rule("make-deploy", Some(deploy.clone()), None))
@@ -512,9 +512,9 @@ pub async fn guardrails_pattern_registry_is_editable_by_trust_4(b: &dyn Backend)
         (set.guardrail.source, set.guardrail.enabled),
         (RuleSource::Custom, true)
     );
-    let e = check(&h, &me, "cd app && make deploy").await.unwrap_err();
+    let e = check(&h, &me, "cd app && make upload").await.unwrap_err();
     assert_eq!(e.code, ErrorCode::DestructiveOperationBlocked);
-    assert!(e.message.contains("make deploy deploys to production"), "{}", e.message);
+    assert!(e.message.contains("make upload deploys to production"), "{}", e.message);
     assert!(check(&h, &me, "make test").await.is_ok());
 
     // A built-in pattern switched off, and on again; a custom one keeps its definition.
@@ -533,12 +533,12 @@ pub async fn guardrails_pattern_registry_is_editable_by_trust_4(b: &dyn Backend)
     run::<guardrails::SetGuardrail>(&h, &boss, set_rule("make-deploy", None, Some(false)))
         .await
         .unwrap();
-    assert!(check(&h, &me, "make deploy").await.is_ok());
+    assert!(check(&h, &me, "make upload").await.is_ok());
     let on = run::<guardrails::SetGuardrail>(&h, &boss, set_rule("make-deploy", None, Some(true)))
         .await
         .unwrap();
-    assert_eq!(on.guardrail.pattern["words"], json!(["deploy|release"]));
-    assert!(check(&h, &me, "make release").await.is_err());
+    assert_eq!(on.guardrail.pattern["words"], json!(["upload|ship"]));
+    assert!(check(&h, &me, "make ship").await.is_err());
 
     // A built-in pattern replaced: the new definition applies.
     let narrower = json!({"program": "terraform|tofu", "words": ["destroy"], "operation": "deploy",
@@ -575,7 +575,7 @@ pub async fn guardrails_pattern_registry_is_editable_by_trust_4(b: &dyn Backend)
     assert!(check(&h, &me, "terraform apply").await.is_err());
     let r = reset(&h, &boss, "make-deploy").await.unwrap();
     assert!(!r.builtin_restored);
-    assert!(check(&h, &me, "make deploy").await.is_ok());
+    assert!(check(&h, &me, "make upload").await.is_ok());
     let e = reset(&h, &boss, "make-deploy").await.unwrap_err();
     assert_eq!(e.code, ErrorCode::NotFound);
 
