@@ -657,25 +657,15 @@ impl<'p> Analyzer<'p> {
         self.add(hits, text);
     }
 
-    /// One command: wrappers are peeled off (their command analysed instead), then the
-    /// program's rule runs.
-    fn argv(&mut self, argv: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
-        let Some(first) = argv.first() else { return };
-        let Some(word) = first.lit() else {
-            return self.add(
-                [unverifiable(
-                    "dynamic_command",
-                    format!(
-                        "the command `{}` is only known at run time; write the command itself",
-                        first.raw()
-                    ),
-                )],
-                text,
-            );
-        };
+    /// What runs before the program's own rule: a glob as the command word, a script this
+    /// line wrote, an entry point read from the repository, a runner's command, a script
+    /// judged by its name. True when the command was judged here entirely.
+    fn resolved(&mut self, word: &str, argv: &[Arg], stdin: &Stdin, text: &str, depth: usize) -> bool {
+        let prog = program(word);
+        let args = &argv[1..];
         // `./scripts/depl?y.sh`: the shell picks the file by the glob at run time.
         if word.contains(['*', '?']) || (word.len() > 1 && word.contains('[') && word.contains(']')) {
-            return self.add(
+            self.add(
                 [unverifiable(
                     "dynamic_command",
                     format!(
@@ -684,19 +674,21 @@ impl<'p> Analyzer<'p> {
                 )],
                 text,
             );
+            return true;
         }
-        let prog = program(word);
-        let args = &argv[1..];
         if (word.contains('/') && self.written_here(word, text, depth)) || self.entry_point(argv, text, depth) {
-            return;
+            return true;
         }
         match rules::runner_runs(prog, args) {
-            Some(rules::Runs::Code(code)) => return self.code_arg(code, text, depth),
+            Some(rules::Runs::Code(code)) => {
+                self.code_arg(code, text, depth);
+                return true;
+            }
             Some(rules::Runs::Commands(starts)) => {
                 for rest in starts {
                     self.argv(rest, stdin, text, depth);
                 }
-                return;
+                return true;
             }
             None => {}
         }
@@ -718,7 +710,32 @@ impl<'p> Analyzer<'p> {
             // `pnpm wrangler deploy`: a script of that name (judged by name) or a binary
             // of a dependency: both.
             self.program(prog, args, stdin, text);
-            return self.argv(&args[i..], stdin, text, depth);
+            self.argv(&args[i..], stdin, text, depth);
+            return true;
+        }
+        false
+    }
+
+    /// One command: wrappers are peeled off (their command analysed instead), then the
+    /// program's rule runs.
+    fn argv(&mut self, argv: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        let Some(first) = argv.first() else { return };
+        let Some(word) = first.lit() else {
+            return self.add(
+                [unverifiable(
+                    "dynamic_command",
+                    format!(
+                        "the command `{}` is only known at run time; write the command itself",
+                        first.raw()
+                    ),
+                )],
+                text,
+            );
+        };
+        let prog = program(word);
+        let args = &argv[1..];
+        if self.resolved(word, argv, stdin, text, depth) {
+            return;
         }
         match prog {
             // Wrappers that run the rest of their arguments as a command.
