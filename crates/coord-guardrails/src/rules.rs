@@ -928,6 +928,11 @@ pub fn machine_write(path: &str) -> Option<Hit> {
 /// An absolute path, lexically normal: `//etc`, `/tmp/../etc/x` and `/etc/./x` are under
 /// /etc.
 fn normal_absolute(path: &str) -> String {
+    format!("/{}", normal_parts(path).join("/"))
+}
+
+/// A path's parts, lexically normal: no empty part, no `.`, `..` taking the part before.
+fn normal_parts(path: &str) -> Vec<&str> {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
@@ -938,7 +943,7 @@ fn normal_absolute(path: &str) -> String {
             p => parts.push(p),
         }
     }
-    format!("/{}", parts.join("/"))
+    parts
 }
 
 /// Files of the operating system and its services (deleting any one of them breaks the
@@ -1689,16 +1694,7 @@ fn path_words(path: &str) -> Vec<String> {
 /// its name or arguments say it only looks.
 pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
     // `docs/../scripts/deploy.sh` is `scripts/deploy.sh`.
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            p => parts.push(p),
-        }
-    }
+    let parts = normal_parts(path);
     let name = parts.last().copied().unwrap_or_default();
     // In a build's output (`target/release/app`) the directories are the build's: only
     // the file's own name speaks.
