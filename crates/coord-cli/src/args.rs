@@ -860,6 +860,12 @@ pub enum InitTarget {
         /// updated in place) tells the agent how to work beside others through coord
         #[arg(long)]
         no_instructions: bool,
+        /// Take out what `coord init claude` added, and nothing else: the MCP server, the
+        /// hooks, the sandbox settings, the CLAUDE.md section, your user settings' approval
+        /// (not with --no-user-settings). Files left empty are deleted; coord's store
+        /// (.coord) stays. With --dry-run: show it
+        #[arg(long, conflicts_with_all = ["toolsets", "no_runtime_sandbox", "no_instructions"])]
+        remove: bool,
     },
     /// Print the Codex CLI config.toml entry for the coord MCP server, or merge it in
     #[command(group(ArgGroup::new("codex_mode").args(["write", "dry_run"])))]
@@ -896,6 +902,12 @@ pub enum InitTarget {
         /// the agent how to work beside others through coord
         #[arg(long)]
         no_instructions: bool,
+        /// Take out what `coord init codex --write` added, and nothing else: the MCP
+        /// server, the hooks ($CODEX_HOME and this repository's .codex), coord's
+        /// permission profile, the AGENTS.md section. Files left empty are deleted; coord's
+        /// store (.coord) stays. With --dry-run: show it
+        #[arg(long, conflicts_with_all = ["write", "project", "toolsets", "no_runtime_sandbox", "no_instructions"])]
+        remove: bool,
     },
     /// Install git hooks: pre-commit refuses commits touching files other agents have
     /// locked or credential files; pre-push refuses force pushes and deletions of
@@ -907,6 +919,10 @@ pub enum InitTarget {
         /// The coord executable the hook should run
         #[arg(long, default_value = "coord", value_name = "PATH")]
         command: String,
+        /// Take out the hooks `coord init git-hook` installed (a hook of anyone else's
+        /// stays). With --dry-run: show it
+        #[arg(long)]
+        remove: bool,
     },
 }
 

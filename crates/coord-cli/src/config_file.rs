@@ -6,19 +6,22 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
-/// One file a setup wants to write.
+/// One file a setup wants to write (or, for `--remove`, to delete).
 #[derive(Debug, Clone)]
 pub struct Change {
     pub path: PathBuf,
     pub before: Option<String>,
     pub after: String,
     pub executable: bool,
+    /// Nothing is left in the file once coord's part is out: delete it (`after` is empty).
+    pub delete: bool,
 }
 
 #[derive(Debug, Serialize)]
 pub struct FileOutcome {
     pub path: String,
-    /// `created`, `updated` or `unchanged` (`would_create`/`would_update` in a dry run).
+    /// `created`, `updated`, `removed` or `unchanged` (`would_create`, `would_update`,
+    /// `would_remove` in a dry run).
     pub action: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
@@ -33,11 +36,40 @@ pub struct SetupResult {
     /// What the setup could not do, and why (also said on stderr).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// What it chose not to write, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Change {
+    /// A file coord writes whole or merges into.
+    pub fn write(path: PathBuf, before: Option<String>, after: String) -> Change {
+        Change {
+            path,
+            before,
+            after,
+            executable: false,
+            delete: false,
+        }
+    }
+
+    /// `before` with coord's part taken out: `after`, or the file deleted when nothing
+    /// else was in it.
+    pub fn removal(path: PathBuf, before: Option<String>, after: Option<String>) -> Change {
+        Change {
+            path,
+            before,
+            delete: after.is_none(),
+            after: after.unwrap_or_default(),
+            executable: false,
+        }
+    }
+
     fn changed(&self) -> bool {
-        self.before.as_deref() != Some(self.after.as_str())
+        match self.delete {
+            true => self.before.is_some(),
+            false => self.before.as_deref() != Some(self.after.as_str()),
+        }
     }
 
     pub fn diff(&self) -> String {
@@ -45,7 +77,10 @@ impl Change {
         let name = self.path.display().to_string();
         similar::TextDiff::from_lines(old, &self.after)
             .unified_diff()
-            .header(if self.before.is_some() { &name } else { "/dev/null" }, &name)
+            .header(
+                if self.before.is_some() { &name } else { "/dev/null" },
+                if self.delete { "/dev/null" } else { &name },
+            )
             .to_string()
     }
 }
@@ -71,12 +106,25 @@ pub fn apply(changes: Vec<Change>, dry_run: bool, snippet: Option<String>) -> Co
     for c in changes {
         let action = match (c.before.is_some(), c.changed(), dry_run) {
             (_, false, _) => "unchanged",
+            (_, true, true) if c.delete => "would_remove",
+            (_, true, false) if c.delete => "removed",
             (false, true, true) => "would_create",
             (true, true, true) => "would_update",
             (false, true, false) => "created",
             (true, true, false) => "updated",
         };
-        if c.changed() && !dry_run {
+        if c.changed() && !dry_run && c.delete {
+            std::fs::remove_file(&c.path).map_err(|e| io_error(&c.path, e))?;
+            // The directories coord creates for the runtimes' settings go too when they
+            // are left empty (remove_dir refuses a directory that is not).
+            if let Some(dir) = c
+                .path
+                .parent()
+                .filter(|d| d.ends_with(".codex") || d.ends_with(".claude"))
+            {
+                let _ = std::fs::remove_dir(dir);
+            }
+        } else if c.changed() && !dry_run {
             if let Some(dir) = c.path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
             }
@@ -96,6 +144,7 @@ pub fn apply(changes: Vec<Change>, dry_run: bool, snippet: Option<String>) -> Co
         files,
         snippet,
         warnings: Vec::new(),
+        notes: Vec::new(),
     })
 }
 

@@ -226,7 +226,35 @@ fn judge_hooks(name: &'static str, path: &Path, rerun: &str) -> Check {
     }
 }
 
+/// The coord plugin Codex has enabled (`[plugins."coord@<marketplace>"]`), and the hooks
+/// file of its installed copy (`$CODEX_HOME/plugins/cache/<marketplace>/coord/<version>`).
+fn codex_plugin(home: &Path, config: Option<&toml_edit::DocumentMut>) -> Option<(String, std::path::PathBuf)> {
+    let (id, _) = config?
+        .get("plugins")?
+        .as_table_like()?
+        .iter()
+        .find(|(k, v)| k.starts_with("coord@") && v.get("enabled").and_then(|e| e.as_bool()) == Some(true))?;
+    let market = id.strip_prefix("coord@")?;
+    let versions = home.join("plugins").join("cache").join(market).join("coord");
+    let newest = std::fs::read_dir(&versions).ok()?.flatten().map(|e| e.path()).max()?;
+    Some((id.to_string(), newest.join("hooks").join("hooks.json")))
+}
+
 fn claude(ctx: &Context) -> Vec<Check> {
+    if let Some((id, hooks)) = setup::claude_plugin(&ctx.repo_root) {
+        let mut judged = judge_hooks("claude code hooks", &hooks, "`claude plugin update coord@coord`");
+        judged.detail = format!("the {id} plugin: {}", judged.detail);
+        return vec![
+            judged,
+            check(
+                "claude code mcp",
+                Status::Ok,
+                format!("the {id} plugin serves coord"),
+                None,
+            ),
+            claude_sandbox(ctx),
+        ];
+    }
     let mut checks = vec![judge_hooks(
         "claude code hooks",
         &ctx.repo_root.join(".claude/settings.json"),
@@ -316,17 +344,27 @@ fn codex(ctx: &Context) -> Vec<Check> {
     } else {
         home.join("hooks.json")
     };
-    let mut checks = vec![judge_hooks("codex hooks", &hooks_file, "`coord init codex --write`")];
+    let config = std::fs::read_to_string(home.join("config.toml")).unwrap_or_default();
+    let doc = config.parse::<toml_edit::DocumentMut>().ok();
+    let plugin = codex_plugin(&home, doc.as_ref());
+    let mut checks = vec![match &plugin {
+        Some((id, hooks)) => {
+            let mut judged = judge_hooks("codex hooks", hooks, "`codex plugin add coord@coord`");
+            judged.detail = format!("the {id} plugin: {}", judged.detail);
+            judged
+        }
+        None => judge_hooks("codex hooks", &hooks_file, "`coord init codex --write`"),
+    }];
     if let Some(c) = checks.first_mut().filter(|c| c.status == Status::Ok) {
         c.detail
             .push_str(" (Codex runs them once trusted in its /hooks screen: not checkable here)");
     }
-    let config = std::fs::read_to_string(home.join("config.toml")).unwrap_or_default();
-    let doc = config.parse::<toml_edit::DocumentMut>().ok();
     let served = doc
         .as_ref()
         .is_some_and(|d| d.get("mcp_servers").and_then(|s| s.get("coord")).is_some());
-    checks.push(if served {
+    checks.push(if let Some((id, _)) = &plugin {
+        check("codex mcp", Status::Ok, format!("the {id} plugin serves coord"), None)
+    } else if served {
         check(
             "codex mcp",
             Status::Ok,

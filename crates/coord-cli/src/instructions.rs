@@ -61,7 +61,37 @@ pub fn change(repo_root: &Path, file: &str) -> CoordResult<Change> {
         before,
         after,
         executable: false,
+        delete: false,
     })
+}
+
+/// `text` without the section (and the blank line `coord init` put before it); `None`
+/// when nothing else is left. Text without the section is returned as it is.
+fn without_block(text: &str) -> Option<String> {
+    let Some((before, rest)) = text.split_once(BEGIN) else {
+        return Some(text.to_string());
+    };
+    let Some((_, after)) = rest.split_once(END) else {
+        return Some(text.to_string());
+    };
+    let (before, after) = (before.trim_end_matches('\n'), after.trim_start_matches('\n'));
+    match (before.trim().is_empty(), after.trim().is_empty()) {
+        (true, true) => None,
+        (true, false) => Some(after.to_string()),
+        (false, true) => Some(format!("{before}\n")),
+        (false, false) => Some(format!("{before}\n\n{after}")),
+    }
+}
+
+/// The change that takes the section out of `file` again (`coord init … --remove`):
+/// `None` when the file does not exist.
+pub fn removal(repo_root: &Path, file: &str) -> CoordResult<Option<Change>> {
+    let path = repo_root.join(file);
+    let before = read_optional(&path)?;
+    Ok(before.map(|text| {
+        let after = without_block(&text);
+        Change::removal(path, Some(text), after)
+    }))
 }
 
 #[cfg(test)]
@@ -106,6 +136,24 @@ mod tests {
         }
     }
 
+    /// The Claude Code plugin cannot write CLAUDE.md: its skill carries the same section.
+    #[test]
+    fn the_plugins_skill_is_the_section() {
+        let skill = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/coord/skills/coord/SKILL.md");
+        let text = std::fs::read_to_string(&skill).unwrap();
+        let body = text
+            .strip_prefix("---\n")
+            .and_then(|t| t.split_once("\n---\n\n"))
+            .map(|(_, body)| body)
+            .expect("SKILL.md: front matter, then a blank line");
+        assert_eq!(
+            body,
+            SECTION,
+            "{} differs from the section coord init writes",
+            skill.display()
+        );
+    }
+
     #[test]
     fn the_section_is_added_once_and_updated_in_place() {
         let old = format!("{BEGIN}\nan older section\n{END}\n");
@@ -129,6 +177,17 @@ mod tests {
             assert_eq!(with_block(Some(&after)), after, "idempotent");
             assert_eq!(after.matches(BEGIN).count(), 1);
         }
+        for (before, _) in cases.iter().filter(|(b, _)| b.is_some_and(|b| !b.contains(BEGIN))) {
+            let before = before.unwrap();
+            let after = without_block(&with_block(Some(before)));
+            let want = (!before.trim().is_empty()).then(|| before.to_string());
+            assert_eq!(after, want, "removed again from {before:?}");
+        }
+        assert_eq!(
+            without_block(&format!("# P\n\n{}\nMore.\n", block())).as_deref(),
+            Some("# P\n\nMore.\n")
+        );
+        assert_eq!(without_block("no section\n").as_deref(), Some("no section\n"));
         // A begin marker without its end is the user's text: left alone.
         let broken = format!("{BEGIN}\nhalf\n");
         assert_eq!(

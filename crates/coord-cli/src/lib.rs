@@ -25,6 +25,7 @@ mod ops;
 mod orchestrate;
 pub mod output;
 mod profiles;
+mod remove;
 mod runtime_sandbox;
 mod sandbox;
 pub mod setup;
@@ -307,60 +308,19 @@ fn joined_note(ctx: &Context) -> Option<String> {
 
 fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
     use args::InitTarget;
-    let result = match target {
-        InitTarget::Claude {
-            dry_run,
-            command,
-            no_user_settings,
-            toolsets,
-            no_runtime_sandbox,
-            no_instructions,
-            ..
-        } => init_claude(
-            ctx,
-            command,
-            toolsets.as_deref(),
-            !*no_user_settings,
-            !*no_runtime_sandbox,
-        )
-        .and_then(|mut c| {
-            if !*no_instructions {
-                c.push(instructions::change(&ctx.repo_root, "CLAUDE.md")?);
-            }
-            setup::apply(c, *dry_run, None)
-        }),
-        InitTarget::Codex {
-            write,
-            dry_run,
-            command,
-            toolsets,
-            project,
-            no_runtime_sandbox,
-            no_instructions,
-        } if *write || *dry_run => init_codex(ctx, command, toolsets.as_deref(), *project, !*no_runtime_sandbox)
-            .and_then(|(mut changes, warning)| {
-                if !*no_instructions {
-                    changes.push(instructions::change(&ctx.repo_root, "AGENTS.md")?);
-                }
-                let mut r = setup::apply(changes, *dry_run, None)?;
-                r.warnings.extend(warning);
-                Ok(r)
-            }),
-        InitTarget::Codex { command, toolsets, .. } => Ok(setup::SetupResult {
-            success: true,
-            files: Vec::new(),
-            snippet: Some(setup::codex_snippet(command, toolsets.as_deref())),
-            warnings: Vec::new(),
-        }),
-        InitTarget::GitHook { dry_run, command } => {
-            setup::git_hooks(&ctx.repo_root, command).and_then(|c| setup::apply(c, *dry_run, None))
-        }
-    };
+    let result = init_setup(target, ctx);
+    let removing = matches!(
+        target,
+        InitTarget::Claude { remove: true, .. }
+            | InitTarget::Codex { remove: true, .. }
+            | InitTarget::GitHook { remove: true, .. }
+    );
     if let (
         Ok(r),
         InitTarget::Claude {
             dry_run: false,
             no_runtime_sandbox: false,
+            remove: false,
             ..
         },
     ) = (&result, target)
@@ -380,44 +340,174 @@ fn init_runtime(target: &args::InitTarget, ctx: &Context, out: Output) -> u8 {
     // Said on stderr, also under --json: what is written is written all the same.
     let (InitTarget::Claude { command, .. } | InitTarget::Codex { command, .. } | InitTarget::GitHook { command, .. }) =
         target;
-    if let Some(w) = setup::command_warning(command) {
+    if let Some(w) = setup::command_warning(command).filter(|_| !removing) {
         eprintln!("coord init: {w}");
     }
-    out.result(result, |r| {
-        let mut text = String::new();
-        if let Some(snippet) = &r.snippet {
-            text.push_str(&format!(
-                "# Add to {} (or run `coord init codex --write`, which also installs coord's hooks):\n{snippet}",
-                setup::codex_home().join("config.toml").display()
-            ));
-        }
-        if matches!(target, InitTarget::Codex { write: true, .. }) {
-            text.push_str(
-                "Codex runs hooks only once you trust them: start `codex` in this repository, open /hooks and \
-                 trust coord's (again after any change to them). Until then its shell commands and patches pass \
-                 unchecked (docs/mcp.md, \"Codex\").\n",
-            );
-        }
-        for f in &r.files {
-            let outside = !std::path::Path::new(&f.path).starts_with(&ctx.repo_root);
-            let note = if outside {
-                " (outside the repository: your user settings)"
-            } else {
-                ""
-            };
-            text.push_str(&format!("{}: {}{note}\n", f.action.replace('_', " "), f.path));
-            if let Some(diff) = &f.diff {
-                text.push_str(diff);
+    out.result(result, |r| init_text(target, ctx, r, removing))
+}
+
+/// What `coord init TARGET` writes (or, with `--remove`, takes out), applied or shown.
+fn init_setup(target: &args::InitTarget, ctx: &Context) -> coord_domain::CoordResult<setup::SetupResult> {
+    use args::InitTarget;
+    match target {
+        InitTarget::Claude {
+            remove: true,
+            dry_run,
+            no_user_settings,
+            ..
+        } => remove_claude(ctx, !*no_user_settings).and_then(|(c, warnings)| {
+            let mut r = setup::apply(c, *dry_run, None)?;
+            r.warnings.extend(warnings);
+            Ok(r)
+        }),
+        InitTarget::Codex {
+            remove: true, dry_run, ..
+        } => remove::codex(&setup::codex_home(), &ctx.repo_root).and_then(|c| setup::apply(c, *dry_run, None)),
+        InitTarget::GitHook {
+            remove: true, dry_run, ..
+        } => remove::git_hooks(&ctx.repo_root).and_then(|c| setup::apply(c, *dry_run, None)),
+        InitTarget::Claude {
+            dry_run,
+            command,
+            no_user_settings,
+            toolsets,
+            no_runtime_sandbox,
+            no_instructions,
+            ..
+        } => init_claude(
+            ctx,
+            command,
+            toolsets.as_deref(),
+            !*no_user_settings,
+            !*no_runtime_sandbox,
+        )
+        .and_then(|(mut c, note)| {
+            if !*no_instructions {
+                c.push(instructions::change(&ctx.repo_root, "CLAUDE.md")?);
             }
+            let mut r = setup::apply(c, *dry_run, None)?;
+            r.notes.extend(note);
+            Ok(r)
+        }),
+        InitTarget::Codex {
+            write,
+            dry_run,
+            command,
+            toolsets,
+            project,
+            no_runtime_sandbox,
+            no_instructions,
+            ..
+        } if *write || *dry_run => init_codex(ctx, command, toolsets.as_deref(), *project, !*no_runtime_sandbox)
+            .and_then(|(mut changes, warning)| {
+                if !*no_instructions {
+                    changes.push(instructions::change(&ctx.repo_root, "AGENTS.md")?);
+                }
+                let mut r = setup::apply(changes, *dry_run, None)?;
+                r.warnings.extend(warning);
+                Ok(r)
+            }),
+        InitTarget::Codex { command, toolsets, .. } => Ok(setup::SetupResult {
+            success: true,
+            files: Vec::new(),
+            snippet: Some(setup::codex_snippet(command, toolsets.as_deref())),
+            warnings: Vec::new(),
+            notes: Vec::new(),
+        }),
+        InitTarget::GitHook { dry_run, command, .. } => {
+            setup::git_hooks(&ctx.repo_root, command).and_then(|c| setup::apply(c, *dry_run, None))
         }
-        if let Some(j) = joined_note(ctx) {
-            text.push_str(&format!("{j}\n"));
+    }
+}
+
+/// What `coord init` says it did, for a person.
+fn init_text(target: &args::InitTarget, ctx: &Context, r: &setup::SetupResult, removing: bool) -> String {
+    use args::InitTarget;
+    let mut text = String::new();
+    if let Some(snippet) = &r.snippet {
+        text.push_str(&format!(
+            "# Add to {} (or run `coord init codex --write`, which also installs coord's hooks):\n{snippet}",
+            setup::codex_home().join("config.toml").display()
+        ));
+    }
+    if matches!(target, InitTarget::Codex { write: true, .. }) {
+        text.push_str(
+            "Codex runs hooks only once you trust them: start `codex` in this repository, open /hooks and \
+             trust coord's (again after any change to them). Until then its shell commands and patches pass \
+             unchecked (docs/mcp.md, \"Codex\").\n",
+        );
+    }
+    for f in &r.files {
+        let outside = !std::path::Path::new(&f.path).starts_with(&ctx.repo_root);
+        let note = if outside {
+            " (outside the repository: your user settings)"
+        } else {
+            ""
+        };
+        text.push_str(&format!("{}: {}{note}\n", f.action.replace('_', " "), f.path));
+        if let Some(diff) = &f.diff {
+            text.push_str(diff);
         }
-        if r.warnings.is_empty() {
-            text.push_str(&runtime_sandbox_note(target, ctx));
+    }
+    for n in &r.notes {
+        text.push_str(&format!("{n}\n"));
+    }
+    if let Some(j) = joined_note(ctx) {
+        text.push_str(&format!("{j}\n"));
+    }
+    if removing && r.files.is_empty() {
+        text.push_str("nothing of coord's found: nothing to remove\n");
+    } else if removing {
+        text.push_str(&removed_note(target, ctx));
+    } else if r.warnings.is_empty() {
+        text.push_str(&runtime_sandbox_note(target, ctx));
+    }
+    text
+}
+
+/// Said when Claude Code has the coord plugin enabled: `coord init claude` writes the rest.
+fn plugin_note(id: &str) -> String {
+    format!(
+        "the {id} plugin is enabled: it brings coord's MCP server and hooks, so they are not written into this \
+         repository as well (each would run twice); the sandbox and CLAUDE.md are"
+    )
+}
+
+/// Said after `--remove`: what stays, and the plugin's own way out.
+fn removed_note(target: &args::InitTarget, ctx: &Context) -> String {
+    let mut text = match target {
+        args::InitTarget::GitHook { .. } => String::new(),
+        _ => format!(
+            "coord's store stays ({}: the locks, the queue, the audit trail); delete it yourself once no agent \
+             needs it.\n",
+            ctx.state_dir.display()
+        ),
+    };
+    match target {
+        args::InitTarget::Claude { .. } => {
+            text.push_str("Installed as a plugin too? `claude plugin uninstall coord@coord`.\n")
         }
-        text
-    })
+        args::InitTarget::Codex { .. } => {
+            text.push_str("Installed as a plugin too? `codex plugin remove coord@coord`.\n")
+        }
+        args::InitTarget::GitHook { .. } => {}
+    }
+    text
+}
+
+/// What `coord init claude` added, to take out: the paths its sandbox settings name are
+/// worked out as `coord init claude` worked them out.
+fn remove_claude(ctx: &Context, user_settings: bool) -> coord_domain::CoordResult<(Vec<setup::Change>, Vec<String>)> {
+    let sqlite = match &ctx.db {
+        context::DbTarget::Sqlite(p) => Some(p.as_path()),
+        context::DbTarget::Postgres(_) => None,
+    };
+    let protected = runtime_sandbox::claude_protected(&ctx.repo_root, &ctx.state_dir, sqlite);
+    let config_dir = match user_settings {
+        true => Some(setup::claude_config_dir()?),
+        false => None,
+    };
+    remove::claude(&ctx.repo_root, &protected, config_dir.as_deref())
 }
 
 /// Codex's side of `coord init codex --write`: the MCP server in the user's config, the
@@ -448,8 +538,13 @@ fn init_claude(
     toolsets: Option<&str>,
     user_settings: bool,
     sandbox: bool,
-) -> coord_domain::CoordResult<Vec<setup::Change>> {
-    let mut changes = setup::claude(&ctx.repo_root, command, toolsets)?;
+) -> coord_domain::CoordResult<(Vec<setup::Change>, Option<String>)> {
+    // The plugin brings the server and the hooks: written here too, each would run twice.
+    let plugin = setup::claude_plugin(&ctx.repo_root);
+    let mut changes = match &plugin {
+        Some(_) => Vec::new(),
+        None => setup::claude(&ctx.repo_root, command, toolsets)?,
+    };
     if sandbox {
         let sqlite = match &ctx.db {
             context::DbTarget::Sqlite(p) => Some(p.as_path()),
@@ -458,10 +553,10 @@ fn init_claude(
         let protected = runtime_sandbox::claude_protected(&ctx.repo_root, &ctx.state_dir, sqlite);
         changes.extend(runtime_sandbox::claude(&ctx.repo_root, &protected)?);
     }
-    if user_settings {
+    if user_settings && plugin.is_none() {
         changes.push(setup::claude_user_approval(&setup::claude_config_dir()?)?);
     }
-    Ok(changes)
+    Ok((changes, plugin.map(|(id, _)| plugin_note(&id))))
 }
 
 /// What the runtime's sandbox now keeps from an agent's shell, or what is left open
@@ -518,7 +613,11 @@ fn mcp_identity(global: &context::Settings, ctx: &Context) -> coord_mcp::Identit
             .clone()
             .or(codex_id)
             .or_else(|| in_claude.then_some(claude_id)),
-        agent_type: context::explicit_agent_type(global).or_else(|| in_claude.then_some(claude_type)),
+        // Codex's session, named by its process: its type too (a plugin's server is not
+        // given COORD_AGENT_TYPE as `coord init codex` gives it).
+        agent_type: context::explicit_agent_type(global)
+            .or_else(|| in_claude.then_some(claude_type))
+            .or_else(|| ctx.session.as_ref().and_then(|s| s.agent_type()).map(String::from)),
         host: context::hostname(),
         instance: Some(format!("p{}", std::os::unix::process::parent_id())),
     }

@@ -153,6 +153,7 @@ pub fn claude(repo_root: &Path, protected: &[PathBuf]) -> CoordResult<Vec<Change
         before,
         after: crate::config_file::pretty(settings),
         executable: false,
+        delete: false,
     }];
     changes.extend(exclude_local_settings(repo_root)?);
     Ok(changes)
@@ -185,6 +186,7 @@ fn exclude_local_settings(repo_root: &Path) -> CoordResult<Option<Change>> {
         before,
         after,
         executable: false,
+        delete: false,
     }))
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Marks the git hook as ours, so a second install updates it and a foreign hook is
 /// left alone.
-const GIT_HOOK_MARKER: &str = "# installed by `coord init git-hook`";
+pub const GIT_HOOK_MARKER: &str = "# installed by `coord init git-hook`";
 
 /// The Claude Code tools coord's PreToolUse hook sees: file edits (locks, credential
 /// files) and shell commands (destructive-operation guardrails).
@@ -41,6 +41,7 @@ pub fn claude(repo_root: &Path, command: &str, toolsets: Option<&str>) -> CoordR
         before,
         after: pretty(mcp),
         executable: false,
+        delete: false,
     };
 
     let settings_path = repo_root.join(".claude").join("settings.json");
@@ -117,6 +118,7 @@ fn merge_hooks(
         before,
         after: pretty(settings),
         executable: false,
+        delete: false,
     })
 }
 
@@ -198,6 +200,28 @@ pub fn claude_config_dir() -> CoordResult<PathBuf> {
     })
 }
 
+/// The coord plugin Claude Code has enabled (`coord@<marketplace>` in `enabledPlugins` of
+/// the user's settings or this repository's), and the hooks file of its installed copy.
+pub fn claude_plugin(repo_root: &Path) -> Option<(String, PathBuf)> {
+    let dir = claude_config_dir().ok()?;
+    let read = |p: PathBuf| -> Option<Value> { serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok() };
+    let layers = [
+        dir.join("settings.json"),
+        repo_root.join(".claude").join("settings.json"),
+        repo_root.join(".claude").join("settings.local.json"),
+    ];
+    let id = layers.into_iter().filter_map(read).find_map(|settings| {
+        settings["enabledPlugins"]
+            .as_object()?
+            .iter()
+            .find(|(k, v)| k.starts_with("coord@") && v.as_bool() == Some(true))
+            .map(|(k, _)| k.clone())
+    })?;
+    let installed = read(dir.join("plugins").join("installed_plugins.json"))?;
+    let root = installed["plugins"][&id][0]["installPath"].as_str()?;
+    Some((id, Path::new(root).join("hooks").join("hooks.json")))
+}
+
 /// The user's Claude Code settings with the project's `coord` server approved
 /// (`enabledMcpjsonServers`), merged with what is there. A project's own settings
 /// cannot approve its servers, and without the approval some Claude Code versions
@@ -223,6 +247,7 @@ pub fn claude_user_approval(config_dir: &Path) -> CoordResult<Change> {
         before,
         after: pretty(settings),
         executable: false,
+        delete: false,
     })
 }
 
@@ -312,6 +337,7 @@ pub fn codex(
                 before: project_before,
                 after,
                 executable: false,
+                delete: false,
             });
         }
     }
@@ -320,6 +346,7 @@ pub fn codex(
         before,
         after: doc.to_string(),
         executable: false,
+        delete: false,
     };
     Ok((std::iter::once(user).chain(project).collect(), warning))
 }
@@ -363,6 +390,7 @@ pub fn git_hooks(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
             // refs come on stdin.
             after: format!("#!/bin/sh\n{GIT_HOOK_MARKER}\n# {what}\nexec {command} hook {event}\n"),
             executable: true,
+            delete: false,
         })
     })
     .collect()
@@ -407,6 +435,43 @@ mod tests {
         );
         let second = apply(claude(dir.path(), "coord", None).unwrap(), false, None).unwrap();
         assert!(second.files.iter().all(|f| f.action == "unchanged"), "{second:?}");
+    }
+
+    /// The Claude Code plugin (`plugins/coord`, offered by the repository's marketplace)
+    /// bundles exactly what `coord init claude` writes: the same MCP server, the same hooks.
+    #[test]
+    fn the_claude_plugin_bundles_what_init_claude_writes() {
+        let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/coord");
+        let read = |p: &str| -> Value {
+            let text = std::fs::read_to_string(plugin.join(p)).unwrap_or_else(|e| panic!("{p}: {e}"));
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{p}: {e}"))
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let changes = claude(dir.path(), "coord", None).unwrap();
+        let written = |name: &str| -> Value {
+            let c = changes.iter().find(|c| c.path.ends_with(name)).unwrap();
+            serde_json::from_str(&c.after).unwrap()
+        };
+        assert_eq!(
+            read(".mcp.json"),
+            written(".mcp.json"),
+            "plugins/coord/.mcp.json differs from what `coord init claude` writes"
+        );
+        assert_eq!(
+            read("hooks/hooks.json")["hooks"],
+            written("settings.json")["hooks"],
+            "plugins/coord/hooks/hooks.json differs from the hooks `coord init claude` writes"
+        );
+        let manifest = read(".claude-plugin/plugin.json");
+        assert_eq!(manifest["name"], "coord");
+        assert_eq!(
+            manifest["version"],
+            env!("CARGO_PKG_VERSION"),
+            "the plugin's version is coord's"
+        );
+        let market = read("../../.claude-plugin/marketplace.json");
+        assert_eq!(market["plugins"][0]["name"], "coord");
+        assert_eq!(market["plugins"][0]["source"], "./plugins/coord");
     }
 
     /// A configuration written by an earlier coord (`coord hook PreToolUse`, which failed

@@ -159,6 +159,14 @@ fn entry_points_are_judged_by_their_code_in_claude_code_and_codex() {
     scenario("entry-points");
 }
 
+/// coord installed into Claude Code and Codex through the repository's plugin marketplace
+/// alone (no `coord init`): each session has coord's tools, and the plugin's hooks refuse
+/// a held file and a destructive command, audited as the session.
+#[test]
+fn the_plugin_alone_wires_claude_code_and_codex() {
+    scenario("plugin");
+}
+
 /// The runtimes' own sandboxes as `coord init` sets them up: a script Claude Code or Codex
 /// wrote and runs (its paths invisible to the hooks) cannot write coord's store, plant a
 /// file in the coordination space, rewrite coord's settings or dial the coordinator.

@@ -710,6 +710,163 @@ fn init_codex_prints_or_merges_the_config_entry() {
     assert!(text.contains("default_tools_approval_mode = \"approve\""));
 }
 
+/// Every file under `dirs`, with its content (coord's store left out: it is data, and
+/// stays).
+fn snapshot(dirs: &[&Path]) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut todo: Vec<std::path::PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.ends_with(".coord") || path.ends_with("objects") || path.ends_with("refs") {
+                continue;
+            }
+            if path.is_dir() {
+                files.insert(path.clone(), b"(a directory)".to_vec());
+                todo.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// `coord init claude|codex --write|git-hook` and then `--remove`: the repository, the
+/// user's Claude Code settings and Codex's home are as they were, byte for byte; the
+/// user's own settings, hooks and instructions were kept throughout; a dry run changes
+/// nothing; a second removal has nothing to do.
+#[test]
+fn init_remove_takes_out_exactly_what_init_added() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(git(dir.path(), &["init", "-q"]).status.success());
+    let p = Project {
+        dir,
+        user: tempfile::tempdir().unwrap(),
+    };
+    let codex = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(p.root().join(".claude")).unwrap();
+    let mine = "{\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"make lint\"\n          }\n        ]\n      }\n    ]\n  }\n}\n";
+    std::fs::write(p.root().join(".claude/settings.json"), mine).unwrap();
+    std::fs::write(p.root().join("CLAUDE.md"), "# Project\n\nBuild with make.\n").unwrap();
+    std::fs::write(p.user.path().join("settings.json"), "{\n  \"theme\": \"dark\"\n}\n").unwrap();
+    std::fs::write(codex.path().join("config.toml"), "model = \"gpt\"\n").unwrap();
+    let dirs = [p.root(), p.user.path(), codex.path()];
+    let before = snapshot(&dirs);
+    let run = |args: &[&str]| -> Value {
+        let out = p
+            .command(&[&["--json"], args].concat())
+            .env("CODEX_HOME", codex.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    run(&["init", "claude"]);
+    run(&["init", "codex", "--write"]);
+    run(&["init", "git-hook", "--command", BIN]);
+    let installed = snapshot(&dirs);
+    assert!(
+        installed.len() > before.len() + 4,
+        "init wrote files: {:?}",
+        installed.keys()
+    );
+    for target in [&["claude"][..], &["codex"], &["git-hook"]] {
+        let dry = run(&[&["init"], target, &["--remove", "--dry-run"]].concat());
+        let files = dry["files"].as_array().unwrap();
+        assert!(
+            !files.is_empty()
+                && files
+                    .iter()
+                    .all(|f| f["action"].as_str().unwrap().starts_with("would_") || f["action"] == "unchanged"),
+            "{target:?}: {dry}"
+        );
+    }
+    assert!(snapshot(&dirs) == installed, "a dry run changed nothing");
+    let removed = run(&["init", "claude", "--remove"]);
+    assert!(
+        removed["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["action"] == "removed"),
+        "{removed}"
+    );
+    run(&["init", "codex", "--remove"]);
+    run(&["init", "git-hook", "--remove"]);
+    let after = snapshot(&dirs);
+    let differ: Vec<_> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|k| before.get(*k) != after.get(*k))
+        .map(|k| (k, after.get(k).map(|b| String::from_utf8_lossy(b).into_owned())))
+        .collect();
+    assert!(differ.is_empty(), "not as before: {differ:#?}");
+    assert!(p.root().join(".coord").is_dir(), "coord's store stays");
+    for target in ["claude", "codex", "git-hook"] {
+        let again = run(&["init", target, "--remove"]);
+        assert!(
+            again["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["action"] == "unchanged"),
+            "{target}: {again}"
+        );
+    }
+    let human = String::from_utf8(p.command(&["init", "claude", "--remove"]).output().unwrap().stdout).unwrap();
+    assert!(
+        human.contains("coord's store stays") && human.contains("claude plugin uninstall"),
+        "{human}"
+    );
+    let refused = p.coord(&["init", "claude", "--remove", "--toolsets", "all"]);
+    assert!(
+        !refused.status.success(),
+        "--remove with an option of the install is refused"
+    );
+}
+
+/// With the coord plugin enabled in Claude Code, `coord init claude` leaves the MCP server
+/// and hooks to it (written twice, each hook would run twice) and writes the rest.
+#[test]
+fn init_claude_leaves_the_server_and_hooks_to_an_enabled_plugin() {
+    let p = Project::new();
+    let install = p.user.path().join("plugins/cache/coord/coord/0.1.0");
+    std::fs::create_dir_all(install.join("hooks")).unwrap();
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/coord/hooks/hooks.json");
+    std::fs::copy(plugin, install.join("hooks/hooks.json")).unwrap();
+    std::fs::write(
+        p.user.path().join("settings.json"),
+        r#"{"enabledPlugins": {"coord@coord": true}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        p.user.path().join("plugins/installed_plugins.json"),
+        serde_json::json!({"version": 2, "plugins": {"coord@coord": [{"scope": "user", "installPath": install}]}})
+            .to_string(),
+    )
+    .unwrap();
+    let r = p.json(&["init", "claude"]);
+    assert!(
+        !p.root().join(".mcp.json").exists() && !p.root().join(".claude/settings.json").exists(),
+        "{r}"
+    );
+    assert!(p.root().join(".claude/settings.local.json").exists() && p.root().join("CLAUDE.md").exists());
+    assert!(r["notes"][0].as_str().unwrap().contains("coord@coord plugin"), "{r}");
+    let doctor = p.json(&["doctor"]);
+    let hooks = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "claude code hooks")
+        .unwrap();
+    assert_eq!(hooks["status"], "ok", "{hooks}");
+    assert!(
+        hooks["detail"].as_str().unwrap().contains("coord@coord plugin"),
+        "{hooks}"
+    );
+}
+
 fn git(dir: &Path, args: &[&str]) -> Output {
     Command::new("git")
         .args(args)

@@ -622,6 +622,95 @@ def entry_points(w):
     return f"npm run ship refused for {sorted({e['agent_id'] for e in ships})}; npm run build allowed"
 
 
+def plugin(w):
+    """Claude Code and Codex with coord installed as a plugin alone (issue 55): `claude plugin install
+    coord --marketplace <this repository>` in each of two homes; no `coord init`, nothing
+    written into the repository. A's session has coord's tools (the plugin's MCP server) and
+    locks a file; B's Write of that file is refused by the plugin's PreToolUse hook, B's
+    `rm -rf data` by the guardrails, each audited as B's own session; B is offered the
+    plugin's skill. Codex, given the same marketplace (`codex plugin marketplace add`, `codex
+    plugin add coord@coord`), locks through the plugin's server and is refused the held
+    file and the `rm -rf` by the plugin's hooks."""
+    root = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
+    data = os.path.join(w.repo, "data")
+    os.makedirs(data)
+    with open(os.path.join(data, "keep.txt"), "w") as f:
+        f.write("precious\n")
+    shared = os.path.join(w.repo, "src", "shared.rs")
+    lock = "mcp__plugin_coord_coord__acquire_lock"
+    w.start_model({
+        "P_hold": [{"tool": lock, "input": {"file_path": "src/shared.rs", "reason": "A edits", "ttl_minutes": 30}},
+                   {"tool": "Write", "input": {"file_path": shared, "content": "A was here\n"}},
+                   {"tool": "Bash", "input": {"command": "python3 -c 'import time; time.sleep(90)'",
+                                              "description": "hold the file"}},
+                   {"text": "A done"}],
+        "P_clobber": [{"record_context": True, "tool": "Write", "input": {"file_path": shared, "content": "B was here\n"}},
+                      {"tool": "Bash", "input": {"command": "rm -rf data", "description": "clean up"}},
+                      {"text": "B done"}],
+        "P_codex": [{"tool": "acquire_lock", "input": {"file_path": "src/codex.rs", "reason": "codex"}},
+                    {"tool": "exec_command", "input": {"cmd": "printf codex > src/shared.rs; echo rc=$?"}},
+                    {"tool": "exec_command", "input": {"cmd": "rm -rf data"}},
+                    {"text": "X done"}],
+    })
+    homes = [w.home("home-pa"), w.home("home-pb")]
+    for home in homes:
+        out = subprocess.run(["claude", "plugin", "install", "coord", "--marketplace", root], cwd=w.repo,
+                             capture_output=True, text=True, env=w.base_env(home), timeout=120)
+        check(out.returncode == 0, f"claude plugin install: {out.stdout} {out.stderr}")
+    check(not os.path.exists(os.path.join(w.repo, ".mcp.json")) and not os.path.exists(os.path.join(w.repo, ".claude")),
+          "the plugin install wrote into the repository")
+    keep = {"COORD_RELEASE_GRACE_SECONDS": "300"}
+    a = w.claude(homes[0], "P_hold", [lock, "Write", "Bash"], keep)
+    check(w.wait_turn("P_hold", 2, a), "session A never reached its third step (lock, write, then hold)")
+    b = w.claude(homes[1], "P_clobber", ["Write", "Bash"], keep)
+    b.wait(timeout=120)
+    check(a.poll() is None, "session A ended before B was done: the check would prove nothing")
+    content = open(shared).read()
+    check(content == "A was here\n", f"the file holds {content!r}, not A's content")
+    check(os.path.exists(os.path.join(data, "keep.txt")), "B's rm -rf data ran")
+    locks = w.coord("lock", "list")["locks"]
+    check(len(locks) == 1 and locks[0]["file_path"] == "src/shared.rs", f"locks: {locks}")
+    holder = locks[0]["locked_by"]
+    check(holder.startswith("claude-code-"), f"A's identity {holder!r} is not a session's own")
+    denied = w.coord("audit", "--operation", "check_edit", "--result", "failure")["entries"]
+    check(len(denied) == 1 and denied[0]["agent_id"] != holder and denied[0]["agent_id"].startswith("claude-code-"),
+          f"B's Write denied once, as B: {denied}")
+    b_id = denied[0]["agent_id"]
+    refused = w.coord("audit", "--operation", "check_guardrails", "--result", "failure")["entries"]
+    check(any(e["agent_id"] == b_id and e["parameters"].get("command") == "rm -rf data"
+              and e["error_code"] == "destructive_operation_blocked" for e in refused),
+          f"B's rm -rf data refused as destructive, as B: {refused}")
+    started = w.coord("audit", "--operation", "register_session")["entries"]
+    check({holder, b_id} <= {e["agent_id"] for e in started}, f"the SessionStart hook registered both: {started}")
+    first = [e for e in w.entries() if e.get("script") == "P_clobber" and e.get("turn") == 0 and e.get("context")]
+    check(first and "coord:coord" in first[0]["context"], "B's session was not offered the plugin's skill (coord:coord)")
+    # Codex reads the same marketplace and plugin (Claude Code's layout).
+    codex_home = w.home("codex-plugin-home")
+    codex_config(w, codex_home)
+    env = w.base_env(w.home("home-px"), {"CODEX_HOME": codex_home, "FAKE_API_KEY": "dummy"})
+    for cmd in (["marketplace", "add", root], ["add", "coord@coord"]):
+        out = subprocess.run(["codex", "plugin", *cmd], cwd=w.repo, capture_output=True, text=True, env=env, timeout=120)
+        check(out.returncode == 0, f"codex plugin {' '.join(cmd)}: {out.stdout} {out.stderr}")
+    x = subprocess.run(["codex", "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "--json",
+                        "SCRIPT:P_codex"], cwd=w.repo, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       env=env, timeout=180)
+    check(a.poll() is None, "session A ended before Codex was done: the check would prove nothing")
+    check(open(shared).read() == "A was here\n", f"Codex changed the held file: {x.stdout[-800:]}")
+    check(os.path.exists(os.path.join(data, "keep.txt")), "Codex's rm -rf data ran")
+    mine = [e for e in w.coord("audit", "--operation", "acquire_lock")["entries"]
+            if e["parameters"].get("file_path") == "src/codex.rs" and e["success"]]
+    check(len(mine) == 1 and mine[0]["agent_id"].startswith("codex-") and mine[0].get("agent_type") == "codex",
+          f"Codex took its lock through the plugin's server, as its session: {mine} / {x.stdout[-800:]}")
+    x_id = mine[0]["agent_id"]
+    edits = [e for e in w.coord("audit", "--agent", x_id, "--operation", "check_edit")["entries"] if not e["success"]]
+    check(edits and all(e["error_code"] == "file_locked" for e in edits), f"Codex's shell write refused: {edits}")
+    guards = [e for e in w.coord("audit", "--agent", x_id, "--operation", "check_guardrails")["entries"]
+              if not e["success"]]
+    check(any(e["parameters"].get("command") == "rm -rf data" for e in guards), f"Codex's rm -rf refused: {guards}")
+    return (f"A={holder} locked through the plugin's server; B={b_id} refused a Write and rm -rf by its hooks; "
+            f"Codex {x_id} the same through the same plugin")
+
+
 TAMPER = """import json, os, socket
 # Names computed at run time: a hook reading the command line sees none of them.
 space = ".co" + "ord"
@@ -1906,7 +1995,7 @@ def worker_unsandboxed(w):
     return f"{r['agent_id']}: ran unsandboxed, recorded as advisory"
 
 
-SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "aider-read-only": aider_read_only, "aider-write": aider_write, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "entry-points": entry_points, "runtime-sandbox": runtime_sandbox, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
+SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "aider-read-only": aider_read_only, "aider-write": aider_write, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "entry-points": entry_points, "plugin": plugin, "runtime-sandbox": runtime_sandbox, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
              "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}
