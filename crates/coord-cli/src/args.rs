@@ -102,6 +102,9 @@ pub struct GlobalArgs {
     /// operator's own identity in the environment never becomes the agent's.
     #[arg(skip)]
     pub identity_on_command_line: (bool, bool),
+    /// The global options written on the command line (their ids), for `coord config show`.
+    #[arg(skip)]
+    pub written_flags: Vec<String>,
 }
 
 impl GlobalArgs {
@@ -172,23 +175,35 @@ fn usage_refusal(rendered: &str, subcommand_missing: bool) -> coord_domain::Coor
     e
 }
 
-/// Whether `--agent-id` and `--agent-type` were written on the command line (not taken
-/// from the environment).
-fn identity_written(matches: &clap::ArgMatches) -> (bool, bool) {
-    let written = |id: &str| {
-        // Global flags are recorded on the subcommand they were written after.
-        let mut m = matches;
-        loop {
-            if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
-                return true;
-            }
-            match m.subcommand() {
-                Some((_, sub)) => m = sub,
-                None => return false,
-            }
+/// Whether the global option `id` was written on the command line (not taken from the
+/// environment or a file).
+fn written(matches: &clap::ArgMatches, id: &str) -> bool {
+    // Global flags are recorded on the subcommand they were written after.
+    let mut m = matches;
+    loop {
+        if m.try_get_raw(id).is_ok() && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+            return true;
         }
-    };
-    (written("agent_id"), written("agent_type"))
+        match m.subcommand() {
+            Some((_, sub)) => m = sub,
+            None => return false,
+        }
+    }
+}
+
+/// Whether `--agent-id` and `--agent-type` were written on the command line.
+fn identity_written(matches: &clap::ArgMatches) -> (bool, bool) {
+    (written(matches, "agent_id"), written(matches, "agent_type"))
+}
+
+/// The global options with a setting of their own that were written on the command line.
+fn flags_written(matches: &clap::ArgMatches) -> Vec<String> {
+    crate::config::SETTINGS
+        .iter()
+        .filter_map(|s| s.flag)
+        .filter(|id| written(matches, id))
+        .map(String::from)
+        .collect()
 }
 
 impl Cli {
@@ -225,6 +240,7 @@ impl Cli {
         let matches = Cli::command().try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&matches)?;
         cli.global.identity_on_command_line = identity_written(&matches);
+        cli.global.written_flags = flags_written(&matches);
         Ok(cli)
     }
 
@@ -406,6 +422,23 @@ pub enum Command {
     /// Print coord's man page (roff), from its own grammar: `coord man | man -l -`, or
     /// `coord man > ~/.local/share/man/man1/coord.1`
     Man,
+    /// Configuration files: the repository's (.coord/config.toml, shared by its worktrees)
+    /// and yours (~/.config/coord/config.toml), for settings that are flags or
+    /// environment variables. A flag wins over the environment, the environment over the
+    /// repository's file, that over yours
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// The settings in effect and where each came from (flag, environment, file), and
+    /// the files read
+    Show {
+        /// Every setting a file may hold, set or not (keys, environment variables)
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -31,6 +31,7 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
         Command::Init { .. }
         | Command::Completions { .. }
         | Command::Man
+        | Command::Config(_)
         | Command::Migrate
         | Command::Status
         | Command::Stats

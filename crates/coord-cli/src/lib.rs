@@ -11,6 +11,7 @@ mod audit;
 mod bench;
 mod cloud;
 pub mod commands;
+mod config;
 mod config_file;
 mod doctor;
 mod files;
@@ -51,6 +52,14 @@ struct InitResult {
 }
 
 pub fn main() -> ExitCode {
+    // SAFETY: first thing in the process: no other thread exists yet.
+    if let Err(e) = unsafe { config::apply() } {
+        let json = std::env::args_os()
+            .skip(1)
+            .take_while(|a| a != "--")
+            .any(|a| a == "--json");
+        return ExitCode::from(Output { json }.error(&e));
+    }
     let cli = Cli::from_command_line();
     init_logging();
     // A command that prints and ends (`coord agent flags X | head -1`) ends quietly when
@@ -169,6 +178,7 @@ pub async fn run(cli: Cli) -> u8 {
     match &cli.command {
         Command::Completions { shell } => return grammar::completions(*shell),
         Command::Man => return grammar::man_page(),
+        Command::Config(args::ConfigCommand::Show { all }) => return config_show(&cli.global, *all, out),
         _ => {}
     }
     let ctx = match Context::resolve(&cli.global.settings()) {
@@ -463,6 +473,95 @@ fn init_text(target: &args::InitTarget, ctx: &Context, r: &setup::SetupResult, r
         text.push_str(&runtime_sandbox_note(target, ctx));
     }
     text
+}
+
+/// The global options written on the command line, with their values as a person reads them.
+fn flag_values(global: &args::GlobalArgs) -> Vec<(String, String)> {
+    let list = |v: &[String], sep: &str| v.join(sep);
+    global
+        .written_flags
+        .iter()
+        .filter_map(|id| {
+            let value = match id.as_str() {
+                "db" => global.db.clone(),
+                "remote" => global.remote.clone(),
+                "file_size_limit" => global.file_size_limit.map(|v| v.to_string()),
+                "working_memory_budget" => global.working_memory_budget.map(|v| v.to_string()),
+                "recall_half_life_days" => global.recall_half_life_days.map(|v| v.to_string()),
+                "coordination_domains" => Some(list(&global.coordination_domains, ",")),
+                "model_endpoints" => Some(list(&global.model_endpoints, ",")),
+                "workspaces" => Some(
+                    global
+                        .workspaces
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(":"),
+                ),
+                _ => None,
+            }?;
+            Some((id.clone(), value))
+        })
+        .collect()
+}
+
+/// `coord config show`: each setting in effect, where it came from, and the files read.
+fn config_show(global: &args::GlobalArgs, all: bool, out: Output) -> u8 {
+    #[derive(Serialize)]
+    struct ConfigShown {
+        success: bool,
+        files: Vec<config::FileState>,
+        settings: Vec<config::Shown>,
+    }
+    let Some(applied) = config::applied() else {
+        return out.error(&coord_domain::CoordError::new(
+            coord_domain::ErrorCode::Internal,
+            "the configuration files were not read",
+        ));
+    };
+    let shown = ConfigShown {
+        success: true,
+        files: applied.files.clone(),
+        settings: config::show(applied, &flag_values(global), all),
+    };
+    out.result(Ok(shown), |r| {
+        let mut text =
+            String::from("Precedence: a flag, then the environment, then the repository's file, then yours.\n");
+        for f in &r.files {
+            let state = if f.exists { "read" } else { "absent" };
+            let whose = match f.origin {
+                config::Origin::Repository => "repository",
+                config::Origin::User => "user",
+            };
+            text.push_str(&format!("{whose} file: {} ({state})\n", f.path));
+        }
+        let rows: Vec<Vec<String>> = r
+            .settings
+            .iter()
+            .map(|s| {
+                let from = match &s.file {
+                    Some(f) => format!("file {f}"),
+                    None => s.source.to_string(),
+                };
+                vec![
+                    s.key.to_string(),
+                    s.value.clone().unwrap_or_default(),
+                    from,
+                    s.env.to_string(),
+                ]
+            })
+            .collect();
+        if rows.is_empty() {
+            text.push_str("No setting is set: coord's defaults apply (`--all` lists every setting).\n");
+        } else {
+            let mut t = output::table(&["KEY", "VALUE", "FROM", "ENVIRONMENT"]);
+            for row in rows {
+                t.add_row(row);
+            }
+            text.push_str(&format!("{t}\n"));
+        }
+        text
+    })
 }
 
 /// Said when Claude Code has the coord plugin enabled: `coord init claude` writes the rest.

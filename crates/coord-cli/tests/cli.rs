@@ -71,6 +71,8 @@ impl Repo {
             .env("COORD_SQLITE_BUSY_TIMEOUT_MS", "300")
             // The audit anchor (`coord audit verify`) goes to the user's state directory.
             .env("XDG_STATE_HOME", self.root().join(".state"))
+            // The user's configuration file: a scratch one (a developer's own stays out).
+            .env("XDG_CONFIG_HOME", self.root().join(".config"))
             .env_remove("COORD_AUDIT_ANCHOR");
         if let Some((_, url)) = &self.server {
             c.env("COORDINATION_API_URL", url)
@@ -2552,4 +2554,106 @@ fn completions_and_the_man_page_come_from_the_grammar() {
     ] {
         assert!(page.contains(needle), "the man page has {needle}");
     }
+}
+
+/// The configuration files: the repository's `.coord/config.toml` and the user's reach
+/// coord as their environment variables would, with a flag over the environment over the
+/// repository's file over the user's; `coord config show` says where each came from; a
+/// file coord cannot take is refused (exit 2), also for a hook, which then fails closed.
+#[test]
+fn configuration_files_are_read_in_their_order_and_refused_when_wrong() {
+    let r = Repo::new();
+    let user = r.root().join(".config/coord");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::create_dir_all(r.root().join(".coord")).unwrap();
+    let elsewhere = r.root().join("elsewhere.db");
+    std::fs::write(
+        r.root().join(".coord/config.toml"),
+        format!("db = {:?}\nteam = \"repo-team\"\n", elsewhere.display().to_string()),
+    )
+    .unwrap();
+    std::fs::write(
+        user.join("config.toml"),
+        "team = \"user-team\"\nlog = \"warn\"\nfile-size-limit = 4096\n",
+    )
+    .unwrap();
+    let (shown, code) = r.json_as("a", &["config", "show"]);
+    assert_eq!(code, 0, "{shown}");
+    let setting = |v: &Value, key: &str| {
+        v["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == key)
+            .cloned()
+    };
+    let team = setting(&shown, "team").unwrap();
+    assert_eq!(
+        (team["value"].as_str(), team["source"].as_str()),
+        (Some("repo-team"), Some("file"))
+    );
+    assert!(team["file"].as_str().unwrap().ends_with(".coord/config.toml"), "{team}");
+    assert_eq!(setting(&shown, "log").unwrap()["value"], "warn");
+    // The repository's file chose the database: coord uses it.
+    let (locked, code) = r.json_as("a", &["lock", "acquire", "src/a.rs"]);
+    assert_eq!(code, 0, "{locked}");
+    assert!(
+        elsewhere.exists() && !r.root().join(".coord/coord.db").exists(),
+        "the file's db is used"
+    );
+    // The environment over the files, a flag over the environment.
+    let out = r.run_in(
+        r.root(),
+        &["--json", "--file-size-limit", "10", "config", "show"],
+        &[("COORD_TEAM", "env-team")],
+    );
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(setting(&shown, "team").unwrap()["source"], "environment");
+    let limit = setting(&shown, "file-size-limit").unwrap();
+    assert_eq!(
+        (limit["value"].as_str(), limit["source"].as_str()),
+        (Some("10"), Some("flag"))
+    );
+    // Refused, by name: identity anywhere, a credential or a way out in the repository's file.
+    for (file, text, says) in [
+        (user.join("config.toml"), "agent-id = \"me\"\n", "identity"),
+        (
+            r.root().join(".coord/config.toml"),
+            "remote = \"http://127.0.0.1:1\"\n",
+            "only be set in your user file",
+        ),
+        (
+            r.root().join(".coord/config.toml"),
+            "validator-command = \"sh\"\n",
+            "only be set in your user file",
+        ),
+        (
+            r.root().join(".coord/config.toml"),
+            "no-such-setting = 1\n",
+            "unknown setting",
+        ),
+        (r.root().join(".coord/config.toml"), "db = \n", "not valid TOML"),
+    ] {
+        let kept = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, text).unwrap();
+        let (refusal, code) = r.json_as("a", &["status"]);
+        assert_eq!(
+            (code, refusal["error"].as_str()),
+            (2, Some("invalid_argument")),
+            "{text}: {refusal}"
+        );
+        assert!(refusal["message"].as_str().unwrap().contains(says), "{text}: {refusal}");
+        let hook = r.run(&["hook", "PreToolUse"]);
+        assert_ne!(
+            hook.status.code(),
+            Some(0),
+            "a hook with a broken configuration fails closed: {text}"
+        );
+        std::fs::write(&file, kept).unwrap();
+    }
+    let human = stdout(&r.run(&["config", "show", "--all"]));
+    assert!(
+        human.contains("release-grace-seconds") && human.contains("COORD_RELEASE_GRACE_SECONDS"),
+        "{human}"
+    );
 }

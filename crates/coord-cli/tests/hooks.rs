@@ -38,7 +38,8 @@ impl Project {
             .env_remove("CLAUDECODE")
             .env_remove("CLAUDE_CODE_SESSION_ID")
             // `coord init claude` approves its server in the user's settings: a scratch one.
-            .env("CLAUDE_CONFIG_DIR", self.user.path());
+            .env("CLAUDE_CONFIG_DIR", self.user.path())
+            .env("XDG_CONFIG_HOME", self.user.path().join("xdg"));
         c
     }
 

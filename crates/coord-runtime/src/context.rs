@@ -51,6 +51,17 @@ pub fn git_root(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// coord's state directory (`.coord/`) for a process working in `cwd`: beside the
+/// repository's main checkout (shared by its worktrees), else beside `cwd`.
+pub fn state_dir_of(cwd: &Path) -> PathBuf {
+    let git = git_root(cwd);
+    let shared = match &git {
+        Some(root) => crate::worktree::locate(root).shared_root,
+        None => cwd.to_path_buf(),
+    };
+    shared.join(".coord")
+}
+
 /// Where remote mode sends requests.
 #[derive(Debug, Clone)]
 pub struct Remote {
