@@ -236,8 +236,16 @@ impl Cli {
     }
 
     fn whole_grammar(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
-        use clap::{CommandFactory, FromArgMatches};
-        let matches = Cli::command().try_get_matches_from(args)?;
+        use clap::FromArgMatches;
+        let mut grammar = crate::grammar::command();
+        let matches = grammar.try_get_matches_from_mut(args)?;
+        if let Some(("options", _)) = matches.subcommand()
+            && let Some(options) = grammar.find_subcommand_mut("options")
+        {
+            // A page to read, like `coord help options`: printed, nothing run.
+            let _ = options.print_long_help();
+            std::process::exit(0);
+        }
         let mut cli = Cli::from_arg_matches(&matches)?;
         cli.global.identity_on_command_line = identity_written(&matches);
         cli.global.written_flags = flags_written(&matches);

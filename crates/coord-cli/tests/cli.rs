@@ -2657,3 +2657,34 @@ fn configuration_files_are_read_in_their_order_and_refused_when_wrong() {
         "{human}"
     );
 }
+
+/// The options every command takes are listed once — `coord --help`, `coord help options`
+/// — not under every command, which points to them instead; they still work anywhere.
+#[test]
+fn global_options_are_listed_once() {
+    let r = Repo::new();
+    let help = |args: &[&str]| stdout(&r.run(args));
+    let top = help(&["--help"]);
+    assert!(top.contains("--db <URL>") && top.contains("options"), "{top}");
+    for args in [
+        &["msg", "--help"][..],
+        &["msg", "send", "--help"],
+        &["lock", "acquire", "--help"],
+    ] {
+        let text = help(args);
+        assert!(
+            !text.contains("--recall-half-life-days") && !text.contains("--db <URL>"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("coord help options"), "{args:?} points to them: {text}");
+    }
+    for args in [&["help", "options"][..], &["options"]] {
+        let text = help(args);
+        assert!(
+            text.contains("--recall-half-life-days") && text.contains("--agent-id <ID>"),
+            "{args:?}: {text}"
+        );
+    }
+    let (listed, code) = r.json_as("a", &["lock", "list", "--agent-id", "b"]);
+    assert_eq!(code, 0, "a global option after the command still parses: {listed}");
+}
