@@ -18,6 +18,8 @@ pub async fn run(cmd: AgentCommand, ctx: &Context, out: Output) -> u8 {
     let r = match cmd {
         AgentCommand::List => return list(ctx, out),
         AgentCommand::Show { agent } => return show_agent(ctx, &agent, out),
+        // Sessions need the coordinator: lib::run sends them to commands::run.
+        AgentCommand::Session(_) => Err(coord_domain::CoordError::internal()),
         AgentCommand::Flags(args) => flags(&args, ctx, out),
         AgentCommand::Run(args) => rt::launch(request(*args), ctx, None).await.map(|o| render(&o, out)),
         // (Not `agent_id`: clap would take it for the global --agent-id, the caller.)
@@ -82,7 +84,7 @@ fn render(outcome: &Outcome, out: Output) -> u8 {
     }
 }
 
-/// `coord agents list` / `coord agent list`: the registry, invalid entries with their errors.
+/// `coord agent list`: the registry, invalid entries with their errors.
 pub(crate) fn list(ctx: &Context, out: Output) -> u8 {
     let all = definitions(ctx);
     let bad = all.iter().any(|e| e.definition().is_none());
@@ -151,7 +153,7 @@ pub(crate) fn list(ctx: &Context, out: Output) -> u8 {
     if bad { output::EXIT_USAGE } else { output::EXIT_OK }
 }
 
-/// `coord agents show ID` / `coord agent show ID`.
+/// `coord agent show ID`.
 pub(crate) fn show_agent(ctx: &Context, name: &str, out: Output) -> u8 {
     match find(ctx, name) {
         Ok((place, d)) => show(&place, &d, out),

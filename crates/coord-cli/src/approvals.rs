@@ -1,4 +1,4 @@
-//! `coord approvals`: list, show, approve, deny, wait. Every subcommand is one registry
+//! `coord approval`: list, show, approve, deny, wait. Every subcommand is one registry
 //! operation (`wait` polls `get_approval`); this module renders them for people.
 
 use crate::args::ApprovalsCommand;

@@ -98,7 +98,7 @@ pub struct GlobalArgs {
     pub model_endpoints: Vec<String>,
     /// Whether --agent-id and --agent-type were written on the command line (not taken
     /// from COORD_AGENT_ID/COORD_AGENT_TYPE): commands that mint a credential for another
-    /// identity (`coord keys`, `coord cloud`) use only what was written, so an
+    /// identity (`coord key`, `coord cloud`) use only what was written, so an
     /// operator's own identity in the environment never becomes the agent's.
     #[arg(skip)]
     pub identity_on_command_line: (bool, bool),
@@ -229,6 +229,7 @@ impl Cli {
         let HookOnly::Hook(hook) = line.command;
         let mut global = line.global;
         global.identity_on_command_line = identity_written(&matches);
+        global.written_flags = flags_written(&matches);
         Some(Cli {
             global,
             command: Command::Hook(hook),
@@ -292,10 +293,6 @@ pub enum Command {
     /// The work queue: submit, claim and complete tasks
     #[command(subcommand)]
     Work(WorkCommand),
-    /// The agent registry (list, show: .claude/agents/*.md and agents.json) and agent
-    /// sessions (register, heartbeat, discover peers, clean up dead agents)
-    #[command(subcommand)]
-    Agents(AgentsCommand),
     /// Confined file tools: read or write a file of the workspace through coord (no
     /// escape, no symlinks, atomic writes fenced by your lock), as agents do over MCP
     #[command(subcommand)]
@@ -316,7 +313,7 @@ pub enum Command {
     /// verify its hash chain, prune rows older than the retention (90 days by default)
     Audit(AuditCommandArgs),
     /// Managed API keys for the HTTP API: create (bound to --agent-id/--agent-type), list, revoke
-    #[command(subcommand)]
+    #[command(subcommand, name = "key", alias = "keys")]
     Keys(KeysCommand),
     /// Agent profiles: who may do what (trust level 0-4, permissions, resource limits).
     /// An agent's profile is the one assigned to its id, else its type's default, else
@@ -327,15 +324,15 @@ pub enum Command {
     /// The approval queue: requests refused over a resource limit of a profile that
     /// allows escalation wait here for a person (trust 4 or an operator key); an
     /// approval lets the same agent's same request pass once, until it expires
-    #[command(subcommand)]
+    #[command(subcommand, name = "approval", alias = "approvals")]
     Approvals(ApprovalsCommand),
     /// The security channel: every destructive operation an agent ran as an elevated
     /// operation of its profile, and its delivery to the webhook
     /// (COORD_SECURITY_WEBHOOK_URL; `coord serve` delivers every few seconds)
-    #[command(subcommand)]
+    #[command(subcommand, name = "notification", alias = "notifications")]
     Notifications(NotificationsCommand),
     /// Destructive-operation guardrails: check a shell command line (or the files an edit
-    /// changes) before running it; blocked commands can be approved once (coord approvals)
+    /// changes) before running it; blocked commands can be approved once (coord approval)
     #[command(subcommand)]
     Guard(GuardCommand),
     /// Cloud agents (Claude Code on the web, Codex Cloud): `coord cloud env` issues a
@@ -343,7 +340,7 @@ pub enum Command {
     #[command(subcommand)]
     Cloud(CloudCommand),
     /// Port blocks for isolated per-session environments (shared by every process on this machine)
-    #[command(subcommand)]
+    #[command(subcommand, name = "port", alias = "ports")]
     Ports(PortsCommand),
     /// Network policies: ask whether you may reach a host, list and change the policies
     /// (allow and deny entries, categories such as @package_managers), read the access
@@ -363,10 +360,10 @@ pub enum Command {
     /// paths over GitHub's 50 characters; docs/github.md)
     #[command(subcommand)]
     Github(GithubCommand),
-    /// Agents coord launches: definitions in .claude/agents/*.md, their profile
-    /// (read_only, write, verification, design), the exact command line per runtime, and
-    /// launching one in the sandbox with least privilege (docs/agents.md)
-    #[command(subcommand)]
+    /// Agents: the registry (.claude/agents/*.md and agents.json: list, show), launching
+    /// one with least privilege (flags, run, spawn and what it spawned), and sessions
+    /// (register, heartbeat, discover peers, clean up dead agents); docs/agents.md
+    #[command(subcommand, alias = "agents")]
     Agent(AgentCommand),
     /// Graph workflows: nodes are queue tasks, edges conditions on the upstream result
     /// (when: success|failure|always, or CEL); create from a YAML/JSON file, follow
@@ -383,10 +380,11 @@ pub enum Command {
     Team(TeamCommand),
     /// Run one agent of the registry on a task from the shell (spec 002's `--agent`):
     /// `coord agent run` with the agent named by --agent; prints its final answer
+    #[command(hide = true)]
     Run(Box<RunArgs>),
     /// The egress proxy alone: HTTP CONNECT and plain-HTTP forwarding for agents that
     /// authenticate with `Proxy-Authorization: Basic <agent id>:<managed API key>`
-    /// (`coord keys create`), each held to its own network policy; every attempt is
+    /// (`coord key create`), each held to its own network policy; every attempt is
     /// decided by check_network_access and logged (docs/network.md)
     Proxy(ProxyArgs),
     /// Run any operation by name with a JSON request (every operation is reachable from
@@ -609,13 +607,13 @@ pub enum KeysCommand {
     List,
     /// Revoke a key so it no longer authenticates
     Revoke {
-        /// The key's id, as shown by `coord keys list` and `coord keys create` (not the secret)
+        /// The key's id, as shown by `coord key list` and `coord key create` (not the secret)
         #[arg(value_name = "KEY_ID")]
         key_id: String,
     },
 }
 
-/// What `coord keys issue` and `coord cloud env` mint a key for.
+/// What `coord key issue` and `coord cloud env` mint a key for.
 #[derive(Debug, Clone, clap::Args)]
 pub struct IssueArgs {
     #[command(flatten)]
@@ -642,7 +640,7 @@ pub struct IssueFor {
 
 #[derive(Debug, Subcommand)]
 pub enum CloudCommand {
-    /// Issue a key for one cloud session or task (as `coord keys issue`) and print the
+    /// Issue a key for one cloud session or task (as `coord key issue`) and print the
     /// environment the cloud agent needs (COORDINATION_API_URL, COORDINATION_API_KEY,
     /// AGENT_TYPE) and the domains to add to its network allowlist.
     /// `coord --agent-type codex_cloud cloud env --task T --url https://coord.example.com`
@@ -846,7 +844,7 @@ pub enum ApprovalsCommand {
 #[derive(Debug, Subcommand)]
 pub enum PortsCommand {
     /// Lease four ports (db, rest, realtime, api) for SESSION; the same SESSION gets the
-    /// same block back and refreshes its lease. `eval "$(coord ports allocate wt-1 --env)"`
+    /// same block back and refreshes its lease. `eval "$(coord port allocate wt-1 --env)"`
     Allocate {
         /// Any stable name for the environment, e.g. the worktree or branch name
         #[arg(value_name = "SESSION")]
@@ -857,7 +855,7 @@ pub enum PortsCommand {
     },
     /// Give SESSION's block back (releasing twice is fine)
     Release {
-        /// The name given to `coord ports allocate`
+        /// The name given to `coord port allocate`
         #[arg(value_name = "SESSION")]
         session_id: String,
     },
@@ -1197,13 +1195,18 @@ pub enum SandboxCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
-    /// The agent definitions of this repository (.claude/agents/*.md), invalid ones with their errors
+    /// The agent registry (spec 002's `/agents`): every definition of .claude/agents/*.md
+    /// and agents.json, checked, with each invalid one's errors; exits 2 when one is invalid
     List,
-    /// One definition: profile (and why), tools, model, system prompt
+    /// One definition of the registry: profile (and why), tools, runtime, model,
+    /// delegation, system prompt
     Show {
-        /// The agent's name (its `name:` field or its file name)
+        /// Its id (`name:` of a .md file or its file name, `id` of agents.json)
         agent: String,
     },
+    /// Sessions: register, heartbeat, discover, cleanup
+    #[command(flatten)]
+    Session(AgentsCommand),
     /// The exact command line, environment and generated files of a launch; $RUN,
     /// $AGENT_ID and the key stand for what each launch creates
     Flags(AgentFlagsArgs),
@@ -1689,15 +1692,6 @@ pub enum AgentStatusArg {
 
 #[derive(Debug, Subcommand)]
 pub enum AgentsCommand {
-    /// The agent registry (spec 002's `/agents`; also `coord agent list`): every definition of
-    /// .claude/agents/*.md and agents.json, checked, with each invalid one's errors;
-    /// exits 2 when one is invalid
-    List,
-    /// One definition of the registry: profile, tools, runtime, delegation, prompt
-    Show {
-        /// Its id (`name:` of a .md file, `id` of agents.json)
-        agent: String,
-    },
     /// Start a session so other agents can discover you
     Register {
         /// Something you can do, e.g. coding, testing, review (repeatable)
@@ -2033,6 +2027,54 @@ mod tests {
     /// Every line the hook-only grammar accepts means the same in the whole grammar
     /// (the same global flags, event and identity provenance); every other line is left
     /// to the whole grammar.
+    /// The guardrails refuse a person's decisions by the command's words: every spelling
+    /// the grammar accepts (a command's name and its aliases) is in their list, and every
+    /// entry of the list is a command of the grammar.
+    #[test]
+    fn the_guardrails_know_every_spelling_of_a_persons_decision() {
+        use coord_guardrails::rules::PERSON_COMMANDS;
+        let grammar = crate::grammar::command();
+        let spellings = |c: &clap::Command| -> Vec<String> {
+            std::iter::once(c.get_name().to_string())
+                .chain(c.get_all_aliases().map(String::from))
+                .collect()
+        };
+        let find = |parent: &clap::Command, word: &str| -> Option<clap::Command> {
+            parent
+                .get_subcommands()
+                .find(|c| spellings(c).iter().any(|s| s == word))
+                .cloned()
+        };
+        // Every command of the grammar, at any depth (the words may stand anywhere).
+        let mut all = vec![grammar.clone()];
+        let mut i = 0;
+        while i < all.len() {
+            let subs: Vec<clap::Command> = all[i].get_subcommands().cloned().collect();
+            all.extend(subs);
+            i += 1;
+        }
+        for entry in PERSON_COMMANDS {
+            let first = all
+                .iter()
+                .find(|c| spellings(c).iter().any(|s| s == entry[0]))
+                .unwrap_or_else(|| panic!("`{}` is not a command", entry[0]));
+            let mut at = first.clone();
+            for word in &entry[1..] {
+                at = find(&at, word).unwrap_or_else(|| panic!("`coord … {}` is not a command", entry.join(" ")));
+            }
+            for spelling in spellings(first) {
+                let mut other: Vec<&str> = entry.to_vec();
+                other[0] = &spelling;
+                assert!(
+                    PERSON_COMMANDS.contains(&other.as_slice()),
+                    "the guardrails refuse `coord {}` but not `coord {}`",
+                    entry.join(" "),
+                    other.join(" ")
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_hook_grammar_is_a_subset_of_the_whole() {
         let accepted = [

@@ -1,4 +1,4 @@
-//! Cloud agents: `coord keys issue` mints a short-lived key for one cloud session or task,
+//! Cloud agents: `coord key issue` mints a short-lived key for one cloud session or task,
 //! bound to an identity and its profile; `coord cloud env` also prints the environment
 //! the cloud agent needs and the domains its network allowlist must let through.
 //! Both are registry operations underneath (`assign_profile`, `create_api_key`,
@@ -18,7 +18,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Keys `issue` mints are short-lived: a cloud session or task, not a service account
-/// (`coord keys create` makes those).
+/// (`coord key create` makes those).
 const MAX_ISSUE_MINUTES: i64 = 24 * 60;
 
 /// A key issued for one session or task, with the profile it acts under.
@@ -62,7 +62,7 @@ pub async fn issue(
             ErrorCode::InvalidArgument,
             "ttl",
             format!(
-                "--ttl {} is longer than 24h: issued keys are short-lived (coord keys create makes long-lived ones)",
+                "--ttl {} is longer than 24h: issued keys are short-lived (coord key create makes long-lived ones)",
                 args.ttl
             ),
         ));
@@ -128,7 +128,7 @@ fn describe(i: &Issued) -> String {
     )
 }
 
-/// `coord keys issue`.
+/// `coord key issue`.
 pub async fn issue_command(
     args: &IssueArgs,
     coord: &dyn Coordination,

@@ -28,6 +28,7 @@ use std::fmt::Write;
 pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;
     match command {
+        Command::Agent(AgentCommand::Session(cmd)) => agents(cmd, coord, ctx, out).await,
         Command::Init { .. }
         | Command::Completions { .. }
         | Command::Man
@@ -86,7 +87,6 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
             }
         },
         Command::Work(cmd) => work(cmd, coord, ctx, out).await,
-        Command::Agents(cmd) => agents(cmd, coord, ctx, out).await,
         Command::Handoff(cmd) => handoff(cmd, coord, ctx, out).await,
         Command::File(cmd) => crate::files::run(cmd, coord, ctx, out).await,
         Command::Memory(cmd) => crate::memory::run(cmd, coord, ctx, out).await,
@@ -211,9 +211,6 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
 async fn agents(cmd: AgentsCommand, coord: &dyn Coordination, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;
     match cmd {
-        // Read from the workspace before a coordinator is opened (lib.rs).
-        // `lib::run` reads the registry before opening a coordinator.
-        AgentsCommand::List | AgentsCommand::Show { .. } => out.error(&coord_domain::CoordError::internal()),
         AgentsCommand::Register {
             capabilities,
             current_task,
@@ -343,7 +340,7 @@ async fn handoff(cmd: HandoffCommand, coord: &dyn Coordination, ctx: &Context, o
     }
 }
 
-/// `coord keys`: the key's identity is the explicit `--agent-id`/`--agent-type`; the
+/// `coord key`: the key's identity is the explicit `--agent-id`/`--agent-type`; the
 /// key is recorded as created by this user.
 pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Output) -> u8 {
     let coord = match crate::open::coordination(ctx, 2).await {
@@ -359,7 +356,7 @@ pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Ou
             let (Some(agent_id), Some(agent_type)) = crate::args::Cli::written_identity(global) else {
                 return out.error(&CoordError::new(
                     ErrorCode::InvalidArgument,
-                    "give the identity the key acts as on the command line: coord keys create --agent-id ID --agent-type TYPE",
+                    "give the identity the key acts as on the command line: coord key create --agent-id ID --agent-type TYPE",
                 ));
             };
             let minutes = match expires_in
@@ -429,7 +426,7 @@ fn render_guard(r: &CheckGuardrailsResult) -> String {
     lines.join("\n")
 }
 
-/// `coord ports`: `ports` is the machine's allocator locally (no database is opened), or
+/// `coord port`: `ports` is the machine's allocator locally (no database is opened), or
 /// the server in remote mode.
 pub async fn ports(cmd: PortsCommand, coord: &dyn Ports, ctx: &Context, out: Output) -> u8 {
     let me = &ctx.caller;

@@ -226,7 +226,9 @@ pub async fn run(cli: Cli) -> u8 {
         return sandbox::run(cmd, &ctx, out).await;
     }
     match cli.command {
-        Command::Agent(cmd) => return agent::run(cmd, &ctx, out).await,
+        Command::Agent(cmd) if !matches!(cmd, args::AgentCommand::Session(_)) => {
+            return agent::run(cmd, &ctx, out).await;
+        }
         Command::Run(args) => {
             let args = args::AgentRunArgs {
                 agent: args.agent,
@@ -238,9 +240,6 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Workflow(cmd) => return orchestrate::workflow(cmd, &ctx, out).await,
         Command::Swarm(cmd) => return orchestrate::swarm(cmd, &ctx, out).await,
         Command::Team(cmd) => return orchestrate::team(cmd, &ctx, out).await,
-        // The registry is the workspace's files: no coordinator needed.
-        Command::Agents(args::AgentsCommand::List) => return agent::list(&ctx, out),
-        Command::Agents(args::AgentsCommand::Show { agent }) => return agent::show_agent(&ctx, &agent, out),
         _ => {}
     }
     if let Command::Ports(cmd) = cli.command {

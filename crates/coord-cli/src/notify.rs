@@ -1,7 +1,7 @@
-//! `coord notifications`: the security channel listed (`list_notifications`) and
+//! `coord notification`: the security channel listed (`list_notifications`) and
 //! delivered. Delivery takes the due notifications from the outbox, posts each to the
 //! webhook and records the outcome; a failure is retried with backoff. `coord serve` runs
-//! a delivery pass every few seconds; `coord notifications deliver` runs one now.
+//! a delivery pass every few seconds; `coord notification deliver` runs one now.
 
 use crate::args::NotificationsCommand;
 use crate::context::Context;

@@ -687,7 +687,7 @@ fn webhook(status: &'static str) -> (String, std::sync::mpsc::Receiver<Value>) {
 }
 
 /// An elevated operation reaches the security webhook: listed, delivered once by
-/// `coord notifications deliver`, and a webhook that refuses leaves it undelivered with why.
+/// `coord notification deliver`, and a webhook that refuses leaves it undelivered with why.
 #[test]
 fn elevated_operations_reach_the_security_webhook() {
     let repo = Repo::new();
@@ -1677,7 +1677,7 @@ fn cloud_env_issues_a_task_key_and_the_environment() {
     );
 }
 
-/// The port allocator needs no database: `coord ports` neither opens nor creates one, and
+/// The port allocator needs no database: `coord port` neither opens nor creates one, and
 /// works while the configured database is unreachable.
 #[test]
 fn ports_need_no_database() {
@@ -1905,7 +1905,7 @@ fn agent_definitions_are_listed_checked_and_turned_into_flags() {
     assert_eq!((c, v["error"].as_str()), (2, Some("invalid_argument")), "{v}");
 }
 
-/// Spec 002's registry: agents.json beside the .md files, `coord agents list|show`
+/// Spec 002's registry: agents.json beside the .md files, `coord agent list|show`
 /// (its `/agents`), `coord run --agent` (its `--agent`), field errors with their path.
 #[test]
 fn the_agent_registry_reads_agents_json_and_runs_an_agent_by_id() {

@@ -1099,8 +1099,8 @@ fn an_agent_cannot_approve_its_own_request_nor_borrow_an_identity() {
     );
     for command in [
         format!("coord --agent-id someone --agent-type cli approvals approve {id}"),
-        format!("coord approvals approve {id}"),
-        format!("COORD_AGENT_ID=ops coord approvals approve {id}"),
+        format!("coord approval approve {id}"),
+        format!("COORD_AGENT_ID=ops coord approval approve {id}"),
         format!("coord call decide_approval '{{\"approval_id\":\"{id}\",\"decision\":\"approve\"}}'"),
         "sqlite3 .coord/coord.db \"UPDATE approval_queue SET status = 'approved'\"".to_string(),
         "coord --agent-id alice lock release src/a.rs".to_string(),

@@ -77,7 +77,7 @@ impl KeyMatch {
                 at.format("%Y-%m-%d %H:%M:%SZ")
             ))),
             (_, Some(at), _) => Err(refused(format!(
-                "API key {} expired at {}; ask an operator for a new one (coord keys issue)",
+                "API key {} expired at {}; ask an operator for a new one (coord key issue)",
                 self.origin.key_id,
                 at.format("%Y-%m-%d %H:%M:%SZ")
             ))),

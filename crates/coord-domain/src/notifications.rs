@@ -2,7 +2,7 @@
 //! (`notifications`) written in the same transaction as the decision they report, and
 //! delivered to a webhook (`COORD_SECURITY_WEBHOOK_URL`) by whichever coordinator
 //! process runs the dispatcher. Nothing is lost when the webhook is down: a delivery
-//! that fails is retried with backoff, and `coord notifications` lists them all.
+//! that fails is retried with backoff, and `coord notification` lists them all.
 
 use crate::error::{CoordResult, ErrorCode};
 use crate::guardrails::{Action, CheckGuardrailsResult};

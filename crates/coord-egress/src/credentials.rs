@@ -61,7 +61,7 @@ impl Credentials for RunTokens {
     }
 }
 
-/// Managed API keys (`coord keys issue`): the key is the password, and the user must
+/// Managed API keys (`coord key issue`): the key is the password, and the user must
 /// be the agent it is bound to.
 pub struct ManagedKeys(pub Arc<dyn Server>);
 

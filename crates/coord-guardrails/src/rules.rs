@@ -671,13 +671,18 @@ pub const PERSON_OPERATIONS: &[&str] = &[
     "receive_github_delivery",
 ];
 
-/// `coord` subcommands (as consecutive words) that make a person's decision.
-const PERSON_COMMANDS: &[&[&str]] = &[
+/// `coord` subcommands (as consecutive words) that make a person's decision, in every
+/// spelling the grammar accepts (its aliases too: coord-cli's `args` tests hold the two
+/// together).
+pub const PERSON_COMMANDS: &[&[&str]] = &[
+    &["approval", "approve"],
+    &["approval", "deny"],
     &["approvals", "approve"],
     &["approvals", "deny"],
     &["profile", "apply"],
     &["profile", "assign"],
     &["profile", "unassign"],
+    &["key"],
     &["keys"],
     &["cloud", "env"],
     &["rules", "set"],

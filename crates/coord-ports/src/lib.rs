@@ -5,7 +5,7 @@
 //!
 //! The rules (block arithmetic, refresh, exhaustion, expiry) are `coord_domain::ports`;
 //! this crate only keeps the leases. Through the service each allocation and release is
-//! audited after the change (the state file is not a store); `coord ports` on the machine
+//! audited after the change (the state file is not a store); `coord port` on the machine
 //! itself uses the file alone.
 
 use coord_domain::ports::{self, Claimant, PortConfig, PortLease};

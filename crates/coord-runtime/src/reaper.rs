@@ -10,7 +10,7 @@
 //! (its start time in `/proc` differs) — for longer than the grace period has its session
 //! ended through `cleanup_dead_agents {sessions}`: locks released, claimed tasks requeued
 //! with the attempt counted, audited. A session the agent has replaced by reconnecting is
-//! left alone. `coord agents cleanup` does the same at once. Linux only (`/proc`); where
+//! left alone. `coord agent cleanup` does the same at once. Linux only (`/proc`); where
 //! it is missing, nothing is reaped and heartbeat staleness still applies.
 
 use coord_domain::sessions::{CleanupDeadAgentsRequest, CleanupResult};
@@ -203,7 +203,7 @@ impl Reaper {
     }
 
     /// The session ids of dead recorded processes, whatever the grace period, and
-    /// forgets their records (for `coord agents cleanup`, which a person runs on purpose).
+    /// forgets their records (for `coord agent cleanup`, which a person runs on purpose).
     pub fn take_dead_now(registry: &Registry) -> Vec<String> {
         let dead: Vec<ProcessRecord> = registry.records().into_iter().filter(|r| !alive(r)).collect();
         for r in &dead {

@@ -1,6 +1,6 @@
 //! Port blocks for isolated environments. A separate interface from the rest of
 //! [`Coordination`](crate::Coordination) because it needs no database: the CLI serves
-//! `coord ports` locally with [`LocalPorts`] alone, without opening (or creating) a store.
+//! `coord port` locally with [`LocalPorts`] alone, without opening (or creating) a store.
 
 use crate::Clock;
 use async_trait::async_trait;
@@ -83,7 +83,7 @@ fn claimant(caller: &Caller, admin: bool) -> coord_domain::ports::Claimant {
     }
 }
 
-/// The machine's own processes (`coord ports`): they administer the blocks.
+/// The machine's own processes (`coord port`): they administer the blocks.
 #[async_trait]
 impl Ports for LocalPorts {
     async fn allocate_ports(&self, caller: &Caller, req: AllocatePortsRequest) -> CoordResult<AllocatePortsResult> {

@@ -508,7 +508,7 @@ fn definition_or_profile(
     {
         errors.push(FieldError::new(
             format!("{at}definition"),
-            format!("no valid agent {d:?} in the registry (coord agents list)"),
+            format!("no valid agent {d:?} in the registry (coord agent list)"),
         ));
     }
     (definition, profile)

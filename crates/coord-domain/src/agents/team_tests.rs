@@ -76,7 +76,7 @@ fn every_error_with_its_path() {
                 "colour: unknown field (known: name, description, agents, coordination)",
                 "name: \"T t\": use lowercase letters, digits, '-' and '_'",
                 "agents[0].sandbox: unknown field (known: name, role, capabilities, description, definition, profile, runtime, isolation, run, task)",
-                "agents[0].definition: no valid agent \"ghost\" in the registry (coord agents list)",
+                "agents[0].definition: no valid agent \"ghost\" in the registry (coord agent list)",
             ],
         ),
         (

@@ -35,7 +35,7 @@ pub const MANUAL_TIER: u8 = 4;
 /// Trust at or above this skips tiers 0 and 1 (spec 001, "Elevated").
 pub const SKIPS_LOW_TIERS_TRUST: u8 = 3;
 /// The name approval requests for a person's review of a changeset carry as their
-/// operation (`coord approvals list` shows them beside refused operations).
+/// operation (`coord approval list` shows them beside refused operations).
 pub const REVIEW_OPERATION: &str = "verify_changeset";
 
 fn invalid(field: &str, message: impl Into<String>) -> CoordError {

@@ -1,7 +1,7 @@
 //! Port blocks for isolated environments (a file shared by the machine's processes).
 //! A block belongs to the agent that allocated it; a key bound to one agent holds at
 //! most `PORT_ALLOC_MAX_PER_AGENT`. Through the pipeline every allocation and release is
-//! audited (`coord ports` on the machine itself uses the file alone, without a store).
+//! audited (`coord port` on the machine itself uses the file alone, without a store).
 
 use crate::op::{Audit, Http, Input, Operation};
 use crate::{Coordinator, Ports};
