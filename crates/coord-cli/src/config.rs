@@ -8,9 +8,7 @@
 //!
 //! Refused, never skipped: a file that is not TOML, an unknown key, a value that is not
 //! a string, number, boolean or list of strings, identity (`agent-id`: two agents must
-//! never share one), and in the repository's file whatever would send a credential,
-//! run a command or switch a protection off (`remote`, keys, webhook and validator
-//! URLs, the validator command, `sandbox-enabled`, `no-validation`).
+//! never share one), and in the repository's file anything but tuning ([`SETTINGS`]).
 
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use serde::Serialize;
@@ -47,79 +45,55 @@ const fn secret(key: &'static str, env: &'static str) -> Setting {
     }
 }
 
-/// Every setting a file may hold (README.md, "Configuration", says what each does).
+/// Every setting a file may hold (README.md, "Configuration", says what each does). The
+/// repository's file (`true` in the last column) holds tuning only: never where coord's
+/// state or credentials go, a command, what agents may reach, the server's address,
+/// retention or spawn limits, or a protection switched off.
+#[rustfmt::skip]
 pub const SETTINGS: &[Setting] = &[
-    s("db", "COORD_DATABASE_URL", Some("db"), true),
+    s("db", "COORD_DATABASE_URL", Some("db"), false),
     s("remote", "COORDINATION_API_URL", Some("remote"), false),
     secret("api-key", "COORDINATION_API_KEY"),
     s("workspaces", "COORD_WORKSPACES", Some("workspaces"), true),
-    s(
-        "file-size-limit",
-        "COORD_FILE_SIZE_LIMIT",
-        Some("file_size_limit"),
-        true,
-    ),
-    s(
-        "working-memory-budget",
-        "COORD_WORKING_MEMORY_BUDGET",
-        Some("working_memory_budget"),
-        true,
-    ),
-    s(
-        "recall-half-life-days",
-        "COORD_RECALL_HALF_LIFE_DAYS",
-        Some("recall_half_life_days"),
-        true,
-    ),
-    s(
-        "coordination-domains",
-        "COORD_COORDINATION_DOMAINS",
-        Some("coordination_domains"),
-        true,
-    ),
-    s(
-        "model-endpoints",
-        "COORD_MODEL_ENDPOINTS",
-        Some("model_endpoints"),
-        true,
-    ),
+    s("file-size-limit", "COORD_FILE_SIZE_LIMIT", Some("file_size_limit"), true),
+    s("working-memory-budget", "COORD_WORKING_MEMORY_BUDGET", Some("working_memory_budget"), true),
+    s("recall-half-life-days", "COORD_RECALL_HALF_LIFE_DAYS", Some("recall_half_life_days"), true),
+    s("coordination-domains", "COORD_COORDINATION_DOMAINS", Some("coordination_domains"), false),
+    s("model-endpoints", "COORD_MODEL_ENDPOINTS", Some("model_endpoints"), false),
     s("sqlite-busy-timeout-ms", "COORD_SQLITE_BUSY_TIMEOUT_MS", None, true),
     s("local-server", "COORD_LOCAL_SERVER", None, true),
     s("pg-pool-size", "COORD_PG_POOL_SIZE", None, true),
     s("team", "COORD_TEAM", None, true),
     s("release-grace-seconds", "COORD_RELEASE_GRACE_SECONDS", None, true),
-    s("audit-retention-days", "COORD_AUDIT_RETENTION_DAYS", None, true),
-    s("memory-retention-days", "COORD_MEMORY_RETENTION_DAYS", None, true),
+    s("audit-retention-days", "COORD_AUDIT_RETENTION_DAYS", None, false),
+    s("memory-retention-days", "COORD_MEMORY_RETENTION_DAYS", None, false),
     s("audit-key-file", "COORD_AUDIT_KEY_FILE", None, false),
-    s("security-webhook-url", "COORD_SECURITY_WEBHOOK_URL", None, false),
+    secret("security-webhook-url", "COORD_SECURITY_WEBHOOK_URL"),
     s("toolsets", "COORD_TOOLSETS", None, true),
     s("sandbox-enabled", "COORD_SANDBOX_ENABLED", None, false),
     s("validator-command", "COORD_VALIDATOR_COMMAND", None, false),
     s("validator-url", "COORD_VALIDATOR_URL", None, false),
-    s("validator-model", "COORD_VALIDATOR_MODEL", None, true),
-    s("validator-timeout", "COORD_VALIDATOR_TIMEOUT", None, true),
+    s("validator-model", "COORD_VALIDATOR_MODEL", None, false),
+    s("validator-timeout", "COORD_VALIDATOR_TIMEOUT", None, false),
     s("no-validation", "COORD_NO_VALIDATION", None, false),
-    s("max-running-agents", "COORD_MAX_RUNNING_AGENTS", None, true),
-    s("spawn-depth-limit", "COORD_SPAWN_DEPTH_LIMIT", None, true),
-    s("proxy-port", "COORD_PROXY_PORT", None, true),
+    s("max-running-agents", "COORD_MAX_RUNNING_AGENTS", None, false),
+    s("spawn-depth-limit", "COORD_SPAWN_DEPTH_LIMIT", None, false),
+    s("proxy-port", "COORD_PROXY_PORT", None, false),
     s("log", "COORD_LOG", None, true),
-    s("api-host", "API_HOST", None, true),
-    s("api-port", "API_PORT", None, true),
+    s("api-host", "API_HOST", None, false),
+    s("api-port", "API_PORT", None, false),
     secret("api-keys", "COORDINATION_API_KEYS"),
-    s("api-key-identities", "COORDINATION_API_KEY_IDENTITIES", None, false),
-    s(
-        "api-require-auth-for-reads",
-        "COORDINATION_API_REQUIRE_AUTH_FOR_READS",
-        None,
-        true,
-    ),
+    secret("api-key-identities", "COORDINATION_API_KEY_IDENTITIES"),
+    s("api-require-auth-for-reads", "COORDINATION_API_REQUIRE_AUTH_FOR_READS", None, false),
     secret("github-token", "COORD_GITHUB_TOKEN"),
     s("github-api-url", "COORD_GITHUB_API_URL", None, false),
-    s("github-repository", "COORD_GITHUB_REPOSITORY", None, true),
+    s("github-repository", "COORD_GITHUB_REPOSITORY", None, false),
     secret("github-webhook-secret", "GITHUB_WEBHOOK_SECRET"),
     secret("e2b-api-key", "E2B_API_KEY"),
     s("e2b-api-url", "E2B_API_URL", None, false),
     s("e2b-envd-url", "E2B_ENVD_URL", None, false),
+    s("otel-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", None, false),
+    s("otel-service-name", "OTEL_SERVICE_NAME", None, true),
     s("port-alloc-base", "PORT_ALLOC_BASE", None, true),
     s("port-alloc-range", "PORT_ALLOC_RANGE", None, true),
     s("port-alloc-ttl-minutes", "PORT_ALLOC_TTL_MINUTES", None, true),
@@ -194,8 +168,9 @@ pub fn parse(text: &str, path: &Path, origin: Origin) -> CoordResult<Layer> {
             return Err(refused(
                 path,
                 format!(
-                    "`{key}` may only be set in your user file or the environment: a repository's file must not \
-                     send credentials, run commands or switch protections off"
+                    "`{key}` may only be set in your user file or the environment: a repository's file holds \
+                     tuning only, never where coord's state or credentials go, commands, what agents may reach \
+                     or a protection switched off"
                 ),
             ));
         }
@@ -293,6 +268,20 @@ fn read_layer(path: Option<PathBuf>, origin: Origin, files: &mut Vec<FileState>)
 pub unsafe fn apply() -> CoordResult<()> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let mut files = Vec::new();
+    let (var, off) = coord_runtime::CONFIG_FILES_OFF;
+    if std::env::var(var).is_ok_and(|v| v == off) {
+        let from_env = SETTINGS
+            .iter()
+            .filter(|s| std::env::var_os(s.env).is_some())
+            .map(|s| s.env)
+            .collect();
+        let _ = APPLIED.set(Applied {
+            files,
+            set: Vec::new(),
+            from_env,
+        });
+        return Ok(());
+    }
     let layers: Vec<Layer> = [
         read_layer(Some(repository_file(&cwd)), Origin::Repository, &mut files)?,
         read_layer(user_file(), Origin::User, &mut files)?,
@@ -310,6 +299,21 @@ pub unsafe fn apply() -> CoordResult<()> {
     }
     let _ = APPLIED.set(Applied { files, set, from_env });
     Ok(())
+}
+
+/// A URL's password (`postgres://user:secret@host/db`) shown as `***`.
+fn without_password(value: &str) -> String {
+    let Some((scheme, rest)) = value.split_once("://") else {
+        return value.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rsplit_once('@') {
+        Some((userinfo, host)) if userinfo.contains(':') => {
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}:***@{host}{}", &rest[authority_end..])
+        }
+        _ => value.to_string(),
+    }
 }
 
 /// One line of `coord config show`.
@@ -348,7 +352,7 @@ pub fn show(applied: &Applied, flags: &[(String, String)], all: bool) -> Vec<Sho
             }
             let value = match flagged.or_else(|| std::env::var(s.env).ok()) {
                 Some(_) if s.secret => Some("(set)".into()),
-                v => v,
+                v => v.map(|v| without_password(&v)),
             };
             Some(Shown {
                 key: s.key,
@@ -374,20 +378,11 @@ mod tests {
     #[test]
     fn files_are_read_as_their_environment_variables() {
         let ok = [
-            ("db = \"postgres://h/db\"", "COORD_DATABASE_URL", "postgres://h/db"),
             ("file-size-limit = 2048", "COORD_FILE_SIZE_LIMIT", "2048"),
             ("workspaces = [\"src\", \"docs\"]", "COORD_WORKSPACES", "src:docs"),
-            (
-                "coordination-domains = [\"a.io\", \"b.io\"]",
-                "COORD_COORDINATION_DOMAINS",
-                "a.io,b.io",
-            ),
+            ("release-grace-seconds = 60", "COORD_RELEASE_GRACE_SECONDS", "60"),
             ("local-server = \"off\"", "COORD_LOCAL_SERVER", "off"),
-            (
-                "api-require-auth-for-reads = true",
-                "COORDINATION_API_REQUIRE_AUTH_FOR_READS",
-                "true",
-            ),
+            ("toolsets = \"core,files\"", "COORD_TOOLSETS", "core,files"),
         ];
         for (text, env, value) in ok {
             assert_eq!(
@@ -396,32 +391,22 @@ mod tests {
                 "{text}"
             );
         }
+        let user_only = "only be set in your user file";
         let refused = [
             ("db = ", Origin::User, "not valid TOML"),
             ("dbb = \"x\"", Origin::User, "unknown setting `dbb`"),
             ("agent-id = \"me\"", Origin::User, "identity"),
             ("agent-type = \"x\"", Origin::User, "identity"),
-            (
-                "remote = \"http://x\"",
-                Origin::Repository,
-                "only be set in your user file",
-            ),
-            ("api-key = \"k\"", Origin::Repository, "only be set in your user file"),
-            (
-                "validator-command = \"sh\"",
-                Origin::Repository,
-                "only be set in your user file",
-            ),
-            (
-                "sandbox-enabled = false",
-                Origin::Repository,
-                "only be set in your user file",
-            ),
-            (
-                "github-api-url = \"http://x\"",
-                Origin::Repository,
-                "only be set in your user file",
-            ),
+            ("remote = \"http://x\"", Origin::Repository, user_only),
+            ("api-key = \"k\"", Origin::Repository, user_only),
+            ("validator-command = \"sh\"", Origin::Repository, user_only),
+            ("sandbox-enabled = false", Origin::Repository, user_only),
+            ("github-api-url = \"http://x\"", Origin::Repository, user_only),
+            ("db = \"postgres://evil/x\"", Origin::Repository, user_only),
+            ("coordination-domains = [\"0.0.0.0/0\"]", Origin::Repository, user_only),
+            ("api-host = \"0.0.0.0\"", Origin::Repository, user_only),
+            ("audit-retention-days = 1", Origin::Repository, user_only),
+            ("spawn-depth-limit = 9", Origin::Repository, user_only),
             ("db = { a = 1 }", Origin::User, "a string, number"),
             ("workspaces = [1]", Origin::User, "a string, number"),
             ("[db]\nx = 1", Origin::User, "a string, number"),
@@ -430,14 +415,40 @@ mod tests {
             let e = parsed(text, origin).unwrap_err();
             assert!(e.contains(want) && e.starts_with("/c.toml: "), "{text}: {e}");
         }
-        assert!(parsed("remote = \"http://x\"\napi-key = \"k\"", Origin::User).is_ok());
+        assert!(
+            parsed(
+                "remote = \"http://x\"\napi-key = \"k\"\ndb = \"postgres://h/db\"",
+                Origin::User
+            )
+            .is_ok()
+        );
+        assert_eq!(
+            parsed("coordination-domains = [\"a.io\", \"b.io\"]", Origin::User),
+            Ok(vec![("COORD_COORDINATION_DOMAINS", "a.io,b.io".to_string())])
+        );
+    }
+
+    #[test]
+    fn passwords_are_not_shown() {
+        let cases = [
+            (
+                "postgres://coord:s3cret@db:5432/coord",
+                "postgres://coord:***@db:5432/coord",
+            ),
+            ("postgres://coord@db/coord", "postgres://coord@db/coord"),
+            ("https://u:p@h/x@y", "https://u:***@h/x@y"),
+            ("/path/coord.db", "/path/coord.db"),
+        ];
+        for (given, shown) in cases {
+            assert_eq!(without_password(given), shown);
+        }
     }
 
     #[test]
     fn the_environment_wins_then_the_repository_then_the_user() {
-        let repo = parse("db = \"repo\"\nteam = \"t\"", Path::new("/r"), Origin::Repository).unwrap();
+        let repo = parse("log = \"debug\"\nteam = \"t\"", Path::new("/r"), Origin::Repository).unwrap();
         let user = parse(
-            "db = \"user\"\nlog = \"info\"\nteam = \"u\"",
+            "log = \"info\"\ndb = \"user\"\nteam = \"u\"",
             Path::new("/u"),
             Origin::User,
         )
@@ -450,8 +461,8 @@ mod tests {
         assert_eq!(
             planned,
             vec![
-                ("COORD_DATABASE_URL", "repo", Path::new("/r")),
-                ("COORD_LOG", "info", Path::new("/u")),
+                ("COORD_LOG", "debug", Path::new("/r")),
+                ("COORD_DATABASE_URL", "user", Path::new("/u")),
             ]
         );
     }
@@ -466,7 +477,11 @@ mod tests {
                 s.env
             );
             assert_eq!(SETTINGS.iter().filter(|t| t.key == s.key).count(), 1, "{}", s.key);
-            assert!(s.in_repository || !s.secret || s.flag.is_none());
+            assert!(
+                !(s.secret && s.in_repository),
+                "{}: a secret never in the repository's file",
+                s.key
+            );
         }
     }
 }

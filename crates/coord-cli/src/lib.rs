@@ -32,6 +32,7 @@ mod sandbox;
 pub mod setup;
 mod spawned;
 mod stats;
+mod telemetry;
 mod values;
 mod verify;
 
@@ -61,7 +62,6 @@ pub fn main() -> ExitCode {
         return ExitCode::from(Output { json }.error(&e));
     }
     let cli = Cli::from_command_line();
-    init_logging();
     // A command that prints and ends (`coord agent flags X | head -1`) ends quietly when
     // its reader goes away, as other tools do, instead of panicking in println!. Not the
     // servers and supervisors: they write to sockets, where EPIPE is an error to handle;
@@ -91,6 +91,8 @@ pub fn main() -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
+    // After the signal's disposition: the exporter, when on, has a thread of its own.
+    let otel = init_logging();
     // Servers get worker threads; one-shot commands need none.
     let mut builder = match cli.command {
         Command::Serve(_)
@@ -112,7 +114,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(output::EXIT_UNAVAILABLE);
         }
     };
-    ExitCode::from(runtime.block_on(run(cli)))
+    let code = runtime.block_on(run(cli));
+    if let Some(provider) = otel {
+        telemetry::shutdown(provider);
+    }
+    ExitCode::from(code)
 }
 
 /// Logs go to stderr (stdout carries results); `COORD_LOG` sets the filter: a level or
@@ -124,7 +130,10 @@ pub fn main() -> ExitCode {
 /// full-DFA builder, which every other regex of the process then used too — every glob
 /// of the guardrails' registry built a dense DFA in every new process (every hook of an
 /// agent's Bash call paid ~10 ms for it; docs/benchmarks.md).
-fn init_logging() {
+/// Logs on stderr as `COORD_LOG` says, and OpenTelemetry spans when its endpoint is set
+/// (the provider returned is shut down at the end, exporting what is queued).
+fn init_logging() -> Option<opentelemetry_sdk::trace::SdkTracerProvider> {
+    use tracing_subscriber::Layer as _;
     use tracing_subscriber::filter::Targets;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
@@ -136,14 +145,18 @@ fn init_logging() {
         // No directive enables nothing.
         Err(_) => Targets::new(),
     };
+    let provider = telemetry::provider();
+    // Each layer its own filter: the spans exported do not depend on what is logged.
     let _ = tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_target(false),
+                .with_target(false)
+                .with_filter(targets),
         )
-        .with(targets)
+        .with(provider.as_ref().map(telemetry::layer))
         .try_init();
+    provider
 }
 
 /// `COORD_LOG` read strictly: comma-separated directives, each a level (`warn`) or

@@ -97,12 +97,22 @@ const CLAUDE_SANDBOX_KEYS: [(&str, bool); 4] = [
 /// the user's own settings are in it too).
 fn without_claude_sandbox(settings: &mut Map<String, Value>, protected: &[PathBuf]) -> Option<String> {
     let sandbox = settings.get_mut("sandbox")?.as_object_mut()?;
+    let ours: Vec<Value> = protected
+        .iter()
+        .map(|p| Value::String(format!("/{}", p.display())))
+        .collect();
+    // Without coord's paths in it, the sandbox is the user's own (Claude Code's `/sandbox`
+    // writes `enabled` and `autoAllowBashIfSandboxed` too): left as it is.
+    let had_ours = sandbox
+        .get("filesystem")
+        .and_then(|f| f.get("denyWrite"))
+        .and_then(Value::as_array)
+        .is_some_and(|d| d.iter().any(|v| ours.contains(v)));
+    if !had_ours {
+        return None;
+    }
     if let Some(fs) = sandbox.get_mut("filesystem").and_then(Value::as_object_mut) {
         if let Some(deny) = fs.get_mut("denyWrite").and_then(Value::as_array_mut) {
-            let ours: Vec<Value> = protected
-                .iter()
-                .map(|p| Value::String(format!("/{}", p.display())))
-                .collect();
             deny.retain(|v| !ours.contains(v));
             if deny.is_empty() {
                 fs.remove("denyWrite");
@@ -379,6 +389,11 @@ mod tests {
             "autoAllowBashIfSandboxed": true, "filesystem": {"denyWrite": ["//r/.coord"]}}, "model": "x"});
         assert_eq!(without_claude_sandbox(s.as_object_mut().unwrap(), &protected), None);
         assert_eq!(s, json!({"model": "x"}));
+        // The user's own sandbox (what Claude Code's /sandbox writes): not coord's to take.
+        let mine = json!({"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": true}});
+        let mut s = mine.clone();
+        assert_eq!(without_claude_sandbox(s.as_object_mut().unwrap(), &protected), None);
+        assert_eq!(s, mine);
     }
 
     #[test]

@@ -200,23 +200,28 @@ pub fn claude_config_dir() -> CoordResult<PathBuf> {
     })
 }
 
-/// The coord plugin Claude Code has enabled (`coord@<marketplace>` in `enabledPlugins` of
-/// the user's settings or this repository's), and the hooks file of its installed copy.
+/// The coord plugin Claude Code has enabled here (`coord@<marketplace>` in
+/// `enabledPlugins`; this checkout's local settings over the project's over the user's, as
+/// Claude Code reads them, so a project that turns the plugin off is seen as off), and
+/// the hooks file of its installed copy.
 pub fn claude_plugin(repo_root: &Path) -> Option<(String, PathBuf)> {
     let dir = claude_config_dir().ok()?;
     let read = |p: PathBuf| -> Option<Value> { serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok() };
     let layers = [
-        dir.join("settings.json"),
-        repo_root.join(".claude").join("settings.json"),
         repo_root.join(".claude").join("settings.local.json"),
+        repo_root.join(".claude").join("settings.json"),
+        dir.join("settings.json"),
     ];
-    let id = layers.into_iter().filter_map(read).find_map(|settings| {
+    let (id, on) = layers.into_iter().filter_map(read).find_map(|settings| {
         settings["enabledPlugins"]
             .as_object()?
             .iter()
-            .find(|(k, v)| k.starts_with("coord@") && v.as_bool() == Some(true))
-            .map(|(k, _)| k.clone())
+            .find(|(k, _)| k.starts_with("coord@"))
+            .map(|(k, v)| (k.clone(), v.as_bool() == Some(true)))
     })?;
+    if !on {
+        return None;
+    }
     let installed = read(dir.join("plugins").join("installed_plugins.json"))?;
     let root = installed["plugins"][&id][0]["installPath"].as_str()?;
     Some((id, Path::new(root).join("hooks").join("hooks.json")))

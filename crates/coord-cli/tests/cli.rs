@@ -2567,14 +2567,13 @@ fn configuration_files_are_read_in_their_order_and_refused_when_wrong() {
     std::fs::create_dir_all(&user).unwrap();
     std::fs::create_dir_all(r.root().join(".coord")).unwrap();
     let elsewhere = r.root().join("elsewhere.db");
-    std::fs::write(
-        r.root().join(".coord/config.toml"),
-        format!("db = {:?}\nteam = \"repo-team\"\n", elsewhere.display().to_string()),
-    )
-    .unwrap();
+    std::fs::write(r.root().join(".coord/config.toml"), "team = \"repo-team\"\n").unwrap();
     std::fs::write(
         user.join("config.toml"),
-        "team = \"user-team\"\nlog = \"warn\"\nfile-size-limit = 4096\n",
+        format!(
+            "db = {:?}\nteam = \"user-team\"\nlog = \"warn\"\nfile-size-limit = 4096\n",
+            elsewhere.display().to_string()
+        ),
     )
     .unwrap();
     let (shown, code) = r.json_as("a", &["config", "show"]);
@@ -2594,7 +2593,7 @@ fn configuration_files_are_read_in_their_order_and_refused_when_wrong() {
     );
     assert!(team["file"].as_str().unwrap().ends_with(".coord/config.toml"), "{team}");
     assert_eq!(setting(&shown, "log").unwrap()["value"], "warn");
-    // The repository's file chose the database: coord uses it.
+    // The user's file chose the database: coord uses it.
     let (locked, code) = r.json_as("a", &["lock", "acquire", "src/a.rs"]);
     assert_eq!(code, 0, "{locked}");
     assert!(
@@ -2625,6 +2624,11 @@ fn configuration_files_are_read_in_their_order_and_refused_when_wrong() {
         (
             r.root().join(".coord/config.toml"),
             "validator-command = \"sh\"\n",
+            "only be set in your user file",
+        ),
+        (
+            r.root().join(".coord/config.toml"),
+            "db = \"postgres://evil/x\"\n",
             "only be set in your user file",
         ),
         (

@@ -847,6 +847,13 @@ fn init_claude_leaves_the_server_and_hooks_to_an_enabled_plugin() {
             .to_string(),
     )
     .unwrap();
+    // A checkout that turns the plugin off gets the server and hooks written after all.
+    std::fs::create_dir_all(p.root().join(".claude")).unwrap();
+    let off = r#"{"enabledPlugins": {"coord@coord": false}}"#;
+    std::fs::write(p.root().join(".claude/settings.local.json"), off).unwrap();
+    let dry = p.json(&["init", "claude", "--dry-run"]);
+    assert!(dry["files"].to_string().contains(".mcp.json"), "{dry}");
+    std::fs::remove_file(p.root().join(".claude/settings.local.json")).unwrap();
     let r = p.json(&["init", "claude"]);
     assert!(
         !p.root().join(".mcp.json").exists() && !p.root().join(".claude/settings.json").exists(),

@@ -1078,3 +1078,122 @@ fn wait_for_session(root: &std::path::Path, agent: &str, wanted: impl Fn(&Value)
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The spans a receiver got so far (one JSON object per line of `file`).
+fn spans_in(file: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// With `OTEL_EXPORTER_OTLP_ENDPOINT` set, an MCP tool call reaches a real OTLP/HTTP
+/// receiver on loopback (OpenTelemetry's own protobuf definitions decode it) as a server
+/// span named as the MCP conventions say, with the operation's span beneath it: the
+/// operation, the agent, the outcome, the time in the store; a refused call is marked an
+/// error on both. Exported by the process that ran the operation: here the repository's
+/// coordinator behind `coord mcp`; a one-shot command exports its own before it exits.
+#[test]
+fn operations_are_exported_as_opentelemetry_spans() {
+    let Some(python) = support::venv_tool(
+        "COORD_TEST_PYTHON",
+        "bin/python",
+        &["-c", "import opentelemetry.proto.collector.trace.v1.trace_service_pb2"],
+        "OpenTelemetry protobuf (opentelemetry-proto)",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let received = dir.path().join("spans.jsonl");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/otlp_receiver.py");
+    let mut receiver = Command::new(python)
+        .arg(&script)
+        .arg(&received)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    BufReader::new(receiver.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let endpoint = format!("http://127.0.0.1:{}", port.trim());
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("NO_PROXY", "127.0.0.1"),
+    ];
+    let mut a = Server::start_with("otel-agent", &env);
+    let locked = a.call(2, "acquire_lock", json!({"file_path": "src/a.rs"}));
+    assert_eq!(locked["success"], true, "{locked}");
+    let refused = a.request(
+        3,
+        "tools/call",
+        json!({"name": "acquire_lock", "arguments": {"reason": "no path"}}),
+    );
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let root = a._dir.as_ref().unwrap().path().to_path_buf();
+    let released = Command::new(BIN)
+        .args(["--json", "--agent-id", "otel-agent", "lock", "release", "src/a.rs"])
+        .current_dir(&root)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("COORD_LOCAL_SERVER", "off")
+        .output()
+        .unwrap();
+    assert!(released.status.success(), "{released:?}");
+    // Exported in batches: wait (bounded) until the receiver has them all.
+    let wanted = |spans: &[Value]| {
+        spans.iter().filter(|s| s["name"] == "tools/call acquire_lock").count() >= 2
+            && spans.iter().filter(|s| s["name"] == "acquire_lock").count() >= 2
+            && spans.iter().any(|s| s["name"] == "release_lock")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !wanted(&spans_in(&received)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let spans = spans_in(&received);
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+    assert!(wanted(&spans), "the receiver got: {spans:#?}");
+    let calls: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"] == "tools/call acquire_lock")
+        .collect();
+    for call in &calls {
+        assert_eq!(call["kind"], 2, "a server span: {call}");
+        assert_eq!(call["service"], "coord");
+        assert_eq!(call["attributes"]["mcp.method.name"], "tools/call");
+        assert_eq!(call["attributes"]["gen_ai.tool.name"], "acquire_lock");
+        assert_eq!(call["attributes"]["gen_ai.operation.name"], "execute_tool");
+    }
+    let under = |call: &Value| {
+        spans
+            .iter()
+            .find(|s| s["name"] == "acquire_lock" && s["parent_span_id"] == call["span_id"])
+            .unwrap_or_else(|| panic!("no operation span under {call}: {spans:#?}"))
+            .clone()
+    };
+    let (ok, bad): (Vec<&Value>, Vec<&Value>) = calls.iter().partition(|c| c["status"] != 2);
+    assert_eq!(
+        (ok.len(), bad.len()),
+        (1, 1),
+        "one call answered, one refused: {calls:#?}"
+    );
+    let op = under(ok[0]);
+    assert_eq!(op["attributes"]["coord.agent_id"], "otel-agent");
+    assert_eq!(op["attributes"]["coord.outcome"], "ok");
+    assert!(op["attributes"]["coord.store_ms"].as_f64().is_some(), "{op}");
+    assert_eq!(bad[0]["attributes"]["error.type"], "tool_error");
+    let op = under(bad[0]);
+    assert_eq!(op["attributes"]["coord.outcome"], "invalid_argument");
+    assert_eq!(
+        (op["status"].as_i64(), op["attributes"]["error.type"].as_str()),
+        (Some(2), Some("invalid_argument"))
+    );
+    let release = spans.iter().find(|s| s["name"] == "release_lock").unwrap();
+    assert_eq!(release["attributes"]["coord.agent_id"], "otel-agent");
+    assert_eq!(
+        release["parent_span_id"], "",
+        "a one-shot command's operation is a root span"
+    );
+    a.finish();
+}

@@ -192,11 +192,18 @@ pub fn passed_env(from: &[(String, String)], extra: &[String]) -> Vec<(String, S
 
 /// The credential stores under `home` that exist (only those can be mounted over).
 pub fn credential_paths(home: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let dirs = HIDDEN_DIRS
+    // coord's own user configuration wherever XDG_CONFIG_HOME puts it (it may hold keys).
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("coord"));
+    let mut dirs: Vec<PathBuf> = HIDDEN_DIRS
         .iter()
         .map(|d| home.join(d))
+        .chain(xdg)
         .filter(|p| p.is_dir())
         .collect();
+    dirs.dedup();
     let files = HIDDEN_FILES
         .iter()
         .map(|f| home.join(f))

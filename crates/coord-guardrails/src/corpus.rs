@@ -65,6 +65,16 @@ fn credential_files_need_manual_review() {
         );
     }
     assert_eq!(analyze_files(&["src/.env".into(), "src/main.rs".into()]).len(), 1);
+    // coord's own state is edited through coord only (a file tool cannot rewrite its
+    // configuration or store).
+    for p in [".coord/config.toml", "/r/.coord/coord.db", ".coord/audit.key"] {
+        let found = analyze_files(&[p.into()]);
+        assert!(
+            found.len() == 1 && found[0].operation == "coord_state_write",
+            "{p}: {found:?}"
+        );
+    }
+    assert!(analyze_files(&["docs/coord.md".into(), "src/coordinate.rs".into()]).is_empty());
     assert!(analyze_files(&[".env.example".into()]).is_empty());
     let files = |paths: &[&str]| paths.iter().map(|p| p.to_string()).collect::<Vec<_>>();
     // Credential files, by name and by the directory they live in.

@@ -343,8 +343,15 @@ pub fn patch_files(patch: &str) -> Vec<String> {
 pub fn analyze_files(files: &[String]) -> Vec<Finding> {
     files
         .iter()
-        .filter(|f| rules::credential_path(f))
-        .map(|f| finding(rules::credential_hit(f, "edit changes"), f))
+        .filter_map(|f| {
+            if rules::coord_state(f) {
+                Some(finding(rules::coord_state_edit(), f))
+            } else if rules::credential_path(f) {
+                Some(finding(rules::credential_hit(f, "edit changes"), f))
+            } else {
+                None
+            }
+        })
         .collect()
 }
 

@@ -702,6 +702,45 @@ fn person(operation: &str, reason: String) -> Hit {
     hit(Category::PersonDecision, operation, Action::Block, reason)
 }
 
+/// The options every coord command takes that take a value (`--db URL`): their values
+/// are not command words.
+const COORD_VALUE_OPTIONS: &[&str] = &[
+    "--db",
+    "--agent-id",
+    "--agent-type",
+    "--remote",
+    "--api-key",
+    "--workspace",
+    "--file-size-limit",
+    "--working-memory-budget",
+    "--recall-half-life-days",
+    "--coordination-domain",
+    "--model-endpoint",
+];
+
+/// A coord line's words without its options (and their values), and whether one of its
+/// first two words — the command — is only known at run time.
+fn coord_words(args: &[Arg]) -> (Vec<&str>, bool) {
+    let mut words = Vec::new();
+    let mut dynamic = false;
+    let mut value_next = false;
+    for a in args {
+        let raw = a.raw();
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
+        if raw.starts_with('-') {
+            value_next = COORD_VALUE_OPTIONS.contains(&raw);
+            continue;
+        }
+        if words.len() < 2 && a.lit().is_none() {
+            dynamic = true;
+        }
+        words.push(raw);
+    }
+    (words, dynamic)
+}
+
 /// `coord …` run by an agent's tool: a person's decision (approving, changing profiles,
 /// policies, rules or keys, pruning, the dashboard's sign-in link), or another agent's
 /// identity borrowed with `--agent-id` / `--agent-type`.
@@ -716,7 +755,15 @@ pub fn coord(args: &[Arg]) -> Vec<Hit> {
             "an agent acts as itself: coord refuses --agent-id and --agent-type from inside an agent's session".into(),
         ));
     }
-    let words: Vec<&str> = args.iter().map(Arg::raw).filter(|a| !a.starts_with('-')).collect();
+    let (words, dynamic) = coord_words(args);
+    if dynamic {
+        hits.push(hit(
+            Category::Unverifiable,
+            "dynamic_command",
+            Action::Block,
+            "the coord command this line runs is only known at run time; write it out",
+        ));
+    }
     if let Some(command) = PERSON_COMMANDS
         .iter()
         .find(|c| words.windows(c.len()).any(|w| w == **c))
@@ -740,7 +787,7 @@ pub fn coord(args: &[Arg]) -> Vec<Hit> {
             format!("{op} is a person's decision: it cannot be made from an agent's session; ask for it instead"),
         ));
     }
-    if args.iter().any(|a| a.lit().is_none()) && words.first() == Some(&"call") {
+    if !dynamic && args.iter().any(|a| a.lit().is_none()) && words.first() == Some(&"call") {
         hits.push(hit(
             Category::Unverifiable,
             "dynamic_command",
@@ -755,6 +802,17 @@ pub fn coord(args: &[Arg]) -> Vec<Hit> {
 pub fn coord_state(path: &str) -> bool {
     let base = path.rsplit('/').next().unwrap_or(path);
     path.split('/').any(|part| part == ".coord") || base.starts_with("coord.db")
+}
+
+/// An edit (a runtime's file tool, a task's changed files) of coord's own state: its
+/// store, socket and configuration under `.coord/` are changed through coord only.
+pub fn coord_state_edit() -> Hit {
+    person(
+        "coord_state_write",
+        "coord's store, socket and settings (.coord/) are changed through coord, not edited (that is how \
+         locks, approvals, the audit trail and coord's configuration stay a person's); use coord's commands"
+            .into(),
+    )
 }
 
 /// Writing coord's own state around coord: a SQL client opened on its store, or a file

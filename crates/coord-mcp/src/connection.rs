@@ -212,16 +212,22 @@ async fn run_call(
     args: Value,
     cancel: AbortRegistration,
 ) -> Option<rmcp::model::CallToolResult> {
+    use tracing::Instrument as _;
     let cancelled = cancel.handle();
-    let who = mcp.local_principal(client).await;
-    let run = mcp.coord.invoke(op, &who, Ok(args));
+    let span = crate::tool_span(op.name, mcp.session_id().as_deref());
+    let who = mcp.local_principal(client).instrument(span.clone()).await;
+    let run = mcp.coord.invoke(op, &who, Ok(args)).instrument(span.clone());
     let answer = if op.effect == Effect::Read {
         Abortable::new(run, cancel).await.ok()?
     } else {
         run.await
     };
     SHORT_PATH_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    (!cancelled.is_aborted()).then(|| reply(answer))
+    let answer = reply(answer);
+    if answer.is_error == Some(true) {
+        crate::tool_failed(&span);
+    }
+    (!cancelled.is_aborted()).then_some(answer)
 }
 
 /// Serves `mcp` on `reader`/`writer` until the input ends, or `stop` resolves (the process

@@ -344,6 +344,28 @@ async fn close_session(
     }
 }
 
+/// The span of one tool call, as OpenTelemetry's MCP conventions name it (`tools/call
+/// <tool>`, a server span); the operation's own span (the pipeline's) is its child.
+pub(crate) fn tool_span(tool: &str, session: Option<&str>) -> tracing::Span {
+    tracing::info_span!(
+        "coord.mcp.tool_call",
+        otel.name = %format!("tools/call {tool}"),
+        otel.kind = "server",
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool,
+        mcp.session.id = session.unwrap_or_default(),
+        "error.type" = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
+}
+
+/// A tool call that answered a tool error (`isError`), as the conventions mark it.
+pub(crate) fn tool_failed(span: &tracing::Span) {
+    span.record("error.type", "tool_error");
+    span.record("otel.status_code", "error");
+}
+
 /// The wire JSON of an outcome as a tool result. Refusals are ordinary results the model
 /// reads (`success: false`, `error`, `message`); a call that does not fit the tool's
 /// schema and an unavailable store are tool errors.
@@ -863,8 +885,24 @@ impl ServerHandler for CoordMcp {
                 Ok(CallToolResult::structured(toolsets_json(&listed)).into())
             }
             _ => {
+                use tracing::Instrument as _;
+                // A name the client made up is not a span's name.
+                let known = coord_service::ops()
+                    .iter()
+                    .any(|op| op.is_mcp_tool() && op.name == request.name.as_ref());
+                let name = if known { request.name.as_ref() } else { "unknown" };
+                let span = tool_span(name, self.session_id().as_deref());
                 let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-                self.tool_router.call(tcc).await
+                let answer = self.tool_router.call(tcc).instrument(span.clone()).await;
+                let failed = match &answer {
+                    Ok(rmcp::model::CallToolResponse::Complete(r)) => r.is_error == Some(true),
+                    Ok(_) => false,
+                    Err(_) => true,
+                };
+                if failed {
+                    tool_failed(&span);
+                }
+                answer
             }
         }
     }

@@ -78,7 +78,7 @@ impl Unconfigured {
 pub mod e2b;
 pub mod github;
 
-fn install_crypto_provider() {
+pub fn install_crypto_provider() {
     // reqwest is built without a default provider; ring is the one linked in. A second
     // install (another client in this process) is harmless and reports an error we ignore.
     let _ = rustls::crypto::ring::default_provider().install_default();

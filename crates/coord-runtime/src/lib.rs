@@ -30,3 +30,9 @@ pub mod sandbox;
 pub mod spawner;
 pub mod verify_worker;
 pub mod worktree;
+
+/// Given to the coord processes coord starts with settings taken out of their environment
+/// (the repository's coordinator, a spawned agent's supervisor): they take their settings
+/// from the environment they inherit and read no configuration file, which would put back
+/// what was taken out.
+pub const CONFIG_FILES_OFF: (&str, &str) = ("COORD_CONFIG_FILES", "off");

@@ -329,6 +329,9 @@ fn start_blocking(ctx: &Context, socket: &Path) -> Result<(), String> {
         .env_remove("COORD_PROXY_PORT")
         .env_remove("API_HOST")
         .env_remove("API_PORT")
+        // What the configuration files said is in the environment it inherits; read
+        // again, they would put back what was just taken out.
+        .env(crate::CONFIG_FILES_OFF.0, crate::CONFIG_FILES_OFF.1)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log)

@@ -115,6 +115,7 @@ impl Launcher for LocalLauncher {
             .env("COORD_AGENT_TYPE", SUPERVISOR.1)
             .env_remove("COORDINATION_API_URL")
             .env_remove("COORDINATION_API_KEY")
+            .env(crate::CONFIG_FILES_OFF.0, crate::CONFIG_FILES_OFF.1)
             .stdin(std::process::Stdio::null())
             .stdout(log)
             .stderr(log2)

@@ -131,8 +131,19 @@ impl Coordinator {
         parsed: CoordResult<O::Request>,
         speculate: bool,
     ) -> CoordResult<O::Response> {
-        let span =
-            tracing::info_span!("op", op = O::NAME, agent = %who.caller.agent_id, outcome = tracing::field::Empty);
+        // One span per operation (exported when OpenTelemetry is on: coord-cli's
+        // telemetry): the operation, the agent, the outcome, the time in the store.
+        let span = tracing::info_span!(
+            "coord.operation",
+            otel.name = O::NAME,
+            coord.operation = O::NAME,
+            coord.agent_id = %who.caller.agent_id,
+            coord.agent_type = %who.caller.agent_type,
+            coord.outcome = tracing::field::Empty,
+            coord.store_ms = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
         async move {
             let started = Instant::now();
             let mut ctx = OpCtx {
@@ -175,7 +186,16 @@ impl Coordinator {
                 Err(e) => Err(e),
             };
             let prepared = match prepared {
-                Ok(args) => O::execute(self, ctx, args).await,
+                Ok(args) => {
+                    // Timed only for a span someone listens to (OpenTelemetry on, or logs).
+                    let span = tracing::Span::current();
+                    let store = (!span.is_disabled()).then(Instant::now);
+                    let done = O::execute(self, ctx, args).await;
+                    if let Some(store) = store {
+                        span.record("coord.store_ms", store.elapsed().as_secs_f64() * 1e3);
+                    }
+                    done
+                }
                 // Refused before the store could check the facts it was decided on (a
                 // limit of the cached profile, a bad request): decided again on facts read
                 // now, and audited then, once.
@@ -190,7 +210,12 @@ impl Coordinator {
                 }
             };
             let outcome = prepared.as_ref().err().map_or("ok", |e| e.code.as_str());
-            tracing::Span::current().record("outcome", outcome);
+            let span = tracing::Span::current();
+            span.record("coord.outcome", outcome);
+            if outcome != "ok" {
+                span.record("error.type", outcome);
+                span.record("otel.status_code", "error");
+            }
             self.metrics.observe(O::NAME, outcome, started.elapsed());
             // A refused read is a change too: it left a refusal row, and a guardrail
             // block an approval request and a violation. Not a caller without a key:
