@@ -45,11 +45,20 @@ function short(id) {
   return String(id || "").slice(0, 8);
 }
 
+// A text cell longer than this is cut with an ellipsis; the whole text is its tooltip.
+const CELL_CHARS = 48;
+
+function cell(c) {
+  if (c instanceof Node && c.tagName === "TD") return c;
+  if (typeof c === "string" && c.length > CELL_CHARS) return el("td", { title: c }, c.slice(0, CELL_CHARS - 1) + "…");
+  return el("td", {}, c);
+}
+
 function table(headers, rows, empty) {
   if (!rows.length) return el("p", { class: "empty" }, empty);
   return el("table", {},
     el("thead", {}, el("tr", {}, ...headers.map((h) => el("th", {}, h)))),
-    el("tbody", {}, ...rows.map((r) => el("tr", {}, ...r.map((c) => c instanceof Node && c.tagName === "TD" ? c : el("td", {}, c)))))
+    el("tbody", {}, ...rows.map((r) => el("tr", {}, ...r.map(cell))))
   );
 }
 

@@ -82,6 +82,23 @@ def main():
         expect(page.locator("#panel-locks")).to_contain_text("alice")
         checks.append("lock appeared")
 
+        # A long name is cut with an ellipsis; the whole name is its tooltip.
+        long_path = "src/" + "very_long_directory_name/" * 4 + "module.rs"
+        st, r = api(url, key, "alice", "POST", "/locks/acquire", {"file_path": long_path})
+        assert st == 200 and r["success"], r
+        cut = page.locator('#panel-locks td[title="%s"]' % long_path)
+        expect(cut).to_be_visible()
+        shown = cut.inner_text()
+        assert shown.endswith("\u2026") and len(shown) < len(long_path) and long_path.startswith(shown[:-1]), shown
+        checks.append("long names cut, whole in the tooltip")
+
+        # A lock holder that never registered is listed among the agents.
+        st, r = api(url, key, "ghost-holder", "POST", "/locks/acquire", {"file_path": "src/ghost.rs"})
+        assert st == 200 and r["success"], r
+        expect(page.locator("#panel-agents")).to_contain_text("ghost-holder")
+        expect(page.locator("#panel-agents")).to_contain_text("unregistered")
+        checks.append("unregistered lock holders listed as agents")
+
         # A claimed task appears on the board; its dependent waits in the graph.
         st, t1 = api(url, key, "lead", "POST", "/work/submit",
                      {"task_type": "refactor", "task_description": "Split the ledger module", "priority": 1})

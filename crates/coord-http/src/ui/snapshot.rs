@@ -175,6 +175,22 @@ fn with_profiles(agents: &mut Value, listing: &Value) {
     }
 }
 
+/// Lock holders that never registered a session, listed as agents too (status
+/// `unregistered`): whoever holds a file is someone the operator looks for.
+fn with_unregistered_holders(agents: &mut Value, locks: &Value) {
+    let Some(items) = agents.get_mut("items").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for lock in locks.get("locks").and_then(Value::as_array).into_iter().flatten() {
+        let (Some(id), ty) = (lock["locked_by"].as_str(), lock["agent_type"].as_str().unwrap_or("")) else {
+            continue;
+        };
+        if !items.iter().any(|a| a["agent_id"] == id) {
+            items.push(json!({"agent_id": id, "agent_type": ty, "status": "unregistered"}));
+        }
+    }
+}
+
 /// Audit rows the panel shows.
 const AUDIT_ROWS: usize = 50;
 
@@ -232,6 +248,7 @@ pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditF
             "branch",
         ],
     );
+    with_unregistered_holders(&mut agents, &locks);
     with_profiles(&mut agents, &profiles);
     json!({
         "stats": stats,
@@ -375,6 +392,28 @@ mod tests {
         let hidden = "git push --force origin feature && API_TOKEN=$(rm${IFS}-rf${IFS}$HOME) true";
         let a = approvals(&json!({"approvals": [{"approval_id": "apr_3", "parameters": {"command": hidden}}]}));
         assert_eq!(a["items"][0]["asked"], hidden);
+    }
+
+    #[test]
+    fn lock_holders_without_a_session_are_listed_once() {
+        let mut agents = json!({"items": [{"agent_id": "alice", "agent_type": "cli", "status": "active"}]});
+        let locks = json!({"locks": [
+            {"file_path": "a", "locked_by": "alice", "agent_type": "cli"},
+            {"file_path": "b", "locked_by": "ghost", "agent_type": "codex"},
+            {"file_path": "c", "locked_by": "ghost", "agent_type": "codex"},
+        ]});
+        with_unregistered_holders(&mut agents, &locks);
+        assert_eq!(
+            agents["items"],
+            json!([
+                {"agent_id": "alice", "agent_type": "cli", "status": "active"},
+                {"agent_id": "ghost", "agent_type": "codex", "status": "unregistered"},
+            ])
+        );
+        // An unreadable panel stays the error it is.
+        let mut failed = json!({"error": "unavailable"});
+        with_unregistered_holders(&mut failed, &locks);
+        assert_eq!(failed, json!({"error": "unavailable"}));
     }
 
     #[test]
