@@ -2075,6 +2075,25 @@ mod tests {
         }
     }
 
+    /// The guardrails read a coord line's command words past the global options' values:
+    /// their list of those options is the grammar's.
+    #[test]
+    fn the_guardrails_know_every_global_option_that_takes_a_value() {
+        let grammar = crate::grammar::command();
+        let mut taking: Vec<String> = grammar
+            .get_arguments()
+            .filter(|a| a.is_global_set() && a.get_action().takes_values())
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        taking.sort();
+        let mut known: Vec<String> = coord_guardrails::rules::COORD_VALUE_OPTIONS
+            .iter()
+            .map(|o| o.to_string())
+            .collect();
+        known.sort();
+        assert_eq!(known, taking);
+    }
+
     #[test]
     fn the_hook_grammar_is_a_subset_of_the_whole() {
         let accepted = [

@@ -268,27 +268,18 @@ fn read_layer(path: Option<PathBuf>, origin: Origin, files: &mut Vec<FileState>)
 pub unsafe fn apply() -> CoordResult<()> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let mut files = Vec::new();
+    // Started by coord with its settings in the environment: no file is read.
     let (var, off) = coord_runtime::CONFIG_FILES_OFF;
-    if std::env::var(var).is_ok_and(|v| v == off) {
-        let from_env = SETTINGS
-            .iter()
-            .filter(|s| std::env::var_os(s.env).is_some())
-            .map(|s| s.env)
-            .collect();
-        let _ = APPLIED.set(Applied {
-            files,
-            set: Vec::new(),
-            from_env,
-        });
-        return Ok(());
-    }
-    let layers: Vec<Layer> = [
-        read_layer(Some(repository_file(&cwd)), Origin::Repository, &mut files)?,
-        read_layer(user_file(), Origin::User, &mut files)?,
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let layers: Vec<Layer> = match std::env::var(var).is_ok_and(|v| v == off) {
+        true => Vec::new(),
+        false => [
+            read_layer(Some(repository_file(&cwd)), Origin::Repository, &mut files)?,
+            read_layer(user_file(), Origin::User, &mut files)?,
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    };
     let is_set = |var: &str| std::env::var_os(var).is_some();
     let from_env = SETTINGS.iter().filter(|s| is_set(s.env)).map(|s| s.env).collect();
     let planned = plan(&layers, is_set);

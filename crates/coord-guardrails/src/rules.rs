@@ -703,8 +703,8 @@ fn person(operation: &str, reason: String) -> Hit {
 }
 
 /// The options every coord command takes that take a value (`--db URL`): their values
-/// are not command words.
-const COORD_VALUE_OPTIONS: &[&str] = &[
+/// are not command words (coord-cli's `args` tests hold the list to the grammar).
+pub const COORD_VALUE_OPTIONS: &[&str] = &[
     "--db",
     "--agent-id",
     "--agent-type",
