@@ -808,11 +808,13 @@ pub enum ApprovalsCommand {
     },
     /// One request in full: who asked, the operation, its parameters, why it was refused
     Show {
+        /// The request's id (apr_…), or a unique prefix of it (the apr_ may be left out)
         #[arg(value_name = "APPROVAL_ID")]
         approval_id: String,
     },
     /// Approve a pending request: the same agent's same request then passes once
     Approve {
+        /// The request's id (apr_…), or a unique prefix of it (the apr_ may be left out)
         #[arg(value_name = "APPROVAL_ID")]
         approval_id: String,
         /// Why (kept in the audit trail)
@@ -824,6 +826,7 @@ pub enum ApprovalsCommand {
     },
     /// Deny a pending request
     Deny {
+        /// The request's id (apr_…), or a unique prefix of it (the apr_ may be left out)
         #[arg(value_name = "APPROVAL_ID")]
         approval_id: String,
         /// Why (kept in the audit trail)
@@ -833,6 +836,7 @@ pub enum ApprovalsCommand {
     /// Wait until a request is decided (or expires); exit 0 when approved, 1 when
     /// denied, expired or still pending at the timeout
     Wait {
+        /// The request's id (apr_…), or a unique prefix of it (the apr_ may be left out)
         #[arg(value_name = "APPROVAL_ID")]
         approval_id: String,
         /// How long to wait, e.g. 30s, 10m, 2h
@@ -1632,7 +1636,7 @@ pub enum WorkCommand {
         /// 1 (most urgent) to 10 (default 5)
         #[arg(long, short, allow_negative_numbers = true)]
         priority: Option<i64>,
-        /// A task id that must complete first (repeatable)
+        /// A task id (or a unique prefix of one) that must complete first (repeatable)
         #[arg(long = "depends-on", value_name = "ID")]
         depends_on: Vec<String>,
         /// Input for the worker, as JSON
@@ -1648,7 +1652,8 @@ pub enum WorkCommand {
     /// Finish a task you claimed
     #[command(group(ArgGroup::new("outcome").required(true).args(["success", "failed"])))]
     Complete {
-        /// The task's id, as `work claim`, `work list` and `work submit` show it
+        /// The task's id, as `work claim`, `work list` and `work submit` show it, or a unique
+        /// prefix of it (at least 4 characters)
         #[arg(value_name = "ID")]
         task_id: String,
         /// The work succeeded
@@ -1666,7 +1671,8 @@ pub enum WorkCommand {
     },
     /// Show one task in full
     Show {
-        /// The task's id, as `work list` and `work submit` show it
+        /// The task's id, as `work list` and `work submit` show it, or a unique prefix of it
+        /// (at least 4 characters)
         #[arg(value_name = "ID")]
         task_id: String,
     },
@@ -1736,7 +1742,7 @@ pub enum MsgCommand {
         /// low, normal (default), high or urgent (urgent ones reach Claude Code sessions at their next prompt)
         #[arg(long, value_name = "LEVEL")]
         importance: Option<String>,
-        /// Reply in this thread
+        /// Reply in this thread (its id, or a unique prefix of it)
         #[arg(long, value_name = "ID")]
         thread: Option<String>,
     },
@@ -1750,9 +1756,16 @@ pub enum MsgCommand {
         limit: Option<i64>,
     },
     /// Show one message and mark it read
-    Read { message_id: String },
+    Read {
+        /// The message's id as `msg inbox` shows it, or a unique prefix of it (at least 4
+        /// characters)
+        message_id: String,
+    },
     /// Acknowledge a message (you have acted on it)
-    Ack { message_id: String },
+    Ack {
+        /// The message's id, or a unique prefix of it
+        message_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -422,6 +422,22 @@ fn work_queue_through_the_cli(repo: &Repo) {
     );
     let shown = repo.run(&["work", "show", &deploy]);
     assert!(stdout(&shown).contains("boom"), "{}", stdout(&shown));
+    // ... or a unique prefix of them, as git takes a short hash.
+    let (v, rc) = repo.json_as("w", &["work", "show", &deploy[..8]]);
+    assert_eq!((rc, v["task"]["task_id"].as_str()), (0, Some(deploy.as_str())), "{v}");
+    let (all, _) = repo.json_as("w", &["work", "list"]);
+    let ids: Vec<&str> = all["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["task_id"].as_str())
+        .collect();
+    let absent = ["ffff", "0000"]
+        .into_iter()
+        .find(|p| !ids.iter().any(|id| id.starts_with(p)))
+        .unwrap();
+    let (v, rc) = repo.json_as("w", &["work", "show", absent]);
+    assert_eq!((rc, v["error"].as_str()), (1, Some("task_not_found")), "{v}");
 }
 
 fn agents_handoffs_audit_and_status_through_the_cli(repo: &Repo) {

@@ -124,7 +124,8 @@ pub struct ListApprovalsResult {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GetApprovalRequest {
-    /// The `approval_id` a refusal answered with.
+    /// The `approval_id` a refusal answered with, or a unique prefix of it (`apr_` and at
+    /// least 4 of its hex digits; the `apr_` may be left out).
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
     pub approval_id: String,
 }
@@ -148,6 +149,7 @@ pub enum Decision {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DecideApprovalRequest {
+    /// The request's id, or a unique prefix of it (as for `get_approval`).
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
     pub approval_id: String,
     pub decision: Decision,

@@ -58,6 +58,7 @@ error_codes! {
     InvalidPath => "invalid_path", Input;
     InvalidIdentity => "invalid_identity", Input;
     InvalidTaskId => "invalid_task_id", Input;
+    AmbiguousId => "ambiguous_id", Input;
     InvalidJson => "invalid_json", Input;
     TtlOutOfRange => "ttl_out_of_range", Input;
     PriorityOutOfRange => "priority_out_of_range", Input;

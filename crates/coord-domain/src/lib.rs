@@ -61,6 +61,7 @@ pub mod guardrail_rules;
 pub mod guardrails;
 pub mod handoffs;
 pub mod identity;
+pub mod ids;
 pub mod keys;
 pub mod labels;
 pub mod locks;

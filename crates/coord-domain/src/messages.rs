@@ -56,7 +56,8 @@ pub struct SendMessageRequest {
     /// The message (at most 16 KiB).
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 16384)))]
     pub body: String,
-    /// Reply in this thread (the `thread_id` of an earlier message); a new thread when absent.
+    /// Reply in this thread (the `thread_id` of an earlier message, or a unique prefix of
+    /// it among your threads, at least 4 characters); a new thread when absent.
     #[serde(default)]
     pub thread_id: Option<String>,
     /// low, normal (default), high or urgent.
@@ -226,7 +227,8 @@ pub struct InboxResult {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MessageIdRequest {
-    /// The message's id (from `inbox` or `send_message`).
+    /// The message's id (from `inbox`), or a unique prefix of it among your inbox's
+    /// messages (at least 4 characters).
     pub message_id: String,
 }
 

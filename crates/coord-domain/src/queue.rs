@@ -98,14 +98,12 @@ pub struct SubmitWorkRequest {
     #[serde(default)]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10)))]
     pub priority: Option<i64>,
-    /// Task ids that must complete before this task can be claimed.
+    /// Task ids (or unique prefixes of them, at least 4 characters) that must complete
+    /// before this task can be claimed.
     #[serde(default)]
     #[cfg_attr(
         feature = "schema",
-        schemars(
-            length(max = 100),
-            inner(regex(pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"))
-        )
+        schemars(length(max = 100), inner(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$")))
     )]
     pub depends_on: Option<Vec<String>>,
 }
@@ -127,8 +125,8 @@ pub struct GetWorkRequest {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CompleteWorkRequest {
-    /// The id `get_work` returned.
-    #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
+    /// The id `get_work` returned (or a unique prefix of it, at least 4 characters).
+    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$")))]
     pub task_id: String,
     /// Whether the work succeeded (`completed`) or not (`failed`).
     pub success: bool,
@@ -152,7 +150,8 @@ pub struct CompleteWorkRequest {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GetTaskRequest {
-    #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
+    /// The task's id, or a unique prefix of it (at least 4 characters).
+    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$")))]
     pub task_id: String,
 }
 

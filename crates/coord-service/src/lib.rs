@@ -83,7 +83,7 @@ pub use call::{CoordinationExt, call};
 pub use clock::{Clock, DatabaseClock, ManualClock};
 pub use files::WorkspaceDir;
 pub use launcher::{Judgement, Launcher};
-pub use op::{Audit, Http, Input, Method, Operation};
+pub use op::{Audit, Http, IdSlot, Input, Method, Operation};
 pub use ports::{LocalPorts, Ports};
 pub use registry::{OpEntry, op_named, ops};
 

@@ -8,6 +8,7 @@
 
 use crate::Coordinator;
 use coord_domain::access::{Access, Effect};
+use coord_domain::ids::IdKind;
 use coord_domain::profiles::{Need, Resource};
 use coord_domain::{CoordResult, Identity};
 use coord_store::OpCtx;
@@ -107,6 +108,40 @@ impl Http {
     }
 }
 
+/// A request field that holds an id of `kind`, for [`Operation::ids`].
+pub struct IdSlot<'a> {
+    pub kind: IdKind,
+    pub field: &'static str,
+    pub value: &'a mut String,
+    /// The code for a prefix that names nothing, where the field answers an unknown whole
+    /// id with its own (`unknown_dependency`); the kind's not-found otherwise.
+    pub missing: Option<coord_domain::ErrorCode>,
+}
+
+impl<'a> IdSlot<'a> {
+    pub fn new(kind: IdKind, field: &'static str, value: &'a mut String) -> Self {
+        IdSlot {
+            kind,
+            field,
+            value,
+            missing: None,
+        }
+    }
+
+    /// Slots for an optional field or a list of ids.
+    pub fn each(kind: IdKind, field: &'static str, values: impl IntoIterator<Item = &'a mut String>) -> Vec<Self> {
+        values
+            .into_iter()
+            .map(|value| IdSlot::new(kind, field, value))
+            .collect()
+    }
+
+    pub fn missing(mut self, code: coord_domain::ErrorCode) -> Self {
+        self.missing = Some(code);
+        self
+    }
+}
+
 /// One coordination operation, defined once.
 pub trait Operation: Send + Sync + 'static {
     /// THE name: audit rows, the MCP tool, `coord call`, tracing spans, the docs.
@@ -166,6 +201,13 @@ pub trait Operation: Send + Sync + 'static {
     /// any number of files): refused when the caller's profile limits it.
     fn unbounded(_args: &Self::Args) -> Option<Resource> {
         None
+    }
+
+    /// The request's fields that name a task, an approval or a message by id: the
+    /// pipeline accepts a unique prefix there (`coord_domain::ids`) and puts the whole id
+    /// in its place before [`Operation::validate`] sees the request.
+    fn ids(_req: &mut Self::Request) -> Vec<IdSlot<'_>> {
+        Vec::new()
     }
 
     /// Turns the request into arguments the store accepts, or refuses it (audited).

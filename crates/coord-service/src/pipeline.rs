@@ -1,5 +1,5 @@
 //! The pipeline: every operation, on every door, runs the same steps in the same order —
-//! identity → access → profile → parse → validate → charges → execute → audit — inside one tracing span.
+//! identity → access → profile → parse → whole ids → validate → charges → execute → audit — inside one tracing span.
 //! A refusal at any step before execution is audited here (exactly once); execution
 //! audits in the store, in the operation's own transaction.
 
@@ -8,6 +8,7 @@ use crate::op::{Audit, Operation};
 use coord_domain::access::{Credential, Effect, Principal};
 use coord_domain::approvals;
 use coord_domain::audit::AuditRecord;
+use coord_domain::ids;
 use coord_domain::keys::KeyOrigin;
 use coord_domain::profiles::{self, Need, Permission, Profile, Resource};
 use coord_domain::{CoordError, CoordResult, ErrorCode, ErrorKind, Identity};
@@ -182,7 +183,10 @@ impl Coordinator {
                     && !matches!(e.code, ErrorCode::InvalidJson | ErrorCode::PayloadTooLarge)
             });
             let prepared = match admitted.and_then(|granted| Ok((granted, parsed?))) {
-                Ok((granted, req)) => self.prepare::<O>(&mut ctx, who, granted, req),
+                Ok((granted, mut req)) => match self.whole_ids::<O>(&mut ctx, &mut req).await {
+                    Ok(()) => self.prepare::<O>(&mut ctx, who, granted, req),
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             };
             let prepared = match prepared {
@@ -283,6 +287,28 @@ impl Coordinator {
             Some((agent, _)) => coord_domain::agents::spawn::check_activation(&agent, tool),
             None => Ok(()),
         }
+    }
+
+    /// Puts the whole id in place of each unique prefix the request names one by
+    /// ([`Operation::ids`]): one read per prefix, none for whole ids. The audit row (and an
+    /// approval's request hash) then holds the request with the whole ids.
+    async fn whole_ids<O: Operation>(&self, ctx: &mut OpCtx, req: &mut O::Request) -> CoordResult<()> {
+        let mut changed = false;
+        for slot in O::ids(req) {
+            let Some(prefix) = ids::prefix_of(slot.kind, slot.value) else {
+                continue;
+            };
+            let found = self
+                .store
+                .ids_in_range(&prefix, &ctx.who.agent_id, ids::MAX_CANDIDATES)
+                .await?;
+            *slot.value = ids::resolve(&prefix, slot.field, slot.missing, found)?;
+            changed = true;
+        }
+        if changed {
+            ctx.parameters = audit_parameters(&*req);
+        }
+        Ok(())
     }
 
     /// The steps after admission and parsing: validation, then the charges against the

@@ -46,6 +46,7 @@ mod files;
 mod github;
 mod guardrail_rules;
 mod handoffs;
+mod ids;
 mod keys;
 mod locks;
 mod memory;

@@ -952,6 +952,20 @@ pub trait WorkflowStore {
     ) -> CoordResult<Vec<coord_domain::workflows::Workflow>>;
 }
 
+/// Whole ids for shortened ones (`coord_domain::ids`): read unaudited, before the
+/// operation that names them runs (and audits the request, with the whole id).
+#[async_trait]
+pub trait IdStore: Send + Sync {
+    /// The ids of `prefix.kind` between its bounds (inclusive) that `viewer` can see
+    /// (`coord_domain::ids::IdKind` says which), sorted, at most `limit`.
+    async fn ids_in_range(
+        &self,
+        prefix: &coord_domain::ids::IdPrefix,
+        viewer: &str,
+        limit: usize,
+    ) -> CoordResult<Vec<String>>;
+}
+
 /// The fleet's figures (`get_stats`): counts of what the database holds now, read in one
 /// snapshot, audited like any read.
 #[async_trait]
@@ -983,6 +997,7 @@ whole_store!(
     MessageStore,
     AuditStore,
     StatsStore,
+    IdStore,
     NotificationStore,
     GuardrailStore,
     NetworkStore,

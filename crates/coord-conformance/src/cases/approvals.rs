@@ -15,7 +15,7 @@ use coord_service::ops::{approvals as ops, audit, locks};
 use serde_json::json;
 use std::sync::Arc;
 
-async fn check(h: &Harness, who: &Caller, file: &str) -> CoordResult<CheckLocksResult> {
+pub(crate) async fn check(h: &Harness, who: &Caller, file: &str) -> CoordResult<CheckLocksResult> {
     run::<locks::CheckLocks>(
         h,
         who,
@@ -27,7 +27,7 @@ async fn check(h: &Harness, who: &Caller, file: &str) -> CoordResult<CheckLocksR
 }
 
 /// The refusal of a request that asked for approval: its approval id.
-fn awaiting(e: CoordError) -> String {
+pub(crate) fn awaiting(e: CoordError) -> String {
     assert_eq!(e.code, ErrorCode::ResourceLimitExceeded, "{e:?}");
     let v = e.to_value();
     assert_eq!(v["approval_required"], true, "{v}");
@@ -58,7 +58,7 @@ async fn decide(h: &Harness, who: &Caller, id: &str, d: Decision, minutes: Optio
 }
 
 /// Two agents whose profile allows two calls per session, with escalation.
-async fn limited(h: &Harness) -> (Caller, Caller) {
+pub(crate) async fn limited(h: &Harness) -> (Caller, Caller) {
     let mut p = profile(
         "two-calls",
         2,

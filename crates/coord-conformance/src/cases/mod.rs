@@ -8,6 +8,7 @@ pub mod files;
 pub mod github;
 pub mod guardrails;
 pub mod handoffs;
+pub mod ids;
 pub mod keys;
 pub mod locks;
 pub mod memory;

@@ -3,12 +3,13 @@
 //! read and decide them.
 
 use crate::Coordinator;
-use crate::op::{Http, Input, Operation};
+use crate::op::{Http, IdSlot, Input, Operation};
 use coord_domain::access::{Access, Effect};
 use coord_domain::approvals::{
     ApprovalFilter, ApprovalResult, DecideApprovalRequest, GetApprovalRequest, ListApprovalsRequest,
     ListApprovalsResult, NewDecision, validate_approval_id, validate_decision, validate_filter,
 };
+use coord_domain::ids::IdKind;
 use coord_domain::profiles::{Need, Permission};
 use coord_domain::{CoordResult, Identity};
 use coord_store::OpCtx;
@@ -61,6 +62,10 @@ impl Operation for GetApproval {
     type Response = ApprovalResult;
     type Args = String;
 
+    fn ids(req: &mut GetApprovalRequest) -> Vec<IdSlot<'_>> {
+        vec![IdSlot::new(IdKind::Approval, "approval_id", &mut req.approval_id)]
+    }
+
     fn validate(_: &Coordinator, _: &Identity, req: GetApprovalRequest) -> CoordResult<String> {
         validate_approval_id(&req.approval_id)
     }
@@ -88,6 +93,10 @@ impl Operation for DecideApproval {
     type Request = DecideApprovalRequest;
     type Response = ApprovalResult;
     type Args = NewDecision;
+
+    fn ids(req: &mut DecideApprovalRequest) -> Vec<IdSlot<'_>> {
+        vec![IdSlot::new(IdKind::Approval, "approval_id", &mut req.approval_id)]
+    }
 
     fn validate(_: &Coordinator, _: &Identity, req: DecideApprovalRequest) -> CoordResult<NewDecision> {
         validate_decision(req)

@@ -1,8 +1,9 @@
 //! Messages between agents.
 
 use crate::Coordinator;
-use crate::op::{Http, Operation};
+use crate::op::{Http, IdSlot, Operation};
 use coord_domain::access::{Access, Effect};
+use coord_domain::ids::IdKind;
 use coord_domain::messages::{
     InboxQuery, InboxRequest, InboxResult, MessageIdRequest, MessageResult, NewMessage, SendMessageRequest,
     SendMessageResult, validate_inbox, validate_message_id, validate_send,
@@ -27,7 +28,7 @@ impl Operation for SendMessage {
     const NEED: Need = Need::COORDINATE;
     // Messages are for their recipients; the audit trail is every agent's to read.
     const AUDIT_REDACT: &'static [&'static str] = &["body"];
-    const HTTP: &'static [Http] = &[Http::post("/messages").errors(&[409])];
+    const HTTP: &'static [Http] = &[Http::post("/messages").errors(&[404, 409])];
     // `holders:<absolute path>` is made repo-relative by a remote client.
     const PATH_FIELDS: &'static [&'static str] = &["to"];
     const EXAMPLE: &'static str = "{\"to\": \"holders:src/auth.rs\", \"subject\": \"may I have src/auth.rs?\", \
@@ -35,6 +36,10 @@ impl Operation for SendMessage {
     type Request = SendMessageRequest;
     type Response = SendMessageResult;
     type Args = NewMessage;
+
+    fn ids(req: &mut SendMessageRequest) -> Vec<IdSlot<'_>> {
+        IdSlot::each(IdKind::Thread, "thread_id", req.thread_id.as_mut())
+    }
 
     fn validate(c: &Coordinator, _: &Identity, req: SendMessageRequest) -> CoordResult<NewMessage> {
         validate_send(req, crate::new_id(), c.root())
@@ -88,6 +93,10 @@ impl Operation for ReadMessage {
     type Response = MessageResult;
     type Args = String;
 
+    fn ids(req: &mut MessageIdRequest) -> Vec<IdSlot<'_>> {
+        vec![IdSlot::new(IdKind::Message, "message_id", &mut req.message_id)]
+    }
+
     fn validate(_: &Coordinator, _: &Identity, req: MessageIdRequest) -> CoordResult<String> {
         validate_message_id(req)
     }
@@ -113,6 +122,10 @@ impl Operation for AckMessage {
     type Request = MessageIdRequest;
     type Response = MessageResult;
     type Args = String;
+
+    fn ids(req: &mut MessageIdRequest) -> Vec<IdSlot<'_>> {
+        vec![IdSlot::new(IdKind::Message, "message_id", &mut req.message_id)]
+    }
 
     fn validate(_: &Coordinator, _: &Identity, req: MessageIdRequest) -> CoordResult<String> {
         validate_message_id(req)

@@ -1,16 +1,17 @@
 //! The work queue.
 
 use crate::Coordinator;
-use crate::op::{Http, Input, Operation};
+use crate::op::{Http, IdSlot, Input, Operation};
 use coord_domain::access::{Access, Effect};
 use coord_domain::guardrails::{WorkChanges, validate_changes};
+use coord_domain::ids::IdKind;
 use coord_domain::profiles::Need;
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkRequest, CompleteWorkResult, Completion, GetTaskRequest, GetTaskResult, GetWorkRequest,
     GetWorkResult, ListTasksRequest, ListTasksResult, NewTask, SubmitWorkRequest, SubmitWorkResult, TaskFilter,
     parse_task_id, validate_claim, validate_completion, validate_submission, validate_task_filter,
 };
-use coord_domain::{CoordResult, Identity};
+use coord_domain::{CoordResult, ErrorCode, Identity};
 use coord_store::OpCtx;
 
 pub struct SubmitWork;
@@ -30,6 +31,14 @@ impl Operation for SubmitWork {
     type Request = SubmitWorkRequest;
     type Response = SubmitWorkResult;
     type Args = NewTask;
+
+    fn ids(req: &mut SubmitWorkRequest) -> Vec<IdSlot<'_>> {
+        let slots = IdSlot::each(IdKind::Task, "depends_on", req.depends_on.iter_mut().flatten());
+        slots
+            .into_iter()
+            .map(|s| s.missing(ErrorCode::UnknownDependency))
+            .collect()
+    }
 
     fn validate(c: &Coordinator, _: &Identity, req: SubmitWorkRequest) -> CoordResult<NewTask> {
         validate_submission(req, crate::new_id(), c.config().max_attempts)
@@ -90,6 +99,10 @@ impl Operation for CompleteWork {
     type Response = CompleteWorkResult;
     type Args = (Completion, Option<WorkChanges>);
 
+    fn ids(req: &mut CompleteWorkRequest) -> Vec<IdSlot<'_>> {
+        vec![IdSlot::new(IdKind::Task, "task_id", &mut req.task_id)]
+    }
+
     fn validate(_: &Coordinator, _: &Identity, req: CompleteWorkRequest) -> CoordResult<Self::Args> {
         let changes = validate_changes(req.changes.clone())?;
         Ok((validate_completion(req, crate::new_id())?, changes))
@@ -142,6 +155,10 @@ impl Operation for GetTask {
     type Request = GetTaskRequest;
     type Response = GetTaskResult;
     type Args = String;
+
+    fn ids(req: &mut GetTaskRequest) -> Vec<IdSlot<'_>> {
+        vec![IdSlot::new(IdKind::Task, "task_id", &mut req.task_id)]
+    }
 
     fn validate(_: &Coordinator, _: &Identity, req: GetTaskRequest) -> CoordResult<String> {
         parse_task_id("task_id", &req.task_id)
