@@ -59,13 +59,19 @@ pub async fn run(cmd: ApprovalsCommand, coord: &dyn Coordination, ctx: &Context,
         ApprovalsCommand::Deny { approval_id, note } => {
             decide(coord, ctx, out, approval_id, Decision::Deny, note, None).await
         }
-        ApprovalsCommand::Wait { approval_id, timeout } => {
+        ApprovalsCommand::Wait {
+            mut approval_id,
+            timeout,
+        } => {
             let started = Instant::now();
             loop {
                 let r = match get(coord, ctx, approval_id.clone()).await {
                     Ok(r) => r,
                     Err(e) => return out.error(&e),
                 };
+                // A prefix named it once: later polls name it whole (a newer request
+                // sharing the prefix must not make the wait ambiguous).
+                approval_id.clone_from(&r.approval.approval_id);
                 let status = r.approval.status;
                 if status != ApprovalStatus::Pending || started.elapsed() >= timeout {
                     let code = out.result(Ok(&r), |r| render_one(&r.approval));

@@ -173,7 +173,8 @@ pub struct NewDecision {
 }
 
 pub fn validate_approval_id(id: &str) -> CoordResult<String> {
-    validate::required_text("approval_id", id, 64).map(|s| s.trim().to_string())
+    // Ids are made lowercase: one typed in capitals names the same request.
+    validate::required_text("approval_id", id, 64).map(|s| s.trim().to_ascii_lowercase())
 }
 
 pub fn validate_decision(req: DecideApprovalRequest) -> CoordResult<NewDecision> {

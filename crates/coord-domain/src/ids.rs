@@ -15,8 +15,24 @@ const UUID_DIGITS: usize = 32;
 const APPROVAL_PREFIX: &str = "apr_";
 const APPROVAL_DIGITS: usize = 16;
 
+/// The most ids one request may name (a task's dependencies are the most).
+pub const MAX_IDS: usize = crate::queue::MAX_DEPENDENCIES;
+
+/// Refuses a request naming more than [`MAX_IDS`] ids (`field`: the first of them), before
+/// any of them is looked up.
+pub fn check_count(field: Option<&str>, count: usize) -> CoordResult<()> {
+    if count <= MAX_IDS {
+        return Ok(());
+    }
+    Err(CoordError::field(
+        ErrorCode::InvalidArgument,
+        field.unwrap_or("ids"),
+        format!("{count} ids in one request: at most {MAX_IDS}"),
+    ))
+}
+
 /// What an id names, and so where its candidates come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IdKind {
     /// A task of the work queue (a UUID); every task is a candidate.
     Task,
@@ -193,6 +209,16 @@ mod tests {
                 "{kind:?} {raw:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_request_names_at_most_max_ids() {
+        assert!(check_count(None, 0).is_ok() && check_count(Some("depends_on"), MAX_IDS).is_ok());
+        let e = check_count(Some("depends_on"), MAX_IDS + 1).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            (ErrorCode::InvalidArgument, Some("depends_on"))
+        );
     }
 
     #[test]

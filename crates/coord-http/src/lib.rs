@@ -235,6 +235,7 @@ pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> R
         .route("/ui/snapshot", get(ui::snapshot))
         .route("/ui/events", get(ui::events))
         .route("/ui/approvals/decide", axum::routing::post(ui::decide))
+        .route("/ui/sessions/end", axum::routing::post(ui::end_session))
         .route("/ui/app.js", get(ui::script))
         .route("/ui/style.css", get(ui::style))
         .route(

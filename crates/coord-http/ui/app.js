@@ -1,6 +1,7 @@
 // The dashboard's one script: draws /ui/snapshot, draws again when /ui/events says
 // something changed (and every 15 s, for changes made by other processes on the same
-// database), counts lock expiries down, and sends approve/deny with the CSRF token.
+// database), counts lock expiries down, and sends the person's changes (approve, deny,
+// end a session, each confirmed where it cannot be undone) with the CSRF token.
 // Every value is set as text (never as markup).
 "use strict";
 
@@ -100,10 +101,30 @@ function place(a) {
   return a.branch ? `${dir} (${a.branch})` : dir;
 }
 
+// A change the person asked for from the page (approve, deny, end a session): sent with
+// the CSRF token; a refusal is shown; the page reads again either way.
+async function act(path, body) {
+  const r = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-csrf-token": csrf },
+    body: JSON.stringify(body),
+  });
+  const answer = await r.json().catch(() => ({}));
+  showError(r.ok ? null : (answer.error || r.status) + ": " + (answer.message || ""));
+  refresh();
+}
+
+function endSession(a) {
+  if (!confirm(`End ${a.agent_id}'s session? Its locks are released and its claimed tasks go back to the queue.`)) return;
+  act("/ui/sessions/end", { session_id: a.session_id });
+}
+
 function agents(p) {
+  const live = (a) => a.session_id && a.status !== "disconnected" && a.status !== "unregistered";
   fill("panel-agents", failed(p) || table(
-    ["agent", "type", "profile", "trust", "status", "worktree", "session", "heartbeat", "task", "violations"],
-    p.items.map((a) => [a.agent_id, a.agent_type, a.profile || "", a.trust ?? "", chip(a.status), place(a), ago(a.started_at), ago(a.last_heartbeat), short(a.current_task), a.guardrail_violations]),
+    ["agent", "type", "profile", "trust", "status", "worktree", "session", "heartbeat", "task", "violations", ""],
+    p.items.map((a) => [a.agent_id, a.agent_type, a.profile || "", a.trust ?? "", chip(a.status), place(a), ago(a.started_at), ago(a.last_heartbeat), short(a.current_task), a.guardrail_violations,
+      el("td", {}, live(a) ? el("button", { type: "button", "data-end-session": a.agent_id, onclick: () => endSession(a) }, "End session") : null)]),
     "no agents have registered"
   ));
 }
@@ -116,15 +137,8 @@ function locks(p) {
   ));
 }
 
-async function decide(id, decision) {
-  const r = await fetch("/ui/approvals/decide", {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-csrf-token": csrf },
-    body: JSON.stringify({ approval_id: id, decision: decision }),
-  });
-  const answer = await r.json().catch(() => ({}));
-  showError(r.ok ? null : (answer.error || r.status) + ": " + (answer.message || ""));
-  refresh();
+function decide(id, decision) {
+  return act("/ui/approvals/decide", { approval_id: id, decision: decision });
 }
 
 function approvals(p) {
@@ -244,6 +258,41 @@ function violations(stats, p) {
     list));
 }
 
+function inbox(p) {
+  if (failed(p)) return fill("panel-inbox", failed(p));
+  document.querySelector("#panel-inbox h2").textContent = "Your messages" + (p.unread ? " (" + p.unread + " unread)" : "");
+  fill("panel-inbox", table(
+    ["from", "subject", "message", "importance", "thread", "sent", ""],
+    p.items.map((m) => [m.from, m.subject, m.body, m.importance, short(m.thread_id), ago(m.created_at), m.read_at ? "" : chip("unread")]),
+    "no agent has written to you"
+  ));
+}
+
+function handoffs(p) {
+  fill("panel-handoffs", failed(p) || table(
+    ["agent", "summary", "in progress", "next", "when"],
+    p.items.map((h) => [h.agent_name, h.summary, (h.in_progress || []).join("; "), (h.next_steps || []).join("; "), ago(h.created_at)]),
+    "no handoff yet"
+  ));
+}
+
+function memories(p) {
+  const pct = (u) => (u === null || u === undefined ? "–" : Math.round(100 * u) + "%");
+  fill("panel-memories", failed(p) || table(
+    ["memory", "kind", "by", "seen", "useful", "last seen"],
+    p.items.map((m) => [m.content, m.memory_type, m.agent_id, m.occurrences, pct(m.usefulness), ago(m.last_seen_at)]),
+    "no memory yet"
+  ));
+}
+
+function spawned(p) {
+  fill("panel-spawned", failed(p) || table(
+    ["agent", "definition", "parent", "runtime", "status", "task", "started", "exit"],
+    p.items.map((a) => [a.agent_id, a.agent, a.parent_agent_id, a.runtime, chip(a.status), a.task_status ? short(a.task_id) + " " + a.task_status : short(a.task_id), ago(a.created_at), a.exit_code ?? (a.error || "")]),
+    "no agent was spawned"
+  ));
+}
+
 function audit(p) {
   fill("panel-audit", failed(p) || table(
     ["#", "when", "agent", "type", "operation", "result", "ms"],
@@ -290,6 +339,10 @@ async function refresh() {
     graph(s.tasks);
     workflows(s.workflows, s.workflow_nodes);
     violations(s.stats, s.violations);
+    inbox(s.inbox);
+    handoffs(s.handoffs);
+    memories(s.memories);
+    spawned(s.spawned);
     audit(s.audit);
     document.body.dataset.refreshed = String(Date.now());
   } catch (e) {

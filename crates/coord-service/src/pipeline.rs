@@ -16,6 +16,7 @@ use coord_store::{Charge, Escalation, OpCtx, PolicyCheck, UsageOf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::time::Instant;
 use tracing::Instrument;
 
@@ -293,16 +294,29 @@ impl Coordinator {
     /// ([`Operation::ids`]): one read per prefix, none for whole ids. The audit row (and an
     /// approval's request hash) then holds the request with the whole ids.
     async fn whole_ids<O: Operation>(&self, ctx: &mut OpCtx, req: &mut O::Request) -> CoordResult<()> {
+        let slots = O::ids(req);
+        // Before any read: a request naming more ids than any operation takes is refused
+        // here, not after a read per id. Each prefix is read once.
+        ids::check_count(slots.first().map(|s| s.field), slots.len())?;
+        let mut known: HashMap<(ids::IdKind, String), String> = HashMap::new();
         let mut changed = false;
-        for slot in O::ids(req) {
+        for slot in slots {
             let Some(prefix) = ids::prefix_of(slot.kind, slot.value) else {
                 continue;
             };
-            let found = self
-                .store
-                .ids_in_range(&prefix, &ctx.who.agent_id, ids::MAX_CANDIDATES)
-                .await?;
-            *slot.value = ids::resolve(&prefix, slot.field, slot.missing, found)?;
+            let key = (slot.kind, prefix.text.clone());
+            let whole = match known.get(&key) {
+                Some(whole) => whole.clone(),
+                None => {
+                    let found = self
+                        .store
+                        .ids_in_range(&prefix, &ctx.who.agent_id, ids::MAX_CANDIDATES)
+                        .await?;
+                    ids::resolve(&prefix, slot.field, slot.missing, found)?
+                }
+            };
+            *slot.value = whole.clone();
+            known.insert(key, whole);
             changed = true;
         }
         if changed {

@@ -3,7 +3,9 @@ a scripted scenario runs against `coord serve`'s HTTP API as three agents.
 
 Checks that, without reloading the page: a new lock, a claimed task and an approval
 request appear; that approving from the page unblocks the agent (its retried command
-passes); that a change without the CSRF token is refused; that the key never reaches
+passes); that the person's messages, handoffs, memories (with usefulness) and spawned
+agents show; that ending a session asks first and requeues its claim; that a change
+without the CSRF token is refused; that the key never reaches
 the page. Saves a screenshot of each main view (light and dark).
 
 usage: dashboard_browser.py --url URL --key OPERATOR_KEY --chromium PATH --shots DIR
@@ -172,6 +174,42 @@ def main():
         checks.append("approved from the page: the agent's command passes once")
         st, again = api(url, key, "bob", "POST", "/guardrails/check", force)
         assert st == 409, again
+
+        # The rest of the coordination state: the person's own messages (threads,
+        # unread), handoffs, memories with their usefulness, spawned agents.
+        st, r = api(url, key, "alice", "POST", "/messages",
+                    {"to": "ops-lead", "subject": "May I rename the ledger table?", "body": "It touches the migration."})
+        assert st == 200 and r["success"], r
+        expect(page.locator("#panel-inbox")).to_contain_text("May I rename the ledger table?")
+        expect(page.locator("#panel-inbox h2")).to_have_text("Your messages (1 unread)")
+        st, r = api(url, key, "alice", "POST", "/handoffs",
+                    {"summary": "Ledger split half done", "in_progress": ["move the writers"]})
+        assert st == 200 and r["success"], r
+        expect(page.locator("#panel-handoffs")).to_contain_text("Ledger split half done")
+        expect(page.locator("#panel-handoffs")).to_contain_text("move the writers")
+        st, m = api(url, key, "alice", "POST", "/memory",
+                    {"event_type": "fix", "summary": "Ledger tests need the fixture database", "outcome": "positive"})
+        assert st == 200 and m["success"], m
+        st, r = api(url, key, "bob", "POST", "/memory/feedback", {"memory_id": m["memory_id"], "useful": True})
+        assert st == 200, r
+        memory = page.locator("#panel-memories tr", has_text="Ledger tests need the fixture database")
+        expect(memory).to_have_count(1)
+        expect(memory).to_contain_text("%")
+        expect(page.locator("#panel-spawned")).to_contain_text("no agent was spawned")
+        checks.append("messages, handoffs, memories and spawned agents shown")
+
+        # Ending a session from the page asks first; dismissed, nothing changes.
+        end = page.locator('#panel-agents button[data-end-session="bob"]')
+        page.once("dialog", lambda d: d.dismiss())
+        end.click()
+        expect(page.locator('[data-column=claimed] [data-task="%s"]' % t1["task_id"])).to_be_visible()
+        page.once("dialog", lambda d: d.accept())
+        end.click()
+        expect(end).to_have_count(0)
+        expect(page.locator('[data-column=ready] [data-task="%s"]' % t1["task_id"])).to_be_visible()
+        st, rows = api(url, key, "auditor", "GET", "/audit?operation=cleanup_dead_agents")
+        assert st == 200 and [e["agent_id"] for e in rows["entries"]] == ["ops-lead"], rows
+        checks.append("a session ended from the page, after a confirmation, audited as the person")
 
         # The audit trail, filtered as the CLI filters it.
         page.fill("#audit-filters input[name=operation]", "decide_approval")

@@ -99,6 +99,18 @@ pub async fn ids_a_unique_prefix_names_a_task(b: &dyn Backend) {
         (e.code, e.field.as_deref()),
         (ErrorCode::AmbiguousId, Some("depends_on"))
     );
+    // More ids than any request takes: refused before any is looked up.
+    let req = SubmitWorkRequest {
+        task_type: "t".into(),
+        task_description: "d".into(),
+        depends_on: Some(vec!["5b0c6a1e2".into(); 101]),
+        ..Default::default()
+    };
+    let e = run::<SubmitWork>(&h, &a, req).await.unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_deref()),
+        (ErrorCode::InvalidArgument, Some("depends_on"))
+    );
     let absent = if later.task_id.starts_with("ffff") {
         "0000"
     } else {
@@ -133,7 +145,12 @@ pub async fn ids_a_unique_prefix_names_an_approval(b: &dyn Backend) {
     let (asker, _) = limited(&h).await;
     let id = awaiting(check(&h, &asker, "src/over.rs").await.unwrap_err());
     let digits = id.strip_prefix("apr_").expect("apr_ id");
-    for short in [format!("apr_{}", &digits[..6]), digits[..6].to_uppercase()] {
+    for short in [
+        format!("apr_{}", &digits[..6]),
+        digits[..6].to_string(),
+        format!("APR_{}", digits[..6].to_uppercase()),
+        id.to_uppercase(),
+    ] {
         let req = GetApprovalRequest {
             approval_id: short.clone(),
         };

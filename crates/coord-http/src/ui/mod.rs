@@ -342,35 +342,76 @@ pub struct Decide {
     note: Option<String>,
 }
 
-/// `POST /ui/approvals/decide` `{approval_id, decision: approve|deny, note?}`.
-pub async fn decide(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
-    let Some((_, s)) = session(&app, &headers) else {
+#[derive(serde::Deserialize)]
+pub struct EndSession {
+    session_id: String,
+}
+
+/// Runs `operation` for the signed-in person on what the page sent (read as `T`, the
+/// shape `expected` names): the session, the CSRF token and the origin are checked first;
+/// the pipeline audits it under the person's name, type `dashboard`.
+async fn act<T: serde::de::DeserializeOwned>(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+    operation: &str,
+    expected: &str,
+    request: impl FnOnce(T) -> serde_json::Value,
+) -> Response {
+    let Some((_, s)) = session(app, headers) else {
         return error_response(&unauthorized());
     };
-    if let Err(e) = check_change(&s, &headers) {
+    if let Err(e) = check_change(&s, headers) {
         return error_response(&e);
     }
-    let body = match crate::api::read_body(&app, body, FORM_LIMIT).await {
+    let body = match crate::api::read_body(app, body, FORM_LIMIT).await {
         Ok(b) => b,
         Err(e) => return error_response(&e),
     };
-    let d: Decide = match serde_json::from_slice(&body) {
+    let asked: T = match serde_json::from_slice(&body) {
         Ok(d) => d,
         Err(e) => {
             return error_response(&CoordError::new(
                 ErrorCode::InvalidJson,
-                format!("the body is not {{approval_id, decision, note?}}: {e}"),
+                format!("the body is not {expected}: {e}"),
             ));
         }
     };
-    let Ok(op) = op_named("decide_approval") else {
+    let Ok(op) = op_named(operation) else {
         return error_response(&CoordError::internal());
     };
-    let request = json!({"approval_id": d.approval_id, "decision": d.decision, "note": d.note});
-    match app.server.invoke(op, &principal(&s), Ok(request)).await {
+    match app.server.invoke(op, &principal(&s), Ok(request(asked))).await {
         Ok(v) => Json(v).into_response(),
         Err(e) => (crate::api::status_of(&e), Json(snapshot::error_json(&e))).into_response(),
     }
+}
+
+/// `POST /ui/approvals/decide` `{approval_id, decision: approve|deny, note?}`.
+pub async fn decide(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    act(
+        &app,
+        &headers,
+        body,
+        "decide_approval",
+        "{approval_id, decision, note?}",
+        |d: Decide| json!({"approval_id": d.approval_id, "decision": d.decision, "note": d.note}),
+    )
+    .await
+}
+
+/// `POST /ui/sessions/end` `{session_id}`: ends a session whatever its last heartbeat (its
+/// locks released, its claims requeued), as `cleanup_dead_agents` does for listed sessions.
+pub async fn end_session(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    act(
+        &app,
+        &headers,
+        body,
+        "cleanup_dead_agents",
+        "{session_id}",
+        |e: EndSession| // The longest silence allowed: the person ends this session, not every quiet one.
+        json!({"sessions": [e.session_id], "stale_threshold_minutes": 10080}),
+    )
+    .await
 }
 
 fn asset(body: &'static str, kind: &'static str) -> Response {

@@ -231,6 +231,17 @@ pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditF
         read(coord, who, "list_profiles", json!({})),
     );
     let audit = merged_trail(audit, &decisions);
+    let (inbox, handoffs, recalled, spawned) = tokio::join!(
+        read(coord, who, "inbox", json!({"limit": 20})),
+        read(coord, who, "read_handoff", json!({"agent_name": "*", "limit": 10})),
+        read(
+            coord,
+            who,
+            "recall",
+            json!({"task_description": "", "limit": 10, "explain": true})
+        ),
+        read(coord, who, "list_spawned_agents", json!({"limit": 20})),
+    );
     let tasks = task_board(coord, who).await;
     let running = running_workflows(coord, who, &workflows).await;
     let mut agents = panel(
@@ -246,6 +257,7 @@ pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditF
             "guardrail_violations",
             "worktree",
             "branch",
+            "session_id",
         ],
     );
     with_unregistered_holders(&mut agents, &locks);
@@ -260,7 +272,57 @@ pub async fn snapshot(coord: &dyn Coordination, who: &Principal, filters: AuditF
         "workflow_nodes": running,
         "audit": panel(&audit, "entries", &["id", "timestamp", "agent_id", "agent_type", "operation", "success", "error_code", "duration_ms"]),
         "violations": blocks(&refused),
+        "inbox": inbox_panel(&inbox),
+        "handoffs": panel(&handoffs, "handoffs", &["agent_name", "agent_type", "summary", "in_progress", "next_steps", "created_at"]),
+        "memories": memories(&recalled),
+        "spawned": panel(&spawned, "agents", &["agent_id", "agent", "parent_agent_id", "runtime", "status", "task_id", "task_status", "created_at", "ended_at", "exit_code", "error"]),
     })
+}
+
+/// The signed-in person's own inbox (agents write to a person by their name): messages
+/// are private to their sender and recipients, so the page shows no one else's.
+fn inbox_panel(answer: &Value) -> Value {
+    let mut p = panel(
+        answer,
+        "messages",
+        &[
+            "message_id",
+            "thread_id",
+            "from",
+            "subject",
+            "body",
+            "importance",
+            "created_at",
+            "read_at",
+        ],
+    );
+    if let Some(unread) = answer.get("unread") {
+        p["unread"] = unread.clone();
+    }
+    p
+}
+
+/// The newest memories with their usefulness (from votes: `recall`'s explanation).
+fn memories(answer: &Value) -> Value {
+    let mut p = panel(
+        answer,
+        "memories",
+        &[
+            "memory_id",
+            "memory_type",
+            "content",
+            "agent_id",
+            "occurrences",
+            "last_seen_at",
+        ],
+    );
+    let usefulness = answer.get("memories").and_then(Value::as_array);
+    if let (Some(items), Some(all)) = (p.get_mut("items").and_then(Value::as_array_mut), usefulness) {
+        for (item, m) in items.iter_mut().zip(all) {
+            item["usefulness"] = m.pointer("/explain/usefulness").cloned().unwrap_or(Value::Null);
+        }
+    }
+    p
 }
 
 /// The `query_audit` requests of the page's filters: the trail's, the dashboards'
@@ -392,6 +454,25 @@ mod tests {
         let hidden = "git push --force origin feature && API_TOKEN=$(rm${IFS}-rf${IFS}$HOME) true";
         let a = approvals(&json!({"approvals": [{"approval_id": "apr_3", "parameters": {"command": hidden}}]}));
         assert_eq!(a["items"][0]["asked"], hidden);
+    }
+
+    #[test]
+    fn memories_carry_their_usefulness_and_the_inbox_its_unread_count() {
+        let recalled = json!({"memories": [
+            {"memory_id": "m1", "content": "c", "agent_id": "a", "explain": {"usefulness": 0.75, "text": 1.0}},
+            {"memory_id": "m2", "content": "d", "agent_id": "b"},
+        ]});
+        let p = memories(&recalled);
+        assert_eq!(p["items"][0]["usefulness"], 0.75);
+        assert_eq!(p["items"][1]["usefulness"], Value::Null);
+        assert!(p["items"][0].get("explain").is_none(), "{p}");
+        let refused = json!({"error": "insufficient_trust_level", "message": "no"});
+        assert_eq!(memories(&refused)["error"], "insufficient_trust_level");
+        let inbox = inbox_panel(&json!({"unread": 2, "messages": [{"message_id": "x", "to": "me", "subject": "s"}]}));
+        assert_eq!(
+            inbox,
+            json!({"items": [{"message_id": "x", "subject": "s"}], "unread": 2})
+        );
     }
 
     #[test]

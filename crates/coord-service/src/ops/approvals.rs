@@ -50,7 +50,8 @@ impl Operation for GetApproval {
     const DESCRIPTION: &'static str = "Read one approval request by approval_id (the id a refusal with \
         approval_required:true answered): poll it to wait for a decision. status is pending, approved (the \
         same request by the same agent now passes once, until expires_at), denied, used or expired. Answers \
-        {success:true, approval:{...}}; an unknown id is not_found.";
+        {success:true, approval:{...}}; an unknown id is not_found. Like every id, a unique prefix (4+ \
+        characters) will do; one naming several is ambiguous_id, listing them.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const NEED: Need = Need::READ;

@@ -81,7 +81,7 @@ pub struct ReadMessage;
 impl Operation for ReadMessage {
     const NAME: &'static str = "read_message";
     const SUMMARY: &'static str = "Read one of your messages (marks it read)";
-    const DESCRIPTION: &'static str = "Read one message of your inbox by message_id and mark it read. Answers \
+    const DESCRIPTION: &'static str = "Read one message of your inbox by message_id (or a unique prefix of it) and mark it read. Answers \
         {success:true, message:{...}}; not_found when it is not addressed to you.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;

@@ -141,7 +141,7 @@ pub struct GetTask;
 impl Operation for GetTask {
     const NAME: &'static str = "get_task";
     const SUMMARY: &'static str = "One task in full";
-    const DESCRIPTION: &'static str = "Show one task in full: status (pending, claimed, completed, failed, \
+    const DESCRIPTION: &'static str = "Show one task in full (task_id, or a unique prefix of it): status (pending, claimed, completed, failed, \
         cancelled), dependencies, claimer, lease, attempts, result and failure reason. Answers {success:true, \
         task:{...}}.";
     // Tasks carry their payloads (input_data, result): reading one needs a key.
