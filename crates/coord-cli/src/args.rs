@@ -1610,6 +1610,15 @@ pub enum LockCommand {
     },
     /// Release a lock you hold, named as you acquired it (src/auth/ for a directory lock)
     Release { path: String },
+    /// Release another agent's lock — one that went quiet or crashed — named as its holder
+    /// named it (a person: trust 4 or an operator key; refused from an agent's session).
+    /// Its holder's writes through coord are refused from then on
+    Break {
+        path: String,
+        /// Why, for the audit trail
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// List live locks, all or those that cover the given files, directories or globs
     #[command(alias = "ls")]
     List { paths: Vec<String> },
@@ -1668,6 +1677,23 @@ pub enum WorkCommand {
         /// What went wrong
         #[arg(long, value_name = "TEXT")]
         error: Option<String>,
+    },
+    /// Cancel a task that has not ended; the tasks that depend on it are cancelled too (a
+    /// person: trust 4 or an operator key; refused from an agent's session)
+    Cancel {
+        /// The task's id, or a unique prefix of it
+        #[arg(value_name = "ID")]
+        task_id: String,
+        /// Why, kept as the task's error message
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Put a claimed task back in the queue, its claim dropped — for an agent that is stuck
+    /// but still heartbeating (a person: trust 4 or an operator key)
+    Requeue {
+        /// The task's id, or a unique prefix of it
+        #[arg(value_name = "ID")]
+        task_id: String,
     },
     /// Show one task in full
     Show {

@@ -12,6 +12,7 @@ use coord_domain::keys::{CreateApiKeyRequest, RevokeApiKeyRequest};
 use coord_domain::locks::{
     AcquireLockRequest, AcquireLockResult, CheckLocksRequest, LockAction, LockInfo, ReleaseLockRequest,
 };
+use coord_domain::overrides::{BreakLockRequest, CancelTaskRequest, RequeueTaskRequest, TaskOverrideResult};
 use coord_domain::ports::{AllocatePortsRequest, ReleasePortsRequest};
 use coord_domain::queue::{
     CompleteWorkRequest, GetTaskRequest, GetWorkRequest, ListTasksRequest, SubmitWorkRequest, TaskInfo, TaskStatus,
@@ -22,6 +23,7 @@ use coord_domain::sessions::{
 use coord_domain::status::StatusResult;
 use coord_domain::{CoordError, ErrorCode};
 use coord_service::CoordinationExt as _;
+use coord_service::ops::overrides::{BreakLock, CancelTask, RequeueTask};
 use coord_service::{Coordination, Ports};
 use std::fmt::Write;
 
@@ -73,6 +75,18 @@ pub async fn run(command: Command, coord: &dyn Coordination, ctx: &Context, out:
                 };
                 out.result(coord.release_lock(me, req).await, |r| {
                     format!("released {}", r.file_path)
+                })
+            }
+            LockCommand::Break { path, reason } => {
+                let req = BreakLockRequest {
+                    file_path: ctx.lock_path(&path),
+                    reason,
+                };
+                out.result(coord.op::<BreakLock>(me, req).await, |r| {
+                    format!(
+                        "released {} (held by {}, fencing token {})",
+                        r.file_path, r.locked_by, r.fencing_token
+                    )
                 })
             }
             LockCommand::List { paths } => {
@@ -182,6 +196,14 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
                 changes: None,
             };
             out.result(coord.complete_work(me, req).await, render_completion)
+        }
+        WorkCommand::Cancel { task_id, reason } => {
+            let req = CancelTaskRequest { task_id, reason };
+            out.result(coord.op::<CancelTask>(me, req).await, render_override)
+        }
+        WorkCommand::Requeue { task_id } => {
+            let req = RequeueTaskRequest { task_id };
+            out.result(coord.op::<RequeueTask>(me, req).await, render_override)
         }
         WorkCommand::Show { task_id } => out.result(coord.get_task(me, GetTaskRequest { task_id }).await, |r| {
             render_task(&r.task)
@@ -872,4 +894,18 @@ pub fn render_status(s: &StatusResult) -> String {
         }
     }
     o
+}
+
+fn render_override(r: &TaskOverrideResult) -> String {
+    let claim = r
+        .claimed_by
+        .as_deref()
+        .map(|by| format!("; {by}'s claim dropped"))
+        .unwrap_or_default();
+    format!(
+        "task {} {} (was {}){claim}",
+        r.task_id,
+        r.status.as_str(),
+        r.was.as_str()
+    )
 }

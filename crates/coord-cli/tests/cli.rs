@@ -187,8 +187,19 @@ fn locks_through_the_cli(repo: &Repo) {
     let table = repo.run(&["lock", "list"]);
     assert!(stdout(&table).contains("src/main.rs") && stdout(&table).contains("alice"));
 
+    // Another agent's lock: an agent cannot release it, a person can.
+    let (v, rc) = repo.json_as("bob", &["--agent-type", "claude_code", "lock", "break", "src/main.rs"]);
+    assert_eq!(
+        (rc != 0, v["error"].as_str()),
+        (true, Some("insufficient_trust_level")),
+        "{v}"
+    );
+    let (v, rc) = repo.json_as("ops", &["lock", "break", "src/main.rs", "--reason", "alice is gone"]);
+    assert_eq!((rc, v["locked_by"].as_str()), (0, Some("alice")), "{v}");
+    let human = repo.run(&["--agent-id", "ops", "lock", "break", "src/main.rs"]);
+    assert!(stdout(&human).contains("not locked") || String::from_utf8_lossy(&human.stderr).contains("not locked"));
     let (v, rc) = repo.json_as("alice", &["lock", "release", "src/main.rs"]);
-    assert_eq!((rc, v["released"].as_bool()), (0, Some(true)));
+    assert_eq!((rc, v["error"].as_str()), (1, Some("lock_not_held")));
     let (v, _) = repo.json_as("carol", &["lock", "list", "src/main.rs"]);
     assert_eq!(v["locks"], serde_json::json!([]));
 }
@@ -438,6 +449,23 @@ fn work_queue_through_the_cli(repo: &Repo) {
         .unwrap();
     let (v, rc) = repo.json_as("w", &["work", "show", absent]);
     assert_eq!((rc, v["error"].as_str()), (1, Some("task_not_found")), "{v}");
+
+    // A person's overrides: requeue a claim, cancel a task (the CLI's default type is a
+    // person's, `cli`).
+    let (v, _) = repo.json_as("boss", &["work", "submit", "lint", "lint it"]);
+    let lint = v["task_id"].as_str().unwrap().to_string();
+    let (v, _) = repo.json_as("w", &["work", "claim", "--type", "lint"]);
+    assert_eq!(v["task_id"], lint.as_str());
+    let (v, rc) = repo.json_as("boss", &["work", "requeue", &lint[..8]]);
+    assert_eq!(
+        (rc, v["status"].as_str(), v["claimed_by"].as_str()),
+        (0, Some("pending"), Some("w")),
+        "{v}"
+    );
+    let shown = repo.run(&["--agent-id", "boss", "work", "cancel", &lint, "--reason", "not needed"]);
+    assert!(stdout(&shown).contains("cancelled (was pending)"), "{}", stdout(&shown));
+    let (v, rc) = repo.json_as("boss", &["work", "cancel", &lint]);
+    assert_eq!((rc, v["error"].as_str()), (1, Some("task_ended")), "{v}");
 }
 
 fn agents_handoffs_audit_and_status_through_the_cli(repo: &Repo) {

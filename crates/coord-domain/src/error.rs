@@ -71,6 +71,7 @@ error_codes! {
     LockNotHeld => "lock_not_held", Refused;
     NotTaskOwner => "not_task_owner", Refused;
     TaskNotClaimed => "task_not_claimed", Refused;
+    TaskEnded => "task_ended", Refused;
     NoPortsAvailable => "no_ports_available", Refused;
     FileLocked => "file_locked", Refused;
     NoRecipients => "no_recipients", Refused;

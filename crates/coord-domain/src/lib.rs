@@ -69,6 +69,7 @@ pub mod memory;
 pub mod messages;
 pub mod network;
 pub mod notifications;
+pub mod overrides;
 pub mod path;
 pub mod ports;
 pub mod profiles;

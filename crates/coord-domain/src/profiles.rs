@@ -60,6 +60,9 @@ pub enum Permission {
     DecideApprovals,
     /// Read every agent's audit rows, verify the chain, prune old rows. Implied at trust 4.
     ManageAudit,
+    /// Override other agents' coordination: release their locks, cancel tasks, put
+    /// claimed tasks back in the queue. Implied at trust 4.
+    ManageWork,
 }
 
 impl Permission {
@@ -84,6 +87,7 @@ impl Permission {
             Permission::ManageKeys => "manage_keys",
             Permission::DecideApprovals => "decide_approvals",
             Permission::ManageAudit => "manage_audit",
+            Permission::ManageWork => "manage_work",
         }
     }
 
@@ -95,7 +99,8 @@ impl Permission {
             Permission::ManagePolicies
             | Permission::ManageKeys
             | Permission::DecideApprovals
-            | Permission::ManageAudit => Some(MAX_TRUST),
+            | Permission::ManageAudit
+            | Permission::ManageWork => Some(MAX_TRUST),
             _ => None,
         }
     }

@@ -669,6 +669,9 @@ pub const PERSON_OPERATIONS: &[&str] = &[
     "prune_audit",
     "prune_memories",
     "receive_github_delivery",
+    "break_lock",
+    "cancel_task",
+    "requeue_task",
 ];
 
 /// `coord` subcommands (as consecutive words) that make a person's decision, in every
@@ -696,6 +699,9 @@ pub const PERSON_COMMANDS: &[&[&str]] = &[
     &["audit", "prune"],
     &["memory", "prune"],
     &["ui"],
+    &["lock", "break"],
+    &["work", "cancel"],
+    &["work", "requeue"],
 ];
 
 fn person(operation: &str, reason: String) -> Hit {

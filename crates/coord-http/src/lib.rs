@@ -236,6 +236,9 @@ pub fn create_coordination_api(server: Arc<dyn Server>, config: &ApiConfig) -> R
         .route("/ui/events", get(ui::events))
         .route("/ui/approvals/decide", axum::routing::post(ui::decide))
         .route("/ui/sessions/end", axum::routing::post(ui::end_session))
+        .route("/ui/locks/break", axum::routing::post(ui::break_lock))
+        .route("/ui/tasks/cancel", axum::routing::post(ui::cancel_task))
+        .route("/ui/tasks/requeue", axum::routing::post(ui::requeue_task))
         .route("/ui/app.js", get(ui::script))
         .route("/ui/style.css", get(ui::style))
         .route(

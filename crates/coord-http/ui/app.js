@@ -101,7 +101,8 @@ function place(a) {
   return a.branch ? `${dir} (${a.branch})` : dir;
 }
 
-// A change the person asked for from the page (approve, deny, end a session): sent with
+// A change the person asked for from the page (approve, deny, end a session, release a
+// lock, cancel or requeue a task): sent with
 // the CSRF token; a refusal is shown; the page reads again either way.
 async function act(path, body) {
   const r = await fetch(path, {
@@ -129,12 +130,37 @@ function agents(p) {
   ));
 }
 
+function breakLock(l) {
+  if (!confirm(`Release ${l.locked_by}'s lock on ${l.file_path}? Its writes through coord will be refused.`)) return;
+  act("/ui/locks/break", { file_path: l.file_path });
+}
+
 function locks(p) {
   fill("panel-locks", failed(p) || table(
-    ["file", "holder", "held", "expires in", "token"],
-    p.items.map((l) => [l.file_path, l.locked_by, ago(l.locked_at), el("td", { "data-expires": l.expires_at }, countdown(l.expires_at)), l.fencing_token]),
+    ["file", "holder", "held", "expires in", "token", ""],
+    p.items.map((l) => [l.file_path, l.locked_by, ago(l.locked_at), el("td", { "data-expires": l.expires_at }, countdown(l.expires_at)), l.fencing_token,
+      el("td", {}, el("button", { type: "button", "data-break": l.file_path, onclick: () => breakLock(l) }, "Release"))]),
     "no file is locked"
   ));
+}
+
+function cancelTask(t) {
+  if (!confirm(`Cancel task ${short(t.task_id)} (${t.task_type})? The tasks that depend on it are cancelled too.`)) return;
+  act("/ui/tasks/cancel", { task_id: t.task_id });
+}
+
+function requeueTask(t) {
+  if (!confirm(`Put task ${short(t.task_id)} back in the queue? ${t.claimed_by}'s claim is dropped.`)) return;
+  act("/ui/tasks/requeue", { task_id: t.task_id });
+}
+
+// A card's actions: a claimed task can go back to the queue; one not ended, cancelled.
+function taskActions(t) {
+  if (t.status !== "pending" && t.status !== "claimed") return null;
+  return el("div", { class: "actions" },
+    t.status === "claimed" ? el("button", { type: "button", "data-requeue": t.task_id, onclick: () => requeueTask(t) }, "Requeue") : null,
+    " ",
+    el("button", { type: "button", "data-cancel": t.task_id, onclick: () => cancelTask(t) }, "Cancel"));
 }
 
 function decide(id, decision) {
@@ -182,7 +208,8 @@ function board(p, stats) {
       ...tasks.slice(0, 30).map((t) => el("div", { class: "card", "data-task": t.task_id },
         el("div", { class: "t" }, t.task_type + " · " + short(t.task_id)),
         el("div", { class: "d" }, t.task_description),
-        t.claimed_by ? el("div", { class: "d" }, "claimed by " + t.claimed_by) : null)));
+        t.claimed_by ? el("div", { class: "d" }, "claimed by " + t.claimed_by) : null,
+        taskActions(t))));
   }));
 }
 

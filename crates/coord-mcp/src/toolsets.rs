@@ -154,6 +154,11 @@ pub const TOOLSETS: &[Toolset] = &[
         ],
     },
     Toolset {
+        name: "overrides",
+        description: "a person's overrides: release another agent's lock, cancel a task, requeue a claimed one",
+        tools: &["break_lock", "cancel_task", "requeue_task"],
+    },
+    Toolset {
         name: "keys",
         description: "API keys for cloud agents (operators)",
         tools: &["create_api_key", "list_api_keys", "revoke_api_key"],

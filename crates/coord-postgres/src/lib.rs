@@ -58,6 +58,7 @@ mod messages;
 mod migrate;
 mod network;
 mod notifications;
+mod overrides;
 mod plans;
 mod profiles;
 mod queue;

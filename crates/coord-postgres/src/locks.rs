@@ -14,6 +14,7 @@ use coord_domain::locks::{
     decide_release, overlapping,
 };
 use coord_domain::locks::{CheckEditResult, decide_edit};
+use coord_domain::overrides::BreakLockResult;
 use coord_domain::target::{Candidates, LockTarget};
 use coord_store::LockStore;
 use coord_store::OpCtx;
@@ -344,6 +345,13 @@ pub async fn sweep(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<i64> {
 
 #[async_trait]
 impl LockStore for PgStore {
+    async fn break_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<BreakLockResult> {
+        self.op(ctx, file_path, |tx, ctx, a| {
+            Box::pin(crate::overrides::break_lock(tx, ctx, a))
+        })
+        .await
+    }
+
     async fn check_edit(&self, ctx: OpCtx, files: Vec<LockTarget>) -> CoordResult<CheckEditResult> {
         self.op(ctx, files, |tx, ctx, a| Box::pin(check_edit(tx, ctx, a))).await
     }

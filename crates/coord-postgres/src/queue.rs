@@ -8,6 +8,7 @@ use crate::rows::{NOW, get, id_text, int, uuid, uuids};
 use crate::{R, Tx};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
+use coord_domain::overrides::{Cancellation, TaskOverrideResult};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskEnding, TaskFilter,
@@ -390,18 +391,24 @@ async fn release_claim(
         let message = format!("{why} after {attempts} of {max} attempts");
         fail_task(tx, now, id, REASON_MAX_ATTEMPTS, &message, None).await?;
     } else {
-        tx.execute(
-            &tx.prepare_cached(
-                "UPDATE work_queue SET status = 'pending', claimed_by = NULL, claimed_by_type = NULL,
-                     claimed_at = NULL, claimed_until = NULL
-                 WHERE task_id = $1",
-            )
-            .await?,
-            &[&id],
-        )
-        .await?;
+        back_to_pending(tx, id).await?;
     }
     Ok(next)
+}
+
+/// A claimed task pending again, its claim dropped.
+pub async fn back_to_pending(tx: &Tx<'_>, id: Uuid) -> R<()> {
+    tx.execute(
+        &tx.prepare_cached(
+            "UPDATE work_queue SET status = 'pending', claimed_by = NULL, claimed_by_type = NULL,
+                 claimed_at = NULL, claimed_until = NULL
+             WHERE task_id = $1",
+        )
+        .await?,
+        &[&id],
+    )
+    .await?;
+    Ok(())
 }
 
 pub async fn settle(tx: &Tx<'_>, now: Option<Timestamp>, claims: &[Row], why: &str) -> R<(i64, i64)> {
@@ -483,6 +490,16 @@ pub async fn claimed_by(tx: &Tx<'_>, agent_id: &str) -> R<Vec<TaskInfo>> {
 
 #[async_trait]
 impl QueueStore for PgStore {
+    async fn cancel_task(&self, ctx: OpCtx, cancel: Cancellation) -> CoordResult<TaskOverrideResult> {
+        self.op(ctx, cancel, |tx, ctx, a| Box::pin(crate::overrides::cancel(tx, ctx, a)))
+            .await
+    }
+
+    async fn requeue_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<TaskOverrideResult> {
+        self.op(ctx, task_id, |tx, _, a| Box::pin(crate::overrides::requeue(tx, a)))
+            .await
+    }
+
     async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
         self.op(ctx, task, |tx, ctx, a| Box::pin(submit(tx, ctx, a))).await
     }

@@ -5,7 +5,7 @@
 use crate::op::{Audit, Http, Operation};
 use crate::ops::{
     agents, approvals, audit, files, github, guardrails, handoffs, keys, locks, memory, messages, network,
-    notifications, ports, profiles, queue, sessions, spawn, verification, workflows,
+    notifications, overrides, ports, profiles, queue, sessions, spawn, verification, workflows,
 };
 use crate::{Coordinator, pipeline};
 use coord_domain::access::{Access, Effect, Principal};
@@ -121,6 +121,9 @@ static OPS: LazyLock<Vec<OpEntry>> = LazyLock::new(|| {
         entry::<queue::CompleteWork>(),
         entry::<queue::GetTask>(),
         entry::<queue::ListTasks>(),
+        entry::<overrides::BreakLock>(),
+        entry::<overrides::CancelTask>(),
+        entry::<overrides::RequeueTask>(),
         entry::<sessions::RegisterSession>(),
         entry::<sessions::Heartbeat>(),
         entry::<sessions::DiscoverAgents>(),

@@ -54,6 +54,7 @@ mod messages;
 mod migrate;
 mod network;
 mod notifications;
+mod overrides;
 mod profiles;
 mod queue;
 mod rows;

@@ -13,6 +13,7 @@ use coord_domain::locks::{
     decide_release, overlapping,
 };
 use coord_domain::locks::{CheckEditResult, decide_edit};
+use coord_domain::overrides::BreakLockResult;
 use coord_domain::target::{Candidates, LockTarget};
 use coord_domain::time::from_micros;
 use coord_store::{LockStore, OpCtx};
@@ -33,7 +34,7 @@ pub fn lock_from_row(r: &Row) -> rusqlite::Result<LockInfo> {
     })
 }
 
-fn stored(c: &Connection, path: &str) -> rusqlite::Result<Option<LockInfo>> {
+pub(crate) fn stored(c: &Connection, path: &str) -> rusqlite::Result<Option<LockInfo>> {
     c.prepare_cached(&format!("SELECT {LOCK_COLS} FROM file_locks WHERE file_path = ?1"))?
         .query_row([path], lock_from_row)
         .optional()
@@ -190,6 +191,11 @@ pub fn sweep(c: &Connection, now: i64, batch: i64) -> R<i64> {
 
 #[async_trait]
 impl LockStore for SqliteStore {
+    async fn break_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<BreakLockResult> {
+        self.op(ctx, move |c, now, _| crate::overrides::break_lock(c, now, &file_path))
+            .await
+    }
+
     async fn check_edit(&self, ctx: OpCtx, files: Vec<LockTarget>) -> CoordResult<CheckEditResult> {
         self.op(ctx, move |c, now, who| check_edit(c, now, who, &files)).await
     }

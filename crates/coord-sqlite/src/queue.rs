@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::Identity;
 use coord_domain::memory::skills;
+use coord_domain::overrides::{Cancellation, TaskOverrideResult};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskEnding, TaskFilter,
@@ -330,16 +331,20 @@ pub fn release_claim(
             let message = format!("{why} after {attempts} of {max_attempts} attempts");
             fail_task(c, now, task_id, REASON_MAX_ATTEMPTS, &message, None)?;
         }
-        _ => {
-            c.prepare_cached(
-                "UPDATE work_queue SET status = 'pending', claimed_by = NULL, claimed_by_type = NULL,
-                     claimed_at = NULL, claimed_until = NULL
-                 WHERE task_id = ?1",
-            )?
-            .execute([task_id])?;
-        }
+        _ => back_to_pending(c, task_id)?,
     }
     Ok(next)
+}
+
+/// A claimed task pending again, its claim dropped.
+pub fn back_to_pending(c: &Connection, task_id: &str) -> R<()> {
+    c.prepare_cached(
+        "UPDATE work_queue SET status = 'pending', claimed_by = NULL, claimed_by_type = NULL,
+             claimed_at = NULL, claimed_until = NULL
+         WHERE task_id = ?1",
+    )?
+    .execute([task_id])?;
+    Ok(())
 }
 
 /// Settles up to `batch` claims whose lease has run out; returns (requeued, failed).
@@ -402,6 +407,16 @@ pub fn claimed_by(c: &Connection, agent_id: &str) -> R<Vec<TaskInfo>> {
 
 #[async_trait]
 impl QueueStore for SqliteStore {
+    async fn cancel_task(&self, ctx: OpCtx, cancel: Cancellation) -> CoordResult<TaskOverrideResult> {
+        self.op(ctx, move |c, now, _| crate::overrides::cancel(c, now, &cancel))
+            .await
+    }
+
+    async fn requeue_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<TaskOverrideResult> {
+        self.op(ctx, move |c, _, _| crate::overrides::requeue(c, &task_id))
+            .await
+    }
+
     async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
         self.op(ctx, move |c, now, who| submit(c, now, who, &task)).await
     }

@@ -429,6 +429,8 @@ pub trait LockStore: Send + Sync {
     async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult>;
     /// Live locks that overlap any of the targets, or all live locks.
     async fn check_locks(&self, ctx: OpCtx, targets: Option<Vec<LockTarget>>) -> CoordResult<CheckLocksResult>;
+    /// Releases a live lock whoever holds it (`coord_domain::overrides::decide_break`).
+    async fn break_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<coord_domain::overrides::BreakLockResult>;
     /// Whether the caller may change these files: refused (`file_locked`, by
     /// `coord_domain::locks::decide_edit`) when another agent holds a live lock that
     /// overlaps one (the file itself, a directory above it, a glob matching it).
@@ -446,6 +448,20 @@ pub trait QueueStore: Send + Sync {
     /// Ends a pending or claimed task from outside: completed (its dependents move on)
     /// or cancelled (its dependents are cancelled). None when it had already ended.
     async fn end_task(&self, ctx: OpCtx, task_id: String, ending: TaskEnding) -> CoordResult<Option<TaskStatus>>;
+    /// A person cancels a task that has not ended (`coord_domain::overrides::decide_cancel`);
+    /// its dependents are cancelled as for any cancellation.
+    async fn cancel_task(
+        &self,
+        ctx: OpCtx,
+        cancel: coord_domain::overrides::Cancellation,
+    ) -> CoordResult<coord_domain::overrides::TaskOverrideResult>;
+    /// A person puts a claimed task back in the queue (`decide_requeue`): pending, its
+    /// claim dropped, the attempt it used still counted.
+    async fn requeue_task(
+        &self,
+        ctx: OpCtx,
+        task_id: String,
+    ) -> CoordResult<coord_domain::overrides::TaskOverrideResult>;
 }
 
 /// Agent sessions.

@@ -211,6 +211,27 @@ def main():
         assert st == 200 and [e["agent_id"] for e in rows["entries"]] == ["ops-lead"], rows
         checks.append("a session ended from the page, after a confirmation, audited as the person")
 
+        # A person's overrides, each confirmed: release another agent's lock, put a claimed
+        # task back in the queue, cancel a task.
+        page.once("dialog", lambda d: d.accept())
+        page.locator('#panel-locks button[data-break="src/ghost.rs"]').click()
+        expect(page.locator("#panel-locks")).not_to_contain_text("src/ghost.rs")
+        st, claimed = api(url, key, "alice", "POST", "/work/claim", {})
+        assert st == 200 and claimed.get("task_id") == t1["task_id"], claimed
+        requeue = page.locator('[data-column=claimed] button[data-requeue="%s"]' % t1["task_id"])
+        page.once("dialog", lambda d: d.accept())
+        requeue.click()
+        expect(page.locator('[data-column=ready] [data-task="%s"]' % t1["task_id"])).to_be_visible()
+        st, r = api(url, key, "alice", "POST", "/work/complete", {"task_id": t1["task_id"], "success": True})
+        assert st == 409, r
+        page.once("dialog", lambda d: d.accept())
+        page.locator('button[data-cancel="%s"]' % t3["task_id"]).click()
+        expect(page.locator('[data-column=failed] [data-task="%s"]' % t3["task_id"])).to_be_visible()
+        for op in ("break_lock", "requeue_task", "cancel_task"):
+            st, rows = api(url, key, "auditor", "GET", "/audit?operation=" + op)
+            assert st == 200 and [(e["agent_id"], e["success"]) for e in rows["entries"]] == [("ops-lead", True)], (op, rows)
+        checks.append("a lock released, a task requeued and one cancelled from the page, audited as the person")
+
         # The audit trail, filtered as the CLI filters it.
         page.fill("#audit-filters input[name=operation]", "decide_approval")
         page.click("#audit-filters button[type=submit]")

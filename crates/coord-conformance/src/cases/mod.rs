@@ -15,6 +15,7 @@ pub mod memory;
 pub mod messages;
 pub mod model;
 pub mod network;
+pub mod overrides;
 pub mod patterns;
 pub mod profiles;
 pub mod queue;

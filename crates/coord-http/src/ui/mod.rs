@@ -347,6 +347,16 @@ pub struct EndSession {
     session_id: String,
 }
 
+#[derive(serde::Deserialize)]
+pub struct LockRef {
+    file_path: String,
+}
+
+#[derive(serde::Deserialize)]
+pub struct TaskRef {
+    task_id: String,
+}
+
 /// Runs `operation` for the signed-in person on what the page sent (read as `T`, the
 /// shape `expected` names): the session, the CSRF token and the origin are checked first;
 /// the pipeline audits it under the person's name, type `dashboard`.
@@ -410,6 +420,45 @@ pub async fn end_session(State(app): State<App>, headers: HeaderMap, body: Body)
         "{session_id}",
         |e: EndSession| // The longest silence allowed: the person ends this session, not every quiet one.
         json!({"sessions": [e.session_id], "stale_threshold_minutes": 10080}),
+    )
+    .await
+}
+
+/// `POST /ui/locks/break` `{file_path}`: releases another agent's lock (`break_lock`).
+pub async fn break_lock(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    act(
+        &app,
+        &headers,
+        body,
+        "break_lock",
+        "{file_path}",
+        |l: LockRef| json!({"file_path": l.file_path, "reason": "released from the dashboard"}),
+    )
+    .await
+}
+
+/// `POST /ui/tasks/cancel` `{task_id}` (`cancel_task`).
+pub async fn cancel_task(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    act(
+        &app,
+        &headers,
+        body,
+        "cancel_task",
+        "{task_id}",
+        |t: TaskRef| json!({"task_id": t.task_id, "reason": "cancelled from the dashboard"}),
+    )
+    .await
+}
+
+/// `POST /ui/tasks/requeue` `{task_id}` (`requeue_task`).
+pub async fn requeue_task(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    act(
+        &app,
+        &headers,
+        body,
+        "requeue_task",
+        "{task_id}",
+        |t: TaskRef| json!({"task_id": t.task_id}),
     )
     .await
 }

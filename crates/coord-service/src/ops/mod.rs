@@ -15,6 +15,7 @@ pub mod memory;
 pub mod messages;
 pub mod network;
 pub mod notifications;
+pub mod overrides;
 pub mod ports;
 pub mod profiles;
 pub mod queue;

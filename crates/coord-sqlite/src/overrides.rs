@@ -1,0 +1,61 @@
+//! A person's overrides (`coord_domain::overrides`): the stored state read, the domain
+//! decides, then the change — all in the operation's transaction.
+
+use crate::R;
+use crate::locks::stored;
+use crate::queue::{back_to_pending, end};
+use coord_domain::overrides::{
+    BreakLockResult, Cancellation, REASON_CANCELLED, TaskOverrideResult, decide_break, decide_cancel, decide_requeue,
+};
+use coord_domain::queue::{TaskEnding, TaskStatus};
+use coord_domain::time::from_micros;
+use rusqlite::{Connection, OptionalExtension};
+
+pub fn break_lock(c: &Connection, now: i64, path: &str) -> R<BreakLockResult> {
+    let released = decide_break(stored(c, path)?.as_ref(), path, from_micros(now))?;
+    c.prepare_cached("DELETE FROM file_locks WHERE file_path = ?1")?
+        .execute([path])?;
+    Ok(released)
+}
+
+/// A task's status and claimer, if it exists.
+fn task_state(c: &Connection, task_id: &str) -> R<Option<(TaskStatus, Option<String>)>> {
+    let row = c
+        .prepare_cached("SELECT status, claimed_by FROM work_queue WHERE task_id = ?1")?
+        .query_row([task_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+        })
+        .optional()?;
+    Ok(row.and_then(|(status, by)| TaskStatus::parse(&status).map(|s| (s, by))))
+}
+
+pub fn cancel(c: &Connection, now: i64, cancel: &Cancellation) -> R<TaskOverrideResult> {
+    let state = task_state(c, &cancel.task_id)?;
+    let was = decide_cancel(&cancel.task_id, state.as_ref().map(|s| s.0))?;
+    let ending = TaskEnding {
+        completed: false,
+        note: cancel.note.clone(),
+        reason: REASON_CANCELLED.into(),
+    };
+    end(c, now, &cancel.task_id, &ending)?;
+    Ok(TaskOverrideResult {
+        success: true,
+        task_id: cancel.task_id.clone(),
+        status: TaskStatus::Cancelled,
+        was,
+        claimed_by: state.and_then(|s| s.1),
+    })
+}
+
+pub fn requeue(c: &Connection, task_id: &str) -> R<TaskOverrideResult> {
+    let state = task_state(c, task_id)?;
+    decide_requeue(task_id, state.as_ref().map(|s| s.0))?;
+    back_to_pending(c, task_id)?;
+    Ok(TaskOverrideResult {
+        success: true,
+        task_id: task_id.to_string(),
+        status: TaskStatus::Pending,
+        was: TaskStatus::Claimed,
+        claimed_by: state.and_then(|s| s.1),
+    })
+}
