@@ -5,7 +5,7 @@
 //! never finish. Every one is audited as the person who asked.
 
 use crate::locks::LockInfo;
-use crate::queue::{TaskStatus, parse_task_id, task_not_found};
+use crate::queue::{TaskEnding, TaskStatus, parse_task_id, task_not_found};
 use crate::{CoordError, CoordResult, ErrorCode, Timestamp, validate};
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +89,17 @@ pub struct Cancellation {
     pub note: String,
 }
 
+impl Cancellation {
+    /// How the task ends: cancelled, saying who and why.
+    pub fn ending(&self) -> TaskEnding {
+        TaskEnding {
+            completed: false,
+            note: self.note.clone(),
+            reason: REASON_CANCELLED.into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TaskOverrideResult {
@@ -101,6 +112,28 @@ pub struct TaskOverrideResult {
     /// Who had claimed it, if anyone (their completion is now refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
+}
+
+impl TaskOverrideResult {
+    pub fn cancelled(task_id: &str, was: TaskStatus, claimed_by: Option<String>) -> Self {
+        TaskOverrideResult {
+            success: true,
+            task_id: task_id.to_string(),
+            status: TaskStatus::Cancelled,
+            was,
+            claimed_by,
+        }
+    }
+
+    pub fn requeued(task_id: &str, claimed_by: Option<String>) -> Self {
+        TaskOverrideResult {
+            success: true,
+            task_id: task_id.to_string(),
+            status: TaskStatus::Pending,
+            was: TaskStatus::Claimed,
+            claimed_by,
+        }
+    }
 }
 
 pub fn validate_cancel(req: CancelTaskRequest, by: &str) -> CoordResult<Cancellation> {

@@ -241,6 +241,24 @@ const TAKE_SQL: &str = "INSERT INTO file_locks AS l (file_path, agent_id, agent_
          fencing_token = EXCLUDED.fencing_token, scope = EXCLUDED.scope";
 
 #[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
+/// `path`'s lock row as it stands (locked until the transaction ends), and the
+/// transaction's time.
+pub async fn stored(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<(Option<LockInfo>, Timestamp)> {
+    let row = tx
+        .query_opt(
+            &tx.prepare_cached(&format!(
+                "SELECT {LOCK_COLS}, {NOW} FROM file_locks WHERE file_path = $2 FOR UPDATE"
+            ))
+            .await?,
+            &[&ctx.now, path],
+        )
+        .await?;
+    Ok(match row {
+        Some(r) => (Some(lock_from_row(&r)?), get::<Timestamp>(&r, 8)?),
+        None => (None, ctx.now.unwrap_or_else(chrono::Utc::now)),
+    })
+}
+
 pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockResult> {
     let deleted = tx
         .query_opt(
@@ -254,19 +272,7 @@ pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockRe
         .await?;
     if deleted.is_none() {
         // Not ours: let the domain rule say why, from the row as it stands.
-        let row = tx
-            .query_opt(
-                &tx.prepare_cached(&format!(
-                    "SELECT {LOCK_COLS}, {NOW} FROM file_locks WHERE file_path = $2"
-                ))
-                .await?,
-                &[&ctx.now, path],
-            )
-            .await?;
-        let (existing, now) = match row {
-            Some(r) => (Some(lock_from_row(&r)?), get::<Timestamp>(&r, 8)?),
-            None => (None, ctx.now.unwrap_or_else(chrono::Utc::now)),
-        };
+        let (existing, now) = stored(tx, ctx, path).await?;
         decide_release(existing.as_ref(), &ctx.who, path, now)?;
     }
     Ok(ReleaseLockResult {

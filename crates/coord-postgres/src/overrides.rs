@@ -1,31 +1,18 @@
 //! A person's overrides (`coord_domain::overrides`): the stored state read (and locked),
 //! the domain decides, then the change — all in the operation's transaction.
 
-use crate::locks::{LOCK_COLS, lock_from_row};
+use crate::locks::stored;
 use crate::queue::{back_to_pending, end};
-use crate::rows::{NOW, get, uuid};
+use crate::rows::{get, uuid};
 use crate::{R, Tx};
-use coord_domain::Timestamp;
 use coord_domain::overrides::{
-    BreakLockResult, Cancellation, REASON_CANCELLED, TaskOverrideResult, decide_break, decide_cancel, decide_requeue,
+    BreakLockResult, Cancellation, TaskOverrideResult, decide_break, decide_cancel, decide_requeue,
 };
-use coord_domain::queue::{TaskEnding, TaskStatus};
+use coord_domain::queue::TaskStatus;
 use coord_store::OpCtx;
 
 pub async fn break_lock(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<BreakLockResult> {
-    let row = tx
-        .query_opt(
-            &tx.prepare_cached(&format!(
-                "SELECT {LOCK_COLS}, {NOW} FROM file_locks WHERE file_path = $2 FOR UPDATE"
-            ))
-            .await?,
-            &[&ctx.now, path],
-        )
-        .await?;
-    let (existing, now) = match row {
-        Some(r) => (Some(lock_from_row(&r)?), get::<Timestamp>(&r, 8)?),
-        None => (None, ctx.now.unwrap_or_else(chrono::Utc::now)),
-    };
+    let (existing, now) = stored(tx, ctx, path).await?;
     let released = decide_break(existing.as_ref(), path, now)?;
     tx.execute(
         &tx.prepare_cached("DELETE FROM file_locks WHERE file_path = $1").await?,
@@ -54,30 +41,17 @@ async fn task_state(tx: &Tx<'_>, task_id: &str) -> R<Option<(TaskStatus, Option<
 pub async fn cancel(tx: &Tx<'_>, ctx: &OpCtx, cancel: &Cancellation) -> R<TaskOverrideResult> {
     let state = task_state(tx, &cancel.task_id).await?;
     let was = decide_cancel(&cancel.task_id, state.as_ref().map(|s| s.0))?;
-    let ending = TaskEnding {
-        completed: false,
-        note: cancel.note.clone(),
-        reason: REASON_CANCELLED.into(),
-    };
-    end(tx, ctx, &cancel.task_id, &ending).await?;
-    Ok(TaskOverrideResult {
-        success: true,
-        task_id: cancel.task_id.clone(),
-        status: TaskStatus::Cancelled,
+    end(tx, ctx, &cancel.task_id, &cancel.ending()).await?;
+    Ok(TaskOverrideResult::cancelled(
+        &cancel.task_id,
         was,
-        claimed_by: state.and_then(|s| s.1),
-    })
+        state.and_then(|s| s.1),
+    ))
 }
 
 pub async fn requeue(tx: &Tx<'_>, task_id: &str) -> R<TaskOverrideResult> {
     let state = task_state(tx, task_id).await?;
     decide_requeue(task_id, state.as_ref().map(|s| s.0))?;
     back_to_pending(tx, uuid(task_id)?).await?;
-    Ok(TaskOverrideResult {
-        success: true,
-        task_id: task_id.to_string(),
-        status: TaskStatus::Pending,
-        was: TaskStatus::Claimed,
-        claimed_by: state.and_then(|s| s.1),
-    })
+    Ok(TaskOverrideResult::requeued(task_id, state.and_then(|s| s.1)))
 }

@@ -5,9 +5,9 @@ use crate::R;
 use crate::locks::stored;
 use crate::queue::{back_to_pending, end};
 use coord_domain::overrides::{
-    BreakLockResult, Cancellation, REASON_CANCELLED, TaskOverrideResult, decide_break, decide_cancel, decide_requeue,
+    BreakLockResult, Cancellation, TaskOverrideResult, decide_break, decide_cancel, decide_requeue,
 };
-use coord_domain::queue::{TaskEnding, TaskStatus};
+use coord_domain::queue::TaskStatus;
 use coord_domain::time::from_micros;
 use rusqlite::{Connection, OptionalExtension};
 
@@ -32,30 +32,17 @@ fn task_state(c: &Connection, task_id: &str) -> R<Option<(TaskStatus, Option<Str
 pub fn cancel(c: &Connection, now: i64, cancel: &Cancellation) -> R<TaskOverrideResult> {
     let state = task_state(c, &cancel.task_id)?;
     let was = decide_cancel(&cancel.task_id, state.as_ref().map(|s| s.0))?;
-    let ending = TaskEnding {
-        completed: false,
-        note: cancel.note.clone(),
-        reason: REASON_CANCELLED.into(),
-    };
-    end(c, now, &cancel.task_id, &ending)?;
-    Ok(TaskOverrideResult {
-        success: true,
-        task_id: cancel.task_id.clone(),
-        status: TaskStatus::Cancelled,
+    end(c, now, &cancel.task_id, &cancel.ending())?;
+    Ok(TaskOverrideResult::cancelled(
+        &cancel.task_id,
         was,
-        claimed_by: state.and_then(|s| s.1),
-    })
+        state.and_then(|s| s.1),
+    ))
 }
 
 pub fn requeue(c: &Connection, task_id: &str) -> R<TaskOverrideResult> {
     let state = task_state(c, task_id)?;
     decide_requeue(task_id, state.as_ref().map(|s| s.0))?;
     back_to_pending(c, task_id)?;
-    Ok(TaskOverrideResult {
-        success: true,
-        task_id: task_id.to_string(),
-        status: TaskStatus::Pending,
-        was: TaskStatus::Claimed,
-        claimed_by: state.and_then(|s| s.1),
-    })
+    Ok(TaskOverrideResult::requeued(task_id, state.and_then(|s| s.1)))
 }
