@@ -112,27 +112,39 @@ pub struct TaskOverrideResult {
     /// Who had claimed it, if anyone (their completion is now refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
+    /// The workflow the task is a node of (the service moves it on); not part of the
+    /// answer.
+    #[serde(skip)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub workflow_id: Option<String>,
+}
+
+/// A task as an override finds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskState {
+    pub status: TaskStatus,
+    pub claimed_by: Option<String>,
+    pub workflow_id: Option<String>,
 }
 
 impl TaskOverrideResult {
-    pub fn cancelled(task_id: &str, was: TaskStatus, claimed_by: Option<String>) -> Self {
+    fn of(task_id: &str, status: TaskStatus, was: TaskState) -> Self {
         TaskOverrideResult {
             success: true,
             task_id: task_id.to_string(),
-            status: TaskStatus::Cancelled,
-            was,
-            claimed_by,
+            status,
+            was: was.status,
+            claimed_by: was.claimed_by,
+            workflow_id: was.workflow_id,
         }
     }
 
-    pub fn requeued(task_id: &str, claimed_by: Option<String>) -> Self {
-        TaskOverrideResult {
-            success: true,
-            task_id: task_id.to_string(),
-            status: TaskStatus::Pending,
-            was: TaskStatus::Claimed,
-            claimed_by,
-        }
+    pub fn cancelled(task_id: &str, was: TaskState) -> Self {
+        TaskOverrideResult::of(task_id, TaskStatus::Cancelled, was)
+    }
+
+    pub fn requeued(task_id: &str, was: TaskState) -> Self {
+        TaskOverrideResult::of(task_id, TaskStatus::Pending, was)
     }
 }
 
@@ -153,12 +165,12 @@ pub fn validate_requeue(req: RequeueTaskRequest) -> CoordResult<String> {
 }
 
 /// Whether a task in `stored` state (`None`: no such task) may be cancelled: only one that
-/// has not ended.
-pub fn decide_cancel(task_id: &str, stored: Option<TaskStatus>) -> CoordResult<TaskStatus> {
+/// has not ended. Answers the state it was in.
+pub fn decide_cancel(task_id: &str, stored: Option<TaskState>) -> CoordResult<TaskState> {
     match stored {
         None => Err(task_not_found(task_id)),
-        Some(s @ (TaskStatus::Pending | TaskStatus::Claimed)) => Ok(s),
-        Some(s) => Err(CoordError::new(
+        Some(t) if matches!(t.status, TaskStatus::Pending | TaskStatus::Claimed) => Ok(t),
+        Some(TaskState { status: s, .. }) => Err(CoordError::new(
             ErrorCode::TaskEnded,
             format!("task {task_id} has already ended ({})", s.as_str()),
         )
@@ -168,12 +180,13 @@ pub fn decide_cancel(task_id: &str, stored: Option<TaskStatus>) -> CoordResult<T
 }
 
 /// Whether a task in `stored` state may go back to the queue: only a claimed one (its
-/// claim dropped; the attempt it used still counts).
-pub fn decide_requeue(task_id: &str, stored: Option<TaskStatus>) -> CoordResult<()> {
+/// claim dropped; the attempt it used still counts, and one at its last attempt gets
+/// one more: a person decided so). Answers the state it was in.
+pub fn decide_requeue(task_id: &str, stored: Option<TaskState>) -> CoordResult<TaskState> {
     match stored {
         None => Err(task_not_found(task_id)),
-        Some(TaskStatus::Claimed) => Ok(()),
-        Some(s) => Err(CoordError::new(
+        Some(t) if t.status == TaskStatus::Claimed => Ok(t),
+        Some(TaskState { status: s, .. }) => Err(CoordError::new(
             ErrorCode::TaskNotClaimed,
             format!(
                 "task {task_id} is {}, not claimed: only a claim goes back to the queue",
@@ -228,10 +241,20 @@ mod tests {
             (Some(Failed),    Some(ErrorCode::TaskEnded),      Some(ErrorCode::TaskNotClaimed)),
             (Some(Cancelled), Some(ErrorCode::TaskEnded),      Some(ErrorCode::TaskNotClaimed)),
         ];
+        let state = |status: TaskStatus| TaskState {
+            status,
+            claimed_by: None,
+            workflow_id: None,
+        };
         for (stored, cancel, requeue) in cases {
-            assert_eq!(decide_cancel(ID, *stored).err().map(|e| e.code), *cancel, "{stored:?}");
+            let stored = stored.map(state);
             assert_eq!(
-                decide_requeue(ID, *stored).err().map(|e| e.code),
+                decide_cancel(ID, stored.clone()).err().map(|e| e.code),
+                *cancel,
+                "{stored:?}"
+            );
+            assert_eq!(
+                decide_requeue(ID, stored.clone()).err().map(|e| e.code),
                 *requeue,
                 "{stored:?}"
             );

@@ -306,8 +306,8 @@ function handoffs(p) {
 function memories(p) {
   const pct = (u) => (u === null || u === undefined ? "–" : Math.round(100 * u) + "%");
   fill("panel-memories", failed(p) || table(
-    ["memory", "kind", "by", "seen", "useful", "last seen"],
-    p.items.map((m) => [m.content, m.memory_type, m.agent_id, m.occurrences, pct(m.usefulness), ago(m.last_seen_at)]),
+    ["memory", "kind", "by", "seen", "useful (votes)", "last seen"],
+    p.items.map((m) => [m.content, m.memory_type, m.agent_id, m.occurrences, m.votes ? pct(m.usefulness) + " (" + m.votes + ")" : "–", ago(m.last_seen_at)]),
     "no memory yet"
   ));
 }

@@ -16,6 +16,10 @@ const PROFILES: i32 = 9;
 /// a profile an administrator changed stays as it is).
 const NEW_BUILTIN_PROFILES: &[i32] = &[18];
 
+/// Migrations after which these agent types get their built-in default profile, unless
+/// the database already assigns them one (types that gained a default later).
+const NEW_TYPE_DEFAULTS: &[(i32, &str)] = &[(26, "dashboard")];
+
 /// Arbitrary but fixed: the advisory lock key of `coord` migrations.
 const MIGRATION_LOCK_KEY: i64 = 0x636f_6f72_645f_6d67;
 
@@ -71,6 +75,9 @@ async fn apply(client: &mut Object) -> Result<Vec<i32>, Fail> {
         }
         if NEW_BUILTIN_PROFILES.contains(version) {
             crate::profiles::seed_missing_builtin(&tx).await?;
+        }
+        for (_, agent_type) in NEW_TYPE_DEFAULTS.iter().filter(|(at, _)| at == version) {
+            crate::profiles::seed_type_default(&tx, agent_type).await?;
         }
         tx.execute(
             "INSERT INTO coord_schema_migrations (version, name) VALUES ($1, $2)",

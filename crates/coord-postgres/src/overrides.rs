@@ -6,7 +6,7 @@ use crate::queue::{back_to_pending, end};
 use crate::rows::{get, uuid};
 use crate::{R, Tx};
 use coord_domain::overrides::{
-    BreakLockResult, Cancellation, TaskOverrideResult, decide_break, decide_cancel, decide_requeue,
+    BreakLockResult, Cancellation, TaskOverrideResult, TaskState, decide_break, decide_cancel, decide_requeue,
 };
 use coord_domain::queue::TaskStatus;
 use coord_store::OpCtx;
@@ -22,36 +22,37 @@ pub async fn break_lock(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<BreakLockR
     Ok(released)
 }
 
-/// A task's status and claimer, if it exists (its row locked until the change).
-async fn task_state(tx: &Tx<'_>, task_id: &str) -> R<Option<(TaskStatus, Option<String>)>> {
+/// A task's status, claimer and workflow, if it exists (its row locked until the change).
+async fn task_state(tx: &Tx<'_>, task_id: &str) -> R<Option<TaskState>> {
     let Ok(id) = uuid(task_id) else { return Ok(None) };
     let row = tx
         .query_opt(
-            &tx.prepare_cached("SELECT status, claimed_by FROM work_queue WHERE task_id = $1 FOR UPDATE")
-                .await?,
+            &tx.prepare_cached(
+                "SELECT status, claimed_by,
+                     (SELECT workflow_id FROM workflow_tasks w WHERE w.task_id = work_queue.task_id)
+                 FROM work_queue WHERE task_id = $1 FOR UPDATE",
+            )
+            .await?,
             &[&id],
         )
         .await?;
     let Some(r) = row else { return Ok(None) };
-    let status = TaskStatus::parse(get::<&str>(&r, 0)?);
-    let by = get::<Option<String>>(&r, 1)?;
-    Ok(status.map(|s| (s, by)))
+    let (claimed_by, workflow_id) = (get::<Option<String>>(&r, 1)?, get::<Option<String>>(&r, 2)?);
+    Ok(TaskStatus::parse(get::<&str>(&r, 0)?).map(|status| TaskState {
+        status,
+        claimed_by,
+        workflow_id,
+    }))
 }
 
 pub async fn cancel(tx: &Tx<'_>, ctx: &OpCtx, cancel: &Cancellation) -> R<TaskOverrideResult> {
-    let state = task_state(tx, &cancel.task_id).await?;
-    let was = decide_cancel(&cancel.task_id, state.as_ref().map(|s| s.0))?;
+    let was = decide_cancel(&cancel.task_id, task_state(tx, &cancel.task_id).await?)?;
     end(tx, ctx, &cancel.task_id, &cancel.ending()).await?;
-    Ok(TaskOverrideResult::cancelled(
-        &cancel.task_id,
-        was,
-        state.and_then(|s| s.1),
-    ))
+    Ok(TaskOverrideResult::cancelled(&cancel.task_id, was))
 }
 
 pub async fn requeue(tx: &Tx<'_>, task_id: &str) -> R<TaskOverrideResult> {
-    let state = task_state(tx, task_id).await?;
-    decide_requeue(task_id, state.as_ref().map(|s| s.0))?;
+    let was = decide_requeue(task_id, task_state(tx, task_id).await?)?;
     back_to_pending(tx, uuid(task_id)?).await?;
-    Ok(TaskOverrideResult::requeued(task_id, state.and_then(|s| s.1)))
+    Ok(TaskOverrideResult::requeued(task_id, was))
 }

@@ -30,6 +30,21 @@ pub async fn seed_builtin(tx: &Tx<'_>) -> R<()> {
     Ok(())
 }
 
+/// Gives `agent_type` its built-in default profile unless it has one assigned.
+pub async fn seed_type_default(tx: &Tx<'_>, agent_type: &str) -> R<()> {
+    if let Some(profile) = profiles::builtin().type_defaults.get(agent_type) {
+        tx.execute(
+            "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
+             SELECT 'agent_type', $1, $2, statement_timestamp(), 'migration'
+             WHERE EXISTS (SELECT 1 FROM agent_profiles WHERE name = $2)
+             ON CONFLICT (kind, value) DO NOTHING",
+            &[&agent_type, profile],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// Adds the built-in profiles a database does not have yet (built-ins added by a later
 /// version), leaving every existing one as it is.
 pub async fn seed_missing_builtin(tx: &Tx<'_>) -> R<()> {

@@ -15,6 +15,10 @@ const PROFILES: i64 = 7;
 /// a profile an administrator changed stays as it is).
 const NEW_BUILTIN_PROFILES: &[i64] = &[16];
 
+/// Migrations after which these agent types get their built-in default profile, unless
+/// the database already assigns them one (types that gained a default later).
+const NEW_TYPE_DEFAULTS: &[(i64, &str)] = &[(23, "dashboard")];
+
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 fn version(conn: &Connection) -> rusqlite::Result<i64> {
@@ -50,6 +54,9 @@ pub fn apply(conn: &mut Connection) -> R<Vec<i64>> {
         if NEW_BUILTIN_PROFILES.contains(v) {
             crate::profiles::seed_missing_builtin(&tx)?;
         }
+        for (_, agent_type) in NEW_TYPE_DEFAULTS.iter().filter(|(at, _)| at == v) {
+            crate::profiles::seed_type_default(&tx, agent_type)?;
+        }
         tracing::info!(version = v, "applied sqlite migration");
         applied.push(*v);
     }
@@ -63,6 +70,7 @@ mod tests {
     use super::*;
     use coord_domain::Caller;
     use coord_store::bench::raw_audit_record;
+    use rusqlite::OptionalExtension;
 
     /// A database as version 20 left it (audit ids by AUTOINCREMENT, indexes on the chain
     /// position and on lock expiry).
@@ -103,6 +111,36 @@ mod tests {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap()
+    }
+
+    /// A type that gained a built-in default later (the dashboard's) gets it on upgrade,
+    /// unless the database already assigns that type a profile.
+    #[test]
+    fn types_that_gained_a_default_get_it_on_upgrade() {
+        let assigned = |c: &Connection| -> Option<String> {
+            c.query_row(
+                "SELECT profile FROM agent_profile_assignments WHERE kind = 'agent_type' AND value = 'dashboard'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .unwrap()
+        };
+        for kept in [None, Some("least-privilege")] {
+            let mut c = at_version_20();
+            crate::profiles::seed_builtin(&c).unwrap();
+            c.execute("DELETE FROM agent_profile_assignments WHERE value = 'dashboard'", [])
+                .unwrap();
+            if let Some(p) = kept {
+                c.execute(
+                    "INSERT INTO agent_profile_assignments VALUES ('agent_type', 'dashboard', ?1, 0, 'admin')",
+                    [p],
+                )
+                .unwrap();
+            }
+            apply(&mut c).unwrap();
+            assert_eq!(assigned(&c).as_deref(), Some(kept.unwrap_or("local-operator")));
+        }
     }
 
     /// Migration 0021 rebuilds `audit_log` without AUTOINCREMENT: the rows, their ids

@@ -5,7 +5,7 @@ use crate::R;
 use crate::locks::stored;
 use crate::queue::{back_to_pending, end};
 use coord_domain::overrides::{
-    BreakLockResult, Cancellation, TaskOverrideResult, decide_break, decide_cancel, decide_requeue,
+    BreakLockResult, Cancellation, TaskOverrideResult, TaskState, decide_break, decide_cancel, decide_requeue,
 };
 use coord_domain::queue::TaskStatus;
 use coord_domain::time::from_micros;
@@ -18,31 +18,39 @@ pub fn break_lock(c: &Connection, now: i64, path: &str) -> R<BreakLockResult> {
     Ok(released)
 }
 
-/// A task's status and claimer, if it exists.
-fn task_state(c: &Connection, task_id: &str) -> R<Option<(TaskStatus, Option<String>)>> {
+/// A task's status, claimer and workflow, if it exists.
+fn task_state(c: &Connection, task_id: &str) -> R<Option<TaskState>> {
     let row = c
-        .prepare_cached("SELECT status, claimed_by FROM work_queue WHERE task_id = ?1")?
+        .prepare_cached(
+            "SELECT status, claimed_by,
+                 (SELECT workflow_id FROM workflow_tasks w WHERE w.task_id = work_queue.task_id)
+             FROM work_queue WHERE task_id = ?1",
+        )?
         .query_row([task_id], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
         })
         .optional()?;
-    Ok(row.and_then(|(status, by)| TaskStatus::parse(&status).map(|s| (s, by))))
+    Ok(row.and_then(|(status, claimed_by, workflow_id)| {
+        TaskStatus::parse(&status).map(|status| TaskState {
+            status,
+            claimed_by,
+            workflow_id,
+        })
+    }))
 }
 
 pub fn cancel(c: &Connection, now: i64, cancel: &Cancellation) -> R<TaskOverrideResult> {
-    let state = task_state(c, &cancel.task_id)?;
-    let was = decide_cancel(&cancel.task_id, state.as_ref().map(|s| s.0))?;
+    let was = decide_cancel(&cancel.task_id, task_state(c, &cancel.task_id)?)?;
     end(c, now, &cancel.task_id, &cancel.ending())?;
-    Ok(TaskOverrideResult::cancelled(
-        &cancel.task_id,
-        was,
-        state.and_then(|s| s.1),
-    ))
+    Ok(TaskOverrideResult::cancelled(&cancel.task_id, was))
 }
 
 pub fn requeue(c: &Connection, task_id: &str) -> R<TaskOverrideResult> {
-    let state = task_state(c, task_id)?;
-    decide_requeue(task_id, state.as_ref().map(|s| s.0))?;
+    let was = decide_requeue(task_id, task_state(c, task_id)?)?;
     back_to_pending(c, task_id)?;
-    Ok(TaskOverrideResult::requeued(task_id, state.and_then(|s| s.1)))
+    Ok(TaskOverrideResult::requeued(task_id, was))
 }

@@ -29,6 +29,19 @@ pub fn seed_builtin(c: &Connection) -> R<()> {
     Ok(())
 }
 
+/// Gives `agent_type` its built-in default profile unless it has one assigned.
+pub fn seed_type_default(c: &Connection, agent_type: &str) -> R<()> {
+    if let Some(profile) = profiles::builtin().type_defaults.get(agent_type) {
+        c.execute(
+            "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
+             SELECT 'agent_type', ?1, ?2, ?3, 'migration' WHERE EXISTS (SELECT 1 FROM agent_profiles WHERE name = ?2)
+             ON CONFLICT (kind, value) DO NOTHING",
+            params![agent_type, profile, now_micros(None)],
+        )?;
+    }
+    Ok(())
+}
+
 /// Adds the built-in profiles a database does not have yet (built-ins added by a later
 /// version), leaving every existing one as it is.
 pub fn seed_missing_builtin(c: &Connection) -> R<()> {

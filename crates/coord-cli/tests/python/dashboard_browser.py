@@ -194,7 +194,7 @@ def main():
         assert st == 200, r
         memory = page.locator("#panel-memories tr", has_text="Ledger tests need the fixture database")
         expect(memory).to_have_count(1)
-        expect(memory).to_contain_text("%")
+        expect(memory).to_contain_text("100% (1)")
         expect(page.locator("#panel-spawned")).to_contain_text("no agent was spawned")
         checks.append("messages, handoffs, memories and spawned agents shown")
 
@@ -202,6 +202,9 @@ def main():
         end = page.locator('#panel-agents button[data-end-session="bob"]')
         page.once("dialog", lambda d: d.dismiss())
         end.click()
+        page.wait_for_timeout(500)
+        st, rows = api(url, key, "auditor", "GET", "/audit?operation=cleanup_dead_agents")
+        assert st == 200 and rows["entries"] == [], rows
         expect(page.locator('[data-column=claimed] [data-task="%s"]' % t1["task_id"])).to_be_visible()
         page.once("dialog", lambda d: d.accept())
         end.click()

@@ -80,6 +80,11 @@ pub struct Explain {
     /// The engine's own text score.
     pub raw_text: f64,
     pub age_days: f64,
+    /// The votes U is made of: `memory_feedback` useful, and not useful.
+    #[serde(default)]
+    pub useful_votes: i64,
+    #[serde(default)]
+    pub not_useful_votes: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -169,6 +174,8 @@ pub fn rank(
                 usefulness: round(u),
                 raw_text: c.raw_text,
                 age_days: round(age_days.max(0.0)),
+                useful_votes: c.useful,
+                not_useful_votes: c.not_useful,
             };
             Some(Scored {
                 relevance: (matched * d * i * u).clamp(0.0, 1.0),

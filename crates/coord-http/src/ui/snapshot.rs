@@ -302,7 +302,8 @@ fn inbox_panel(answer: &Value) -> Value {
     p
 }
 
-/// The newest memories with their usefulness (from votes: `recall`'s explanation).
+/// Recent memories with their usefulness: the share of `memory_feedback` votes that
+/// found them useful (none before any vote), from `recall`'s explanation.
 fn memories(answer: &Value) -> Value {
     let mut p = panel(
         answer,
@@ -316,10 +317,17 @@ fn memories(answer: &Value) -> Value {
             "last_seen_at",
         ],
     );
-    let usefulness = answer.get("memories").and_then(Value::as_array);
-    if let (Some(items), Some(all)) = (p.get_mut("items").and_then(Value::as_array_mut), usefulness) {
+    let all = answer.get("memories").and_then(Value::as_array);
+    if let (Some(items), Some(all)) = (p.get_mut("items").and_then(Value::as_array_mut), all) {
         for (item, m) in items.iter_mut().zip(all) {
-            item["usefulness"] = m.pointer("/explain/usefulness").cloned().unwrap_or(Value::Null);
+            let votes = |k: &str| m.pointer(&format!("/explain/{k}")).and_then(Value::as_i64).unwrap_or(0);
+            let (yes, no) = (votes("useful_votes"), votes("not_useful_votes"));
+            item["votes"] = (yes + no).into();
+            item["usefulness"] = if yes + no > 0 {
+                (yes as f64 / (yes + no) as f64).into()
+            } else {
+                Value::Null
+            };
         }
     }
     p
@@ -459,12 +467,16 @@ mod tests {
     #[test]
     fn memories_carry_their_usefulness_and_the_inbox_its_unread_count() {
         let recalled = json!({"memories": [
-            {"memory_id": "m1", "content": "c", "agent_id": "a", "explain": {"usefulness": 0.75, "text": 1.0}},
-            {"memory_id": "m2", "content": "d", "agent_id": "b"},
+            {"memory_id": "m1", "content": "c", "agent_id": "a", "explain": {"usefulness": 0.6, "useful_votes": 3, "not_useful_votes": 1}},
+            {"memory_id": "m2", "content": "d", "agent_id": "b", "explain": {"usefulness": 0.75, "useful_votes": 0, "not_useful_votes": 0}},
         ]});
         let p = memories(&recalled);
-        assert_eq!(p["items"][0]["usefulness"], 0.75);
-        assert_eq!(p["items"][1]["usefulness"], Value::Null);
+        assert_eq!(p["items"][0]["usefulness"], 0.75, "3 of 4 votes");
+        assert_eq!(
+            (p["items"][1]["usefulness"].clone(), p["items"][1]["votes"].clone()),
+            (Value::Null, json!(0)),
+            "no vote: no share"
+        );
         assert!(p["items"][0].get("explain").is_none(), "{p}");
         let refused = json!({"error": "insufficient_trust_level", "message": "no"});
         assert_eq!(memories(&refused)["error"], "insufficient_trust_level");

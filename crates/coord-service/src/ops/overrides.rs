@@ -22,7 +22,7 @@ impl Operation for BreakLock {
     const DESCRIPTION: &'static str = "Release a live lock whoever holds it — the lock of an agent that went \
         quiet or crashed — named as its holder named it (\"src/auth/\" for a directory lock, the glob for a glob \
         lock); optional reason for the audit trail. The holder's fencing token is then stale: its writes through \
-        coord are refused. Needs trust level 4 or an operator key (manage_work). Answers {success:true, \
+        coord carrying it are refused. Needs trust level 4 or an operator key (manage_work). Answers {success:true, \
         released:true, file_path, locked_by, agent_type, fencing_token}; lock_not_held when nobody holds it.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Destructive;
@@ -72,7 +72,12 @@ impl Operation for CancelTask {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, cancel: Cancellation) -> CoordResult<TaskOverrideResult> {
-        c.store().cancel_task(ctx, cancel).await
+        let cancelled = c.store().cancel_task(ctx, cancel).await?;
+        // A node of a workflow moves it on, as when its agent ends it.
+        if let Some(workflow_id) = &cancelled.workflow_id {
+            crate::ops::workflows::node_ended(c, workflow_id).await;
+        }
+        Ok(cancelled)
     }
 }
 
@@ -81,8 +86,9 @@ impl Operation for RequeueTask {
     const NAME: &'static str = "requeue_task";
     const SUMMARY: &'static str = "Put a claimed task back in the queue (a person: trust 4 or an operator key)";
     const DESCRIPTION: &'static str = "Put a claimed task back in the queue (task_id, or a unique prefix of it): \
-        pending again, its claim dropped (the claimer's completion is refused), the attempt it used still \
-        counted. For a claim whose agent is stuck but still heartbeating, so its lease never runs out. Needs \
+        pending again, its claim dropped (the claimer's completion is refused until a new claim), the \
+        attempt it used still counted (at its last attempt it gets one more). For a claim whose agent is \
+        stuck but still heartbeating, so its lease never runs out. Needs \
         trust level 4 or an operator key (manage_work). Answers {success:true, task_id, status:\"pending\", \
         was:\"claimed\", claimed_by}; task_not_claimed for a task in any other state, task_not_found.";
     const ACCESS: Access = Access::Agent;
