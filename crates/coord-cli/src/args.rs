@@ -1612,8 +1612,9 @@ pub enum LockCommand {
     Release { path: String },
     /// Release another agent's lock — one that went quiet or crashed — named as its holder
     /// named it (a person: trust 4 or an operator key; refused from an agent's session).
-    /// Its holder's writes through coord are refused from then on
+    /// Writes through coord that carry its fencing token are refused from then on
     Break {
+        /// The locked file, directory/ or glob, as `lock list` shows it
         path: String,
         /// Why, for the audit trail
         #[arg(long)]

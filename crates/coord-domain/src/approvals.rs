@@ -272,7 +272,11 @@ pub fn decide(item: &Approval, decider: &Identity, d: &NewDecision, now: Timesta
 }
 
 pub fn approval_not_found(id: &str) -> CoordError {
-    CoordError::new(ErrorCode::NotFound, format!("no approval {id}")).with_detail("approval_id", id)
+    CoordError::new(
+        ErrorCode::NotFound,
+        format!("no approval {id} (an id is apr_ and 16 hex digits; a unique prefix needs at least 4 of them)"),
+    )
+    .with_detail("approval_id", id)
 }
 
 /// Whether a refusal may become an approval request: a destructive operation or a

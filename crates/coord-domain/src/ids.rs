@@ -45,12 +45,13 @@ pub enum IdKind {
 }
 
 impl IdKind {
-    pub fn noun(self) -> &'static str {
+    /// What the candidates are, as a plural noun phrase.
+    pub fn candidates(self) -> &'static str {
         match self {
-            IdKind::Task => "task",
-            IdKind::Approval => "approval",
-            IdKind::Message => "message of your inbox",
-            IdKind::Thread => "thread you are in",
+            IdKind::Task => "tasks",
+            IdKind::Approval => "approval requests",
+            IdKind::Message => "messages in your inbox",
+            IdKind::Thread => "threads you wrote or received in",
         }
     }
 
@@ -139,13 +140,13 @@ pub fn resolve(
     missing: Option<ErrorCode>,
     candidates: Vec<String>,
 ) -> CoordResult<String> {
-    let noun = prefix.kind.noun();
+    let among = prefix.kind.candidates();
     match candidates.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(CoordError::field(
             missing.unwrap_or(prefix.kind.not_found()),
             field,
-            format!("no {noun} id starts with {}", prefix.text),
+            format!("none of the {among} has an id starting with {}", prefix.text),
         )
         .with_detail("prefix", prefix.text.as_str())),
         many => {
@@ -158,7 +159,7 @@ pub fn resolve(
                 ErrorCode::AmbiguousId,
                 field,
                 format!(
-                    "{} names more than one {noun}: {}{more}; give more characters",
+                    "{} is the start of more than one id among the {among}: {}{more}; give more characters",
                     prefix.text,
                     many.join(", ")
                 ),
@@ -240,7 +241,11 @@ mod tests {
         assert_eq!(resolve(&p, "task_id", None, vec![TASK.into()]).unwrap(), TASK);
         let e = resolve(&p, "task_id", None, vec![]).unwrap_err();
         assert_eq!((e.code, e.field.as_deref()), (ErrorCode::TaskNotFound, Some("task_id")));
-        assert!(e.message.contains("no task id starts with 5b0c"), "{}", e.message);
+        assert!(
+            e.message.contains("none of the tasks has an id starting with 5b0c"),
+            "{}",
+            e.message
+        );
         let other = "5b0c0000-0000-4000-8000-000000000000".to_string();
         let e = resolve(&p, "depends_on", None, vec![other.clone(), TASK.into()]).unwrap_err();
         assert_eq!(e.code, ErrorCode::AmbiguousId);

@@ -99,7 +99,7 @@ fn message_uuid(field: &str, raw: &str) -> CoordResult<String> {
                 ErrorCode::InvalidArgument,
                 field,
                 format!(
-                    "{field} {:?} is not a message or thread id (a UUID)",
+                    "{field} {:?} is not a message or thread id (a UUID, or a unique prefix of one: at least 4 of its characters)",
                     raw.chars().take(80).collect::<String>()
                 ),
             )

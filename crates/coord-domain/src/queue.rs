@@ -362,7 +362,7 @@ pub fn parse_task_id(field: &str, raw: &str) -> CoordResult<String> {
                 ErrorCode::InvalidTaskId,
                 field,
                 format!(
-                    "{field} {:?} is not a task id (a UUID)",
+                    "{field} {:?} is not a task id (a UUID, or a unique prefix of one: at least 4 of its characters)",
                     raw.chars().take(80).collect::<String>()
                 ),
             )
