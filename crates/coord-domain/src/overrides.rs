@@ -6,6 +6,7 @@
 
 use crate::locks::LockInfo;
 use crate::queue::{TaskEnding, TaskStatus, parse_task_id, task_not_found};
+use crate::target::LockTarget;
 use crate::{CoordError, CoordResult, ErrorCode, Timestamp, validate};
 use serde::{Deserialize, Serialize};
 
@@ -160,6 +161,13 @@ pub fn validate_cancel(req: CancelTaskRequest, by: &str) -> CoordResult<Cancella
     })
 }
 
+/// The lock's key, named as its holder named it; the reason only bounded (it is kept in
+/// the audit row, as asked).
+pub fn validate_break(req: BreakLockRequest, repo_root: Option<&str>) -> CoordResult<String> {
+    validate::optional_text("reason", req.reason, MAX_REASON)?;
+    Ok(LockTarget::parse(&req.file_path, repo_root)?.into_key())
+}
+
 pub fn validate_requeue(req: RequeueTaskRequest) -> CoordResult<String> {
     parse_task_id("task_id", &req.task_id)
 }
@@ -281,6 +289,19 @@ mod tests {
             validate_cancel(req(Some(&long)), "p").unwrap_err().field.as_deref(),
             Some("reason")
         );
+        let long_reason = BreakLockRequest {
+            file_path: "src/a.rs".into(),
+            reason: Some(long.clone()),
+        };
+        assert_eq!(
+            validate_break(long_reason, None).unwrap_err().field.as_deref(),
+            Some("reason")
+        );
+        let req = BreakLockRequest {
+            file_path: "./src//a.rs".into(),
+            reason: None,
+        };
+        assert_eq!(validate_break(req, None).unwrap(), "src/a.rs");
         let bad = RequeueTaskRequest { task_id: "nope".into() };
         assert_eq!(validate_requeue(bad).unwrap_err().code, ErrorCode::InvalidTaskId);
     }

@@ -33,6 +33,49 @@ async fn migrations_apply_to_an_empty_database_once() {
     assert_eq!(recorded, all);
 }
 
+/// A type that gained a built-in default later (the dashboard's) gets it when the
+/// database is upgraded past that migration, unless the type is assigned a profile.
+#[tokio::test]
+async fn types_that_gained_a_default_get_it_on_upgrade() {
+    if skip().await {
+        return;
+    }
+    let db = TestDatabase::empty().await;
+    PgStore::connect(&db.url, PgOptions::default()).await.unwrap();
+    let c = pg_support::connect(&db.url).await;
+    let assigned = || async {
+        c.query_opt(
+            "SELECT profile FROM agent_profile_assignments WHERE kind = 'agent_type' AND value = 'dashboard'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .map(|r| r.get::<_, String>(0))
+    };
+    let version = MIGRATIONS.iter().find(|m| m.1 == "dashboard_profile").unwrap().0;
+    for kept in [None, Some("least-privilege")] {
+        // The database as the version before left it.
+        c.execute("DELETE FROM agent_profile_assignments WHERE value = 'dashboard'", &[])
+            .await
+            .unwrap();
+        if let Some(p) = kept {
+            c.execute(
+                "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
+                 VALUES ('agent_type', 'dashboard', $1, now(), 'admin')",
+                &[&p],
+            )
+            .await
+            .unwrap();
+        }
+        c.execute("DELETE FROM coord_schema_migrations WHERE version >= $1", &[&version])
+            .await
+            .unwrap();
+        let upgraded = PgStore::connect(&db.url, PgOptions::default()).await.unwrap();
+        assert_eq!(upgraded.schema().applied_now.first(), Some(&(version as i64)));
+        assert_eq!(assigned().await.as_deref(), Some(kept.unwrap_or("local-operator")));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_starts_migrate_exactly_once() {
     if skip().await {

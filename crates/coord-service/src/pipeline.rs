@@ -299,7 +299,6 @@ impl Coordinator {
         // here, not after a read per id. Each prefix is read once.
         ids::check_count(slots.first().map(|s| s.field), slots.len())?;
         let mut known: HashMap<(ids::IdKind, String), String> = HashMap::new();
-        let mut changed = false;
         for slot in slots {
             let Some(prefix) = ids::prefix_of(slot.kind, slot.value) else {
                 continue;
@@ -317,9 +316,9 @@ impl Coordinator {
             };
             *slot.value = whole.clone();
             known.insert(key, whole);
-            changed = true;
         }
-        if changed {
+        // Something was resolved: the audit row holds the whole ids.
+        if !known.is_empty() {
             ctx.parameters = audit_parameters(&*req);
         }
         Ok(())

@@ -8,11 +8,10 @@ use coord_domain::access::{Access, Effect};
 use coord_domain::ids::IdKind;
 use coord_domain::overrides::{
     BreakLockRequest, BreakLockResult, CancelTaskRequest, Cancellation, RequeueTaskRequest, TaskOverrideResult,
-    validate_cancel, validate_requeue,
+    validate_break, validate_cancel, validate_requeue,
 };
 use coord_domain::profiles::{Need, Permission};
-use coord_domain::target::LockTarget;
-use coord_domain::{CoordResult, Identity, validate};
+use coord_domain::{CoordResult, Identity};
 use coord_store::OpCtx;
 
 pub struct BreakLock;
@@ -35,8 +34,7 @@ impl Operation for BreakLock {
     type Args = String;
 
     fn validate(c: &Coordinator, _: &Identity, req: BreakLockRequest) -> CoordResult<String> {
-        validate::optional_text("reason", req.reason, 256)?;
-        Ok(LockTarget::parse(&req.file_path, c.root())?.into_key())
+        validate_break(req, c.root())
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, path: String) -> CoordResult<BreakLockResult> {
