@@ -369,6 +369,11 @@ const ONE_STORE_ONLY: &[(&str, &str, &str)] = &[
     ),
     ("coord-postgres", "memory_tags_index", "the same for the tag index"),
     (
+        "coord-postgres",
+        "expectations",
+        "coord_expect(): one-round-trip operations' premises (SQLite has no round trips to save)",
+    ),
+    (
         "coord-sqlite",
         "leaner_writes",
         "fewer pages per write: SQLite's page-level costs",

@@ -223,7 +223,14 @@ impl ApprovalStore for PgStore {
         result: CheckGuardrailsResult,
         refusal: Option<CoordError>,
     ) -> CoordResult<CheckGuardrailsResult> {
-        self.op(ctx, (result, refusal), |tx, ctx, a| Box::pin(guard(tx, ctx, a)))
-            .await
+        // A pass that writes nothing but its audit row: one round trip, on the caller's
+        // last facts when the pipeline decided on them.
+        let writes = Violation::of_pass(&result, &ctx.parameters, ctx.redact).is_some()
+            || NewNotification::elevated(&ctx.who, ctx.operation, &result).is_some();
+        let f: crate::OpFn<_, _> = |tx, ctx, a| Box::pin(guard(tx, ctx, a));
+        match refusal {
+            None if !writes => self.op_predicted(ctx, result.clone(), vec![], (result, None), f).await,
+            refusal => self.op(ctx, (result, refusal), f).await,
+        }
     }
 }

@@ -6,7 +6,8 @@ use crate::{Fail, PgStore, R, Tx};
 use async_trait::async_trait;
 use coord_domain::guardrail_rules::{GuardrailRule, MAX_RULES, NewRule, no_row, too_many_rules};
 use coord_domain::{CoordError, CoordResult};
-use coord_store::{GuardrailStore, OpCtx};
+use coord_store::{GuardrailRows, GuardrailStore, OpCtx};
+use std::sync::LazyLock;
 use tokio_postgres::Row;
 
 const SELECT: &str = "SELECT name, pattern, enabled, updated_by, updated_at FROM operation_guardrails";
@@ -26,6 +27,39 @@ async fn all<C: Db>(c: &C) -> R<Vec<GuardrailRule>> {
         .query(&c.prepare_cached(&format!("{SELECT} ORDER BY name")).await?, &[])
         .await?;
     rows.iter().map(from_row).collect()
+}
+
+/// The rows' fingerprint ([`GuardrailRows::digest`]) over `operation_guardrails g`.
+const DIGEST: &str = "md5(coalesce(string_agg(g::text, E'\\n' ORDER BY g.name), ''))";
+
+/// Every row and their fingerprint, in one statement (one snapshot): the fingerprint on
+/// every row, and on one row of NULLs when there are none.
+static WITH_DIGEST_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH d AS (SELECT {DIGEST} AS digest FROM operation_guardrails g)
+         SELECT r.name, r.pattern, r.enabled, r.updated_by, r.updated_at, d.digest
+         FROM d LEFT JOIN operation_guardrails r ON true ORDER BY r.name"
+    )
+});
+
+/// Fails (`coord_expect`) unless the rows' fingerprint is still `$1`.
+pub(crate) static RULES_HOLD_SQL: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT coord_expect({DIGEST} = $1) FROM operation_guardrails g"));
+
+/// The rows' fingerprint as it stands.
+pub(crate) static RULES_DIGEST_SQL: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {DIGEST} FROM operation_guardrails g"));
+
+async fn with_digest<C: Db>(c: &C) -> R<GuardrailRows> {
+    let read = c.query(&c.prepare_cached(&WITH_DIGEST_SQL).await?, &[]).await?;
+    let mut rows = GuardrailRows::default();
+    for r in &read {
+        rows.digest = get(r, 5)?;
+        if get::<Option<String>>(r, 0)?.is_some() {
+            rows.rows.push(from_row(r)?);
+        }
+    }
+    Ok(rows)
 }
 
 async fn set(tx: &Tx<'_>, ctx: &OpCtx, rule: &NewRule) -> R<GuardrailRule> {
@@ -72,9 +106,9 @@ async fn delete(tx: &Tx<'_>, name: &String) -> R<String> {
 
 #[async_trait]
 impl GuardrailStore for PgStore {
-    async fn guardrail_rules(&self) -> CoordResult<Vec<GuardrailRule>> {
+    async fn guardrail_rules(&self) -> CoordResult<GuardrailRows> {
         let client = self.client().await?;
-        all(&client).await.map_err(CoordError::from)
+        with_digest(&client).await.map_err(CoordError::from)
     }
 
     async fn list_guardrail_rules(&self, ctx: OpCtx) -> CoordResult<Vec<GuardrailRule>> {

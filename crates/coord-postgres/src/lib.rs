@@ -60,6 +60,7 @@ mod network;
 mod notifications;
 mod overrides;
 mod plans;
+mod predicted;
 mod profiles;
 mod queue;
 mod rows;

@@ -3,6 +3,7 @@
 
 use crate::PgStore;
 use crate::plans::{INDEX_SCANS_ONLY, index_scans_only};
+use crate::predicted::{Param, Sent};
 use crate::rows::{NOW, get, id_text, uuid};
 use crate::{R, Tx};
 use async_trait::async_trait;
@@ -73,6 +74,22 @@ static SCOPED_SQL: LazyLock<String> = LazyLock::new(|| {
         "SELECT {LOCK_COLS} FROM file_locks WHERE scope = ANY($2) AND expires_at > {NOW}
          UNION ALL
          SELECT {LOCK_COLS} FROM file_locks WHERE scope >= $3 AND scope < $4 AND expires_at > {NOW}"
+    )
+});
+
+/// Premises of a predicted edit check: no live lock of an agent other than the last
+/// parameter's among the rows [`SCOPED_SQL`] / [`ALL_LIVE_SQL`] read (the domain allows
+/// an edit whatever the caller's own locks).
+static NONE_FOREIGN_SCOPED: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT coord_expect(NOT EXISTS (SELECT 1 FROM ({}) l WHERE l.agent_id <> $5))",
+        *SCOPED_SQL
+    )
+});
+static NONE_FOREIGN_ANYWHERE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT coord_expect(NOT EXISTS (SELECT 1 FROM ({}) l WHERE l.agent_id <> $2))",
+        *ALL_LIVE_SQL
     )
 });
 
@@ -259,14 +276,35 @@ pub async fn stored(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<(Option<LockIn
     })
 }
 
+/// Deletes `$2`'s lock when `$3` holds it live: the release the domain grants
+/// (`decide_release`) whenever it deletes a row.
+static RELEASE_OWN_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "DELETE FROM file_locks WHERE file_path = $2 AND agent_id = $3 AND expires_at > {NOW}
+         RETURNING file_path"
+    )
+});
+
+/// [`RELEASE_OWN_SQL`] as the premise of a predicted release: fails unless it deleted.
+static RELEASE_OWN_PREMISE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH d AS ({}) SELECT coord_expect(count(*) = 1) FROM d",
+        *RELEASE_OWN_SQL
+    )
+});
+
+fn released(path: &str) -> ReleaseLockResult {
+    ReleaseLockResult {
+        success: true,
+        released: true,
+        file_path: path.to_string(),
+    }
+}
+
 pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockResult> {
     let deleted = tx
         .query_opt(
-            &tx.prepare_cached(&format!(
-                "DELETE FROM file_locks WHERE file_path = $2 AND agent_id = $3 AND expires_at > {NOW}
-                 RETURNING file_path"
-            ))
-            .await?,
+            &tx.prepare_cached(&RELEASE_OWN_SQL).await?,
             &[&ctx.now, path, &ctx.who.agent_id],
         )
         .await?;
@@ -275,11 +313,7 @@ pub async fn release(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<ReleaseLockRe
         let (existing, now) = stored(tx, ctx, path).await?;
         decide_release(existing.as_ref(), &ctx.who, path, now)?;
     }
-    Ok(ReleaseLockResult {
-        success: true,
-        released: true,
-        file_path: path.clone(),
-    })
+    Ok(released(path))
 }
 
 pub async fn release_all(tx: &Tx<'_>, ctx: &OpCtx) -> R<ReleaseAllResult> {
@@ -358,8 +392,26 @@ impl LockStore for PgStore {
         .await
     }
 
+    /// Predicted allowed (one round trip) when no other agent holds a live lock among
+    /// the rows the ordinary check would read.
     async fn check_edit(&self, ctx: OpCtx, files: Vec<LockTarget>) -> CoordResult<CheckEditResult> {
-        self.op(ctx, files, |tx, ctx, a| Box::pin(check_edit(tx, ctx, a))).await
+        let paths = files.iter().map(|f| f.key().to_string()).collect();
+        let predicted = decide_edit(&ctx.who, paths, &[])?;
+        let mut sent = vec![Sent::new(INDEX_SCANS_ONLY, vec![])];
+        for target in &files {
+            let me: Param = Box::new(ctx.who.agent_id.clone());
+            sent.push(match target.candidates() {
+                Candidates::All => Sent::new(NONE_FOREIGN_ANYWHERE.as_str(), vec![Box::new(ctx.now), me]),
+                Candidates::Scoped { at, from, to } => Sent::new(
+                    NONE_FOREIGN_SCOPED.as_str(),
+                    vec![Box::new(ctx.now), Box::new(at), Box::new(from), Box::new(to), me],
+                ),
+            });
+        }
+        self.op_predicted(ctx, predicted, sent, files, |tx, ctx, a| {
+            Box::pin(check_edit(tx, ctx, a))
+        })
+        .await
     }
 
     async fn acquire_lock(
@@ -375,9 +427,20 @@ impl LockStore for PgStore {
         .await
     }
 
+    /// Predicted released (one round trip) when the caller holds the lock.
     async fn release_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<ReleaseLockResult> {
-        self.op(ctx, file_path, |tx, ctx, a| Box::pin(release(tx, ctx, a)))
-            .await
+        let premise = Sent::new(
+            RELEASE_OWN_PREMISE.as_str(),
+            vec![
+                Box::new(ctx.now),
+                Box::new(file_path.clone()),
+                Box::new(ctx.who.agent_id.clone()),
+            ],
+        );
+        self.op_predicted(ctx, released(&file_path), vec![premise], file_path, |tx, ctx, a| {
+            Box::pin(release(tx, ctx, a))
+        })
+        .await
     }
 
     async fn release_all_locks(&self, ctx: OpCtx) -> CoordResult<ReleaseAllResult> {

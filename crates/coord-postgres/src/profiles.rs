@@ -137,19 +137,34 @@ pub async fn apply_charges(tx: &Tx<'_>, ctx: &OpCtx) -> R<Option<CoordError>> {
     Ok(over)
 }
 
+/// The policy facts of `$2` (with type `$3`, else its session's) as the one-row relation
+/// `f`, and their fingerprint over it ([`DIGEST`]).
+const FACTS_FROM: &str =
+    "WITH s AS (SELECT session_id::text AS session_id, started_at, agent_type FROM agent_sessions WHERE agent_id = $2),
+          t AS (SELECT COALESCE($3::text, (SELECT agent_type FROM s)) AS agent_type),
+          f AS (SELECT (SELECT session_id FROM s) AS session_id, (SELECT started_at FROM s) AS started_at,
+                       (SELECT agent_type FROM t) AS agent_type,
+                       (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
+                         WHERE a.kind = 'agent' AND a.value = $2) AS by_agent,
+                       (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
+                         WHERE a.kind = 'agent_type' AND a.value = (SELECT agent_type FROM t)) AS by_type)";
+
+/// What [`PolicyFacts::digest`] holds: the facts' row as text (a definition's `jsonb` text
+/// is canonical, a missing value is empty), hashed.
+const DIGEST: &str = "md5(row(f.session_id, f.started_at, f.agent_type, f.by_agent, f.by_type)::text)";
+
 /// The policy facts of `$2` (with type `$3`, else its session's) at `$1`, in one row.
 pub(crate) static FACTS_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "WITH s AS (SELECT session_id::text AS session_id, started_at, agent_type FROM agent_sessions WHERE agent_id = $2),
-              t AS (SELECT COALESCE($3::text, (SELECT agent_type FROM s)) AS agent_type)
-         SELECT (SELECT session_id FROM s), (SELECT started_at FROM s), (SELECT agent_type FROM t),
-                (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
-                  WHERE a.kind = 'agent' AND a.value = $2),
-                (SELECT p.definition FROM agent_profile_assignments a JOIN agent_profiles p ON p.name = a.profile
-                  WHERE a.kind = 'agent_type' AND a.value = (SELECT agent_type FROM t)),
-                {NOW}"
+        "{FACTS_FROM} SELECT f.session_id, f.started_at, f.agent_type, f.by_agent, f.by_type, {NOW}, {DIGEST} FROM f"
     )
 });
+
+/// Fails (`coord_expect`) unless the facts of `$2` (type `$3`) are still those of digest
+/// `$4`: a premise of an operation decided on the caller's last facts (`predicted`).
+/// `$1` (the time) is not read, and typed for the statement to prepare.
+pub(crate) static FACTS_HOLD_SQL: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{FACTS_FROM} SELECT coord_expect({DIGEST} = $4), $1::timestamptz FROM f"));
 
 /// A row of [`FACTS_SQL`] as facts, without usage.
 pub(crate) fn facts_of(row: &tokio_postgres::Row) -> R<PolicyFacts> {
@@ -163,6 +178,7 @@ pub(crate) fn facts_of(row: &tokio_postgres::Row) -> R<PolicyFacts> {
         session: session_id.zip(started),
         now: get(row, 5)?,
         usage: Vec::new(),
+        digest: get(row, 6)?,
     })
 }
 
@@ -206,11 +222,23 @@ pub(crate) async fn verify(tx: &Tx<'_>, ctx: &OpCtx) -> R<()> {
     let Some(row) = tx.checked().await? else {
         return Err(CoordError::internal().into());
     };
-    if check.holds(&facts_of(&row)?) {
-        Ok(())
-    } else {
-        Err(coord_store::PolicyCheck::changed().into())
+    if !check.holds(&facts_of(&row)?) {
+        return Err(coord_store::PolicyCheck::changed().into());
     }
+    if let Some(seen) = &check.rules {
+        let stands: Option<String> = get(
+            &tx.query_one(
+                &tx.prepare_cached(&crate::guardrail_rules::RULES_DIGEST_SQL).await?,
+                &[],
+            )
+            .await?,
+            0,
+        )?;
+        if stands.as_ref() != Some(seen) {
+            return Err(coord_store::PolicyCheck::changed().into());
+        }
+    }
+    Ok(())
 }
 
 async fn list(tx: &Tx<'_>) -> R<ListProfilesResult> {

@@ -2,9 +2,10 @@
 
 use crate::handoffs;
 use crate::locks;
+use crate::predicted::Sent;
 use crate::queue;
 use crate::rows::{NOW, get, id_text, int, uuid};
-use crate::{Fail, PgStore};
+use crate::{Fail, OpFn, PgStore};
 use crate::{R, Tx};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
@@ -16,6 +17,7 @@ use coord_domain::sessions::{Cleanup, EndSession, EndSessionResult, complete_fin
 use coord_domain::{CoordError, Identity, Timestamp};
 use coord_store::OpCtx;
 use coord_store::SessionStore;
+use std::sync::LazyLock;
 use tokio_postgres::Row;
 use uuid::Uuid;
 
@@ -70,19 +72,59 @@ pub async fn register(tx: &Tx<'_>, ctx: &OpCtx, s: &NewSession) -> R<SessionResu
     Ok(SessionResult::of(s.session_id.clone()))
 }
 
+/// A heartbeat of `$2`'s live session.
+static TOUCH_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE agent_sessions SET last_heartbeat = {NOW}, status = 'active'
+         WHERE agent_id = $2 AND status <> 'disconnected' RETURNING session_id"
+    )
+});
+
+/// [`TOUCH_SQL`] as the premise of a predicted heartbeat: fails unless it touched the
+/// session `$3`.
+static TOUCH_PREMISE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH t AS ({}) SELECT coord_expect(count(*) = 1 AND bool_and(session_id::text = $3)) FROM t",
+        *TOUCH_SQL
+    )
+});
+
+/// A heartbeat extends `$2`'s live claims to at least `$3` minutes from now.
+static EXTEND_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE work_queue SET claimed_until = GREATEST(claimed_until, {NOW} + make_interval(mins => $3))
+         WHERE status = 'claimed' AND claimed_by = $2 AND claimed_until > {NOW}"
+    )
+});
+
+/// A heartbeat's statements when the caller's session is known (the facts of its last
+/// call, `session`): predicted to touch that session (`predicted`).
+pub(crate) fn predicted_heartbeat(ctx: &OpCtx, session: &str, lease_minutes: i64) -> Vec<Sent> {
+    vec![
+        Sent::new(
+            TOUCH_PREMISE.as_str(),
+            vec![
+                Box::new(ctx.now),
+                Box::new(ctx.who.agent_id.clone()),
+                Box::new(session.to_string()),
+            ],
+        ),
+        Sent::new(
+            EXTEND_SQL.as_str(),
+            vec![
+                Box::new(ctx.now),
+                Box::new(ctx.who.agent_id.clone()),
+                Box::new(int(lease_minutes)),
+            ],
+        ),
+    ]
+}
+
 pub async fn heartbeat(tx: &Tx<'_>, ctx: &OpCtx, args: &(String, i64)) -> R<SessionResult> {
     let (new_session_id, lease_minutes) = args;
     let (touch, extend) = (
-        tx.prepare_cached(&format!(
-            "UPDATE agent_sessions SET last_heartbeat = {NOW}, status = 'active'
-             WHERE agent_id = $2 AND status <> 'disconnected' RETURNING session_id"
-        ))
-        .await?,
-        tx.prepare_cached(&format!(
-            "UPDATE work_queue SET claimed_until = GREATEST(claimed_until, {NOW} + make_interval(mins => $3))
-             WHERE status = 'claimed' AND claimed_by = $2 AND claimed_until > {NOW}"
-        ))
-        .await?,
+        tx.prepare_cached(&TOUCH_SQL).await?,
+        tx.prepare_cached(&EXTEND_SQL).await?,
     );
     // Independent of each other: sent together, one round trip.
     let lease = int(*lease_minutes);
@@ -314,11 +356,23 @@ impl SessionStore for PgStore {
         self.op(ctx, session, |tx, ctx, a| Box::pin(register(tx, ctx, a))).await
     }
 
+    /// Predicted (one round trip) when the pipeline decided on the caller's last facts,
+    /// which name its session.
     async fn heartbeat(&self, ctx: OpCtx, new_session_id: String, lease_minutes: i64) -> CoordResult<SessionResult> {
-        self.op(ctx, (new_session_id, lease_minutes), |tx, ctx, a| {
-            Box::pin(heartbeat(tx, ctx, a))
-        })
-        .await
+        let known = ctx
+            .policy
+            .as_ref()
+            .and_then(|p| p.facts.session.as_ref())
+            .map(|s| s.0.clone());
+        let args = (new_session_id, lease_minutes);
+        let f: OpFn<(String, i64), SessionResult> = |tx, ctx, a| Box::pin(heartbeat(tx, ctx, a));
+        match known {
+            Some(session) => {
+                let sent = predicted_heartbeat(&ctx, &session, lease_minutes);
+                self.op_predicted(ctx, SessionResult::of(session), sent, args, f).await
+            }
+            None => self.op(ctx, args, f).await,
+        }
     }
 
     async fn discover_agents(

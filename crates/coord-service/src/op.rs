@@ -162,8 +162,9 @@ pub trait Operation: Send + Sync + 'static {
     /// Whether the pipeline may decide this operation on the caller's policy facts from
     /// its previous call, where the store checks them in the operation's own transaction
     /// (`coord_store::PolicyCheck`; PostgreSQL): saves the round trip that reads them.
-    /// Only for operations that run one store operation and nothing before it, so that
-    /// every outcome, refusals included, is decided on checked facts.
+    /// Only for operations that run one store operation and, before it, nothing that
+    /// depends on the caller's facts, so that every outcome, refusals included, is decided
+    /// on checked facts.
     const POLICY_FROM_LAST_CALL: bool = false;
     /// Fields (at any depth of the request and the answer) whose values the audit row
     /// replaces with `"[redacted]"`: the audit trail is readable by every agent with a

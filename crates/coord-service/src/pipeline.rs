@@ -391,6 +391,7 @@ impl Coordinator {
                 agent_id: id.agent_id.clone(),
                 agent_type: id.agent_type.clone(),
                 facts: read,
+                rules: None,
             });
             return Ok(Some(granted));
         }

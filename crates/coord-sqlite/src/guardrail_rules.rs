@@ -5,7 +5,7 @@ use crate::{Fail, R, SqliteStore};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::guardrail_rules::{GuardrailRule, MAX_RULES, NewRule, no_row, too_many_rules};
-use coord_store::{GuardrailStore, OpCtx};
+use coord_store::{GuardrailRows, GuardrailStore, OpCtx};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 fn from_row(r: &Row) -> rusqlite::Result<GuardrailRule> {
@@ -74,8 +74,9 @@ fn delete(c: &Connection, name: &str) -> R<String> {
 
 #[async_trait]
 impl GuardrailStore for SqliteStore {
-    async fn guardrail_rules(&self) -> CoordResult<Vec<GuardrailRule>> {
-        self.read(all).await
+    async fn guardrail_rules(&self) -> CoordResult<GuardrailRows> {
+        let rows = self.read(all).await?;
+        Ok(GuardrailRows { rows, digest: None })
     }
 
     async fn list_guardrail_rules(&self, ctx: OpCtx) -> CoordResult<Vec<GuardrailRule>> {

@@ -165,6 +165,7 @@ fn facts(c: &Connection, now: i64, agent_id: &str, agent_type: Option<&str>, of:
         session: session.map(|(id, started, _)| (id, started)),
         now: from_micros(now),
         usage,
+        digest: None,
     })
 }
 

@@ -159,6 +159,9 @@ pub struct PolicyCheck {
     pub agent_id: String,
     pub agent_type: String,
     pub facts: PolicyFacts,
+    /// The fingerprint of the guardrail rows the operation decided with, when it took
+    /// them from an earlier read ([`GuardrailRows::digest`]): confirmed with the facts.
+    pub rules: Option<String>,
 }
 
 impl PolicyCheck {
@@ -341,6 +344,10 @@ pub struct PolicyFacts {
     pub usage: Vec<(Resource, u64)>,
     /// The agent's violation counter (guardrail blocks), when usage is asked for.
     pub guardrail_violations: i64,
+    /// A store's fingerprint of the facts above as stored (PostgreSQL's), with which it
+    /// confirms them inside a transaction without reading them back: an operation decided
+    /// on them then needs no round trip to learn they still hold.
+    pub digest: Option<String>,
 }
 
 impl OpCtx {
@@ -572,11 +579,21 @@ pub trait NotificationStore: Send + Sync {
     ) -> CoordResult<()>;
 }
 
+/// The rows of the guardrails' registry as read together.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GuardrailRows {
+    pub rows: Vec<GuardrailRule>,
+    /// A store's fingerprint of the rows (PostgreSQL's): a decision made on rows read
+    /// before its call names it ([`PolicyCheck::rules`]), and the store confirms it.
+    pub digest: Option<String>,
+}
+
 /// The editable pattern registry of the guardrails (`operation_guardrails`).
 #[async_trait]
 pub trait GuardrailStore: Send + Sync {
-    /// Every row, by name. Not audited: every guardrail check reads it.
-    async fn guardrail_rules(&self) -> CoordResult<Vec<GuardrailRule>>;
+    /// Every row, by name, and the store's fingerprint of them. Not audited: every
+    /// guardrail check reads it.
+    async fn guardrail_rules(&self) -> CoordResult<GuardrailRows>;
     /// Every row, by name, as an audited operation (`list_guardrails`).
     async fn list_guardrail_rules(&self, ctx: OpCtx) -> CoordResult<Vec<GuardrailRule>>;
     /// Inserts or replaces the row of `rule.name` (without a pattern, an existing row keeps

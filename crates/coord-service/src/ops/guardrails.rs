@@ -16,7 +16,7 @@ use coord_domain::guardrails::{
 use coord_domain::profiles::{self, Need, Permission};
 use coord_domain::{CoordError, CoordResult, Empty, ErrorCode, Identity};
 use coord_guardrails::patterns::{Pattern, Patterns, builtin, builtin_patterns};
-use coord_store::{OpCtx, UsageOf};
+use coord_store::{GuardrailRows, OpCtx, UsageOf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 pub struct CheckGuardrails;
@@ -37,6 +37,8 @@ impl Operation for CheckGuardrails {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
     const NEED: Need = Need::READ;
+    // Every decision on the caller's facts is made in `guard_decision`, which confirms them.
+    const POLICY_FROM_LAST_CALL: bool = true;
     const HTTP: &'static [Http] = &[Http::post("/guardrails/check").errors(&[409])];
     const EXAMPLE: &'static str = "{\"command\": \"git push --force origin main\"}";
     type Request = CheckGuardrailsRequest;
@@ -47,7 +49,7 @@ impl Operation for CheckGuardrails {
         validate_check(req)
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, check: GuardCheck) -> CoordResult<CheckGuardrailsResult> {
+    async fn execute(c: &Coordinator, mut ctx: OpCtx, check: GuardCheck) -> CoordResult<CheckGuardrailsResult> {
         if let Some(tool) = check.tool.as_deref()
             && let Err(e) = c.check_activation(&ctx.who, Some(tool)).await
         {
@@ -62,7 +64,7 @@ impl Operation for CheckGuardrails {
                     git_aliases: check.git_aliases.as_ref(),
                     files: check.entry_files.as_ref(),
                 };
-                coord_guardrails::analyze_in(cmd, &*patterns(c).await?, facts)
+                coord_guardrails::analyze_in(cmd, &*patterns_for(c, &mut ctx).await?, facts)
             }
             None => Vec::new(),
         };
@@ -80,10 +82,16 @@ async fn judge(
     ctx: &OpCtx,
     findings: Vec<Finding>,
 ) -> CoordResult<(CheckGuardrailsResult, Option<CoordError>)> {
-    let facts = c
-        .store()
-        .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
-        .await?;
+    // The facts the pipeline decided the call on when they are the caller's last call's:
+    // the store confirms them when it records the decision (`PolicyCheck`).
+    let facts = match &ctx.policy {
+        Some(check) => check.facts.clone(),
+        None => {
+            c.store()
+                .policy_facts(ctx.now, &ctx.who.agent_id, Some(&ctx.who.agent_type), UsageOf::Nothing)
+                .await?
+        }
+    };
     let (profile, source) = profiles::resolve(facts.by_agent, facts.by_type);
     let profile = profiles::within_reach(profile, source, ctx.credential);
     let decision = guardrails::decide(&findings, profile.trust_level, &profile.elevated_operations);
@@ -123,7 +131,7 @@ pub(crate) async fn record_elevated(c: &Coordinator, ctx: OpCtx, passed: CheckGu
 }
 
 /// The rows of `operation_guardrails` and the registry compiled from them.
-type CompiledRows = (Vec<GuardrailRule>, Arc<Patterns>);
+type CompiledRows = (GuardrailRows, Arc<Patterns>);
 
 /// The pattern registry last compiled and the rows it came from.
 #[derive(Clone, Default)]
@@ -142,10 +150,10 @@ pub(crate) async fn patterns(c: &Coordinator) -> CoordResult<Arc<Patterns>> {
     {
         return Ok(compiled.clone());
     }
-    let compiled = Arc::new(if rows.is_empty() {
+    let compiled = Arc::new(if rows.rows.is_empty() {
         builtin().clone()
     } else {
-        let effective = merge(&rows)?
+        let effective = merge(&rows.rows)?
             .into_iter()
             .filter(|(e, _)| e.enabled)
             .map(|(_, p)| p)
@@ -154,6 +162,21 @@ pub(crate) async fn patterns(c: &Coordinator) -> CoordResult<Arc<Patterns>> {
     });
     *cache.lock().unwrap_or_else(PoisonError::into_inner) = Some((rows, compiled.clone()));
     Ok(compiled)
+}
+
+/// The registry for a check decided on the caller's last facts (`ctx.policy`): the one
+/// last compiled, without reading the rows, when the store can confirm they still stand
+/// (their fingerprint goes with the facts, and a change makes the call be decided again
+/// on rows read then); otherwise [`patterns`].
+async fn patterns_for(c: &Coordinator, ctx: &mut OpCtx) -> CoordResult<Arc<Patterns>> {
+    if let Some(check) = ctx.policy.as_mut()
+        && let Some((seen, compiled)) = c.patterns.0.lock().unwrap_or_else(PoisonError::into_inner).as_ref()
+        && let Some(digest) = &seen.digest
+    {
+        check.rules = Some(digest.clone());
+        return Ok(compiled.clone());
+    }
+    patterns(c).await
 }
 
 fn invalid(message: String) -> CoordError {
@@ -276,7 +299,7 @@ impl Operation for SetGuardrail {
         if rule.pattern.is_none() && !builtin().patterns().any(|p| p.name == rule.name) {
             // Switching on or off: the store keeps the row's own pattern (in its
             // transaction); a name with neither is unknown.
-            let rows = c.store().guardrail_rules().await?;
+            let rows = c.store().guardrail_rules().await?.rows;
             if !rows.iter().any(|r| r.name == rule.name && r.pattern.is_some()) {
                 return Err(CoordError::new(
                     ErrorCode::NotFound,

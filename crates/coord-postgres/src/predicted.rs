@@ -1,0 +1,128 @@
+//! Operations answered in one round trip when their outcome can be predicted.
+//!
+//! An ordinary operation ([`PgStore::op`]) pays a round trip for its reads and one for
+//! its audit row and commit: the domain decides between the two, on what was read. Some
+//! operations' usual outcome follows from facts known before reading anything: a release
+//! of a lock the caller holds, an edit check near which nobody else holds a lock, a
+//! heartbeat of the caller's known session, each on the caller's policy facts of its
+//! last call. For those, the domain decides on the *premises* first, and the whole
+//! transaction leaves in one write: `BEGIN`, one statement per premise that fails unless
+//! it holds in the rows as stored (`coord_expect`, migration 0027; a premise that writes,
+//! a release's `DELETE`, checks what it wrote), the operation's other writes, the audit
+//! row and the `COMMIT`.
+//!
+//! When a premise does not hold, the server aborts the transaction at that statement:
+//! nothing after it takes effect and the `COMMIT` rolls back. The operation then runs the
+//! ordinary way and is decided on what it reads, so the prediction's only cost is the
+//! round trip it lost; no decision is ever committed on a premise that was false. The
+//! decision itself stays with the domain: SQL only confirms that the facts the decision
+//! was made on are the stored ones.
+
+use crate::audit;
+use crate::guardrail_rules::RULES_HOLD_SQL;
+use crate::profiles::FACTS_HOLD_SQL;
+use crate::{Fail, OpFn, PgStore, Tx, pg_error};
+use coord_domain::CoordResult;
+use coord_store::OpCtx;
+use serde::Serialize;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+
+/// A parameter of a sent statement.
+pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
+
+/// A statement of a predicted operation: a premise (`SELECT coord_expect(…)`) or a write
+/// whose answer the operation does not need, sent in order.
+pub(crate) struct Sent {
+    pub sql: &'static str,
+    pub params: Vec<Param>,
+}
+
+impl Sent {
+    pub(crate) fn new(sql: &'static str, params: Vec<Param>) -> Sent {
+        Sent { sql, params }
+    }
+}
+
+/// Whether `e`, the answer to a predicted operation's audit row or commit, says that a
+/// statement sent before it failed: a premise that did not hold (or a write that could
+/// not run), so nothing committed and the operation may run again.
+fn missed(e: &tokio_postgres::Error) -> bool {
+    matches!(e.code(), Some(c) if *c == SqlState::IN_FAILED_SQL_TRANSACTION
+        || *c == SqlState::T_R_DEADLOCK_DETECTED
+        || *c == SqlState::T_R_SERIALIZATION_FAILURE)
+}
+
+/// The premises of what the pipeline and the operation decided on before the call (the
+/// caller's last facts, the guardrail rows last read: `OpCtx::policy`); `None` when one
+/// cannot be confirmed in SQL (no fingerprint).
+fn checks(ctx: &OpCtx) -> Option<Vec<Sent>> {
+    let Some(p) = &ctx.policy else {
+        return Some(Vec::new());
+    };
+    let facts: Vec<Param> = vec![
+        Box::new(ctx.now),
+        Box::new(p.agent_id.clone()),
+        Box::new(p.agent_type.clone()),
+        Box::new(p.facts.digest.clone()?),
+    ];
+    let mut checks = vec![Sent::new(FACTS_HOLD_SQL.as_str(), facts)];
+    if let Some(rules) = &p.rules {
+        checks.push(Sent::new(RULES_HOLD_SQL.as_str(), vec![Box::new(rules.clone())]));
+    }
+    Some(checks)
+}
+
+impl PgStore {
+    /// Runs the operation `f` — `predicted`, its outcome decided on the premises in
+    /// `sent`, committed in one round trip when they hold, and otherwise `f` run the
+    /// ordinary way ([`PgStore::op`]).
+    pub(crate) async fn op_predicted<A: Sync, T: Serialize + Send>(
+        &self,
+        ctx: OpCtx,
+        predicted: T,
+        sent: Vec<Sent>,
+        args: A,
+        f: OpFn<A, T>,
+    ) -> CoordResult<T> {
+        if self.commit_predicted(&ctx, &predicted, sent).await? {
+            return Ok(predicted);
+        }
+        self.op(ctx, args, f).await
+    }
+
+    /// Sends `sent`, the caller's facts' premise (when the pipeline decided on its last
+    /// call's facts), the audit row of `predicted` and the commit, in one write: whether
+    /// it committed. Not tried when the outcome would count against the caller's limits
+    /// (reading the usage needs a round trip first).
+    async fn commit_predicted<T: Serialize>(&self, ctx: &OpCtx, predicted: &T, sent: Vec<Sent>) -> CoordResult<bool> {
+        if coord_store::counts_as_use(&ctx.charges, predicted) {
+            return Ok(false);
+        }
+        let Some(checks) = checks(ctx) else {
+            return Ok(false);
+        };
+        let client = self.client().await?;
+        let tx = Tx::new(&client);
+        let outcome: Result<(), Fail> = async {
+            // Prepared first (cached on the connection: no round trip after its first
+            // use), so that the statements leave together.
+            let mut statements = Vec::new();
+            for s in checks.iter().chain(&sent) {
+                statements.push((tx.prepare_cached(s.sql).await?, s));
+            }
+            for (statement, s) in &statements {
+                let params: Vec<&(dyn ToSql + Sync)> = s.params.iter().map(|p| p.as_ref() as _).collect();
+                tx.send(statement, &params)?;
+            }
+            audit::insert_and_commit(tx, ctx.now, &ctx.audit(Ok(predicted)), &self.durability).await
+        }
+        .await;
+        match outcome {
+            Ok(()) => Ok(true),
+            Err(Fail::Db(e)) if missed(&e) => Ok(false),
+            Err(Fail::Db(e)) => Err(pg_error(&e)),
+            Err(Fail::Coord(e)) => Err(e),
+        }
+    }
+}
