@@ -111,8 +111,18 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration, 
         while let Some((due, chunk)) = rx.recv().await {
             // tokio's timers fire on millisecond ticks: a sleep, even one already due,
             // would add up to a millisecond.
-            if due > Instant::now() {
-                tokio::time::sleep_until(due).await;
+            // The runtime's timer wakes on whole milliseconds, late by up to one (two per
+            // round trip, 20% of a 10 ms link); a thread's sleep is late by tens of
+            // microseconds.
+            let now = Instant::now();
+            if due > now {
+                let wait = due - now;
+                if tokio::task::spawn_blocking(move || std::thread::sleep(wait))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
             }
             if to.write_all(&chunk).await.is_err() {
                 break;

@@ -31,7 +31,7 @@ const BUDGET: &[(&str, u64, u64)] = &[
     ("check_guardrails", 1, 1),
     ("submit_work", 2, 2),
     ("get_work", 2, 2),
-    ("complete_work", 3, 2),
+    ("complete_work", 2, 2),
 ];
 
 struct Counted {
@@ -241,6 +241,42 @@ async fn predicted_operations_see_a_change_made_elsewhere() {
         .await
         .expect("released");
     assert_eq!(locks_on("src/x.rs").await, 0);
+
+    // A completion on facts that no longer grant it: refused, and the task stays claimed.
+    call(
+        &coord,
+        &who,
+        "submit_work",
+        json!({"task_type": "rt", "task_description": "t"}),
+    )
+    .await
+    .unwrap();
+    let claimed = call(&coord, &who, "get_work", json!({"task_types": ["rt"]}))
+        .await
+        .unwrap();
+    let task = claimed["task_id"].as_str().expect("a claim").to_string();
+    elsewhere
+        .execute(
+            "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
+             VALUES ('agent', 'rt-agent', 'least-privilege', now(), 'test')",
+            &[],
+        )
+        .await
+        .unwrap();
+    let done = json!({"task_id": task, "success": true});
+    let refused = call(&coord, &who, "complete_work", done.clone()).await;
+    assert!(refused.is_err(), "decided on the new profile: {refused:?}");
+    let status: String = elsewhere
+        .query_one("SELECT status FROM work_queue WHERE task_id = $1::text::uuid", &[&task])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(status, "claimed");
+    elsewhere
+        .execute("DELETE FROM agent_profile_assignments WHERE value = 'rt-agent'", &[])
+        .await
+        .unwrap();
+    call(&coord, &who, "complete_work", done).await.expect("completed");
 
     // A heartbeat answers the session as it stands, not the one of the last call.
     let beat = call(&coord, &who, "heartbeat", json!({})).await.unwrap();

@@ -528,23 +528,34 @@ fn local_guard(req: &CheckGuardrailsRequest, why: &CoordError, ctx: &Context) ->
 /// Blocks a destructive shell command, an edit of a credential file, and an edit of a
 /// file another agent holds a live lock on; otherwise says nothing, leaving Claude Code's
 /// normal permission flow in charge.
+///
+/// The two checks are independent, so they are asked together: a hook waits for one
+/// answer from a database far away, not two (docs/benchmarks.md). The guardrails' denial
+/// comes first.
 async fn pre_tool_use(payload: &Value, coord: &dyn Coordination, ctx: &Context) -> CoordResult<Option<Value>> {
-    if let Some(req) = guard_request(payload, ctx)
-        && let Some(denied) = guard(req, coord, ctx).await?
-    {
-        return Ok(Some(denied));
-    }
+    let guarded = async {
+        match guard_request(payload, ctx) {
+            Some(req) => guard(req, coord, ctx).await,
+            None => Ok(None),
+        }
+    };
     let paths = edited_files(payload, ctx);
-    if paths.is_empty() {
-        return Ok(None);
-    }
-    let req = CheckEditRequest { paths };
-    match coord.check_edit(&ctx.caller, req).await {
-        Ok(_) => Ok(None),
-        // A path outside the repository is not ours to guard.
-        Err(e) if e.code == ErrorCode::InvalidPath => Ok(None),
-        Err(e) if e.code == ErrorCode::FileLocked => Ok(Some(deny(e.message))),
-        Err(e) => Err(e),
+    let edited = async {
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        match coord.check_edit(&ctx.caller, CheckEditRequest { paths }).await {
+            Ok(_) => Ok(None),
+            // A path outside the repository is not ours to guard.
+            Err(e) if e.code == ErrorCode::InvalidPath => Ok(None),
+            Err(e) if e.code == ErrorCode::FileLocked => Ok(Some(deny(e.message))),
+            Err(e) => Err(e),
+        }
+    };
+    let (guarded, edited) = tokio::join!(guarded, edited);
+    match guarded? {
+        Some(denied) => Ok(Some(denied)),
+        None => edited,
     }
 }
 

@@ -126,7 +126,10 @@ pub(crate) async fn enforce(
 /// An elevated pass inside an operation that succeeded, recorded like one of
 /// check_guardrails: a step of its own, audited with `elevated`, a violation row and a
 /// notification on the security channel.
-pub(crate) async fn record_elevated(c: &Coordinator, ctx: OpCtx, passed: CheckGuardrailsResult) -> CoordResult<()> {
+pub(crate) async fn record_elevated(c: &Coordinator, mut ctx: OpCtx, passed: CheckGuardrailsResult) -> CoordResult<()> {
+    // The facts the pass was decided on were confirmed by the operation's own commit; a
+    // change since must not lose the record of what happened.
+    ctx.policy = None;
     c.store().guard_decision(ctx, passed, None).await.map(|_| ())
 }
 

@@ -92,6 +92,9 @@ impl Operation for CompleteWork {
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Write;
     const NEED: Need = Need::COORDINATE;
+    // The guardrail scan decides on the same facts, and every store operation it leads to
+    // (the completion, a refusal, an approval spent) confirms them.
+    const POLICY_FROM_LAST_CALL: bool = true;
     const HTTP: &'static [Http] = &[Http::post("/work/complete").errors(&[404, 409])];
     const EXAMPLE: &'static str =
         "{\"task_id\": \"5b0c6a1e-8f2d-4c1a-9a57-3f7e2d1c0b9a\", \"success\": true, \"result\": {\"passed\": 12}}";
