@@ -31,7 +31,7 @@ const BUDGET: &[(&str, u64, u64)] = &[
     ("check_guardrails", 1, 1),
     ("submit_work", 2, 2),
     ("get_work", 2, 2),
-    ("complete_work", 2, 2),
+    ("complete_work", 1, 2),
 ];
 
 struct Counted {

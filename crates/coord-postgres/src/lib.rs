@@ -25,6 +25,11 @@
 //!   `pg_logical_emit_message`, so the chain's lock is not held through the WAL flush and
 //!   the answer still waits for it; where the role may not run that, the commit is
 //!   synchronous under the lock. `verify_audit` reads in one REPEATABLE READ snapshot.
+//! - `predicted`: a release of the caller's lock, an edit check near nobody else's, a
+//!   heartbeat of a known session and an allowed guardrail check are decided by the domain
+//!   on their premises and sent whole, in one round trip; a `coord_expect` statement per
+//!   premise aborts the transaction when one does not hold, and the operation then runs
+//!   the ordinary way.
 //! - `plans`: every read of the live locks (`locks::read_live`) and a completion's update
 //!   of its dependents (`queue::unblock_dependents`, `cancel_dependents`) runs with
 //!   `INDEX_SCANS_ONLY`, transaction-local: a plain index scan marks the entries of

@@ -44,13 +44,18 @@ impl Sent {
     }
 }
 
-/// Whether `e`, the answer to a predicted operation's audit row or commit, says that a
-/// statement sent before it failed: a premise that did not hold (or a write that could
-/// not run), so nothing committed and the operation may run again.
+/// `coord_expect`'s error (migration 0027).
+const PREMISE_FAILED: &str = "CD001";
+
+/// Whether `e` says that nothing committed and the operation may run again: a premise
+/// that did not hold (its own error, when its answer came back before the statement was
+/// even left behind — a busy machine — or the error of a statement after it), or a
+/// write that could not run.
 fn missed(e: &tokio_postgres::Error) -> bool {
     matches!(e.code(), Some(c) if *c == SqlState::IN_FAILED_SQL_TRANSACTION
         || *c == SqlState::T_R_DEADLOCK_DETECTED
-        || *c == SqlState::T_R_SERIALIZATION_FAILURE)
+        || *c == SqlState::T_R_SERIALIZATION_FAILURE
+        || c.code() == PREMISE_FAILED)
 }
 
 /// The premises of what the pipeline and the operation decided on before the call (the

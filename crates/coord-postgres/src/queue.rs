@@ -4,6 +4,7 @@
 
 use crate::PgStore;
 use crate::plans::{INDEX_SCANS_ONLY, index_scans_only};
+use crate::predicted::{Param, Sent};
 use crate::rows::{NOW, get, id_text, int, uuid, uuids};
 use crate::{R, Tx};
 use async_trait::async_trait;
@@ -281,6 +282,48 @@ static COMPLETED_SQL: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// [`COMPLETED_SQL`] as the premise of a predicted completion: fails unless `$5` held the
+/// claim (what `decide_completion` grants) and the task is no workflow's node (whose
+/// workflow the service moves on, so the completion answers which one: read first).
+static COMPLETED_PREMISE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH t AS ({} AND status = 'claimed' AND claimed_by = $5 RETURNING task_id)
+         SELECT coord_expect(count(*) = 1 AND NOT EXISTS (SELECT 1 FROM workflow_tasks w WHERE w.task_id = $2))
+         FROM t",
+        *COMPLETED_SQL
+    )
+});
+
+/// A successful completion's statements when nothing but the claim decides it (no skill
+/// to record): predicted completed (`predicted`), its dependents unblocked.
+fn predicted_completion(ctx: &OpCtx, done: &Completion) -> Option<(CompleteWorkResult, Vec<Sent>)> {
+    if !done.success || done.skill.is_some() {
+        return None;
+    }
+    let id = uuid(&done.task_id).ok()?;
+    let premise: Vec<Param> = vec![
+        Box::new(ctx.now),
+        Box::new(id),
+        Box::new(done.result.clone()),
+        Box::new(done.error_message.clone()),
+        Box::new(ctx.who.agent_id.clone()),
+    ];
+    let sent = vec![
+        Sent::new(COMPLETED_PREMISE.as_str(), premise),
+        Sent::new(INDEX_SCANS_ONLY, vec![]),
+        Sent::new(UNBLOCK_SQL, vec![Box::new(id)]),
+    ];
+    let result = CompleteWorkResult {
+        success: true,
+        task_id: done.task_id.clone(),
+        status: TaskStatus::Completed,
+        cancelled_dependents: Vec::new(),
+        skill: None,
+        workflow_id: None,
+    };
+    Some((result, sent))
+}
+
 /// Run by [`unblock_dependents`] and [`complete`] only, after [`crate::plans::INDEX_SCANS_ONLY`].
 const UNBLOCK_SQL: &str = "UPDATE work_queue SET pending_deps = pending_deps - 1
      WHERE status = 'pending'
@@ -508,9 +551,14 @@ impl QueueStore for PgStore {
         self.op(ctx, spec, |tx, ctx, a| Box::pin(claim(tx, ctx, a))).await
     }
 
+    /// Predicted (one round trip) for a successful completion of a claimed task that is
+    /// no workflow's node and records no skill.
     async fn complete_work(&self, ctx: OpCtx, completion: Completion) -> CoordResult<CompleteWorkResult> {
-        self.op(ctx, completion, |tx, ctx, a| Box::pin(complete(tx, ctx, a)))
-            .await
+        let f: crate::OpFn<Completion, CompleteWorkResult> = |tx, ctx, a| Box::pin(complete(tx, ctx, a));
+        match predicted_completion(&ctx, &completion) {
+            Some((result, sent)) => self.op_predicted(ctx, result, sent, completion, f).await,
+            None => self.op(ctx, completion, f).await,
+        }
     }
 
     async fn get_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<GetTaskResult> {
