@@ -109,8 +109,6 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration, 
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let writer = async move {
         while let Some((due, chunk)) = rx.recv().await {
-            // tokio's timers fire on millisecond ticks: a sleep, even one already due,
-            // would add up to a millisecond.
             // The runtime's timer wakes on whole milliseconds, late by up to one (two per
             // round trip, 20% of a 10 ms link); a thread's sleep is late by tens of
             // microseconds.

@@ -531,7 +531,8 @@ fn local_guard(req: &CheckGuardrailsRequest, why: &CoordError, ctx: &Context) ->
 ///
 /// The two checks are independent, so they are asked together: a hook waits for one
 /// answer from a database far away, not two (docs/benchmarks.md). The guardrails' denial
-/// comes first.
+/// comes first; the edit check is audited either way (a `file_locked` refusal too, when
+/// the guardrails also denied the call).
 async fn pre_tool_use(payload: &Value, coord: &dyn Coordination, ctx: &Context) -> CoordResult<Option<Value>> {
     let guarded = async {
         match guard_request(payload, ctx) {

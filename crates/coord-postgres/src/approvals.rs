@@ -192,14 +192,23 @@ async fn guard(
             None => return Err(refusal.clone().into()),
         },
     };
-    if let Some(v) = Violation::of_pass(&passed, &ctx.parameters, ctx.redact) {
+    let (violation, notice) = pass_writes(ctx, &passed);
+    if let Some(v) = violation {
         crate::violations::insert(tx, ctx, &v).await?;
     }
-    // An elevated pass is reported on the security channel, in this transaction.
-    if let Some(n) = NewNotification::elevated(&ctx.who, ctx.operation, &passed) {
+    if let Some(n) = notice {
         crate::notifications::insert(tx, ctx.now, &ctx.who, &n).await?;
     }
     Ok(passed)
+}
+
+/// What a pass writes besides its audit row: its violation row, and an elevated pass's
+/// report on the security channel (in the same transaction).
+fn pass_writes(ctx: &OpCtx, passed: &CheckGuardrailsResult) -> (Option<Violation>, Option<NewNotification>) {
+    (
+        Violation::of_pass(passed, &ctx.parameters, ctx.redact),
+        NewNotification::elevated(&ctx.who, ctx.operation, passed),
+    )
 }
 
 #[async_trait]
@@ -225,8 +234,7 @@ impl ApprovalStore for PgStore {
     ) -> CoordResult<CheckGuardrailsResult> {
         // A pass that writes nothing but its audit row: one round trip, on the caller's
         // last facts when the pipeline decided on them.
-        let writes = Violation::of_pass(&result, &ctx.parameters, ctx.redact).is_some()
-            || NewNotification::elevated(&ctx.who, ctx.operation, &result).is_some();
+        let writes = pass_writes(&ctx, &result) != (None, None);
         let f: crate::OpFn<_, _> = |tx, ctx, a| Box::pin(guard(tx, ctx, a));
         match refusal {
             None if !writes => self.op_predicted(ctx, result.clone(), vec![], (result, None), f).await,

@@ -30,7 +30,9 @@ async fn all<C: Db>(c: &C) -> R<Vec<GuardrailRule>> {
 }
 
 /// The rows' fingerprint ([`GuardrailRows::digest`]) over `operation_guardrails g`.
-const DIGEST: &str = "md5(coalesce(string_agg(g::text, E'\\n' ORDER BY g.name), ''))";
+/// A time is its epoch: a time's text depends on the connection's time zone.
+const DIGEST: &str = "md5(coalesce(string_agg(row(g.name, g.pattern, g.enabled, g.updated_by,
+    extract(epoch FROM g.updated_at))::text, E'\\n' ORDER BY g.name), ''))";
 
 /// Every row and their fingerprint, in one statement (one snapshot): the fingerprint on
 /// every row, and on one row of NULLs when there are none.

@@ -26,7 +26,8 @@
 //!   the answer still waits for it; where the role may not run that, the commit is
 //!   synchronous under the lock. `verify_audit` reads in one REPEATABLE READ snapshot.
 //! - `predicted`: a release of the caller's lock, an edit check near nobody else's, a
-//!   heartbeat of a known session and an allowed guardrail check are decided by the domain
+//!   heartbeat of a known session, an allowed guardrail check and a successful completion
+//!   of the caller's claim are decided by the domain
 //!   on their premises and sent whole, in one round trip; a `coord_expect` statement per
 //!   premise aborts the transaction when one does not hold, and the operation then runs
 //!   the ordinary way.
@@ -149,6 +150,8 @@ pub struct PgStore {
     applied: Vec<i64>,
     /// How writes are made durable (`durability`): probed on first write.
     durability: std::sync::Arc<durability::Choice>,
+    /// Predictions that missed lately (`predicted`).
+    misses: std::sync::Arc<predicted::Misses>,
 }
 
 /// Connection-level failures (server gone, restarting, out of connections, no such
@@ -292,6 +295,7 @@ impl PgStore {
             location: redact(url),
             applied: Vec::new(),
             durability: Default::default(),
+            misses: Default::default(),
         })
     }
 

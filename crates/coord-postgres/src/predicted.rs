@@ -4,8 +4,9 @@
 //! its audit row and commit: the domain decides between the two, on what was read. Some
 //! operations' usual outcome follows from facts known before reading anything: a release
 //! of a lock the caller holds, an edit check near which nobody else holds a lock, a
-//! heartbeat of the caller's known session, each on the caller's policy facts of its
-//! last call. For those, the domain decides on the *premises* first, and the whole
+//! heartbeat of the caller's known session, a guardrail check that passes without a
+//! record of its own (on the registry's rows last read), a successful completion of a
+//! task the caller claimed, each on the caller's policy facts of its last call. For those, the domain decides on the *premises* first, and the whole
 //! transaction leaves in one write: `BEGIN`, one statement per premise that fails unless
 //! it holds in the rows as stored (`coord_expect`, migration 0027; a premise that writes,
 //! a release's `DELETE`, checks what it wrote), the operation's other writes, the audit
@@ -25,6 +26,8 @@ use crate::{Fail, OpFn, PgStore, Tx, pg_error};
 use coord_domain::CoordResult;
 use coord_store::OpCtx;
 use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
@@ -78,6 +81,47 @@ fn checks(ctx: &OpCtx) -> Option<Vec<Sent>> {
     Some(checks)
 }
 
+/// Calls for which an agent's operation is not predicted after a prediction of it missed:
+/// a premise that stays false for a while (another agent's glob lock among an edit check's
+/// candidates, a workflow's node completed) costs its wasted round trip on one call in
+/// eight, not on every call; a prediction that hits again is tried on every call.
+const SKIP_AFTER_MISS: u8 = 7;
+
+/// Agents tracked at most; past it the memory starts again (a miss is only a cost).
+const MAX_TRACKED: usize = 10_000;
+
+/// Which agents' operations missed lately ([`SKIP_AFTER_MISS`]).
+#[derive(Debug, Default)]
+pub(crate) struct Misses(Mutex<HashMap<(&'static str, String), u8>>);
+
+impl Misses {
+    /// Whether to predict `operation` for `agent` now.
+    fn try_now(&self, operation: &'static str, agent: &str) -> bool {
+        let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match m.get_mut(&(operation, agent.to_string())) {
+            Some(skip) if *skip > 0 => {
+                *skip -= 1;
+                false
+            }
+            _ => true,
+        }
+    }
+
+    fn record(&self, operation: &'static str, agent: &str, hit: bool) {
+        let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (operation, agent.to_string());
+        if hit {
+            m.remove(&key);
+            return;
+        }
+        tracing::debug!(operation, agent, "a prediction missed: run the ordinary way");
+        if m.len() >= MAX_TRACKED {
+            m.clear();
+        }
+        m.insert(key, SKIP_AFTER_MISS);
+    }
+}
+
 impl PgStore {
     /// Runs the operation `f` — `predicted`, its outcome decided on the premises in
     /// `sent`, committed in one round trip when they hold, and otherwise `f` run the
@@ -90,8 +134,13 @@ impl PgStore {
         args: A,
         f: OpFn<A, T>,
     ) -> CoordResult<T> {
-        if self.commit_predicted(&ctx, &predicted, sent).await? {
-            return Ok(predicted);
+        let (operation, agent) = (ctx.operation, ctx.who.agent_id.clone());
+        if self.misses.try_now(operation, &agent) {
+            let hit = self.commit_predicted(&ctx, &predicted, sent).await?;
+            self.misses.record(operation, &agent, hit);
+            if hit {
+                return Ok(predicted);
+            }
         }
         self.op(ctx, args, f).await
     }
@@ -129,5 +178,26 @@ impl PgStore {
             Err(Fail::Db(e)) => Err(pg_error(&e)),
             Err(Fail::Coord(e)) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Misses, SKIP_AFTER_MISS};
+
+    #[test]
+    fn after_a_miss_one_call_in_eight_is_predicted_until_one_hits() {
+        let m = Misses::default();
+        assert!(m.try_now("release_lock", "a"), "predicted until a miss");
+        m.record("release_lock", "a", false);
+        for _ in 0..SKIP_AFTER_MISS {
+            assert!(!m.try_now("release_lock", "a"));
+            assert!(m.try_now("release_lock", "b"), "another agent's calls are not affected");
+            assert!(m.try_now("check_edit", "a"), "nor the agent's other operations");
+        }
+        assert!(m.try_now("release_lock", "a"), "then tried again");
+        m.record("release_lock", "a", true);
+        assert!(m.try_now("release_lock", "a"));
+        assert!(m.try_now("release_lock", "a"), "a hit forgets the miss");
     }
 }

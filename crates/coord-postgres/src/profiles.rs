@@ -150,8 +150,10 @@ const FACTS_FROM: &str =
                          WHERE a.kind = 'agent_type' AND a.value = (SELECT agent_type FROM t)) AS by_type)";
 
 /// What [`PolicyFacts::digest`] holds: the facts' row as text (a definition's `jsonb` text
-/// is canonical, a missing value is empty), hashed.
-const DIGEST: &str = "md5(row(f.session_id, f.started_at, f.agent_type, f.by_agent, f.by_type)::text)";
+/// is canonical, a missing value is empty, a time is its epoch: a time's text depends on
+/// the connection's time zone), hashed.
+const DIGEST: &str =
+    "md5(row(f.session_id, extract(epoch FROM f.started_at), f.agent_type, f.by_agent, f.by_type)::text)";
 
 /// The policy facts of `$2` (with type `$3`, else its session's) at `$1`, in one row.
 pub(crate) static FACTS_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {

@@ -207,7 +207,7 @@ impl Operation for WriteFile {
         // all, so nobody is asked to approve one that cannot. A refusal is this call's
         // outcome (file_write_denied; the prepared temporary file is dropped, removed);
         // a pass by approval is a step of its own (file_write_approved).
-        let guard_ctx = OpCtx {
+        let mut guard_ctx = OpCtx {
             events: Some(AuditEvents {
                 success: "file_write_approved",
                 denied: "file_write_denied",
@@ -215,7 +215,7 @@ impl Operation for WriteFile {
             ..ctx.clone()
         };
         let findings = coord_guardrails::analyze_files(std::slice::from_ref(&args.path));
-        let elevated = crate::ops::guardrails::enforce(c, &guard_ctx, findings).await?;
+        let elevated = crate::ops::guardrails::enforce(c, &mut guard_ctx, findings).await?;
         let fence = Fence {
             target: args.target,
             token: args.token,

@@ -110,14 +110,19 @@ async fn judge(
 /// exactly this request (a step of its own) or refuses the operation — audited and queued
 /// for a person like any guardrail block. An elevated pass is answered, to be recorded
 /// with [`record_elevated`] once the operation has succeeded.
+///
+/// An approval spent has committed, confirming the caller's facts of the call (`ctx.policy`
+/// is cleared): the operation after it must not be decided again on a later change, which
+/// would refuse it with the person's approval already gone.
 pub(crate) async fn enforce(
     c: &Coordinator,
-    ctx: &OpCtx,
+    ctx: &mut OpCtx,
     findings: Vec<Finding>,
 ) -> CoordResult<Option<CheckGuardrailsResult>> {
     let (result, refusal) = judge(c, ctx, findings).await?;
     if refusal.is_some() {
         c.store().guard_decision(ctx.clone(), result, refusal).await?;
+        ctx.policy = None;
         return Ok(None);
     }
     Ok(result.elevated.then_some(result))

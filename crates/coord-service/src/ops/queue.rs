@@ -111,7 +111,7 @@ impl Operation for CompleteWork {
         Ok((validate_completion(req, crate::new_id())?, changes))
     }
 
-    async fn execute(c: &Coordinator, ctx: OpCtx, (done, changes): Self::Args) -> CoordResult<CompleteWorkResult> {
+    async fn execute(c: &Coordinator, mut ctx: OpCtx, (done, changes): Self::Args) -> CoordResult<CompleteWorkResult> {
         // A successful completion's code changes go through the guardrails first: a
         // destructive finding refuses the completion (with the matches to address), unless
         // a person approved exactly this completion (that approval is spent, in its own
@@ -122,7 +122,7 @@ impl Operation for CompleteWork {
         {
             let patterns = crate::ops::guardrails::patterns(c).await?;
             let findings = coord_guardrails::analyze_changes_with(changes, &patterns);
-            elevated = crate::ops::guardrails::enforce(c, &ctx, findings).await?;
+            elevated = crate::ops::guardrails::enforce(c, &mut ctx, findings).await?;
         }
         let completed = c.store().complete_work(ctx.clone(), done).await?;
         // An elevated pass is reported only for a completion that happened.
