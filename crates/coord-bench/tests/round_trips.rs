@@ -123,6 +123,18 @@ async fn operations_stay_within_their_round_trips() {
     assert_eq!(measured.len(), BUDGET.len(), "every measured operation has a budget");
 }
 
+/// Assigns `rt-agent` the least-privilege profile (`on`) or removes it, through a
+/// connection of its own: a change made elsewhere.
+async fn least_privilege(elsewhere: &tokio_postgres::Client, on: bool) {
+    let sql = if on {
+        "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
+         VALUES ('agent', 'rt-agent', 'least-privilege', now(), 'test')"
+    } else {
+        "DELETE FROM agent_profile_assignments WHERE value = 'rt-agent'"
+    };
+    elsewhere.execute(sql, &[]).await.unwrap();
+}
+
 /// The round trip saved by deciding on the caller's last policy facts is never a stale
 /// decision: another node changes the caller's profile between two calls, and the next
 /// call is decided on the new one, a denial as much as a grant.
@@ -149,14 +161,7 @@ async fn decisions_on_the_last_calls_facts_follow_a_change_made_elsewhere() {
     };
     call("acquire_lock", "src/x.rs").await.expect("granted");
     call("release_lock", "src/x.rs").await.expect("released");
-    elsewhere
-        .execute(
-            "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
-             VALUES ('agent', 'rt-agent', 'least-privilege', now(), 'test')",
-            &[],
-        )
-        .await
-        .unwrap();
+    least_privilege(&elsewhere, true).await;
     let refused = call("acquire_lock", "src/y.rs").await;
     assert!(refused.is_err(), "decided on the new profile: {refused:?}");
     let held = coord
@@ -164,10 +169,7 @@ async fn decisions_on_the_last_calls_facts_follow_a_change_made_elsewhere() {
         .await
         .unwrap();
     assert_eq!(held["locks"], json!([]), "nothing committed on the old facts");
-    elsewhere
-        .execute("DELETE FROM agent_profile_assignments WHERE value = 'rt-agent'", &[])
-        .await
-        .unwrap();
+    least_privilege(&elsewhere, false).await;
     call("acquire_lock", "src/y.rs")
         .await
         .expect("granted again on the facts of the moment");
@@ -222,21 +224,11 @@ async fn predicted_operations_see_a_change_made_elsewhere() {
         call(&coord, &who, "release_lock", path("src/warm.rs")).await.unwrap();
     }
     call(&coord, &who, "acquire_lock", path("src/x.rs")).await.unwrap();
-    elsewhere
-        .execute(
-            "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
-             VALUES ('agent', 'rt-agent', 'least-privilege', now(), 'test')",
-            &[],
-        )
-        .await
-        .unwrap();
+    least_privilege(&elsewhere, true).await;
     let refused = call(&coord, &who, "release_lock", path("src/x.rs")).await;
     assert!(refused.is_err(), "decided on the new profile: {refused:?}");
     assert_eq!(locks_on("src/x.rs").await, 1, "nothing committed on the old facts");
-    elsewhere
-        .execute("DELETE FROM agent_profile_assignments WHERE value = 'rt-agent'", &[])
-        .await
-        .unwrap();
+    least_privilege(&elsewhere, false).await;
     call(&coord, &who, "release_lock", path("src/x.rs"))
         .await
         .expect("released");
@@ -255,14 +247,7 @@ async fn predicted_operations_see_a_change_made_elsewhere() {
         .await
         .unwrap();
     let task = claimed["task_id"].as_str().expect("a claim").to_string();
-    elsewhere
-        .execute(
-            "INSERT INTO agent_profile_assignments (kind, value, profile, assigned_at, assigned_by)
-             VALUES ('agent', 'rt-agent', 'least-privilege', now(), 'test')",
-            &[],
-        )
-        .await
-        .unwrap();
+    least_privilege(&elsewhere, true).await;
     let done = json!({"task_id": task, "success": true});
     let refused = call(&coord, &who, "complete_work", done.clone()).await;
     assert!(refused.is_err(), "decided on the new profile: {refused:?}");
@@ -272,10 +257,7 @@ async fn predicted_operations_see_a_change_made_elsewhere() {
         .unwrap()
         .get(0);
     assert_eq!(status, "claimed");
-    elsewhere
-        .execute("DELETE FROM agent_profile_assignments WHERE value = 'rt-agent'", &[])
-        .await
-        .unwrap();
+    least_privilege(&elsewhere, false).await;
     call(&coord, &who, "complete_work", done).await.expect("completed");
 
     // A heartbeat answers the session as it stands, not the one of the last call.
