@@ -239,6 +239,7 @@ pub fn report(
         counts: tally.counts,
         rtt_ms: opts.db.rtt().map(|d| d.as_secs_f64() * 1000.0),
         round_trips_per_op: round_trips.map(|n| round2(n as f64 / ops as f64)),
+        serve_rtt_ms: opts.serve_rtt.map(|d| d.as_secs_f64() * 1000.0),
     }
 }
 

@@ -97,6 +97,8 @@ pub struct BenchOptions {
     /// `locks`: live locks (files, directories, globs) another agent holds for the whole
     /// run, none overlapping the measured paths: every acquisition checks against them.
     pub held: usize,
+    /// `http`: the round-trip time a relay adds between the clients and `coord serve`.
+    pub serve_rtt: Option<std::time::Duration>,
     /// `agents`: how many simulated agents.
     pub agents: usize,
     /// `agents`: how many `coord serve` processes share the database (agents split
@@ -156,6 +158,10 @@ pub struct Report {
     /// Round trips to the database per completed unit, all clients' (`--rtt`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub round_trips_per_op: Option<f64>,
+    /// The round-trip time the run added between the clients and `coord serve`
+    /// (`--serve-rtt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serve_rtt_ms: Option<f64>,
 }
 
 impl Report {
@@ -255,6 +261,7 @@ pub async fn run(opts: &BenchOptions, mut emit: impl FnMut(&Report)) -> BenchRes
             let baseline = if opts.mode == Mode::Compare {
                 let in_process = BenchOptions {
                     workload: Workload::Locks,
+                    serve_rtt: None,
                     ..opts.clone()
                 };
                 let mut r = run_store_workload(&in_process, false).await?;

@@ -107,6 +107,7 @@ fn limit_report(opts: &BenchOptions, backend: &'static str, mode: &'static str) 
         counts: BTreeMap::new(),
         rtt_ms: opts.db.rtt().map(|d| d.as_secs_f64() * 1000.0),
         round_trips_per_op: None,
+        serve_rtt_ms: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Workloads through a real `coord serve` child process over loopback HTTP.
 
+use crate::link::Link;
 use crate::target::Scratch;
 use crate::{BenchError, BenchOptions, BenchResult, Report};
 use coord_remote::RemoteClient;
@@ -77,11 +78,17 @@ impl ServeChild {
 }
 
 /// `http`: the lock workload through `coord serve`.
+/// With `--serve-rtt`, the clients reach the server through a [`Link`] adding it.
 pub async fn run_http_locks(opts: &BenchOptions) -> BenchResult<Report> {
     let scratch = Scratch::create(&opts.db, "http", 1).await?;
     let outcome = async {
         let server = ServeChild::start(opts, &scratch).await?;
-        let coord = Arc::new(server.client()?);
+        let far = match opts.serve_rtt {
+            Some(rtt) => Some(Link::start(&server.url, rtt).await?),
+            None => None,
+        };
+        let url = far.as_ref().map_or(server.url.as_str(), |l| l.url.as_str());
+        let coord = Arc::new(RemoteClient::new(url, Some(BENCH_KEY.into()))?);
         let report = crate::locks::through(opts, coord, scratch.backend, "http", scratch.round_trips()).await;
         server.stop().await;
         Ok(report)

@@ -587,6 +587,11 @@ pub struct BenchArgs {
     /// agents) and --compare's limit go through it too
     #[arg(long, value_name = "MS")]
     pub rtt: Option<f64>,
+    /// http: reach `coord serve` through a relay on loopback that adds this round-trip
+    /// time (milliseconds) between the clients and the server: agents far from a `coord
+    /// serve` that sits next to the database (with --rtt too, the database far from it)
+    #[arg(long, value_name = "MS")]
+    pub serve_rtt: Option<f64>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -30,6 +30,11 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
     };
     let chaos = workload == Workload::Chaos;
     let db = scratch_db(ctx, args.rtt)?;
+    if args.serve_rtt.is_some() && workload != Workload::Http {
+        eprintln!("coord bench: --serve-rtt applies to http (the clients reach coord serve over HTTP)");
+        return Err(output::EXIT_USAGE);
+    }
+    let serve_rtt = millis("--serve-rtt", args.serve_rtt)?;
     let exe = std::env::current_exe().map_err(|e| {
         eprintln!("coord bench: cannot find the coord binary: {e}");
         output::EXIT_UNAVAILABLE
@@ -54,6 +59,7 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
                 1000
             }),
         held: args.held,
+        serve_rtt,
         agents: args.agents.unwrap_or(if chaos { 16 } else { 1000 }),
         nodes: args.nodes,
         time_scale: args.time_scale.unwrap_or(if chaos { 20.0 } else { 1.0 }),
@@ -65,16 +71,7 @@ fn options(args: &BenchArgs, ctx: &Context, json: bool) -> Result<BenchOptions, 
 /// Where scratch databases are made: beside the database `--db` names, never in it
 /// (the repository's audit trail is append-only, and a benchmark would fill it).
 fn scratch_db(ctx: &Context, rtt_ms: Option<f64>) -> Result<BenchDb, u8> {
-    let rtt = match rtt_ms {
-        None => None,
-        Some(ms) if ms.is_finite() && (0.0..=10_000.0).contains(&ms) => {
-            Some(std::time::Duration::from_secs_f64(ms / 1000.0))
-        }
-        Some(ms) => {
-            eprintln!("coord bench: --rtt takes milliseconds from 0 to 10000, got {ms}");
-            return Err(output::EXIT_USAGE);
-        }
-    };
+    let rtt = millis("--rtt", rtt_ms)?;
     let postgres = matches!((&ctx.db, ctx.db_is_default), (DbTarget::Postgres(_), false));
     if rtt.is_some() && !postgres {
         eprintln!(
@@ -94,6 +91,20 @@ fn scratch_db(ctx: &Context, rtt_ms: Option<f64>) -> Result<BenchDb, u8> {
         },
         (DbTarget::Postgres(url), false) => BenchDb::Postgres { url: url.clone(), rtt },
     })
+}
+
+/// A round-trip time given in milliseconds (`flag`), from 0 to 10 s.
+fn millis(flag: &str, ms: Option<f64>) -> Result<Option<std::time::Duration>, u8> {
+    match ms {
+        None => Ok(None),
+        Some(ms) if ms.is_finite() && (0.0..=10_000.0).contains(&ms) => {
+            Ok(Some(std::time::Duration::from_secs_f64(ms / 1000.0)))
+        }
+        Some(ms) => {
+            eprintln!("coord bench: {flag} takes milliseconds from 0 to 10000, got {ms}");
+            Err(output::EXIT_USAGE)
+        }
+    }
 }
 
 /// Resolves on SIGINT; the handler is installed by this call, not by the first poll.
