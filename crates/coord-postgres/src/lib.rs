@@ -27,8 +27,8 @@
 //!   synchronous under the lock. `verify_audit` reads in one REPEATABLE READ snapshot.
 //! - `predicted`: a release of the caller's lock, an edit check near nobody else's, a
 //!   heartbeat of a known session, an allowed guardrail check and a successful completion
-//!   of the caller's claim are decided by the domain
-//!   on their premises and sent whole, in one round trip; a `coord_expect` statement per
+//!   of the caller's claim are decided by the domain on their premises and sent whole,
+//!   in one round trip; a `coord_expect` statement per
 //!   premise aborts the transaction when one does not hold, and the operation then runs
 //!   the ordinary way.
 //! - `plans`: every read of the live locks (`locks::read_live`) and a completion's update

@@ -6,11 +6,12 @@
 //! of a lock the caller holds, an edit check near which nobody else holds a lock, a
 //! heartbeat of the caller's known session, a guardrail check that passes without a
 //! record of its own (on the registry's rows last read), a successful completion of a
-//! task the caller claimed, each on the caller's policy facts of its last call. For those, the domain decides on the *premises* first, and the whole
-//! transaction leaves in one write: `BEGIN`, one statement per premise that fails unless
-//! it holds in the rows as stored (`coord_expect`, migration 0027; a premise that writes,
-//! a release's `DELETE`, checks what it wrote), the operation's other writes, the audit
-//! row and the `COMMIT`.
+//! task the caller claimed (no workflow node, no skill), each on the caller's policy
+//! facts of its last call. For those, the domain decides on the *premises* first, and
+//! the whole transaction leaves in one write: `BEGIN`, one statement per premise that
+//! fails unless it holds in the rows as stored (`coord_expect`, migration 0027; a premise
+//! that writes, a release's `DELETE`, checks what it wrote), the operation's other
+//! writes, the audit row and the `COMMIT`.
 //!
 //! When a premise does not hold, the server aborts the transaction at that statement:
 //! nothing after it takes effect and the `COMMIT` rolls back. The operation then runs the

@@ -591,8 +591,9 @@ pub struct GuardrailRows {
 /// The editable pattern registry of the guardrails (`operation_guardrails`).
 #[async_trait]
 pub trait GuardrailStore: Send + Sync {
-    /// Every row, by name, and the store's fingerprint of them. Not audited: every
-    /// guardrail check reads it.
+    /// Every row, by name, and the store's fingerprint of them. Not audited: guardrail
+    /// checks read it (one decided on the caller's last facts uses the last read,
+    /// confirmed by the fingerprint).
     async fn guardrail_rules(&self) -> CoordResult<GuardrailRows>;
     /// Every row, by name, as an audited operation (`list_guardrails`).
     async fn list_guardrail_rules(&self, ctx: OpCtx) -> CoordResult<Vec<GuardrailRule>>;

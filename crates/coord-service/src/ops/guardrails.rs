@@ -146,7 +146,8 @@ type CompiledRows = (GuardrailRows, Arc<Patterns>);
 pub(crate) struct PatternCache(Arc<Mutex<Option<CompiledRows>>>);
 
 /// The pattern registry in effect: the built-in patterns, replaced, switched off or added
-/// to by the rows of `operation_guardrails` (read on every check, so a change made
+/// to by the rows of `operation_guardrails` (read on every check, or confirmed by their
+/// fingerprint when the check is decided on the caller's last facts, so a change made
 /// through any coordinator sharing the database applies at once; compiled again only
 /// when the rows change). A row that no longer compiles fails the check (closed): fix
 /// or reset it.
