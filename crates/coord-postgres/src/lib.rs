@@ -209,12 +209,19 @@ fn pool_error(e: PoolError) -> CoordError {
 /// without waiting (`Tx::send`) failed before it, whose own error is not read — most
 /// likely the same (a deadlock of a multi-row update), and retried like it.
 fn is_retryable(e: &tokio_postgres::Error) -> bool {
-    let retryable = matches!(e.code(), Some(c) if c == &SqlState::T_R_DEADLOCK_DETECTED || c == &SqlState::T_R_SERIALIZATION_FAILURE);
     if e.code() == Some(&SqlState::IN_FAILED_SQL_TRANSACTION) {
         tracing::warn!("a statement sent without waiting failed; the operation is tried again");
-        return true;
     }
-    retryable
+    rolled_back(e)
+}
+
+/// Whether `e` ended its transaction with nothing committed, so that the operation may
+/// run again: a deadlock, a serialization failure, or a statement sent without waiting
+/// that failed before it (`Tx::send`).
+pub(crate) fn rolled_back(e: &tokio_postgres::Error) -> bool {
+    matches!(e.code(), Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED
+        || *c == SqlState::T_R_SERIALIZATION_FAILURE
+        || *c == SqlState::IN_FAILED_SQL_TRANSACTION)
 }
 
 fn is_storage_failure(e: &CoordError) -> bool {

@@ -23,13 +23,12 @@
 use crate::audit;
 use crate::guardrail_rules::RULES_HOLD_SQL;
 use crate::profiles::FACTS_HOLD_SQL;
-use crate::{Fail, OpFn, PgStore, Tx, pg_error};
+use crate::{Fail, OpFn, PgStore, Tx, pg_error, rolled_back};
 use coord_domain::CoordResult;
 use coord_store::OpCtx;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 /// A parameter of a sent statement.
@@ -53,13 +52,10 @@ const PREMISE_FAILED: &str = "CD001";
 
 /// Whether `e` says that nothing committed and the operation may run again: a premise
 /// that did not hold (its own error, when its answer came back before the statement was
-/// even left behind — a busy machine — or the error of a statement after it), or a
-/// write that could not run.
+/// even left behind — a busy machine — or the error of a statement after it), or what
+/// rolls any operation back ([`rolled_back`]).
 fn missed(e: &tokio_postgres::Error) -> bool {
-    matches!(e.code(), Some(c) if *c == SqlState::IN_FAILED_SQL_TRANSACTION
-        || *c == SqlState::T_R_DEADLOCK_DETECTED
-        || *c == SqlState::T_R_SERIALIZATION_FAILURE
-        || c.code() == PREMISE_FAILED)
+    rolled_back(e) || e.code().is_some_and(|c| c.code() == PREMISE_FAILED)
 }
 
 /// The premises of what the pipeline and the operation decided on before the call (the

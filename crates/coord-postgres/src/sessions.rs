@@ -99,7 +99,7 @@ static EXTEND_SQL: LazyLock<String> = LazyLock::new(|| {
 
 /// A heartbeat's statements when the caller's session is known (the facts of its last
 /// call, `session`): predicted to touch that session (`predicted`).
-pub(crate) fn predicted_heartbeat(ctx: &OpCtx, session: &str, lease_minutes: i64) -> Vec<Sent> {
+fn predicted_heartbeat(ctx: &OpCtx, session: &str, lease_minutes: i64) -> Vec<Sent> {
     vec![
         Sent::new(
             TOUCH_PREMISE.as_str(),
