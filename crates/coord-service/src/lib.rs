@@ -34,10 +34,12 @@
 //! in the store, which applies the charges and appends the audit row in the same
 //! transaction. When the profile allows escalation, an `Escalation` (the hash of the
 //! canonical parameters) lets the store turn an approvable refusal into a pending
-//! approval request. A refusal before execution is audited by the pipeline, exactly once;
-//! one refused at admission is marked `tool_execution_denied`. A managed key's
-//! `KeyOrigin` travels from the door into the audit row. Audit parameters are the request
-//! as parsed (as received when it did not parse), `AUDIT_REDACT` fields replaced.
+//! approval request. What the outcome leaves to do (`Operation::follow_ups`) runs after,
+//! before the door answers (`follow_up`). A refusal before execution is audited by the
+//! pipeline, exactly once; one refused at admission is marked `tool_execution_denied`. A
+//! managed key's `KeyOrigin` travels from the door into the audit row. Audit parameters
+//! are the request as parsed (as received when it did not parse), `AUDIT_REDACT` fields
+//! replaced.
 //!
 //! Two things are audited outside a store's transaction, on purpose: port changes live in
 //! the machine's state file (`ports`: `Ports`, `LocalPorts`), so each allocation and
@@ -49,9 +51,10 @@
 //! `launcher` (`Launcher`, what starts spawned agents; `coord-runtime` implements it),
 //! `metrics` (per-process counters, the feed of `Change`s the dashboard listens to, the
 //! OpenMetrics rendering), `clock` (`ManualClock` for tests), the sweeper
-//! (`Coordinator::spawn_sweeper`), and in `ops/`: `workflows` (`moved_on` applies
-//! `coord_domain::workflows::advance` under compare-and-set after every completion of a
-//! node's task and on every status read, so no process holds a workflow's state),
+//! (`Coordinator::spawn_sweeper`), `follow_up` (what an operation leaves to do, run by one
+//! loop: no operation runs another), and in `ops/`: `workflows` (`moved_on` applies
+//! `coord_domain::workflows::advance` under compare-and-set as the follow-up of every end
+//! of a node's task and on every status read, so no process holds a workflow's state),
 //! `github` and `github_sync` (deliveries recorded, then applied as lock, queue and task
 //! steps audited under the agent), `spawn` (`spawn_agent` registers agent, task and
 //! profile in one transaction, then asks the `Launcher`).
@@ -59,6 +62,7 @@
 mod call;
 pub mod clock;
 mod files;
+pub mod follow_up;
 pub mod launcher;
 pub mod metrics;
 pub mod op;

@@ -7,6 +7,7 @@
 //! methods, and one line in [`crate::registry`].
 
 use crate::Coordinator;
+use crate::follow_up::FollowUp;
 use coord_domain::access::{Access, Effect};
 use coord_domain::ids::IdKind;
 use coord_domain::profiles::{Need, Resource};
@@ -220,4 +221,11 @@ pub trait Operation: Send + Sync + 'static {
         ctx: OpCtx,
         args: Self::Args,
     ) -> impl Future<Output = CoordResult<Self::Response>> + Send;
+
+    /// What its outcome leaves to do (a workflow to move on, an agent to settle): run by
+    /// the coordinator ([`crate::follow_up`]) after the operation and before the door
+    /// answers. An operation never runs another one itself.
+    fn follow_ups(_answer: &CoordResult<Self::Response>) -> Vec<FollowUp> {
+        Vec::new()
+    }
 }

@@ -4,6 +4,7 @@
 //! audits in the store, in the operation's own transaction.
 
 use crate::Coordinator;
+use crate::follow_up::FollowUp;
 use crate::op::{Audit, Operation};
 use coord_domain::access::{Credential, Effect, Principal};
 use coord_domain::approvals;
@@ -77,10 +78,25 @@ fn audit_parameters<T: Serialize>(req: &T) -> Value {
 }
 
 impl Coordinator {
-    /// Runs `O` for a typed request (in-process callers: CLI, hooks, bench, tests).
+    /// Runs `O` for a typed request (in-process callers: CLI, hooks, bench, tests), and
+    /// then what its outcome leaves to do.
     pub async fn run<O: Operation>(&self, who: &Principal, req: O::Request) -> CoordResult<O::Response> {
+        let (answer, follow_ups) = self.run_only::<O>(who, req).await;
+        self.follow(follow_ups).await;
+        answer
+    }
+
+    /// Runs `O` and answers its follow-ups instead of running them: for the follow-up
+    /// mechanism, which runs them in its own loop rather than nested.
+    pub(crate) async fn run_only<O: Operation>(
+        &self,
+        who: &Principal,
+        req: O::Request,
+    ) -> (CoordResult<O::Response>, Vec<FollowUp>) {
         let parameters = audit_parameters(&req);
-        self.pipeline::<O>(who, parameters, Ok(req)).await
+        let answer = self.pipeline::<O>(who, parameters, Ok(req)).await;
+        let follow_ups = O::follow_ups(&answer);
+        (answer, follow_ups)
     }
 
     /// Runs `O` for a JSON request, or for the error a door met reading one (it is
@@ -93,8 +109,9 @@ impl Coordinator {
             },
             Err(e) => (Value::Null, Err(e)),
         };
-        let response = self.pipeline::<O>(who, parameters, parsed).await?;
-        serde_json::to_value(response).map_err(|e| {
+        let answer = self.pipeline::<O>(who, parameters, parsed).await;
+        self.follow(O::follow_ups(&answer)).await;
+        serde_json::to_value(answer?).map_err(|e| {
             tracing::error!(operation = O::NAME, error = %e, "a response would not serialize");
             CoordError::internal()
         })
@@ -106,9 +123,9 @@ impl Coordinator {
         parameters: Value,
         parsed: CoordResult<O::Request>,
     ) -> CoordResult<O::Response> {
-        // Each attempt on the heap: operations that run operations (a completion moving a
-        // workflow on, which spawns an agent) nest pipelines, and a debug build's stack
-        // would not hold them.
+        // Each attempt on the heap: follow-ups an operation runs for its answer (a
+        // workflow's first agents spawned) nest a pipeline in it, and a debug build's
+        // stack would not hold them.
         let speculate = O::POLICY_FROM_LAST_CALL && self.store.verifies_policy();
         if !speculate {
             return Box::pin(self.attempt::<O>(who, parameters, parsed, false)).await;

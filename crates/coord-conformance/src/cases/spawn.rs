@@ -456,6 +456,22 @@ pub async fn agents_spawn_follow_stop_and_reclaim(b: &dyn Backend) {
         (st.status, st.task_status),
         (SpawnStatus::Failed, Some(TaskStatus::Failed))
     );
+    // Settled by its follow-ups before the answer, each audited as whom it was done for:
+    // the task failed by the agent, its worker profile removed by the supervisor.
+    let failed = h2.audit_rows("complete_work").await;
+    let by_agent = failed
+        .iter()
+        .find(|r| r.agent_id == id)
+        .expect("the agent's completion");
+    assert!(by_agent.success, "{by_agent:?}");
+    assert_eq!(by_agent.parameters["success"], false, "{by_agent:?}");
+    let unassigned = h2.audit_rows("unassign_profile").await;
+    assert!(
+        unassigned
+            .iter()
+            .any(|r| r.success && r.parameters["target_agent_id"] == id.as_str()),
+        "{unassigned:?}"
+    );
 
     // delegate_task: spawn, wait, answer the sub-agent's answer (its supervisor, played
     // here, reports while the caller waits).

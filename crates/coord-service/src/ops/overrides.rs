@@ -70,12 +70,15 @@ impl Operation for CancelTask {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, cancel: Cancellation) -> CoordResult<TaskOverrideResult> {
-        let cancelled = c.store().cancel_task(ctx, cancel).await?;
-        // A node of a workflow moves it on, as when its agent ends it.
-        if let Some(workflow_id) = &cancelled.workflow_id {
-            crate::ops::workflows::node_ended(c, workflow_id).await;
-        }
-        Ok(cancelled)
+        c.store().cancel_task(ctx, cancel).await
+    }
+
+    /// A node of a workflow moves it on, as when its agent ends it.
+    fn follow_ups(answer: &CoordResult<TaskOverrideResult>) -> Vec<crate::follow_up::FollowUp> {
+        answer.as_ref().map_or_else(
+            |_| Vec::new(),
+            |done| crate::ops::workflows::node_ended(done.workflow_id.as_ref()),
+        )
     }
 }
 

@@ -132,11 +132,15 @@ impl Operation for CompleteWork {
             // The completion stands; what failed is its report, which must not undo it.
             tracing::error!(error = %e, "an elevated completion could not be recorded");
         }
-        // A node of a workflow moves it on (its next nodes queued, or skipped).
-        if let Some(workflow_id) = &completed.workflow_id {
-            crate::ops::workflows::node_ended(c, workflow_id).await;
-        }
         Ok(completed)
+    }
+
+    /// A node of a workflow moves it on (its next nodes queued, or skipped).
+    fn follow_ups(answer: &CoordResult<CompleteWorkResult>) -> Vec<crate::follow_up::FollowUp> {
+        answer.as_ref().map_or_else(
+            |_| Vec::new(),
+            |done| crate::ops::workflows::node_ended(done.workflow_id.as_ref()),
+        )
     }
 }
 

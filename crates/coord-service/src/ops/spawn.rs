@@ -3,12 +3,15 @@
 //! transaction and has the [`Launcher`](crate::Launcher) start its supervisor;
 //! `get_agent_status`, `get_agent_output` and `stop_agent` follow it. A supervisor that
 //! died without reporting is found out here (its process is gone) and its agent is
-//! reclaimed: session ended (locks released, task back in the queue), key revoked.
+//! reclaimed (`FollowUp::Reclaim`): session ended (locks released, task back in the
+//! queue), key revoked. A supervisor that could not be started leaves its agent to
+//! `FollowUp::NotStarted`.
 
 use super::{answer, refuse};
 use crate::Coordinator;
+use crate::follow_up::FollowUp;
 use crate::op::{Http, Input, Operation};
-use coord_domain::access::{Access, Effect, Principal};
+use coord_domain::access::{Access, Effect};
 use coord_domain::agents::Runtime;
 use coord_domain::agents::preflight::{self, PreflightRequest};
 use coord_domain::agents::spawn::{
@@ -16,10 +19,8 @@ use coord_domain::agents::spawn::{
     ListSpawnedAgentsRequest, ListSpawnedAgentsResult, SpawnAgentRequest, SpawnAgentResult, SpawnPlan, SpawnStatus,
     SpawnUpdate, SpawnedAgent, StopAgentRequest, StopAgentResult,
 };
-use coord_domain::keys::RevokeApiKeyRequest;
 use coord_domain::profiles::{self, Need, Permission, Resource};
 use coord_domain::queue::{SubmitWorkRequest, TaskStatus, validate_submission};
-use coord_domain::sessions::EndSessionRequest;
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode, Identity};
 use coord_store::{NewSpawn, OpCtx, UsageOf};
 
@@ -80,6 +81,10 @@ impl Operation for SpawnAgent {
 
     async fn execute(c: &Coordinator, ctx: OpCtx, plan: SpawnPlan) -> CoordResult<SpawnAgentResult> {
         spawn_one(c, &ctx, plan).await
+    }
+
+    fn follow_ups(answer: &CoordResult<SpawnAgentResult>) -> Vec<FollowUp> {
+        not_started(answer)
     }
 }
 
@@ -157,6 +162,10 @@ impl Operation for DelegateTask {
             error: agent.error,
         };
         answer(c, &ctx, result).await
+    }
+
+    fn follow_ups(answer: &CoordResult<DelegateTaskResult>) -> Vec<FollowUp> {
+        not_started(answer)
     }
 }
 
@@ -254,36 +263,32 @@ async fn start(c: &Coordinator, result: SpawnAgentResult) -> CoordResult<SpawnAg
             Ok(result)
         }
         Err(e) => {
+            // Settled by its follow-up (`FollowUp::NotStarted`): task failed, record
+            // ended, profile removed, before the caller reads this answer.
             let why = format!("its supervisor could not be started: {}", e.message);
-            let child = Principal::local(Caller::new(result.agent_id.clone(), spawn::AGENT_TYPE));
-            let failed = coord_domain::queue::CompleteWorkRequest {
-                task_id: result.task_id.clone(),
-                success: false,
-                result: None,
-                error_message: Some(why.clone()),
-                changes: None,
-                skill: None,
-            };
-            if let Err(e) = c.run::<super::queue::CompleteWork>(&child, failed).await {
-                tracing::warn!(agent = %result.agent_id, error = %e, "could not fail the task of an agent that did not start");
-            }
-            let ended = SpawnUpdate::Ended {
-                status: SpawnStatus::Failed,
-                exit_code: None,
-                result: None,
-                error: Some(why.clone()),
-                permission_denials: Vec::new(),
-                worktree: None,
-            };
-            let _ = c.record_agent_run(&result.agent_id, ended).await;
-            unassign(c, &result.agent_id).await;
             Err(CoordError::new(
                 ErrorCode::AgentStartFailed,
                 format!("{} was registered but not started: {why}", result.agent_id),
             )
             .with_detail("agent_id", result.agent_id)
-            .with_detail("task_id", result.task_id))
+            .with_detail("task_id", result.task_id)
+            .with_detail("reason", why))
         }
+    }
+}
+
+/// The follow-up of a spawn whose supervisor could not be started (`start` names the
+/// agent, its task and the reason in the error it answers).
+fn not_started<T>(answer: &CoordResult<T>) -> Vec<FollowUp> {
+    let Err(e) = answer else {
+        return Vec::new();
+    };
+    let detail = |key: &str| e.details.get(key).and_then(|v| v.as_str()).map(String::from);
+    match (e.code, detail("agent_id"), detail("task_id"), detail("reason")) {
+        (ErrorCode::AgentStartFailed, Some(agent_id), Some(task_id), Some(why)) => {
+            vec![FollowUp::NotStarted { agent_id, task_id, why }]
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -351,25 +356,13 @@ fn supervisor_gone(c: &Coordinator, agent: &SpawnedAgent) -> Option<u32> {
 }
 
 /// Ends an agent whose supervisor cannot: its session (locks released, claimed tasks
-/// back in the queue), its key, then its record.
+/// back in the queue), its key and its profile (`FollowUp::Reclaim`), then its record.
 async fn reclaim(c: &Coordinator, agent: &SpawnedAgent, status: SpawnStatus, why: String) -> CoordResult<()> {
-    let child = Principal::local(Caller::new(agent.agent_id.clone(), spawn::AGENT_TYPE));
-    let end = EndSessionRequest {
-        release_locks: Some(true),
-        handoff: None,
-        requeue_tasks: Some(true),
-        if_session: None,
+    let settle = FollowUp::Reclaim {
+        agent_id: agent.agent_id.clone(),
+        key_id: agent.key_id.clone(),
     };
-    if let Err(e) = c.run::<super::sessions::EndSessionOp>(&child, end).await {
-        tracing::warn!(agent = %agent.agent_id, error = %e, "could not end the session of a reclaimed agent");
-    }
-    if let Some(key_id) = &agent.key_id {
-        let revoke = RevokeApiKeyRequest { key_id: key_id.clone() };
-        if let Err(e) = c.run::<super::keys::RevokeApiKey>(&supervisor(), revoke).await {
-            tracing::warn!(agent = %agent.agent_id, error = %e, "could not revoke the key of a reclaimed agent");
-        }
-    }
-    unassign(c, &agent.agent_id).await;
+    c.follow(vec![settle]).await;
     let ended = SpawnUpdate::Ended {
         status,
         exit_code: None,
@@ -382,22 +375,6 @@ async fn reclaim(c: &Coordinator, agent: &SpawnedAgent, status: SpawnStatus, why
         // Its supervisor reported after all.
         Err(e) if e.code == ErrorCode::AgentNotRunning => Ok(()),
         other => other.map(|_| ()),
-    }
-}
-
-/// The identity supervisors (and coord reclaiming for a dead one) act as.
-fn supervisor() -> Principal {
-    Principal::local(Caller::new(spawn::SUPERVISOR.0, spawn::SUPERVISOR.1))
-}
-
-/// Removes the worker profile of an agent whose run is over.
-async fn unassign(c: &Coordinator, agent_id: &str) {
-    let req = coord_domain::profiles::UnassignProfileRequest {
-        target_agent_id: Some(agent_id.to_string()),
-        target_agent_type: None,
-    };
-    if let Err(e) = c.run::<super::profiles::UnassignProfile>(&supervisor(), req).await {
-        tracing::warn!(agent = %agent_id, error = %e, "could not remove the profile of an ended agent");
     }
 }
 

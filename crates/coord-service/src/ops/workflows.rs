@@ -1,12 +1,13 @@
 //! Graph workflows and swarms (docs/orchestration.md): `create_workflow` checks the graph
 //! (conditions compiled, cycles refused), stores it and puts its first nodes' tasks in
-//! the queue; every end of a node's task moves it on ([`moved_on`], also run by every
-//! status read, so a workflow whose coordinator restarted between a task's end and its
-//! step catches up). `create_swarm` is a workflow of independent tasks with one shared
+//! the queue; every end of a node's task moves it on ([`moved_on`], run as the follow-up
+//! of the operation that ended it, and by every status read, so a workflow whose
+//! coordinator restarted between a task's end and its step catches up). `create_swarm` is a workflow of independent tasks with one shared
 //! task type and the members spawned to drain them.
 
 use super::{answer, refuse};
 use crate::Coordinator;
+use crate::follow_up::FollowUp;
 use crate::op::{Http, Input, Operation};
 use coord_domain::access::{Access, Effect};
 use coord_domain::agents::spawn::SpawnAgentRequest;
@@ -115,10 +116,10 @@ impl Operation for CreateWorkflow {
         let answer = serde_json::to_value(&result).unwrap_or(Value::Null);
         c.store().create_workflow(ctx, wf.clone(), tasks, answer).await?;
         let mut result = result;
-        for (node, outcome) in spawn_for(c, &wf, &started).await {
-            match outcome {
-                Ok(agent) => result.spawned.insert(node, agent),
-                Err(why) => result.not_spawned.insert(node, why),
+        for spawned in c.follow(node_spawns(&wf, &started)).await.spawned {
+            match spawn_outcome(&spawned.agent) {
+                Ok(agent) => result.spawned.insert(spawned.label, agent),
+                Err(why) => result.not_spawned.insert(spawned.label, why),
             };
         }
         Ok(result)
@@ -140,51 +141,76 @@ fn spawns_for_later(ctx: &OpCtx) -> CoordResult<()> {
     }
 }
 
-/// Spawns the agents of the nodes just queued that name one, as the workflow's creator
-/// (spawn_agent's every rule applies), and records each agent, or why it could not be
-/// spawned, on its node. A node whose agent could not be spawned keeps its task in the
-/// queue for any worker.
-async fn spawn_for(c: &Coordinator, wf: &Workflow, started: &[String]) -> Vec<(String, Result<String, String>)> {
+/// The follow-ups of nodes just queued that name an agent: each spawned as the
+/// workflow's creator (spawn_agent's every rule applies), then each agent, or why it
+/// could not be spawned, recorded on its node. A node whose agent could not be spawned
+/// keeps its task in the queue for any worker.
+fn node_spawns(wf: &Workflow, started: &[String]) -> Vec<FollowUp> {
     let creator =
         coord_domain::access::Principal::local(Caller::new(wf.created_by.clone(), wf.created_by_type.clone()));
-    let mut outcomes: Vec<(String, Result<String, String>)> = Vec::new();
-    for node in wf
+    let mut follow_ups: Vec<FollowUp> = wf
         .nodes
         .iter()
         .filter(|n| started.contains(&n.spec.id) && n.spec.spawns())
-    {
-        let spawn = SpawnAgentRequest {
-            agent: node.spec.agent.clone(),
-            profile: node.spec.profile.clone(),
-            task: workflows::node_prompt(wf, node),
-            runtime: node.spec.runtime.clone(),
-            task_type: Some("workflow_node".into()),
-            timeout_minutes: None,
-            isolation: None,
-            keep_worktree: None,
-        };
-        let outcome = match c.run::<super::spawn::SpawnAgent>(&creator, spawn).await {
-            Ok(s) => Ok(s.agent_id),
-            Err(e) => Err(format!(
-                "its agent could not be spawned: {} [{}]",
-                e.message,
-                e.code.as_str()
-            )),
-        };
-        outcomes.push((node.spec.id.clone(), outcome));
+        .map(|node| FollowUp::Spawn {
+            by: creator.clone(),
+            label: node.spec.id.clone(),
+            workflow: Some(wf.workflow_id.clone()),
+            request: Box::new(SpawnAgentRequest {
+                agent: node.spec.agent.clone(),
+                profile: node.spec.profile.clone(),
+                task: workflows::node_prompt(wf, node),
+                runtime: node.spec.runtime.clone(),
+                task_type: Some("workflow_node".into()),
+                timeout_minutes: None,
+                isolation: None,
+                keep_worktree: None,
+            }),
+        })
+        .collect();
+    if !follow_ups.is_empty() {
+        let nodes = follow_ups
+            .iter()
+            .filter_map(|f| match f {
+                FollowUp::Spawn { label, .. } => Some(label.clone()),
+                _ => None,
+            })
+            .collect();
+        follow_ups.push(FollowUp::RecordSpawned {
+            workflow_id: wf.workflow_id.clone(),
+            nodes,
+        });
     }
+    follow_ups
+}
+
+/// A node's spawn as its record keeps it: the agent, or why there is none.
+pub(crate) fn spawn_outcome(agent: &CoordResult<String>) -> Result<String, String> {
+    match agent {
+        Ok(agent) => Ok(agent.clone()),
+        Err(e) => Err(format!(
+            "its agent could not be spawned: {} [{}]",
+            e.message,
+            e.code.as_str()
+        )),
+    }
+}
+
+/// Records on the workflow's nodes the agents spawned for them, or why none was (another
+/// step may come first: tried again on what it stored).
+pub(crate) async fn record_spawned(c: &Coordinator, workflow_id: &str, outcomes: &[(String, Result<String, String>)]) {
     if outcomes.is_empty() {
-        return outcomes;
+        return;
     }
     let spawned: Vec<Value> = outcomes
         .iter()
         .map(|(n, o)| json!({"node": n, "agent": o.as_ref().ok(), "error": o.as_ref().err()}))
         .collect();
     for _ in 0..STEP_TRIES {
-        let Ok(Some((mut current, version, _))) = c.store().workflow(&wf.workflow_id).await else {
+        let Ok(Some((mut current, version, _))) = c.store().workflow(workflow_id).await else {
             break;
         };
-        for (id, outcome) in &outcomes {
+        for (id, outcome) in outcomes {
             if let Some(n) = current.nodes.iter_mut().find(|n| &n.spec.id == id) {
                 match outcome {
                     Ok(agent) => n.spawned_agent_id = Some(agent.clone()),
@@ -196,16 +222,15 @@ async fn spawn_for(c: &Coordinator, wf: &Workflow, started: &[String]) -> Vec<(S
         let parameters = json!({"workflow_id": current.workflow_id, "spawned": spawned});
         let ctx = OpCtx::internal(c.clock.now(), who, WORKFLOW_STEP, parameters);
         match c.store().step_workflow(ctx, version, current, Vec::new()).await {
-            Ok(true) => return outcomes,
+            Ok(true) => return,
             Ok(false) => continue,
             Err(e) if e.code == ErrorCode::WorkflowBusy => continue,
             Err(e) => {
-                tracing::warn!(workflow = %wf.workflow_id, error = %e, "could not record the agents spawned for its nodes");
-                return outcomes;
+                tracing::warn!(workflow = %workflow_id, error = %e, "could not record the agents spawned for its nodes");
+                return;
             }
         }
     }
-    outcomes
 }
 
 fn new_workflow(
@@ -305,19 +330,35 @@ fn not_found(id: &str, kind: Kind) -> CoordError {
     CoordError::new(ErrorCode::NotFound, format!("no {what} {id}")).with_field(field)
 }
 
+/// A workflow moved on and its follow-ups run: the workflow and its tasks as they are
+/// after (read again when agents were spawned for its nodes, which their records name).
+async fn caught_up(c: &Coordinator, workflow_id: &str) -> CoordResult<Option<(Workflow, Vec<TaskInfo>)>> {
+    let (found, follow_ups) = moved_on(c, workflow_id).await?;
+    if follow_ups.is_empty() {
+        return Ok(found);
+    }
+    c.follow(follow_ups).await;
+    Ok(c.store().workflow(workflow_id).await?.map(|(wf, _, tasks)| (wf, tasks)))
+}
+
+/// What a workflow moved on and its tasks as they are after (one read when nothing moved).
+type Moved = (Option<(Workflow, Vec<TaskInfo>)>, Vec<FollowUp>);
+
 /// Moves the workflow on from its tasks as stored (`workflows::advance`), as many steps
-/// as it takes; answers it and its tasks as they are after. A step that lost a race
+/// as it takes; answers it and its tasks as they are after, with the follow-ups of the
+/// steps this call stored (the agents of the nodes they queued). A step that lost a race
 /// with another is tried again on what that one stored.
-pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<Option<(Workflow, Vec<TaskInfo>)>> {
+pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<Moved> {
+    let mut follow_ups = Vec::new();
     for _ in 0..STEP_TRIES {
         let Some((wf, version, tasks)) = c.store().workflow(workflow_id).await? else {
-            return Ok(None);
+            return Ok((None, follow_ups));
         };
         let now = c.clock.now().unwrap_or_else(chrono::Utc::now);
         let known = outcomes(&tasks);
         let step = workflows::advance(&wf, &known, now);
         if !step.changed {
-            return Ok(Some((wf, tasks)));
+            return Ok((Some((wf, tasks)), follow_ups));
         }
         let mut next = step.workflow;
         let new = node_tasks(c, &mut next, &step.start, &known)?;
@@ -336,13 +377,11 @@ pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<
         };
         if stored {
             // This step won: the agents of the nodes it queued are its to spawn.
-            let _ = spawn_for(c, &next, &step.start).await;
+            follow_ups.extend(node_spawns(&next, &step.start));
             if step.start.is_empty() {
                 // Nothing new was queued: what was read is what there is.
-                let Some((wf, _, tasks)) = c.store().workflow(workflow_id).await? else {
-                    return Ok(None);
-                };
-                return Ok(Some((wf, tasks)));
+                let found = c.store().workflow(workflow_id).await?;
+                return Ok((found.map(|(wf, _, tasks)| (wf, tasks)), follow_ups));
             }
         }
         // Queued new tasks (or lost a race): read again; the next round settles.
@@ -353,22 +392,13 @@ pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<
     ))
 }
 
-/// After a node's task ended (`complete_work` read which workflow it belongs to in the
-/// same statement): the workflow moves on. A failure here is logged, never the task's
-/// end's failure (the next status read catches up).
-///
-/// Boxed: moving on may spawn agents (`spawn_agent`), whose failure to start ends a task
-/// through `complete_work`, which calls this: an async cycle the compiler needs a box to
-/// size (the spawned agent's own task belongs to no workflow, so it stops there).
-pub(crate) fn node_ended<'a>(
-    c: &'a Coordinator,
-    workflow_id: &'a str,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
-    Box::pin(async move {
-        if let Err(e) = moved_on(c, workflow_id).await {
-            tracing::warn!(workflow = %workflow_id, error = %e, "could not move the workflow on");
-        }
-    })
+/// The follow-up of an operation that ended a task: its workflow, if it is a node's,
+/// moves on (its next nodes queued, or skipped).
+pub(crate) fn node_ended(workflow_id: Option<&String>) -> Vec<FollowUp> {
+    workflow_id
+        .map(|id| FollowUp::WorkflowMoves(id.clone()))
+        .into_iter()
+        .collect()
 }
 
 fn view(wf: &Workflow, tasks: &[TaskInfo], members: Vec<MemberView>) -> WorkflowView {
@@ -467,7 +497,7 @@ impl Operation for GetWorkflowStatus {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, id: String) -> CoordResult<WorkflowView> {
-        let found = match moved_on(c, &id).await {
+        let found = match caught_up(c, &id).await {
             Ok(Some((wf, tasks))) if wf.kind == Kind::Workflow => view(&wf, &tasks, Vec::new()),
             Ok(_) => return refuse(c, &ctx, not_found(&id, Kind::Workflow)).await,
             Err(e) => return refuse(c, &ctx, e).await,
@@ -651,12 +681,22 @@ impl Operation for CreateSwarm {
         // to the caller's profile again).
         let me =
             coord_domain::access::Principal::local(Caller::new(ctx.who.agent_id.clone(), ctx.who.agent_type.clone()));
+        let spawns = spawns
+            .into_iter()
+            .enumerate()
+            .map(|(i, request)| FollowUp::Spawn {
+                by: me.clone(),
+                label: format!("agents[{i}]"),
+                workflow: None,
+                request: Box::new(request),
+            })
+            .collect();
         let mut members = Vec::new();
         let mut refusals = Vec::new();
-        for (i, spawn) in spawns.into_iter().enumerate() {
-            match c.run::<super::spawn::SpawnAgent>(&me, spawn).await {
-                Ok(s) => members.push(s.agent_id),
-                Err(e) => refusals.push(format!("agents[{i}]: {} [{}]", e.message, e.code.as_str())),
+        for spawned in c.follow(spawns).await.spawned {
+            match spawned.agent {
+                Ok(agent) => members.push(agent),
+                Err(e) => refusals.push(format!("{}: {} [{}]", spawned.label, e.message, e.code.as_str())),
             }
         }
         if let Err(e) = record_members(c, &swarm_id, &members).await {
@@ -677,7 +717,7 @@ impl Operation for CreateSwarm {
             if let Err(e) = c.store().fail_pending_tasks(fail, task_ids.clone(), why.clone()).await {
                 tracing::warn!(swarm = %swarm_id, error = %e, "could not fail the tasks of a swarm without members");
             }
-            moved_on(c, &swarm_id).await?;
+            caught_up(c, &swarm_id).await?;
             let e = CoordError::new(
                 ErrorCode::SpawnUnavailable,
                 format!("{why} (swarm {swarm_id}: its tasks are failed; see coord swarm results {swarm_id})"),
@@ -780,7 +820,7 @@ impl Operation for GetSwarmResults {
     }
 
     async fn execute(c: &Coordinator, ctx: OpCtx, id: String) -> CoordResult<WorkflowView> {
-        let (wf, tasks) = match moved_on(c, &id).await {
+        let (wf, tasks) = match caught_up(c, &id).await {
             Ok(Some((wf, tasks))) if wf.kind == Kind::Swarm => (wf, tasks),
             Ok(_) => return refuse(c, &ctx, not_found(&id, Kind::Swarm)).await,
             Err(e) => return refuse(c, &ctx, e).await,
