@@ -9,10 +9,10 @@
 //! Each act a follow-up takes on someone's behalf (a spawn as the workflow's creator, a
 //! failed completion as the agent, a key revoked as the supervisor) runs through the
 //! pipeline as that identity: refused and audited as such, exactly as a call of theirs.
-//! The follow-ups of those acts go back on the same list, depth first (each right after
-//! the act that caused it, as if done inline), so the chain a completion starts (a
-//! workflow moves on, spawns an agent, which fails to start, which fails its task) is a
-//! loop here rather than operations nesting each other.
+//! The follow-ups of those acts go back on the same list, depth first (right after the
+//! follow-up whose act caused them, before the next one), so the chain a completion
+//! starts (a workflow moves on, spawns an agent, which fails to start, which fails its
+//! task) is a loop here rather than operations nesting each other.
 
 use crate::Coordinator;
 use crate::ops::{keys::RevokeApiKey, profiles::UnassignProfile, queue::CompleteWork, sessions::EndSessionOp};
@@ -26,7 +26,7 @@ use coord_domain::sessions::EndSessionRequest;
 use coord_domain::{Caller, CoordResult};
 
 /// Something left to do after an operation.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum FollowUp {
     /// A task of a workflow's node ended: the workflow moves on (`workflows::moved_on`).
     WorkflowMoves(String),
@@ -36,6 +36,7 @@ pub enum FollowUp {
         by: Principal,
         label: String,
         workflow: Option<String>,
+        /// Boxed: the largest variant by far, and follow-ups wait in a list.
         request: Box<SpawnAgentRequest>,
     },
     /// The outcomes of the spawns for these nodes, recorded on the workflow's nodes.
@@ -55,7 +56,7 @@ pub enum FollowUp {
 
 /// One spawn a follow-up made, or why it could not.
 #[derive(Debug)]
-pub struct Spawned {
+pub(crate) struct Spawned {
     pub label: String,
     pub workflow: Option<String>,
     pub agent: CoordResult<String>,
@@ -63,7 +64,7 @@ pub struct Spawned {
 
 /// What the follow-ups did that their caller answers with.
 #[derive(Debug, Default)]
-pub struct Followed {
+pub(crate) struct Followed {
     pub spawned: Vec<Spawned>,
 }
 
@@ -83,13 +84,13 @@ impl Coordinator {
 
     async fn follow_one(&self, next: FollowUp, followed: &mut Followed) -> Vec<FollowUp> {
         match next {
-            FollowUp::WorkflowMoves(id) => match workflows::moved_on(self, &id).await {
-                Ok((_, more)) => more,
-                Err(e) => {
+            FollowUp::WorkflowMoves(id) => {
+                let mut more = Vec::new();
+                if let Err(e) = workflows::moved_on(self, &id, &mut more).await {
                     tracing::warn!(workflow = %id, error = %e, "could not move the workflow on");
-                    Vec::new()
                 }
-            },
+                more
+            }
             FollowUp::Spawn {
                 by,
                 label,
@@ -102,11 +103,17 @@ impl Coordinator {
                 more
             }
             FollowUp::RecordSpawned { workflow_id, nodes } => {
-                let outcomes: Vec<(String, Result<String, String>)> = followed
-                    .spawned
+                // Each node's latest spawn: its batch's spawns ran just before this.
+                let outcomes: Vec<(String, Result<String, String>)> = nodes
                     .iter()
-                    .filter(|s| s.workflow.as_ref() == Some(&workflow_id) && nodes.contains(&s.label))
-                    .map(|s| (s.label.clone(), workflows::spawn_outcome(&s.agent)))
+                    .filter_map(|node| {
+                        let spawned = followed
+                            .spawned
+                            .iter()
+                            .rev()
+                            .find(|s| s.workflow.as_ref() == Some(&workflow_id) && &s.label == node)?;
+                        Some((node.clone(), workflows::spawn_outcome(&spawned.agent)))
+                    })
                     .collect();
                 workflows::record_spawned(self, &workflow_id, &outcomes).await;
                 Vec::new()
@@ -125,7 +132,7 @@ impl Coordinator {
             changes: None,
             skill: None,
         };
-        let (done, more) = self.run_only::<CompleteWork>(&as_agent(&agent_id), failed).await;
+        let (done, mut more) = self.run_only::<CompleteWork>(&as_agent(&agent_id), failed).await;
         if let Err(e) = done {
             tracing::warn!(agent = %agent_id, error = %e, "could not fail the task of an agent that did not start");
         }
@@ -140,7 +147,7 @@ impl Coordinator {
         if let Err(e) = self.record_agent_run(&agent_id, ended).await {
             tracing::warn!(agent = %agent_id, error = %e, "could not end the record of an agent that did not start");
         }
-        self.unassign(&agent_id).await;
+        more.extend(self.unassign(&agent_id).await);
         more
     }
 
@@ -164,19 +171,21 @@ impl Coordinator {
             }
             more.extend(then);
         }
-        self.unassign(&agent_id).await;
+        more.extend(self.unassign(&agent_id).await);
         more
     }
 
     /// Removes the worker profile of an agent whose run is over.
-    async fn unassign(&self, agent_id: &str) {
+    async fn unassign(&self, agent_id: &str) -> Vec<FollowUp> {
         let req = UnassignProfileRequest {
             target_agent_id: Some(agent_id.to_string()),
             target_agent_type: None,
         };
-        if let (Err(e), _) = self.run_only::<UnassignProfile>(&supervisor(), req).await {
+        let (done, more) = self.run_only::<UnassignProfile>(&supervisor(), req).await;
+        if let Err(e) = done {
             tracing::warn!(agent = %agent_id, error = %e, "could not remove the profile of an ended agent");
         }
+        more
     }
 }
 

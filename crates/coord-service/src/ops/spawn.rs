@@ -245,8 +245,9 @@ async fn prepare(c: &Coordinator, ctx: &OpCtx, plan: SpawnPlan) -> CoordResult<N
     })
 }
 
-/// Starts the registered agent's supervisor; an agent that could not be started is
-/// ended as failed and its task failed with the reason.
+/// Starts the registered agent's supervisor. An agent that could not be started is
+/// answered as `agent_start_failed` naming it, its task and the reason, from which its
+/// follow-up (`not_started`) ends it as failed and fails its task.
 async fn start(c: &Coordinator, result: SpawnAgentResult) -> CoordResult<SpawnAgentResult> {
     let launcher = c.launcher()?;
     match launcher.start(&result.agent_id).await {

@@ -2,8 +2,9 @@
 //! (conditions compiled, cycles refused), stores it and puts its first nodes' tasks in
 //! the queue; every end of a node's task moves it on ([`moved_on`], run as the follow-up
 //! of the operation that ended it, and by every status read, so a workflow whose
-//! coordinator restarted between a task's end and its step catches up). `create_swarm` is a workflow of independent tasks with one shared
-//! task type and the members spawned to drain them.
+//! coordinator restarted between a task's end and its step catches up). `create_swarm`
+//! is a workflow of independent tasks with one shared task type and the members spawned
+//! to drain them.
 
 use super::{answer, refuse};
 use crate::Coordinator;
@@ -116,7 +117,12 @@ impl Operation for CreateWorkflow {
         let answer = serde_json::to_value(&result).unwrap_or(Value::Null);
         c.store().create_workflow(ctx, wf.clone(), tasks, answer).await?;
         let mut result = result;
-        for spawned in c.follow(node_spawns(&wf, &started)).await.spawned {
+        let followed = c.follow(node_spawns(&wf, &started)).await;
+        for spawned in followed
+            .spawned
+            .into_iter()
+            .filter(|s| s.workflow.as_ref() == Some(&wf.workflow_id))
+        {
             match spawn_outcome(&spawned.agent) {
                 Ok(agent) => result.spawned.insert(spawned.label, agent),
                 Err(why) => result.not_spawned.insert(spawned.label, why),
@@ -333,32 +339,36 @@ fn not_found(id: &str, kind: Kind) -> CoordError {
 /// A workflow moved on and its follow-ups run: the workflow and its tasks as they are
 /// after (read again when agents were spawned for its nodes, which their records name).
 async fn caught_up(c: &Coordinator, workflow_id: &str) -> CoordResult<Option<(Workflow, Vec<TaskInfo>)>> {
-    let (found, follow_ups) = moved_on(c, workflow_id).await?;
+    let mut follow_ups = Vec::new();
+    let found = moved_on(c, workflow_id, &mut follow_ups).await;
     if follow_ups.is_empty() {
-        return Ok(found);
+        return found;
     }
+    // Run even when a later step failed: the steps stored before it queued their nodes.
     c.follow(follow_ups).await;
+    found?;
     Ok(c.store().workflow(workflow_id).await?.map(|(wf, _, tasks)| (wf, tasks)))
 }
 
-/// What a workflow moved on and its tasks as they are after (one read when nothing moved).
-type Moved = (Option<(Workflow, Vec<TaskInfo>)>, Vec<FollowUp>);
-
 /// Moves the workflow on from its tasks as stored (`workflows::advance`), as many steps
-/// as it takes; answers it and its tasks as they are after, with the follow-ups of the
-/// steps this call stored (the agents of the nodes they queued). A step that lost a race
+/// as it takes; answers it and its tasks as they are after. The follow-ups of the steps
+/// this call stored (the agents of the nodes they queued) go to `follow_ups` as each is
+/// stored, so a failure after one was stored does not lose them. A step that lost a race
 /// with another is tried again on what that one stored.
-pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<Moved> {
-    let mut follow_ups = Vec::new();
+pub(crate) async fn moved_on(
+    c: &Coordinator,
+    workflow_id: &str,
+    follow_ups: &mut Vec<FollowUp>,
+) -> CoordResult<Option<(Workflow, Vec<TaskInfo>)>> {
     for _ in 0..STEP_TRIES {
         let Some((wf, version, tasks)) = c.store().workflow(workflow_id).await? else {
-            return Ok((None, follow_ups));
+            return Ok(None);
         };
         let now = c.clock.now().unwrap_or_else(chrono::Utc::now);
         let known = outcomes(&tasks);
         let step = workflows::advance(&wf, &known, now);
         if !step.changed {
-            return Ok((Some((wf, tasks)), follow_ups));
+            return Ok(Some((wf, tasks)));
         }
         let mut next = step.workflow;
         let new = node_tasks(c, &mut next, &step.start, &known)?;
@@ -381,7 +391,7 @@ pub(crate) async fn moved_on(c: &Coordinator, workflow_id: &str) -> CoordResult<
             if step.start.is_empty() {
                 // Nothing new was queued: what was read is what there is.
                 let found = c.store().workflow(workflow_id).await?;
-                return Ok((found.map(|(wf, _, tasks)| (wf, tasks)), follow_ups));
+                return Ok(found.map(|(wf, _, tasks)| (wf, tasks)));
             }
         }
         // Queued new tasks (or lost a race): read again; the next round settles.
