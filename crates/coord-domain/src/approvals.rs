@@ -19,8 +19,7 @@ pub const MAX_GRANT_MINUTES: i64 = 7 * 24 * 60;
 pub const DEFAULT_LIST_LIMIT: i64 = 100;
 pub const MAX_LIST_LIMIT: i64 = 1000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     /// Waiting for a decision.
@@ -67,8 +66,7 @@ pub fn effective_status(stored: ApprovalStatus, expires_at: Timestamp, now: Time
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Approval {
     pub approval_id: String,
     /// Who asked: the agent whose request was refused (and who alone may use the grant).
@@ -96,8 +94,7 @@ pub struct Approval {
     pub used_at: Option<Timestamp>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListApprovalsRequest {
     /// Only items with this status (at the time of the call); all when absent.
@@ -105,61 +102,56 @@ pub struct ListApprovalsRequest {
     pub status: Option<ApprovalStatus>,
     /// Only requests made by this agent id.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    #[schemars(length(min = 1, max = 128))]
     pub requested_by: Option<String>,
     /// At most this many, newest first (default 100, at most 1000).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListApprovalsResult {
     pub success: bool,
     pub approvals: Vec<Approval>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetApprovalRequest {
     /// The `approval_id` a refusal answered with, or a unique prefix of it (`apr_` and at
     /// least 4 of its hex digits; the `apr_` may be left out).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"\S"))]
     pub approval_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApprovalResult {
     pub success: bool,
     pub approval: Approval,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Approve,
     Deny,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecideApprovalRequest {
     /// The request's id, or a unique prefix of it (as for `get_approval`).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"\S"))]
     pub approval_id: String,
     pub decision: Decision,
     /// Why, for the audit trail and the requester.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    #[schemars(length(max = 256))]
     pub note: Option<String>,
     /// How long an approval can be used (default 60, at most a week).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10080)))]
+    #[schemars(range(min = 1, max = 10080))]
     pub valid_minutes: Option<i64>,
 }
 

@@ -201,8 +201,7 @@ pub fn summarise(result: Value, limit: usize) -> Value {
     Value::Object(out)
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQueryRequest {
     #[serde(default)]
@@ -235,17 +234,16 @@ pub struct AuditQueryRequest {
     /// Entries after this id, oldest first: page through the whole trail (an export) by
     /// passing the last id you got. Without it, entries come newest first.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 0)))]
+    #[schemars(range(min = 0))]
     pub after_id: Option<i64>,
     /// At most this many; default 100.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10000)))]
+    #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<i64>,
 }
 
 /// What became of an operation, as `query_audit` filters it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AuditOutcome {
     Allowed,
@@ -315,8 +313,7 @@ impl AuditFilter {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditEntry {
     pub id: i64,
     pub timestamp: Timestamp,
@@ -340,8 +337,7 @@ pub struct AuditEntry {
     pub chain: Option<crate::audit_chain::ChainLink>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditQueryResult {
     pub entries: Vec<AuditEntry>,
 }

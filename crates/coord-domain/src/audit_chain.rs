@@ -28,8 +28,7 @@ pub const DEFAULT_RETENTION_DAYS: i64 = 90;
 pub const MAX_RETENTION_DAYS: i64 = 36_500;
 
 /// A row's place in the chain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChainLink {
     /// Position in the chain: 1, 2, 3, … without gaps.
     pub seq: i64,
@@ -40,8 +39,7 @@ pub struct ChainLink {
 }
 
 /// The newest position of the chain: where the next row links.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChainHead {
     pub seq: i64,
     pub hash: String,
@@ -329,8 +327,7 @@ pub fn same_key_as_last(last_key_id: Option<&str>, key: &AuditKey) -> crate::Coo
 }
 
 /// What a checkpoint says (everything but its signature and id).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckpointBody {
     pub created_at: Timestamp,
     /// The last pruned position of the chain: the next row links to `through_hash`.
@@ -358,8 +355,7 @@ impl CheckpointBody {
 }
 
 /// A stored checkpoint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Checkpoint {
     pub id: i64,
     #[serde(flatten)]
@@ -367,8 +363,7 @@ pub struct Checkpoint {
     pub signature: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VerifyAuditRequest {
     /// A head recorded earlier (`coord audit verify` prints it): the chain must still
@@ -388,8 +383,7 @@ pub struct VerifyAudit {
 pub const VERIFY_BATCH: i64 = 1000;
 
 /// What is wrong with the chain, at its first bad row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChainProblem {
     /// `edited` (a row's content or position no longer matches its hash), `missing`
     /// (positions absent: rows deleted), `broken_link` (a row does not follow the one
@@ -406,8 +400,7 @@ pub struct ChainProblem {
     pub message: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerifyAuditResult {
     pub success: bool,
     /// Whether every chained row, checkpoint and the expected head check out.
@@ -706,14 +699,13 @@ impl ChainVerifier {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PruneAuditRequest {
     /// Remove rows older than this many days (default: the server's retention, 90 days
     /// unless configured).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 36500)))]
+    #[schemars(range(min = 1, max = 36500))]
     pub older_than_days: Option<i64>,
     /// Say what would be removed without removing it.
     #[serde(default)]
@@ -728,8 +720,7 @@ pub struct PruneAudit {
     pub key: AuditKey,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PruneAuditResult {
     pub success: bool,
     pub dry_run: bool,

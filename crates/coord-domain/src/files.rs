@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_LINE_LIMIT: i64 = 100_000;
 
 /// How `content` is written on the wire.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Encoding {
     /// UTF-8 text.
@@ -24,25 +23,23 @@ pub enum Encoding {
     Base64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadFileRequest {
     /// Path of the file, relative to the repository root (no `..`, no absolute path).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4095)))]
+    #[schemars(length(min = 1, max = 4095))]
     pub path: String,
     /// First line to return, counting from 1 (text files only); default 1.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
+    #[schemars(range(min = 1))]
     pub offset: Option<i64>,
     /// Most lines to return (text files only); default all.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 100000)))]
+    #[schemars(range(min = 1, max = 100000))]
     pub limit: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadFileResult {
     pub success: bool,
     pub path: String,
@@ -62,12 +59,11 @@ pub struct ReadFileResult {
     pub size_limit: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteFileRequest {
     /// Path of the file, relative to the repository root; its directory must exist.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4095)))]
+    #[schemars(length(min = 1, max = 4095))]
     pub path: String,
     /// The whole new content.
     pub content: String,
@@ -83,8 +79,7 @@ pub struct WriteFileRequest {
     pub create_only: Option<bool>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WriteFileResult {
     pub success: bool,
     pub path: String,

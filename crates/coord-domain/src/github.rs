@@ -94,15 +94,14 @@ pub fn claimed_signature(secrets: &[Vec<u8>], header: Option<&str>) -> Result<Ve
 
 /// `receive_github_delivery`'s request: what the webhook door read from the headers
 /// and the verified body.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GithubDeliveryRequest {
     /// `X-GitHub-Delivery`: GitHub's id of the delivery (a redelivery keeps it).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    #[schemars(length(min = 1, max = 128))]
     pub delivery_id: String,
     /// `X-GitHub-Event`: push, issues, ping, ...
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64)))]
+    #[schemars(length(min = 1, max = 64))]
     pub event: String,
     pub payload: serde_json::Value,
 }
@@ -149,8 +148,7 @@ pub fn validate_delivery(req: GithubDeliveryRequest) -> CoordResult<Delivery> {
 }
 
 /// What happened to a delivery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryStatus {
     /// Recorded, not processed yet (the coordinator stopped in between: it is processed
@@ -182,8 +180,7 @@ impl DeliveryStatus {
 }
 
 /// `receive_github_delivery`'s answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GithubDeliveryResult {
     pub success: bool,
     pub delivery_id: String,

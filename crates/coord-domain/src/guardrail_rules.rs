@@ -15,8 +15,7 @@ pub const MAX_RULES: usize = 500;
 pub const MAX_PATTERN_BYTES: usize = 8 * 1024;
 
 /// One row of `operation_guardrails`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GuardrailRule {
     pub name: String,
     /// The pattern; absent when the row only switches a built-in pattern off.
@@ -28,8 +27,7 @@ pub struct GuardrailRule {
 }
 
 /// Where a pattern of the registry comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleSource {
     /// Built into coord, unchanged.
@@ -41,8 +39,7 @@ pub enum RuleSource {
 }
 
 /// One pattern of the registry in effect, as `list_guardrails` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GuardrailEntry {
     pub name: String,
     pub source: RuleSource,
@@ -55,15 +52,13 @@ pub struct GuardrailEntry {
     pub updated_at: Option<Timestamp>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListGuardrailsResult {
     pub success: bool,
     pub guardrails: Vec<GuardrailEntry>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetGuardrailRequest {
     /// The pattern's name: a built-in name replaces (or, with only `enabled:false`,
@@ -80,22 +75,19 @@ pub struct SetGuardrailRequest {
     pub enabled: Option<bool>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetGuardrailResult {
     pub success: bool,
     pub guardrail: GuardrailEntry,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResetGuardrailRequest {
     pub name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ResetGuardrailResult {
     pub success: bool,
     pub name: String,

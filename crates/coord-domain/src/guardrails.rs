@@ -13,8 +13,7 @@ pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
 pub const MAX_FILES: usize = 256;
 
 /// The spec's categories of destructive operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     /// `git push --force`, `git reset --hard`, `git clean -f`, whole-tree discards.
@@ -61,8 +60,7 @@ impl Category {
 }
 
 /// What a finding asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     /// Refused until a person approves this exact command (then it passes once).
@@ -76,8 +74,7 @@ pub enum Action {
 }
 
 /// One destructive pattern found in a command line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Finding {
     pub category: Category,
     /// What it does, e.g. `force_push`, `hard_reset`, `recursive_delete`.
@@ -92,22 +89,21 @@ pub struct Finding {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckGuardrailsRequest {
     /// A whole command line, as an agent's shell tool would run it (bash syntax).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 65536)))]
+    #[schemars(length(max = 65536))]
     pub command: Option<String>,
     /// Paths an edit would change (credential files are checked).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    #[schemars(length(max = 256))]
     pub files: Option<Vec<String>>,
     /// The runtime tool being called (`Bash`, `Read`, ...): an agent coord spawned may
     /// call only its declared tools (spec 000's activation check).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 128)))]
+    #[schemars(length(max = 128))]
     pub tool: Option<String>,
     /// The git aliases of the repository the command runs in (name → what it runs,
     /// `git config --get-regexp '^alias\.'`), so that `git NAME` is judged by what the
@@ -237,21 +233,20 @@ pub fn validate_check(req: CheckGuardrailsRequest) -> CoordResult<GuardCheck> {
 }
 
 /// The code changes a completed task reports, analysed before it may complete.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkChanges {
     /// Shell commands the work ran (or asks to run), one command line each.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    #[schemars(length(max = 256))]
     pub commands: Vec<String>,
     /// Files it changed.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    #[schemars(length(max = 256))]
     pub files: Vec<String>,
     /// A unified diff of the change: its files are checked, and the lines it adds to
     /// shell scripts and SQL files are analysed as commands.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 1048576)))]
+    #[schemars(length(max = 1048576))]
     pub diff: Option<String>,
 }
 
@@ -322,8 +317,7 @@ pub fn diff_additions(diff: &str) -> Vec<(String, String)> {
     out
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckGuardrailsResult {
     pub success: bool,
     /// Whether the command may run (with warnings, if any).

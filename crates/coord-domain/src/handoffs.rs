@@ -10,12 +10,11 @@ pub const MAX_READ_LIMIT: i64 = 100;
 /// `agent_name` value that reads every agent's handoffs.
 pub const ALL_AGENTS: &str = "*";
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteHandoffRequest {
     /// What was accomplished and where things stand (required).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     pub summary: String,
     #[serde(default)]
     pub completed_work: Option<Vec<String>>,
@@ -29,8 +28,7 @@ pub struct WriteHandoffRequest {
     pub relevant_files: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadHandoffRequest {
     /// Whose handoffs: the calling agent's when absent, every agent's with `"*"`.
@@ -38,7 +36,7 @@ pub struct ReadHandoffRequest {
     pub agent_name: Option<String>,
     /// How many, newest first; default 1, at most 100.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 100)))]
+    #[schemars(range(min = 1, max = 100))]
     pub limit: Option<i64>,
 }
 
@@ -53,15 +51,13 @@ pub struct NewHandoff {
     pub relevant_files: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WriteHandoffResult {
     pub success: bool,
     pub handoff_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Handoff {
     pub id: String,
     pub agent_name: String,
@@ -77,8 +73,7 @@ pub struct Handoff {
     pub created_at: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReadHandoffResult {
     pub handoffs: Vec<Handoff>,
 }

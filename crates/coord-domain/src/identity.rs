@@ -5,16 +5,14 @@ use crate::error::{CoordError, CoordResult, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 /// An unvalidated identity as a door received it (flag, env var, API key binding).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Caller {
     pub agent_id: String,
     pub agent_type: String,
 }
 
 /// A validated identity: trimmed, non-empty, bounded, printable.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Identity {
     pub agent_id: String,
     pub agent_type: String,

@@ -12,35 +12,33 @@ use sha2::{Digest, Sha256};
 pub const KEY_PREFIX: &str = "coord_";
 pub const MAX_KEY_LIFETIME_MINUTES: i64 = 366 * 24 * 60;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateApiKeyRequest {
     /// The agent id every request made with this key acts as.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 128), regex(pattern = r"\S"))]
     pub bound_agent_id: String,
     /// The agent type every request made with this key acts as.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"\S"))]
     pub bound_agent_type: String,
     /// Lifetime in minutes (at most a year); never expires when absent.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 527040)))]
+    #[schemars(range(min = 1, max = 527040))]
     pub expires_in_minutes: Option<i64>,
     /// The cloud session the key is for (Claude Code on the web): recorded in every
     /// audit row the key causes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    #[schemars(length(min = 1, max = 128))]
     pub session_id: Option<String>,
     /// The task the key is for (Codex Cloud): recorded in every audit row the key causes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    #[schemars(length(min = 1, max = 128))]
     pub task_id: Option<String>,
 }
 
 /// Where a request authenticated by a managed key came from: the key and the cloud
 /// session or task it was issued for. Every audit row the key causes carries it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KeyOrigin {
     pub key_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,8 +84,7 @@ impl KeyMatch {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CreateApiKeyResult {
     pub success: bool,
     /// Public handle of the key, for listing and revoking.
@@ -104,8 +101,7 @@ pub struct CreateApiKeyResult {
     pub task_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum KeyStatus {
     Active,
@@ -113,8 +109,7 @@ pub enum KeyStatus {
     Revoked,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApiKeyInfo {
     pub key_id: String,
     pub agent_id: String,
@@ -132,23 +127,20 @@ pub struct ApiKeyInfo {
     pub task_id: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListApiKeysResult {
     pub keys: Vec<ApiKeyInfo>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevokeApiKeyRequest {
     /// The `key_id` `create_api_key` returned.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"\S"))]
     pub key_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RevokeApiKeyResult {
     pub success: bool,
     pub key_id: String,

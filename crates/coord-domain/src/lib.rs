@@ -1,8 +1,8 @@
 //! Pure domain of the Agent Coordinator: the wire types every door speaks, the error
 //! codes, and the rules (validation, lock and queue decisions) as pure functions.
 //! Nothing in this crate performs I/O or reads a clock; it depends on no other coord
-//! crate. With feature `schema`, every wire type derives its JSON Schema, with its real
-//! bounds. Rules are table-tested beside their modules (`tests.rs`, `*_tests.rs`).
+//! crate. Every wire type derives its JSON Schema (schemars), with its real bounds:
+//! every door serves it (MCP tool schemas, OpenAPI). Rules are table-tested beside their modules (`tests.rs`, `*_tests.rs`).
 //!
 //! - Wire types of every operation (requests, results, `{success:false,error}`) and
 //!   `ErrorCode` (`error`): stable snake_case codes and their kinds (`input`, `refused`,
@@ -85,8 +85,7 @@ pub mod verification;
 pub mod workflows;
 
 /// The request of operations that take no arguments.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Empty {}
 

@@ -79,34 +79,31 @@ pub fn overlapping(targets: &[LockTarget], rows: Vec<LockInfo>) -> Vec<LockInfo>
     out
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AcquireLockRequest {
     /// Path of the file, relative to the repository root (absolute paths inside the
     /// repository are accepted and made relative).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 4096), regex(pattern = r"\S"))]
     pub file_path: String,
     /// Why the lock is needed; shown to agents that are blocked by it.
     #[serde(default)]
     pub reason: Option<String>,
     /// Lease length in minutes, 1 to 480; default 120.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 480)))]
+    #[schemars(range(min = 1, max = 480))]
     pub ttl_minutes: Option<i64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReleaseLockRequest {
     /// Path of the locked file, as for `acquire_lock`.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 4096), regex(pattern = r"\S"))]
     pub file_path: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckLocksRequest {
     /// Only these paths; all live locks when absent.
@@ -114,8 +111,7 @@ pub struct CheckLocksRequest {
     pub file_paths: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LockAction {
     Acquired,
@@ -129,8 +125,7 @@ pub enum LockAction {
 /// way: the same path, or a directory or glob that overlaps it), `locked_by`,
 /// `expires_at` (the holder's), `lock_reason` (the holder's reason) and a `hint` naming
 /// the message that asks the holder.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AcquireLockResult {
     pub success: bool,
     pub action: LockAction,
@@ -193,8 +188,7 @@ impl AcquireLockResult {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReleaseLockResult {
     pub success: bool,
     pub released: bool,
@@ -202,8 +196,7 @@ pub struct ReleaseLockResult {
 }
 
 /// A lock row as stored and as listed by `check_locks`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LockInfo {
     pub file_path: String,
     pub locked_by: String,
@@ -224,31 +217,27 @@ impl LockInfo {
 }
 
 /// `release_my_locks` answer: every lock the caller held, now released.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReleaseAllResult {
     pub success: bool,
     /// Paths whose live lock was released.
     pub released: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckLocksResult {
     pub locks: Vec<LockInfo>,
 }
 
 /// `lock_status`: whether one file is locked, and by whom.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LockStatusRequest {
     /// Repo-relative path of the file (absolute paths inside the repository are accepted).
     pub file_path: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LockStatusResult {
     pub success: bool,
     pub file_path: String,
@@ -271,17 +260,15 @@ impl LockStatusResult {
 }
 
 /// `check_edit`: may the caller edit (or commit) these files now?
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckEditRequest {
     /// Files about to be changed: repo-relative (or absolute inside the repository), 1 to 1000.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 1000)))]
+    #[schemars(length(min = 1, max = 1000))]
     pub paths: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckEditResult {
     pub success: bool,
     /// Always true in a success answer: a refusal is the error `file_locked`.

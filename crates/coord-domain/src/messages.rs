@@ -10,8 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// How much attention a message asks for; `urgent` ones are surfaced to Claude Code
 /// sessions by the coordinator's hooks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Importance {
     Low,
@@ -42,19 +41,18 @@ impl Importance {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendMessageRequest {
     /// An agent id; `holders:<path>` for every other agent holding a live lock that covers
     /// that file, directory or glob; or `team:<name>` for every other live member of a team.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096)))]
+    #[schemars(length(min = 1, max = 4096))]
     pub to: String,
     /// One line (at most 256 characters).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256)))]
+    #[schemars(length(min = 1, max = 256))]
     pub subject: String,
     /// The message (at most 16 KiB).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 16384)))]
+    #[schemars(length(min = 1, max = 16384))]
     pub body: String,
     /// Reply in this thread (the `thread_id` of an earlier message, or a unique prefix of
     /// it among your threads, at least 4 characters); a new thread when absent.
@@ -160,8 +158,7 @@ pub fn decide_recipients(sender: &Identity, to: &Recipients, found: Vec<String>)
     Ok(recipients)
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SendMessageResult {
     pub success: bool,
     pub message_id: String,
@@ -171,8 +168,7 @@ pub struct SendMessageResult {
 }
 
 /// A message as one recipient sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Message {
     pub message_id: String,
     pub thread_id: String,
@@ -187,8 +183,7 @@ pub struct Message {
     pub acked_at: Option<Timestamp>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InboxRequest {
     /// Only messages not read yet (default false).
@@ -196,7 +191,7 @@ pub struct InboxRequest {
     pub unread_only: Option<bool>,
     /// At most this many, newest first (1-200, default 20).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 200)))]
+    #[schemars(range(min = 1, max = 200))]
     pub limit: Option<i64>,
 }
 
@@ -213,8 +208,7 @@ pub fn validate_inbox(req: InboxRequest) -> CoordResult<InboxQuery> {
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InboxResult {
     pub success: bool,
     /// Newest first.
@@ -223,8 +217,7 @@ pub struct InboxResult {
     pub unread: i64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageIdRequest {
     /// The message's id (from `inbox`), or a unique prefix of it among your inbox's
@@ -236,8 +229,7 @@ pub fn validate_message_id(req: MessageIdRequest) -> CoordResult<String> {
     message_uuid("message_id", &req.message_id)
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MessageResult {
     pub success: bool,
     pub message: Message,

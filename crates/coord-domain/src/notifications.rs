@@ -56,8 +56,7 @@ impl NewNotification {
 }
 
 /// A stored notification and its delivery state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Notification {
     pub id: i64,
     pub created_at: Timestamp,
@@ -77,8 +76,7 @@ pub struct Notification {
     pub last_error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListNotificationsRequest {
     /// Only notifications the webhook has not accepted yet.
@@ -86,7 +84,7 @@ pub struct ListNotificationsRequest {
     pub undelivered: Option<bool>,
     /// At most this many, newest first (default 100, at most 1000).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<i64>,
 }
 
@@ -110,8 +108,7 @@ pub fn validate_list(req: ListNotificationsRequest) -> CoordResult<NotificationF
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListNotificationsResult {
     pub notifications: Vec<Notification>,
 }

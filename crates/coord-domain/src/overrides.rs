@@ -14,22 +14,20 @@ use serde::{Deserialize, Serialize};
 pub const REASON_CANCELLED: &str = "cancelled_by_person";
 const MAX_REASON: usize = 256;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakLockRequest {
     /// The locked path, as its holder named it ("src/auth/" for a directory lock, the glob
     /// for a glob lock).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 4096), regex(pattern = r"\S"))]
     pub file_path: String,
     /// Why, for the audit trail.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    #[schemars(length(max = 256))]
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BreakLockResult {
     pub success: bool,
     pub released: bool,
@@ -60,25 +58,23 @@ pub fn decide_break(existing: Option<&LockInfo>, path: &str, now: Timestamp) -> 
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelTaskRequest {
     /// The task's id, or a unique prefix of it (at least 4 characters).
-    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$")))]
+    #[schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$"))]
     pub task_id: String,
     /// Why, kept as the task's error message and in the audit trail.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    #[schemars(length(max = 256))]
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequeueTaskRequest {
     /// The claimed task's id, or a unique prefix of it (at least 4 characters).
-    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$")))]
+    #[schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$"))]
     pub task_id: String,
 }
 
@@ -101,8 +97,7 @@ impl Cancellation {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskOverrideResult {
     pub success: bool,
     pub task_id: String,
@@ -116,7 +111,7 @@ pub struct TaskOverrideResult {
     /// The workflow the task is a node of (the service moves it on); not part of the
     /// answer.
     #[serde(skip)]
-    #[cfg_attr(feature = "schema", schemars(skip))]
+    #[schemars(skip)]
     pub workflow_id: Option<String>,
 }
 

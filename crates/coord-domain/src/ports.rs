@@ -84,27 +84,24 @@ pub fn port_config_from(var: impl Fn(&str) -> Option<String>) -> CoordResult<Por
     Ok(config)
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AllocatePortsRequest {
     /// Who the ports are for, e.g. a worktree or agent session name.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 256), regex(pattern = r"\S"))]
     pub session_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReleasePortsRequest {
     /// The session the ports were allocated for.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 256), regex(pattern = r"\S"))]
     pub session_id: String,
 }
 
 /// One session's block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PortAllocation {
     pub session_id: String,
     pub db_port: u16,
@@ -116,8 +113,7 @@ pub struct PortAllocation {
     pub expires_at: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AllocatePortsResult {
     pub success: bool,
     pub allocation: PortAllocation,
@@ -125,16 +121,14 @@ pub struct AllocatePortsResult {
     pub env_snippet: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReleasePortsResult {
     pub success: bool,
     /// Whether the session had a live allocation (releasing twice is not an error).
     pub released: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PortStatusEntry {
     #[serde(flatten)]
     pub allocation: PortAllocation,
@@ -142,8 +136,7 @@ pub struct PortStatusEntry {
     pub remaining_minutes: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PortsStatusResult {
     pub success: bool,
     pub allocations: Vec<PortStatusEntry>,

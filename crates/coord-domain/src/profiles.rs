@@ -28,8 +28,7 @@ pub const LOCK_BEFORE_WRITE: &str = "lock_before_write";
 /// A capability a profile grants (`allowed_operations`) or withholds
 /// (`blocked_operations`). Operations of coord need one of them; the others name what an
 /// agent does outside coord (pushing, spawning) for guardrails and orchestration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Permission {
     /// Read coordination state and files.
@@ -271,7 +270,6 @@ impl<'de> Deserialize<'de> for TimeLimit {
     }
 }
 
-#[cfg(feature = "schema")]
 mod schema {
     use super::{Limit, TimeLimit};
     use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
@@ -303,8 +301,7 @@ mod schema {
 }
 
 /// What a profile allows an agent session to use. Absent limits are unlimited.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceLimits {
     /// Distinct files the session locked for writing or was allowed to edit.
@@ -325,8 +322,7 @@ pub struct ResourceLimits {
 }
 
 /// A resource a profile limits and coord counts per agent session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Resource {
     MaxFileModifications,
@@ -376,24 +372,20 @@ impl ResourceLimits {
 }
 
 /// A profile: what an agent may do and how much of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
     /// Lowercase letters, digits, `-` and `_`, starting with a letter.
-    #[cfg_attr(
-        feature = "schema",
-        schemars(length(min = 1, max = 64), regex(pattern = r"^[a-z][a-z0-9_-]*$"))
-    )]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[a-z][a-z0-9_-]*$"))]
     pub name: String,
     /// The agent type it is written for (`claude_code_cli`, `codex_cloud`, ...).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64)))]
+    #[schemars(length(min = 1, max = 64))]
     pub agent_type: String,
     /// 0 untrusted (read only) · 1 limited · 2 standard · 3 elevated · 4 admin.
-    #[cfg_attr(feature = "schema", schemars(range(max = 4)))]
+    #[schemars(range(max = 4))]
     pub trust_level: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(length(max = 500)))]
+    #[schemars(length(max = 500))]
     pub description: Option<String>,
     /// How the agent connects (`mcp`, `http_api`, `agentcore_gateway`); informational.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -550,8 +542,7 @@ pub fn limit_exceeded(r: Resource, message: String) -> CoordError {
 }
 
 /// Where an agent's effective profile came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProfileSource {
     /// Assigned to this agent id.
@@ -642,8 +633,7 @@ pub fn builtin() -> &'static Builtin {
 }
 
 /// Who a profile is assigned to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Assignee {
     Agent(String),
@@ -667,8 +657,7 @@ impl Assignee {
 
 // ---- wire types ----
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Assignment {
     /// `agent` or `agent_type`.
     pub kind: String,
@@ -677,16 +666,14 @@ pub struct Assignment {
     pub profile: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListProfilesResult {
     pub success: bool,
     pub profiles: Vec<Profile>,
     pub assignments: Vec<Assignment>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyProfilesRequest {
     /// Profiles to create or replace, by name.
@@ -694,8 +681,7 @@ pub struct ApplyProfilesRequest {
 }
 
 /// One profile an apply created, changed or left as it was.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProfileChange {
     pub name: String,
     /// `created`, `updated` or `unchanged`.
@@ -705,15 +691,13 @@ pub struct ProfileChange {
     pub after: Profile,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApplyProfilesResult {
     pub success: bool,
     pub changes: Vec<ProfileChange>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssignProfileRequest {
     /// The profile to assign (see list_profiles).
@@ -727,8 +711,7 @@ pub struct AssignProfileRequest {
     pub target_agent_type: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnassignProfileRequest {
     #[serde(default)]
@@ -737,8 +720,7 @@ pub struct UnassignProfileRequest {
     pub target_agent_type: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AssignProfileResult {
     pub success: bool,
     pub kind: String,
@@ -751,8 +733,7 @@ pub struct AssignProfileResult {
     pub after: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExplainProfileRequest {
     /// The agent to explain; yourself when absent.
@@ -766,8 +747,7 @@ pub struct ExplainProfileRequest {
     pub operation: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LimitUsage {
     pub limit: Resource,
     /// The profile's limit (`unlimited`, a count, or a duration).
@@ -778,8 +758,7 @@ pub struct LimitUsage {
     pub used: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OperationVerdict {
     pub operation: String,
     pub permission: Permission,
@@ -789,8 +768,7 @@ pub struct OperationVerdict {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExplainProfileResult {
     pub success: bool,
     pub agent_id: String,

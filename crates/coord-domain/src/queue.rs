@@ -35,8 +35,7 @@ pub const REASON_AGENT_REPORTED: &str = "agent_reported_failure";
 pub const REASON_NO_WORKER: &str = "no_worker";
 pub const REASON_NO_TASKS: &str = "no_tasks_available";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
     Pending,
@@ -81,52 +80,43 @@ impl std::fmt::Display for TaskStatus {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitWorkRequest {
     /// Category of work, e.g. `test`, `refactor`, `review`; workers filter on it.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 256), regex(pattern = r"\S"))]
     pub task_type: String,
     /// What needs to be done, for the agent that claims it.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     pub task_description: String,
     /// Any JSON the worker needs.
     #[serde(default)]
     pub input_data: Option<Value>,
     /// 1 (most urgent) to 10; default 5.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10)))]
+    #[schemars(range(min = 1, max = 10))]
     pub priority: Option<i64>,
     /// Task ids (or unique prefixes of them, at least 4 characters) that must complete
     /// before this task can be claimed.
     #[serde(default)]
-    #[cfg_attr(
-        feature = "schema",
-        schemars(length(max = 100), inner(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$")))
-    )]
+    #[schemars(length(max = 100), inner(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$")))]
     pub depends_on: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetWorkRequest {
     /// Claim only tasks of these types; any type when absent.
     #[serde(default)]
-    #[cfg_attr(
-        feature = "schema",
-        schemars(length(max = 50), inner(length(min = 1, max = 256), regex(pattern = r"\S")))
-    )]
+    #[schemars(length(max = 50), inner(length(min = 1, max = 256), regex(pattern = r"\S")))]
     pub task_types: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompleteWorkRequest {
     /// The id `get_work` returned (or a unique prefix of it, at least 4 characters).
-    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$")))]
+    #[schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$"))]
     pub task_id: String,
     /// Whether the work succeeded (`completed`) or not (`failed`).
     pub success: bool,
@@ -142,21 +132,19 @@ pub struct CompleteWorkRequest {
     /// The skill (technique, in words) the work used: its use is counted for the task's
     /// type, as a success or not (see `record_skill_use`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 1000)))]
+    #[schemars(length(min = 1, max = 1000))]
     pub skill: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetTaskRequest {
     /// The task's id, or a unique prefix of it (at least 4 characters).
-    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$")))]
+    #[schemars(regex(pattern = r"^\s*[0-9a-fA-F-]{4,36}\s*$"))]
     pub task_id: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListTasksRequest {
     #[serde(default)]
@@ -165,7 +153,7 @@ pub struct ListTasksRequest {
     pub task_type: Option<String>,
     /// At most this many tasks, most urgent first; default 100.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10000)))]
+    #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<i64>,
 }
 
@@ -219,8 +207,7 @@ pub struct TaskFilter {
     pub limit: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SubmitWorkResult {
     pub success: bool,
     pub task_id: String,
@@ -229,8 +216,7 @@ pub struct SubmitWorkResult {
 }
 
 /// `get_work` answer: the claimed task, or `{success: false, reason: "no_tasks_available"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GetWorkResult {
     pub success: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -282,8 +268,7 @@ impl GetWorkResult {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompleteWorkResult {
     pub success: bool,
     pub task_id: String,
@@ -297,12 +282,11 @@ pub struct CompleteWorkResult {
     /// The workflow the task is a node of, read in the completion's own statement (the
     /// service moves it on); not part of the answer.
     #[serde(skip)]
-    #[cfg_attr(feature = "schema", schemars(skip))]
+    #[schemars(skip)]
     pub workflow_id: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskInfo {
     pub task_id: String,
     pub task_type: String,
@@ -340,15 +324,13 @@ pub struct TaskInfo {
     pub assigned_to: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GetTaskResult {
     pub success: bool,
     pub task: TaskInfo,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListTasksResult {
     pub tasks: Vec<TaskInfo>,
 }

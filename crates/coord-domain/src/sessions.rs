@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_STALE_MINUTES: i64 = 15;
 pub const MAX_STALE_MINUTES: i64 = 7 * 24 * 60;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentStatus {
     Active,
@@ -44,8 +43,7 @@ impl std::fmt::Display for AgentStatus {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterSessionRequest {
     /// What this agent can do, e.g. `["coding", "testing"]`; others discover it by these.
@@ -57,29 +55,24 @@ pub struct RegisterSessionRequest {
     /// The team this agent works in (letters, digits, `.`, `_`, `-`; at most 64): a
     /// message to `team:<name>` reaches every live member.
     #[serde(default)]
-    #[cfg_attr(
-        feature = "schema",
-        schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9._-]+$"))
-    )]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9._-]+$"))]
     pub team: Option<String>,
     /// The worktree the agent works in (its root directory), so others can see which
     /// checkout of the repository it is in; `coord mcp` and the CLI send it themselves.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 4096)))]
+    #[schemars(length(min = 1, max = 4096))]
     pub worktree: Option<String>,
     /// The branch checked out there.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256)))]
+    #[schemars(length(min = 1, max = 256))]
     pub branch: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HeartbeatRequest {}
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiscoverAgentsRequest {
     #[serde(default)]
@@ -89,19 +82,18 @@ pub struct DiscoverAgentsRequest {
     pub status: Option<AgentStatus>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CleanupDeadAgentsRequest {
     /// Minutes without a heartbeat after which an agent counts as dead; default 15.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10080)))]
+    #[schemars(range(min = 1, max = 10080))]
     pub stale_threshold_minutes: Option<i64>,
     /// Also these sessions (ids), whatever their last heartbeat: e.g. the process that
     /// served them is gone. A session that is no longer its agent's current one (the
     /// agent registered again) is left alone. At most 1000.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 1000)))]
+    #[schemars(length(max = 1000))]
     pub sessions: Option<Vec<String>>,
 }
 
@@ -218,8 +210,7 @@ pub struct NewSession {
     pub branch: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionResult {
     pub success: bool,
     pub session_id: String,
@@ -234,8 +225,7 @@ impl SessionResult {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentInfo {
     pub agent_id: String,
     pub agent_type: String,
@@ -266,14 +256,12 @@ pub struct AgentInfo {
     pub branch: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DiscoverAgentsResult {
     pub agents: Vec<AgentInfo>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CleanupResult {
     pub success: bool,
     /// Number of agents marked `disconnected`.
@@ -360,8 +348,7 @@ pub fn no_live_session(agent_id: &str) -> crate::CoordError {
 
 /// `end_session`: what ending a session means, decided once for every door (the Claude
 /// Code `SessionEnd` hook, an MCP connection closing, a person at the CLI).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndSessionRequest {
     /// Release every lock you hold (default true).
@@ -390,8 +377,7 @@ pub struct EndSession {
     pub if_session: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EndSessionResult {
     pub success: bool,
     /// False when `if_session` named a session that is no longer yours: nothing changed.

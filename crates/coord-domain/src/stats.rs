@@ -11,8 +11,7 @@ use serde::{Deserialize, Serialize};
 pub const CLAIM_TO_COMPLETE_BOUNDS: [f64; 10] =
     [10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 86400.0];
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatsResult {
     pub success: bool,
     /// `sqlite` or `postgres`.
@@ -44,8 +43,7 @@ pub struct StatsResult {
 /// The spec's "verification pass rate" and "mean time to verify", from
 /// `verification_results`: runs that ended (skipped and cancelled ones aside), and the
 /// time from the changeset's submission to each run's end.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerificationCounts {
     pub passed: i64,
     pub failed: i64,
@@ -67,8 +65,7 @@ impl VerificationCounts {
 
 /// A histogram as Prometheus has it: cumulative counts per upper bound, plus the count and
 /// the sum of every observation.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Histogram {
     pub count: i64,
     pub sum_seconds: f64,
@@ -76,8 +73,7 @@ pub struct Histogram {
     pub buckets: Vec<Bucket>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bucket {
     pub le: f64,
     pub count: i64,
@@ -125,15 +121,13 @@ impl Histogram {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CategoryCount {
     pub category: String,
     pub count: i64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FeedbackCounts {
     pub useful: i64,
     pub not_useful: i64,

@@ -6,8 +6,7 @@ use crate::locks::LockInfo;
 use crate::queue::TaskInfo;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskCounts {
     pub pending: i64,
     /// Pending tasks still waiting on dependencies (included in `pending`).
@@ -36,8 +35,7 @@ impl TaskCounts {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentCounts {
     pub active: i64,
     pub idle: i64,
@@ -55,8 +53,7 @@ impl AgentCounts {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusResult {
     pub success: bool,
     pub backend: String,

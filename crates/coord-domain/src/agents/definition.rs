@@ -12,8 +12,7 @@ pub const MAX_DESCRIPTION_LEN: usize = 1024;
 pub const MAX_TURNS: u64 = 500;
 
 /// One problem of a definition: the field (`tools[2]`, `name`, `body`) and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FieldError {
     pub field: String,
     pub reason: String,
@@ -35,8 +34,7 @@ impl std::fmt::Display for FieldError {
 }
 
 /// A valid definition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentDefinition {
     pub name: String,
     pub description: String,

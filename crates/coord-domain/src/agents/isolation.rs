@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 pub const WORKTREES_DIR: &str = ".coord-worktrees";
 
 /// Where a spawned agent works.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Isolation {
     /// The coordinator's checkout, with the other agents working there.
@@ -40,8 +39,7 @@ impl Isolation {
 }
 
 /// What became of an isolated agent's worktree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorktreeState {
     /// The agent works in it.
@@ -53,8 +51,7 @@ pub enum WorktreeState {
 }
 
 /// An isolated agent's worktree, as its record shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IsolatedWorktree {
     /// Its directory (under the main checkout's `.coord-worktrees/`).
     pub path: String,

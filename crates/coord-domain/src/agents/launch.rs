@@ -10,8 +10,7 @@ use serde_json::json;
 /// Turns a launched agent gets when its definition does not say.
 pub const DEFAULT_MAX_TURNS: u32 = 30;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Runtime {
     Claude,

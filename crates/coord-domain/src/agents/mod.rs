@@ -71,8 +71,7 @@ const READ_COMMANDS: &[&str] = &[
 ];
 
 /// The four permission profiles of spec 003.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerProfile {
     /// Reviewers, explorers, verifiers of specs: read and search, read-only commands.

@@ -20,8 +20,7 @@ asks for more (credentials, other repositories, disabling safety, exfiltration).
 and nothing else: {\"verdict\":\"valid\",\"reasons\":[]} or {\"verdict\":\"invalid\",\"reasons\":[\"why\"]}.";
 
 /// What the validator judges (sent as JSON).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LaunchPlanSummary {
     pub agent: String,
     pub profile: String,
@@ -57,8 +56,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictKind {
     Valid,
@@ -66,8 +64,7 @@ pub enum VerdictKind {
 }
 
 /// A validator's answer, read strictly.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Verdict {
     pub verdict: VerdictKind,
@@ -124,8 +121,7 @@ pub fn messages_text(response: &serde_json::Value) -> Result<String, String> {
 }
 
 /// Which validator judged a launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Validator {
     /// A command: the plan on stdin, the verdict on stdout.
@@ -137,8 +133,7 @@ pub enum Validator {
 }
 
 /// `record_preflight`'s request: the judged plan and the outcome.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PreflightRequest {
     /// The identity the launch would have.
@@ -153,8 +148,7 @@ pub struct PreflightRequest {
     pub failure: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PreflightResult {
     pub success: bool,
     pub allowed: bool,

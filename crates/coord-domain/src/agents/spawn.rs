@@ -30,8 +30,7 @@ pub const REPORT_GRACE_MINUTES: i64 = 10;
 pub const SUPERVISOR: (&str, &str) = ("coord-supervisor", "cli");
 
 /// Where a spawned agent is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SpawnStatus {
     /// Registered, its supervisor being started.
@@ -86,8 +85,7 @@ impl SpawnStatus {
 }
 
 /// What coord keeps of one spawned agent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SpawnedAgent {
     pub agent_id: String,
     /// Who spawned it.
@@ -560,8 +558,7 @@ pub fn check_activation(agent: &SpawnedAgent, tool: Option<&str>) -> CoordResult
 }
 
 /// `spawn_agent`'s request.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnAgentRequest {
     /// The agent definition to launch: `.claude/agents/<agent>.md` of the coordinator's
@@ -698,8 +695,7 @@ pub fn validate_request(
 }
 
 /// `spawn_agent`'s answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SpawnAgentResult {
     pub success: bool,
     pub agent_id: String,
@@ -720,8 +716,7 @@ pub struct SpawnAgentResult {
 pub const MAX_WAIT_SECONDS: u64 = 300;
 
 /// `get_agent_output`'s request.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentOutputRequest {
     /// The spawned agent's id, as `spawn_agent` answered it.
@@ -729,15 +724,14 @@ pub struct AgentOutputRequest {
     /// Wait up to this many seconds (at most 300) for the run to end before answering;
     /// default 0: answer now.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(max = 300)))]
+    #[schemars(range(max = 300))]
     pub wait_seconds: Option<u64>,
 }
 
 /// `delegate_task`'s request: a spawn, and how long to wait for its answer. (The spawn's
 /// fields are repeated rather than `#[serde(flatten)]`ed: flattening would accept unknown
 /// fields, and unknown fields are refused.)
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DelegateTaskRequest {
     /// The agent definition to run (`.claude/agents/<agent>.md`). Give this or `profile`.
@@ -762,13 +756,12 @@ pub struct DelegateTaskRequest {
     pub keep_worktree: Option<bool>,
     /// Wait up to this many seconds (default and most 300) for its final answer.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(max = 300)))]
+    #[schemars(range(max = 300))]
     pub wait_seconds: Option<u64>,
 }
 
 /// `delegate_task`'s answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DelegateTaskResult {
     pub success: bool,
     pub agent_id: String,
@@ -783,8 +776,7 @@ pub struct DelegateTaskResult {
 }
 
 /// `get_agent_status`, `get_agent_output` and `stop_agent` name the agent.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentRef {
     /// The spawned agent's id, as `spawn_agent` answered it.
@@ -792,8 +784,7 @@ pub struct AgentRef {
 }
 
 /// `list_spawned_agents`' request.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListSpawnedAgentsRequest {
     /// Only those starting or running.
@@ -805,16 +796,14 @@ pub struct ListSpawnedAgentsRequest {
 }
 
 /// `list_spawned_agents`' answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListSpawnedAgentsResult {
     pub success: bool,
     pub agents: Vec<AgentStatusResult>,
 }
 
 /// `stop_agent`'s request.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopAgentRequest {
     pub target_agent_id: String,
@@ -824,8 +813,7 @@ pub struct StopAgentRequest {
 }
 
 /// `get_agent_status`'s answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentStatusResult {
     pub success: bool,
     pub agent_id: String,
@@ -891,8 +879,7 @@ impl AgentStatusResult {
 }
 
 /// `get_agent_output`'s answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentOutputResult {
     pub success: bool,
     pub agent_id: String,
@@ -912,8 +899,7 @@ pub struct AgentOutputResult {
 }
 
 /// `stop_agent`'s answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StopAgentResult {
     pub success: bool,
     pub agent_id: String,

@@ -48,8 +48,7 @@ pub const POSTINGS: i64 = 2000;
 /// scored, however old.
 pub const RARE: i64 = 100;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryType {
     /// An experience and its outcome (`remember`).
@@ -75,8 +74,7 @@ impl MemoryType {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Positive,
@@ -103,17 +101,16 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RememberRequest {
     /// What kind of event: `error`, `fix`, `decision`, `test_failure`, ... (lowercase
     /// letters, digits, `_`, `-`, `.`, `:`).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64)))]
+    #[schemars(length(min = 1, max = 64))]
     pub event_type: String,
     /// One sentence: what happened. The same agent storing the same event type and
     /// summary within an hour merges into the existing memory.
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 1000), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 1000), regex(pattern = r"\S"))]
     pub summary: String,
     /// Specifics (paths, commands, error text): a string or a JSON object, at most 8 KiB.
     #[serde(default)]
@@ -141,11 +138,10 @@ pub struct NewMemory {
     pub tags: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RememberResult {
     pub success: bool,
-    #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
+    #[schemars(extend("format" = "uuid"))]
     pub memory_id: String,
     /// True when this merged into a memory stored within the hour (same agent, event
     /// type and summary): `memory_id` is that memory's.
@@ -154,8 +150,7 @@ pub struct RememberResult {
     pub occurrences: i64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallRequest {
     /// What you are about to do, in your own words; may be empty when `tags` are given.
@@ -166,7 +161,7 @@ pub struct RecallRequest {
     pub tags: Option<Vec<String>>,
     /// How many, most relevant first; default 5, at most 50.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 50)))]
+    #[schemars(range(min = 1, max = 50))]
     pub limit: Option<i64>,
     /// Only memories this agent stored (its agent id). Not named `agent_id`: on the HTTP
     /// API a body's `agent_id` is the caller's own identity claim.
@@ -191,18 +186,16 @@ pub struct RecallQuery {
     pub explain: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecallResult {
     /// Most relevant first (ties: most recently seen, then id).
     pub memories: Vec<RecalledMemory>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecalledMemory {
     pub memory_type: MemoryType,
-    #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
+    #[schemars(extend("format" = "uuid"))]
     pub memory_id: String,
     /// The memory as text: summary, lessons and outcome (a skill: what it is, for which
     /// task type, how often it worked).
@@ -221,18 +214,16 @@ pub struct RecalledMemory {
     pub explain: Option<rank::Explain>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryFeedbackRequest {
-    #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
+    #[schemars(extend("format" = "uuid"))]
     pub memory_id: String,
     /// Whether the memory helped with the task you recalled it for.
     pub useful: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryFeedbackResult {
     pub success: bool,
     pub memory_id: String,
@@ -241,16 +232,14 @@ pub struct MemoryFeedbackResult {
     pub not_useful_count: i64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForgetRequest {
-    #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
+    #[schemars(extend("format" = "uuid"))]
     pub memory_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ForgetResult {
     pub success: bool,
     pub memory_id: String,

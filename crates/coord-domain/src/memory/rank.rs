@@ -62,8 +62,7 @@ pub struct Candidate {
 }
 
 /// Why a memory scored what it did (`recall` with `explain: true`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Explain {
     /// Text match over the best text match among the candidates.
     pub text: f64,

@@ -15,14 +15,13 @@ pub const MAX_RETENTION_DAYS: i64 = 36_500;
 /// Memories one prune removes at most: short transactions; `more` says to call again.
 pub const PRUNE_BATCH: i64 = 1000;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PruneMemoriesRequest {
     /// Episodic memories last seen more than this many days ago go (default: the
     /// server's retention, 365 days).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 36500)))]
+    #[schemars(range(min = 1, max = 36500))]
     pub older_than_days: Option<i64>,
     /// Only count what would go.
     #[serde(default)]
@@ -37,8 +36,7 @@ pub struct PruneMemories {
     pub batch: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PruneMemoriesResult {
     pub success: bool,
     /// Memories last seen before this went.

@@ -28,15 +28,14 @@ pub fn wilson_lower_bound(successes: i64, total: i64) -> f64 {
     ((centre - spread) / (1.0 + z2 / n)).max(0.0)
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordSkillUseRequest {
     /// The technique, in words ("bisect the flaky test alone with --test-threads=1").
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 1000), regex(pattern = r"\S")))]
+    #[schemars(length(min = 1, max = 1000), regex(pattern = r"\S"))]
     pub skill: String,
     /// The kind of task it was used for (`flaky-test`, `migration`, ...).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64)))]
+    #[schemars(length(min = 1, max = 64))]
     pub task_type: String,
     /// Whether it worked this time.
     pub success: bool,
@@ -60,10 +59,9 @@ impl SkillUse {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Skill {
-    #[cfg_attr(feature = "schema", schemars(extend("format" = "uuid")))]
+    #[schemars(extend("format" = "uuid"))]
     pub memory_id: String,
     pub skill: String,
     pub task_type: String,
@@ -109,22 +107,20 @@ impl Skill {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordSkillUseResult {
     pub success: bool,
     #[serde(flatten)]
     pub skill: Skill,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetSkillsRequest {
     pub task_type: String,
     /// How many, most effective first; default 10, at most 100.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 100)))]
+    #[schemars(range(min = 1, max = 100))]
     pub limit: Option<i64>,
 }
 
@@ -134,8 +130,7 @@ pub struct SkillQuery {
     pub limit: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GetSkillsResult {
     /// Most effective first (ties: more uses, then most recently used).
     pub skills: Vec<Skill>,

@@ -33,8 +33,7 @@ pub const MAX_CONTENT: usize = 16 * 1024;
 pub const DIGEST_KEY: &str = "digest";
 const DIGEST_LINE: usize = 80;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
     /// What the session is doing.
@@ -81,8 +80,7 @@ impl EntryKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryState {
     /// Verbatim.
@@ -112,11 +110,10 @@ impl EntryState {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntryInput {
     /// Names the entry: writing a key again replaces it (and makes it the newest).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    #[schemars(length(min = 1, max = 128))]
     pub key: String,
     #[serde(default)]
     pub kind: EntryKind,
@@ -127,16 +124,14 @@ pub struct EntryInput {
     pub critical: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateWorkingMemoryRequest {
     /// Entries to write, in order (at most 64 per call).
     pub entries: Vec<EntryInput>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetWorkingMemoryRequest {
     /// Also return what compaction folded away, with the originals of compressed and
@@ -146,8 +141,7 @@ pub struct GetWorkingMemoryRequest {
 }
 
 /// One stored entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Entry {
     pub key: String,
     pub kind: EntryKind,
@@ -165,8 +159,7 @@ pub struct Entry {
     pub updated_at: Timestamp,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Compressed {
     pub key: String,
     pub state: EntryState,
@@ -174,8 +167,7 @@ pub struct Compressed {
     pub tokens_after: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkingMemoryResult {
     pub success: bool,
     pub session_id: String,

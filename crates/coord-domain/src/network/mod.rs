@@ -28,8 +28,7 @@ pub const MAX_ENTRIES: usize = 256;
 pub const MAX_ADDRESSES: usize = 64;
 
 /// A network policy as stored and shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NetworkPolicy {
     pub name: String,
     #[serde(default)]
@@ -49,8 +48,7 @@ pub struct NetworkPolicy {
 }
 
 /// A named set of entries (`@name` in a policy).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Category {
     pub name: String,
     pub description: String,
@@ -103,8 +101,7 @@ pub struct PolicyRow {
 }
 
 /// One policy in effect, as `list_network_policies` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PolicyEntry {
     pub source: RuleSource,
     #[serde(flatten)]
@@ -235,8 +232,7 @@ fn invalid(field: &str, message: impl Into<String>) -> CoordError {
 }
 
 /// `check_network_access`'s request.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckNetworkAccessRequest {
     /// A URL (http, https, ws, wss) or host[:port] (port 443 when absent).
@@ -294,8 +290,7 @@ pub fn validate_check(req: CheckNetworkAccessRequest) -> CoordResult<Check> {
 
 /// `check_network_access`'s answer when the request is allowed (a refusal is the
 /// error `domain_blocked`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckNetworkAccessResult {
     pub success: bool,
     pub allowed: bool,
@@ -367,8 +362,7 @@ pub fn answer(rules: &Rules, check: &Check) -> CoordResult<CheckNetworkAccessRes
 }
 
 /// A row of `network_access_log`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NetworkAccess {
     pub agent_id: String,
     pub host: String,
@@ -421,8 +415,7 @@ impl NetworkAccess {
 }
 
 /// `list_network_policies`'s answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListNetworkPoliciesResult {
     pub success: bool,
     pub policies: Vec<PolicyEntry>,
@@ -431,8 +424,7 @@ pub struct ListNetworkPoliciesResult {
 
 /// `set_network_policy`'s request: the whole policy (a built-in name replaces it).
 /// Unknown fields are refused: a misspelt `deny` must not store a policy without one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetNetworkPolicyRequest {
     pub name: String,
@@ -465,22 +457,19 @@ impl From<SetNetworkPolicyRequest> for NetworkPolicy {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetNetworkPolicyResult {
     pub success: bool,
     pub policy: PolicyEntry,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResetNetworkPolicyRequest {
     pub name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ResetNetworkPolicyResult {
     pub success: bool,
     pub name: String,
@@ -554,8 +543,7 @@ pub fn no_policy_row(name: &str) -> CoordError {
 }
 
 /// `network_access_log`'s request.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkAccessLogRequest {
     /// Whose attempts (administrators: anyone's; others: their own, the default).
@@ -603,8 +591,7 @@ pub fn access_log_filter(req: NetworkAccessLogRequest, caller: &str, admin: bool
 }
 
 /// A row of the access log as read back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NetworkAccessRow {
     pub id: i64,
     pub at: Timestamp,
@@ -612,16 +599,14 @@ pub struct NetworkAccessRow {
     pub access: NetworkAccess,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NetworkAccessLogResult {
     pub success: bool,
     pub entries: Vec<NetworkAccessRow>,
 }
 
 /// How a sandboxed run's egress is enforced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Enforcement {
     /// The network namespace: the proxy is the only way out.
@@ -631,8 +616,7 @@ pub enum Enforcement {
 }
 
 /// `record_sandbox_run`'s request: what `coord sandbox run` is about to run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxRunRequest {
     /// The command line (at most 256 arguments of at most 4096 characters each).
@@ -642,8 +626,7 @@ pub struct SandboxRunRequest {
     pub workspace: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SandboxRunResult {
     pub success: bool,
     pub enforcement: Enforcement,

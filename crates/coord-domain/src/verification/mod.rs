@@ -43,8 +43,7 @@ fn invalid(field: &str, message: impl Into<String>) -> CoordError {
 }
 
 /// Who runs a policy's checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Executor {
     /// `command` in the coordinator's sandbox (lint, type checks).
@@ -94,8 +93,7 @@ fn default_timeout() -> u32 {
 /// A verification policy: the files it covers and what verifies them. Also
 /// `set_verification_policy`'s request (unknown fields refused: a misspelt
 /// `exclude_patterns` must not store a policy that covers too much).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VerificationPolicy {
     /// 1 to 64 lowercase letters, digits, `_` or `-`.
@@ -103,7 +101,7 @@ pub struct VerificationPolicy {
     #[serde(default)]
     pub description: String,
     /// 0 static analysis, 1 unit tests, 2 integration, 3 system, 4 a person's review.
-    #[cfg_attr(feature = "schema", schemars(range(max = 4)))]
+    #[schemars(range(max = 4))]
     pub tier: u8,
     pub executor: Executor,
     /// Globs over repository-relative paths; `*` stays within a directory, `**/`
@@ -118,7 +116,7 @@ pub struct VerificationPolicy {
     pub required_env: Vec<String>,
     /// Seconds a run may take (default 300, at most a day).
     #[serde(default = "default_timeout")]
-    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86400)))]
+    #[schemars(range(min = 1, max = 86400))]
     pub timeout_seconds: u32,
     /// A person must approve before the executor runs (the manual executor — tier 4 —
     /// is a person's review and needs no flag).
@@ -152,8 +150,7 @@ impl VerificationPolicy {
 }
 
 /// A policy as stored: who changed it last and when.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerificationPolicyRow {
     pub policy: VerificationPolicy,
     pub updated_by: String,
@@ -161,31 +158,27 @@ pub struct VerificationPolicyRow {
 }
 
 /// `set_verification_policy`'s answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SetVerificationPolicyResult {
     pub success: bool,
     pub policy: VerificationPolicyRow,
 }
 
 /// `list_verification_policies`' answer, by name.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListVerificationPoliciesResult {
     pub success: bool,
     pub policies: Vec<VerificationPolicyRow>,
 }
 
 /// `delete_verification_policy`'s request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteVerificationPolicyRequest {
     pub name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeleteVerificationPolicyResult {
     pub success: bool,
     pub name: String,
@@ -334,8 +327,7 @@ fn only_for(value: Option<String>, executor: Executor, owner: Executor, field: &
 }
 
 /// The state of one policy's run over a changeset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// Waiting for its executor.
@@ -395,8 +387,7 @@ impl RunStatus {
 }
 
 /// A changeset's overall state, from its runs ([`overall`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangesetStatus {
     /// No enabled policy covers any of its files.
@@ -412,8 +403,7 @@ pub enum ChangesetStatus {
 }
 
 /// How a file changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Change {
     Added,
@@ -422,16 +412,14 @@ pub enum Change {
 }
 
 /// A file of a changeset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChangedFile {
     pub path: String,
     pub change: Change,
 }
 
 /// `submit_changeset`'s request.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitChangesetRequest {
     /// Files added or modified (repository-relative, or absolute inside the caller's
@@ -579,8 +567,7 @@ pub fn check_branch(b: &str) -> CoordResult<()> {
 }
 
 /// One policy's run over a changeset, as `get_verification` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerificationRun {
     pub policy: String,
     pub tier: u8,
@@ -612,8 +599,7 @@ pub struct VerificationRun {
 }
 
 /// A recorded changeset.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Changeset {
     pub changeset_id: String,
     pub agent_id: String,
@@ -638,8 +624,7 @@ pub struct Changeset {
 }
 
 /// `submit_changeset`'s and `get_verification`'s answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerificationResult {
     pub success: bool,
     pub changeset: Changeset,
@@ -654,11 +639,10 @@ pub struct VerificationResult {
 }
 
 /// `get_verification`'s request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetVerificationRequest {
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64)))]
+    #[schemars(length(min = 1, max = 64))]
     pub changeset_id: String,
     /// Include the submitted diff.
     #[serde(default)]
@@ -809,8 +793,7 @@ pub const MAX_OUTPUT_TAIL: usize = 64 * 1024;
 pub const CLAIM_GRACE_SECONDS: i64 = 60;
 
 /// `claim_verification_run`'s request.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimVerificationRunRequest {
     /// The executors this worker runs (default inline and local; never manual).
@@ -873,8 +856,7 @@ impl Default for ClaimFilter {
 }
 
 /// A run a worker claimed: what it needs to run it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClaimedRun {
     pub changeset_id: String,
     pub attempt: u32,
@@ -899,8 +881,7 @@ pub struct ClaimedRun {
     pub repository: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClaimVerificationRunResult {
     pub success: bool,
     /// None: nothing to run.
@@ -908,11 +889,10 @@ pub struct ClaimVerificationRunResult {
 }
 
 /// `report_verification_run`'s request: the outcome of a claimed run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportVerificationRunRequest {
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64)))]
+    #[schemars(length(min = 1, max = 64))]
     pub changeset_id: String,
     pub policy: String,
     /// The attempt claimed (default 1).
@@ -924,11 +904,11 @@ pub struct ReportVerificationRunRequest {
     pub status: RunStatus,
     /// The executor's id of the run started elsewhere (a GitHub Actions run id).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    #[schemars(length(min = 1, max = 128))]
     pub external_id: Option<String>,
     /// Where to see it (the run's page).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 2048)))]
+    #[schemars(length(max = 2048))]
     pub external_url: Option<String>,
     #[serde(default)]
     pub exit_code: Option<i32>,

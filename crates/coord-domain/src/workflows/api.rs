@@ -6,8 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `create_workflow`'s request.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWorkflowRequest {
     /// A name for people.
@@ -23,8 +22,7 @@ pub struct CreateWorkflowRequest {
     pub input: Option<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CreateWorkflowResult {
     pub success: bool,
     pub workflow_id: String,
@@ -43,16 +41,14 @@ pub struct CreateWorkflowResult {
 }
 
 /// Names a workflow.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowRef {
     pub workflow_id: String,
 }
 
 /// One node as `get_workflow_status` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeView {
     pub id: String,
     pub status: NodeStatus,
@@ -84,8 +80,7 @@ pub struct NodeView {
 }
 
 /// `get_workflow_status`' and `get_swarm_results`' answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkflowView {
     pub success: bool,
     pub workflow_id: String,
@@ -111,8 +106,7 @@ pub struct WorkflowView {
     pub task_type: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemberView {
     pub agent_id: String,
     /// Its spawn's status (starting, running, completed, …).
@@ -122,8 +116,7 @@ pub struct MemberView {
 }
 
 /// `list_workflows`' request.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListWorkflowsRequest {
     /// At most this many, newest first (default 50, at most 500).
@@ -131,8 +124,7 @@ pub struct ListWorkflowsRequest {
     pub limit: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkflowSummary {
     pub workflow_id: String,
     pub kind: Kind,
@@ -143,16 +135,14 @@ pub struct WorkflowSummary {
     pub nodes: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ListWorkflowsResult {
     pub success: bool,
     pub workflows: Vec<WorkflowSummary>,
 }
 
 /// A member of a swarm: an agent of the registry or a generic worker of a profile.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwarmMemberSpec {
     #[serde(default)]
@@ -168,8 +158,7 @@ pub struct SwarmMemberSpec {
 }
 
 /// `create_swarm`'s request.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSwarmRequest {
     pub name: String,
@@ -185,8 +174,7 @@ pub struct CreateSwarmRequest {
     pub timeout_minutes: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CreateSwarmResult {
     pub success: bool,
     pub swarm_id: String,
@@ -197,8 +185,7 @@ pub struct CreateSwarmResult {
 }
 
 /// Names a swarm.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwarmRef {
     pub swarm_id: String,
