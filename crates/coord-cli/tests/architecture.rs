@@ -405,7 +405,7 @@ fn the_stores_make_the_same_schema_changes_in_the_same_order() {
 #[test]
 fn operations_never_call_one_another() {
     // What follows an operation runs through the coordinator's one follow-up mechanism
-    // (coord-service's follow_up.rs), never called from inside an operation: every way
+    // (coord-service's follow_up/), never called from inside an operation: every way
     // of running an operation (the pipeline's entries, the typed and erased fronts,
     // another operation's execute) would bring back operations nesting each other.
     let ops = root().join("crates/coord-service/src/ops");
