@@ -28,6 +28,21 @@ pub struct Timer {
     round_trips: Option<u64>,
 }
 
+impl crate::progress::Counts for Shared {
+    fn elapsed(&self) -> Duration {
+        Shared::elapsed(self)
+    }
+    fn ops(&self) -> u64 {
+        Shared::ops(self)
+    }
+    fn errors(&self) -> u64 {
+        Shared::errors(self)
+    }
+    fn violations(&self) -> u64 {
+        self.invariants.violations()
+    }
+}
+
 impl Shared {
     pub fn new(seconds: f64) -> Arc<Shared> {
         let started = Instant::now();

@@ -1,16 +1,23 @@
 //! A progress line on stderr while a run lasts (terminals only, never in `--json`).
 
-use crate::driver::Shared;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// What the line shows of a run, counted by its driver.
+pub trait Counts: Send + Sync + 'static {
+    fn elapsed(&self) -> Duration;
+    fn ops(&self) -> u64;
+    fn errors(&self) -> u64;
+    fn violations(&self) -> u64;
+}
 
 pub struct Progress {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Progress {
-    pub fn start(enabled: bool, label: String, shared: Arc<Shared>, seconds: f64) -> Progress {
+    pub fn start<C: Counts>(enabled: bool, label: String, shared: Arc<C>, seconds: f64) -> Progress {
         if !enabled {
             return Progress { task: None };
         }
@@ -26,7 +33,7 @@ impl Progress {
                     err,
                     "\r\x1b[2K{label}: {elapsed:>5.1}s / {seconds:.0}s  {ops} ops  {rate:.0}/s  errors {}  violations {}",
                     shared.errors(),
-                    shared.invariants.violations()
+                    shared.violations()
                 );
                 let _ = err.flush();
             }

@@ -206,6 +206,42 @@ fn flags_written(matches: &clap::ArgMatches) -> Vec<String> {
         .collect()
 }
 
+/// Said under each command's help instead of the options every command takes.
+const GLOBAL_OPTIONS: &str = "Options every command takes (--json, --db, --agent-id, …): `coord help options`";
+
+/// The grammar as a person reads it: the options every command takes are listed once —
+/// in `coord --help` and `coord help options` — not again under every command (each
+/// still accepts them, before or after its name).
+pub fn command() -> clap::Command {
+    let options =
+        clap::Command::new("options").about("The options every command takes, before or after the command's name");
+    let cmd = <Cli as clap::CommandFactory>::command().subcommand(options);
+    let globals: Vec<clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
+    hide_globals(cmd, &globals)
+}
+
+/// Each command under `cmd` given its own hidden copy of every global option: clap then
+/// propagates nothing there (a command's own definition wins), parses the same, and
+/// reports the value where a global option's is read.
+fn hide_globals(mut cmd: clap::Command, globals: &[clap::Arg]) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .filter(|n| n != "options")
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |mut sub| {
+            for g in globals {
+                if sub.get_arguments().all(|a| a.get_id() != g.get_id()) {
+                    sub = sub.arg(g.clone().hide(true));
+                }
+            }
+            hide_globals(sub.after_help(GLOBAL_OPTIONS), globals)
+        });
+    }
+    cmd
+}
+
 impl Cli {
     /// Parses the command line (exits with clap's message on bad usage), noting where the
     /// identity flags came from.
@@ -238,7 +274,7 @@ impl Cli {
 
     fn whole_grammar(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
         use clap::FromArgMatches;
-        let mut grammar = crate::grammar::command();
+        let mut grammar = command();
         let matches = grammar.try_get_matches_from_mut(args)?;
         if let Some(("options", _)) = matches.subcommand()
             && let Some(options) = grammar.find_subcommand_mut("options")
@@ -2078,7 +2114,7 @@ mod tests {
     #[test]
     fn the_guardrails_know_every_spelling_of_a_persons_decision() {
         use coord_guardrails::rules::PERSON_COMMANDS;
-        let grammar = crate::grammar::command();
+        let grammar = command();
         let spellings = |c: &clap::Command| -> Vec<String> {
             std::iter::once(c.get_name().to_string())
                 .chain(c.get_all_aliases().map(String::from))
@@ -2124,7 +2160,7 @@ mod tests {
     /// their list of those options is the grammar's.
     #[test]
     fn the_guardrails_know_every_global_option_that_takes_a_value() {
-        let grammar = crate::grammar::command();
+        let grammar = command();
         let mut taking: Vec<String> = grammar
             .get_arguments()
             .filter(|a| a.is_global_set() && a.get_action().takes_values())

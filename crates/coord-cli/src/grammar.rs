@@ -1,45 +1,10 @@
 //! What is generated from coord's one grammar (`args::Cli`): shell completions and the
-//! man page, so that neither can fall behind a command or a flag.
+//! man page, so that neither can fall behind a command or a flag. (The grammar as a
+//! person reads it, its global options listed once, is `args::command`.)
 
 use crate::args::Cli;
 use crate::output;
 use clap::CommandFactory as _;
-
-/// Said under each command's help instead of the options every command takes.
-const GLOBAL_OPTIONS: &str = "Options every command takes (--json, --db, --agent-id, …): `coord help options`";
-
-/// The grammar as a person reads it: the options every command takes are listed once —
-/// in `coord --help` and `coord help options` — not again under every command (each
-/// still accepts them, before or after its name).
-pub fn command() -> clap::Command {
-    let options =
-        clap::Command::new("options").about("The options every command takes, before or after the command's name");
-    let cmd = Cli::command().subcommand(options);
-    let globals: Vec<clap::Arg> = cmd.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
-    hide_globals(cmd, &globals)
-}
-
-/// Each command under `cmd` given its own hidden copy of every global option: clap then
-/// propagates nothing there (a command's own definition wins), parses the same, and
-/// reports the value where a global option's is read.
-fn hide_globals(mut cmd: clap::Command, globals: &[clap::Arg]) -> clap::Command {
-    let names: Vec<String> = cmd
-        .get_subcommands()
-        .map(|s| s.get_name().to_string())
-        .filter(|n| n != "options")
-        .collect();
-    for name in names {
-        cmd = cmd.mut_subcommand(name, |mut sub| {
-            for g in globals {
-                if sub.get_arguments().all(|a| a.get_id() != g.get_id()) {
-                    sub = sub.arg(g.clone().hide(true));
-                }
-            }
-            hide_globals(sub.after_help(GLOBAL_OPTIONS), globals)
-        });
-    }
-    cmd
-}
 
 /// `coord completions SHELL`: the completion script, on stdout.
 pub fn completions(shell: clap_complete::Shell) -> u8 {

@@ -334,7 +334,18 @@ pub struct AuditEntry {
     /// existed): `coord audit verify` checks it; an export keeps it, so the chain can
     /// be checked elsewhere too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chain: Option<crate::audit_chain::ChainLink>,
+    pub chain: Option<ChainLink>,
+}
+
+/// A row's place in the chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ChainLink {
+    /// Position in the chain: 1, 2, 3, … without gaps.
+    pub seq: i64,
+    /// The hash of the row at `seq - 1` (or of the checkpoint that replaced it).
+    pub prev_hash: String,
+    /// SHA-256 (hex) of this row's canonical content and its link.
+    pub hash: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -27,16 +27,8 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 pub const DEFAULT_RETENTION_DAYS: i64 = 90;
 pub const MAX_RETENTION_DAYS: i64 = 36_500;
 
-/// A row's place in the chain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ChainLink {
-    /// Position in the chain: 1, 2, 3, … without gaps.
-    pub seq: i64,
-    /// The hash of the row at `seq - 1` (or of the checkpoint that replaced it).
-    pub prev_hash: String,
-    /// SHA-256 (hex) of this row's canonical content and its link.
-    pub hash: String,
-}
+/// A row's place in the chain (defined beside the audit row that carries it).
+pub use crate::audit::ChainLink;
 
 /// The newest position of the chain: where the next row links.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

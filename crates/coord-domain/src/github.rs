@@ -234,7 +234,15 @@ pub struct Push {
     #[serde(default)]
     pub sender: Option<Named>,
     #[serde(default)]
-    pub repository: Option<crate::github_sync::Repository>,
+    pub repository: Option<Repository>,
+}
+
+/// The repository an event is about.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Repository {
+    pub id: i64,
+    #[serde(default)]
+    pub full_name: String,
 }
 
 /// `agent/<agent id>/<task>` → (agent id, task); the ref may be full (`refs/heads/…`,

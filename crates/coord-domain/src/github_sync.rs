@@ -34,12 +34,7 @@ pub struct Label {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct Repository {
-    pub id: i64,
-    #[serde(default)]
-    pub full_name: String,
-}
+pub use crate::github::Repository;
 
 /// The fields of an issue (or a pull request: labels on pull requests arrive as
 /// `pull_request` events with the same fields) coord reads.

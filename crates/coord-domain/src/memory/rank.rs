@@ -10,19 +10,21 @@
 //!   half-life H (90 days by default), floor β = 0.4 so that durable lessons stay findable.
 //! - I, substance: episodic `0.8 + 0.1·[has lessons] + 0.05·[positive or negative
 //!   outcome] + 0.05·min(1, log2(occurrences)/3)`; procedural `0.8 + 0.2·W` where W is
-//!   the Wilson lower bound of its success rate ([`super::skills::wilson_lower_bound`]).
+//!   the Wilson lower bound of its success rate ([`wilson_lower_bound`]).
 //! - U, usefulness: `0.5 + 0.5·(u+1)/(u+n+2)` from agents' `memory_feedback` votes
 //!   (0.75 with none; three "not useful" votes give 0.6).
 //!
 //! D, I and U only modulate: nothing makes an unmatched memory relevant. Recall does not
 //! count as being seen (a read is not a write), so showing a memory does not keep it fresh.
 
-use super::{MemoryType, Outcome, skills};
+use super::{MemoryType, Outcome};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_HALF_LIFE_DAYS: f64 = 90.0;
 pub const DECAY_FLOOR: f64 = 0.4;
+/// 95% confidence, for [`wilson_lower_bound`].
+const Z: f64 = 1.96;
 pub const TEXT_WEIGHT: f64 = 0.7;
 pub const TAG_WEIGHT: f64 = 0.3;
 pub const MIN_MATCH: f64 = 0.05;
@@ -114,7 +116,7 @@ pub fn substance(c: &Candidate) -> f64 {
             let repeats = 0.05 * ((c.occurrences.max(1) as f64).log2() / 3.0).min(1.0);
             0.8 + lessons + outcome + repeats
         }
-        MemoryType::Procedural => 0.8 + 0.2 * skills::wilson_lower_bound(c.successes, c.successes + c.failures),
+        MemoryType::Procedural => 0.8 + 0.2 * wilson_lower_bound(c.successes, c.successes + c.failures),
     }
 }
 
@@ -191,6 +193,20 @@ pub fn rank(
     });
     scored.truncate(limit);
     scored
+}
+
+/// The lower bound of the Wilson score interval of `successes` out of `total` (0 with
+/// no uses).
+pub fn wilson_lower_bound(successes: i64, total: i64) -> f64 {
+    if total <= 0 {
+        return 0.0;
+    }
+    let n = total as f64;
+    let p = (successes.clamp(0, total) as f64) / n;
+    let z2 = Z * Z;
+    let centre = p + z2 / (2.0 * n);
+    let spread = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre - spread) / (1.0 + z2 / n)).max(0.0)
 }
 
 /// Four decimals: what a caller can compare, without float noise in audit rows.

@@ -3,6 +3,7 @@
 //! count. Ranked by the Wilson lower bound of the success rate, which is honest about
 //! small samples: one lucky success (0.21) never outranks 95 of 100 (0.89).
 
+use super::rank::{round, wilson_lower_bound};
 use super::{MAX_SUMMARY, merge_key, validate_kind_word};
 use crate::error::CoordResult;
 use crate::time::Timestamp;
@@ -11,22 +12,6 @@ use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_SKILLS_LIMIT: i64 = 10;
 pub const MAX_SKILLS_LIMIT: i64 = 100;
-/// 95% confidence.
-const Z: f64 = 1.96;
-
-/// The lower bound of the Wilson score interval of `successes` out of `total` (0 with
-/// no uses).
-pub fn wilson_lower_bound(successes: i64, total: i64) -> f64 {
-    if total <= 0 {
-        return 0.0;
-    }
-    let n = total as f64;
-    let p = (successes.clamp(0, total) as f64) / n;
-    let z2 = Z * Z;
-    let centre = p + z2 / (2.0 * n);
-    let spread = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre - spread) / (1.0 + z2 / n)).max(0.0)
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -100,7 +85,7 @@ impl Skill {
             } else {
                 0.0
             },
-            effectiveness: super::rank::round(wilson_lower_bound(successes, uses)),
+            effectiveness: round(wilson_lower_bound(successes, uses)),
             agent_id,
             last_used_at,
         }
