@@ -3,7 +3,7 @@
 //! service layer — so the service/raw ratio measures exactly what the layers above the
 //! SQL cost.
 
-use crate::{OpFn, PgStore, R, audit, locks, pool_error, queue};
+use crate::{OpFn, PgStore, R, locks, pool_error, queue};
 use coord_domain::Identity;
 use coord_domain::locks::LockAction;
 use coord_domain::queue::{ClaimSpec, Completion};
@@ -56,7 +56,7 @@ impl RawPostgres {
             let tx = crate::Tx::new(&client);
             let value = f(&tx, &ctx, &args).await?;
             let rec = raw_audit_record(who, operation, parameters);
-            audit::insert_and_commit(tx, None, &rec, &self.store.durability).await?;
+            crate::chain::insert_and_commit(tx, None, &rec, &self.store.durability).await?;
             Ok(value)
         }
         .await;

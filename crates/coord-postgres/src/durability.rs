@@ -1,7 +1,7 @@
 //! How a write is made durable without holding the audit chain's lock through its flush.
 //!
 //! Every write appends to the hash-chained audit trail under one advisory lock, held to
-//! commit (`audit::insert_and_commit`). A synchronous commit waits for its WAL flush — and
+//! commit (`chain::insert_and_commit`). A synchronous commit waits for its WAL flush — and
 //! for synchronous standbys — before it releases that lock, so writers' flushes happen one
 //! at a time: with ~1 ms per flush the whole store orders about 1,000 writes a second
 //! (the history of docs/benchmarks.md).

@@ -19,7 +19,7 @@
 //!
 //! - `tx`: an operation's transaction, `Tx`, whose `BEGIN` is sent with its first
 //!   statement and whose drop unfinished sends a `ROLLBACK`.
-//! - `audit`: `insert_and_commit` sends the chain's advisory lock, the insert (which takes
+//! - `chain`: `insert_and_commit` sends the chain's advisory lock, the insert (which takes
 //!   the next position and hashes the row in SQL over the content the store sends) and the
 //!   `COMMIT` together. `durability`: the commit is asynchronous and followed by a flushed
 //!   `pg_logical_emit_message`, so the chain's lock is not held through the WAL flush and
@@ -51,6 +51,7 @@
 mod approvals;
 mod audit;
 mod bench;
+mod chain;
 mod durability;
 mod files;
 mod github;
@@ -64,7 +65,6 @@ mod messages;
 mod migrate;
 mod network;
 mod notifications;
-mod overrides;
 mod plans;
 mod predicted;
 mod profiles;
@@ -367,7 +367,7 @@ impl PgStore {
                 }
                 let value = then(value)?;
                 let rec = ctx.audit(Ok(&value)).spending(spent.as_deref());
-                audit::insert_and_commit(tx, ctx.now, &rec, &self.durability).await?;
+                chain::insert_and_commit(tx, ctx.now, &rec, &self.durability).await?;
                 Ok(value)
             }
             .await;
@@ -405,7 +405,7 @@ async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError, choice: &durabi
     if let Some(a) = coord_domain::network::NetworkAccess::of_refusal(&ctx.who.agent_id, &e) {
         network::insert(&tx, ctx, &a).await?;
     }
-    audit::insert_and_commit(tx, ctx.now, &ctx.audit::<()>(Err(&e)), choice).await?;
+    chain::insert_and_commit(tx, ctx.now, &ctx.audit::<()>(Err(&e)), choice).await?;
     Ok(e)
 }
 

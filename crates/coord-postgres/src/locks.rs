@@ -15,7 +15,7 @@ use coord_domain::locks::{
     decide_release, overlapping,
 };
 use coord_domain::locks::{CheckEditResult, decide_edit};
-use coord_domain::overrides::BreakLockResult;
+use coord_domain::overrides::{BreakLockResult, decide_break};
 use coord_domain::target::{Candidates, LockTarget};
 use coord_store::LockStore;
 use coord_store::OpCtx;
@@ -386,10 +386,8 @@ pub async fn sweep(tx: &Tx<'_>, now: Option<Timestamp>, batch: i64) -> R<i64> {
 #[async_trait]
 impl LockStore for PgStore {
     async fn break_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<BreakLockResult> {
-        self.op(ctx, file_path, |tx, ctx, a| {
-            Box::pin(crate::overrides::break_lock(tx, ctx, a))
-        })
-        .await
+        self.op(ctx, file_path, |tx, ctx, a| Box::pin(break_lock(tx, ctx, a)))
+            .await
     }
 
     /// Predicted allowed (one round trip) when no other agent holds a live lock among
@@ -451,6 +449,19 @@ impl LockStore for PgStore {
         self.op(ctx, targets, |tx, ctx, a| Box::pin(check(tx, ctx.now, a.as_deref())))
             .await
     }
+}
+
+/// A person's override (`coord_domain::overrides`): the lock read, the domain decides,
+/// then the delete, in the operation's transaction.
+pub async fn break_lock(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<BreakLockResult> {
+    let (existing, now) = stored(tx, ctx, path).await?;
+    let released = decide_break(existing.as_ref(), path, now)?;
+    tx.execute(
+        &tx.prepare_cached("DELETE FROM file_locks WHERE file_path = $1").await?,
+        &[path],
+    )
+    .await?;
+    Ok(released)
 }
 
 #[cfg(test)]

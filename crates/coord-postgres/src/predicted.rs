@@ -20,7 +20,6 @@
 //! decision itself stays with the domain: SQL only confirms that the facts the decision
 //! was made on are the stored ones.
 
-use crate::audit;
 use crate::guardrail_rules::RULES_HOLD_SQL;
 use crate::profiles::FACTS_HOLD_SQL;
 use crate::{Fail, OpFn, PgStore, Tx, pg_error, rolled_back};
@@ -166,7 +165,7 @@ impl PgStore {
                 let params: Vec<&(dyn ToSql + Sync)> = s.params.iter().map(|p| p.as_ref() as _).collect();
                 tx.send(statement, &params)?;
             }
-            audit::insert_and_commit(tx, ctx.now, &ctx.audit(Ok(predicted)), &self.durability).await
+            crate::chain::insert_and_commit(tx, ctx.now, &ctx.audit(Ok(predicted)), &self.durability).await
         }
         .await;
         match outcome {

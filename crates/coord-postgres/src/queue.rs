@@ -9,7 +9,7 @@ use crate::rows::{NOW, get, id_text, int, uuid, uuids};
 use crate::{R, Tx};
 use async_trait::async_trait;
 use coord_domain::CoordResult;
-use coord_domain::overrides::{Cancellation, TaskOverrideResult};
+use coord_domain::overrides::{Cancellation, TaskOverrideResult, TaskState, decide_cancel, decide_requeue};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskEnding, TaskFilter,
@@ -534,12 +534,12 @@ pub async fn claimed_by(tx: &Tx<'_>, agent_id: &str) -> R<Vec<TaskInfo>> {
 #[async_trait]
 impl QueueStore for PgStore {
     async fn cancel_task(&self, ctx: OpCtx, cancel: Cancellation) -> CoordResult<TaskOverrideResult> {
-        self.op(ctx, cancel, |tx, ctx, a| Box::pin(crate::overrides::cancel(tx, ctx, a)))
+        self.op(ctx, cancel, |tx, ctx, a| Box::pin(cancel_override(tx, ctx, a)))
             .await
     }
 
     async fn requeue_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<TaskOverrideResult> {
-        self.op(ctx, task_id, |tx, _, a| Box::pin(crate::overrides::requeue(tx, a)))
+        self.op(ctx, task_id, |tx, _, a| Box::pin(requeue_override(tx, a)))
             .await
     }
 
@@ -573,6 +573,44 @@ impl QueueStore for PgStore {
         self.op(ctx, (task_id, ending), |tx, ctx, (id, e)| Box::pin(end(tx, ctx, id, e)))
             .await
     }
+}
+
+// A person's overrides (`coord_domain::overrides`): the task read (and locked), the domain
+// decides, then the change, in the operation's transaction.
+
+/// A task's status, claimer and workflow, if it exists (its row locked until the change).
+async fn task_state(tx: &Tx<'_>, task_id: &str) -> R<Option<TaskState>> {
+    let Ok(id) = uuid(task_id) else { return Ok(None) };
+    let row = tx
+        .query_opt(
+            &tx.prepare_cached(
+                "SELECT status, claimed_by,
+                     (SELECT workflow_id FROM workflow_tasks w WHERE w.task_id = work_queue.task_id)
+                 FROM work_queue WHERE task_id = $1 FOR UPDATE",
+            )
+            .await?,
+            &[&id],
+        )
+        .await?;
+    let Some(r) = row else { return Ok(None) };
+    let (claimed_by, workflow_id) = (get::<Option<String>>(&r, 1)?, get::<Option<String>>(&r, 2)?);
+    Ok(TaskStatus::parse(get::<&str>(&r, 0)?).map(|status| TaskState {
+        status,
+        claimed_by,
+        workflow_id,
+    }))
+}
+
+async fn cancel_override(tx: &Tx<'_>, ctx: &OpCtx, cancel: &Cancellation) -> R<TaskOverrideResult> {
+    let was = decide_cancel(&cancel.task_id, task_state(tx, &cancel.task_id).await?)?;
+    end(tx, ctx, &cancel.task_id, &cancel.ending()).await?;
+    Ok(TaskOverrideResult::cancelled(&cancel.task_id, was))
+}
+
+async fn requeue_override(tx: &Tx<'_>, task_id: &str) -> R<TaskOverrideResult> {
+    let was = decide_requeue(task_id, task_state(tx, task_id).await?)?;
+    back_to_pending(tx, uuid(task_id)?).await?;
+    Ok(TaskOverrideResult::requeued(task_id, was))
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ use coord_domain::CoordError;
 use coord_domain::error::ErrorCode;
 
 /// READ COMMITTED whatever the server's, database's or role's
-/// `default_transaction_isolation` says: `audit::insert_and_commit` reads the chain's head by a
+/// `default_transaction_isolation` says: `chain::insert_and_commit` reads the chain's head by a
 /// statement that starts after the chain lock is held, and only READ COMMITTED's
 /// per-statement snapshots make that read see the previous writer's row (under REPEATABLE
 /// READ the snapshot is the transaction's first statement's, taken before the lock: the
@@ -164,7 +164,7 @@ impl<'t> Tx<'t> {
     }
 
     /// The connection, for what is sent after the transaction's end in the same write
-    /// (`audit::insert_and_commit`'s flush).
+    /// (`chain::insert_and_commit`'s flush).
     pub(crate) fn connection(&self) -> &'t ClientWrapper {
         self.client
     }
@@ -242,7 +242,7 @@ impl<'t> Tx<'t> {
     }
 
     /// Marks the transaction ended by a `COMMIT` its caller sent with its last statements
-    /// (`audit::insert_and_commit`), once their answers are in: a commit that failed has
+    /// (`chain::insert_and_commit`), once their answers are in: a commit that failed has
     /// rolled back in the server, so `drop` must not send another end.
     pub(crate) fn ended(mut self) {
         self.done = true;

@@ -54,7 +54,6 @@ mod messages;
 mod migrate;
 mod network;
 mod notifications;
-mod overrides;
 mod profiles;
 mod queue;
 mod rows;

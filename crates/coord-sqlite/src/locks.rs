@@ -13,7 +13,7 @@ use coord_domain::locks::{
     decide_release, overlapping,
 };
 use coord_domain::locks::{CheckEditResult, decide_edit};
-use coord_domain::overrides::BreakLockResult;
+use coord_domain::overrides::{BreakLockResult, decide_break};
 use coord_domain::target::{Candidates, LockTarget};
 use coord_domain::time::from_micros;
 use coord_store::{LockStore, OpCtx};
@@ -192,8 +192,7 @@ pub fn sweep(c: &Connection, now: i64, batch: i64) -> R<i64> {
 #[async_trait]
 impl LockStore for SqliteStore {
     async fn break_lock(&self, ctx: OpCtx, file_path: String) -> CoordResult<BreakLockResult> {
-        self.op(ctx, move |c, now, _| crate::overrides::break_lock(c, now, &file_path))
-            .await
+        self.op(ctx, move |c, now, _| break_lock(c, now, &file_path)).await
     }
 
     async fn check_edit(&self, ctx: OpCtx, files: Vec<LockTarget>) -> CoordResult<CheckEditResult> {
@@ -224,4 +223,13 @@ impl LockStore for SqliteStore {
     async fn check_locks(&self, ctx: OpCtx, targets: Option<Vec<LockTarget>>) -> CoordResult<CheckLocksResult> {
         self.op(ctx, move |c, now, _| check(c, now, targets.as_deref())).await
     }
+}
+
+/// A person's override (`coord_domain::overrides`): the lock read, the domain decides,
+/// then the delete, in the operation's transaction.
+pub fn break_lock(c: &Connection, now: i64, path: &str) -> R<BreakLockResult> {
+    let released = decide_break(stored(c, path)?.as_ref(), path, from_micros(now))?;
+    c.prepare_cached("DELETE FROM file_locks WHERE file_path = ?1")?
+        .execute([path])?;
+    Ok(released)
 }

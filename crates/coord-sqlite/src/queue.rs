@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use coord_domain::CoordResult;
 use coord_domain::Identity;
 use coord_domain::memory::skills;
-use coord_domain::overrides::{Cancellation, TaskOverrideResult};
+use coord_domain::overrides::{Cancellation, TaskOverrideResult, TaskState, decide_cancel, decide_requeue};
 use coord_domain::queue::{
     ClaimSpec, CompleteWorkResult, Completion, GetTaskResult, GetWorkResult, ListTasksResult, NewTask,
     REASON_AGENT_REPORTED, REASON_DEPENDENCY_FAILED, REASON_MAX_ATTEMPTS, SubmitWorkResult, TaskEnding, TaskFilter,
@@ -408,13 +408,11 @@ pub fn claimed_by(c: &Connection, agent_id: &str) -> R<Vec<TaskInfo>> {
 #[async_trait]
 impl QueueStore for SqliteStore {
     async fn cancel_task(&self, ctx: OpCtx, cancel: Cancellation) -> CoordResult<TaskOverrideResult> {
-        self.op(ctx, move |c, now, _| crate::overrides::cancel(c, now, &cancel))
-            .await
+        self.op(ctx, move |c, now, _| cancel_override(c, now, &cancel)).await
     }
 
     async fn requeue_task(&self, ctx: OpCtx, task_id: String) -> CoordResult<TaskOverrideResult> {
-        self.op(ctx, move |c, _, _| crate::overrides::requeue(c, &task_id))
-            .await
+        self.op(ctx, move |c, _, _| requeue_override(c, &task_id)).await
     }
 
     async fn submit_work(&self, ctx: OpCtx, task: NewTask) -> CoordResult<SubmitWorkResult> {
@@ -441,4 +439,44 @@ impl QueueStore for SqliteStore {
     async fn end_task(&self, ctx: OpCtx, task_id: String, ending: TaskEnding) -> CoordResult<Option<TaskStatus>> {
         self.op(ctx, move |c, now, _| end(c, now, &task_id, &ending)).await
     }
+}
+
+// A person's overrides (`coord_domain::overrides`): the task read, the domain
+// decides, then the change, in the operation's transaction.
+
+/// A task's status, claimer and workflow, if it exists.
+fn task_state(c: &Connection, task_id: &str) -> R<Option<TaskState>> {
+    let row = c
+        .prepare_cached(
+            "SELECT status, claimed_by,
+                 (SELECT workflow_id FROM workflow_tasks w WHERE w.task_id = work_queue.task_id)
+             FROM work_queue WHERE task_id = ?1",
+        )?
+        .query_row([task_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })
+        .optional()?;
+    Ok(row.and_then(|(status, claimed_by, workflow_id)| {
+        TaskStatus::parse(&status).map(|status| TaskState {
+            status,
+            claimed_by,
+            workflow_id,
+        })
+    }))
+}
+
+fn cancel_override(c: &Connection, now: i64, cancel: &Cancellation) -> R<TaskOverrideResult> {
+    let was = decide_cancel(&cancel.task_id, task_state(c, &cancel.task_id)?)?;
+    end(c, now, &cancel.task_id, &cancel.ending())?;
+    Ok(TaskOverrideResult::cancelled(&cancel.task_id, was))
+}
+
+fn requeue_override(c: &Connection, task_id: &str) -> R<TaskOverrideResult> {
+    let was = decide_requeue(task_id, task_state(c, task_id)?)?;
+    back_to_pending(c, task_id)?;
+    Ok(TaskOverrideResult::requeued(task_id, was))
 }
