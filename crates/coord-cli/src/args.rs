@@ -212,7 +212,7 @@ const GLOBAL_OPTIONS: &str = "Options every command takes (--json, --db, --agent
 /// The grammar as a person reads it: the options every command takes are listed once —
 /// in `coord --help` and `coord help options` — not again under every command (each
 /// still accepts them, before or after its name).
-pub fn command() -> clap::Command {
+fn command() -> clap::Command {
     let options =
         clap::Command::new("options").about("The options every command takes, before or after the command's name");
     let cmd = <Cli as clap::CommandFactory>::command().subcommand(options);

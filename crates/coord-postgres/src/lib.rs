@@ -24,7 +24,9 @@
 //!   `COMMIT` together. `durability`: the commit is asynchronous and followed by a flushed
 //!   `pg_logical_emit_message`, so the chain's lock is not held through the WAL flush and
 //!   the answer still waits for it; where the role may not run that, the commit is
-//!   synchronous under the lock. `verify_audit` reads in one REPEATABLE READ snapshot.
+//!   synchronous under the lock.
+//! - `audit`: reading, verifying and pruning the chain, and the status summary;
+//!   `verify_audit` reads in one REPEATABLE READ snapshot.
 //! - `predicted`: a release of the caller's lock, an edit check near nobody else's, a
 //!   heartbeat of a known session, an allowed guardrail check and a successful completion
 //!   of the caller's claim are decided by the domain on their premises and sent whole,

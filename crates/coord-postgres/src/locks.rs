@@ -260,7 +260,7 @@ const TAKE_SQL: &str = "INSERT INTO file_locks AS l (file_path, agent_id, agent_
 #[allow(clippy::ptr_arg)] // the shape of an `OpFn` over a `String`
 /// `path`'s lock row as it stands (locked until the transaction ends), and the
 /// transaction's time.
-pub async fn stored(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<(Option<LockInfo>, Timestamp)> {
+async fn stored(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<(Option<LockInfo>, Timestamp)> {
     let row = tx
         .query_opt(
             &tx.prepare_cached(&format!(
@@ -451,9 +451,9 @@ impl LockStore for PgStore {
     }
 }
 
-/// A person's override (`coord_domain::overrides`): the lock read, the domain decides,
+/// A person's override (`coord_domain::overrides`): the lock read (and locked), the domain decides,
 /// then the delete, in the operation's transaction.
-pub async fn break_lock(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<BreakLockResult> {
+async fn break_lock(tx: &Tx<'_>, ctx: &OpCtx, path: &String) -> R<BreakLockResult> {
     let (existing, now) = stored(tx, ctx, path).await?;
     let released = decide_break(existing.as_ref(), path, now)?;
     tx.execute(

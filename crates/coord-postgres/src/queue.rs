@@ -440,7 +440,7 @@ async fn release_claim(
 }
 
 /// A claimed task pending again, its claim dropped.
-pub async fn back_to_pending(tx: &Tx<'_>, id: Uuid) -> R<()> {
+async fn back_to_pending(tx: &Tx<'_>, id: Uuid) -> R<()> {
     tx.execute(
         &tx.prepare_cached(
             "UPDATE work_queue SET status = 'pending', claimed_by = NULL, claimed_by_type = NULL,

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// The audit chain's advisory lock (`coord-postgres/src/audit.rs`).
+/// The audit chain's advisory lock (`coord-postgres/src/chain.rs`).
 const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564;
 
 /// The newest installed server's `bin` directory.

@@ -34,7 +34,7 @@ pub fn lock_from_row(r: &Row) -> rusqlite::Result<LockInfo> {
     })
 }
 
-pub(crate) fn stored(c: &Connection, path: &str) -> rusqlite::Result<Option<LockInfo>> {
+fn stored(c: &Connection, path: &str) -> rusqlite::Result<Option<LockInfo>> {
     c.prepare_cached(&format!("SELECT {LOCK_COLS} FROM file_locks WHERE file_path = ?1"))?
         .query_row([path], lock_from_row)
         .optional()
@@ -227,7 +227,7 @@ impl LockStore for SqliteStore {
 
 /// A person's override (`coord_domain::overrides`): the lock read, the domain decides,
 /// then the delete, in the operation's transaction.
-pub fn break_lock(c: &Connection, now: i64, path: &str) -> R<BreakLockResult> {
+fn break_lock(c: &Connection, now: i64, path: &str) -> R<BreakLockResult> {
     let released = decide_break(stored(c, path)?.as_ref(), path, from_micros(now))?;
     c.prepare_cached("DELETE FROM file_locks WHERE file_path = ?1")?
         .execute([path])?;

@@ -337,7 +337,7 @@ pub fn release_claim(
 }
 
 /// A claimed task pending again, its claim dropped.
-pub fn back_to_pending(c: &Connection, task_id: &str) -> R<()> {
+fn back_to_pending(c: &Connection, task_id: &str) -> R<()> {
     c.prepare_cached(
         "UPDATE work_queue SET status = 'pending', claimed_by = NULL, claimed_by_type = NULL,
              claimed_at = NULL, claimed_until = NULL

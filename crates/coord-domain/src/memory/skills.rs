@@ -3,7 +3,8 @@
 //! count. Ranked by the Wilson lower bound of the success rate, which is honest about
 //! small samples: one lucky success (0.21) never outranks 95 of 100 (0.89).
 
-use super::rank::{round, wilson_lower_bound};
+use super::rank::round;
+pub use super::rank::wilson_lower_bound;
 use super::{MAX_SUMMARY, merge_key, validate_kind_word};
 use crate::error::CoordResult;
 use crate::time::Timestamp;
