@@ -75,10 +75,7 @@ impl Operation for CancelTask {
 
     /// A node of a workflow moves it on, as when its agent ends it.
     fn follow_ups(answer: &CoordResult<TaskOverrideResult>) -> Vec<crate::follow_up::FollowUp> {
-        answer.as_ref().map_or_else(
-            |_| Vec::new(),
-            |done| crate::ops::workflows::node_ended(done.workflow_id.as_ref()),
-        )
+        crate::ops::workflows::node_ended(answer.as_ref().ok().and_then(|done| done.workflow_id.as_ref()))
     }
 }
 

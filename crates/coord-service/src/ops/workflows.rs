@@ -154,10 +154,16 @@ fn spawns_for_later(ctx: &OpCtx) -> CoordResult<()> {
 fn node_spawns(wf: &Workflow, started: &[String]) -> Vec<FollowUp> {
     let creator =
         coord_domain::access::Principal::local(Caller::new(wf.created_by.clone(), wf.created_by_type.clone()));
-    let mut follow_ups: Vec<FollowUp> = wf
+    let nodes: Vec<_> = wf
         .nodes
         .iter()
         .filter(|n| started.contains(&n.spec.id) && n.spec.spawns())
+        .collect();
+    if nodes.is_empty() {
+        return Vec::new();
+    }
+    let mut follow_ups: Vec<FollowUp> = nodes
+        .iter()
         .map(|node| FollowUp::Spawn {
             by: creator.clone(),
             label: node.spec.id.clone(),
@@ -174,19 +180,10 @@ fn node_spawns(wf: &Workflow, started: &[String]) -> Vec<FollowUp> {
             }),
         })
         .collect();
-    if !follow_ups.is_empty() {
-        let nodes = follow_ups
-            .iter()
-            .filter_map(|f| match f {
-                FollowUp::Spawn { label, .. } => Some(label.clone()),
-                _ => None,
-            })
-            .collect();
-        follow_ups.push(FollowUp::RecordSpawned {
-            workflow_id: wf.workflow_id.clone(),
-            nodes,
-        });
-    }
+    follow_ups.push(FollowUp::RecordSpawned {
+        workflow_id: wf.workflow_id.clone(),
+        nodes: nodes.iter().map(|n| n.spec.id.clone()).collect(),
+    });
     follow_ups
 }
 
