@@ -23,6 +23,7 @@
 //! data is never code).
 
 pub mod entry;
+pub mod hit;
 pub mod inline;
 pub mod labelled;
 pub mod patterns;

@@ -4,26 +4,11 @@
 //! argv (see [`crate::walk::Arg`]); wrappers (`sudo`, `env`, `xargs`, `sh -c`, ...) are
 //! peeled off by [`crate::Analyzer`] before a rule sees the program they run.
 
+pub use crate::hit::Hit;
+use crate::hit::hit;
 use crate::walk::Arg;
+pub use crate::walk::RUNTIME_OPERAND;
 use coord_domain::guardrails::{Action, Category};
-
-/// A finding before it is tied to the command it was found in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hit {
-    pub category: Category,
-    pub operation: String,
-    pub action: Action,
-    pub reason: String,
-}
-
-fn hit(category: Category, operation: &str, action: Action, reason: impl Into<String>) -> Hit {
-    Hit {
-        category,
-        operation: operation.into(),
-        action,
-        reason: reason.into(),
-    }
-}
 
 /// The program name of a command word: `/usr/bin/git` is `git`.
 pub fn program(word: &str) -> &str {
@@ -1055,9 +1040,6 @@ pub fn device_hit(path: &str) -> Hit {
     )
 }
 
-/// Operands that are only known at run time (`xargs` input, `find -exec {}`).
-pub const RUNTIME_OPERAND: &str = "{run-time operand}";
-
 pub fn rm(args: &[Arg]) -> Vec<Hit> {
     let (mut recursive, mut no_preserve_root) = (false, false);
     let mut operands = Vec::new();
@@ -1435,15 +1417,6 @@ pub(crate) fn option_values(args: &[Arg], names: &[&str], letter: char) -> Vec<A
 
 // ---------------------------------------------------------------- databases
 
-pub(crate) fn migrate_hit(what: String) -> Hit {
-    hit(
-        Category::DatabaseMigration,
-        "migrate",
-        Action::RequireTrust(3),
-        format!("{what} changes a database schema: it needs trust level 3 or more (and a review of the migration)"),
-    )
-}
-
 /// SQL a client runs: `-c`/`--command`, `-e`/`--execute`, a statement operand of
 /// `sqlite3`, or its standard input when literal.
 pub fn sql_of(prog: &str, args: &[Arg]) -> Vec<Arg> {
@@ -1494,79 +1467,6 @@ pub fn sql_of(prog: &str, args: &[Arg]) -> Vec<Arg> {
         out.extend(positional.into_iter().skip(1));
     }
     out
-}
-
-/// The SQL text with string literals, quoted identifiers and comments blanked out, so
-/// keywords in data are not read as statements.
-fn strip_sql(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' | '"' | '`' => {
-                for d in chars.by_ref() {
-                    if d == c {
-                        break;
-                    }
-                }
-                out.push_str(" x ");
-            }
-            '-' if chars.peek() == Some(&'-') => {
-                for d in chars.by_ref() {
-                    if d == '\n' {
-                        break;
-                    }
-                }
-                out.push(' ');
-            }
-            '/' if chars.peek() == Some(&'*') => {
-                let mut prev = ' ';
-                for d in chars.by_ref() {
-                    if prev == '*' && d == '/' {
-                        break;
-                    }
-                    prev = d;
-                }
-                out.push(' ');
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Destructive statements in SQL text by a scan of its keywords (literals and comments
-/// blanked): unscoped `DELETE`/`UPDATE`, `TRUNCATE`, `DROP`, and schema changes. The
-/// fallback of [`crate::sql::analyze`] for text the parser cannot read.
-pub fn sql(text: &str) -> Vec<Hit> {
-    let clean = strip_sql(text).to_ascii_uppercase();
-    let mut hits = Vec::new();
-    for stmt in clean.split(';') {
-        let words: Vec<&str> = stmt
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '='))
-            .filter(|w| !w.is_empty())
-            .collect();
-        let Some(first) = words.first() else { continue };
-        let where_pos = words.iter().position(|w| *w == "WHERE");
-        let trivial_where =
-            where_pos.is_some_and(|p| matches!(words[p + 1..].concat().as_str(), "TRUE" | "1=1" | "1" | "X=X"));
-        match *first {
-            "DELETE" if where_pos.is_none() || trivial_where => hits.push(hit(
-                Category::MassDeletion,
-                "delete_all_rows",
-                Action::Block,
-                "DELETE without a WHERE clause deletes every row; add a WHERE clause, or ask for approval",
-            )),
-            "UPDATE" if where_pos.is_none() || trivial_where => hits.push(hit(
-                Category::MassDeletion,
-                "update_all_rows",
-                Action::Block,
-                "UPDATE without a WHERE clause overwrites every row; add a WHERE clause, or ask for approval",
-            )),
-            _ => hits.extend(crate::sql::by_words(&words)),
-        }
-    }
-    hits
 }
 
 // ---------------------------------------------------------------- runners

@@ -8,7 +8,7 @@
 //! fragment (lines a diff adds to a `.sql` file): then a scanner over its keywords, blind
 //! to literals and comments, still finds what is plainly destructive.
 
-use crate::rules::{Hit, migrate_hit};
+use crate::hit::{Hit, migrate_hit};
 use coord_domain::guardrails::{Action, Category};
 use sqlparser::ast::{CopySource, CopyTarget, Expr, Query, SetExpr, Statement, Value};
 use sqlparser::dialect::{ClickHouseDialect, Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
@@ -26,6 +26,7 @@ pub fn dialect(prog: &str) -> Box<dyn Dialect> {
     }
 }
 
+/// A blocking finding: everything SQL finds blocks, except migrations.
 fn hit(category: Category, operation: &str, reason: impl Into<String>) -> Hit {
     Hit {
         category,
@@ -164,7 +165,7 @@ fn harmless(text: &str) -> bool {
 /// A statement the parser cannot read: a fragment is scanned for keywords; a whole one
 /// is refused unless the scan finds what it is, or it is plainly harmless.
 fn unparsed(text: &str, fragment: bool, error: &str) -> Vec<Hit> {
-    let scanned = crate::rules::sql(text);
+    let scanned = scan(text);
     if fragment || !scanned.is_empty() || harmless(text) {
         return scanned;
     }
@@ -341,6 +342,77 @@ pub(crate) fn by_words(words: &[&str]) -> Option<Hit> {
         }
         _ => None,
     }
+}
+
+/// The SQL text with string literals, quoted identifiers and comments blanked out, so
+/// keywords in data are not read as statements.
+fn strip_sql(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' | '`' => {
+                for d in chars.by_ref() {
+                    if d == c {
+                        break;
+                    }
+                }
+                out.push_str(" x ");
+            }
+            '-' if chars.peek() == Some(&'-') => {
+                for d in chars.by_ref() {
+                    if d == '\n' {
+                        break;
+                    }
+                }
+                out.push(' ');
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                let mut prev = ' ';
+                for d in chars.by_ref() {
+                    if prev == '*' && d == '/' {
+                        break;
+                    }
+                    prev = d;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Destructive statements in SQL text by a scan of its keywords (literals and comments
+/// blanked): unscoped `DELETE`/`UPDATE`, `TRUNCATE`, `DROP`, and schema changes. The
+/// fallback of [`analyze`] for text the parser cannot read.
+pub fn scan(text: &str) -> Vec<Hit> {
+    let clean = strip_sql(text).to_ascii_uppercase();
+    let mut hits = Vec::new();
+    for stmt in clean.split(';') {
+        let words: Vec<&str> = stmt
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '='))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let Some(first) = words.first() else { continue };
+        let where_pos = words.iter().position(|w| *w == "WHERE");
+        let trivial_where =
+            where_pos.is_some_and(|p| matches!(words[p + 1..].concat().as_str(), "TRUE" | "1=1" | "1" | "X=X"));
+        match *first {
+            "DELETE" if where_pos.is_none() || trivial_where => hits.push(hit(
+                Category::MassDeletion,
+                "delete_all_rows",
+                "DELETE without a WHERE clause deletes every row; add a WHERE clause, or ask for approval",
+            )),
+            "UPDATE" if where_pos.is_none() || trivial_where => hits.push(hit(
+                Category::MassDeletion,
+                "update_all_rows",
+                "UPDATE without a WHERE clause overwrites every row; add a WHERE clause, or ask for approval",
+            )),
+            _ => hits.extend(by_words(&words)),
+        }
+    }
+    hits
 }
 
 #[cfg(test)]

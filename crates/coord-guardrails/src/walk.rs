@@ -74,6 +74,9 @@ pub struct Problem {
     pub reason: String,
 }
 
+/// Operands that are only known at run time (`xargs` input, `find -exec {}`).
+pub const RUNTIME_OPERAND: &str = "{run-time operand}";
+
 /// The variable standing for the input `xargs -I` and `parallel` put into the code they
 /// run: a word holding it reads as an operand only known at run time.
 pub const RUNTIME_HOLE: &str = "$COORD_RUNTIME_OPERAND";
@@ -612,7 +615,7 @@ impl Walk {
             Ok(pieces) => match self.pieces(text, &pieces, depth) {
                 // The input `xargs -I` or `parallel` puts into code (quoted or not): any file
                 // list.
-                _ if text.contains(RUNTIME_HOLE) => Arg::Unknown(crate::rules::RUNTIME_OPERAND.into()),
+                _ if text.contains(RUNTIME_HOLE) => Arg::Unknown(RUNTIME_OPERAND.into()),
                 Some(s) => Arg::Lit(s),
                 None => Arg::Unknown(text.to_string()),
             },
