@@ -283,6 +283,14 @@ impl Cli {
             let _ = options.print_long_help();
             std::process::exit(0);
         }
+        if let Some(("call", call)) = matches.subcommand()
+            && call.get_flag("help")
+            && call.get_one::<String>("operation").is_none()
+            && let Some(page) = grammar.find_subcommand_mut("call")
+        {
+            let _ = page.print_long_help();
+            std::process::exit(0);
+        }
         let mut cli = Cli::from_arg_matches(&matches)?;
         cli.global.identity_on_command_line = identity_written(&matches);
         cli.global.written_flags = flags_written(&matches);
@@ -423,11 +431,14 @@ pub enum Command {
     /// (`coord key create`), each held to its own network policy; every attempt is
     /// decided by check_network_access and logged (docs/network.md)
     Proxy(ProxyArgs),
-    /// Run any operation by name with a JSON request (every operation is reachable from
-    /// the shell the day it exists; `coord ops` lists them)
+    /// Run any operation by name, its request as JSON or as flags read from the request's
+    /// schema (every operation is reachable from the shell the day it exists; `coord ops`
+    /// lists them, `coord call OPERATION --help` lists one's flags)
     ///
-    /// Examples: `coord call acquire_lock '{"file_path":"src/a.rs","ttl_minutes":30}'`,
-    /// `coord call status`, `coord call write_handoff @handoff.json`, `echo '{}' | coord call check_locks -`.
+    /// Examples: `coord call acquire_lock --file-path src/a.rs --ttl-minutes 30`,
+    /// `coord call acquire_lock '{"file_path":"src/a.rs","ttl_minutes":30}'`,
+    /// `coord call status`, `coord call write_handoff @handoff.json --summary Done`,
+    /// `echo '{}' | coord call check_locks -`.
     /// The answer is printed as JSON; the exit code follows it (1 refused, 2 bad input).
     Call(CallArgs),
     /// List every operation: name, access, effect, HTTP routes, MCP tool, summary
@@ -512,11 +523,26 @@ enum HookOnly {
 }
 
 #[derive(Debug, Args)]
+// `coord call OPERATION --help` is the operation's help, from the registry: clap's own
+// flag would print this command's instead.
+#[command(disable_help_flag = true)]
 pub struct CallArgs {
     /// The operation's name, as `coord ops` lists it (e.g. acquire_lock)
-    pub operation: String,
-    /// The request: a JSON object, @FILE to read one from a file, or - for stdin (default {})
-    pub request: Option<String>,
+    #[arg(required_unless_present = "help")]
+    pub operation: Option<String>,
+    /// The request: first a JSON object, @FILE to read one from a file, or - for stdin
+    /// (default {}); then any of its fields as flags, read by the field's type
+    /// (`--file-path src/a.rs --ttl-minutes 30`, a list field repeated, an object as
+    /// JSON). `coord call OPERATION --help` lists an operation's flags
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "REQUEST | --FIELD VALUE"
+    )]
+    pub rest: Vec<String>,
+    /// Print help; after an OPERATION, its flags, from its request's schema
+    #[arg(short = 'h', long = "help")]
+    pub help: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -9,6 +9,7 @@ mod approvals;
 pub mod args;
 mod audit;
 mod bench;
+mod call_flags;
 mod cloud;
 pub mod commands;
 mod config;

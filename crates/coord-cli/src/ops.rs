@@ -1,11 +1,12 @@
 //! `coord ops` and `coord call`: every operation of the registry, listed and callable
 //! from the shell, with no per-operation code.
 
+use crate::call_flags;
 use crate::context::Context;
 use crate::output::{Output, table};
 use coord_domain::access::{Access, Effect, Principal};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
-use coord_service::{Coordination, Method, op_named, ops};
+use coord_service::{Coordination, Method, OpEntry, op_named, ops};
 use serde_json::{Value, json};
 use std::io::Read;
 
@@ -78,7 +79,10 @@ pub fn list(out: Output) -> u8 {
         ]);
     }
     println!("{t}");
-    println!("\nRun one with `coord call <operation> '<json>'`; `coord ops --json` has the request schemas.");
+    println!(
+        "\nRun one with `coord call <operation> --field value…` or `coord call <operation> '<json>'`;\n\
+         `coord call <operation> --help` lists its flags, `coord ops --json` has the request schemas."
+    );
     0
 }
 
@@ -111,22 +115,98 @@ fn request_text(raw: Option<&str>) -> CoordResult<String> {
 pub async fn call(args: &crate::args::CallArgs, coord: &dyn Coordination, ctx: &Context) -> u8 {
     // Always JSON: the answer's shape is the operation's, not a table's.
     let out = Output { json: true };
-    let op = match op_named(args.operation.trim()) {
+    let op = match op_named(args.operation.as_deref().unwrap_or_default().trim()) {
         Ok(op) => op,
         Err(e) => return out.error(&e),
     };
-    // A request that is not JSON still reaches the pipeline, so the refusal is audited.
-    let request = request_text(args.request.as_deref()).and_then(|text| {
-        serde_json::from_str::<Value>(&text).map_err(|e| {
-            CoordError::field(
-                ErrorCode::InvalidJson,
-                "request",
-                format!("the request is not valid JSON: {e}"),
-            )
+    let (given, flags) = match args.rest.split_first() {
+        Some((first, rest)) if !first.starts_with("--") => (Some(first.as_str()), rest),
+        _ => (None, args.rest.as_slice()),
+    };
+    // `--help` after the first flag lands among the flags, not in clap's `help`.
+    if args.help || flags.iter().any(|f| f == "--help") {
+        print!("{}", help(op));
+        return 0;
+    }
+    // A request that is not JSON, or flags that do not fit it, still reach the pipeline,
+    // so the refusal is audited.
+    let request = request_text(given)
+        .and_then(|text| {
+            serde_json::from_str::<Value>(&text).map_err(|e| {
+                CoordError::field(
+                    ErrorCode::InvalidJson,
+                    "request",
+                    format!("the request is not valid JSON: {e}"),
+                )
+            })
         })
-    });
+        .and_then(|base| call_flags::apply(op.name, &(op.input_schema)(), base, flags));
     let who = Principal::local(ctx.caller.clone());
     out.result(coord.invoke(op, &who, request).await, |_| String::new())
+}
+
+/// `coord call OPERATION --help`: the operation's definition and its flags, from the
+/// registry (what `coord ops --json` gives machines).
+fn help(op: &OpEntry) -> String {
+    let mut s = format!("{}: {}\n\n", op.name, op.summary);
+    if !op.description.is_empty() {
+        s.push_str(&textwrap(op.description));
+        s.push_str("\n\n");
+    }
+    s.push_str(&format!(
+        "Usage: coord call {} [REQUEST] [--FIELD VALUE]...\n\n",
+        op.name
+    ));
+    let flags = call_flags::flags(&(op.input_schema)());
+    if flags.is_empty() {
+        s.push_str("Flags: none (the request is {})\n");
+    } else {
+        let mut t = table(&["FLAG", "VALUE", "", "DESCRIPTION"]);
+        for f in &flags {
+            t.add_row(vec![
+                f.spelling(),
+                f.kind.name(),
+                if f.required { "required" } else { "" }.to_string(),
+                f.description.clone(),
+            ]);
+        }
+        s.push_str(&format!("Flags (the request's fields):\n{t}\n"));
+    }
+    let routes = routes(op);
+    s.push_str(&format!(
+        "\nAccess: {} · effect: {} · HTTP: {} · MCP tool: {}\n",
+        access_name(op.access),
+        effect_name(op.effect),
+        if routes.is_empty() {
+            "none".to_string()
+        } else {
+            routes.join(", ")
+        },
+        if op.is_mcp_tool() { "yes" } else { "no" },
+    ));
+    if op.example != "{}" && !op.example.is_empty() {
+        s.push_str(&format!("Example: coord call {} '{}'\n", op.name, op.example));
+    }
+    s
+}
+
+/// Text re-flowed to lines of at most 88 characters.
+fn textwrap(text: &str) -> String {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > 88 {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines.join("\n")
 }
 
 #[cfg(test)]

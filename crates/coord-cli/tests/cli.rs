@@ -895,6 +895,51 @@ fn every_operation_through_coord_call(repo: &Repo) {
     std::fs::write(&file, r#"{"handoff": {"summary": "done"}}"#).unwrap();
     let (v, rc) = repo.json_as("alice", &["call", "end_session", &format!("@{}", file.display())]);
     assert_eq!((rc, v["released"].clone()), (0, serde_json::json!(["src/a.rs"])), "{v}");
+    // The request's fields as flags, read by their types from the request's schema.
+    let (v, rc) = repo.json_as(
+        "carol",
+        &[
+            "call",
+            "acquire_lock",
+            "--file-path",
+            "src/b.rs",
+            "--ttl-minutes",
+            "30",
+            "--reason=flags",
+        ],
+    );
+    assert_eq!((rc, v["action"].as_str()), (0, Some("acquired")), "{v}");
+    let (v, rc) = repo.json_as(
+        "bob",
+        &["call", "check_edit", "--paths", "src/c.rs", "--paths", "src/b.rs"],
+    );
+    assert_eq!((rc, v["locked_by"].as_str()), (1, Some("carol")), "{v}");
+    let (v, rc) = repo.json_as(
+        "bob",
+        &["call", "acquire_lock", "--file-path", "x", "--ttl-minutes", "soon"],
+    );
+    assert_eq!(
+        (rc, v["error"].as_str(), v["field"].as_str()),
+        (2, Some("invalid_argument"), Some("ttl_minutes")),
+        "{v}"
+    );
+    let (v, rc) = repo.json_as(
+        "carol",
+        &["call", "acquire_lock", r#"{"file_path": "x"}"#, "--nope", "1"],
+    );
+    assert_eq!((rc, v["field"].as_str()), (2, Some("nope")), "{v}");
+    assert!(v["message"].as_str().unwrap().contains("--ttl-minutes"), "{v}");
+    let help = repo.run(&["call", "acquire_lock", "--help"]);
+    assert_eq!(code(&help), 0);
+    for word in [
+        "--file-path",
+        "required",
+        "--ttl-minutes",
+        "integer",
+        "POST /locks/acquire",
+    ] {
+        assert!(stdout(&help).contains(word), "{word} in {}", stdout(&help));
+    }
     let (v, _) = repo.json_as(
         "auditor",
         &["call", "query_audit", r#"{"agent_id": "bob", "success": false}"#],
@@ -908,9 +953,15 @@ fn every_operation_through_coord_call(repo: &Repo) {
     // Locally the unreadable request is audited too; in remote mode it never left this
     // machine (the server saw no operation).
     let want: &[&str] = if repo.server.is_some() {
-        &["acquire_lock", "check_edit"]
+        &["check_edit", "acquire_lock", "check_edit"]
     } else {
-        &["acquire_lock", "acquire_lock", "check_edit"]
+        &[
+            "acquire_lock",
+            "check_edit",
+            "acquire_lock",
+            "acquire_lock",
+            "check_edit",
+        ]
     };
     assert_eq!(refused, want, "{v}");
 }

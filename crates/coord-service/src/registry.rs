@@ -265,7 +265,9 @@ pub fn markdown() -> String {
          Every operation is one definition (`crates/coord-service/src/ops/`) that every door reads: \
          it is an MCP tool of the same name (`coord mcp`, and `/mcp` of `coord serve`), the HTTP \
          routes listed (`coord serve`; `GET /openapi.json` has the schemas), and \
-         `coord call <operation> '<json>'` on the command line (`coord ops` lists them).\n\n\
+         `coord call <operation> '<json>'` on the command line (`coord ops` lists them), or with the \
+         request's fields as flags: `coord call acquire_lock --file-path src/auth.rs --ttl-minutes 60` \
+         (`coord call <operation> --help` lists them).\n\n\
          **Access** (decided by the service for every door): `read` — anyone who reaches the \
          server, with or without an API key; `agent` — an API key (bound to one identity, or an \
          operator key) over HTTP, or a local process (CLI, hooks, `coord mcp` over stdio); \
