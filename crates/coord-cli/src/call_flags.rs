@@ -5,7 +5,8 @@
 //! A flag is a request field in kebab case (`--file-path` is `file_path`; the snake-case
 //! spelling is accepted too). Its value is read by the field's type: numbers and booleans
 //! as such (a bare boolean flag is `true`), a list field repeats (`--paths a --paths b`),
-//! an object or untyped field takes JSON. The conversion checks only what it needs to
+//! an object or untyped field takes JSON; `--field=VALUE` is the spelling for a value
+//! that itself starts with `--`. The conversion checks only what it needs to
 //! build JSON; the request's rules are the operation's, checked by the pipeline as on
 //! every door.
 
@@ -217,7 +218,13 @@ pub fn apply(op: &str, schema: &Map<String, Value>, base: Value, args: &[String]
                 i += 1;
                 args[i].clone()
             }
-            (None, k) => return Err(bad(&spelled, format!("{spelled} needs a value ({})", k.name()))),
+            (None, k) => {
+                let m = format!(
+                    "{spelled} needs a value ({}); one that starts with -- is written {spelled}=VALUE",
+                    k.name()
+                );
+                return Err(bad(&spelled, m));
+            }
         };
         let v = value(&flag.kind, &spelled, &text)?;
         if matches!(flag.kind, Kind::List(_)) {
@@ -328,6 +335,44 @@ mod tests {
             assert_eq!(e.code, ErrorCode::InvalidArgument, "{args:?}");
             assert_eq!(e.field.as_deref(), Some(*field), "{args:?}");
             assert!(e.message.contains(message), "{args:?}: {}", e.message);
+        }
+    }
+
+    /// The flags a person would type for a JSON value of this kind.
+    fn typed(kind: &Kind, v: &Value) -> String {
+        match (kind, v) {
+            (Kind::String, Value::String(s)) => s.clone(),
+            (Kind::Json, _) => v.to_string(),
+            (Kind::List(inner), _) => typed(inner, v),
+            _ => v.to_string(),
+        }
+    }
+
+    /// Every operation's documented example, typed as flags, is the same request: the
+    /// schema of every request type reads as flags.
+    #[test]
+    fn every_example_of_the_registry_reads_as_flags() {
+        for op in coord_service::ops() {
+            let schema = (op.input_schema)();
+            let example: Value = serde_json::from_str(op.example).unwrap();
+            let known = flags(&schema);
+            let mut args = Vec::new();
+            for (field, v) in example.as_object().unwrap() {
+                let flag = known
+                    .iter()
+                    .find(|f| &f.field == field)
+                    .unwrap_or_else(|| panic!("{}: {field}", op.name));
+                match (&flag.kind, v) {
+                    (Kind::List(_), Value::Array(items)) => {
+                        for item in items {
+                            args.push(format!("{}={}", flag.spelling(), typed(&flag.kind, item)));
+                        }
+                    }
+                    (kind, v) => args.push(format!("{}={}", flag.spelling(), typed(kind, v))),
+                }
+            }
+            let got = apply(op.name, &schema, json!({}), &args).unwrap_or_else(|e| panic!("{}: {e:?}", op.name));
+            assert_eq!(got, example, "{}: {args:?}", op.name);
         }
     }
 
