@@ -39,7 +39,7 @@ pub async fn run(cmd: ApprovalsCommand, coord: &dyn Coordination, ctx: &Context,
         ApprovalsCommand::List { status, by, limit } => {
             let status = match status_filter(&status) {
                 Ok(s) => s,
-                Err(e) => return out.error(&e),
+                Err(e) => return crate::ops::refused::<ops::ListApprovals>(out, coord, &ctx.caller, e).await,
             };
             let req = ListApprovalsRequest {
                 status,

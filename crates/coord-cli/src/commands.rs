@@ -24,6 +24,7 @@ use coord_domain::status::StatusResult;
 use coord_domain::{CoordError, ErrorCode};
 use coord_service::CoordinationExt as _;
 use coord_service::ops::overrides::{BreakLock, CancelTask, RequeueTask};
+use coord_service::ops::{keys, queue};
 use coord_service::{Coordination, Ports};
 use std::fmt::Write;
 
@@ -153,7 +154,7 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
         } => {
             let input_data = match parse_json("input", input) {
                 Ok(v) => v,
-                Err(e) => return out.error(&e),
+                Err(e) => return crate::ops::refused::<queue::SubmitWork>(out, coord, me, e).await,
             };
             let req = SubmitWorkRequest {
                 task_type,
@@ -185,7 +186,7 @@ async fn work(cmd: WorkCommand, coord: &dyn Coordination, ctx: &Context, out: Ou
         } => {
             let result = match parse_json("result", result) {
                 Ok(v) => v,
-                Err(e) => return out.error(&e),
+                Err(e) => return crate::ops::refused::<queue::CompleteWork>(out, coord, me, e).await,
             };
             let req = CompleteWorkRequest {
                 task_id,
@@ -376,10 +377,11 @@ pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Ou
             // Only what is written on the command line: COORD_AGENT_ID/COORD_AGENT_TYPE
             // are the operator's own identity, never the key's.
             let (Some(agent_id), Some(agent_type)) = crate::args::Cli::written_identity(global) else {
-                return out.error(&CoordError::new(
+                let e = CoordError::new(
                     ErrorCode::InvalidArgument,
                     "give the identity the key acts as on the command line: coord key create --agent-id ID --agent-type TYPE",
-                ));
+                );
+                return crate::ops::refused::<keys::CreateApiKey>(out, coord.as_ref(), &creator, e).await;
             };
             let minutes = match expires_in
                 .as_deref()
@@ -387,7 +389,7 @@ pub async fn keys(cmd: &KeysCommand, ctx: &Context, global: &GlobalArgs, out: Ou
                 .transpose()
             {
                 Ok(m) => m,
-                Err(e) => return out.error(&e),
+                Err(e) => return crate::ops::refused::<keys::CreateApiKey>(out, coord.as_ref(), &creator, e).await,
             };
             let req = CreateApiKeyRequest {
                 bound_agent_id: agent_id,
@@ -541,7 +543,7 @@ async fn msg(cmd: crate::args::MsgCommand, coord: &dyn Coordination, ctx: &Conte
                         "importance",
                         format!("--importance {raw:?}: use low, normal, high or urgent"),
                     );
-                    return out.error(&e);
+                    return crate::ops::refused::<SendMessage>(out, coord, me, e).await;
                 }
             };
             use coord_domain::messages::HOLDERS_PREFIX;

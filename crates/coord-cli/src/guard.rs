@@ -37,7 +37,7 @@ pub async fn rules(cmd: GuardRulesCommand, coord: &dyn Coordination, ctx: &Conte
         GuardRulesCommand::Set { name, pattern, file } => {
             let pattern = match read_pattern(pattern, file) {
                 Ok(p) => p,
-                Err(e) => return out.error(&e),
+                Err(e) => return crate::ops::refused::<SetGuardrail>(out, coord, &ctx.caller, e).await,
             };
             let answer = call::<SetGuardrail, _>(coord, &who, set(name, Some(pattern), None)).await;
             out.result(answer, |r| format!("set\n{}", render_one(&r.guardrail)))

@@ -104,7 +104,7 @@ pub async fn run(cmd: NetworkCommand, coord: &dyn Coordination, ctx: &Context, o
             });
             let policy = match policy {
                 Ok(p) => p,
-                Err(e) => return out.error(&e),
+                Err(e) => return crate::ops::refused::<SetNetworkPolicy>(out, coord, &ctx.caller, e).await,
             };
             out.result(call::<SetNetworkPolicy, _>(coord, &me, policy).await, |r| {
                 format!("network policy {} stored ({:?})", r.policy.policy.name, r.policy.source).to_lowercase()

@@ -145,6 +145,18 @@ pub async fn call(args: &crate::args::CallArgs, coord: &dyn Coordination, ctx: &
     out.result(coord.invoke(op, &who, request).await, |_| String::new())
 }
 
+/// A request to `O` the command line could not build (a flag that is not JSON, a file
+/// that cannot be read), refused through the pipeline so that it is audited as `O`, like
+/// the refusals of every other door.
+pub async fn refused<O: coord_service::Operation>(
+    out: Output,
+    coord: &dyn Coordination,
+    caller: &coord_domain::Caller,
+    e: CoordError,
+) -> u8 {
+    out.error(&coord_service::refuse::<O, _>(coord, &Principal::local(caller.clone()), e).await)
+}
+
 /// `coord call OPERATION --help`: the operation's definition and its flags, from the
 /// registry (what `coord ops --json` gives machines).
 fn help(op: &OpEntry) -> String {

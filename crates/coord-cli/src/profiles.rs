@@ -54,7 +54,7 @@ pub async fn run(cmd: ProfileCommand, coord: &dyn Coordination, ctx: &Context, o
         ProfileCommand::Apply { file } => {
             let (req, names) = match read_profiles(&file) {
                 Ok(r) => r,
-                Err(e) => return out.error(&e),
+                Err(e) => return crate::ops::refused::<ops::ApplyProfiles>(out, coord, &ctx.caller, e).await,
             };
             let policies: Vec<(String, String)> = req
                 .profiles

@@ -220,7 +220,7 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
         VerifyCommand::Apply { file } => {
             let policies = match read_policies(&file) {
                 Ok(p) => p,
-                Err(e) => return out.error(&e),
+                Err(e) => return crate::ops::refused::<SetVerificationPolicy>(out, coord, &ctx.caller, e).await,
             };
             let mut stored = Vec::new();
             for p in policies {
@@ -261,7 +261,7 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
             let mut req = match &git {
                 Some(base) => match from_git(base) {
                     Ok(r) => r,
-                    Err(e) => return out.error(&e),
+                    Err(e) => return crate::ops::refused::<SubmitChangeset>(out, coord, &ctx.caller, e).await,
                 },
                 None => SubmitChangesetRequest::default(),
             };
@@ -274,11 +274,12 @@ pub async fn run(cmd: VerifyCommand, coord: &dyn Coordination, ctx: &Context, ou
                 match std::fs::read_to_string(&path) {
                     Ok(d) => req.diff = Some(d),
                     Err(e) => {
-                        return out.error(&CoordError::field(
+                        let e = CoordError::field(
                             ErrorCode::InvalidArgument,
                             "diff_file",
                             format!("cannot read {path}: {e}"),
-                        ));
+                        );
+                        return crate::ops::refused::<SubmitChangeset>(out, coord, &ctx.caller, e).await;
                     }
                 }
             }

@@ -1337,6 +1337,69 @@ fn a_bad_workspace_turns_only_the_file_tools_off() {
     assert_eq!(code(&out), 0, "{}", stdout(&out));
 }
 
+/// A request a command cannot even build (a flag that is not JSON, an unknown level, a
+/// file that does not parse) is refused through the pipeline: audited as the operation it
+/// was meant for, like every other refusal. (In remote mode such a request never leaves
+/// the machine, as with `coord call`.)
+#[test]
+fn requests_the_command_line_cannot_build_are_refused_and_audited() {
+    let repo = Repo::new();
+    let bad_policy = repo.root().join("policy.yaml");
+    std::fs::write(&bad_policy, "nonsense: [").unwrap();
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["work", "submit", "test", "x", "--input", "{bad"],
+            "submit_work",
+            "invalid_json",
+        ),
+        (
+            &[
+                "work",
+                "complete",
+                "00000000-0000-0000-0000-000000000001",
+                "--success",
+                "--result",
+                "{bad",
+            ],
+            "complete_work",
+            "invalid_json",
+        ),
+        (
+            &["msg", "send", "bob", "hi", "--importance", "mega"],
+            "send_message",
+            "invalid_argument",
+        ),
+        (
+            &["approval", "list", "--status", "maybe"],
+            "list_approvals",
+            "invalid_argument",
+        ),
+        (
+            &["verify", "apply", bad_policy.to_str().unwrap()],
+            "set_verification_policy",
+            "invalid_argument",
+        ),
+    ];
+    for (args, operation, error) in cases {
+        let (v, rc) = repo.json_as("zed", args);
+        assert_eq!((rc, v["error"].as_str()), (2, Some(*error)), "{args:?}: {v}");
+        let (audit, _) = repo.json_as(
+            "auditor",
+            &[
+                "call",
+                "query_audit",
+                &serde_json::json!({"agent_id": "zed", "operation": operation}).to_string(),
+            ],
+        );
+        let rows = audit["entries"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{args:?}: {audit}");
+        assert_eq!(
+            (rows[0]["success"].as_bool(), rows[0]["error_code"].as_str()),
+            (Some(false), Some(*error))
+        );
+    }
+}
+
 /// Each shared scenario, locally and through `coord serve`.
 macro_rules! local_and_remote {
     ($($name:ident),* $(,)?) => {

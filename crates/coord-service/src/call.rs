@@ -51,6 +51,21 @@ pub async fn call<O: Operation, C: Coordination + ?Sized>(
     })
 }
 
+/// Refuses a request to `O` that its caller could not even build (a flag that is not
+/// JSON, a file that cannot be read): the refusal goes through the pipeline, so it is
+/// audited as `O` like any other refusal, and comes back as the error to show.
+pub async fn refuse<O: Operation, C: Coordination + ?Sized>(c: &C, who: &Principal, e: CoordError) -> CoordError {
+    let entry = match entry_of::<O>() {
+        Ok(entry) => entry,
+        Err(_) => return e,
+    };
+    match c.invoke(entry, who, Err(e.clone())).await {
+        Err(refusal) => refusal,
+        // The pipeline never runs an operation without its request.
+        Ok(_) => e,
+    }
+}
+
 /// The foundation's operations as methods, for callers acting as a local process.
 /// Newer operations are called with [`call`] (nothing here needs to change for them).
 #[async_trait]

@@ -83,7 +83,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use call::{CoordinationExt, call};
+pub use call::{CoordinationExt, call, refuse};
 pub use clock::{Clock, DatabaseClock, ManualClock};
 pub use files::WorkspaceDir;
 pub use launcher::{Judgement, Launcher};
