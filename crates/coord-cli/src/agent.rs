@@ -5,9 +5,10 @@
 use crate::args::{AgentCommand, AgentFlagsArgs, AgentRunArgs};
 use crate::context::Context;
 use crate::output::{self, Output};
+use coord_agents::LaunchInputs;
+use coord_agents::registry::{self};
 use coord_domain::CoordResult;
-use coord_domain::agents::registry::{self};
-use coord_domain::agents::{self, AgentDefinition, LaunchInputs, Runtime};
+use coord_domain::agents::{self, AgentDefinition, Runtime};
 use coord_egress::sandbox::API_PORT;
 use coord_runtime::launch::{
     self as rt, DEFINITIONS, LaunchOptions, LaunchRequest, Outcome, coord_env, definitions, find, provider_keys,
@@ -183,10 +184,7 @@ fn show(place: &str, d: &AgentDefinition, out: Output) -> u8 {
     if let Some(m) = &d.model {
         println!("  model:       {m}");
     }
-    println!(
-        "  max turns:   {}",
-        d.max_turns.unwrap_or(agents::launch::DEFAULT_MAX_TURNS)
-    );
+    println!("  max turns:   {}", d.max_turns.unwrap_or(agents::DEFAULT_MAX_TURNS));
     if let Some(p) = &d.parent {
         println!("  parent:      {p} (may delegate to it)");
     }
@@ -226,7 +224,7 @@ fn flags(args: &AgentFlagsArgs, ctx: &Context, out: Output) -> CoordResult<u8> {
     let runtime = rt::runtime(args.runtime.as_deref(), &d)?;
     let coord_env = coord_env("$AGENT_ID", API_PORT);
     let workspace = ctx.repo_root.to_string_lossy();
-    let plan = agents::plan(
+    let plan = coord_agents::plan(
         runtime,
         &LaunchInputs {
             definition: &d,

@@ -7,11 +7,11 @@ use crate::args::{SwarmCommand, TeamCommand, WorkflowCommand};
 use crate::context::Context;
 use crate::open;
 use crate::output::{self, Output};
+use coord_agents::team::{self, Team};
 use coord_domain::access::Principal;
 use coord_domain::agents::FieldError;
 use coord_domain::agents::isolation::Isolation;
 use coord_domain::agents::spawn::{AgentRef, SpawnAgentRequest};
-use coord_domain::agents::team::{self, Team};
 use coord_domain::locks::CheckLocksRequest;
 use coord_domain::workflows::api::{
     CreateSwarmRequest, CreateWorkflowRequest, SwarmMemberSpec, SwarmRef, WorkflowRef, WorkflowView,
@@ -113,7 +113,7 @@ fn validate_workflow(file: &Path, ctx: &Context, out: Output) -> CoordResult<u8>
     let registry = coord_runtime::launch::definitions(ctx);
     for (i, n) in req.nodes.iter().enumerate() {
         if let Some(a) = &n.agent
-            && coord_domain::agents::registry::find(&registry, a).is_err()
+            && coord_agents::registry::find(&registry, a).is_err()
         {
             errors.push(FieldError::new(
                 format!("nodes[{i}].agent"),
@@ -316,7 +316,7 @@ async fn swarm_results(id: &str, ctx: &Context, out: Output) -> CoordResult<u8> 
 fn load_team(file: &Path, ctx: &Context) -> CoordResult<Team> {
     let text = read(file)?;
     let registry = coord_runtime::launch::definitions(ctx);
-    let find = |name: &str| coord_domain::agents::registry::find(&registry, name).ok().cloned();
+    let find = |name: &str| coord_agents::registry::find(&registry, name).ok().cloned();
     team::parse_team(&text, &find).map_err(|errors| invalid(file, "team file", &errors))
 }
 

@@ -14,7 +14,7 @@ pub const GIT_HOOK_MARKER: &str = "# installed by `coord init git-hook`";
 
 /// The Claude Code tools coord's PreToolUse hook sees: file edits (locks, credential
 /// files) and shell commands (destructive-operation guardrails).
-pub use coord_domain::agents::launch::PRE_TOOL_USE_MATCHER;
+pub use coord_agents::launch::PRE_TOOL_USE_MATCHER;
 
 fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str, path: &Path) -> CoordResult<&'a mut Map<String, Value>> {
     let slot = map.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));

@@ -9,11 +9,12 @@
 use crate::cases::profiles::{give, profile, run};
 use crate::{Backend, Harness, agent, operator};
 use async_trait::async_trait;
+use coord_agents::parse_definition;
 use coord_domain::agents::preflight::{LaunchPlanSummary, Validator, Verdict, VerdictKind};
 use coord_domain::agents::spawn::{
     AgentOutputRequest, AgentRef, SpawnAgentRequest, SpawnStatus, SpawnUpdate, StopAgentRequest,
 };
-use coord_domain::agents::{AgentDefinition, Runtime, parse_definition};
+use coord_domain::agents::{AgentDefinition, Runtime};
 use coord_domain::audit::AuditQueryRequest;
 use coord_domain::guardrails::CheckGuardrailsRequest;
 use coord_domain::profiles::Permission;

@@ -1,7 +1,7 @@
-//! Sub-agents coord launches (docs/agents.md): the four worker profiles of spec 003,
-//! agent definitions in Claude Code's format (`.claude/agents/<name>.md`), and the launch
-//! plan of each runtime — the exact argv, environment and generated files. Pure: the CLI
-//! writes the files and runs the plan inside `coord sandbox`.
+//! Sub-agents coord launches (docs/agents.md): the four worker profiles of spec 003, a
+//! valid agent definition, the runtimes, and the rules of spawning them. Reading
+//! definitions and teams from their files and each runtime's launch plan (argv,
+//! environment, generated files) are integrations: `coord-agents`.
 //!
 //! Spec 003 meant "each agent can use only the tools and paths of its profile" but chose
 //! mechanisms that do not deliver it (`--allowedTools` only pre-approves, `--add-dir`
@@ -13,26 +13,20 @@
 
 pub mod definition;
 pub mod isolation;
-pub mod launch;
 pub mod preflight;
-pub mod registry;
+pub mod runtime;
 pub mod spawn;
-pub mod team;
 
 #[cfg(test)]
-mod registry_tests;
-#[cfg(test)]
 mod spawn_tests;
-#[cfg(test)]
-mod team_tests;
 #[cfg(test)]
 mod tests;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub use definition::{AgentDefinition, FieldError, parse_definition};
-pub use launch::{GeneratedFile, LaunchInputs, LaunchPlan, Runtime, plan};
+pub use definition::{AgentDefinition, FieldError};
+pub use runtime::{DEFAULT_MAX_TURNS, Runtime};
 
 /// The tools of Claude Code a definition may name (2.1.330). Anything else in `tools:`
 /// is refused, so a typo never silently drops (or adds) a capability.

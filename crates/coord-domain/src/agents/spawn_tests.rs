@@ -1,5 +1,5 @@
+use super::WorkerProfile;
 use super::spawn::*;
-use super::{WorkerProfile, parse_definition};
 use crate::ErrorCode;
 use crate::profiles::{Profile, builtin};
 
@@ -285,17 +285,27 @@ fn requests_are_checked_on_their_own() {
     let d = generic_definition(WorkerProfile::Design);
     assert_eq!((d.name.as_str(), d.tools.len()), ("design-worker", 6));
     // A definition round-trips through the record (stored as JSON).
-    let d = parse_definition("---\nname: r\ndescription: x\ntools: Read\n---\nhi\n").unwrap();
+    let d = named("r", &[]);
     let back: super::AgentDefinition = serde_json::from_value(serde_json::to_value(&d).unwrap()).unwrap();
     assert_eq!(back, d);
     assert_eq!(tail("héllo", 4), "llo");
 }
 
+/// A read-only definition of this name, delegating to these agents (what a
+/// `.claude/agents/<name>.md` with `tools: Read` and `delegatesTo:` reads as).
+fn named(name: &str, delegates_to: &[&str]) -> super::AgentDefinition {
+    let mut d = generic_definition(WorkerProfile::ReadOnly);
+    d.name = name.into();
+    d.tools = vec!["Read".into()];
+    d.prompt = "hi".into();
+    d.delegates_to = delegates_to.iter().map(|s| s.to_string()).collect();
+    d
+}
+
 #[test]
 fn a_spawned_agent_delegates_only_as_its_definition_says() {
-    let lead =
-        parse_definition("---\nname: lead\ndescription: x\ntools: Read\ndelegatesTo: [researcher]\n---\n").unwrap();
-    let researcher = parse_definition("---\nname: researcher\ndescription: x\ntools: Read\n---\n").unwrap();
+    let lead = named("lead", &["researcher"]);
+    let researcher = named("researcher", &[]);
     let mut child = researcher.clone();
     child.name = "helper".into();
     child.parent = Some("researcher".into());

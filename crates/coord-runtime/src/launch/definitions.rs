@@ -1,7 +1,7 @@
 //! The agent registry: definitions from `.claude/agents/*.md` and `agents.json`.
 
 use crate::context::Context;
-use coord_domain::agents::registry::{self, Entry, NotFound};
+use coord_agents::registry::{self, Entry, NotFound};
 use coord_domain::agents::{self, AgentDefinition, FieldError};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
 use serde_json::json;
@@ -32,7 +32,7 @@ pub fn definitions(ctx: &Context) -> Vec<Entry> {
                 Ok(m) if m.len() > agents::definition::MAX_DEFINITION_BYTES as u64 => {
                     too_big(agents::definition::MAX_DEFINITION_BYTES)
                 }
-                _ => std::fs::read_to_string(&p).map_or_else(unreadable, |text| agents::parse_definition(&text)),
+                _ => std::fs::read_to_string(&p).map_or_else(unreadable, |text| coord_agents::parse_definition(&text)),
             };
             let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned());
             let claimed = parsed.as_ref().ok().map(|d| d.name.clone()).or(stem);

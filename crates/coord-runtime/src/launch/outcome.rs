@@ -1,6 +1,7 @@
 //! How a launch ended: the agent's final answer, read from what its runtime wrote.
 
-use coord_domain::agents::{LaunchPlan, Runtime};
+use coord_agents::LaunchPlan;
+use coord_domain::agents::Runtime;
 use std::path::Path;
 
 /// A launch's outcome, as printed and as `--json`.

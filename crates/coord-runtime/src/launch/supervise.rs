@@ -6,8 +6,9 @@ use super::programs::{coord_env, install_dir, io, provider_keys};
 use super::{AGENT_TYPE, LaunchOptions};
 use crate::context::Context;
 use crate::sandbox::{Enforced, advisory_proxy, enforced_command};
+use coord_agents::{LaunchInputs, LaunchPlan};
 use coord_domain::access::Principal;
-use coord_domain::agents::{self, AgentDefinition, LaunchInputs, LaunchPlan, Runtime};
+use coord_domain::agents::{self, AgentDefinition, Runtime};
 use coord_domain::network::{Enforcement, SandboxRunRequest};
 use coord_domain::{Caller, CoordError, CoordResult, ErrorCode};
 use coord_egress::sandbox::{self, API_PORT, MODEL_PORT};
@@ -158,7 +159,7 @@ fn write_plan(s: &Supervised<'_>, api_port: u16, held: &[coord_domain::locks::Lo
     let exe = exe.to_string_lossy().into_owned();
     let program = s.program.to_string_lossy().into_owned();
     let coord_env = coord_env(&s.agent.agent_id, api_port);
-    let mut plan = agents::plan(
+    let mut plan = coord_agents::plan(
         s.runtime,
         &LaunchInputs {
             definition: s.d,
@@ -172,7 +173,7 @@ fn write_plan(s: &Supervised<'_>, api_port: u16, held: &[coord_domain::locks::Lo
             files: &s.options.files,
         },
     );
-    if let Some(note) = coord_domain::agents::launch::held_note(held)
+    if let Some(note) = coord_agents::launch::held_note(held)
         && let Some(message) = plan.files.iter_mut().find(|f| f.path.ends_with("aider-message.txt"))
     {
         message.contents.push('\n');
@@ -297,7 +298,7 @@ fn protected(
         .map(|f| (PathBuf::from(&f.path), PathBuf::from(&f.path)))
         .collect();
     if plan.writable != agents::Writable::Nothing {
-        for held in coord_domain::agents::launch::held_paths(held) {
+        for held in coord_agents::launch::held_paths(held) {
             let path = s.ctx.repo_root.join(held);
             if std::fs::symlink_metadata(&path).is_ok() {
                 protected.push((path.clone(), path));

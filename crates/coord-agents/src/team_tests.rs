@@ -1,5 +1,6 @@
-use super::team::parse_team;
-use super::{AgentDefinition, WorkerProfile, parse_definition};
+use crate::parse_definition;
+use crate::team::parse_team;
+use coord_domain::agents::{AgentDefinition, WorkerProfile};
 
 fn registry(name: &str) -> Option<AgentDefinition> {
     let text = match name {
@@ -51,7 +52,7 @@ fn a_team_file_reads_members_and_rules() {
     assert_eq!(team.members[2].profile, Some(WorkerProfile::Write));
     assert_eq!(
         (team.members[2].isolation, team.members[1].isolation),
-        (Some(super::isolation::Isolation::Worktree), None)
+        (Some(coord_domain::agents::isolation::Isolation::Worktree), None)
     );
     assert!(team.members[0].run && !team.members[1].run);
     assert_eq!((team.queue.as_str(), team.max_concurrent), ("backend", 2));

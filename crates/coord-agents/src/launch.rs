@@ -3,86 +3,9 @@
 //! run inside coord's sandbox (bubblewrap, `Writable` decides what is writable, the
 //! proxy is the only way out); the runtime's own permission layer comes on top of it.
 
-use super::{AgentDefinition, WorkerProfile, Writable};
+use coord_domain::agents::{AgentDefinition, DEFAULT_MAX_TURNS, Runtime, WorkerProfile, Writable};
 use serde::Serialize;
 use serde_json::json;
-
-/// Turns a launched agent gets when its definition does not say.
-pub const DEFAULT_MAX_TURNS: u32 = 30;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Runtime {
-    Claude,
-    Codex,
-    Aider,
-}
-
-impl Runtime {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Claude => "claude",
-            Self::Codex => "codex",
-            Self::Aider => "aider",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "claude" | "claude-code" | "claude_code" => Some(Self::Claude),
-            "codex" => Some(Self::Codex),
-            "aider" => Some(Self::Aider),
-            _ => None,
-        }
-    }
-
-    /// The oldest version whose flags and settings the plans were verified against
-    /// (docs/agents.md): older Claude Code silently ignores settings keys it does not know
-    /// (`blockReadsOutsideWorkingDirectories`, …) and lacks `--restricted` and
-    /// `--permission-prompts`; older Codex reads its config differently.
-    pub fn min_version(self) -> Option<(u64, u64, u64)> {
-        match self {
-            Self::Claude => Some((2, 1, 330)),
-            Self::Codex => Some((0, 169, 0)),
-            Self::Aider => None,
-        }
-    }
-
-    /// Whether `--version`'s output names a version this runtime's plans hold for; an
-    /// output without a readable version is refused (unknown means not verified).
-    pub fn check_version(self, version_output: &str) -> Result<(), String> {
-        let Some(min) = self.min_version() else {
-            return Ok(());
-        };
-        let found = version_output
-            .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
-            .find_map(|w| {
-                let w = w.trim_start_matches('v');
-                let mut parts = w.split('.').map(|p| p.parse::<u64>().ok());
-                match (parts.next()?, parts.next()?, parts.next()?, parts.next()) {
-                    (Some(a), Some(b), Some(c), None) => Some((a, b, c)),
-                    _ => None,
-                }
-            });
-        let want = format!("{}.{}.{}", min.0, min.1, min.2);
-        match found {
-            None => Err(format!(
-                "cannot read {}'s version from {:?}: coord launches only versions it knows (≥ {want})",
-                self.name(),
-                version_output.trim()
-            )),
-            Some(v) if v < min => Err(format!(
-                "{} {}.{}.{} is older than {want}, the oldest whose permission flags and settings coord's \
-                 plans were verified on (older versions silently ignore some of them): upgrade it",
-                self.name(),
-                v.0,
-                v.1,
-                v.2
-            )),
-            Some(_) => Ok(()),
-        }
-    }
-}
 
 /// What a launch needs besides the definition. Paths are absolute.
 #[derive(Debug, Clone)]
@@ -457,17 +380,17 @@ pub const LAUNCHED_PRE_TOOL_USE_MATCHER: &str = "*";
 /// cannot be asked before each edit) gets read-only in its sandbox: a file lock's file, a
 /// directory lock's directory (repository-relative, no trailing `/`). A glob lock covers
 /// paths nobody can list up front: it is named in the agent's message only.
-pub fn held_paths(held: &[crate::locks::LockInfo]) -> Vec<String> {
+pub fn held_paths(held: &[coord_domain::locks::LockInfo]) -> Vec<String> {
     held.iter()
         .map(|l| l.file_path.trim_end_matches('/'))
-        .filter(|p| !p.is_empty() && !p.contains(crate::target::GLOB_CHARS))
+        .filter(|p| !p.is_empty() && !p.contains(coord_domain::target::GLOB_CHARS))
         .map(String::from)
         .collect()
 }
 
 /// What an agent without hooks is told about the locks other agents hold when it starts:
 /// which, by whom, why, and that they are read-only for it. `None` when there are none.
-pub fn held_note(held: &[crate::locks::LockInfo]) -> Option<String> {
+pub fn held_note(held: &[coord_domain::locks::LockInfo]) -> Option<String> {
     if held.is_empty() {
         return None;
     }
@@ -477,7 +400,7 @@ pub fn held_note(held: &[crate::locks::LockInfo]) -> Option<String> {
     );
     for l in held {
         let why = l.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
-        let kind = if l.file_path.contains(crate::target::GLOB_CHARS) {
+        let kind = if l.file_path.contains(coord_domain::target::GLOB_CHARS) {
             " (a pattern)"
         } else {
             ""

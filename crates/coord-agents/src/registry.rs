@@ -5,8 +5,8 @@
 //! later must not shadow a reviewed definition); `parent_id` and `delegates_to` must
 //! name agents of the registry; parents must not form a cycle.
 
-use super::AgentDefinition;
-use super::definition::{FieldError, definition_from_json};
+use crate::definition::definition_from_json;
+use coord_domain::agents::{AgentDefinition, FieldError};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -170,9 +170,9 @@ pub fn assemble(mut entries: Vec<Entry>) -> Vec<Entry> {
         }
         // A generic worker of a profile (`write-worker`, …) is no entry but may be delegated to.
         let generic = |t: &str| {
-            super::WorkerProfile::ALL
+            coord_domain::agents::WorkerProfile::ALL
                 .iter()
-                .any(|p| super::spawn::generic_definition(*p).name == t)
+                .any(|p| coord_domain::agents::spawn::generic_definition(*p).name == t)
         };
         for (k, t) in d.delegates_to.iter().enumerate() {
             if t != "*" && !known(t) && !generic(t) {

@@ -1,5 +1,6 @@
-use super::registry::{Entry, NotFound, assemble, find, parse_agents_json};
-use super::{Runtime, WorkerProfile, parse_definition};
+use crate::parse_definition;
+use crate::registry::{Entry, NotFound, assemble, find, parse_agents_json};
+use coord_domain::agents::{Runtime, WorkerProfile};
 
 /// The example of spec 002, as printed there.
 const SPEC_002: &str = r#"[

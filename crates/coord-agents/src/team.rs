@@ -4,8 +4,7 @@
 //! at once, which queue they work). Every problem is reported at once with its path
 //! (`agents[2].role: missing`, `agents[0].capabilities[1]: unknown capability "deploy"`).
 
-use super::definition::FieldError;
-use super::{AgentDefinition, Runtime, WorkerProfile};
+use coord_domain::agents::{AgentDefinition, FieldError, Runtime, WorkerProfile};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -45,7 +44,7 @@ pub struct Member {
     pub runtime: Option<Runtime>,
     /// Where it works when spawned: shared (default) or worktree.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<super::isolation::Isolation>,
+    pub isolation: Option<coord_domain::agents::isolation::Isolation>,
     /// Spawned by `coord team up`, on `task`.
     pub run: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -339,7 +338,7 @@ fn delegation_allowed(
                 },
                 (Some(fd), None) => registry(fd).is_some_and(|d| {
                     to.profile
-                        .is_some_and(|p| d.may_delegate_to(&super::spawn::generic_definition(p)))
+                        .is_some_and(|p| d.may_delegate_to(&coord_domain::agents::spawn::generic_definition(p)))
                 }),
                 (None, _) => false,
             };
@@ -351,7 +350,7 @@ fn delegation_allowed(
                             "{from}'s agent {fd} does not delegate to {t}: add {} (or \"*\") to its delegates_to",
                             match (&to.definition, to.profile) {
                                 (Some(d), _) => d.clone(),
-                                (None, Some(p)) => super::spawn::generic_definition(p).name,
+                                (None, Some(p)) => coord_domain::agents::spawn::generic_definition(p).name,
                                 (None, None) => t.clone(),
                             }
                         ),
@@ -406,7 +405,7 @@ fn member(
         parsed
     });
     let isolation = text(map, "isolation", &at, false, 16, errors).and_then(|i| {
-        let parsed = super::isolation::Isolation::parse(&i);
+        let parsed = coord_domain::agents::isolation::Isolation::parse(&i);
         if parsed.is_none() {
             errors.push(FieldError::new(
                 format!("{at}isolation"),
@@ -423,7 +422,7 @@ fn member(
             false
         }
     };
-    let task = text(map, "task", &at, false, crate::validate::MAX_LONG_TEXT, errors);
+    let task = text(map, "task", &at, false, coord_domain::validate::MAX_LONG_TEXT, errors);
     if run && task.is_none() && !map.contains_key("task") {
         errors.push(FieldError::new(
             format!("{at}task"),
