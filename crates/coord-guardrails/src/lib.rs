@@ -29,6 +29,7 @@ pub mod labelled;
 pub mod patterns;
 pub mod rules;
 pub mod scope;
+pub mod sed;
 pub mod sql;
 pub mod walk;
 
@@ -1099,6 +1100,7 @@ impl<'p> Analyzer<'p> {
         let written = rules::written_files(prog, args);
         self.writes(&written, text);
         self.add(self.patterns.check(prog, args), text);
+        self.add(sed::sed(prog, args), text);
         for sql in rules::sql_of(prog, args) {
             match sql {
                 Arg::Lit(s) => self.add(sql::analyze(&s, prog, false), text),

@@ -20,7 +20,7 @@
 //! A subcommand word only known at run time (`kubectl $VERB`) where a pattern of the
 //! program would look is itself a finding: it cannot be verified.
 
-use crate::rules::Hit;
+use crate::hit::Hit;
 use crate::walk::Arg;
 use coord_domain::guardrails::{Action, Category};
 use globset::{GlobBuilder, GlobMatcher};

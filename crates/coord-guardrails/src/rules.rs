@@ -371,11 +371,18 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
         )];
     };
     let rest = &args[i + 1..];
+    // After `--` every word is an operand (`git switch -- -f` names a branch `-f`).
+    let end = rest.iter().position(|a| a.lit() == Some("--")).unwrap_or(rest.len());
+    let (options, operands) = (&rest[..end], rest.get(end + 1..).unwrap_or_default());
     let call = GitCall {
         sub,
         rest,
-        flags: rest.iter().map(Arg::raw).filter(|a| a.starts_with('-')).collect(),
-        positional: rest.iter().filter(|a| !a.raw().starts_with('-')).collect(),
+        flags: options.iter().map(Arg::raw).filter(|a| a.starts_with('-')).collect(),
+        positional: options
+            .iter()
+            .filter(|a| !a.raw().starts_with('-'))
+            .chain(operands)
+            .collect(),
     };
     match sub {
         "push" => git_push(&call),
@@ -452,6 +459,9 @@ impl GitCall<'_> {
             let raw = a.raw();
             if std::mem::take(&mut skip) {
                 continue;
+            }
+            if a.lit() == Some("--") {
+                break;
             }
             if raw.starts_with('-') {
                 out.push(raw);
@@ -711,6 +721,34 @@ pub const COORD_VALUE_OPTIONS: &[&str] = &[
 
 /// A coord line's words without its options (and their values), and whether one of its
 /// first two words — the command — is only known at run time.
+/// The index where the request words of `coord call OPERATION` begin (the end when the
+/// line is no `coord call`).
+fn call_request_start(args: &[Arg]) -> usize {
+    let mut value_next = false;
+    let mut seen_call = false;
+    for (i, a) in args.iter().enumerate() {
+        let raw = a.raw();
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
+        if raw == "--" {
+            break;
+        }
+        if raw.starts_with('-') {
+            value_next = COORD_VALUE_OPTIONS.contains(&raw);
+            continue;
+        }
+        if seen_call {
+            return i + 1;
+        }
+        if raw != "call" {
+            break;
+        }
+        seen_call = true;
+    }
+    args.len()
+}
+
 fn coord_words(args: &[Arg]) -> (Vec<&str>, bool) {
     let mut words = Vec::new();
     let mut dynamic = false;
@@ -737,6 +775,9 @@ fn coord_words(args: &[Arg]) -> (Vec<&str>, bool) {
 /// identity borrowed with `--agent-id` / `--agent-type`.
 pub fn coord(args: &[Arg]) -> Vec<Hit> {
     let mut hits = Vec::new();
+    // After `coord call OPERATION` every word is the request's (`--agent-id` is a field of
+    // query_audit, `--file-path ui` names a file): coord's grammar reads them so.
+    let (full, args) = (args, &args[..call_request_start(args)]);
     if args.iter().any(|a| {
         let flag = a.raw().split('=').next().unwrap_or("");
         matches!(flag, "--agent-id" | "--agent-type")
@@ -778,7 +819,7 @@ pub fn coord(args: &[Arg]) -> Vec<Hit> {
             format!("{op} is a person's decision: it cannot be made from an agent's session; ask for it instead"),
         ));
     }
-    if !dynamic && args.iter().any(|a| a.lit().is_none()) && words.first() == Some(&"call") {
+    if !dynamic && full.iter().any(|a| a.lit().is_none()) && words.first() == Some(&"call") {
         hits.push(hit(
             Category::Unverifiable,
             "dynamic_command",
@@ -1024,8 +1065,8 @@ pub fn device_path(path: &str) -> bool {
     };
     let pseudo = matches!(
         rest,
-        "null" | "zero" | "full" | "random" | "urandom" | "stdout" | "stderr" | "stdin" | "tty" | "console" | "ptmx"
-    ) || ["fd/", "pts/", "shm/", "mqueue/", "tty"]
+        "null" | "zero" | "full" | "random" | "urandom" | "stdout" | "stderr" | "stdin" | "tty" | "console" | "ptmx" // `/dev/tcp/HOST/PORT` and `/dev/udp/…` are bash's sockets, no device at all.
+    ) || ["fd/", "pts/", "shm/", "mqueue/", "tty", "tcp/", "udp/"]
         .iter()
         .any(|p| rest.starts_with(p));
     !rest.is_empty() && !pseudo
@@ -1673,12 +1714,14 @@ pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
     let shipping = words.iter().find(|w| SHIPPING_WORDS.contains(&w.as_str()))?;
     // Only the file's own name, or an option asking for a dry run, says it only looks.
     let looking_name = path_words(name).iter().any(|w| LOOKING_WORDS.contains(&w.as_str()));
-    let dry = args.iter().filter_map(Arg::lit).any(|a| {
-        matches!(
-            a,
-            "--dry-run" | "-n" | "--help" | "-h" | "--local" | "--snapshot" | "--version" | "-V"
-        )
-    });
+    // `--version` alone prints one; followed by a value (`--version 1.2.3`) it sets the
+    // version the script ships.
+    let version_only = matches!(args, [a] if matches!(a.lit(), Some("--version" | "-V")));
+    let dry = version_only
+        || args
+            .iter()
+            .filter_map(Arg::lit)
+            .any(|a| matches!(a, "--dry-run" | "-n" | "--help" | "-h" | "--local" | "--snapshot"));
     if looking_name || dry {
         return None;
     }

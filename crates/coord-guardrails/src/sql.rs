@@ -27,7 +27,7 @@ pub fn dialect(prog: &str) -> Box<dyn Dialect> {
 }
 
 /// A blocking finding: everything SQL finds blocks, except migrations.
-fn hit(category: Category, operation: &str, reason: impl Into<String>) -> Hit {
+fn block(category: Category, operation: &str, reason: impl Into<String>) -> Hit {
     Hit {
         category,
         operation: operation.into(),
@@ -70,7 +70,7 @@ fn meta_commands(text: &str, prog: &str) -> (String, Vec<Hit>) {
             ) && meta.contains('|'))
             || (word == "\\copy" && lower.contains(" program "));
         if shell {
-            hits.push(hit(
+            hits.push(block(
                 Category::Unverifiable,
                 "client_shell",
                 format!(
@@ -82,7 +82,7 @@ fn meta_commands(text: &str, prog: &str) -> (String, Vec<Hit>) {
             word,
             "\\i" | "\\include" | "\\ir" | "\\include_relative" | ".read" | ".import"
         ) {
-            hits.push(hit(
+            hits.push(block(
                 Category::Unverifiable,
                 "dynamic_sql",
                 format!("`{}` runs SQL from a file, not in the command line", meta.trim()),
@@ -195,12 +195,12 @@ fn selects_all(selection: Option<&Expr>) -> bool {
 /// What one statement does.
 fn statement(s: &Statement) -> Vec<Hit> {
     match s {
-        Statement::Delete(d) if selects_all(d.selection.as_ref()) => vec![hit(
+        Statement::Delete(d) if selects_all(d.selection.as_ref()) => vec![block(
             Category::MassDeletion,
             "delete_all_rows",
             "DELETE without a WHERE clause deletes every row; add a WHERE clause, or ask for approval",
         )],
-        Statement::Update(u) if selects_all(u.selection.as_ref()) => vec![hit(
+        Statement::Update(u) if selects_all(u.selection.as_ref()) => vec![block(
             Category::MassDeletion,
             "update_all_rows",
             "UPDATE without a WHERE clause overwrites every row; add a WHERE clause, or ask for approval",
@@ -214,7 +214,7 @@ fn statement(s: &Statement) -> Vec<Hit> {
                 CopySource::Table { .. } => Vec::new(),
             };
             if matches!(target, CopyTarget::Program { .. }) {
-                out.push(hit(
+                out.push(block(
                     Category::Unverifiable,
                     "client_shell",
                     "COPY … PROGRAM runs a shell command on the database server; ask for approval",
@@ -308,12 +308,12 @@ const SCHEMA_OBJECTS: &[&str] = &[
 pub(crate) fn by_words(words: &[&str]) -> Option<Hit> {
     let first = *words.first()?;
     match first {
-        "TRUNCATE" => Some(hit(
+        "TRUNCATE" => Some(block(
             Category::MassDeletion,
             "truncate",
             "TRUNCATE deletes every row; ask for approval",
         )),
-        "DROP" => Some(hit(
+        "DROP" => Some(block(
             Category::MassDeletion,
             "drop",
             format!(
@@ -322,7 +322,7 @@ pub(crate) fn by_words(words: &[&str]) -> Option<Hit> {
             ),
         )),
         // `ALTER TABLE t DROP COLUMN c`: the column's data goes with it.
-        "ALTER" if words.contains(&"DROP") => Some(hit(
+        "ALTER" if words.contains(&"DROP") => Some(block(
             Category::MassDeletion,
             "drop",
             format!(
@@ -399,12 +399,12 @@ pub fn scan(text: &str) -> Vec<Hit> {
         let trivial_where =
             where_pos.is_some_and(|p| matches!(words[p + 1..].concat().as_str(), "TRUE" | "1=1" | "1" | "X=X"));
         match *first {
-            "DELETE" if where_pos.is_none() || trivial_where => hits.push(hit(
+            "DELETE" if where_pos.is_none() || trivial_where => hits.push(block(
                 Category::MassDeletion,
                 "delete_all_rows",
                 "DELETE without a WHERE clause deletes every row; add a WHERE clause, or ask for approval",
             )),
-            "UPDATE" if where_pos.is_none() || trivial_where => hits.push(hit(
+            "UPDATE" if where_pos.is_none() || trivial_where => hits.push(block(
                 Category::MassDeletion,
                 "update_all_rows",
                 "UPDATE without a WHERE clause overwrites every row; add a WHERE clause, or ask for approval",
