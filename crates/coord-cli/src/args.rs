@@ -242,6 +242,51 @@ fn hide_globals(mut cmd: clap::Command, globals: &[clap::Arg]) -> clap::Command 
     cmd
 }
 
+/// The long names of coord's own options (`--agent-id`, `--json`, …), which go before
+/// a subcommand's words.
+pub fn global_options() -> Vec<String> {
+    command()
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
+}
+
+/// After `coord call OPERATION` every word is the request's (its JSON and its fields as
+/// flags, `--agent-id` of `query_audit` among them): a `--` goes there so that clap never
+/// reads one as coord's own option, whatever its position.
+fn request_words_literal(mut args: Vec<std::ffi::OsString>, grammar: &clap::Command) -> Vec<std::ffi::OsString> {
+    let takes_value: Vec<String> = grammar
+        .get_arguments()
+        .filter(|a| a.get_action().takes_values())
+        .flat_map(|a| {
+            let long = a.get_long().map(|l| format!("--{l}"));
+            long.into_iter().chain(a.get_short().map(|c| format!("-{c}")))
+        })
+        .collect();
+    // The index of the first word that is not an option (or an option's value) from `i`.
+    let word_from = |args: &[std::ffi::OsString], mut i: usize| -> Option<usize> {
+        while let Some(a) = args.get(i).map(|a| a.to_string_lossy()) {
+            match a.as_ref() {
+                "--" => return None,
+                a if a.starts_with('-') => i += 1 + usize::from(takes_value.iter().any(|t| t == a)),
+                _ => return Some(i),
+            }
+        }
+        None
+    };
+    let Some(sub) = word_from(&args, 1) else { return args };
+    if args[sub] != "call" {
+        return args;
+    }
+    if let Some(op) = word_from(&args, sub + 1)
+        && args.get(op + 1).is_some_and(|next| next != "--")
+    {
+        args.insert(op + 1, "--".into());
+    }
+    args
+}
+
 impl Cli {
     /// Parses the command line (exits with clap's message on bad usage), noting where the
     /// identity flags came from.
@@ -275,6 +320,7 @@ impl Cli {
     fn whole_grammar(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
         use clap::FromArgMatches;
         let mut grammar = command();
+        let args = request_words_literal(args, &grammar);
         let matches = grammar.try_get_matches_from_mut(args)?;
         if let Some(("options", _)) = matches.subcommand()
             && let Some(options) = grammar.find_subcommand_mut("options")

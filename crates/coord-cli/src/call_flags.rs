@@ -22,8 +22,12 @@ pub enum Kind {
     Boolean,
     /// A list: the flag repeats, each value read as the item's kind.
     List(Box<Kind>),
-    /// An object, a union of shapes or an untyped value: the text is JSON (a word that is
-    /// not JSON is taken as a string, and the pipeline judges it).
+    /// Text, or a JSON object or list (`details` of `remember`): text that starts with
+    /// `{` or `[` is JSON, anything else is text.
+    TextOrJson,
+    /// An object, a union of shapes or an untyped value: the text is JSON (a bare word
+    /// that is not JSON is taken as a string, and the pipeline judges it; text that looks
+    /// like JSON must be JSON).
     Json,
 }
 
@@ -36,6 +40,7 @@ impl Kind {
             Kind::Number => "number".into(),
             Kind::Boolean => "true|false".into(),
             Kind::List(inner) => format!("{}, repeatable", inner.name()),
+            Kind::TextOrJson => "text|JSON".into(),
             Kind::Json => "JSON".into(),
         }
     }
@@ -46,6 +51,8 @@ impl Kind {
 pub struct Flag {
     pub field: String,
     pub kind: Kind,
+    /// The values the schema allows, when it lists them (`low`, `normal`, …).
+    pub choices: Vec<String>,
     pub required: bool,
     pub description: String,
 }
@@ -72,6 +79,7 @@ pub fn flags(schema: &Map<String, Value>) -> Vec<Flag> {
         .map(|(field, s)| Flag {
             field: field.clone(),
             kind: kind(s, defs, 0),
+            choices: choices(s, defs, 0),
             required: required.contains(&field.as_str()),
             description: description(s, defs),
         })
@@ -87,6 +95,29 @@ fn resolve<'a>(s: &'a Value, defs: Option<&'a Map<String, Value>>) -> &'a Value 
         Some(name) => defs.and_then(|d| d.get(name)).unwrap_or(s),
         None => s,
     }
+}
+
+/// The values an enumeration allows: `enum`, `const` alternatives, through references,
+/// optional wrappers and lists.
+fn choices(s: &Value, defs: Option<&Map<String, Value>>, depth: usize) -> Vec<String> {
+    let s = resolve(s, defs);
+    if depth > 8 {
+        return Vec::new();
+    }
+    if let Some(values) = s.get("enum").and_then(Value::as_array) {
+        return values.iter().filter_map(Value::as_str).map(str::to_string).collect();
+    }
+    if let Some(c) = s.get("const").and_then(Value::as_str) {
+        return vec![c.to_string()];
+    }
+    if let Some(items) = s.get("items") {
+        return choices(items, defs, depth + 1);
+    }
+    s.get("anyOf")
+        .or_else(|| s.get("oneOf"))
+        .and_then(Value::as_array)
+        .map(|alts| alts.iter().flat_map(|a| choices(a, defs, depth + 1)).collect())
+        .unwrap_or_default()
 }
 
 fn description(s: &Value, defs: Option<&Map<String, Value>>) -> String {
@@ -114,6 +145,7 @@ fn kind(s: &Value, defs: Option<&Map<String, Value>>, depth: usize) -> Kind {
             .collect();
         return match kinds.split_first() {
             Some((first, rest)) if rest.iter().all(|k| k == first) => first.clone(),
+            _ if kinds.contains(&Kind::String) => Kind::TextOrJson,
             _ => Kind::Json,
         };
     }
@@ -132,16 +164,14 @@ fn kind(s: &Value, defs: Option<&Map<String, Value>>, depth: usize) -> Kind {
         ["array"] => Kind::List(Box::new(
             s.get("items").map_or(Kind::Json, |i| kind(i, defs, depth + 1)),
         )),
+        // `["string", "object"]`: text, or JSON when it looks like JSON.
+        many if many.len() > 1 && many.contains(&"string") => Kind::TextOrJson,
         _ => Kind::Json,
     }
 }
 
 fn bad(flag: &str, message: String) -> CoordError {
-    CoordError::field(
-        ErrorCode::InvalidArgument,
-        &flag.trim_start_matches('-').replace('-', "_"),
-        message,
-    )
+    CoordError::field(ErrorCode::InvalidArgument, &field_of(flag), message)
 }
 
 fn value(kind: &Kind, flag: &str, text: &str) -> CoordResult<Value> {
@@ -163,14 +193,37 @@ fn value(kind: &Kind, flag: &str, text: &str) -> CoordResult<Value> {
             _ => Err(bad(flag, format!("{flag} takes true or false, not {text:?}"))),
         },
         Kind::List(inner) => value(inner, flag, text),
-        Kind::Json => Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into()))),
+        Kind::TextOrJson if !text.trim_start().starts_with(['{', '[']) => Ok(Value::String(text.into())),
+        Kind::TextOrJson | Kind::Json => match serde_json::from_str(text) {
+            Ok(v) => Ok(v),
+            Err(e) if text.trim_start().starts_with(['{', '[', '"']) => Err(CoordError::field(
+                ErrorCode::InvalidJson,
+                &field_of(flag),
+                format!("{flag} is not valid JSON: {e}"),
+            )),
+            Err(_) => Ok(Value::String(text.into())),
+        },
     }
 }
 
+/// The request field a flag names: `--file-path` is `file_path`.
+fn field_of(flag: &str) -> String {
+    let name = flag.strip_prefix("--").unwrap_or(flag);
+    name.split_once('=').map_or(name, |(n, _)| n).replace('-', "_")
+}
+
 /// The request `base` (a JSON object, `{}` when none was given) with the fields the
-/// flags name set; a flag wins over the same field of `base`. Unknown flags, missing
-/// values and values of the wrong kind are refused with the flag named.
-pub fn apply(op: &str, schema: &Map<String, Value>, base: Value, args: &[String]) -> CoordResult<Value> {
+/// flags name set: a flag replaces the same field of `base` (a list flag its whole list).
+/// Unknown or repeated flags, missing values and values of the wrong kind are refused
+/// with the flag named; `globals` are coord's own options, named in the hint when one is
+/// given after the operation.
+pub fn apply(
+    op: &str,
+    schema: &Map<String, Value>,
+    base: Value,
+    args: &[String],
+    globals: &[String],
+) -> CoordResult<Value> {
     let known = flags(schema);
     let mut request = match base {
         Value::Object(o) => o,
@@ -179,66 +232,87 @@ pub fn apply(op: &str, schema: &Map<String, Value>, base: Value, args: &[String]
         _ => return Err(bad("request", "flags add fields to a JSON object request".into())),
     };
     let mut lists: Map<String, Value> = Map::new();
+    let mut given: Vec<&str> = Vec::new();
     let mut i = 0;
     while i < args.len() {
-        let arg = &args[i];
-        let Some(body) = arg.strip_prefix("--") else {
-            return Err(bad(
-                "request",
-                format!(
-                    "{arg:?} is not a flag: a request is one JSON object before the flags (`coord call {op} --help`)"
-                ),
-            ));
-        };
-        let (name, inline) = match body.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (body, None),
-        };
-        let field = name.replace('-', "_");
-        let Some(flag) = known.iter().find(|f| f.field == field) else {
-            let all: Vec<String> = known.iter().map(Flag::spelling).collect();
-            let list = if all.is_empty() {
-                "none".to_string()
-            } else {
-                all.join(", ")
-            };
-            return Err(bad(arg, format!("{op} has no flag --{name}; its flags: {list}")));
-        };
+        let (flag, inline) = known_flag(op, &known, &args[i], globals)?;
         let spelled = flag.spelling();
-        let next_is_value = args.get(i + 1).is_some_and(|n| !n.starts_with("--"));
-        let text = match (inline, &flag.kind) {
+        let next = args.get(i + 1).filter(|n| !n.starts_with("--"));
+        let text = match (inline, next) {
             (Some(v), _) => v,
-            // A bare boolean flag is true; `--force false` reads the word after it.
-            (None, Kind::Boolean) if args.get(i + 1).is_some_and(|n| n == "true" || n == "false") => {
+            // The word after a flag is its value (`--force false`); a bare boolean is true.
+            (None, Some(v)) => {
                 i += 1;
-                args[i].clone()
+                v.clone()
             }
-            (None, Kind::Boolean) => "true".into(),
-            (None, _) if next_is_value => {
-                i += 1;
-                args[i].clone()
-            }
-            (None, k) => {
+            (None, None) if flag.kind == Kind::Boolean => "true".into(),
+            (None, None) => {
                 let m = format!(
                     "{spelled} needs a value ({}); one that starts with -- is written {spelled}=VALUE",
-                    k.name()
+                    flag.kind.name()
                 );
                 return Err(bad(&spelled, m));
             }
         };
         let v = value(&flag.kind, &spelled, &text)?;
         if matches!(flag.kind, Kind::List(_)) {
-            let entry = lists.entry(field).or_insert_with(|| Value::Array(Vec::new()));
+            let entry = lists
+                .entry(flag.field.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
             if let Value::Array(items) = entry {
                 items.push(v);
             }
+        } else if given.contains(&flag.field.as_str()) {
+            return Err(bad(&spelled, format!("{spelled} is given twice; it takes one value")));
         } else {
-            request.insert(field, v);
+            given.push(&flag.field);
+            request.insert(flag.field.clone(), v);
         }
         i += 1;
     }
     request.extend(lists);
     Ok(Value::Object(request))
+}
+
+/// The flag `arg` names, and its value when written `--flag=VALUE`.
+fn known_flag<'a>(
+    op: &str,
+    known: &'a [Flag],
+    arg: &str,
+    globals: &[String],
+) -> CoordResult<(&'a Flag, Option<String>)> {
+    let Some(body) = arg
+        .strip_prefix("--")
+        .filter(|b| !b.is_empty() && !b.starts_with(['-', '=']))
+    else {
+        return Err(bad(
+            "request",
+            format!(
+                "{arg:?} is not a flag: give a request as one JSON object before the flags (`coord call {op} --help`)"
+            ),
+        ));
+    };
+    let (name, inline) = match body.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_string())),
+        None => (body, None),
+    };
+    let field = name.replace('-', "_");
+    if let Some(flag) = known.iter().find(|f| f.field == field) {
+        return Ok((flag, inline));
+    }
+    let all: Vec<String> = known.iter().map(Flag::spelling).collect();
+    let list = if all.is_empty() {
+        "none".to_string()
+    } else {
+        all.join(", ")
+    };
+    let mut message = format!("{op} has no flag --{name}; its flags: {list}");
+    if globals.iter().any(|g| g == name) {
+        message.push_str(&format!(
+            " (--{name} is an option of coord itself: put it before `call`)"
+        ));
+    }
+    Err(bad(&format!("--{name}"), message))
 }
 
 #[cfg(test)]
@@ -259,7 +333,9 @@ mod tests {
                 "mode": {"$ref": "#/$defs/Mode"},
                 "who": {"anyOf": [{"$ref": "#/$defs/Mode"}, {"type": "null"}]},
                 "meta": {"type": "object"},
-                "any": {}
+                "details": {"anyOf": [{"type": "string"}, {"type": "object"}, {"type": "null"}]},
+                "any": {},
+                "note": {"type": ["string", "object", "null"]}
             },
             "required": ["file_path"],
             "$defs": {"Mode": {"type": "string", "enum": ["a", "b"], "description": "A mode."}}
@@ -269,7 +345,7 @@ mod tests {
 
     fn run(args: &[&str]) -> CoordResult<Value> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        apply("op", &schema(), json!({}), &args)
+        apply("op", &schema(), json!({}), &args, &[])
     }
 
     #[test]
@@ -288,6 +364,11 @@ mod tests {
         assert_eq!(by("mode").description, "A mode.");
         assert_eq!(by("who").kind, Kind::String);
         assert_eq!(by("meta").kind, Kind::Json);
+        assert_eq!(by("details").kind, Kind::TextOrJson);
+        assert_eq!(by("note").kind, Kind::TextOrJson);
+        assert_eq!(by("mode").choices, ["a", "b"]);
+        assert_eq!(by("who").choices, ["a", "b"]);
+        assert!(by("file_path").choices.is_empty());
         assert_eq!(by("any").kind, Kind::Json);
         assert_eq!(by("file_path").spelling(), "--file-path");
     }
@@ -306,6 +387,9 @@ mod tests {
             (&["--counts", "1", "--counts=2"], json!({"counts": [1, 2]})),
             (&["--meta", r#"{"k":1}"#], json!({"meta": {"k": 1}})),
             (&["--any", "word"], json!({"any": "word"})),
+            (&["--details", "42"], json!({"details": "42"})),
+            (&["--details", "plain words"], json!({"details": "plain words"})),
+            (&["--details", r#"{"k":1}"#], json!({"details": {"k": 1}})),
             // A value may start with one dash: a negative number is the pipeline's to judge.
             (&["--ttl-minutes", "-5"], json!({"ttl_minutes": -5})),
             (&[], json!({})),
@@ -329,6 +413,12 @@ mod tests {
             (&["--file-path"], "file_path", "needs a value (text)"),
             (&["--file-path", "--force"], "file_path", "needs a value"),
             (&["stray"], "request", "is not a flag"),
+            (&["---file-path", "x"], "request", "is not a flag"),
+            (&["--"], "request", "is not a flag"),
+            (&["--=x"], "request", "is not a flag"),
+            (&["--nope=secret-value"], "nope", "op has no flag --nope;"),
+            (&["--force", "False"], "force", "takes true or false"),
+            (&["--file-path", "a", "--file-path", "b"], "file_path", "given twice"),
         ];
         for (args, field, message) in cases {
             let e = run(args).unwrap_err();
@@ -371,18 +461,38 @@ mod tests {
                     (kind, v) => args.push(format!("{}={}", flag.spelling(), typed(kind, v))),
                 }
             }
-            let got = apply(op.name, &schema, json!({}), &args).unwrap_or_else(|e| panic!("{}: {e:?}", op.name));
+            let got = apply(op.name, &schema, json!({}), &args, &[]).unwrap_or_else(|e| panic!("{}: {e:?}", op.name));
             assert_eq!(got, example, "{}: {args:?}", op.name);
         }
     }
 
     #[test]
+    fn json_that_does_not_parse_is_refused_and_globals_are_named() {
+        for args in [
+            &["--meta", "{bad"][..],
+            &["--details", "{\"a\":"][..],
+            &["--any", "[1,"][..],
+        ] {
+            let e = run(args).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidJson, "{args:?}");
+            assert!(e.message.contains("is not valid JSON"), "{}", e.message);
+        }
+        let args = vec!["--agent-id".to_string(), "bob".into()];
+        let e = apply("op", &schema(), json!({}), &args, &["agent-id".into()]).unwrap_err();
+        assert!(
+            e.message.contains("an option of coord itself: put it before `call`"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn flags_win_over_the_json_request() {
         let args = vec!["--ttl-minutes".to_string(), "5".into()];
-        let got = apply("op", &schema(), json!({"file_path": "a", "ttl_minutes": 1}), &args).unwrap();
+        let got = apply("op", &schema(), json!({"file_path": "a", "ttl_minutes": 1}), &args, &[]).unwrap();
         assert_eq!(got, json!({"file_path": "a", "ttl_minutes": 5}));
         // A request that is not an object stays the pipeline's to refuse, unless flags add to it.
-        assert_eq!(apply("op", &schema(), json!([1]), &[]).unwrap(), json!([1]));
-        assert!(apply("op", &schema(), json!([1]), &args).is_err());
+        assert_eq!(apply("op", &schema(), json!([1]), &[], &[]).unwrap(), json!([1]));
+        assert!(apply("op", &schema(), json!([1]), &args, &[]).is_err());
     }
 }

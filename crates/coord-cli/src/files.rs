@@ -51,33 +51,9 @@ pub async fn run(cmd: FileCommand, coord: &dyn Coordination, ctx: &Context, out:
             fencing_token,
             create_only,
         } => {
-            let bytes = match (text, from) {
-                (Some(text), _) => text.into_bytes(),
-                (None, Some(file)) if file.as_os_str() != "-" => match std::fs::read(&file) {
-                    Ok(b) => b,
-                    Err(e) => return out.error(&usage(format!("cannot read {}: {e}", file.display()))),
-                },
-                (None, from) => {
-                    let stdin = std::io::stdin();
-                    if from.is_none() && stdin.is_terminal() {
-                        return out.error(&usage(
-                            "give the new content: --text TEXT, --from FILE, or pipe it in (--from - reads standard input)"
-                                .into(),
-                        ));
-                    }
-                    let mut b = Vec::new();
-                    if let Err(e) = stdin.lock().read_to_end(&mut b) {
-                        return out.error(&usage(format!("cannot read standard input: {e}")));
-                    }
-                    // An empty pipe is more often a mistake than an intent: emptying a
-                    // file is said explicitly.
-                    if b.is_empty() && from.is_none() {
-                        return out.error(&usage(
-                            "standard input was empty: nothing was written (to empty the file, pass --text '')".into(),
-                        ));
-                    }
-                    b
-                }
+            let bytes = match new_content(text, from) {
+                Ok(b) => b,
+                Err(e) => return crate::ops::refused::<WriteFile>(out, coord, &ctx.caller, e).await,
             };
             let (content, encoding) = encode(bytes);
             let req = WriteFileRequest {
@@ -101,6 +77,38 @@ pub async fn run(cmd: FileCommand, coord: &dyn Coordination, ctx: &Context, out:
             })
         }
     }
+}
+
+/// The new content of `coord file write`: `--text`, `--from FILE`, or standard input.
+fn new_content(text: Option<String>, from: Option<std::path::PathBuf>) -> Result<Vec<u8>, CoordError> {
+    Ok(match (text, from) {
+        (Some(text), _) => text.into_bytes(),
+        (None, Some(file)) if file.as_os_str() != "-" => match std::fs::read(&file) {
+            Ok(b) => b,
+            Err(e) => return Err(usage(format!("cannot read {}: {e}", file.display()))),
+        },
+        (None, from) => {
+            let stdin = std::io::stdin();
+            if from.is_none() && stdin.is_terminal() {
+                return Err(usage(
+                    "give the new content: --text TEXT, --from FILE, or pipe it in (--from - reads standard input)"
+                        .into(),
+                ));
+            }
+            let mut b = Vec::new();
+            if let Err(e) = stdin.lock().read_to_end(&mut b) {
+                return Err(usage(format!("cannot read standard input: {e}")));
+            }
+            // An empty pipe is more often a mistake than an intent: emptying a
+            // file is said explicitly.
+            if b.is_empty() && from.is_none() {
+                return Err(usage(
+                    "standard input was empty: nothing was written (to empty the file, pass --text '')".into(),
+                ));
+            }
+            b
+        }
+    })
 }
 
 fn usage(message: String) -> CoordError {

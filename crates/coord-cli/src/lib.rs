@@ -232,6 +232,8 @@ pub async fn run(cli: Cli) -> u8 {
         Command::Keys(cmd) => return commands::keys(cmd, &ctx, &cli.global, out).await,
         Command::Cloud(cmd) => return cloud::run(cmd, &ctx, &cli.global, out).await,
         Command::Ops => return ops::list(out),
+        // An operation's help needs no coordinator (nothing opened, nothing created).
+        Command::Call(args) if ops::help_asked(args) => return ops::help(args),
         Command::Doctor => return doctor::run(&ctx, out).await,
         Command::Proxy(args) => return sandbox::proxy(args, &ctx, out).await,
         _ => {}

@@ -111,6 +111,31 @@ fn request_text(raw: Option<&str>) -> CoordResult<String> {
     }
 }
 
+/// The request words of `coord call`: its JSON (or `@FILE`, `-`) and the flags after it.
+fn request_words(args: &crate::args::CallArgs) -> (Option<&str>, &[String]) {
+    match args.rest.split_first() {
+        Some((first, rest)) if !first.starts_with("--") => (Some(first.as_str()), rest),
+        _ => (None, args.rest.as_slice()),
+    }
+}
+
+/// Whether `coord call OPERATION` asks for the operation's help (`--help` or `-h`
+/// anywhere among its words).
+pub fn help_asked(args: &crate::args::CallArgs) -> bool {
+    args.help || args.rest.iter().any(|w| w == "--help" || w == "-h")
+}
+
+/// `coord call OPERATION --help`: printed without opening the coordinator.
+pub fn help(args: &crate::args::CallArgs) -> u8 {
+    match op_named(args.operation.as_deref().unwrap_or_default().trim()) {
+        Ok(op) => {
+            print!("{}", help_page(op));
+            0
+        }
+        Err(e) => Output { json: true }.error(&e),
+    }
+}
+
 /// `coord call`: the answer as JSON, the exit code by its outcome.
 pub async fn call(args: &crate::args::CallArgs, coord: &dyn Coordination, ctx: &Context) -> u8 {
     // Always JSON: the answer's shape is the operation's, not a table's.
@@ -119,35 +144,41 @@ pub async fn call(args: &crate::args::CallArgs, coord: &dyn Coordination, ctx: &
         Ok(op) => op,
         Err(e) => return out.error(&e),
     };
-    let (given, flags) = match args.rest.split_first() {
-        Some((first, rest)) if !first.starts_with("--") => (Some(first.as_str()), rest),
-        _ => (None, args.rest.as_slice()),
-    };
-    // `--help` after the first flag lands among the flags, not in clap's `help`.
-    if args.help || flags.iter().any(|f| f == "--help") {
-        print!("{}", help(op));
-        return 0;
-    }
+    let (given, flags) = request_words(args);
     // A request that is not JSON, or flags that do not fit it, still reach the pipeline,
     // so the refusal is audited.
     let request = request_text(given)
         .and_then(|text| {
             serde_json::from_str::<Value>(&text).map_err(|e| {
+                let hint = if text.trim_start().starts_with(['{', '[']) {
+                    String::new()
+                } else {
+                    format!(" (to give its fields as flags: `coord call {} --help`)", op.name)
+                };
                 CoordError::field(
                     ErrorCode::InvalidJson,
                     "request",
-                    format!("the request is not valid JSON: {e}"),
+                    format!("the request is not valid JSON: {e}{hint}"),
                 )
             })
         })
-        .and_then(|base| call_flags::apply(op.name, &(op.input_schema)(), base, flags));
+        .and_then(|base| {
+            call_flags::apply(
+                op.name,
+                &(op.input_schema)(),
+                base,
+                flags,
+                &crate::args::global_options(),
+            )
+        });
     let who = Principal::local(ctx.caller.clone());
     out.result(coord.invoke(op, &who, request).await, |_| String::new())
 }
 
 /// A request to `O` the command line could not build (a flag that is not JSON, a file
 /// that cannot be read), refused through the pipeline so that it is audited as `O`, like
-/// the refusals of every other door.
+/// the refusals of every other door. (In remote mode the request never leaves this
+/// machine, so only the embedded coordinator audits it; see [`coord_service::refuse`].)
 pub async fn refused<O: coord_service::Operation>(
     out: Output,
     coord: &dyn Coordination,
@@ -157,9 +188,14 @@ pub async fn refused<O: coord_service::Operation>(
     out.error(&coord_service::refuse::<O, _>(coord, &Principal::local(caller.clone()), e).await)
 }
 
-/// `coord call OPERATION --help`: the operation's definition and its flags, from the
-/// registry (what `coord ops --json` gives machines).
-fn help(op: &OpEntry) -> String {
+/// A word quoted for a POSIX shell: `'…'`, a `'` inside written `'\''`.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The page of `coord call OPERATION --help`: the operation's definition and its flags,
+/// from the registry (what `coord ops --json` gives machines).
+fn help_page(op: &OpEntry) -> String {
     let mut s = format!("{}: {}\n\n", op.name, op.summary);
     if !op.description.is_empty() {
         s.push_str(&textwrap(op.description));
@@ -173,16 +209,30 @@ fn help(op: &OpEntry) -> String {
     if flags.is_empty() {
         s.push_str("Flags: none (the request is {})\n");
     } else {
-        let mut t = table(&["FLAG", "VALUE", "", "DESCRIPTION"]);
+        let mut t = table(&["FLAG", "VALUE", "NEEDED", "DESCRIPTION"]);
         for f in &flags {
+            let value = if f.choices.is_empty() {
+                f.kind.name()
+            } else {
+                f.choices.join(" | ")
+            };
             t.add_row(vec![
                 f.spelling(),
-                f.kind.name(),
-                if f.required { "required" } else { "" }.to_string(),
+                value,
+                if f.required { "required" } else { "-" }.to_string(),
                 f.description.clone(),
             ]);
         }
-        s.push_str(&format!("Flags (the request's fields):\n{t}\n"));
+        // Descriptions wrap at 100 columns, as on a terminal of any width.
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+        t.set_width(100);
+        let rendered = t.to_string();
+        let lines: Vec<&str> = rendered.lines().map(str::trim_end).collect();
+        s.push_str(&format!("Flags (the request's fields):\n{}\n", lines.join("\n")));
+        s.push_str(
+            "A flag replaces the field of a JSON request given before the flags (a list flag, its\n\
+             whole list); a value that starts with -- is written --field=VALUE.\n",
+        );
     }
     let routes = routes(op);
     s.push_str(&format!(
@@ -197,7 +247,11 @@ fn help(op: &OpEntry) -> String {
         if op.is_mcp_tool() { "yes" } else { "no" },
     ));
     if op.example != "{}" && !op.example.is_empty() {
-        s.push_str(&format!("Example: coord call {} '{}'\n", op.name, op.example));
+        s.push_str(&format!(
+            "Example: coord call {} {}\n",
+            op.name,
+            shell_quoted(op.example)
+        ));
     }
     s
 }
@@ -207,7 +261,7 @@ fn textwrap(text: &str) -> String {
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {
-        if !line.is_empty() && line.len() + 1 + word.len() > 88 {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > 88 {
             lines.push(std::mem::take(&mut line));
         }
         if !line.is_empty() {

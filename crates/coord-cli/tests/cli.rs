@@ -1400,6 +1400,48 @@ fn requests_the_command_line_cannot_build_are_refused_and_audited() {
     }
 }
 
+/// After `coord call OPERATION` every word is the request's, wherever it stands:
+/// `--agent-id` there is query_audit's filter, never the caller; coord's own options go
+/// before `call`. An operation's help opens no coordinator.
+#[test]
+fn the_words_after_the_operation_are_the_requests() {
+    let repo = Repo::new();
+    let (v, rc) = repo.json_as("alice", &["call", "acquire_lock", "--file-path", "a.rs"]);
+    assert_eq!(rc, 0, "{v}");
+    for args in [
+        &["call", "query_audit", "--agent-id", "alice", "--limit", "5"][..],
+        &["call", "query_audit", "--limit", "5", "--agent-id", "alice"][..],
+    ] {
+        let (v, rc) = repo.json_as("carol", args);
+        let agents: Vec<&str> = v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["agent_id"].as_str().unwrap())
+            .collect();
+        assert_eq!((rc, agents), (0, vec!["alice"]), "{args:?}: {v}");
+    }
+    // Carol asked both times: her own rows say so.
+    let (v, _) = repo.json_as("auditor", &["call", "query_audit", "--agent-id", "carol"]);
+    assert_eq!(v["entries"].as_array().unwrap().len(), 2, "{v}");
+    let (v, rc) = repo.json_as("carol", &["call", "check_locks", "{}", "--json"]);
+    assert_eq!((rc, v["field"].as_str()), (2, Some("json")), "{v}");
+    assert!(v["message"].as_str().unwrap().contains("put it before `call`"), "{v}");
+    let (v, rc) = repo.json_as(
+        "carol",
+        &["call", "acquire_lock", "--file-path", "a", "--file-path", "b"],
+    );
+    assert_eq!((rc, v["field"].as_str()), (2, Some("file_path")), "{v}");
+    // Help, in a directory with no coordinator: printed, nothing created.
+    let bare = tempfile::tempdir().unwrap();
+    for help in ["--help", "-h"] {
+        let out = repo.run_in(bare.path(), &["call", "list_tasks", help], &[]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert!(stdout(&out).contains("pending | claimed"), "{}", stdout(&out));
+    }
+    assert!(!bare.path().join(".coord").exists());
+}
+
 /// Each shared scenario, locally and through `coord serve`.
 macro_rules! local_and_remote {
     ($($name:ident),* $(,)?) => {

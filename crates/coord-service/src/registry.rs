@@ -313,7 +313,12 @@ pub fn markdown() -> String {
         if !op.not_mcp.is_empty() {
             md.push_str(&format!("- Not an MCP tool: {}\n", op.not_mcp));
         }
-        md.push_str(&format!("- Shell: `coord call {} '{}'`\n", op.name, op.example));
+        // Quoted for a POSIX shell: a `'` in the example is written `'\''`.
+        md.push_str(&format!(
+            "- Shell: `coord call {} '{}'`\n",
+            op.name,
+            op.example.replace('\'', r"'\''")
+        ));
     }
     md
 }
