@@ -4,7 +4,7 @@
 //! process and command substitutions. Code inside strings (command substitutions) is
 //! parsed again; what cannot be read with certainty becomes a [`Problem`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use brush_parser::ast;
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
@@ -109,6 +109,13 @@ pub struct Walk {
     forgot: bool,
     /// Functions the line defines: calling one may change anything.
     functions: BTreeSet<String>,
+    /// Their bodies, walked where they are called, with the call's arguments; those
+    /// never called are walked at the end of the script, as if they ran.
+    bodies: BTreeMap<String, ast::FunctionBody>,
+    /// The functions being walked for a call (a recursive call is not walked again).
+    calling: Vec<String>,
+    /// The functions called so far.
+    called: BTreeSet<String>,
     /// A `cd` happened that is not followed.
     cwd_lost: bool,
     /// Inside a loop already analysed once per value (loops in it are not expanded).
@@ -134,6 +141,7 @@ impl Walk {
         }
         // Nested code (a substitution) runs in a subshell: what it sets stays there.
         let outer = self.scope.clone();
+        let outer_bodies = self.bodies.clone();
         match parse(text) {
             Ok(program) => {
                 for list in &program.complete_commands {
@@ -142,7 +150,52 @@ impl Walk {
             }
             Err(e) => self.problem(text, &format!("the shell syntax does not parse ({e})")),
         }
+        self.uncalled(&outer_bodies, depth);
+        // A function defined in nested code (a subshell) is gone after it.
+        self.bodies = outer_bodies;
         self.scope = outer;
+    }
+
+    /// Functions this script defined and never called may still run (`export -f`, a
+    /// trap): their bodies as if they ran, with arguments only known at run time.
+    fn uncalled(&mut self, before: &BTreeMap<String, ast::FunctionBody>, depth: usize) {
+        let defined: Vec<(String, ast::FunctionBody)> = self
+            .bodies
+            .iter()
+            .filter(|(name, _)| !before.contains_key(*name) && !self.called.contains(*name))
+            .map(|(n, b)| (n.clone(), b.clone()))
+            .collect();
+        for (name, body) in defined {
+            self.calling.push(name);
+            self.contained(true, |w| {
+                w.scope.positional = None;
+                w.compound(&body.0, depth);
+            });
+            self.calling.pop();
+        }
+    }
+
+    /// A call of a function the line defined: its body, with the call's arguments. `None`
+    /// when `argv` calls none (or calls one already being walked).
+    fn call(&mut self, argv: &[Arg], depth: usize) -> Option<()> {
+        let name = argv.first()?.lit()?;
+        if self.calling.iter().any(|c| c == name) {
+            return Some(()); // recursion: its body is being walked already
+        }
+        let body = self.bodies.get(name)?.clone();
+        if depth > MAX_DEPTH {
+            self.problem(name, "functions call one another too deeply to analyse");
+            return Some(());
+        }
+        self.calling.push(name.to_string());
+        let args: Vec<Option<String>> = argv[1..].iter().map(|a| a.lit().map(str::to_string)).collect();
+        self.contained(false, |w| {
+            w.scope.positional = Some(args);
+            w.compound(&body.0, depth + 1);
+        });
+        self.calling.pop();
+        self.called.insert(name.to_string());
+        Some(())
     }
 
     fn problem(&mut self, matched: &str, reason: &str) {
@@ -228,7 +281,10 @@ impl Walk {
         let forgot = std::mem::replace(&mut self.forgot, false);
         if fresh {
             let trusted = self.scope.trusted();
+            // A loop inside a function still sees the call's arguments.
+            let positional = self.scope.positional.take();
             self.scope = Scope::default();
+            self.scope.positional = positional;
             self.scope.forget_all();
             if !trusted {
                 self.scope.distrust();
@@ -284,10 +340,10 @@ impl Walk {
                 self.redirects_only(cmd, redirects.as_ref(), depth);
             }
             ast::Command::Function(def) => {
-                // A function's body runs when it is called: analyse it as if it ran.
+                // A function's body runs when it is called: it is walked there, with the
+                // call's arguments, and at the end of the script if it never is.
                 self.functions.insert(def.fname.value.clone());
-                self.contained(true, |w| w.compound(&def.body.0, depth));
-                self.redirects_only(cmd, def.body.1.as_ref(), depth);
+                self.bodies.insert(def.fname.value.clone(), def.body.clone());
             }
             ast::Command::ExtendedTest(test, redirects) => {
                 self.test_expr(&test.expr, depth);
@@ -420,8 +476,8 @@ impl Walk {
             }
         }
         if let Some(w) = &s.word_or_name {
-            let a = self.word(w, depth);
-            exec.argv.push(a);
+            let args = self.words(w, depth);
+            exec.argv.extend(args);
         }
         for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, false, &mut exec, depth);
@@ -435,11 +491,16 @@ impl Walk {
                 }
             }
         }
+        // A function the line defined runs its body, not a program of that name.
+        let called = self.call(&exec.argv, depth).is_some();
         self.pending = if exec.argv.is_empty() {
             Some(Effect::Assign(assigned)).filter(|_| s.prefix.is_some())
         } else {
             self.effect(&exec.argv)
         };
+        if called {
+            exec.argv.clear();
+        }
         self.execs.push(exec);
     }
 
@@ -507,8 +568,8 @@ impl Walk {
         match item {
             ast::CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, exec, depth),
             ast::CommandPrefixOrSuffixItem::Word(w) => {
-                let a = self.word(w, depth);
-                exec.argv.push(a);
+                let args = self.words(w, depth);
+                exec.argv.extend(args);
             }
             ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, w) => {
                 // A prefix assignment only sets the environment of this command; after
@@ -606,6 +667,20 @@ impl Walk {
     }
 
     /// A word after quote removal; substitutions inside it are walked as code.
+    /// The words one word becomes: `"$@"` inside a call of a function the line defined is
+    /// the call's arguments, one word each; any other word is one.
+    fn words(&mut self, w: &ast::Word, depth: usize) -> Vec<Arg> {
+        if matches!(w.value.as_str(), "\"$@\"" | "$@" | "\"${@}\"" | "${@}")
+            && let Some(args) = &self.scope.positional
+        {
+            return args
+                .iter()
+                .map(|a| a.clone().map_or_else(|| Arg::Unknown("$@".into()), Arg::Lit))
+                .collect();
+        }
+        vec![self.word(w, depth)]
+    }
+
     pub fn word(&mut self, w: &ast::Word, depth: usize) -> Arg {
         self.word_text(&w.value, depth)
     }
