@@ -323,7 +323,7 @@ async fn run_worker(
     actions_poll: f64,
     out: Output,
 ) -> u8 {
-    let repository = match repository.map(|r| (r, coord_domain::github_sync::repository_name(r))) {
+    let repository = match repository.map(|r| (r, coord_github::sync::repository_name(r))) {
         None => None,
         Some((_, Some(r))) => Some(r),
         Some((r, None)) => {
@@ -435,7 +435,7 @@ fn render_outbox(rows: &[Value]) -> String {
         };
         let state = match (at("sent_at"), r["attempts"].as_i64().unwrap_or(0)) {
             (Some(sent), _) => format!("sent {sent}"),
-            (None, n) if n >= i64::from(coord_domain::github_sync::MAX_REQUEST_ATTEMPTS) => "given up".to_string(),
+            (None, n) if n >= i64::from(coord_github::sync::MAX_REQUEST_ATTEMPTS) => "given up".to_string(),
             (None, _) => format!("next try {}", at("next_attempt_at").unwrap_or_default()),
         };
         t.add_row(vec![
@@ -503,7 +503,7 @@ pub async fn github(cmd: GithubCommand, coord: &dyn Coordination, ctx: &Context,
                 Ok(p) => p,
                 Err(e) => return out.error(&e),
             };
-            let label = coord_domain::labels::lock_label(&normalised);
+            let label = coord_github::labels::lock_label(&normalised);
             let hashed = !label.ends_with(normalised.as_str());
             let answer = serde_json::json!({
                 "success": true,
@@ -515,7 +515,7 @@ pub async fn github(cmd: GithubCommand, coord: &dyn Coordination, ctx: &Context,
                 if hashed {
                     format!(
                         "{label}\n(the path is longer than a label allows: list it in the issue body under {} so coord can resolve it)",
-                        coord_domain::labels::LOCKS_BLOCK
+                        coord_github::labels::LOCKS_BLOCK
                     )
                 } else {
                     label.clone()

@@ -42,9 +42,6 @@
 //! - `network`: targets normalised by the WHATWG URL parser, reserved address ranges,
 //!   `AddressRules` and `decide`, the one egress decision; built-in policies in
 //!   `builtin.json`.
-//! - GitHub: `labels` (`locked:` labels, hashed past GitHub's 50 characters), `github`
-//!   (`verify_signature`, constant-time; `plan_push`), `github_sync` (`wanted`,
-//!   `reconcile` against what coord last applied, the outbox's requests and backoff).
 //! - `verification`: policies, changesets, `route` (every enabled policy covering a file;
 //!   trust 3 or more skips tiers 0 and 1), `overall`, reports and commit states.
 
@@ -55,15 +52,12 @@ pub mod audit;
 pub mod audit_chain;
 pub mod error;
 pub mod files;
-pub mod github;
-pub mod github_sync;
 pub mod guardrail_rules;
 pub mod guardrails;
 pub mod handoffs;
 pub mod identity;
 pub mod ids;
 pub mod keys;
-pub mod labels;
 pub mod locks;
 pub mod memory;
 pub mod messages;

@@ -1247,7 +1247,7 @@ async fn github_deliveries_are_signed_recorded_once_and_acted_on() {
         }
         r.send()
     };
-    let sign = |b: &[u8]| Some(coord_domain::github::signature(SECRET.as_bytes(), b));
+    let sign = |b: &[u8]| Some(coord_github::webhook::signature(SECRET.as_bytes(), b));
     // GitHub's test vector: the signature checks out, the body is not a delivery.
     let vector = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17".to_string();
     let r = post("v", "ping", b"Hello, World!".to_vec(), Some(vector))
@@ -1260,7 +1260,7 @@ async fn github_deliveries_are_signed_recorded_once_and_acted_on() {
     for sig in [
         None,
         Some("sha256=nothex".to_string()),
-        Some(coord_domain::github::signature(b"guess", &ping)),
+        Some(coord_github::webhook::signature(b"guess", &ping)),
         sign(b"{}"),
     ] {
         let r = post("p1", "ping", ping.clone(), sig.clone()).await.unwrap();
@@ -1312,7 +1312,7 @@ async fn github_deliveries_are_signed_recorded_once_and_acted_on() {
         .unwrap();
     assert_eq!(cs["changeset"]["agent_id"], "github:octocat", "{cs}");
     // Under the previous secret too (rotation); a bad delivery id is the request's error.
-    let old = Some(coord_domain::github::signature(b"old secret", &ping));
+    let old = Some(coord_github::webhook::signature(b"old secret", &ping));
     let r = post("p2", "ping", ping.clone(), old).await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     let r = post("", "ping", ping.clone(), sign(&ping)).await.unwrap();
@@ -1343,7 +1343,7 @@ async fn github_deliveries_are_signed_recorded_once_and_acted_on() {
         .header("x-github-event", "ping")
         .header(
             "x-hub-signature-256",
-            coord_domain::github::signature(SECRET.as_bytes(), &ping),
+            coord_github::webhook::signature(SECRET.as_bytes(), &ping),
         )
         .body(ping)
         .send()

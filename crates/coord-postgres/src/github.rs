@@ -5,11 +5,11 @@
 use crate::rows::{NOW, get};
 use crate::{PgStore, R, Tx};
 use async_trait::async_trait;
-use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
-use coord_domain::github_sync::{
+use coord_domain::{CoordError, CoordResult, Timestamp};
+use coord_github::sync::{
     DELIVERIES_KEEP_DAYS, GithubRequest, Link, MAX_REQUEST_ATTEMPTS, OUTBOX_KEEP_DAYS, OutboxRow, QueuedRequest,
 };
-use coord_domain::{CoordError, CoordResult, Timestamp};
+use coord_github::webhook::{Delivery, DeliveryStatus, GithubDeliveryResult};
 use coord_store::{GithubStore, OpCtx};
 use tokio_postgres::types::Json;
 
@@ -85,8 +85,8 @@ fn link_row(r: &tokio_postgres::Row) -> R<Link> {
     })
 }
 
-/// [`coord_domain::github_sync::REQUEST_TAKEN_SECONDS`], as the interval arithmetic takes it.
-const TAKEN_SECONDS: f64 = coord_domain::github_sync::REQUEST_TAKEN_SECONDS as f64;
+/// [`coord_github::sync::REQUEST_TAKEN_SECONDS`], as the interval arithmetic takes it.
+const TAKEN_SECONDS: f64 = coord_github::sync::REQUEST_TAKEN_SECONDS as f64;
 
 fn db(e: tokio_postgres::Error) -> CoordError {
     CoordError::from(crate::Fail::Db(e))

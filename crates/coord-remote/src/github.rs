@@ -4,8 +4,8 @@
 //! for eight endpoints). The base URL is configurable (`COORD_GITHUB_API_URL`: GitHub
 //! Enterprise, or a fake GitHub on loopback in the tests).
 
-use coord_domain::github_sync::{GithubRequest, retry_seconds};
 use coord_domain::{CoordError, CoordResult, ErrorCode};
+use coord_github::sync::{GithubRequest, retry_seconds};
 use coord_service::Coordinator;
 use std::time::Duration;
 
@@ -281,7 +281,7 @@ async fn read_back(api: &GithubApi, repo: &str, repo_id: i64, number: i64) -> Re
 /// if deleted. A link that could not be read back goes to the end of the line (it is
 /// tried again in an hour, after the others). Answers (refreshed, failed).
 pub async fn refresh_issues(coord: &Coordinator, api: &GithubApi) -> CoordResult<(u64, u64)> {
-    use coord_domain::github::{DeliveryStatus, GithubDeliveryRequest, WEBHOOK_AGENT, WEBHOOK_AGENT_TYPE};
+    use coord_github::webhook::{DeliveryStatus, GithubDeliveryRequest, WEBHOOK_AGENT, WEBHOOK_AGENT_TYPE};
     let now = coord.now().unwrap_or_else(chrono::Utc::now);
     let before = now - chrono::Duration::minutes(REFRESH_AFTER_MINUTES);
     let due = coord.store().github_issue_links_due(before, REFRESH_BATCH).await?;
@@ -293,7 +293,7 @@ pub async fn refresh_issues(coord: &Coordinator, api: &GithubApi) -> CoordResult
     for link in due {
         let (Some(number), Some(repo)) = (
             link.key.strip_prefix("issue:").and_then(|n| n.parse::<i64>().ok()),
-            coord_domain::github_sync::repository_name(&link.repository),
+            coord_github::sync::repository_name(&link.repository),
         ) else {
             touch(coord, link.repo_id, &link.key).await;
             continue;

@@ -6,7 +6,7 @@
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use coord_domain::github_sync::{commit_status, issue_comment};
+use coord_github::sync::{commit_status, issue_comment};
 use coord_remote::github::{GithubApi, refresh_issues, send_due};
 use coord_service::{CoordConfig, Coordinator, ManualClock};
 use std::sync::{Arc, Mutex};
@@ -183,7 +183,7 @@ async fn issues_are_read_back_from_github() {
         coord_domain::access::Credential::Operator,
     );
     for (n, path) in [(12, "src/a.rs"), (13, "src/b.rs")] {
-        let request = coord_domain::github::GithubDeliveryRequest {
+        let request = coord_github::webhook::GithubDeliveryRequest {
             delivery_id: format!("d-{n}"),
             event: "issues".into(),
             payload: serde_json::json!({
@@ -196,7 +196,7 @@ async fn issues_are_read_back_from_github() {
         let r = coord_service::call::<coord_service::ops::github::ReceiveGithubDelivery, _>(&coord, &webhook, request)
             .await
             .unwrap();
-        assert_eq!(r.status, coord_domain::github::DeliveryStatus::Processed, "{r:?}");
+        assert_eq!(r.status, coord_github::webhook::DeliveryStatus::Processed, "{r:?}");
     }
     let live = |coord: &Coordinator| {
         let coord = coord.clone();

@@ -5,12 +5,12 @@
 use crate::rows::{json, opt_ts, string_list, to_json, ts};
 use crate::{R, SqliteStore};
 use async_trait::async_trait;
-use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryResult};
-use coord_domain::github_sync::{
-    DELIVERIES_KEEP_DAYS, GithubRequest, Link, MAX_REQUEST_ATTEMPTS, OUTBOX_KEEP_DAYS, OutboxRow, QueuedRequest,
-};
 use coord_domain::time::to_micros;
 use coord_domain::{CoordResult, Timestamp};
+use coord_github::sync::{
+    DELIVERIES_KEEP_DAYS, GithubRequest, Link, MAX_REQUEST_ATTEMPTS, OUTBOX_KEEP_DAYS, OutboxRow, QueuedRequest,
+};
+use coord_github::webhook::{Delivery, DeliveryStatus, GithubDeliveryResult};
 use coord_store::{GithubStore, OpCtx};
 use rusqlite::OptionalExtension;
 use rusqlite::{Connection, params};
@@ -134,7 +134,7 @@ fn take_due(c: &Connection, now: i64, limit: i64) -> R<Vec<QueuedRequest>> {
     .query_map(
         params![
             now,
-            coord_domain::github_sync::REQUEST_TAKEN_SECONDS * SECOND,
+            coord_github::sync::REQUEST_TAKEN_SECONDS * SECOND,
             limit,
             MAX_REQUEST_ATTEMPTS
         ],

@@ -75,8 +75,6 @@ use coord_domain::approvals::{ApprovalFilter, ApprovalResult, ListApprovalsResul
 use coord_domain::audit::{AuditEvents, AuditFilter, AuditQueryResult, AuditRecord};
 use coord_domain::audit_chain::{PruneAudit, PruneAuditResult, VerifyAudit, VerifyAuditResult};
 use coord_domain::files::{Fence, ReadFileResult, WriteFileResult};
-use coord_domain::github::{Delivery, GithubDeliveryResult};
-use coord_domain::github_sync::{GithubRequest, Link, OutboxRow, QueuedRequest};
 use coord_domain::guardrail_rules::{GuardrailRule, NewRule};
 use coord_domain::guardrails::CheckGuardrailsResult;
 use coord_domain::handoffs::{HandoffQuery, NewHandoff, ReadHandoffResult, WriteHandoffResult};
@@ -106,6 +104,8 @@ use coord_domain::verification::{
     VerificationPolicy, VerificationPolicyRow, VerificationResult,
 };
 use coord_domain::{CoordError, CoordResult, Identity, Timestamp};
+use coord_github::sync::{GithubRequest, Link, OutboxRow, QueuedRequest};
+use coord_github::webhook::{Delivery, GithubDeliveryResult};
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Instant;

@@ -5,9 +5,9 @@
 
 use crate::cases::profiles::run;
 use crate::{Backend, Harness, agent, operator};
-use coord_domain::github::{Delivery, DeliveryStatus, GithubDeliveryRequest, GithubDeliveryResult};
 use coord_domain::verification::{ChangesetStatus, GetVerificationRequest, RunStatus, VerificationPolicy};
 use coord_domain::{Caller, CoordResult, ErrorCode};
+use coord_github::webhook::{Delivery, DeliveryStatus, GithubDeliveryRequest, GithubDeliveryResult};
 use coord_service::CoordinationExt as _;
 use coord_service::ops::{github as ops, verification};
 use coord_store::OpCtx;
@@ -282,7 +282,7 @@ fn issue_event(action: &str, labels: &[&str], updated_at: &str, state: &str, bod
 }
 
 /// What `coord serve` would send GitHub now, marked sent (GitHub took it).
-async fn sent(h: &Harness) -> Vec<coord_domain::github_sync::QueuedRequest> {
+async fn sent(h: &Harness) -> Vec<coord_github::sync::QueuedRequest> {
     let due = h.store.take_due_github_requests(Some(h.now()), 10).await.unwrap();
     for q in &due {
         h.store

@@ -7,12 +7,12 @@
 use crate::Coordinator;
 use crate::op::{Http, Operation};
 use coord_domain::access::{Access, Effect};
-use coord_domain::github::{
-    self, Delivery, DeliveryStatus, GithubDeliveryRequest, GithubDeliveryResult, Push, PushPlan,
-};
 use coord_domain::profiles::{Need, Permission};
 use coord_domain::verification;
 use coord_domain::{CoordResult, Identity};
+use coord_github::webhook::{
+    self as github, Delivery, DeliveryStatus, GithubDeliveryRequest, GithubDeliveryResult, Push, PushPlan,
+};
 use coord_store::OpCtx;
 
 pub struct ReceiveGithubDelivery;
@@ -131,7 +131,7 @@ pub async fn process(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: D
 /// A `workflow_run` that completed finishes the verification run that dispatched it
 /// (found by the run id the worker recorded); the worker polling it learns it is done.
 async fn workflow_run(c: &Coordinator, now: Option<coord_domain::Timestamp>, d: &Delivery) -> (DeliveryStatus, String) {
-    let e: coord_domain::github_sync::WorkflowRunEvent = match serde_json::from_value(d.payload.clone()) {
+    let e: coord_github::sync::WorkflowRunEvent = match serde_json::from_value(d.payload.clone()) {
         Ok(e) => e,
         Err(e) => return (DeliveryStatus::Failed, format!("not a workflow_run payload: {e}")),
     };
@@ -240,7 +240,7 @@ async fn submit_push(
         .payload
         .pointer("/repository/full_name")
         .and_then(serde_json::Value::as_str)
-        .and_then(coord_domain::github_sync::repository_name);
+        .and_then(coord_github::sync::repository_name);
     super::verification::submit(c, ctx, changeset, "github").await
 }
 

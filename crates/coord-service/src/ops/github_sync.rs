@@ -1,5 +1,5 @@
 //! What issue, pull request and branch events do to locks and tasks
-//! (`coord_domain::github_sync` plans it; this applies the plan through the store, each
+//! (`coord_github::sync` plans it; this applies the plan through the store, each
 //! step audited as its operation under the agent it is for, with the delivery id).
 //!
 //! Every step is idempotent (acquiring a held lock renews it, releasing a released
@@ -8,14 +8,14 @@
 
 use crate::Coordinator;
 use crate::op::Operation;
-use coord_domain::github::{Delivery, DeliveryStatus, Push};
-use coord_domain::github_sync::{
-    self as sync, DeleteEvent, Issue, IssuesEvent, Link, PullRequest, PullRequestEvent, Repository, TaskEnd,
-};
 use coord_domain::locks::LockAction;
 use coord_domain::queue::{NewTask, TaskEnding};
 use coord_domain::target::LockTarget;
 use coord_domain::{Caller, CoordResult, Identity, Timestamp};
+use coord_github::sync::{
+    self as sync, DeleteEvent, Issue, IssuesEvent, Link, PullRequest, PullRequestEvent, Repository, TaskEnd,
+};
+use coord_github::webhook::{Delivery, DeliveryStatus, Push};
 use coord_store::OpCtx;
 use serde_json::json;
 
@@ -48,13 +48,13 @@ pub(crate) fn stopped(e: coord_domain::CoordError) -> Outcome {
 static SYNC: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn agent(id: &str) -> CoordResult<Identity> {
-    Caller::new(id, coord_domain::github::WEBHOOK_AGENT_TYPE).validate()
+    Caller::new(id, coord_github::webhook::WEBHOOK_AGENT_TYPE).validate()
 }
 
 fn webhook() -> Identity {
     Identity {
-        agent_id: coord_domain::github::WEBHOOK_AGENT.into(),
-        agent_type: coord_domain::github::WEBHOOK_AGENT_TYPE.into(),
+        agent_id: coord_github::webhook::WEBHOOK_AGENT.into(),
+        agent_type: coord_github::webhook::WEBHOOK_AGENT_TYPE.into(),
     }
 }
 

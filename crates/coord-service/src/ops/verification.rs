@@ -206,7 +206,7 @@ pub(crate) async fn report_to_github(
             (Some(why), _) => format!("{}: {why}", run.status.as_str()),
             (None, s) => format!("{} ({} executor, tier {})", s.as_str(), run.executor.as_str(), run.tier),
         };
-        let mut request = coord_domain::github_sync::commit_status(
+        let mut request = coord_github::sync::commit_status(
             repo,
             sha,
             verification::commit_state(run.status),

@@ -6,7 +6,7 @@
 //! ambiguous label names no lock. Anyone can compute a label without coord:
 //! `printf %s "$path" | sha256sum | cut -c1-8`.
 
-use crate::path::normalize_path;
+use coord_domain::path::normalize_path;
 use sha2::{Digest, Sha256};
 
 /// GitHub's limit on a label name, in characters.

@@ -377,5 +377,5 @@ fn a_delivery_makes_one_task_id() {
     // The queue's own format: a version-4 UUID.
     assert_eq!(a.len(), 36);
     assert_eq!(&a[14..15], "4");
-    assert_eq!(crate::queue::parse_task_id("task_id", &a).unwrap(), a);
+    assert_eq!(coord_domain::queue::parse_task_id("task_id", &a).unwrap(), a);
 }

@@ -9,10 +9,10 @@
 //! replayed on its own. The plans here are pure; `coord_service::ops::github` applies
 //! them.
 
-use crate::github::{Named, agent_branch};
 use crate::labels::{self, LockLabel};
-use crate::queue::{DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY};
-use crate::time::Timestamp;
+use crate::webhook::{Named, agent_branch};
+use coord_domain::queue::{DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY};
+use coord_domain::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// The task type of the tasks issues become.
@@ -34,7 +34,7 @@ pub struct Label {
     pub name: String,
 }
 
-pub use crate::github::Repository;
+pub use crate::webhook::Repository;
 
 /// The fields of an issue (or a pull request: labels on pull requests arrive as
 /// `pull_request` events with the same fields) coord reads.
@@ -304,7 +304,7 @@ pub fn wanted(issue: &Issue, closed: bool, known: &[String]) -> Wanted {
         let key = labels::parse_label(name)
             .and_then(|l: LockLabel| labels::resolve(&l, &listed, known))
             .and_then(|path| {
-                crate::target::LockTarget::parse(&path, None)
+                coord_domain::target::LockTarget::parse(&path, None)
                     .map(|t| t.into_key())
                     .map_err(|e| labels::Unresolved::BadPath(e.message))
             });
@@ -495,5 +495,5 @@ pub fn retry_seconds(attempts: i32) -> i64 {
 }
 
 #[cfg(test)]
-#[path = "github_sync_tests.rs"]
+#[path = "sync_tests.rs"]
 mod tests;

@@ -2,8 +2,8 @@
 //! the payloads coord reads (unknown fields ignored: GitHub adds fields freely), and what
 //! a push means for verification — the changed files, the branch and its agent.
 
-use crate::error::{CoordError, CoordResult, ErrorCode};
-use crate::verification::SubmitChangesetRequest;
+use coord_domain::verification::SubmitChangesetRequest;
+use coord_domain::{CoordError, CoordResult, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 /// GitHub delivers at most 25 MB; larger events are never sent.
