@@ -170,7 +170,8 @@ fn is_coord_mcp(name: &str) -> bool {
         })
 }
 
-fn string(field: &str, v: Option<&Value>, max: usize, errors: &mut Vec<FieldError>) -> Option<String> {
+/// An optional string field: trimmed, not empty, at most `max` characters.
+pub(crate) fn string(field: &str, v: Option<&Value>, max: usize, errors: &mut Vec<FieldError>) -> Option<String> {
     match v {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.trim().is_empty() => {

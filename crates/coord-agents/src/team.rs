@@ -105,21 +105,10 @@ fn text(
 ) -> Option<String> {
     let field = format!("{at}{key}");
     match map.get(key) {
-        None | Some(Value::Null) => {
-            if required {
-                errors.push(FieldError::new(field, "missing"));
-            }
+        None | Some(Value::Null) if required => {
+            errors.push(FieldError::new(field, "missing"));
             None
         }
-        Some(Value::String(s)) if s.trim().is_empty() => {
-            errors.push(FieldError::new(field, "empty"));
-            None
-        }
-        Some(Value::String(s)) if s.chars().count() > max => {
-            errors.push(FieldError::new(field, format!("longer than {max} characters")));
-            None
-        }
-        Some(Value::String(s)) => Some(s.trim().to_string()),
         Some(Value::Bool(b)) => {
             errors.push(FieldError::new(
                 field,
@@ -127,10 +116,7 @@ fn text(
             ));
             None
         }
-        Some(_) => {
-            errors.push(FieldError::new(field, "not a string"));
-            None
-        }
+        other => crate::definition::string(&field, other, max, errors),
     }
 }
 
