@@ -371,18 +371,14 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
         )];
     };
     let rest = &args[i + 1..];
-    // After `--` every word is an operand (`git switch -- -f` names a branch `-f`).
-    let end = rest.iter().position(|a| a.lit() == Some("--")).unwrap_or(rest.len());
-    let (options, operands) = (&rest[..end], rest.get(end + 1..).unwrap_or_default());
+    // Every word that looks like an option is taken for one, even after a `--`: which
+    // `--` ends the options depends on which options take a value (`git push --repo --
+    // --force` force-pushes), so reading them all as options is the side that fails closed.
     let call = GitCall {
         sub,
         rest,
-        flags: options.iter().map(Arg::raw).filter(|a| a.starts_with('-')).collect(),
-        positional: options
-            .iter()
-            .filter(|a| !a.raw().starts_with('-'))
-            .chain(operands)
-            .collect(),
+        flags: rest.iter().map(Arg::raw).filter(|a| a.starts_with('-')).collect(),
+        positional: rest.iter().filter(|a| !a.raw().starts_with('-')).collect(),
     };
     match sub {
         "push" => git_push(&call),
@@ -459,9 +455,6 @@ impl GitCall<'_> {
             let raw = a.raw();
             if std::mem::take(&mut skip) {
                 continue;
-            }
-            if a.lit() == Some("--") {
-                break;
             }
             if raw.starts_with('-') {
                 out.push(raw);
@@ -811,7 +804,8 @@ pub fn coord(args: &[Arg]) -> Vec<Hit> {
     }
     if let Some(op) = words
         .windows(2)
-        .find(|w| w[0] == "call" && PERSON_OPERATIONS.contains(&w[1]))
+        // coord trims the name it is given (`' break_lock'`).
+        .find(|w| w[0] == "call" && PERSON_OPERATIONS.contains(&w[1].trim()))
         .map(|w| w[1])
     {
         hits.push(person(
@@ -1060,13 +1054,18 @@ pub fn system_path(path: &str) -> bool {
 /// A device file that holds data (a disk, a partition): writing it destroys what is on it.
 /// The pseudo-devices (`/dev/null`, `/dev/stdout`, a terminal, `/dev/shm/…`) are not.
 pub fn device_path(path: &str) -> bool {
-    let Some(rest) = path.strip_prefix("/dev/") else {
+    if !path.starts_with('/') {
+        return false;
+    }
+    // `/dev/shm/../sda` is `/dev/sda`.
+    let normal = format!("/{}", normal_parts(path).join("/"));
+    let Some(rest) = normal.strip_prefix("/dev/") else {
         return false;
     };
     let pseudo = matches!(
         rest,
-        "null" | "zero" | "full" | "random" | "urandom" | "stdout" | "stderr" | "stdin" | "tty" | "console" | "ptmx" // `/dev/tcp/HOST/PORT` and `/dev/udp/…` are bash's sockets, no device at all.
-    ) || ["fd/", "pts/", "shm/", "mqueue/", "tty", "tcp/", "udp/"]
+        "null" | "zero" | "full" | "random" | "urandom" | "stdout" | "stderr" | "stdin" | "tty" | "console" | "ptmx"
+    ) || ["fd/", "pts/", "shm/", "mqueue/", "tty"]
         .iter()
         .any(|p| rest.starts_with(p));
     !rest.is_empty() && !pseudo
@@ -1714,9 +1713,11 @@ pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
     let shipping = words.iter().find(|w| SHIPPING_WORDS.contains(&w.as_str()))?;
     // Only the file's own name, or an option asking for a dry run, says it only looks.
     let looking_name = path_words(name).iter().any(|w| LOOKING_WORDS.contains(&w.as_str()));
-    // `--version` alone prints one; followed by a value (`--version 1.2.3`) it sets the
-    // version the script ships.
-    let version_only = matches!(args, [a] if matches!(a.lit(), Some("--version" | "-V")));
+    // `--version` prints one (`--version --json` too); followed by a value (`--version
+    // 1.2.3`) it sets the version the script ships.
+    let version_only = args.iter().enumerate().any(|(i, a)| {
+        matches!(a.lit(), Some("--version" | "-V")) && args.get(i + 1).is_none_or(|next| next.raw().starts_with('-'))
+    });
     let dry = version_only
         || args
             .iter()

@@ -147,11 +147,11 @@ impl Scope {
             Parameter::Special(SpecialParameter::PositionalParameterCount) => {
                 self.positional.as_ref().map(|a| a.len().to_string())
             }
-            // `$@` and `$*` inside a longer word: the arguments joined by spaces.
-            Parameter::Special(SpecialParameter::AllPositionalParameters { .. }) => {
-                let args = self.positional.as_ref()?;
-                args.iter().cloned().collect::<Option<Vec<_>>>().map(|a| a.join(" "))
-            }
+            // `$@` and `$*` inside a longer word: one word only when there is one argument.
+            Parameter::Special(SpecialParameter::AllPositionalParameters { .. }) => match self.positional.as_deref() {
+                Some([one]) => one.clone(),
+                _ => None,
+            },
             _ => None,
         }
     }

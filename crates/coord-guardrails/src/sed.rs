@@ -6,7 +6,6 @@
 //! inside a regular expression, a replacement or a file name is not taken for one.
 
 use crate::hit::Hit;
-use crate::rules::option_values;
 use crate::walk::Arg;
 use coord_domain::guardrails::{Action, Category};
 
@@ -15,42 +14,93 @@ pub fn sed(prog: &str, args: &[Arg]) -> Option<Hit> {
     if !matches!(prog, "sed" | "gsed") {
         return None;
     }
-    let scripts = scripts(args);
+    // `--sandbox` refuses e, r and w.
+    if args.iter().any(|a| a.raw() == "--sandbox") {
+        return None;
+    }
+    let (scripts, files) = scripts(args);
     let runs = scripts.iter().filter_map(Arg::lit).any(executes);
-    runs.then(|| Hit {
+    // A script file is not read (as a script run by its path is not), but one that
+    // arrives through standard input, a pipe or a substitution is code of the moment.
+    let streamed = files.iter().any(|f| match f.lit() {
+        None => true,
+        Some(f) => f == "-" || f.starts_with("/dev/") || f.starts_with("/proc/"),
+    });
+    (runs || streamed).then(|| Hit {
         category: Category::Unverifiable,
         operation: "dynamic_command".into(),
         action: Action::Block,
-        reason: "this sed script runs a shell command (the `e` command or the `e` flag of `s`) that is only known \
-                 when the input is read; run the command itself"
-            .into(),
+        reason: if runs {
+            "this sed script runs a shell command (the `e` command or the `e` flag of `s`) that is only known when \
+             the input is read; run the command itself"
+        } else {
+            "this sed script arrives at run time (standard input, a pipe or a substitution); write it on the \
+             command line"
+        }
+        .into(),
     })
 }
 
-/// The scripts of a sed command line: every `-e`/`--expression`, or else its first operand.
-fn scripts(args: &[Arg]) -> Vec<Arg> {
-    let given = option_values(args, &["-e", "--expression"], 'e');
-    if !given.is_empty()
-        || args
-            .iter()
-            .any(|a| matches!(a.raw(), "-f" | "--file") || a.raw().starts_with("--file="))
-    {
-        return given;
-    }
-    let mut skip = false;
-    for a in args {
-        let raw = a.raw();
-        if std::mem::take(&mut skip) {
-            continue;
+/// Whether `arg` is the long option `name` (`--expression`) or a prefix of it that sed
+/// accepts (at least `shortest` characters, `--e`), with its value when written `=VALUE`.
+fn long_option<'a>(arg: &'a str, name: &str, shortest: usize) -> Option<Option<&'a str>> {
+    let (flag, value) = match arg.split_once('=') {
+        Some((f, v)) => (f, Some(v)),
+        None => (arg, None),
+    };
+    (flag.len() >= shortest && name.starts_with(flag)).then_some(value)
+}
+
+/// The scripts of a sed command line (every `-e`/`--expression`, or else its first
+/// operand) and its script files (`-f`/`--file`).
+fn scripts(args: &[Arg]) -> (Vec<Arg>, Vec<Arg>) {
+    let (mut scripts, mut files) = (Vec::new(), Vec::new());
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let raw = args[i].raw();
+        let next = args.get(i + 1).cloned();
+        // The option's value: attached (`=VALUE`, `-eSCRIPT`) or the next word.
+        let value = |into: &mut Vec<Arg>, attached: Option<&str>, i: &mut usize| match attached {
+            Some(v) => into.push(Arg::Lit(v.to_string())),
+            None => {
+                into.extend(next.clone());
+                *i += 1;
+            }
+        };
+        if raw == "--" {
+            operands.extend(args[i + 1..].iter().cloned());
+            break;
+        } else if let Some(v) = long_option(raw, "--expression", 3) {
+            value(&mut scripts, v, &mut i);
+        } else if let Some(v) = long_option(raw, "--file", 4) {
+            value(&mut files, v, &mut i);
+        } else if raw == "-l" || long_option(raw, "--line-length", 3) == Some(None) {
+            i += 1; // its value
+        } else if let Some(letters) = raw.strip_prefix('-').filter(|l| !l.is_empty() && !l.starts_with('-')) {
+            // A bundle (`-ne SCRIPT`, `-nf FILE`): the first of e and f takes the rest
+            // of the word, or the next word. `-i` takes an attached suffix only.
+            for (at, c) in letters.char_indices() {
+                match c {
+                    'i' => break,
+                    'e' | 'f' => {
+                        let rest = &letters[at + 1..];
+                        let into = if c == 'e' { &mut scripts } else { &mut files };
+                        value(into, (!rest.is_empty()).then_some(rest), &mut i);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        } else if !raw.starts_with("--") {
+            operands.push(args[i].clone());
         }
-        match raw {
-            "-l" | "--line-length" => skip = true,
-            "--" => continue,
-            _ if raw.starts_with('-') && raw.len() > 1 => {}
-            _ => return vec![a.clone()],
-        }
+        i += 1;
     }
-    Vec::new()
+    if scripts.is_empty() && files.is_empty() {
+        scripts.extend(operands.into_iter().next());
+    }
+    (scripts, files)
 }
 
 /// Whether a sed script runs a command.
@@ -67,7 +117,7 @@ fn executes(script: &str) -> bool {
             's' if i + 1 < c.len() => {
                 let delim = c[i + 1];
                 i = past(&c, past(&c, i + 2, delim), delim);
-                while i < c.len() && !matches!(c[i], ';' | '\n' | '}') {
+                while i < c.len() && !matches!(c[i], ';' | '\n' | '}' | ' ' | '\t' | '#') {
                     match c[i] {
                         'e' => return true,
                         // `w FILE` ends the flags: the rest of the line is a file name.
@@ -85,7 +135,7 @@ fn executes(script: &str) -> bool {
             // file names and comments to the end of the line.
             'a' | 'i' | 'c' => i = text_end(&c, i),
             'r' | 'R' | 'w' | 'W' | '#' => i = line_end(&c, i),
-            ':' | 'b' | 't' | 'T' => i = label_end(&c, i),
+            ':' | 'b' | 't' | 'T' => i = label_end(&c, i + 1),
             _ => i += 1,
         }
     }
@@ -113,8 +163,14 @@ fn line_end(c: &[char], i: usize) -> usize {
 fn text_end(c: &[char], mut i: usize) -> usize {
     loop {
         let end = line_end(c, i);
-        // The line's last character before its newline: a `\` continues the text.
-        let continued = end >= 2 && c[end - 1] == '\n' && c[end - 2] == '\\';
+        // A line ending in an odd number of `\` goes on (`\\` is a backslash).
+        let newline = end > i && c[end - 1] == '\n';
+        let trailing = c[i..end - usize::from(newline)]
+            .iter()
+            .rev()
+            .take_while(|&&x| x == '\\')
+            .count();
+        let continued = newline && trailing % 2 == 1;
         if !continued || end >= c.len() {
             return end;
         }
@@ -122,11 +178,15 @@ fn text_end(c: &[char], mut i: usize) -> usize {
     }
 }
 
-fn label_end(c: &[char], i: usize) -> usize {
-    c[i..]
-        .iter()
-        .position(|&x| x == '\n' || x == ';')
-        .map_or(c.len(), |p| i + p + 1)
+/// The end of a label (`:x`, `b loop`): GNU sed ends it at white space, `;` or `}`.
+fn label_end(c: &[char], mut i: usize) -> usize {
+    while i < c.len() && matches!(c[i], ' ' | '\t') {
+        i += 1;
+    }
+    while i < c.len() && !matches!(c[i], ' ' | '\t' | '\n' | ';' | '}') {
+        i += 1;
+    }
+    i
 }
 
 #[cfg(test)]
@@ -164,6 +224,19 @@ mod tests {
             (&[":loop;N;b loop"], false),
             (&["# the example\ns/a/b/"], false),
             (&["-f", "script.sed", "f"], false),
+            (&["1a foo\\\\\ne date", "f"], true),
+            (&[":x e date", "f"], true),
+            (&[":a s/x/y/e", "f"], true),
+            (&["-e", "tx e date", "-e", ":x", "f"], true),
+            (&["--expr=1e date", "f"], true),
+            (&["--e", "1e date", "f"], true),
+            (&["-f", "-", "f"], true),
+            (&["-f", "/dev/stdin", "f"], true),
+            (&["--file=/dev/fd/63", "f"], true),
+            (&["-nf", "-", "f"], true),
+            (&["--sandbox", "1e date", "f"], false),
+            (&["s/h/H/ # replace e", "f"], false),
+            (&["b end; s/a/b/; :end", "f"], false),
             (&["-E", "s/(e+)/x/2", "f"], false),
         ];
         for (args, want) in cases {
@@ -172,5 +245,7 @@ mod tests {
         assert!(sed("grep", &lit(&["-e", "1e"])).is_none());
         // A script only known at run time is not judged here (`sed "s/x/$V/"` is everyday).
         assert!(sed("sed", &[Arg::Unknown("$S".into()), Arg::Lit("f".into())]).is_none());
+        // A script file only known at run time (`-f <(…)`) is refused.
+        assert!(sed("sed", &[Arg::Lit("-f".into()), Arg::Unknown("<(...)".into())]).is_some());
     }
 }

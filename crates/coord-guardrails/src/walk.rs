@@ -81,6 +81,23 @@ pub const RUNTIME_OPERAND: &str = "{run-time operand}";
 /// run: a word holding it reads as an operand only known at run time.
 pub const RUNTIME_HOLE: &str = "$COORD_RUNTIME_OPERAND";
 
+/// Calls of the line's functions walked with their arguments, in all, before the line
+/// is refused as too complex to analyse.
+pub const MAX_CALLS: usize = 64;
+
+/// How many times `name` stands in `text` as a word of its own (not inside a longer
+/// name: `f` is not in `fx` or `a-f`).
+fn mentions(text: &str, name: &str) -> usize {
+    let part = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':');
+    text.match_indices(name)
+        .filter(|(at, _)| {
+            let before = text[..*at].chars().next_back();
+            let after = text[at + name.len()..].chars().next();
+            !before.is_some_and(part) && !after.is_some_and(part)
+        })
+        .count()
+}
+
 /// How deep code may nest in code (`bash -c "$(...)"`...) before it is refused.
 pub const MAX_DEPTH: usize = 12;
 
@@ -109,13 +126,15 @@ pub struct Walk {
     forgot: bool,
     /// Functions the line defines: calling one may change anything.
     functions: BTreeSet<String>,
-    /// Their bodies, walked where they are called, with the call's arguments; those
-    /// never called are walked at the end of the script, as if they ran.
-    bodies: BTreeMap<String, ast::FunctionBody>,
+    /// Every definition of each (a `Command::Function`), walked where it is called with
+    /// the call's arguments (the call is judged as a program too: a definition may not
+    /// have happened, in a subshell or a branch). See [`Walk::unseen_runs`].
+    bodies: BTreeMap<String, Vec<ast::Command>>,
     /// The functions being walked for a call (a recursive call is not walked again).
     calling: Vec<String>,
-    /// The functions called so far.
-    called: BTreeSet<String>,
+    /// Calls walked with their arguments, per function, and in all (a budget).
+    call_sites: BTreeMap<String, usize>,
+    calls_walked: usize,
     /// A `cd` happened that is not followed.
     cwd_lost: bool,
     /// Inside a loop already analysed once per value (loops in it are not expanded).
@@ -150,52 +169,92 @@ impl Walk {
             }
             Err(e) => self.problem(text, &format!("the shell syntax does not parse ({e})")),
         }
-        self.uncalled(&outer_bodies, depth);
+        self.unseen_runs(text, &outer_bodies, depth);
         // A function defined in nested code (a subshell) is gone after it.
         self.bodies = outer_bodies;
         self.scope = outer;
     }
 
-    /// Functions this script defined and never called may still run (`export -f`, a
-    /// trap): their bodies as if they ran, with arguments only known at run time.
-    fn uncalled(&mut self, before: &BTreeMap<String, ast::FunctionBody>, depth: usize) {
-        let defined: Vec<(String, ast::FunctionBody)> = self
+    /// A function this script defined may run where no call of it was walked: named
+    /// in `eval`, `trap`, `bash -c`, `export -f`, `xargs`, called recursively, or never
+    /// called at all. Unless each mention of its name in the text is its one definition
+    /// or a call walked with its arguments, every body of it is walked again as if it
+    /// ran with arguments only known at run time.
+    fn unseen_runs(&mut self, text: &str, before: &BTreeMap<String, Vec<ast::Command>>, depth: usize) {
+        let defined: Vec<(String, Vec<ast::Command>)> = self
             .bodies
             .iter()
-            .filter(|(name, _)| !before.contains_key(*name) && !self.called.contains(*name))
-            .map(|(n, b)| (n.clone(), b.clone()))
+            .filter(|(name, defs)| before.get(*name).is_none_or(|b| b.len() < defs.len()))
+            .map(|(n, d)| (n.clone(), d.clone()))
             .collect();
-        for (name, body) in defined {
+        for (name, defs) in defined {
+            let walked = self.call_sites.get(&name).copied().unwrap_or(0);
+            if walked > 0 && defs.len() == 1 && mentions(text, &name) == 1 + walked {
+                continue;
+            }
             self.calling.push(name);
-            self.contained(true, |w| {
-                w.scope.positional = None;
-                w.compound(&body.0, depth);
-            });
+            for def in &defs {
+                self.contained(true, |w| w.body(def, None, &[], depth));
+            }
             self.calling.pop();
         }
     }
 
-    /// A call of a function the line defined: its body, with the call's arguments. `None`
-    /// when `argv` calls none (or calls one already being walked).
-    fn call(&mut self, argv: &[Arg], depth: usize) -> Option<()> {
-        let name = argv.first()?.lit()?;
+    /// A call of a function the line defined: every body of it, with the call's
+    /// arguments and prefix assignments. `false` when `argv` calls none, or one whose
+    /// body is being walked (recursion: [`Walk::unseen_runs`] covers it).
+    fn call(&mut self, argv: &[Arg], assigned: &[(String, Option<String>, bool)], depth: usize) -> bool {
+        let Some(name) = argv.first().and_then(Arg::lit) else {
+            return false;
+        };
         if self.calling.iter().any(|c| c == name) {
-            return Some(()); // recursion: its body is being walked already
+            return false;
         }
-        let body = self.bodies.get(name)?.clone();
-        if depth > MAX_DEPTH {
-            self.problem(name, "functions call one another too deeply to analyse");
-            return Some(());
+        let Some(defs) = self.bodies.get(name).cloned() else {
+            return false;
+        };
+        self.calls_walked += 1;
+        if self.calls_walked > MAX_CALLS || depth > MAX_DEPTH {
+            self.problem(name, "functions called too often or too deeply to analyse");
+            return true;
         }
+        // An argument is known only as one word (`f "-rf /x"` splits where unquoted).
+        let args: Vec<Option<String>> = argv[1..]
+            .iter()
+            .map(|a| a.lit().filter(|v| !v.contains(char::is_whitespace)).map(str::to_string))
+            .collect();
         self.calling.push(name.to_string());
-        let args: Vec<Option<String>> = argv[1..].iter().map(|a| a.lit().map(str::to_string)).collect();
-        self.contained(false, |w| {
-            w.scope.positional = Some(args);
-            w.compound(&body.0, depth + 1);
-        });
+        for def in &defs {
+            self.contained(false, |w| w.body(def, Some(args.clone()), assigned, depth + 1));
+        }
         self.calling.pop();
-        self.called.insert(name.to_string());
-        Some(())
+        *self.call_sites.entry(name.to_string()).or_default() += 1;
+        true
+    }
+
+    /// A function's body and its redirections, run with `positional` as `$1`…`$@`
+    /// (unknown when the body moves them: `shift`, `set`, `getopts`).
+    fn body(
+        &mut self,
+        def: &ast::Command,
+        positional: Option<Vec<Option<String>>>,
+        assigned: &[(String, Option<String>, bool)],
+        depth: usize,
+    ) {
+        let ast::Command::Function(f) = def else { return };
+        let text = f.body.to_string();
+        let moves = ["shift", "set", "getopts", "OPTIND"]
+            .iter()
+            .any(|w| mentions(&text, w) > 0);
+        self.scope.positional = positional.filter(|_| !moves);
+        for (name, value, _) in assigned {
+            match value {
+                Some(v) => self.scope.bind(name, v.clone()),
+                None => self.scope.forget_names([name], false),
+            }
+        }
+        self.compound(&f.body.0, depth);
+        self.redirects_only(def, f.body.1.as_ref(), depth);
     }
 
     fn problem(&mut self, matched: &str, reason: &str) {
@@ -341,9 +400,13 @@ impl Walk {
             }
             ast::Command::Function(def) => {
                 // A function's body runs when it is called: it is walked there, with the
-                // call's arguments, and at the end of the script if it never is.
+                // call's arguments (and again at the end of the script where it may run
+                // unseen).
                 self.functions.insert(def.fname.value.clone());
-                self.bodies.insert(def.fname.value.clone(), def.body.clone());
+                self.bodies
+                    .entry(def.fname.value.clone())
+                    .or_default()
+                    .push(cmd.clone());
             }
             ast::Command::ExtendedTest(test, redirects) => {
                 self.test_expr(&test.expr, depth);
@@ -491,16 +554,14 @@ impl Walk {
                 }
             }
         }
-        // A function the line defined runs its body, not a program of that name.
-        let called = self.call(&exec.argv, depth).is_some();
+        // A function the line defined runs its body; the call is still judged as the
+        // program of that name, which it is where the definition did not happen.
+        self.call(&exec.argv, &assigned, depth);
         self.pending = if exec.argv.is_empty() {
             Some(Effect::Assign(assigned)).filter(|_| s.prefix.is_some())
         } else {
             self.effect(&exec.argv)
         };
-        if called {
-            exec.argv.clear();
-        }
         self.execs.push(exec);
     }
 
