@@ -37,9 +37,6 @@ pub struct Scope {
     split_changed: bool,
     /// Assignments and `cd` are no longer taken at their word ([`Effect::Distrust`]).
     distrusted: bool,
-    /// Inside a call of a function the line defines: the call's arguments (`$1`, `$@`),
-    /// each its text when known.
-    pub positional: Option<Vec<Option<String>>>,
 }
 
 /// What one simple command does to the shell state.
@@ -137,21 +134,6 @@ impl Scope {
             Parameter::Special(SpecialParameter::ProcessId | SpecialParameter::LastBackgroundProcessId) => {
                 Some(SOME_NUMBER.into())
             }
-            Parameter::Positional(n) => {
-                let args = self.positional.as_ref()?;
-                match (*n as usize).checked_sub(1) {
-                    Some(i) => args.get(i).cloned().unwrap_or(Some(String::new())),
-                    None => None, // `$0`: the shell's name
-                }
-            }
-            Parameter::Special(SpecialParameter::PositionalParameterCount) => {
-                self.positional.as_ref().map(|a| a.len().to_string())
-            }
-            // `$@` and `$*` inside a longer word: one word only when there is one argument.
-            Parameter::Special(SpecialParameter::AllPositionalParameters { .. }) => match self.positional.as_deref() {
-                Some([one]) => one.clone(),
-                _ => None,
-            },
             _ => None,
         }
     }

@@ -14,8 +14,12 @@ pub fn sed(prog: &str, args: &[Arg]) -> Option<Hit> {
     if !matches!(prog, "sed" | "gsed") {
         return None;
     }
-    // `--sandbox` refuses e, r and w.
-    if args.iter().any(|a| a.raw() == "--sandbox") {
+    // `--sandbox` (an option: before any `--`) refuses e, r and w.
+    if args
+        .iter()
+        .take_while(|a| a.raw() != "--")
+        .any(|a| a.raw() == "--sandbox")
+    {
         return None;
     }
     let (scripts, files) = scripts(args);
@@ -83,6 +87,13 @@ fn scripts(args: &[Arg]) -> (Vec<Arg>, Vec<Arg>) {
             for (at, c) in letters.char_indices() {
                 match c {
                     'i' => break,
+                    // `-l N` (line length) takes the rest of the word, or the next word.
+                    'l' => {
+                        if letters[at + 1..].is_empty() {
+                            i += 1;
+                        }
+                        break;
+                    }
                     'e' | 'f' => {
                         let rest = &letters[at + 1..];
                         let into = if c == 'e' { &mut scripts } else { &mut files };
@@ -235,6 +246,9 @@ mod tests {
             (&["--file=/dev/fd/63", "f"], true),
             (&["-nf", "-", "f"], true),
             (&["--sandbox", "1e date", "f"], false),
+            (&["1e date", "f", "--", "--sandbox"], true),
+            (&["-nl", "5", "1e date", "f"], true),
+            (&["-l5", "1e date", "f"], true),
             (&["s/h/H/ # replace e", "f"], false),
             (&["b end; s/a/b/; :end", "f"], false),
             (&["-E", "s/(e+)/x/2", "f"], false),

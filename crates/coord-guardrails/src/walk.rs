@@ -4,7 +4,7 @@
 //! process and command substitutions. Code inside strings (command substitutions) is
 //! parsed again; what cannot be read with certainty becomes a [`Problem`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use brush_parser::ast;
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
@@ -81,23 +81,6 @@ pub const RUNTIME_OPERAND: &str = "{run-time operand}";
 /// run: a word holding it reads as an operand only known at run time.
 pub const RUNTIME_HOLE: &str = "$COORD_RUNTIME_OPERAND";
 
-/// Calls of the line's functions walked with their arguments, in all, before the line
-/// is refused as too complex to analyse.
-pub const MAX_CALLS: usize = 64;
-
-/// How many times `name` stands in `text` as a word of its own (not inside a longer
-/// name: `f` is not in `fx` or `a-f`).
-fn mentions(text: &str, name: &str) -> usize {
-    let part = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':');
-    text.match_indices(name)
-        .filter(|(at, _)| {
-            let before = text[..*at].chars().next_back();
-            let after = text[at + name.len()..].chars().next();
-            !before.is_some_and(part) && !after.is_some_and(part)
-        })
-        .count()
-}
-
 /// How deep code may nest in code (`bash -c "$(...)"`...) before it is refused.
 pub const MAX_DEPTH: usize = 12;
 
@@ -126,15 +109,6 @@ pub struct Walk {
     forgot: bool,
     /// Functions the line defines: calling one may change anything.
     functions: BTreeSet<String>,
-    /// Every definition of each (a `Command::Function`), walked where it is called with
-    /// the call's arguments (the call is judged as a program too: a definition may not
-    /// have happened, in a subshell or a branch). See [`Walk::unseen_runs`].
-    bodies: BTreeMap<String, Vec<ast::Command>>,
-    /// The functions being walked for a call (a recursive call is not walked again).
-    calling: Vec<String>,
-    /// Calls walked with their arguments, per function, and in all (a budget).
-    call_sites: BTreeMap<String, usize>,
-    calls_walked: usize,
     /// A `cd` happened that is not followed.
     cwd_lost: bool,
     /// Inside a loop already analysed once per value (loops in it are not expanded).
@@ -160,7 +134,6 @@ impl Walk {
         }
         // Nested code (a substitution) runs in a subshell: what it sets stays there.
         let outer = self.scope.clone();
-        let outer_bodies = self.bodies.clone();
         match parse(text) {
             Ok(program) => {
                 for list in &program.complete_commands {
@@ -169,92 +142,7 @@ impl Walk {
             }
             Err(e) => self.problem(text, &format!("the shell syntax does not parse ({e})")),
         }
-        self.unseen_runs(text, &outer_bodies, depth);
-        // A function defined in nested code (a subshell) is gone after it.
-        self.bodies = outer_bodies;
         self.scope = outer;
-    }
-
-    /// A function this script defined may run where no call of it was walked: named
-    /// in `eval`, `trap`, `bash -c`, `export -f`, `xargs`, called recursively, or never
-    /// called at all. Unless each mention of its name in the text is its one definition
-    /// or a call walked with its arguments, every body of it is walked again as if it
-    /// ran with arguments only known at run time.
-    fn unseen_runs(&mut self, text: &str, before: &BTreeMap<String, Vec<ast::Command>>, depth: usize) {
-        let defined: Vec<(String, Vec<ast::Command>)> = self
-            .bodies
-            .iter()
-            .filter(|(name, defs)| before.get(*name).is_none_or(|b| b.len() < defs.len()))
-            .map(|(n, d)| (n.clone(), d.clone()))
-            .collect();
-        for (name, defs) in defined {
-            let walked = self.call_sites.get(&name).copied().unwrap_or(0);
-            if walked > 0 && defs.len() == 1 && mentions(text, &name) == 1 + walked {
-                continue;
-            }
-            self.calling.push(name);
-            for def in &defs {
-                self.contained(true, |w| w.body(def, None, &[], depth));
-            }
-            self.calling.pop();
-        }
-    }
-
-    /// A call of a function the line defined: every body of it, with the call's
-    /// arguments and prefix assignments. `false` when `argv` calls none, or one whose
-    /// body is being walked (recursion: [`Walk::unseen_runs`] covers it).
-    fn call(&mut self, argv: &[Arg], assigned: &[(String, Option<String>, bool)], depth: usize) -> bool {
-        let Some(name) = argv.first().and_then(Arg::lit) else {
-            return false;
-        };
-        if self.calling.iter().any(|c| c == name) {
-            return false;
-        }
-        let Some(defs) = self.bodies.get(name).cloned() else {
-            return false;
-        };
-        self.calls_walked += 1;
-        if self.calls_walked > MAX_CALLS || depth > MAX_DEPTH {
-            self.problem(name, "functions called too often or too deeply to analyse");
-            return true;
-        }
-        // An argument is known only as one word (`f "-rf /x"` splits where unquoted).
-        let args: Vec<Option<String>> = argv[1..]
-            .iter()
-            .map(|a| a.lit().filter(|v| !v.contains(char::is_whitespace)).map(str::to_string))
-            .collect();
-        self.calling.push(name.to_string());
-        for def in &defs {
-            self.contained(false, |w| w.body(def, Some(args.clone()), assigned, depth + 1));
-        }
-        self.calling.pop();
-        *self.call_sites.entry(name.to_string()).or_default() += 1;
-        true
-    }
-
-    /// A function's body and its redirections, run with `positional` as `$1`…`$@`
-    /// (unknown when the body moves them: `shift`, `set`, `getopts`).
-    fn body(
-        &mut self,
-        def: &ast::Command,
-        positional: Option<Vec<Option<String>>>,
-        assigned: &[(String, Option<String>, bool)],
-        depth: usize,
-    ) {
-        let ast::Command::Function(f) = def else { return };
-        let text = f.body.to_string();
-        let moves = ["shift", "set", "getopts", "OPTIND"]
-            .iter()
-            .any(|w| mentions(&text, w) > 0);
-        self.scope.positional = positional.filter(|_| !moves);
-        for (name, value, _) in assigned {
-            match value {
-                Some(v) => self.scope.bind(name, v.clone()),
-                None => self.scope.forget_names([name], false),
-            }
-        }
-        self.compound(&f.body.0, depth);
-        self.redirects_only(def, f.body.1.as_ref(), depth);
     }
 
     fn problem(&mut self, matched: &str, reason: &str) {
@@ -340,10 +228,7 @@ impl Walk {
         let forgot = std::mem::replace(&mut self.forgot, false);
         if fresh {
             let trusted = self.scope.trusted();
-            // A loop inside a function still sees the call's arguments.
-            let positional = self.scope.positional.take();
             self.scope = Scope::default();
-            self.scope.positional = positional;
             self.scope.forget_all();
             if !trusted {
                 self.scope.distrust();
@@ -399,14 +284,10 @@ impl Walk {
                 self.redirects_only(cmd, redirects.as_ref(), depth);
             }
             ast::Command::Function(def) => {
-                // A function's body runs when it is called: it is walked there, with the
-                // call's arguments (and again at the end of the script where it may run
-                // unseen).
+                // A function's body runs when it is called: analyse it as if it ran.
                 self.functions.insert(def.fname.value.clone());
-                self.bodies
-                    .entry(def.fname.value.clone())
-                    .or_default()
-                    .push(cmd.clone());
+                self.contained(true, |w| w.compound(&def.body.0, depth));
+                self.redirects_only(cmd, def.body.1.as_ref(), depth);
             }
             ast::Command::ExtendedTest(test, redirects) => {
                 self.test_expr(&test.expr, depth);
@@ -539,8 +420,8 @@ impl Walk {
             }
         }
         if let Some(w) = &s.word_or_name {
-            let args = self.words(w, depth);
-            exec.argv.extend(args);
+            let a = self.word(w, depth);
+            exec.argv.push(a);
         }
         for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, false, &mut exec, depth);
@@ -554,9 +435,6 @@ impl Walk {
                 }
             }
         }
-        // A function the line defined runs its body; the call is still judged as the
-        // program of that name, which it is where the definition did not happen.
-        self.call(&exec.argv, &assigned, depth);
         self.pending = if exec.argv.is_empty() {
             Some(Effect::Assign(assigned)).filter(|_| s.prefix.is_some())
         } else {
@@ -629,8 +507,8 @@ impl Walk {
         match item {
             ast::CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, exec, depth),
             ast::CommandPrefixOrSuffixItem::Word(w) => {
-                let args = self.words(w, depth);
-                exec.argv.extend(args);
+                let a = self.word(w, depth);
+                exec.argv.push(a);
             }
             ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, w) => {
                 // A prefix assignment only sets the environment of this command; after
@@ -728,20 +606,6 @@ impl Walk {
     }
 
     /// A word after quote removal; substitutions inside it are walked as code.
-    /// The words one word becomes: `"$@"` inside a call of a function the line defined is
-    /// the call's arguments, one word each; any other word is one.
-    fn words(&mut self, w: &ast::Word, depth: usize) -> Vec<Arg> {
-        if matches!(w.value.as_str(), "\"$@\"" | "$@" | "\"${@}\"" | "${@}")
-            && let Some(args) = &self.scope.positional
-        {
-            return args
-                .iter()
-                .map(|a| a.clone().map_or_else(|| Arg::Unknown("$@".into()), Arg::Lit))
-                .collect();
-        }
-        vec![self.word(w, depth)]
-    }
-
     pub fn word(&mut self, w: &ast::Word, depth: usize) -> Arg {
         self.word_text(&w.value, depth)
     }
