@@ -215,14 +215,15 @@ fn field_of(flag: &str) -> String {
 /// The request `base` (a JSON object, `{}` when none was given) with the fields the
 /// flags name set: a flag replaces the same field of `base` (a list flag its whole list).
 /// Unknown or repeated flags, missing values and values of the wrong kind are refused
-/// with the flag named; `globals` are coord's own options, named in the hint when one is
+/// with the flag named; `globals` gives coord's own options (asked only for an unknown
+/// flag: building them costs the whole grammar), named in the hint when one is
 /// given after the operation.
 pub fn apply(
     op: &str,
     schema: &Map<String, Value>,
     base: Value,
     args: &[String],
-    globals: &[String],
+    globals: &dyn Fn() -> Vec<String>,
 ) -> CoordResult<Value> {
     let known = flags(schema);
     let mut request = match base {
@@ -279,7 +280,7 @@ fn known_flag<'a>(
     op: &str,
     known: &'a [Flag],
     arg: &str,
-    globals: &[String],
+    globals: &dyn Fn() -> Vec<String>,
 ) -> CoordResult<(&'a Flag, Option<String>)> {
     let Some(body) = arg
         .strip_prefix("--")
@@ -307,7 +308,7 @@ fn known_flag<'a>(
         all.join(", ")
     };
     let mut message = format!("{op} has no flag --{name}; its flags: {list}");
-    if globals.iter().any(|g| g == name) {
+    if globals().iter().any(|g| g == name) {
         message.push_str(&format!(
             " (--{name} is an option of coord itself: put it before `call`)"
         ));
@@ -345,7 +346,7 @@ mod tests {
 
     fn run(args: &[&str]) -> CoordResult<Value> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        apply("op", &schema(), json!({}), &args, &[])
+        apply("op", &schema(), json!({}), &args, &Vec::new)
     }
 
     #[test]
@@ -461,7 +462,8 @@ mod tests {
                     (kind, v) => args.push(format!("{}={}", flag.spelling(), typed(kind, v))),
                 }
             }
-            let got = apply(op.name, &schema, json!({}), &args, &[]).unwrap_or_else(|e| panic!("{}: {e:?}", op.name));
+            let got =
+                apply(op.name, &schema, json!({}), &args, &Vec::new).unwrap_or_else(|e| panic!("{}: {e:?}", op.name));
             assert_eq!(got, example, "{}: {args:?}", op.name);
         }
     }
@@ -478,7 +480,7 @@ mod tests {
             assert!(e.message.contains("is not valid JSON"), "{}", e.message);
         }
         let args = vec!["--agent-id".to_string(), "bob".into()];
-        let e = apply("op", &schema(), json!({}), &args, &["agent-id".into()]).unwrap_err();
+        let e = apply("op", &schema(), json!({}), &args, &|| vec!["agent-id".into()]).unwrap_err();
         assert!(
             e.message.contains("an option of coord itself: put it before `call`"),
             "{}",
@@ -489,10 +491,17 @@ mod tests {
     #[test]
     fn flags_win_over_the_json_request() {
         let args = vec!["--ttl-minutes".to_string(), "5".into()];
-        let got = apply("op", &schema(), json!({"file_path": "a", "ttl_minutes": 1}), &args, &[]).unwrap();
+        let got = apply(
+            "op",
+            &schema(),
+            json!({"file_path": "a", "ttl_minutes": 1}),
+            &args,
+            &Vec::new,
+        )
+        .unwrap();
         assert_eq!(got, json!({"file_path": "a", "ttl_minutes": 5}));
         // A request that is not an object stays the pipeline's to refuse, unless flags add to it.
-        assert_eq!(apply("op", &schema(), json!([1]), &[], &[]).unwrap(), json!([1]));
-        assert!(apply("op", &schema(), json!([1]), &args, &[]).is_err());
+        assert_eq!(apply("op", &schema(), json!([1]), &[], &Vec::new).unwrap(), json!([1]));
+        assert!(apply("op", &schema(), json!([1]), &args, &Vec::new).is_err());
     }
 }

@@ -162,15 +162,7 @@ pub async fn call(args: &crate::args::CallArgs, coord: &dyn Coordination, ctx: &
                 )
             })
         })
-        .and_then(|base| {
-            call_flags::apply(
-                op.name,
-                &(op.input_schema)(),
-                base,
-                flags,
-                &crate::args::global_options(),
-            )
-        });
+        .and_then(|base| call_flags::apply(op.name, &(op.input_schema)(), base, flags, &crate::args::global_options));
     let who = Principal::local(ctx.caller.clone());
     out.result(coord.invoke(op, &who, request).await, |_| String::new())
 }

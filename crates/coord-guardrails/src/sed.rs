@@ -5,7 +5,7 @@
 //! escapes, text of `a`/`i`/`c`, file names of `r`/`w`, labels, comments), so an `e`
 //! inside a regular expression, a replacement or a file name is not taken for one.
 
-use crate::hit::Hit;
+use crate::hit::{Hit, hit};
 use crate::walk::Arg;
 use coord_domain::guardrails::{Action, Category};
 
@@ -30,19 +30,13 @@ pub fn sed(prog: &str, args: &[Arg]) -> Option<Hit> {
         None => true,
         Some(f) => f == "-" || f.starts_with("/dev/") || f.starts_with("/proc/"),
     });
-    (runs || streamed).then(|| Hit {
-        category: Category::Unverifiable,
-        operation: "dynamic_command".into(),
-        action: Action::Block,
-        reason: if runs {
-            "this sed script runs a shell command (the `e` command or the `e` flag of `s`) that is only known when \
-             the input is read; run the command itself"
-        } else {
-            "this sed script arrives at run time (standard input, a pipe or a substitution); write it on the \
-             command line"
-        }
-        .into(),
-    })
+    let reason = if runs {
+        "this sed script runs a shell command (the `e` command or the `e` flag of `s`) that is only known when the \
+         input is read; run the command itself"
+    } else {
+        "this sed script arrives at run time (standard input, a pipe or a substitution); write it on the command line"
+    };
+    (runs || streamed).then(|| hit(Category::Unverifiable, "dynamic_command", Action::Block, reason))
 }
 
 /// Whether `arg` is the long option `name` (`--expression`) or a prefix of it that sed
