@@ -17,10 +17,6 @@ use coord_service::{Coordination, call};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Keys `issue` mints are short-lived: a cloud session or task, not a service account
-/// (`coord key create` makes those).
-const MAX_ISSUE_MINUTES: i64 = 24 * 60;
-
 /// A key issued for one session or task, with the profile it acts under.
 #[derive(Debug, Serialize)]
 pub struct Issued {
@@ -31,16 +27,11 @@ pub struct Issued {
     pub required_domains: Vec<String>,
 }
 
-/// Validates the arguments, assigns the profile if asked, creates the key, and reads the
-/// profile the key's identity now has.
-pub async fn issue(
-    args: &IssueArgs,
-    coord: &dyn Coordination,
-    creator: &Caller,
-    global: &GlobalArgs,
-) -> CoordResult<Issued> {
-    // Only what is written on the command line: COORD_AGENT_ID/COORD_AGENT_TYPE are the
-    // operator's own identity, never the agent's.
+/// The key `coord key issue` asks for, from the command line alone: the identity written
+/// there (COORD_AGENT_ID/COORD_AGENT_TYPE are the operator's own, never the agent's), one
+/// identity per session or task so two cloud agents never share one, and the lifetime.
+/// How long such a key may live is the domain's rule (`keys::MAX_WORK_KEY_MINUTES`).
+fn key_request(args: &IssueArgs, global: &GlobalArgs) -> CoordResult<CreateApiKeyRequest> {
     let (written_id, written_type) = Cli::written_identity(global);
     let Some(agent_type) = written_type else {
         return Err(CoordError::field(
@@ -50,26 +41,36 @@ pub async fn issue(
         ));
     };
     let (session_id, task_id) = (args.work.session.clone(), args.work.task.clone());
-    let work = session_id
-        .as_deref()
-        .or(task_id.as_deref())
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let work = session_id.as_deref().or(task_id.as_deref()).unwrap_or_default().trim();
     let minutes = parse_lifetime("ttl", &args.ttl)?;
-    if minutes > MAX_ISSUE_MINUTES {
-        return Err(CoordError::field(
-            ErrorCode::InvalidArgument,
-            "ttl",
-            format!(
-                "--ttl {} is longer than 24h: issued keys are short-lived (coord key create makes long-lived ones)",
-                args.ttl
-            ),
-        ));
-    }
-    // One identity per session or task, so two cloud agents never share one.
-    let agent_id = written_id.unwrap_or_else(|| format!("{agent_type}-{work}"));
+    let req = CreateApiKeyRequest {
+        bound_agent_id: written_id.unwrap_or_else(|| format!("{agent_type}-{work}")),
+        bound_agent_type: agent_type,
+        expires_in_minutes: Some(minutes),
+        session_id,
+        task_id,
+    };
+    // The domain's own validation, before the profile is assigned: a key it would refuse
+    // must not leave a profile assignment behind.
+    coord_domain::keys::validate_new_key(req.clone(), String::new(), "")?;
+    Ok(req)
+}
+
+/// Builds the key's request (a request the command line cannot build is refused through
+/// the pipeline, so it is audited as `create_api_key`), assigns the profile if asked,
+/// creates the key, and reads the profile the key's identity now has.
+pub async fn issue(
+    args: &IssueArgs,
+    coord: &dyn Coordination,
+    creator: &Caller,
+    global: &GlobalArgs,
+) -> CoordResult<Issued> {
     let admin = Principal::local(creator.clone());
+    let req = match key_request(args, global) {
+        Ok(req) => req,
+        Err(e) => return Err(coord_service::refuse::<keys::CreateApiKey, _>(coord, &admin, e).await),
+    };
+    let (agent_id, agent_type) = (req.bound_agent_id.clone(), req.bound_agent_type.clone());
     if let Some(profile) = &args.profile {
         call::<profiles::AssignProfile, _>(
             coord,
@@ -82,18 +83,7 @@ pub async fn issue(
         )
         .await?;
     }
-    let key = call::<keys::CreateApiKey, _>(
-        coord,
-        &admin,
-        CreateApiKeyRequest {
-            bound_agent_id: agent_id.clone(),
-            bound_agent_type: agent_type.clone(),
-            expires_in_minutes: Some(minutes),
-            session_id,
-            task_id,
-        },
-    )
-    .await?;
+    let key = call::<keys::CreateApiKey, _>(coord, &admin, req).await?;
     let explained = call::<profiles::ExplainProfile, _>(
         coord,
         &admin,

@@ -1398,6 +1398,36 @@ fn requests_the_command_line_cannot_build_are_refused_and_audited() {
             (Some(false), Some(*error))
         );
     }
+    // A key `coord key issue` may not mint (longer than a day) is refused as
+    // create_api_key before its profile is assigned.
+    let args = [
+        "--agent-type",
+        "codex_cloud",
+        "keys",
+        "issue",
+        "--task",
+        "T",
+        "--ttl",
+        "25h",
+    ];
+    let long = repo.run(&[&args[..], &["--profile", "worker-write"]].concat());
+    assert_eq!(code(&long), 2, "{}", stderr(&long));
+    let (audit, _) = repo.json_as(
+        "auditor",
+        &[
+            "call",
+            "query_audit",
+            r#"{"operation": "create_api_key", "success": false}"#,
+        ],
+    );
+    let rows = audit["entries"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{audit}");
+    assert_eq!(rows[0]["result"]["field"], "expires_in_minutes", "{audit}");
+    let (assigned, _) = repo.json_as(
+        "auditor",
+        &["call", "query_audit", r#"{"operation": "assign_profile"}"#],
+    );
+    assert_eq!(assigned["entries"], serde_json::json!([]), "{assigned}");
 }
 
 /// After `coord call OPERATION` every word is the request's, wherever it stands:
@@ -1829,10 +1859,19 @@ fn cloud_env_issues_a_task_key_and_the_environment() {
         "T",
         "--ttl",
         "25h",
+        "--profile",
+        "worker-write",
     ]);
     assert_eq!(code(&long), 2, "{}", stderr(&long));
+    assert!(stderr(&long).contains("at most 24h"), "{}", stderr(&long));
     let untyped = repo.run(&["keys", "issue", "--task", "T"]);
     assert_eq!(code(&untyped), 2, "{}", stderr(&untyped));
+    // The refused key left no profile assignment behind.
+    let (explained, _) = repo.json_as(
+        "admin",
+        &["call", "explain_profile", r#"{"target_agent_id": "codex_cloud-T"}"#],
+    );
+    assert_ne!(explained["profile"]["name"], "worker-write", "{explained}");
     let neither = repo.run(&["--agent-type", "codex_cloud", "keys", "issue"]);
     assert_eq!(code(&neither), 2, "{}", stderr(&neither));
     let (issued, rc) = json(&[

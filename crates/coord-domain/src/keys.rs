@@ -11,6 +11,9 @@ use sha2::{Digest, Sha256};
 /// Prefix of every key coord generates, so leaked keys are recognisable.
 pub const KEY_PREFIX: &str = "coord_";
 pub const MAX_KEY_LIFETIME_MINUTES: i64 = 366 * 24 * 60;
+/// A key for one cloud session or task is short-lived: it ends with that work, not a
+/// service account (a key without a session or task is one).
+pub const MAX_WORK_KEY_MINUTES: i64 = 24 * 60;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -21,7 +24,8 @@ pub struct CreateApiKeyRequest {
     /// The agent type every request made with this key acts as.
     #[schemars(length(min = 1, max = 64), regex(pattern = r"\S"))]
     pub bound_agent_type: String,
-    /// Lifetime in minutes (at most a year); never expires when absent.
+    /// Lifetime in minutes (at most a year); never expires when absent. A key for a
+    /// session or task must expire, within a day.
     #[serde(default)]
     #[schemars(range(min = 1, max = 527040))]
     pub expires_in_minutes: Option<i64>,
@@ -208,14 +212,40 @@ pub fn validate_new_key(req: CreateApiKeyRequest, key_id: String, secret: &str) 
             ErrorCode::InvalidArgument,
         )?),
     };
+    let session_id = validate::optional_text("session_id", req.session_id, 128)?;
+    let task_id = validate::optional_text("task_id", req.task_id, 128)?;
+    if session_id.is_some() || task_id.is_some() {
+        work_key_lifetime(expires_in_minutes)?;
+    }
     Ok(NewApiKey {
         key_id,
         key_hash: hash_key(secret),
         agent,
         expires_in_minutes,
-        session_id: validate::optional_text("session_id", req.session_id, 128)?,
-        task_id: validate::optional_text("task_id", req.task_id, 128)?,
+        session_id,
+        task_id,
     })
+}
+
+/// A key issued for one session or task must expire within [`MAX_WORK_KEY_MINUTES`].
+fn work_key_lifetime(expires_in_minutes: Option<i64>) -> CoordResult<()> {
+    match expires_in_minutes {
+        Some(m) if m <= MAX_WORK_KEY_MINUTES => Ok(()),
+        Some(m) => Err(crate::CoordError::field(
+            ErrorCode::InvalidArgument,
+            "expires_in_minutes",
+            format!(
+                "a key for one session or task is short-lived: at most 24h ({MAX_WORK_KEY_MINUTES} minutes), not {m}; a long-lived key is bound to no session or task (coord key create)"
+            ),
+        )),
+        None => Err(crate::CoordError::field(
+            ErrorCode::InvalidArgument,
+            "expires_in_minutes",
+            format!(
+                "a key for one session or task must expire: give expires_in_minutes (at most {MAX_WORK_KEY_MINUTES})"
+            ),
+        )),
+    }
 }
 
 pub fn validate_key_id(key_id: &str) -> CoordResult<String> {
@@ -274,5 +304,39 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidIdentity);
+    }
+
+    #[test]
+    fn a_key_for_one_session_or_task_is_short_lived() {
+        let base = CreateApiKeyRequest {
+            bound_agent_id: "a".into(),
+            bound_agent_type: "codex_cloud".into(),
+            ..Default::default()
+        };
+        // (session, task, minutes, accepted)
+        let cases = [
+            (None, None, None, true),
+            (None, None, Some(MAX_KEY_LIFETIME_MINUTES), true),
+            (Some("s"), None, Some(MAX_WORK_KEY_MINUTES), true),
+            (None, Some("t"), Some(60), true),
+            (Some("s"), None, Some(MAX_WORK_KEY_MINUTES + 1), false),
+            (None, Some("t"), None, false),
+            (Some("s"), Some("t"), Some(60 * 48), false),
+            // A blank session names no work: the key is a service account's.
+            (Some(" "), None, None, true),
+        ];
+        for (session, task, minutes, accepted) in cases {
+            let req = CreateApiKeyRequest {
+                session_id: session.map(String::from),
+                task_id: task.map(String::from),
+                expires_in_minutes: minutes,
+                ..base.clone()
+            };
+            let got = validate_new_key(req, "k".into(), "s");
+            assert_eq!(got.is_ok(), accepted, "{session:?} {task:?} {minutes:?}: {got:?}");
+            if let Err(e) = got {
+                assert_eq!(e.field.as_deref(), Some("expires_in_minutes"));
+            }
+        }
     }
 }

@@ -20,7 +20,8 @@ impl Operation for CreateApiKey {
     const DESCRIPTION: &'static str = "Create an API key for a cloud agent or CI job, bound to one identity (whose \
         profile applies: an agent type with no default profile gets least privilege) \
         (bound_agent_id, bound_agent_type), optionally expiring (expires_in_minutes) and issued for one cloud \
-        session (session_id) or task (task_id), which every audit row the key causes records. Needs an operator \
+        session (session_id) or task (task_id), which every audit row the key causes records (such a key must \
+        expire within 24 h, 1440 minutes). Needs an operator \
         key or a local process. Answers {success:true, key_id, api_key, agent_id, agent_type, expires_at}; api_key \
         is shown only this once.";
     const ACCESS: Access = Access::Operator;
