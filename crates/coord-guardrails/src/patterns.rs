@@ -47,6 +47,10 @@ pub struct Pattern {
     pub unless: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub value_options: Vec<String>,
+    /// A positional only partly known at run time matches a word that starts with `*` by
+    /// its written text (`"repos/$REPO/dispatches"` is `*/dispatches`): for API paths.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unknown_path_ends: bool,
     pub operation: String,
     pub category: Category,
     pub action: Action,
@@ -330,7 +334,15 @@ impl Compiled {
     /// anywhere. Answers the matched range.
     fn find_words(&self, positionals: &[Positional]) -> Found {
         let n = self.words.len();
-        let matches = |w: &Alternatives, a: &Positional| a.arg.lit().is_some_and(|t| self.fold(w, t));
+        let matches = |w: &Alternatives, a: &Positional| match &a.arg {
+            Arg::Lit(t) => self.fold(w, t),
+            // `"repos/$REPO/dispatches"` ends with `/dispatches` whatever `$REPO` is: with
+            // `unknown_path_ends`, `*/dispatches` matches its written text. Where the
+            // end itself is unknown (`"$URL"`), nothing matches.
+            Arg::Unknown(raw) => {
+                self.pattern.unknown_path_ends && raw.contains('/') && self.fold(w, &raw.replace(['"', '\''], ""))
+            }
+        };
         if self.pattern.anywhere {
             return (0..=positionals.len().saturating_sub(n))
                 .find(|&s| {

@@ -574,7 +574,15 @@ impl Walk {
                     }
                 }
                 ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => self.subshell(&sub.list, depth),
-                ast::IoFileRedirectTarget::Fd(_) | ast::IoFileRedirectTarget::Duplicate(_) => {}
+                // `>&WORD` and `N>&WORD` write the file WORD unless it names a descriptor
+                // (`>&2`, `>&3-`, `>&-`): `echo x >& /dev/sda` writes the disk.
+                ast::IoFileRedirectTarget::Duplicate(w) => {
+                    let a = self.word(w, depth);
+                    if matches!(kind, K::DuplicateOutput) && !a.lit().is_some_and(names_descriptor) {
+                        exec.writes.push(a);
+                    }
+                }
+                ast::IoFileRedirectTarget::Fd(_) => {}
             },
             ast::IoRedirect::OutputAndError(w, _) => {
                 let a = self.word(w, depth);
@@ -693,6 +701,13 @@ impl Walk {
         }
         out
     }
+}
+
+/// The target of `>&` that names a descriptor, not a file: `2`, `3-` (moved) or `-`
+/// (closed).
+fn names_descriptor(target: &str) -> bool {
+    let digits = target.strip_suffix('-').unwrap_or(target);
+    digits.is_empty() || digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The path a word that is only `$(mktemp …)` (or its backquoted or double-quoted
