@@ -18,8 +18,7 @@
 \set p random(0, :paths - 1)
 \startpipeline
 BEGIN;
-SELECT set_config('synchronous_commit', 'off', true);
-SELECT pg_advisory_xact_lock(1);
+SELECT set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock(1);
 WITH acq AS (
     INSERT INTO locks AS l (path, agent, expires_at, token)
     SELECT 'src/bench/file-' || :p || '.rs', 'pgbench-' || :client_id, now() + interval '2 hours',
@@ -47,8 +46,7 @@ SELECT pg_logical_emit_message(true, 'coord', ''::text);
 \endpipeline
 \startpipeline
 BEGIN;
-SELECT set_config('synchronous_commit', 'off', true);
-SELECT pg_advisory_xact_lock(1);
+SELECT set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock(1);
 WITH rel AS (
     DELETE FROM locks WHERE path = 'src/bench/file-' || :p || '.rs' AND agent = 'pgbench-' || :client_id
         AND expires_at > now()

@@ -67,21 +67,19 @@ pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRe
         committed?;
         return Ok(());
     }
-    let asynchronous = tx.prepare_cached(durability::ASYNC_COMMIT).await?;
+    let asynchronous_lock = tx.prepare_cached(durability::ASYNC_COMMIT_AND_LOCK).await?;
     let flush = tx.prepare_cached(durability::FLUSH).await?;
     // The flush is its own transaction (no transaction block is open after the COMMIT),
     // committed with the session's synchronous_commit; it runs even when the operation's
     // insert failed and rolled back, which costs one WAL record and nothing else.
-    let (set, locked, inserted, committed, flushed) = tokio::join!(
+    let (locked, inserted, committed, flushed) = tokio::join!(
         biased;
-        tx.execute(&asynchronous, &[]),
-        tx.execute(&lock, &key),
+        tx.execute(&asynchronous_lock, &key),
         tx.execute(&insert, &row),
         tx.execute(&commit, &[]),
         tx.connection().execute(&flush, &[])
     );
     tx.ended();
-    set?;
     locked?;
     inserted?;
     committed?;

@@ -134,27 +134,23 @@ async fn serialised_live_with<T>(
             "SELECT count(pg_advisory_xact_lock_shared(hashtextextended(k, 0))) FROM unnest($1::text[]) k",
         )
         .await?,
-        tx.prepare_cached("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .await?,
+        tx.prepare_cached(&SCOPE_LOCK_SQL).await?,
     );
     let candidates = target.candidates();
     let (read, read_params): (_, Vec<&(dyn ToSql + Sync)>) = match &candidates {
         Candidates::All => (tx.prepare_cached(&ALL_LIVE_SQL).await?, vec![&now]),
         Candidates::Scoped { at, from, to } => (tx.prepare_cached(&SCOPED_SQL).await?, vec![&now, at, from, to]),
     };
-    let settings = tx.prepare_cached(INDEX_SCANS_ONLY).await?;
     let (shared, exclusive): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) = ([&shared], [&exclusive]);
-    let (a, b, set, rows, also) = tokio::join!(
+    let (a, b, rows, also) = tokio::join!(
         biased;
         tx.execute(&ancestors, &shared),
         tx.execute(&scope, &exclusive),
-        tx.execute(&settings, &[]),
         tx.query(&read, &read_params),
         also
     );
     a?;
     b?;
-    set?;
     let rows = rows?.iter().map(lock_from_row).collect::<R<Vec<_>>>()?;
     Ok((overlapping(std::slice::from_ref(target), rows), also?))
 }
@@ -241,6 +237,11 @@ pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(LockTarget, Option<String
     };
     Ok(AcquireLockResult::granted(action, &lock))
 }
+
+/// The scope's exclusive advisory lock, and the read after it planned for plain index
+/// scans ([`INDEX_SCANS_ONLY`]), in one statement (one less for the server to run).
+static SCOPE_LOCK_SQL: LazyLock<String> =
+    LazyLock::new(|| format!("{INDEX_SCANS_ONLY}, pg_advisory_xact_lock(hashtextextended($1, 0))"));
 
 /// What a new lease will be: the next fencing token, the time, the caller's session.
 static LEASE_SQL: LazyLock<String> = LazyLock::new(|| {
