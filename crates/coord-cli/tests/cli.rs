@@ -1337,6 +1337,21 @@ fn a_bad_workspace_turns_only_the_file_tools_off() {
     assert_eq!(code(&out), 0, "{}", stdout(&out));
 }
 
+/// `coord key issue` asked for a key longer than a day (issued keys are short-lived),
+/// with a profile to assign first.
+const TOO_LONG_KEY: [&str; 10] = [
+    "--agent-type",
+    "codex_cloud",
+    "keys",
+    "issue",
+    "--task",
+    "T",
+    "--ttl",
+    "25h",
+    "--profile",
+    "worker-write",
+];
+
 /// A request a command cannot even build (a flag that is not JSON, an unknown level, a
 /// file that does not parse) is refused through the pipeline: audited as the operation it
 /// was meant for, like every other refusal. (In remote mode such a request never leaves
@@ -1400,17 +1415,7 @@ fn requests_the_command_line_cannot_build_are_refused_and_audited() {
     }
     // A key `coord key issue` may not mint (longer than a day) is refused as
     // create_api_key before its profile is assigned.
-    let args = [
-        "--agent-type",
-        "codex_cloud",
-        "keys",
-        "issue",
-        "--task",
-        "T",
-        "--ttl",
-        "25h",
-    ];
-    let long = repo.run(&[&args[..], &["--profile", "worker-write"]].concat());
+    let long = repo.run(&TOO_LONG_KEY);
     assert_eq!(code(&long), 2, "{}", stderr(&long));
     let (audit, _) = repo.json_as(
         "auditor",
@@ -1850,18 +1855,7 @@ fn cloud_env_issues_a_task_key_and_the_environment() {
     assert!(text.contains("export AGENT_TYPE=claude_code_web"), "{text}");
     assert!(text.contains("profile claude-code-web-reviewer"), "{text}");
     // Issued keys are short-lived and need a type and one session or task.
-    let long = repo.run(&[
-        "--agent-type",
-        "codex_cloud",
-        "keys",
-        "issue",
-        "--task",
-        "T",
-        "--ttl",
-        "25h",
-        "--profile",
-        "worker-write",
-    ]);
+    let long = repo.run(&TOO_LONG_KEY);
     assert_eq!(code(&long), 2, "{}", stderr(&long));
     assert!(stderr(&long).contains("at most 24h"), "{}", stderr(&long));
     let untyped = repo.run(&["keys", "issue", "--task", "T"]);
