@@ -42,6 +42,14 @@ fn key_request(args: &IssueArgs, global: &GlobalArgs) -> CoordResult<CreateApiKe
     };
     let (session_id, task_id) = (args.work.session.clone(), args.work.task.clone());
     let work = session_id.as_deref().or(task_id.as_deref()).unwrap_or_default().trim();
+    if work.is_empty() {
+        // A blank id names no work: the domain would read it as a service account's key.
+        return Err(CoordError::field(
+            ErrorCode::InvalidArgument,
+            if session_id.is_some() { "session_id" } else { "task_id" },
+            "name the session or task the key is for: --session ID or --task ID",
+        ));
+    }
     let minutes = parse_lifetime("ttl", &args.ttl)?;
     let req = CreateApiKeyRequest {
         bound_agent_id: written_id.unwrap_or_else(|| format!("{agent_type}-{work}")),

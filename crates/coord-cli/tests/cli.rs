@@ -1868,6 +1868,23 @@ fn cloud_env_issues_a_task_key_and_the_environment() {
     assert_ne!(explained["profile"]["name"], "worker-write", "{explained}");
     let neither = repo.run(&["--agent-type", "codex_cloud", "keys", "issue"]);
     assert_eq!(code(&neither), 2, "{}", stderr(&neither));
+    // A blank session names no work: never a long-lived key bound to `codex_cloud-`.
+    let blank = repo.run(&[
+        "--agent-type",
+        "codex_cloud",
+        "keys",
+        "issue",
+        "--session",
+        " ",
+        "--ttl",
+        "300d",
+    ]);
+    assert_eq!(code(&blank), 2, "{}", stderr(&blank));
+    assert!(
+        stderr(&blank).contains("name the session or task"),
+        "{}",
+        stderr(&blank)
+    );
     let (issued, rc) = json(&[
         "--agent-type",
         "claude_code_web",

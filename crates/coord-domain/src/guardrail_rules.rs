@@ -64,8 +64,9 @@ pub struct SetGuardrailRequest {
     /// The pattern's name: a built-in name replaces (or, with only `enabled:false`,
     /// switches off) that pattern; a new name adds one.
     pub name: String,
-    /// The pattern (fields: program, words, anywhere, options, unless, value_options,
-    /// operation, category, action, reason; see docs/guardrails.md). Its `name`, if
+    /// The pattern (fields: program, words, anywhere, ignore_case, options, unless,
+    /// value_options, api_path, operation, category, action, reason; see
+    /// docs/guardrails.md). Its `name`, if
     /// given, must be `name`. Absent: the built-in pattern of that name, switched on or
     /// off by `enabled`.
     #[serde(default)]

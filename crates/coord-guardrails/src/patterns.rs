@@ -47,10 +47,12 @@ pub struct Pattern {
     pub unless: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub value_options: Vec<String>,
-    /// A positional only partly known at run time matches a word that starts with `*` by
-    /// its written text (`"repos/$REPO/dispatches"` is `*/dispatches`): for API paths.
+    /// The positionals the words match are API paths (`repos/o/r/dispatches`): compared
+    /// without a query string, fragment or trailing `/`; one only partly known at run
+    /// time is compared by its written text (`"repos/$REPO/dispatches"` matches
+    /// `*/dispatches`), and one not known at all matches nothing (it is not a subcommand).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub unknown_path_ends: bool,
+    pub api_path: bool,
     pub operation: String,
     pub category: Category,
     pub action: Action,
@@ -90,21 +92,24 @@ impl Word {
 
 /// A `|`-separated list of globs.
 #[derive(Debug, Clone)]
-struct Alternatives(Vec<Word>);
+struct Alternatives {
+    words: Vec<Word>,
+    /// Every alternative is a path (`*/dispatches`): what it matches is no subcommand.
+    paths: bool,
+}
 
 impl Alternatives {
     fn parse(text: &str) -> Result<Self, String> {
         if text.is_empty() {
             return Err("an empty text matches nothing".into());
         }
-        text.split('|')
-            .map(|alt| glob(alt, false))
-            .collect::<Result<_, _>>()
-            .map(Alternatives)
+        let words = text.split('|').map(|alt| glob(alt, false)).collect::<Result<_, _>>()?;
+        let paths = text.split('|').all(|alt| alt.contains('/'));
+        Ok(Alternatives { words, paths })
     }
 
     fn is_match(&self, text: &str) -> bool {
-        self.0.iter().any(|g| g.is_match(text))
+        self.words.iter().any(|g| g.is_match(text))
     }
 }
 
@@ -334,14 +339,12 @@ impl Compiled {
     /// anywhere. Answers the matched range.
     fn find_words(&self, positionals: &[Positional]) -> Found {
         let n = self.words.len();
+        let api_path = self.pattern.api_path;
         let matches = |w: &Alternatives, a: &Positional| match &a.arg {
+            Arg::Lit(t) if api_path => self.fold(w, path_of(t)),
             Arg::Lit(t) => self.fold(w, t),
-            // `"repos/$REPO/dispatches"` ends with `/dispatches` whatever `$REPO` is: with
-            // `unknown_path_ends`, `*/dispatches` matches its written text. Where the
-            // end itself is unknown (`"$URL"`), nothing matches.
-            Arg::Unknown(raw) => {
-                self.pattern.unknown_path_ends && raw.contains('/') && self.fold(w, &raw.replace(['"', '\''], ""))
-            }
+            // `"repos/$REPO/dispatches"` ends with `/dispatches` whatever `$REPO` is.
+            Arg::Unknown(raw) => api_path && self.fold(w, path_of(&raw.replace(['"', '\''], ""))),
         };
         if self.pattern.anywhere {
             return (0..=positionals.len().saturating_sub(n))
@@ -361,8 +364,9 @@ impl Compiled {
             } else if a.after_option {
                 continue;
             } else if let Arg::Unknown(raw) = &a.arg {
-                // A path (`"$REPO/scripts/x.py"`) is not a subcommand.
-                if raw.contains('/') {
+                // A path (`"$REPO/scripts/x.py"`, `gh api "$endpoint"` where a pattern
+                // looks for a path) is not a subcommand.
+                if raw.contains('/') || self.words[w].paths {
                     return Found::No;
                 }
                 return Found::Dynamic(raw.clone());
@@ -384,6 +388,12 @@ impl Compiled {
             w.is_match(text)
         }
     }
+}
+
+/// An API path without its query string, fragment and trailing `/`.
+fn path_of(text: &str) -> &str {
+    let path = text.split(['?', '#']).next().unwrap_or(text);
+    path.strip_suffix('/').unwrap_or(path)
 }
 
 enum Found {
@@ -493,7 +503,10 @@ fn split(args: &[Arg], value_options: &[String]) -> (Vec<Opt>, Vec<Positional>) 
         let with_value = letters.char_indices().find(|(_, c)| takes_value(&format!("-{c}")));
         match with_value {
             Some((j, c)) => {
+                // `-X=POST`: Go's flag parsers (gh, kubectl, helm) read the value after
+                // the `=`; reading it so for every program only errs towards matching.
                 let rest = &letters[j + c.len_utf8()..];
+                let rest = rest.strip_prefix('=').unwrap_or(rest);
                 let bundle = letters[..j].to_string();
                 if rest.is_empty() {
                     value_of_next(&mut opts, format!("-{c}"), bundle);

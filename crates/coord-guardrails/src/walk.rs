@@ -574,8 +574,9 @@ impl Walk {
                     }
                 }
                 ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => self.subshell(&sub.list, depth),
-                // `>&WORD` and `N>&WORD` write the file WORD unless it names a descriptor
-                // (`>&2`, `>&3-`, `>&-`): `echo x >& /dev/sda` writes the disk.
+                // `>&WORD` and `1>&WORD` write the file WORD unless it names a descriptor
+                // (`>&2`, `>&3-`, `>&-`): `echo x >& /dev/sda` writes the disk. (Bash
+                // refuses other `N>&FILE` as ambiguous; judging them too costs nothing.)
                 ast::IoFileRedirectTarget::Duplicate(w) => {
                     let a = self.word(w, depth);
                     if matches!(kind, K::DuplicateOutput) && !a.lit().is_some_and(names_descriptor) {
