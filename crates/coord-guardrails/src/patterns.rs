@@ -300,6 +300,9 @@ impl Compiled {
         }
         let (start, end) = match self.find_words(&positionals) {
             Found::Words(start, end) => (start, end),
+            // A run-time subcommand matters only where the pattern's options could be
+            // there: `gh api "$endpoint" --jq .name` is no GraphQL mutation whatever it is.
+            Found::Dynamic(_) if self.options_absent(&opts, &positionals) => return None,
             Found::Dynamic(raw) => return Some(dynamic(prog, &format!("the {prog} subcommand `{raw}`"))),
             Found::No => return None,
         };
@@ -313,12 +316,10 @@ impl Compiled {
         if self.unless.iter().any(|(_, alts)| on_path(alts)) {
             return None;
         }
-        if let Some(spec) = self.options.iter().find(|spec| !opts.iter().any(|o| spec.is_match(o))) {
-            // An option this pattern needs may hide in a value only known at run time:
-            // an unquoted expansion (it splits into words), or the value of the option.
-            let hidden = positionals.iter().any(|a| unquoted_expansion(&a.arg))
-                || opts.iter().any(|o| o.value_unknown && spec.names(o));
-            return hidden.then(|| dynamic(prog, "an option of this command"));
+        if let Some(spec) = self.missing_option(&opts) {
+            return self
+                .may_hide(spec, &opts, &positionals)
+                .then(|| dynamic(prog, "an option of this command"));
         }
         let words = positionals[start..end]
             .iter()
@@ -332,6 +333,23 @@ impl Compiled {
             action: p.action,
             reason: p.reason.replace("{program}", prog).replace("{words}", &words),
         })
+    }
+
+    /// The first option this pattern needs that the command does not give.
+    fn missing_option(&self, opts: &[Opt]) -> Option<&OptionSpec> {
+        self.options.iter().find(|spec| !opts.iter().any(|o| spec.is_match(o)))
+    }
+
+    /// Whether `spec` may hide in a value only known at run time: an unquoted expansion
+    /// (it splits into words), or the value of the option.
+    fn may_hide(&self, spec: &OptionSpec, opts: &[Opt], positionals: &[Positional]) -> bool {
+        positionals.iter().any(|a| unquoted_expansion(&a.arg)) || opts.iter().any(|o| o.value_unknown && spec.names(o))
+    }
+
+    /// An option this pattern needs is surely not there.
+    fn options_absent(&self, opts: &[Opt], positionals: &[Positional]) -> bool {
+        self.missing_option(opts)
+            .is_some_and(|spec| !self.may_hide(spec, opts, positionals))
     }
 
     /// Where the words match: leading positionals in order (any positional right after an
