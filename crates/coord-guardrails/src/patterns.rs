@@ -185,7 +185,10 @@ impl OptionSpec {
                 // (and a real run); `--dry-run=*` takes any value.
                 return match (&alt.value, o.value.as_deref()) {
                     (None, None) => true,
-                    (None, Some(_)) => o.separate,
+                    // `--volumes=true` is `--volumes` (`--dry-run=none` is not).
+                    (None, Some(v)) => {
+                        o.separate || ["true", "1", "yes", "on"].iter().any(|t| v.eq_ignore_ascii_case(t))
+                    }
                     (Some(v), Some(x)) => v.is_match(x),
                     (Some(_), None) => false,
                 };
@@ -302,7 +305,7 @@ impl Compiled {
             Found::Words(start, end) => (start, end),
             // A run-time subcommand matters only where the pattern's options could be
             // there: `gh api "$endpoint" --jq .name` is no GraphQL mutation whatever it is.
-            Found::Dynamic(_) if self.options_absent(&opts, &positionals) => return None,
+            Found::Dynamic(raw) if self.options_absent(&opts, &positionals, &raw) => return None,
             Found::Dynamic(raw) => return Some(dynamic(prog, &format!("the {prog} subcommand `{raw}`"))),
             Found::No => return None,
         };
@@ -347,9 +350,16 @@ impl Compiled {
     }
 
     /// An option this pattern needs is surely not there.
-    fn options_absent(&self, opts: &[Opt], positionals: &[Positional]) -> bool {
-        self.missing_option(opts)
-            .is_some_and(|spec| !self.may_hide(spec, opts, positionals))
+    /// Stricter than [`Self::may_hide`]: any other word only known at run time, quoted or
+    /// not, may be the option itself (`"$FLAG"` may be `-v`).
+    fn options_absent(&self, opts: &[Opt], positionals: &[Positional], subcommand: &str) -> bool {
+        let other_unknown = positionals
+            .iter()
+            .any(|a| matches!(&a.arg, Arg::Unknown(raw) if raw != subcommand) || unquoted_expansion(&a.arg));
+        !other_unknown
+            && self
+                .missing_option(opts)
+                .is_some_and(|spec| !self.may_hide(spec, opts, positionals))
     }
 
     /// Where the words match: leading positionals in order (any positional right after an
@@ -382,9 +392,15 @@ impl Compiled {
             } else if a.after_option {
                 continue;
             } else if let Arg::Unknown(raw) = &a.arg {
-                // A path (`"$REPO/scripts/x.py"`, `gh api "$endpoint"` where a pattern
-                // looks for a path) is not a subcommand.
-                if raw.contains('/') || self.words[w].paths {
+                // A path written in part (`"$REPO/scripts/x.py"`) is not a subcommand (an
+                // `api_path` pattern compared its written end above). A word only known
+                // at run time where a pattern looks for a path is judged by the
+                // pattern's options (`gh api -X PUT "$endpoint"`), or passed over when
+                // it needs none.
+                if raw.contains('/') {
+                    return Found::No;
+                }
+                if self.words[w].paths && self.options.is_empty() {
                     return Found::No;
                 }
                 return Found::Dynamic(raw.clone());
