@@ -50,7 +50,7 @@ pub struct Pattern {
     /// The positionals the words match are API paths (`repos/o/r/dispatches`): compared
     /// without a query string, fragment or trailing `/`; one only partly known at run
     /// time is compared by its written text (`"repos/$REPO/dispatches"` matches
-    /// `*/dispatches`), and one not known at all matches nothing (it is not a subcommand).
+    /// `*/dispatches`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub api_path: bool,
     pub operation: String,
@@ -359,7 +359,7 @@ impl Compiled {
         !other_unknown
             && self
                 .missing_option(opts)
-                .is_some_and(|spec| !self.may_hide(spec, opts, positionals))
+                .is_some_and(|spec| !opts.iter().any(|o| o.value_unknown && spec.names(o)))
     }
 
     /// Where the words match: leading positionals in order (any positional right after an

@@ -48,7 +48,14 @@ pub(crate) const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
 /// committing the operation without its audit row.
 pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRecord, choice: &Choice) -> R<()> {
     let durability = choice.get(tx.connection()).await?;
-    let (lock, insert) = statements(&tx).await?;
+    // Under FlushAfter the lock's statement also makes the commit asynchronous.
+    let lock = tx
+        .prepare_cached(match durability {
+            Durability::UnderLock => "SELECT pg_advisory_xact_lock($1)",
+            Durability::FlushAfter => durability::ASYNC_COMMIT_AND_LOCK,
+        })
+        .await?;
+    let insert = insert_statement(&tx).await?;
     let commit = tx.prepare_cached("COMMIT").await?;
     let content = HashedContent::of_record(rec);
     let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
@@ -67,14 +74,13 @@ pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRe
         committed?;
         return Ok(());
     }
-    let asynchronous_lock = tx.prepare_cached(durability::ASYNC_COMMIT_AND_LOCK).await?;
     let flush = tx.prepare_cached(durability::FLUSH).await?;
     // The flush is its own transaction (no transaction block is open after the COMMIT),
     // committed with the session's synchronous_commit; it runs even when the operation's
     // insert failed and rolled back, which costs one WAL record and nothing else.
     let (locked, inserted, committed, flushed) = tokio::join!(
         biased;
-        tx.execute(&asynchronous_lock, &key),
+        tx.execute(&lock, &key),
         tx.execute(&insert, &row),
         tx.execute(&commit, &[]),
         tx.connection().execute(&flush, &[])
@@ -96,8 +102,7 @@ pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRe
     Ok(())
 }
 
-async fn statements<C: Db>(c: &C) -> R<(tokio_postgres::Statement, tokio_postgres::Statement)> {
-    let lock = c.prepare_cached("SELECT pg_advisory_xact_lock($1)").await?;
+async fn insert_statement<C: Db>(c: &C) -> R<tokio_postgres::Statement> {
     let insert = c
         .prepare_cached(&format!(
             "INSERT INTO audit_log (\"timestamp\", agent_id, agent_type, operation, parameters, result, success,
@@ -117,7 +122,7 @@ async fn statements<C: Db>(c: &C) -> R<(tokio_postgres::Statement, tokio_postgre
                      ORDER BY seq DESC LIMIT 1) x ON true) h"
         ))
         .await?;
-    Ok((lock, insert))
+    Ok(insert)
 }
 
 type RowParams<'a> = [&'a (dyn ToSql + Sync); 12];
