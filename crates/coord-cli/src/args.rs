@@ -491,6 +491,12 @@ pub enum Command {
     /// (`--json` for the full definitions, with request and response schemas)
     Ops,
     /// Serve MCP over stdin/stdout for one agent (Claude Code, Codex, any MCP client)
+    ///
+    /// Locally the session is served by the repository's coordinator process (started on
+    /// demand; COORD_LOCAL_SERVER=off: this process serves it and opens the database),
+    /// and this process relays the agent's lines to it, replaying them to a successor if
+    /// it dies. COORD_MCP_DIRECT=on hands the agent's pipes to the coordinator instead:
+    /// faster with many agents, no replay (docs/mcp.md).
     Mcp,
     /// Measure throughput and latency on a scratch database, with invariant checks and
     /// raw-SQL baselines; prints one JSON line per run (see docs/benchmarks.md)

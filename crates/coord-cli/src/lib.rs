@@ -884,6 +884,15 @@ async fn relay_to_coordinator(
     request.agent_session = ctx.session.as_ref().map(|s| s.runtime.to_string());
     (request.worktree, request.branch) = ctx.place();
     request.toolsets = toolsets;
+    // COORD_MCP_DIRECT=on: the coordinator reads the agent's pipes itself (no replay).
+    let pipes = coord_mcp::handover::wanted()
+        .then(|| {
+            coord_mcp::handover::own_pipes()
+                .inspect_err(|e| tracing::warn!(error = %e, "COORD_MCP_DIRECT: relaying instead"))
+                .ok()
+        })
+        .flatten();
+    request.direct = pipes.is_some();
     if let Some((link, reconnect)) = local_server::relay(ctx, request).await {
         // Recorded like a `coord mcp` serving its own session (coord_runtime::reaper): killed,
         // and its coordinator dead before the grace period ended, its session is
@@ -898,7 +907,7 @@ async fn relay_to_coordinator(
                 }
             }) as coord_mcp::relay::SessionHook
         });
-        let code = run_relay(link, reconnect, record).await;
+        let code = run_relay(link, reconnect, pipes, record).await;
         registry.forget_self();
         return Some(code);
     }
@@ -943,15 +952,45 @@ fn reap_siblings(
     }
 }
 
-/// `coord mcp` as a relay: copies until the coordinator closes the session (the agent's
-/// input ended and its grace period passed) or the agent is gone; told to stop, tells the
-/// coordinator (which releases the holdings at once) and waits for it, at most 30 s.
+/// How `coord mcp` passes its agent's session to the coordinator.
+enum Passing {
+    /// Copies the lines (and replays them to a successor).
+    Relay(coord_mcp::relay::Relay),
+    /// Handed the pipes over (`COORD_MCP_DIRECT=on`).
+    Handover(coord_mcp::handover::Handover),
+}
+
+impl Passing {
+    fn wait(&self) -> std::io::Result<()> {
+        match self {
+            Passing::Relay(r) => r.wait(),
+            Passing::Handover(h) => h.wait(),
+        }
+    }
+
+    fn terminate(&self) {
+        match self {
+            Passing::Relay(r) => r.terminate(),
+            Passing::Handover(h) => h.terminate(),
+        }
+    }
+}
+
+/// `coord mcp` as a relay (or, with `pipes`, having handed them over): waits until the
+/// coordinator closes the session (the agent's input ended and its grace period passed)
+/// or the agent is gone; told to stop, tells the coordinator (which releases the
+/// holdings at once) and waits for it, at most 30 s.
 async fn run_relay(
     link: coord_mcp::relay::Link,
     reconnect: coord_mcp::relay::Reconnect,
+    pipes: Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>,
     on_session: Option<coord_mcp::relay::SessionHook>,
 ) -> u8 {
-    let relay = match coord_mcp::relay::Relay::start_with(link, reconnect, on_session) {
+    let started = match pipes {
+        Some(pipes) => coord_mcp::handover::Handover::start(link, pipes, on_session).map(Passing::Handover),
+        None => coord_mcp::relay::Relay::start_with(link, reconnect, on_session).map(Passing::Relay),
+    };
+    let relay = match started {
         Ok(r) => std::sync::Arc::new(r),
         Err(e) => {
             eprintln!("coord mcp: cannot start the relay: {e}");

@@ -502,6 +502,13 @@ fn remote_mode_sends_absolute_paths_repository_relative() {
 /// ordinary stdio and waits for input instead of failing on an empty non-blocking read.
 #[test]
 fn a_pipe_in_and_a_file_out_still_serves() {
+    // Asked to hand its pipes over, it relays instead: a file is not a pipe.
+    for direct in ["off", "on"] {
+        a_pipe_in_and_a_file_out_serves_with(direct);
+    }
+}
+
+fn a_pipe_in_and_a_file_out_serves_with(direct: &str) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     let out_path = dir.path().join("out.jsonl");
@@ -510,6 +517,7 @@ fn a_pipe_in_and_a_file_out_still_serves() {
         .current_dir(dir.path())
         .env("COORD_AGENT_ID", "file-agent")
         .env("COORD_RELEASE_GRACE_SECONDS", "off")
+        .env("COORD_MCP_DIRECT", direct)
         .env_remove("COORD_DATABASE_URL")
         .env_remove("COORDINATION_API_URL")
         .stdin(Stdio::piped())
@@ -767,6 +775,154 @@ fn the_repository_coordinator_can_be_turned_off() {
     );
     assert_eq!(coordinator_sockets(&root), Vec::<std::path::PathBuf>::new());
     a.finish();
+}
+
+/// `COORD_MCP_DIRECT=on`: `coord mcp` hands its agent's pipes to the repository's
+/// coordinator, which reads and answers the agent itself (no relay thread copies a line);
+/// agents still act as themselves, and a relaying agent shares the same coordinator.
+#[test]
+fn coord_mcp_direct_hands_the_agents_pipes_to_the_coordinator() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let root = dir.path().to_path_buf();
+    let mut a = Server::start_at(&root, None, "agent-a", &[DIRECT]);
+    let mut b = Server::start_at(&root, None, "agent-b", &[DIRECT]);
+    let mut relayed = Server::start_at(&root, None, "agent-c", &[]);
+    let (socket, coordinator) = holding_src_x(&mut a, &root);
+    let blocked = b.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}));
+    assert_eq!(blocked["locked_by"], "agent-a", "{blocked}");
+    let blocked = relayed.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}));
+    assert_eq!(blocked["locked_by"], "agent-a", "{blocked}");
+    assert_eq!(serving(&socket), coordinator, "one coordinator for all three");
+
+    let open = pipes_open_in(coordinator[0]);
+    for s in [&a, &b] {
+        assert!(
+            open.contains(&pipe_of(&s.stdin)),
+            "the coordinator reads the agent's pipe"
+        );
+        assert!(
+            !has_thread(s.child.id(), "relay-up"),
+            "nothing copies the agent's lines"
+        );
+    }
+    assert!(
+        !open.contains(&pipe_of(&relayed.stdin)),
+        "a relayed agent's pipe stays with its relay"
+    );
+    assert!(has_thread(relayed.child.id(), "relay-up"));
+    assert_eq!(
+        audit_of(&root, "acquire_lock"),
+        vec![
+            ("agent-c".to_string(), false),
+            ("agent-b".to_string(), false),
+            ("agent-a".to_string(), true)
+        ]
+    );
+    a.finish();
+    b.finish();
+    relayed.finish();
+}
+
+/// A handed-over session ends as a relayed one does: told to stop, `coord mcp` has the
+/// holdings released at once (grace period of an hour); killed, the coordinator takes
+/// the dropped connection as the end of the agent's input (grace period 0).
+#[test]
+fn a_handed_over_session_ends_as_a_relayed_one_does() {
+    let s = Server::start_with("leaving-agent", &[DIRECT, ("COORD_RELEASE_GRACE_SECONDS", "3600")]);
+    let root = s._dir.as_ref().unwrap().path().to_path_buf();
+    let mut s = s;
+    assert_eq!(
+        s.call(2, "acquire_lock", json!({"file_path": "src/a.rs"}))["success"],
+        true
+    );
+    signal(s.child.id(), "-TERM");
+    let Server {
+        child,
+        stdin,
+        _dir: dir,
+        ..
+    } = s;
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(coord_json(&root, &["--json", "lock", "list"])["locks"], json!([]));
+
+    let mut victim = Server::start_at(
+        &root,
+        None,
+        "victim-agent",
+        &[DIRECT, ("COORD_RELEASE_GRACE_SECONDS", "0")],
+    );
+    assert_eq!(
+        victim.call(2, "acquire_lock", json!({"file_path": "src/v.rs"}))["success"],
+        true
+    );
+    victim.child.kill().unwrap(); // SIGKILL
+    victim.child.wait().unwrap();
+    wait_for(
+        || coord_json(&root, &["--json", "lock", "list"])["locks"] == json!([]),
+        "the killed agent's lock to be released",
+    );
+    let ends = audit_of(&root, "end_session");
+    assert!(ends.contains(&("victim-agent".to_string(), true)), "{ends:?}");
+    drop(dir);
+}
+
+/// Handed over, a session has no replay: when the coordinator dies, `coord mcp` exits
+/// with an error that says so, and the agent sees its server's output end.
+#[test]
+fn a_handed_over_session_ends_with_its_coordinator() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let root = dir.path().to_path_buf();
+    let mut a = Server::start_at(&root, None, "agent-a", &[DIRECT]);
+    let (_, coordinator) = holding_src_x(&mut a, &root);
+    signal(coordinator[0], "-KILL");
+    let Server {
+        child, stdin, lines, ..
+    } = a;
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("COORD_MCP_DIRECT"), "{stderr}");
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(20)) {
+        assert!(!line.is_empty());
+    }
+    assert!(
+        matches!(lines.try_recv(), Err(std::sync::mpsc::TryRecvError::Disconnected)),
+        "the agent's input from the server ended"
+    );
+}
+
+const DIRECT: (&str, &str) = ("COORD_MCP_DIRECT", "on");
+
+/// The pipe (`pipe:[inode]`) one of our descriptors is.
+fn pipe_of(fd: &impl std::os::fd::AsRawFd) -> String {
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
+    link.to_string_lossy().into_owned()
+}
+
+/// The pipes process `pid` has open.
+fn pipes_open_in(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .map(|l| l.to_string_lossy().into_owned())
+        .filter(|l| l.starts_with("pipe:"))
+        .collect()
+}
+
+/// Whether process `pid` has a thread named `name`.
+fn has_thread(pid: u32, name: &str) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+        })
+        .unwrap_or(false)
 }
 
 /// `a` acquires `src/x.rs`; answers the socket of the checkout's coordinator and the one

@@ -498,7 +498,7 @@ pub async fn serve_local(
     }));
     let streams = config.shutdown.clone();
     let stopping = streams.clone();
-    let server = axum::serve(listener, app.into_make_service())
+    let server = axum::serve(listener, app.into_make_service_with_connect_info::<relay::LocalPeer>())
         .with_graceful_shutdown(async move {
             shutdown.await;
             streams.cancel();

@@ -39,6 +39,7 @@
 //!   successor ends that session (`McpOptions::ending_session`).
 
 mod connection;
+pub mod handover;
 mod identity;
 pub mod lines;
 pub mod relay;

@@ -89,6 +89,9 @@ pub struct RelayRequest {
     /// The toolsets the relayed agent lists (`COORD_TOOLSETS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolsets: Option<String>,
+    /// The relay hands its agent's pipes over instead of copying ([`crate::handover`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
 }
 
 impl RelayRequest {
@@ -105,6 +108,7 @@ impl RelayRequest {
             worktree: None,
             branch: None,
             toolsets: None,
+            direct: false,
         }
     }
 

@@ -271,3 +271,118 @@ async fn a_cancelled_call_is_not_answered() {
         .await;
     peer.request(11, "ping", json!({})).await;
 }
+
+/// Sends `fds` with one byte `tag` on `socket`, as a `coord mcp` handing its pipes over.
+fn send_fds(socket: &std::os::unix::net::UnixStream, tag: u8, fds: &[std::os::fd::BorrowedFd<'_>]) {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !fds.is_empty() {
+        assert!(control.push(SendAncillaryMessage::ScmRights(fds)));
+    }
+    sendmsg(
+        socket,
+        &[std::io::IoSlice::new(&[tag])],
+        &mut control,
+        SendFlags::empty(),
+    )
+    .unwrap();
+}
+
+/// A hand-over (`COORD_MCP_DIRECT`): the coordinator serves the agent on the two pipes it
+/// was sent, tells the session and its end on the socket; anything but two pipes with
+/// the hand-over's byte is refused without serving anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_over_serves_two_pipes_and_refuses_anything_else() {
+    use std::io::{BufRead as _, Write as _};
+    use std::os::fd::AsFd as _;
+    let (_dir, coord) = coordinator();
+    // No grace period: the session ends as soon as the agent leaves.
+    let options = || McpOptions {
+        release_after: None,
+        ..McpOptions::stdio(IdentityConfig {
+            agent_id: Some("agent-h".into()),
+            agent_type: Some("claude_code".into()),
+            host: "box".into(),
+            instance: None,
+        })
+    };
+    let serve = |socket: std::os::unix::net::UnixStream| {
+        socket.set_nonblocking(true).unwrap();
+        let socket = tokio::net::UnixStream::from_std(socket).unwrap();
+        tokio::spawn(coord_mcp::handover::serve(coord.clone(), options(), socket))
+    };
+    let (agent_in, ours_in) = std::io::pipe().unwrap(); // the agent writes ours_in
+    let (ours_out, agent_out) = std::io::pipe().unwrap(); // the agent reads ours_out
+    let file = tempfile::tempfile().unwrap();
+    let refused: [(&str, u8, Vec<std::os::fd::BorrowedFd<'_>>); 4] = [
+        ("no descriptors", b'P', vec![]),
+        ("one pipe", b'P', vec![agent_in.as_fd()]),
+        (
+            "three descriptors",
+            b'P',
+            vec![agent_in.as_fd(), agent_out.as_fd(), file.as_fd()],
+        ),
+        ("files, not pipes", b'P', vec![file.as_fd(), file.as_fd()]),
+    ];
+    for (what, tag, fds) in refused {
+        let (client, server) = std::os::unix::net::UnixStream::pair().unwrap();
+        let served = serve(server);
+        send_fds(&client, tag, &fds);
+        let outcome = served.await.unwrap();
+        assert!(outcome.is_err(), "{what}: served");
+    }
+    let (client, server) = std::os::unix::net::UnixStream::pair().unwrap();
+    let served = serve(server);
+    send_fds(&client, b'X', &[agent_in.as_fd(), agent_out.as_fd()]);
+    assert!(served.await.unwrap().is_err(), "another byte: served");
+    let (client, server) = std::os::unix::net::UnixStream::pair().unwrap();
+    let served = serve(server);
+    drop(client);
+    assert!(served.await.unwrap().is_err(), "nothing sent: served");
+
+    let (client, server) = std::os::unix::net::UnixStream::pair().unwrap();
+    let served = serve(server);
+    send_fds(&client, b'P', &[agent_in.as_fd(), agent_out.as_fd()]);
+    drop((agent_in, agent_out));
+    let mut to_server = ours_in;
+    let mut from_server = std::io::BufReader::new(ours_out);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "conn-test", "version": "1"}}});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "acquire_lock", "arguments": {"file_path": "src/h.rs"}}});
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut answers = Vec::new();
+        for message in [
+            init,
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            call,
+        ] {
+            writeln!(to_server, "{message}").unwrap();
+            if message.get("id").is_some() {
+                let mut line = String::new();
+                from_server.read_line(&mut line).unwrap();
+                answers.push(serde_json::from_str::<Value>(&line).unwrap());
+            }
+        }
+        drop(to_server); // the agent leaves
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut from_server, &mut rest).unwrap();
+        answers
+    });
+    let answers = lines.await.unwrap();
+    assert_eq!(answers[0]["result"]["serverInfo"]["name"], "coord", "{answers:?}");
+    assert_eq!(
+        answers[1]["result"]["structuredContent"]["success"], true,
+        "{answers:?}"
+    );
+    served.await.unwrap().unwrap();
+    // On the socket: the session, then its end.
+    let control: Vec<Value> = std::io::BufReader::new(client)
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert_eq!(control.len(), 2, "{control:?}");
+    assert_eq!(control[0]["method"], coord_mcp::SESSION, "{control:?}");
+    assert_eq!(control[1], closed());
+}

@@ -61,6 +61,7 @@ const PER_AGENT: &[&str] = &[
     "COORD_LOG",
     "COORD_RELEASE_GRACE_SECONDS",
     "COORD_LOCAL_SERVER",
+    "COORD_MCP_DIRECT",
 ];
 
 /// Whether `COORD_LOCAL_SERVER` allows the per-repository server (default: on).

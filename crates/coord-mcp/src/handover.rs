@@ -1,0 +1,305 @@
+//! The hand-over (opt-in, `COORD_MCP_DIRECT=on`): `coord mcp` passes its agent's pipes
+//! to the repository's coordinator (`SCM_RIGHTS` over the relay's upgraded connection)
+//! and stays only to stand for the agent's MCP server process: the coordinator reads
+//! and answers the agent itself, with no copy in between.
+//!
+//! Why: a relayed call is copied twice by a second process (about 13% of the CPU with
+//! eight agents, docs/benchmarks.md, "Many local agents"); handed over, it is not.
+//!
+//! What it gives up, which is why it is not the default: the relay's replay. When the
+//! coordinator dies, nobody holds the lines it had read, so calls under way are never
+//! answered and the session cannot be carried to a successor: `coord mcp` exits with an
+//! error and the agent's runtime sees its MCP server gone (Claude Code and Codex report
+//! it; a new session starts a new one).
+//!
+//! What stays as with the relay:
+//! - The agent's input ends: the session ends after the grace period.
+//! - `coord mcp` is told to stop: it sends [`TERMINATE`], the holdings go at once.
+//! - `coord mcp` is killed: the coordinator sees the connection drop and takes it as
+//!   the end of the agent's input (grace period); the process is what the agent's
+//!   runtime watches, so the agent also sees its server gone.
+//! - The coordinator names the session ([`SESSION`]) so that this process records it
+//!   for the reaper, and its last line is [`CLOSED`].
+//!
+//! The pipes are reopened through `/proc/self/fd` before they are passed, so the
+//! coordinator's non-blocking mode stays on open file descriptions of its own (as
+//! `serve_stdio` does); stdin and stdout that are not both pipes are never handed over.
+
+use crate::connection::{CLOSED, SESSION, TERMINATE, control, control_with, parse};
+use crate::lines::{self, Partial, Read};
+use crate::relay::Link;
+use coord_service::Coordination;
+use std::future::Future as _;
+use std::io::{self, Write as _};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd as _, OwnedFd};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWriteExt as _, ReadBuf};
+
+/// The byte sent with the descriptors (a message must carry at least one).
+const TAG: u8 = b'P';
+
+/// How long the coordinator waits for the descriptors after the upgrade.
+const RECEIVE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Whether `COORD_MCP_DIRECT` asks for the hand-over (default: off).
+pub fn wanted() -> bool {
+    std::env::var("COORD_MCP_DIRECT")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "on" | "1" | "true" | "yes"))
+}
+
+/// This process's stdin and stdout reopened (new open file descriptions), when both are
+/// pipes: what is handed over.
+pub fn own_pipes() -> io::Result<(OwnedFd, OwnedFd)> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let is_pipe = |path: &str| std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    if !(is_pipe("/proc/self/fd/0") && is_pipe("/proc/self/fd/1")) {
+        return Err(io::Error::other("stdin and stdout are not both pipes"));
+    }
+    let input = std::fs::OpenOptions::new().read(true).open("/proc/self/fd/0")?;
+    let output = std::fs::OpenOptions::new().write(true).open("/proc/self/fd/1")?;
+    Ok((input.into(), output.into()))
+}
+
+/// `coord mcp`'s side once it has handed its pipes over.
+pub struct Handover {
+    writer: Mutex<std::os::unix::net::UnixStream>,
+    reader: Mutex<Option<io::BufReader<std::os::unix::net::UnixStream>>>,
+    on_session: Option<crate::relay::SessionHook>,
+}
+
+impl Handover {
+    /// Passes `pipes` (see [`own_pipes`]) over `link`, a connection upgraded with
+    /// `RelayRequest::direct` set.
+    pub fn start(
+        link: Link,
+        pipes: (OwnedFd, OwnedFd),
+        on_session: Option<crate::relay::SessionHook>,
+    ) -> io::Result<Handover> {
+        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+        let fds = [pipes.0.as_fd(), pipes.1.as_fd()];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+            return Err(io::Error::other("no room for the descriptors"));
+        }
+        let sent = sendmsg(
+            &link.writer,
+            &[io::IoSlice::new(&[TAG])],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        )?;
+        if sent != 1 {
+            return Err(io::Error::other("the pipes were not handed over"));
+        }
+        // Ours are closed now: the coordinator holds its own.
+        drop(pipes);
+        Ok(Handover {
+            writer: Mutex::new(link.writer),
+            reader: Mutex::new(Some(link.reader)),
+            on_session,
+        })
+    }
+
+    /// The process was told to stop: the coordinator releases the holdings at once.
+    pub fn terminate(&self) {
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = writer.write_all(&control(TERMINATE));
+    }
+
+    /// Waits until the coordinator has ended the session ([`CLOSED`]); an error when
+    /// the connection ended first (the coordinator died).
+    pub fn wait(&self) -> io::Result<()> {
+        let Some(mut reader) = self.reader.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+            return Ok(());
+        };
+        let mut partial = Partial::default();
+        loop {
+            match lines::next_blocking(&mut reader, &mut partial, lines::MAX_LINE) {
+                Ok(Read::Line) => {}
+                Ok(Read::TooLong) => continue,
+                Ok(Read::Eof) | Err(_) => {
+                    return Err(io::Error::other(
+                        "the repository's coordinator stopped while it served this agent's pipes \
+                         (COORD_MCP_DIRECT=on has no replay): the agent's MCP server ends with it",
+                    ));
+                }
+            }
+            let line = std::mem::take(&mut partial.line);
+            match parse::<Control>(&line) {
+                Some(c) if c.method == CLOSED => return Ok(()),
+                Some(c) if c.method == SESSION => {
+                    if let (Some(hook), Some(session)) = (&self.on_session, c.params.and_then(|p| p.session_id)) {
+                        hook(&session);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Control {
+    method: String,
+    #[serde(default)]
+    params: Option<SessionParams>,
+}
+
+#[derive(serde::Deserialize)]
+struct SessionParams {
+    session_id: Option<String>,
+}
+
+/// The coordinator's side: receives the agent's pipes on `control` (the upgraded
+/// connection's own socket), serves the session on them as `serve_stdio` does, and
+/// tells the `coord mcp` process the session and its end.
+pub async fn serve(
+    coord: Arc<dyn Coordination>,
+    mut options: crate::McpOptions,
+    socket: tokio::net::UnixStream,
+) -> io::Result<()> {
+    let (input, output) = tokio::time::timeout(RECEIVE_TIMEOUT, receive(&socket))
+        .await
+        .map_err(|_| io::Error::other("no pipes were handed over"))??;
+    let input = tokio::net::unix::pipe::Receiver::from_owned_fd(input)?;
+    let output = tokio::net::unix::pipe::Sender::from_owned_fd(output)?;
+    let (control_in, mut control_out) = socket.into_split();
+
+    // Lines to `coord mcp`: each session registered, then CLOSED.
+    let (lines_tx, mut lines_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let announce = lines_tx.clone();
+    options.on_session = Some(crate::SessionHook(Arc::new(move |_, session| {
+        let _ = announce.send(control_with(
+            SESSION,
+            Some(serde_json::json!({ "session_id": session })),
+        ));
+    })));
+    let writing = tokio::spawn(async move {
+        while let Some(line) = lines_rx.recv().await {
+            if control_out.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        let _ = control_out.shutdown().await;
+    });
+
+    let (terminate, terminated) = tokio::sync::oneshot::channel();
+    let (gone, went) = tokio::sync::oneshot::channel();
+    let watching = tokio::spawn(watch(control_in, terminate, gone));
+    let stop = async move {
+        if terminated.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let input = UntilGone {
+        inner: input,
+        gone: Some(went),
+        ended: false,
+    };
+    let served = crate::connection::serve(crate::CoordMcp::new(coord, options), input, output, false, stop).await;
+    let _ = lines_tx.send(control(CLOSED));
+    drop(lines_tx);
+    let _ = writing.await;
+    watching.abort();
+    served
+}
+
+/// The descriptors `coord mcp` sends: its agent's input, then its output.
+async fn receive(control: &tokio::net::UnixStream) -> io::Result<(OwnedFd, OwnedFd)> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
+    loop {
+        control.readable().await?;
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+        let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+        let mut byte = [0u8; 1];
+        let received = control.try_io(tokio::io::Interest::READABLE, || {
+            recvmsg(
+                control,
+                &mut [io::IoSliceMut::new(&mut byte)],
+                &mut ancillary,
+                RecvFlags::CMSG_CLOEXEC,
+            )
+            .map_err(io::Error::from)
+        });
+        let msg = match received {
+            Ok(msg) => msg,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        };
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        for message in ancillary.drain() {
+            if let RecvAncillaryMessage::ScmRights(received) = message {
+                fds.extend(received);
+            }
+        }
+        if msg.bytes != 1 || byte[0] != TAG || msg.flags.contains(rustix::net::ReturnFlags::CTRUNC) {
+            return Err(io::Error::other("the hand-over was not two pipes"));
+        }
+        let mut fds = fds.into_iter();
+        return match (fds.next(), fds.next(), fds.next()) {
+            (Some(input), Some(output), None) => Ok((input, output)),
+            _ => Err(io::Error::other("the hand-over was not two pipes")),
+        };
+    }
+}
+
+/// Reads `coord mcp`'s lines: [`TERMINATE`] stops the session at once; the end of the
+/// connection (the process is gone) ends the agent's input.
+async fn watch(
+    control: tokio::net::unix::OwnedReadHalf,
+    terminate: tokio::sync::oneshot::Sender<()>,
+    gone: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut reader = tokio::io::BufReader::new(control);
+    let mut partial = Partial::default();
+    let mut terminate = Some(terminate);
+    loop {
+        match lines::next_async(&mut reader, &mut partial, lines::MAX_LINE).await {
+            Ok(Read::Line) => {
+                let line = std::mem::take(&mut partial.line);
+                if parse::<Control>(&line).is_some_and(|c| c.method == TERMINATE)
+                    && let Some(t) = terminate.take()
+                {
+                    let _ = t.send(());
+                }
+            }
+            Ok(Read::TooLong) => {}
+            Ok(Read::Eof) | Err(_) => break,
+        }
+    }
+    let _ = gone.send(());
+    // Held until here: a dropped sender would read as TERMINATE's absence, not a stop.
+    drop(terminate);
+}
+
+/// The agent's input, which ends early when `gone` fires (the `coord mcp` process that
+/// stands for the agent's server is gone).
+struct UntilGone<R> {
+    inner: R,
+    gone: Option<tokio::sync::oneshot::Receiver<()>>,
+    ended: bool,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for UntilGone<R> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if let Some(gone) = self.gone.as_mut() {
+            match Pin::new(gone).poll(cx) {
+                Poll::Ready(Ok(())) => {
+                    self.gone = None;
+                    self.ended = true;
+                }
+                // The watcher was stopped: nothing more to watch for.
+                Poll::Ready(Err(_)) => self.gone = None,
+                Poll::Pending => {}
+            }
+        }
+        if self.ended {
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
