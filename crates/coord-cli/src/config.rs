@@ -62,6 +62,7 @@ pub const SETTINGS: &[Setting] = &[
     s("model-endpoints", "COORD_MODEL_ENDPOINTS", Some("model_endpoints"), false),
     s("sqlite-busy-timeout-ms", "COORD_SQLITE_BUSY_TIMEOUT_MS", None, true),
     s("local-server", "COORD_LOCAL_SERVER", None, true),
+    s("mcp-direct", "COORD_MCP_DIRECT", None, true),
     s("pg-pool-size", "COORD_PG_POOL_SIZE", None, true),
     s("team", "COORD_TEAM", None, true),
     s("release-grace-seconds", "COORD_RELEASE_GRACE_SECONDS", None, true),

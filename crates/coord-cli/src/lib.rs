@@ -887,7 +887,7 @@ async fn relay_to_coordinator(
     // COORD_MCP_DIRECT=on: the coordinator reads the agent's pipes itself (no replay).
     let pipes = coord_mcp::handover::wanted()
         .then(|| {
-            coord_mcp::handover::own_pipes()
+            coord_mcp::handover::agent_stdio()
                 .inspect_err(|e| tracing::warn!(error = %e, "COORD_MCP_DIRECT: relaying instead"))
                 .ok()
         })

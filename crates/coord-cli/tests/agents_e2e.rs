@@ -291,6 +291,14 @@ fn codex_is_refused_a_file_claude_code_holds() {
     scenario("codex-vs-claude");
 }
 
+/// The same with `mcp-direct = "on"` in the repository's configuration: Claude Code's
+/// `coord mcp` (on the Unix sockets Node gives it) and Codex's (on pipes) hand them to the
+/// repository's coordinator, which says so in its log, and the outcome is the same.
+#[test]
+fn claude_code_and_codex_hand_their_pipes_to_the_coordinator() {
+    scenario("direct-handover");
+}
+
 /// Codex set up by `coord init codex --write` only: its hooks refuse a shell write of a
 /// held file and an `rm -rf`, audited under the session's own identity (its MCP server's);
 /// two Codex sessions are two agents.

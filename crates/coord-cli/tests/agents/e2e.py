@@ -10,6 +10,7 @@ codes (they exit 0 when a tool call is refused). Prints diagnostics and one verd
 line; exits non-zero on failure.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -396,6 +397,21 @@ wire_api = "responses"
     sizes = [e["coord_chars"] for e in w.entries() if e.get("script") == "C_lock" and e.get("coord_chars")]
     check(sizes and max(sizes) <= 24000, f"coord's part of a Codex request: {sizes} characters")
     return f"codex={codex_id} claude={claude_id} codex_coord_chars={max(sizes)}"
+
+
+def direct_handover(w):
+    """`mcp-direct = "on"` in the repository's .coord/config.toml: the coord mcp of Claude
+    Code (which gives it Unix sockets) and of Codex (pipes) hand them to the repository's
+    coordinator, which serves both agents itself; the lock and the refusal are as relayed."""
+    os.makedirs(os.path.join(w.repo, ".coord"), exist_ok=True)
+    with open(os.path.join(w.repo, ".coord", "config.toml"), "w") as f:
+        f.write('mcp-direct = "on"\nlog = "coord_mcp=info"\n')
+    detail = codex_vs_claude(w)
+    logs = glob.glob(os.path.join(w.repo, ".coord", "**", "*.server.log"), recursive=True)
+    text = "".join(open(p).read() for p in logs)
+    handed = text.count("serving an agent on the pipes its coord mcp handed over")
+    check(handed >= 2, f"both agents' coord mcp handed their pipes over: {handed} in {logs}: {text[-2000:]}")
+    return f"{detail} handed_over={handed}"
 
 
 def codex_config(w, home, sandbox=False):
@@ -1997,7 +2013,7 @@ def worker_unsandboxed(w):
 
 SCENARIOS = {"workflow-graph": workflow_graph, "swarm": swarm_drain, "spawn": spawn_agent, "design-and-verification": design_and_verification, "orchestrator-spawns": orchestrator_spawns, "spawned-worker-killed": spawned_worker_killed, "worktree-isolation": worktree_isolation, "preflight": preflight, "worker-unsandboxed": worker_unsandboxed, "aider-read-only": aider_read_only, "aider-write": aider_write, "worker-codex-read-only": worker_codex_read_only, "worker-read-only": worker_read_only, "worker-write": worker_write, "worker-deadline": worker_deadline, "approval": approval, "claude-file-tools": claude_file_tools, "codex-hooks": codex_hooks, "missing-coord": missing_coord, "self-approval": self_approval, "entry-points": entry_points, "plugin": plugin, "runtime-sandbox": runtime_sandbox, "claude-session-start-memory": claude_session_start_memory, "interactive-claude": interactive_claude, "two-claude-sessions": two_claude_sessions, "two-worktrees": two_worktrees, "killed-claude": killed_claude,
              "claude-guardrails": claude_guardrails,
-             "codex-vs-claude": codex_vs_claude, "typescript-sdk": typescript_sdk, "strands": strands_worker,
+             "codex-vs-claude": codex_vs_claude, "direct-handover": direct_handover, "typescript-sdk": typescript_sdk, "strands": strands_worker,
              "strands-orchestrator": strands_orchestrator}
 
 
