@@ -908,7 +908,11 @@ async fn relay_to_coordinator(
             }) as coord_mcp::relay::SessionHook
         });
         let code = run_relay(link, reconnect, pipes, record).await;
-        registry.forget_self();
+        // Kept when the session may not have ended (its coordinator died under a
+        // hand-over, say): a sibling's reaper then ends it.
+        if code == output::EXIT_OK {
+            registry.forget_self();
+        }
         return Some(code);
     }
     None

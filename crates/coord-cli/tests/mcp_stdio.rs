@@ -869,15 +869,42 @@ fn a_handed_over_session_ends_as_a_relayed_one_does() {
     drop(dir);
 }
 
+/// A handed-over `coord mcp` killed outright: the coordinator closes the agent's pipes at
+/// once (the runtime sees its server's output end), while the session's holdings wait
+/// for the grace period (an hour here).
+#[test]
+fn a_killed_coord_mcp_closes_the_agents_pipes_at_once() {
+    let mut a = Server::start_with("agent-k", &[DIRECT, ("COORD_RELEASE_GRACE_SECONDS", "3600")]);
+    let root = a._dir.as_ref().unwrap().path().to_path_buf();
+    holding_src_x(&mut a, &root);
+    a.child.kill().unwrap(); // SIGKILL
+    a.child.wait().unwrap();
+    while let Ok(line) = a.lines.recv_timeout(Duration::from_secs(20)) {
+        assert!(!line.is_empty());
+    }
+    assert!(
+        matches!(a.lines.try_recv(), Err(std::sync::mpsc::TryRecvError::Disconnected)),
+        "the agent's input from the server ended"
+    );
+    let locks = coord_json(&root, &["--json", "lock", "list"]);
+    assert_eq!(
+        locks["locks"][0]["locked_by"], "agent-k",
+        "held through the grace period: {locks}"
+    );
+}
+
 /// Handed over, a session has no replay: when the coordinator dies, `coord mcp` exits
-/// with an error that says so, and the agent sees its server's output end.
+/// with an error that says so, the agent sees its server's output end, and the process
+/// record stays for a sibling's reaper to end the session.
 #[test]
 fn a_handed_over_session_ends_with_its_coordinator() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".git")).unwrap();
     let root = dir.path().to_path_buf();
-    let mut a = Server::start_at(&root, None, "agent-a", &[DIRECT]);
+    let mut a = Server::start_at(&root, None, "agent-a", &[DIRECT, ("COORD_RELEASE_GRACE_SECONDS", "60")]);
     let (_, coordinator) = holding_src_x(&mut a, &root);
+    let record = root.join(".coord/processes").join(format!("{}.json", a.child.id()));
+    wait_for(|| record.exists(), "coord mcp to record its session");
     signal(coordinator[0], "-KILL");
     let Server {
         child, stdin, lines, ..
@@ -894,6 +921,7 @@ fn a_handed_over_session_ends_with_its_coordinator() {
         matches!(lines.try_recv(), Err(std::sync::mpsc::TryRecvError::Disconnected)),
         "the agent's input from the server ended"
     );
+    assert!(record.exists(), "the process record is kept for the reaper");
 }
 
 /// Node gives a child Unix sockets as stdin and stdout (so Claude Code gives them to

@@ -101,7 +101,24 @@ pub struct InlineEffects {
     /// The code replaces its standard descriptors (`os.dup2`): a shell it starts then
     /// reads and writes whatever they now are (a reverse shell, with a socket).
     pub redirects_descriptors: bool,
+    /// The code opens a network connection (`socket`, `fsockopen`, `net.connect`, …).
+    pub mentions_socket: bool,
 }
+
+/// What opening a network connection looks like in the languages read here.
+const SOCKET_WORDS: &[&str] = &[
+    "socket",
+    "Socket",
+    "fsockopen",
+    "stream_socket_client",
+    "net.connect",
+    "net.createConnection",
+    "require('net')",
+    "require(\"net\")",
+    "from 'net'",
+    "from \"net\"",
+    "/dev/tcp/",
+];
 
 /// Calls that run a command in every language they exist in.
 const SHELL_CALLS: &[&str] = &[
@@ -495,6 +512,7 @@ fn call_named(ident: &str, name: &str) -> bool {
 pub fn effects(code: &str, lang: Lang) -> Result<InlineEffects, Unreadable> {
     let mut fx = InlineEffects::default();
     scan(code, lang, &mut fx, 0)?;
+    fx.mentions_socket = SOCKET_WORDS.iter().any(|w| code.contains(w));
     Ok(fx)
 }
 

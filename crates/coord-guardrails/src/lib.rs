@@ -656,30 +656,25 @@ impl<'p> Analyzer<'p> {
             .chain(stdin)
             .filter_map(Arg::lit)
             .find(|p| rules::network_device(p));
-        let shell = e
-            .argv
-            .iter()
-            .filter_map(Arg::lit)
-            .map(program)
-            .any(|p| SHELLS.contains(&p) || inline::interpreter(p).is_some());
-        // A shell given no script (`sh`, `bash -i`) reads its commands from its input.
-        let reads_commands = e
-            .argv
-            .first()
-            .and_then(Arg::lit)
-            .is_some_and(|w| SHELLS.contains(&program(w)))
-            && e.argv[1..].iter().all(|a| a.raw().starts_with('-') && a.raw() != "-c");
         // Data sent is not a finding, but a credential file sent is.
         if connected.is_some()
-            && let Some(secret) = e.argv[1..]
+            && let Some(secret) = e
+                .argv
+                .get(1..)
+                .unwrap_or_default()
                 .iter()
+                .chain(stdin)
                 .filter_map(Arg::lit)
                 .find(|a| rules::credential_path(a))
         {
             self.add([rules::credential_sent_hit(secret)], &e.text);
         }
         self.connected |= connected.is_some();
-        if (shell && connected.is_some()) || (reads_commands && self.connected) {
+        // The program the command runs, past its wrappers (`env sh`, `exec bash`).
+        let shell = command_program(&e.argv).is_some_and(|p| SHELLS.contains(&p) || inline::interpreter(p).is_some());
+        // A shell with its input or output on the connection, or any shell after the line
+        // opened one (`exec 3<>/dev/tcp/…; sh <&3 >&3`): descriptors are not followed.
+        if shell && (connected.is_some() || self.connected) {
             let device = connected.unwrap_or("a connection the line opened");
             self.add(
                 [rules::reverse_shell_hit(&format!("a shell connected to {device}"))],
@@ -1163,9 +1158,7 @@ impl<'p> Analyzer<'p> {
                 // A moved file still exists: only the machine's files and a home's
                 // configuration are missed where they were.
                 .filter(|a| {
-                    prog == "truncate"
-                        || a.lit()
-                            .is_some_and(|p| rules::system_path(p) || p.starts_with("~/.") || p.starts_with("/root/"))
+                    prog == "truncate" || a.lit().is_some_and(|p| rules::system_path(p) || rules::home_config(p))
                 })
                 .collect();
             self.add(rules::rm(&reached), text);
@@ -1416,13 +1409,18 @@ impl Analyzer<'_> {
         for argv in &fx.argvs {
             self.argv(argv, &Stdin::Inherited, text, depth + 1);
         }
-        // `os.dup2(s.fileno(), 0)` then a shell: the shell talks to the socket.
-        let shell = |argv: &Vec<Arg>| {
-            argv.first()
-                .and_then(Arg::lit)
-                .is_some_and(|w| SHELLS.contains(&program(w)))
-        };
-        if fx.redirects_descriptors && (fx.argvs.iter().any(shell) || !fx.shell.is_empty()) {
+        // A socket (or descriptors pointed elsewhere) and a shell that reads its commands
+        // from its input: the shell talks to the socket.
+        let interactive =
+            |words: &[&str]| words.first().is_some_and(|w| SHELLS.contains(&program(w))) && !words.contains(&"-c");
+        let starts_shell = fx.argvs.iter().any(|argv| {
+            let words: Vec<&str> = argv.iter().map(Arg::raw).collect();
+            interactive(&words)
+        }) || fx
+            .shell
+            .iter()
+            .any(|line| interactive(&line.split_whitespace().collect::<Vec<_>>()));
+        if starts_shell && (fx.mentions_socket || fx.redirects_descriptors) {
             self.add(
                 [rules::reverse_shell_hit(&format!(
                     "{prog} code that points its descriptors elsewhere and starts a shell"
@@ -1434,6 +1432,28 @@ impl Analyzer<'_> {
             self.add(rules::rm(argv), text);
         }
     }
+}
+
+/// The program a command runs, past the wrappers that run the rest of it (`sudo`, `env`,
+/// `exec`, `nohup`, `timeout 30`, …) and their options and assignments.
+fn command_program(argv: &[Arg]) -> Option<&str> {
+    const WRAPPERS: &[&str] = &[
+        "sudo", "doas", "env", "exec", "nohup", "nice", "ionice", "time", "timeout", "stdbuf", "setsid", "busybox",
+        "toybox", "command", "builtin", "chroot", "unbuffer",
+    ];
+    let mut words = argv.iter().map(Arg::raw);
+    let first = program(words.next()?);
+    if !WRAPPERS.contains(&first) {
+        return Some(first);
+    }
+    words
+        .find(|w| {
+            !(w.starts_with('-')
+                || is_assignment(w)
+                || w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                || WRAPPERS.contains(&program(w)))
+        })
+        .map(program)
 }
 
 /// The inline code an interpreter's arguments carry (every `-e` of it, attached

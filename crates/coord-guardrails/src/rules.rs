@@ -420,12 +420,17 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
         "update-ref" if call.has(&["-d"]) => vec![branch_delete(call.positional.first().and_then(|r| r.lit()))],
         // Expiring or deleting reflog entries removes what `git reflog` recovers lost
         // commits from (a reset, a rebase, a deleted branch); `gc` then deletes them.
-        "reflog" if matches!(call.positional.first().map(|a| a.raw()), Some("expire" | "delete")) => vec![hit(
-            Category::GitForce,
-            "rewrite_history",
-            Action::Block,
-            "expiring or deleting reflog entries throws away the only record of commits a reset or rebase left behind; leave the reflog to git's own expiry, or ask for approval",
-        )],
+        "reflog"
+            if matches!(call.positional.first().map(|a| a.raw()), Some("expire" | "delete"))
+                && !call.has(&["--dry-run", "-n"]) =>
+        {
+            vec![hit(
+                Category::GitForce,
+                "rewrite_history",
+                Action::Block,
+                "expiring or deleting reflog entries throws away the only record of commits a reset or rebase left behind; leave the reflog to git's own expiry, or ask for approval",
+            )]
+        }
         "filter-branch" | "filter-repo" => vec![hit(
             Category::GitForce,
             "rewrite_history",
@@ -952,6 +957,10 @@ const ARTIFACTS: &[&str] = &[
     ".angular",
     ".docusaurus",
     ".expo",
+    ".nyc_output",
+    ".nox",
+    ".dart_tool",
+    ".hypothesis",
     "tmp",
 ];
 
@@ -967,7 +976,9 @@ pub fn scoped(path: &str) -> bool {
     if parts.contains(&"..") || parts.is_empty() {
         return false;
     }
-    for root in ["/tmp/", "/var/tmp/"] {
+    // A named directory of the temporary directory, or of the user's cache (`~/.cache/pip`:
+    // what is there is downloaded again).
+    for root in ["/tmp/", "/var/tmp/", "~/.cache/", "$HOME/.cache/", "${HOME}/.cache/"] {
         if let Some(rest) = path.strip_prefix(root) {
             let first = rest.split('/').next().unwrap_or_default();
             return !first.is_empty() && !first.contains('*') && !first.contains('?');
@@ -976,8 +987,16 @@ pub fn scoped(path: &str) -> bool {
     if path.starts_with('/') || path.starts_with('~') || path.starts_with('$') {
         return false;
     }
+    // A glob of the current directory is everything in it, unless what it must end with
+    // makes it an artefact (`*.egg-info`).
+    let artefact_glob = |l: &str| {
+        l.strip_prefix('*')
+            .is_some_and(|rest| rest.ends_with(".egg-info") && !rest.contains(['*', '?', '[']))
+    };
     parts.iter().any(|p| ARTIFACTS.contains(p) || p.ends_with(".egg-info"))
-        && !parts.last().is_some_and(|l| l.starts_with('*') && parts.len() == 1)
+        && !parts
+            .last()
+            .is_some_and(|l| l.starts_with('*') && parts.len() == 1 && !artefact_glob(l))
 }
 
 /// A write that changes the machine rather than the project: its configuration, a
@@ -1001,8 +1020,10 @@ pub fn machine_write(path: &str) -> Option<Hit> {
         "/lib/systemd",
         "/usr/lib/systemd",
         "/var/spool/cron",
+        "/var/lib",
+        "/var/log",
     ];
-    let home_config = (path.starts_with("~/.") && !path.starts_with("~/.cache/")) || path.starts_with("/root/.");
+    let home_config = home_config(path);
     let machine = path.starts_with('/') && {
         let normal = normal_absolute(path);
         MACHINE
@@ -1020,6 +1041,24 @@ pub fn machine_write(path: &str) -> Option<Hit> {
             "{path} is the machine's or the user's configuration (or a program on the PATH), not this project's; change it yourself, or ask for approval"
         ),
     ))
+}
+
+/// A home directory's configuration (`~/.bashrc`, `$HOME/.ssh/config`, `/root/.profile`,
+/// `/home/u/.config/x`), not its cache (`~/.cache/…`).
+pub fn home_config(path: &str) -> bool {
+    let rest = ["~/", "$HOME/", "${HOME}/", "/root/"]
+        .iter()
+        .find_map(|home| path.strip_prefix(home))
+        .or_else(|| {
+            let normal = path.starts_with("/home/").then(|| normal_parts(path))?;
+            // `/home/USER/REST`: the rest, from the path as written.
+            let user = normal.get(1)?;
+            path.strip_prefix(&format!("/home/{user}/"))
+        });
+    rest.is_some_and(|r| {
+        let first = normal_parts(r).first().copied().unwrap_or_default();
+        first.starts_with('.') && first != ".cache"
+    })
 }
 
 /// An absolute path, lexically normal: `//etc`, `/tmp/../etc/x` and `/etc/./x` are under
@@ -1130,28 +1169,7 @@ pub fn kill(prog: &str, args: &[Arg]) -> Vec<Hit> {
     };
     match prog {
         "killall5" => every("killall5 signals every process"),
-        "kill" => {
-            // The first word may be the signal (`-9`, `-KILL`, `-s KILL`, `-n 9`); after it,
-            // `-1` is the PID -1 (every process) and `1` is init.
-            let mut i = 0;
-            if let Some(first) = args.first().map(Arg::raw) {
-                if matches!(first, "-s" | "-n") {
-                    i = 2;
-                } else if matches!(first, "-l" | "-L") || first.starts_with("--") {
-                    i = usize::from(first == "--");
-                } else if first.starts_with('-') {
-                    i = 1;
-                }
-            }
-            // Signal 0 only asks whether the process exists.
-            let probe = args.first().is_some_and(|a| matches!(a.raw(), "-0" | "-n" | "-s"))
-                && (args.first().is_some_and(|a| a.raw() == "-0") || args.get(1).is_some_and(|a| a.raw() == "0"));
-            let pids = args.get(i..).unwrap_or_default();
-            if !probe && pids.iter().any(|a| matches!(a.raw(), "-1" | "1")) {
-                return every("kill of PID -1 (every process) or 1 (init)");
-            }
-            Vec::new()
-        }
+        "kill" if kill_builtin(args) => every("kill of PID -1 (every process) or 1 (init)"),
         "pkill" | "killall" => {
             let mut user = false;
             let mut names = Vec::new();
@@ -1161,7 +1179,9 @@ pub fn kill(prog: &str, args: &[Arg]) -> Vec<Hit> {
                 if std::mem::take(&mut skip) {
                     continue;
                 }
-                if matches!(raw, "-u" | "-U" | "--euid" | "--uid" | "--user") {
+                if matches!(raw, "-v" | "--inverse") {
+                    user = true; // every process but the ones named
+                } else if matches!(raw, "-u" | "-U" | "--euid" | "--uid" | "--user") {
                     user = true;
                     skip = true;
                 } else if raw.starts_with("--euid=") || raw.starts_with("--uid=") || raw.starts_with("--user=") {
@@ -1189,7 +1209,8 @@ pub fn kill(prog: &str, args: &[Arg]) -> Vec<Hit> {
                 let n = n.trim_matches(['^', '$']);
                 matches!(n, "init" | "systemd" | "." | ".*" | "")
             });
-            if init || (user && names.is_empty()) {
+            let inverse = args.iter().any(|a| matches!(a.raw(), "-v" | "--inverse"));
+            if init || inverse || (user && names.is_empty()) {
                 return every(&format!("{prog} reaches every process of a user, or init"));
             }
             Vec::new()
@@ -1198,11 +1219,50 @@ pub fn kill(prog: &str, args: &[Arg]) -> Vec<Hit> {
     }
 }
 
+/// Whether bash's `kill` reaches PID -1 (every process) or 1 (init): its options read
+/// as bash reads them (the first `-SIG`; `-s SIG`/`-n NUM`, again and again; `--`), a
+/// PID as a number however written (`-01`, `+1`, ` -1`); signal 0 only asks whether the
+/// process exists, `-l`/`-L` only list signals.
+fn kill_builtin(args: &[Arg]) -> bool {
+    let mut i = 0;
+    let mut signal_zero = false;
+    let mut saw_signal = false;
+    while let Some(word) = args.get(i).map(Arg::raw) {
+        match word {
+            "-l" | "-L" => return false,
+            "-s" | "-n" => {
+                signal_zero = args.get(i + 1).is_some_and(|a| a.raw().trim() == "0");
+                saw_signal = true;
+                i += 2;
+            }
+            "--" => {
+                i += 1;
+                break;
+            }
+            w if w.starts_with('-') && !saw_signal => {
+                signal_zero = w == "-0";
+                saw_signal = true;
+                i += 1;
+            }
+            _ => break,
+        }
+    }
+    let pid = |a: &Arg| {
+        let text = a.raw().trim();
+        text.strip_prefix('+')
+            .unwrap_or(text)
+            .parse::<i64>()
+            .is_ok_and(|n| n == 1 || n == -1)
+    };
+    !signal_zero && args.get(i..).unwrap_or_default().iter().any(pid)
+}
+
 /// `chmod`, `chown`, `chgrp` of a file of the operating system (`chmod 000 /etc/shadow`,
 /// `chown nobody /etc/sudoers`): the machine's own permissions changed. Recursive ones
 /// of whole trees are patterns (`chmod-system-recursive`); `/usr/local` and home
 /// directories, where installs put their files, are not included.
 pub fn permissions(prog: &str, args: &[Arg]) -> Vec<Hit> {
+    // Trees whose every file is the system's; and directories whose own mode matters.
     const SYSTEM: &[&str] = &[
         "/etc",
         "/boot",
@@ -1214,22 +1274,23 @@ pub fn permissions(prog: &str, args: &[Arg]) -> Vec<Hit> {
         "/usr/bin",
         "/usr/sbin",
         "/usr/lib",
+        "/usr/libexec",
         "/var/lib",
         "/var/log",
+        "/var/spool/cron",
     ];
-    if !matches!(prog, "chmod" | "chown" | "chgrp") {
+    const ROOTS: &[&str] = &["/", "/usr", "/var", "/home", "/opt", "/tmp"];
+    if !matches!(prog, "chmod" | "chown" | "chgrp" | "chattr" | "setfacl") {
         return Vec::new();
     }
-    let operands: Vec<&str> = args.iter().map(Arg::raw).filter(|a| !a.starts_with('-')).collect();
-    // The first operand is the mode or the owner (unless `--reference` gave it).
-    let reference = args.iter().any(|a| a.raw().starts_with("--reference"));
-    let files = operands.get(usize::from(!reference)..).unwrap_or_default();
+    let files = permission_operands(prog, args);
     let system = |f: &&&str| {
         f.starts_with('/') && {
             let normal = normal_absolute(f);
-            SYSTEM
-                .iter()
-                .any(|root| normal == *root || normal.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
+            ROOTS.contains(&normal.as_str())
+                || SYSTEM
+                    .iter()
+                    .any(|root| normal == *root || normal.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
         }
     };
     match files.iter().find(system) {
@@ -1241,6 +1302,44 @@ pub fn permissions(prog: &str, args: &[Arg]) -> Vec<Hit> {
         )],
         None => Vec::new(),
     }
+}
+
+/// The files of a permission change: chmod's and chattr's mode may look like an option
+/// (`chmod -x f`, `chattr -i f`); the first operand of chmod, chown and chgrp is the mode
+/// or owner, unless `--reference` gave it; setfacl's `-m`/`-x` take the ACL.
+fn permission_operands<'a>(prog: &str, args: &'a [Arg]) -> Vec<&'a str> {
+    let mut operands = Vec::new();
+    let mut mode_seen = args.iter().any(|a| a.raw().starts_with("--reference")) || prog == "setfacl";
+    let mut skip = false;
+    for a in args {
+        let raw = a.raw();
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        let mode_like = matches!(prog, "chmod" | "chattr")
+            && raw.len() > 1
+            && raw.starts_with(['-', '+', '='])
+            && raw[1..]
+                .chars()
+                .all(|c| "rwxXstugoaiAcCdDeEjPsStTu=,+-0123456789".contains(c))
+            && !matches!(raw, "-R" | "-c" | "-f" | "-v" | "-V");
+        if !mode_seen && mode_like {
+            mode_seen = true;
+        } else if prog == "setfacl"
+            && matches!(
+                raw,
+                "-m" | "-M" | "-x" | "-X" | "--set" | "--set-file" | "--modify" | "--remove"
+            )
+        {
+            skip = true;
+        } else if raw.starts_with('-') && raw != "-" {
+        } else if !mode_seen {
+            mode_seen = true;
+        } else {
+            operands.push(raw);
+        }
+    }
+    operands
 }
 
 pub fn device_hit(path: &str) -> Hit {
@@ -1279,11 +1378,7 @@ pub fn rm(args: &[Arg]) -> Vec<Hit> {
         .map(|p| credential_hit(p, "deletes"))
         .collect();
     let runtime = operands.iter().any(|o| o.lit().is_none() || o.raw() == RUNTIME_OPERAND);
-    if let Some(p) = operands
-        .iter()
-        .filter_map(|o| o.lit())
-        .find(|p| p.starts_with("~/.") && !p.starts_with("~/.cache/"))
-    {
+    if let Some(p) = operands.iter().filter_map(|o| o.lit()).find(|p| home_config(p)) {
         hits.push(hit(
             Category::SystemModification,
             "home_config_delete",

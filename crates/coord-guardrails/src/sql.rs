@@ -330,6 +330,8 @@ pub(crate) fn by_words(words: &[&str]) -> Option<Hit> {
                 words.get(1).copied().unwrap_or_default()
             ),
         )),
+        // A new, empty database changes no schema that exists.
+        "CREATE" if words.get(1) == Some(&"DATABASE") => None,
         "CREATE" | "ALTER" | "RENAME" | "COMMENT"
             if !words.iter().any(|w| matches!(*w, "TEMP" | "TEMPORARY"))
                 && words.iter().any(|w| SCHEMA_OBJECTS.contains(w)) =>

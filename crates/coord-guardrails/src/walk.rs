@@ -154,13 +154,32 @@ impl Walk {
     /// job, inside its own body: each call starts two more (a fork bomb). Calls nested
     /// deeper (in a loop of a pipeline) are recursion, not this.
     fn self_calls(&mut self, p: &ast::Pipeline) {
-        for cmd in &p.seq {
-            if let ast::Command::Simple(s) = cmd
-                && let Some(w) = &s.word_or_name
-                && self.defining.contains(&w.value)
-            {
-                self.fork_bombs.push(p.to_string());
-            }
+        if p.seq.iter().any(|cmd| self.calls_itself(cmd)) {
+            self.fork_bombs.push(p.to_string());
+        }
+    }
+
+    /// Whether `cmd` is a call of a function being defined: a simple command of its name
+    /// (however quoted: `"f"`, `\f`), alone in a subshell or group (`(f)`), or run as a
+    /// coprocess.
+    fn calls_itself(&self, cmd: &ast::Command) -> bool {
+        let list_calls = |list: &ast::CompoundList| {
+            list.0.iter().any(|ast::CompoundListItem(and_or, _)| {
+                let chain = std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
+                }));
+                chain.flat_map(|p| p.seq.iter()).any(|c| self.calls_itself(c))
+            })
+        };
+        match cmd {
+            ast::Command::Simple(s) => s.word_or_name.as_ref().is_some_and(|w| {
+                let name: String = w.value.chars().filter(|c| !matches!(c, '"' | '\'' | '\\')).collect();
+                self.defining.contains(&name)
+            }),
+            ast::Command::Compound(ast::CompoundCommand::Subshell(s), _) => list_calls(&s.list),
+            ast::Command::Compound(ast::CompoundCommand::BraceGroup(b), _) => list_calls(&b.list),
+            ast::Command::Compound(ast::CompoundCommand::Coprocess(c), _) => self.calls_itself(&c.body),
+            _ => false,
         }
     }
 

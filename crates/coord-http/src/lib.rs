@@ -490,6 +490,12 @@ pub async fn serve_local(
         let running = Running::start(&activity);
         // A relayed MCP session counts as activity for as long as it lasts.
         req.extensions_mut().insert(activity.clone());
+        // The connection's socket is the relay's only: a request kept by another handler
+        // (an MCP session's) must not keep a duplicate of it open.
+        if req.uri().path() != coord_mcp::relay::PATH {
+            req.extensions_mut()
+                .remove::<axum::extract::ConnectInfo<relay::LocalPeer>>();
+        }
         async move {
             let response = next.run(req).await;
             drop(running);

@@ -80,9 +80,12 @@ fn kind(fd: std::os::fd::BorrowedFd<'_>) -> Option<Kind> {
 pub fn agent_stdio() -> io::Result<(OwnedFd, OwnedFd)> {
     let own = |fd: std::os::fd::BorrowedFd<'_>, path: &str, write: bool| -> io::Result<OwnedFd> {
         match kind(fd) {
-            Some(Kind::Pipe) => Ok(std::fs::OpenOptions::new().read(!write).write(write).open(path)?.into()),
+            // An anonymous pipe (`pipe:[…]`); opening a named FIFO could wait for a writer.
+            Some(Kind::Pipe) if std::fs::read_link(path).is_ok_and(|l| l.to_string_lossy().starts_with("pipe:")) => {
+                Ok(std::fs::OpenOptions::new().read(!write).write(write).open(path)?.into())
+            }
             Some(Kind::Socket) => fd.try_clone_to_owned(),
-            None => Err(io::Error::other("stdin and stdout are not pipes or sockets")),
+            _ => Err(io::Error::other("stdin and stdout are not anonymous pipes or sockets")),
         }
     };
     Ok((
@@ -197,7 +200,7 @@ pub async fn serve(
         Some(Kind::Socket) => Box::new(SocketIo::new(input)?),
         None => return Err(io::Error::other("the agent's input is not a pipe or a socket")),
     };
-    let output: Box<dyn AsyncWrite + Send + Unpin> = match kind(output.as_fd()) {
+    let output: Output = match kind(output.as_fd()) {
         Some(Kind::Pipe) => Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(output)?),
         Some(Kind::Socket) => Box::new(SocketIo::new(output)?),
         None => return Err(io::Error::other("the agent's output is not a pipe or a socket")),
@@ -225,16 +228,16 @@ pub async fn serve(
 
     let (terminate, terminated) = tokio::sync::oneshot::channel();
     let (gone, went) = tokio::sync::oneshot::channel();
-    let watching = tokio::spawn(watch(control_in, terminate, gone));
+    let output = SharedOutput(Arc::new(Mutex::new(Some(output))));
+    let watching = tokio::spawn(watch(control_in, terminate, gone, output.clone()));
     let stop = async move {
         if terminated.await.is_err() {
             std::future::pending::<()>().await;
         }
     };
     let input = UntilGone {
-        inner: input,
+        inner: Some(input),
         gone: Some(went),
-        ended: false,
     };
     let served = crate::connection::serve(crate::CoordMcp::new(coord, options), input, output, false, stop).await;
     let _ = lines_tx.send(control(CLOSED));
@@ -289,6 +292,7 @@ async fn watch(
     control: tokio::net::unix::OwnedReadHalf,
     terminate: tokio::sync::oneshot::Sender<()>,
     gone: tokio::sync::oneshot::Sender<()>,
+    output: SharedOutput,
 ) {
     let mut reader = tokio::io::BufReader::new(control);
     let mut partial = Partial::default();
@@ -307,17 +311,19 @@ async fn watch(
             Ok(Read::Eof) | Err(_) => break,
         }
     }
+    // The process the agent's runtime watches is gone: so is its output, at once (the
+    // runtime sees its server's end); the session waits out its grace period.
+    drop(output.0.lock().unwrap_or_else(PoisonError::into_inner).take());
     let _ = gone.send(());
     // Held until here: a dropped sender would read as TERMINATE's absence, not a stop.
     drop(terminate);
 }
 
-/// The agent's input, which ends early when `gone` fires (the `coord mcp` process that
-/// stands for the agent's server is gone).
+/// The agent's input, which ends (and is closed) when `gone` fires: the `coord mcp`
+/// process that stands for the agent's server is gone.
 struct UntilGone<R> {
-    inner: R,
+    inner: Option<R>,
     gone: Option<tokio::sync::oneshot::Receiver<()>>,
-    ended: bool,
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for UntilGone<R> {
@@ -326,17 +332,47 @@ impl<R: AsyncRead + Unpin> AsyncRead for UntilGone<R> {
             match Pin::new(gone).poll(cx) {
                 Poll::Ready(Ok(())) => {
                     self.gone = None;
-                    self.ended = true;
+                    self.inner = None;
                 }
                 // The watcher was stopped: nothing more to watch for.
                 Poll::Ready(Err(_)) => self.gone = None,
                 Poll::Pending => {}
             }
         }
-        if self.ended {
-            return Poll::Ready(Ok(()));
+        match self.inner.as_mut() {
+            Some(inner) => Pin::new(inner).poll_read(cx, buf),
+            None => Poll::Ready(Ok(())),
         }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+type Output = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// The agent's output, which the watcher closes when `coord mcp` is gone; writes after
+/// that fail as on a closed pipe.
+#[derive(Clone)]
+struct SharedOutput(Arc<Mutex<Option<Output>>>);
+
+impl SharedOutput {
+    fn with<T>(&self, f: impl FnOnce(Pin<&mut Output>) -> Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match self.0.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            Some(w) => f(Pin::new(w)),
+            None => Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+        }
+    }
+}
+
+impl AsyncWrite for SharedOutput {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        self.with(|w| w.poll_write(cx, data))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.with(|w| w.poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.with(|w| w.poll_shutdown(cx))
     }
 }
 
