@@ -49,10 +49,29 @@ const TAG: u8 = b'P';
 /// How long the coordinator waits for the descriptors after the upgrade.
 const RECEIVE_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Whether `COORD_MCP_DIRECT` asks for the hand-over (default: off).
+/// Whether `COORD_MCP_DIRECT` asks for the hand-over (default: off). A value that is
+/// neither on nor off is said on stderr (the agent runtime's log) and read as off: the
+/// relay, which keeps the replay.
 pub fn wanted() -> bool {
-    std::env::var("COORD_MCP_DIRECT")
-        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "on" | "1" | "true" | "yes"))
+    let Ok(raw) = std::env::var("COORD_MCP_DIRECT") else {
+        return false;
+    };
+    match parse_switch(&raw) {
+        Some(on) => on,
+        None => {
+            eprintln!("coord mcp: COORD_MCP_DIRECT={raw:?} is neither on nor off; relaying (off)");
+            false
+        }
+    }
+}
+
+/// `on`/`1`/`true`/`yes` or `off`/`0`/`false`/`no`/empty, in any case.
+fn parse_switch(raw: &str) -> Option<bool> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "on" | "1" | "true" | "yes" => Some(true),
+        "off" | "0" | "false" | "no" | "" => Some(false),
+        _ => None,
+    }
 }
 
 /// What a descriptor handed over is.
@@ -426,5 +445,25 @@ impl AsyncWrite for SocketIo {
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         let _ = rustix::net::shutdown(self.0.get_ref(), rustix::net::Shutdown::Write);
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_switch_is_read_strictly() {
+        for (raw, want) in [
+            ("on", Some(true)),
+            (" ON ", Some(true)),
+            ("1", Some(true)),
+            ("yes", Some(true)),
+            ("off", Some(false)),
+            ("", Some(false)),
+            ("No", Some(false)),
+            ("maybe", None),
+            ("direct", None),
+        ] {
+            assert_eq!(super::parse_switch(raw), want, "{raw:?}");
+        }
     }
 }
