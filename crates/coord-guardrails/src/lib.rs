@@ -1423,7 +1423,7 @@ impl Analyzer<'_> {
         if starts_shell && (fx.mentions_socket || fx.redirects_descriptors) {
             self.add(
                 [rules::reverse_shell_hit(&format!(
-                    "{prog} code that points its descriptors elsewhere and starts a shell"
+                    "{prog} code that opens a connection (or points its descriptors elsewhere) and starts a shell reading its input"
                 ))],
                 text,
             );
