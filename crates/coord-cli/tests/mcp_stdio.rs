@@ -2,6 +2,9 @@
 
 mod support;
 
+#[path = "../../coord-postgres/tests/pg_support/mod.rs"]
+mod pg_support;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -822,6 +825,70 @@ fn coord_mcp_direct_hands_the_agents_pipes_to_the_coordinator() {
     a.finish();
     b.finish();
     relayed.finish();
+}
+
+/// The hand-over on PostgreSQL: the checkout's coordinator for that database
+/// (`.coord/run/pg.….sock`) reads both agents' pipes itself, and each agent acts as itself.
+#[test]
+fn coord_mcp_direct_hands_the_agents_pipes_over_on_postgres() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    if !rt.block_on(pg_support::available()) {
+        return;
+    }
+    let db = rt.block_on(pg_support::TestDatabase::from_template());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let root = dir.path().to_path_buf();
+    let env = [DIRECT, ("COORD_DATABASE_URL", db.url.as_str())];
+    let mut a = Server::start_at(&root, None, "agent-a", &env);
+    let mut b = Server::start_at(&root, None, "agent-b", &env);
+    let held = a.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}));
+    assert_eq!(held["success"], true, "{held}");
+    let blocked = b.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}));
+    assert_eq!(blocked["locked_by"], "agent-a", "{blocked}");
+
+    let sockets: Vec<_> = std::fs::read_dir(root.join(".coord/run"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sock"))
+        .collect();
+    assert_eq!(sockets.len(), 1, "one coordinator for the database: {sockets:?}");
+    let coordinator = serving(&sockets[0]);
+    assert_eq!(coordinator.len(), 1);
+    let open = pipes_open_in(coordinator[0]);
+    for s in [&a, &b] {
+        assert!(
+            open.contains(&pipe_of(&s.stdin)),
+            "the coordinator reads the agent's pipe"
+        );
+        assert!(
+            !has_thread(s.child.id(), "relay-up"),
+            "nothing copies the agent's lines"
+        );
+    }
+    let out = Command::new(BIN)
+        .args(["--db", &db.url, "--json", "audit", "--operation", "acquire_lock"])
+        .env("COORD_AGENT_ID", "observer")
+        .env_remove("COORD_DATABASE_URL")
+        .output()
+        .unwrap();
+    let audit: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let rows: Vec<(String, bool)> = audit["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{audit}"))
+        .iter()
+        .map(|e| (e["agent_id"].as_str().unwrap().to_string(), e["success"] == json!(true)))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![("agent-b".to_string(), false), ("agent-a".to_string(), true)]
+    );
+    a.finish();
+    b.finish();
 }
 
 /// A handed-over session ends as a relayed one does: told to stop, `coord mcp` has the

@@ -103,6 +103,11 @@ pub struct InlineEffects {
     pub redirects_descriptors: bool,
     /// The code opens a network connection (`socket`, `fsockopen`, `net.connect`, …).
     pub mentions_socket: bool,
+    /// The code forks (`os.fork()`, Perl's `fork`, `pcntl_fork()`, …).
+    pub forks: bool,
+    /// The code has a loop without a bound of its own (`while`, `until`, Ruby's `loop`,
+    /// `for (;;)`): with a fork in it, a fork bomb.
+    pub loops_forever: bool,
 }
 
 /// What opening a network connection looks like in the languages read here.
@@ -538,6 +543,13 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
         };
         let args = call_arguments(&toks, i, lang);
         computed_name(&toks, i, id, args.as_deref(), lang)?;
+        fx.forks |= ["fork", "pcntl_fork"].iter().any(|c| call_named(id, c));
+        fx.loops_forever |= matches!(id.as_str(), "while" | "until" | "loop")
+            || (id == "for"
+                && matches!(
+                    toks.get(i + 1..i + 4),
+                    Some([Tok::Punct('('), Tok::Punct(';'), Tok::Punct(';')])
+                ));
         fx.redirects_descriptors |= call_named(id, "dup2")
             || call_named(id, "reopen")
             || (lang == Lang::Perl && call_named(id, "open") && reopens_std(args.as_deref()));
@@ -570,7 +582,13 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
             || (lang == Lang::Ruby && call_named(id, "spawn"));
         if shell_call {
             if let Some(args) = args {
-                command_of(&args, fx);
+                // proc_open's later arguments are its descriptors and pipes, not argv.
+                let command = if call_named(id, "proc_open") {
+                    &args[..args.len().min(1)]
+                } else {
+                    &args[..]
+                };
+                command_of(command, fx);
             }
         } else if lang == Lang::Python && PY_EXEC.iter().any(|c| call_named(id, c)) {
             if let Some(args) = args {

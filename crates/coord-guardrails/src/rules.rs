@@ -359,6 +359,22 @@ pub fn git_config_write(rest: &[Arg]) -> Option<(String, Option<&Arg>)> {
     Some((key, words.get(1).copied()))
 }
 
+fn reflog_expiry() -> Hit {
+    hit(
+        Category::GitForce,
+        "rewrite_history",
+        Action::Block,
+        "expiring or deleting reflog entries throws away the only record of commits a reset or rebase left behind; leave the reflog to git's own expiry, or ask for approval",
+    )
+}
+
+/// A `-c` setting that makes garbage collection expire reflog entries early
+/// (`gc.reflogExpire=now`, `gc.reflogExpireUnreachable=0`); `never` keeps them.
+fn expires_reflog(setting: &str) -> bool {
+    let (key, value) = setting.split_once('=').unwrap_or((setting, ""));
+    key.to_ascii_lowercase().starts_with("gc.") && key.to_ascii_lowercase().contains("reflogexpire") && value != "never"
+}
+
 pub fn git(args: &[Arg]) -> Vec<Hit> {
     let (i, given) = git_subcommand(args);
     let Some(sub) = args.get(i) else { return Vec::new() };
@@ -424,12 +440,11 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             if matches!(call.positional.first().map(|a| a.raw()), Some("expire" | "delete"))
                 && !call.has(&["--dry-run", "-n"]) =>
         {
-            vec![hit(
-                Category::GitForce,
-                "rewrite_history",
-                Action::Block,
-                "expiring or deleting reflog entries throws away the only record of commits a reset or rebase left behind; leave the reflog to git's own expiry, or ask for approval",
-            )]
+            vec![reflog_expiry()]
+        }
+        // `git -c gc.reflogExpire=now gc`: the same expiry, as garbage collection's setting.
+        "gc" if given.iter().any(|c| expires_reflog(c.raw())) && !call.has(&["--dry-run", "-n"]) => {
+            vec![reflog_expiry()]
         }
         "filter-branch" | "filter-repo" => vec![hit(
             Category::GitForce,
@@ -1135,12 +1150,14 @@ pub fn credential_sent_hit(path: &str) -> Hit {
     )
 }
 
-pub fn fork_bomb_hit() -> Hit {
+/// `what` multiplies processes: a function that starts itself alongside itself, or inline
+/// code that forks in a loop.
+pub fn fork_bomb_hit(what: &str) -> Hit {
     hit(
         Category::SystemModification,
         "fork_bomb",
         Action::Block,
-        "a function that starts itself alongside itself multiplies processes until the machine stops (a fork bomb); ask for approval",
+        format!("{what} multiplies processes until the machine stops (a fork bomb); ask for approval"),
     )
 }
 

@@ -119,7 +119,20 @@ pub struct Walk {
     defining: Vec<String>,
     /// Commands by which a function starts itself alongside itself (`:(){ :|:& };:`): a
     /// fork bomb.
-    pub fork_bombs: Vec<String>,
+    fork_bombs: Vec<String>,
+    /// Calls made from functions' bodies, to find functions that start each other
+    /// (`a(){ b|b& }; b(){ a; }`).
+    calls: Vec<Call>,
+}
+
+/// A command in a function's body that may call another function of the line.
+#[derive(Debug)]
+struct Call {
+    from: String,
+    to: String,
+    /// The pipeline's text when the call runs alongside another command (in a pipeline of
+    /// several, or in the background).
+    forked: Option<String>,
 }
 
 impl Walk {
@@ -152,35 +165,51 @@ impl Walk {
 
     /// A function calling itself as a command of a pipeline of several, or of a background
     /// job, inside its own body: each call starts two more (a fork bomb). Calls nested
-    /// deeper (in a loop of a pipeline) are recursion, not this.
+    /// deeper (in a loop of a pipeline) are recursion, not this. A call of another function
+    /// is kept: it is a fork bomb when that function calls this one back.
     fn self_calls(&mut self, p: &ast::Pipeline) {
-        if p.seq.iter().any(|cmd| self.calls_itself(cmd)) {
+        let mut names = Vec::new();
+        for cmd in &p.seq {
+            forked_calls(cmd, &mut names);
+        }
+        if names.iter().any(|n| self.defining.contains(n)) {
             self.fork_bombs.push(p.to_string());
+        } else if let Some(from) = self.defining.last() {
+            for to in names {
+                let (from, forked) = (from.clone(), Some(p.to_string()));
+                self.calls.push(Call { from, to, forked });
+            }
         }
     }
 
-    /// Whether `cmd` is a call of a function being defined: a simple command of its name
-    /// (however quoted: `"f"`, `\f`), alone in a subshell or group (`(f)`), or run as a
-    /// coprocess.
-    fn calls_itself(&self, cmd: &ast::Command) -> bool {
-        let list_calls = |list: &ast::CompoundList| {
-            list.0.iter().any(|ast::CompoundListItem(and_or, _)| {
-                let chain = std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
-                    ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
-                }));
-                chain.flat_map(|p| p.seq.iter()).any(|c| self.calls_itself(c))
-            })
-        };
-        match cmd {
-            ast::Command::Simple(s) => s.word_or_name.as_ref().is_some_and(|w| {
-                let name: String = w.value.chars().filter(|c| !matches!(c, '"' | '\'' | '\\')).collect();
-                self.defining.contains(&name)
-            }),
-            ast::Command::Compound(ast::CompoundCommand::Subshell(s), _) => list_calls(&s.list),
-            ast::Command::Compound(ast::CompoundCommand::BraceGroup(b), _) => list_calls(&b.list),
-            ast::Command::Compound(ast::CompoundCommand::Coprocess(c), _) => self.calls_itself(&c.body),
-            _ => false,
+    /// Pipelines by which functions start themselves alongside themselves, directly or
+    /// through other functions of the line (`a(){ b|b& }; b(){ a; }`): fork bombs.
+    pub fn fork_bombs(&self) -> Vec<String> {
+        let mut found = self.fork_bombs.clone();
+        for call in &self.calls {
+            let Some(text) = &call.forked else { continue };
+            if self.functions.contains(&call.to) && self.reaches(&call.to, &call.from) {
+                found.push(text.clone());
+            }
         }
+        found
+    }
+
+    /// Whether function `from` calls `to`, through any chain of the line's functions.
+    fn reaches(&self, from: &str, to: &str) -> bool {
+        let mut seen = BTreeSet::from([from]);
+        let mut todo = vec![from];
+        while let Some(at) = todo.pop() {
+            for call in self.calls.iter().filter(|c| c.from == at) {
+                if call.to == to {
+                    return true;
+                }
+                if self.functions.contains(&call.to) && seen.insert(&call.to) {
+                    todo.push(&call.to);
+                }
+            }
+        }
+        false
     }
 
     fn problem(&mut self, matched: &str, reason: &str) {
@@ -469,6 +498,10 @@ impl Walk {
             }
         }
         if let Some(w) = &s.word_or_name {
+            if let Some(from) = self.defining.last() {
+                let (from, to) = (from.clone(), unquoted(&w.value));
+                self.calls.push(Call { from, to, forked: None });
+            }
             let a = self.word(w, depth);
             exec.argv.push(a);
         }
@@ -751,6 +784,33 @@ impl Walk {
         }
         out
     }
+}
+
+/// The functions `cmd` calls: a simple command's name (however quoted: `"f"`, `\f`), and
+/// the same alone in a subshell or group (`(f)`), or run as a coprocess.
+fn forked_calls(cmd: &ast::Command, names: &mut Vec<String>) {
+    let mut list_calls = |list: &ast::CompoundList| {
+        for ast::CompoundListItem(and_or, _) in &list.0 {
+            let chain = std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
+                ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
+            }));
+            for c in chain.flat_map(|p| p.seq.iter()) {
+                forked_calls(c, names);
+            }
+        }
+    };
+    match cmd {
+        ast::Command::Simple(s) => names.extend(s.word_or_name.as_ref().map(|w| unquoted(&w.value))),
+        ast::Command::Compound(ast::CompoundCommand::Subshell(s), _) => list_calls(&s.list),
+        ast::Command::Compound(ast::CompoundCommand::BraceGroup(b), _) => list_calls(&b.list),
+        ast::Command::Compound(ast::CompoundCommand::Coprocess(c), _) => forked_calls(&c.body, names),
+        _ => {}
+    }
+}
+
+/// A command word without its quotes (`"f"`, `\f` call `f`).
+fn unquoted(word: &str) -> String {
+    word.chars().filter(|c| !matches!(c, '"' | '\'' | '\\')).collect()
 }
 
 /// The target of `>&` that names a descriptor, not a file: `2`, `3-` (moved) or `-`
