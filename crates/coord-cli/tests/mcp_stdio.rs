@@ -891,6 +891,96 @@ fn coord_mcp_direct_hands_the_agents_pipes_over_on_postgres() {
     b.finish();
 }
 
+/// `mcp-direct = "on"` in the main checkout's `.coord/config.toml` reaches the agents of
+/// a linked worktree too (worktrees share one coordination space). Each checkout has a
+/// coordinator of its own (paths are resolved against its checkout), both on the one
+/// store beside the main checkout: each reads its agent's pipes, and the lock one agent
+/// takes refuses the other.
+#[test]
+fn the_hand_over_reaches_a_linked_worktree() {
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    let base = tempfile::tempdir().unwrap();
+    let main = base.path().join("main");
+    std::fs::create_dir_all(main.join("src")).unwrap();
+    std::fs::write(main.join("src/x.rs"), "fn x() {}\n").unwrap();
+    git(&main, &["init", "-q", "-b", "main"]);
+    git(&main, &["add", "."]);
+    git(&main, &["commit", "-q", "-m", "init"]);
+    let wt = base.path().join("wt2");
+    git(&main, &["worktree", "add", "-q", "-b", "feature", wt.to_str().unwrap()]);
+    coord_json(&main, &["--json", "init"]);
+    std::fs::write(main.join(".coord/config.toml"), "mcp-direct = \"on\"\n").unwrap();
+
+    let mut a = Server::start_at(&main, None, "agent-main", &[]);
+    let mut b = Server::start_at(&wt, None, "agent-wt", &[]);
+    let held = a.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}));
+    assert_eq!(held["success"], true, "{held}");
+    let blocked = b.call(2, "acquire_lock", json!({"file_path": "src/x.rs"}));
+    assert_eq!(blocked["locked_by"], "agent-main", "{blocked}");
+    assert!(!wt.join(".coord").exists(), "no second store in the worktree");
+    let coordinators: Vec<u32> = coordinator_sockets(&main).iter().flat_map(|s| serving(s)).collect();
+    assert_eq!(coordinators.len(), 2, "one coordinator per checkout: {coordinators:?}");
+    for s in [&a, &b] {
+        let pipe = pipe_of(&s.stdin);
+        let readers: Vec<&u32> = coordinators
+            .iter()
+            .filter(|c| pipes_open_in(**c).contains(&pipe))
+            .collect();
+        assert_eq!(readers.len(), 1, "a coordinator reads the agent's pipe");
+        assert!(
+            !has_thread(s.child.id(), "relay-up"),
+            "nothing copies the agent's lines"
+        );
+    }
+    a.finish();
+    b.finish();
+}
+
+/// stdin a named FIFO whose writer has already gone, its request still buffered: `coord
+/// mcp` answers it and ends (opening the FIFO again never waits for a writer).
+#[test]
+fn a_named_fifo_whose_writer_is_gone_is_served_and_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let fifo = dir.path().join("in.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // Read-write first (a FIFO open that never waits), then the read end the server gets.
+    let mut writer = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).unwrap();
+    let reader = std::fs::File::open(&fifo).unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fifo", "version": "1"}}});
+    writeln!(writer, "{init}").unwrap();
+    drop(writer);
+    let child = Command::new(BIN)
+        .arg("mcp")
+        .current_dir(dir.path())
+        .env("COORD_AGENT_ID", "fifo-agent")
+        .env_remove("COORD_DATABASE_URL")
+        .env_remove("COORDINATION_API_URL")
+        .env_remove("COORD_MCP_DIRECT")
+        .stdin(Stdio::from(reader))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(gone(pid), "coord mcp still runs with its input ended");
+    let out = child.wait_with_output().unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(answer.contains(r#""serverInfo":{"name":"coord""#), "{answer} {out:?}");
+}
+
 /// A handed-over session ends as a relayed one does: told to stop, `coord mcp` has the
 /// holdings released at once (grace period of an hour); killed, the coordinator takes
 /// the dropped connection as the end of the agent's input (grace period 0).

@@ -105,9 +105,13 @@ pub struct InlineEffects {
     pub mentions_socket: bool,
     /// The code forks (`os.fork()`, Perl's `fork`, `pcntl_fork()`, …).
     pub forks: bool,
-    /// The code has a loop without a bound of its own (`while`, `until`, Ruby's `loop`,
-    /// `for (;;)`): with a fork in it, a fork bomb.
-    pub loops_forever: bool,
+    /// The code loops (`while`, `until`, `for`, Perl's `redo`, Ruby's `loop`, `times`,
+    /// `each`): a fork in a loop whose children go on looping doubles the processes on
+    /// each pass, bounded or not (`for _ in range(40)` is 2^40).
+    pub loops: bool,
+    /// The code ends a process (`exit`, `os._exit`, `die`, an `exec` of a program): the
+    /// children of a fork may stop there instead of looping on.
+    pub exits: bool,
 }
 
 /// What opening a network connection looks like in the languages read here.
@@ -543,13 +547,15 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
         };
         let args = call_arguments(&toks, i, lang);
         computed_name(&toks, i, id, args.as_deref(), lang)?;
-        fx.forks |= ["fork", "pcntl_fork"].iter().any(|c| call_named(id, c));
-        fx.loops_forever |= matches!(id.as_str(), "while" | "until" | "loop")
-            || (id == "for"
-                && matches!(
-                    toks.get(i + 1..i + 4),
-                    Some([Tok::Punct('('), Tok::Punct(';'), Tok::Punct(';')])
-                ));
+        fx.forks |= ["fork", "forkpty", "pcntl_fork"].iter().any(|c| call_named(id, c));
+        fx.loops |= matches!(id.as_str(), "while" | "until" | "for" | "foreach" | "redo" | "goto")
+            || (lang == Lang::Ruby && ["loop", "times", "each", "upto"].iter().any(|m| call_named(id, m)));
+        // Python's `exec` runs code, not a program.
+        fx.exits |= ["exit", "_exit", "die", "abort", "quit"]
+            .iter()
+            .any(|c| call_named(id, c))
+            || id.starts_with("os.exec")
+            || (lang != Lang::Python && matches!(id.as_str(), "exec" | "pcntl_exec"));
         fx.redirects_descriptors |= call_named(id, "dup2")
             || call_named(id, "reopen")
             || (lang == Lang::Perl && call_named(id, "open") && reopens_std(args.as_deref()));

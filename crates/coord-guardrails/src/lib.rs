@@ -674,7 +674,10 @@ impl<'p> Analyzer<'p> {
         {
             self.add([rules::credential_sent_hit(secret)], &e.text);
         }
-        self.connected |= connected.is_some();
+        // Only `exec` without a command keeps the connection open for the rest of the
+        // line (`exec 3<>/dev/tcp/…`); any other command's redirection ends with it (the
+        // wait-for-a-port idiom `until </dev/tcp/db/5432; do sleep 1; done`).
+        self.connected |= connected.is_some() && e.argv.len() == 1 && e.argv[0].lit() == Some("exec");
         // The program the command runs, past its wrappers (`env sh`, `exec bash`).
         let shell = command_program(&e.argv).is_some_and(|p| SHELLS.contains(&p) || inline::interpreter(p).is_some());
         // A shell with its input or output on the connection, or any shell after the line
@@ -1157,16 +1160,7 @@ impl<'p> Analyzer<'p> {
         // (judged as deleting them where they are the machine's or the home's).
         let lost = rules::emptied_or_moved(prog, args);
         if !lost.is_empty() {
-            let reached: Vec<Arg> = self
-                .reach(&lost)
-                .into_iter()
-                // A moved file still exists: only the machine's files and a home's
-                // configuration are missed where they were.
-                .filter(|a| {
-                    prog == "truncate" || a.lit().is_some_and(|p| rules::system_path(p) || rules::home_config(p))
-                })
-                .collect();
-            self.add(rules::rm(&reached), text);
+            self.add(rules::rm(&rules::missed(prog, self.reach(&lost))), text);
         }
         self.add(rules::kill(prog, args), text);
         self.add(rules::permissions(prog, &self.reach(args)), text);
@@ -1433,9 +1427,12 @@ impl Analyzer<'_> {
                 text,
             );
         }
-        if fx.forks && fx.loops_forever {
+        // A fork in a loop, and no way out for the children: each pass doubles them.
+        if fx.forks && fx.loops && !fx.exits {
             self.add(
-                [rules::fork_bomb_hit(&format!("{prog} code that forks in a loop"))],
+                [rules::fork_bomb_hit(&format!(
+                    "{prog} code that forks in a loop, its children looping on"
+                ))],
                 text,
             );
         }

@@ -369,10 +369,12 @@ fn reflog_expiry() -> Hit {
 }
 
 /// A `-c` setting that makes garbage collection expire reflog entries early
-/// (`gc.reflogExpire=now`, `gc.reflogExpireUnreachable=0`); `never` keeps them.
+/// (`gc.reflogExpire=now`, `gc.reflogExpireUnreachable=0`); `never` and `false` keep
+/// them. A `--config-env` names a variable: its value is unknown, so it expires them.
 fn expires_reflog(setting: &str) -> bool {
     let (key, value) = setting.split_once('=').unwrap_or((setting, ""));
-    key.to_ascii_lowercase().starts_with("gc.") && key.to_ascii_lowercase().contains("reflogexpire") && value != "never"
+    let key = key.to_ascii_lowercase();
+    key.starts_with("gc.") && key.contains("reflogexpire") && !matches!(value, "never" | "false")
 }
 
 pub fn git(args: &[Arg]) -> Vec<Hit> {
@@ -443,7 +445,13 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             vec![reflog_expiry()]
         }
         // `git -c gc.reflogExpire=now gc`: the same expiry, as garbage collection's setting.
-        "gc" if given.iter().any(|c| expires_reflog(c.raw())) && !call.has(&["--dry-run", "-n"]) => {
+        "gc" if given
+            .iter()
+            .map(|c| c.raw())
+            .chain(args[..i].iter().filter_map(|a| a.raw().strip_prefix("--config-env=")))
+            .any(expires_reflog)
+            && !call.has(&["--dry-run", "-n"]) =>
+        {
             vec![reflog_expiry()]
         }
         "filter-branch" | "filter-repo" => vec![hit(
@@ -1038,14 +1046,7 @@ pub fn machine_write(path: &str) -> Option<Hit> {
         "/var/lib",
         "/var/log",
     ];
-    let home_config = home_config(path);
-    let machine = path.starts_with('/') && {
-        let normal = normal_absolute(path);
-        MACHINE
-            .iter()
-            .any(|root| normal == *root || normal.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
-    };
-    if !(machine || home_config) {
+    if !(within(path, MACHINE) || home_config(path)) {
         return None;
     }
     Some(hit(
@@ -1104,13 +1105,19 @@ pub fn system_path(path: &str) -> bool {
         "/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/lib32", "/lib64", "/libx32", "/var/lib", "/var/log",
         "/dev", "/sys", "/proc", "/root", "/snap",
     ];
-    if !path.starts_with('/') {
-        return false;
+    within(path, SYSTEM)
+}
+
+/// Whether absolute `path`, once `.` and `..` are resolved, is one of `trees` or inside
+/// one. Each rule keeps its own list of trees: deleting, writing and changing a file's
+/// owner break the machine in different places (`/dev` is deleted from, not written).
+fn within(path: &str, trees: &[&str]) -> bool {
+    path.starts_with('/') && {
+        let normal = normal_absolute(path);
+        trees
+            .iter()
+            .any(|root| normal == *root || normal.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
     }
-    let path = normal_absolute(path);
-    SYSTEM
-        .iter()
-        .any(|root| path == *root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
 }
 
 /// A device file that holds data (a disk, a partition): writing it destroys what is on it.
@@ -1301,15 +1308,7 @@ pub fn permissions(prog: &str, args: &[Arg]) -> Vec<Hit> {
         return Vec::new();
     }
     let files = permission_operands(prog, args);
-    let system = |f: &&&str| {
-        f.starts_with('/') && {
-            let normal = normal_absolute(f);
-            ROOTS.contains(&normal.as_str())
-                || SYSTEM
-                    .iter()
-                    .any(|root| normal == *root || normal.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')))
-        }
-    };
+    let system = |f: &&&str| (f.starts_with('/') && ROOTS.contains(&normal_absolute(f).as_str())) || within(f, SYSTEM);
     match files.iter().find(system) {
         Some(f) => vec![hit(
             Category::SystemModification,
@@ -1700,6 +1699,17 @@ pub fn emptied_or_moved(prog: &str, args: &[Arg]) -> Vec<Arg> {
         operands.pop(); // the destination
     }
     operands
+}
+
+/// Of the files `prog` empties or moves away (as reached from where it runs), those whose
+/// loss is judged as deleting them: every file `truncate` empties; a moved file still
+/// exists, so only the machine's files and a home's configuration are missed where they
+/// were.
+pub fn missed(prog: &str, reached: Vec<Arg>) -> Vec<Arg> {
+    reached
+        .into_iter()
+        .filter(|a| prog == "truncate" || a.lit().is_some_and(|p| system_path(p) || home_config(p)))
+        .collect()
 }
 
 /// Files a writer program writes, from its argv (without the program name).

@@ -183,33 +183,33 @@ impl Walk {
     }
 
     /// Pipelines by which functions start themselves alongside themselves, directly or
-    /// through other functions of the line (`a(){ b|b& }; b(){ a; }`): fork bombs.
+    /// through other functions of the line (`a(){ b|b& }; b(){ a; }`): fork bombs. A
+    /// forked call from `a` to `b` is one when `b` leads back to `a`, that is when both
+    /// are in one strongly connected component of the line's call graph (linear in the
+    /// calls: a line may define thousands of functions).
     pub fn fork_bombs(&self) -> Vec<String> {
+        let calls: Vec<&Call> = self.calls.iter().filter(|c| self.functions.contains(&c.to)).collect();
+        let mut index = std::collections::BTreeMap::new();
+        for c in &calls {
+            for name in [&c.from, &c.to] {
+                let next = index.len();
+                index.entry(name.as_str()).or_insert(next);
+            }
+        }
+        let edges: Vec<(usize, usize)> = calls
+            .iter()
+            .map(|c| (index[c.from.as_str()], index[c.to.as_str()]))
+            .collect();
+        let component = components(index.len(), &edges);
         let mut found = self.fork_bombs.clone();
-        for call in &self.calls {
-            let Some(text) = &call.forked else { continue };
-            if self.functions.contains(&call.to) && self.reaches(&call.to, &call.from) {
+        for (c, (from, to)) in calls.iter().zip(&edges) {
+            if let Some(text) = &c.forked
+                && component[*from] == component[*to]
+            {
                 found.push(text.clone());
             }
         }
         found
-    }
-
-    /// Whether function `from` calls `to`, through any chain of the line's functions.
-    fn reaches(&self, from: &str, to: &str) -> bool {
-        let mut seen = BTreeSet::from([from]);
-        let mut todo = vec![from];
-        while let Some(at) = todo.pop() {
-            for call in self.calls.iter().filter(|c| c.from == at) {
-                if call.to == to {
-                    return true;
-                }
-                if self.functions.contains(&call.to) && seen.insert(&call.to) {
-                    todo.push(&call.to);
-                }
-            }
-        }
-        false
     }
 
     fn problem(&mut self, matched: &str, reason: &str) {
@@ -786,26 +786,86 @@ impl Walk {
     }
 }
 
-/// The functions `cmd` calls: a simple command's name (however quoted: `"f"`, `\f`), and
-/// the same alone in a subshell or group (`(f)`), or run as a coprocess.
+/// The functions `cmd` calls as it runs once: a simple command's name (however quoted:
+/// `"f"`, `\f`), and the calls inside a subshell, group, `if` or `case`, or a coprocess.
+/// A loop's calls are left out: `ls | while read d; do f "$d"; done` walks a tree, one
+/// call after the other (a function defined inside is a definition, not a call).
 fn forked_calls(cmd: &ast::Command, names: &mut Vec<String>) {
-    let mut list_calls = |list: &ast::CompoundList| {
-        for ast::CompoundListItem(and_or, _) in &list.0 {
-            let chain = std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
-                ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
-            }));
-            for c in chain.flat_map(|p| p.seq.iter()) {
-                forked_calls(c, names);
-            }
-        }
-    };
+    use ast::CompoundCommand as C;
+    let mut lists: Vec<&ast::CompoundList> = Vec::new();
     match cmd {
         ast::Command::Simple(s) => names.extend(s.word_or_name.as_ref().map(|w| unquoted(&w.value))),
-        ast::Command::Compound(ast::CompoundCommand::Subshell(s), _) => list_calls(&s.list),
-        ast::Command::Compound(ast::CompoundCommand::BraceGroup(b), _) => list_calls(&b.list),
-        ast::Command::Compound(ast::CompoundCommand::Coprocess(c), _) => forked_calls(&c.body, names),
+        ast::Command::Compound(compound, _) => match compound {
+            C::Subshell(s) => lists.push(&s.list),
+            C::BraceGroup(b) => lists.push(&b.list),
+            C::IfClause(i) => {
+                lists.extend([&i.condition, &i.then]);
+                for e in i.elses.iter().flatten() {
+                    lists.extend(e.condition.iter().chain([&e.body]));
+                }
+            }
+            C::CaseClause(c) => lists.extend(c.cases.iter().filter_map(|i| i.cmd.as_ref())),
+            C::Coprocess(c) => forked_calls(&c.body, names),
+            C::ForClause(_) | C::ArithmeticForClause(_) | C::WhileClause(_) | C::UntilClause(_) | C::Arithmetic(_) => {}
+        },
         _ => {}
     }
+    for ast::CompoundListItem(and_or, _) in lists.into_iter().flat_map(|l| &l.0) {
+        let chain = std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
+            ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
+        }));
+        for c in chain.flat_map(|p| p.seq.iter()) {
+            forked_calls(c, names);
+        }
+    }
+}
+
+/// The strongly connected component of each of `n` nodes joined by `edges` (Kosaraju's
+/// algorithm, without recursion: a chain of calls may be thousands long).
+fn components(n: usize, edges: &[(usize, usize)]) -> Vec<usize> {
+    let (mut out, mut into) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+    for &(a, b) in edges {
+        out[a].push(b);
+        into[b].push(a);
+    }
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    for start in 0..n {
+        if std::mem::replace(&mut seen[start], true) {
+            continue;
+        }
+        let mut stack = vec![(start, 0)];
+        while let Some((node, next)) = stack.last_mut() {
+            if let Some(&to) = out[*node].get(*next) {
+                *next += 1;
+                if !std::mem::replace(&mut seen[to], true) {
+                    stack.push((to, 0));
+                }
+            } else {
+                order.push(*node);
+                stack.pop();
+            }
+        }
+    }
+    let mut component = vec![usize::MAX; n];
+    let mut count = 0;
+    for &start in order.iter().rev() {
+        if component[start] != usize::MAX {
+            continue;
+        }
+        count += 1;
+        component[start] = count;
+        let mut stack = vec![start];
+        while let Some(node) = stack.pop() {
+            for &from in &into[node] {
+                if component[from] == usize::MAX {
+                    component[from] = count;
+                    stack.push(from);
+                }
+            }
+        }
+    }
+    component
 }
 
 /// A command word without its quotes (`"f"`, `\f` call `f`).

@@ -31,6 +31,7 @@
 use crate::connection::{CLOSED, SESSION, TERMINATE, control, control_with, parse};
 use crate::lines::{self, Partial, Read};
 use crate::relay::Link;
+use crate::stdio::{Kind, kind, reopen_pipe};
 use coord_service::Coordination;
 use std::future::Future as _;
 use std::io::{self, Write as _};
@@ -74,43 +75,17 @@ fn parse_switch(raw: &str) -> Option<bool> {
     }
 }
 
-/// What a descriptor handed over is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Pipe,
-    Socket,
-}
-
-fn kind(fd: std::os::fd::BorrowedFd<'_>) -> Option<Kind> {
-    use std::os::unix::fs::FileTypeExt as _;
-    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
-    let t = file.metadata().ok()?.file_type();
-    if t.is_fifo() {
-        Some(Kind::Pipe)
-    } else if t.is_socket() {
-        Some(Kind::Socket)
-    } else {
-        None
-    }
-}
-
 /// This process's stdin and stdout as they are handed over: pipes reopened (new open
 /// file descriptions), sockets as they are; an error for anything else.
 pub fn agent_stdio() -> io::Result<(OwnedFd, OwnedFd)> {
-    let own = |fd: std::os::fd::BorrowedFd<'_>, path: &str, write: bool| -> io::Result<OwnedFd> {
-        match kind(fd) {
-            // An anonymous pipe (`pipe:[…]`); opening a named FIFO could wait for a writer.
-            Some(Kind::Pipe) if std::fs::read_link(path).is_ok_and(|l| l.to_string_lossy().starts_with("pipe:")) => {
-                Ok(std::fs::OpenOptions::new().read(!write).write(write).open(path)?.into())
-            }
-            Some(Kind::Socket) => fd.try_clone_to_owned(),
-            _ => Err(io::Error::other("stdin and stdout are not anonymous pipes or sockets")),
+    let own = |fd: std::os::fd::BorrowedFd<'_>, n: i32, write: bool| -> io::Result<OwnedFd> {
+        match reopen_pipe(n, write)? {
+            Some(pipe) => Ok(pipe.into()),
+            None if kind(fd) == Some(Kind::Socket) => fd.try_clone_to_owned(),
+            None => Err(io::Error::other("stdin and stdout are not pipes or sockets")),
         }
     };
-    Ok((
-        own(io::stdin().as_fd(), "/proc/self/fd/0", false)?,
-        own(io::stdout().as_fd(), "/proc/self/fd/1", true)?,
-    ))
+    Ok((own(io::stdin().as_fd(), 0, false)?, own(io::stdout().as_fd(), 1, true)?))
 }
 
 /// `coord mcp`'s side once it has handed its pipes over.

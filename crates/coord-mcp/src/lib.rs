@@ -43,6 +43,7 @@ pub mod handover;
 mod identity;
 pub mod lines;
 pub mod relay;
+mod stdio;
 pub mod toolsets;
 
 pub use connection::{CLOSED, CONTROL_PREFIX, INPUT_CLOSED, SESSION, TERMINATE, short_path_calls};
@@ -959,20 +960,12 @@ type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 /// them (a wrapper script, a parent with the same stdout). Anything else — a terminal, a
 /// file, a socket, no `/proc` — goes through tokio's `Stdin`/`Stdout` unchanged.
 fn stdio_halves() -> (Reader, Writer) {
-    use std::os::fd::AsFd;
-    use std::os::unix::fs::FileTypeExt;
-    let is_pipe = |fd: std::os::fd::BorrowedFd<'_>| {
-        fd.try_clone_to_owned()
-            .and_then(|owned| std::fs::File::from(owned).metadata())
-            .is_ok_and(|m| m.file_type().is_fifo())
-    };
     let reopened = || -> std::io::Result<(Reader, Writer)> {
-        if !(is_pipe(std::io::stdin().as_fd()) && is_pipe(std::io::stdout().as_fd())) {
+        let (Some(reader), Some(writer)) = (stdio::reopen_pipe(0, false)?, stdio::reopen_pipe(1, true)?) else {
             return Err(std::io::Error::other("stdin and stdout are not both pipes"));
-        }
-        let options = tokio::net::unix::pipe::OpenOptions::new();
-        let reader = options.open_receiver("/proc/self/fd/0")?;
-        let writer = options.open_sender("/proc/self/fd/1")?;
+        };
+        let reader = tokio::net::unix::pipe::Receiver::from_file(reader)?;
+        let writer = tokio::net::unix::pipe::Sender::from_file(writer)?;
         Ok((Box::new(reader), Box::new(writer)))
     };
     reopened().unwrap_or_else(|e| {

@@ -665,14 +665,9 @@ impl Stdio {
 
     fn open(fd: i32, write: bool) -> io::Result<Stdio> {
         use std::os::fd::AsFd as _;
-        let reopened = std::fs::OpenOptions::new()
-            .read(!write)
-            .write(write)
-            .open(format!("/proc/self/fd/{fd}"));
-        if let Ok(f) = reopened
-            && f.metadata()
-                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()))
-        {
+        if let Ok(Some(f)) = crate::stdio::reopen_pipe(fd, write) {
+            // Our own description: blocking again, for this thread's plain reads.
+            rustix::io::ioctl_fionbio(&f, false)?;
             return Ok(Stdio(f));
         }
         let inherited = if write {
