@@ -1,8 +1,8 @@
 //! The invariants ARCHITECTURE.md states, checked against the tree: the map is short, its
 //! crate table agrees with every crate's manifest (what each must not depend on), no SQL
-//! lives outside the store crates, operations never call one another, and no product
-//! function is longer than a reader can hold. These read files only: nothing is built or
-//! run.
+//! lives outside the store crates, operations never call one another, no product
+//! function is longer than a reader can hold, and doctests are off with none written.
+//! These read files only: nothing is built or run.
 
 use std::path::{Path, PathBuf};
 
@@ -434,4 +434,44 @@ fn operations_never_call_one_another() {
         "operations running operations (hand the work to Coordinator::follow or Operation::follow_ups):\n{}",
         found.join("\n")
     );
+}
+
+/// Doctests are off in every library (`[lib] doctest = false`): each crate's doctest pass
+/// is a rustdoc build of its own, and none had a doctest. So a Rust code block in a doc
+/// comment would never run: every fenced block says it is not Rust (`ignore`, `text`,
+/// `sh`, `json`, …).
+#[test]
+fn doctests_are_off_and_no_doc_comment_holds_one() {
+    const NOT_RUST: &[&str] = &[
+        "ignore", "text", "sh", "bash", "console", "json", "toml", "yaml", "sql", "ini", "markdown",
+    ];
+    let mut found = Vec::new();
+    for krate in crates() {
+        let dir = root().join("crates").join(&krate);
+        let manifest: toml_edit::DocumentMut = std::fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        if dir.join("src/lib.rs").is_file() && manifest["lib"]["doctest"].as_bool() != Some(false) {
+            found.push(format!("{krate}/Cargo.toml: no `[lib] doctest = false`"));
+        }
+        for file in sources(&dir.join("src")) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let mut open = false;
+            for (n, line) in text.lines().enumerate() {
+                let t = line.trim_start();
+                let Some(doc) = t.strip_prefix("///").or_else(|| t.strip_prefix("//!")) else {
+                    continue;
+                };
+                let Some(info) = doc.trim_start().strip_prefix("```") else {
+                    continue;
+                };
+                if !open && !NOT_RUST.contains(&info.trim()) {
+                    found.push(format!("{}:{}: a Rust block in a doc comment", shown(&file), n + 1));
+                }
+                open = !open;
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
 }
