@@ -898,18 +898,7 @@ fn coord_mcp_direct_hands_the_agents_pipes_over_on_postgres() {
 /// takes refuses the other.
 #[test]
 fn the_hand_over_reaches_a_linked_worktree() {
-    let git = |dir: &std::path::Path, args: &[&str]| {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    };
+    use support::git;
     let base = tempfile::tempdir().unwrap();
     let main = base.path().join("main");
     std::fs::create_dir_all(main.join("src")).unwrap();

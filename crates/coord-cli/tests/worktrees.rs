@@ -4,25 +4,15 @@
 //! main checkout's store instead of creating one, and sessions are listed with their
 //! worktree and branch.
 
+mod support;
+
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use support::git;
 
 const BIN: &str = env!("CARGO_BIN_EXE_coord");
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
 
 fn coord(dir: &Path, args: &[&str]) -> Output {
     Command::new(BIN)

@@ -54,3 +54,17 @@ pub fn served_address(server: &mut Child) -> String {
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string()
 }
+
+/// Runs `git args` in `dir` as a fixed author; panics when it fails.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
