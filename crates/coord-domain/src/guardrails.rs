@@ -451,15 +451,7 @@ pub fn decide(findings: &[Finding], trust: u8, elevated: &[String]) -> CoordResu
             // Every reason, not only the first: the person asked to approve must see all
             // that the command would do (an approval lets the whole command pass once).
             if blocked.len() > 1 {
-                let reasons: Vec<String> = blocked
-                    .iter()
-                    .map(|f| format!("{} ({}): {}", f.operation, f.matched, f.reason))
-                    .collect();
-                e.message = format!(
-                    "{} findings block this command: {}",
-                    blocked.len(),
-                    reasons.join("; and ")
-                );
+                e.message = format!("{} findings block this command: {}", blocked.len(), reasons(&blocked));
             }
             Err(match f.action {
                 Action::RequireTrust(t) => e.with_detail("required_trust", t).with_detail("actual_trust", trust),
@@ -468,6 +460,50 @@ pub fn decide(findings: &[Finding], trust: u8, elevated: &[String]) -> CoordResu
         }
         None => Ok(used_elevation),
     }
+}
+
+/// How many distinct reasons a refusal lists, and how many places each names: a line of
+/// thousands of commands gives thousands of findings, and the message stays readable (the
+/// approval shows the whole command beside it).
+const REASONS_LISTED: usize = 12;
+const PLACES_LISTED: usize = 3;
+
+/// The reasons of `blocked`, each once with the places it was found (`op (a; b; and 3
+/// more): reason`), in order of first appearance, the tail counted.
+fn reasons(blocked: &[&Finding]) -> String {
+    let mut groups: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    for f in blocked {
+        match groups
+            .iter_mut()
+            .find(|(op, reason, _)| *op == f.operation && *reason == f.reason)
+        {
+            Some((_, _, places)) => places.push(&f.matched),
+            None => groups.push((&f.operation, &f.reason, vec![&f.matched])),
+        }
+    }
+    let mut listed: Vec<String> = groups
+        .iter()
+        .take(REASONS_LISTED)
+        .map(|(op, reason, places)| {
+            let mut shown = places
+                .iter()
+                .take(PLACES_LISTED)
+                .copied()
+                .collect::<Vec<_>>()
+                .join("; ");
+            if places.len() > PLACES_LISTED {
+                shown.push_str(&format!("; and {} more", places.len() - PLACES_LISTED));
+            }
+            format!("{op} ({shown}): {reason}")
+        })
+        .collect();
+    if groups.len() > REASONS_LISTED {
+        listed.push(format!(
+            "{} more reasons (the command shows where)",
+            groups.len() - REASONS_LISTED
+        ));
+    }
+    listed.join("; and ")
 }
 
 #[cfg(test)]
@@ -540,6 +576,32 @@ mod tests {
             e.message
         );
         assert_eq!(e.to_value()["operation"], "force_push");
+        // A reason found in many places is said once, its places counted; so are reasons
+        // beyond the first twelve.
+        let mut many: Vec<Finding> = (0..500)
+            .map(|i| Finding {
+                matched: format!("f{i} | f{i}"),
+                ..finding(Block, "fork_bomb")
+            })
+            .collect();
+        let e = decide(&many, 4, &[]).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("500 findings block this command: fork_bomb (f0 | f0; f1 | f1; f2 | f2; and 497 more): "),
+            "{}",
+            e.message
+        );
+        many.extend((0..20).map(|i| Finding {
+            reason: format!("reason {i}"),
+            ..finding(Block, "recursive_delete")
+        }));
+        let e = decide(&many, 4, &[]).unwrap_err();
+        assert!(
+            e.message.ends_with("; and 9 more reasons (the command shows where)"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.len() < 2_000, "{}", e.message.len());
     }
 
     #[test]
