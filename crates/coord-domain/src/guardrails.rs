@@ -462,47 +462,36 @@ pub fn decide(findings: &[Finding], trust: u8, elevated: &[String]) -> CoordResu
     }
 }
 
-/// How many distinct reasons a refusal lists, and how many places each names: a line of
-/// thousands of commands gives thousands of findings, and the message stays readable (the
-/// approval shows the whole command beside it).
-const REASONS_LISTED: usize = 12;
+/// How many places a refusal names for each operation it refuses: a line of thousands of
+/// commands gives thousands of findings, and the message stays readable (the approval
+/// shows the whole command beside it). Every operation is named, however many.
 const PLACES_LISTED: usize = 3;
 
-/// The reasons of `blocked`, each once with the places it was found (`op (a; b; and 3
-/// more): reason`), in order of first appearance, the tail counted.
+/// The findings of `blocked` by operation, in order of first appearance: each operation
+/// once, with its first places and their reasons (`op (a): reason; (b): reason; and 3
+/// more`).
 fn reasons(blocked: &[&Finding]) -> String {
-    let mut groups: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    let mut groups: Vec<(&str, Vec<&Finding>)> = Vec::new();
     for f in blocked {
-        match groups
-            .iter_mut()
-            .find(|(op, reason, _)| *op == f.operation && *reason == f.reason)
-        {
-            Some((_, _, places)) => places.push(&f.matched),
-            None => groups.push((&f.operation, &f.reason, vec![&f.matched])),
+        match groups.iter_mut().find(|(op, _)| *op == f.operation) {
+            Some((_, found)) => found.push(f),
+            None => groups.push((&f.operation, vec![f])),
         }
     }
-    let mut listed: Vec<String> = groups
+    let listed: Vec<String> = groups
         .iter()
-        .take(REASONS_LISTED)
-        .map(|(op, reason, places)| {
-            let mut shown = places
+        .map(|(op, found)| {
+            let mut places: Vec<String> = found
                 .iter()
                 .take(PLACES_LISTED)
-                .copied()
-                .collect::<Vec<_>>()
-                .join("; ");
-            if places.len() > PLACES_LISTED {
-                shown.push_str(&format!("; and {} more", places.len() - PLACES_LISTED));
+                .map(|f| format!("({}): {}", f.matched, f.reason))
+                .collect();
+            if found.len() > PLACES_LISTED {
+                places.push(format!("and {} more", found.len() - PLACES_LISTED));
             }
-            format!("{op} ({shown}): {reason}")
+            format!("{op} {}", places.join("; "))
         })
         .collect();
-    if groups.len() > REASONS_LISTED {
-        listed.push(format!(
-            "{} more reasons (the command shows where)",
-            groups.len() - REASONS_LISTED
-        ));
-    }
     listed.join("; and ")
 }
 
@@ -576,32 +565,26 @@ mod tests {
             e.message
         );
         assert_eq!(e.to_value()["operation"], "force_push");
-        // A reason found in many places is said once, its places counted; so are reasons
-        // beyond the first twelve.
+        // An operation found in many places is named once, its places counted; every
+        // operation is named, whatever comes before it.
         let mut many: Vec<Finding> = (0..500)
             .map(|i| Finding {
-                matched: format!("f{i} | f{i}"),
-                ..finding(Block, "fork_bomb")
+                matched: format!("rm -rf /d{i}"),
+                reason: format!("deletes /d{i}"),
+                ..finding(Block, "system_delete")
             })
             .collect();
+        many.push(finding(Block, "reverse_shell"));
         let e = decide(&many, 4, &[]).unwrap_err();
         assert!(
-            e.message
-                .starts_with("500 findings block this command: fork_bomb (f0 | f0; f1 | f1; f2 | f2; and 497 more): "),
+            e.message.starts_with(
+                "501 findings block this command: system_delete (rm -rf /d0): deletes /d0; \
+                 (rm -rf /d1): deletes /d1; (rm -rf /d2): deletes /d2; and 497 more; and reverse_shell (x): r"
+            ),
             "{}",
             e.message
         );
-        many.extend((0..20).map(|i| Finding {
-            reason: format!("reason {i}"),
-            ..finding(Block, "recursive_delete")
-        }));
-        let e = decide(&many, 4, &[]).unwrap_err();
-        assert!(
-            e.message.ends_with("; and 9 more reasons (the command shows where)"),
-            "{}",
-            e.message
-        );
-        assert!(e.message.len() < 2_000, "{}", e.message.len());
+        assert!(e.message.len() < 1_000, "{}", e.message.len());
     }
 
     #[test]

@@ -103,14 +103,16 @@ pub struct InlineEffects {
     pub redirects_descriptors: bool,
     /// The code opens a network connection (`socket`, `fsockopen`, `net.connect`, …).
     pub mentions_socket: bool,
-    /// The code forks (`os.fork()`, Perl's `fork`, `pcntl_fork()`, …).
-    pub forks: bool,
-    /// The code loops (`while`, `until`, `for`, Perl's `redo`, Ruby's `loop`, `times`,
-    /// `each`): a fork in a loop whose children go on looping doubles the processes on
-    /// each pass, bounded or not (`for _ in range(40)` is 2^40).
-    pub loops: bool,
-    /// The code ends a process (`exit`, `os._exit`, `die`, an `exec` of a program): the
-    /// children of a fork may stop there instead of looping on.
+    /// The code forks a copy of itself (`os.fork()`, Perl's and Ruby's `fork`,
+    /// `pcntl_fork()`) inside a loop without end (`while True`, `while 1`, Ruby's `loop`,
+    /// `for (;;)`, Perl's `redo`): a fork bomb, whatever else the code does.
+    pub forks_forever: bool,
+    /// The code forks a copy of itself inside a bounded loop (`for _ in range(40)` is 2^40
+    /// processes when the children loop on).
+    pub forks_in_loop: bool,
+    /// The code can end a process or leave a loop (`exit`, `os._exit`, `die`, `last`,
+    /// `break`, an `exec` of a program): the children of a fork in a bounded loop may stop
+    /// there instead of looping on.
     pub exits: bool,
 }
 
@@ -535,6 +537,8 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
     let child_process = lang == Lang::Js && code.contains("child_process");
     // `import subprocess as sp; sp.run(…)`, `from subprocess import run`.
     let subprocess = lang == Lang::Python && code.contains("subprocess");
+    // The loops met so far (and whether one had no end): a fork after one is inside it.
+    let mut looping: Option<bool> = None;
     for (i, t) in toks.iter().enumerate() {
         let Tok::Ident(id) = t else {
             if let Tok::Backtick(cmd) = t {
@@ -547,15 +551,7 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
         };
         let args = call_arguments(&toks, i, lang);
         computed_name(&toks, i, id, args.as_deref(), lang)?;
-        fx.forks |= ["fork", "forkpty", "pcntl_fork"].iter().any(|c| call_named(id, c));
-        fx.loops |= matches!(id.as_str(), "while" | "until" | "for" | "foreach" | "redo" | "goto")
-            || (lang == Lang::Ruby && ["loop", "times", "each", "upto"].iter().any(|m| call_named(id, m)));
-        // Python's `exec` runs code, not a program.
-        fx.exits |= ["exit", "_exit", "die", "abort", "quit"]
-            .iter()
-            .any(|c| call_named(id, c))
-            || id.starts_with("os.exec")
-            || (lang != Lang::Python && matches!(id.as_str(), "exec" | "pcntl_exec"));
+        forks_and_loops(&toks, i, lang, &mut looping, fx);
         fx.redirects_descriptors |= call_named(id, "dup2")
             || call_named(id, "reopen")
             || (lang == Lang::Perl && call_named(id, "open") && reopens_std(args.as_deref()));
@@ -643,6 +639,92 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
         }
     }
     Ok(())
+}
+
+/// What the word at `i` says of processes: a loop starting (`looping` remembers the loops
+/// met so far, and whether one had no end), a fork of the running code inside one, a way
+/// out for a fork's children.
+fn forks_and_loops(toks: &[Tok], i: usize, lang: Lang, looping: &mut Option<bool>, fx: &mut InlineEffects) {
+    let Some(Tok::Ident(id)) = toks.get(i) else { return };
+    if let Some(forever) = loop_at(toks, i, lang) {
+        *looping = Some(looping.unwrap_or(false) || forever);
+    }
+    if forks_itself(toks, i, lang) {
+        // A loop before the fork holds it; Perl's modifiers come after (`fork while 1`).
+        let modifier = if lang == Lang::Perl {
+            loop_at(toks, i + 1, lang)
+        } else {
+            None
+        };
+        let within = match (*looping, modifier) {
+            (Some(a), Some(b)) => Some(a || b),
+            (a, b) => a.or(b),
+        };
+        match within {
+            Some(true) => fx.forks_forever = true,
+            // A new program per pass (JavaScript's `fork`) does not multiply itself.
+            Some(false) if lang != Lang::Js => fx.forks_in_loop = true,
+            _ => {}
+        }
+        fx.forks_forever |= lang == Lang::Perl
+            && toks
+                .iter()
+                .any(|t| matches!(t, Tok::Ident(w) if w == "redo" || w == "goto"));
+    }
+    // Python's `exec` runs code, not a program.
+    fx.exits |= ["exit", "_exit", "die", "abort", "quit"]
+        .iter()
+        .any(|c| call_named(id, c))
+        || matches!(id.as_str(), "last" | "break")
+        || id.starts_with("os.exec")
+        || (lang != Lang::Python && matches!(id.as_str(), "exec" | "pcntl_exec"));
+}
+
+/// Whether the word at `i` starts a loop, and whether that loop has no end: `while` or
+/// `until` on a constant (`while True`, `while(1)`, `until false`) or on a fork (Perl's
+/// `fork while fork`), Ruby's `loop`, `for (;;)`; `Some(false)` for any other loop.
+fn loop_at(toks: &[Tok], i: usize, lang: Lang) -> Option<bool> {
+    let Some(Tok::Ident(id)) = toks.get(i) else { return None };
+    let after: Vec<&Tok> = toks[i + 1..]
+        .iter()
+        .filter(|t| !matches!(t, Tok::Punct('(')))
+        .take(1)
+        .collect();
+    let next = match after.first() {
+        Some(Tok::Ident(w)) => w.as_str(),
+        _ => "",
+    };
+    match id.as_str() {
+        "while" => Some(matches!(next, "1" | "True" | "true" | "fork")),
+        "until" => Some(matches!(next, "0" | "False" | "false")),
+        "for" => Some(matches!(
+            toks.get(i + 1..i + 4),
+            Some([Tok::Punct('('), Tok::Punct(';'), Tok::Punct(';')])
+        )),
+        "foreach" => Some(false),
+        "loop" if lang == Lang::Ruby => Some(true),
+        _ if lang == Lang::Ruby && ["times", "each", "upto"].iter().any(|m| call_named(id, m)) => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether the word at `i` forks a copy of the running code: `os.fork()`, `pty.fork()`,
+/// Perl's and Ruby's `fork` (not Ruby's `fork { … }`, whose child ends with its block),
+/// PHP's `pcntl_fork()`; JavaScript's `fork` starts a new program (a flood only in a loop
+/// without end).
+fn forks_itself(toks: &[Tok], i: usize, lang: Lang) -> bool {
+    let Some(Tok::Ident(id)) = toks.get(i) else {
+        return false;
+    };
+    let block =
+        matches!(toks.get(i + 1), Some(Tok::Punct('{'))) || matches!(toks.get(i + 1), Some(Tok::Ident(w)) if w == "do");
+    match lang {
+        Lang::Python => matches!(id.as_str(), "os.fork" | "pty.fork" | "os.forkpty" | "fork"),
+        Lang::Perl => matches!(id.as_str(), "fork" | "POSIX::fork"),
+        Lang::Ruby => matches!(id.as_str(), "fork" | "Process.fork" | "Kernel.fork") && !block,
+        Lang::Php => id == "pcntl_fork",
+        Lang::Js => call_named(id, "fork"),
+    }
 }
 
 /// Perl's `open(STDIN, ">&S")`: a standard handle made a duplicate of another one.

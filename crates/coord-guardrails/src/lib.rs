@@ -677,7 +677,7 @@ impl<'p> Analyzer<'p> {
         // Only `exec` without a command keeps the connection open for the rest of the
         // line (`exec 3<>/dev/tcp/…`); any other command's redirection ends with it (the
         // wait-for-a-port idiom `until </dev/tcp/db/5432; do sleep 1; done`).
-        self.connected |= connected.is_some() && e.argv.len() == 1 && e.argv[0].lit() == Some("exec");
+        self.connected |= connected.is_some() && keeps_descriptors(&e.argv);
         // The program the command runs, past its wrappers (`env sh`, `exec bash`).
         let shell = command_program(&e.argv).is_some_and(|p| SHELLS.contains(&p) || inline::interpreter(p).is_some());
         // A shell with its input or output on the connection, or any shell after the line
@@ -1427,8 +1427,9 @@ impl Analyzer<'_> {
                 text,
             );
         }
-        // A fork in a loop, and no way out for the children: each pass doubles them.
-        if fx.forks && fx.loops && !fx.exits {
+        // A fork in a loop without end, or in any loop with no way out for the children:
+        // each pass doubles them.
+        if fx.forks_forever || (fx.forks_in_loop && !fx.exits) {
             self.add(
                 [rules::fork_bomb_hit(&format!(
                     "{prog} code that forks in a loop, its children looping on"
@@ -1440,6 +1441,22 @@ impl Analyzer<'_> {
             self.add(rules::rm(argv), text);
         }
     }
+}
+
+/// Whether the command is an `exec` that runs nothing (its redirections then stay for the
+/// rest of the shell): `exec`, `exec --`, `exec -a name`, `command exec`, and `exec {fd}<>…`
+/// (whose `{fd}` is read as a word).
+fn keeps_descriptors(argv: &[Arg]) -> bool {
+    let mut words = argv.iter().map(Arg::raw).skip_while(|w| matches!(*w, "command" | "-p"));
+    if words.next() != Some("exec") {
+        return false;
+    }
+    let mut value = false;
+    words.all(|w| {
+        let option = std::mem::take(&mut value) || w.starts_with('-') || (w.starts_with('{') && w.ends_with('}'));
+        value = w == "-a";
+        option
+    })
 }
 
 /// The program a command runs, past the wrappers that run the rest of it (`sudo`, `env`,
