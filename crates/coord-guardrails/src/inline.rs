@@ -539,6 +539,11 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
     let subprocess = lang == Lang::Python && code.contains("subprocess");
     // The loops met so far (and whether one had no end): a fork after one is inside it.
     let mut looping: Option<bool> = None;
+    // Looked for once, not at every fork (a line may hold thousands).
+    let jumps_back = lang == Lang::Perl
+        && toks
+            .iter()
+            .any(|t| matches!(t, Tok::Ident(w) if w == "redo" || w == "goto"));
     for (i, t) in toks.iter().enumerate() {
         let Tok::Ident(id) = t else {
             if let Tok::Backtick(cmd) = t {
@@ -551,7 +556,7 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
         };
         let args = call_arguments(&toks, i, lang);
         computed_name(&toks, i, id, args.as_deref(), lang)?;
-        forks_and_loops(&toks, i, lang, &mut looping, fx);
+        forks_and_loops(&toks, i, lang, jumps_back, &mut looping, fx);
         fx.redirects_descriptors |= call_named(id, "dup2")
             || call_named(id, "reopen")
             || (lang == Lang::Perl && call_named(id, "open") && reopens_std(args.as_deref()));
@@ -644,7 +649,15 @@ fn scan(code: &str, lang: Lang, fx: &mut InlineEffects, depth: usize) -> Result<
 /// What the word at `i` says of processes: a loop starting (`looping` remembers the loops
 /// met so far, and whether one had no end), a fork of the running code inside one, a way
 /// out for a fork's children.
-fn forks_and_loops(toks: &[Tok], i: usize, lang: Lang, looping: &mut Option<bool>, fx: &mut InlineEffects) {
+/// `jumps_back`: the code is Perl with a `redo` or `goto` (a loop without a keyword).
+fn forks_and_loops(
+    toks: &[Tok],
+    i: usize,
+    lang: Lang,
+    jumps_back: bool,
+    looping: &mut Option<bool>,
+    fx: &mut InlineEffects,
+) {
     let Some(Tok::Ident(id)) = toks.get(i) else { return };
     if let Some(forever) = loop_at(toks, i, lang) {
         *looping = Some(looping.unwrap_or(false) || forever);
@@ -666,10 +679,7 @@ fn forks_and_loops(toks: &[Tok], i: usize, lang: Lang, looping: &mut Option<bool
             Some(false) if lang != Lang::Js => fx.forks_in_loop = true,
             _ => {}
         }
-        fx.forks_forever |= lang == Lang::Perl
-            && toks
-                .iter()
-                .any(|t| matches!(t, Tok::Ident(w) if w == "redo" || w == "goto"));
+        fx.forks_forever |= jumps_back;
     }
     // Python's `exec` runs code, not a program.
     fx.exits |= ["exit", "_exit", "die", "abort", "quit"]
@@ -685,12 +695,7 @@ fn forks_and_loops(toks: &[Tok], i: usize, lang: Lang, looping: &mut Option<bool
 /// `fork while fork`), Ruby's `loop`, `for (;;)`; `Some(false)` for any other loop.
 fn loop_at(toks: &[Tok], i: usize, lang: Lang) -> Option<bool> {
     let Some(Tok::Ident(id)) = toks.get(i) else { return None };
-    let after: Vec<&Tok> = toks[i + 1..]
-        .iter()
-        .filter(|t| !matches!(t, Tok::Punct('(')))
-        .take(1)
-        .collect();
-    let next = match after.first() {
+    let next = match toks[i + 1..].iter().find(|t| !matches!(t, Tok::Punct('('))) {
         Some(Tok::Ident(w)) => w.as_str(),
         _ => "",
     };
