@@ -468,8 +468,8 @@ pub fn decide(findings: &[Finding], trust: u8, elevated: &[String]) -> CoordResu
 const PLACES_LISTED: usize = 3;
 
 /// The findings of `blocked` by operation, in order of first appearance: each operation
-/// once, with its first places and their reasons (`op (a): reason; (b): reason; and 3
-/// more`).
+/// once, with its first places and their reasons, a reason said once for the places that
+/// share it (`op (a), (b): reason; (c): other reason; and 3 more`).
 fn reasons(blocked: &[&Finding]) -> String {
     let mut groups: Vec<(&str, Vec<&Finding>)> = Vec::new();
     for f in blocked {
@@ -481,10 +481,17 @@ fn reasons(blocked: &[&Finding]) -> String {
     let listed: Vec<String> = groups
         .iter()
         .map(|(op, found)| {
-            let mut places: Vec<String> = found
+            let mut shown: Vec<(&str, Vec<String>)> = Vec::new();
+            for f in found.iter().take(PLACES_LISTED) {
+                let place = format!("({})", f.matched);
+                match shown.iter_mut().find(|(reason, _)| *reason == f.reason) {
+                    Some((_, at)) => at.push(place),
+                    None => shown.push((&f.reason, vec![place])),
+                }
+            }
+            let mut places: Vec<String> = shown
                 .iter()
-                .take(PLACES_LISTED)
-                .map(|f| format!("({}): {}", f.matched, f.reason))
+                .map(|(reason, at)| format!("{}: {reason}", at.join(", ")))
                 .collect();
             if found.len() > PLACES_LISTED {
                 places.push(format!("and {} more", found.len() - PLACES_LISTED));
@@ -585,6 +592,19 @@ mod tests {
             e.message
         );
         assert!(e.message.len() < 1_000, "{}", e.message.len());
+        // Places that share a reason are listed before it once.
+        let same: Vec<Finding> = (0..5)
+            .map(|i| Finding {
+                matched: format!("f{i}|f{i}&"),
+                reason: "a fork bomb".into(),
+                ..finding(Block, "fork_bomb")
+            })
+            .collect();
+        let e = decide(&same, 4, &[]).unwrap_err();
+        assert_eq!(
+            e.message,
+            "5 findings block this command: fork_bomb (f0|f0&), (f1|f1&), (f2|f2&): a fork bomb; and 2 more"
+        );
     }
 
     #[test]

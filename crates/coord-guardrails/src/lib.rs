@@ -282,8 +282,7 @@ pub fn files_written(command: &str) -> Vec<String> {
         return Vec::new();
     }
     std::panic::catch_unwind(|| {
-        let mut w = Walk::default();
-        w.script(command, 0);
+        let w = Walk::line(command, 0);
         let mut out: Vec<String> = Vec::new();
         for e in &w.execs {
             out.extend(e.writes.iter().filter_map(Arg::lit).map(String::from));
@@ -443,6 +442,12 @@ struct Analyzer<'p> {
     /// The line opened a network connection (`exec 5<>/dev/tcp/…`): a shell reading
     /// commands from its input later on may be reading them from it.
     connected: bool,
+    /// A credential file the line read (`k=$(cat ~/.ssh/id_rsa)`): a connection it keeps
+    /// open afterwards may carry it (variables and descriptors are not followed).
+    credential_read: Option<String>,
+    /// The variables the command being judged sets for itself (its assignments, `env
+    /// NAME=value`): git reads settings from them.
+    env: Vec<(String, Option<String>)>,
     /// Pieces of code analysed so far ([`MAX_WORK`]).
     work: usize,
 }
@@ -460,6 +465,8 @@ impl<'p> Analyzer<'p> {
             written: Default::default(),
             line_edits: false,
             connected: false,
+            credential_read: None,
+            env: Vec::new(),
             work: 0,
         }
     }
@@ -477,8 +484,7 @@ impl<'p> Analyzer<'p> {
                 text,
             );
         }
-        let mut w = if depth == 0 { Walk::default() } else { Walk::nested() };
-        w.script(text, depth);
+        let w = Walk::line(text, depth);
         if w.execs.len() > MAX_EXECS {
             return self.add(
                 [unverifiable(
@@ -641,7 +647,10 @@ impl<'p> Analyzer<'p> {
         }
         self.writes(&e.writes, &e.text);
         self.reverse_shell(e);
-        self.argv(&e.argv, &e.stdin, &e.text, depth);
+        self.env.clone_from(&e.env);
+        if !e.function {
+            self.argv(&e.argv, &e.stdin, &e.text, depth);
+        }
         self.cwd = outer;
     }
 
@@ -653,31 +662,42 @@ impl<'p> Analyzer<'p> {
             Stdin::File(f) => Some(f),
             _ => None,
         };
+        // Its own redirections, or those of a group or loop around it (`{ sh -i; }
+        // </dev/tcp/…`), with an address known or not (`/dev/tcp/$H/4444`).
         let connected = e
             .writes
             .iter()
             .chain(stdin)
+            .chain(&e.enclosing)
+            .find_map(rules::connection);
+        let secret = e
+            .argv
+            .get(1..)
+            .unwrap_or_default()
+            .iter()
+            .chain(stdin)
             .filter_map(Arg::lit)
-            .find(|p| rules::network_device(p));
+            .find(|a| rules::credential_path(a));
         // Data sent is not a finding, but a credential file sent is, also once the line
         // opened a connection (`exec 3<>/dev/tcp/…; cat ~/.ssh/id_rsa >&3`): descriptors
         // are not followed.
         if (connected.is_some() || self.connected)
-            && let Some(secret) = e
-                .argv
-                .get(1..)
-                .unwrap_or_default()
-                .iter()
-                .chain(stdin)
-                .filter_map(Arg::lit)
-                .find(|a| rules::credential_path(a))
+            && let Some(secret) = secret
         {
             self.add([rules::credential_sent_hit(secret)], &e.text);
+        }
+        if self.credential_read.is_none() {
+            self.credential_read = secret.map(str::to_string);
         }
         // Only `exec` without a command keeps the connection open for the rest of the
         // line (`exec 3<>/dev/tcp/…`); any other command's redirection ends with it (the
         // wait-for-a-port idiom `until </dev/tcp/db/5432; do sleep 1; done`).
-        self.connected |= connected.is_some() && keeps_descriptors(&e.argv);
+        let keeps = connected.is_some() && keeps_descriptors(&e.argv);
+        if keeps && let Some(secret) = self.credential_read.clone() {
+            // Read before, into a variable or a file: it may leave through the connection.
+            self.add([rules::credential_sent_hit(&secret)], &e.text);
+        }
+        self.connected |= keeps;
         // The program the command runs, past its wrappers (`env sh`, `exec bash`).
         let shell = command_program(&e.argv).is_some_and(|p| SHELLS.contains(&p) || inline::interpreter(p).is_some());
         // A shell with its input or output on the connection, or any shell after the line
@@ -938,6 +958,10 @@ impl<'p> Analyzer<'p> {
                 again.extend(args.get(next..).unwrap_or_default().iter().cloned());
                 return self.env(&again, stdin, text, depth + 1);
             } else if raw.starts_with('-') || is_assignment(raw) {
+                if let Some((name, value)) = raw.split_once('=').filter(|_| is_assignment(raw)) {
+                    let value = args[i].lit().map(|_| value.to_string());
+                    self.env.push((name.to_string(), value));
+                }
                 i += 1;
             } else {
                 break;
@@ -1107,6 +1131,10 @@ impl<'p> Analyzer<'p> {
 
     /// `git …` as a program: the shell commands its `-c` configuration runs, then [`Self::git`].
     fn git_program(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        // Settings given through the environment (`GIT_CONFIG_KEY_0=gc.reflogExpire
+        // GIT_CONFIG_VALUE_0=now git gc`) are judged as the `-c` settings they are.
+        let given = rules::git_env_settings(&self.env);
+        let args: &[Arg] = &given.into_iter().chain(args.iter().cloned()).collect::<Vec<_>>();
         // `git -c 'alias.x=!cmd' x`, `-c core.sshCommand=cmd`, ...: configuration
         // that runs a shell command.
         for pair in args.windows(2).filter(|w| w[0].raw() == "-c") {

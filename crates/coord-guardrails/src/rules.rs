@@ -369,12 +369,55 @@ fn reflog_expiry() -> Hit {
 }
 
 /// A `-c` setting that makes garbage collection expire reflog entries early
-/// (`gc.reflogExpire=now`, `gc.reflogExpireUnreachable=0`); `never` and `false` keep
-/// them. A `--config-env` names a variable: its value is unknown, so it expires them.
+/// (`gc.reflogExpire=now`, `gc.reflogExpireUnreachable=0`). A `--config-env` names a
+/// variable: its value is unknown, so it expires them.
 fn expires_reflog(setting: &str) -> bool {
     let (key, value) = setting.split_once('=').unwrap_or((setting, ""));
     let key = key.to_ascii_lowercase();
-    key.starts_with("gc.") && key.contains("reflogexpire") && !matches!(value, "never" | "false")
+    key.starts_with("gc.") && key.contains("reflogexpire") && !keeps_reflog(value)
+}
+
+/// An expiry that keeps reflog entries a week or more (git's defaults are 30 and 90
+/// days): `never`, `false`, `2.weeks`, `90 days`, `3.months.ago`. Anything else — `now`,
+/// `all`, `0`, hours, a date, a value not known — expires what a recovery needs.
+fn keeps_reflog(value: &str) -> bool {
+    let value = value.to_ascii_lowercase();
+    if matches!(value.as_str(), "never" | "false") {
+        return true;
+    }
+    let words: Vec<&str> = value
+        .split(['.', ' ', '_'])
+        .filter(|w| !w.is_empty() && *w != "ago")
+        .collect();
+    let [n, unit] = words[..] else { return false };
+    let Ok(n) = n.parse::<u64>() else { return false };
+    match unit.trim_end_matches('s') {
+        "day" => n >= 7,
+        "week" | "month" | "year" => n >= 1,
+        _ => false,
+    }
+}
+
+/// The settings git takes from its environment, as the `-c KEY=VALUE` arguments they
+/// amount to: `GIT_CONFIG_KEY_<n>` with `GIT_CONFIG_VALUE_<n>` (a value only known at run
+/// time stays so). `GIT_CONFIG_PARAMETERS`, git's own quoted list, is taken as unknown.
+pub fn git_env_settings(env: &[(String, Option<String>)]) -> Vec<Arg> {
+    let value = |name: &str| env.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let mut out = Vec::new();
+    for (name, key) in env {
+        if name == "GIT_CONFIG_PARAMETERS" {
+            out.extend([Arg::Lit("-c".into()), Arg::Unknown(format!("${name}"))]);
+        }
+        let Some(n) = name.strip_prefix("GIT_CONFIG_KEY_") else {
+            continue;
+        };
+        let setting = match (key, value(&format!("GIT_CONFIG_VALUE_{n}")).flatten()) {
+            (Some(k), Some(v)) => Arg::Lit(format!("{k}={v}")),
+            _ => Arg::Unknown(format!("${name}")),
+        };
+        out.extend([Arg::Lit("-c".into()), setting]);
+    }
+    out
 }
 
 pub fn git(args: &[Arg]) -> Vec<Hit> {
@@ -444,13 +487,15 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
         {
             vec![reflog_expiry()]
         }
-        // `git -c gc.reflogExpire=now gc`: the same expiry, as garbage collection's setting.
-        "gc" if given
-            .iter()
-            .map(|c| c.raw())
-            .chain(args[..i].iter().filter_map(|a| a.raw().strip_prefix("--config-env=")))
-            .any(expires_reflog)
-            && !call.has(&["--dry-run", "-n"]) =>
+        // `git -c gc.reflogExpire=now gc`: the same expiry, as garbage collection's setting
+        // (`git maintenance run` runs gc).
+        "gc" | "maintenance"
+            if given
+                .iter()
+                .map(|c| c.raw())
+                .chain(args[..i].iter().filter_map(|a| a.raw().strip_prefix("--config-env=")))
+                .any(expires_reflog)
+                && !call.has(&["--dry-run", "-n"]) =>
         {
             vec![reflog_expiry()]
         }
@@ -461,6 +506,10 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             "rewriting history invalidates every other clone; ask for approval",
         )],
         "config" => match git_config_write(rest) {
+            // The setting by which every later `gc` expires the reflog.
+            Some((key, Some(value))) if expires_reflog(&format!("{key}={}", value.raw())) => {
+                vec![reflog_expiry()]
+            }
             Some((key, value)) if key == "clean.requireforce" && git_false(value.map(Arg::raw)) => vec![hit(
                 Category::GitForce,
                 "clean_force",
@@ -1146,6 +1195,18 @@ pub fn device_path(path: &str) -> bool {
 pub fn network_device(path: &str) -> bool {
     let normal = format!("/{}", normal_parts(path).join("/"));
     path.starts_with('/') && (normal.starts_with("/dev/tcp/") || normal.starts_with("/dev/udp/"))
+}
+
+/// The connection a redirection to or from `a` opens: a network pseudo-device, also when
+/// its address is only known at run time (`/dev/tcp/$H/4444`, `"/dev/tcp/${HOST}/$PORT"`).
+pub fn connection(a: &Arg) -> Option<&str> {
+    match a {
+        Arg::Lit(p) => network_device(p).then_some(p.as_str()),
+        Arg::Unknown(raw) => {
+            let bare = raw.trim_start_matches(['"', '\'']);
+            (bare.starts_with("/dev/tcp/") || bare.starts_with("/dev/udp/")).then_some(raw.as_str())
+        }
+    }
 }
 
 pub fn credential_sent_hit(path: &str) -> Hit {
@@ -2063,4 +2124,34 @@ pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
             "{path} is the project's {shipping} script, and its code was not read; run the steps it stands for so each can be judged, or ask for approval"
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reflog_expiries_that_keep_a_week() {
+        let cases = [
+            ("never", true),
+            ("false", true),
+            ("90.days", true),
+            ("90 days", true),
+            ("2.weeks.ago", true),
+            ("3.months", true),
+            ("1.year", true),
+            ("7.days", true),
+            ("6.days", false),
+            ("now", false),
+            ("all", false),
+            ("0", false),
+            ("1.hour.ago", false),
+            ("2024-01-01", false),
+            ("$WHEN", false),
+            ("", false),
+        ];
+        for (value, keeps) in cases {
+            assert_eq!(keeps_reflog(value), keeps, "{value}");
+        }
+    }
 }

@@ -37,6 +37,9 @@ pub struct Scope {
     split_changed: bool,
     /// Assignments and `cd` are no longer taken at their word ([`Effect::Distrust`]).
     distrusted: bool,
+    /// Inside a function called with these arguments (each when known and one word), as
+    /// far as the body has not changed them in a way not followed (`set --`).
+    positional: Option<Vec<Option<String>>>,
 }
 
 /// What one simple command does to the shell state.
@@ -54,6 +57,8 @@ pub enum Effect {
     /// of the line: a nameref, a read-only or integer variable, `shopt`, a DEBUG trap,
     /// `hash`, `enable`, an alias, a changed PATH.
     Distrust,
+    /// `shift N` (`None`: the positional parameters changed in a way not followed, `set --`).
+    Shift(Option<usize>),
 }
 
 impl Scope {
@@ -134,8 +139,59 @@ impl Scope {
             Parameter::Special(SpecialParameter::ProcessId | SpecialParameter::LastBackgroundProcessId) => {
                 Some(SOME_NUMBER.into())
             }
+            // Past the last argument, a positional parameter is empty.
+            Parameter::Positional(n @ 1..) => match self.positional.as_ref()?.get(*n as usize - 1) {
+                Some(v) => v.clone(),
+                None => Some(String::new()),
+            },
+            Parameter::Special(SpecialParameter::PositionalParameterCount) => {
+                Some(self.positional.as_ref()?.len().to_string())
+            }
+            // `"$*"`: the arguments joined by a blank, one word only when there is one.
+            Parameter::Special(SpecialParameter::AllPositionalParameters { concatenate: true }) => {
+                match self.positional.as_deref()? {
+                    [] => Some(String::new()),
+                    [one] => one.clone(),
+                    _ => None,
+                }
+            }
             _ => None,
         }
+    }
+
+    /// The words `"$@"` (or `$*`, whose words do not split further) stands for, inside a
+    /// function whose arguments are known.
+    pub fn arguments(&self) -> Option<&[Option<String>]> {
+        self.positional
+            .as_deref()
+            .filter(|_| !self.split_changed && !self.distrusted)
+    }
+
+    /// A scope for a function's body called with `args` (each when known), knowing
+    /// nothing else: its variables may be set anywhere before the call.
+    pub fn call(&self, args: Vec<Option<String>>) -> Scope {
+        let mut s = Scope::default();
+        s.forget_all();
+        if self.distrusted {
+            s.distrust();
+        }
+        s.positional = Some(args.into_iter().map(|v| v.filter(|v| one_word(v))).collect());
+        s
+    }
+
+    /// The function arguments `other` knows.
+    pub fn arguments_of(&mut self, other: &Scope) {
+        self.positional.clone_from(&other.positional);
+    }
+
+    fn shift(&mut self, n: Option<usize>, certain: bool) {
+        self.positional = match (self.positional.take(), n) {
+            (Some(mut args), Some(n)) if n <= args.len() && certain => {
+                args.drain(..n);
+                Some(args)
+            }
+            _ => None,
+        };
     }
 
     /// `name` holds `value` (a loop's variable, for one pass).
@@ -154,6 +210,7 @@ impl Scope {
             Effect::Cd(dir) => self.cwd = dir.clone().filter(|_| !self.distrusted),
             Effect::Forget => self.forget_all(),
             Effect::Distrust => self.distrust(),
+            Effect::Shift(n) => self.shift(*n, true),
         }
     }
 
@@ -169,6 +226,7 @@ impl Scope {
             Effect::Cd(_) => self.cwd = None,
             Effect::Forget => self.forget_all(),
             Effect::Distrust => self.distrust(),
+            Effect::Shift(n) => self.shift(*n, true),
         }
     }
 
@@ -183,7 +241,28 @@ impl Scope {
             Effect::Cd(_) => self.cwd = None,
             Effect::Forget => self.forget_all(),
             Effect::Distrust => self.distrust(),
+            Effect::Shift(n) => self.shift(*n, false),
         }
+    }
+
+    /// What holds whether or not the code that led from this scope to `other` ran (the
+    /// rest of an `&&` chain): what both know alike.
+    pub fn meet(&mut self, other: &Scope) {
+        let names: Vec<String> = self.vars.keys().chain(other.vars.keys()).cloned().collect();
+        for name in names {
+            if self.vars.get(&name) != other.vars.get(&name) {
+                self.vars.insert(name, None);
+            }
+        }
+        if self.cwd != other.cwd {
+            self.cwd = None;
+        }
+        if self.positional != other.positional {
+            self.positional = None;
+        }
+        self.forgot |= other.forgot;
+        self.split_changed |= other.split_changed;
+        self.distrusted |= other.distrusted;
     }
 
     /// Names assigned somewhere this scope cannot follow (a loop, a branch).
@@ -211,6 +290,8 @@ impl Scope {
         self.vars.clear();
         self.cwd = None;
         self.forgot = true;
+        // `eval 'set -- …'`, `source`: the arguments too.
+        self.positional = None;
     }
 
     fn set(&mut self, name: &str, value: Option<String>) {

@@ -4,7 +4,8 @@
 //! process and command substitutions. Code inside strings (command substitutions) is
 //! parsed again; what cannot be read with certainty becomes a [`Problem`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use brush_parser::ast;
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
@@ -65,6 +66,16 @@ pub struct Exec {
     pub cwd: Option<String>,
     /// The code changed directory in a way not followed: not where the code started.
     pub cwd_lost: bool,
+    /// What the groups, subshells, loops and functions around it redirect to and from
+    /// (`{ sh -i; } </dev/tcp/…`): their writes are judged once, with the construct; what
+    /// this command reads or sends through them is judged with it.
+    pub enclosing: Vec<Arg>,
+    /// The command's own assignments (`GIT_CONFIG_KEY_0=… git gc`): each name, and its
+    /// value when known.
+    pub env: Vec<(String, Option<String>)>,
+    /// It calls a function the line surely defined: its body is walked where it is
+    /// called, and its words are not a program's.
+    pub function: bool,
 }
 
 /// Something that cannot be analysed with certainty: it fails closed.
@@ -83,6 +94,12 @@ pub const RUNTIME_HOLE: &str = "$COORD_RUNTIME_OPERAND";
 
 /// How deep code may nest in code (`bash -c "$(...)"`...) before it is refused.
 pub const MAX_DEPTH: usize = 12;
+
+/// Calls of the line's functions whose bodies are walked with their arguments, in all, and
+/// how deep such calls may nest; a call past either bound is judged by the body walked
+/// with unknown arguments (a line may call thousands, or each function two others).
+const MAX_CALLS_WALKED: usize = 64;
+const MAX_CALL_NESTING: usize = 8;
 
 fn options() -> ParserOptions {
     ParserOptions::default()
@@ -109,6 +126,28 @@ pub struct Walk {
     forgot: bool,
     /// Functions the line defines: calling one may change anything.
     functions: BTreeSet<String>,
+    /// Their bodies, walked where they are called with the call's arguments as `$1`,
+    /// `"$@"`…
+    bodies: BTreeMap<String, Definitions>,
+    /// Inside a construct that may not run, or runs in a subshell (a branch, a loop, a
+    /// group, the rest of an `&&` chain, a pipeline, a background job): a function
+    /// defined there may not be defined after it.
+    uncertain: usize,
+    /// Functions called where their body was not walked ([`MAX_CALLS_WALKED`], a
+    /// recursion): walked with unknown arguments once the line is walked.
+    /// With what those calls redirect to and from (`f </dev/tcp/…`).
+    unwalked: BTreeMap<String, Vec<Arg>>,
+    /// Functions whose bodies (as defined last) were walked at a call.
+    called: BTreeSet<String>,
+    /// Calls whose bodies were walked so far.
+    calls_walked: usize,
+    /// The redirections of the constructs being walked ([`Exec::enclosing`]).
+    enclosing: Vec<Arg>,
+    /// The line hands functions to code this walk does not see (`export -f`, `source`,
+    /// an alias): every body is also walked with unknown arguments.
+    indirect: bool,
+    /// `shift`s walked so far: a loop with one sees other arguments on each pass.
+    shifts: usize,
     /// A `cd` happened that is not followed.
     cwd_lost: bool,
     /// Inside a loop already analysed once per value (loops in it are not expanded).
@@ -125,6 +164,15 @@ pub struct Walk {
     calls: Vec<Call>,
 }
 
+/// The bodies a function's name may stand for when it is called: the last one surely
+/// defined, and those defined after it in a construct that may not have run.
+#[derive(Debug, Default)]
+struct Definitions {
+    bodies: Vec<Rc<ast::FunctionBody>>,
+    /// One of them surely runs when the name is called (else maybe a program of that name).
+    certain: bool,
+}
+
 /// A command in a function's body that may call another function of the line.
 #[derive(Debug)]
 struct Call {
@@ -139,14 +187,117 @@ impl Walk {
     /// A walk of nested code (`bash -c`, a package script, a recipe line): it starts in a
     /// shell whose variables the line may have set, so no convention (`$TMPDIR` is /tmp)
     /// is taken.
-    pub fn nested() -> Walk {
+    fn nested() -> Walk {
         let mut w = Walk::default();
         w.scope.forget_all();
         w
     }
 
+    /// The walk of a whole command line, or of code nested in one (`depth` > 0: its
+    /// variables may have been set by the line, so no convention holds), with the bodies
+    /// of the functions it defines.
+    pub fn line(text: &str, depth: usize) -> Walk {
+        let mut w = if depth == 0 { Walk::default() } else { Walk::nested() };
+        w.script(text, depth);
+        // The functions never called with their arguments: their bodies run some other
+        // way (`export -f`, a call past the bounds), with arguments not known.
+        // (Rounds: a body walked may define more functions.)
+        w.calls_walked = MAX_CALLS_WALKED;
+        let mut done = BTreeSet::new();
+        loop {
+            let indirect = w.indirect;
+            let never = w
+                .bodies
+                .keys()
+                .filter(|f| (indirect || !w.called.contains(*f)) && !done.contains(&((*f).clone(), Vec::new())));
+            let never: Vec<String> = never.cloned().collect();
+            for name in never {
+                w.unwalked.entry(name).or_default();
+            }
+            if w.unwalked.is_empty() {
+                break;
+            }
+            while let Some((name, around)) = w.unwalked.pop_first() {
+                let raw: Vec<String> = around.iter().map(|a| a.raw().to_string()).collect();
+                if done.insert((name.clone(), raw)) {
+                    let outer = std::mem::replace(&mut w.enclosing, around);
+                    for body in w.definitions(&name) {
+                        w.body(&name, &body, None, depth);
+                    }
+                    w.enclosing = outer;
+                }
+            }
+        }
+        w
+    }
+
+    /// Walks a function's body as it runs: called with `args` (each when known), or with
+    /// arguments not known.
+    fn body(&mut self, name: &str, body: &ast::FunctionBody, args: Option<Vec<Option<String>>>, depth: usize) {
+        let around = self.enclosing.len();
+        if let Some(redirects) = &body.1 {
+            self.redirect_list(name.to_string(), redirects, depth);
+        }
+        self.defining.push(name.to_string());
+        self.contained(true, |w| {
+            if let Some(args) = args {
+                w.scope = w.scope.call(args);
+            }
+            w.compound(&body.0, depth)
+        });
+        self.defining.pop();
+        self.enclosing.truncate(around);
+    }
+
+    /// A call of one of the line's functions, with `argv` (the function's name first):
+    /// its body walked with those arguments, unless past the bounds or a recursion (then
+    /// with unknown arguments, once the line is walked).
+    fn call(&mut self, exec: &Exec, depth: usize) {
+        let argv = &exec.argv;
+        let Some(name) = argv.first().and_then(Arg::lit) else {
+            return;
+        };
+        // The call's redirections are the body's (`f </dev/tcp/…`).
+        let mut around = self.enclosing.clone();
+        around.extend(exec.writes.iter().cloned());
+        if let Stdin::File(f) = &exec.stdin {
+            around.push(f.clone());
+        }
+        let bodies = self.definitions(name);
+        if bodies.is_empty() {
+            return;
+        }
+        let nested = self.defining.len();
+        let bounded = self.calls_walked >= MAX_CALLS_WALKED || nested >= MAX_CALL_NESTING;
+        if bounded || self.defining.iter().any(|d| d == name) {
+            self.unwalked.entry(name.to_string()).or_default().extend(around);
+            return;
+        }
+        self.calls_walked += bodies.len();
+        self.called.insert(name.to_string());
+        let args: Vec<Option<String>> = argv[1..].iter().map(|a| a.lit().map(str::to_string)).collect();
+        let outer = std::mem::replace(&mut self.enclosing, around);
+        for body in bodies {
+            self.body(name, &body, Some(args.clone()), depth);
+        }
+        self.enclosing = outer;
+    }
+
+    fn definitions(&self, name: &str) -> Vec<Rc<ast::FunctionBody>> {
+        self.bodies.get(name).map(|d| d.bodies.clone()).unwrap_or_default()
+    }
+
+    /// Whether a command named `argv[0]` surely runs one of the line's functions (then
+    /// what runs is its body, walked at the call), not a program.
+    fn calls_function(&self, argv: &[Arg]) -> bool {
+        argv.first()
+            .and_then(Arg::lit)
+            .and_then(|name| self.bodies.get(name))
+            .is_some_and(|d| d.certain)
+    }
+
     /// Parses `text` and walks it; a parse error is a problem.
-    pub fn script(&mut self, text: &str, depth: usize) {
+    fn script(&mut self, text: &str, depth: usize) {
         if depth > MAX_DEPTH {
             return self.problem(text, "code nested too deeply to analyse");
         }
@@ -224,6 +375,7 @@ impl Walk {
             if matches!(sep, ast::SeparatorOperator::Async) {
                 // `x=… &`: a background job sets nothing in this shell.
                 let outer = self.scope.clone();
+                self.uncertain += 1;
                 let pipelines = std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
                     ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
                 }));
@@ -231,6 +383,7 @@ impl Walk {
                     self.self_calls(p);
                 }
                 self.and_or(and_or, depth);
+                self.uncertain -= 1;
                 self.scope = outer;
             } else {
                 self.and_or(and_or, depth);
@@ -242,11 +395,17 @@ impl Walk {
     /// after the chain, only what the first command set and could not fail.
     fn and_or(&mut self, and_or: &ast::AndOrList, depth: usize) {
         let mut after = self.scope.clone();
-        if let Some(e) = self.pipeline(&and_or.first, depth) {
-            after.apply_certain(&e);
-            self.scope.apply(&e);
+        match self.pipeline(&and_or.first, depth) {
+            Some(e) => {
+                after.apply_certain(&e);
+                self.scope.apply(&e);
+            }
+            // A compound command or a pipeline of several: what its walk left known (it
+            // forgot what it may have changed).
+            None => after = self.scope.clone(),
         }
         after.forget_names(&std::mem::take(&mut self.word_assigned), false);
+        self.uncertain += 1;
         for next in &and_or.additional {
             let p = match next {
                 ast::AndOr::And(p) => p,
@@ -256,12 +415,16 @@ impl Walk {
                     p
                 }
             };
-            if let Some(e) = self.pipeline(p, depth) {
-                after.forget(&e);
-                self.scope.apply(&e);
+            match self.pipeline(p, depth) {
+                Some(e) => {
+                    after.forget(&e);
+                    self.scope.apply(&e);
+                }
+                None => after.meet(&self.scope),
             }
             after.forget_names(&std::mem::take(&mut self.word_assigned), false);
         }
+        self.uncertain -= 1;
         self.scope = after;
     }
 
@@ -269,21 +432,27 @@ impl Walk {
     /// (each part of a longer pipeline runs in a subshell).
     fn pipeline(&mut self, p: &ast::Pipeline, depth: usize) -> Option<Effect> {
         self.pending = None;
-        if p.seq.len() > 1 {
+        let several = p.seq.len() > 1;
+        if several {
             self.self_calls(p);
         }
+        self.uncertain += usize::from(several);
         for (i, cmd) in p.seq.iter().enumerate() {
             let stdin = if i == 0 { Stdin::Inherited } else { Stdin::Pipe };
             self.command(cmd, stdin, depth);
         }
+        self.uncertain -= usize::from(several);
         let effect = self.pending.take()?;
+        self.shifts += usize::from(matches!(effect, Effect::Shift(_)));
         if let Effect::Assign(names) = &effect {
             self.assigned.extend(names.iter().map(|(n, _, _)| n.clone()));
         }
-        self.moved |= !matches!(effect, Effect::Assign(_));
-        self.forgot |= matches!(effect, Effect::Forget | Effect::Distrust);
+        let assigns = matches!(effect, Effect::Assign(_) | Effect::Shift(_));
+        self.moved |= !assigns;
+        // A shift in a branch or loop: what follows it cannot know the arguments.
+        self.forgot |= matches!(effect, Effect::Forget | Effect::Distrust | Effect::Shift(_));
         // Any `cd` leaves the code somewhere not followed once its chain ends.
-        self.cwd_lost |= !matches!(effect, Effect::Assign(_));
+        self.cwd_lost |= !assigns;
         if effect == Effect::Distrust {
             return Some(effect); // for the rest of the line, whatever the pipeline
         }
@@ -309,8 +478,12 @@ impl Walk {
             if !trusted {
                 self.scope.distrust();
             }
+            // A loop in a function's body: its arguments (a shift in it is walked again).
+            self.scope.arguments_of(&outer);
         }
+        self.uncertain += 1;
         walk(self);
+        self.uncertain -= 1;
         outer.forget_names(&self.assigned, self.moved);
         if self.forgot {
             outer.forget_all();
@@ -326,6 +499,9 @@ impl Walk {
         match cmd {
             ast::Command::Simple(simple) => self.simple(simple, stdin, depth),
             ast::Command::Compound(compound, redirects) => {
+                // Redirections are opened before the body runs.
+                let around = self.enclosing.len();
+                self.redirects_only(cmd, redirects.as_ref(), depth);
                 let loops = matches!(
                     compound,
                     ast::CompoundCommand::ForClause(_)
@@ -333,6 +509,7 @@ impl Walk {
                         | ast::CompoundCommand::WhileClause(_)
                         | ast::CompoundCommand::UntilClause(_)
                 );
+                let shifts = self.shifts;
                 if let ast::CompoundCommand::ForClause(f) = compound
                     && !self.expanding
                     && self.scope.trusted()
@@ -351,25 +528,39 @@ impl Walk {
                 } else {
                     self.contained(loops, |w| w.compound(compound, depth));
                 }
+                if loops && self.shifts > shifts {
+                    // Each pass after the first sees other arguments: once more, not
+                    // knowing them.
+                    self.scope.forget_all();
+                    self.contained(true, |w| w.compound(compound, depth));
+                }
                 if let ast::CompoundCommand::ForClause(f) = compound {
                     self.scope.forget_names([&f.variable_name], false);
                 }
                 if matches!(compound, ast::CompoundCommand::Arithmetic(_)) {
                     self.scope.forget_all(); // `(( x = … ))` assigns
                 }
-                self.redirects_only(cmd, redirects.as_ref(), depth);
+                self.enclosing.truncate(around);
             }
             ast::Command::Function(def) => {
-                // A function's body runs when it is called: analyse it as if it ran.
-                self.functions.insert(def.fname.value.clone());
-                self.defining.push(def.fname.value.clone());
-                self.contained(true, |w| w.compound(&def.body.0, depth));
-                self.defining.pop();
-                self.redirects_only(cmd, def.body.1.as_ref(), depth);
+                // A function's body runs when it is called: it is walked there.
+                let name = def.fname.value.clone();
+                self.functions.insert(name.clone());
+                let body = Rc::new(def.body.clone());
+                let certain = self.uncertain == 0;
+                let defs = self.bodies.entry(name.clone()).or_default();
+                if certain {
+                    defs.bodies.clear();
+                }
+                defs.bodies.push(body);
+                defs.certain |= certain;
+                self.called.remove(&name);
             }
             ast::Command::ExtendedTest(test, redirects) => {
-                self.test_expr(&test.expr, depth);
+                let around = self.enclosing.len();
                 self.redirects_only(cmd, redirects.as_ref(), depth);
+                self.test_expr(&test.expr, depth);
+                self.enclosing.truncate(around);
             }
         }
     }
@@ -390,21 +581,44 @@ impl Walk {
 
     /// The redirections of a compound command: the files it writes.
     fn redirects_only(&mut self, cmd: &ast::Command, redirects: Option<&ast::RedirectList>, depth: usize) {
-        let Some(list) = redirects else { return };
-        let mut exec = Exec {
-            argv: Vec::new(),
-            writes: Vec::new(),
-            stdin: Stdin::Inherited,
-            text: cmd.to_string(),
-            cwd: self.scope.cwd.clone(),
-            cwd_lost: self.cwd_lost && self.scope.cwd.is_none(),
-        };
+        if let Some(list) = redirects {
+            self.redirect_list(cmd.to_string(), list, depth);
+        }
+    }
+
+    /// A construct's redirections: a unit of their own for the files they write, and
+    /// around the commands inside it ([`Exec::enclosing`]) until the caller truncates.
+    fn redirect_list(&mut self, text: String, list: &ast::RedirectList, depth: usize) {
+        let mut exec = self.exec(text, Stdin::Inherited);
         for r in &list.0 {
             self.redirect(r, &mut exec, depth);
         }
-        if !exec.writes.is_empty() {
-            self.execs.push(exec);
+        self.enclosing.extend(exec.writes.iter().cloned());
+        if let Stdin::File(f) = &exec.stdin {
+            self.enclosing.push(f.clone());
         }
+        if !exec.writes.is_empty() {
+            self.push(exec);
+        }
+    }
+
+    /// A unit for a command about to be walked, where it runs.
+    fn exec(&self, text: String, stdin: Stdin) -> Exec {
+        Exec {
+            argv: Vec::new(),
+            writes: Vec::new(),
+            stdin,
+            text,
+            cwd: self.scope.cwd.clone(),
+            cwd_lost: self.cwd_lost && self.scope.cwd.is_none(),
+            enclosing: self.enclosing.clone(),
+            env: Vec::new(),
+            function: false,
+        }
+    }
+
+    fn push(&mut self, exec: Exec) {
+        self.execs.push(exec);
     }
 
     fn test_expr(&mut self, e: &ast::ExtendedTestExpr, depth: usize) {
@@ -483,14 +697,7 @@ impl Walk {
     }
 
     fn simple(&mut self, s: &ast::SimpleCommand, stdin: Stdin, depth: usize) {
-        let mut exec = Exec {
-            argv: Vec::new(),
-            writes: Vec::new(),
-            stdin,
-            text: s.to_string(),
-            cwd: self.scope.cwd.clone(),
-            cwd_lost: self.cwd_lost && self.scope.cwd.is_none(),
-        };
+        let mut exec = self.exec(s.to_string(), stdin);
         let mut assigned = Vec::new();
         for item in s.prefix.iter().flat_map(|p| p.0.iter()) {
             if let Some(a) = self.item(item, true, &mut exec, depth) {
@@ -502,12 +709,15 @@ impl Walk {
                 let (from, to) = (from.clone(), unquoted(&w.value));
                 self.calls.push(Call { from, to, forked: None });
             }
-            let a = self.word(w, depth);
-            exec.argv.push(a);
+            let words = self.words(w, depth);
+            exec.argv.extend(words);
         }
         for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, false, &mut exec, depth);
         }
+        exec.function = self.calls_function(&exec.argv);
+        self.call(&exec, depth);
+        self.evaluated(&exec.argv, depth);
         // `d=$(mktemp -d) e=$(true)`: the statement's status is the last substitution's,
         // so none of its substituted values is sure.
         if assigned.iter().filter(|(_, _, fallible)| *fallible).count() > 1 {
@@ -517,12 +727,65 @@ impl Walk {
                 }
             }
         }
+        if !exec.argv.is_empty() {
+            exec.env = assigned.iter().map(|(n, v, _)| (n.clone(), v.clone())).collect();
+        }
         self.pending = if exec.argv.is_empty() {
             Some(Effect::Assign(assigned)).filter(|_| s.prefix.is_some())
         } else {
             self.effect(&exec.argv)
         };
-        self.execs.push(exec);
+        self.push(exec);
+    }
+
+    /// Literal code `eval` or `trap` runs, walked here too so that the line's functions
+    /// are known in it (`f build; eval "f ~"`, `f(){ eval 'f|f&'; }`); the analysis
+    /// judges that code again on its own (what does not parse is reported there). And
+    /// commands that hand functions to code not walked here (`export -f`, `source`, an
+    /// alias), or take them away (`unset -f`).
+    fn evaluated(&mut self, argv: &[Arg], depth: usize) {
+        let Some((first, args)) = argv.split_first() else {
+            return;
+        };
+        let args = args.strip_prefix(&[Arg::Lit("--".into())][..]).unwrap_or(args);
+        let code: Option<Vec<&str>> = match first.lit() {
+            Some("eval") => args.iter().map(Arg::lit).collect(),
+            Some("trap") => args.first().and_then(Arg::lit).map(|c| vec![c]),
+            Some("export" | "declare" | "typeset") => {
+                let functions = |a: &Arg| a.raw().starts_with('-') && a.raw().contains('f');
+                self.indirect |= args.iter().any(functions);
+                None
+            }
+            Some("alias" | "complete" | "bind" | "source" | ".") => {
+                self.indirect = true;
+                None
+            }
+            Some("unset") => {
+                self.unset(args);
+                None
+            }
+            _ => None,
+        };
+        if let Some(code) = code {
+            let problems = self.problems.len();
+            self.script(&code.join(" "), depth + 1);
+            self.problems.truncate(problems);
+        }
+    }
+
+    /// `unset -f f` (or `unset f`, which removes f's function when no variable f is
+    /// set): after it, `f` may be the program of that name.
+    fn unset(&mut self, args: &[Arg]) {
+        for a in args.iter().filter(|a| !a.raw().starts_with('-')) {
+            match a.lit() {
+                Some(name) => {
+                    if let Some(d) = self.bodies.get_mut(name) {
+                        d.certain = false;
+                    }
+                }
+                None => self.bodies.values_mut().for_each(|d| d.certain = false),
+            }
+        }
     }
 
     /// What a command with a command word does to the shell state.
@@ -573,6 +836,16 @@ impl Walk {
             "trap" if args.iter().any(|a| matches!(a.raw(), "DEBUG" | "RETURN" | "ERR")) => Some(Effect::Distrust),
             "read" | "mapfile" | "readarray" | "getopts" | "printf" | "let" | "unset" | "select" => names(false),
             "eval" | "source" | "." | "exec" => Some(Effect::Forget),
+            "shift" => Some(Effect::Shift(match args {
+                [] => Some(1),
+                [Arg::Lit(n)] => n.parse().ok(),
+                _ => None,
+            })),
+            // `set -- a b`, `set a b`: new arguments (options alone keep them; an option's
+            // value, `-o pipefail`, is read as an argument: they are forgotten, no harm).
+            "set" if args.iter().any(|a| a.raw() == "--" || !a.raw().starts_with(['-', '+'])) => {
+                Some(Effect::Shift(None))
+            }
             _ => None,
         }
     }
@@ -589,8 +862,8 @@ impl Walk {
         match item {
             ast::CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, exec, depth),
             ast::CommandPrefixOrSuffixItem::Word(w) => {
-                let a = self.word(w, depth);
-                exec.argv.push(a);
+                let words = self.words(w, depth);
+                exec.argv.extend(words);
             }
             ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, w) => {
                 // A prefix assignment only sets the environment of this command; after
@@ -693,6 +966,19 @@ impl Walk {
                     Stdin::Text(doc.doc.value.clone())
                 };
             }
+        }
+    }
+
+    /// The words a command's word stands for: the function's arguments for `"$@"` (or
+    /// `$*`, `${@}`) inside a function whose arguments are known, else the word itself.
+    fn words(&mut self, w: &ast::Word, depth: usize) -> Vec<Arg> {
+        let all = matches!(w.value.as_str(), "$@" | "\"$@\"" | "${@}" | "\"${@}\"" | "$*" | "${*}");
+        match self.scope.arguments() {
+            Some(args) if all => args
+                .iter()
+                .map(|a| a.clone().map_or_else(|| Arg::Unknown(w.value.clone()), Arg::Lit))
+                .collect(),
+            _ => vec![self.word(w, depth)],
         }
     }
 
@@ -900,8 +1186,7 @@ fn mktemp_of(text: &str) -> Option<String> {
         },
         _ => return None,
     };
-    let mut w = Walk::default();
-    w.script(code, 0);
+    let w = Walk::line(code, 0);
     match (w.problems.as_slice(), w.execs.as_slice()) {
         ([], [e]) if e.argv.first().and_then(Arg::lit) == Some("mktemp") && e.writes.is_empty() => {
             let args: Option<Vec<&str>> = e.argv[1..].iter().map(Arg::lit).collect();
