@@ -423,12 +423,18 @@ pub const ELEVATED_TRUST: u8 = 3;
 /// `destructive_operation_blocked` — or `Ok(elevated)`, true when an elevated operation
 /// let a block through.
 pub fn decide(findings: &[Finding], trust: u8, elevated: &[String]) -> CoordResult<bool> {
+    let (listed, omitted) = listed(findings);
     let refusal = |f: &Finding, code: ErrorCode| {
-        CoordError::new(code, format!("{} ({}): {}", f.operation, f.matched, f.reason))
+        let e = CoordError::new(code, format!("{} ({}): {}", f.operation, f.matched, f.reason))
             .with_detail("operation", f.operation.as_str())
             .with_detail("category", f.category.as_str())
             .with_detail("matched", f.matched.as_str())
-            .with_detail("findings", serde_json::to_value(findings).unwrap_or_default())
+            .with_detail("findings", serde_json::to_value(&listed).unwrap_or_default());
+        if omitted > 0 {
+            e.with_detail("findings_omitted", omitted)
+        } else {
+            e
+        }
     };
     if let Some(f) = findings.iter().find(|f| f.category == Category::PersonDecision) {
         return Err(refusal(f, ErrorCode::PersonRequired));
@@ -460,6 +466,33 @@ pub fn decide(findings: &[Finding], trust: u8, elevated: &[String]) -> CoordResu
         }
         None => Ok(used_elevation),
     }
+}
+
+/// How many findings of each operation a refusal's `findings` detail holds: a line of
+/// thousands of commands would make an answer of hundreds of kilobytes for the agent to
+/// read. The rest are counted (`findings_omitted`).
+const FINDINGS_PER_OPERATION: usize = 10;
+
+/// The findings a refusal lists, the first [`FINDINGS_PER_OPERATION`] of each operation,
+/// and how many are left out.
+fn listed(findings: &[Finding]) -> (Vec<&Finding>, usize) {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    let mut listed = Vec::new();
+    for f in findings {
+        let at = match seen.iter().position(|(op, _)| *op == f.operation) {
+            Some(at) => at,
+            None => {
+                seen.push((&f.operation, 0));
+                seen.len() - 1
+            }
+        };
+        seen[at].1 += 1;
+        if seen[at].1 <= FINDINGS_PER_OPERATION {
+            listed.push(f);
+        }
+    }
+    let omitted = findings.len() - listed.len();
+    (listed, omitted)
 }
 
 /// How many places a refusal names for each operation it refuses: a line of thousands of
@@ -592,6 +625,11 @@ mod tests {
             e.message
         );
         assert!(e.message.len() < 1_000, "{}", e.message.len());
+        // The detail lists ten of each operation, and counts the rest.
+        let listed = e.details["findings"].as_array().unwrap();
+        assert_eq!(listed.len(), 11);
+        assert_eq!(listed[10]["operation"], "reverse_shell");
+        assert_eq!(e.details["findings_omitted"], 490);
         // Places that share a reason are listed before it once.
         let same: Vec<Finding> = (0..5)
             .map(|i| Finding {
