@@ -347,8 +347,8 @@ fn the_held_out_part_holds_its_figures() {
 
 /// (destructive refused, benign refused, benign warned, run-time only refused), as
 /// measured; the goals are (≥ 99%, ≤ 1%, ≤ 3%, all) of (destructive, benign, benign, held).
-const TUNING: (usize, usize, usize, usize) = (378, 8, 6, 28);
-const HELD_OUT: (usize, usize, usize, usize) = (178, 22, 5, 33);
+const TUNING: (usize, usize, usize, usize) = (378, 9, 6, 28);
+const HELD_OUT: (usize, usize, usize, usize) = (178, 23, 5, 33);
 
 #[test]
 fn the_independent_corpus_was_split_once() {
@@ -597,6 +597,36 @@ fn long_chains_of_functions_are_judged() {
         .map(|f| f.operation.clone())
         .collect();
     assert!(refused.is_empty(), "{refused:?}");
+}
+
+/// Lines whose functions are met again and again — a recursion under a redirection, a
+/// long chain of calls each with its own, loops with `shift` nested deep — are walked a
+/// bounded number of times (each body once per set of redirections around it; a loop
+/// with a shift once more only where the arguments were known), and still judged.
+#[test]
+fn functions_met_again_are_walked_a_bounded_number_of_times() {
+    let refused =
+        |line: &str| -> Vec<String> { blocking(&analyze(line)).iter().map(|f| f.operation.clone()).collect() };
+    for line in [
+        "f(){ f; rm -rf \"$1\"; } 2>/dev/null; f /",
+        "f(){ f >/dev/null; rm -rf \"$1\"; }; f /",
+        "f(){ g; }; g(){ f; rm -rf ~; } 2>/dev/null; f",
+    ] {
+        assert!(refused(line).iter().any(|o| o == "recursive_delete"), "{line}");
+    }
+    let walk = "f(){ [ -d \"$1\" ] && for x in \"$1\"/*; do f \"$x\"; done; } >>list.txt; f .";
+    assert!(refused(walk).is_empty(), "{walk}");
+    let mut chain: String = (0..800)
+        .map(|i| format!("f{i}(){{ f{} 2>/dev/null; }}; ", i + 1))
+        .collect();
+    chain.push_str("f800(){ rm -rf /; }; f0");
+    assert!(refused(&chain).iter().any(|o| o == "system_delete"), "a chain of 800");
+    let nested = format!(
+        "f(){{ {} shift; rm -rf \"$1\"; {} }}; f /tmp/a /",
+        "while :; do ".repeat(20),
+        "done; ".repeat(20)
+    );
+    assert!(refused(&nested).iter().any(|o| o == "recursive_delete"), "{nested}");
 }
 
 /// Processes, permissions, connections and lost files: the operation each command is

@@ -442,8 +442,8 @@ struct Analyzer<'p> {
     /// The line opened a network connection (`exec 5<>/dev/tcp/…`): a shell reading
     /// commands from its input later on may be reading them from it.
     connected: bool,
-    /// A credential file the line read (`k=$(cat ~/.ssh/id_rsa)`): a connection it keeps
-    /// open afterwards may carry it (variables and descriptors are not followed).
+    /// A credential file the line read (`k=$(cat ~/.ssh/id_rsa)`): a connection it opens
+    /// afterwards may carry it (variables and descriptors are not followed).
     credential_read: Option<String>,
     /// The variables the command being judged sets for itself (its assignments, `env
     /// NAME=value`): git reads settings from them.
@@ -648,9 +648,7 @@ impl<'p> Analyzer<'p> {
         self.writes(&e.writes, &e.text);
         self.reverse_shell(e);
         self.env.clone_from(&e.env);
-        if !e.function {
-            self.argv(&e.argv, &e.stdin, &e.text, depth);
-        }
+        self.argv(&e.argv, &e.stdin, &e.text, depth);
         self.cwd = outer;
     }
 
@@ -692,12 +690,14 @@ impl<'p> Analyzer<'p> {
         // Only `exec` without a command keeps the connection open for the rest of the
         // line (`exec 3<>/dev/tcp/…`); any other command's redirection ends with it (the
         // wait-for-a-port idiom `until </dev/tcp/db/5432; do sleep 1; done`).
-        let keeps = connected.is_some() && keeps_descriptors(&e.argv);
-        if keeps && let Some(secret) = self.credential_read.clone() {
-            // Read before, into a variable or a file: it may leave through the connection.
+        if connected.is_some()
+            && let Some(secret) = self.credential_read.clone()
+        {
+            // Read before, into a variable or a file: it may leave through the connection
+            // (a socket carries both ways, whatever the redirection's direction).
             self.add([rules::credential_sent_hit(&secret)], &e.text);
         }
-        self.connected |= keeps;
+        self.connected |= connected.is_some() && keeps_descriptors(&e.argv);
         // The program the command runs, past its wrappers (`env sh`, `exec bash`).
         let shell = command_program(&e.argv).is_some_and(|p| SHELLS.contains(&p) || inline::interpreter(p).is_some());
         // A shell with its input or output on the connection, or any shell after the line

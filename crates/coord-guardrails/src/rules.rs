@@ -1202,10 +1202,9 @@ pub fn network_device(path: &str) -> bool {
 pub fn connection(a: &Arg) -> Option<&str> {
     match a {
         Arg::Lit(p) => network_device(p).then_some(p.as_str()),
-        Arg::Unknown(raw) => {
-            let bare = raw.trim_start_matches(['"', '\'']);
-            (bare.starts_with("/dev/tcp/") || bare.starts_with("/dev/udp/")).then_some(raw.as_str())
-        }
+        // Quotes removed and the path made normal (`"/dev"/./tcp/$H/4444`); the unknown
+        // parts are the host and port.
+        Arg::Unknown(raw) => network_device(&raw.replace(['"', '\''], "")).then_some(raw.as_str()),
     }
 }
 

@@ -37,9 +37,19 @@ pub struct Scope {
     split_changed: bool,
     /// Assignments and `cd` are no longer taken at their word ([`Effect::Distrust`]).
     distrusted: bool,
-    /// Inside a function called with these arguments (each when known and one word), as
-    /// far as the body has not changed them in a way not followed (`set --`).
-    positional: Option<Vec<Option<String>>>,
+    /// Inside a function called with these arguments, as far as the body has not changed
+    /// them in a way not followed (`set --`).
+    positional: Option<Arguments>,
+}
+
+/// A function's arguments, numbered from `$1`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Arguments {
+    /// The first ones, each when known and one word.
+    pub known: Vec<Option<String>>,
+    /// They are all: `$#` is their number and past them a parameter is empty. Otherwise a
+    /// word of the call could expand to none or to several, and what follows is unknown.
+    pub exact: bool,
 }
 
 /// What one simple command does to the shell state.
@@ -140,16 +150,21 @@ impl Scope {
                 Some(SOME_NUMBER.into())
             }
             // Past the last argument, a positional parameter is empty.
-            Parameter::Positional(n @ 1..) => match self.positional.as_ref()?.get(*n as usize - 1) {
-                Some(v) => v.clone(),
-                None => Some(String::new()),
-            },
+            Parameter::Positional(n @ 1..) => {
+                let args = self.positional.as_ref()?;
+                match args.known.get(*n as usize - 1) {
+                    Some(v) => v.clone(),
+                    None => args.exact.then(String::new),
+                }
+            }
             Parameter::Special(SpecialParameter::PositionalParameterCount) => {
-                Some(self.positional.as_ref()?.len().to_string())
+                let args = self.positional.as_ref()?;
+                args.exact.then(|| args.known.len().to_string())
             }
             // `"$*"`: the arguments joined by a blank, one word only when there is one.
             Parameter::Special(SpecialParameter::AllPositionalParameters { concatenate: true }) => {
-                match self.positional.as_deref()? {
+                let args = self.positional.as_ref().filter(|a| a.exact)?;
+                match args.known.as_slice() {
                     [] => Some(String::new()),
                     [one] => one.clone(),
                     _ => None,
@@ -161,21 +176,22 @@ impl Scope {
 
     /// The words `"$@"` (or `$*`, whose words do not split further) stands for, inside a
     /// function whose arguments are known.
-    pub fn arguments(&self) -> Option<&[Option<String>]> {
+    pub fn arguments(&self) -> Option<&Arguments> {
         self.positional
-            .as_deref()
+            .as_ref()
             .filter(|_| !self.split_changed && !self.distrusted)
     }
 
-    /// A scope for a function's body called with `args` (each when known), knowing
-    /// nothing else: its variables may be set anywhere before the call.
-    pub fn call(&self, args: Vec<Option<String>>) -> Scope {
+    /// A scope for a function's body called with `known` arguments (all of them when
+    /// `exact`), knowing nothing else: its variables may be set anywhere before the call.
+    pub fn call(&self, known: Vec<Option<String>>, exact: bool) -> Scope {
         let mut s = Scope::default();
         s.forget_all();
         if self.distrusted {
             s.distrust();
         }
-        s.positional = Some(args.into_iter().map(|v| v.filter(|v| one_word(v))).collect());
+        let known = known.into_iter().map(|v| v.filter(|v| one_word(v))).collect();
+        s.positional = Some(Arguments { known, exact });
         s
     }
 
@@ -186,8 +202,8 @@ impl Scope {
 
     fn shift(&mut self, n: Option<usize>, certain: bool) {
         self.positional = match (self.positional.take(), n) {
-            (Some(mut args), Some(n)) if n <= args.len() && certain => {
-                args.drain(..n);
+            (Some(mut args), Some(n)) if n <= args.known.len() && certain => {
+                args.known.drain(..n);
                 Some(args)
             }
             _ => None,

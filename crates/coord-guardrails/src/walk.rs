@@ -73,9 +73,6 @@ pub struct Exec {
     /// The command's own assignments (`GIT_CONFIG_KEY_0=… git gc`): each name, and its
     /// value when known.
     pub env: Vec<(String, Option<String>)>,
-    /// It calls a function the line surely defined: its body is walked where it is
-    /// called, and its words are not a program's.
-    pub function: bool,
 }
 
 /// Something that cannot be analysed with certainty: it fails closed.
@@ -127,12 +124,10 @@ pub struct Walk {
     /// Functions the line defines: calling one may change anything.
     functions: BTreeSet<String>,
     /// Their bodies, walked where they are called with the call's arguments as `$1`,
-    /// `"$@"`…
-    bodies: BTreeMap<String, Definitions>,
-    /// Inside a construct that may not run, or runs in a subshell (a branch, a loop, a
-    /// group, the rest of an `&&` chain, a pipeline, a background job): a function
-    /// defined there may not be defined after it.
-    uncertain: usize,
+    /// `"$@"`…: every body a name was given, since one given in a branch, a subshell or
+    /// a substitution may or may not be the one that runs. (A call is also judged as the
+    /// program of its name: the analysis does not decide which runs.)
+    bodies: BTreeMap<String, Vec<Rc<ast::FunctionBody>>>,
     /// Functions called where their body was not walked ([`MAX_CALLS_WALKED`], a
     /// recursion): walked with unknown arguments once the line is walked.
     /// With what those calls redirect to and from (`f </dev/tcp/…`).
@@ -162,15 +157,6 @@ pub struct Walk {
     /// Calls made from functions' bodies, to find functions that start each other
     /// (`a(){ b|b& }; b(){ a; }`).
     calls: Vec<Call>,
-}
-
-/// The bodies a function's name may stand for when it is called: the last one surely
-/// defined, and those defined after it in a construct that may not have run.
-#[derive(Debug, Default)]
-struct Definitions {
-    bodies: Vec<Rc<ast::FunctionBody>>,
-    /// One of them surely runs when the name is called (else maybe a program of that name).
-    certain: bool,
 }
 
 /// A command in a function's body that may call another function of the line.
@@ -203,13 +189,15 @@ impl Walk {
         // way (`export -f`, a call past the bounds), with arguments not known.
         // (Rounds: a body walked may define more functions.)
         w.calls_walked = MAX_CALLS_WALKED;
-        let mut done = BTreeSet::new();
+        // Each function's body is walked again only for redirections around it not seen
+        // yet (finitely many: they are words of the line).
+        let mut done: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         loop {
             let indirect = w.indirect;
             let never = w
                 .bodies
                 .keys()
-                .filter(|f| (indirect || !w.called.contains(*f)) && !done.contains(&((*f).clone(), Vec::new())));
+                .filter(|f| (indirect || !w.called.contains(*f)) && !done.contains_key(*f));
             let never: Vec<String> = never.cloned().collect();
             for name in never {
                 w.unwalked.entry(name).or_default();
@@ -218,8 +206,10 @@ impl Walk {
                 break;
             }
             while let Some((name, around)) = w.unwalked.pop_first() {
-                let raw: Vec<String> = around.iter().map(|a| a.raw().to_string()).collect();
-                if done.insert((name.clone(), raw)) {
+                let raws: BTreeSet<String> = around.iter().map(|a| a.raw().to_string()).collect();
+                let seen = done.get(&name).is_some_and(|d| raws.is_subset(d));
+                if !seen {
+                    done.entry(name.clone()).or_default().extend(raws);
                     let outer = std::mem::replace(&mut w.enclosing, around);
                     for body in w.definitions(&name) {
                         w.body(&name, &body, None, depth);
@@ -233,20 +223,21 @@ impl Walk {
 
     /// Walks a function's body as it runs: called with `args` (each when known), or with
     /// arguments not known.
-    fn body(&mut self, name: &str, body: &ast::FunctionBody, args: Option<Vec<Option<String>>>, depth: usize) {
-        let around = self.enclosing.len();
+    fn body(&mut self, name: &str, body: &ast::FunctionBody, args: Option<(Vec<Option<String>>, bool)>, depth: usize) {
+        let around = self.enclosing.clone();
         if let Some(redirects) = &body.1 {
             self.redirect_list(name.to_string(), redirects, depth);
         }
+        self.enclosing = distinct(std::mem::take(&mut self.enclosing));
         self.defining.push(name.to_string());
         self.contained(true, |w| {
-            if let Some(args) = args {
-                w.scope = w.scope.call(args);
+            if let Some((args, exact)) = args {
+                w.scope = w.scope.call(args, exact);
             }
             w.compound(&body.0, depth)
         });
         self.defining.pop();
-        self.enclosing.truncate(around);
+        self.enclosing = around;
     }
 
     /// A call of one of the line's functions, with `argv` (the function's name first):
@@ -263,6 +254,7 @@ impl Walk {
         if let Stdin::File(f) = &exec.stdin {
             around.push(f.clone());
         }
+        let around = distinct(around);
         let bodies = self.definitions(name);
         if bodies.is_empty() {
             return;
@@ -270,12 +262,14 @@ impl Walk {
         let nested = self.defining.len();
         let bounded = self.calls_walked >= MAX_CALLS_WALKED || nested >= MAX_CALL_NESTING;
         if bounded || self.defining.iter().any(|d| d == name) {
-            self.unwalked.entry(name.to_string()).or_default().extend(around);
+            let pending = self.unwalked.entry(name.to_string()).or_default();
+            pending.extend(around);
+            *pending = distinct(std::mem::take(pending));
             return;
         }
         self.calls_walked += bodies.len();
         self.called.insert(name.to_string());
-        let args: Vec<Option<String>> = argv[1..].iter().map(|a| a.lit().map(str::to_string)).collect();
+        let args = arguments(&argv[1..]);
         let outer = std::mem::replace(&mut self.enclosing, around);
         for body in bodies {
             self.body(name, &body, Some(args.clone()), depth);
@@ -284,16 +278,7 @@ impl Walk {
     }
 
     fn definitions(&self, name: &str) -> Vec<Rc<ast::FunctionBody>> {
-        self.bodies.get(name).map(|d| d.bodies.clone()).unwrap_or_default()
-    }
-
-    /// Whether a command named `argv[0]` surely runs one of the line's functions (then
-    /// what runs is its body, walked at the call), not a program.
-    fn calls_function(&self, argv: &[Arg]) -> bool {
-        argv.first()
-            .and_then(Arg::lit)
-            .and_then(|name| self.bodies.get(name))
-            .is_some_and(|d| d.certain)
+        self.bodies.get(name).cloned().unwrap_or_default()
     }
 
     /// Parses `text` and walks it; a parse error is a problem.
@@ -375,7 +360,6 @@ impl Walk {
             if matches!(sep, ast::SeparatorOperator::Async) {
                 // `x=… &`: a background job sets nothing in this shell.
                 let outer = self.scope.clone();
-                self.uncertain += 1;
                 let pipelines = std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
                     ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
                 }));
@@ -383,7 +367,6 @@ impl Walk {
                     self.self_calls(p);
                 }
                 self.and_or(and_or, depth);
-                self.uncertain -= 1;
                 self.scope = outer;
             } else {
                 self.and_or(and_or, depth);
@@ -405,7 +388,6 @@ impl Walk {
             None => after = self.scope.clone(),
         }
         after.forget_names(&std::mem::take(&mut self.word_assigned), false);
-        self.uncertain += 1;
         for next in &and_or.additional {
             let p = match next {
                 ast::AndOr::And(p) => p,
@@ -424,7 +406,6 @@ impl Walk {
             }
             after.forget_names(&std::mem::take(&mut self.word_assigned), false);
         }
-        self.uncertain -= 1;
         self.scope = after;
     }
 
@@ -436,12 +417,10 @@ impl Walk {
         if several {
             self.self_calls(p);
         }
-        self.uncertain += usize::from(several);
         for (i, cmd) in p.seq.iter().enumerate() {
             let stdin = if i == 0 { Stdin::Inherited } else { Stdin::Pipe };
             self.command(cmd, stdin, depth);
         }
-        self.uncertain -= usize::from(several);
         let effect = self.pending.take()?;
         self.shifts += usize::from(matches!(effect, Effect::Shift(_)));
         if let Effect::Assign(names) = &effect {
@@ -481,9 +460,7 @@ impl Walk {
             // A loop in a function's body: its arguments (a shift in it is walked again).
             self.scope.arguments_of(&outer);
         }
-        self.uncertain += 1;
         walk(self);
-        self.uncertain -= 1;
         outer.forget_names(&self.assigned, self.moved);
         if self.forgot {
             outer.forget_all();
@@ -509,7 +486,7 @@ impl Walk {
                         | ast::CompoundCommand::WhileClause(_)
                         | ast::CompoundCommand::UntilClause(_)
                 );
-                let shifts = self.shifts;
+                let (shifts, had_arguments) = (self.shifts, self.scope.arguments().is_some());
                 if let ast::CompoundCommand::ForClause(f) = compound
                     && !self.expanding
                     && self.scope.trusted()
@@ -528,7 +505,7 @@ impl Walk {
                 } else {
                     self.contained(loops, |w| w.compound(compound, depth));
                 }
-                if loops && self.shifts > shifts {
+                if loops && had_arguments && self.shifts > shifts {
                     // Each pass after the first sees other arguments: once more, not
                     // knowing them.
                     self.scope.forget_all();
@@ -546,14 +523,10 @@ impl Walk {
                 // A function's body runs when it is called: it is walked there.
                 let name = def.fname.value.clone();
                 self.functions.insert(name.clone());
-                let body = Rc::new(def.body.clone());
-                let certain = self.uncertain == 0;
-                let defs = self.bodies.entry(name.clone()).or_default();
-                if certain {
-                    defs.bodies.clear();
-                }
-                defs.bodies.push(body);
-                defs.certain |= certain;
+                self.bodies
+                    .entry(name.clone())
+                    .or_default()
+                    .push(Rc::new(def.body.clone()));
                 self.called.remove(&name);
             }
             ast::Command::ExtendedTest(test, redirects) => {
@@ -613,7 +586,6 @@ impl Walk {
             cwd_lost: self.cwd_lost && self.scope.cwd.is_none(),
             enclosing: self.enclosing.clone(),
             env: Vec::new(),
-            function: false,
         }
     }
 
@@ -715,7 +687,6 @@ impl Walk {
         for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, false, &mut exec, depth);
         }
-        exec.function = self.calls_function(&exec.argv);
         self.call(&exec, depth);
         self.evaluated(&exec.argv, depth);
         // `d=$(mktemp -d) e=$(true)`: the statement's status is the last substitution's,
@@ -742,7 +713,7 @@ impl Walk {
     /// are known in it (`f build; eval "f ~"`, `f(){ eval 'f|f&'; }`); the analysis
     /// judges that code again on its own (what does not parse is reported there). And
     /// commands that hand functions to code not walked here (`export -f`, `source`, an
-    /// alias), or take them away (`unset -f`).
+    /// alias).
     fn evaluated(&mut self, argv: &[Arg], depth: usize) {
         let Some((first, args)) = argv.split_first() else {
             return;
@@ -760,31 +731,12 @@ impl Walk {
                 self.indirect = true;
                 None
             }
-            Some("unset") => {
-                self.unset(args);
-                None
-            }
             _ => None,
         };
         if let Some(code) = code {
             let problems = self.problems.len();
             self.script(&code.join(" "), depth + 1);
             self.problems.truncate(problems);
-        }
-    }
-
-    /// `unset -f f` (or `unset f`, which removes f's function when no variable f is
-    /// set): after it, `f` may be the program of that name.
-    fn unset(&mut self, args: &[Arg]) {
-        for a in args.iter().filter(|a| !a.raw().starts_with('-')) {
-            match a.lit() {
-                Some(name) => {
-                    if let Some(d) = self.bodies.get_mut(name) {
-                        d.certain = false;
-                    }
-                }
-                None => self.bodies.values_mut().for_each(|d| d.certain = false),
-            }
         }
     }
 
@@ -974,10 +926,18 @@ impl Walk {
     fn words(&mut self, w: &ast::Word, depth: usize) -> Vec<Arg> {
         let all = matches!(w.value.as_str(), "$@" | "\"$@\"" | "${@}" | "\"${@}\"" | "$*" | "${*}");
         match self.scope.arguments() {
-            Some(args) if all => args
-                .iter()
-                .map(|a| a.clone().map_or_else(|| Arg::Unknown(w.value.clone()), Arg::Lit))
-                .collect(),
+            Some(args) if all => {
+                let unknown = || Arg::Unknown(w.value.clone());
+                let mut words: Vec<Arg> = args
+                    .known
+                    .iter()
+                    .map(|a| a.clone().map_or_else(unknown, Arg::Lit))
+                    .collect();
+                if !args.exact {
+                    words.push(unknown());
+                }
+                words
+            }
             _ => vec![self.word(w, depth)],
         }
     }
@@ -1070,6 +1030,27 @@ impl Walk {
         }
         out
     }
+}
+
+/// `args` without repeats (by their text).
+fn distinct(args: Vec<Arg>) -> Vec<Arg> {
+    let mut seen = BTreeSet::new();
+    args.into_iter().filter(|a| seen.insert(a.raw().to_string())).collect()
+}
+
+/// A call's arguments as the function sees them, numbered: each word's value up to the
+/// first that may expand to no word or to several (a value only known at run time, an
+/// empty one, a glob or brace pattern); from there on, their number is not known
+/// (`None` at the end).
+fn arguments(words: &[Arg]) -> (Vec<Option<String>>, bool) {
+    let mut known = Vec::new();
+    for w in words {
+        match w.lit() {
+            Some(v) if !v.is_empty() && !v.contains(['*', '?', '[', '{']) => known.push(Some(v.to_string())),
+            _ => return (known, false),
+        }
+    }
+    (known, true)
 }
 
 /// The functions `cmd` calls as it runs once: a simple command's name (however quoted:
