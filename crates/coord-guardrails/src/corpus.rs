@@ -627,6 +627,12 @@ fn functions_met_again_are_walked_a_bounded_number_of_times() {
         "done; ".repeat(20)
     );
     assert!(refused(&nested).iter().any(|o| o == "recursive_delete"), "{nested}");
+    // 200 uncalled functions each call the head of a chain of 200 under a redirection of
+    // its own: past the bound on walks, the line is refused as too involved.
+    let mut web: String = (0..200).map(|i| format!("a{i}(){{ a{} >s{i}; }}; ", i + 1)).collect();
+    web.extend((0..200).map(|j| format!("z{j}(){{ a0 >r{j}; }}; ")));
+    web.push_str("true");
+    assert!(!refused(&web).is_empty(), "a web of 400 functions");
 }
 
 /// Processes, permissions, connections and lost files: the operation each command is

@@ -34,7 +34,7 @@ pub struct Scope {
     /// The working directory, when the line surely changed it to an absolute path.
     pub cwd: Option<String>,
     /// `IFS` was assigned: no unquoted expansion can be read as one word.
-    split_changed: bool,
+    pub split_changed: bool,
     /// Assignments and `cd` are no longer taken at their word ([`Effect::Distrust`]).
     distrusted: bool,
     /// Inside a function called with these arguments, as far as the body has not changed
@@ -81,8 +81,10 @@ impl Scope {
     }
 
     /// The value of a parameter expansion, when this line surely set it.
-    pub fn param(&self, expr: &ParameterExpr) -> Option<String> {
-        if self.split_changed || self.distrusted {
+    /// `quoted`: inside double quotes or a here-document, where a changed IFS does not
+    /// split it.
+    pub fn param(&self, expr: &ParameterExpr, quoted: bool) -> Option<String> {
+        if (self.split_changed && !quoted) || self.distrusted {
             return None;
         }
         match expr {
@@ -177,9 +179,7 @@ impl Scope {
     /// The words `"$@"` (or `$*`, whose words do not split further) stands for, inside a
     /// function whose arguments are known.
     pub fn arguments(&self) -> Option<&Arguments> {
-        self.positional
-            .as_ref()
-            .filter(|_| !self.split_changed && !self.distrusted)
+        self.positional.as_ref().filter(|_| !self.distrusted)
     }
 
     /// A scope for a function's body called with `known` arguments (all of them when
@@ -190,6 +190,7 @@ impl Scope {
         if self.distrusted {
             s.distrust();
         }
+        s.split_changed = self.split_changed;
         let known = known.into_iter().map(|v| v.filter(|v| one_word(v))).collect();
         s.positional = Some(Arguments { known, exact });
         s
@@ -224,7 +225,7 @@ impl Scope {
                 }
             }
             Effect::Cd(dir) => self.cwd = dir.clone().filter(|_| !self.distrusted),
-            Effect::Forget => self.forget_all(),
+            Effect::Forget => self.forget_everything(),
             Effect::Distrust => self.distrust(),
             Effect::Shift(n) => self.shift(*n, true),
         }
@@ -240,7 +241,7 @@ impl Scope {
                 }
             }
             Effect::Cd(_) => self.cwd = None,
-            Effect::Forget => self.forget_all(),
+            Effect::Forget => self.forget_everything(),
             Effect::Distrust => self.distrust(),
             Effect::Shift(n) => self.shift(*n, true),
         }
@@ -255,7 +256,7 @@ impl Scope {
                 }
             }
             Effect::Cd(_) => self.cwd = None,
-            Effect::Forget => self.forget_all(),
+            Effect::Forget => self.forget_everything(),
             Effect::Distrust => self.distrust(),
             Effect::Shift(n) => self.shift(*n, false),
         }
@@ -300,6 +301,13 @@ impl Scope {
     /// Whether `$(mktemp …)` and literal assignments may still be trusted.
     pub fn trusted(&self) -> bool {
         !self.distrusted
+    }
+
+    /// After code that may have changed anything (`eval`, `source`, a function of the
+    /// line): `IFS` too.
+    fn forget_everything(&mut self) {
+        self.forget_all();
+        self.split_changed = true;
     }
 
     pub fn forget_all(&mut self) {
@@ -442,36 +450,41 @@ mod tests {
             parameter: Parameter::Named(n.into()),
             indirect: false,
         };
-        assert_eq!(s.param(&named("TMPDIR")), None, "unset, $TMPDIR/x is /x");
+        assert_eq!(s.param(&named("TMPDIR"), false), None, "unset, $TMPDIR/x is /x");
         let required = ParameterExpr::IndicateErrorIfNullOrUnset {
             parameter: Parameter::Named("TMPDIR".into()),
             indirect: false,
             test_type: brush_parser::word::ParameterTestType::UnsetOrNull,
             error_message: None,
         };
-        assert_eq!(s.param(&required).as_deref(), Some("/tmp"));
+        assert_eq!(s.param(&required, false).as_deref(), Some("/tmp"));
         let default = |d: &str| ParameterExpr::UseDefaultValues {
             parameter: Parameter::Named("TMPDIR".into()),
             indirect: false,
             test_type: brush_parser::word::ParameterTestType::UnsetOrNull,
             default_value: Some(d.into()),
         };
-        assert_eq!(s.param(&default("/tmp")).as_deref(), Some("/tmp"));
-        assert_eq!(s.param(&default("/home/me")), None, "unset, that is the default");
-        assert_eq!(s.param(&named("HOME")).as_deref(), Some("~"));
-        assert_eq!(s.param(&named("USER")), None);
+        assert_eq!(s.param(&default("/tmp"), false).as_deref(), Some("/tmp"));
+        assert_eq!(s.param(&default("/home/me"), false), None, "unset, that is the default");
+        assert_eq!(s.param(&named("HOME"), false).as_deref(), Some("~"));
+        assert_eq!(s.param(&named("USER"), false), None);
         s.apply(&Effect::Assign(vec![
             ("a".into(), Some("/tmp/x".into()), false),
             ("b".into(), Some("/tmp/a /".into()), false),
             ("c".into(), Some("*".into()), false),
         ]));
-        assert_eq!(s.param(&named("a")).as_deref(), Some("/tmp/x"));
-        assert_eq!(s.param(&named("b")), None, "splits into two words");
-        assert_eq!(s.param(&named("c")), None, "a glob");
+        assert_eq!(s.param(&named("a"), false).as_deref(), Some("/tmp/x"));
+        assert_eq!(s.param(&named("b"), false), None, "splits into two words");
+        assert_eq!(s.param(&named("c"), false), None, "a glob");
         s.apply(&Effect::Assign(vec![("TMPDIR".into(), None, false)]));
-        assert_eq!(s.param(&required), None, "assigned something unknown");
+        assert_eq!(s.param(&required, false), None, "assigned something unknown");
         s.apply(&Effect::Assign(vec![("IFS".into(), Some("/".into()), false)]));
-        assert_eq!(s.param(&named("a")), None, "word splitting changed");
+        assert_eq!(s.param(&named("a"), false), None, "word splitting changed");
+        assert_eq!(
+            s.param(&named("a"), true).as_deref(),
+            Some("/tmp/x"),
+            "quoted, it is not split"
+        );
     }
 
     #[test]
@@ -483,10 +496,14 @@ mod tests {
         let fallible = Effect::Assign(vec![("d".into(), Some("/tmp/tmp.X".into()), true)]);
         let mut chain = Scope::default();
         chain.apply(&fallible);
-        assert_eq!(chain.param(&named("d")).as_deref(), Some("/tmp/tmp.X"));
+        assert_eq!(chain.param(&named("d"), false).as_deref(), Some("/tmp/tmp.X"));
         let mut after = Scope::default();
         after.apply_certain(&fallible);
-        assert_eq!(after.param(&named("d")), None, "mktemp may fail, leaving it empty");
+        assert_eq!(
+            after.param(&named("d"), false),
+            None,
+            "mktemp may fail, leaving it empty"
+        );
         let mut s = Scope::default();
         s.apply(&Effect::Cd(Some("/tmp".into())));
         assert_eq!(s.reach("x"), "/tmp/x");

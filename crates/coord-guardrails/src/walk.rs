@@ -185,40 +185,56 @@ impl Walk {
     pub fn line(text: &str, depth: usize) -> Walk {
         let mut w = if depth == 0 { Walk::default() } else { Walk::nested() };
         w.script(text, depth);
-        // The functions never called with their arguments: their bodies run some other
-        // way (`export -f`, a call past the bounds), with arguments not known.
-        // (Rounds: a body walked may define more functions.)
-        w.calls_walked = MAX_CALLS_WALKED;
-        // Each function's body is walked again only for redirections around it not seen
-        // yet (finitely many: they are words of the line).
+        w.uncalled(depth);
+        w
+    }
+
+    /// The bodies not walked with their arguments, with arguments not known: never
+    /// called (they run some other way: `export -f`, `command_not_found_handle`), or
+    /// called past the bounds, recursively, or handed to code not walked here. In rounds:
+    /// a body walked may define more functions. Each body is walked again only for
+    /// redirections around it not seen yet, and the walks are bounded.
+    fn uncalled(&mut self, depth: usize) {
+        self.calls_walked = MAX_CALLS_WALKED;
         let mut done: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut walks = 0;
+        let limit = 4 * self.bodies.len() + MAX_CALLS_WALKED;
         loop {
-            let indirect = w.indirect;
-            let never = w
+            let indirect = self.indirect;
+            // Bash itself calls this one, for any command it does not find.
+            let by_bash = |f: &str| f == "command_not_found_handle";
+            let never = self
                 .bodies
                 .keys()
-                .filter(|f| (indirect || !w.called.contains(*f)) && !done.contains_key(*f));
+                .filter(|f| (indirect || by_bash(f) || !self.called.contains(*f)) && !done.contains_key(*f));
             let never: Vec<String> = never.cloned().collect();
             for name in never {
-                w.unwalked.entry(name).or_default();
+                self.unwalked.entry(name).or_default();
             }
-            if w.unwalked.is_empty() {
-                break;
+            if self.unwalked.is_empty() {
+                return;
             }
-            while let Some((name, around)) = w.unwalked.pop_first() {
+            while let Some((name, around)) = self.unwalked.pop_first() {
                 let raws: BTreeSet<String> = around.iter().map(|a| a.raw().to_string()).collect();
-                let seen = done.get(&name).is_some_and(|d| raws.is_subset(d));
-                if !seen {
-                    done.entry(name.clone()).or_default().extend(raws);
-                    let outer = std::mem::replace(&mut w.enclosing, around);
-                    for body in w.definitions(&name) {
-                        w.body(&name, &body, None, depth);
-                    }
-                    w.enclosing = outer;
+                if done.get(&name).is_some_and(|d| raws.is_subset(d)) {
+                    continue;
                 }
+                walks += 1;
+                if walks > limit {
+                    self.unwalked.clear();
+                    return self.problem(
+                        &name,
+                        "the line's functions call each other under more redirections than the analysis follows",
+                    );
+                }
+                done.entry(name.clone()).or_default().extend(raws);
+                let outer = std::mem::replace(&mut self.enclosing, around);
+                for body in self.definitions(&name) {
+                    self.body(&name, &body, None, depth);
+                }
+                self.enclosing = outer;
             }
         }
-        w
     }
 
     /// Walks a function's body as it runs: called with `args` (each when known), or with
@@ -271,9 +287,13 @@ impl Walk {
         self.called.insert(name.to_string());
         let args = arguments(&argv[1..]);
         let outer = std::mem::replace(&mut self.enclosing, around);
+        // `IFS=: f …`: the body splits words by it.
+        let split = self.scope.split_changed;
+        self.scope.split_changed |= exec.env.iter().any(|(n, _)| n == "IFS");
         for body in bodies {
             self.body(name, &body, Some(args.clone()), depth);
         }
+        self.scope.split_changed = split;
         self.enclosing = outer;
     }
 
@@ -457,6 +477,8 @@ impl Walk {
             if !trusted {
                 self.scope.distrust();
             }
+            // IFS as set before it.
+            self.scope.split_changed = outer.split_changed;
             // A loop in a function's body: its arguments (a shift in it is walked again).
             self.scope.arguments_of(&outer);
         }
@@ -687,6 +709,9 @@ impl Walk {
         for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, false, &mut exec, depth);
         }
+        if !exec.argv.is_empty() {
+            exec.env = assigned.iter().map(|(n, v, _)| (n.clone(), v.clone())).collect();
+        }
         self.call(&exec, depth);
         self.evaluated(&exec.argv, depth);
         // `d=$(mktemp -d) e=$(true)`: the statement's status is the last substitution's,
@@ -697,9 +722,6 @@ impl Walk {
                     *value = None;
                 }
             }
-        }
-        if !exec.argv.is_empty() {
-            exec.env = assigned.iter().map(|(n, v, _)| (n.clone(), v.clone())).collect();
         }
         self.pending = if exec.argv.is_empty() {
             Some(Effect::Assign(assigned)).filter(|_| s.prefix.is_some())
@@ -785,7 +807,9 @@ impl Walk {
             "readonly" | "shopt" | "hash" | "enable" | "alias" => Some(Effect::Distrust),
             "export" | "declare" | "typeset" | "local" if options => Some(Effect::Distrust),
             "export" | "declare" | "typeset" | "local" => names(true),
-            "trap" if args.iter().any(|a| matches!(a.raw(), "DEBUG" | "RETURN" | "ERR")) => Some(Effect::Distrust),
+            // A handler for a signal (or DEBUG, RETURN, ERR) may run between any two commands
+            // and change anything; one for EXIT runs after them all.
+            "trap" if trap_handles_signals(args) => Some(Effect::Distrust),
             "read" | "mapfile" | "readarray" | "getopts" | "printf" | "let" | "unset" | "select" => names(false),
             "eval" | "source" | "." | "exec" => Some(Effect::Forget),
             "shift" => Some(Effect::Shift(match args {
@@ -795,7 +819,12 @@ impl Walk {
             })),
             // `set -- a b`, `set a b`: new arguments (options alone keep them; an option's
             // value, `-o pipefail`, is read as an argument: they are forgotten, no harm).
-            "set" if args.iter().any(|a| a.raw() == "--" || !a.raw().starts_with(['-', '+'])) => {
+            // (`set - -r`, `set -$o`: new arguments too.)
+            "set"
+                if args.iter().any(|a| {
+                    a.lit().is_none() || matches!(a.raw(), "-" | "--") || !a.raw().starts_with(['-', '+'])
+                }) =>
+            {
                 Some(Effect::Shift(None))
             }
             _ => None,
@@ -905,7 +934,7 @@ impl Walk {
             ast::IoRedirect::HereDocument(_, doc) => {
                 exec.stdin = if doc.requires_expansion {
                     match word::parse_heredoc(&doc.doc.value, &options()) {
-                        Ok(pieces) => match self.pieces(&doc.doc.value, &pieces, depth) {
+                        Ok(pieces) => match self.pieces(&doc.doc.value, &pieces, true, depth) {
                             Some(text) => Stdin::Text(text),
                             None => Stdin::Unknown,
                         },
@@ -924,9 +953,11 @@ impl Walk {
     /// The words a command's word stands for: the function's arguments for `"$@"` (or
     /// `$*`, `${@}`) inside a function whose arguments are known, else the word itself.
     fn words(&mut self, w: &ast::Word, depth: usize) -> Vec<Arg> {
-        let all = matches!(w.value.as_str(), "$@" | "\"$@\"" | "${@}" | "\"${@}\"" | "$*" | "${*}");
+        let quoted = matches!(w.value.as_str(), "\"$@\"" | "\"${@}\"");
+        let bare = matches!(w.value.as_str(), "$@" | "${@}" | "$*" | "${*}");
         match self.scope.arguments() {
-            Some(args) if all => {
+            // (Unquoted, they split again where IFS was changed.)
+            Some(args) if quoted || (bare && !self.scope.split_changed) => {
                 let unknown = || Arg::Unknown(w.value.clone());
                 let mut words: Vec<Arg> = args
                     .known
@@ -949,7 +980,7 @@ impl Walk {
 
     fn word_text(&mut self, text: &str, depth: usize) -> Arg {
         match word::parse(text, &options()) {
-            Ok(pieces) => match self.pieces(text, &pieces, depth) {
+            Ok(pieces) => match self.pieces(text, &pieces, false, depth) {
                 // The input `xargs -I` or `parallel` puts into code (quoted or not): any file
                 // list.
                 _ if text.contains(RUNTIME_HOLE) => Arg::Unknown(RUNTIME_OPERAND.into()),
@@ -965,7 +996,8 @@ impl Walk {
 
     /// The literal text of word pieces, or `None` when some piece is only known at run
     /// time. Every substitution is walked as code either way.
-    fn pieces(&mut self, source: &str, pieces: &[WordPieceWithSource], depth: usize) -> Option<String> {
+    /// `quoted`: inside double quotes or a here-document, where expansions are not split.
+    fn pieces(&mut self, source: &str, pieces: &[WordPieceWithSource], quoted: bool, depth: usize) -> Option<String> {
         let mut out = Some(String::new());
         let push = |out: &mut Option<String>, s: &str| {
             if let Some(o) = out {
@@ -985,7 +1017,7 @@ impl Walk {
                     }
                 }
                 WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
-                    match self.pieces(source, inner, depth) {
+                    match self.pieces(source, inner, true, depth) {
                         Some(s) => push(&mut out, &s),
                         None => out = None,
                     }
@@ -1006,7 +1038,7 @@ impl Walk {
                         self.word_assigned.push(n.clone());
                         out = None;
                     } else {
-                        match self.scope.param(expr) {
+                        match self.scope.param(expr, quoted) {
                             Some(v) => push(&mut out, &v),
                             None => out = None,
                         }
@@ -1030,6 +1062,20 @@ impl Walk {
         }
         out
     }
+}
+
+/// Whether `trap`'s arguments set a handler for something other than the shell's exit
+/// (`trap 'rm -f "$t"' EXIT` runs after every other command; `trap f INT`, `trap -p`
+/// with a signal, may run between any two).
+fn trap_handles_signals(args: &[Arg]) -> bool {
+    let args: Vec<&Arg> = args.iter().filter(|a| !matches!(a.raw(), "--" | "-p" | "-l")).collect();
+    let Some((_, signals)) = args.split_first() else {
+        return false;
+    };
+    signals.iter().any(|s| {
+        s.lit()
+            .is_none_or(|s| !matches!(s.to_ascii_uppercase().as_str(), "EXIT" | "0" | "SIGEXIT"))
+    })
 }
 
 /// `args` without repeats (by their text).
