@@ -687,9 +687,6 @@ impl<'p> Analyzer<'p> {
         if self.credential_read.is_none() {
             self.credential_read = secret.map(str::to_string);
         }
-        // Only `exec` without a command keeps the connection open for the rest of the
-        // line (`exec 3<>/dev/tcp/…`); any other command's redirection ends with it (the
-        // wait-for-a-port idiom `until </dev/tcp/db/5432; do sleep 1; done`).
         if connected.is_some()
             && let Some(secret) = self.credential_read.clone()
         {
@@ -697,6 +694,9 @@ impl<'p> Analyzer<'p> {
             // (a socket carries both ways, whatever the redirection's direction).
             self.add([rules::credential_sent_hit(&secret)], &e.text);
         }
+        // Only `exec` without a command keeps the connection open for the rest of the
+        // line (`exec 3<>/dev/tcp/…`); any other command's redirection ends with it (the
+        // wait-for-a-port idiom `until </dev/tcp/db/5432; do sleep 1; done`).
         self.connected |= connected.is_some() && keeps_descriptors(&e.argv);
         // The program the command runs, past its wrappers (`env sh`, `exec bash`).
         let shell = command_program(&e.argv).is_some_and(|p| SHELLS.contains(&p) || inline::interpreter(p).is_some());

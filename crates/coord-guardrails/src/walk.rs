@@ -132,7 +132,7 @@ pub struct Walk {
     /// recursion): walked with unknown arguments once the line is walked.
     /// With what those calls redirect to and from (`f </dev/tcp/…`).
     unwalked: BTreeMap<String, Vec<Arg>>,
-    /// Functions whose bodies (as defined last) were walked at a call.
+    /// Functions whose bodies were walked at a call since they were last given one.
     called: BTreeSet<String>,
     /// Calls whose bodies were walked so far.
     calls_walked: usize,
@@ -1065,10 +1065,13 @@ impl Walk {
 }
 
 /// Whether `trap`'s arguments set a handler for something other than the shell's exit
-/// (`trap 'rm -f "$t"' EXIT` runs after every other command; `trap f INT`, `trap -p`
-/// with a signal, may run between any two).
+/// (`trap 'rm -f "$t"' EXIT` runs after every other command; `trap f INT` may run
+/// between any two; `trap -p INT` only prints).
 fn trap_handles_signals(args: &[Arg]) -> bool {
-    let args: Vec<&Arg> = args.iter().filter(|a| !matches!(a.raw(), "--" | "-p" | "-l")).collect();
+    if args.iter().any(|a| matches!(a.raw(), "-p" | "-l")) {
+        return false;
+    }
+    let args: Vec<&Arg> = args.iter().filter(|a| a.raw() != "--").collect();
     let Some((_, signals)) = args.split_first() else {
         return false;
     };
@@ -1086,8 +1089,8 @@ fn distinct(args: Vec<Arg>) -> Vec<Arg> {
 
 /// A call's arguments as the function sees them, numbered: each word's value up to the
 /// first that may expand to no word or to several (a value only known at run time, an
-/// empty one, a glob or brace pattern); from there on, their number is not known
-/// (`None` at the end).
+/// empty one, a glob or brace pattern), and whether those are all of them (from that word
+/// on, their number is not known).
 fn arguments(words: &[Arg]) -> (Vec<Option<String>>, bool) {
     let mut known = Vec::new();
     for w in words {
