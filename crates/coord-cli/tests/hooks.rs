@@ -1,6 +1,8 @@
 //! `coord hook <event>` fed with Claude Code hook payloads (tests/fixtures/claude-code),
 //! and `coord init` for Claude Code, Codex and git, including a real `git commit`.
 
+mod support;
+
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -875,14 +877,10 @@ fn init_claude_leaves_the_server_and_hooks_to_an_enabled_plugin() {
     );
 }
 
+/// `git args`, and what it did. The git hooks coord installs run coord: they see no
+/// agent identity, agent runtime or database of the test's own environment.
 fn git(dir: &Path, args: &[&str]) -> Output {
-    Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+    support::git_command(dir, args)
         .env_remove("COORD_AGENT_ID")
         .env_remove("CLAUDECODE")
         .env_remove("COORD_DATABASE_URL")

@@ -593,7 +593,7 @@ impl Walk {
             self.enclosing.push(f.clone());
         }
         if !exec.writes.is_empty() {
-            self.push(exec);
+            self.execs.push(exec);
         }
     }
 
@@ -609,10 +609,6 @@ impl Walk {
             enclosing: self.enclosing.clone(),
             env: Vec::new(),
         }
-    }
-
-    fn push(&mut self, exec: Exec) {
-        self.execs.push(exec);
     }
 
     fn test_expr(&mut self, e: &ast::ExtendedTestExpr, depth: usize) {
@@ -728,7 +724,7 @@ impl Walk {
         } else {
             self.effect(&exec.argv)
         };
-        self.push(exec);
+        self.execs.push(exec);
     }
 
     /// Literal code `eval` or `trap` runs, walked here too so that the line's functions

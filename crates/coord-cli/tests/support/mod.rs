@@ -57,14 +57,18 @@ pub fn served_address(server: &mut Child) -> String {
 
 /// Runs `git args` in `dir` as a fixed author; panics when it fails.
 pub fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
+    let out = git_command(dir, args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// `git args` in `dir` as a fixed author, not yet run.
+pub fn git_command(dir: &Path, args: &[&str]) -> Command {
+    let mut git = Command::new("git");
+    git.args(args)
         .current_dir(dir)
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@example.com")
         .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
+        .env("GIT_COMMITTER_EMAIL", "t@example.com");
+    git
 }
