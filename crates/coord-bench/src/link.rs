@@ -8,6 +8,10 @@
 //! arrive at the relay, so TCP's segmenting does not change the count. A message the
 //! client sends without waiting for the answer to the one before it (a `ROLLBACK` sent
 //! from `drop`) is not a wait, and is counted only when the server answered in between.
+//!
+//! It also counts the statements the server is asked to run ([`Statements`]): each
+//! `Execute` of the extended protocol and each simple `Query` message — the server's
+//! work per operation follows them (docs/benchmarks.md, "What a lock pair costs").
 
 use crate::{BenchError, BenchResult};
 use std::net::SocketAddr;
@@ -26,6 +30,7 @@ pub struct Link {
     pub url: String,
     pub rtt: Duration,
     round_trips: Arc<AtomicU64>,
+    statements: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -33,19 +38,26 @@ impl Link {
     /// A relay to the server `db_url` names, adding `rtt` to every round trip.
     pub async fn start(db_url: &str, rtt: Duration) -> BenchResult<Link> {
         let (listener, upstream, url) = in_front_of(db_url, "--rtt").await?;
-        let round_trips = Arc::new(AtomicU64::new(0));
-        let counter = round_trips.clone();
+        let (round_trips, statements) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let counters = (round_trips.clone(), statements.clone());
         let task = tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
-                tokio::spawn(carry(inbound, upstream, rtt / 2, counter.clone()));
+                let (round_trips, statements) = (counters.0.clone(), counters.1.clone());
+                tokio::spawn(carry(inbound, upstream, rtt / 2, round_trips, statements));
             }
         });
         Ok(Link {
             url,
             rtt,
             round_trips,
+            statements,
             task,
         })
+    }
+
+    /// Statements the server was asked to run through the link so far ([`Statements`]).
+    pub fn statements(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
     }
 
     /// Round trips made through the link so far, over all its connections.
@@ -76,7 +88,13 @@ impl RoundTrips {
     }
 }
 
-async fn carry(inbound: TcpStream, upstream: SocketAddr, one_way: Duration, round_trips: Arc<AtomicU64>) {
+async fn carry(
+    inbound: TcpStream,
+    upstream: SocketAddr,
+    one_way: Duration,
+    round_trips: Arc<AtomicU64>,
+    statements: Arc<AtomicU64>,
+) {
     let Ok(outbound) = TcpStream::connect(upstream).await else {
         return;
     };
@@ -90,13 +108,16 @@ async fn carry(inbound: TcpStream, upstream: SocketAddr, one_way: Duration, roun
     let answered = Arc::new(AtomicBool::new(true));
     let up = {
         let answered = answered.clone();
-        move |_: usize| {
+        let frames = std::sync::Mutex::new(Statements::default());
+        move |bytes: &[u8]| {
             if answered.swap(false, Ordering::AcqRel) {
                 round_trips.fetch_add(1, Ordering::Relaxed);
             }
+            let mut frames = frames.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            statements.fetch_add(frames.read(bytes), Ordering::Relaxed);
         }
     };
-    let down = move |_: usize| answered.store(true, Ordering::Release);
+    let down = move |_: &[u8]| answered.store(true, Ordering::Release);
     tokio::join!(
         pump(client_read, server_write, one_way, up),
         pump(server_read, client_write, one_way, down)
@@ -105,7 +126,7 @@ async fn carry(inbound: TcpStream, upstream: SocketAddr, one_way: Duration, roun
 
 /// Copies one direction, each chunk written `delay` after it arrived (in order); `seen`
 /// is told of each chunk as it arrives.
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration, seen: impl Fn(usize)) {
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration, seen: impl Fn(&[u8])) {
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let writer = async move {
         while let Some((due, chunk)) = rx.recv().await {
@@ -134,7 +155,7 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration, 
             match from.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    seen(n);
+                    seen(&buf[..n]);
                     if tx.send((Instant::now() + delay, buf[..n].to_vec())).is_err() {
                         break;
                     }
@@ -143,6 +164,59 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration, 
         }
     };
     tokio::join!(reader, writer);
+}
+
+/// Counts the statements in what a client sends, across chunks: the messages of the
+/// PostgreSQL protocol (a type byte, then a length that counts itself), after the
+/// untyped ones that open a connection (a length, then a code: SSL or GSS requests, and
+/// the startup message, after which every message is typed).
+#[derive(Debug, Default)]
+struct Statements {
+    started: bool,
+    /// The bytes of the message being read, up to its length's end.
+    head: Vec<u8>,
+    /// Bytes of the current message still to skip past its head.
+    rest: usize,
+}
+
+/// The startup message's code (protocol 3.0).
+const STARTUP: u32 = 196_608;
+
+impl Statements {
+    /// Reads `bytes`, answering how many `Execute` and `Query` messages began in them.
+    fn read(&mut self, mut bytes: &[u8]) -> u64 {
+        let mut found = 0;
+        while !bytes.is_empty() {
+            if self.rest > 0 {
+                let skip = self.rest.min(bytes.len());
+                (self.rest, bytes) = (self.rest - skip, &bytes[skip..]);
+                continue;
+            }
+            // Untyped: length (4) and code (4); typed: type (1) and length (4).
+            let head = if self.started { 5 } else { 8 };
+            let take = (head - self.head.len()).min(bytes.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.head.len() < head {
+                break;
+            }
+            let word = |at: usize| {
+                u32::from_be_bytes([self.head[at], self.head[at + 1], self.head[at + 2], self.head[at + 3]])
+            };
+            let (length, counted) = if self.started {
+                (word(1) as usize, 4)
+            } else {
+                self.started = word(4) == STARTUP;
+                (word(0) as usize, 8)
+            };
+            if head == 5 && matches!(self.head[0], b'E' | b'Q') {
+                found += 1;
+            }
+            self.rest = length.saturating_sub(counted);
+            self.head.clear();
+        }
+        found
+    }
 }
 
 /// A listener on loopback in front of the server `db_url` names: the listener, the
@@ -202,6 +276,41 @@ pub(crate) fn rewrite_address(url: &str, to: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A typed message: its type, and a body of `body` bytes.
+    fn message(kind: u8, body: usize) -> Vec<u8> {
+        let mut m = vec![kind];
+        m.extend_from_slice(&((body + 4) as u32).to_be_bytes());
+        m.extend(std::iter::repeat_n(b'x', body));
+        m
+    }
+
+    #[test]
+    fn statements_are_counted_in_any_chunking() {
+        let mut stream = 8u32.to_be_bytes().to_vec();
+        stream.extend_from_slice(&80_877_103u32.to_be_bytes()); // an SSL request
+        stream.extend_from_slice(&12u32.to_be_bytes());
+        stream.extend_from_slice(&STARTUP.to_be_bytes());
+        stream.extend_from_slice(b"user"); // the startup message's parameters
+        for (kind, body) in [
+            (b'Q', 6),
+            (b'P', 30),
+            (b'B', 12),
+            (b'E', 9),
+            (b'S', 0),
+            (b'B', 3),
+            (b'E', 9),
+            (b'S', 0),
+        ] {
+            stream.extend(message(kind, body));
+        }
+        stream.extend(message(b'X', 0));
+        for size in [1, 2, 3, 5, 7, 64, stream.len()] {
+            let mut counted = Statements::default();
+            let found: u64 = stream.chunks(size).map(|c| counted.read(c)).sum();
+            assert_eq!(found, 3, "in chunks of {size}");
+        }
+    }
 
     #[test]
     fn database_urls_are_sent_through_the_relay() {

@@ -359,7 +359,7 @@ impl AuditStore for PgStore {
         let client = self.client().await?;
         async {
             // The chain lock is held to commit: the row needs a transaction of its own.
-            chain::insert_and_commit(Tx::new(&client), now, &record, &self.durability).await
+            chain::insert_and_commit(Tx::new(&client), now, &record, &self.durability, None).await
         }
         .await
         .map_err(|e: crate::Fail| CoordError::from(e))

@@ -56,7 +56,7 @@ impl RawPostgres {
             let tx = crate::Tx::new(&client);
             let value = f(&tx, &ctx, &args).await?;
             let rec = raw_audit_record(who, operation, parameters);
-            crate::chain::insert_and_commit(tx, None, &rec, &self.store.durability).await?;
+            crate::chain::insert_and_commit(tx, None, &rec, &self.store.durability, None).await?;
             Ok(value)
         }
         .await;

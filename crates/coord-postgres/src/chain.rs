@@ -46,19 +46,34 @@ pub(crate) const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
 /// insert always leaves with the COMMIT. Keep it so: a parameter that failed to encode
 /// would stop the insert before it is sent while the COMMIT beside it still went,
 /// committing the operation without its audit row.
-pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRecord, choice: &Choice) -> R<()> {
+///
+/// With `facts`, the lock's statement first checks that the caller's policy facts are
+/// still those the operation was decided on (a premise of a predicted operation): when
+/// they are not, it fails, so nothing commits.
+pub async fn insert_and_commit(
+    tx: Tx<'_>,
+    now: Option<Timestamp>,
+    rec: &AuditRecord,
+    choice: &Choice,
+    facts: Option<&FactsHold>,
+) -> R<()> {
     let durability = choice.get(tx.connection()).await?;
     // Under FlushAfter the lock's statement also makes the commit asynchronous.
     let lock = tx
-        .prepare_cached(match durability {
-            Durability::UnderLock => "SELECT pg_advisory_xact_lock($1)",
-            Durability::FlushAfter => durability::ASYNC_COMMIT_AND_LOCK,
+        .prepare_cached(match (durability, facts) {
+            (Durability::UnderLock, None) => "SELECT pg_advisory_xact_lock($1)",
+            (Durability::FlushAfter, None) => durability::ASYNC_COMMIT_AND_LOCK,
+            (Durability::UnderLock, Some(_)) => &FACTS_HOLD_THEN_LOCK[0],
+            (Durability::FlushAfter, Some(_)) => &FACTS_HOLD_THEN_LOCK[1],
         })
         .await?;
     let insert = insert_statement(&tx).await?;
     let commit = tx.prepare_cached("COMMIT").await?;
     let content = HashedContent::of_record(rec);
-    let key: [&(dyn ToSql + Sync); 1] = [&CHAIN_LOCK_KEY];
+    let key: Vec<&(dyn ToSql + Sync)> = match facts {
+        None => vec![&CHAIN_LOCK_KEY],
+        Some(f) => vec![&f.now, &f.agent_id, &f.agent_type, &f.digest, &CHAIN_LOCK_KEY],
+    };
     let origin = rec.origin.as_ref().map(Json);
     let row = row_params(&now, rec, &origin, &content);
     if durability == Durability::UnderLock {
@@ -101,6 +116,23 @@ pub async fn insert_and_commit(tx: Tx<'_>, now: Option<Timestamp>, rec: &AuditRe
     }
     Ok(())
 }
+
+/// The caller's policy facts as a premise of a write ([`insert_and_commit`]): those of
+/// `agent_id` (type `agent_type`) at `now` fingerprint to `digest`.
+pub(crate) struct FactsHold {
+    pub now: Option<Timestamp>,
+    pub agent_id: String,
+    pub agent_type: String,
+    pub digest: String,
+}
+
+/// `profiles::facts_hold_then_lock` under `Durability::UnderLock` and `FlushAfter`.
+static FACTS_HOLD_THEN_LOCK: std::sync::LazyLock<[String; 2]> = std::sync::LazyLock::new(|| {
+    [
+        crate::profiles::facts_hold_then_lock(""),
+        crate::profiles::facts_hold_then_lock(durability::ASYNC_COMMIT),
+    ]
+});
 
 async fn insert_statement<C: Db>(c: &C) -> R<tokio_postgres::Statement> {
     let insert = c

@@ -54,6 +54,8 @@ pub(crate) enum Durability {
 /// statement less for the server to run on every write).
 pub(crate) const ASYNC_COMMIT_AND_LOCK: &str =
     "SELECT set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock($1)";
+/// The asynchronous commit of [`ASYNC_COMMIT_AND_LOCK`], for a statement of its own making.
+pub(crate) const ASYNC_COMMIT: &str = "set_config('synchronous_commit', 'off', true), ";
 /// Sent after the operation's `COMMIT`, outside its transaction (module docs).
 pub(crate) const FLUSH: &str = "SELECT pg_catalog.pg_logical_emit_message(true, 'coord', ''::text)";
 

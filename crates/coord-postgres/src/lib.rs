@@ -6,7 +6,7 @@
 //!   hosts with skewed clocks agree on lease expiry.
 //! - There is no process-wide write lock as in SQLite. A lock acquisition takes
 //!   transaction advisory locks ordering it after every acquisition that could overlap
-//!   (`locks::serialised_live`, sent together with its read of the live locks), decides
+//!   (`locks::serialised`, sent together with its read of the live locks), decides
 //!   with the domain rule, then writes; claiming uses `FOR UPDATE SKIP LOCKED`.
 //! - A refusal rolls the transaction back and appends its audit row on its own; a
 //!   successful operation commits with its audit row. Deadlocks and serialization
@@ -369,7 +369,7 @@ impl PgStore {
                 }
                 let value = then(value)?;
                 let rec = ctx.audit(Ok(&value)).spending(spent.as_deref());
-                chain::insert_and_commit(tx, ctx.now, &rec, &self.durability).await?;
+                chain::insert_and_commit(tx, ctx.now, &rec, &self.durability, None).await?;
                 Ok(value)
             }
             .await;
@@ -407,7 +407,7 @@ async fn refuse(client: &mut Object, ctx: &OpCtx, e: CoordError, choice: &durabi
     if let Some(a) = coord_domain::network::NetworkAccess::of_refusal(&ctx.who.agent_id, &e) {
         network::insert(&tx, ctx, &a).await?;
     }
-    chain::insert_and_commit(tx, ctx.now, &ctx.audit::<()>(Err(&e)), choice).await?;
+    chain::insert_and_commit(tx, ctx.now, &ctx.audit::<()>(Err(&e)), choice, None).await?;
     Ok(e)
 }
 

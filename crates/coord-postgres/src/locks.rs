@@ -27,15 +27,20 @@ use uuid::Uuid;
 pub const LOCK_COLS: &str = "file_path, agent_id, agent_type, session_id, reason, locked_at, expires_at, fencing_token";
 
 pub fn lock_from_row(r: &Row) -> R<LockInfo> {
+    lock_at(r, 0)
+}
+
+/// The lock whose [`LOCK_COLS`] start at column `at` of `r`.
+fn lock_at(r: &Row, at: usize) -> R<LockInfo> {
     Ok(LockInfo {
-        file_path: get(r, 0)?,
-        locked_by: get(r, 1)?,
-        agent_type: get(r, 2)?,
-        session_id: get::<Option<Uuid>>(r, 3)?.map(id_text),
-        reason: get(r, 4)?,
-        locked_at: get(r, 5)?,
-        expires_at: get(r, 6)?,
-        fencing_token: get(r, 7)?,
+        file_path: get(r, at)?,
+        locked_by: get(r, at + 1)?,
+        agent_type: get(r, at + 2)?,
+        session_id: get::<Option<Uuid>>(r, at + 3)?.map(id_text),
+        reason: get(r, at + 4)?,
+        locked_at: get(r, at + 5)?,
+        expires_at: get(r, at + 6)?,
+        fencing_token: get(r, at + 7)?,
     })
 }
 
@@ -67,7 +72,7 @@ pub async fn live_overlapping(tx: &Tx<'_>, now: Option<Timestamp>, targets: &[Lo
 }
 
 /// The live locks that can overlap one target's candidate scopes. Run only after
-/// [`INDEX_SCANS_ONLY`] (by [`read_live`] or [`serialised_live`]): a plan cached without
+/// [`INDEX_SCANS_ONLY`] (by [`read_live`] or [`serialised`]): a plan cached without
 /// it would be kept, whatever the settings of a later transaction.
 static SCOPED_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -93,7 +98,7 @@ static NONE_FOREIGN_ANYWHERE: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Every live lock, in path order (run by [`read_live`] and [`serialised_live`] only).
+/// Every live lock, in path order (run by [`read_live`] and [`serialised`] only).
 static ALL_LIVE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {LOCK_COLS} FROM file_locks WHERE expires_at > {NOW} ORDER BY file_path COLLATE \"C\"")
 });
@@ -111,62 +116,85 @@ async fn all_live(tx: &Tx<'_>, now: Option<Timestamp>) -> R<Vec<LockInfo>> {
 /// directory — do not wait for each other, and overlapping ones do. The read starts after
 /// the locks are held, so (READ COMMITTED) it sees what the previous holder committed.
 /// The same order also keeps one path's fencing tokens increasing.
-///
-/// The statements are sent together (pipelined, all prepared, so none needs a round trip
-/// of its own first): the server runs them in order, and the acquisition costs one round
-/// trip here, not two (docs/benchmarks.md). The read is planned for plain index scans
-/// ([`INDEX_SCANS_ONLY`]).
 pub(crate) async fn serialised_live(tx: &Tx<'_>, now: Option<Timestamp>, target: &LockTarget) -> R<Vec<LockInfo>> {
-    let (live, ()) = serialised_live_with(tx, now, target, std::future::ready(Ok(()))).await?;
-    Ok(live)
-}
-
-/// [`serialised_live`], with `also` sent after the read, in the same round trip.
-async fn serialised_live_with<T>(
-    tx: &Tx<'_>,
-    now: Option<Timestamp>,
-    target: &LockTarget,
-    also: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
-) -> R<(Vec<LockInfo>, T)> {
-    let (shared, exclusive) = target.serial_keys("coord:file_locks");
-    let (ancestors, scope) = (
-        tx.prepare_cached(
-            "SELECT count(pg_advisory_xact_lock_shared(hashtextextended(k, 0))) FROM unnest($1::text[]) k",
-        )
-        .await?,
-        tx.prepare_cached(&SCOPE_LOCK_SQL).await?,
-    );
     let candidates = target.candidates();
-    let (read, read_params): (_, Vec<&(dyn ToSql + Sync)>) = match &candidates {
-        Candidates::All => (tx.prepare_cached(&ALL_LIVE_SQL).await?, vec![&now]),
-        Candidates::Scoped { at, from, to } => (tx.prepare_cached(&SCOPED_SQL).await?, vec![&now, at, from, to]),
+    let (read, params): (&str, Vec<&(dyn ToSql + Sync)>) = match &candidates {
+        Candidates::All => (&ALL_LIVE_SQL, vec![&now]),
+        Candidates::Scoped { at, from, to } => (&SCOPED_SQL, vec![&now, at, from, to]),
     };
-    let (shared, exclusive): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) = ([&shared], [&exclusive]);
-    let (a, b, rows, also) = tokio::join!(
-        biased;
-        tx.execute(&ancestors, &shared),
-        tx.execute(&scope, &exclusive),
-        tx.query(&read, &read_params),
-        also
-    );
-    a?;
-    b?;
-    let rows = rows?.iter().map(lock_from_row).collect::<R<Vec<_>>>()?;
-    Ok((overlapping(std::slice::from_ref(target), rows), also?))
+    let rows = serialised(tx, target, read, &params).await?;
+    let live = rows.iter().map(lock_from_row).collect::<R<Vec<_>>>()?;
+    Ok(overlapping(std::slice::from_ref(target), live))
 }
 
-/// Takes or refreshes a lease in two round trips: the first reads, with the live locks,
-/// what the new lease will be — its time, the next fencing token (taken after the
+/// Runs `read` once the advisory locks that serialise `target` are held: the locks (with
+/// the read's planner settings, [`INDEX_SCANS_ONLY`]) and the read are two statements
+/// (the read needs a snapshot taken after the locks), sent together — pipelined, both
+/// prepared, so the server runs them in order and they cost one round trip.
+async fn serialised(tx: &Tx<'_>, target: &LockTarget, read: &str, params: &[&(dyn ToSql + Sync)]) -> R<Vec<Row>> {
+    let (shared, exclusive) = target.serial_keys("coord:file_locks");
+    let (locks, read) = (
+        tx.prepare_cached(&SERIAL_LOCKS_SQL).await?,
+        tx.prepare_cached(read).await?,
+    );
+    let keys: [&(dyn ToSql + Sync); 2] = [&shared, &exclusive];
+    let (locked, rows) = tokio::join!(biased; tx.execute(&locks, &keys), tx.query(&read, params));
+    locked?;
+    Ok(rows?)
+}
+
+/// The planner settings of the read after it ([`INDEX_SCANS_ONLY`]), the shared advisory
+/// locks of the scope's ancestors (`$1`) and the exclusive one of the scope (`$2`), in
+/// one statement. The exclusive key's seed is the shared locks' count times zero: the
+/// server must take the shared ones to compute it, so every acquisition takes its keys in
+/// the same order, whatever order a statement's expressions are evaluated in.
+static SERIAL_LOCKS_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{INDEX_SCANS_ONLY}, pg_advisory_xact_lock(hashtextextended($2, 0 * (
+             SELECT count(pg_advisory_xact_lock_shared(hashtextextended(k, 0))) FROM unnest($1::text[]) k)))"
+    )
+});
+
+/// What a new lease will be — the next fencing token (taken after the advisory locks, so
+/// one path's tokens grow), the time, the caller's session (agent `$agent`) — with the
+/// live locks `read` selects after it, in [`LOCK_COLS`] from the fourth column (none
+/// when the only row's `file_path` is null), in one statement.
+fn with_lease(read: &str, agent: &str) -> String {
+    format!(
+        "SELECT lease.*, l.* FROM (
+             SELECT nextval('fencing_token_seq') AS token, {NOW} AS at,
+                    (SELECT session_id FROM agent_sessions WHERE agent_id = {agent}) AS session) lease
+         LEFT JOIN ({read}) l ON true"
+    )
+}
+
+static LEASE_AND_SCOPED_SQL: LazyLock<String> = LazyLock::new(|| with_lease(&SCOPED_SQL, "$5"));
+static LEASE_AND_ALL_SQL: LazyLock<String> =
+    LazyLock::new(|| format!("{} ORDER BY l.file_path COLLATE \"C\"", with_lease(&ALL_LIVE_SQL, "$2")));
+
+/// Takes or refreshes a lease in two round trips: the first takes the advisory locks
+/// ([`serialised`]) and reads, with the live locks, what the new lease will be — its time, the next fencing token (taken after the
 /// advisory locks, so one path's tokens still grow), the caller's session — so the
 /// answer is decided before the write, which is sent without waiting (`Tx::send`) and
 /// travels with the audit row and the commit. A token taken for an acquisition that is
 /// blocked or refreshes is skipped: tokens grow, they need not be consecutive.
 pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(LockTarget, Option<String>, i64)) -> R<AcquireLockResult> {
     let (target, reason, ttl) = args;
-    let lease = tx.prepare_cached(&LEASE_SQL).await?;
-    let lease_params: [&(dyn ToSql + Sync); 2] = [&ctx.now, &ctx.who.agent_id];
-    let (live, row) = serialised_live_with(tx, ctx.now, target, tx.query_one(&lease, &lease_params)).await?;
-    let (token, now, session): (i64, Timestamp, Option<Uuid>) = (get(&row, 0)?, get(&row, 1)?, get(&row, 2)?);
+    let (candidates, me) = (target.candidates(), &ctx.who.agent_id);
+    let (read, params): (&str, Vec<&(dyn ToSql + Sync)>) = match &candidates {
+        Candidates::All => (&LEASE_AND_ALL_SQL, vec![&ctx.now, me]),
+        Candidates::Scoped { at, from, to } => (&LEASE_AND_SCOPED_SQL, vec![&ctx.now, at, from, to, me]),
+    };
+    let rows = serialised(tx, target, read, &params).await?;
+    let row = rows.first().ok_or_else(coord_domain::CoordError::internal)?;
+    let (token, now, session): (i64, Timestamp, Option<Uuid>) = (get(row, 0)?, get(row, 1)?, get(row, 2)?);
+    let mut live = Vec::new();
+    for r in &rows {
+        if get::<Option<String>>(r, 3)?.is_some() {
+            live.push(lock_at(r, 3)?);
+        }
+    }
+    let live = overlapping(std::slice::from_ref(target), live);
     let path = target.key();
     // The service bounds the TTL; a sum that still overflows is refused, never wrapped.
     let expires_at = chrono::Duration::try_minutes(*ttl)
@@ -237,16 +265,6 @@ pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(LockTarget, Option<String
     };
     Ok(AcquireLockResult::granted(action, &lock))
 }
-
-/// The scope's exclusive advisory lock, and the read after it planned for plain index
-/// scans ([`INDEX_SCANS_ONLY`]), in one statement (one less for the server to run).
-static SCOPE_LOCK_SQL: LazyLock<String> =
-    LazyLock::new(|| format!("{INDEX_SCANS_ONLY}, pg_advisory_xact_lock(hashtextextended($1, 0))"));
-
-/// What a new lease will be: the next fencing token, the time, the caller's session.
-static LEASE_SQL: LazyLock<String> = LazyLock::new(|| {
-    format!("SELECT nextval('fencing_token_seq'), {NOW}, (SELECT session_id FROM agent_sessions WHERE agent_id = $2)")
-});
 
 /// A lease as decided: a new one (replacing an expired row of the same key), or the
 /// caller's own extended (its token and details kept).

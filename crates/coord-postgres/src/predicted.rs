@@ -20,8 +20,8 @@
 //! decision itself stays with the domain: SQL only confirms that the facts the decision
 //! was made on are the stored ones.
 
+use crate::chain::FactsHold;
 use crate::guardrail_rules::RULES_HOLD_SQL;
-use crate::profiles::FACTS_HOLD_SQL;
 use crate::{Fail, OpFn, PgStore, Tx, pg_error, rolled_back};
 use coord_domain::CoordResult;
 use coord_store::OpCtx;
@@ -57,24 +57,25 @@ fn missed(e: &tokio_postgres::Error) -> bool {
     rolled_back(e) || e.code().is_some_and(|c| c.code() == PREMISE_FAILED)
 }
 
-/// The premises of what the pipeline and the operation decided on before the call (the
-/// caller's last facts, the guardrail rows last read: `OpCtx::policy`); `None` when one
-/// cannot be confirmed in SQL (no fingerprint).
-fn checks(ctx: &OpCtx) -> Option<Vec<Sent>> {
+/// The premises of what the pipeline and the operation decided on before the call
+/// (`OpCtx::policy`): the caller's last facts (checked by the audit chain's lock
+/// statement, `chain::insert_and_commit`) and a statement checking the guardrail rows
+/// last read; `None` when one cannot be confirmed in SQL (no fingerprint).
+fn checks(ctx: &OpCtx) -> Option<(Option<FactsHold>, Vec<Sent>)> {
     let Some(p) = &ctx.policy else {
-        return Some(Vec::new());
+        return Some((None, Vec::new()));
     };
-    let facts: Vec<Param> = vec![
-        Box::new(ctx.now),
-        Box::new(p.agent_id.clone()),
-        Box::new(p.agent_type.clone()),
-        Box::new(p.facts.digest.clone()?),
-    ];
-    let mut checks = vec![Sent::new(FACTS_HOLD_SQL.as_str(), facts)];
-    if let Some(rules) = &p.rules {
-        checks.push(Sent::new(RULES_HOLD_SQL.as_str(), vec![Box::new(rules.clone())]));
-    }
-    Some(checks)
+    let facts = FactsHold {
+        now: ctx.now,
+        agent_id: p.agent_id.clone(),
+        agent_type: p.agent_type.clone(),
+        digest: p.facts.digest.clone()?,
+    };
+    let rules = p
+        .rules
+        .iter()
+        .map(|r| Sent::new(RULES_HOLD_SQL.as_str(), vec![Box::new(r.clone())]));
+    Some((Some(facts), rules.collect()))
 }
 
 /// Calls for which an agent's operation is not predicted after a prediction of it missed:
@@ -149,7 +150,7 @@ impl PgStore {
         if coord_store::counts_as_use(&ctx.charges, predicted) {
             return Ok(false);
         }
-        let Some(checks) = checks(ctx) else {
+        let Some((facts, checks)) = checks(ctx) else {
             return Ok(false);
         };
         let client = self.client().await?;
@@ -165,7 +166,8 @@ impl PgStore {
                 let params: Vec<&(dyn ToSql + Sync)> = s.params.iter().map(|p| p.as_ref() as _).collect();
                 tx.send(statement, &params)?;
             }
-            crate::chain::insert_and_commit(tx, ctx.now, &ctx.audit(Ok(predicted)), &self.durability).await
+            let audit = ctx.audit(Ok(predicted));
+            crate::chain::insert_and_commit(tx, ctx.now, &audit, &self.durability, facts.as_ref()).await
         }
         .await;
         match outcome {

@@ -162,11 +162,19 @@ pub(crate) static FACTS_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::
     )
 });
 
-/// Fails (`coord_expect`) unless the facts of `$2` (type `$3`) are still those of digest
-/// `$4`: a premise of an operation decided on the caller's last facts (`predicted`).
-/// `$1` (the time) is not read, and typed for the statement to prepare.
-pub(crate) static FACTS_HOLD_SQL: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| format!("{FACTS_FROM} SELECT coord_expect({DIGEST} = $4), $1::timestamptz FROM f"));
+/// The audit chain's lock statement (`chain`) checking first that the facts of `$2`
+/// (type `$3`) are still those of digest `$4` — a premise of an operation decided on the
+/// caller's last facts (`predicted`), which fails (`coord_expect`) otherwise — and then
+/// taking the lock (`$5`): its key is computed from the check, so the check runs outside
+/// the chain's critical section. `settings` (what the durability adds, ending in ", ")
+/// come first. `$1` (the time) is not read, and typed for the statement to prepare. One
+/// statement, where the premise had one of its own.
+pub(crate) fn facts_hold_then_lock(settings: &str) -> String {
+    format!(
+        "{FACTS_FROM} SELECT {settings}$1::timestamptz,
+             pg_advisory_xact_lock(CASE WHEN coord_expect({DIGEST} = $4) THEN $5::bigint END) FROM f"
+    )
+}
 
 /// A row of [`FACTS_SQL`] as facts, without usage.
 pub(crate) fn facts_of(row: &tokio_postgres::Row) -> R<PolicyFacts> {
