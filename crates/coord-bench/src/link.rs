@@ -169,7 +169,9 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration, 
 /// Counts the statements in what a client sends, across chunks: the messages of the
 /// PostgreSQL protocol (a type byte, then a length that counts itself), after the
 /// untyped ones that open a connection (a length, then a code: SSL or GSS requests, and
-/// the startup message, after which every message is typed).
+/// the startup message of protocol 3.x, after which every message is typed). Counted on
+/// plain connections only: the stores connect without TLS here, and a TLS stream would
+/// not be read.
 #[derive(Debug, Default)]
 struct Statements {
     started: bool,
@@ -206,7 +208,7 @@ impl Statements {
             let (length, counted) = if self.started {
                 (word(1) as usize, 4)
             } else {
-                self.started = word(4) == STARTUP;
+                self.started = word(4) >> 16 == STARTUP >> 16;
                 (word(0) as usize, 8)
             };
             if head == 5 && matches!(self.head[0], b'E' | b'Q') {

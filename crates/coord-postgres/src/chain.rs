@@ -45,7 +45,9 @@ pub(crate) const CHAIN_LOCK_KEY: i64 = 0x636f_6f72_6461_7564; // "coordaud"
 /// float, and a chrono time, whose whole range fits PostgreSQL's wire format), so the
 /// insert always leaves with the COMMIT. Keep it so: a parameter that failed to encode
 /// would stop the insert before it is sent while the COMMIT beside it still went,
-/// committing the operation without its audit row.
+/// committing the operation without its audit row. The same holds for the lock's
+/// parameters (a key, and the facts' time, texts and digest): a lock statement not sent
+/// would let the insert link to a head another writer is changing.
 ///
 /// With `facts`, the lock's statement first checks that the caller's policy facts are
 /// still those the operation was decided on (a premise of a predicted operation): when

@@ -586,6 +586,42 @@ mod tests {
         );
     }
 
+    /// An acquisition's read of the live locks with its lease ([`LEASE_AND_SCOPED_SQL`],
+    /// [`LEASE_AND_ALL_SQL`]) is planned as plain index scans too, under the settings the
+    /// advisory locks' statement sets before it.
+    #[tokio::test]
+    async fn an_acquisitions_read_with_its_lease_is_planned_as_plain_index_scans() {
+        let Some((_store, c)) = connection().await else { return };
+        churned(&c, false).await;
+        c.batch_execute(&format!(
+            "CREATE TEMP TABLE agent_sessions (agent_id text PRIMARY KEY, session_id uuid);
+             CREATE TEMP SEQUENCE fencing_token_seq;
+             PREPARE lease_scoped(timestamptz, text[], text, text, text) AS {};
+             PREPARE lease_all(timestamptz, text) AS {};",
+            *LEASE_AND_SCOPED_SQL, *LEASE_AND_ALL_SQL
+        ))
+        .await
+        .unwrap();
+        let reads = [
+            "EXECUTE lease_scoped(NULL, ARRAY['', 'src', 'src/a.rs'], 'src/a.rs/', 'src/a.rs0', 'a')",
+            "EXECUTE lease_all(NULL, 'a')",
+        ];
+        for read in reads {
+            for mode in ["force_custom_plan", "force_generic_plan"] {
+                let setup = format!("SET LOCAL plan_cache_mode = {mode}; {INDEX_SCANS_ONLY};");
+                let (nodes, _) = explain(&c, &setup, "", read).await;
+                let scans: Vec<&String> = nodes
+                    .iter()
+                    .filter(|n| n.ends_with("Scan") && *n != "Subquery Scan")
+                    .collect();
+                assert!(
+                    scans.len() >= 2 && scans.iter().all(|n| *n == "Index Scan"),
+                    "{read}, {mode}: {nodes:?}"
+                );
+            }
+        }
+    }
+
     /// The transaction's planner settings after a read, and what the read answered.
     async fn settings_after(tx: &Tx<'_>) -> (String, String) {
         let row = tx

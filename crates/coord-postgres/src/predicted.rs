@@ -11,7 +11,11 @@
 //! the whole transaction leaves in one write: `BEGIN`, one statement per premise that
 //! fails unless it holds in the rows as stored (`coord_expect`, migration 0027; a premise
 //! that writes, a release's `DELETE`, checks what it wrote), the operation's other
-//! writes, the audit row and the `COMMIT`.
+//! writes, the audit chain's lock — whose statement checks the caller's facts first, so
+//! that premise costs no statement of its own — the audit row and the `COMMIT`. The
+//! facts are thus checked after the operation's writes, in the same transaction: no
+//! predicted write may change what they cover (a session's id, start or type, a
+//! profile), or its prediction would miss every time.
 //!
 //! When a premise does not hold, the server aborts the transaction at that statement:
 //! nothing after it takes effect and the `COMMIT` rolls back. The operation then runs the

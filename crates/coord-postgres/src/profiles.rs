@@ -168,7 +168,9 @@ pub(crate) static FACTS_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::
 /// taking the lock (`$5`): its key is computed from the check, so the check runs outside
 /// the chain's critical section. `settings` (what the durability adds, ending in ", ")
 /// come first. `$1` (the time) is not read, and typed for the statement to prepare. One
-/// statement, where the premise had one of its own.
+/// statement, where the premise had one of its own. The lock is taken whenever the
+/// statement succeeds: `coord_expect` (migration 0027) raises or answers true, never
+/// NULL, and `f` is always one row (scalar subqueries, no `FROM`).
 pub(crate) fn facts_hold_then_lock(settings: &str) -> String {
     format!(
         "{FACTS_FROM} SELECT {settings}$1::timestamptz,
