@@ -648,7 +648,10 @@ impl<'p> Analyzer<'p> {
         self.writes(&e.writes, &e.text);
         self.reverse_shell(e);
         self.env.clone_from(&e.env);
-        self.argv(&e.argv, &e.stdin, &e.text, depth);
+        // An exit handler's commands are among the walk's, judged where it runs.
+        if !e.exit_handler {
+            self.argv(&e.argv, &e.stdin, &e.text, depth);
+        }
         self.cwd = outer;
     }
 

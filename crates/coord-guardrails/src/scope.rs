@@ -11,6 +11,7 @@
 //! `$TMPDIR` is the temporary directory (`/tmp`) unless the line assigns it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use brush_parser::word::{Parameter, ParameterExpr, SpecialParameter};
 
@@ -40,6 +41,54 @@ pub struct Scope {
     /// Inside a function called with these arguments, as far as the body has not changed
     /// them in a way not followed (`set --`).
     positional: Option<Arguments>,
+    /// When what this scope knows last changed, for code that runs at a moment of its own
+    /// (an exit handler: [`Scope::since`]).
+    changes: Changes,
+}
+
+/// When a scope's names, directory and arguments last changed, on one clock for every
+/// scope ([`mark`]). History, not state: scopes that know the same are equal whatever
+/// led to them.
+#[derive(Debug, Clone, Default)]
+struct Changes {
+    names: BTreeMap<String, u64>,
+    everything: u64,
+    cwd: u64,
+    arguments: u64,
+}
+
+impl PartialEq for Changes {
+    fn eq(&self, _: &Changes) -> bool {
+        true
+    }
+}
+
+impl Eq for Changes {}
+
+impl Changes {
+    /// Also what `other` changed.
+    fn merge(&mut self, other: &Changes) {
+        for (name, at) in &other.names {
+            let mine = self.names.entry(name.clone()).or_default();
+            *mine = (*mine).max(*at);
+        }
+        self.everything = self.everything.max(other.everything);
+        self.cwd = self.cwd.max(other.cwd);
+        self.arguments = self.arguments.max(other.arguments);
+    }
+}
+
+/// The clock of [`Changes`]: shared by every walk (one walk compares only its own
+/// moments, and the clock only moves forward).
+static CLOCK: AtomicU64 = AtomicU64::new(1);
+
+fn tick() -> u64 {
+    CLOCK.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The moment now: changes made after it are later ([`Scope::since`]).
+pub fn mark() -> u64 {
+    CLOCK.load(Ordering::Relaxed)
 }
 
 /// A function's arguments, numbered from `$1`.
@@ -209,6 +258,7 @@ impl Scope {
             }
             _ => None,
         };
+        self.changes.arguments = tick();
     }
 
     /// `name` holds `value` (a loop's variable, for one pass).
@@ -224,7 +274,7 @@ impl Scope {
                     self.set(name, value.clone());
                 }
             }
-            Effect::Cd(dir) => self.cwd = dir.clone().filter(|_| !self.distrusted),
+            Effect::Cd(dir) => self.set_cwd(dir.clone().filter(|_| !self.distrusted)),
             Effect::Forget => self.forget_everything(),
             Effect::Distrust => self.distrust(),
             Effect::Shift(n) => self.shift(*n, true),
@@ -240,7 +290,7 @@ impl Scope {
                     self.set(name, value.clone().filter(|_| !fallible));
                 }
             }
-            Effect::Cd(_) => self.cwd = None,
+            Effect::Cd(_) => self.set_cwd(None),
             Effect::Forget => self.forget_everything(),
             Effect::Distrust => self.distrust(),
             Effect::Shift(n) => self.shift(*n, true),
@@ -255,7 +305,7 @@ impl Scope {
                     self.set(name, None);
                 }
             }
-            Effect::Cd(_) => self.cwd = None,
+            Effect::Cd(_) => self.set_cwd(None),
             Effect::Forget => self.forget_everything(),
             Effect::Distrust => self.distrust(),
             Effect::Shift(n) => self.shift(*n, false),
@@ -266,6 +316,8 @@ impl Scope {
     /// rest of an `&&` chain): what both know alike.
     pub fn meet(&mut self, other: &Scope) {
         let names: Vec<String> = self.vars.keys().chain(other.vars.keys()).cloned().collect();
+        // Knowledge merged, not a change: what either side changed, and when, is kept.
+        self.changes.merge(&other.changes);
         for name in names {
             if self.vars.get(&name) != other.vars.get(&name) {
                 self.vars.insert(name, None);
@@ -288,8 +340,39 @@ impl Scope {
             self.set(n, None);
         }
         if moved {
-            self.cwd = None;
+            self.set_cwd(None);
         }
+    }
+
+    fn set_cwd(&mut self, cwd: Option<String>) {
+        self.cwd = cwd;
+        self.changes.cwd = tick();
+    }
+
+    /// What code set to run at the shell's exit (`trap … EXIT`) may see, from `then` — the
+    /// state when it was set, at moment `mark` — and this scope, the line's at its end: what
+    /// was known then, less anything the line changed since (it may exit at any moment).
+    pub fn since(&self, then: &Scope, mark: u64) -> Scope {
+        let mut s = then.clone();
+        if self.changes.everything >= mark {
+            s.forget_everything();
+        }
+        for (name, at) in &self.changes.names {
+            if *at >= mark {
+                s.set(name, None);
+            }
+        }
+        if self.changes.cwd >= mark {
+            s.set_cwd(None);
+        }
+        if self.changes.arguments >= mark {
+            s.positional = None;
+        }
+        s.split_changed |= self.split_changed;
+        if self.distrusted {
+            s.distrust();
+        }
+        s
     }
 
     /// Nothing the line sets is taken at its word any more.
@@ -316,6 +399,7 @@ impl Scope {
         self.forgot = true;
         // `eval 'set -- …'`, `source`: the arguments too.
         self.positional = None;
+        self.changes.everything = tick();
     }
 
     fn set(&mut self, name: &str, value: Option<String>) {
@@ -328,6 +412,7 @@ impl Scope {
             self.distrusted = true; // which `mktemp` or `cd` runs, or what runs before each command
         }
         self.vars.insert(name.to_string(), value.filter(|v| one_word(v)));
+        self.changes.names.insert(name.to_string(), tick());
     }
 
     /// The directory `dir` names, seen from this scope's working directory: known only

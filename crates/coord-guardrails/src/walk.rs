@@ -73,6 +73,10 @@ pub struct Exec {
     /// The command's own assignments (`GIT_CONFIG_KEY_0=… git gc`): each name, and its
     /// value when known.
     pub env: Vec<(String, Option<String>)>,
+    /// A `trap CODE EXIT` whose code the walk followed as the line's exit handler: its
+    /// commands are among the walk's, with what the variables may hold when it runs
+    /// ([`Walk::exit_handlers`]), and are not judged again on their own.
+    pub exit_handler: bool,
 }
 
 /// Something that cannot be analysed with certainty: it fails closed.
@@ -149,6 +153,17 @@ pub struct Walk {
     expanding: bool,
     /// Names assigned inside words (`${v:=…}`) by the pipeline being walked.
     word_assigned: Vec<String>,
+    /// The exit handlers set at the top of the line (`trap 'rm -rf "$t"' EXIT`): the
+    /// code, the state when it was set, and the moment ([`scope::mark`]). Once the line
+    /// is walked, the state it may run in: what was known then, less all the line changed
+    /// since (the shell may exit at any moment: the end, an `exit`, `set -e`, a signal).
+    exit_traps: Vec<(String, Scope, u64)>,
+    /// How deep the command being walked is in constructs (branches, loops, groups,
+    /// subshells, function bodies, pipelines of several, background jobs): exit handlers
+    /// are followed at the top only.
+    level: usize,
+    /// The depth the walk started at ([`Walk::line`]): deeper code is nested in a word.
+    base: usize,
     /// The functions whose bodies are being walked.
     defining: Vec<String>,
     /// Commands by which a function starts itself alongside itself (`:(){ :|:& };:`): a
@@ -184,9 +199,23 @@ impl Walk {
     /// of the functions it defines.
     pub fn line(text: &str, depth: usize) -> Walk {
         let mut w = if depth == 0 { Walk::default() } else { Walk::nested() };
+        w.base = depth;
         w.script(text, depth);
+        w.exit_handlers(depth);
         w.uncalled(depth);
         w
+    }
+
+    /// Walks the exit handlers set at the top of the line, each with the meet of the
+    /// states the line passed through since it was set (one of them is the state it runs
+    /// in), and with every function of the line known. What does not parse is a problem.
+    fn exit_handlers(&mut self, depth: usize) {
+        let end = self.scope.clone();
+        for (code, scope, _) in std::mem::take(&mut self.exit_traps) {
+            self.scope = scope;
+            self.script(&code, depth + 1);
+        }
+        self.scope = end;
     }
 
     /// The bodies not walked with their arguments, with arguments not known: never
@@ -316,6 +345,12 @@ impl Walk {
             }
             Err(e) => self.problem(text, &format!("the shell syntax does not parse ({e})")),
         }
+        if depth == self.base {
+            // The line's end: what each exit handler may see ([`Walk::exit_traps`]).
+            for (_, then, mark) in &mut self.exit_traps {
+                *then = self.scope.since(then, *mark);
+            }
+        }
         self.scope = outer;
     }
 
@@ -386,7 +421,9 @@ impl Walk {
                 for p in pipelines {
                     self.self_calls(p);
                 }
+                self.level += 1;
                 self.and_or(and_or, depth);
+                self.level -= 1;
                 self.scope = outer;
             } else {
                 self.and_or(and_or, depth);
@@ -437,10 +474,13 @@ impl Walk {
         if several {
             self.self_calls(p);
         }
+        // Each part of a pipeline of several runs in a subshell.
+        self.level += usize::from(several);
         for (i, cmd) in p.seq.iter().enumerate() {
             let stdin = if i == 0 { Stdin::Inherited } else { Stdin::Pipe };
             self.command(cmd, stdin, depth);
         }
+        self.level -= usize::from(several);
         let effect = self.pending.take()?;
         self.shifts += usize::from(matches!(effect, Effect::Shift(_)));
         if let Effect::Assign(names) = &effect {
@@ -482,7 +522,9 @@ impl Walk {
             // A loop in a function's body: its arguments (a shift in it is walked again).
             self.scope.arguments_of(&outer);
         }
+        self.level += 1;
         walk(self);
+        self.level -= 1;
         outer.forget_names(&self.assigned, self.moved);
         if self.forgot {
             outer.forget_all();
@@ -608,6 +650,7 @@ impl Walk {
             cwd_lost: self.cwd_lost && self.scope.cwd.is_none(),
             enclosing: self.enclosing.clone(),
             env: Vec::new(),
+            exit_handler: false,
         }
     }
 
@@ -709,7 +752,7 @@ impl Walk {
             exec.env = assigned.iter().map(|(n, v, _)| (n.clone(), v.clone())).collect();
         }
         self.call(&exec, depth);
-        self.evaluated(&exec.argv, depth);
+        exec.exit_handler = self.evaluated(&exec.argv, depth);
         // `d=$(mktemp -d) e=$(true)`: the statement's status is the last substitution's,
         // so none of its substituted values is sure.
         if assigned.iter().filter(|(_, _, fallible)| *fallible).count() > 1 {
@@ -731,12 +774,22 @@ impl Walk {
     /// are known in it (`f build; eval "f ~"`, `f(){ eval 'f|f&'; }`); the analysis
     /// judges that code again on its own (what does not parse is reported there). And
     /// commands that hand functions to code not walked here (`export -f`, `source`, an
-    /// alias).
-    fn evaluated(&mut self, argv: &[Arg], depth: usize) {
+    /// alias). An exit handler set at the top of the line is walked once the line is
+    /// ([`Walk::exit_handlers`]): true then.
+    fn evaluated(&mut self, argv: &[Arg], depth: usize) -> bool {
         let Some((first, args)) = argv.split_first() else {
-            return;
+            return false;
         };
         let args = args.strip_prefix(&[Arg::Lit("--".into())][..]).unwrap_or(args);
+        if first.lit() == Some("trap")
+            && self.level == 0
+            && depth == self.base
+            && let [Arg::Lit(code), signals @ ..] = args
+            && exit_only(signals)
+        {
+            self.exit_traps.push((code.clone(), self.scope.clone(), scope::mark()));
+            return true;
+        }
         let code: Option<Vec<&str>> = match first.lit() {
             Some("eval") => args.iter().map(Arg::lit).collect(),
             Some("trap") => args.first().and_then(Arg::lit).map(|c| vec![c]),
@@ -756,6 +809,7 @@ impl Walk {
             self.script(&code.join(" "), depth + 1);
             self.problems.truncate(problems);
         }
+        false
     }
 
     /// What a command with a command word does to the shell state.
@@ -1075,6 +1129,16 @@ fn trap_handles_signals(args: &[Arg]) -> bool {
         s.lit()
             .is_none_or(|s| !matches!(s.to_ascii_uppercase().as_str(), "EXIT" | "0" | "SIGEXIT"))
     })
+}
+
+/// Whether `trap CODE SIGNALS…` handles the shell's exit and nothing else (options, a
+/// reset `-`, no signal at all: not a plain exit handler).
+fn exit_only(signals: &[Arg]) -> bool {
+    !signals.is_empty()
+        && signals.iter().all(|s| {
+            s.lit()
+                .is_some_and(|s| matches!(s.to_ascii_uppercase().as_str(), "EXIT" | "0" | "SIGEXIT"))
+        })
 }
 
 /// `args` without repeats (by their text).
