@@ -2040,6 +2040,39 @@ const SHIPPING_WORDS: &[&str] = &[
     "wipe",
     "drop",
     "unpublish",
+    "cleanup",
+    "purge",
+];
+
+/// A script's first operand that says it ships or destroys (`tasks.py deploy`,
+/// `algolia.py upload`, `setup.py upload`): `release` is not one (`./build.sh release`
+/// builds in release mode).
+const SHIPPING_OPERANDS: &[&str] = &[
+    "deploy",
+    "publish",
+    "upload",
+    "rollback",
+    "promote",
+    "destroy",
+    "teardown",
+    "nuke",
+    "wipe",
+    "drop",
+    "unpublish",
+    "purge",
+];
+
+/// Options that make a script whose name only looks act (`backfill-release-notes.ts
+/// --apply`).
+const ACTING_OPTIONS: &[&str] = &[
+    "--apply",
+    "--execute",
+    "--commit",
+    "--confirm",
+    "--yes",
+    "--force",
+    "--prod",
+    "--production",
 ];
 
 /// Words that say a script with such a name only looks (`release-notes.sh`,
@@ -2099,9 +2132,16 @@ pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
     let built = parts.iter().any(|part| ARTIFACTS.contains(part) || *part == "bin");
     let whole = parts.join("/");
     let words = path_words(if built { name } else { &whole });
-    let shipping = words.iter().find(|w| SHIPPING_WORDS.contains(&w.as_str()))?;
-    // Only the file's own name, or an option asking for a dry run, says it only looks.
-    let looking_name = path_words(name).iter().any(|w| LOOKING_WORDS.contains(&w.as_str()));
+    let operand = args.iter().find(|a| !a.raw().starts_with('-')).and_then(Arg::lit);
+    let shipping = words
+        .iter()
+        .map(String::as_str)
+        .find(|w| SHIPPING_WORDS.contains(w))
+        .or(operand.filter(|o| SHIPPING_OPERANDS.contains(o)))?;
+    // Only the file's own name, or an option asking for a dry run, says it only looks,
+    // unless an option says it acts.
+    let acting = args.iter().filter_map(Arg::lit).any(|a| ACTING_OPTIONS.contains(&a));
+    let looking_name = !acting && path_words(name).iter().any(|w| LOOKING_WORDS.contains(&w.as_str()));
     // `--version` prints one (`--version --json` too); followed by a value (`--version
     // 1.2.3`) it sets the version the script ships.
     let version_only = args.iter().enumerate().any(|(i, a)| {
