@@ -2062,6 +2062,13 @@ const SHIPPING_OPERANDS: &[&str] = &[
     "purge",
 ];
 
+/// A script's first operand that says it only looks (`deploy.ts check`, `release.sh
+/// status`): fewer than [`LOOKING_WORDS`], since an operand may name what is shipped
+/// (`deploy.sh docs`, `deploy.sh test`, `deploy.sh preview` deploy).
+const LOOKING_OPERANDS: &[&str] = &[
+    "check", "status", "list", "diff", "plan", "help", "verify", "validate", "lint",
+];
+
 /// Options that make a script whose name only looks act (`backfill-release-notes.ts
 /// --apply`).
 const ACTING_OPTIONS: &[&str] = &[
@@ -2138,10 +2145,12 @@ pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
         .map(String::as_str)
         .find(|w| SHIPPING_WORDS.contains(w))
         .or(operand.filter(|o| SHIPPING_OPERANDS.contains(o)))?;
-    // Only the file's own name, or an option asking for a dry run, says it only looks,
-    // unless an option says it acts.
+    // Only the file's own name or first operand, or an option asking for a dry run, says
+    // it only looks, unless an option says it acts.
     let acting = args.iter().filter_map(Arg::lit).any(|a| ACTING_OPTIONS.contains(&a));
-    let looking_name = !acting && path_words(name).iter().any(|w| LOOKING_WORDS.contains(&w.as_str()));
+    let looking_name = !acting
+        && (path_words(name).iter().any(|w| LOOKING_WORDS.contains(&w.as_str()))
+            || operand.is_some_and(|o| LOOKING_OPERANDS.contains(&o)));
     // `--version` prints one (`--version --json` too); followed by a value (`--version
     // 1.2.3`) it sets the version the script ships.
     let version_only = args.iter().enumerate().any(|(i, a)| {
