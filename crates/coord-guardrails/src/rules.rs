@@ -2044,23 +2044,12 @@ const SHIPPING_WORDS: &[&str] = &[
     "purge",
 ];
 
-/// A script's first operand that says it ships or destroys (`tasks.py deploy`,
-/// `algolia.py upload`, `setup.py upload`): `release` is not one (`./build.sh release`
-/// builds in release mode).
-const SHIPPING_OPERANDS: &[&str] = &[
-    "deploy",
-    "publish",
-    "upload",
-    "rollback",
-    "promote",
-    "destroy",
-    "teardown",
-    "nuke",
-    "wipe",
-    "drop",
-    "unpublish",
-    "purge",
-];
+/// Whether a script's first operand says it ships or destroys (`tasks.py deploy`,
+/// `algolia.py upload`, `setup.py upload`): a word of [`SHIPPING_WORDS`] but `release`
+/// (`./build.sh release` builds in release mode), or `upload`.
+fn shipping_operand(operand: &str) -> bool {
+    operand == "upload" || (SHIPPING_WORDS.contains(&operand) && !operand.starts_with("release"))
+}
 
 /// A script's first operand that says it only looks (`deploy.ts check`, `release.sh
 /// status`): fewer than [`LOOKING_WORDS`], since an operand may name what is shipped
@@ -2144,7 +2133,7 @@ pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
         .iter()
         .map(String::as_str)
         .find(|w| SHIPPING_WORDS.contains(w))
-        .or(operand.filter(|o| SHIPPING_OPERANDS.contains(o)))?;
+        .or(operand.filter(|o| shipping_operand(o)))?;
     // Only the file's own name or first operand, or an option asking for a dry run, says
     // it only looks, unless an option says it acts.
     let acting = args.iter().filter_map(Arg::lit).any(|a| ACTING_OPTIONS.contains(&a));
