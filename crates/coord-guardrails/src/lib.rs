@@ -876,7 +876,21 @@ impl<'p> Analyzer<'p> {
             }
             "eval" => self.joined_code(without_dashes(args), text, depth),
             "source" | "." => self.source(args, text, depth),
-            "trap" => self.code_arg(without_dashes(args).first(), text, depth),
+            "trap" => {
+                // Judged on its own, it may run anywhere the line goes after it.
+                let cwd = self.cwd.take();
+                self.code_arg(without_dashes(args).first(), text, depth);
+                self.cwd = cwd;
+            }
+            "mapfile" | "readarray" => {
+                let at = args.iter().position(|a| a.raw().starts_with("-C"));
+                match at.map(|i| (&args[i], args[i].raw())) {
+                    Some((_, "-C")) => self.code_arg(args.get(at.unwrap_or(0) + 1), text, depth),
+                    Some((Arg::Lit(attached), _)) => self.script(&attached[2..], depth + 1),
+                    Some((other, _)) => self.code_arg(Some(other), text, depth),
+                    None => {}
+                }
+            }
             p if SHELLS.contains(&p) => self.shell(args, stdin, text, depth),
             p if inline::interpreter(p).is_some() => self.interpreter(p, args, stdin, text, depth),
             "npx" | "bunx" | "pnpx" => self.npx(args, stdin, text, depth),

@@ -184,7 +184,29 @@ impl Scope {
             Parameter::Named(name)
                 if matches!(
                     name.as_str(),
-                    "REPLY" | "OLDPWD" | "PWD" | "_" | "OPTARG" | "OPTIND" | "MAPFILE" | "PIPESTATUS" | "BASH_REMATCH"
+                    "REPLY"
+                        | "OLDPWD"
+                        | "PWD"
+                        | "_"
+                        | "OPTARG"
+                        | "OPTIND"
+                        | "MAPFILE"
+                        | "PIPESTATUS"
+                        | "BASH_REMATCH"
+                        | "FUNCNAME"
+                        | "DIRSTACK"
+                        | "BASH_SOURCE"
+                        | "BASH_LINENO"
+                        | "BASH_ARGV"
+                        | "BASH_ARGC"
+                        | "BASH_COMMAND"
+                        | "BASH_SUBSHELL"
+                        | "GROUPS"
+                        | "SECONDS"
+                        | "LINENO"
+                        | "HISTCMD"
+                        | "EPOCHSECONDS"
+                        | "EPOCHREALTIME"
                 ) =>
             {
                 None
@@ -342,6 +364,18 @@ impl Scope {
         if moved {
             self.set_cwd(None);
         }
+    }
+
+    /// What `other` changed, and when, is history of this scope too (the state it
+    /// replaces was reached through it).
+    pub fn keep_changes(&mut self, other: &Scope) {
+        self.changes.merge(&other.changes);
+    }
+
+    /// `name` holds another value for a while (a command's own assignment): a change
+    /// for an exit handler, though not for what follows.
+    pub fn touch(&mut self, name: &str) {
+        self.changes.names.insert(name.to_string(), tick());
     }
 
     fn set_cwd(&mut self, cwd: Option<String>) {

@@ -448,6 +448,12 @@ impl Walk {
         for next in &and_or.additional {
             let p = match next {
                 ast::AndOr::And(p) => p,
+                ast::AndOr::Or(p) if ends_shell(p) && std::ptr::eq(next, and_or.additional.last().unwrap_or(next)) => {
+                    // `… || exit 1` last in its chain: what follows runs only when the
+                    // rest succeeded, and sees what it set.
+                    after = self.scope.clone();
+                    p
+                }
                 ast::AndOr::Or(p) => {
                     // Runs when something before failed: nothing after the first is sure.
                     self.scope = after.clone();
@@ -463,6 +469,7 @@ impl Walk {
             }
             after.forget_names(&std::mem::take(&mut self.word_assigned), false);
         }
+        after.keep_changes(&self.scope);
         self.scope = after;
     }
 
@@ -526,6 +533,11 @@ impl Walk {
         walk(self);
         self.level -= 1;
         outer.forget_names(&self.assigned, self.moved);
+        // A nameref or read-only variable declared inside holds after it.
+        if !self.scope.trusted() {
+            outer.distrust();
+        }
+        outer.keep_changes(&self.scope);
         if self.forgot {
             outer.forget_all();
         }
@@ -762,6 +774,13 @@ impl Walk {
                 }
             }
         }
+        if !exec.argv.is_empty() {
+            // `d=/ wait`: the value holds while the command runs, and an exit handler
+            // that a signal starts then sees it.
+            for (name, _, _) in &assigned {
+                self.scope.touch(name);
+            }
+        }
         self.pending = if exec.argv.is_empty() {
             Some(Effect::Assign(assigned)).filter(|_| s.prefix.is_some())
         } else {
@@ -781,7 +800,10 @@ impl Walk {
             return false;
         };
         let args = args.strip_prefix(&[Arg::Lit("--".into())][..]).unwrap_or(args);
+        // Past a few, a handler is judged on its own (each one followed costs a copy of
+        // the state and a walk).
         if first.lit() == Some("trap")
+            && self.exit_traps.len() < MAX_EXIT_HANDLERS
             && self.level == 0
             && depth == self.base
             && let [Arg::Lit(code), signals @ ..] = args
@@ -834,10 +856,21 @@ impl Walk {
             .iter()
             .any(|a| a.raw().starts_with(['-', '+']) && a.raw() != "-" && a.raw() != "--");
         let names = |with_values: bool| {
+            // A name only known at run time (`read $(echo d)`), or one given with an option
+            // (`printf -vd`, `read -ad`): any variable may change.
+            let hidden = args.iter().any(|a| {
+                a.lit().is_none() || (a.raw().starts_with('-') && !a.raw().starts_with("--") && a.raw().len() > 2)
+            });
+            if hidden {
+                return Some(Effect::Forget);
+            }
             let set = args.iter().filter(|a| !a.raw().starts_with('-')).map(|a| {
                 let (name, value) = a.raw().split_once('=').unwrap_or((a.raw(), ""));
-                let value = (with_values && a.raw().contains('=')).then(|| a.lit().map(|_| value.to_string()));
-                (name.to_string(), value.flatten(), false)
+                // `export d+=…` appends: the value is not known.
+                let appends = name.ends_with('+');
+                let value =
+                    (with_values && !appends && a.raw().contains('=')).then(|| a.lit().map(|_| value.to_string()));
+                (name.trim_end_matches('+').to_string(), value.flatten(), false)
             });
             Some(Effect::Assign(set.collect()))
         };
@@ -860,13 +893,19 @@ impl Walk {
             // A handler for a signal (or DEBUG, RETURN, ERR) may run between any two commands
             // and change anything; one for EXIT runs after them all.
             "trap" if trap_handles_signals(args) => Some(Effect::Distrust),
-            "read" | "mapfile" | "readarray" | "getopts" | "printf" | "let" | "unset" | "select" => names(false),
+            // `mapfile -C CODE` runs code for each line read.
+            "mapfile" | "readarray" if args.iter().any(|a| a.raw().starts_with("-C")) => Some(Effect::Forget),
+            "read" | "mapfile" | "readarray" | "getopts" | "printf" | "let" | "unset" | "select" | "wait" => {
+                names(false)
+            }
             "eval" | "source" | "." | "exec" => Some(Effect::Forget),
             "shift" => Some(Effect::Shift(match args {
                 [] => Some(1),
                 [Arg::Lit(n)] => n.parse().ok(),
                 _ => None,
             })),
+            // In POSIX mode an assignment before a special builtin (`d=/ :`) stays set.
+            "set" if args.iter().any(|a| a.raw() == "posix") => Some(Effect::Distrust),
             // `set -- a b`, `set a b`: new arguments (options alone keep them; an option's
             // value, `-o pipefail`, is read as an argument: they are forgotten, no harm).
             // (`set - -r`, `set -$o`: new arguments too.)
@@ -917,7 +956,9 @@ impl Walk {
     /// Code run in a subshell: what it sets stays there.
     fn subshell(&mut self, list: &ast::CompoundList, depth: usize) {
         let outer = self.scope.clone();
+        self.level += 1;
         self.list(list, depth);
+        self.level -= 1;
         self.scope = outer;
     }
 
@@ -1129,6 +1170,21 @@ fn trap_handles_signals(args: &[Arg]) -> bool {
         s.lit()
             .is_none_or(|s| !matches!(s.to_ascii_uppercase().as_str(), "EXIT" | "0" | "SIGEXIT"))
     })
+}
+
+/// Exit handlers followed with the line's state ([`Walk::exit_handlers`]).
+const MAX_EXIT_HANDLERS: usize = 16;
+
+/// Whether a pipeline is `exit` or `return` alone: the shell (or function) ends there.
+fn ends_shell(p: &ast::Pipeline) -> bool {
+    let [ast::Command::Simple(s)] = p.seq.as_slice() else {
+        return false;
+    };
+    !p.bang
+        && s.prefix.is_none()
+        && s.word_or_name
+            .as_ref()
+            .is_some_and(|w| matches!(w.value.as_str(), "exit" | "return"))
 }
 
 /// Whether `trap CODE SIGNALS…` handles the shell's exit and nothing else (options, a
