@@ -12,7 +12,9 @@
 //! Modules: `walk` walks every construct (lists, pipelines, subshells, loops, functions,
 //! redirections, here-documents, command and process substitutions) to the commands that
 //! run, as typed argv (a literal after quote removal, or unknown at run time), the files
-//! they write and their stdin; `analyze` peels the wrappers and fails closed; `rules` holds
+//! they write and their stdin, following what the line sets (`scope`; `builtins` reads the
+//! names `read`, `printf -v`, `wait -p`, `mapfile` assign and `mapfile -C`'s callback);
+//! `analyze` peels the wrappers and fails closed; `rules` holds
 //! the rules that take code (git, rm and find, SQL clients, credential writers); `sql`
 //! reads the SQL a client runs with `sqlparser`, in its dialect; `patterns` evaluates the
 //! registry of argv patterns (built-in ones in `patterns_builtin.json`, stored rows merged
@@ -32,6 +34,8 @@ pub mod scope;
 pub mod sed;
 pub mod sql;
 pub mod walk;
+
+mod builtins;
 
 mod resolve;
 
@@ -876,21 +880,8 @@ impl<'p> Analyzer<'p> {
             }
             "eval" => self.joined_code(without_dashes(args), text, depth),
             "source" | "." => self.source(args, text, depth),
-            "trap" => {
-                // Judged on its own, it may run anywhere the line goes after it.
-                let cwd = self.cwd.take();
-                self.code_arg(without_dashes(args).first(), text, depth);
-                self.cwd = cwd;
-            }
-            "mapfile" | "readarray" => {
-                let at = args.iter().position(|a| a.raw().starts_with("-C"));
-                match at.map(|i| (&args[i], args[i].raw())) {
-                    Some((_, "-C")) => self.code_arg(args.get(at.unwrap_or(0) + 1), text, depth),
-                    Some((Arg::Lit(attached), _)) => self.script(&attached[2..], depth + 1),
-                    Some((other, _)) => self.code_arg(Some(other), text, depth),
-                    None => {}
-                }
-            }
+            "trap" => self.code_arg(without_dashes(args).first(), text, depth),
+            "mapfile" | "readarray" => self.mapfile(args, text, depth),
             p if SHELLS.contains(&p) => self.shell(args, stdin, text, depth),
             p if inline::interpreter(p).is_some() => self.interpreter(p, args, stdin, text, depth),
             "npx" | "bunx" | "pnpx" => self.npx(args, stdin, text, depth),
@@ -1273,6 +1264,22 @@ impl<'p> Analyzer<'p> {
                 text,
             ),
             None => {}
+        }
+    }
+
+    /// `mapfile -C CODE`: bash runs the code with a line's index and the line as its
+    /// arguments.
+    fn mapfile(&mut self, args: &[Arg], text: &str, depth: usize) {
+        match builtins::mapfile_callback(args) {
+            Ok(None) => {}
+            Ok(Some(code)) => self.script(&format!("{} 0 \"$__line\"", code.raw()), depth + 1),
+            Err(()) => self.add(
+                [unverifiable(
+                    "dynamic_code",
+                    "the code `mapfile -C` calls back is only known at run time",
+                )],
+                text,
+            ),
         }
     }
 

@@ -2046,9 +2046,11 @@ const SHIPPING_WORDS: &[&str] = &[
 
 /// Whether a script's first operand says it ships or destroys (`tasks.py deploy`,
 /// `algolia.py upload`, `setup.py upload`): a word of [`SHIPPING_WORDS`] but `release`
-/// (`./build.sh release` builds in release mode), or `upload`.
+/// (`./build.sh release` builds in release mode) and `cleanup` (`./run.sh cleanup` mostly
+/// removes local files), or `upload`.
 fn shipping_operand(operand: &str) -> bool {
-    operand == "upload" || (SHIPPING_WORDS.contains(&operand) && !operand.starts_with("release"))
+    operand == "upload"
+        || (SHIPPING_WORDS.contains(&operand) && !operand.starts_with("release") && operand != "cleanup")
 }
 
 /// A script's first operand that says it only looks (`deploy.ts check`, `release.sh
@@ -2066,10 +2068,19 @@ const ACTING_OPTIONS: &[&str] = &[
     "--commit",
     "--confirm",
     "--yes",
+    "-y",
     "--force",
     "--prod",
     "--production",
+    "--auto-approve",
+    "--no-dry-run",
 ];
+
+/// Whether `option` is one of [`ACTING_OPTIONS`], also with a value (`--prod=true`).
+fn acting_option(option: &str) -> bool {
+    let name = option.split_once('=').map_or(option, |(n, _)| n);
+    ACTING_OPTIONS.contains(&name)
+}
 
 /// Words that say a script with such a name only looks (`release-notes.sh`,
 /// `deploy-check.ts`, `publish --dry-run`).
@@ -2128,7 +2139,10 @@ pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
     let built = parts.iter().any(|part| ARTIFACTS.contains(part) || *part == "bin");
     let whole = parts.join("/");
     let words = path_words(if built { name } else { &whole });
+    // The first word that is no option (an option's value, perhaps: the side that
+    // refuses more) says what the script ships; only a first word says it only looks.
     let operand = args.iter().find(|a| !a.raw().starts_with('-')).and_then(Arg::lit);
+    let first = args.first().and_then(Arg::lit).filter(|a| !a.starts_with('-'));
     let shipping = words
         .iter()
         .map(String::as_str)
@@ -2136,10 +2150,12 @@ pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
         .or(operand.filter(|o| shipping_operand(o)))?;
     // Only the file's own name or first operand, or an option asking for a dry run, says
     // it only looks, unless an option says it acts.
-    let acting = args.iter().filter_map(Arg::lit).any(|a| ACTING_OPTIONS.contains(&a));
+    // (A word only known at run time is taken for a value, `verify-release.sh "$TAG"`,
+    // not for an option that acts.)
+    let acting = args.iter().filter_map(Arg::lit).any(acting_option);
     let looking_name = !acting
         && (path_words(name).iter().any(|w| LOOKING_WORDS.contains(&w.as_str()))
-            || operand.is_some_and(|o| LOOKING_OPERANDS.contains(&o)));
+            || first.is_some_and(|o| LOOKING_OPERANDS.contains(&o)));
     // `--version` prints one (`--version --json` too); followed by a value (`--version
     // 1.2.3`) it sets the version the script ships.
     let version_only = args.iter().enumerate().any(|(i, a)| {

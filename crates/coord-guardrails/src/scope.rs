@@ -372,6 +372,11 @@ impl Scope {
         self.changes.merge(&other.changes);
     }
 
+    /// Whether this scope's directory changed at or after `mark` ([`mark`]).
+    pub fn cwd_changed_since(&self, mark: u64) -> bool {
+        self.changes.cwd >= mark || self.changes.everything >= mark
+    }
+
     /// `name` holds another value for a while (a command's own assignment): a change
     /// for an exit handler, though not for what follows.
     pub fn touch(&mut self, name: &str) {

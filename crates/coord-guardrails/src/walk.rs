@@ -11,6 +11,7 @@ use brush_parser::ast;
 use brush_parser::word::{self, WordPiece, WordPieceWithSource};
 use brush_parser::{Parser, ParserOptions};
 
+use crate::builtins;
 use crate::scope::{self, Effect, Scope};
 
 /// A word after quote removal.
@@ -158,6 +159,10 @@ pub struct Walk {
     /// is walked, the state it may run in: what was known then, less all the line changed
     /// since (the shell may exit at any moment: the end, an `exit`, `set -e`, a signal).
     exit_traps: Vec<(String, Scope, u64)>,
+    /// Other traps set at the top of the line (judged on their own): each command's
+    /// place in [`Walk::execs`] and the moment it was set. Their code runs in the
+    /// directory of that moment only if the line does not change directory after it.
+    traps: Vec<(usize, u64)>,
     /// How deep the command being walked is in constructs (branches, loops, groups,
     /// subshells, function bodies, pipelines of several, background jobs): exit handlers
     /// are followed at the top only.
@@ -346,9 +351,16 @@ impl Walk {
             Err(e) => self.problem(text, &format!("the shell syntax does not parse ({e})")),
         }
         if depth == self.base {
-            // The line's end: what each exit handler may see ([`Walk::exit_traps`]).
+            // The line's end: what each exit handler may see ([`Walk::exit_traps`]), and
+            // where the other handlers run.
             for (_, then, mark) in &mut self.exit_traps {
                 *then = self.scope.since(then, *mark);
+            }
+            for (at, mark) in std::mem::take(&mut self.traps) {
+                if self.scope.cwd_changed_since(mark) {
+                    self.execs[at].cwd = None;
+                    self.execs[at].cwd_lost = true;
+                }
             }
         }
         self.scope = outer;
@@ -432,7 +444,8 @@ impl Walk {
     }
 
     /// One `a && b || c` chain. What a command sets is seen along the `&&`s after it;
-    /// after the chain, only what the first command set and could not fail.
+    /// after the chain, only what the first command set and could not fail — or, when
+    /// the chain is `a && b || exit`, what the `&&`s set (nothing after it runs otherwise).
     fn and_or(&mut self, and_or: &ast::AndOrList, depth: usize) {
         let mut after = self.scope.clone();
         match self.pipeline(&and_or.first, depth) {
@@ -445,12 +458,15 @@ impl Walk {
             None => after = self.scope.clone(),
         }
         after.forget_names(&std::mem::take(&mut self.word_assigned), false);
-        for next in &and_or.additional {
+        let in_function = !self.defining.is_empty();
+        for (i, next) in and_or.additional.iter().enumerate() {
+            let last = i + 1 == and_or.additional.len();
+            let all_and = and_or.additional[..i].iter().all(|a| matches!(a, ast::AndOr::And(_)));
             let p = match next {
                 ast::AndOr::And(p) => p,
-                ast::AndOr::Or(p) if ends_shell(p) && std::ptr::eq(next, and_or.additional.last().unwrap_or(next)) => {
-                    // `… || exit 1` last in its chain: what follows runs only when the
-                    // rest succeeded, and sees what it set.
+                ast::AndOr::Or(p) if last && all_and && ends_shell(p, in_function) => {
+                    // `a && b || exit 1`: what follows runs only when `a && b` succeeded,
+                    // and sees what they set.
                     after = self.scope.clone();
                     p
                 }
@@ -765,6 +781,15 @@ impl Walk {
         }
         self.call(&exec, depth);
         exec.exit_handler = self.evaluated(&exec.argv, depth);
+        if !exec.exit_handler && exec.argv.first().and_then(Arg::lit) == Some("trap") {
+            // Its code, judged on its own, runs wherever the line is when it does.
+            if self.level == 0 && depth == self.base {
+                self.traps.push((self.execs.len(), scope::mark()));
+            } else {
+                exec.cwd = None;
+                exec.cwd_lost = true;
+            }
+        }
         // `d=$(mktemp -d) e=$(true)`: the statement's status is the last substitution's,
         // so none of its substituted values is sure.
         if assigned.iter().filter(|(_, _, fallible)| *fallible).count() > 1 {
@@ -856,12 +881,8 @@ impl Walk {
             .iter()
             .any(|a| a.raw().starts_with(['-', '+']) && a.raw() != "-" && a.raw() != "--");
         let names = |with_values: bool| {
-            // A name only known at run time (`read $(echo d)`), or one given with an option
-            // (`printf -vd`, `read -ad`): any variable may change.
-            let hidden = args.iter().any(|a| {
-                a.lit().is_none() || (a.raw().starts_with('-') && !a.raw().starts_with("--") && a.raw().len() > 2)
-            });
-            if hidden {
+            // A name only known at run time (`declare $(echo d)=/`): any variable may change.
+            if args.iter().any(|a| a.lit().is_none()) {
                 return Some(Effect::Forget);
             }
             let set = args.iter().filter(|a| !a.raw().starts_with('-')).map(|a| {
@@ -894,10 +915,15 @@ impl Walk {
             // and change anything; one for EXIT runs after them all.
             "trap" if trap_handles_signals(args) => Some(Effect::Distrust),
             // `mapfile -C CODE` runs code for each line read.
-            "mapfile" | "readarray" if args.iter().any(|a| a.raw().starts_with("-C")) => Some(Effect::Forget),
-            "read" | "mapfile" | "readarray" | "getopts" | "printf" | "let" | "unset" | "select" | "wait" => {
-                names(false)
+            "mapfile" | "readarray" if !matches!(builtins::mapfile_callback(args), Ok(None)) => Some(Effect::Forget),
+            "read" | "mapfile" | "readarray" | "getopts" | "printf" | "let" | "unset" | "wait" => {
+                match builtins::assigned_names(word, args) {
+                    Some(names) => Some(Effect::Assign(names.into_iter().map(|n| (n, None, false)).collect())),
+                    // A name only known at run time (`read $(echo d)`): any may change.
+                    None => Some(Effect::Forget),
+                }
             }
+            "select" => Some(Effect::Forget),
             "eval" | "source" | "." | "exec" => Some(Effect::Forget),
             "shift" => Some(Effect::Shift(match args {
                 [] => Some(1),
@@ -1175,16 +1201,14 @@ fn trap_handles_signals(args: &[Arg]) -> bool {
 /// Exit handlers followed with the line's state ([`Walk::exit_handlers`]).
 const MAX_EXIT_HANDLERS: usize = 16;
 
-/// Whether a pipeline is `exit` or `return` alone: the shell (or function) ends there.
-fn ends_shell(p: &ast::Pipeline) -> bool {
+/// Whether a pipeline is `exit` alone (or `return`, in a function's body): the shell or
+/// the function ends there. (`return` outside a function fails, and the line goes on.)
+fn ends_shell(p: &ast::Pipeline, in_function: bool) -> bool {
     let [ast::Command::Simple(s)] = p.seq.as_slice() else {
         return false;
     };
-    !p.bang
-        && s.prefix.is_none()
-        && s.word_or_name
-            .as_ref()
-            .is_some_and(|w| matches!(w.value.as_str(), "exit" | "return"))
+    let word = s.word_or_name.as_ref().map(|w| w.value.as_str());
+    !p.bang && s.prefix.is_none() && (word == Some("exit") || (in_function && word == Some("return")))
 }
 
 /// Whether `trap CODE SIGNALS…` handles the shell's exit and nothing else (options, a
