@@ -169,12 +169,6 @@ pub struct Walk {
     level: usize,
     /// The depth the walk started at ([`Walk::line`]): deeper code is nested in a word.
     base: usize,
-    /// `set -e` surely holds at the top of the line: an assignment standing alone there
-    /// that fails stops the shell (`set -e; d=$(mktemp -d); rm -rf "$d"`).
-    errexit: bool,
-    /// The pipeline being walked stands alone in its chain (no `&&`, no `||`): it surely
-    /// runs when the line gets there.
-    alone: bool,
     /// The functions whose bodies are being walked.
     defining: Vec<String>,
     /// Commands by which a function starts itself alongside itself (`:(){ :|:& };:`): a
@@ -454,15 +448,7 @@ impl Walk {
     /// the chain is `a && b || exit`, what the `&&`s set (nothing after it runs otherwise).
     fn and_or(&mut self, and_or: &ast::AndOrList, depth: usize) {
         let mut after = self.scope.clone();
-        self.alone = and_or.additional.is_empty();
-        let first = self.pipeline(&and_or.first, depth);
-        self.alone = false;
-        match first {
-            // `set -e`: a command standing alone at the top either succeeded or ended the line.
-            Some(e) if self.errexit && and_or.additional.is_empty() && self.level == 0 && depth == self.base => {
-                after.apply(&e);
-                self.scope.apply(&e);
-            }
+        match self.pipeline(&and_or.first, depth) {
             Some(e) => {
                 after.apply_certain(&e);
                 self.scope.apply(&e);
@@ -519,8 +505,6 @@ impl Walk {
         }
         self.level -= usize::from(several);
         let effect = self.pending.take()?;
-        // Code not followed (`eval`, `source`, a function) may have run `set +e`.
-        self.errexit &= !matches!(effect, Effect::Forget | Effect::Distrust);
         self.shifts += usize::from(matches!(effect, Effect::Shift(_)));
         if let Effect::Assign(names) = &effect {
             self.assigned.extend(names.iter().map(|(n, _, _)| n.clone()));
@@ -797,16 +781,6 @@ impl Walk {
         }
         self.call(&exec, depth);
         exec.exit_handler = self.evaluated(&exec.argv, depth);
-        if let Some((Arg::Lit(set), args)) = exec.argv.split_first()
-            && set == "set"
-        {
-            match errexit_set(args) {
-                // Surely on only when set at the top; maybe off wherever it is unset.
-                Some(true) if self.alone && self.level == 0 && depth == self.base => self.errexit = true,
-                Some(true) | None => {}
-                Some(false) => self.errexit = false,
-            }
-        }
         if !exec.exit_handler && exec.argv.first().and_then(Arg::lit) == Some("trap") {
             // Its code, judged on its own, runs wherever the line is when it does.
             if self.level == 0 && depth == self.base {
@@ -1222,33 +1196,6 @@ fn trap_handles_signals(args: &[Arg]) -> bool {
         s.lit()
             .is_none_or(|s| !matches!(s.to_ascii_uppercase().as_str(), "EXIT" | "0" | "SIGEXIT"))
     })
-}
-
-/// What `set ARGS` does to `errexit`: `Some(true)` for `-e` (in a cluster too, `-euo
-/// pipefail`) or `-o errexit`, `Some(false)` for `+e`, `+o errexit`, or a word only known
-/// at run time (it may be `+e`), `None` when it leaves it alone.
-fn errexit_set(args: &[Arg]) -> Option<bool> {
-    let mut found = None;
-    let mut words = args.iter();
-    while let Some(a) = words.next() {
-        let Some(word) = a.lit() else {
-            return Some(false);
-        };
-        if matches!(word, "--" | "-") || !word.starts_with(['-', '+']) {
-            break;
-        }
-        let on = word.starts_with('-');
-        if matches!(word, "-o" | "+o") {
-            match words.next().map(Arg::lit) {
-                Some(Some("errexit")) => found = Some(on),
-                Some(None) => return Some(false),
-                _ => {}
-            }
-        } else if word[1..].split('o').next().is_some_and(|flags| flags.contains('e')) {
-            found = Some(on);
-        }
-    }
-    found
 }
 
 /// Exit handlers followed with the line's state ([`Walk::exit_handlers`]).
