@@ -791,8 +791,10 @@ impl Walk {
             }
         }
         // `d=$(mktemp -d) e=$(true)`: the statement's status is the last substitution's,
-        // so none of its substituted values is sure.
-        if assigned.iter().filter(|(_, _, fallible)| *fallible).count() > 1 {
+        // so none of its substituted values is sure — wherever the others stand (`x+=$(…)`,
+        // `a=($(…))`, a redirection's `>"$(…)"`, a here-string), counted in its text.
+        let substitutions = exec.text.matches("$(").count() + exec.text.matches('`').count();
+        if substitutions > 1 {
             for (_, value, fallible) in &mut assigned {
                 if *fallible {
                     *value = None;
