@@ -211,9 +211,9 @@ impl Walk {
         w
     }
 
-    /// Walks the exit handlers set at the top of the line, each with the meet of the
-    /// states the line passed through since it was set (one of them is the state it runs
-    /// in), and with every function of the line known. What does not parse is a problem.
+    /// Walks the exit handlers set at the top of the line, each with what the line may hold
+    /// when it runs ([`Scope::since`], settled at the line's end by `script`), and with
+    /// every function of the line known. What does not parse is a problem.
     fn exit_handlers(&mut self, depth: usize) {
         let end = self.scope.clone();
         for (code, scope, _) in std::mem::take(&mut self.exit_traps) {
@@ -882,7 +882,7 @@ impl Walk {
         let options = args
             .iter()
             .any(|a| a.raw().starts_with(['-', '+']) && a.raw() != "-" && a.raw() != "--");
-        let names = |with_values: bool| {
+        let names = || {
             // A name only known at run time (`declare $(echo d)=/`): any variable may change.
             if args.iter().any(|a| a.lit().is_none()) {
                 return Some(Effect::Forget);
@@ -891,8 +891,7 @@ impl Walk {
                 let (name, value) = a.raw().split_once('=').unwrap_or((a.raw(), ""));
                 // `export d+=…` appends: the value is not known.
                 let appends = name.ends_with('+');
-                let value =
-                    (with_values && !appends && a.raw().contains('=')).then(|| a.lit().map(|_| value.to_string()));
+                let value = (!appends && a.raw().contains('=')).then(|| a.lit().map(|_| value.to_string()));
                 (name.trim_end_matches('+').to_string(), value.flatten(), false)
             });
             Some(Effect::Assign(set.collect()))
@@ -912,7 +911,7 @@ impl Walk {
             // assignments do: nothing is taken at its word after them.
             "readonly" | "shopt" | "hash" | "enable" | "alias" => Some(Effect::Distrust),
             "export" | "declare" | "typeset" | "local" if options => Some(Effect::Distrust),
-            "export" | "declare" | "typeset" | "local" => names(true),
+            "export" | "declare" | "typeset" | "local" => names(),
             // A handler for a signal (or DEBUG, RETURN, ERR) may run between any two commands
             // and change anything; one for EXIT runs after them all.
             "trap" if trap_handles_signals(args) => Some(Effect::Distrust),
@@ -1194,10 +1193,14 @@ fn trap_handles_signals(args: &[Arg]) -> bool {
     let Some((_, signals)) = args.split_first() else {
         return false;
     };
-    signals.iter().any(|s| {
-        s.lit()
-            .is_none_or(|s| !matches!(s.to_ascii_uppercase().as_str(), "EXIT" | "0" | "SIGEXIT"))
-    })
+    !signals.iter().all(the_exit)
+}
+
+/// Whether a trap's signal is the shell's exit (as literal text).
+fn the_exit(signal: &&Arg) -> bool {
+    signal
+        .lit()
+        .is_some_and(|s| matches!(s.to_ascii_uppercase().as_str(), "EXIT" | "0" | "SIGEXIT"))
 }
 
 /// Exit handlers followed with the line's state ([`Walk::exit_handlers`]).
@@ -1216,11 +1219,7 @@ fn ends_shell(p: &ast::Pipeline, in_function: bool) -> bool {
 /// Whether `trap CODE SIGNALS…` handles the shell's exit and nothing else (options, a
 /// reset `-`, no signal at all: not a plain exit handler).
 fn exit_only(signals: &[Arg]) -> bool {
-    !signals.is_empty()
-        && signals.iter().all(|s| {
-            s.lit()
-                .is_some_and(|s| matches!(s.to_ascii_uppercase().as_str(), "EXIT" | "0" | "SIGEXIT"))
-        })
+    !signals.is_empty() && signals.iter().all(|s| the_exit(&s))
 }
 
 /// `args` without repeats (by their text).

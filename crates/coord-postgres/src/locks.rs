@@ -117,28 +117,41 @@ async fn all_live(tx: &Tx<'_>, now: Option<Timestamp>) -> R<Vec<LockInfo>> {
 /// the locks are held, so (READ COMMITTED) it sees what the previous holder committed.
 /// The same order also keeps one path's fencing tokens increasing.
 pub(crate) async fn serialised_live(tx: &Tx<'_>, now: Option<Timestamp>, target: &LockTarget) -> R<Vec<LockInfo>> {
-    let candidates = target.candidates();
-    let (read, params): (&str, Vec<&(dyn ToSql + Sync)>) = match &candidates {
-        Candidates::All => (&ALL_LIVE_SQL, vec![&now]),
-        Candidates::Scoped { at, from, to } => (&SCOPED_SQL, vec![&now, at, from, to]),
-    };
-    let rows = serialised(tx, target, read, &params).await?;
+    let rows = serialised(tx, &now, target, None).await?;
     let live = rows.iter().map(lock_from_row).collect::<R<Vec<_>>>()?;
     Ok(overlapping(std::slice::from_ref(target), live))
 }
 
-/// Runs `read` once the advisory locks that serialise `target` are held: the locks (with
-/// the read's planner settings, [`INDEX_SCANS_ONLY`]) and the read are two statements
-/// (the read needs a snapshot taken after the locks), sent together — pipelined, both
-/// prepared, so the server runs them in order and they cost one round trip.
-async fn serialised(tx: &Tx<'_>, target: &LockTarget, read: &str, params: &[&(dyn ToSql + Sync)]) -> R<Vec<Row>> {
+/// Reads the live locks that can overlap `target` once the advisory locks that serialise
+/// it are held — with a new lease for `lease` (the caller) first, when given
+/// ([`with_lease`]). The locks (with the read's planner settings, [`INDEX_SCANS_ONLY`])
+/// and the read are two statements (the read needs a snapshot taken after the locks),
+/// sent together — pipelined, both prepared, so the server runs them in order and they
+/// cost one round trip.
+async fn serialised(tx: &Tx<'_>, now: &Option<Timestamp>, target: &LockTarget, lease: Option<&String>) -> R<Vec<Row>> {
+    let candidates = target.candidates();
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![now];
+    let read: &str = match &candidates {
+        Candidates::All if lease.is_some() => &LEASE_AND_ALL_SQL,
+        Candidates::All => &ALL_LIVE_SQL,
+        Candidates::Scoped { at, from, to } => {
+            params.extend([at as &(dyn ToSql + Sync), from, to]);
+            if lease.is_some() {
+                &LEASE_AND_SCOPED_SQL
+            } else {
+                &SCOPED_SQL
+            }
+        }
+    };
+    // The caller is the lease's last parameter (`$2` or `$5`).
+    params.extend(lease.map(|me| me as &(dyn ToSql + Sync)));
     let (shared, exclusive) = target.serial_keys("coord:file_locks");
     let (locks, read) = (
         tx.prepare_cached(&SERIAL_LOCKS_SQL).await?,
         tx.prepare_cached(read).await?,
     );
     let keys: [&(dyn ToSql + Sync); 2] = [&shared, &exclusive];
-    let (locked, rows) = tokio::join!(biased; tx.execute(&locks, &keys), tx.query(&read, params));
+    let (locked, rows) = tokio::join!(biased; tx.execute(&locks, &keys), tx.query(&read, &params));
     locked?;
     Ok(rows?)
 }
@@ -180,12 +193,7 @@ static LEASE_AND_ALL_SQL: LazyLock<String> =
 /// blocked or refreshes is skipped: tokens grow, they need not be consecutive.
 pub async fn acquire(tx: &Tx<'_>, ctx: &OpCtx, args: &(LockTarget, Option<String>, i64)) -> R<AcquireLockResult> {
     let (target, reason, ttl) = args;
-    let (candidates, me) = (target.candidates(), &ctx.who.agent_id);
-    let (read, params): (&str, Vec<&(dyn ToSql + Sync)>) = match &candidates {
-        Candidates::All => (&LEASE_AND_ALL_SQL, vec![&ctx.now, me]),
-        Candidates::Scoped { at, from, to } => (&LEASE_AND_SCOPED_SQL, vec![&ctx.now, at, from, to, me]),
-    };
-    let rows = serialised(tx, target, read, &params).await?;
+    let rows = serialised(tx, &ctx.now, target, Some(&ctx.who.agent_id)).await?;
     let row = rows.first().ok_or_else(coord_domain::CoordError::internal)?;
     let (token, now, session): (i64, Timestamp, Option<Uuid>) = (get(row, 0)?, get(row, 1)?, get(row, 2)?);
     let mut live = Vec::new();
