@@ -153,11 +153,6 @@ fn split_string(args: &[Arg], i: usize) -> Option<(Arg, usize)> {
     Some((attached(rest), i + 1))
 }
 
-/// Whether `prog` reads one of its arguments as shell code (`sh -c`, `bash -c`).
-fn is_code_for_shell(prog: &str) -> bool {
-    SHELLS.contains(&prog)
-}
-
 /// The arguments after a leading `--` (`eval -- CODE`, `trap -- CODE SIG`).
 fn without_dashes(args: &[Arg]) -> &[Arg] {
     match args.first() {
@@ -1038,27 +1033,17 @@ impl<'p> Analyzer<'p> {
             }
             return self.joined_code(&code, text, depth);
         }
-        // `xargs -I R cmd … R …`: each input line replaces R (in code for `sh -c` too);
-        // otherwise the input lines are appended.
-        let rest_prog = rest
-            .first()
-            .and_then(Arg::lit)
-            .map(program)
-            .unwrap_or_default()
-            .to_string();
+        // `xargs -I R cmd … R …`: each input line replaces R; otherwise the input lines
+        // are appended. In code for a shell (`sh -c 'nc host {}'`) the line is pasted in
+        // unquoted, so it is code only known at run time (GNU parallel quotes it).
         match xargs_replace(args) {
             Some(r) => {
                 for a in &mut rest {
                     if let Arg::Lit(s) = a
                         && s.contains(&r)
                     {
-                        // The input inside a word (`build/{}`) is any path too; in code
-                        // for a shell, a variable the walk reads as such.
-                        if s == &r || !is_code_for_shell(&rest_prog) {
-                            *a = Arg::Unknown(RUNTIME_OPERAND.into());
-                        } else {
-                            *s = s.replace(&r, &hole);
-                        }
+                        // The input inside a word (`build/{}`) is any path too.
+                        *a = Arg::Unknown(RUNTIME_OPERAND.into());
                     }
                 }
             }

@@ -14,7 +14,10 @@
 //!   word as their value, so it is not a positional;
 //! - every entry of `options` is present (`--prune`; `-X=DELETE` for an option with a
 //!   value, however it is spelled: `-X DELETE`, `-XDELETE`, `--request=DELETE`);
-//! - no entry of `unless` is present, as an option or a positional (`--dry-run`).
+//! - no entry of `unless` is present, as an option or a positional (`--dry-run`);
+//! - the positional right after the matched words is none of `unless_next` (a read-only
+//!   subcommand under a changing one: `kubectl apply view-last-applied`, `aws configure
+//!   list`).
 //!
 //! Every text is a list of alternatives separated by `|`, each a glob (`*` any text).
 //! A subcommand word only known at run time (`kubectl $VERB`) where a pattern of the
@@ -45,6 +48,8 @@ pub struct Pattern {
     pub options: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unless: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unless_next: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub value_options: Vec<String>,
     /// The positionals the words match are API paths (`repos/o/r/dispatches`): compared
@@ -206,6 +211,7 @@ pub struct Compiled {
     words: Vec<Alternatives>,
     options: Vec<OptionSpec>,
     unless: Vec<(OptionSpec, Alternatives)>,
+    unless_next: Vec<Alternatives>,
 }
 
 impl Compiled {
@@ -278,12 +284,19 @@ impl Compiled {
             .map(|u| Ok((OptionSpec::parse(u)?, Alternatives::parse(u)?)))
             .collect::<Result<_, String>>()
             .map_err(err)?;
+        let unless_next = pattern
+            .unless_next
+            .iter()
+            .map(|u| Alternatives::parse(u))
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
         Ok(Compiled {
             pattern,
             program,
             words,
             options,
             unless,
+            unless_next,
         })
     }
 
@@ -317,6 +330,10 @@ impl Compiled {
                 .any(|a| a.arg.lit().is_some_and(|t| alts.is_match(t)))
         };
         if self.unless.iter().any(|(_, alts)| on_path(alts)) {
+            return None;
+        }
+        let next = positionals.get(end).and_then(|a| a.arg.lit());
+        if next.is_some_and(|t| self.unless_next.iter().any(|alts| self.fold(alts, t))) {
             return None;
         }
         if let Some(spec) = self.missing_option(&opts) {
@@ -725,6 +742,27 @@ mod tests {
             ("-X DELETE --dry-run=none http://h:9200/idx", true), // another option, a real run
         ] {
             assert_eq!(p.check("curl", &argv(line)).is_some(), hit, "{line}");
+        }
+    }
+
+    #[test]
+    fn unless_next_spares_a_reading_subcommand() {
+        let p = pattern(serde_json::json!({
+            "name": "k", "program": "k", "words": ["apply|configure"],
+            "unless_next": ["view-last-applied|list"], "value_options": ["-f"],
+            "operation": "deploy", "category": "production_deployment", "action": "block", "reason": "r"
+        }))
+        .unwrap();
+        for (line, hit) in [
+            ("apply -f d.yaml", true),
+            ("apply view-last-applied -f d.yaml", false),
+            ("apply -f view-last-applied", true), // -f's value, not a subcommand
+            ("configure", true),
+            ("configure --profile x", true),
+            ("configure list", false),
+            ("configure set x list", true), // not right after the match
+        ] {
+            assert_eq!(p.check("k", &argv(line)).is_some(), hit, "{line}");
         }
     }
 

@@ -1303,6 +1303,51 @@ pub fn kill(prog: &str, args: &[Arg]) -> Vec<Hit> {
     }
 }
 
+/// Whether a process listing that a loop walks (`for pid in $(ps -eo pid,comm | awk …)`)
+/// holds the init process (PID 1): every process (`ps -e`, `ps aux`) with nothing
+/// filtered out, or every filter picking init (`/systemd/`, `grep init`). Not when a
+/// filter names other programs (`grep postgres`: stopping a named program is no
+/// finding) or a stage is not one read here. `pipeline`: each stage's words, `ps` first.
+pub fn lists_init(pipeline: &[Vec<&str>]) -> bool {
+    listed_init(pipeline).unwrap_or(false)
+}
+
+fn listed_init(pipeline: &[Vec<&str>]) -> Option<bool> {
+    let (ps, stages) = pipeline.split_first()?;
+    let every = ps.first() == Some(&"ps")
+        && ps[1..].iter().any(|a| match a.strip_prefix('-') {
+            Some(bundle) => !bundle.starts_with('-') && bundle.contains(['e', 'A']),
+            None => a.contains('a') && a.contains('x'),
+        });
+    if !every {
+        return Some(false);
+    }
+    let mut filters = Vec::new();
+    for stage in stages {
+        let (prog, args) = stage.split_first()?;
+        let operands: Vec<&str> = args.iter().copied().filter(|a| !a.starts_with('-')).collect();
+        match *prog {
+            // `grep -v grep` leaves the rest.
+            "grep" | "egrep"
+                if args
+                    .iter()
+                    .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('v')) => {}
+            "grep" | "egrep" => filters.push(*operands.first()?),
+            "awk" | "gawk" | "mawk" => {
+                let program = operands.first()?.trim();
+                let pattern = program.split('{').next().unwrap_or(program).trim();
+                if !pattern.is_empty() {
+                    filters.push(pattern);
+                }
+            }
+            "head" | "tail" | "cut" | "sort" | "uniq" => {}
+            _ => return Some(false),
+        }
+    }
+    let init = |f: &&str| f.contains("systemd") || f.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "init");
+    Some(filters.iter().all(init))
+}
+
 /// Whether bash's `kill` reaches PID -1 (every process) or 1 (init): its options read
 /// as bash reads them (the first `-SIG`; `-s SIG`/`-n NUM`, again and again; `--`), a
 /// PID as a number however written (`-01`, `+1`, ` -1`); signal 0 only asks whether the
@@ -1499,7 +1544,9 @@ pub fn rm(args: &[Arg]) -> Vec<Hit> {
             "rm of a file list only known at run time (xargs, find -exec) can delete anything; list the files, or ask for approval",
         ));
     } else if operands.iter().filter_map(|o| o.lit()).any(|p| {
-        let everything = p == "*" || p.ends_with("/*") || p.ends_with("/.*");
+        // `!(keep.txt)` (extglob) is every file but those.
+        let name = p.rsplit('/').next().unwrap_or(p);
+        let everything = p == "*" || p.ends_with("/*") || p.ends_with("/.*") || name.starts_with("!(");
         let outside = (p.starts_with('/') || p.starts_with('~')) && (p.contains('*') || p.contains('?'));
         (everything || outside) && !scoped(p)
     }) {
@@ -1784,15 +1831,16 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
             }
             operands.last().map(|a| (*a).clone()).into_iter().collect()
         }
-        // In place: `-i`, `-i.bak`, and in a bundle (`sed -Ei`, `perl -pi`).
-        "sed" | "perl"
-            if args.iter().any(|a| {
-                let raw = a.raw();
-                raw.starts_with("--in-place") || (raw.starts_with('-') && !raw.starts_with("--") && raw.contains('i'))
-            }) =>
-        {
-            operands.into_iter().skip(1).cloned().collect()
+        // `sort -o FILE` writes its output there (also over one of its inputs).
+        "sort" => option_values(args, &["-o", "--output"], 'o'),
+        "sed" | "gsed" => {
+            let mut files = crate::sed::writes(args);
+            if in_place(args) {
+                files.extend(operands.into_iter().skip(1).cloned());
+            }
+            files
         }
+        "perl" if in_place(args) => operands.into_iter().skip(1).cloned().collect(),
         "curl" => option_values(args, &["-o", "--output"], 'o'),
         "wget" => option_values(args, &["-O", "--output-document"], 'O'),
         // Generating a key writes it; -l, -y, -e, -i only read one.
@@ -1810,6 +1858,14 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// In place: `-i`, `-i.bak`, and in a bundle (`sed -Ei`, `perl -pi`).
+fn in_place(args: &[Arg]) -> bool {
+    args.iter().any(|a| {
+        let raw = a.raw();
+        raw.starts_with("--in-place") || (raw.starts_with('-') && !raw.starts_with("--") && raw.contains('i'))
+    })
 }
 
 /// The values of an option that names a file: `-o FILE`, `--output=FILE`, `-oFILE`, and
@@ -2205,6 +2261,41 @@ mod tests {
         ];
         for (value, keeps) in cases {
             assert_eq!(keeps_reflog(value), keeps, "{value}");
+        }
+    }
+
+    #[test]
+    fn process_listings_that_hold_init() {
+        let cases: &[(&[&str], bool)] = &[
+            (&["ps -eo pid,comm", "awk {print $1}"], true),
+            (&["ps -e -o pid="], true),
+            (&["ps aux", "grep -v grep", "awk {print $2}"], true),
+            (&["ps -A", "tail -n +2", "cut -c1-5"], true),
+            (&["ps -eo pid,comm", "awk /systemd/ {print $1}"], true),
+            (&["ps afx", "grep init", "awk {print $1}"], true),
+            // A named program: stopping it is no finding.
+            (&["ps -eo pid,comm", "awk /cron/ {print $1}"], false),
+            (&["ps -eo pid,comm", "grep postgres", "awk {print $1}"], false),
+            (&["ps aux", "grep systemd", "grep myapp"], false),
+            (&["ps aux", "awk $2 > 1000 {print $2}"], false),
+            // Not every process, or a stage not read here.
+            (&["ps -o pid="], false),
+            (&["ps -u me -o pid="], false),
+            (&["ps -e", "xargs echo"], false),
+            (&["pgrep -f x"], false),
+            (&[], false),
+        ];
+        for (stages, want) in cases {
+            // Each stage split at its first blank, then the program's words at blanks,
+            // but an awk program kept whole.
+            let pipeline: Vec<Vec<&str>> = stages
+                .iter()
+                .map(|s| match s.split_once(' ') {
+                    Some((p @ "awk", program)) => vec![p, program],
+                    _ => s.split(' ').collect(),
+                })
+                .collect();
+            assert_eq!(lists_init(&pipeline), *want, "{stages:?}");
         }
     }
 }

@@ -14,12 +14,8 @@ pub fn sed(prog: &str, args: &[Arg]) -> Option<Hit> {
     if !matches!(prog, "sed" | "gsed") {
         return None;
     }
-    // `--sandbox` (an option: before any `--`) refuses e, r and w.
-    if args
-        .iter()
-        .take_while(|a| a.raw() != "--")
-        .any(|a| a.raw() == "--sandbox")
-    {
+    // `--sandbox` refuses e, r and w.
+    if sandboxed(args) {
         return None;
     }
     let (scripts, files) = scripts(args);
@@ -108,8 +104,47 @@ fn scripts(args: &[Arg]) -> (Vec<Arg>, Vec<Arg>) {
     (scripts, files)
 }
 
+/// The files a sed command line writes with `w`/`W` commands and the `w` flag of `s`
+/// (`sed 's/a/b/w /etc/hosts' f`), as [`crate::rules::written_files`] reports them.
+/// `--sandbox` refuses them, so there are none.
+pub fn writes(args: &[Arg]) -> Vec<Arg> {
+    if sandboxed(args) {
+        return Vec::new();
+    }
+    let (scripts, _) = scripts(args);
+    let mut out = Vec::new();
+    for script in scripts.iter().filter_map(Arg::lit) {
+        read(script, &mut out);
+    }
+    out.into_iter().map(Arg::Lit).collect()
+}
+
+/// Whether sed's `--sandbox` (an option: before any `--`) is given.
+fn sandboxed(args: &[Arg]) -> bool {
+    args.iter()
+        .take_while(|a| a.raw() != "--")
+        .any(|a| a.raw() == "--sandbox")
+}
+
 /// Whether a sed script runs a command.
 fn executes(script: &str) -> bool {
+    read(script, &mut Vec::new())
+}
+
+/// The file name of a `w` at `i` (the rest of the line, leading blanks dropped) and the
+/// index after it.
+fn file_name(c: &[char], i: usize, into: &mut Vec<String>) -> usize {
+    let end = line_end(c, i);
+    let name: String = c[i + 1..end].iter().collect::<String>().trim().to_string();
+    if !name.is_empty() {
+        into.push(name);
+    }
+    end
+}
+
+/// Reads a sed script as sed does: whether it runs a command (answered at the first
+/// one), and the files its `w` commands and flags write (into `writes`).
+fn read(script: &str, writes: &mut Vec<String>) -> bool {
     let c: Vec<char> = script.chars().collect();
     let mut i = 0;
     while i < c.len() {
@@ -126,7 +161,7 @@ fn executes(script: &str) -> bool {
                     match c[i] {
                         'e' => return true,
                         // `w FILE` ends the flags: the rest of the line is a file name.
-                        'w' => i = line_end(&c, i),
+                        'w' => i = file_name(&c, i, writes),
                         _ => i += 1,
                     }
                 }
@@ -139,7 +174,8 @@ fn executes(script: &str) -> bool {
             // Text runs to the end of its last line (`a\` and lines ending in `\` go on);
             // file names and comments to the end of the line.
             'a' | 'i' | 'c' => i = text_end(&c, i),
-            'r' | 'R' | 'w' | 'W' | '#' => i = line_end(&c, i),
+            'w' | 'W' => i = file_name(&c, i, writes),
+            'r' | 'R' | '#' => i = line_end(&c, i),
             ':' | 'b' | 't' | 'T' => i = label_end(&c, i + 1),
             _ => i += 1,
         }
@@ -255,5 +291,31 @@ mod tests {
         assert!(sed("sed", &[Arg::Unknown("$S".into()), Arg::Lit("f".into())]).is_none());
         // A script file only known at run time (`-f <(…)`) is refused.
         assert!(sed("sed", &[Arg::Lit("-f".into()), Arg::Unknown("<(...)".into())]).is_some());
+    }
+
+    #[test]
+    fn files_scripts_write() {
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["s/a/b/w /etc/hosts", "f"], &["/etc/hosts"]),
+            (&["-n", "/x/w out.txt", "f"], &["out.txt"]),
+            (&["-e", "s/a/b/gw  spaced name", "f"], &["spaced name"]),
+            (&["1W first.txt\ns/a/b/", "f"], &["first.txt"]),
+            (&["-e", "/a/w a.txt", "-e", "/b/w b.txt", "f"], &["a.txt", "b.txt"]),
+            // Not a write: a `w` in a regex, a replacement, text or a read file's name.
+            (&["s/w/W/g", "f"], &[]),
+            (&["/w x/d", "f"], &[]),
+            (&["r w.txt", "f"], &[]),
+            (&["1i\\\nw here", "f"], &[]),
+            // `--sandbox` refuses `w`.
+            (&["--sandbox", "s/a/b/w /etc/hosts", "f"], &[]),
+        ];
+        for (args, want) in cases {
+            let got: Vec<String> = writes(&lit(args)).iter().map(|a| a.raw().to_string()).collect();
+            assert_eq!(
+                got,
+                want.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+                "sed {args:?}"
+            );
+        }
     }
 }

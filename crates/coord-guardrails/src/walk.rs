@@ -594,6 +594,18 @@ impl Walk {
                         });
                     }
                     self.expanding = false;
+                } else if let ast::CompoundCommand::ForClause(f) = compound
+                    && !self.expanding
+                    && lists_init(f)
+                {
+                    // `for pid in $(ps -e …); do kill "$pid"; done` reaches init among
+                    // the rest: the body once with its PID.
+                    self.expanding = true;
+                    self.contained(true, |w| {
+                        w.scope.bind(&f.variable_name, "1".to_string());
+                        w.list(&f.body.list, depth);
+                    });
+                    self.expanding = false;
                 } else {
                     self.contained(loops, |w| w.compound(compound, depth));
                 }
@@ -884,7 +896,15 @@ impl Walk {
             .any(|a| a.raw().starts_with(['-', '+']) && a.raw() != "-" && a.raw() != "--");
         let names = || {
             // A name only known at run time (`declare $(echo d)=/`): any variable may change.
-            if args.iter().any(|a| a.lit().is_none()) {
+            // One written out with a value only known then (`local ip="$1"`) changes that
+            // one variable, to a value not known.
+            let named = |a: &Arg| {
+                a.lit().is_some()
+                    || a.raw()
+                        .split_once('=')
+                        .is_some_and(|(n, _)| shell_name(n.trim_end_matches('+')))
+            };
+            if !args.iter().all(named) {
                 return Some(Effect::Forget);
             }
             let set = args.iter().filter(|a| !a.raw().starts_with('-')).map(|a| {
@@ -1330,6 +1350,13 @@ fn unquoted(word: &str) -> String {
     word.chars().filter(|c| !matches!(c, '"' | '\'' | '\\')).collect()
 }
 
+/// A shell variable's name: a letter or `_`, then letters, digits and `_`.
+fn shell_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// The target of `>&` that names a descriptor, not a file: `2`, `3-` (moved) or `-`
 /// (closed).
 fn names_descriptor(target: &str) -> bool {
@@ -1337,9 +1364,23 @@ fn names_descriptor(target: &str) -> bool {
     digits.is_empty() || digits.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// The path a word that is only `$(mktemp …)` (or its backquoted or double-quoted
-/// form) prints, when its arguments say.
-fn mktemp_of(text: &str) -> Option<String> {
+/// Whether a `for` loop walks one command substitution listing processes, init among
+/// them ([`crate::rules::lists_init`]).
+fn lists_init(f: &ast::ForClauseCommand) -> bool {
+    let Some([value]) = f.values.as_deref() else {
+        return false;
+    };
+    let Some(code) = substitution_code(&value.value) else {
+        return false;
+    };
+    let w = Walk::line(&code, 0);
+    let pipeline: Option<Vec<Vec<&str>>> = w.execs.iter().map(|e| e.argv.iter().map(Arg::lit).collect()).collect();
+    w.problems.is_empty() && pipeline.is_some_and(|p| crate::rules::lists_init(&p))
+}
+
+/// The code of a word that is only a command substitution (`$(…)`, backquoted, or either
+/// in double quotes).
+fn substitution_code(text: &str) -> Option<String> {
     let pieces = word::parse(text, &options()).ok()?;
     let code = match pieces.as_slice() {
         [p] => match &p.piece {
@@ -1357,7 +1398,14 @@ fn mktemp_of(text: &str) -> Option<String> {
         },
         _ => return None,
     };
-    let w = Walk::line(code, 0);
+    Some(code.clone())
+}
+
+/// The path a word that is only `$(mktemp …)` (or its backquoted or double-quoted
+/// form) prints, when its arguments say.
+fn mktemp_of(text: &str) -> Option<String> {
+    let code = substitution_code(text)?;
+    let w = Walk::line(&code, 0);
     match (w.problems.as_slice(), w.execs.as_slice()) {
         ([], [e]) if e.argv.first().and_then(Arg::lit) == Some("mktemp") && e.writes.is_empty() => {
             let args: Option<Vec<&str>> = e.argv[1..].iter().map(Arg::lit).collect();
