@@ -551,6 +551,9 @@ pub struct HookArgs {
     /// SessionStart, SessionEnd, PreToolUse (other Claude Code events are accepted
     /// and ignored), git-pre-commit or git-pre-push
     pub event: String,
+    /// What git passes its hook: for git-pre-push, the remote's name and URL
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "GIT_ARGS")]
+    pub git_args: Vec<String>,
 }
 
 /// The grammar of `coord hook EVENT` alone (with every global flag): what an agent

@@ -31,13 +31,13 @@ const EDIT_TOOLS: &[(&str, &str)] = &[
     ("NotebookEdit", "notebook_path"),
 ];
 
-pub async fn run(event: &str, global: &GlobalArgs) -> u8 {
+pub async fn run(event: &str, git_args: &[String], global: &GlobalArgs) -> u8 {
     let global = &global.settings();
     if event.eq_ignore_ascii_case("git-pre-commit") {
         return git_pre_commit(global).await;
     }
     if event.eq_ignore_ascii_case("git-pre-push") {
-        return git_pre_push(global);
+        return git_pre_push(global, git_args);
     }
     let mut raw = String::new();
     let read = std::io::stdin().take(MAX_EVENT_BYTES).read_to_string(&mut raw);
@@ -662,8 +662,9 @@ async fn git_pre_commit(global: &Settings) -> u8 {
 /// <remote ref> <remote sha>`. A push that deletes a protected branch, or moves one to a
 /// commit that does not contain its current tip (a force push), or pushes or deletes a
 /// release tag, is refused — decided locally by git's own ancestry, so it holds without a
-/// coordinator.
-fn git_pre_push(global: &Settings) -> u8 {
+/// coordinator. So is any push to a remote that deploys (`heroku`, `dokku`: git passes
+/// the remote's name and URL as arguments).
+fn git_pre_push(global: &Settings, git_args: &[String]) -> u8 {
     let repo_root = match Context::resolve(global) {
         Ok(c) => c.repo_root,
         Err(_) => std::env::current_dir().unwrap_or_default(),
@@ -678,6 +679,11 @@ fn git_pre_push(global: &Settings) -> u8 {
         return 1;
     }
     let mut refused = Vec::new();
+    if let Some(remote) = git_args.first()
+        && coord_guardrails::rules::deploy_remote(remote, git_args.get(1).map(String::as_str))
+    {
+        refused.push(format!("pushing to {remote}, which deploys what it receives"));
+    }
     for line in input.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let [_, local_sha, remote_ref, remote_sha] = fields[..] else {

@@ -186,7 +186,7 @@ fn log_filter(text: &str) -> Result<tracing_subscriber::filter::Targets, String>
 pub async fn run(cli: Cli) -> u8 {
     let out = Output { json: cli.global.json };
     if let Command::Hook(hook) = &cli.command {
-        return hooks::run(&hook.event, &cli.global).await;
+        return hooks::run(&hook.event, &hook.git_args, &cli.global).await;
     }
     // From the grammar alone: no repository, store or identity needed.
     match &cli.command {

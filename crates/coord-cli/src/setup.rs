@@ -370,7 +370,7 @@ pub fn git_hooks(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
         (
             "pre-push",
             "git-pre-push",
-            "Refuses force pushes and deletions of protected branches (main, master, release/*); bypass with `git push --no-verify`.",
+            "Refuses force pushes and deletions of protected branches (main, master, release/*), release tags and pushes to remotes that deploy (heroku, dokku); bypass with `git push --no-verify`.",
         ),
     ]
     .into_iter()
@@ -383,7 +383,7 @@ pub fn git_hooks(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
             return Err(CoordError::new(
                 ErrorCode::InvalidArgument,
                 format!(
-                    "{} exists and was not installed by coord; add `{command} hook {event} || exit 1` to it yourself",
+                    "{} exists and was not installed by coord; add `{command} hook {event} \"$@\" || exit 1` to it yourself",
                     path.display()
                 ),
             ));
@@ -391,9 +391,8 @@ pub fn git_hooks(repo_root: &Path, command: &str) -> CoordResult<Vec<Change>> {
         Ok(Change {
             path,
             before,
-            // git's arguments (remote name and URL for pre-push) are not needed: the
-            // refs come on stdin.
-            after: format!("#!/bin/sh\n{GIT_HOOK_MARKER}\n# {what}\nexec {command} hook {event}\n"),
+            // The refs come on stdin; pre-push's arguments are the remote's name and URL.
+            after: format!("#!/bin/sh\n{GIT_HOOK_MARKER}\n# {what}\nexec {command} hook {event} \"$@\"\n"),
             executable: true,
             delete: false,
         })

@@ -951,9 +951,10 @@ fn the_git_hook_refuses_commits_of_files_locked_by_others() {
     assert_eq!(std::fs::read_to_string(&hook).unwrap(), "#!/bin/sh\necho mine\n");
 }
 
-/// `coord init git-hook` also installs pre-push: a force push or a deletion of main, or a
-/// release tag pushed, is refused (git's own ancestry decides, no coordinator needed), a
-/// feature branch is the agent's business; pre-commit refuses credential files.
+/// `coord init git-hook` also installs pre-push: a force push or a deletion of main, a
+/// release tag pushed, or any push to a remote that deploys, is refused (git's own
+/// ancestry decides, no coordinator needed), a feature branch is the agent's business;
+/// pre-commit refuses credential files.
 #[test]
 fn the_git_hooks_refuse_force_pushes_of_protected_branches_and_credential_commits() {
     let dir = tempfile::tempdir().unwrap();
@@ -1010,6 +1011,16 @@ fn the_git_hooks_refuse_force_pushes_of_protected_branches_and_credential_commit
         String::from_utf8_lossy(&tagged.stderr).contains("the release tag v1.0.0"),
         "{}",
         String::from_utf8_lossy(&tagged.stderr)
+    );
+    // A remote named heroku deploys what it receives: refused whatever is pushed (git
+    // passes the remote's name to the hook).
+    git(&root, &["remote", "add", "heroku", remote.to_str().unwrap()]);
+    let deploy = git(&root, &["push", "-q", "heroku", "HEAD:refs/heads/feature-x"]);
+    assert!(!deploy.status.success(), "a push to heroku is refused");
+    assert!(
+        String::from_utf8_lossy(&deploy.stderr).contains("pushing to heroku"),
+        "{}",
+        String::from_utf8_lossy(&deploy.stderr)
     );
     // A feature branch may be rewritten.
     git(&root, &["checkout", "-q", "-b", "feature"]);

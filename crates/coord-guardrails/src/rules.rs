@@ -632,6 +632,12 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
             "pushing or deleting a release tag starts (or withdraws) a release; ask for approval",
         ));
     }
+    // Hosts that build and release whatever is pushed to them.
+    if let Some(remote) = call.positional.first().and_then(|r| r.lit())
+        && deploy_remote(remote, None)
+    {
+        hits.push(deploy_push(remote));
+    }
     let deleting = call.has(&["--delete", "-d"]);
     for r in refspecs.iter().filter(|r| !r.lit().is_some_and(tag)) {
         let raw = r.raw();
@@ -649,6 +655,28 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
         hits.push(branch_delete(None));
     }
     hits
+}
+
+/// A git remote that deploys what it receives: one named `heroku` or `dokku` (the names
+/// their tools give it), or whose URL is Heroku's git host or a Dokku host's `dokku@`.
+/// The Bash hooks ask it of the remote written on the line (a name or a URL), git's
+/// pre-push hook of the remote's name and URL.
+pub fn deploy_remote(remote: &str, url: Option<&str>) -> bool {
+    let deploys = |u: &str| {
+        let u = u.to_ascii_lowercase();
+        u.contains("git.heroku.com") || u.starts_with("dokku@") || u.contains("://dokku@")
+    };
+    matches!(remote, "heroku" | "dokku") || deploys(remote) || url.is_some_and(deploys)
+}
+
+/// The finding for a push to a remote that deploys ([`deploy_remote`]).
+pub fn deploy_push(remote: &str) -> Hit {
+    hit(
+        Category::ProductionDeployment,
+        "deploy",
+        Action::Block,
+        format!("a push to {remote} deploys the app (the host builds and releases what it receives); ask for approval"),
+    )
 }
 
 /// A remote ref that is a release tag: any tag (`refs/tags/…`), or a name spelt like a
