@@ -551,8 +551,9 @@ pub struct HookArgs {
     /// SessionStart, SessionEnd, PreToolUse (other Claude Code events are accepted
     /// and ignored), git-pre-commit or git-pre-push
     pub event: String,
-    /// What git passes its hook: for git-pre-push, the remote's name and URL
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "GIT_ARGS")]
+    /// What git passes its hook: for git-pre-push, the remote's name and URL (other
+    /// events take none and ignore them)
+    #[arg(num_args = 0..=2, value_name = "GIT_ARGS")]
     pub git_args: Vec<String>,
 }
 
@@ -867,7 +868,7 @@ pub enum GuardRulesCommand {
         program: Option<String>,
     },
     /// Add a pattern, or replace the built-in one of that name (JSON: program, words,
-    /// anywhere, options, unless, value_options, operation, category, action, reason; see
+    /// anywhere, options, unless, unless_next, value_options, operation, category, action, reason; see
     /// docs/guardrails.md). Refused with invalid_guardrail if it does not compile
     Set {
         /// The pattern's name: a built-in name replaces that pattern, a new one adds one
@@ -2270,6 +2271,7 @@ mod tests {
             "--workspace /a --workspace /b hook PreToolUse",
             "--db hook hook PreToolUse",
             "--remote http://127.0.0.1:1 hook UserPromptSubmit",
+            "hook git-pre-push origin https://example.com/r.git",
         ];
         for words in accepted {
             let lean = Cli::hook_line(&line(words)).unwrap_or_else(|| panic!("{words}: not accepted"));
@@ -2281,7 +2283,7 @@ mod tests {
             "hook --help",
             "hook -h",
             "hook",
-            "hook PreToolUse extra",
+            "hook PreToolUse one two three",
             "hook PreToolUse --version",
             "help hook",
             "lock acquire hook",

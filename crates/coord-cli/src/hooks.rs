@@ -679,6 +679,11 @@ fn git_pre_push(global: &Settings, git_args: &[String]) -> u8 {
         return 1;
     }
     let mut refused = Vec::new();
+    if git_args.is_empty() {
+        eprintln!(
+            "coord pre-push: git passed no remote to this hook (it predates remote checks): run `coord init git-hook` again"
+        );
+    }
     if let Some(remote) = git_args.first()
         && coord_guardrails::rules::deploy_remote(remote, git_args.get(1).map(String::as_str))
     {

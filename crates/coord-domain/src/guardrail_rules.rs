@@ -65,7 +65,7 @@ pub struct SetGuardrailRequest {
     /// switches off) that pattern; a new name adds one.
     pub name: String,
     /// The pattern (fields: program, words, anywhere, ignore_case, options, unless,
-    /// value_options, api_path, operation, category, action, reason; see
+    /// unless_next, value_options, api_path, operation, category, action, reason; see
     /// docs/guardrails.md). Its `name`, if
     /// given, must be `name`. Absent: the built-in pattern of that name, switched on or
     /// off by `enabled`.

@@ -347,8 +347,8 @@ fn the_held_out_part_holds_its_figures() {
 
 /// (destructive refused, benign refused, benign warned, run-time only refused), as
 /// measured; the goals are (≥ 99%, ≤ 1%, ≤ 3%, all) of (destructive, benign, benign, held).
-const TUNING: (usize, usize, usize, usize) = (525, 9, 8, 51);
-const HELD_OUT: (usize, usize, usize, usize) = (181, 23, 5, 33);
+const TUNING: (usize, usize, usize, usize) = (661, 14, 9, 60);
+const HELD_OUT: (usize, usize, usize, usize) = (183, 23, 5, 33);
 
 #[test]
 fn the_independent_corpus_was_split_once() {
@@ -443,6 +443,11 @@ const SAFER: &[(&str, &str, &str)] = &[
         "sops -e --output secrets.enc.yaml secrets.yaml",
     ),
     ("write the command itself", "$(echo ls) -la", "ls -la"),
+    (
+        "pass each line as an argument",
+        "ls | xargs -I{} sh -c 'gzip {}'",
+        "ls | xargs -I{} sh -c 'gzip \"$1\"' _ {}",
+    ),
 ];
 
 /// Suggestions that name no command to run (a person's decision, or the command's own

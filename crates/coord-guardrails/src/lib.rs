@@ -1038,13 +1038,29 @@ impl<'p> Analyzer<'p> {
         // unquoted, so it is code only known at run time (GNU parallel quotes it).
         match xargs_replace(args) {
             Some(r) => {
-                for a in &mut rest {
+                let shell = rest.first().and_then(Arg::lit).map(program).unwrap_or_default();
+                let shell = SHELLS.contains(&shell);
+                let mut pasted = false;
+                for (i, a) in rest.iter_mut().enumerate() {
                     if let Arg::Lit(s) = a
                         && s.contains(&r)
                     {
-                        // The input inside a word (`build/{}`) is any path too.
-                        *a = Arg::Unknown(RUNTIME_OPERAND.into());
+                        if shell && i > 0 && s != &r {
+                            // Walked as a variable too, for what else the code does.
+                            pasted = true;
+                            *s = s.replace(&r, &hole);
+                        } else {
+                            // The input inside a word (`build/{}`) is any path too.
+                            *a = Arg::Unknown(RUNTIME_OPERAND.into());
+                        }
                     }
+                }
+                if pasted {
+                    let reason = format!(
+                        "xargs pastes each input line into the shell code unquoted, so what runs is only known at \
+                         run time; pass each line as an argument instead (xargs -I{r} sh -c '… \"$1\" …' _ {r})"
+                    );
+                    self.add([unverifiable("dynamic_code", reason)], text);
                 }
             }
             None => rest.push(Arg::Unknown(RUNTIME_OPERAND.into())),
@@ -1610,11 +1626,7 @@ fn exports_identity(args: &[Arg]) -> bool {
 
 /// `NAME=value`, as an environment assignment before a command.
 fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-    })
+    word.split_once('=').is_some_and(|(name, _)| walk::shell_name(name))
 }
 
 /// The arguments after the leading options (`value_options` take the next word).

@@ -332,7 +332,11 @@ impl Compiled {
         if self.unless.iter().any(|(_, alts)| on_path(alts)) {
             return None;
         }
-        let next = positionals.get(end).and_then(|a| a.arg.lit());
+        // An option's value (`kubectl apply -k view-last-applied`) is no subcommand.
+        let next = positionals
+            .get(end)
+            .filter(|a| !a.after_option)
+            .and_then(|a| a.arg.lit());
         if next.is_some_and(|t| self.unless_next.iter().any(|alts| self.fold(alts, t))) {
             return None;
         }
@@ -760,7 +764,9 @@ mod tests {
             ("configure", true),
             ("configure --profile x", true),
             ("configure list", false),
-            ("configure set x list", true), // not right after the match
+            ("configure set x list", true),       // not right after the match
+            ("apply -k view-last-applied", true), // -k's value (not a value option here)
+            ("apply --field-manager view-last-applied -f d.yaml", true),
         ] {
             assert_eq!(p.check("k", &argv(line)).is_some(), hit, "{line}");
         }

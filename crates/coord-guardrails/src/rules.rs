@@ -1340,13 +1340,11 @@ pub fn lists_init(pipeline: &[Vec<&str>]) -> bool {
     listed_init(pipeline).unwrap_or(false)
 }
 
+/// [`lists_init`], with `None` for a pipeline that is not one (no `ps` first, an empty
+/// stage, a filter without a pattern): then it lists nothing known.
 fn listed_init(pipeline: &[Vec<&str>]) -> Option<bool> {
     let (ps, stages) = pipeline.split_first()?;
-    let every = ps.first() == Some(&"ps")
-        && ps[1..].iter().any(|a| match a.strip_prefix('-') {
-            Some(bundle) => !bundle.starts_with('-') && bundle.contains(['e', 'A']),
-            None => a.contains('a') && a.contains('x'),
-        });
+    let every = ps.first() == Some(&"ps") && ps[1..].iter().enumerate().any(|(i, a)| every_process(i, a));
     if !every {
         return Some(false);
     }
@@ -1372,8 +1370,27 @@ fn listed_init(pipeline: &[Vec<&str>]) -> Option<bool> {
             _ => return Some(false),
         }
     }
-    let init = |f: &&str| f.contains("systemd") || f.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "init");
+    // `systemd` or `init` as a word of the pattern (`/systemd/`, `^init$`; not
+    // `systemd-resolved`).
+    let init = |f: &&str| {
+        f.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .any(|w| matches!(w, "systemd" | "init"))
+    };
     Some(filters.iter().all(init))
+}
+
+/// Whether `ps`'s argument `arg` (the `i`-th) selects every process: `-e` or `-A` in a
+/// bundle before a letter that takes a value (`-Cnode`, `-U alex`: not), or BSD `ax` as
+/// the first argument without a dash (`aux`, `axf`).
+fn every_process(i: usize, arg: &str) -> bool {
+    match arg.strip_prefix('-') {
+        Some(bundle) if !bundle.starts_with('-') => bundle
+            .chars()
+            .take_while(|c| !"oOpuUCGgstq".contains(*c))
+            .any(|c| matches!(c, 'e' | 'A')),
+        Some(_) => false,
+        None => i == 0 && arg.contains('a') && arg.contains('x'),
+    }
 }
 
 /// Whether bash's `kill` reaches PID -1 (every process) or 1 (init): its options read
@@ -2293,6 +2310,25 @@ mod tests {
     }
 
     #[test]
+    fn remotes_that_deploy() {
+        let cases = [
+            ("heroku", None, true),
+            ("dokku", None, true),
+            ("https://git.heroku.com/shop.git", None, true),
+            ("dokku@apps.example.com:shop", None, true),
+            ("ssh://dokku@apps.example.com/shop", None, true),
+            ("production", Some("https://git.heroku.com/shop.git"), true),
+            ("origin", Some("git@github.com:acme/shop.git"), false),
+            ("origin", None, false),
+            ("herokuapp", None, false),
+            ("https://github.com/acme/heroku-buildpack.git", None, false),
+        ];
+        for (remote, url, want) in cases {
+            assert_eq!(deploy_remote(remote, url), want, "{remote} {url:?}");
+        }
+    }
+
+    #[test]
     fn process_listings_that_hold_init() {
         let cases: &[(&[&str], bool)] = &[
             (&["ps -eo pid,comm", "awk {print $1}"], true),
@@ -2305,6 +2341,10 @@ mod tests {
             (&["ps -eo pid,comm", "awk /cron/ {print $1}"], false),
             (&["ps -eo pid,comm", "grep postgres", "awk {print $1}"], false),
             (&["ps aux", "grep systemd", "grep myapp"], false),
+            (&["ps aux", "grep systemd-resolved"], false),
+            (&["ps -U alex -o pid="], false),
+            (&["ps -Cnode -o pid="], false),
+            (&["ps -o pid= -e"], true),
             (&["ps aux", "awk $2 > 1000 {print $2}"], false),
             // Not every process, or a stage not read here.
             (&["ps -o pid="], false),

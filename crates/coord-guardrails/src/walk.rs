@@ -594,20 +594,22 @@ impl Walk {
                         });
                     }
                     self.expanding = false;
-                } else if let ast::CompoundCommand::ForClause(f) = compound
-                    && !self.expanding
-                    && lists_init(f)
-                {
-                    // `for pid in $(ps -e …); do kill "$pid"; done` reaches init among
-                    // the rest: the body once with its PID.
-                    self.expanding = true;
-                    self.contained(true, |w| {
-                        w.scope.bind(&f.variable_name, "1".to_string());
-                        w.list(&f.body.list, depth);
-                    });
-                    self.expanding = false;
                 } else {
                     self.contained(loops, |w| w.compound(compound, depth));
+                    if let ast::CompoundCommand::ForClause(f) = compound
+                        && !self.expanding
+                        && loops_over_init(f)
+                    {
+                        // `for pid in $(ps -e -o pid=); do kill "$pid"; done` reaches init
+                        // among the rest: the body once more with its PID (as well as
+                        // with a value not known, above).
+                        self.expanding = true;
+                        self.contained(true, |w| {
+                            w.scope.bind(&f.variable_name, "1".to_string());
+                            w.list(&f.body.list, depth);
+                        });
+                        self.expanding = false;
+                    }
                 }
                 if loops && had_arguments && self.shifts > shifts {
                     // Each pass after the first sees other arguments: once more, not
@@ -1351,7 +1353,7 @@ fn unquoted(word: &str) -> String {
 }
 
 /// A shell variable's name: a letter or `_`, then letters, digits and `_`.
-fn shell_name(name: &str) -> bool {
+pub(crate) fn shell_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -1366,7 +1368,7 @@ fn names_descriptor(target: &str) -> bool {
 
 /// Whether a `for` loop walks one command substitution listing processes, init among
 /// them ([`crate::rules::lists_init`]).
-fn lists_init(f: &ast::ForClauseCommand) -> bool {
+fn loops_over_init(f: &ast::ForClauseCommand) -> bool {
     let Some([value]) = f.values.as_deref() else {
         return false;
     };
@@ -1472,4 +1474,27 @@ fn expansions_as_numbers(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_name;
+
+    #[test]
+    fn shell_variable_names() {
+        for (name, want) in [
+            ("d", true),
+            ("_ip", true),
+            ("PATH2", true),
+            ("", false),
+            ("2x", false),
+            ("a-b", false),
+            ("a[0]", false),
+            ("$n", false),
+            ("\"d", false),
+            ("é", false),
+        ] {
+            assert_eq!(shell_name(name), want, "{name:?}");
+        }
+    }
 }

@@ -252,7 +252,7 @@ impl Operation for ListGuardrails {
     const DESCRIPTION: &'static str = "List the argv patterns check_guardrails applies besides its built-in \
         structural rules (git, rm, find, SQL, credential files): each with source builtin, modified (a built-in \
         one replaced or switched off) or custom, enabled, the pattern (program, words, options, unless, \
-        value_options, operation, category, action, reason) and who changed it when. Answers {success:true, \
+        unless_next, value_options, operation, category, action, reason) and who changed it when. Answers {success:true, \
         guardrails:[...]}.";
     const ACCESS: Access = Access::Agent;
     const EFFECT: Effect = Effect::Read;
