@@ -1215,7 +1215,10 @@ impl<'p> Analyzer<'p> {
                 ),
             }
         }
-        if matches!(prog, "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client") {
+        if matches!(
+            prog,
+            "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client" | "cqlsh"
+        ) {
             match stdin {
                 Stdin::Text(s) => self.add(sql::analyze(s, prog, false), text),
                 Stdin::Pipe | Stdin::Unknown => self.add(

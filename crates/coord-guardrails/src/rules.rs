@@ -1953,7 +1953,7 @@ pub fn sql_of(prog: &str, args: &[Arg]) -> Vec<Arg> {
     // Attached and bundled too: `-c'DROP …'`, `psql -Atc …`, `mysql -BNe …`.
     let mut out = match prog {
         "psql" => option_values(args, &["-c", "--command"], 'c'),
-        "mysql" | "mariadb" => option_values(args, &["-e", "--execute"], 'e'),
+        "mysql" | "mariadb" | "cqlsh" => option_values(args, &["-e", "--execute"], 'e'),
         "clickhouse-client" | "cockroach" => {
             let mut v = option_values(args, &["-q", "--query"], 'q');
             v.extend(option_values(args, &["-e", "--execute"], 'e'));
