@@ -76,7 +76,8 @@ pub struct PatternError {
 
 /// One alternative. Most are plain words (`delete`, `--force`), compared as text: each
 /// glob compiles into a regex in every new process (every Bash hook of an agent), and
-/// only 57 of the built-in registry's 887 texts need one (docs/benchmarks.md).
+/// about a sixth of the built-in registry's texts need one (494 of 2,930; compiling the
+/// whole registry takes about 12 ms in a release build).
 #[derive(Debug, Clone)]
 enum Word {
     Literal { text: String, fold: bool },
