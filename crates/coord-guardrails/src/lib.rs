@@ -1199,7 +1199,15 @@ impl<'p> Analyzer<'p> {
         if !lost.is_empty() {
             self.add(rules::rm(&rules::missed(prog, self.reach(&lost))), text);
         }
-        self.add(rules::kill(prog, args), text);
+        // `kill -9 $(ps -e -o pid=)`: every PID the listing prints, init among them.
+        let pids: Vec<Arg> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Unknown(raw) if prog == "kill" && walk::lists_init(raw) => Arg::Lit("1".into()),
+                other => other.clone(),
+            })
+            .collect();
+        self.add(rules::kill(prog, &pids), text);
         self.add(rules::permissions(prog, &self.reach(args)), text);
         self.add(self.patterns.check(prog, args), text);
         self.add(sed::sed(prog, args), text);

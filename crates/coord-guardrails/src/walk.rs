@@ -1369,10 +1369,13 @@ fn names_descriptor(target: &str) -> bool {
 /// Whether a `for` loop walks one command substitution listing processes, init among
 /// them ([`crate::rules::lists_init`]).
 fn loops_over_init(f: &ast::ForClauseCommand) -> bool {
-    let Some([value]) = f.values.as_deref() else {
-        return false;
-    };
-    let Some(code) = substitution_code(&value.value) else {
+    matches!(f.values.as_deref(), Some([value]) if lists_init(&value.value))
+}
+
+/// Whether a word that is only a command substitution lists processes, init among them
+/// (`$(ps -e -o pid=)`; [`crate::rules::lists_init`]).
+pub(crate) fn lists_init(text: &str) -> bool {
+    let Some(code) = substitution_code(text) else {
         return false;
     };
     let w = Walk::line(&code, 0);
