@@ -723,7 +723,8 @@ fn git_pre_push(global: &Settings, git_args: &[String]) -> u8 {
     }
     eprintln!("coord: this push is refused by the guardrails: {}.", refused.join("; "));
     eprintln!(
-        "Rebase or merge onto the remote branch and push again; a person may bypass with `git push --no-verify`."
+        "For a rewritten branch, rebase or merge onto the remote one and push again; a deploy, a release or a \
+         deletion is a person's decision: they may bypass with `git push --no-verify`."
     );
     1
 }
