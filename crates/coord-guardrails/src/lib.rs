@@ -1208,7 +1208,6 @@ impl<'p> Analyzer<'p> {
             })
             .collect();
         self.add(rules::kill(prog, &pids), text);
-        self.add(rules::destroying_subcommand(prog, args), text);
         self.add(rules::permissions(prog, &self.reach(args)), text);
         self.add(self.patterns.check(prog, args), text);
         self.add(sed::sed(prog, args), text);

@@ -1331,92 +1331,6 @@ pub fn kill(prog: &str, args: &[Arg]) -> Vec<Hit> {
     }
 }
 
-/// Programs whose words are text, not a tool's subcommands (`echo destroy`, `grep nuke`),
-/// or that have rules of their own (git).
-const TEXT_PROGRAMS: &[&str] = &[
-    "echo",
-    "printf",
-    "grep",
-    "egrep",
-    "fgrep",
-    "rg",
-    "ag",
-    "ack",
-    "cat",
-    "less",
-    "more",
-    "head",
-    "tail",
-    "sed",
-    "awk",
-    "man",
-    "tldr",
-    "info",
-    "help",
-    "which",
-    "type",
-    "git",
-    "jq",
-    "yq",
-    "sort",
-    "uniq",
-    "wc",
-    "tr",
-    "cut",
-    "find",
-    "ls",
-    "touch",
-    "mkdir",
-    "cp",
-    "mv",
-    "diff",
-    "logger",
-    "notify-send",
-    "say",
-    "test",
-    "[",
-];
-
-/// A tool no pattern knows whose subcommand says it destroys what the tool manages
-/// (`vagrant destroy`, `turso db destroy`, `heroku apps:destroy`, `nuke`): among the
-/// first three positionals, the word, or its last `:` part, is `destroy`, `nuke` or
-/// `obliterate`. A word right after an option may be its value (`--name destroy`): not
-/// read.
-pub fn destroying_subcommand(prog: &str, args: &[Arg]) -> Option<Hit> {
-    if TEXT_PROGRAMS.contains(&prog) {
-        return None;
-    }
-    let mut after_option = false;
-    let mut positionals = 0;
-    for a in args {
-        let raw = a.raw();
-        if raw == "--" {
-            break;
-        }
-        if raw.starts_with('-') {
-            after_option = !raw.contains('=');
-            continue;
-        }
-        if std::mem::replace(&mut after_option, false) {
-            continue;
-        }
-        positionals += 1;
-        if positionals > 3 {
-            break;
-        }
-        let word = a.lit().map(|w| w.rsplit(':').next().unwrap_or(w).to_ascii_lowercase());
-        if matches!(word.as_deref(), Some("destroy" | "nuke" | "obliterate")) {
-            return Some(hit(
-                Category::MassDeletion,
-                "bulk_delete",
-                Action::Block,
-                format!("{prog} {raw} destroys what the tool manages (its name says so); ask for approval"),
-            ));
-        }
-    }
-    None
-}
-
 /// Whether a process listing that a loop walks (`for pid in $(ps -eo pid,comm | awk …)`)
 /// holds the init process (PID 1): every process (`ps -e`, `ps aux`) with nothing
 /// filtered out, or every filter picking init (`/systemd/`, `grep init`). Not when a
@@ -2392,28 +2306,6 @@ mod tests {
         ];
         for (value, keeps) in cases {
             assert_eq!(keeps_reflog(value), keeps, "{value}");
-        }
-    }
-
-    #[test]
-    fn subcommands_that_destroy() {
-        let cases: &[(&str, &str, bool)] = &[
-            ("vagrant", "destroy -f", true),
-            ("turso", "db destroy shop", true),
-            ("acme", "apps:destroy --app shop", true),
-            ("cloud-nuke", "aws nuke", true),
-            ("tool", "-v --region eu x destroy", true),
-            ("tool", "a b c destroy", false),      // past the subcommands
-            ("tool", "--name destroy run", false), // an option's value
-            ("tool", "--name=x destroy", true),
-            ("tool", "-- destroy", false),
-            ("echo", "destroy", false),
-            ("git", "commit -m destroy", false),
-            ("tool", "destroyer", false),
-        ];
-        for (prog, line, want) in cases {
-            let args: Vec<Arg> = line.split(' ').map(|w| Arg::Lit(w.into())).collect();
-            assert_eq!(destroying_subcommand(prog, &args).is_some(), *want, "{prog} {line}");
         }
     }
 
