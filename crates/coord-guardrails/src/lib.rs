@@ -1200,14 +1200,22 @@ impl<'p> Analyzer<'p> {
             self.add(rules::rm(&rules::missed(prog, self.reach(&lost))), text);
         }
         // `kill -9 $(ps -e -o pid=)`: every PID the listing prints, init among them.
-        let pids: Vec<Arg> = args
-            .iter()
-            .map(|a| match a {
-                Arg::Unknown(raw) if prog == "kill" && walk::lists_init(raw) => Arg::Lit("1".into()),
-                other => other.clone(),
-            })
-            .collect();
-        self.add(rules::kill(prog, &pids), text);
+        if prog == "kill"
+            && args
+                .iter()
+                .any(|a| matches!(a, Arg::Unknown(raw) if walk::lists_init(raw)))
+        {
+            let pids: Vec<Arg> = args
+                .iter()
+                .map(|a| match a {
+                    Arg::Unknown(raw) if walk::lists_init(raw) => Arg::Lit("1".into()),
+                    other => other.clone(),
+                })
+                .collect();
+            self.add(rules::kill(prog, &pids), text);
+        } else {
+            self.add(rules::kill(prog, args), text);
+        }
         self.add(rules::permissions(prog, &self.reach(args)), text);
         self.add(self.patterns.check(prog, args), text);
         self.add(sed::sed(prog, args), text);
@@ -1223,10 +1231,7 @@ impl<'p> Analyzer<'p> {
                 ),
             }
         }
-        if matches!(
-            prog,
-            "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client" | "cqlsh"
-        ) {
+        if matches!(prog, "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client") {
             match stdin {
                 Stdin::Text(s) => self.add(sql::analyze(s, prog, false), text),
                 Stdin::Pipe | Stdin::Unknown => self.add(

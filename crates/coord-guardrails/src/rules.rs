@@ -1953,7 +1953,7 @@ pub fn sql_of(prog: &str, args: &[Arg]) -> Vec<Arg> {
     // Attached and bundled too: `-c'DROP …'`, `psql -Atc …`, `mysql -BNe …`.
     let mut out = match prog {
         "psql" => option_values(args, &["-c", "--command"], 'c'),
-        "mysql" | "mariadb" | "cqlsh" => option_values(args, &["-e", "--execute"], 'e'),
+        "mysql" | "mariadb" => option_values(args, &["-e", "--execute"], 'e'),
         "clickhouse-client" | "cockroach" => {
             let mut v = option_values(args, &["-q", "--query"], 'q');
             v.extend(option_values(args, &["-e", "--execute"], 'e'));
@@ -2044,6 +2044,7 @@ const RUNNERS: &[(&str, &[&str], &[&str], usize)] = &[
     ("asdf", &["exec"], &[], 0),
     ("aws-vault", &["exec"], &["-d", "--duration", "-t", "--mfa-token"], 1),
     ("op", &["run"], &["--env-file"], 0),
+    ("dotenvx", &["run"], &["-f", "--env-file", "-fk", "--env-keys-file"], 0),
     ("doppler", &["run"], &["-p", "--project", "-c", "--config"], 0),
     ("infisical", &["run"], &["--env", "--path", "--projectId"], 0),
     ("dotenv", &[], &["-e", "-f", "-v"], 0),
