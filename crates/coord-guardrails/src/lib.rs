@@ -1199,12 +1199,9 @@ impl<'p> Analyzer<'p> {
         if !lost.is_empty() {
             self.add(rules::rm(&rules::missed(prog, self.reach(&lost))), text);
         }
-        // `kill -9 $(ps -e -o pid=)`: every PID the listing prints, init among them.
-        if prog == "kill"
-            && args
-                .iter()
-                .any(|a| matches!(a, Arg::Unknown(raw) if walk::lists_init(raw)))
-        {
+        // `kill -9 $(ps -e -o pid=)`: every PID the listing prints, init among them (each
+        // argument walked once, and only for kill).
+        if prog == "kill" {
             let pids: Vec<Arg> = args
                 .iter()
                 .map(|a| match a {
