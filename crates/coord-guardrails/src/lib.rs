@@ -38,6 +38,7 @@ pub mod walk;
 mod builtins;
 
 mod resolve;
+mod runners;
 
 use coord_domain::guardrails::{Action, Category, Finding, MAX_COMMAND_BYTES, WorkChanges, diff_additions};
 use patterns::Patterns;
@@ -287,6 +288,10 @@ pub fn files_written(command: &str) -> Vec<String> {
             out.extend(e.writes.iter().filter_map(Arg::lit).map(String::from));
             let mut argv: &[Arg] = &e.argv;
             while let Some(first) = argv.first().map(Arg::raw) {
+                if let Some(rest) = runners::command(program(first), &argv[1..]) {
+                    argv = rest;
+                    continue;
+                }
                 let wrapper = matches!(
                     program(first),
                     "sudo" | "doas" | "env" | "nice" | "nohup" | "time" | "command" | "exec" | "builtin"
@@ -767,12 +772,12 @@ impl<'p> Analyzer<'p> {
         if (word.contains('/') && self.written_here(word, text, depth)) || self.entry_point(argv, text, depth) {
             return true;
         }
-        match rules::runner_runs(prog, args) {
-            Some(rules::Runs::Code(code)) => {
-                self.code_arg(code, text, depth);
+        match runners::runs(prog, args) {
+            Some(runners::Runs::Code(code)) => {
+                self.code_arg(code.as_ref(), text, depth);
                 return true;
             }
-            Some(rules::Runs::Commands(starts)) => {
+            Some(runners::Runs::Commands(starts)) => {
                 for rest in starts {
                     self.argv(rest, stdin, text, depth);
                 }
@@ -859,15 +864,18 @@ impl<'p> Analyzer<'p> {
             "flock" => self.flock(args, stdin, text, depth),
             "command" => self.command_builtin(args, stdin, text, depth),
             "env" => self.env(args, stdin, text, depth),
-            "xargs" | "parallel" => self.xargs(prog, args, text, depth),
+            "xargs" | "parallel" => self.xargs(prog, args, stdin, text, depth),
             "watch" => {
-                let rest = skip_options(args, &["-n", "--interval", "-d"]);
+                // (`-d`, `--differences[=permanent]`: its value only attached.)
+                let rest = skip_options(args, &["-n", "--interval", "-q", "--equexit"]);
                 self.joined_code(rest, text, depth)
             }
             "ssh" => self.ssh(args, text, depth),
-            "su" => {
-                if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-c" | "--command")) {
-                    self.code_arg(args.get(i + 1), text, depth);
+            "su" | "runuser" | "sg" => self.switch_user(prog, args, stdin, text, depth),
+            // `gdb --args prog …`, `lldb -- prog …`: the debugger runs the program.
+            "gdb" | "cgdb" | "lldb" => {
+                if let Some(i) = args.iter().position(|a| matches!(a.raw(), "--args" | "--")) {
+                    self.argv(&args[i + 1..], stdin, text, depth)
                 }
             }
             "docker" | "podman" if matches!(args.first().map(Arg::raw), Some("exec")) => {
@@ -904,6 +912,36 @@ impl<'p> Analyzer<'p> {
                 self.add(rules::rm(args), text)
             }
             _ => self.program(prog, args, stdin, text),
+        }
+    }
+
+    /// `su [-] [USER] -c CODE`, `runuser -u USER -- cmd…`, `sg GROUP -c CODE` or
+    /// `sg GROUP 'CODE'`: code anywhere among the arguments (`-c`, `-lc`, `--command=`).
+    fn switch_user(&mut self, prog: &str, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        let user_mode = |a: &Arg| matches!(a.raw(), "-u" | "--user") || a.raw().starts_with("--user=");
+        if prog == "runuser" && args.iter().take_while(|a| a.raw() != "--").any(user_mode) {
+            // `runuser -u USER [--] cmd…`: a command, whose options are its own.
+            let values = ["-u", "--user", "-g", "--group", "-G", "--supp-group", "-w"];
+            return self.wrapped(args, &values, stdin, text, depth);
+        }
+        for (i, a) in args.iter().enumerate().take_while(|(_, a)| a.raw() != "--") {
+            let raw = a.raw();
+            if let Some(code) = raw.strip_prefix("--command=") {
+                let code = match a {
+                    Arg::Lit(_) => Arg::Lit(code.into()),
+                    Arg::Unknown(_) => Arg::Unknown(code.into()),
+                };
+                return self.code_arg(Some(&code), text, depth);
+            }
+            let bundle = raw.len() > 1 && !raw.starts_with("--") && raw[1..].chars().all(|c| c.is_ascii_alphabetic());
+            if raw == "--command" || (raw.starts_with('-') && bundle && raw.ends_with('c')) {
+                return self.code_arg(args.get(i + 1), text, depth);
+            }
+        }
+        // sg hands the rest to `sh -c`; su and runuser without `-c` start a login shell.
+        if prog == "sg" {
+            let rest = without_dashes(args);
+            self.joined_code(rest.get(1..).unwrap_or_default(), text, depth)
         }
     }
 
@@ -974,7 +1012,7 @@ impl<'p> Analyzer<'p> {
     }
 
     /// `xargs cmd…` (with a run-time operand appended) and GNU `parallel cmd… ::: …`.
-    fn xargs(&mut self, prog: &str, args: &[Arg], text: &str, depth: usize) {
+    fn xargs(&mut self, prog: &str, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
         let mut rest: Vec<Arg> = skip_options(
             args,
             &[
@@ -1062,6 +1100,10 @@ impl<'p> Analyzer<'p> {
                     );
                     self.add([unverifiable("dynamic_code", reason)], text);
                 }
+            }
+            // A process listing with init in it, handed to `kill`: PID 1 among them.
+            None if *stdin == Stdin::Processes && command_program(&rest) == Some("kill") => {
+                rest.push(Arg::Lit("1".into()))
             }
             None => rest.push(Arg::Unknown(RUNTIME_OPERAND.into())),
         }
@@ -1231,7 +1273,7 @@ impl<'p> Analyzer<'p> {
         if matches!(prog, "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client") {
             match stdin {
                 Stdin::Text(s) => self.add(sql::analyze(s, prog, false), text),
-                Stdin::Pipe | Stdin::Unknown => self.add(
+                Stdin::Pipe | Stdin::Processes | Stdin::Unknown => self.add(
                     [unverifiable("dynamic_sql", "a database client reading SQL from a pipe runs statements only known at run time; pass them with -c")],
                     text,
                 ),
@@ -1396,7 +1438,7 @@ impl<'p> Analyzer<'p> {
         }
         match stdin {
             Stdin::Text(code) => self.script(code, depth + 1),
-            Stdin::Pipe | Stdin::Unknown | Stdin::File(Arg::Unknown(_)) => self.add(
+            Stdin::Pipe | Stdin::Processes | Stdin::Unknown | Stdin::File(Arg::Unknown(_)) => self.add(
                 [unverifiable(
                     "dynamic_code",
                     "a shell reading its commands from a pipe or an expanding here-document runs code only known at run time",
@@ -1440,7 +1482,7 @@ impl Analyzer<'_> {
             Some(code) => code,
             None if reads_stdin => match stdin {
                 Stdin::Text(code) => code.clone(),
-                Stdin::Pipe | Stdin::Unknown => {
+                Stdin::Pipe | Stdin::Processes | Stdin::Unknown => {
                     return self.add(
                         [unverifiable(
                             "dynamic_code",
@@ -1526,7 +1568,8 @@ fn keeps_descriptors(argv: &[Arg]) -> bool {
 }
 
 /// The program a command runs, past the wrappers that run the rest of it (`sudo`, `env`,
-/// `exec`, `nohup`, `timeout 30`, …) and their options and assignments.
+/// `exec`, `nohup`, `timeout 30`, …, and the runners' table: `nsenter`, `uv run`) and
+/// their options and assignments.
 fn command_program(argv: &[Arg]) -> Option<&str> {
     const WRAPPERS: &[&str] = &[
         "sudo", "doas", "env", "exec", "nohup", "nice", "ionice", "time", "timeout", "stdbuf", "setsid", "busybox",
@@ -1534,6 +1577,9 @@ fn command_program(argv: &[Arg]) -> Option<&str> {
     ];
     let mut words = argv.iter().map(Arg::raw);
     let first = program(words.next()?);
+    if let Some(rest) = runners::command(first, &argv[1..]) {
+        return command_program(rest);
+    }
     if !WRAPPERS.contains(&first) {
         return Some(first);
     }

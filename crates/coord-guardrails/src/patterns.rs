@@ -179,6 +179,24 @@ impl OptionSpec {
             .map(OptionSpec)
     }
 
+    /// Whether one of these options is given: for an option with a value
+    /// (`-m=ping`), the last time the command gives that option (`ansible -m ping -m
+    /// shell` runs shell), or that field of it (`gh api -f event_type=x -f ref=y`: two
+    /// fields).
+    fn given(&self, opts: &[Opt]) -> bool {
+        let valued = self.0.iter().any(|alt| alt.value.is_some());
+        let field = |o: &Opt| {
+            o.value
+                .as_deref()
+                .and_then(|v| v.split_once('='))
+                .map(|(k, _)| k.to_string())
+        };
+        opts.iter().enumerate().any(|(i, o)| {
+            let overridden = |later: &Opt| self.names(later) && !self.is_match(later) && field(later) == field(o);
+            self.is_match(o) && !(valued && opts[i + 1..].iter().any(overridden))
+        })
+    }
+
     /// Whether `o` is one of these options, whatever its value.
     fn names(&self, o: &Opt) -> bool {
         self.0.iter().any(|alt| alt.name.is_match(&o.name))
@@ -308,11 +326,7 @@ impl Compiled {
         }
         let p = &self.pattern;
         let (opts, positionals) = split(args, &p.value_options);
-        if self
-            .unless
-            .iter()
-            .any(|(spec, _)| opts.iter().any(|o| spec.is_match(o)))
-        {
+        if self.unless.iter().any(|(spec, _)| spec.given(&opts)) {
             return None;
         }
         let (start, end) = match self.find_words(&positionals) {
@@ -747,6 +761,27 @@ mod tests {
             ("-X DELETE --dry-run=none http://h:9200/idx", true), // another option, a real run
         ] {
             assert_eq!(p.check("curl", &argv(line)).is_some(), hit, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_valued_unless_counts_where_the_command_gives_it_last() {
+        let p = pattern(serde_json::json!({
+            "name": "adhoc", "program": "ansible", "unless": ["-m=ping|--module-name=ping"],
+            "value_options": ["-m", "--module-name", "-a"],
+            "operation": "deploy", "category": "production_deployment", "action": "block", "reason": "r"
+        }))
+        .unwrap();
+        for (line, hit) in [
+            ("all -m ping", false),
+            ("all -m ping -m shell -a x", true),
+            ("all -m shell -m ping", false),
+            ("all --module-name=ping -m command", true),
+            ("all -m ping -a x", false),
+            ("all -m ping -a k=v -m k=shell", false), // (another field of a repeated option)
+            ("all", true),
+        ] {
+            assert_eq!(p.check("ansible", &argv(line)).is_some(), hit, "{line}");
         }
     }
 

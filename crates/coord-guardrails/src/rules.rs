@@ -1335,7 +1335,8 @@ pub fn kill(prog: &str, args: &[Arg]) -> Vec<Hit> {
 /// holds the init process (PID 1): every process (`ps -e`, `ps aux`) with nothing
 /// filtered out, or every filter picking init (`/systemd/`, `grep init`). Not when a
 /// filter names other programs (`grep postgres`: stopping a named program is no
-/// finding) or a stage is not one read here. `pipeline`: each stage's words, `ps` first.
+/// finding) or a stage is not one read here. `pipeline`: each stage's words, the
+/// listing first (`ps -e`, `pgrep PATTERN`, `pidof systemd`).
 pub fn lists_init(pipeline: &[Vec<&str>]) -> bool {
     listed_init(pipeline).unwrap_or(false)
 }
@@ -1344,11 +1345,22 @@ pub fn lists_init(pipeline: &[Vec<&str>]) -> bool {
 /// stage, a filter without a pattern): then it lists nothing known.
 fn listed_init(pipeline: &[Vec<&str>]) -> Option<bool> {
     let (ps, stages) = pipeline.split_first()?;
-    let every = ps.first() == Some(&"ps") && ps[1..].iter().enumerate().any(|(i, a)| every_process(i, a));
-    if !every {
-        return Some(false);
-    }
+    let (lister, ps_args) = ps.split_first()?;
+    let operands: Vec<&str> = ps_args.iter().copied().filter(|a| !a.starts_with('-')).collect();
     let mut filters = Vec::new();
+    match *lister {
+        "ps" if ps_args.iter().enumerate().any(|(i, a)| every_process(i, a)) => {}
+        // `pgrep .`, `pgrep -f ''`: its pattern is a filter; `pidof systemd`: PID 1.
+        "pgrep"
+            if !ps_args
+                .iter()
+                .any(|a| matches!(*a, "-u" | "-U" | "-P" | "-g" | "-G" | "-t" | "-s")) =>
+        {
+            filters.push(*operands.first()?)
+        }
+        "pidof" if operands.iter().any(|n| matches!(program(n), "systemd" | "init")) => {}
+        _ => return Some(false),
+    }
     for stage in stages {
         let (prog, args) = stage.split_first()?;
         let operands: Vec<&str> = args.iter().copied().filter(|a| !a.starts_with('-')).collect();
@@ -1362,7 +1374,8 @@ fn listed_init(pipeline: &[Vec<&str>]) -> Option<bool> {
             "awk" | "gawk" | "mawk" => {
                 let program = operands.first()?.trim();
                 let pattern = program.split('{').next().unwrap_or(program).trim();
-                if !pattern.is_empty() {
+                // (`NR>1` only skips the header line.)
+                if !pattern.is_empty() && !pattern.starts_with("NR") {
                     filters.push(pattern);
                 }
             }
@@ -1373,8 +1386,9 @@ fn listed_init(pipeline: &[Vec<&str>]) -> Option<bool> {
     // `systemd` or `init` as a word of the pattern (`/systemd/`, `^init$`; not
     // `systemd-resolved`).
     let init = |f: &&str| {
-        f.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-            .any(|w| matches!(w, "systemd" | "init"))
+        matches!(f.trim_matches(['^', '$', '/']), "" | "." | ".*" | ".+")
+            || f.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+                .any(|w| matches!(w, "systemd" | "init"))
     };
     Some(filters.iter().all(init))
 }
@@ -1997,124 +2011,6 @@ pub fn sql_of(prog: &str, args: &[Arg]) -> Vec<Arg> {
         out.extend(positional.into_iter().skip(1));
     }
     out
-}
-
-// ---------------------------------------------------------------- runners
-
-/// Programs that run another command named after a subcommand word (`uv run pytest`,
-/// `bundle exec rake`, `pnpm exec wrangler`): the program, its subcommand words (none: the
-/// command follows the options), the options that take a value, and how many positionals
-/// come before the command (`aws-vault exec PROFILE -- cmd`, `direnv exec DIR cmd`).
-const RUNNERS: &[(&str, &[&str], &[&str], usize)] = &[
-    (
-        "uv",
-        &["run"],
-        &[
-            "--with",
-            "--python",
-            "-p",
-            "--directory",
-            "--project",
-            "--env-file",
-            "--package",
-            "--group",
-            "--extra",
-            "--index",
-            "--from",
-            "--with-requirements",
-            "--with-editable",
-        ],
-        0,
-    ),
-    ("uvx", &[], &["--with", "--python", "-p", "--from"], 0),
-    ("poetry", &["run"], &["-C", "--directory", "-P", "--project"], 0),
-    ("pipenv", &["run"], &[], 0),
-    ("pdm", &["run"], &["-p", "--project"], 0),
-    ("hatch", &["run"], &["-e", "--env"], 0),
-    ("rye", &["run"], &[], 0),
-    ("pixi", &["run"], &["-e", "--environment", "--manifest-path"], 0),
-    ("conda", &["run"], &["-n", "--name", "-p", "--prefix"], 0),
-    ("bundle", &["exec"], &[], 0),
-    ("pipx", &["run"], &["--spec", "--python"], 0),
-    ("npm", &["exec", "x"], &["-p", "--package", "-w", "--workspace"], 0),
-    ("pnpm", &["exec", "dlx"], &["-C", "--dir", "--filter", "-F"], 0),
-    ("yarn", &["exec", "dlx"], &["-p", "--package"], 0),
-    ("bun", &["x"], &[], 0),
-    ("mise", &["exec", "x"], &["-C", "--cd"], 0),
-    ("asdf", &["exec"], &[], 0),
-    ("aws-vault", &["exec"], &["-d", "--duration", "-t", "--mfa-token"], 1),
-    ("op", &["run"], &["--env-file"], 0),
-    ("dotenvx", &["run"], &["-f", "--env-file", "-fk", "--env-keys-file"], 0),
-    ("doppler", &["run"], &["-p", "--project", "-c", "--config"], 0),
-    ("infisical", &["run"], &["--env", "--path", "--projectId"], 0),
-    ("dotenv", &[], &["-e", "-f", "-v"], 0),
-    ("direnv", &["exec"], &[], 1),
-];
-
-/// What a runner runs: a shell string (`npm exec -c 'CMD'`), or a command.
-pub enum Runs<'a> {
-    Code(Option<&'a Arg>),
-    /// The command from each place it may start: an option this table does not know may
-    /// take the word after it as its value (`uv run --index-url URL cmd`), so the next
-    /// start is judged too.
-    Commands(Vec<&'a [Arg]>),
-}
-
-/// What a runner runs (`uv run mike deploy` → `mike deploy`), if `prog` is one.
-pub fn runner_runs<'a>(prog: &str, args: &'a [Arg]) -> Option<Runs<'a>> {
-    let (_, subs, _, _) = RUNNERS.iter().find(|r| r.0 == prog)?;
-    // `npm exec -c 'CMD'`, `npx --call CMD`: a shell string, given before the command.
-    let code = args
-        .iter()
-        .position(|a| matches!(a.raw(), "-c" | "--call" | "--command" | "--shell-mode"))
-        .filter(|&i| {
-            args[..i]
-                .iter()
-                .all(|a| a.raw().starts_with('-') || subs.contains(&a.raw()))
-        });
-    if let Some(i) = code {
-        return Some(Runs::Code(args.get(i + 1)));
-    }
-    let first = runner_command(prog, args)?;
-    let start = args.len() - first.len();
-    let mut starts = vec![first];
-    // The first word after an option this table does not know may be that option's value
-    // (`uv run --index-url URL cmd`): the command may start after it.
-    if start > 0 && args[start - 1].raw().starts_with('-') && args[start - 1].raw() != "--" && start + 1 < args.len() {
-        starts.push(&args[start + 1..]);
-    }
-    Some(Runs::Commands(starts))
-}
-
-/// The command a runner runs (`uv run mike deploy` → `mike deploy`), if `prog` is one.
-pub fn runner_command<'a>(prog: &str, args: &'a [Arg]) -> Option<&'a [Arg]> {
-    let (_, subs, values, before) = RUNNERS.iter().find(|r| r.0 == prog)?;
-    let mut i = 0;
-    let skip_options = |i: &mut usize| {
-        while let Some(a) = args.get(*i) {
-            let raw = a.raw();
-            if raw == "--" {
-                *i += 1;
-                return;
-            }
-            if !raw.starts_with('-') {
-                return;
-            }
-            *i += if values.contains(&raw) { 2 } else { 1 };
-        }
-    };
-    if !subs.is_empty() {
-        skip_options(&mut i);
-        if !subs.contains(&args.get(i)?.raw()) {
-            return None;
-        }
-        i += 1;
-    }
-    skip_options(&mut i);
-    i += before;
-    skip_options(&mut i);
-    let rest = args.get(i..)?;
-    (!rest.is_empty()).then_some(rest)
 }
 
 // ---------------------------------------------------------------- scripts by name

@@ -45,6 +45,9 @@ pub enum Stdin {
     Inherited,
     /// The previous command of a pipeline (run-time data).
     Pipe,
+    /// The previous commands of a pipeline list processes, init among them (`ps aux |
+    /// awk '{print $2}' | …`): PIDs a `kill` must not get.
+    Processes,
     /// A here-document or here-string, when literal.
     Text(String),
     /// A here-document or here-string with expansions.
@@ -500,7 +503,11 @@ impl Walk {
         // Each part of a pipeline of several runs in a subshell.
         self.level += usize::from(several);
         for (i, cmd) in p.seq.iter().enumerate() {
-            let stdin = if i == 0 { Stdin::Inherited } else { Stdin::Pipe };
+            let stdin = match i {
+                0 => Stdin::Inherited,
+                _ if pipes_init(&p.seq[..i]) => Stdin::Processes,
+                _ => Stdin::Pipe,
+            };
             self.command(cmd, stdin, depth);
         }
         self.level -= usize::from(several);
@@ -1375,10 +1382,21 @@ fn loops_over_init(f: &ast::ForClauseCommand) -> bool {
 /// Whether a word that is only a command substitution lists processes, init among them
 /// (`$(ps -e -o pid=)`; [`crate::rules::lists_init`]).
 pub(crate) fn lists_init(text: &str) -> bool {
-    let Some(code) = substitution_code(text) else {
-        return false;
-    };
-    let w = Walk::line(&code, 0);
+    substitution_code(text).is_some_and(|code| code_lists_init(&code))
+}
+
+/// Whether the first stages of a pipeline list processes, init among them (`ps aux |
+/// awk '{print $2}' | xargs kill`).
+fn pipes_init(stages: &[ast::Command]) -> bool {
+    let first = stages[0].to_string();
+    let lister = ["ps ", "pgrep ", "pidof "]
+        .iter()
+        .any(|p| first.trim_start().starts_with(p));
+    lister && code_lists_init(&stages.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "))
+}
+
+fn code_lists_init(code: &str) -> bool {
+    let w = Walk::line(code, 0);
     let pipeline: Option<Vec<Vec<&str>>> = w.execs.iter().map(|e| e.argv.iter().map(Arg::lit).collect()).collect();
     w.problems.is_empty() && pipeline.is_some_and(|p| crate::rules::lists_init(&p))
 }
