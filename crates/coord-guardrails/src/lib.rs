@@ -882,7 +882,7 @@ impl<'p> Analyzer<'p> {
                 self.container_exec(&args[1..], stdin, text, depth)
             }
             "eval" => self.joined_code(without_dashes(args), text, depth),
-            "source" | "." => self.source(args, text, depth),
+            "source" | "." => self.source(args, stdin, text, depth),
             "trap" => self.code_arg(without_dashes(args).first(), text, depth),
             "mapfile" | "readarray" => self.mapfile(args, text, depth),
             p if SHELLS.contains(&p) => self.shell(args, stdin, text, depth),
@@ -1277,8 +1277,19 @@ impl<'p> Analyzer<'p> {
                     [unverifiable("dynamic_sql", "a database client reading SQL from a pipe runs statements only known at run time; pass them with -c")],
                     text,
                 ),
-                // A SQL file is not read (docs/guardrails.md's known limits).
-                Stdin::Inherited | Stdin::File(_) => {}
+                // `mysql db < FILE`: as `-f FILE` (a migrations file by its name), and by
+                // what the file holds.
+                Stdin::File(Arg::Lit(path)) => {
+                    let as_option = [Arg::Lit("-f".into()), Arg::Lit(path.clone())];
+                    self.add(self.patterns.check(prog, &as_option), text);
+                    self.sql_file(prog, path, text)
+                }
+                Stdin::Inherited | Stdin::File(Arg::Unknown(_)) => {}
+            }
+        }
+        if prog == "psql" {
+            for path in rules::psql_files(args) {
+                self.sql_file(prog, &path, text);
             }
         }
     }
@@ -1361,9 +1372,22 @@ impl<'p> Analyzer<'p> {
     /// `source FILE`, `. FILE`: code for the current shell. A file only known at run
     /// time (`source <(curl …)`) is refused; one this line wrote is judged by what it
     /// wrote; another by its name (its code, when the repository's files were sent).
-    fn source(&mut self, args: &[Arg], text: &str, depth: usize) {
+    fn source(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
         let args = without_dashes(args);
         match args.first() {
+            // `… | source` (fish), `… | source /dev/stdin`: code from the pipe.
+            None | Some(Arg::Lit(_))
+                if matches!(stdin, Stdin::Pipe | Stdin::Processes | Stdin::Unknown)
+                    && args.first().is_none_or(|a| matches!(a.raw(), "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")) =>
+            {
+                self.add(
+                [unverifiable(
+                    "dynamic_code",
+                    "`source` runs the code piped into it, only known at run time; save it to a file and read it first",
+                )],
+                text,
+            )
+            }
             Some(Arg::Unknown(raw)) => self.add(
                 [unverifiable(
                     "dynamic_code",

@@ -432,6 +432,24 @@ impl Analyzer<'_> {
         true
     }
 
+    /// A SQL file a database client runs (`psql -f FILE`, `mysql db < FILE`): judged by
+    /// its statements when the repository's copy is read, by its name otherwise (a dump or
+    /// backup drops and recreates tables).
+    pub(crate) fn sql_file(&mut self, prog: &str, path: &str, text: &str) {
+        let readable = self.facts.files.is_some()
+            && self.cwd.is_none()
+            && !self.line_edits
+            && !self.written.contains_key(path.trim_start_matches("./"));
+        let code = readable
+            .then(|| entry::relative(&self.entry_dir, path))
+            .flatten()
+            .and_then(|rel| self.repo_file(&rel));
+        match code {
+            Some(sql) => self.add(crate::sql::analyze(&sql, prog, false), text),
+            None => self.add(crate::rules::sql_file_by_name(prog, path), text),
+        }
+    }
+
     /// A script run by a shell, judged by its name when its code is not read
     /// (`bash scripts/deploy.sh`).
     pub(crate) fn script_by_name(&mut self, path: &str, rest: &[Arg], text: &str) {

@@ -2013,6 +2013,47 @@ pub fn sql_of(prog: &str, args: &[Arg]) -> Vec<Arg> {
     out
 }
 
+/// The SQL files `psql` runs: `-f FILE`, `--file FILE`, `--file=FILE`, `-fFILE` (`-`:
+/// stdin).
+pub fn psql_files(args: &[Arg]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut take = false;
+    for a in args {
+        let raw = a.raw();
+        let value = if std::mem::take(&mut take) {
+            Some(raw)
+        } else if matches!(raw, "-f" | "--file") {
+            take = true;
+            None
+        } else {
+            raw.strip_prefix("--file=")
+                .or_else(|| raw.strip_prefix("-f").filter(|v| !v.is_empty()))
+        };
+        if let Some(v) = value.filter(|v| *v != "-" && a.lit().is_some()) {
+            out.push(v.to_string());
+        }
+    }
+    out
+}
+
+/// A SQL file whose statements were not read, by its name: a dump, backup or restore
+/// drops and recreates tables when loaded.
+pub fn sql_file_by_name(prog: &str, path: &str) -> Option<Hit> {
+    let name = program(path).to_ascii_lowercase();
+    let says = ["dump", "backup", "restore", "snapshot", "prod"]
+        .iter()
+        .find(|w| name.contains(*w))?;
+    Some(hit(
+        Category::MassDeletion,
+        "bulk_delete",
+        Action::Block,
+        format!(
+            "{prog} loads `{path}`, whose statements were not read and whose name says {says} (a dump drops and \
+             recreates the tables it holds); check it from the repository (coord guard check reads it) or ask for approval"
+        ),
+    ))
+}
+
 // ---------------------------------------------------------------- scripts by name
 
 /// Words in a script's path that say it ships, withdraws or destroys something
