@@ -483,6 +483,9 @@ mod tests {
             f("scripts/wipe.sh", "#!/usr/bin/env bash\nset -e\nrm -rf \"$HOME\"\n"),
             f("scripts/tidy.sh", "#!/bin/sh\nrm -rf dist\n"),
             f("scripts/deploy.py", "print('deploy')\n"),
+            f("db/reset.sql", "BEGIN;\nDROP TABLE users;\nCOMMIT;\n"),
+            f("db/schema.sql", "CREATE TABLE users (id int primary key);\n"),
+            f("db/prod_dump.sql", "INSERT INTO t VALUES (1);\n"),
         ])
     }
 
@@ -528,6 +531,14 @@ mod tests {
             // Not shell code: judged by its name.
             ("python scripts/deploy.py", &["deploy"]),
             ("sudo make deploy", &["deploy"]),
+            // SQL files a client runs: by their statements.
+            ("psql -d app -f db/reset.sql", &["drop"]),
+            ("mysql app < db/reset.sql", &["drop"]),
+            ("psql app < db/schema.sql", &["migrate"]), // a schema change needs trust
+            ("psql -f db/prod_dump.sql", &[]),
+            // Not in the repository (nor sent): by its name.
+            ("psql -f db/other_dump.sql", &["bulk_delete"]),
+            ("psql -f db/other.sql", &[]),
         ];
         for (command, want) in cases {
             let got = refused(command, &files);
@@ -569,6 +580,7 @@ mod tests {
             ["web/GNUmakefile", "web/makefile", "web/Makefile"]
         );
         assert!(entry_files_wanted("ls -la && git status", &files).is_empty());
+        assert_eq!(entry_files_wanted("mysql app < db/x.sql", &files), ["db/x.sql"]);
         assert!(
             entry_files_wanted("cat ../x.sh && ../x.sh", &files).is_empty(),
             "outside the directory"
