@@ -452,6 +452,8 @@ struct Analyzer<'p> {
     /// The variables the command being judged sets for itself (its assignments, `env
     /// NAME=value`): git reads settings from them.
     env: Vec<(String, Option<String>)>,
+    /// The command's words that hold a known value or nothing ([`Exec::or_empty`]).
+    or_empty: Vec<(String, String)>,
     /// Pieces of code analysed so far ([`MAX_WORK`]).
     work: usize,
 }
@@ -471,6 +473,7 @@ impl<'p> Analyzer<'p> {
             connected: false,
             credential_read: None,
             env: Vec::new(),
+            or_empty: Vec::new(),
             work: 0,
         }
     }
@@ -652,6 +655,7 @@ impl<'p> Analyzer<'p> {
         self.writes(&e.writes, &e.text);
         self.reverse_shell(e);
         self.env.clone_from(&e.env);
+        self.or_empty.clone_from(&e.or_empty);
         // An exit handler's commands are among the walk's, judged where it runs.
         if !e.exit_handler {
             self.argv(&e.argv, &e.stdin, &e.text, depth);
@@ -857,6 +861,18 @@ impl<'p> Analyzer<'p> {
                 depth,
             ),
             "chroot" => self.after_operands(args, 1, stdin, text, depth),
+            // `cargo +nightly build`, `cargo "+${MSRV}" test`: rustup's toolchain, then
+            // cargo's own arguments (an unquoted expansion may split: not passed over).
+            "cargo" | "rustc" | "rustdoc"
+                if args.first().is_some_and(|a| match a {
+                    Arg::Lit(t) => t.starts_with('+'),
+                    Arg::Unknown(raw) => raw.starts_with("\"+"),
+                }) =>
+            {
+                let mut rest = vec![Arg::Lit(word.to_string())];
+                rest.extend_from_slice(&args[1..]);
+                self.argv(&rest, stdin, text, depth)
+            }
             "timeout" => {
                 let rest = skip_options(args, &["-s", "--signal", "-k", "--kill-after"]);
                 self.after_operands(rest, 1, stdin, text, depth)
@@ -907,7 +923,16 @@ impl<'p> Analyzer<'p> {
                 self.add(rules::rm(&with_r), text)
             }
             "rm" | "unlink" | "shred" => {
-                let args = &self.reach(args);
+                // An empty operand names no file: `rm -rf "$d"` after `d=$(mktemp -d);`
+                // deletes the new directory or nothing.
+                let args: Vec<Arg> = args
+                    .iter()
+                    .map(|a| match self.or_empty.iter().find(|(raw, _)| raw == a.raw()) {
+                        Some((_, value)) => Arg::Lit(value.clone()),
+                        None => a.clone(),
+                    })
+                    .collect();
+                let args = &self.reach(&args);
                 self.add(rules::coord_state_write(prog, args), text);
                 self.add(rules::rm(args), text)
             }

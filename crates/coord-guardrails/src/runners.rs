@@ -285,8 +285,12 @@ pub fn runs<'a>(prog: &str, args: &'a [Arg]) -> Option<Runs<'a>> {
     };
     let mut starts = vec![&args[start..]];
     // The first word after an option this table does not know may be that option's value
-    // (`uv run --index-url URL cmd`): the command may start after it.
-    if start > 0 && args[start - 1].raw().starts_with('-') && args[start - 1].raw() != "--" && start + 1 < args.len() {
+    // (`uv run --index-url URL cmd`): the command may start after it. One with its value
+    // attached (`--only-group=lint`) takes no other.
+    let before = args.get(start.wrapping_sub(1)).map(Arg::raw);
+    if before.is_some_and(|o| o.starts_with('-') && o != "--" && !(o.starts_with("--") && o.contains('=')))
+        && start + 1 < args.len()
+    {
         starts.push(&args[start + 1..]);
     }
     Some(Runs::Commands(starts))
@@ -415,6 +419,23 @@ mod tests {
                 Some(Runs::Commands(starts)) => starts[0].iter().map(Arg::raw).collect::<Vec<_>>().join(" "),
             };
             assert_eq!(got, want, "{line}");
+        }
+    }
+
+    #[test]
+    fn where_a_command_may_start_after_an_option_not_known() {
+        let cases = [
+            ("uv run --index-url https://x pytest", 2),
+            ("uv run --only-group=lint black src", 1),
+            ("uv run pytest -x", 1),
+            ("uv run --locked -- pytest", 1),
+        ];
+        for (line, want) in cases {
+            let argv = words(line);
+            let Some(Runs::Commands(starts)) = runs(argv[0].raw(), &argv[1..]) else {
+                panic!("{line} runs a command")
+            };
+            assert_eq!(starts.len(), want, "{line}");
         }
     }
 }

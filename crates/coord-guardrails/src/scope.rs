@@ -10,10 +10,10 @@
 //! blanks or glob characters is not kept (word splitting would make it several words).
 //! `$TMPDIR` is the temporary directory (`/tmp`) unless the line assigns it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use brush_parser::word::{Parameter, ParameterExpr, SpecialParameter};
+use brush_parser::word::{Parameter, ParameterExpr, ParameterTestType, SpecialParameter};
 
 /// Where the temporary directory is taken to be.
 pub const TMP: &str = "/tmp";
@@ -29,6 +29,10 @@ const SOME_NUMBER: &str = "12345";
 pub struct Scope {
     /// Names the line assigned: the value when known and one word.
     vars: BTreeMap<String, Option<String>>,
+    /// Names whose value is the one in `vars` or the empty string: a `d=$(mktemp -d)`
+    /// not followed by `&&` (a failed substitution assigns nothing). Unknown wherever
+    /// the empty string would matter ([`Scope::or_empty`]).
+    maybe_empty: BTreeSet<String>,
     /// Something may have changed any variable (`eval`, `source`): the environment's
     /// conventions (`$TMPDIR` is the temporary directory) no longer hold either.
     forgot: bool,
@@ -141,8 +145,18 @@ impl Scope {
             ParameterExpr::IndicateErrorIfNullOrUnset {
                 parameter,
                 indirect: false,
+                test_type,
                 ..
-            } => self.value(parameter).or_else(|| self.convention(parameter)),
+            } => self
+                .value(parameter)
+                .or_else(|| match parameter {
+                    // `:?` and empty, the command stops: the value it may hold otherwise.
+                    Parameter::Named(name) if matches!(test_type, ParameterTestType::UnsetOrNull) => {
+                        self.or_empty(name).map(str::to_string)
+                    }
+                    _ => None,
+                })
+                .or_else(|| self.convention(parameter)),
             ParameterExpr::Parameter {
                 parameter,
                 indirect: false,
@@ -211,6 +225,7 @@ impl Scope {
             {
                 None
             }
+            Parameter::Named(name) if self.maybe_empty.contains(name) => None,
             Parameter::Named(name) => match self.vars.get(name) {
                 Some(v) => v.clone(),
                 None if self.forgot => None,
@@ -309,7 +324,10 @@ impl Scope {
         match effect {
             Effect::Assign(names) => {
                 for (name, value, fallible) in names {
-                    self.set(name, value.clone().filter(|_| !fallible));
+                    self.set(name, value.clone());
+                    if *fallible && value.is_some() {
+                        self.maybe_empty.insert(name.clone());
+                    }
                 }
             }
             Effect::Cd(_) => self.set_cwd(None),
@@ -342,7 +360,10 @@ impl Scope {
         self.changes.merge(&other.changes);
         for name in names {
             if self.vars.get(&name) != other.vars.get(&name) {
-                self.vars.insert(name, None);
+                self.vars.insert(name.clone(), None);
+            }
+            if other.maybe_empty.contains(&name) {
+                self.maybe_empty.insert(name);
             }
         }
         if self.cwd != other.cwd {
@@ -420,6 +441,16 @@ impl Scope {
         self.distrusted = true;
     }
 
+    /// The value of a name that holds it or the empty string (`d=$(mktemp -d); rm -rf
+    /// "$d"`): for a word that is only that name, quoted, where an empty word names no
+    /// file.
+    pub fn or_empty(&self, name: &str) -> Option<&str> {
+        if self.distrusted || !self.maybe_empty.contains(name) {
+            return None;
+        }
+        self.vars.get(name)?.as_deref()
+    }
+
     /// Whether `$(mktemp …)` and literal assignments may still be trusted.
     pub fn trusted(&self) -> bool {
         !self.distrusted
@@ -434,6 +465,7 @@ impl Scope {
 
     pub fn forget_all(&mut self) {
         self.vars.clear();
+        self.maybe_empty.clear();
         self.cwd = None;
         self.forgot = true;
         // `eval 'set -- …'`, `source`: the arguments too.
@@ -451,6 +483,7 @@ impl Scope {
             self.distrusted = true; // which `mktemp` or `cd` runs, or what runs before each command
         }
         self.vars.insert(name.to_string(), value.filter(|v| one_word(v)));
+        self.maybe_empty.remove(name);
         self.changes.names.insert(name.to_string(), tick());
     }
 
@@ -628,6 +661,34 @@ mod tests {
             None,
             "mktemp may fail, leaving it empty"
         );
+        assert_eq!(
+            after.or_empty("d"),
+            Some("/tmp/tmp.X"),
+            "the value, or the empty string"
+        );
+        let stops = ParameterExpr::IndicateErrorIfNullOrUnset {
+            parameter: Parameter::Named("d".into()),
+            indirect: false,
+            test_type: ParameterTestType::UnsetOrNull,
+            error_message: None,
+        };
+        assert_eq!(
+            after.param(&stops, false).as_deref(),
+            Some("/tmp/tmp.X"),
+            "empty, it stops"
+        );
+        let mut reassigned = after.clone();
+        reassigned.apply_certain(&Effect::Assign(vec![("d".into(), Some("/".into()), false)]));
+        assert_eq!(reassigned.or_empty("d"), None);
+        let mut branches = Scope::default();
+        branches.apply(&Effect::Assign(vec![("d".into(), Some("/tmp/tmp.X".into()), false)]));
+        branches.meet(&after);
+        assert_eq!(
+            branches.or_empty("d"),
+            Some("/tmp/tmp.X"),
+            "either side may leave it empty"
+        );
+        assert_eq!(branches.param(&named("d"), false), None);
         let mut s = Scope::default();
         s.apply(&Effect::Cd(Some("/tmp".into())));
         assert_eq!(s.reach("x"), "/tmp/x");

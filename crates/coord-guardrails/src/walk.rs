@@ -81,6 +81,10 @@ pub struct Exec {
     /// commands are among the walk's, with what the variables may hold when it runs
     /// ([`Walk::exit_handlers`]), and are not judged again on their own.
     pub exit_handler: bool,
+    /// Words that are only a quoted name holding a value or the empty string
+    /// (`"$d"` after `d=$(mktemp -d);`), with that value: an empty word names no file,
+    /// so a deletion reaches the value or nothing ([`Scope::or_empty`]).
+    pub or_empty: Vec<(String, String)>,
 }
 
 /// Something that cannot be analysed with certainty: it fails closed.
@@ -700,6 +704,7 @@ impl Walk {
             enclosing: self.enclosing.clone(),
             env: Vec::new(),
             exit_handler: false,
+            or_empty: Vec::new(),
         }
     }
 
@@ -799,6 +804,16 @@ impl Walk {
         }
         if !exec.argv.is_empty() {
             exec.env = assigned.iter().map(|(n, v, _)| (n.clone(), v.clone())).collect();
+            exec.or_empty = exec.argv[1..]
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Unknown(raw) => {
+                        let value = self.scope.or_empty(quoted_name(raw)?)?;
+                        Some((raw.clone(), value.to_string()))
+                    }
+                    Arg::Lit(_) => None,
+                })
+                .collect();
         }
         self.call(&exec, depth);
         exec.exit_handler = self.evaluated(&exec.argv, depth);
@@ -1422,6 +1437,20 @@ fn substitution_code(text: &str) -> Option<String> {
         _ => return None,
     };
     Some(code.clone())
+}
+
+/// The name a word is made of, double-quoted: `"$d"`, `"${d}"`.
+fn quoted_name(raw: &str) -> Option<&str> {
+    let inner = raw.strip_prefix("\"$")?.strip_suffix('"')?;
+    let name = inner
+        .strip_prefix('{')
+        .and_then(|n| n.strip_suffix('}'))
+        .unwrap_or(inner);
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic() || first == '_')
+        .then_some(name)
+        .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 /// The path a word that is only `$(mktemp …)` (or its backquoted or double-quoted
