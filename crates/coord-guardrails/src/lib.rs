@@ -532,6 +532,18 @@ impl<'p> Analyzer<'p> {
             }
             _ => None,
         };
+        // A download's file holds what the server sends: run later on the line, it is
+        // code only known at run time (`curl -o install.sh URL && bash install.sh`).
+        let downloads = match e.argv.split_first() {
+            Some((first, args)) => first
+                .lit()
+                .map(|p| rules::downloaded_files(program(p), args))
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        for f in downloads.iter().filter_map(Arg::lit) {
+            self.written.insert(f.trim_start_matches("./").to_string(), None);
+        }
         for f in e.writes.iter().filter_map(Arg::lit) {
             let key = f.trim_start_matches("./").to_string();
             // Written twice (or appended to): its content is not one command's.
@@ -1527,6 +1539,16 @@ impl Analyzer<'_> {
                 );
             }
         };
+        // `curl -o get-pip.py URL && python3 get-pip.py`: a script the line downloaded.
+        let script = args.iter().find(|a| !a.raw().starts_with('-')).and_then(Arg::lit);
+        if code.is_none()
+            && !reads_stdin
+            && let Some(path) = script
+            && self.written.get(path.trim_start_matches("./")) == Some(&None)
+        {
+            self.written_here(path, text, depth);
+            return;
+        }
         let code = match code {
             Some(code) => code,
             None if reads_stdin => match stdin {

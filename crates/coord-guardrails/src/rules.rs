@@ -12,7 +12,11 @@ use coord_domain::guardrails::{Action, Category};
 
 /// The program name of a command word: `/usr/bin/git` is `git`.
 pub fn program(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
+    match word.rsplit('/').next().unwrap_or(word) {
+        // pnpm's own short name.
+        "pn" => "pnpm",
+        name => name,
+    }
 }
 
 /// Branches nobody deletes or force-pushes without a person: an unknown one counts too.
@@ -1917,6 +1921,60 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The files a download writes: `curl -o FILE`/`-O` (the URL's last segment), `wget`
+/// (`-O FILE`, else the URL's last segment, under `-P DIR`). What is in them is only
+/// known at run time.
+pub fn downloaded_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
+    let urls = || {
+        args.iter()
+            .filter_map(Arg::lit)
+            .filter(|a| a.contains("://"))
+            .filter_map(|u| {
+                let path = u.split(['?', '#']).next().unwrap_or(u);
+                let name = path.split_once("://")?.1.split_once('/')?.1.rsplit('/').next()?;
+                Some(if name.is_empty() {
+                    "index.html".to_string()
+                } else {
+                    name.to_string()
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut files = match prog {
+        "curl" => {
+            let mut files = option_values(args, &["-o", "--output"], 'o');
+            let remote_name = args.iter().any(|a| {
+                let raw = a.raw();
+                matches!(raw, "--remote-name" | "--remote-name-all")
+                    || (raw.starts_with('-') && !raw.starts_with("--") && raw.contains('O'))
+            });
+            if remote_name {
+                files.extend(urls().into_iter().map(Arg::Lit));
+            }
+            files
+        }
+        "wget" => {
+            let named = option_values(args, &["-O", "--output-document"], 'O');
+            if named.is_empty() {
+                let dir = option_values(args, &["-P", "--directory-prefix"], 'P');
+                let dir = dir
+                    .first()
+                    .and_then(Arg::lit)
+                    .map(|d| format!("{}/", d.trim_end_matches('/')));
+                urls()
+                    .into_iter()
+                    .map(|n| Arg::Lit(format!("{}{n}", dir.clone().unwrap_or_default())))
+                    .collect()
+            } else {
+                named
+            }
+        }
+        _ => Vec::new(),
+    };
+    files.retain(|f| f.raw() != "/dev/null");
+    files
 }
 
 /// In place: `-i`, `-i.bak`, and in a bundle (`sed -Ei`, `perl -pi`).
