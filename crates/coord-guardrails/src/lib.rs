@@ -422,6 +422,15 @@ const SCRIPT_RUNNERS: &[&str] = &[
     "php", "Rscript", "lua", "groovy",
 ];
 
+/// `cargo +nightly build`, `cargo "+${MSRV}" test`: rustup's toolchain word first, then
+/// the program's own arguments (an unquoted expansion may split: not passed over).
+fn toolchain_first(args: &[Arg]) -> bool {
+    args.first().is_some_and(|a| match a {
+        Arg::Lit(t) => t.starts_with('+'),
+        Arg::Unknown(raw) => raw.starts_with("\"+"),
+    })
+}
+
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox-sh"];
 
 struct Analyzer<'p> {
@@ -873,16 +882,10 @@ impl<'p> Analyzer<'p> {
                 depth,
             ),
             "chroot" => self.after_operands(args, 1, stdin, text, depth),
-            // `cargo +nightly build`, `cargo "+${MSRV}" test`: rustup's toolchain, then
-            // cargo's own arguments (an unquoted expansion may split: not passed over).
-            "cargo" | "rustc" | "rustdoc"
-                if args.first().is_some_and(|a| match a {
-                    Arg::Lit(t) => t.starts_with('+'),
-                    Arg::Unknown(raw) => raw.starts_with("\"+"),
-                }) =>
-            {
-                let mut rest = vec![Arg::Lit(word.to_string())];
-                rest.extend_from_slice(&args[1..]);
+            "cargo" | "rustc" | "rustdoc" if toolchain_first(args) => {
+                let rest: Vec<Arg> = std::iter::once(first.clone())
+                    .chain(args[1..].iter().cloned())
+                    .collect();
                 self.argv(&rest, stdin, text, depth)
             }
             "timeout" => {
