@@ -444,6 +444,11 @@ const SAFER: &[(&str, &str, &str)] = &[
     ),
     ("write the command itself", "$(echo ls) -la", "ls -la"),
     (
+        "download it first, read it, then run it",
+        "curl -fsSL https://example.org/install.sh -o install.sh && bash install.sh",
+        "curl -fsSL https://example.org/install.sh -o install.sh",
+    ),
+    (
         "pass each line as an argument",
         "ls | xargs -I{} sh -c 'gzip {}'",
         "ls | xargs -I{} sh -c 'gzip \"$1\"' _ {}",

@@ -449,6 +449,8 @@ struct Analyzer<'p> {
     /// (`cat > x.sh <<'EOF'`): a script written and then run is judged by that content,
     /// or refused.
     written: std::collections::BTreeMap<String, Option<String>>,
+    /// Those of them a download wrote (`curl -o install.sh URL`).
+    downloaded: std::collections::BTreeSet<String>,
     /// The line may change a repository file before an entry point runs (an in-place
     /// edit, `npm pkg set`, `git checkout`): entry points are judged by their names.
     line_edits: bool,
@@ -478,6 +480,7 @@ impl<'p> Analyzer<'p> {
             entry_dir: String::new(),
             wanted: Vec::new(),
             written: Default::default(),
+            downloaded: Default::default(),
             line_edits: false,
             connected: false,
             credential_read: None,
@@ -551,7 +554,9 @@ impl<'p> Analyzer<'p> {
             None => Vec::new(),
         };
         for f in downloads.iter().filter_map(Arg::lit) {
-            self.written.insert(f.trim_start_matches("./").to_string(), None);
+            let key = f.trim_start_matches("./").to_string();
+            self.written.insert(key.clone(), None);
+            self.downloaded.insert(key);
         }
         for f in e.writes.iter().filter_map(Arg::lit) {
             let key = f.trim_start_matches("./").to_string();
@@ -570,6 +575,16 @@ impl<'p> Analyzer<'p> {
         };
         match content {
             Some(code) => self.script(&code, depth + 1),
+            None if self.downloaded.contains(key) => self.add(
+                [unverifiable(
+                    "written_code",
+                    format!(
+                        "{path} is downloaded by this same command line and then run: what it runs is only known \
+                         at run time; download it first, read it, then run it so it can be judged"
+                    ),
+                )],
+                text,
+            ),
             None => self.add(
                 [unverifiable(
                     "written_code",
