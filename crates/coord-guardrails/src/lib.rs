@@ -14,7 +14,9 @@
 //! run, as typed argv (a literal after quote removal, or unknown at run time), the files
 //! they write and their stdin, following what the line sets (`scope`; `builtins` reads the
 //! names `read`, `printf -v`, `wait -p`, `mapfile` assign and `mapfile -C`'s callback);
-//! `analyze` peels the wrappers and fails closed; `rules` holds
+//! `analyze` peels the wrappers and fails closed (`runners` is the table of runners and
+//! wrappers: where the command each runs starts, its options that take a value or code);
+//! `rules` holds
 //! the rules that take code (git, rm and find, SQL clients, credential writers); `sql`
 //! reads the SQL a client runs with `sqlparser`, in its dialect; `patterns` evaluates the
 //! registry of argv patterns (built-in ones in `patterns_builtin.json`, stored rows merged
