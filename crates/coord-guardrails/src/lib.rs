@@ -433,6 +433,22 @@ fn toolchain_first(args: &[Arg]) -> bool {
     })
 }
 
+/// A file the line writes before it may run it ([`Analyzer::written_here`]).
+#[derive(Clone)]
+enum Written {
+    /// Its content, as the line gives it (`cat > x.sh <<'EOF'`).
+    Code(String),
+    /// Written in a way that does not say what it holds (twice, appended to, by a program).
+    Unknown,
+    /// A download's (`curl -o install.sh URL`): what the server sends.
+    Downloaded,
+}
+
+/// The key of a written file: its path without a leading `./`.
+fn written_key(path: &str) -> &str {
+    path.trim_start_matches("./")
+}
+
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox-sh"];
 
 struct Analyzer<'p> {
@@ -450,9 +466,7 @@ struct Analyzer<'p> {
     /// Files the line writes (redirections), with their content when the line says it
     /// (`cat > x.sh <<'EOF'`): a script written and then run is judged by that content,
     /// or refused.
-    written: std::collections::BTreeMap<String, Option<String>>,
-    /// Those of them a download wrote (`curl -o install.sh URL`).
-    downloaded: std::collections::BTreeSet<String>,
+    written: std::collections::BTreeMap<String, Written>,
     /// The line may change a repository file before an entry point runs (an in-place
     /// edit, `npm pkg set`, `git checkout`): entry points are judged by their names.
     line_edits: bool,
@@ -482,7 +496,6 @@ impl<'p> Analyzer<'p> {
             entry_dir: String::new(),
             wanted: Vec::new(),
             written: Default::default(),
-            downloaded: Default::default(),
             line_edits: false,
             connected: false,
             credential_read: None,
@@ -556,48 +569,36 @@ impl<'p> Analyzer<'p> {
             None => Vec::new(),
         };
         for f in downloads.iter().filter_map(Arg::lit) {
-            let key = f.trim_start_matches("./").to_string();
-            self.written.insert(key.clone(), None);
-            self.downloaded.insert(key);
+            self.written.insert(written_key(f).to_string(), Written::Downloaded);
         }
         for f in e.writes.iter().filter_map(Arg::lit) {
-            let key = f.trim_start_matches("./").to_string();
             // Written twice (or appended to): its content is not one command's.
-            let again = self.written.contains_key(&key);
-            self.written.insert(key, if again { None } else { content.clone() });
+            let written = match (self.written.get(written_key(f)), &content) {
+                (Some(Written::Downloaded), _) => Written::Downloaded,
+                (None, Some(code)) => Written::Code(code.clone()),
+                _ => Written::Unknown,
+            };
+            self.written.insert(written_key(f).to_string(), written);
         }
     }
 
     /// A script this same line wrote, run by path: judged by the content the line gave
     /// it, or refused (only run time knows it). False: not written here.
     fn written_here(&mut self, path: &str, text: &str, depth: usize) -> bool {
-        let key = path.trim_start_matches("./");
-        let Some(content) = self.written.get(key).cloned() else {
-            return false;
+        let (how, first) = match self.written.get(written_key(path)).cloned() {
+            None => return false,
+            Some(Written::Code(code)) => {
+                self.script(&code, depth + 1);
+                return true;
+            }
+            Some(Written::Unknown) => ("written", "write it first, then run it"),
+            Some(Written::Downloaded) => ("downloaded", "download it first, read it, then run it"),
         };
-        match content {
-            Some(code) => self.script(&code, depth + 1),
-            None if self.downloaded.contains(key) => self.add(
-                [unverifiable(
-                    "written_code",
-                    format!(
-                        "{path} is downloaded by this same command line and then run: what it runs is only known \
-                         at run time; download it first, read it, then run it so it can be judged"
-                    ),
-                )],
-                text,
-            ),
-            None => self.add(
-                [unverifiable(
-                    "written_code",
-                    format!(
-                        "{path} is written by this same command line and then run: what it runs is only known at \
-                         run time; write it first, then run it so it can be judged"
-                    ),
-                )],
-                text,
-            ),
-        }
+        let reason = format!(
+            "{path} is {how} by this same command line and then run: what it runs is only known at run time; \
+             {first} so it can be judged"
+        );
+        self.add([unverifiable("written_code", reason)], text);
         true
     }
 
@@ -1564,7 +1565,10 @@ impl Analyzer<'_> {
         if code.is_none()
             && !reads_stdin
             && let Some(path) = script
-            && self.written.get(path.trim_start_matches("./")) == Some(&None)
+            && matches!(
+                self.written.get(written_key(path)),
+                Some(Written::Unknown | Written::Downloaded)
+            )
         {
             self.written_here(path, text, depth);
             return;

@@ -1962,11 +1962,9 @@ pub fn downloaded_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
                 let dir = dir
                     .first()
                     .and_then(Arg::lit)
-                    .map(|d| format!("{}/", d.trim_end_matches('/')));
-                urls()
-                    .into_iter()
-                    .map(|n| Arg::Lit(format!("{}{n}", dir.clone().unwrap_or_default())))
-                    .collect()
+                    .map(|d| format!("{}/", d.trim_end_matches('/')))
+                    .unwrap_or_default();
+                urls().into_iter().map(|n| Arg::Lit(format!("{dir}{n}"))).collect()
             } else {
                 named
             }

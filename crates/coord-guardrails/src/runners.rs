@@ -287,7 +287,7 @@ pub fn runs<'a>(prog: &str, args: &'a [Arg]) -> Option<Runs<'a>> {
     // The first word after an option this table does not know may be that option's value
     // (`uv run --index-url URL cmd`): the command may start after it. One with its value
     // attached (`--only-group=lint`) takes no other.
-    let before = args.get(start.wrapping_sub(1)).map(Arg::raw);
+    let before = start.checked_sub(1).and_then(|i| args.get(i)).map(Arg::raw);
     if before.is_some_and(|o| o.starts_with('-') && o != "--" && !(o.starts_with("--") && o.contains('=')))
         && start + 1 < args.len()
     {

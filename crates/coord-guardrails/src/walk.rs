@@ -1446,11 +1446,7 @@ fn quoted_name(raw: &str) -> Option<&str> {
         .strip_prefix('{')
         .and_then(|n| n.strip_suffix('}'))
         .unwrap_or(inner);
-    let mut chars = name.chars();
-    let first = chars.next()?;
-    (first.is_ascii_alphabetic() || first == '_')
-        .then_some(name)
-        .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    Some(name).filter(|n| shell_name(n))
 }
 
 /// The path a word that is only `$(mktemp …)` (or its backquoted or double-quoted
