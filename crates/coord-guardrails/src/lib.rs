@@ -20,7 +20,8 @@
 //! the rules that take code (git, rm and find, SQL clients, credential writers); `sql`
 //! reads the SQL a client runs with `sqlparser`, in its dialect; `patterns` evaluates the
 //! registry of argv patterns (built-in ones in `patterns_builtin.json`, stored rows merged
-//! over them by the service); `inline` reads code for other interpreters (`python -c`,
+//! over them by the service), and `verbs` judges a program it does not know by its
+//! subcommand words (`hcloud server delete`); `inline` reads code for other interpreters (`python -c`,
 //! `node -e`) lexically; `labelled` loads and scores the labelled corpus
 //! `corpus/commands.jsonl`, used by the corpus test and `coord bench guardrails`; the
 //! corpus test adds metamorphic tests (wrappers never hide a destructive command; quoted
@@ -35,6 +36,7 @@ pub mod rules;
 pub mod scope;
 pub mod sed;
 pub mod sql;
+pub mod verbs;
 pub mod walk;
 
 mod builtins;
@@ -969,7 +971,17 @@ impl<'p> Analyzer<'p> {
                 self.add(rules::coord_state_write(prog, args), text);
                 self.add(rules::rm(args), text)
             }
-            _ => self.program(prog, args, stdin, text),
+            _ => self.other_program(word, prog, args, stdin, text),
+        }
+    }
+
+    /// A program no arm above takes: its rules, and, run by name (not a script by its
+    /// path, judged by its name above), its subcommand words where the registry does not
+    /// know it.
+    fn other_program(&mut self, word: &str, prog: &str, args: &[Arg], stdin: &Stdin, text: &str) {
+        self.program(prog, args, stdin, text);
+        if !word.contains('/') && !word.contains('.') {
+            self.add(verbs::unknown_program(self.patterns, prog, args), text);
         }
     }
 
@@ -1214,6 +1226,21 @@ impl<'p> Analyzer<'p> {
             .iter()
             .take_while(|a| !a.raw().starts_with(['-', '(', '!']))
             .count();
+        // `find . -${t}exec …`: an expression word only known at run time where a test or
+        // action would be (not a test's value: `-mtime -${days}`).
+        let dynamic_expression = args.iter().enumerate().skip(starts).any(|(i, a)| {
+            matches!(a, Arg::Unknown(raw) if raw.starts_with('-'))
+                && (i == starts || !args[i - 1].raw().starts_with('-'))
+        });
+        if dynamic_expression {
+            self.add(
+                [unverifiable(
+                    "dynamic_command",
+                    "a find test or action only known at run time; write it out",
+                )],
+                text,
+            );
+        }
         let mut args = args.to_vec();
         let reached = self.reach(&args[..starts]);
         args.splice(..starts, reached);
@@ -1293,6 +1320,11 @@ impl<'p> Analyzer<'p> {
         self.add(rules::coord_state_write(prog, args), text);
         let written = rules::written_files(prog, args);
         self.writes(&written, text);
+        for dir in self.reach(&rules::extracted_into(prog, args)) {
+            if let Arg::Lit(dir) = dir {
+                self.add(rules::machine_write_under(&dir), text);
+            }
+        }
         // What a file loses: `truncate` empties its files, `mv` takes its sources away
         // (judged as deleting them where they are the machine's or the home's).
         let lost = rules::emptied_or_moved(prog, args);

@@ -489,9 +489,9 @@ fn unquoted_expansion(a: &Arg) -> bool {
 
 /// One option of a command line.
 #[derive(Debug)]
-struct Opt {
+pub(crate) struct Opt {
     /// `--request`, `-X`.
-    name: String,
+    pub(crate) name: String,
     value: Option<String>,
     /// The value is only known at run time.
     value_unknown: bool,
@@ -504,15 +504,15 @@ struct Opt {
 /// A positional argument, and whether it directly follows an option (then it may be that
 /// option's value: `kubectl --as admin delete`).
 #[derive(Debug)]
-struct Positional {
-    arg: Arg,
-    after_option: bool,
+pub(crate) struct Positional {
+    pub(crate) arg: Arg,
+    pub(crate) after_option: bool,
 }
 
 /// Options and positionals, `value_options` taking the next word (or the rest of a short
 /// option or bundle, `-XDELETE`, `-sX DELETE`) as their value. Nothing after `--` is read:
 /// it is another command's (`gcloud compute ssh vm -- sudo apt-get update`) or operands.
-fn split(args: &[Arg], value_options: &[String]) -> (Vec<Opt>, Vec<Positional>) {
+pub(crate) fn split(args: &[Arg], value_options: &[String]) -> (Vec<Opt>, Vec<Positional>) {
     let takes_value = |name: &str| value_options.iter().any(|v| v == name);
     let (mut opts, mut positionals) = (Vec::<Opt>::new(), Vec::new());
     let mut after_option = false;
@@ -635,6 +635,12 @@ impl Patterns {
 
     pub fn check(&self, prog: &str, args: &[Arg]) -> Vec<Hit> {
         self.0.iter().filter_map(|c| c.check(prog, args)).collect()
+    }
+
+    /// Whether some pattern is about `prog`: then the registry, not the generic reading
+    /// of subcommand words ([`crate::verbs`]), judges it.
+    pub fn knows(&self, prog: &str) -> bool {
+        self.0.iter().any(|c| c.program.is_match(prog))
     }
 }
 

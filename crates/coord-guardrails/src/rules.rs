@@ -509,6 +509,20 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
             Action::Block,
             "rewriting history invalidates every other clone; ask for approval",
         )],
+        // `git lfs migrate import|export` rewrites the commits it converts unless told
+        // not to (`--no-rewrite`); `info` only reports.
+        "lfs"
+            if call.positional.first().and_then(|a| a.lit()) == Some("migrate")
+                && matches!(call.positional.get(1).and_then(|a| a.lit()), Some("import" | "export"))
+                && !call.has(&["--no-rewrite"]) =>
+        {
+            vec![hit(
+                Category::GitForce,
+                "rewrite_history",
+                Action::Block,
+                "git lfs migrate rewrites history, which invalidates every other clone; use --no-rewrite, or ask for approval",
+            )]
+        }
         "config" => match git_config_write(rest) {
             // The setting by which every later `gc` expires the reflog.
             Some((key, Some(value))) if expires_reflog(&format!("{key}={}", value.raw())) => {
@@ -1103,30 +1117,31 @@ pub fn scoped(path: &str) -> bool {
             .is_some_and(|l| l.starts_with('*') && parts.len() == 1 && !artefact_glob(l))
 }
 
+/// Where a written file changes how the machine runs: its configuration, boot and
+/// kernel settings, the programs on its PATH, scheduled jobs.
+const MACHINE: &[&str] = &[
+    "/etc",
+    "/boot",
+    "/sys",
+    "/proc/sys",
+    "/bin",
+    "/sbin",
+    "/usr/bin",
+    "/usr/sbin",
+    "/usr/local/bin",
+    "/usr/local/sbin",
+    "/lib/systemd",
+    "/usr/lib/systemd",
+    "/var/spool/cron",
+    "/var/lib",
+    "/var/log",
+];
+
 /// A write that changes the machine rather than the project: its configuration, a
 /// program on its PATH, kernel settings, scheduled jobs, or a home directory's
 /// configuration (`~/.bashrc`, `~/.kube/config`; not `~/.cache`). A new file elsewhere
 /// (`/usr/share/…`, `/tmp`) and the devices a shell writes (`/dev/null`) are not.
 pub fn machine_write(path: &str) -> Option<Hit> {
-    // Where a written file changes how the machine runs: its configuration, boot and
-    // kernel settings, the programs on its PATH, scheduled jobs.
-    const MACHINE: &[&str] = &[
-        "/etc",
-        "/boot",
-        "/sys",
-        "/proc/sys",
-        "/bin",
-        "/sbin",
-        "/usr/bin",
-        "/usr/sbin",
-        "/usr/local/bin",
-        "/usr/local/sbin",
-        "/lib/systemd",
-        "/usr/lib/systemd",
-        "/var/spool/cron",
-        "/var/lib",
-        "/var/log",
-    ];
     if !(within(path, MACHINE) || home_config(path)) {
         return None;
     }
@@ -1887,7 +1902,14 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
     let operands: Vec<&Arg> = args.iter().filter(|a| !a.raw().starts_with('-')).collect();
     match prog {
         "truncate" => emptied_or_moved(prog, args),
-        "tee" | "touch" | "shred" => operands.into_iter().cloned().collect(),
+        "tee" | "shred" => operands.into_iter().cloned().collect(),
+        // Touching a home's configuration file loses nothing (a new file is empty, an
+        // old one keeps its text); the machine's files are judged as written.
+        "touch" => operands
+            .into_iter()
+            .filter(|a| !a.lit().is_some_and(home_config))
+            .cloned()
+            .collect(),
         "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
             if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-t" | "--target-directory")) {
                 return args.get(i + 1).cloned().into_iter().collect();
@@ -1921,6 +1943,57 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The directories an archive is extracted into: `tar -x -C DIR`, `unzip -d DIR`,
+/// `7z x -oDIR`.
+pub fn extracted_into(prog: &str, args: &[Arg]) -> Vec<Arg> {
+    match prog {
+        "tar" | "gtar" | "bsdtar" if extracts(args) => option_values(args, &["-C", "--directory"], 'C'),
+        "unzip" => option_values(args, &["-d"], 'd'),
+        "7z" | "7za" | "7zz" if args.first().is_some_and(|a| matches!(a.raw(), "x" | "e")) => args
+            .iter()
+            .filter_map(|a| a.lit()?.strip_prefix("-o"))
+            .map(|d| Arg::Lit(d.into()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Files written somewhere under `dir` (an archive extracted there): the machine's when
+/// `dir` is one of its trees, inside one, or holds one (`/`, `/usr`).
+pub fn machine_write_under(dir: &str) -> Option<Hit> {
+    let normal = normal_absolute(dir);
+    let base = normal.trim_end_matches('/');
+    let holds = dir.starts_with('/')
+        && MACHINE
+            .iter()
+            .any(|root| root.strip_prefix(base).is_some_and(|r| r.starts_with('/')));
+    if !holds {
+        return machine_write(dir);
+    }
+    Some(hit(
+        Category::SystemModification,
+        "system_write",
+        Action::Block,
+        format!(
+            "extracting into {dir} writes the machine's files (its configuration, programs on the PATH), not this project's; ask for approval"
+        ),
+    ))
+}
+
+/// Whether tar extracts: `-x`, `--extract`, `--get`, a bundle with `x` (`-xzf`), or the
+/// old style without a dash (`tar xzf a.tgz`).
+fn extracts(args: &[Arg]) -> bool {
+    let bundle_x = |w: &str| w.chars().all(|c| c.is_ascii_alphabetic()) && w.contains('x');
+    args.iter().enumerate().any(|(i, a)| {
+        let raw = a.raw();
+        matches!(raw, "--extract" | "--get")
+            || raw
+                .strip_prefix('-')
+                .is_some_and(|b| !b.starts_with('-') && bundle_x(b))
+            || (i == 0 && bundle_x(raw))
+    })
 }
 
 /// The files a download writes: `curl -o FILE`/`-O` (the URL's last segment), `wget`

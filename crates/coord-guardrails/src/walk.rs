@@ -1190,6 +1190,17 @@ impl Walk {
                     if raw.contains("$(") || raw.contains('`') || raw.contains("<(") {
                         self.problem(raw, "code inside a parameter expansion is not analysed");
                         out = None;
+                    } else if matches!(
+                        expr,
+                        word::ParameterExpr::Transform {
+                            op: word::ParameterTransformOp::PromptExpand,
+                            ..
+                        }
+                    ) {
+                        // `${v@P}` expands the value as a prompt: command substitutions
+                        // in it run.
+                        self.problem(raw, "a prompt expansion (`@P`) runs the code in the value");
+                        out = None;
                     } else if let word::ParameterExpr::AssignDefaultValues {
                         parameter: word::Parameter::Named(n),
                         ..
