@@ -7,7 +7,8 @@
 //! first in its chain and cannot fail), a `cd` only along its `&&` chain (it may fail).
 //! Anything that may change a variable in a way not read here — a loop, a function, `read`,
 //! `eval`, `source`, arithmetic, an `IFS` change — forgets what was known. A value with
-//! blanks or glob characters is not kept (word splitting would make it several words).
+//! blanks or glob characters is one word only quoted; unquoted and alone (`$b`), a value
+//! with blanks is the words it splits into.
 //! `$TMPDIR` is the temporary directory (`/tmp`) unless the line assigns it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -140,6 +141,26 @@ impl Scope {
         if (self.split_changed && !quoted) || self.distrusted {
             return None;
         }
+        // Unquoted, a value with blanks or glob characters is no longer one word.
+        self.param_value(expr).filter(|v| quoted || one_word(v))
+    }
+
+    /// The words an unquoted `$name` alone splits into (the default IFS, no glob
+    /// characters, at least one word): `b="curl -s"; $b URL` runs curl.
+    pub fn split_words(&self, name: &str) -> Option<Vec<String>> {
+        if self.split_changed || self.distrusted {
+            return None;
+        }
+        let value = self.value(&Parameter::Named(name.to_string()))?;
+        let words: Vec<String> = value
+            .split([' ', '\t', '\n'])
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect();
+        (!words.is_empty() && words.iter().all(|w| one_word(w))).then_some(words)
+    }
+
+    fn param_value(&self, expr: &ParameterExpr) -> Option<String> {
         match expr {
             // `${TMPDIR:?}`: set and not empty, or the command stops.
             ParameterExpr::IndicateErrorIfNullOrUnset {
@@ -482,7 +503,7 @@ impl Scope {
         if matches!(name, "PATH" | "BASH_ENV" | "ENV" | "PROMPT_COMMAND") {
             self.distrusted = true; // which `mktemp` or `cd` runs, or what runs before each command
         }
-        self.vars.insert(name.to_string(), value.filter(|v| one_word(v)));
+        self.vars.insert(name.to_string(), value);
         self.maybe_empty.remove(name);
         self.changes.names.insert(name.to_string(), tick());
     }
@@ -632,11 +653,19 @@ mod tests {
         ]));
         assert_eq!(s.param(&named("a"), false).as_deref(), Some("/tmp/x"));
         assert_eq!(s.param(&named("b"), false), None, "splits into two words");
+        assert_eq!(
+            s.param(&named("b"), true).as_deref(),
+            Some("/tmp/a /"),
+            "quoted, one word"
+        );
+        assert_eq!(s.split_words("b"), Some(vec!["/tmp/a".to_string(), "/".to_string()]));
+        assert_eq!(s.split_words("c"), None, "a glob");
         assert_eq!(s.param(&named("c"), false), None, "a glob");
         s.apply(&Effect::Assign(vec![("TMPDIR".into(), None, false)]));
         assert_eq!(s.param(&required, false), None, "assigned something unknown");
         s.apply(&Effect::Assign(vec![("IFS".into(), Some("/".into()), false)]));
         assert_eq!(s.param(&named("a"), false), None, "word splitting changed");
+        assert_eq!(s.split_words("b"), None, "word splitting changed");
         assert_eq!(
             s.param(&named("a"), true).as_deref(),
             Some("/tmp/x"),

@@ -1131,7 +1131,20 @@ impl Walk {
                 }
                 words
             }
-            _ => vec![self.word(w, depth)],
+            _ => {
+                // `b="curl -s"; $b URL`: an unquoted name alone splits into its words.
+                let name = w
+                    .value
+                    .strip_prefix('$')
+                    .map(|n| n.strip_prefix('{').and_then(|n| n.strip_suffix('}')).unwrap_or(n));
+                let split = name
+                    .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                    .and_then(|n| self.scope.split_words(n));
+                match split {
+                    Some(words) if words.len() > 1 => words.into_iter().map(Arg::Lit).collect(),
+                    _ => vec![self.word(w, depth)],
+                }
+            }
         }
     }
 
