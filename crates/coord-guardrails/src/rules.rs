@@ -1080,6 +1080,26 @@ const ARTIFACTS: &[&str] = &[
     ".dart_tool",
     ".hypothesis",
     "tmp",
+    "cov",
+    "cover",
+    "obj",
+    ".sass-cache",
+    "storybook-static",
+    ".terraform",
+    "elm-stuff",
+    ".stack-work",
+    "dist-newstyle",
+    "zig-cache",
+    ".zig-cache",
+    "zig-out",
+    ".build",
+    "DerivedData",
+    ".ipynb_checkpoints",
+    ".pnpm-store",
+    ".serverless",
+    ".aws-sam",
+    ".vite",
+    ".jest-cache",
 ];
 
 /// Whether a recursive deletion of `path` is scoped: below a temp root (not the root
@@ -1094,9 +1114,18 @@ pub fn scoped(path: &str) -> bool {
     if parts.contains(&"..") || parts.is_empty() {
         return false;
     }
-    // A named directory of the temporary directory, or of the user's cache (`~/.cache/pip`:
-    // what is there is downloaded again).
-    for root in ["/tmp/", "/var/tmp/", "~/.cache/", "$HOME/.cache/", "${HOME}/.cache/"] {
+    // A named directory of the temporary directory, or of the user's cache (`~/.cache/pip`,
+    // macOS's `~/Library/Caches/Homebrew`: what is there is downloaded again).
+    for root in [
+        "/tmp/",
+        "/var/tmp/",
+        "~/.cache/",
+        "$HOME/.cache/",
+        "${HOME}/.cache/",
+        "~/Library/Caches/",
+        "$HOME/Library/Caches/",
+        "${HOME}/Library/Caches/",
+    ] {
         if let Some(rest) = path.strip_prefix(root) {
             let first = rest.split('/').next().unwrap_or_default();
             return !first.is_empty() && !first.contains('*') && !first.contains('?');
@@ -1672,18 +1701,25 @@ pub fn find(args: &[Arg]) -> Find {
     }
     let (mut deletes, mut execs) = (false, Vec::new());
     let (mut names, mut writes, mut alternatives) = (Vec::new(), Vec::new(), false);
+    // Branches of `-o`: the names say what is deleted only when every branch that acts
+    // tests a name (`-name '*.py[co]' -delete -o -name __pycache__ -exec rm -r {} +`).
+    let (mut branch_named, mut unnamed_action) = (false, false);
     while i < args.len() {
+        let acts = matches!(args[i].raw(), "-delete" | "-exec" | "-execdir" | "-ok" | "-okdir");
+        unnamed_action |= acts && !branch_named;
         match args[i].raw() {
             "-delete" => deletes = true,
-            // Alternatives and negations: the names no longer say what is deleted.
-            "-o" | "-or" | "," | "!" | "-not" | "-prune" | "-regex" | "-iregex" | "-path" | "-ipath" | "-wholename" => {
+            "-o" | "-or" => branch_named = false,
+            // Negations and other alternatives: the names no longer say what is deleted.
+            "," | "!" | "-not" | "-prune" | "-regex" | "-iregex" | "-path" | "-ipath" | "-wholename" => {
                 alternatives = true;
-                if args[i].raw().starts_with("-") && !matches!(args[i].raw(), "-o" | "-or" | "-not" | "-prune") {
+                if args[i].raw().starts_with("-") && !matches!(args[i].raw(), "-not" | "-prune") {
                     i += 1; // the test's value
                 }
             }
             "-name" | "-iname" => {
                 names.extend(args.get(i + 1).cloned());
+                branch_named = true;
                 i += 1;
             }
             "-fprint" | "-fprint0" | "-fls" | "-fprintf" => {
@@ -1715,7 +1751,7 @@ pub fn find(args: &[Arg]) -> Find {
     if roots.is_empty() {
         roots.push(Arg::Lit(".".into()));
     }
-    if alternatives {
+    if alternatives || unnamed_action {
         names.clear();
     }
     Find {
@@ -1758,6 +1794,10 @@ const LEFTOVERS: &[&str] = &[
     "build",
     ".ruff_cache",
     "*.tsbuildinfo",
+    "*.py[co]",
+    "*.so",
+    "*.dylib",
+    "*.a",
 ];
 
 /// Whether `find` only deletes leftovers of a build below the project

@@ -13,6 +13,9 @@ struct Runner {
     subs: &'static [&'static str],
     /// Options that take the next word as their value.
     values: &'static [&'static str],
+    /// Options known to take none: the word after one is no value of it (`uv run -m
+    /// pytest "${args[@]}"` runs pytest).
+    flags: &'static [&'static str],
     /// Operands between the options and the command (`aws-vault exec PROFILE -- cmd`,
     /// `taskset MASK cmd`).
     before: usize,
@@ -37,6 +40,7 @@ const fn runner(
         program,
         subs,
         values,
+        flags: &[],
         before,
         code: SHELL_STRING,
         argv: true,
@@ -48,6 +52,7 @@ const fn wrapper(program: &'static str, values: &'static [&'static str], before:
         program,
         subs: &[],
         values,
+        flags: &[],
         before,
         code: &[],
         argv: true,
@@ -68,6 +73,30 @@ const UV_VALUES: &[&str] = &[
     "--from",
     "--with-requirements",
     "--with-editable",
+];
+
+/// `uv run`'s options without a value (`-m`: the command is a module's name).
+const UV_FLAGS: &[&str] = &[
+    "-m",
+    "--module",
+    "-s",
+    "--script",
+    "--no-project",
+    "--frozen",
+    "--locked",
+    "--isolated",
+    "--no-sync",
+    "--all-extras",
+    "--all-packages",
+    "--no-dev",
+    "--dev",
+    "--exact",
+    "--active",
+    "--offline",
+    "-q",
+    "--quiet",
+    "-v",
+    "--verbose",
 ];
 
 const SETPRIV_VALUES: &[&str] = &[
@@ -91,7 +120,10 @@ const SETPRIV_VALUES: &[&str] = &[
 ];
 
 const RUNNERS: &[Runner] = &[
-    runner("uv", &["run"], UV_VALUES, 0),
+    Runner {
+        flags: UV_FLAGS,
+        ..runner("uv", &["run"], UV_VALUES, 0)
+    },
     runner("uvx", &[], &["--with", "--python", "-p", "--from"], 0),
     runner("poetry", &["run"], &["-C", "--directory", "-P", "--project"], 0),
     runner("pipenv", &["run"], &[], 0),
@@ -288,8 +320,9 @@ pub fn runs<'a>(prog: &str, args: &'a [Arg]) -> Option<Runs<'a>> {
     // (`uv run --index-url URL cmd`): the command may start after it. One with its value
     // attached (`--only-group=lint`) takes no other.
     let before = start.checked_sub(1).and_then(|i| args.get(i)).map(Arg::raw);
-    if before.is_some_and(|o| o.starts_with('-') && o != "--" && !(o.starts_with("--") && o.contains('=')))
-        && start + 1 < args.len()
+    if before.is_some_and(|o| {
+        o.starts_with('-') && o != "--" && !(o.starts_with("--") && o.contains('=')) && !r.flags.contains(&o)
+    }) && start + 1 < args.len()
     {
         starts.push(&args[start + 1..]);
     }

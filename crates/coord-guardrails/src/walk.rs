@@ -115,8 +115,22 @@ fn options() -> ParserOptions {
 }
 
 pub fn parse(text: &str) -> Result<ast::Program, String> {
-    let mut parser = Parser::new(std::io::BufReader::new(text.as_bytes()), &options());
-    parser.parse_program().map_err(|e| e.to_string())
+    let run = |t: &str| {
+        let mut parser = Parser::new(std::io::BufReader::new(t.as_bytes()), &options());
+        parser.parse_program().map_err(|e| e.to_string())
+    };
+    run(text).or_else(|e| {
+        // A backslash that ends the input continues the line into nothing (bash reading
+        // a script drops it; `bash -c` keeps it as a word `\`, a file name at most): the
+        // line is read without it.
+        let t = text.trim_end();
+        let trailing = t.chars().rev().take_while(|c| *c == '\\').count();
+        if trailing % 2 == 1 {
+            run(&t[..t.len() - 1]).map_err(|_| e)
+        } else {
+            Err(e)
+        }
+    })
 }
 
 /// The walk of one script (and the scripts nested in its words).
@@ -1201,7 +1215,21 @@ impl Walk {
                 WordPiece::ParameterExpansion(expr) => {
                     let raw = source.get(p.start_index..p.end_index).unwrap_or(source);
                     if raw.contains("$(") || raw.contains('`') || raw.contains("<(") {
-                        self.problem(raw, "code inside a parameter expansion is not analysed");
+                        match operand_word(expr).filter(|_| !raw.contains("<(")) {
+                            // `${GOPATH:-$(go env GOPATH)}`: the word's substitutions run
+                            // (or may): walked as code.
+                            Some(w) => {
+                                self.word_text(w, depth);
+                                if let word::ParameterExpr::AssignDefaultValues {
+                                    parameter: word::Parameter::Named(n),
+                                    ..
+                                } = expr
+                                {
+                                    self.scope.forget_names([n], false);
+                                }
+                            }
+                            None => self.problem(raw, "code inside a parameter expansion is not analysed"),
+                        }
                         out = None;
                     } else if matches!(
                         expr,
@@ -1247,6 +1275,21 @@ impl Walk {
             }
         }
         out
+    }
+}
+
+/// The word a parameter expansion may expand to instead of the value (`${v:-WORD}`,
+/// `${v:=WORD}`, `${v:+WORD}`, `${v:?WORD}`).
+fn operand_word(expr: &word::ParameterExpr) -> Option<&str> {
+    use word::ParameterExpr as P;
+    match expr {
+        P::UseDefaultValues { default_value: w, .. }
+        | P::AssignDefaultValues { default_value: w, .. }
+        | P::UseAlternativeValue {
+            alternative_value: w, ..
+        }
+        | P::IndicateErrorIfNullOrUnset { error_message: w, .. } => w.as_deref(),
+        _ => None,
     }
 }
 
