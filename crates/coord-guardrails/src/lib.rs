@@ -1175,6 +1175,15 @@ impl<'p> Analyzer<'p> {
             None if *stdin == Stdin::Processes && command_program(&rest) == Some("kill") => {
                 rest.push(Arg::Lit("1".into()))
             }
+            // `find . -name __pycache__ | xargs rm -rf`: as `find … -exec rm -rf {} +`, the
+            // deletion of build leftovers below the project.
+            None if *stdin == Stdin::Leftovers
+                && !reads_arg_file(args)
+                && matches!(command_program(&rest), Some("rm" | "unlink"))
+                && rest[1..].iter().all(|a| a.lit().is_some_and(|r| r.starts_with('-'))) =>
+            {
+                return;
+            }
             None => rest.push(Arg::Unknown(RUNTIME_OPERAND.into())),
         }
         self.argv(&rest, &Stdin::Inherited, text, depth)
@@ -1363,7 +1372,7 @@ impl<'p> Analyzer<'p> {
         if matches!(prog, "psql" | "mysql" | "mariadb" | "sqlite3" | "clickhouse-client") {
             match stdin {
                 Stdin::Text(s) => self.add(sql::analyze(s, prog, false), text),
-                Stdin::Pipe | Stdin::Processes | Stdin::Unknown => self.add(
+                Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown => self.add(
                     [unverifiable("dynamic_sql", "a database client reading SQL from a pipe runs statements only known at run time; pass them with -c")],
                     text,
                 ),
@@ -1467,7 +1476,7 @@ impl<'p> Analyzer<'p> {
         match args.first() {
             // `… | source` (fish), `… | source /dev/stdin`: code from the pipe.
             None | Some(Arg::Lit(_))
-                if matches!(stdin, Stdin::Pipe | Stdin::Processes | Stdin::Unknown)
+                if matches!(stdin, Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown)
                     && args.first().is_none_or(|a| matches!(a.raw(), "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")) =>
             {
                 self.add(
@@ -1552,7 +1561,7 @@ impl<'p> Analyzer<'p> {
         }
         match stdin {
             Stdin::Text(code) => self.script(code, depth + 1),
-            Stdin::Pipe | Stdin::Processes | Stdin::Unknown | Stdin::File(Arg::Unknown(_)) => self.add(
+            Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown | Stdin::File(Arg::Unknown(_)) => self.add(
                 [unverifiable(
                     "dynamic_code",
                     "a shell reading its commands from a pipe or an expanding here-document runs code only known at run time",
@@ -1609,7 +1618,7 @@ impl Analyzer<'_> {
             Some(code) => code,
             None if reads_stdin => match stdin {
                 Stdin::Text(code) => code.clone(),
-                Stdin::Pipe | Stdin::Processes | Stdin::Unknown => {
+                Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown => {
                     return self.add(
                         [unverifiable(
                             "dynamic_code",
@@ -1681,6 +1690,17 @@ impl Analyzer<'_> {
 /// Whether the command is an `exec` that runs nothing (its redirections then stay for the
 /// rest of the shell): `exec`, `exec --`, `exec -a name`, `command exec`, and `exec {fd}<>…`
 /// (whose `{fd}` is read as a word).
+/// Whether xargs reads its input lines from a file (`-a FILE`, `--arg-file=FILE`, `-ra
+/// FILE`) before its `rm`, not from the pipe.
+fn reads_arg_file(args: &[Arg]) -> bool {
+    args.iter()
+        .take_while(|a| !matches!(a.lit().map(program), Some("rm" | "unlink")))
+        .any(|a| {
+            let raw = a.raw();
+            raw.starts_with("--arg-file") || (raw.starts_with('-') && !raw.starts_with("--") && raw.contains('a'))
+        })
+}
+
 fn keeps_descriptors(argv: &[Arg]) -> bool {
     let mut words = argv.iter().map(Arg::raw).skip_while(|w| matches!(*w, "command" | "-p"));
     if words.next() != Some("exec") {

@@ -48,6 +48,9 @@ pub enum Stdin {
     /// The previous commands of a pipeline list processes, init among them (`ps aux |
     /// awk '{print $2}' | …`): PIDs a `kill` must not get.
     Processes,
+    /// The previous command of a pipeline is a `find` that lists only build leftovers
+    /// below the project (`find . -name __pycache__ | xargs rm -rf`).
+    Leftovers,
     /// A here-document or here-string, when literal.
     Text(String),
     /// A here-document or here-string with expansions.
@@ -524,6 +527,7 @@ impl Walk {
             let stdin = match i {
                 0 => Stdin::Inherited,
                 _ if pipes_init(&p.seq[..i]) => Stdin::Processes,
+                _ if lists_leftovers(&p.seq[i - 1]) => Stdin::Leftovers,
                 _ => Stdin::Pipe,
             };
             self.command(cmd, stdin, depth);
@@ -1475,6 +1479,18 @@ fn pipes_init(stages: &[ast::Command]) -> bool {
         .iter()
         .any(|p| first.trim_start().starts_with(p));
     lister && code_lists_init(&stages.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "))
+}
+
+/// Whether a pipeline stage is a `find` that only lists build leftovers below the
+/// project (no action of its own).
+fn lists_leftovers(stage: &ast::Command) -> bool {
+    let w = Walk::line(&stage.to_string(), 0);
+    let [exec] = w.execs.as_slice() else { return false };
+    if !w.problems.is_empty() || exec.argv.first().and_then(Arg::lit) != Some("find") {
+        return false;
+    }
+    let f = crate::rules::find(&exec.argv[1..]);
+    !f.deletes && f.execs.is_empty() && f.writes.is_empty() && crate::rules::leftovers_only(&f)
 }
 
 fn code_lists_init(code: &str) -> bool {
