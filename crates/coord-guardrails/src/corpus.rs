@@ -347,7 +347,7 @@ fn the_held_out_part_holds_its_figures() {
 
 /// (destructive refused, benign refused, benign warned, run-time only refused), as
 /// measured; the goals are (≥ 99%, ≤ 1%, ≤ 3%, all) of (destructive, benign, benign, held).
-const TUNING: (usize, usize, usize, usize) = (999, 39, 9, 143);
+const TUNING: (usize, usize, usize, usize) = (1234, 65, 9, 231);
 const HELD_OUT: (usize, usize, usize, usize) = (187, 23, 5, 33);
 
 #[test]
@@ -502,7 +502,9 @@ fn every_safer_command_a_refusal_suggests_is_allowed() {
             .into_iter()
             .filter(|f| f.operation != "unparseable")
         {
-            for clause in f.reason.split(';').skip(1) {
+            // (Code quoted in backquotes is the command's own text, not a suggestion.)
+            let unquoted: String = f.reason.split('`').step_by(2).collect::<Vec<_>>().join("`…`");
+            for clause in unquoted.split(';').skip(1) {
                 let covered = SAFER.iter().any(|(w, _, _)| clause.contains(w))
                     || NOT_A_COMMAND.iter().any(|n| clause.contains(n));
                 if !covered {

@@ -776,7 +776,14 @@ impl<'p> Analyzer<'p> {
     }
 
     fn writes(&mut self, files: &[Arg], text: &str) {
-        let files = self.reach(files);
+        let files: Vec<Arg> = self
+            .reach(files)
+            .into_iter()
+            .map(|f| match &f {
+                Arg::Unknown(raw) => rules::user_home(raw).map_or(f, Arg::Lit),
+                Arg::Lit(_) => f,
+            })
+            .collect();
         let hits: Vec<Hit> = files
             .iter()
             .filter_map(Arg::lit)
@@ -1508,9 +1515,13 @@ impl<'p> Analyzer<'p> {
         let mut i = 0;
         let mut reads_code_arg = false;
         let mut reads_stdin = false;
+        // `sh -n script.sh`, `zsh -n "$f"`: read, checked, not run (unless interactive,
+        // where -n is ignored).
+        let (mut noexec, mut interactive) = (false, false);
         while i < args.len() {
             let raw = args[i].raw();
             if matches!(raw, "--rcfile" | "--init-file" | "-O" | "+O" | "-o" | "+o") {
+                noexec |= raw == "-o" && args.get(i + 1).is_some_and(|v| v.raw() == "noexec");
                 i += 2;
                 continue;
             }
@@ -1525,6 +1536,8 @@ impl<'p> Analyzer<'p> {
             if raw.starts_with('-') && !raw.starts_with("--") && raw.len() > 1 {
                 reads_code_arg |= raw.contains('c');
                 reads_stdin |= raw.contains('s');
+                noexec |= raw.contains('n');
+                interactive |= raw.contains('i');
                 i += 1;
                 continue;
             }
@@ -1533,6 +1546,9 @@ impl<'p> Analyzer<'p> {
                 continue;
             }
             break;
+        }
+        if noexec && !interactive {
+            return;
         }
         if reads_code_arg {
             return self.code_arg(args.get(i), text, depth);

@@ -85,6 +85,15 @@ enum Word {
 }
 
 impl Word {
+    /// The text before the first wildcard.
+    fn literal_start(&self) -> &str {
+        let text = match self {
+            Word::Literal { text, .. } => text.as_str(),
+            Word::Glob(g) => g.glob().glob(),
+        };
+        text.split(['*', '?', '[']).next().unwrap_or_default()
+    }
+
     fn is_match(&self, subject: &str) -> bool {
         match self {
             // ASCII folding, as globset's own (its regexes are built `(?-u)(?i)`: `ſ`
@@ -195,6 +204,29 @@ impl OptionSpec {
             let overridden = |later: &Opt| self.names(later) && !self.is_match(later) && field(later) == field(o);
             self.is_match(o) && !(valued && opts[i + 1..].iter().any(overridden))
         })
+    }
+
+    /// Whether `o`, whose value is only partly known at run time, may be one of these:
+    /// its written start must agree with the start of a value glob (`gh api -f
+    /// "project=$ID"` is no `-f query=*mergePullRequest*`).
+    fn may_match_unknown(&self, o: &Opt) -> bool {
+        let raw = o.value.as_deref().unwrap_or_default();
+        let known: String = raw
+            .trim_start_matches(['"', '\''])
+            .chars()
+            .take_while(|c| !matches!(c, '$' | '`' | '"' | '\'' | '\\'))
+            .collect::<String>()
+            .to_ascii_lowercase();
+        self.0
+            .iter()
+            .filter(|alt| alt.name.is_match(&o.name))
+            .any(|alt| match &alt.value {
+                None => true,
+                Some(v) => {
+                    let start = v.literal_start().to_ascii_lowercase();
+                    start.starts_with(&known) || known.starts_with(&start)
+                }
+            })
     }
 
     /// Whether `o` is one of these options, whatever its value.
@@ -382,7 +414,10 @@ impl Compiled {
     /// Whether `spec` may hide in a value only known at run time: an unquoted expansion
     /// (it splits into words), or the value of the option.
     fn may_hide(&self, spec: &OptionSpec, opts: &[Opt], positionals: &[Positional]) -> bool {
-        positionals.iter().any(|a| unquoted_expansion(&a.arg)) || opts.iter().any(|o| o.value_unknown && spec.names(o))
+        positionals.iter().any(|a| unquoted_expansion(&a.arg))
+            || opts
+                .iter()
+                .any(|o| o.value_unknown && spec.names(o) && spec.may_match_unknown(o))
     }
 
     /// An option this pattern needs is surely not there.
@@ -411,9 +446,22 @@ impl Compiled {
             Arg::Unknown(raw) => api_path && self.fold(w, path_of(&raw.replace(['"', '\''], ""))),
         };
         if self.pattern.anywhere {
+            // A `NAME=value` operand (`make test E2E_SKIP_TEARDOWN=true`) is an
+            // assignment, no subcommand.
+            let assignment = |a: &Positional| {
+                a.arg.lit().and_then(|t| t.split_once('=')).is_some_and(|(name, _)| {
+                    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+            };
             return (0..=positionals.len().saturating_sub(n))
                 .find(|&s| {
-                    positionals.len() >= s + n && self.words.iter().zip(&positionals[s..]).all(|(w, a)| matches(w, a))
+                    positionals.len() >= s + n
+                        && self
+                            .words
+                            .iter()
+                            .zip(&positionals[s..])
+                            .all(|(w, a)| !assignment(a) && matches(w, a))
                 })
                 .map_or(Found::No, |s| Found::Words(s, s + n));
         }

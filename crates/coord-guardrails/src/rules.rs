@@ -1100,6 +1100,10 @@ const ARTIFACTS: &[&str] = &[
     ".aws-sam",
     ".vite",
     ".jest-cache",
+    ".eslintcache",
+    ".stylelintcache",
+    "site-packages",
+    "_cache",
 ];
 
 /// Whether a recursive deletion of `path` is scoped: below a temp root (not the root
@@ -1139,11 +1143,39 @@ pub fn scoped(path: &str) -> bool {
     let artefact_glob = |l: &str| {
         l.strip_prefix('*')
             .is_some_and(|rest| rest.ends_with(".egg-info") && !rest.contains(['*', '?', '[']))
+            || (l.starts_with('*') && LEFTOVERS.contains(&l))
     };
-    parts.iter().any(|p| ARTIFACTS.contains(p) || p.ends_with(".egg-info"))
-        && !parts
-            .last()
-            .is_some_and(|l| l.starts_with('*') && parts.len() == 1 && !artefact_glob(l))
+    // A build's leftover by its name (`e2e.test`, `lib.so`, `*.so`).
+    let leftover = |l: &str| {
+        artefact_glob(l)
+            || (!l.contains(['*', '?', '['])
+                && LEFTOVERS.iter().any(|g| {
+                    *g == l
+                        || g.strip_prefix('*')
+                            .is_some_and(|ext| !ext.contains('[') && l.ends_with(ext))
+                }))
+    };
+    let last = parts.last().copied().unwrap_or_default();
+    (parts.iter().any(|p| artefact_dir(p)) || leftover(last))
+        && !(last.starts_with('*') && parts.len() == 1 && !artefact_glob(last))
+}
+
+/// A directory a build or a tool makes: one of [`ARTIFACTS`], an `*.egg-info`, or a name
+/// ending in what it holds (`appimage-build`, `docs_out`, `webpack-cache`).
+fn artefact_dir(part: &str) -> bool {
+    const OUTPUT_ENDS: &[&str] = &[
+        "-build", "_build", "-cache", "_cache", "-out", "_out", "-output", "_output", "-dist", "_dist",
+    ];
+    ARTIFACTS.contains(&part)
+        || part.ends_with(".egg-info")
+        || OUTPUT_ENDS.iter().any(|end| {
+            part.strip_suffix(end).is_some_and(|stem| {
+                !stem.is_empty()
+                    && stem
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            })
+        })
 }
 
 /// Where a written file changes how the machine runs: its configuration, boot and
@@ -1182,6 +1214,24 @@ pub fn machine_write(path: &str) -> Option<Hit> {
             "{path} is the machine's or the user's configuration (or a program on the PATH), not this project's; change it yourself, or ask for approval"
         ),
     ))
+}
+
+/// A path into the user's own home written with their name only known at run time
+/// (`/home/$USER/.zshrc`, `"/Users/${USER}/.ssh/config"`), as `~/…`.
+pub fn user_home(raw: &str) -> Option<String> {
+    let raw = raw.trim_matches('"');
+    let rest = ["/home/", "/Users/"].iter().find_map(|h| raw.strip_prefix(h))?;
+    let rest = [
+        "$USER/",
+        "${USER}/",
+        "$LOGNAME/",
+        "${LOGNAME}/",
+        "$(whoami)/",
+        "$(id -un)/",
+    ]
+    .iter()
+    .find_map(|u| rest.strip_prefix(u))?;
+    (!rest.contains(['$', '`', '"', '\''])).then(|| format!("~/{rest}"))
 }
 
 /// A home directory's configuration (`~/.bashrc`, `$HOME/.ssh/config`, `/root/.profile`,
@@ -1711,6 +1761,12 @@ pub fn find(args: &[Arg]) -> Find {
             "-delete" => deletes = true,
             "-o" | "-or" => branch_named = false,
             // Negations and other alternatives: the names no longer say what is deleted.
+            // `-regex '.*\.py[co]$'`, `-regex '.*/__pycache__'`: a name test, written so.
+            "-regex" | "-iregex" if args.get(i + 1).and_then(Arg::lit).and_then(regex_name).is_some() => {
+                names.extend(args.get(i + 1).and_then(Arg::lit).and_then(regex_name).map(Arg::Lit));
+                branch_named = true;
+                i += 1;
+            }
             "," | "!" | "-not" | "-prune" | "-regex" | "-iregex" | "-path" | "-ipath" | "-wholename" => {
                 alternatives = true;
                 if args[i].raw().starts_with("-") && !matches!(args[i].raw(), "-not" | "-prune") {
@@ -1763,6 +1819,28 @@ pub fn find(args: &[Arg]) -> Find {
     }
 }
 
+/// The `-name` glob a `find -regex` stands for, when it only tests the end of the path:
+/// `.*\.py[co]$` is `*.py[co]`, `.*/__pycache__` is `__pycache__`.
+fn regex_name(re: &str) -> Option<String> {
+    let rest = re.strip_prefix(".*")?;
+    let rest = rest.strip_suffix('$').unwrap_or(rest);
+    // (An unescaped `.` is any character: no name says what it matches.)
+    if rest.matches('.').count() != rest.matches("\\.").count() {
+        return None;
+    }
+    let plain = |t: &str| {
+        !t.is_empty()
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '[' | ']'))
+    };
+    if let Some(ext) = rest.strip_prefix("\\.") {
+        let ext = ext.replace("\\.", ".");
+        return ext.split('.').all(plain).then(|| format!("*.{ext}"));
+    }
+    let name = rest.strip_prefix('/')?.replace("\\.", ".");
+    (name.trim_start_matches('.').split('.').all(plain) && !name.contains(['[', ']'])).then_some(name)
+}
+
 /// Names of files a build or a tool leaves behind (`find . -name '*.pyc' -delete`).
 const LEFTOVERS: &[&str] = &[
     "*.pyc",
@@ -1795,6 +1873,8 @@ const LEFTOVERS: &[&str] = &[
     ".ruff_cache",
     "*.tsbuildinfo",
     "*.py[co]",
+    "*.py[cod]",
+    "*.out",
     "*.so",
     "*.dylib",
     "*.a",
@@ -2339,6 +2419,11 @@ fn path_words(path: &str) -> Vec<String> {
 /// not read: one that says it deploys, releases, publishes or destroys is refused, unless
 /// its name or arguments say it only looks.
 pub fn shipping_script(path: &str, args: &[Arg]) -> Option<Hit> {
+    // The machine's own files are no project's scripts (`. /etc/os-release` reads what
+    // system this is).
+    if path.starts_with("/etc/") || path == "/usr/lib/os-release" {
+        return None;
+    }
     // `docs/../scripts/deploy.sh` is `scripts/deploy.sh`.
     let parts = normal_parts(path);
     let name = parts.last().copied().unwrap_or_default();

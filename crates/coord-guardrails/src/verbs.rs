@@ -6,7 +6,7 @@
 //! share a grammar: `TOOL [GROUP…] VERB [OPERANDS]`, where the verb says what happens
 //! (`hcloud server delete web`, `sst deploy --stage prod`, `sanity dataset delete
 //! staging`, `render secrets set KEY=…`). This module reads that grammar: among the
-//! first subcommand-shaped words, one that says delete, deploy or set a secret is
+//! first subcommand-shaped words, one that says delete, deploy, apply or set a secret is
 //! refused for approval, as the registry's own patterns are.
 //!
 //! What keeps it from reading operands as verbs (`cd destroy`, `grep delete src`):
@@ -48,11 +48,17 @@ const DELETING: &[&str] = &[
     "yank",
 ];
 
+/// Words that ship only under a group (`trunk push`, `mod push`): alone, `push` often
+/// copies to a device or applies a patch (`adb push`, `quilt push`).
+const PUSHING: &[&str] = &["push"];
+
 /// Words that delete only under a group (`volume rm`), never as the first word.
 const REMOVING: &[&str] = &["rm", "remove", "del", "uninstall"];
 
-/// Words that ship to users.
-const SHIPPING: &[&str] = &["deploy", "undeploy", "publish", "release", "promote", "rollback"];
+/// Words that ship to users or change what runs (`timoni bundle apply`, `chezmoi apply`).
+const SHIPPING: &[&str] = &[
+    "deploy", "undeploy", "publish", "release", "promote", "rollback", "apply",
+];
 
 /// Words that write a secret, under a `secret(s)` group.
 const SETTING: &[&str] = &[
@@ -209,6 +215,8 @@ const OPERAND_PROGRAMS: &[&str] = &[
     "which",
     "whereis",
     "command",
+    // publishes to a store on this machine only
+    "yalc",
     // documentation and topics
     "man",
     "info",
@@ -363,7 +371,7 @@ fn verb_hit(prog: &str, path: &[&str]) -> Option<Hit> {
             ),
         ));
     }
-    is(SHIPPING).then(|| {
+    (is(SHIPPING) || (!groups.is_empty() && is(PUSHING))).then(|| {
         hit(
             Category::ProductionDeployment,
             "deploy",
@@ -417,6 +425,10 @@ mod tests {
             ("mkdocs2 gh-deploy --force", Some("deploy")),
             ("nx release --yes", Some("deploy")),
             ("zappa rollback production -n 1", Some("deploy")),
+            ("timoni bundle apply -f bundle.cue", Some("deploy")),
+            ("pod trunk push Foo.podspec", Some("deploy")),
+            ("adb push app.apk /sdcard/", None),
+            ("yalc publish -f", None),
             // secrets
             ("render secrets set API_KEY=x", Some("secret_write")),
             ("koyeb secrets create db-pass --value x", Some("secret_write")),
