@@ -1156,8 +1156,67 @@ pub fn scoped(path: &str) -> bool {
                 }))
     };
     let last = parts.last().copied().unwrap_or_default();
-    (parts.iter().any(|p| artefact_dir(p)) || leftover(last))
+    (parts.iter().any(|p| artefact_dir(p)) || leftover(last) || named_file(last))
         && !(last.starts_with('*') && parts.len() == 1 && !artefact_glob(last))
+}
+
+/// A file by its name (`prometheus_alerts.yaml`, `go.work.sum`): a data or source file's
+/// extension, no glob. `rm -rf` of it deletes that one file.
+fn named_file(part: &str) -> bool {
+    const FILE_EXTENSIONS: &[&str] = &[
+        "yaml",
+        "yml",
+        "json",
+        "toml",
+        "txt",
+        "md",
+        "rst",
+        "lock",
+        "sum",
+        "work",
+        "mod",
+        "log",
+        "out",
+        "xml",
+        "html",
+        "csv",
+        "tsv",
+        "ini",
+        "cfg",
+        "conf",
+        "properties",
+        "py",
+        "rb",
+        "go",
+        "rs",
+        "c",
+        "h",
+        "cc",
+        "cpp",
+        "hpp",
+        "o",
+        "so",
+        "a",
+        "zip",
+        "tar",
+        "gz",
+        "tgz",
+        "bz2",
+        "xz",
+        "zst",
+        "whl",
+        "jar",
+        "png",
+        "jpg",
+        "svg",
+        "gif",
+        "pdf",
+    ];
+    !part.starts_with('.')
+        && !part.contains(['*', '?', '[', '{'])
+        && part
+            .rsplit_once('.')
+            .is_some_and(|(stem, ext)| !stem.is_empty() && FILE_EXTENSIONS.contains(&ext))
 }
 
 /// A directory a build or a tool makes: one of [`ARTIFACTS`], an `*.egg-info`, or a name
