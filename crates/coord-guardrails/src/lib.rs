@@ -821,6 +821,17 @@ impl<'p> Analyzer<'p> {
             );
             return true;
         }
+        // `!!`, `!42`, `!terraform`, `^old^new`, `fc`: a command from the shell's history.
+        if history(word, args) {
+            self.add(
+                [unverifiable(
+                    "dynamic_command",
+                    format!("`{word}` runs a command from the shell's history, only known at run time; write the command itself"),
+                )],
+                text,
+            );
+            return true;
+        }
         if (word.contains('/') && self.written_here(word, text, depth)) || self.entry_point(argv, text, depth) {
             return true;
         }
@@ -884,15 +895,7 @@ impl<'p> Analyzer<'p> {
         }
         match prog {
             // Wrappers that run the rest of their arguments as a command.
-            "sudo" | "doas" => self.wrapped(
-                args,
-                &[
-                    "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
-                ],
-                stdin,
-                text,
-                depth,
-            ),
+            "sudo" | "doas" => self.sudo(args, stdin, text, depth),
             "nohup" | "setsid" | "unbuffer" | "builtin" | "noglob" | "busybox" | "caffeinate" => {
                 self.wrapped(args, &[], stdin, text, depth)
             }
@@ -1336,6 +1339,7 @@ impl<'p> Analyzer<'p> {
         self.add(rules::coord_state_write(prog, args), text);
         let written = rules::written_files(prog, args);
         self.writes(&written, text);
+        self.writes(&rules::output_files(prog, args), text);
         for dir in self.reach(&rules::extracted_into(prog, args)) {
             if let Arg::Lit(dir) = dir {
                 self.add(rules::machine_write_under(&dir), text);
@@ -1398,6 +1402,22 @@ impl<'p> Analyzer<'p> {
                 self.sql_file(prog, &path, text);
             }
         }
+    }
+
+    /// `sudo [opts] cmd…`; `sudo -e FILE…` (sudoedit) edits the files, as root.
+    fn sudo(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
+        const VALUES: &[&str] = &[
+            "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
+        ];
+        let edits = args
+            .iter()
+            .take_while(|a| a.raw().starts_with('-'))
+            .any(|a| matches!(a.raw(), "-e" | "--edit"));
+        if edits {
+            let files = skip_options(args, VALUES).to_vec();
+            return self.writes(&files, text);
+        }
+        self.wrapped(args, VALUES, stdin, text, depth)
     }
 
     /// A wrapper whose options (those in `value_options` take a value) and environment
@@ -1706,6 +1726,20 @@ impl Analyzer<'_> {
 /// Whether the command is an `exec` that runs nothing (its redirections then stay for the
 /// rest of the shell): `exec`, `exec --`, `exec -a name`, `command exec`, and `exec {fd}<>…`
 /// (whose `{fd}` is read as a word).
+/// Whether a command word recalls the shell's history: an event (`!!`, `!-2`, `!42`,
+/// `!make`, `!:-`), a quick substitution (`^a^b`), or `fc` re-running one (not `fc -l`,
+/// which lists).
+fn history(word: &str, args: &[Arg]) -> bool {
+    // (`:p` only prints what it would run.)
+    if word.ends_with(":p") {
+        return false;
+    }
+    let event = word.len() > 1 && word.starts_with('!') && !word.starts_with("!(");
+    let quick = word.len() > 2 && word.starts_with('^') && word[1..].contains('^');
+    let fc = word == "fc" && !args.iter().any(|a| a.raw().starts_with('-') && a.raw().contains('l'));
+    event || quick || fc
+}
+
 /// Whether xargs reads its input lines from a file (`-a FILE`, `--arg-file=FILE`, `-ra
 /// FILE`) before its `rm`, not from the pipe.
 fn reads_arg_file(args: &[Arg]) -> bool {

@@ -503,6 +503,14 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
         {
             vec![reflog_expiry()]
         }
+        // `git rm -r .`: every tracked file deleted from the work tree (`--cached` only
+        // untracks them).
+        "rm" if git_rm_everything(&call) => vec![hit(
+            Category::MassDeletion,
+            "recursive_delete",
+            Action::Block,
+            "git rm -r of the whole tree deletes every tracked file; name the files, use --cached to untrack, or ask for approval",
+        )],
         "filter-branch" | "filter-repo" => vec![hit(
             Category::GitForce,
             "rewrite_history",
@@ -679,6 +687,24 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
 /// their tools give it), or whose URL is Heroku's git host or a Dokku host's `dokku@`.
 /// The Bash hooks ask it of the remote written on the line (a name or a URL), git's
 /// pre-push hook of the remote's name and URL.
+/// Whether `git rm` deletes the whole tree from the work tree: recursive, neither
+/// `--cached` nor a dry run, over `.`, `*`, `:/` or `/`.
+fn git_rm_everything(call: &GitCall<'_>) -> bool {
+    let recursive = call
+        .flags
+        .iter()
+        .any(|f| *f == "-r" || (!f.starts_with("--") && f.contains('r')));
+    let cached = call
+        .flags
+        .iter()
+        .any(|f| matches!(*f, "--cached" | "--dry-run") || (!f.starts_with("--") && f.contains('n')));
+    let everything = call
+        .positional
+        .iter()
+        .any(|a| matches!(a.raw(), "." | "./" | "*" | ":/" | "/" | ":(top)" | "'*'" | "\"*\""));
+    recursive && !cached && everything
+}
+
 pub fn deploy_remote(remote: &str, url: Option<&str>) -> bool {
     let deploys = |u: &str| {
         let u = u.to_ascii_lowercase();
@@ -2122,6 +2148,44 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// Files a program is told to write by an output option (`--output FILE`,
+/// `--out-file=FILE`, `--plaintext-file FILE`, `-o FILE`): `op inject --out-file .env`,
+/// `gcloud kms decrypt --plaintext-file=.env`, `age -d -o secrets.env`. The programs whose
+/// outputs [`written_files`] reads already are left to it.
+pub fn output_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
+    const LONG: &[&str] = &[
+        "--output",
+        "--out",
+        "--out-file",
+        "--outfile",
+        "--output-file",
+        "--output-document",
+        "--plaintext-file",
+        "--target-file",
+    ];
+    // (`sops -e --output secrets.enc.yaml` writes ciphertext: the safe form sops's patterns
+    // suggest.)
+    let encrypting = prog == "sops" && args.iter().any(|a| matches!(a.raw(), "-e" | "--encrypt"));
+    if encrypting
+        || matches!(
+            prog,
+            "curl" | "wget" | "sort" | "ssh-keygen" | "ssh" | "scp" | "sftp" | "mount" | "tar" | "unzip"
+        )
+    {
+        return Vec::new();
+    }
+    let mut out = option_values(args, LONG, '\0');
+    let path_like = |a: &&Arg| a.lit().is_some_and(|v| v.contains(['/', '.']) && !v.contains('='));
+    out.extend(
+        args.windows(2)
+            .filter(|w| w[0].raw() == "-o")
+            .map(|w| &w[1])
+            .filter(path_like)
+            .cloned(),
+    );
+    out
 }
 
 /// The directories an archive is extracted into: `tar -x -C DIR`, `unzip -d DIR`,

@@ -139,7 +139,12 @@ const RUNNERS: &[Runner] = &[
     runner("yarn", &["exec", "dlx"], &["-p", "--package"], 0),
     runner("bun", &["x"], &[], 0),
     // (`lerna exec -- npm publish`: in every package.)
-    runner("lerna", &["exec"], &["--scope", "--ignore", "--concurrency", "--since"], 0),
+    runner(
+        "lerna",
+        &["exec"],
+        &["--scope", "--ignore", "--concurrency", "--since"],
+        0,
+    ),
     runner("mise", &["exec", "x"], &["-C", "--cd"], 0),
     runner("asdf", &["exec"], &[], 0),
     runner("aws-vault", &["exec"], &["-d", "--duration", "-t", "--mfa-token"], 1),
