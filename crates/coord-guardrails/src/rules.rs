@@ -503,34 +503,13 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
         {
             vec![reflog_expiry()]
         }
-        // `git rm -r .`: every tracked file deleted from the work tree (`--cached` only
-        // untracks them).
-        "rm" if git_rm_everything(&call) => vec![hit(
-            Category::MassDeletion,
-            "recursive_delete",
-            Action::Block,
-            "git rm -r of the whole tree deletes every tracked file; name the files, use --cached to untrack, or ask for approval",
-        )],
+        "rm" | "lfs" => git_rm_or_lfs(&call),
         "filter-branch" | "filter-repo" => vec![hit(
             Category::GitForce,
             "rewrite_history",
             Action::Block,
             "rewriting history invalidates every other clone; ask for approval",
         )],
-        // `git lfs migrate import|export` rewrites the commits it converts unless told
-        // not to (`--no-rewrite`); `info` only reports.
-        "lfs"
-            if call.positional.first().and_then(|a| a.lit()) == Some("migrate")
-                && matches!(call.positional.get(1).and_then(|a| a.lit()), Some("import" | "export"))
-                && !call.has(&["--no-rewrite"]) =>
-        {
-            vec![hit(
-                Category::GitForce,
-                "rewrite_history",
-                Action::Block,
-                "git lfs migrate rewrites history, which invalidates every other clone; use --no-rewrite, or ask for approval",
-            )]
-        }
         "config" => match git_config_write(rest) {
             // The setting by which every later `gc` expires the reflog.
             Some((key, Some(value))) if expires_reflog(&format!("{key}={}", value.raw())) => {
@@ -687,6 +666,34 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
 /// their tools give it), or whose URL is Heroku's git host or a Dokku host's `dokku@`.
 /// The Bash hooks ask it of the remote written on the line (a name or a URL), git's
 /// pre-push hook of the remote's name and URL.
+/// `git rm -r .`: every tracked file deleted from the work tree (`--cached` only untracks
+/// them). `git lfs migrate import|export` rewrites the commits it converts unless told not
+/// to (`--no-rewrite`); `info` only reports.
+fn git_rm_or_lfs(call: &GitCall<'_>) -> Vec<Hit> {
+    let word = |i: usize| call.positional.get(i).and_then(|a| a.lit());
+    if call.sub == "rm" && git_rm_everything(call) {
+        return vec![hit(
+            Category::MassDeletion,
+            "recursive_delete",
+            Action::Block,
+            "git rm -r of the whole tree deletes every tracked file; name the files, use --cached to untrack, or ask for approval",
+        )];
+    }
+    let lfs_rewrite = call.sub == "lfs"
+        && word(0) == Some("migrate")
+        && matches!(word(1), Some("import" | "export"))
+        && !call.has(&["--no-rewrite"]);
+    if lfs_rewrite {
+        return vec![hit(
+            Category::GitForce,
+            "rewrite_history",
+            Action::Block,
+            "git lfs migrate rewrites history, which invalidates every other clone; use --no-rewrite, or ask for approval",
+        )];
+    }
+    Vec::new()
+}
+
 /// Whether `git rm` deletes the whole tree from the work tree: recursive, neither
 /// `--cached` nor a dry run, over `.`, `*`, `:/` or `/`.
 fn git_rm_everything(call: &GitCall<'_>) -> bool {
