@@ -151,10 +151,21 @@ fn split_string(args: &[Arg], i: usize) -> Option<(Arg, usize)> {
         Arg::Lit(_) => Arg::Lit(text.to_string()),
         Arg::Unknown(_) => Arg::Unknown(text.to_string()),
     };
-    if matches!(raw, "-S" | "--split-string") {
+    if raw == "--split-string" {
         return Some((args.get(i + 1)?.clone(), i + 2));
     }
-    let rest = raw.strip_prefix("--split-string=").or_else(|| raw.strip_prefix("-S"))?;
+    if let Some(rest) = raw.strip_prefix("--split-string=") {
+        return Some((attached(rest), i + 1));
+    }
+    // `-S…`, and after flags that take no value in one bundle: `-iS 'cmd'`, `-vS/bin/sh`.
+    let bundle = raw.strip_prefix('-').filter(|b| !b.starts_with('-'))?;
+    let (flags, rest) = bundle.split_once('S')?;
+    if !flags.chars().all(|c| matches!(c, 'i' | '0' | 'v')) {
+        return None;
+    }
+    if rest.is_empty() {
+        return Some((args.get(i + 1)?.clone(), i + 2));
+    }
     Some((attached(rest), i + 1))
 }
 
@@ -895,7 +906,7 @@ impl<'p> Analyzer<'p> {
         }
         match prog {
             // Wrappers that run the rest of their arguments as a command.
-            "sudo" | "doas" => self.sudo(args, stdin, text, depth),
+            "sudo" | "doas" | "run0" => self.sudo(args, stdin, text, depth),
             "nohup" | "setsid" | "unbuffer" | "builtin" | "noglob" | "busybox" | "caffeinate" => {
                 self.wrapped(args, &[], stdin, text, depth)
             }
@@ -1409,10 +1420,14 @@ impl<'p> Analyzer<'p> {
         const VALUES: &[&str] = &[
             "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
         ];
-        let edits = args
-            .iter()
-            .take_while(|a| a.raw().starts_with('-'))
-            .any(|a| matches!(a.raw(), "-e" | "--edit"));
+        let flags: Vec<&str> = args.iter().map(Arg::raw).take_while(|a| a.starts_with('-')).collect();
+        // `sudo -l cmd` only says whether cmd is allowed; `-K`, `-V` and doas's `-L` run
+        // nothing.
+        let bundle_has = |c: char| flags.iter().any(|f| !f.starts_with("--") && f.contains(c));
+        if bundle_has('l') || bundle_has('K') || bundle_has('V') || bundle_has('L') || flags.contains(&"--list") {
+            return;
+        }
+        let edits = flags.iter().any(|f| matches!(*f, "-e" | "--edit"));
         if edits {
             let files = skip_options(args, VALUES).to_vec();
             return self.writes(&files, text);
@@ -1570,12 +1585,33 @@ impl<'p> Analyzer<'p> {
         if noexec && !interactive {
             return;
         }
+        let piped = matches!(
+            stdin,
+            Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown
+        );
+        let names_stdin = |t: &str| {
+            ["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"]
+                .iter()
+                .any(|s| t.contains(s))
+        };
         if reads_code_arg {
+            // `curl … | bash -c 'source /dev/stdin'`: the code runs what the pipe brings.
+            if piped && args.get(i).is_some_and(|c| names_stdin(c.raw())) {
+                return self.add(
+                    [unverifiable(
+                        "dynamic_code",
+                        "the shell's code reads more code from the pipe, only known at run time",
+                    )],
+                    text,
+                );
+            }
             return self.code_arg(args.get(i), text, depth);
         }
+        // `curl … | bash /dev/stdin`: the script is the pipe.
+        let stdin_script = args.get(i).and_then(Arg::lit).is_some_and(names_stdin);
         match args.get(i) {
             // `sh -s -- args`: the script is on stdin, the words are its parameters.
-            _ if reads_stdin => {}
+            _ if reads_stdin || stdin_script => {}
             // `bash <(curl …)`, `bash "$SCRIPT"`: a script only known at run time.
             Some(Arg::Unknown(raw)) => {
                 return self.add(

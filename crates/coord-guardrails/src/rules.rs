@@ -211,6 +211,7 @@ pub const GIT_COMMANDS: &[&str] = &[
     "status",
     "stripspace",
     "submodule",
+    "subtree",
     "svn",
     "switch",
     "symbolic-ref",
@@ -503,7 +504,7 @@ pub fn git(args: &[Arg]) -> Vec<Hit> {
         {
             vec![reflog_expiry()]
         }
-        "rm" | "lfs" => git_rm_or_lfs(&call),
+        "rm" | "lfs" | "checkout-index" => git_rm_or_lfs(&call),
         "filter-branch" | "filter-repo" => vec![hit(
             Category::GitForce,
             "rewrite_history",
@@ -667,7 +668,7 @@ fn git_push(call: &GitCall<'_>) -> Vec<Hit> {
 /// The Bash hooks ask it of the remote written on the line (a name or a URL), git's
 /// pre-push hook of the remote's name and URL.
 /// `git rm -r .`: every tracked file deleted from the work tree (`--cached` only untracks
-/// them). `git lfs migrate import|export` rewrites the commits it converts unless told not
+/// them); `git checkout-index -a -f` writes the index over it. `git lfs migrate import|export` rewrites the commits it converts unless told not
 /// to (`--no-rewrite`); `info` only reports.
 fn git_rm_or_lfs(call: &GitCall<'_>) -> Vec<Hit> {
     let word = |i: usize| call.positional.get(i).and_then(|a| a.lit());
@@ -683,6 +684,23 @@ fn git_rm_or_lfs(call: &GitCall<'_>) -> Vec<Hit> {
         && word(0) == Some("migrate")
         && matches!(word(1), Some("import" | "export"))
         && !call.has(&["--no-rewrite"]);
+    // `git checkout-index -a -f`: every file of the index written over the work tree.
+    let given = |long: &str, short: char| {
+        call.flags
+            .iter()
+            .any(|f| *f == long || (!f.starts_with("--") && f.contains(short)))
+    };
+    // (`--prefix=DIR/` writes the copy elsewhere.)
+    let elsewhere = call.flags.iter().any(|f| f.starts_with("--prefix"));
+    let overwrite_all = call.sub == "checkout-index" && given("--all", 'a') && given("--force", 'f') && !elsewhere;
+    if overwrite_all {
+        return vec![hit(
+            Category::GitForce,
+            "discard_changes",
+            Action::Block,
+            "git checkout-index --all --force overwrites every uncommitted change in the work tree; commit or stash first, or ask for approval",
+        )];
+    }
     if lfs_rewrite {
         return vec![hit(
             Category::GitForce,
@@ -2126,6 +2144,22 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
             if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-t" | "--target-directory")) {
                 return args.get(i + 1).cloned().into_iter().collect();
             }
+            // `cp -r backup/.ssh ~/`: into a directory, each source under its own name.
+            if let Some((Arg::Lit(dir), sources)) = operands.split_last().filter(|(_, s)| !s.is_empty())
+                && (dir.ends_with('/') || dir == "~")
+            {
+                let dir = dir.trim_end_matches('/');
+                return sources
+                    .iter()
+                    .filter_map(|a| a.lit())
+                    .map(|src| {
+                        Arg::Lit(format!(
+                            "{dir}/{}",
+                            src.trim_end_matches('/').rsplit('/').next().unwrap_or(src)
+                        ))
+                    })
+                    .collect();
+            }
             operands.last().map(|a| (*a).clone()).into_iter().collect()
         }
         // `sort -o FILE` writes its output there (also over one of its inputs).
@@ -2352,6 +2386,8 @@ pub fn sql_of(prog: &str, args: &[Arg]) -> Vec<Arg> {
             v.extend(option_values(args, &["-e", "--execute"], 'e'));
             v
         }
+        "usql" => option_values(args, &["-c", "--command"], 'c'),
+        "dolt" if args.first().map(Arg::raw) == Some("sql") => option_values(args, &["-q", "--query"], 'q'),
         "sqlite3" => Vec::new(),
         _ => return Vec::new(),
     };
