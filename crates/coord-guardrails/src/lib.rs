@@ -791,7 +791,9 @@ impl<'p> Analyzer<'p> {
             .reach(files)
             .into_iter()
             .map(|f| match &f {
-                Arg::Unknown(raw) => rules::user_home(raw).map_or(f, Arg::Lit),
+                Arg::Unknown(raw) => rules::user_home(raw)
+                    .or_else(|| rules::credential_name(raw))
+                    .map_or(f, Arg::Lit),
                 Arg::Lit(_) => f,
             })
             .collect();
@@ -1015,19 +1017,32 @@ impl<'p> Analyzer<'p> {
             let values = ["-u", "--user", "-g", "--group", "-G", "--supp-group", "-w"];
             return self.wrapped(args, &values, stdin, text, depth);
         }
+        // Every code option is judged (`su --command 'echo' --command reboot`: the last runs).
+        let mut code_given = false;
         for (i, a) in args.iter().enumerate().take_while(|(_, a)| a.raw() != "--") {
             let raw = a.raw();
-            if let Some(code) = raw.strip_prefix("--command=") {
+            if let Some(code) = raw
+                .strip_prefix("--command=")
+                .or_else(|| raw.strip_prefix("--session-command="))
+            {
                 let code = match a {
                     Arg::Lit(_) => Arg::Lit(code.into()),
                     Arg::Unknown(_) => Arg::Unknown(code.into()),
                 };
-                return self.code_arg(Some(&code), text, depth);
+                self.code_arg(Some(&code), text, depth);
+                code_given = true;
+                continue;
             }
             let bundle = raw.len() > 1 && !raw.starts_with("--") && raw[1..].chars().all(|c| c.is_ascii_alphabetic());
-            if raw == "--command" || (raw.starts_with('-') && bundle && raw.ends_with('c')) {
-                return self.code_arg(args.get(i + 1), text, depth);
+            if matches!(raw, "--command" | "--session-command")
+                || (raw.starts_with('-') && bundle && raw.ends_with('c'))
+            {
+                self.code_arg(args.get(i + 1), text, depth);
+                code_given = true;
             }
+        }
+        if code_given {
+            return;
         }
         // sg hands the rest to `sh -c`; su and runuser without `-c` start a login shell.
         if prog == "sg" {
@@ -1427,6 +1442,21 @@ impl<'p> Analyzer<'p> {
         if bundle_has('l') || bundle_has('K') || bundle_has('V') || bundle_has('L') || flags.contains(&"--list") {
             return;
         }
+        // `… | sudo -s`: a shell reading its commands from the pipe.
+        let piped = matches!(
+            stdin,
+            Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown
+        );
+        let shell = bundle_has('s') || bundle_has('i') || flags.contains(&"--shell") || flags.contains(&"--login");
+        if piped && shell && skip_options(args, VALUES).is_empty() {
+            return self.add(
+                [unverifiable(
+                    "dynamic_code",
+                    "a shell reading its commands from a pipe runs code only known at run time",
+                )],
+                text,
+            );
+        }
         let edits = flags.iter().any(|f| matches!(*f, "-e" | "--edit"));
         if edits {
             let files = skip_options(args, VALUES).to_vec();
@@ -1582,7 +1612,8 @@ impl<'p> Analyzer<'p> {
             }
             break;
         }
-        if noexec && !interactive {
+        let prints_only = args.iter().take(i).any(|a| matches!(a.raw(), "--version" | "--help"));
+        if (noexec && !interactive) || prints_only {
             return;
         }
         let piped = matches!(

@@ -1292,6 +1292,7 @@ fn artefact_dir(part: &str) -> bool {
 /// kernel settings, the programs on its PATH, scheduled jobs.
 const MACHINE: &[&str] = &[
     "/etc",
+    "/private/etc",
     "/boot",
     "/sys",
     "/proc/sys",
@@ -1342,6 +1343,15 @@ pub fn user_home(raw: &str) -> Option<String> {
     .iter()
     .find_map(|u| rest.strip_prefix(u))?;
     (!rest.contains(['$', '`', '"', '\''])).then(|| format!("~/{rest}"))
+}
+
+/// The file name of a path whose directory is only known at run time, when that name is a
+/// credential's (`$APP_HOME/.env`): the write is judged by it.
+pub fn credential_name(raw: &str) -> Option<String> {
+    let raw = raw.trim_matches('"');
+    let name = raw.rsplit_once('/')?.1;
+    (!name.is_empty() && !name.contains(['$', '`', '"', '\'', '*', '?']) && credential_path(name))
+        .then(|| name.to_string())
 }
 
 /// A home directory's configuration (`~/.bashrc`, `$HOME/.ssh/config`, `/root/.profile`,
@@ -2171,7 +2181,7 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
             }
             files
         }
-        "perl" if in_place(args) => operands.into_iter().skip(1).cloned().collect(),
+        "perl" | "ruby" if in_place(args) => operands.into_iter().skip(1).cloned().collect(),
         "curl" => option_values(args, &["-o", "--output"], 'o'),
         "wget" => option_values(args, &["-O", "--output-document"], 'O'),
         // Generating a key writes it; -l, -y, -e, -i only read one.

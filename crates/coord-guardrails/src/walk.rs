@@ -528,7 +528,7 @@ impl Walk {
                 0 => Stdin::Inherited,
                 _ if pipes_init(&p.seq[..i]) => Stdin::Processes,
                 _ if lists_leftovers(&p.seq[i - 1]) => Stdin::Leftovers,
-                _ => Stdin::Pipe,
+                _ => literal_output(&p.seq[i - 1]).unwrap_or(Stdin::Pipe),
             };
             self.command(cmd, stdin, depth);
         }
@@ -1199,9 +1199,12 @@ impl Walk {
         };
         for p in pieces {
             match &p.piece {
-                WordPiece::Text(s) | WordPiece::SingleQuotedText(s) | WordPiece::AnsiCQuotedText(s) => {
-                    push(&mut out, s)
-                }
+                WordPiece::Text(s) | WordPiece::SingleQuotedText(s) => push(&mut out, s),
+                // `$'r\x6d'` is `rm`: bash's escapes decoded.
+                WordPiece::AnsiCQuotedText(s) => match ansi_c(s) {
+                    Some(text) => push(&mut out, &text),
+                    None => out = None,
+                },
                 WordPiece::EscapeSequence(s) => {
                     // `\x` is `x`; a backslash-newline is nothing.
                     let rest: String = s.chars().skip(1).collect();
@@ -1280,6 +1283,68 @@ impl Walk {
         }
         out
     }
+}
+
+/// The text of `$'…'` after bash's escapes: `\x72`, `\162`, `\u0072`, `\n`, … (a NUL
+/// ends the text, as in bash). `None` for a control character (`\cX`), whose text is not
+/// worth guessing.
+fn ansi_c(inner: &str) -> Option<String> {
+    fn digits(
+        chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+        radix: u32,
+        max: usize,
+        first: Option<u32>,
+    ) -> Option<u32> {
+        let mut value = first;
+        for _ in first.map_or(0, |_| 1)..max {
+            match chars.peek().and_then(|c| c.to_digit(radix)) {
+                Some(d) => {
+                    value = Some(value.unwrap_or(0) * radix + d);
+                    chars.next();
+                }
+                None => break,
+            }
+        }
+        value
+    }
+    let mut out = String::new();
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some(e) = chars.next() else {
+            out.push('\\');
+            break;
+        };
+        let code = match e {
+            'a' => Some(7),
+            'b' => Some(8),
+            'e' | 'E' => Some(27),
+            'f' => Some(12),
+            'n' => Some(10),
+            'r' => Some(13),
+            't' => Some(9),
+            'v' => Some(11),
+            '\\' | '\'' | '"' | '?' => Some(e as u32),
+            'x' => digits(&mut chars, 16, 2, None),
+            'u' => digits(&mut chars, 16, 4, None),
+            'U' => digits(&mut chars, 16, 8, None),
+            '0'..='7' => digits(&mut chars, 8, 3, e.to_digit(8)),
+            'c' => return None,
+            _ => None,
+        };
+        match code {
+            Some(0) => break,
+            Some(n) => out.push(char::from_u32(n)?),
+            None => {
+                out.push('\\');
+                out.push(e);
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The word a parameter expansion may expand to instead of the value (`${v:-WORD}`,
@@ -1479,6 +1544,30 @@ fn pipes_init(stages: &[ast::Command]) -> bool {
         .iter()
         .any(|p| first.trim_start().starts_with(p));
     lister && code_lists_init(&stages.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "))
+}
+
+/// What a pipeline stage surely prints: `echo WORDS…` (no option, every word literal) is
+/// that text; `cat FILE` is that file (`cat install.sh | sh` is `sh < install.sh`).
+fn literal_output(stage: &ast::Command) -> Option<Stdin> {
+    let ast::Command::Simple(simple) = stage else {
+        return None;
+    };
+    if simple.prefix.is_some() {
+        return None;
+    }
+    let w = Walk::line(&stage.to_string(), 0);
+    let [exec] = w.execs.as_slice() else { return None };
+    if !w.problems.is_empty() || !exec.writes.is_empty() {
+        return None;
+    }
+    let words: Option<Vec<&str>> = exec.argv.iter().map(Arg::lit).collect();
+    match words?.as_slice() {
+        ["echo", rest @ ..] if rest.iter().all(|w| !w.starts_with('-')) => {
+            Some(Stdin::Text(format!("{}\n", rest.join(" "))))
+        }
+        ["cat", file] if !file.starts_with('-') => Some(Stdin::File(Arg::Lit((*file).to_string()))),
+        _ => None,
+    }
 }
 
 /// Whether a pipeline stage is a `find` that only lists build leftovers below the
