@@ -1214,7 +1214,7 @@ impl<'p> Analyzer<'p> {
             // `find . -name __pycache__ | xargs rm -rf`: as `find … -exec rm -rf {} +`, the
             // deletion of build leftovers below the project.
             None if *stdin == Stdin::Leftovers
-                && !reads_arg_file(args)
+                && plain_xargs(args)
                 && matches!(command_program(&rest), Some("rm" | "unlink"))
                 && rest[1..].iter().all(|a| a.lit().is_some_and(|r| r.starts_with('-'))) =>
             {
@@ -1366,7 +1366,7 @@ impl<'p> Analyzer<'p> {
         let written = rules::written_files(prog, args);
         self.writes(&written, text);
         self.writes(&rules::output_files(prog, args), text);
-        for dir in self.reach(&rules::extracted_into(prog, args)) {
+        for dir in self.reach(&rules::trees_into(prog, args)) {
             if let Arg::Lit(dir) = dir {
                 self.add(rules::machine_write_under(&dir), text);
             }
@@ -1430,37 +1430,43 @@ impl<'p> Analyzer<'p> {
         }
     }
 
-    /// `sudo [opts] cmd…`; `sudo -e FILE…` (sudoedit) edits the files, as root.
+    /// `sudo [opts] cmd…`; `sudo -e FILE…` (sudoedit) edits the files, as root; `sudo -l`,
+    /// `-K`, `-V` and doas's `-L` run nothing; `sudo -s`/`-i` without a command is a shell
+    /// reading its input.
     fn sudo(&mut self, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
         const VALUES: &[&str] = &[
-            "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
+            "-u",
+            "-g",
+            "-C",
+            "-D",
+            "-h",
+            "-p",
+            "-r",
+            "-t",
+            "-U",
+            "-T",
+            "--user",
+            "--group",
+            "--prompt",
+            "--chdir",
+            "--host",
+            "--role",
+            "--type",
+            "--other-user",
+            "--close-from",
+            "--command-timeout",
+            "--description",
         ];
-        let flags: Vec<&str> = args.iter().map(Arg::raw).take_while(|a| a.starts_with('-')).collect();
-        // `sudo -l cmd` only says whether cmd is allowed; `-K`, `-V` and doas's `-L` run
-        // nothing.
-        let bundle_has = |c: char| flags.iter().any(|f| !f.starts_with("--") && f.contains(c));
-        if bundle_has('l') || bundle_has('K') || bundle_has('V') || bundle_has('L') || flags.contains(&"--list") {
+        let (letters, long, rest) = sudo_options(args, VALUES);
+        let has = |c: char, name: &str| letters.contains(c) || long.contains(&name);
+        if has('l', "--list") || has('K', "--remove-timestamp") || has('V', "--version") || letters.contains('L') {
             return;
         }
-        // `… | sudo -s`: a shell reading its commands from the pipe.
-        let piped = matches!(
-            stdin,
-            Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown
-        );
-        let shell = bundle_has('s') || bundle_has('i') || flags.contains(&"--shell") || flags.contains(&"--login");
-        if piped && shell && skip_options(args, VALUES).is_empty() {
-            return self.add(
-                [unverifiable(
-                    "dynamic_code",
-                    "a shell reading its commands from a pipe runs code only known at run time",
-                )],
-                text,
-            );
+        if has('e', "--edit") {
+            return self.writes(rest, text);
         }
-        let edits = flags.iter().any(|f| matches!(*f, "-e" | "--edit"));
-        if edits {
-            let files = skip_options(args, VALUES).to_vec();
-            return self.writes(&files, text);
+        if (has('s', "--shell") || has('i', "--login")) && rest.is_empty() {
+            return self.shell(&[], stdin, text, depth);
         }
         self.wrapped(args, VALUES, stdin, text, depth)
     }
@@ -1582,7 +1588,7 @@ impl<'p> Analyzer<'p> {
         let mut reads_stdin = false;
         // `sh -n script.sh`, `zsh -n "$f"`: read, checked, not run (unless interactive,
         // where -n is ignored).
-        let (mut noexec, mut interactive) = (false, false);
+        let (mut noexec, mut interactive, mut prints_only) = (false, false, false);
         while i < args.len() {
             let raw = args[i].raw();
             if matches!(raw, "--rcfile" | "--init-file" | "-O" | "+O" | "-o" | "+o") {
@@ -1606,13 +1612,15 @@ impl<'p> Analyzer<'p> {
                 i += 1;
                 continue;
             }
+            // `bash --version`, `bash --help`: print and exit (an option word, not the value
+            // of `--rcfile`, skipped above).
+            prints_only |= matches!(raw, "--version" | "--help");
             if raw.starts_with("--") || (raw.starts_with('+') && raw.len() > 1) {
                 i += 1; // long options, and `+x`-style options turned off
                 continue;
             }
             break;
         }
-        let prints_only = args.iter().take(i).any(|a| matches!(a.raw(), "--version" | "--help"));
         if (noexec && !interactive) || prints_only {
             return;
         }
@@ -1807,15 +1815,68 @@ fn history(word: &str, args: &[Arg]) -> bool {
     event || quick || fc
 }
 
-/// Whether xargs reads its input lines from a file (`-a FILE`, `--arg-file=FILE`, `-ra
-/// FILE`) before its `rm`, not from the pipe.
-fn reads_arg_file(args: &[Arg]) -> bool {
-    args.iter()
-        .take_while(|a| !matches!(a.lit().map(program), Some("rm" | "unlink")))
-        .any(|a| {
-            let raw = a.raw();
-            raw.starts_with("--arg-file") || (raw.starts_with('-') && !raw.starts_with("--") && raw.contains('a'))
-        })
+/// sudo's (or doas's, run0's) option letters and long options, read as sudo reads them
+/// (a letter that takes a value ends its bundle; `VALUES` take the next word), and what
+/// follows them.
+fn sudo_options<'a>(args: &'a [Arg], values: &[&str]) -> (String, Vec<&'a str>, &'a [Arg]) {
+    const VALUE_LETTERS: &str = "ugCDhprtUT";
+    let (mut letters, mut long, mut i) = (String::new(), Vec::new(), 0);
+    while let Some(a) = args.get(i) {
+        let raw = a.raw();
+        i += 1;
+        if raw == "--" || !raw.starts_with('-') || raw == "-" {
+            if raw != "--" {
+                i -= 1;
+            }
+            break;
+        }
+        if let Some(name) = raw.strip_prefix("--") {
+            let name = name.split('=').next().unwrap_or(name);
+            long.push(&raw[..name.len() + 2]);
+            if !raw.contains('=') && values.contains(&&raw[..name.len() + 2]) {
+                i += 1;
+            }
+            continue;
+        }
+        for (k, c) in raw[1..].char_indices() {
+            letters.push(c);
+            if VALUE_LETTERS.contains(c) {
+                // The rest of the word is the value, or the next word is.
+                if k + c.len_utf8() == raw.len() - 1 {
+                    i += 1;
+                }
+                break;
+            }
+        }
+    }
+    (letters, long, args.get(i..).unwrap_or_default())
+}
+
+/// Whether xargs's options before its `rm` only split its input as find prints it: `-0`,
+/// `-r`, `-n N`, `-P N` and their long forms (not `-a FILE`, `-d DELIM`, `--arg=…`).
+fn plain_xargs(args: &[Arg]) -> bool {
+    let mut words = args
+        .iter()
+        .map(Arg::raw)
+        .take_while(|w| !matches!(program(w), "rm" | "unlink"));
+    while let Some(w) = words.next() {
+        match w {
+            "-0" | "--null" | "-r" | "--no-run-if-empty" | "-0r" | "-r0" | "-t" | "--verbose" => {}
+            "-n" | "-P" | "--max-args" | "--max-procs" => {
+                words.next();
+            }
+            _ if ["-n", "-P", "--max-args=", "--max-procs="]
+                .iter()
+                .any(|p| w.starts_with(p)) => {}
+            // A newline delimiter splits as find prints (`-d'\n'`, `-d '\n'`).
+            "-d" | "--delimiter" if words.next().is_some_and(|v| v.trim_matches(['\'', '"']) == "\\n") => {}
+            _ if ["-d", "--delimiter="]
+                .iter()
+                .any(|p| w.strip_prefix(p).is_some_and(|v| v.trim_matches(['\'', '"']) == "\\n")) => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 fn keeps_descriptors(argv: &[Arg]) -> bool {

@@ -691,8 +691,18 @@ fn git_rm_or_lfs(call: &GitCall<'_>) -> Vec<Hit> {
             .any(|f| *f == long || (!f.starts_with("--") && f.contains(short)))
     };
     // (`--prefix=DIR/` writes the copy elsewhere.)
-    let elsewhere = call.flags.iter().any(|f| f.starts_with("--prefix"));
-    let overwrite_all = call.sub == "checkout-index" && given("--all", 'a') && given("--force", 'f') && !elsewhere;
+    let elsewhere = call.rest.iter().enumerate().any(|(i, a)| {
+        let dir = match a.raw().strip_prefix("--prefix=") {
+            Some(dir) => Some(dir),
+            None if a.raw() == "--prefix" => call.rest.get(i + 1).map(Arg::raw),
+            None => None,
+        };
+        dir.is_some_and(|dir| !normal_parts(dir.trim_start_matches('/')).is_empty() && dir != "./")
+    });
+    let overwrite_all = call.sub == "checkout-index"
+        && (given("--all", 'a') || call.flags.contains(&"--stdin"))
+        && given("--force", 'f')
+        && !elsewhere;
     if overwrite_all {
         return vec![hit(
             Category::GitForce,
@@ -723,10 +733,15 @@ fn git_rm_everything(call: &GitCall<'_>) -> bool {
         .flags
         .iter()
         .any(|f| matches!(*f, "--cached" | "--dry-run") || (!f.starts_with("--") && f.contains('n')));
-    let everything = call
-        .positional
-        .iter()
-        .any(|a| matches!(a.raw(), "." | "./" | "*" | ":/" | "/" | ":(top)" | "'*'" | "\"*\""));
+    let everything = call.positional.iter().any(|a| {
+        let raw = a.raw().trim_matches(['\'', '"']);
+        let top = raw
+            .strip_prefix(":/")
+            .or_else(|| raw.strip_prefix(":(top)"))
+            .or_else(|| raw.strip_prefix(":(glob)"));
+        let path = top.unwrap_or(raw);
+        matches!(path, "" | "*" | "**" | "./*") || normal_parts(path).is_empty() || a.lit().is_none()
+    });
     recursive && !cached && everything
 }
 
@@ -2151,8 +2166,24 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
             .cloned()
             .collect(),
         "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
+            // `cp -t ~ dotfiles/.bashrc`: into that directory, each source under its name.
             if let Some(i) = args.iter().position(|a| matches!(a.raw(), "-t" | "--target-directory")) {
-                return args.get(i + 1).cloned().into_iter().collect();
+                let Some(Arg::Lit(dir)) = args.get(i + 1) else {
+                    return args.get(i + 1).cloned().into_iter().collect();
+                };
+                let dir = dir.trim_end_matches('/');
+                return operands
+                    .iter()
+                    .filter(|a| a.raw() != dir)
+                    .filter_map(|a| a.lit())
+                    .map(|src| {
+                        Arg::Lit(format!(
+                            "{dir}/{}",
+                            src.trim_end_matches('/').rsplit('/').next().unwrap_or(src)
+                        ))
+                    })
+                    .chain(std::iter::once(Arg::Lit(dir.to_string())))
+                    .collect();
             }
             // `cp -r backup/.ssh ~/`: into a directory, each source under its own name.
             if let Some((Arg::Lit(dir), sources)) = operands.split_last().filter(|(_, s)| !s.is_empty())
@@ -2227,22 +2258,42 @@ pub fn output_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
     {
         return Vec::new();
     }
+    // Compilers, assemblers, linkers, encrypters and converters name their output with `-o`
+    // (attached too: `-o/usr/local/bin/x`); for grep, ls, ps and many more it means
+    // something else.
+    const DASH_O: &[&str] = &[
+        "gcc", "g++", "cc", "c++", "clang", "clang++", "rustc", "ld", "lld", "as", "nasm", "go", "tinygo", "zig",
+        "age", "gpg", "gpg2", "op", "pandoc", "protoc", "xxd", "base64", "openssl", "shc",
+    ];
     let mut out = option_values(args, LONG, '\0');
-    let path_like = |a: &&Arg| a.lit().is_some_and(|v| v.contains(['/', '.']) && !v.contains('='));
-    out.extend(
-        args.windows(2)
-            .filter(|w| w[0].raw() == "-o")
-            .map(|w| &w[1])
-            .filter(path_like)
-            .cloned(),
-    );
+    if DASH_O.contains(&prog) {
+        out.extend(option_values(args, &["-o", "-out"], 'o'));
+    }
     out
 }
 
-/// The directories an archive is extracted into: `tar -x -C DIR`, `unzip -d DIR`,
-/// `7z x -oDIR`.
-pub fn extracted_into(prog: &str, args: &[Arg]) -> Vec<Arg> {
+/// The directories a command writes a tree of files into: an archive extracted (`tar -x
+/// -C DIR`, `unzip -d DIR`, `7z x -oDIR`), a recursive copy (`cp -r rootfs/. /`, `rsync -a
+/// rootfs/ /`).
+pub fn trees_into(prog: &str, args: &[Arg]) -> Vec<Arg> {
+    let recursive = args.iter().map(Arg::raw).any(|a| {
+        matches!(a, "--recursive" | "--archive")
+            || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R', 'a']))
+    });
     match prog {
+        "cp" | "rsync" | "ditto" | "gcp" if recursive || prog == "ditto" => {
+            let target = option_values(args, &["-t", "--target-directory"], '\0');
+            if !target.is_empty() {
+                return target;
+            }
+            args.iter()
+                .filter(|a| !a.raw().starts_with('-'))
+                .skip(1)
+                .last()
+                .cloned()
+                .into_iter()
+                .collect()
+        }
         "tar" | "gtar" | "bsdtar" if extracts(args) => option_values(args, &["-C", "--directory"], 'C'),
         "unzip" => option_values(args, &["-d"], 'd'),
         "7z" | "7za" | "7zz" if args.first().is_some_and(|a| matches!(a.raw(), "x" | "e")) => args
@@ -2257,6 +2308,15 @@ pub fn extracted_into(prog: &str, args: &[Arg]) -> Vec<Arg> {
 /// Files written somewhere under `dir` (an archive extracted there): the machine's when
 /// `dir` is one of its trees, inside one, or holds one (`/`, `/usr`).
 pub fn machine_write_under(dir: &str) -> Option<Hit> {
+    // The home directory itself holds its configuration (`~/.bashrc`, `~/.ssh`).
+    if matches!(dir.trim_end_matches('/'), "~" | "$HOME" | "${HOME}" | "/root") || dir == "/root/" {
+        return Some(hit(
+            Category::SystemModification,
+            "system_write",
+            Action::Block,
+            format!("writing a tree of files into {dir} reaches the home directory's configuration; ask for approval"),
+        ));
+    }
     let normal = normal_absolute(dir);
     let base = normal.trim_end_matches('/');
     let holds = dir.starts_with('/')
@@ -2271,7 +2331,7 @@ pub fn machine_write_under(dir: &str) -> Option<Hit> {
         "system_write",
         Action::Block,
         format!(
-            "extracting into {dir} writes the machine's files (its configuration, programs on the PATH), not this project's; ask for approval"
+            "writing a tree of files into {dir} writes the machine's files (its configuration, programs on the PATH), not this project's; ask for approval"
         ),
     ))
 }

@@ -72,7 +72,8 @@ const READING: &[&str] = &[
     "plan", "preview", "check", "validate", "lint", "test", "notes", "dry", "inspect", "whoami", "version", "download",
 ];
 
-/// Groups whose removals are everyday work: dependencies, caches, plug-ins, aliases.
+/// Groups whose removals are everyday work: dependencies, caches, plug-ins, aliases, local
+/// environments and simulator or build platforms.
 const HOUSEKEEPING: &[&str] = &[
     "pub",
     "package",
@@ -93,6 +94,14 @@ const HOUSEKEEPING: &[&str] = &[
     "completion",
     "completions",
     "help",
+    "env",
+    "envs",
+    "venv",
+    "virtualenv",
+    "platform",
+    "platforms",
+    "kernelspec",
+    "simctl",
 ];
 
 /// Programs whose positionals are files, text or topics, not subcommands.

@@ -528,6 +528,7 @@ impl Walk {
                 0 => Stdin::Inherited,
                 _ if pipes_init(&p.seq[..i]) => Stdin::Processes,
                 _ if lists_leftovers(&p.seq[i - 1]) => Stdin::Leftovers,
+                _ if self.functions.contains("echo") => Stdin::Pipe,
                 _ => literal_output(&p.seq[i - 1]).unwrap_or(Stdin::Pipe),
             };
             self.command(cmd, stdin, depth);
@@ -1222,7 +1223,10 @@ impl Walk {
                 WordPiece::ParameterExpansion(expr) => {
                     let raw = source.get(p.start_index..p.end_index).unwrap_or(source);
                     if raw.contains("$(") || raw.contains('`') || raw.contains("<(") {
-                        match operand_word(expr).filter(|_| !raw.contains("<(")) {
+                        // (Inside double quotes a `'` is literal: `"${v:-'$(cmd)'}"` runs cmd,
+                        // which the word read unquoted would hide.)
+                        let hides = quoted && raw.contains('\'');
+                        match operand_word(expr).filter(|_| !raw.contains("<(") && !hides) {
                             // `${GOPATH:-$(go env GOPATH)}`: the word's substitutions run
                             // (or may): walked as code.
                             Some(w) => {
@@ -1546,8 +1550,8 @@ fn pipes_init(stages: &[ast::Command]) -> bool {
     lister && code_lists_init(&stages.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | "))
 }
 
-/// What a pipeline stage surely prints: `echo WORDS…` (no option, every word literal) is
-/// that text; `cat FILE` is that file (`cat install.sh | sh` is `sh < install.sh`).
+/// What a pipeline stage surely prints: `echo WORDS…` (no option, every word literal, no
+/// character the shell or echo could still expand) is that text.
 fn literal_output(stage: &ast::Command) -> Option<Stdin> {
     let ast::Command::Simple(simple) = stage else {
         return None;
@@ -1560,12 +1564,16 @@ fn literal_output(stage: &ast::Command) -> Option<Stdin> {
     if !w.problems.is_empty() || !exec.writes.is_empty() {
         return None;
     }
+    // (Words the outer shell could still expand, or an `echo` that decodes backslashes —
+    // dash's, zsh's, bash's with xpg_echo — make the text other than written.)
+    if stage.to_string().contains(['{', '}', '\\', '*', '?', '[', '$', '`']) {
+        return None;
+    }
     let words: Option<Vec<&str>> = exec.argv.iter().map(Arg::lit).collect();
     match words?.as_slice() {
         ["echo", rest @ ..] if rest.iter().all(|w| !w.starts_with('-')) => {
             Some(Stdin::Text(format!("{}\n", rest.join(" "))))
         }
-        ["cat", file] if !file.starts_with('-') => Some(Stdin::File(Arg::Lit((*file).to_string()))),
         _ => None,
     }
 }
@@ -1578,8 +1586,17 @@ fn lists_leftovers(stage: &ast::Command) -> bool {
     if !w.problems.is_empty() || exec.argv.first().and_then(Arg::lit) != Some("find") {
         return false;
     }
+    // What it prints must be the matches themselves, every one named: no `-o` branch
+    // (one without a name test prints everything), no `-printf`/`-ls`, no `--` before
+    // the roots.
+    let prints_otherwise = exec.argv[1..].iter().any(|a| {
+        matches!(
+            a.raw(),
+            "-o" | "-or" | "," | "--" | "-printf" | "-fprintf" | "-ls" | "-fls" | "-prune" | "-not" | "!"
+        )
+    });
     let f = crate::rules::find(&exec.argv[1..]);
-    !f.deletes && f.execs.is_empty() && f.writes.is_empty() && crate::rules::leftovers_only(&f)
+    !prints_otherwise && !f.deletes && f.execs.is_empty() && f.writes.is_empty() && crate::rules::leftovers_only(&f)
 }
 
 fn code_lists_init(code: &str) -> bool {
