@@ -994,18 +994,33 @@ impl<'p> Analyzer<'p> {
                 self.add(rules::coord_state_write(prog, args), text);
                 self.add(rules::rm(args), text)
             }
-            _ => self.other_program(word, prog, args, stdin, text),
+            _ => self.other_program(word, prog, args, stdin, text, depth),
         }
     }
 
     /// A program no arm above takes: its rules, and, run by name (not a script by its
     /// path, judged by its name above), its subcommand words where the registry does not
     /// know it.
-    fn other_program(&mut self, word: &str, prog: &str, args: &[Arg], stdin: &Stdin, text: &str) {
+    fn other_program(&mut self, word: &str, prog: &str, args: &[Arg], stdin: &Stdin, text: &str, depth: usize) {
         self.program(prog, args, stdin, text);
-        if !word.contains('/') && !word.contains('.') {
-            self.add(verbs::unknown_program(self.patterns, prog, args), text);
+        if word.contains('/') || word.contains('.') || !verbs::unknown(self.patterns, prog) {
+            return;
         }
+        // `retry_with_backoff gh release create`, `xvfb-run rm -rf ~`: an unknown program
+        // whose first word names a program most likely runs it. A word that only shares a
+        // known program's name (`aiven service terminate`) finds nothing there, and the
+        // subcommand words are read instead.
+        if let Some(Arg::Lit(first)) = args.first()
+            && verbs::names_program(self.patterns, first)
+            && depth < walk::MAX_DEPTH
+        {
+            let before = self.findings.len();
+            self.argv(args, stdin, text, depth + 1);
+            if self.findings.len() > before {
+                return;
+            }
+        }
+        self.add(verbs::unknown_program(self.patterns, prog, args), text);
     }
 
     /// `su [-] [USER] -c CODE`, `runuser -u USER -- cmd…`, `sg GROUP -c CODE` or

@@ -19,6 +19,9 @@
 //!   is neither a verb nor a group;
 //! - a reading word next (`deploy list`, `release notes`), a group that is a cache
 //!   (`pip cache purge`), `help`, `--help` and dry runs are not a change;
+//! - an unknown program whose first word names a program (`retry_with_backoff gh release
+//!   create`, `xvfb-run rm -rf ~`) is read as a wrapper of that command first (by the
+//!   analyzer; [`names_program`]);
 //! - removing (`rm`, `remove`, `uninstall`) is a verb only under a group that is no
 //!   dependency, cache or plug-in list (`nerdctl volume rm` is; `pdm remove`, `flutter
 //!   pub remove` are not): package managers remove dependencies all day.
@@ -297,23 +300,76 @@ const OPERAND_PROGRAMS: &[&str] = &[
     "hyperfine",
 ];
 
-/// The findings for `prog args` when the registry does not know `prog`: a subcommand
-/// word that says it deletes, ships or writes a secret; or, when its first word is a
-/// program the registry knows (`retry_with_backoff gh release create`, a shell function
-/// or a team's wrapper), that program's patterns over the rest.
-pub fn unknown_program(patterns: &Patterns, prog: &str, args: &[Arg]) -> Vec<Hit> {
-    if OPERAND_PROGRAMS.contains(&prog) || patterns.knows(prog) {
-        return Vec::new();
+/// Whether `prog` is a program this module reads: not one the registry knows, nor one
+/// whose operands are files, text or topics.
+pub fn unknown(patterns: &Patterns, prog: &str) -> bool {
+    !OPERAND_PROGRAMS.contains(&prog) && !patterns.knows(prog)
+}
+
+/// Programs whose own rules are code (deletion, git, shells, interpreters, database
+/// clients, downloads): a first word naming one, or a program the registry knows, is
+/// read as the command an unknown wrapper runs.
+const RULED_PROGRAMS: &[&str] = &[
+    "rm",
+    "unlink",
+    "shred",
+    "rmz",
+    "srm",
+    "git",
+    "find",
+    "dd",
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "fish",
+    "eval",
+    "sudo",
+    "doas",
+    "run0",
+    "xargs",
+    "truncate",
+    "chmod",
+    "chown",
+    "chgrp",
+    "kill",
+    "pkill",
+    "killall",
+    "curl",
+    "wget",
+    "python",
+    "python3",
+    "node",
+    "perl",
+    "ruby",
+    "php",
+    "psql",
+    "mysql",
+    "mariadb",
+    "sqlite3",
+    "mongosh",
+    "redis-cli",
+    "tee",
+    "mv",
+    "cp",
+];
+
+/// Whether `word` names a program whose rules judge it ([`RULED_PROGRAMS`], or one the
+/// registry knows).
+pub fn names_program(patterns: &Patterns, word: &str) -> bool {
+    let prog = crate::rules::program(word);
+    RULED_PROGRAMS.contains(&prog) || patterns.knows(prog)
+}
+
+/// The finding for `prog args` when `prog` is [`unknown`] and one of its first subcommand
+/// words says it deletes, ships or writes a secret.
+pub fn unknown_program(patterns: &Patterns, prog: &str, args: &[Arg]) -> Option<Hit> {
+    if !unknown(patterns, prog) {
+        return None;
     }
-    // A known program's patterns first; a word that only shares a known program's name
-    // (`aiven service terminate`) finds nothing there.
-    if let Some(Arg::Lit(first)) = args.first() {
-        let wrapped = patterns.check(crate::rules::program(first), &args[1..]);
-        if !wrapped.is_empty() {
-            return wrapped;
-        }
-    }
-    subcommand(prog, args).into_iter().collect()
+    subcommand(prog, args)
 }
 
 /// The finding of the first subcommand words of an unknown program.
@@ -339,16 +395,15 @@ fn subcommand(prog: &str, args: &[Arg]) -> Option<Hit> {
         .take(4)
         .collect();
     for (i, word) in path.iter().enumerate().take(3) {
-        let groups = &path[..i];
-        if groups.iter().any(|g| HOUSEKEEPING.contains(g)) {
-            return None;
-        }
+        // Under a housekeeping group only removals are everyday (`pip cache purge`), not
+        // a publish (`dart pub publish`).
+        let housekeeping = path[..i].iter().any(|g| HOUSEKEEPING.contains(g));
         let next_reads = path.get(i + 1).is_some_and(|n| READING.contains(n));
         if next_reads || parts(word).any(|p| READING.contains(&p)) {
             return None;
         }
         if let Some(h) = verb_hit(prog, &path[..=i]) {
-            return Some(h);
+            return (!housekeeping || h.operation != "bulk_delete").then_some(h);
         }
     }
     None
@@ -414,8 +469,7 @@ mod tests {
         let mut words = line.split_whitespace();
         let prog = words.next().unwrap();
         let args: Vec<Arg> = words.map(|w| Arg::Lit(w.into())).collect();
-        let hits = unknown_program(crate::patterns::builtin(), prog, &args);
-        hits.first().map(|h| h.operation.clone())
+        unknown_program(crate::patterns::builtin(), prog, &args).map(|h| h.operation)
     }
 
     #[test]
@@ -451,6 +505,7 @@ mod tests {
             ("pip cache purge", None),
             ("pdm remove requests", None),
             ("flutter pub remove http", None),
+            ("dart pub publish --force", Some("deploy")),
             ("nerdctl rm web01", None),
             ("tool help delete", None),
             ("render secrets list", None),
@@ -469,9 +524,6 @@ mod tests {
             ("tool Delete", None),
             // the registry's programs are the registry's
             ("kubectl get pods", None),
-            // a known program as the first word: its patterns
-            ("retry_with_backoff gh release download v1", None),
-            ("retry kubectl delete pod api", Some("deploy")),
             ("terraform plan -destroy", None),
         ];
         for (line, want) in cases {
