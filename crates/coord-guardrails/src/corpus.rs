@@ -348,7 +348,7 @@ fn the_held_out_part_holds_its_figures() {
 /// (destructive refused, benign refused, benign warned, run-time only refused), as
 /// measured; the goals are (≥ 99%, ≤ 1%, ≤ 3%, all) of (destructive, benign, benign, held).
 const TUNING: (usize, usize, usize, usize) = (1759, 78, 13, 269);
-const HELD_OUT: (usize, usize, usize, usize) = (189, 21, 5, 33);
+const HELD_OUT: (usize, usize, usize, usize) = (190, 21, 5, 33);
 
 #[test]
 fn the_independent_corpus_was_split_once() {
