@@ -1020,7 +1020,7 @@ impl<'p> Analyzer<'p> {
                 return;
             }
         }
-        self.add(verbs::unknown_program(self.patterns, prog, args), text);
+        self.add(verbs::subcommand(prog, args), text);
     }
 
     /// `su [-] [USER] -c CODE`, `runuser -u USER -- cmd…`, `sg GROUP -c CODE` or
@@ -1569,8 +1569,7 @@ impl<'p> Analyzer<'p> {
         match args.first() {
             // `… | source` (fish), `… | source /dev/stdin`: code from the pipe.
             None | Some(Arg::Lit(_))
-                if matches!(stdin, Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown)
-                    && args.first().is_none_or(|a| matches!(a.raw(), "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")) =>
+                if stdin.from_run_time() && args.first().is_none_or(|a| walk::STDIN_DEVICES.contains(&a.raw())) =>
             {
                 self.add(
                 [unverifiable(
@@ -1639,15 +1638,8 @@ impl<'p> Analyzer<'p> {
         if (noexec && !interactive) || prints_only {
             return;
         }
-        let piped = matches!(
-            stdin,
-            Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown
-        );
-        let names_stdin = |t: &str| {
-            ["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"]
-                .iter()
-                .any(|s| t.contains(s))
-        };
+        let piped = stdin.from_run_time();
+        let names_stdin = |t: &str| walk::STDIN_DEVICES.iter().any(|s| t.contains(s));
         if reads_code_arg {
             // `curl … | bash -c 'source /dev/stdin'`: the code runs what the pipe brings.
             if piped && args.get(i).is_some_and(|c| names_stdin(c.raw())) {

@@ -2171,35 +2171,16 @@ pub fn written_files(prog: &str, args: &[Arg]) -> Vec<Arg> {
                 let Some(Arg::Lit(dir)) = args.get(i + 1) else {
                     return args.get(i + 1).cloned().into_iter().collect();
                 };
-                let dir = dir.trim_end_matches('/');
-                return operands
-                    .iter()
-                    .filter(|a| a.raw() != dir)
-                    .filter_map(|a| a.lit())
-                    .map(|src| {
-                        Arg::Lit(format!(
-                            "{dir}/{}",
-                            src.trim_end_matches('/').rsplit('/').next().unwrap_or(src)
-                        ))
-                    })
-                    .chain(std::iter::once(Arg::Lit(dir.to_string())))
-                    .collect();
+                let sources: Vec<&Arg> = operands.iter().copied().filter(|a| a.raw() != dir).collect();
+                let mut files = into_dir(dir, &sources);
+                files.push(Arg::Lit(dir.trim_end_matches('/').to_string()));
+                return files;
             }
             // `cp -r backup/.ssh ~/`: into a directory, each source under its own name.
             if let Some((Arg::Lit(dir), sources)) = operands.split_last().filter(|(_, s)| !s.is_empty())
                 && (dir.ends_with('/') || dir == "~")
             {
-                let dir = dir.trim_end_matches('/');
-                return sources
-                    .iter()
-                    .filter_map(|a| a.lit())
-                    .map(|src| {
-                        Arg::Lit(format!(
-                            "{dir}/{}",
-                            src.trim_end_matches('/').rsplit('/').next().unwrap_or(src)
-                        ))
-                    })
-                    .collect();
+                return into_dir(dir, sources);
             }
             operands.last().map(|a| (*a).clone()).into_iter().collect()
         }
@@ -2348,6 +2329,21 @@ fn extracts(args: &[Arg]) -> bool {
                 .is_some_and(|b| !b.starts_with('-') && bundle_x(b))
             || (i == 0 && bundle_x(raw))
     })
+}
+
+/// Where sources copied or moved into `dir` land: each under its own name.
+fn into_dir(dir: &str, sources: &[&Arg]) -> Vec<Arg> {
+    let dir = dir.trim_end_matches('/');
+    sources
+        .iter()
+        .filter_map(|a| a.lit())
+        .map(|src| {
+            Arg::Lit(format!(
+                "{dir}/{}",
+                src.trim_end_matches('/').rsplit('/').next().unwrap_or(src)
+            ))
+        })
+        .collect()
 }
 
 /// The files a download writes: `curl -o FILE`/`-O` (the URL's last segment), `wget`

@@ -365,15 +365,7 @@ pub fn names_program(patterns: &Patterns, word: &str) -> bool {
 
 /// The finding for `prog args` when `prog` is [`unknown`] and one of its first subcommand
 /// words says it deletes, ships or writes a secret.
-pub fn unknown_program(patterns: &Patterns, prog: &str, args: &[Arg]) -> Option<Hit> {
-    if !unknown(patterns, prog) {
-        return None;
-    }
-    subcommand(prog, args)
-}
-
-/// The finding of the first subcommand words of an unknown program.
-fn subcommand(prog: &str, args: &[Arg]) -> Option<Hit> {
+pub fn subcommand(prog: &str, args: &[Arg]) -> Option<Hit> {
     let (opts, positionals) = split(args, &[]);
     let looking = |name: &str| {
         matches!(
@@ -469,7 +461,10 @@ mod tests {
         let mut words = line.split_whitespace();
         let prog = words.next().unwrap();
         let args: Vec<Arg> = words.map(|w| Arg::Lit(w.into())).collect();
-        unknown_program(crate::patterns::builtin(), prog, &args).map(|h| h.operation)
+        unknown(crate::patterns::builtin(), prog)
+            .then(|| subcommand(prog, &args))
+            .flatten()
+            .map(|h| h.operation)
     }
 
     #[test]

@@ -59,6 +59,17 @@ pub enum Stdin {
     File(Arg),
 }
 
+/// The device files that name a process's own standard input.
+pub const STDIN_DEVICES: &[&str] = &["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"];
+
+impl Stdin {
+    /// Input whose text is only known at run time: a pipe (whatever precedes it) or an
+    /// expanding here-document.
+    pub fn from_run_time(&self) -> bool {
+        matches!(self, Stdin::Pipe | Stdin::Processes | Stdin::Leftovers | Stdin::Unknown)
+    }
+}
+
 /// One command that runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exec {
